@@ -1,0 +1,308 @@
+// Package agent is the loop every deepagents agent runs: one step is one
+// model call plus the tool calls it asked for, repeated until the model
+// answers without tools, a limit is hit, or the context ends.
+//
+// A subagent is not a different kind of thing: it is another run of this same
+// loop with its own Config and a branch of its parent's files (see package
+// subagent). Every run reports what it does as an event stream,
+// iter.Seq2[Event, error]; Invoke drains it for callers who only want the
+// result.
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/tool"
+	"github.com/deepagents-go/deepagents/vfs"
+)
+
+// Defaults used when a Config leaves a limit at zero.
+const (
+	DefaultMaxSteps    = 200
+	DefaultMaxParallel = 16
+	DefaultName        = "parent"
+)
+
+// Config assembles an agent. The zero value of every field but Model works.
+type Config struct {
+	// Name identifies the agent in events and to the scripted model;
+	// DefaultName ("parent") when empty.
+	Name string
+	// Model answers every step. Required.
+	Model llm.Model
+	// System is the agent's own system prompt; middleware prompt sections
+	// are appended to it. Empty means no system message is sent.
+	System string
+	// Tools are the agent's own tools; middleware may add more.
+	Tools []tool.Tool
+	// Middleware contribute tools and prompt sections and wrap model and
+	// tool calls, outermost first.
+	Middleware []Middleware
+	// MaxSteps bounds the model calls of one run (DefaultMaxSteps when 0).
+	// Hitting it ends the run with StatusLimit, never an error.
+	MaxSteps int
+	// MaxParallel bounds the tool calls of one step that run at once
+	// (DefaultMaxParallel when 0; 1 runs them one by one).
+	MaxParallel int
+	// Backend is the filesystem. Nil keeps files in the run's state
+	// (vfs.Memory), seeded from Input.Files.
+	Backend vfs.Backend
+	// Response, when set, makes the run end with a structured response: the
+	// agent gets one extra tool whose parameters are the schema, and calling
+	// it with valid arguments ends the run (Result.Output).
+	Response *ResponseFormat
+	// Stream makes the loop call Model.Stream and emit model.delta events.
+	Stream bool
+}
+
+// Middleware extends an agent. Every field is optional.
+type Middleware struct {
+	Name string
+	// Tools are bound in addition to the agent's own.
+	Tools []tool.Tool
+	// Prompt is a section appended to the system prompt.
+	Prompt string
+	// BeforeModel may rewrite the request of each step before it is sent.
+	BeforeModel func(ctx context.Context, step StepInfo, req *llm.Request) error
+	// WrapModel wraps the model call.
+	WrapModel func(ctx context.Context, req *llm.Request, next ModelFunc) (*llm.Response, error)
+	// WrapTool wraps every tool call; returning without calling next skips
+	// the tool (an approval gate, a cache).
+	WrapTool func(ctx context.Context, call *ToolCall, next ToolFunc) (tool.Result, error)
+}
+
+// ModelFunc is one model call.
+type ModelFunc func(ctx context.Context, req *llm.Request) (*llm.Response, error)
+
+// ToolFunc runs one tool call.
+type ToolFunc func(ctx context.Context, call *ToolCall) (tool.Result, error)
+
+// ToolCall is one tool call as middleware sees it. Tool is nil when the model
+// named a tool that does not exist.
+type ToolCall struct {
+	Call llm.ToolCall
+	Tool tool.Tool
+	Env  *tool.Env
+}
+
+// StepInfo tells BeforeModel where the run is.
+type StepInfo struct {
+	Agent string // path
+	Round int
+	State *State // read-only
+}
+
+// ResponseFormat is a structured final response: a named JSON schema.
+type ResponseFormat struct {
+	// Name is the tool's name, usually the schema's title or Go type name.
+	Name        string
+	Description string
+	Schema      json.RawMessage
+}
+
+// Nested is implemented by tools that run agents of their own, such as the
+// task tool. The loop calls RunNested instead of Run and hands it a Host so
+// the nested run's events reach this run's stream.
+type Nested interface {
+	tool.Tool
+	RunNested(ctx context.Context, env *tool.Env, args json.RawMessage, host Host) (tool.Result, error)
+}
+
+// Host lets a nested tool report into the running agent.
+type Host struct {
+	// Emit forwards an event to the run's stream. Safe from any goroutine.
+	Emit func(Event)
+}
+
+// Agent is an assembled, immutable agent. It is safe to run concurrently.
+type Agent struct {
+	cfg      Config
+	name     string
+	system   string
+	tools    []tool.Tool
+	byName   map[string]tool.Tool
+	specs    []llm.ToolSpec
+	names    []string
+	respTool *responseTool
+
+	tokOnce  sync.Once
+	tokTotal int
+}
+
+// New validates cfg and assembles an agent.
+func New(cfg Config) (*Agent, error) {
+	if cfg.Model == nil {
+		return nil, errors.New("agent: Config.Model is required")
+	}
+	if cfg.MaxSteps < 0 || cfg.MaxParallel < 0 {
+		return nil, errors.New("agent: MaxSteps and MaxParallel must not be negative")
+	}
+	a := &Agent{cfg: cfg, name: cfg.Name, byName: map[string]tool.Tool{}}
+	if a.name == "" {
+		a.name = DefaultName
+	}
+	var sections []string
+	if cfg.System != "" {
+		sections = append(sections, cfg.System)
+	}
+	all := slices.Clone(cfg.Tools)
+	for _, m := range cfg.Middleware {
+		all = append(all, m.Tools...)
+		if m.Prompt != "" {
+			sections = append(sections, m.Prompt)
+		}
+	}
+	a.system = strings.Join(sections, "\n\n")
+	if cfg.Response != nil {
+		rt, err := newResponseTool(*cfg.Response)
+		if err != nil {
+			return nil, err
+		}
+		a.respTool = rt
+		all = append(all, rt)
+	}
+	for _, t := range all {
+		if t == nil {
+			return nil, errors.New("agent: nil tool")
+		}
+		spec := t.Spec()
+		if spec.Name == "" {
+			return nil, errors.New("agent: a tool has an empty name")
+		}
+		if _, dup := a.byName[spec.Name]; dup {
+			return nil, fmt.Errorf("agent: two tools are named %q", spec.Name)
+		}
+		a.byName[spec.Name] = t
+		a.tools = append(a.tools, t)
+		a.specs = append(a.specs, spec)
+		a.names = append(a.names, spec.Name)
+	}
+	return a, nil
+}
+
+// Name returns the agent's name.
+func (a *Agent) Name() string { return a.name }
+
+// System returns the system prompt sent on every step.
+func (a *Agent) System() string { return a.system }
+
+// Tools returns the bound tools in the order they are sent.
+func (a *Agent) Tools() []tool.Tool { return slices.Clone(a.tools) }
+
+// ToolSpecs returns the tool definitions as sent.
+func (a *Agent) ToolSpecs() []llm.ToolSpec { return slices.Clone(a.specs) }
+
+// Config returns a copy of the agent's configuration.
+func (a *Agent) Config() Config { return a.cfg }
+
+// Status is how a run ended.
+type Status string
+
+// Run statuses.
+const (
+	StatusOK        Status = "ok"
+	StatusError     Status = "error"
+	StatusLimit     Status = "limit"
+	StatusCancelled Status = "cancelled"
+)
+
+// State is what a run owns and returns: the conversation and, with the
+// default backend, the files. It is JSON-serialisable for checkpoints.
+type State struct {
+	Messages []llm.Message        `json:"messages"`
+	Files    map[string]vfs.File  `json:"files,omitzero"`
+	Values   map[string]any       `json:"values,omitempty"`
+}
+
+// Keys lists the state keys present, sorted.
+func (s State) Keys() []string {
+	keys := []string{"messages"}
+	if s.Files != nil {
+		keys = append(keys, "files")
+	}
+	if len(s.Values) > 0 {
+		keys = append(keys, "values")
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// Input starts a run.
+type Input struct {
+	// Messages is the conversation so far, ending with the new user turn.
+	Messages []llm.Message
+	// Files seeds the in-state filesystem (ignored when a Backend is set).
+	Files map[string]vfs.File
+	// Backend overrides Config.Backend for this run; subagents get a layer
+	// of their parent's files this way.
+	Backend vfs.Backend
+}
+
+// Prompt is a one-message Input.
+func Prompt(text string) Input { return Input{Messages: []llm.Message{llm.User(text)}} }
+
+// Result is a finished run.
+type Result struct {
+	Agent  string `json:"agent"`
+	Status Status `json:"status"`
+	// Error says why a run did not end with StatusOK.
+	Error string `json:"error,omitempty"`
+	State State  `json:"state"`
+	// Output is the structured response, when Config.Response is set.
+	Output json.RawMessage `json:"output,omitempty"`
+	// Rounds is the number of model calls this run made (children excluded).
+	Rounds int `json:"rounds"`
+	// Usage totals this run and every subagent run below it.
+	Usage llm.Usage `json:"usage"`
+	// UsageByAgent breaks Usage down by agent path.
+	UsageByAgent map[string]llm.Usage `json:"usage_by_agent,omitempty"`
+	// Children are the subagent runs this run started, by the tool-call id
+	// of the task call that started each.
+	Children map[string]*Result `json:"children,omitempty"`
+	// Files lists the paths this run changed, with the default backend the
+	// net effect on its state (written or deleted).
+	Changed []string `json:"changed,omitempty"`
+
+	err error
+}
+
+// Err returns the run-level error, if any (nil for StatusOK and StatusLimit).
+func (r *Result) Err() error { return r.err }
+
+// FinalText returns the text of the last assistant message that has text,
+// or "" if none has.
+func (r *Result) FinalText() string {
+	return LastText(r.State.Messages)
+}
+
+// Child returns the subagent run started by the task call with this id,
+// searching the whole run tree.
+func (r *Result) Child(callID string) (*Result, bool) {
+	if c, ok := r.Children[callID]; ok {
+		return c, true
+	}
+	for _, c := range r.Children {
+		if found, ok := c.Child(callID); ok {
+			return found, true
+		}
+	}
+	return nil, false
+}
+
+// LastText returns the text of the last assistant message with non-blank
+// text in msgs.
+func LastText(msgs []llm.Message) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == llm.RoleAssistant && msgs[i].HasText() {
+			return msgs[i].Content
+		}
+	}
+	return ""
+}

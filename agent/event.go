@@ -1,0 +1,117 @@
+package agent
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/vfs"
+)
+
+// EventType names what an Event reports.
+type EventType string
+
+// Event types. Every run emits RunStart first and RunEnd last; subagent runs
+// emit the same types, tagged with their own agent path.
+const (
+	RunStart      EventType = "run.start"
+	RunEnd        EventType = "run.end"
+	ModelRequest  EventType = "model.request"
+	ModelDelta    EventType = "model.delta" // only when streaming
+	ModelResponse EventType = "model.response"
+	ToolStart     EventType = "tool.start"
+	ToolProgress  EventType = "tool.progress"
+	ToolEnd       EventType = "tool.end"
+	FileWrite     EventType = "file.write"
+	FileDelete    EventType = "file.delete"
+	FileConflict  EventType = "file.conflict"
+	SubagentStart EventType = "subagent.start"
+	SubagentEnd   EventType = "subagent.end"
+)
+
+// Event is one thing that happened in a run. Exactly one of the payload
+// fields matching Type is set. Events are JSON-serialisable as they are; the
+// fields marked `json:"-"` are in-process conveniences.
+type Event struct {
+	Type EventType `json:"type"`
+	// Agent is the path of the agent the event belongs to, e.g. "parent" or
+	// "parent / general-purpose#call_1".
+	Agent string `json:"agent"`
+	// TaskCall is, for events of a subagent, the parent's tool-call id that
+	// started it.
+	TaskCall string    `json:"task_call,omitempty"`
+	Time     time.Time `json:"time"`
+
+	Run      *RunInfo         `json:"run,omitempty"`
+	Request  *RequestInfo     `json:"request,omitempty"`
+	Delta    *llm.StreamEvent `json:"delta,omitempty"`
+	Response *ResponseInfo    `json:"response,omitempty"`
+	Tool     *ToolInfo        `json:"tool,omitempty"`
+	File     *FileInfo        `json:"file,omitempty"`
+	Conflict *vfs.Conflict    `json:"conflict,omitempty"`
+	Subagent *SubagentInfo    `json:"subagent,omitempty"`
+}
+
+// RunInfo is the payload of run.start and run.end.
+type RunInfo struct {
+	Status Status    `json:"status,omitempty"` // run.end only
+	Error  string    `json:"error,omitempty"`
+	Rounds int       `json:"rounds"`
+	Usage  llm.Usage `json:"usage"` // this run and its subagents
+	// Result is the finished run (run.end only).
+	Result *Result `json:"-"`
+}
+
+// RequestInfo describes one model request as sent.
+type RequestInfo struct {
+	Round        int      `json:"round"`
+	MessageCount int      `json:"message_count"` // not counting the system prompt
+	SystemChars  int      `json:"system_chars"`
+	Tools        []string `json:"tools"`
+	ToolTokens   int      `json:"tool_tokens"` // o200k tokens of the tool definitions
+}
+
+// ResponseInfo describes one model response.
+type ResponseInfo struct {
+	Round      int            `json:"round"`
+	Usage      llm.Usage      `json:"usage"`
+	StopReason llm.StopReason `json:"stop_reason,omitempty"`
+	Text       string         `json:"text,omitempty"`
+	ToolCalls  []string       `json:"tool_calls,omitempty"` // names, in order
+	DurationMS float64        `json:"duration_ms"`
+	Message    *llm.Message   `json:"-"`
+}
+
+// ToolInfo describes a tool call (tool.start, tool.progress, tool.end).
+type ToolInfo struct {
+	CallID     string          `json:"call_id"`
+	Name       string          `json:"name"`
+	Args       json.RawMessage `json:"args,omitempty"`    // tool.start
+	Text       string          `json:"text,omitempty"`    // tool.progress
+	Result     string          `json:"result,omitempty"`  // tool.end: what the model reads
+	IsError    bool            `json:"is_error,omitempty"` // tool.end
+	Panic      string          `json:"panic,omitempty"`   // tool.end: stack of a recovered panic
+	DurationMS float64         `json:"duration_ms,omitempty"`
+}
+
+// FileInfo describes a file change that reached this agent's state.
+type FileInfo struct {
+	Path   string `json:"path"`
+	Bytes  int    `json:"bytes,omitempty"`
+	CallID string `json:"call_id,omitempty"` // the tool call that made it
+}
+
+// SubagentInfo is the payload of subagent.start and subagent.end.
+type SubagentInfo struct {
+	Name   string    `json:"name"`
+	Mode   string    `json:"mode"`
+	CallID string    `json:"call_id"`
+	Path   string    `json:"path"`
+	Task   string    `json:"task,omitempty"`   // start: the brief
+	Status Status    `json:"status,omitempty"` // end
+	Error  string    `json:"error,omitempty"`
+	Rounds int       `json:"rounds,omitempty"`
+	Usage  llm.Usage `json:"usage,omitzero"`
+	// Run is the child's finished run, transcript included (end only).
+	Run *Result `json:"-"`
+}

@@ -1,0 +1,122 @@
+// Package retry is the retry policy every provider adapter shares: bounded
+// exponential backoff with full jitter for rate limits, server errors and
+// broken connections, honouring the server's Retry-After, and never retrying
+// once any output has reached the caller.
+package retry
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"math/rand/v2"
+	"time"
+
+	"github.com/deepagents-go/deepagents/llm"
+)
+
+// Policy bounds retries. The zero value retries up to 3 times (4 attempts)
+// starting at 500 ms and never waits more than 30 s between attempts.
+type Policy struct {
+	MaxRetries int           // retries after the first attempt; <0 disables retries
+	Base       time.Duration // first backoff
+	Max        time.Duration // cap on any single wait, Retry-After included
+	// Sleep waits d or until ctx ends; tests replace it to run instantly.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Retryable decides whether err is worth another attempt (default
+	// llm.Retryable).
+	Retryable func(err error) bool
+}
+
+func (p Policy) norm() Policy {
+	if p.MaxRetries == 0 {
+		p.MaxRetries = 3
+	}
+	if p.Base <= 0 {
+		p.Base = 500 * time.Millisecond
+	}
+	if p.Max <= 0 {
+		p.Max = 30 * time.Second
+	}
+	if p.Sleep == nil {
+		p.Sleep = sleep
+	}
+	if p.Retryable == nil {
+		p.Retryable = llm.Retryable
+	}
+	return p
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// Backoff returns the wait before retry number n (0-based) after err: the
+// server's Retry-After when it gave one, else full-jitter exponential backoff.
+func (p Policy) Backoff(n int, err error) time.Duration {
+	p = p.norm()
+	var ae *llm.APIError
+	if errors.As(err, &ae) && ae.RetryAfter > 0 {
+		return min(ae.RetryAfter, p.Max)
+	}
+	ceil := p.Base << min(n, 20)
+	if ceil > p.Max || ceil <= 0 {
+		ceil = p.Max
+	}
+	return time.Duration(rand.Int64N(int64(ceil)/2+1)) + ceil/2
+}
+
+// Do calls fn until it succeeds, fails with a non-retryable error, runs out
+// of retries, or ctx ends.
+func Do[T any](ctx context.Context, p Policy, fn func(ctx context.Context) (T, error)) (T, error) {
+	p = p.norm()
+	for n := 0; ; n++ {
+		v, err := fn(ctx)
+		if err == nil || ctx.Err() != nil || p.MaxRetries < 0 || n >= p.MaxRetries || !p.Retryable(err) {
+			return v, err
+		}
+		if serr := p.Sleep(ctx, p.Backoff(n, err)); serr != nil {
+			return v, err
+		}
+	}
+}
+
+// Stream opens a stream with retries: an attempt that fails before it has
+// yielded anything is retried like Do; once an event has been passed on, a
+// failure is returned to the caller as is.
+func Stream(ctx context.Context, p Policy, open func(ctx context.Context) iter.Seq2[llm.StreamEvent, error]) iter.Seq2[llm.StreamEvent, error] {
+	p = p.norm()
+	return func(yield func(llm.StreamEvent, error) bool) {
+		for n := 0; ; n++ {
+			started := false
+			var failed error
+			for ev, err := range open(ctx) {
+				if err != nil {
+					failed = err
+					break
+				}
+				started = true
+				if !yield(ev, nil) {
+					return
+				}
+			}
+			if failed == nil {
+				return
+			}
+			if started || ctx.Err() != nil || p.MaxRetries < 0 || n >= p.MaxRetries || !p.Retryable(failed) {
+				yield(llm.StreamEvent{}, failed)
+				return
+			}
+			if serr := p.Sleep(ctx, p.Backoff(n, failed)); serr != nil {
+				yield(llm.StreamEvent{}, failed)
+				return
+			}
+		}
+	}
+}

@@ -1,0 +1,286 @@
+package tool
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// Schema is a compiled JSON schema for tool arguments: the exact bytes sent to
+// the model, plus a validator that explains failures in plain words.
+type Schema struct {
+	raw      json.RawMessage
+	resolved *jsonschema.Resolved
+	props    map[string]*jsonschema.Schema
+	names    []string // property names in declaration order
+	required []string
+}
+
+// CompileSchema parses and resolves a JSON schema document.
+func CompileSchema(raw []byte) (*Schema, error) {
+	var s jsonschema.Schema
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, fmt.Errorf("tool: schema is not valid JSON schema: %w", err)
+	}
+	return compile(&s, raw)
+}
+
+// SchemaFor infers the schema of T's JSON form (field descriptions come from
+// `jsonschema:"..."` tags) and compiles it.
+func SchemaFor[T any]() (*Schema, error) {
+	return SchemaForType(reflect.TypeFor[T]())
+}
+
+// SchemaForType is SchemaFor for a reflect.Type.
+func SchemaForType(t reflect.Type) (*Schema, error) {
+	s, err := jsonschema.ForType(t, nil)
+	if err != nil {
+		return nil, fmt.Errorf("tool: cannot derive a schema from %s: %w", t, err)
+	}
+	raw, err := json.Marshal(s)
+	if err != nil {
+		return nil, err
+	}
+	return compile(s, raw)
+}
+
+func compile(s *jsonschema.Schema, raw []byte) (*Schema, error) {
+	r, err := s.Resolve(nil)
+	if err != nil {
+		return nil, fmt.Errorf("tool: invalid schema: %w", err)
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, raw); err != nil {
+		return nil, fmt.Errorf("tool: schema is not valid JSON: %w", err)
+	}
+	out := &Schema{raw: compact.Bytes(), resolved: r, props: s.Properties, required: s.Required}
+	out.names = propertyOrder(compact.Bytes(), s.Properties)
+	return out, nil
+}
+
+// propertyOrder lists property names in the order the document declares them.
+func propertyOrder(raw []byte, props map[string]*jsonschema.Schema) []string {
+	var doc struct {
+		Properties json.RawMessage `json:"properties"`
+	}
+	var names []string
+	if json.Unmarshal(raw, &doc) == nil && len(doc.Properties) > 0 {
+		dec := json.NewDecoder(bytes.NewReader(doc.Properties))
+		if t, err := dec.Token(); err == nil && t == json.Delim('{') {
+			for dec.More() {
+				t, err := dec.Token()
+				key, ok := t.(string)
+				var skip json.RawMessage
+				if err != nil || !ok || dec.Decode(&skip) != nil {
+					break
+				}
+				names = append(names, key)
+			}
+		}
+	}
+	if len(names) != len(props) {
+		names = names[:0]
+		for k := range props {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+	}
+	return names
+}
+
+// Raw returns the schema document as sent to the model.
+func (s *Schema) Raw() json.RawMessage { return s.raw }
+
+// Validate checks a decoded JSON value against the schema. The error, if any,
+// is a plain-words explanation meant for the model.
+func (s *Schema) Validate(v any) error {
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return fmt.Errorf("arguments must be a JSON object, got %s", describeJSON(v))
+	}
+	var missing []string
+	for _, name := range s.required {
+		if _, ok := obj[name]; !ok {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		parts := make([]string, len(missing))
+		for i, m := range missing {
+			parts[i] = fmt.Sprintf("%q%s", m, s.typeHint(m))
+		}
+		noun := "argument"
+		if len(missing) > 1 {
+			noun = "arguments"
+		}
+		return fmt.Errorf("missing required %s %s", noun, strings.Join(parts, ", "))
+	}
+	for _, name := range sortedKeys(obj) {
+		ps, known := s.props[name]
+		if !known {
+			if s.allowsExtra() {
+				continue
+			}
+			return fmt.Errorf("unknown argument %q; this tool takes: %s", name, strings.Join(s.names, ", "))
+		}
+		if want := typesOf(ps); len(want) > 0 && !typeMatches(obj[name], want) {
+			return fmt.Errorf("argument %q must be %s, got %s", name, joinTypes(want), describeJSON(obj[name]))
+		}
+	}
+	if err := s.resolved.Validate(v); err != nil {
+		return fmt.Errorf("%s", cleanValidationError(err.Error()))
+	}
+	return nil
+}
+
+func (s *Schema) allowsExtra() bool {
+	ap := s.resolved.Schema().AdditionalProperties
+	return ap == nil || ap.Not == nil && !isFalseSchema(ap)
+}
+
+func isFalseSchema(s *jsonschema.Schema) bool {
+	b, _ := json.Marshal(s)
+	return string(b) == "false"
+}
+
+func (s *Schema) typeHint(name string) string {
+	ps := s.props[name]
+	if ps == nil {
+		return ""
+	}
+	hint := joinTypes(typesOf(ps))
+	if ps.Description != "" {
+		d := ps.Description
+		if len(d) > 80 {
+			d = d[:77] + "..."
+		}
+		if hint != "" {
+			hint += ": "
+		}
+		hint += d
+	}
+	if hint == "" {
+		return ""
+	}
+	return " (" + hint + ")"
+}
+
+func typesOf(s *jsonschema.Schema) []string {
+	if s.Type != "" {
+		return []string{s.Type}
+	}
+	return s.Types
+}
+
+func joinTypes(ts []string) string {
+	words := make([]string, len(ts))
+	for i, t := range ts {
+		switch t {
+		case "integer":
+			words[i] = "an integer"
+		case "object", "array":
+			words[i] = "an " + t
+		case "null":
+			words[i] = "null"
+		default:
+			words[i] = "a " + t
+		}
+	}
+	return strings.Join(words, " or ")
+}
+
+func typeMatches(v any, want []string) bool {
+	for _, t := range want {
+		switch t {
+		case "string":
+			if _, ok := v.(string); ok {
+				return true
+			}
+		case "number":
+			if _, ok := v.(float64); ok {
+				return true
+			}
+		case "integer":
+			if f, ok := v.(float64); ok && f == float64(int64(f)) {
+				return true
+			}
+		case "boolean":
+			if _, ok := v.(bool); ok {
+				return true
+			}
+		case "object":
+			if _, ok := v.(map[string]any); ok {
+				return true
+			}
+		case "array":
+			if _, ok := v.([]any); ok {
+				return true
+			}
+		case "null":
+			if v == nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func describeJSON(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "null"
+	case string:
+		if len(x) > 40 {
+			x = x[:37] + "..."
+		}
+		return fmt.Sprintf("the string %q", x)
+	case float64:
+		return fmt.Sprintf("the number %v", x)
+	case bool:
+		return fmt.Sprintf("the boolean %v", x)
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "an object"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+var (
+	validatingRe = regexp.MustCompile(`validating (root|/[^:]*): `)
+	propsRe      = regexp.MustCompile(`/properties/`)
+)
+
+// cleanValidationError turns jsonschema-go's nested message into one line
+// that names the offending argument.
+func cleanValidationError(msg string) string {
+	var where string
+	for _, m := range validatingRe.FindAllStringSubmatch(msg, -1) {
+		if m[1] != "root" {
+			where = m[1]
+		}
+	}
+	rest := validatingRe.ReplaceAllString(msg, "")
+	rest = strings.ReplaceAll(rest, "\n", " ")
+	if where != "" {
+		arg := strings.TrimPrefix(propsRe.ReplaceAllString(where, "."), ".")
+		arg = strings.ReplaceAll(arg, "/items", "[]")
+		return fmt.Sprintf("argument %q is invalid: %s", arg, rest)
+	}
+	return rest
+}

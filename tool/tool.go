@@ -1,0 +1,82 @@
+// Package tool defines what an agent can call: the Tool interface, the
+// per-call Env a tool runs in, and typed constructors that derive a tool's
+// JSON schema from a Go struct and validate every call against it.
+//
+// Error policy: a tool's Go error is answered to the model as an error result
+// and the run goes on. Only an error wrapping ErrFatal (or the context's
+// cancellation) stops the run.
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/vfs"
+)
+
+// Tool is something a model can call. Implementations must be safe for
+// concurrent use; the agent loop never mutates a tool.
+type Tool interface {
+	// Spec is the definition sent to the model. It must not change between
+	// calls.
+	Spec() llm.ToolSpec
+	// Run executes one call. args is the raw JSON the model produced.
+	Run(ctx context.Context, env *Env, args json.RawMessage) (Result, error)
+}
+
+// Env is what the agent loop hands a tool for one call.
+type Env struct {
+	// CallID is the model's id for this call.
+	CallID string
+	// Agent is the path of the agent making the call, e.g. "parent" or
+	// "parent / researcher#call_1".
+	Agent string
+	// Files is this call's view of the filesystem. With the default in-state
+	// backend each call of a batch writes to its own layer, merged into the
+	// run's files in call order when the batch ends.
+	Files vfs.Backend
+	// Request is the model request whose response asked for this call. It is
+	// shared and must be treated as read-only.
+	Request *llm.Request
+	// Progress reports a line of progress; it becomes a tool.progress event.
+	// Nil outside an agent run.
+	Progress func(text string)
+}
+
+// Report sends a progress line if the environment accepts one.
+func (e *Env) Report(text string) {
+	if e != nil && e.Progress != nil {
+		e.Progress(text)
+	}
+}
+
+// Result is what a tool answers.
+type Result struct {
+	// Content is the text the model reads.
+	Content string
+	// IsError marks the result as a failure the model should react to.
+	IsError bool
+	// Structured is a machine-readable form of the result, if any.
+	Structured json.RawMessage
+	// Stop ends the agent's run once the current batch of tool calls is done
+	// (used by structured-response tools).
+	Stop bool
+}
+
+// Text returns a successful result.
+func Text(s string) Result { return Result{Content: s} }
+
+// Errorf returns an error result answered to the model.
+func Errorf(format string, args ...any) Result {
+	return Result{Content: fmt.Sprintf(format, args...), IsError: true}
+}
+
+// ErrFatal marks a tool error that must stop the whole run instead of being
+// answered to the model. Wrap it: fmt.Errorf("db gone: %w", tool.ErrFatal).
+var ErrFatal = errors.New("fatal tool error")
+
+// Fatal wraps err so that it stops the run.
+func Fatal(err error) error { return fmt.Errorf("%w: %w", ErrFatal, err) }

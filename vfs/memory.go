@@ -1,0 +1,231 @@
+package vfs
+
+import (
+	"context"
+	"io/fs"
+	"iter"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Memory is the default backend: files live in a map that is part of the
+// run's state, so they are checkpointed with it. It is safe for concurrent
+// use and supports Branch for copy-on-write layers.
+type Memory struct {
+	mu    sync.RWMutex
+	files map[string]File
+	dirs  map[string]int // directory path -> number of files below it
+	now   func() time.Time
+}
+
+// NewMemory returns a Memory holding a copy of files. Keys are cleaned;
+// entries with invalid paths are dropped.
+func NewMemory(files map[string]File) *Memory {
+	m := &Memory{files: make(map[string]File, len(files)), dirs: map[string]int{}, now: time.Now}
+	for p, f := range files {
+		if c, err := Clean(p); err == nil {
+			m.put(c, f)
+		}
+	}
+	return m
+}
+
+// SetClock replaces the clock used for created/modified times (for tests).
+func (m *Memory) SetClock(now func() time.Time) {
+	m.mu.Lock()
+	m.now = now
+	m.mu.Unlock()
+}
+
+// Files returns a copy of every file.
+func (m *Memory) Files() map[string]File {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return maps.Clone(m.files)
+}
+
+// Len returns the number of files.
+func (m *Memory) Len() int {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return len(m.files)
+}
+
+func (m *Memory) put(p string, f File) {
+	if _, ok := m.files[p]; !ok {
+		for d := Parent(p); ; d = Parent(d) {
+			m.dirs[d]++
+			if d == "/" {
+				break
+			}
+		}
+	}
+	m.files[p] = f
+}
+
+func (m *Memory) remove(p string) {
+	if _, ok := m.files[p]; !ok {
+		return
+	}
+	delete(m.files, p)
+	for d := Parent(p); ; d = Parent(d) {
+		if m.dirs[d]--; m.dirs[d] <= 0 {
+			delete(m.dirs, d)
+		}
+		if d == "/" {
+			break
+		}
+	}
+}
+
+func (m *Memory) file(p string) (File, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	f, ok := m.files[p]
+	return f, ok
+}
+
+// Stat implements Backend.
+func (m *Memory) Stat(_ context.Context, path string) (Entry, error) {
+	p, err := Clean(path)
+	if err != nil {
+		return Entry{}, err
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if f, ok := m.files[p]; ok {
+		return Entry{Path: p, Size: int64(len(f.Content)), ModifiedAt: f.ModifiedAt}, nil
+	}
+	if p == "/" || m.dirs[p] > 0 {
+		return Entry{Path: p, IsDir: true}, nil
+	}
+	return Entry{}, &fs.PathError{Op: "stat", Path: p, Err: ErrNotFound}
+}
+
+// Read implements Backend.
+func (m *Memory) Read(_ context.Context, path string) (string, error) {
+	p, err := Clean(path)
+	if err != nil {
+		return "", err
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if f, ok := m.files[p]; ok {
+		return f.Content, nil
+	}
+	if p == "/" || m.dirs[p] > 0 {
+		return "", &fs.PathError{Op: "read", Path: p, Err: ErrIsDir}
+	}
+	return "", &fs.PathError{Op: "read", Path: p, Err: ErrNotFound}
+}
+
+// Write implements Backend.
+func (m *Memory) Write(_ context.Context, path, content string) error {
+	p, err := Clean(path)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if p == "/" || m.dirs[p] > 0 {
+		return &fs.PathError{Op: "write", Path: p, Err: ErrIsDir}
+	}
+	for d := Parent(p); d != "/"; d = Parent(d) {
+		if _, ok := m.files[d]; ok {
+			return &fs.PathError{Op: "write", Path: p, Err: ErrNotDir}
+		}
+	}
+	now := m.now()
+	f, ok := m.files[p]
+	if !ok {
+		f.CreatedAt = now
+	}
+	f.Content, f.ModifiedAt = content, now
+	m.put(p, f)
+	return nil
+}
+
+// Delete implements Backend.
+func (m *Memory) Delete(_ context.Context, path string) (int, error) {
+	p, err := Clean(path)
+	if err != nil {
+		return 0, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.files[p]; ok {
+		m.remove(p)
+		return 1, nil
+	}
+	if p != "/" && m.dirs[p] == 0 {
+		return 0, &fs.PathError{Op: "delete", Path: p, Err: ErrNotFound}
+	}
+	var n int
+	for k := range m.files {
+		if Under(k, p) {
+			m.remove(k)
+			n++
+		}
+	}
+	return n, nil
+}
+
+// List implements Backend.
+func (m *Memory) List(ctx context.Context, dir string) ([]Entry, error) {
+	p, err := Clean(dir)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := m.file(p); ok {
+		return nil, &fs.PathError{Op: "list", Path: p, Err: ErrNotDir}
+	}
+	return listFromWalk(ctx, m, p)
+}
+
+// Walk implements Backend.
+func (m *Memory) Walk(_ context.Context, dir string) iter.Seq2[Entry, error] {
+	return func(yield func(Entry, error) bool) {
+		p, err := Clean(dir)
+		if err != nil {
+			yield(Entry{}, err)
+			return
+		}
+		m.mu.RLock()
+		var out []Entry
+		for k, f := range m.files {
+			if Under(k, p) {
+				out = append(out, Entry{Path: k, Size: int64(len(f.Content)), ModifiedAt: f.ModifiedAt})
+			}
+		}
+		m.mu.RUnlock()
+		sortEntries(out)
+		for _, e := range out {
+			if !yield(e, nil) {
+				return
+			}
+		}
+	}
+}
+
+// Apply implements Applier.
+func (m *Memory) Apply(d Delta) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, c := range d {
+		if c.File == nil {
+			m.remove(c.Path)
+		} else {
+			m.put(c.Path, *c.File)
+		}
+	}
+}
+
+// Branch implements Brancher.
+func (m *Memory) Branch() *Layer { return newLayer(m, m.now) }
+
+func sortEntries(es []Entry) {
+	slices.SortFunc(es, func(a, b Entry) int { return strings.Compare(a.Path, b.Path) })
+}
