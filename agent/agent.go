@@ -216,9 +216,9 @@ const (
 // State is what a run owns and returns: the conversation and, with the
 // default backend, the files. It is JSON-serialisable for checkpoints.
 type State struct {
-	Messages []llm.Message        `json:"messages"`
-	Files    map[string]vfs.File  `json:"files,omitzero"`
-	Values   map[string]any       `json:"values,omitempty"`
+	Messages []llm.Message       `json:"messages"`
+	Files    map[string]vfs.File `json:"files,omitzero"`
+	Values   map[string]any      `json:"values,omitempty"`
 }
 
 // Keys lists the state keys present, sorted.

@@ -86,11 +86,11 @@ type ResponseInfo struct {
 type ToolInfo struct {
 	CallID     string          `json:"call_id"`
 	Name       string          `json:"name"`
-	Args       json.RawMessage `json:"args,omitempty"`    // tool.start
-	Text       string          `json:"text,omitempty"`    // tool.progress
-	Result     string          `json:"result,omitempty"`  // tool.end: what the model reads
+	Args       json.RawMessage `json:"args,omitempty"`     // tool.start
+	Text       string          `json:"text,omitempty"`     // tool.progress
+	Result     string          `json:"result,omitempty"`   // tool.end: what the model reads
 	IsError    bool            `json:"is_error,omitempty"` // tool.end
-	Panic      string          `json:"panic,omitempty"`   // tool.end: stack of a recovered panic
+	Panic      string          `json:"panic,omitempty"`    // tool.end: stack of a recovered panic
 	DurationMS float64         `json:"duration_ms,omitempty"`
 }
 
