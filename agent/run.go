@@ -26,6 +26,7 @@ type runConfig struct {
 	instance string
 	task     string
 	maxSteps int
+	system   *string
 }
 
 // WithPath sets the run's agent path (default: the agent's name). Subagent
@@ -39,6 +40,10 @@ func WithInstance(callID string) RunOption { return func(c *runConfig) { c.insta
 // WithTask sets the text the run was started with, as reported to the model
 // in llm.CallInfo (default: the first user message).
 func WithTask(text string) RunOption { return func(c *runConfig) { c.task = text } }
+
+// WithSystem replaces the agent's system prompt for this run (a fork
+// subagent runs under its parent's prompt this way).
+func WithSystem(prompt string) RunOption { return func(c *runConfig) { c.system = &prompt } }
 
 // WithMaxSteps overrides Config.MaxSteps for this run.
 func WithMaxSteps(n int) RunOption { return func(c *runConfig) { c.maxSteps = n } }
@@ -80,7 +85,7 @@ func Drain(events iter.Seq2[Event, error], fn func(Event)) (*Result, error) {
 		if err != nil {
 			runErr = err
 		}
-		if ev.Type == RunEnd && ev.Run != nil && ev.Run.Result != nil && res == nil {
+		if ev.Type == RunEnd && ev.Run != nil && ev.Run.Result != nil {
 			res = ev.Run.Result
 		}
 	}
@@ -99,6 +104,7 @@ type run struct {
 	instance string
 	task     string
 	maxSteps int
+	system   string
 
 	yield   func(Event, error) bool
 	stopped bool // the consumer stopped iterating
@@ -120,7 +126,10 @@ type run struct {
 }
 
 func (a *Agent) newRun(in Input, rc runConfig) *run {
-	r := &run{a: a, path: rc.path, instance: rc.instance, task: rc.task, maxSteps: rc.maxSteps}
+	r := &run{a: a, path: rc.path, instance: rc.instance, task: rc.task, maxSteps: rc.maxSteps, system: a.system}
+	if rc.system != nil {
+		r.system = *rc.system
+	}
 	if r.path == "" {
 		r.path = a.name
 	}
@@ -155,6 +164,8 @@ func (a *Agent) newRun(in Input, rc runConfig) *run {
 func (r *run) emit(ev Event) {
 	if ev.Agent == "" {
 		ev.Agent = r.path
+	}
+	if ev.Agent == r.path && ev.TaskCall == "" {
 		ev.TaskCall = r.instance
 	}
 	if ev.Time.IsZero() {
@@ -251,7 +262,7 @@ func (r *run) steps(ctx context.Context) (Status, error) {
 			return StatusLimit, fmt.Errorf("stopped after %d model calls (the step limit)", r.maxSteps)
 		}
 		n := len(r.state.Messages)
-		req := &llm.Request{System: a.system, Messages: r.state.Messages[:n:n], Tools: a.specs}
+		req := &llm.Request{System: r.system, Messages: r.state.Messages[:n:n], Tools: a.specs}
 		for _, m := range a.cfg.Middleware {
 			if m.BeforeModel != nil {
 				if err := m.BeforeModel(ctx, StepInfo{Agent: r.path, Round: r.rounds, State: &r.state}, req); err != nil {

@@ -1,0 +1,55 @@
+// Command deepagents runs deep agents: `demo` replays a built-in delegation
+// scenario, `replay` runs a scenario file and prints its transcript,
+// `inspect` shows what every bound tool costs, and `run` drives a real model.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+const usage = `deepagents — a Go deep-agent harness
+
+Usage:
+  deepagents demo                        replay the built-in delegation scenario and show each round
+  deepagents replay [flags] SCENARIO     run a scenario with the scripted model; print its transcript
+  deepagents inspect [flags]             list every bound tool with its size and token cost
+  deepagents run [flags] -p PROMPT       run the deep agent on a real model
+
+Run 'deepagents COMMAND -h' for a command's flags.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run is the whole command, with its streams injected for tests. It returns
+// the exit code: 0 success, 1 the run failed, 2 bad usage or input.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "demo":
+		return cmdDemo(ctx, args[1:], stdout, stderr)
+	case "replay":
+		return cmdReplay(ctx, args[1:], stdout, stderr)
+	case "inspect":
+		return cmdInspect(args[1:], stdout, stderr)
+	case "run":
+		return cmdRun(ctx, args[1:], stdin, stdout, stderr)
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "deepagents: unknown command %q\n\n%s", args[0], usage)
+	return 2
+}

@@ -1,0 +1,127 @@
+// Package deepagents assembles the default deep agent: the seven file tools,
+// the task tool with its subagents (a general-purpose one always among them),
+// and your own tools, over the agent loop of package agent.
+//
+//	a, err := deepagents.New(deepagents.Config{Model: model})
+//	res, err := a.Invoke(ctx, agent.Prompt("Summarise /notes.md"))
+//	fmt.Println(res.FinalText())
+//
+// New returns an *agent.Agent: run it with Run (an event stream) or Invoke.
+package deepagents
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/fstools"
+	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/subagent"
+	"github.com/deepagents-go/deepagents/tool"
+	"github.com/deepagents-go/deepagents/vfs"
+)
+
+// Config describes a deep agent. Only Model is required.
+type Config struct {
+	// Name of the top-level agent in events (agent.DefaultName when empty).
+	Name string
+	// Model answers the agent and every subagent that names no model.
+	Model llm.Model
+	// SystemPrompt is the agent's own prompt. Empty by default: the tools'
+	// descriptions carry what the model needs.
+	SystemPrompt string
+	// Tools are your tools, bound after the built-in ones. Isolated
+	// subagents get them too unless their spec lists its own.
+	Tools []tool.Tool
+	// Subagents are the agents the task tool can start. The general-purpose
+	// subagent is always present: a spec of that name replaces it.
+	Subagents []subagent.Spec
+	// Middleware wrap the agent's model and tool calls; their tools are bound
+	// after Tools.
+	Middleware []agent.Middleware
+	// Backend is the filesystem; nil keeps files in the run's state.
+	Backend vfs.Backend
+	// MaxSteps bounds model calls per run, for the agent and each subagent
+	// whose spec sets none.
+	MaxSteps int
+	// MaxParallel bounds concurrent tool calls of one step (task calls
+	// included), for the agent and each subagent.
+	MaxParallel int
+	// ResponseFormat makes the agent end with a structured response; the same
+	// kinds as subagent.Spec.ResponseFormat.
+	ResponseFormat any
+	// Stream makes every model call stream (model.delta events).
+	Stream bool
+}
+
+// ConfigError is an assembly-time rejection; see subagent.ConfigError.
+type ConfigError = subagent.ConfigError
+
+// BuiltinToolNames are the names of the default stack's tools, in the order
+// they are bound (F1).
+var BuiltinToolNames = append(slices.Clone(fstools.Names), subagent.TaskToolName)
+
+// New assembles the deep agent.
+func New(cfg Config) (*agent.Agent, error) {
+	if cfg.Model == nil {
+		return nil, errors.New("deepagents: Config.Model is required")
+	}
+	fs := fstools.Tools()
+	var hooks []agent.Middleware
+	var mwTools []tool.Tool
+	for _, m := range cfg.Middleware {
+		mwTools = append(mwTools, m.Tools...)
+		m.Tools = nil
+		hooks = append(hooks, m)
+	}
+	after := append(slices.Clone(cfg.Tools), mwTools...)
+	var clash []string
+	for _, t := range after {
+		if t == nil {
+			return nil, errors.New("deepagents: nil tool in Config.Tools or a middleware")
+		}
+		if name := t.Spec().Name; slices.Contains(BuiltinToolNames, name) && !slices.Contains(clash, name) {
+			clash = append(clash, name)
+		}
+	}
+	if len(clash) > 0 {
+		return nil, &ConfigError{Msg: fmt.Sprintf("Tool name(s) %s collide with built-in tools; rename your tools.", strings.Join(clash, ", "))}
+	}
+	task, err := subagent.NewTask(subagent.Config{
+		Subagents:      WithGeneralPurpose(cfg.Subagents),
+		Model:          cfg.Model,
+		BaseTools:      fs,
+		DefaultTools:   cfg.Tools,
+		ForkBefore:     fs,
+		ForkAfter:      after,
+		ForkMiddleware: hooks,
+		MaxSteps:       cfg.MaxSteps,
+		MaxParallel:    cfg.MaxParallel,
+		Stream:         cfg.Stream,
+	})
+	if err != nil {
+		return nil, err
+	}
+	rf, err := subagent.ResolveFormat(cfg.ResponseFormat)
+	if err != nil {
+		return nil, err
+	}
+	tools := append(append(fs, task), after...)
+	return agent.New(agent.Config{
+		Name: cfg.Name, Model: cfg.Model, System: cfg.SystemPrompt, Tools: tools, Middleware: hooks,
+		MaxSteps: cfg.MaxSteps, MaxParallel: cfg.MaxParallel, Backend: cfg.Backend, Response: rf, Stream: cfg.Stream,
+	})
+}
+
+// WithGeneralPurpose returns specs with the default general-purpose subagent
+// first, unless a spec already has that name (F4, F5, F27).
+func WithGeneralPurpose(specs []subagent.Spec) []subagent.Spec {
+	for _, s := range specs {
+		if s.Name == subagent.GeneralPurposeName {
+			return slices.Clone(specs)
+		}
+	}
+	return append([]subagent.Spec{subagent.GeneralPurpose()}, specs...)
+}

@@ -1,0 +1,357 @@
+package scenario
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/llm/scripted"
+	"github.com/deepagents-go/deepagents/subagent"
+	"github.com/deepagents-go/deepagents/tokens"
+	"github.com/deepagents-go/deepagents/vfs"
+)
+
+// Transcript is what `deepagents replay` prints (docs/REPLAY.md).
+type Transcript struct {
+	Scenario              string                    `json:"scenario"`
+	Description           string                    `json:"description,omitempty"`
+	Status                agent.Status              `json:"status,omitempty"`
+	Rounds                []Round                   `json:"rounds"`
+	TaskTool              *TaskTool                 `json:"task_tool"`
+	ToolSchemaChars       map[string]map[string]int `json:"tool_schema_chars,omitempty"`
+	ParentMessages        []Message                 `json:"parent_messages"`
+	SubagentConversations map[string]Conversation   `json:"subagent_conversations,omitempty"`
+	Subagents             []SubagentRun             `json:"subagents,omitempty"`
+	FinalStateKeys        []string                  `json:"final_state_keys"`
+	Files                 map[string]string         `json:"files"`
+	Usage                 llm.Usage                 `json:"usage"`
+	UsageByAgent          map[string]llm.Usage      `json:"usage_by_agent,omitempty"`
+	Events                []agent.Event             `json:"events"`
+	Timing                Timing                    `json:"timing"`
+	Error                 *string                   `json:"error"`
+	Checks                []Check                   `json:"checks,omitempty"`
+}
+
+// Round is one model call as the model received it.
+type Round struct {
+	Seq            int      `json:"seq"`
+	Who            string   `json:"who"`
+	Instance       string   `json:"instance"`
+	Case           *int     `json:"case,omitempty"`
+	Round          int      `json:"round"`
+	MessageCount   int      `json:"message_count"`
+	Roles          []string `json:"roles"`
+	SystemChars    int      `json:"system_chars"`
+	Tools          []string `json:"tools"`
+	ToolsJSONChars int      `json:"tools_json_chars"`
+	ToolsTokens    int      `json:"tools_tokens"`
+	TStartMS       float64  `json:"t_start_ms"`
+	TEndMS         float64  `json:"t_end_ms"`
+}
+
+// TaskTool describes the task tool as the parent saw it.
+type TaskTool struct {
+	Description      string          `json:"description"`
+	DescriptionChars int             `json:"description_chars"`
+	Tokens           int             `json:"tokens"`
+	Parameters       json.RawMessage `json:"parameters,omitempty"`
+}
+
+// Message is a message of the parent's final history.
+type Message struct {
+	Role       string     `json:"role"`
+	Content    string     `json:"content"`
+	ToolCalls  []ToolCall `json:"tool_calls"`
+	Name       string     `json:"name"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
+	Status     string     `json:"status"`
+}
+
+// ToolCall is a tool call in a transcript message.
+type ToolCall struct {
+	Name string          `json:"name"`
+	Args json.RawMessage `json:"args"`
+	ID   string          `json:"id"`
+}
+
+// Conversation is what a subagent instance saw on its last model call, plus
+// its reply.
+type Conversation struct {
+	System   *string   `json:"system"`
+	Messages []Message `json:"messages"`
+}
+
+// SubagentRun summarises one subagent instance.
+type SubagentRun struct {
+	CallID string       `json:"call_id"`
+	Name   string       `json:"name"`
+	Status agent.Status `json:"status"`
+	Rounds int          `json:"rounds"`
+	Error  string       `json:"error,omitempty"`
+	Usage  llm.Usage    `json:"usage"`
+}
+
+// Timing summarises the run's model calls.
+type Timing struct {
+	ModelCalls              int     `json:"model_calls"`
+	DelayMSPerCall          float64 `json:"delay_ms_per_call"`
+	SerialModelMS           float64 `json:"serial_model_ms"`
+	WallMS                  float64 `json:"wall_ms"`
+	MaxConcurrentModelCalls int     `json:"max_concurrent_model_calls"`
+}
+
+// Check is the outcome of one expectation.
+type Check struct {
+	Name string `json:"name"`
+	Pass bool   `json:"pass"`
+	Got  any    `json:"got,omitempty"`
+}
+
+// Run replays the scenario on its scripted model and returns the transcript.
+// Assembly and run failures are reported in Transcript.Error, not as an
+// error; the error is for a context that ended before the run could start.
+func (s *Scenario) Run(ctx context.Context) (*Transcript, error) {
+	model := s.Model()
+	start := time.Now()
+	model.SetEpoch(start)
+	t := &Transcript{Scenario: s.Name, Description: s.Description, Rounds: []Round{}, Events: []agent.Event{},
+		ParentMessages: []Message{}, Files: map[string]string{}, FinalStateKeys: []string{}}
+	a, err := s.Build(model)
+	if err != nil {
+		msg := err.Error()
+		t.Error = &msg
+		t.Status = agent.StatusError
+		t.Checks = s.check(t, model)
+		return t, nil
+	}
+	files := make(map[string]vfs.File, len(s.Files))
+	for p, c := range s.Files {
+		files[p] = vfs.File{Content: c, CreatedAt: start, ModifiedAt: start}
+	}
+	in := agent.Input{Messages: []llm.Message(s.Input), Files: files}
+	res, runErr := agent.Drain(a.Run(ctx, in), func(ev agent.Event) { t.Events = append(t.Events, ev) })
+	t.Timing.WallMS = msf(time.Since(start))
+	if res == nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		msg := fmt.Sprint(runErr)
+		t.Error = &msg
+		return t, nil
+	}
+	t.Status = res.Status
+	if res.Status == agent.StatusError || res.Status == agent.StatusCancelled || res.Status == agent.StatusLimit {
+		msg := res.Error
+		if msg == "" {
+			msg = string(res.Status)
+		}
+		t.Error = &msg
+	}
+	for _, m := range res.State.Messages {
+		t.ParentMessages = append(t.ParentMessages, toMessage(m))
+	}
+	t.FinalStateKeys = res.State.Keys()
+	for p, f := range res.State.Files {
+		t.Files[p] = f.Content
+	}
+	t.Usage, t.UsageByAgent = res.Usage, res.UsageByAgent
+	for _, id := range slices.Sorted(maps.Keys(res.Children)) {
+		c := res.Children[id]
+		name := c.Agent
+		if i := strings.LastIndex(name, " / "); i >= 0 {
+			name = name[i+3:]
+		}
+		name = strings.TrimSuffix(name, "#"+id)
+		t.Subagents = append(t.Subagents, SubagentRun{CallID: id, Name: name, Status: c.Status, Rounds: c.Rounds, Error: c.Error, Usage: c.Usage})
+	}
+	s.fillRounds(t, model, a)
+	t.Checks = s.check(t, model)
+	return t, nil
+}
+
+func (s *Scenario) fillRounds(t *Transcript, model *scripted.Model, a *agent.Agent) {
+	recs := model.Records()
+	t.ToolSchemaChars = map[string]map[string]int{}
+	t.SubagentConversations = map[string]Conversation{}
+	for _, r := range recs {
+		round := Round{Seq: r.Seq, Who: r.Who, Instance: r.Instance, Round: r.Round,
+			MessageCount: len(r.Request.Messages), Roles: []string{}, SystemChars: tokens.Chars(r.Request.System),
+			Tools: []string{}, TStartMS: msf(r.Start), TEndMS: msf(r.End)}
+		if r.Case >= 0 {
+			c := r.Case
+			round.Case = &c
+		}
+		for _, m := range r.Request.Messages {
+			round.Roles = append(round.Roles, string(m.Role))
+		}
+		perTool := map[string]int{}
+		for _, spec := range r.Request.Tools {
+			tc := tokens.Tool(spec)
+			round.Tools = append(round.Tools, spec.Name)
+			round.ToolsJSONChars += tc.JSONChars
+			round.ToolsTokens += tc.O200k
+			perTool[spec.Name] = tc.JSONChars
+		}
+		if _, ok := t.ToolSchemaChars[r.Who]; !ok {
+			t.ToolSchemaChars[r.Who] = perTool
+		}
+		t.Rounds = append(t.Rounds, round)
+		if r.Who != agent.DefaultName && r.Err == "" {
+			key := r.Who
+			if r.Case >= 0 {
+				key += "#" + strconv.Itoa(r.Case)
+			}
+			conv := Conversation{Messages: []Message{}}
+			if r.Request.System != "" {
+				sys := r.Request.System
+				conv.System = &sys
+			}
+			for _, m := range r.Request.Messages {
+				conv.Messages = append(conv.Messages, toMessage(m))
+			}
+			conv.Messages = append(conv.Messages, toMessage(r.Reply))
+			if prev, ok := t.SubagentConversations[key]; !ok || len(prev.Messages) <= len(conv.Messages) {
+				t.SubagentConversations[key] = conv
+			}
+		}
+	}
+	t.Timing.ModelCalls = len(recs)
+	t.Timing.DelayMSPerCall = s.DelayMS
+	t.Timing.SerialModelMS = s.DelayMS * float64(len(recs))
+	t.Timing.MaxConcurrentModelCalls = model.MaxConcurrent()
+	for _, spec := range a.ToolSpecs() {
+		if spec.Name == subagent.TaskToolName {
+			tc := tokens.Tool(spec)
+			t.TaskTool = &TaskTool{Description: spec.Description, DescriptionChars: tc.DescChars, Tokens: tc.O200k, Parameters: spec.Parameters}
+		}
+	}
+}
+
+func toMessage(m llm.Message) Message {
+	out := Message{Role: string(m.Role), Content: m.Content, ToolCalls: []ToolCall{}, Name: m.Name, ToolCallID: m.ToolCallID}
+	if m.IsError {
+		out.Status = "error"
+	}
+	for _, c := range m.ToolCalls {
+		out.ToolCalls = append(out.ToolCalls, ToolCall{Name: c.Name, Args: c.Args, ID: c.ID})
+	}
+	return out
+}
+
+func msf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// Normalize zeroes everything that varies between runs of the same scenario
+// — times, durations, the start order of concurrent calls — so transcripts
+// can be diffed. Rounds are put in a canonical order (by instance, then
+// round) and events are grouped by agent path, each agent's own order kept.
+func (t *Transcript) Normalize() {
+	t.Timing.WallMS = 0
+	slices.SortStableFunc(t.Rounds, func(a, b Round) int {
+		return cmp.Or(cmp.Compare(a.Instance, b.Instance), cmp.Compare(a.Who, b.Who), cmp.Compare(a.Round, b.Round))
+	})
+	for i := range t.Rounds {
+		t.Rounds[i].Seq, t.Rounds[i].TStartMS, t.Rounds[i].TEndMS = 0, 0, 0
+	}
+	slices.SortStableFunc(t.Events, func(a, b agent.Event) int { return cmp.Compare(a.Agent, b.Agent) })
+	for i := range t.Events {
+		e := &t.Events[i]
+		e.Time = time.Time{}
+		if e.Response != nil {
+			r := *e.Response
+			r.DurationMS = 0
+			e.Response = &r
+		}
+		if e.Tool != nil {
+			tl := *e.Tool
+			tl.DurationMS = 0
+			e.Tool = &tl
+		}
+	}
+}
+
+func (s *Scenario) check(t *Transcript, model *scripted.Model) []Check {
+	e := s.Expect
+	if e == nil {
+		return nil
+	}
+	var out []Check
+	add := func(name string, pass bool, got any) {
+		c := Check{Name: name, Pass: pass}
+		if !pass {
+			c.Got = got
+		}
+		out = append(out, c)
+	}
+	if e.ParentMessageCount != nil {
+		add(fmt.Sprintf("parent has %d messages", *e.ParentMessageCount), len(t.ParentMessages) == *e.ParentMessageCount, len(t.ParentMessages))
+	}
+	for _, f := range e.FilesInclude {
+		_, ok := t.Files[f]
+		add("files include "+f, ok, slices.Sorted(maps.Keys(t.Files)))
+	}
+	for _, f := range e.FilesExclude {
+		_, ok := t.Files[f]
+		add("files exclude "+f, !ok, slices.Sorted(maps.Keys(t.Files)))
+	}
+	var toolMsgs []Message
+	for _, m := range t.ParentMessages {
+		if m.Role == "tool" {
+			toolMsgs = append(toolMsgs, m)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(e.ToolMessageContains)) {
+		text := e.ToolMessageContains[k]
+		i, err := strconv.Atoi(k)
+		var got any
+		pass := false
+		if err == nil && i >= 0 && i < len(toolMsgs) {
+			got = toolMsgs[i].Content
+			pass = strings.Contains(toolMsgs[i].Content, text)
+		}
+		add(fmt.Sprintf("tool message #%s contains %q", k, text), pass, got)
+	}
+	for _, k := range slices.Sorted(maps.Keys(e.SubagentMessageContains)) {
+		text := e.SubagentMessageContains[k]
+		conv := t.SubagentConversations[k]
+		pass := false
+		var contents []string
+		for _, m := range conv.Messages {
+			contents = append(contents, m.Content)
+			if strings.Contains(m.Content, text) {
+				pass = true
+			}
+		}
+		add(fmt.Sprintf("%s saw a message containing %q", k, text), pass, contents)
+	}
+	if e.ErrorContains != nil {
+		add(fmt.Sprintf("run error contains %q", *e.ErrorContains), t.Error != nil && strings.Contains(*t.Error, *e.ErrorContains), t.Error)
+	}
+	if e.NoError {
+		add("run finished without error", t.Error == nil, t.Error)
+	}
+	if e.MaxConcurrentModelCalls != nil {
+		add(fmt.Sprintf("max concurrent model calls is %d", *e.MaxConcurrentModelCalls), model.MaxConcurrent() == *e.MaxConcurrentModelCalls, model.MaxConcurrent())
+	}
+	if e.FinalStateKeys != nil {
+		add(fmt.Sprintf("final state keys are %v", e.FinalStateKeys), slices.Equal(e.FinalStateKeys, t.FinalStateKeys), t.FinalStateKeys)
+	}
+	return out
+}
+
+// Failed reports whether any check failed.
+func (t *Transcript) Failed() bool {
+	for _, c := range t.Checks {
+		if !c.Pass {
+			return true
+		}
+	}
+	return false
+}

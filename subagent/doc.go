@@ -1,0 +1,58 @@
+// Package subagent is delegation: the `task` tool through which an agent
+// hands a piece of work to a subagent, and the specs that say which
+// subagents exist.
+//
+// # The boundary contract
+//
+// This is the one place the sub-agent boundary is written down; task.go
+// enforces it.
+//
+// What the model chooses: only whom to send (subagent_type) and the brief
+// (description). How a subagent runs — its mode, tools, model, prompt — is
+// fixed in its Spec when the agent is assembled.
+//
+// What a child sees:
+//   - Isolated (the default; "handoff" is its old name): its own system
+//     prompt and exactly one user message, the description verbatim. None of
+//     the parent's messages, not even the user's question. Its tools are the
+//     file tools plus its spec's tools (the parent's custom tools when the
+//     spec names none); never `task`, so it cannot delegate further.
+//   - Fork: the parent's system prompt as sent (plus the spec's own prompt as
+//     an addendum), the parent's messages as sent on the step that called
+//     `task` (so without the in-flight assistant message holding the call),
+//     then one user message: a short preamble and the description. Its tools
+//     are the parent's, in the same order, `task` included, so the request
+//     prefix matches the parent's byte for byte and prompt caches hit. Its
+//     `task` refuses: it answers a fixed text as a normal result and runs
+//     nothing, and the parent never hears of the attempt.
+//   - Both see the parent's files as they were when the step began: the
+//     child works on the copy-on-write layer of its own tool call. Todos,
+//     structured responses and the parent's private state are not passed.
+//
+// What a child may change: files, in its own layer only. Its writes and
+// deletes become visible to the parent when the parent's step ends, merged
+// in tool-call order with those of its siblings; when two siblings wrote one
+// path differently, the later call's version is kept, the earlier one is
+// saved beside it, the later receipt says so and a file.conflict event
+// records it. A failed, timed-out or limited child's changes are kept too.
+//
+// What comes back: exactly one tool message, the receipt — the child's last
+// assistant message that has text (or, with a response format, the validated
+// structured response as compact JSON; or a fixed notice when there is
+// neither). The parent's history grows by its own call and this receipt,
+// nothing else: the child's intermediate messages and tool results stay in
+// the child's transcript, which is kept in the parent's Result.Children
+// under the task call's id. Todos and the structured response never enter
+// the parent's state; its keys stay files and messages.
+//
+// Failure: a child that errors, panics, hits its step limit, times out or is
+// cancelled yields a receipt marked as an error whose text gives the status
+// (error, limit, cancelled) and what it reported last. It never affects its
+// siblings; only the parent's own context ends them all.
+//
+// Events: every event of a child reaches the parent's stream with the
+// child's agent path ("parent / researcher#call_1") and TaskCall set to the
+// parent's tool-call id; subagent.start and subagent.end (status, rounds,
+// usage) are emitted on the parent's path. None of it enters the parent's
+// messages.
+package subagent

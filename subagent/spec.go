@@ -1,0 +1,183 @@
+package subagent
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/tool"
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// Mode is how a subagent runs; it is fixed in its Spec, never chosen by the
+// model.
+type Mode string
+
+// Modes. The empty Mode is Isolated.
+const (
+	Isolated Mode = "isolated"
+	Fork     Mode = "fork"
+	// Handoff is the old name of Isolated, still accepted.
+	Handoff Mode = "handoff"
+)
+
+// GeneralPurposeName is the name of the default subagent.
+const GeneralPurposeName = "general-purpose"
+
+// Spec declares one subagent.
+type Spec struct {
+	// Name is what the model passes as subagent_type. Names are keys: a spec
+	// named general-purpose replaces the default one.
+	Name string
+	// Description is the subagent's line in the task tool's listing.
+	Description string
+	// SystemPrompt is the subagent's own prompt. For a fork it is appended to
+	// the parent's prompt. Empty: no system prompt (isolated) or none added.
+	SystemPrompt string
+	// Mode is Isolated (default), Fork, or Handoff (= Isolated).
+	Mode Mode
+	// Tools are the subagent's own tools, bound after the file tools. Nil
+	// means the parent's custom tools. Ignored for forks, which get the
+	// parent's exact tool list.
+	Tools []tool.Tool
+	// Model answers the subagent; nil means the parent's model.
+	Model llm.Model
+	// Middleware wrap the subagent's model and tool calls.
+	Middleware []agent.Middleware
+	// ResponseFormat makes the receipt structured JSON. It is a Go struct
+	// type (a reflect.Type, or As[T]()), a *jsonschema.Schema, or a JSON
+	// schema document (json.RawMessage, []byte, map[string]any) of an
+	// object. The subagent gets one extra tool named after the type (or the
+	// schema's title) whose parameters are the schema.
+	ResponseFormat any
+	// Skills are skill names for the subagent; not allowed for forks, which
+	// inherit the parent's.
+	Skills []string
+	// MaxSteps bounds the subagent's model calls (0: the parent's default).
+	MaxSteps int
+	// Timeout bounds one run of the subagent (0: none). A timed-out run ends
+	// with status limit and keeps what it wrote.
+	Timeout time.Duration
+}
+
+// As returns the response format for Go type T, for Spec.ResponseFormat.
+func As[T any]() any { return reflect.TypeFor[T]() }
+
+// Decode parses a structured receipt into T.
+func Decode[T any](receipt string) (T, error) {
+	var v T
+	err := json.Unmarshal([]byte(receipt), &v)
+	return v, err
+}
+
+// ConfigError is an assembly-time rejection of a subagent configuration. Its
+// message is the exact text users see.
+type ConfigError struct {
+	Subagent string // the offending subagent's name, when there is one
+	Msg      string
+}
+
+func (e *ConfigError) Error() string { return e.Msg }
+
+func configErr(name, format string, args ...any) error {
+	return &ConfigError{Subagent: name, Msg: fmt.Sprintf(format, args...)}
+}
+
+// normMode validates a mode and resolves Handoff and "" to Isolated.
+func normMode(s Spec) (Mode, error) {
+	switch s.Mode {
+	case "", Isolated, Handoff:
+		return Isolated, nil
+	case Fork:
+		return Fork, nil
+	}
+	return "", configErr(s.Name, "SubAgent '%s' has invalid mode '%s'; expected 'isolated' or 'fork'", s.Name, s.Mode)
+}
+
+var toolNameRe = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
+
+// ResolveFormat turns a Spec.ResponseFormat value into an agent response
+// format, or rejects it with "Unsupported schema type: <type>".
+func ResolveFormat(v any) (*agent.ResponseFormat, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var (
+		doc  []byte
+		name string
+		err  error
+	)
+	switch f := v.(type) {
+	case reflect.Type:
+		doc, name, err = structSchema(f)
+	case *jsonschema.Schema:
+		if f == nil {
+			return nil, nil
+		}
+		doc, err = json.Marshal(f)
+	case json.RawMessage:
+		doc = f
+	case []byte:
+		doc = f
+	case map[string]any:
+		doc, err = json.Marshal(f)
+	default:
+		t := reflect.TypeOf(v)
+		if t.Kind() == reflect.Struct || t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Struct {
+			doc, name, err = structSchema(t)
+		} else {
+			return nil, &ConfigError{Msg: fmt.Sprintf("Unsupported schema type: %T", v)}
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	var meta struct {
+		Title       string `json:"title"`
+		Description string `json:"description"`
+		Type        any    `json:"type"`
+	}
+	if err := json.Unmarshal(doc, &meta); err != nil {
+		return nil, &ConfigError{Msg: fmt.Sprintf("response format is not a JSON schema object: %v", err)}
+	}
+	if meta.Type != "object" {
+		return nil, &ConfigError{Msg: fmt.Sprintf("response format must be an object schema (\"type\": \"object\"), got type %v", meta.Type)}
+	}
+	if name == "" {
+		name = meta.Title
+	}
+	name = strings.Trim(toolNameRe.ReplaceAllString(name, "_"), "_")
+	if name == "" {
+		name = "StructuredResponse"
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, doc); err != nil {
+		return nil, err
+	}
+	desc := meta.Description
+	if desc == "" {
+		desc = "Return your final answer by calling this tool; its arguments are the answer. The call ends your task."
+	}
+	return &agent.ResponseFormat{Name: name, Description: desc, Schema: compact.Bytes()}, nil
+}
+
+func structSchema(t reflect.Type) ([]byte, string, error) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return nil, "", &ConfigError{Msg: fmt.Sprintf("Unsupported schema type: %s", t)}
+	}
+	s, err := jsonschema.ForType(t, nil)
+	if err != nil {
+		return nil, "", &ConfigError{Msg: fmt.Sprintf("cannot derive a schema from %s: %v", t, err)}
+	}
+	doc, err := json.Marshal(s)
+	return doc, t.Name(), err
+}

@@ -1,0 +1,371 @@
+package subagent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/tool"
+)
+
+// TaskToolName is the name of the delegation tool.
+const TaskToolName = "task"
+
+// Fixed texts. RefusalText and the unknown-type wording are the ones the
+// system we reproduce uses (F21, F29); the rest are ours.
+const (
+	// RefusalText answers a fork subagent's own call of task (F21).
+	RefusalText = "You are a subagent and cannot delegate to another subagent. Complete this task yourself instead of calling this tool again."
+
+	// GeneralPurposePrompt is the default subagent's system prompt (F8).
+	GeneralPurposePrompt = "You are a subagent doing one task that was delegated to you. " +
+		"The agent that delegated it will see only your final message: none of your tool calls, tool results or files read. " +
+		"So end with a complete, self-contained report of what you found or did."
+
+	// GeneralPurposeDescription is the default subagent's listing line.
+	GeneralPurposeDescription = "A general agent with the same file tools as you. Use it for research, searching many files, " +
+		"and multi-step work whose details would crowd your own context."
+
+	// ForkNote ends a fork subagent's listing line (F6).
+	ForkNote = " (fork: inherits your full conversation and system prompt, so the brief can be short)"
+
+	// ForkPreamble precedes the description in a fork's user message.
+	ForkPreamble = "You are now a forked copy of the agent above, running as a subagent. " +
+		"Do only the task below; your final message goes back to the agent that forked you as your report, and the user does not see it.\n\nTask: "
+
+	// NoReportText is the receipt of a child that ended without any text.
+	NoReportText = "The subagent finished without writing a final report."
+
+	taskTemplateHead = "Start a subagent: a separate agent that does one task on its own and returns a single report.\n\nSubagents:\n"
+	taskTemplateTail = "\n\nUsage:\n" +
+		"- For independent tasks, put several task calls in one message; they run at the same time.\n" +
+		"- A subagent sees only your description, not this conversation, unless its line says it inherits it. " +
+		"Make the brief complete: the goal, the facts and paths it needs, and what its report must contain.\n" +
+		"- Only its final report comes back, as this tool's result. The user never sees it; pass on what matters.\n" +
+		"- Delegate multi-step or context-heavy work where only the outcome matters, and independent parts in parallel. " +
+		"Do one-step work yourself. To see how the work was done, ask for notes in a file."
+)
+
+// GeneralPurpose returns the default subagent's spec.
+func GeneralPurpose() Spec {
+	return Spec{Name: GeneralPurposeName, Description: GeneralPurposeDescription, SystemPrompt: GeneralPurposePrompt}
+}
+
+// Description returns the task tool's description for specs, in order: the
+// fixed template with one "- NAME: DESCRIPTION" line per subagent.
+func Description(specs []Spec) string {
+	var b strings.Builder
+	b.WriteString(taskTemplateHead)
+	for i, s := range specs {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString("- ")
+		b.WriteString(s.Name)
+		b.WriteString(": ")
+		b.WriteString(s.Description)
+		if s.Mode == Fork {
+			b.WriteString(ForkNote)
+		}
+	}
+	b.WriteString(taskTemplateTail)
+	return b.String()
+}
+
+const taskParams = `{"type":"object","properties":{` +
+	`"description":{"type":"string","description":"The complete brief for the subagent: what to do, the context it needs and what to report."},` +
+	`"subagent_type":{"type":"string","description":"Name of a subagent from the list."}},` +
+	`"required":["description","subagent_type"],"additionalProperties":false}`
+
+// Config assembles the task tool. Subagents must not be empty (F28); the
+// rest describes what children inherit from the agent the tool is bound to.
+type Config struct {
+	Subagents []Spec
+	// Model is the parent's model, used by specs that set none.
+	Model llm.Model
+	// BaseTools come first for every isolated child (the file tools).
+	BaseTools []tool.Tool
+	// DefaultTools are an isolated child's own tools when its spec names
+	// none: the parent's custom tools.
+	DefaultTools []tool.Tool
+	// ForkBefore and ForkAfter are the parent's tools before and after task,
+	// in order; a fork child gets ForkBefore, a refusing task, ForkAfter.
+	ForkBefore, ForkAfter []tool.Tool
+	// ForkMiddleware are the parent's middleware hooks (without tools),
+	// which fork children run with too.
+	ForkMiddleware []agent.Middleware
+	// MaxSteps is a child's step limit when its spec sets none.
+	MaxSteps int
+	// MaxParallel bounds each child's concurrent tool calls.
+	MaxParallel int
+	// Stream makes children stream their model calls.
+	Stream bool
+}
+
+// Task is the task tool. It implements agent.Nested, so a child's events
+// reach its parent's stream.
+type Task struct {
+	spec     llm.ToolSpec
+	schema   *tool.Schema
+	children map[string]*child
+	names    []string
+}
+
+type child struct {
+	name     string
+	mode     Mode
+	agent    *agent.Agent
+	addendum string
+	timeout  time.Duration
+}
+
+// NewTask validates the subagent specs and assembles every child agent.
+// Errors are *ConfigError values with the texts of F23–F25 and F28.
+func NewTask(cfg Config) (*Task, error) {
+	if len(cfg.Subagents) == 0 {
+		return nil, &ConfigError{Msg: "At least one subagent must be specified"}
+	}
+	specs := make([]Spec, len(cfg.Subagents))
+	formats := make([]*agent.ResponseFormat, len(specs))
+	seen := map[string]bool{}
+	for i, s := range cfg.Subagents {
+		if strings.TrimSpace(s.Name) == "" {
+			return nil, &ConfigError{Msg: "a subagent needs a name"}
+		}
+		if seen[s.Name] {
+			return nil, configErr(s.Name, "SubAgent '%s' is defined twice; subagent names must be unique", s.Name)
+		}
+		seen[s.Name] = true
+		if strings.TrimSpace(s.Description) == "" {
+			return nil, configErr(s.Name, "SubAgent '%s' needs a description: the model chooses subagents by it", s.Name)
+		}
+		mode, err := normMode(s)
+		if err != nil {
+			return nil, err
+		}
+		if mode == Fork && len(s.Skills) > 0 {
+			return nil, configErr(s.Name, "SubAgent '%s' cannot set skills under mode='fork'; the parent's skills are inherited instead.", s.Name)
+		}
+		rf, err := ResolveFormat(s.ResponseFormat)
+		if err != nil {
+			var ce *ConfigError
+			if errors.As(err, &ce) {
+				ce.Subagent = s.Name
+			}
+			return nil, err
+		}
+		if s.Model == nil && cfg.Model == nil {
+			return nil, configErr(s.Name, "SubAgent '%s' has no model, and there is no parent model to inherit", s.Name)
+		}
+		s.Mode = mode
+		specs[i], formats[i] = s, rf
+	}
+	schema, err := tool.CompileSchema([]byte(taskParams))
+	if err != nil {
+		return nil, err
+	}
+	t := &Task{
+		spec:     llm.ToolSpec{Name: TaskToolName, Description: Description(specs), Parameters: schema.Raw()},
+		schema:   schema,
+		children: map[string]*child{},
+	}
+	twin := &refusal{spec: t.spec}
+	for i, s := range specs {
+		model := s.Model
+		if model == nil {
+			model = cfg.Model
+		}
+		ac := agent.Config{
+			Name: s.Name, Model: model, MaxSteps: s.MaxSteps, MaxParallel: cfg.MaxParallel,
+			Response: formats[i], Stream: cfg.Stream,
+		}
+		if ac.MaxSteps == 0 {
+			ac.MaxSteps = cfg.MaxSteps
+		}
+		c := &child{name: s.Name, mode: s.Mode, timeout: s.Timeout}
+		if s.Mode == Fork {
+			ac.Tools = append(append(append([]tool.Tool{}, cfg.ForkBefore...), twin), cfg.ForkAfter...)
+			ac.Middleware = append(append([]agent.Middleware{}, cfg.ForkMiddleware...), s.Middleware...)
+			c.addendum = s.SystemPrompt
+		} else {
+			own := s.Tools
+			if own == nil {
+				own = cfg.DefaultTools
+			}
+			ac.Tools = append(append([]tool.Tool{}, cfg.BaseTools...), own...)
+			ac.Middleware = s.Middleware
+			ac.System = s.SystemPrompt
+		}
+		a, err := agent.New(ac)
+		if err != nil {
+			return nil, configErr(s.Name, "SubAgent '%s': %v", s.Name, err)
+		}
+		c.agent = a
+		t.children[s.Name] = c
+		t.names = append(t.names, s.Name)
+	}
+	return t, nil
+}
+
+// Spec implements tool.Tool.
+func (t *Task) Spec() llm.ToolSpec { return t.spec }
+
+// Names lists the subagents in listing order.
+func (t *Task) Names() []string { return append([]string(nil), t.names...) }
+
+// Agent returns the assembled agent of the named subagent.
+func (t *Task) Agent(name string) (*agent.Agent, bool) {
+	c, ok := t.children[name]
+	if !ok {
+		return nil, false
+	}
+	return c.agent, true
+}
+
+// Middleware returns a middleware that binds this tool.
+func (t *Task) Middleware() agent.Middleware {
+	return agent.Middleware{Name: "subagents", Tools: []tool.Tool{t}}
+}
+
+// Run implements tool.Tool for callers outside an agent loop; the child's
+// events are dropped.
+func (t *Task) Run(ctx context.Context, env *tool.Env, args json.RawMessage) (tool.Result, error) {
+	return t.RunNested(ctx, env, args, agent.Host{})
+}
+
+type taskArgs struct {
+	Description  string `json:"description"`
+	SubagentType string `json:"subagent_type"`
+}
+
+// RunNested implements agent.Nested: it runs one child to the end and
+// returns its receipt.
+func (t *Task) RunNested(ctx context.Context, env *tool.Env, raw json.RawMessage, host agent.Host) (tool.Result, error) {
+	var args taskArgs
+	if err := tool.DecodeArgs(t.schema, raw, &args); err != nil {
+		return tool.ArgumentError(TaskToolName, err), nil
+	}
+	c, ok := t.children[args.SubagentType]
+	if !ok {
+		return tool.Errorf("We cannot invoke subagent %s because it does not exist, the only allowed types are %s",
+			args.SubagentType, strings.Join(t.names, ", ")), nil
+	}
+	if env == nil {
+		env = &tool.Env{}
+	}
+	emit := host.Emit
+	if emit == nil {
+		emit = func(agent.Event) {}
+	}
+	parentPath := env.Agent
+	if parentPath == "" {
+		parentPath = agent.DefaultName
+	}
+	callID := env.CallID
+	path := parentPath + " / " + c.name + "#" + callID
+
+	in := agent.Input{Backend: env.Files}
+	opts := []agent.RunOption{agent.WithPath(path), agent.WithInstance(callID), agent.WithTask(args.Description)}
+	if c.mode == Fork {
+		var history []llm.Message
+		system := ""
+		if env.Request != nil {
+			history = env.Request.Messages
+			system = env.Request.System
+		}
+		if c.addendum != "" {
+			if system != "" {
+				system += "\n\n"
+			}
+			system += c.addendum
+		}
+		in.Messages = append(append(make([]llm.Message, 0, len(history)+1), history...), llm.User(ForkPreamble+args.Description))
+		opts = append(opts, agent.WithSystem(system))
+	} else {
+		in.Messages = []llm.Message{llm.User(args.Description)}
+	}
+
+	emit(agent.Event{Type: agent.SubagentStart, Agent: parentPath, Time: time.Now(), Subagent: &agent.SubagentInfo{
+		Name: c.name, Mode: string(c.mode), CallID: callID, Path: path, Task: args.Description}})
+
+	cctx, cancel := ctx, context.CancelFunc(func() {})
+	if c.timeout > 0 {
+		cctx, cancel = context.WithTimeout(ctx, c.timeout)
+	}
+	res := t.runChild(cctx, c, in, opts, emit, path)
+	cancel()
+
+	status, reason := res.Status, res.Error
+	if status == agent.StatusCancelled && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
+		status, reason = agent.StatusLimit, fmt.Sprintf("timed out after %s", c.timeout)
+	}
+	res.Status = status
+	emit(agent.Event{Type: agent.SubagentEnd, Agent: parentPath, Time: time.Now(), Subagent: &agent.SubagentInfo{
+		Name: c.name, Mode: string(c.mode), CallID: callID, Path: path, Status: status, Error: reason,
+		Rounds: res.Rounds, Usage: res.Usage, Run: res}})
+
+	if status == agent.StatusOK {
+		if res.Output != nil {
+			return tool.Result{Content: string(res.Output), Structured: res.Output}, nil
+		}
+		if text := res.FinalText(); text != "" {
+			return tool.Text(text), nil
+		}
+		return tool.Text(NoReportText), nil
+	}
+	return tool.Result{Content: failureReceipt(c.name, status, reason, res), IsError: true}, nil
+}
+
+// runChild runs the child to its end; a panic anywhere in it becomes an
+// error result rather than taking the parent down.
+func (t *Task) runChild(ctx context.Context, c *child, in agent.Input, opts []agent.RunOption, emit func(agent.Event), path string) (res *agent.Result) {
+	defer func() {
+		if p := recover(); p != nil {
+			res = &agent.Result{Agent: path, Status: agent.StatusError,
+				Error: fmt.Sprintf("the subagent crashed: %v\n%s", p, debug.Stack())}
+		}
+	}()
+	r, err := agent.Drain(c.agent.Run(ctx, in, opts...), emit)
+	if r == nil {
+		r = &agent.Result{Agent: path, Status: agent.StatusError}
+		if err != nil {
+			r.Error = err.Error()
+		}
+	}
+	return r
+}
+
+func failureReceipt(name string, status agent.Status, reason string, res *agent.Result) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Subagent %s did not finish (status: %s", name, status)
+	if reason != "" {
+		if i := strings.IndexByte(reason, '\n'); i >= 0 {
+			reason = reason[:i]
+		}
+		fmt.Fprintf(&b, "; %s", reason)
+	}
+	b.WriteString(").")
+	if text := res.FinalText(); text != "" {
+		fmt.Fprintf(&b, "\nIts last message: %s", text)
+	}
+	if len(res.Changed) > 0 {
+		fmt.Fprintf(&b, "\nFiles it changed were kept: %s.", strings.Join(res.Changed, ", "))
+	}
+	return b.String()
+}
+
+// refusal is a fork child's task tool: the same definition as the parent's,
+// so the request prefix is identical, but it never runs anything (F21, F22).
+type refusal struct{ spec llm.ToolSpec }
+
+func (r *refusal) Spec() llm.ToolSpec { return r.spec }
+
+func (r *refusal) Run(context.Context, *tool.Env, json.RawMessage) (tool.Result, error) {
+	return tool.Text(RefusalText), nil
+}
