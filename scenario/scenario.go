@@ -124,15 +124,8 @@ var aliases = map[string]string{"systemPrompt": "system_prompt", "responseFormat
 
 // Parse decodes a scenario and checks it is runnable. Errors are one line.
 func Parse(data []byte) (*Scenario, error) {
-	var raw any
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	if err := dec.Decode(&raw); err != nil {
-		return nil, fmt.Errorf("not valid JSON: %v", err)
-	}
 	var warnings []string
-	raw = normalizeKeys(raw, "", &warnings)
-	norm, err := json.Marshal(raw)
+	norm, err := normalize(data, "", &warnings)
 	if err != nil {
 		return nil, err
 	}
@@ -166,34 +159,52 @@ func Load(path string) (*Scenario, error) {
 	return s, nil
 }
 
-func normalizeKeys(v any, path string, warnings *[]string) any {
-	switch x := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, val := range x {
-			// The script's keys are agent names and the response format is a
-			// user schema: leave both alone.
-			if path == ".script" || path == ".agent.subagents[].response_format" || path == ".files" {
-				out[k] = val
+// normalize renames camelCase aliases to snake_case in the scenario, its
+// agent and each subagent, leaving every other value byte for byte (tool-call
+// arguments keep their key order).
+func normalize(data []byte, path string, warnings *[]string) ([]byte, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(data, &obj); err != nil {
+		if path != "" {
+			return data, nil // not an object: the typed decode reports it
+		}
+		if !json.Valid(data) {
+			return nil, fmt.Errorf("not valid JSON: %v", err)
+		}
+		return nil, errors.New("invalid scenario: the top level must be a JSON object")
+	}
+	out := make(map[string]json.RawMessage, len(obj))
+	for k, v := range obj {
+		if a, ok := aliases[k]; ok {
+			if _, dup := obj[a]; dup {
+				*warnings = append(*warnings, fmt.Sprintf("both %q and %q given at %s; using %q", k, a, orRoot(path), a))
 				continue
 			}
-			if a, ok := aliases[k]; ok {
-				if _, dup := x[a]; dup {
-					*warnings = append(*warnings, fmt.Sprintf("both %q and %q given at %s; using %q", k, a, orRoot(path), a))
-					continue
-				}
-				k = a
+			k = a
+		}
+		switch {
+		case path == "" && k == "agent":
+			nv, err := normalize(v, ".agent", warnings)
+			if err != nil {
+				return nil, err
 			}
-			out[k] = normalizeKeys(val, path+"."+k, warnings)
+			v = nv
+		case path == ".agent" && k == "subagents":
+			var subs []json.RawMessage
+			if json.Unmarshal(v, &subs) == nil {
+				for i := range subs {
+					ns, err := normalize(subs[i], ".agent.subagents[]", warnings)
+					if err != nil {
+						return nil, err
+					}
+					subs[i] = ns
+				}
+				v, _ = json.Marshal(subs)
+			}
 		}
-		return out
-	case []any:
-		for i := range x {
-			x[i] = normalizeKeys(x[i], path+"[]", warnings)
-		}
-		return x
+		out[k] = v
 	}
-	return v
+	return json.Marshal(out)
 }
 
 func orRoot(p string) string {

@@ -248,19 +248,68 @@ func toMessage(m llm.Message) Message {
 
 func msf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
+// eventRank orders the events of one step whose relative order depends on
+// timing: concurrent calls start, report and end in any order.
+var eventRank = map[agent.EventType]int{
+	agent.RunStart: 0, agent.ModelRequest: 1, agent.ModelDelta: 2, agent.ModelResponse: 3,
+	agent.ToolStart: 4, agent.SubagentStart: 5, agent.ToolProgress: 6, agent.SubagentEnd: 7, agent.ToolEnd: 8,
+	agent.FileWrite: 9, agent.FileDelete: 9, agent.FileConflict: 10, agent.RunEnd: 11,
+}
+
+func eventCall(e agent.Event) string {
+	switch {
+	case e.Tool != nil:
+		return e.Tool.CallID
+	case e.Subagent != nil:
+		return e.Subagent.CallID
+	}
+	return ""
+}
+
+// canonicalEvents groups events by agent path and, within each step of each
+// agent, orders them by kind and tool call, keeping the original order
+// otherwise. The result does not depend on how concurrent calls interleaved.
+func canonicalEvents(evs []agent.Event) []agent.Event {
+	type keyed struct {
+		e       agent.Event
+		step, i int
+	}
+	steps := map[string]int{}
+	ks := make([]keyed, len(evs))
+	for i, e := range evs {
+		if e.Type == agent.ModelRequest {
+			steps[e.Agent]++
+		}
+		ks[i] = keyed{e, steps[e.Agent], i}
+	}
+	slices.SortStableFunc(ks, func(a, b keyed) int {
+		return cmp.Or(cmp.Compare(a.e.Agent, b.e.Agent), cmp.Compare(a.step, b.step),
+			cmp.Compare(eventRank[a.e.Type], eventRank[b.e.Type]), cmp.Compare(eventCall(a.e), eventCall(b.e)), cmp.Compare(a.i, b.i))
+	})
+	out := make([]agent.Event, len(ks))
+	for i, k := range ks {
+		out[i] = k.e
+	}
+	return out
+}
+
 // Normalize zeroes everything that varies between runs of the same scenario
 // — times, durations, the start order of concurrent calls — so transcripts
 // can be diffed. Rounds are put in a canonical order (by instance, then
-// round) and events are grouped by agent path, each agent's own order kept.
+// round) and events in the order of canonicalEvents.
 func (t *Transcript) Normalize() {
 	t.Timing.WallMS = 0
+	if t.Timing.DelayMSPerCall == 0 {
+		// Without a model delay, how many calls overlap is down to scheduling.
+		t.Timing.MaxConcurrentModelCalls = 0
+	}
 	slices.SortStableFunc(t.Rounds, func(a, b Round) int {
 		return cmp.Or(cmp.Compare(a.Instance, b.Instance), cmp.Compare(a.Who, b.Who), cmp.Compare(a.Round, b.Round))
 	})
 	for i := range t.Rounds {
 		t.Rounds[i].Seq, t.Rounds[i].TStartMS, t.Rounds[i].TEndMS = 0, 0, 0
 	}
-	slices.SortStableFunc(t.Events, func(a, b agent.Event) int { return cmp.Compare(a.Agent, b.Agent) })
+	t.Events = canonicalEvents(t.Events)
 	for i := range t.Events {
 		e := &t.Events[i]
 		e.Time = time.Time{}

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -20,6 +22,10 @@ type Schema struct {
 	props    map[string]*jsonschema.Schema
 	names    []string // property names in declaration order
 	required []string
+	// flat is set when every constraint of the schema is one that Validate
+	// checks itself (a flat object of scalar properties), so the general
+	// validator can be skipped on the hot path.
+	flat bool
 }
 
 // CompileSchema parses and resolves a JSON schema document.
@@ -61,6 +67,7 @@ func compile(s *jsonschema.Schema, raw []byte) (*Schema, error) {
 	}
 	out := &Schema{raw: compact.Bytes(), resolved: r, props: s.Properties, required: s.Required}
 	out.names = propertyOrder(compact.Bytes(), s.Properties)
+	out.flat = isFlat(s)
 	return out, nil
 }
 
@@ -97,16 +104,24 @@ func propertyOrder(raw []byte, props map[string]*jsonschema.Schema) []string {
 // Raw returns the schema document as sent to the model.
 func (s *Schema) Raw() json.RawMessage { return s.raw }
 
-// Validate checks a decoded JSON value against the schema. The error, if any,
-// is a plain-words explanation meant for the model.
+// Validate checks a decoded JSON value against the schema; nulls for optional
+// arguments are dropped from v first, as if the argument was not given. The
+// error, if any, is a plain-words explanation meant for the model.
 func (s *Schema) Validate(v any) error {
 	obj, ok := v.(map[string]any)
 	if !ok {
 		return fmt.Errorf("arguments must be a JSON object, got %s", describeJSON(v))
 	}
+	// A null for an optional argument means "not given": many models send
+	// null for the parameters they do not use.
+	for k, val := range obj {
+		if val == nil && !slices.Contains(s.required, k) {
+			delete(obj, k)
+		}
+	}
 	var missing []string
 	for _, name := range s.required {
-		if _, ok := obj[name]; !ok {
+		if v, ok := obj[name]; !ok || v == nil && !allowsNull(s.props[name]) {
 			missing = append(missing, name)
 		}
 	}
@@ -133,8 +148,99 @@ func (s *Schema) Validate(v any) error {
 			return fmt.Errorf("argument %q must be %s, got %s", name, joinTypes(want), describeJSON(obj[name]))
 		}
 	}
+	if s.flat {
+		return s.validateFlat(obj)
+	}
 	if err := s.resolved.Validate(v); err != nil {
 		return fmt.Errorf("%s", cleanValidationError(err.Error()))
+	}
+	return nil
+}
+
+// isFlat reports whether the schema is an object whose properties are scalars
+// constrained only by type, enum, numeric bounds and string length.
+func isFlat(s *jsonschema.Schema) bool {
+	root := *s
+	root.Type, root.Properties, root.Required, root.AdditionalProperties = "", nil, nil, nil
+	root.Title, root.Description, root.Schema = "", "", ""
+	if s.Type != "object" || !isEmptySchema(&root) {
+		return false
+	}
+	if ap := s.AdditionalProperties; ap != nil && !isFalseSchema(ap) {
+		return false
+	}
+	for _, p := range s.Properties {
+		if p == nil {
+			return false
+		}
+		for _, t := range typesOf(p) {
+			if t == "object" || t == "array" {
+				return false
+			}
+		}
+		if len(typesOf(p)) == 0 {
+			return false
+		}
+		for _, e := range p.Enum {
+			switch e.(type) {
+			case string, float64, bool, nil:
+			default:
+				return false
+			}
+		}
+		rest := *p
+		rest.Type, rest.Types, rest.Enum, rest.Description, rest.Title, rest.Default = "", nil, nil, "", "", nil
+		rest.Minimum, rest.Maximum, rest.ExclusiveMinimum, rest.ExclusiveMaximum = nil, nil, nil, nil
+		rest.MinLength, rest.MaxLength = nil, nil
+		if !isEmptySchema(&rest) {
+			return false
+		}
+	}
+	return true
+}
+
+func isEmptySchema(s *jsonschema.Schema) bool {
+	b, err := json.Marshal(s)
+	return err == nil && (string(b) == "{}" || string(b) == "true")
+}
+
+// validateFlat checks what isFlat allows beyond the types Validate already
+// checked: enums, numeric bounds and string lengths.
+func (s *Schema) validateFlat(obj map[string]any) error {
+	for name, v := range obj {
+		p := s.props[name]
+		if p == nil || v == nil {
+			continue
+		}
+		if len(p.Enum) > 0 && !slices.Contains(p.Enum, v) {
+			opts := make([]string, len(p.Enum))
+			for i, e := range p.Enum {
+				b, _ := json.Marshal(e)
+				opts[i] = string(b)
+			}
+			return fmt.Errorf("argument %q must be one of %s, got %s", name, strings.Join(opts, ", "), describeJSON(v))
+		}
+		switch x := v.(type) {
+		case float64:
+			switch {
+			case p.Minimum != nil && x < *p.Minimum:
+				return fmt.Errorf("argument %q must be at least %v, got %v", name, *p.Minimum, x)
+			case p.Maximum != nil && x > *p.Maximum:
+				return fmt.Errorf("argument %q must be at most %v, got %v", name, *p.Maximum, x)
+			case p.ExclusiveMinimum != nil && x <= *p.ExclusiveMinimum:
+				return fmt.Errorf("argument %q must be greater than %v, got %v", name, *p.ExclusiveMinimum, x)
+			case p.ExclusiveMaximum != nil && x >= *p.ExclusiveMaximum:
+				return fmt.Errorf("argument %q must be less than %v, got %v", name, *p.ExclusiveMaximum, x)
+			}
+		case string:
+			n := utf8.RuneCountInString(x)
+			switch {
+			case p.MinLength != nil && n < *p.MinLength:
+				return fmt.Errorf("argument %q must be at least %d characters long", name, *p.MinLength)
+			case p.MaxLength != nil && n > *p.MaxLength:
+				return fmt.Errorf("argument %q must be at most %d characters long", name, *p.MaxLength)
+			}
+		}
 	}
 	return nil
 }
@@ -169,6 +275,10 @@ func (s *Schema) typeHint(name string) string {
 		return ""
 	}
 	return " (" + hint + ")"
+}
+
+func allowsNull(p *jsonschema.Schema) bool {
+	return p != nil && slices.Contains(typesOf(p), "null")
 }
 
 func typesOf(s *jsonschema.Schema) []string {

@@ -109,9 +109,10 @@ func (l *Layer) Read(ctx context.Context, path string) (string, error) {
 	}
 	if !changed {
 		s, err := l.base.Read(ctx, p)
-		if err == nil || !errors.Is(err, ErrNotFound) {
+		if err == nil || !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrIsDir) {
 			return s, err
 		}
+		// A base directory may have been emptied in this layer: decide below.
 	}
 	if e, err := l.Stat(ctx, p); err == nil && e.IsDir {
 		return "", &fs.PathError{Op: "read", Path: p, Err: ErrIsDir}
@@ -218,6 +219,9 @@ func (l *Layer) Walk(ctx context.Context, dir string) iter.Seq2[Entry, error] {
 		l.mu.RUnlock()
 		for e, err := range l.base.Walk(ctx, p) {
 			if err != nil {
+				if errors.Is(err, ErrNotFound) {
+					break // the base lacks dir; the layer may still have files there
+				}
 				yield(Entry{}, err)
 				return
 			}
@@ -252,7 +256,7 @@ func (l *Layer) Apply(d Delta) {
 }
 
 // Delta returns the layer's changes, sorted by path. Deleting a file the base
-// never had is not a change.
+// does not have as a file is not a change.
 func (l *Layer) Delta() Delta {
 	l.mu.RLock()
 	d := make(Delta, 0, len(l.changes))
@@ -263,7 +267,7 @@ func (l *Layer) Delta() Delta {
 	out := d[:0]
 	for _, c := range d {
 		if c.File == nil {
-			if _, err := l.base.Stat(context.Background(), c.Path); err != nil {
+			if e, err := l.base.Stat(context.Background(), c.Path); err != nil || e.IsDir {
 				continue
 			}
 		}
@@ -274,19 +278,42 @@ func (l *Layer) Delta() Delta {
 }
 
 // Conflict records two deltas of one batch changing the same path
-// differently. The later delta's version is kept; the earlier one's content,
-// if it wrote one, is saved to SavedTo so no write is lost.
+// differently, or one making a path a file while another writes files below
+// it. The later delta's version is kept; the earlier one's content, if it
+// wrote one, is saved to SavedTo so no write is lost.
 type Conflict struct {
 	Path    string `json:"path"`
 	Kept    string `json:"kept"`               // owner of the version kept at Path
 	Other   string `json:"other"`              // owner of the other version
 	SavedTo string `json:"saved_to,omitempty"` // where the other version now lives; "" if it was a delete
 	KeptOp  string `json:"kept_op"`            // "write" or "delete"
+	// Kind is "" when both changed Path itself. ConflictDirKept: Kept wrote
+	// files below Path while Other wrote a file at Path, saved to SavedTo.
+	// ConflictFileKept: Kept wrote a file at Path while Other wrote files
+	// below it, moved below SavedTo.
+	Kind string `json:"kind,omitempty"`
 }
 
+// Conflict kinds for a path that one delta made a file and another a
+// directory.
+const (
+	ConflictDirKept  = "dir-kept"
+	ConflictFileKept = "file-kept"
+)
+
 func (c Conflict) String() string {
-	if c.SavedTo == "" {
+	switch {
+	case c.Kind == ConflictDirKept:
+		return fmt.Sprintf("%s was written as a file by %s while %s wrote files below it; the files of %s were kept and the file of %s was saved to %s",
+			c.Path, c.Other, c.Kept, c.Kept, c.Other, c.SavedTo)
+	case c.Kind == ConflictFileKept:
+		return fmt.Sprintf("%s was written as a file by %s while %s wrote files below it; the file of %s was kept and the files of %s were moved below %s",
+			c.Path, c.Kept, c.Other, c.Kept, c.Other, c.SavedTo)
+	case c.SavedTo == "":
 		return fmt.Sprintf("%s was deleted by %s and then %s by %s; the %s of %s was kept", c.Path, c.Other, opPast(c.KeptOp), c.Kept, c.KeptOp, c.Kept)
+	case c.KeptOp == "delete":
+		return fmt.Sprintf("%s was written by %s and deleted by %s; the delete of %s was kept and the version of %s was saved to %s",
+			c.Path, c.Other, c.Kept, c.Kept, c.Other, c.SavedTo)
 	}
 	return fmt.Sprintf("%s was written by both %s and %s; the version of %s was kept at %s and the version of %s was saved to %s",
 		c.Path, c.Other, c.Kept, c.Kept, c.Path, c.Other, c.SavedTo)
@@ -302,45 +329,164 @@ func opPast(op string) string {
 // Merge applies the deltas of one batch to dst in order; owners[i] names
 // whoever produced deltas[i] (for example a tool-call id). When two deltas
 // change one path differently the later one wins, the earlier version is
-// saved beside it, and the conflict is reported. It returns the net changes
-// applied and the conflicts, both in a deterministic order.
+// saved beside it, and the conflict is reported. Likewise when one delta
+// writes a file at a path and another writes files below that path: the
+// later one keeps the path and the earlier one's file, or files, move to a
+// side path. It returns the net changes applied and the conflicts, both in a
+// deterministic order.
+//
+// Each delta is expected to be consistent with dst on its own, as the Delta
+// of a Layer branched from dst is.
 func Merge(ctx context.Context, dst Applier, deltas []Delta, owners []string) (Delta, []Conflict) {
-	type claim struct {
-		owner int
-		file  *File
-	}
-	final := map[string]claim{}
-	var order []string
-	var conflicts []Conflict
+	m := &merger{ctx: ctx, dst: dst, owners: owners, final: map[string]claim{}}
 	for i, d := range deltas {
 		for _, c := range d {
-			prev, seen := final[c.Path]
-			if seen && prev.owner != i && !sameOutcome(prev.file, c.File) {
-				cf := Conflict{Path: c.Path, Kept: owners[i], Other: owners[prev.owner], KeptOp: "write"}
-				if c.File == nil {
-					cf.KeptOp = "delete"
-				}
-				if prev.file != nil {
-					side := sidePath(ctx, dst, c.Path, owners[prev.owner], final)
-					final[side] = claim{prev.owner, prev.file}
-					order = append(order, side)
-					cf.SavedTo = side
-				}
-				conflicts = append(conflicts, cf)
-			}
-			if !seen {
-				order = append(order, c.Path)
-			}
-			final[c.Path] = claim{i, c.File}
+			m.change(i, c.Path, c.File)
 		}
 	}
-	net := make(Delta, 0, len(order))
-	for _, p := range order {
-		net = append(net, Change{Path: p, File: final[p].file, By: owners[final[p].owner]})
+	m.resolveClashes()
+	net := make(Delta, 0, len(m.order))
+	for _, p := range m.order {
+		cl := m.final[p]
+		if cl.file == nil && !m.dstFile(p) {
+			continue // deleting what dst never had (a file moved aside in this batch)
+		}
+		net = append(net, Change{Path: p, File: cl.file, By: m.owner(cl.owner)})
 	}
 	slices.SortFunc(net, func(a, b Change) int { return strings.Compare(a.Path, b.Path) })
 	dst.Apply(net)
-	return net, conflicts
+	return net, m.conflicts
+}
+
+type claim struct {
+	owner int
+	file  *File
+}
+
+type merger struct {
+	ctx       context.Context
+	dst       Backend
+	owners    []string
+	final     map[string]claim
+	order     []string
+	conflicts []Conflict
+}
+
+func (m *merger) owner(i int) string {
+	if i >= 0 && i < len(m.owners) {
+		return m.owners[i]
+	}
+	return fmt.Sprintf("delta-%d", i)
+}
+
+func (m *merger) set(p string, c claim) {
+	if _, seen := m.final[p]; !seen {
+		m.order = append(m.order, p)
+	}
+	m.final[p] = c
+}
+
+func (m *merger) dstFile(p string) bool {
+	e, err := m.dst.Stat(m.ctx, p)
+	return err == nil && !e.IsDir
+}
+
+// change records delta i's change of p, saving an earlier delta's differing
+// version beside p.
+func (m *merger) change(i int, p string, f *File) {
+	prev, seen := m.final[p]
+	if seen && prev.owner != i && !sameOutcome(prev.file, f) {
+		cf := Conflict{Path: p, Kept: m.owner(i), Other: m.owner(prev.owner), KeptOp: "write"}
+		if f == nil {
+			cf.KeptOp = "delete"
+		}
+		if prev.file != nil {
+			side := m.sidePath(p, m.owner(prev.owner))
+			m.set(side, prev)
+			cf.SavedTo = side
+		}
+		m.conflicts = append(m.conflicts, cf)
+	}
+	m.set(p, claim{i, f})
+}
+
+// written lists the paths the batch leaves as files, sorted.
+func (m *merger) written() []string {
+	var ps []string
+	for p, c := range m.final {
+		if c.file != nil {
+			ps = append(ps, p)
+		}
+	}
+	slices.Sort(ps)
+	return ps
+}
+
+// clash finds the topmost path written as a file that also has files
+// written below it.
+func (m *merger) clash() (string, bool) {
+	for _, p := range m.written() {
+		var anc []string
+		for d := Parent(p); d != "/"; d = Parent(d) {
+			anc = append(anc, d)
+		}
+		for j := len(anc) - 1; j >= 0; j-- {
+			if c, ok := m.final[anc[j]]; ok && c.file != nil {
+				return anc[j], true
+			}
+		}
+	}
+	return "", false
+}
+
+// resolveClashes settles every path that the batch made both a file and a
+// directory: whoever came later keeps it. Each round removes at least one
+// clashing pair, so the loop ends.
+func (m *merger) resolveClashes() {
+	for range 1 << 20 {
+		a, ok := m.clash()
+		if !ok {
+			return
+		}
+		file := m.final[a]
+		var below []string
+		latest := -1
+		for _, p := range m.written() {
+			if p != a && Under(p, a) {
+				below = append(below, p)
+				latest = max(latest, m.final[p].owner)
+			}
+		}
+		if latest > file.owner {
+			side := m.sidePath(a, m.owner(file.owner))
+			m.set(side, file)
+			m.set(a, claim{latest, nil})
+			m.conflicts = append(m.conflicts, Conflict{Path: a, Kept: m.owner(latest), Other: m.owner(file.owner),
+				SavedTo: side, KeptOp: "write", Kind: ConflictDirKept})
+			continue
+		}
+		// The file is newer: every earlier writer's files below it move,
+		// keeping their layout, below a side directory per writer.
+		sides := map[int]string{}
+		var losers []int
+		for _, p := range below {
+			c := m.final[p]
+			side, ok := sides[c.owner]
+			if !ok {
+				side = m.sidePath(a, m.owner(c.owner))
+				sides[c.owner] = side
+				losers = append(losers, c.owner)
+				m.set(side, claim{c.owner, nil}) // reserve the name
+			}
+			m.set(side+p[len(a):], c)
+			m.set(p, claim{file.owner, nil})
+		}
+		slices.Sort(losers)
+		for _, o := range losers {
+			m.conflicts = append(m.conflicts, Conflict{Path: a, Kept: m.owner(file.owner), Other: m.owner(o),
+				SavedTo: sides[o], KeptOp: "write", Kind: ConflictFileKept})
+		}
+	}
 }
 
 func sameOutcome(a, b *File) bool {
@@ -350,8 +496,9 @@ func sameOutcome(a, b *File) bool {
 	return a.Content == b.Content
 }
 
-// sidePath picks a free path next to p for owner's version.
-func sidePath[V any](ctx context.Context, dst Backend, p, owner string, taken map[string]V) string {
+// sidePath picks a path next to p for owner's version that nothing in dst
+// or in the batch uses, as a file or as a directory.
+func (m *merger) sidePath(p, owner string) string {
 	var b strings.Builder
 	for _, r := range owner {
 		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
@@ -360,15 +507,28 @@ func sidePath[V any](ctx context.Context, dst Backend, p, owner string, taken ma
 			b.WriteByte('_')
 		}
 	}
+	if b.Len() == 0 {
+		b.WriteString("other")
+	}
 	base := p + ".conflict-" + b.String()
 	cand := base
 	for n := 2; ; n++ {
-		_, used := taken[cand]
-		if !used {
-			if _, err := dst.Stat(ctx, cand); err != nil {
-				return cand
-			}
+		if m.free(cand) {
+			return cand
 		}
 		cand = fmt.Sprintf("%s-%d", base, n)
 	}
+}
+
+func (m *merger) free(p string) bool {
+	if _, used := m.final[p]; used {
+		return false
+	}
+	for q := range m.final {
+		if Under(q, p) {
+			return false
+		}
+	}
+	_, err := m.dst.Stat(m.ctx, p)
+	return err != nil
 }

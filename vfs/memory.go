@@ -21,16 +21,54 @@ type Memory struct {
 	now   func() time.Time
 }
 
-// NewMemory returns a Memory holding a copy of files. Keys are cleaned;
-// entries with invalid paths are dropped.
+// NewMemory returns a Memory holding a copy of files. Keys are cleaned.
+// Entries that cannot be stored are dropped: invalid paths, the root, and a
+// path below another entry that is a file (a path cannot be a file and a
+// directory at once). When two keys clean to the same path, the one already
+// in clean form wins. The result does not depend on map iteration order.
 func NewMemory(files map[string]File) *Memory {
 	m := &Memory{files: make(map[string]File, len(files)), dirs: map[string]int{}, now: time.Now}
-	for p, f := range files {
-		if c, err := Clean(p); err == nil {
-			m.put(c, f)
+	type seed struct {
+		path, raw string
+		f         File
+	}
+	seeds := make([]seed, 0, len(files))
+	for raw, f := range files {
+		if c, err := Clean(raw); err == nil && c != "/" {
+			seeds = append(seeds, seed{c, raw, f})
 		}
 	}
+	// Sorted by clean path, an ancestor comes before everything below it;
+	// among keys with one clean path, the clean-form key comes first.
+	slices.SortFunc(seeds, func(a, b seed) int {
+		if c := strings.Compare(a.path, b.path); c != 0 {
+			return c
+		}
+		if (a.raw == a.path) != (b.raw == b.path) {
+			if a.raw == a.path {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.raw, b.raw)
+	})
+	for _, s := range seeds {
+		if _, dup := m.files[s.path]; dup || m.underFile(s.path) {
+			continue
+		}
+		m.put(s.path, s.f)
+	}
 	return m
+}
+
+// underFile reports whether some proper ancestor of p is a file.
+func (m *Memory) underFile(p string) bool {
+	for d := Parent(p); d != "/"; d = Parent(d) {
+		if _, ok := m.files[d]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // SetClock replaces the clock used for created/modified times (for tests).
@@ -133,10 +171,8 @@ func (m *Memory) Write(_ context.Context, path, content string) error {
 	if p == "/" || m.dirs[p] > 0 {
 		return &fs.PathError{Op: "write", Path: p, Err: ErrIsDir}
 	}
-	for d := Parent(p); d != "/"; d = Parent(d) {
-		if _, ok := m.files[d]; ok {
-			return &fs.PathError{Op: "write", Path: p, Err: ErrNotDir}
-		}
+	if m.underFile(p) {
+		return &fs.PathError{Op: "write", Path: p, Err: ErrNotDir}
 	}
 	now := m.now()
 	f, ok := m.files[p]

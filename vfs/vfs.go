@@ -11,11 +11,13 @@ package vfs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"iter"
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Errors returned by backends, matchable with errors.Is. They are the io/fs
@@ -89,44 +91,49 @@ func (c Change) Deleted() bool { return c.File == nil }
 // Delta is the set of changes a layer made, sorted by path.
 type Delta []Change
 
+// MaxPathLen is the longest cleaned path Clean accepts, in bytes.
+const MaxPathLen = 4096
+
 // Clean normalises a path to an absolute virtual path ("/a/b"). Relative
 // paths are taken from the root. It refuses, with an error that says what to
-// send instead, empty paths, "..", "~" and Windows paths.
+// send instead, empty paths, "..", "~" and Windows paths. Clean is
+// idempotent: a path it returns is returned unchanged.
 func Clean(p string) (string, error) {
 	if p == "" {
 		return "", pathError(p, "the path is empty; give an absolute path such as /notes.md")
 	}
-	if len(p) > 4096 {
-		return "", pathError(p[:40]+"...", "the path is longer than 4096 bytes")
-	}
-	if strings.ContainsRune(p, 0) {
+	if strings.IndexByte(p, 0) >= 0 {
 		return "", pathError(p, "the path contains a NUL byte")
 	}
 	if p[0] == '~' {
 		return "", pathError(p, "home-relative paths (~) are not supported; use an absolute path from the root, such as /notes.md")
 	}
-	if len(p) >= 2 && p[1] == ':' && isLetter(p[0]) || strings.HasPrefix(p, `\\`) || strings.ContainsRune(p, '\\') {
+	if len(p) >= 2 && p[1] == ':' && isLetter(p[0]) || strings.IndexByte(p, '\\') >= 0 {
 		return "", pathError(p, "Windows paths are not supported; use forward slashes from the root, such as /dir/file.txt")
 	}
-	if !strings.Contains(p, "//") && !strings.Contains(p, "/.") && p[0] == '/' && (len(p) == 1 || p[len(p)-1] != '/') && p != "." && !strings.HasPrefix(p, "./") {
-		return p, nil // fast path: already clean
-	}
-	var b strings.Builder
-	b.Grow(len(p) + 1)
-	for seg := range strings.SplitSeq(p, "/") {
-		switch seg {
-		case "", ".":
-			continue
-		case "..":
-			return "", pathError(p, "path traversal with '..' is not allowed; give the absolute path of the file")
+	out := p
+	if strings.Contains(p, "//") || strings.Contains(p, "/.") || p[0] != '/' || len(p) > 1 && p[len(p)-1] == '/' {
+		var b strings.Builder
+		b.Grow(len(p) + 1)
+		for seg := range strings.SplitSeq(p, "/") {
+			switch seg {
+			case "", ".":
+				continue
+			case "..":
+				return "", pathError(p, "path traversal with '..' is not allowed; give the absolute path of the file")
+			}
+			b.WriteByte('/')
+			b.WriteString(seg)
 		}
-		b.WriteByte('/')
-		b.WriteString(seg)
+		out = b.String()
+		if out == "" {
+			out = "/"
+		}
 	}
-	if b.Len() == 0 {
-		return "/", nil
+	if len(out) > MaxPathLen {
+		return "", pathError(p, fmt.Sprintf("the path is longer than %d bytes", MaxPathLen))
 	}
-	return b.String(), nil
+	return out, nil
 }
 
 func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
@@ -137,7 +144,7 @@ type PathError struct {
 	Reason string
 }
 
-func (e *PathError) Error() string { return "invalid path " + quote(e.Path) + ": " + e.Reason }
+func (e *PathError) Error() string { return "invalid path " + quote(shorten(e.Path)) + ": " + e.Reason }
 
 // Is reports whether target is ErrInvalidPath.
 func (e *PathError) Is(target error) bool { return target == ErrInvalidPath }
@@ -145,6 +152,30 @@ func (e *PathError) Is(target error) bool { return target == ErrInvalidPath }
 func pathError(p, reason string) error { return &PathError{Path: p, Reason: reason} }
 
 func quote(s string) string { return "'" + s + "'" }
+
+// shorten cuts a long path for display, on a character boundary, and makes
+// control characters visible.
+func shorten(s string) string {
+	const keep = 60
+	cut := len(s) > keep+20
+	if cut {
+		n := keep
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		s = s[:n]
+	}
+	s = strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f {
+			return '?'
+		}
+		return r
+	}, strings.ToValidUTF8(s, "?"))
+	if cut {
+		s += "..."
+	}
+	return s
+}
 
 // Under reports whether path is dir or below it.
 func Under(path, dir string) bool {

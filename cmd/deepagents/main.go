@@ -19,6 +19,7 @@ Usage:
   deepagents replay [flags] SCENARIO     run a scenario with the scripted model; print its transcript
   deepagents inspect [flags]             list every bound tool with its size and token cost
   deepagents run [flags] -p PROMPT       run the deep agent on a real model
+  deepagents bench [flags]               measure framework overhead per model round
 
 Run 'deepagents COMMAND -h' for a command's flags.
 `
@@ -44,6 +45,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdReplay(ctx, args[1:], stdout, stderr)
 	case "inspect":
 		return cmdInspect(args[1:], stdout, stderr)
+	case "bench":
+		return cmdBench(ctx, args[1:], stdout, stderr)
 	case "run":
 		return cmdRun(ctx, args[1:], stdin, stdout, stderr)
 	case "-h", "--help", "help":

@@ -1,0 +1,175 @@
+package deepagents_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/deepagents-go/deepagents/scenario"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden transcripts in testdata/golden")
+
+func loadScenario(t *testing.T, name string) *scenario.Scenario {
+	t.Helper()
+	sc, err := scenario.Load(filepath.Join("testdata", "scenarios", name+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+func replay(t *testing.T, name string) *scenario.Transcript {
+	t.Helper()
+	tr, err := loadScenario(t, name).Run(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+// Every checked-in scenario runs to the end and meets its own expectations.
+func TestScenariosMeetTheirExpectations(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "scenarios", "*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scenarios: %v", err)
+	}
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".json")
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			tr := replay(t, name)
+			if tr.Error != nil {
+				t.Errorf("run error: %s", *tr.Error)
+			}
+			if len(tr.Checks) == 0 {
+				t.Error("scenario has no expectations")
+			}
+			for _, c := range tr.Checks {
+				if !c.Pass {
+					t.Errorf("check failed: %s (got %v)", c.Name, c.Got)
+				}
+			}
+		})
+	}
+}
+
+// Golden transcripts: the normalised transcript of each scenario below is
+// checked in under testdata/golden and must not change unless on purpose
+// (go test -run TestGolden -update, and say so in the commit).
+func TestGoldenTranscripts(t *testing.T) {
+	for _, name := range []string{"seed-delegation", "parallel", "structured", "fork-refusal", "sibling-conflict", "failing-sibling", "deleting-child"} {
+		t.Run(name, func(t *testing.T) {
+			tr := replay(t, name)
+			tr.Normalize()
+			got, err := json.MarshalIndent(tr, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, '\n')
+			path := filepath.Join("testdata", "golden", name+".json")
+			if *update {
+				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("transcript differs from %s:\n%s", path, lineDiff(string(want), string(got)))
+			}
+		})
+	}
+}
+
+// lineDiff shows the first differing lines of two texts.
+func lineDiff(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	var out []string
+	for i := 0; i < max(len(w), len(g)) && len(out) < 20; i++ {
+		var wl, gl string
+		if i < len(w) {
+			wl = w[i]
+		}
+		if i < len(g) {
+			gl = g[i]
+		}
+		if wl != gl {
+			out = append(out, "line "+itoa(i+1)+":\n  want "+wl+"\n  got  "+gl)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
+
+func TestReplayRejectsInvalidScenarios(t *testing.T) {
+	cases := map[string]string{
+		`{"input": "x"`:                "not valid JSON",
+		`[1]`:                          "top level must be a JSON object",
+		`{"script": {"parent": []}}`:   `"input" is missing`,
+		`{"input": 3, "script": {}}`:   `"input" must be a string`,
+		`{"input": "x", "script": {}}`: `"script" has no "parent"`,
+		`{"input": "x", "delay_ms": -1, "script": {"parent": []}}`:                       "must not be negative",
+		`{"input": "x", "files": {"../x": "y"}, "script": {"parent": []}}`:               "path traversal",
+		`{"input": "x", "script": {"parent": [{"tool_calls": [{"args": {}}]}]}}`:         "has no name",
+		`{"input": "x", "script": {"parent": {"cases": [{"match": "a", "steps": []}]}}}`: "has no steps",
+	}
+	for doc, want := range cases {
+		_, err := scenario.Parse([]byte(doc))
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("Parse(%s) = %v, want a one-line error containing %q", doc, err, want)
+		}
+	}
+}
+
+func TestScenarioAliasesAndWarnings(t *testing.T) {
+	sc, err := scenario.Parse([]byte(`{"input": "x", "script": {"parent": [{"content": "hi"}]}, "surprise": 1,
+		"agent": {"systemPrompt": "P", "subagents": [{"name": "s", "description": "d", "systemPrompt": "S", "responseFormat": {"type": "object", "title": "T", "properties": {"b": {"type": "string"}, "a": {"type": "string"}}}}]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.Agent.SystemPrompt != "P" || sc.Agent.Subagents[0].SystemPrompt != "S" {
+		t.Errorf("camelCase aliases not applied: %+v", sc.Agent)
+	}
+	if !strings.Contains(string(sc.Agent.Subagents[0].ResponseFormat), `"b":{"type":"string"},"a"`) &&
+		!strings.Contains(string(sc.Agent.Subagents[0].ResponseFormat), `"b": {"type": "string"}, "a"`) {
+		t.Errorf("the response format's key order must be kept: %s", sc.Agent.Subagents[0].ResponseFormat)
+	}
+	if len(sc.Warnings) != 1 || !strings.Contains(sc.Warnings[0], "surprise") {
+		t.Errorf("warnings = %v", sc.Warnings)
+	}
+}
+
+func TestAssemblyErrorsAreReportedInTheTranscript(t *testing.T) {
+	sc, err := scenario.Parse([]byte(`{"input": "x", "script": {"parent": [{"content": "hi"}]},
+		"agent": {"subagents": [{"name": "x", "description": "d", "mode": "fork", "skills": ["s"]}]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := sc.Run(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "SubAgent 'x' cannot set skills under mode='fork'; the parent's skills are inherited instead."
+	if tr.Error == nil || *tr.Error != want {
+		t.Errorf("error = %v, want %q", tr.Error, want)
+	}
+	if len(tr.Rounds) != 0 {
+		t.Error("no model call may happen when assembly fails")
+	}
+	if !slices.Equal(tr.FinalStateKeys, []string{}) {
+		t.Errorf("keys %v", tr.FinalStateKeys)
+	}
+}

@@ -1,0 +1,182 @@
+// Package fstools provides the agent's seven file tools: ls, read_file,
+// write_file, edit_file, glob, grep and delete.
+//
+// The tools work on whatever vfs.Backend the call's tool.Env carries in
+// Files (the run's in-state files, a copy-on-write layer of them, a tracked
+// real directory...), never on a global, so one set of tools serves every
+// agent and every parallel call. Every path argument goes through vfs.Clean.
+// Problems the model can fix (a missing file, an ambiguous edit, a bad
+// offset) come back as error results whose text says what to do next.
+package fstools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/tool"
+	"github.com/deepagents-go/deepagents/vfs"
+)
+
+// Default limits, used for the zero fields of Options.
+const (
+	DefaultReadLimit      = 100
+	DefaultMaxLineChars   = 2000
+	DefaultGrepMaxResults = 200
+	DefaultGlobMaxResults = 500
+)
+
+// Names lists the tools' names in the order Tools returns them.
+var Names = []string{"ls", "read_file", "write_file", "edit_file", "glob", "grep", "delete"}
+
+// Options tunes the tools' limits. The zero value gives the defaults; a
+// field left at zero (or negative) takes its default.
+type Options struct {
+	// ReadLimit is how many lines read_file returns when the call gives no
+	// limit (DefaultReadLimit).
+	ReadLimit int
+	// MaxLineChars is the longest piece of one line shown at once, in
+	// characters: read_file splits longer lines into numbered chunks and grep
+	// cuts them (DefaultMaxLineChars).
+	MaxLineChars int
+	// GrepMaxResults caps grep's output entries when the call gives no
+	// max_count (DefaultGrepMaxResults).
+	GrepMaxResults int
+	// GlobMaxResults caps how many paths glob returns (DefaultGlobMaxResults).
+	GlobMaxResults int
+}
+
+func (o Options) withDefaults() Options {
+	if o.ReadLimit <= 0 {
+		o.ReadLimit = DefaultReadLimit
+	}
+	if o.MaxLineChars <= 0 {
+		o.MaxLineChars = DefaultMaxLineChars
+	}
+	if o.GrepMaxResults <= 0 {
+		o.GrepMaxResults = DefaultGrepMaxResults
+	}
+	if o.GlobMaxResults <= 0 {
+		o.GlobMaxResults = DefaultGlobMaxResults
+	}
+	return o
+}
+
+var defaultTools = build(Options{})
+
+// Tools returns the seven file tools with the default limits, in the order
+// of Names. The tools are shared, immutable and safe for concurrent use; the
+// slice is the caller's.
+func Tools() []tool.Tool { return append([]tool.Tool(nil), defaultTools...) }
+
+// New returns the seven file tools with the given limits, in the order of
+// Names. New(Options{}) is Tools().
+func New(opts Options) []tool.Tool {
+	if opts.withDefaults() == (Options{}).withDefaults() {
+		return Tools()
+	}
+	return build(opts)
+}
+
+// Middleware binds the file tools to an agent. It adds no prompt section.
+func Middleware() agent.Middleware {
+	return agent.Middleware{Name: "filesystem", Tools: Tools()}
+}
+
+func build(opts Options) []tool.Tool {
+	o := opts.withDefaults()
+	return []tool.Tool{
+		lsTool(o), readTool(o), writeTool(o), editTool(o), globTool(o), grepTool(o), deleteTool(o),
+	}
+}
+
+// define builds one tool from a typed function and a hand-written schema.
+func define[In any](name, desc, schema string, fn func(ctx context.Context, fs vfs.Backend, in In) (tool.Result, error)) tool.Tool {
+	return tool.MustFunc(name, desc, func(ctx context.Context, env *tool.Env, in In) (tool.Result, error) {
+		if env == nil || env.Files == nil {
+			return tool.Errorf("Error: no filesystem is attached to this agent, so %s cannot run.", name), nil
+		}
+		if err := ctx.Err(); err != nil {
+			return tool.Result{}, context.Cause(ctx)
+		}
+		return fn(ctx, env.Files, in)
+	}, tool.WithSchema(json.RawMessage(schema)))
+}
+
+// cleanPath normalises a path argument; def replaces an empty optional one.
+func cleanPath(p, def string) (string, *tool.Result) {
+	if p == "" && def != "" {
+		p = def
+	}
+	c, err := vfs.Clean(p)
+	if err != nil {
+		r := tool.Errorf("Error: %v.", err)
+		return "", &r
+	}
+	return c, nil
+}
+
+// failed answers a backend error that no tool-specific message covers. A
+// cancelled context is returned as a Go error so the loop stops.
+func failed(ctx context.Context, what string, err error) (tool.Result, error) {
+	if ctx.Err() != nil {
+		return tool.Result{}, context.Cause(ctx)
+	}
+	if errors.Is(err, vfs.ErrPermission) {
+		return tool.Errorf("Error: %s: permission denied. This path cannot be used; try another.", what), nil
+	}
+	return tool.Errorf("Error: %s failed: %v.", what, err), nil
+}
+
+// fileAncestor returns the nearest proper ancestor of p that is a file.
+func fileAncestor(ctx context.Context, fs vfs.Backend, p string) string {
+	for d := vfs.Parent(p); d != "/"; d = vfs.Parent(d) {
+		if e, err := fs.Stat(ctx, d); err == nil && !e.IsDir {
+			return d
+		}
+	}
+	return ""
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
+// countLines counts lines as read_file numbers them: a final newline ends
+// the last line rather than starting an empty one.
+func countLines(s string) int {
+	if s == "" {
+		return 0
+	}
+	n := strings.Count(s, "\n")
+	if !strings.HasSuffix(s, "\n") {
+		n++
+	}
+	return n
+}
+
+// splitLines splits content into the lines read_file numbers.
+func splitLines(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+}
+
+// truncateRunes cuts s to at most n characters, marking a cut with "...".
+func truncateRunes(s string, n int) string {
+	count := 0
+	for i := range s {
+		if count == n {
+			return s[:i] + "..."
+		}
+		count++
+	}
+	return s
+}

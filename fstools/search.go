@@ -1,0 +1,418 @@
+package fstools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/bmatcuk/doublestar/v4"
+	"github.com/deepagents-go/deepagents/tool"
+	"github.com/deepagents-go/deepagents/vfs"
+)
+
+// Bounds on glob patterns. doublestar tries brace alternatives one
+// combination at a time, so their product must stay small; no real pattern
+// comes near either bound.
+const (
+	maxPatternLen   = 1000
+	maxAlternatives = 1000
+)
+
+type globArgs struct {
+	Pattern string `json:"pattern"`
+	Path    string `json:"path"`
+}
+
+func globTool(o Options) tool.Tool {
+	desc := fmt.Sprintf("Find files by glob: * ? [a-z] {a,b}, ** for any depth. A pattern without / matches file names at any depth; otherwise it is relative to path, or absolute if it starts with /. Returns sorted paths, at most %d.",
+		o.GlobMaxResults)
+	return define("glob", desc,
+		`{"type":"object","properties":{"pattern":{"type":"string","description":"Glob, e.g. *.py or src/**/*.ts."},"path":{"type":"string","description":"Directory to search.","default":"/"}},"required":["pattern"],"additionalProperties":false}`,
+		func(ctx context.Context, fs vfs.Backend, in globArgs) (tool.Result, error) {
+			return runGlob(ctx, fs, in, o)
+		})
+}
+
+// matcher is a compiled glob with the rules both glob and grep use.
+type matcher struct {
+	pat  string
+	kind int
+}
+
+const (
+	matchName     = iota // no slash: the file's base name
+	matchRelative        // relative to the search directory
+	matchAbsolute        // the whole path
+)
+
+func newMatcher(pattern string) (matcher, error) {
+	if len(pattern) > maxPatternLen {
+		return matcher{}, fmt.Errorf("the pattern is longer than %d bytes", maxPatternLen)
+	}
+	m := matcher{pat: pattern}
+	switch {
+	case !strings.Contains(pattern, "/"):
+		m.kind = matchName
+	case strings.HasPrefix(pattern, "/"):
+		m.kind = matchAbsolute
+	default:
+		m.kind = matchRelative
+		for strings.HasPrefix(m.pat, "./") {
+			m.pat = strings.TrimLeft(m.pat[2:], "/")
+		}
+	}
+	if !doublestar.ValidatePattern(m.pat) {
+		return matcher{}, errors.New(patternProblem(pattern))
+	}
+	if n, _ := alternatives(m.pat, 0, false); n > maxAlternatives {
+		return matcher{}, fmt.Errorf("its {a,b} groups make more than %d combinations; split it into several simpler patterns", maxAlternatives)
+	}
+	return m, nil
+}
+
+// alternatives counts the patterns a brace expansion of p[i:] would give
+// (saturating above maxAlternatives). Inside a group it stops at the ',' or
+// '}' that ends the current alternative and returns its index.
+func alternatives(p string, i int, inGroup bool) (int, int) {
+	total := 1
+	for i < len(p) {
+		switch p[i] {
+		case '\\':
+			i += 2
+		case '[':
+			for i++; i < len(p) && p[i] != ']'; i++ {
+				if p[i] == '\\' {
+					i++
+				}
+			}
+			i++
+		case '{':
+			sum := 0
+			for j := i + 1; ; {
+				n, k := alternatives(p, j, true)
+				sum = min(sum+n, maxAlternatives+1)
+				if k >= len(p) || p[k] == '}' {
+					i = k + 1
+					break
+				}
+				j = k + 1
+			}
+			total = min(total*sum, maxAlternatives+1)
+		case ',', '}':
+			if inGroup {
+				return total, i
+			}
+			i++
+		default:
+			i++
+		}
+	}
+	return total, i
+}
+
+// match reports whether the file at full, found searching dir, matches.
+func (m matcher) match(dir, full string) bool {
+	var name string
+	switch m.kind {
+	case matchName:
+		name = full[strings.LastIndexByte(full, '/')+1:]
+	case matchAbsolute:
+		name = full
+	default:
+		switch {
+		case dir == "/":
+			name = full[1:]
+		case len(full) > len(dir):
+			name = full[len(dir)+1:]
+		default:
+			name = full[strings.LastIndexByte(full, '/')+1:]
+		}
+	}
+	return doublestar.MatchUnvalidated(m.pat, name)
+}
+
+// patternProblem says in plain words why doublestar rejects a pattern.
+func patternProblem(p string) string {
+	depth := 0
+	for i := 0; i < len(p); i++ {
+		switch p[i] {
+		case '\\':
+			if i++; i >= len(p) {
+				return `it ends with a lone \ (a backslash makes the next character literal)`
+			}
+		case '[':
+			j := i + 1
+			if j < len(p) && (p[j] == '^' || p[j] == '!') {
+				j++
+			}
+			if j < len(p) && p[j] == ']' {
+				return "it has an empty character class []"
+			}
+			for ; j < len(p) && p[j] != ']'; j++ {
+				if p[j] == '\\' {
+					j++
+				}
+			}
+			if j >= len(p) {
+				return "a [ is never closed by ]"
+			}
+			i = j
+		case '{':
+			depth++
+		case '}':
+			if depth == 0 {
+				return "a } has no matching {"
+			}
+			depth--
+		}
+	}
+	if depth > 0 {
+		return "a { is never closed by }"
+	}
+	return "it is not a valid glob"
+}
+
+func runGlob(ctx context.Context, fs vfs.Backend, in globArgs, o Options) (tool.Result, error) {
+	if in.Pattern == "" {
+		return tool.Errorf("Error: pattern is empty. Give a glob such as *.md or src/**/*.go."), nil
+	}
+	dir, bad := cleanPath(in.Path, "/")
+	if bad != nil {
+		return *bad, nil
+	}
+	m, err := newMatcher(in.Pattern)
+	if err != nil {
+		return tool.Errorf("Error: invalid glob pattern %q: %v. Fix the pattern and try again.", in.Pattern, err), nil
+	}
+	if res, ok, err := searchDir(ctx, fs, dir); !ok {
+		return res, err
+	}
+	var out []string
+	total := 0
+	for e, err := range fs.Walk(ctx, dir) {
+		if err != nil {
+			return failed(ctx, "searching "+dir, err)
+		}
+		if m.match(dir, e.Path) {
+			if total < o.GlobMaxResults {
+				out = append(out, e.Path)
+			}
+			total++
+		}
+	}
+	if total == 0 {
+		msg := fmt.Sprintf("No files match %q under %s.", in.Pattern, dir)
+		if m.kind == matchRelative && !strings.HasPrefix(m.pat, "**") {
+			msg += fmt.Sprintf(" A pattern with / is matched against paths relative to %s; start it with **/ to match at any depth.", dir)
+		}
+		return tool.Text(msg), nil
+	}
+	text := strings.Join(out, "\n")
+	if total > len(out) {
+		text += fmt.Sprintf("\n\n[Showing the first %d of %d matching files. Narrow the pattern or the path to see the rest.]", len(out), total)
+	}
+	return tool.Text(text), nil
+}
+
+// searchDir checks that glob can search dir; when ok is false the result
+// (or the error) is the answer.
+func searchDir(ctx context.Context, fs vfs.Backend, dir string) (res tool.Result, ok bool, err error) {
+	e, err := fs.Stat(ctx, dir)
+	switch {
+	case err == nil && e.IsDir:
+		return tool.Result{}, true, nil
+	case err == nil:
+		return tool.Errorf("Error: %s is a file, but glob searches a directory. Give a directory as path, or use read_file to read the file.", dir), false, nil
+	case errors.Is(err, vfs.ErrNotFound):
+		if dir == "/" {
+			return tool.Result{}, true, nil
+		}
+		return tool.Errorf("Error: directory %s does not exist. Use ls to find the right path.", dir), false, nil
+	}
+	res, err = failed(ctx, "searching "+dir, err)
+	return res, false, err
+}
+
+type grepArgs struct {
+	Pattern    string  `json:"pattern"`
+	Path       string  `json:"path"`
+	Glob       *string `json:"glob"`
+	OutputMode string  `json:"output_mode"`
+	MaxCount   *int    `json:"max_count"`
+}
+
+const (
+	modeFiles   = "files_with_matches"
+	modeContent = "content"
+	modeCount   = "count"
+)
+
+func grepTool(o Options) tool.Tool {
+	schema := fmt.Sprintf(`{"type":"object","properties":{"pattern":{"type":"string","description":"Text to find."},"path":{"type":"string","description":"File or directory to search.","default":"/"},"glob":{"type":"string","description":"Only search files matching this glob; without / it matches file names, as in the glob tool."},"output_mode":{"type":"string","enum":["files_with_matches","content","count"],"description":"files_with_matches: matching paths. content: path:line: text per matching line, cut at %d characters. count: path: number of matching lines.","default":"files_with_matches"},"max_count":{"type":"integer","description":"Max entries returned (paths or lines); a notice says if there are more.","default":%d}},"required":["pattern"],"additionalProperties":false}`,
+		o.MaxLineChars, o.GrepMaxResults)
+	return define("grep",
+		"Search file contents for literal, case-sensitive text (not a regex). Binary files are skipped.",
+		schema,
+		func(ctx context.Context, fs vfs.Backend, in grepArgs) (tool.Result, error) {
+			return runGrep(ctx, fs, in, o)
+		})
+}
+
+func runGrep(ctx context.Context, fs vfs.Backend, in grepArgs, o Options) (tool.Result, error) {
+	if in.Pattern == "" {
+		return tool.Errorf("Error: pattern is empty. Give the text to search for."), nil
+	}
+	base, bad := cleanPath(in.Path, "/")
+	if bad != nil {
+		return *bad, nil
+	}
+	mode := in.OutputMode
+	if mode == "" {
+		mode = modeFiles
+	}
+	if mode != modeFiles && mode != modeContent && mode != modeCount {
+		return tool.Errorf("Error: output_mode must be files_with_matches, content or count; got %q.", mode), nil
+	}
+	limit := o.GrepMaxResults
+	if in.MaxCount != nil {
+		if *in.MaxCount <= 0 {
+			return tool.Errorf("Error: max_count must be 1 or more; got %d. Leave it out for up to %d entries.", *in.MaxCount, o.GrepMaxResults), nil
+		}
+		limit = *in.MaxCount
+	}
+	var filter *matcher
+	if in.Glob != nil && *in.Glob != "" {
+		m, err := newMatcher(*in.Glob)
+		if err != nil {
+			return tool.Errorf("Error: invalid glob %q: %v. Fix the glob and try again.", *in.Glob, err), nil
+		}
+		filter = &m
+	}
+
+	// The files to search: base itself if it is a file, else all below it.
+	dir := base
+	var paths []string
+	switch e, err := fs.Stat(ctx, base); {
+	case err == nil && !e.IsDir:
+		dir = vfs.Parent(base)
+		paths = []string{base}
+	case err == nil || errors.Is(err, vfs.ErrNotFound) && base == "/":
+		for e, err := range fs.Walk(ctx, base) {
+			if err != nil {
+				return failed(ctx, "searching "+base, err)
+			}
+			paths = append(paths, e.Path)
+		}
+	case errors.Is(err, vfs.ErrNotFound):
+		return tool.Errorf("Error: %s does not exist. Use ls or glob to find the right path.", base), nil
+	default:
+		return failed(ctx, "searching "+base, err)
+	}
+
+	var out []string
+	total, binary := 0, 0
+	add := func(s string) {
+		if total < limit {
+			out = append(out, s)
+		}
+		total++
+	}
+	for _, p := range paths {
+		if filter != nil && !filter.match(dir, p) {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return tool.Result{}, context.Cause(ctx)
+		}
+		content, err := fs.Read(ctx, p)
+		if err != nil {
+			if errors.Is(err, vfs.ErrNotFound) || errors.Is(err, vfs.ErrIsDir) {
+				continue
+			}
+			return failed(ctx, "reading "+p, err)
+		}
+		if strings.IndexByte(content, 0) >= 0 {
+			binary++
+			continue
+		}
+		switch mode {
+		case modeFiles:
+			if strings.Contains(content, in.Pattern) {
+				add(p)
+			}
+		case modeCount:
+			if n := len(matchingLines(content, in.Pattern)); n > 0 {
+				add(fmt.Sprintf("%s: %d", p, n))
+			}
+		default:
+			for _, l := range matchingLines(content, in.Pattern) {
+				line := truncateRunes(strings.TrimSuffix(l.text, "\r"), o.MaxLineChars)
+				add(fmt.Sprintf("%s:%d: %s", p, l.n, line))
+			}
+		}
+	}
+	if total == 0 {
+		msg := fmt.Sprintf("No matches for %q in %s.", in.Pattern, base)
+		if binary > 0 {
+			msg += fmt.Sprintf(" (%s skipped.)", plural(binary, "binary file"))
+		}
+		if looksLikeRegex(in.Pattern) {
+			msg += " Note: grep matches the pattern as literal text, not as a regular expression, so characters such as . * + | ( [ ^ $ \\ match only themselves. Search for a plain piece of the text instead."
+		}
+		return tool.Text(msg), nil
+	}
+	text := strings.Join(out, "\n")
+	if total > len(out) {
+		unit := map[string]string{modeFiles: "matching files", modeCount: "matching files", modeContent: "matching lines"}[mode]
+		text += fmt.Sprintf("\n\n[Showing the first %d of %d %s. Narrow the search with path or glob, or raise max_count.]", len(out), total, unit)
+	}
+	return tool.Text(text), nil
+}
+
+type lineMatch struct {
+	n    int // 1-based line number
+	text string
+}
+
+// matchingLines returns the lines on which an occurrence of pat starts.
+func matchingLines(content, pat string) []lineMatch {
+	var out []lineMatch
+	line, counted := 1, 0
+	for pos := 0; pos <= len(content); {
+		i := strings.Index(content[pos:], pat)
+		if i < 0 {
+			break
+		}
+		start := pos + i
+		ls := strings.LastIndexByte(content[:start], '\n') + 1
+		line += strings.Count(content[counted:ls], "\n")
+		counted = ls
+		le := strings.IndexByte(content[start:], '\n')
+		if le < 0 {
+			le = len(content)
+		} else {
+			le += start
+		}
+		out = append(out, lineMatch{line, content[ls:le]})
+		pos = le + 1
+	}
+	return out
+}
+
+// looksLikeRegex guesses whether a pattern was written as a regular
+// expression.
+func looksLikeRegex(p string) bool {
+	for _, s := range []string{".*", ".+", ".?", `\d`, `\w`, `\s`, `\b`, `\.`, `\(`, `\[`, "|", "+", "("} {
+		if strings.Contains(p, s) {
+			return true
+		}
+	}
+	if strings.HasPrefix(p, "^") || strings.HasSuffix(p, "$") {
+		return true
+	}
+	if i := strings.IndexByte(p, '['); i >= 0 && strings.IndexByte(p[i:], ']') > 0 {
+		return true
+	}
+	return false
+}

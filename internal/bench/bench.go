@@ -1,0 +1,237 @@
+// Package bench measures framework overhead with an instant scripted model,
+// in the same phases as the JavaScript reference harness's bench.mjs, so the
+// two can be compared side by side: "sequential" (K rounds alternating
+// write_file and read_file, then an answer) and "fanout_N" (one message with
+// N task calls, each child doing a few rounds of file work).
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/deepagents-go/deepagents"
+	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/llm/scripted"
+)
+
+// Options choose the phases. The zero value is the reference setup: K=50,
+// N=1,8,32, 3 rounds per child.
+type Options struct {
+	K         int
+	Fanouts   []int
+	SubRounds int
+}
+
+func (o Options) norm() Options {
+	if o.K == 0 {
+		o.K = 50
+	}
+	if o.Fanouts == nil {
+		o.Fanouts = []int{1, 8, 32}
+	}
+	if o.SubRounds == 0 {
+		o.SubRounds = 3
+	}
+	return o
+}
+
+// Phase is one measured invoke.
+type Phase struct {
+	Name            string  `json:"name"`
+	ModelCalls      int     `json:"model_calls"`
+	WallMS          float64 `json:"wall_ms"`
+	MSPerModelRound float64 `json:"ms_per_model_round"`
+	CPUMS           float64 `json:"cpu_ms"`
+	CPUMSPerRound   float64 `json:"cpu_ms_per_model_round"`
+	AllocsPerRound  float64 `json:"allocs_per_model_round"`
+	BytesPerRound   float64 `json:"bytes_per_model_round"`
+	ParentMessages  int     `json:"parent_messages"`
+	Files           int     `json:"files"`
+	HeapAfterMB     float64 `json:"heap_after_mb"`
+}
+
+// Report is one run of every phase, shaped like bench.mjs's output.
+type Report struct {
+	Impl      string           `json:"impl"`
+	Go        string           `json:"go"`
+	CPUs      int              `json:"cpus"`
+	K         int              `json:"k"`
+	SubRounds int              `json:"sub_rounds"`
+	BuildMS   float64          `json:"build_ms"`
+	WarmupMS  float64          `json:"warmup_ms"`
+	Phases    map[string]Phase `json:"phases"`
+	Order     []string         `json:"order"`
+	MaxRSSMB  float64          `json:"max_rss_mb"`
+}
+
+func fileStep(prefix string, i int) scripted.Step {
+	path := fmt.Sprintf("/%s/f%d.txt", prefix, i/2)
+	if i%2 == 0 {
+		args, _ := json.Marshal(map[string]string{"file_path": path, "content": strings.Repeat(fmt.Sprintf("line %d\n", i), 5)})
+		return scripted.Step{ToolCalls: []scripted.StepCall{{Name: "write_file", Args: args}}}
+	}
+	args, _ := json.Marshal(map[string]string{"file_path": path})
+	return scripted.Step{ToolCalls: []scripted.StepCall{{Name: "read_file", Args: args}}}
+}
+
+// Script is the programmatic script of the phases: the parent's task text is
+// "seq K" or "fan N"; every child does SubRounds-1 rounds of file work and
+// then answers.
+func Script(subRounds int) func(ci llm.CallInfo, req *llm.Request) (scripted.Step, error) {
+	return func(ci llm.CallInfo, _ *llm.Request) (scripted.Step, error) {
+		if ci.Instance == "" {
+			kind, num, _ := strings.Cut(ci.Task, " ")
+			n, err := strconv.Atoi(num)
+			if err != nil {
+				return scripted.Step{}, fmt.Errorf("bench: bad task %q", ci.Task)
+			}
+			if kind == "seq" {
+				if ci.Round < n {
+					return fileStep("p", ci.Round), nil
+				}
+				return scripted.Step{Content: "done"}, nil
+			}
+			if ci.Round == 0 {
+				calls := make([]scripted.StepCall, n)
+				for j := range calls {
+					args, _ := json.Marshal(map[string]string{"description": fmt.Sprintf("sub %d", j), "subagent_type": "general-purpose"})
+					calls[j] = scripted.StepCall{ID: fmt.Sprintf("call_%d", j), Name: "task", Args: args}
+				}
+				return scripted.Step{ToolCalls: calls}, nil
+			}
+			return scripted.Step{Content: "all subagents done"}, nil
+		}
+		if ci.Round < subRounds-1 {
+			return fileStep(strings.ReplaceAll(ci.Task, " ", "_"), ci.Round), nil
+		}
+		return scripted.Step{Content: ci.Task + " finished"}, nil
+	}
+}
+
+// NewAgent returns the default deep agent on the instant bench model.
+func NewAgent(subRounds int) (*agent.Agent, *scripted.Model, error) {
+	m := scripted.New(nil, scripted.Options{Func: Script(subRounds), NoUsage: true})
+	a, err := deepagents.New(deepagents.Config{Model: m, MaxParallel: 64})
+	return a, m, err
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// RunPhase invokes a once with the task text and measures it.
+func RunPhase(ctx context.Context, a *agent.Agent, m *scripted.Model, name, task string) (Phase, error) {
+	m.Reset()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	c0, t0 := cpuTime(), time.Now()
+	res, err := a.Invoke(ctx, agent.Prompt(task))
+	wall, cpu := time.Since(t0), cpuTime()-c0
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		return Phase{}, err
+	}
+	calls := len(m.Records())
+	p := Phase{
+		Name: name, ModelCalls: calls, WallMS: ms(wall), CPUMS: ms(cpu),
+		ParentMessages: len(res.State.Messages), Files: len(res.State.Files),
+		HeapAfterMB: float64(after.HeapAlloc) / (1 << 20),
+	}
+	if calls > 0 {
+		p.MSPerModelRound = p.WallMS / float64(calls)
+		p.CPUMSPerRound = p.CPUMS / float64(calls)
+		p.AllocsPerRound = float64(after.Mallocs-before.Mallocs) / float64(calls)
+		p.BytesPerRound = float64(after.TotalAlloc-before.TotalAlloc) / float64(calls)
+	}
+	return p, nil
+}
+
+// Run builds the agent, warms it up and runs every phase once.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	o = o.norm()
+	rep := &Report{Impl: "deepagents-go", Go: runtime.Version(), CPUs: runtime.NumCPU(), K: o.K, SubRounds: o.SubRounds, Phases: map[string]Phase{}}
+	t0 := time.Now()
+	a, m, err := NewAgent(o.SubRounds)
+	if err != nil {
+		return nil, err
+	}
+	rep.BuildMS = ms(time.Since(t0))
+	t0 = time.Now()
+	if _, err := RunPhase(ctx, a, m, "warmup_seq", "seq 6"); err != nil {
+		return nil, err
+	}
+	if _, err := RunPhase(ctx, a, m, "warmup_fanout", "fan 2"); err != nil {
+		return nil, err
+	}
+	rep.WarmupMS = ms(time.Since(t0))
+	add := func(name, task string) error {
+		p, err := RunPhase(ctx, a, m, name, task)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		rep.Phases[name] = p
+		rep.Order = append(rep.Order, name)
+		return nil
+	}
+	if err := add("sequential", fmt.Sprintf("seq %d", o.K)); err != nil {
+		return nil, err
+	}
+	for _, n := range o.Fanouts {
+		if err := add(fmt.Sprintf("fanout_%d", n), fmt.Sprintf("fan %d", n)); err != nil {
+			return nil, err
+		}
+	}
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		rep.MaxRSSMB = float64(ru.Maxrss) / 1024
+	}
+	return rep, nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
+
+// Median combines reports of fresh runs: every number is the median of the
+// runs' values.
+func Median(rs []*Report) *Report {
+	if len(rs) == 0 {
+		return nil
+	}
+	med := func(get func(*Report) float64) float64 {
+		xs := make([]float64, len(rs))
+		for i, r := range rs {
+			xs[i] = get(r)
+		}
+		slices.Sort(xs)
+		return xs[len(xs)/2]
+	}
+	out := *rs[0]
+	out.BuildMS = med(func(r *Report) float64 { return r.BuildMS })
+	out.WarmupMS = med(func(r *Report) float64 { return r.WarmupMS })
+	out.MaxRSSMB = med(func(r *Report) float64 { return r.MaxRSSMB })
+	out.Phases = map[string]Phase{}
+	for _, name := range rs[0].Order {
+		p := rs[0].Phases[name]
+		get := func(f func(Phase) float64) float64 { return med(func(r *Report) float64 { return f(r.Phases[name]) }) }
+		p.WallMS = get(func(p Phase) float64 { return p.WallMS })
+		p.MSPerModelRound = get(func(p Phase) float64 { return p.MSPerModelRound })
+		p.CPUMS = get(func(p Phase) float64 { return p.CPUMS })
+		p.CPUMSPerRound = get(func(p Phase) float64 { return p.CPUMSPerRound })
+		p.AllocsPerRound = get(func(p Phase) float64 { return p.AllocsPerRound })
+		p.BytesPerRound = get(func(p Phase) float64 { return p.BytesPerRound })
+		p.HeapAfterMB = get(func(p Phase) float64 { return p.HeapAfterMB })
+		out.Phases[name] = p
+	}
+	return &out
+}
