@@ -468,7 +468,7 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 		}
 		tc := &ToolCall{Call: c, Tool: r.a.byName[c.Name], Env: env}
 		r.emit(Event{Type: ToolStart, Tool: &ToolInfo{CallID: c.ID, Name: c.Name, Args: c.Args}})
-		go func(i int) {
+		spawn(func() {
 			select {
 			case sem <- struct{}{}:
 			case <-ctx.Done():
@@ -479,7 +479,7 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 			res, ferr, stack := r.invoke(ctx, tc, Host{Emit: func(ev Event) { b.send(item{ev: &ev}) }})
 			<-sem
 			b.send(item{done: &callDone{i: i, res: res, fatal: ferr, panic: stack, dur: time.Since(start)}})
-		}(i)
+		})
 	}
 
 	for pending := n; pending > 0; {
@@ -620,3 +620,30 @@ func (r *run) invoke(ctx context.Context, tc *ToolCall, host Host) (res tool.Res
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+var idleWorkers = make(chan func())
+
+// spawn runs f on an idle worker goroutine if one is waiting, else on a new
+// one that then stays around briefly for the next call. Reusing workers keeps
+// their grown stacks, which tool calls (JSON decoding, reflection) need.
+func spawn(f func()) {
+	select {
+	case idleWorkers <- f:
+	default:
+		go worker(f)
+	}
+}
+
+func worker(f func()) {
+	t := time.NewTimer(time.Second)
+	defer t.Stop()
+	for {
+		f()
+		t.Reset(time.Second)
+		select {
+		case f = <-idleWorkers:
+		case <-t.C:
+			return
+		}
+	}
+}

@@ -121,12 +121,12 @@ func DecodeArgs(s *Schema, raw json.RawMessage, dst any) error {
 		raw = []byte("{}")
 	}
 	var v any
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if err := dec.Decode(&v); err != nil {
+	if err := json.Unmarshal(raw, &v); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) && se.Offset > 1 && se.Offset <= int64(len(raw)) && json.Valid(raw[:se.Offset-1]) {
+			return errors.New("the arguments hold more than one JSON value; send exactly one JSON object")
+		}
 		return fmt.Errorf("the arguments are not valid JSON (%s)", jsonProblem(err))
-	}
-	if dec.More() {
-		return errors.New("the arguments hold more than one JSON value; send exactly one JSON object")
 	}
 	if s != nil {
 		if err := s.Validate(v); err != nil {

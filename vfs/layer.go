@@ -84,15 +84,53 @@ func (l *Layer) Stat(ctx context.Context, path string) (Entry, error) {
 	if p == "/" {
 		return Entry{Path: p, IsDir: true}, nil
 	}
-	for e, err := range l.Walk(ctx, p) {
-		if err != nil {
-			return Entry{}, err
-		}
-		if e.Path != p {
-			return Entry{Path: p, IsDir: true}, nil
-		}
+	dir, err := l.isDir(ctx, p)
+	if err != nil {
+		return Entry{}, err
+	}
+	if dir {
+		return Entry{Path: p, IsDir: true}, nil
 	}
 	return Entry{}, &fs.PathError{Op: "stat", Path: p, Err: ErrNotFound}
+}
+
+// isDir reports whether some file lives below p in the merged view, without
+// walking the base unless files below p were deleted in this layer.
+func (l *Layer) isDir(ctx context.Context, p string) (bool, error) {
+	tombstones := false
+	l.mu.RLock()
+	for k, c := range l.changes {
+		if k != p && Under(k, p) {
+			if c != nil {
+				l.mu.RUnlock()
+				return true, nil
+			}
+			tombstones = true
+		}
+	}
+	l.mu.RUnlock()
+	e, err := l.base.Stat(ctx, p)
+	if err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return false, nil
+		}
+		return false, err
+	}
+	if !e.IsDir {
+		return false, nil
+	}
+	if !tombstones {
+		return true, nil
+	}
+	for e, err := range l.Walk(ctx, p) {
+		if err != nil {
+			return false, err
+		}
+		if e.Path != p {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // Read implements Backend.
@@ -141,7 +179,9 @@ func (l *Layer) Write(ctx context.Context, path, content string) error {
 	}
 	prev, exists := l.file(p)
 	if !exists {
-		if e, err := l.Stat(ctx, p); err == nil && e.IsDir {
+		if dir, err := l.isDir(ctx, p); err != nil {
+			return err
+		} else if dir {
 			return &fs.PathError{Op: "write", Path: p, Err: ErrIsDir}
 		}
 	}
