@@ -1,0 +1,186 @@
+// Package gemini is the llm.Model for Google's Gemini Developer API
+// (generativelanguage.googleapis.com), built on google.golang.org/genai: plain
+// and streamed generateContent with function calling, structured output,
+// provider-neutral errors and the shared retry policy.
+//
+// The SDK's own retry layers (HTTP retry options and automatic stream
+// continuation) are switched off so that retry.Policy alone decides, and a
+// stream that has already produced output is never replayed.
+//
+// Gemini-specific data that must go back to the API unchanged on the next
+// turn (thought signatures, thought parts, function-call ids) is kept in
+// llm.Message.Extra["gemini"].
+package gemini
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"net/http"
+	"os"
+
+	"google.golang.org/genai"
+
+	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/providers/retry"
+)
+
+// Provider is the name used in llm.APIError.Provider and as the key of
+// llm.Message.Extra.
+const Provider = "gemini"
+
+// Config configures a Model.
+type Config struct {
+	// Model is the model id, e.g. "gemini-2.5-flash". Required.
+	Model string
+	// APIKey authenticates the requests. When empty, the GEMINI_API_KEY
+	// environment variable is used, then GOOGLE_API_KEY.
+	APIKey string
+	// BaseURL overrides the API endpoint (tests, proxies); the SDK's default
+	// is https://generativelanguage.googleapis.com/.
+	BaseURL string
+	// HTTPClient sends the requests (http.DefaultTransport when nil). Its
+	// Transport is wrapped, never modified.
+	HTTPClient *http.Client
+	// Retry bounds the retries of rate limits, server errors and network
+	// failures.
+	Retry retry.Policy
+	// MaxTokens is the default output limit, used when a request's
+	// Settings.MaxTokens is 0 (0 leaves it to the model).
+	MaxTokens int
+	// IncludeThoughts asks thinking models for thought summaries; they arrive
+	// as llm.Message.Reasoning and EventReasoningDelta.
+	IncludeThoughts bool
+	// ThinkingBudget, when set, caps the thinking tokens of thinking models
+	// (0 turns thinking off where the model allows it, -1 lets it decide).
+	ThinkingBudget *int
+}
+
+// Model is an llm.Model backed by the Gemini Developer API. It is safe for
+// concurrent use.
+type Model struct {
+	cfg    Config
+	client *genai.Client
+}
+
+var _ llm.Model = (*Model)(nil)
+
+// New checks cfg and creates the client. The context is handed to
+// genai.NewClient, which does no I/O for an API-key client.
+func New(ctx context.Context, cfg Config) (*Model, error) {
+	if cfg.Model == "" {
+		return nil, errors.New("gemini: Config.Model is required")
+	}
+	key := cfg.APIKey
+	if key == "" {
+		key = os.Getenv("GEMINI_API_KEY")
+	}
+	if key == "" {
+		key = os.Getenv("GOOGLE_API_KEY")
+	}
+	if key == "" {
+		return nil, errors.New("gemini: no API key: set Config.APIKey, GEMINI_API_KEY or GOOGLE_API_KEY")
+	}
+	hc := &http.Client{}
+	if cfg.HTTPClient != nil {
+		c := *cfg.HTTPClient
+		hc = &c
+	}
+	hc.Transport = &captureTransport{base: hc.Transport}
+	client, err := genai.NewClient(ctx, &genai.ClientConfig{
+		APIKey:     key,
+		Backend:    genai.BackendGeminiAPI,
+		HTTPClient: hc,
+		// RetryOptions stays nil: the SDK then sends each request once.
+		HTTPOptions: genai.HTTPOptions{BaseURL: cfg.BaseURL},
+	})
+	if err != nil {
+		return nil, &llm.APIError{Kind: llm.ErrKindBadRequest, Provider: Provider, Message: err.Error(), Err: err}
+	}
+	cfg.APIKey = key
+	return &Model{cfg: cfg, client: client}, nil
+}
+
+// Name returns the configured model id.
+func (m *Model) Name() string { return m.cfg.Model }
+
+// Generate sends req with generateContent, retrying per Config.Retry.
+func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	call, err := m.prepare(req)
+	if err != nil {
+		return nil, err
+	}
+	return retry.Do(ctx, m.cfg.Retry, func(ctx context.Context) (*llm.Response, error) {
+		return m.generateOnce(ctx, call)
+	})
+}
+
+func (m *Model) generateOnce(ctx context.Context, call *prepared) (*llm.Response, error) {
+	rec := &capture{}
+	resp, err := m.client.Models.GenerateContent(withCapture(ctx, rec), m.cfg.Model, call.contents, call.config())
+	if err != nil {
+		return nil, classify(ctx, err, rec)
+	}
+	c := newCollector(call.ids.clone(), m.cfg.Model)
+	c.addResponse(resp, nil)
+	return c.response(), nil
+}
+
+// Stream sends req with streamGenerateContent (SSE). Text arrives as
+// EventTextDelta, thought summaries as EventReasoningDelta, and each function
+// call, which Gemini sends whole, as EventToolCallStart followed by one
+// EventToolCallDelta with its complete arguments; EventDone carries the full
+// response and usage. An attempt that fails before yielding anything is
+// retried; once output has been yielded, a failure ends the stream.
+func (m *Model) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.StreamEvent, error] {
+	call, err := m.prepare(req)
+	if err != nil {
+		return func(yield func(llm.StreamEvent, error) bool) { yield(llm.StreamEvent{}, err) }
+	}
+	return retry.Stream(ctx, m.cfg.Retry, func(ctx context.Context) iter.Seq2[llm.StreamEvent, error] {
+		return m.streamOnce(ctx, call)
+	})
+}
+
+func (m *Model) streamOnce(ctx context.Context, call *prepared) iter.Seq2[llm.StreamEvent, error] {
+	return func(yield func(llm.StreamEvent, error) bool) {
+		rec := &capture{}
+		c := newCollector(call.ids.clone(), m.cfg.Model)
+		var events []llm.StreamEvent
+		emit := func(ev llm.StreamEvent) { events = append(events, ev) }
+		for chunk, err := range m.client.Models.GenerateContentStream(withCapture(ctx, rec), m.cfg.Model, call.contents, call.config()) {
+			if err != nil {
+				var ge genai.APIError
+				if c.finished() && ctx.Err() == nil && !errors.As(err, &ge) {
+					// The final chunk had arrived; a connection that breaks
+					// after it changes nothing.
+					break
+				}
+				yield(llm.StreamEvent{}, classify(ctx, err, rec))
+				return
+			}
+			events = events[:0]
+			c.addResponse(chunk, emit)
+			for _, ev := range events {
+				if !yield(ev, nil) {
+					return
+				}
+			}
+			if ctx.Err() != nil {
+				yield(llm.StreamEvent{}, context.Cause(ctx))
+				return
+			}
+		}
+		if ctx.Err() != nil {
+			yield(llm.StreamEvent{}, context.Cause(ctx))
+			return
+		}
+		if !c.finished() {
+			yield(llm.StreamEvent{}, &llm.APIError{Kind: llm.ErrKindNetwork, Provider: Provider, StatusCode: rec.status(),
+				Message: "the stream ended before the final chunk", Err: llm.ErrStreamIncomplete})
+			return
+		}
+		resp := c.response()
+		yield(llm.StreamEvent{Type: llm.EventDone, Response: resp}, nil)
+	}
+}

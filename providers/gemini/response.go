@@ -1,0 +1,180 @@
+package gemini
+
+import (
+	"encoding/json"
+	"strings"
+
+	"google.golang.org/genai"
+
+	"github.com/deepagents-go/deepagents/llm"
+)
+
+// collector folds generateContent responses (one, or the chunks of a stream)
+// into an llm.Response, emitting stream events for each new part.
+type collector struct {
+	ids             *idGen
+	model           string
+	parts           []*genai.Part
+	text, reasoning strings.Builder
+	calls           []llm.ToolCall
+	keep            bool // the parts hold data the message alone cannot rebuild
+	finish          genai.FinishReason
+	blocked         bool
+	usage           *genai.GenerateContentResponseUsageMetadata
+}
+
+func newCollector(ids *idGen, model string) *collector {
+	return &collector{ids: ids, model: model}
+}
+
+// addResponse folds in one response or stream chunk. emit, when not nil,
+// receives the stream events of the chunk's parts.
+func (c *collector) addResponse(r *genai.GenerateContentResponse, emit func(llm.StreamEvent)) {
+	if r == nil {
+		return
+	}
+	if r.ModelVersion != "" {
+		c.model = r.ModelVersion
+	}
+	if r.UsageMetadata != nil {
+		// Within one request every chunk reports the running total.
+		c.usage = r.UsageMetadata
+	}
+	if r.PromptFeedback != nil && r.PromptFeedback.BlockReason != "" {
+		c.blocked = true
+	}
+	if len(r.Candidates) == 0 || r.Candidates[0] == nil {
+		return
+	}
+	cand := r.Candidates[0]
+	if cand.FinishReason != "" && cand.FinishReason != genai.FinishReasonUnspecified {
+		c.finish = cand.FinishReason
+	}
+	if cand.Content == nil {
+		return
+	}
+	for _, p := range cand.Content.Parts {
+		c.addPart(p, emit)
+	}
+}
+
+// textLike reports whether p is a text or thought part (possibly empty and
+// carrying only a signature).
+func textLike(p *genai.Part) bool {
+	return p.FunctionCall == nil && p.FunctionResponse == nil && p.InlineData == nil && p.FileData == nil &&
+		p.ExecutableCode == nil && p.CodeExecutionResult == nil && p.ToolCall == nil && p.ToolResponse == nil
+}
+
+func (c *collector) addPart(p *genai.Part, emit func(llm.StreamEvent)) {
+	if p == nil {
+		return
+	}
+	if emit == nil {
+		emit = func(llm.StreamEvent) {}
+	}
+	cp := *p
+	switch {
+	case p.FunctionCall != nil:
+		fc := *p.FunctionCall
+		cp.FunctionCall = &fc
+		args := []byte("{}")
+		if len(fc.Args) > 0 {
+			if b, err := json.Marshal(fc.Args); err == nil {
+				args = b
+			}
+		}
+		call := llm.ToolCall{ID: c.ids.take(fc.ID), Name: fc.Name, Args: args}
+		i := len(c.calls)
+		c.calls = append(c.calls, call)
+		if fc.ID != "" || len(p.ThoughtSignature) > 0 {
+			c.keep = true
+		}
+		c.parts = append(c.parts, &cp)
+		emit(llm.StreamEvent{Type: llm.EventToolCallStart, Index: i, ToolCall: &llm.ToolCall{ID: call.ID, Name: call.Name}})
+		emit(llm.StreamEvent{Type: llm.EventToolCallDelta, Index: i, ArgsDelta: string(args)})
+	case textLike(p):
+		if p.Text == "" && len(p.ThoughtSignature) == 0 {
+			return
+		}
+		if p.Thought {
+			c.keep = true
+			c.reasoning.WriteString(p.Text)
+			if p.Text != "" {
+				emit(llm.StreamEvent{Type: llm.EventReasoningDelta, Text: p.Text})
+			}
+		} else {
+			c.text.WriteString(p.Text)
+			if p.Text != "" {
+				emit(llm.StreamEvent{Type: llm.EventTextDelta, Text: p.Text})
+			}
+		}
+		if len(p.ThoughtSignature) > 0 {
+			c.keep = true
+		}
+		// A stream splits one text part into many; join the pieces back, but
+		// never a signed one: a signature stays on the exact part it came on.
+		if n := len(c.parts); n > 0 && len(p.ThoughtSignature) == 0 {
+			last := c.parts[n-1]
+			if textLike(last) && last.Thought == p.Thought && len(last.ThoughtSignature) == 0 && plainText(last) && plainText(p) {
+				last.Text += p.Text
+				return
+			}
+		}
+		c.parts = append(c.parts, &cp)
+	default:
+		// Server-side code execution and the like: kept for the round trip.
+		c.keep = true
+		c.parts = append(c.parts, &cp)
+	}
+}
+
+// plainText reports whether a text-like part carries nothing but text,
+// thought flag and signature, so two of them can be joined.
+func plainText(p *genai.Part) bool {
+	q := *p
+	q.Text, q.Thought, q.ThoughtSignature = "", false, nil
+	return q.MediaResolution == nil && q.VideoMetadata == nil && q.PartMetadata == nil &&
+		q.AudioTranscription == nil && q.MediaProcessing == "" && q.SpeechMetadata == nil
+}
+
+// finished reports whether the API ended the response: a finish reason or a
+// blocked prompt. A stream that ends without either was cut.
+func (c *collector) finished() bool { return c.finish != "" || c.blocked }
+
+func (c *collector) stopReason() llm.StopReason {
+	if c.blocked {
+		return llm.StopFiltered
+	}
+	switch c.finish {
+	case "", genai.FinishReasonStop:
+		if len(c.calls) > 0 {
+			return llm.StopToolCalls
+		}
+		return llm.StopEnd
+	case genai.FinishReasonMaxTokens:
+		return llm.StopMaxTokens
+	case genai.FinishReasonSafety, genai.FinishReasonRecitation, genai.FinishReasonBlocklist,
+		genai.FinishReasonProhibitedContent, genai.FinishReasonSPII, genai.FinishReasonImageSafety,
+		genai.FinishReasonImageProhibitedContent, genai.FinishReasonImageRecitation:
+		return llm.StopFiltered
+	}
+	return llm.StopOther
+}
+
+func (c *collector) response() *llm.Response {
+	msg := llm.Message{Role: llm.RoleAssistant, Content: c.text.String(), Reasoning: c.reasoning.String(), ToolCalls: c.calls}
+	if c.keep {
+		if b, err := json.Marshal(extra{Parts: c.parts}); err == nil {
+			msg.Extra = map[string]json.RawMessage{Provider: b}
+		}
+	}
+	resp := &llm.Response{Message: msg, StopReason: c.stopReason(), Model: c.model}
+	if u := c.usage; u != nil {
+		resp.Usage = llm.Usage{
+			InputTokens:       int(u.PromptTokenCount) + int(u.ToolUsePromptTokenCount),
+			OutputTokens:      int(u.CandidatesTokenCount) + int(u.ThoughtsTokenCount),
+			CachedInputTokens: int(u.CachedContentTokenCount),
+		}
+	}
+	return resp
+}
