@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
 	"strings"
 	"testing"
@@ -635,4 +636,38 @@ func TestExampleScenarioFormat(t *testing.T) {
 		t.Fatalf("%v %q", err, res.FinalText())
 	}
 	_ = scenario.Transcript{}
+}
+
+// panicModel panics on every call: a broken model must not take the parent
+// (or a sibling) down.
+type panicModel struct{}
+
+func (panicModel) Generate(context.Context, *llm.Request) (*llm.Response, error) { panic("model exploded") }
+func (panicModel) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.StreamEvent, error] {
+	return llm.StreamOf(ctx, req, panicModel{}.Generate)
+}
+
+func TestPanickingChildIsIsolated(t *testing.T) {
+	m := scripted.New(scripted.Script{
+		"parent": {Steps: []scripted.Step{{ToolCalls: []scripted.StepCall{
+			{ID: "c_bad", Name: "task", Args: json.RawMessage(`{"description":"x","subagent_type":"broken"}`)},
+			{ID: "c_ok", Name: "task", Args: json.RawMessage(`{"description":"y","subagent_type":"general-purpose"}`)},
+		}}, {Content: "carried on"}}},
+		"general-purpose": {Steps: []scripted.Step{{Content: "fine"}}},
+	}, scripted.Options{})
+	a, err := deepagents.New(deepagents.Config{Model: m, Subagents: []subagent.Spec{{Name: "broken", Description: "Breaks.", Model: panicModel{}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.Invoke(t.Context(), agent.Prompt("go"))
+	if err != nil || res.Status != agent.StatusOK || res.FinalText() != "carried on" {
+		t.Fatalf("parent: %v %s %q", err, res.Status, res.FinalText())
+	}
+	bad, ok := res.State.Messages[2], res.State.Messages[3]
+	if !bad.IsError || !strings.Contains(bad.Content, "status: error; the subagent crashed: model exploded") || strings.Contains(bad.Content, "goroutine") {
+		t.Errorf("panicking child's receipt = %q", bad.Content)
+	}
+	if ok.Content != "fine" {
+		t.Errorf("sibling receipt = %q", ok.Content)
+	}
 }

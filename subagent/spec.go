@@ -46,6 +46,9 @@ type Spec struct {
 	// means the parent's custom tools. Ignored for forks, which get the
 	// parent's exact tool list.
 	Tools []tool.Tool
+	// ExactTools makes Tools the subagent's complete tool list: the file
+	// tools are not added (agent files that name the tools they allow).
+	ExactTools bool
 	// Model answers the subagent; nil means the parent's model.
 	Model llm.Model
 	// Middleware wrap the subagent's model and tool calls.

@@ -198,7 +198,11 @@ func NewTask(cfg Config) (*Task, error) {
 			if own == nil {
 				own = cfg.DefaultTools
 			}
-			ac.Tools = append(append([]tool.Tool{}, cfg.BaseTools...), own...)
+			if s.ExactTools {
+				ac.Tools = append([]tool.Tool{}, own...)
+			} else {
+				ac.Tools = append(append([]tool.Tool{}, cfg.BaseTools...), own...)
+			}
 			ac.Middleware = s.Middleware
 			ac.System = s.SystemPrompt
 		}

@@ -1,0 +1,101 @@
+package retry
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"testing"
+	"time"
+
+	"github.com/deepagents-go/deepagents/llm"
+)
+
+func recordSleeps(p *Policy) *[]time.Duration {
+	var waits []time.Duration
+	p.Sleep = func(_ context.Context, d time.Duration) error { waits = append(waits, d); return nil }
+	return &waits
+}
+
+func TestDoRetriesRetryableErrorsOnly(t *testing.T) {
+	p := Policy{MaxRetries: 3, Base: 100 * time.Millisecond}
+	waits := recordSleeps(&p)
+	calls := 0
+	v, err := Do(context.Background(), p, func(context.Context) (int, error) {
+		calls++
+		switch calls {
+		case 1:
+			return 0, &llm.APIError{Kind: llm.ErrKindRateLimit, RetryAfter: 7 * time.Second}
+		case 2:
+			return 0, &llm.APIError{Kind: llm.ErrKindServer}
+		}
+		return 42, nil
+	})
+	if err != nil || v != 42 || calls != 3 {
+		t.Fatalf("v %d err %v calls %d", v, err, calls)
+	}
+	if (*waits)[0] != 7*time.Second || (*waits)[1] < 100*time.Millisecond || (*waits)[1] > 200*time.Millisecond {
+		t.Errorf("waits %v: want Retry-After, then jittered backoff in [base, 2*base]", *waits)
+	}
+	calls = 0
+	_, err = Do(context.Background(), p, func(context.Context) (int, error) { calls++; return 0, &llm.APIError{Kind: llm.ErrKindAuth} })
+	if calls != 1 || !errors.Is(err, llm.ErrAuth) {
+		t.Errorf("auth error retried: %d calls", calls)
+	}
+	calls = 0
+	_, err = Do(context.Background(), p, func(context.Context) (int, error) { calls++; return 0, &llm.APIError{Kind: llm.ErrKindServer} })
+	if calls != 4 || err == nil {
+		t.Errorf("bounded retries: %d calls", calls)
+	}
+	if d := (Policy{Max: time.Second}).Backoff(0, &llm.APIError{Kind: llm.ErrKindRateLimit, RetryAfter: time.Hour}); d != time.Second {
+		t.Errorf("Retry-After must be capped at Max: %v", d)
+	}
+	calls = 0
+	_, _ = Do(context.Background(), Policy{MaxRetries: -1}, func(context.Context) (int, error) { calls++; return 0, &llm.APIError{Kind: llm.ErrKindServer} })
+	if calls != 1 {
+		t.Errorf("MaxRetries -1 must disable retries: %d calls", calls)
+	}
+}
+
+func TestStreamNeverRetriesAfterOutput(t *testing.T) {
+	p := Policy{MaxRetries: 3}
+	recordSleeps(&p)
+	cut := &llm.APIError{Kind: llm.ErrKindNetwork}
+	opens := 0
+	open := func(failBeforeFirst bool) func(context.Context) iter.Seq2[llm.StreamEvent, error] {
+		return func(context.Context) iter.Seq2[llm.StreamEvent, error] {
+			return func(yield func(llm.StreamEvent, error) bool) {
+				opens++
+				if failBeforeFirst && opens == 1 {
+					yield(llm.StreamEvent{}, cut)
+					return
+				}
+				if !yield(llm.StreamEvent{Type: llm.EventTextDelta, Text: "x"}, nil) {
+					return
+				}
+				if !failBeforeFirst {
+					yield(llm.StreamEvent{}, cut)
+					return
+				}
+				yield(llm.StreamEvent{Type: llm.EventDone, Response: &llm.Response{}}, nil)
+			}
+		}
+	}
+	var got []string
+	for ev, err := range Stream(context.Background(), p, open(true)) {
+		if err != nil {
+			t.Fatalf("a cut before the first byte must be retried: %v", err)
+		}
+		got = append(got, string(ev.Type))
+	}
+	if opens != 2 || len(got) != 2 {
+		t.Errorf("opens %d events %v", opens, got)
+	}
+	opens = 0
+	var last error
+	for _, err := range Stream(context.Background(), p, open(false)) {
+		last = err
+	}
+	if opens != 1 || !errors.Is(last, llm.ErrNetwork) {
+		t.Errorf("a cut after output was retried: %d opens, %v", opens, last)
+	}
+}
