@@ -642,7 +642,9 @@ func TestExampleScenarioFormat(t *testing.T) {
 // (or a sibling) down.
 type panicModel struct{}
 
-func (panicModel) Generate(context.Context, *llm.Request) (*llm.Response, error) { panic("model exploded") }
+func (panicModel) Generate(context.Context, *llm.Request) (*llm.Response, error) {
+	panic("model exploded")
+}
 func (panicModel) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.StreamEvent, error] {
 	return llm.StreamOf(ctx, req, panicModel{}.Generate)
 }

@@ -1,12 +1,271 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/vfs"
 )
 
+// runFlags are the flags of `deepagents run`.
+type runFlags struct {
+	prompt      string
+	model       string
+	output      string
+	root        string
+	system      string
+	subagents   string
+	maxSteps    int
+	maxParallel int
+	threadDir   string
+	quiet       bool
+	set         map[string]bool // flags given on the command line
+}
+
 func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "deepagents run: not implemented yet; try `deepagents demo`")
-	return 2
+	var f runFlags
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&f.prompt, "p", "", "the prompt; without it, read it from stdin, or start an interactive session on a terminal")
+	fs.StringVar(&f.model, "model", "", "provider:model, e.g. openai:gpt-4.1, anthropic:claude-sonnet-4-5, gemini:gemini-2.5-flash, ollama:qwen3")
+	fs.StringVar(&f.output, "output", "text", "text | json | stream-json")
+	fs.StringVar(&f.root, "root", "", "expose this real directory to the file tools (confined to it) instead of an in-memory filesystem")
+	fs.StringVar(&f.system, "system", "", "the agent's system prompt (@FILE reads it from a file)")
+	fs.StringVar(&f.subagents, "subagents", "", "a directory of subagent files (NAME.md), read after the user's and the project's")
+	fs.IntVar(&f.maxSteps, "max-steps", 0, "model calls allowed per run (default from the config, else 200)")
+	fs.IntVar(&f.maxParallel, "max-parallel", 0, "tool calls of one step that may run at once (default 16)")
+	fs.StringVar(&f.threadDir, "thread-dir", "", "where the thread's transcript is saved (default ~/.deepagents/threads)")
+	fs.BoolVar(&f.quiet, "quiet", false, "no progress on stderr")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: deepagents run [flags] [-p PROMPT]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "deepagents run: unexpected argument %q (put the prompt after -p)\n", fs.Arg(0))
+		return 2
+	}
+	f.set = map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
+	switch f.output {
+	case "text", "json", "stream-json":
+	default:
+		fmt.Fprintf(stderr, "deepagents run: --output must be text, json or stream-json, not %q\n", f.output)
+		return 2
+	}
+
+	setup, err := assemble(ctx, f, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "deepagents run: %v\n", err)
+		return 2
+	}
+	defer setup.close()
+
+	interactive := f.prompt == "" && isTerminal(stdin)
+	if f.prompt == "" && !interactive {
+		data, err := io.ReadAll(stdin)
+		if err != nil {
+			fmt.Fprintf(stderr, "deepagents run: reading the prompt from stdin: %v\n", err)
+			return 2
+		}
+		f.prompt = strings.TrimSpace(string(data))
+		if f.prompt == "" {
+			fmt.Fprintln(stderr, "deepagents run: no prompt: pass -p PROMPT or pipe it on stdin")
+			return 2
+		}
+	}
+	progress := !f.quiet && isTerminal(stderr)
+	sess := &session{setup: setup, flags: f, stdout: stdout, stderr: stderr, progress: progress}
+	if !interactive {
+		return sess.turn(ctx, f.prompt)
+	}
+	return sess.interactive(ctx, stdin)
+}
+
+// session keeps a conversation across turns.
+type session struct {
+	setup    *setup
+	flags    runFlags
+	stdout   io.Writer
+	stderr   io.Writer
+	progress bool
+
+	messages []llm.Message
+	files    map[string]vfs.File
+	thread   string
+}
+
+func (s *session) interactive(ctx context.Context, stdin io.Reader) int {
+	fmt.Fprintf(s.stderr, "deepagents — %s. Type your message; an empty line does nothing, Ctrl-D ends the session, Ctrl-C stops the current turn.\n", s.setup.modelName)
+	sc := bufio.NewScanner(stdin)
+	sc.Buffer(make([]byte, 0, 64*1024), 4*1024*1024)
+	code := 0
+	for {
+		fmt.Fprint(s.stderr, "> ")
+		if !sc.Scan() {
+			fmt.Fprintln(s.stderr)
+			return code
+		}
+		line := strings.TrimSpace(sc.Text())
+		if line == "" {
+			continue
+		}
+		if line == "/exit" || line == "/quit" {
+			return code
+		}
+		// Ctrl-C stops this turn only.
+		tctx, stop := signal.NotifyContext(ctx, os.Interrupt)
+		code = s.turn(tctx, line)
+		stop()
+		if ctx.Err() != nil {
+			return code
+		}
+	}
+}
+
+// turn runs one user message and prints the outcome in the chosen format.
+func (s *session) turn(ctx context.Context, prompt string) int {
+	in := agent.Input{Messages: append(s.messages, llm.User(prompt)), Files: s.files}
+	var prog *progressPrinter
+	if s.progress {
+		prog = &progressPrinter{w: s.stderr, start: time.Now()}
+	}
+	enc := json.NewEncoder(s.stdout)
+	res, runErr := agent.Drain(s.setup.agent.Run(ctx, in), func(ev agent.Event) {
+		if prog != nil {
+			prog.event(ev)
+		}
+		if s.flags.output == "stream-json" {
+			_ = enc.Encode(ev)
+		}
+	})
+	if res == nil {
+		fmt.Fprintf(s.stderr, "deepagents run: %v\n", runErr)
+		return 1
+	}
+	s.messages, s.files = res.State.Messages, res.State.Files
+	path, saveErr := s.save(res)
+	if saveErr != nil {
+		fmt.Fprintf(s.stderr, "deepagents run: could not save the transcript: %v\n", saveErr)
+	}
+	switch s.flags.output {
+	case "text":
+		if text := res.FinalText(); text != "" {
+			fmt.Fprintln(s.stdout, text)
+		}
+		if res.Status != agent.StatusOK {
+			fmt.Fprintf(s.stderr, "deepagents run: the run ended with status %s: %s\n", res.Status, res.Error)
+		}
+		if prog != nil {
+			prog.summary(res, path)
+		}
+	case "json":
+		_ = enc.Encode(summarise(res, path))
+	case "stream-json":
+		out := summarise(res, path)
+		out.Type = "result"
+		_ = enc.Encode(out)
+	}
+	if res.Status != agent.StatusOK {
+		return 1
+	}
+	return 0
+}
+
+// runSummary is the `--output json` object (and the last line of
+// stream-json, with type "result").
+type runSummary struct {
+	Type         string               `json:"type,omitempty"`
+	Result       string               `json:"result"`
+	Status       agent.Status         `json:"status"`
+	Error        string               `json:"error,omitempty"`
+	Output       json.RawMessage      `json:"output,omitempty"`
+	Rounds       int                  `json:"rounds"`
+	Usage        llm.Usage            `json:"usage"`
+	UsageByAgent map[string]llm.Usage `json:"usage_by_agent"`
+	Subagents    []subagentSummary    `json:"subagents,omitempty"`
+	FilesChanged []string             `json:"files_changed"`
+	Transcript   string               `json:"transcript,omitempty"`
+}
+
+type subagentSummary struct {
+	CallID string       `json:"call_id"`
+	Agent  string       `json:"agent"`
+	Status agent.Status `json:"status"`
+	Rounds int          `json:"rounds"`
+	Usage  llm.Usage    `json:"usage"`
+}
+
+func summarise(res *agent.Result, transcript string) runSummary {
+	out := runSummary{Result: res.FinalText(), Status: res.Status, Error: res.Error, Output: res.Output, Rounds: res.Rounds,
+		Usage: res.Usage, UsageByAgent: res.UsageByAgent, FilesChanged: res.Changed, Transcript: transcript}
+	if out.FilesChanged == nil {
+		out.FilesChanged = []string{}
+	}
+	for id, c := range res.Children {
+		out.Subagents = append(out.Subagents, subagentSummary{CallID: id, Agent: c.Agent, Status: c.Status, Rounds: c.Rounds, Usage: c.Usage})
+	}
+	slices.SortFunc(out.Subagents, func(a, b subagentSummary) int { return strings.Compare(a.CallID, b.CallID) })
+	return out
+}
+
+// save writes the thread's transcript (the whole result, children included)
+// and returns its path.
+func (s *session) save(res *agent.Result) (string, error) {
+	dir := s.flags.threadDir
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", err
+		}
+		dir = filepath.Join(home, ".deepagents", "threads")
+	}
+	if s.thread == "" {
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		s.thread = time.Now().UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, s.thread+".json")
+	data, err := json.MarshalIndent(struct {
+		Thread string        `json:"thread"`
+		Model  string        `json:"model"`
+		Saved  time.Time     `json:"saved"`
+		Result *agent.Result `json:"result"`
+	}{s.thread, s.setup.modelName, time.Now().UTC(), res}, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return "", err
+	}
+	return path, os.Rename(tmp, path)
+}
+
+func isTerminal(v any) bool {
+	f, ok := v.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
