@@ -1,0 +1,173 @@
+// Package anthropic is an llm.Model for Anthropic's Messages API, built on
+// the official anthropic-sdk-go/v2 client.
+//
+// The adapter maps the provider-neutral llm types onto the wire format: the
+// system prompt travels in the top-level system parameter, the tool results
+// answering one assistant turn are folded into the user turn that must
+// follow it, and signed thinking blocks round-trip through
+// Message.Extra["anthropic"]. Prompt-cache breakpoints go on the stable
+// prefix (the last tool definition and the system prompt) and on the last
+// two user turns, so repeated rounds and forks that share tools and system
+// prompt read from the cache.
+//
+// Structured output (Request.Response) uses the API's native structured
+// outputs (output_config.format) by default, which the SDK supports in its
+// non-beta MessageNewParams; Config.StructuredOutput = StructuredTool
+// switches to a forced tool call instead.
+//
+// Request.Settings.Temperature and TopP are not sent: the API version this
+// SDK speaks (2026-10-21) removed the sampling parameters.
+//
+// Retries follow the shared policy in providers/retry (the SDK's own are
+// off); a stream is never retried once it has yielded an event.
+package anthropic
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"net/http"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+
+	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/providers/retry"
+)
+
+// ProviderName is the Provider of every *llm.APIError this package returns.
+const ProviderName = "anthropic"
+
+// DefaultMaxTokens is the output limit sent when neither the request's
+// Settings nor Config.MaxTokens gives one; the Messages API requires it.
+const DefaultMaxTokens = 8192
+
+// StructuredOutput selects how a request's ResponseSchema is enforced.
+type StructuredOutput string
+
+// Structured-output modes.
+const (
+	// StructuredNative uses the API's own structured outputs
+	// (output_config.format = json_schema): the answer text is the JSON.
+	// The schema is adapted with the SDK's schema transformer (objects get
+	// additionalProperties: false, unsupported keywords move into the
+	// description). It is the default.
+	StructuredNative StructuredOutput = "native"
+	// StructuredTool forces a call of one extra tool whose input schema is
+	// the response schema, and returns that call's input as the answer text.
+	// It works on models without native structured outputs, but cannot be
+	// combined with extended thinking (the API rejects forced tool use then).
+	StructuredTool StructuredOutput = "tool"
+)
+
+// Config configures a Model. Only Model is required.
+type Config struct {
+	// Model is the model id, e.g. "claude-sonnet-4-5". Required.
+	Model string
+	// APIKey authenticates; empty uses the SDK's credential chain
+	// (ANTHROPIC_API_KEY first).
+	APIKey string
+	// BaseURL overrides the API endpoint; empty uses ANTHROPIC_BASE_URL or
+	// the production endpoint.
+	BaseURL string
+	// HTTPClient sends the requests; nil uses the SDK's default client.
+	HTTPClient *http.Client
+	// Retry is the retry policy (see providers/retry); the zero value
+	// retries rate limits, server errors and broken connections 3 times.
+	Retry retry.Policy
+	// MaxTokens is the output limit when a request's Settings.MaxTokens is
+	// 0; DefaultMaxTokens when both are 0.
+	MaxTokens int
+	// NoPromptCache turns off the cache_control breakpoints.
+	NoPromptCache bool
+	// ThinkingBudget > 0 enables extended thinking with that many budget
+	// tokens (at least 1024, below the output limit).
+	ThinkingBudget int
+	// AdaptiveThinking lets the model decide when and how much to think
+	// (thinking type "adaptive"); ignored when ThinkingBudget is set.
+	AdaptiveThinking bool
+	// StructuredOutput says how Request.Response is enforced
+	// (StructuredNative when empty).
+	StructuredOutput StructuredOutput
+	// Options are extra SDK request options (headers, middleware), applied
+	// after the ones derived from the fields above. Do not re-enable the
+	// SDK's retries here: Retry already retries.
+	Options []option.RequestOption
+}
+
+// Model is an llm.Model backed by the Anthropic Messages API. It is
+// immutable and safe for concurrent use.
+type Model struct {
+	cfg    Config
+	client anthropic.Client
+}
+
+var _ llm.Model = (*Model)(nil)
+
+// New validates cfg and builds the client. It makes no request.
+func New(cfg Config) (*Model, error) {
+	if cfg.Model == "" {
+		return nil, errors.New("anthropic: Config.Model is required")
+	}
+	if cfg.MaxTokens < 0 || cfg.ThinkingBudget < 0 {
+		return nil, errors.New("anthropic: MaxTokens and ThinkingBudget must not be negative")
+	}
+	switch cfg.StructuredOutput {
+	case "", StructuredNative, StructuredTool:
+	default:
+		return nil, errors.New("anthropic: unknown StructuredOutput mode " + string(cfg.StructuredOutput))
+	}
+	opts := []option.RequestOption{option.WithMaxRetries(0)}
+	if cfg.APIKey != "" {
+		opts = append(opts, option.WithAPIKey(cfg.APIKey))
+	}
+	if cfg.BaseURL != "" {
+		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
+	}
+	if cfg.HTTPClient != nil {
+		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
+	}
+	opts = append(opts, cfg.Options...)
+	return &Model{cfg: cfg, client: anthropic.NewClient(opts...)}, nil
+}
+
+// Name returns the configured model id.
+func (m *Model) Name() string { return m.cfg.Model }
+
+// Generate sends one Messages request and returns the complete answer,
+// retrying per Config.Retry. Requests whose output limit is too large for a
+// non-streaming call (the SDK refuses those) are streamed and collected.
+func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	b, err := m.build(req)
+	if err != nil {
+		return nil, err
+	}
+	if _, terr := anthropic.CalculateNonStreamingTimeout(int(b.params.MaxTokens), b.params.Model, m.client.Options); terr != nil {
+		return llm.Collect(m.stream(ctx, b))
+	}
+	return retry.Do(ctx, m.cfg.Retry, func(ctx context.Context) (*llm.Response, error) {
+		msg, err := m.client.Messages.New(ctx, b.params)
+		if err != nil {
+			return nil, toAPIError(ctx, err)
+		}
+		return b.response(msg), nil
+	})
+}
+
+// Stream sends one streaming Messages request. It yields text, reasoning and
+// tool-call deltas as they arrive and then exactly one EventDone with the
+// complete response. An attempt that fails before anything was yielded is
+// retried per Config.Retry; a failure after that ends the stream.
+func (m *Model) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.StreamEvent, error] {
+	b, err := m.build(req)
+	if err != nil {
+		return func(yield func(llm.StreamEvent, error) bool) { yield(llm.StreamEvent{}, err) }
+	}
+	return m.stream(ctx, b)
+}
+
+func (m *Model) stream(ctx context.Context, b *built) iter.Seq2[llm.StreamEvent, error] {
+	return retry.Stream(ctx, m.cfg.Retry, func(ctx context.Context) iter.Seq2[llm.StreamEvent, error] {
+		return func(yield func(llm.StreamEvent, error) bool) { m.streamOnce(ctx, b, yield) }
+	})
+}

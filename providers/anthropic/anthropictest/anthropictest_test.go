@@ -1,0 +1,172 @@
+package anthropictest_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/providers/anthropic"
+	at "github.com/deepagents-go/deepagents/providers/anthropic/anthropictest"
+)
+
+func decode(t *testing.T, body string) *at.MessagesRequest {
+	t.Helper()
+	var r at.MessagesRequest
+	if err := json.Unmarshal([]byte(body), &r); err != nil {
+		t.Fatal(err)
+	}
+	return &r
+}
+
+func TestValidate(t *testing.T) {
+	const ok = `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`
+	if err := at.Validate(decode(t, ok)); err != nil {
+		t.Fatalf("valid request rejected: %v", err)
+	}
+	good := `{"model":"m","max_tokens":10,
+		"tools":[{"name":"t","input_schema":{"type":"object"},"cache_control":{"type":"ephemeral"}}],
+		"messages":[
+		{"role":"user","content":[{"type":"text","text":"hi"}]},
+		{"role":"assistant","content":[{"type":"thinking","thinking":"x","signature":"s"},{"type":"tool_use","id":"a","name":"t","input":{}},{"type":"tool_use","id":"b","name":"t","input":{}}]},
+		{"role":"user","content":[{"type":"tool_result","tool_use_id":"b"},{"type":"tool_result","tool_use_id":"a","content":"r"},{"type":"text","text":"more"}]}]}`
+	if err := at.Validate(decode(t, good)); err != nil {
+		t.Fatalf("valid tool conversation rejected: %v", err)
+	}
+	bad := map[string]string{
+		"no max_tokens":       `{"model":"m","messages":[{"role":"user","content":"hi"}]}`,
+		"temperature":         `{"model":"m","max_tokens":1,"temperature":1,"messages":[{"role":"user","content":"hi"}]}`,
+		"assistant first":     `{"model":"m","max_tokens":1,"messages":[{"role":"assistant","content":"hi"}]}`,
+		"no alternation":      `{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"a"},{"role":"user","content":"b"}]}`,
+		"system role":         `{"model":"m","max_tokens":1,"messages":[{"role":"system","content":"a"}]}`,
+		"blank text":          `{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"  "}]}`,
+		"empty content":       `{"model":"m","max_tokens":1,"messages":[{"role":"user","content":[]}]}`,
+		"unanswered tool_use": `{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"a"},{"role":"assistant","content":[{"type":"tool_use","id":"x","name":"t","input":{}}]},{"role":"user","content":"b"}]}`,
+		"orphan tool_result":  `{"model":"m","max_tokens":1,"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"x"}]}]}`,
+		"result after text":   `{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"a"},{"role":"assistant","content":[{"type":"tool_use","id":"x","name":"t","input":{}}]},{"role":"user","content":[{"type":"text","text":"b"},{"type":"tool_result","tool_use_id":"x"}]}]}`,
+		"duplicate id":        `{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"a"},{"role":"assistant","content":[{"type":"tool_use","id":"x","name":"t","input":{}},{"type":"tool_use","id":"x","name":"t","input":{}}]}]}`,
+		"bad id":              `{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"a"},{"role":"assistant","content":[{"type":"tool_use","id":"a b","name":"t","input":{}}]}]}`,
+		"array input":         `{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"a"},{"role":"assistant","content":[{"type":"tool_use","id":"x","name":"t","input":[]}]}]}`,
+		"unsigned thinking":   `{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"a"},{"role":"assistant","content":[{"type":"thinking","thinking":"x"}]}]}`,
+		"trailing space":      `{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b "}]}`,
+		"bad tool name":       `{"model":"m","max_tokens":1,"tools":[{"name":"a b","input_schema":{"type":"object"}}],"messages":[{"role":"user","content":"a"}]}`,
+		"schema not object":   `{"model":"m","max_tokens":1,"tools":[{"name":"t","input_schema":{"type":"string"}}],"messages":[{"role":"user","content":"a"}]}`,
+		"unknown forced tool": `{"model":"m","max_tokens":1,"tools":[{"name":"t","input_schema":{"type":"object"}}],"tool_choice":{"type":"tool","name":"u"},"messages":[{"role":"user","content":"a"}]}`,
+		"forced while thinking": `{"model":"m","max_tokens":1,"thinking":{"type":"enabled","budget_tokens":1024},"tools":[{"name":"t","input_schema":{"type":"object"}}],
+			"tool_choice":{"type":"any"},"messages":[{"role":"user","content":"a"}]}`,
+		"five breakpoints": `{"model":"m","max_tokens":1,"system":[{"type":"text","text":"s","cache_control":{"type":"ephemeral"}}],"messages":[
+			{"role":"user","content":[{"type":"text","text":"a","cache_control":{"type":"ephemeral"}},{"type":"text","text":"b","cache_control":{"type":"ephemeral"}},
+			{"type":"text","text":"c","cache_control":{"type":"ephemeral"}},{"type":"text","text":"d","cache_control":{"type":"ephemeral"}}]}]}`,
+	}
+	for name, body := range bad {
+		if err := at.Validate(decode(t, body)); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func TestCacheBreakpointsAndHelpers(t *testing.T) {
+	r := decode(t, `{"model":"m","max_tokens":1,"system":[{"type":"text","text":"S","cache_control":{"type":"ephemeral"}}],
+		"tools":[{"name":"a","input_schema":{"type":"object"}},{"name":"task","input_schema":{"type":"object"},"cache_control":{"type":"ephemeral"}}],
+		"messages":[{"role":"user","content":"first"},{"role":"assistant","content":"x"},{"role":"user","content":[{"type":"text","text":"last","cache_control":{"type":"ephemeral"}}]}]}`)
+	if got := strings.Join(r.CacheBreakpoints(), " "); got != "tools[1] system[0] messages[2].content[0]" {
+		t.Fatalf("breakpoints %q", got)
+	}
+	if r.FirstUserText() != "first" || r.LastUserText() != "last" || r.SystemText() != "S" || !r.OffersTool("task") || r.AssistantTurns() != 1 {
+		t.Fatalf("helpers: %q %q %q %v %d", r.FirstUserText(), r.LastUserText(), r.SystemText(), r.OffersTool("task"), r.AssistantTurns())
+	}
+}
+
+func TestSequenceExhaustionAndBadPaths(t *testing.T) {
+	srv := at.New(t, at.Sequence(at.Text("one")))
+	post := func(path, body string) *http.Response {
+		resp, err := http.Post(srv.URL+path, "application/json", bytes.NewReader([]byte(body)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	const body = `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`
+	if r := post("/v1/messages", body); r.StatusCode != 200 {
+		t.Fatalf("first: %d", r.StatusCode)
+	}
+	if r := post("/v1/messages", body); r.StatusCode != 400 {
+		t.Fatalf("exhausted: %d", r.StatusCode)
+	}
+	if r := post("/v1/other", body); r.StatusCode != 404 {
+		t.Fatalf("bad path: %d", r.StatusCode)
+	}
+	if r := post("/v1/messages", `{"model":"m","messages":[]}`); r.StatusCode != 400 {
+		t.Fatalf("invalid: %d", r.StatusCode)
+	}
+	if last := srv.Last(); last.Invalid == nil {
+		t.Fatal("invalid request not marked")
+	}
+}
+
+// TestRouterDrivesParentAndChildren shows the routing a delegation test
+// needs: the parent (offered a "task" tool) and each child (known by its
+// brief, the first user message) follow their own scripts, independent of
+// how their requests interleave.
+func TestRouterDrivesParentAndChildren(t *testing.T) {
+	router := at.NewRouter().
+		On(at.OffersTool("task"), at.Conversation(
+			at.Calls(at.Call("task", map[string]string{"description": "research Oslo"}), at.Call("task", map[string]string{"description": "research Bergen"})),
+			at.Text("Both cities researched."),
+		)).
+		On(at.FirstUserContains("Oslo"), at.Conversation(at.Text("Oslo: capital."))).
+		On(at.FirstUserContains("Bergen"), at.Conversation(at.Text("Bergen: rainy.")))
+	srv := at.New(t, router)
+	m, err := anthropic.New(anthropic.Config{Model: "claude-test", APIKey: "k", BaseURL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	taskTool := []llm.ToolSpec{{Name: "task", Description: "Delegate.", Parameters: json.RawMessage(`{"type":"object","properties":{"description":{"type":"string"}}}`)}}
+	ctx := context.Background()
+
+	parent := []llm.Message{llm.User("Compare Oslo and Bergen.")}
+	resp, err := m.Generate(ctx, &llm.Request{Messages: parent, Tools: taskTool})
+	if err != nil || len(resp.Message.ToolCalls) != 2 {
+		t.Fatalf("parent round 1: %+v %v", resp, err)
+	}
+	parent = append(parent, resp.Message)
+	var wg sync.WaitGroup
+	answers := make([]string, 2)
+	for i, c := range resp.Message.ToolCalls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var in struct{ Description string }
+			_ = json.Unmarshal(c.Args, &in)
+			r, err := m.Generate(ctx, &llm.Request{Messages: []llm.Message{llm.User(in.Description)}})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			answers[i] = r.Message.Content
+		}()
+	}
+	wg.Wait()
+	if answers[0] != "Oslo: capital." || answers[1] != "Bergen: rainy." {
+		t.Fatalf("children answered %q", answers)
+	}
+	for i, c := range resp.Message.ToolCalls {
+		parent = append(parent, llm.ToolResult(c, answers[i], false))
+	}
+	final, err := m.Generate(ctx, &llm.Request{Messages: parent, Tools: taskTool})
+	if err != nil || final.Message.Content != "Both cities researched." {
+		t.Fatalf("parent round 2: %+v %v", final, err)
+	}
+	if srv.Count() != 4 {
+		t.Fatalf("%d requests", srv.Count())
+	}
+	// Tool ids the server generated are unique across conversations.
+	if a, b := resp.Message.ToolCalls[0].ID, resp.Message.ToolCalls[1].ID; a == b || !strings.HasPrefix(a, "toolu_") {
+		t.Fatalf("ids %q %q", a, b)
+	}
+}

@@ -1,0 +1,423 @@
+package anthropictest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"unicode/utf8"
+)
+
+// Request is one request the server received.
+type Request struct {
+	// N is the request's position in arrival order, from 0.
+	N      int
+	Header http.Header
+	// Raw is the body as received.
+	Raw []byte
+	// MessagesRequest is the decoded body.
+	MessagesRequest
+	// Invalid is why Validate rejected the request (the server then
+	// answered 400 without consulting the handler), or nil.
+	Invalid error
+}
+
+// Server is a fake Messages API. Point a client's base URL at URL.
+type Server struct {
+	// URL is the base URL, e.g. "http://127.0.0.1:41234".
+	URL string
+
+	ts      *httptest.Server
+	h       Handler
+	apiKey  string
+	lenient bool
+
+	mu    sync.Mutex
+	reqs  []*Request
+	ids   atomic.Int64
+	done  chan struct{}
+	close sync.Once
+}
+
+// Option configures a Server.
+type Option func(*Server)
+
+// WithAPIKey makes the server accept only this key (as x-api-key or as an
+// Authorization bearer token) and answer anything else with 401.
+func WithAPIKey(key string) Option { return func(s *Server) { s.apiKey = key } }
+
+// Lenient turns off request validation.
+func Lenient() Option { return func(s *Server) { s.lenient = true } }
+
+// New starts a server answering from h; it is closed when the test ends.
+func New(tb testing.TB, h Handler, opts ...Option) *Server {
+	tb.Helper()
+	s := NewServer(h, opts...)
+	tb.Cleanup(s.Close)
+	return s
+}
+
+// NewServer starts a server answering from h, for use outside tests; call
+// Close when done.
+func NewServer(h Handler, opts ...Option) *Server {
+	s := &Server{h: h, done: make(chan struct{})}
+	for _, o := range opts {
+		o(s)
+	}
+	s.ts = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.URL = s.ts.URL
+	return s
+}
+
+// Close stops the server, releasing hung replies.
+func (s *Server) Close() {
+	s.close.Do(func() {
+		close(s.done)
+		s.ts.CloseClientConnections()
+		s.ts.Close()
+	})
+}
+
+// Requests returns the requests received so far, in arrival order.
+func (s *Server) Requests() []*Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]*Request(nil), s.reqs...)
+}
+
+// Count is the number of requests received so far.
+func (s *Server) Count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.reqs)
+}
+
+// Last returns the latest request, or nil.
+func (s *Server) Last() *Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.reqs) == 0 {
+		return nil
+	}
+	return s.reqs[len(s.reqs)-1]
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || strings.TrimSuffix(r.URL.Path, "/") != "/v1/messages" {
+		writeError(w, &Error{Status: http.StatusNotFound, Message: "Not found: " + r.Method + " " + r.URL.Path})
+		return
+	}
+	raw, err := io.ReadAll(r.Body)
+	if err != nil {
+		writeError(w, &Error{Status: http.StatusBadRequest, Message: "could not read the body: " + err.Error()})
+		return
+	}
+	req := &Request{Header: r.Header.Clone(), Raw: raw}
+	decErr := json.Unmarshal(raw, &req.MessagesRequest)
+	s.mu.Lock()
+	req.N = len(s.reqs)
+	s.reqs = append(s.reqs, req)
+	s.mu.Unlock()
+	if s.apiKey != "" && r.Header.Get("X-Api-Key") != s.apiKey && r.Header.Get("Authorization") != "Bearer "+s.apiKey {
+		writeError(w, &Error{Status: http.StatusUnauthorized, Type: "authentication_error", Message: "invalid x-api-key"})
+		return
+	}
+	if decErr != nil {
+		req.Invalid = decErr
+		writeError(w, &Error{Status: http.StatusBadRequest, Message: "invalid request body: " + decErr.Error()})
+		return
+	}
+	if !s.lenient {
+		if err := Validate(&req.MessagesRequest); err != nil {
+			req.Invalid = err
+			writeError(w, &Error{Status: http.StatusBadRequest, Message: err.Error()})
+			return
+		}
+	}
+
+	rep := s.h.Reply(req)
+	if f := rep.Fault; f != nil && (f.Drop || f.Hang) && (f.After == 0 || !req.Stream) {
+		s.interrupt(r, f)
+		return
+	}
+	if rep.Error != nil {
+		writeError(w, rep.Error)
+		return
+	}
+	msg := s.render(req, rep)
+	if !req.Stream {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Request-Id", fmt.Sprintf("req_fake_%d", req.N))
+		_ = json.NewEncoder(w).Encode(msg)
+		return
+	}
+	s.stream(w, r, req, rep, msg)
+}
+
+// interrupt drops the connection or hangs until the client goes away.
+func (s *Server) interrupt(r *http.Request, f *Fault) {
+	if f.Hang {
+		select {
+		case <-r.Context().Done():
+		case <-s.done:
+		}
+	}
+	panic(http.ErrAbortHandler) // closes the connection without finishing the response
+}
+
+// wire types of a response
+
+type wireMessage struct {
+	ID           string      `json:"id"`
+	Type         string      `json:"type"`
+	Role         string      `json:"role"`
+	Model        string      `json:"model"`
+	Content      []wireBlock `json:"content"`
+	StopReason   *string     `json:"stop_reason"`
+	StopSequence *string     `json:"stop_sequence"`
+	Usage        wireUsage   `json:"usage"`
+}
+
+type wireBlock struct {
+	Type      string           `json:"type"`
+	Text      *string          `json:"text,omitempty"`
+	ID        string           `json:"id,omitempty"`
+	Name      string           `json:"name,omitempty"`
+	Input     *json.RawMessage `json:"input,omitempty"`
+	Thinking  *string          `json:"thinking,omitempty"`
+	Signature *string          `json:"signature,omitempty"`
+	Data      string           `json:"data,omitempty"`
+}
+
+type wireUsage struct {
+	InputTokens              int `json:"input_tokens"`
+	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
+	OutputTokens             int `json:"output_tokens"`
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// render builds the complete message of a reply, filling ids and defaults.
+func (s *Server) render(req *Request, rep Reply) wireMessage {
+	msg := wireMessage{
+		ID:    fmt.Sprintf("msg_fake_%d", req.N),
+		Type:  "message",
+		Role:  "assistant",
+		Model: rep.Model,
+	}
+	if msg.Model == "" {
+		msg.Model = req.Model
+	}
+	out := 0
+	for _, th := range rep.Thinking {
+		if th.Redacted != "" {
+			msg.Content = append(msg.Content, wireBlock{Type: "redacted_thinking", Data: th.Redacted})
+			continue
+		}
+		msg.Content = append(msg.Content, wireBlock{Type: "thinking", Thinking: ptr(th.Text), Signature: ptr(th.Signature)})
+		out += len(th.Text)
+	}
+	if rep.Text != "" {
+		msg.Content = append(msg.Content, wireBlock{Type: "text", Text: ptr(rep.Text)})
+		out += len(rep.Text)
+	}
+	for _, c := range rep.ToolCalls {
+		id := c.ID
+		if id == "" {
+			id = fmt.Sprintf("toolu_fake_%03d", s.ids.Add(1))
+		}
+		in := c.Input
+		if len(bytes.TrimSpace(in)) == 0 {
+			in = json.RawMessage(`{}`)
+		} else {
+			var buf bytes.Buffer
+			if json.Compact(&buf, in) == nil {
+				in = buf.Bytes()
+			}
+		}
+		msg.Content = append(msg.Content, wireBlock{Type: "tool_use", ID: id, Name: c.Name, Input: ptr(in)})
+		out += len(in)
+	}
+	if msg.Content == nil {
+		msg.Content = []wireBlock{}
+	}
+	stop := rep.StopReason
+	if stop == "" {
+		stop = "end_turn"
+		if len(rep.ToolCalls) > 0 {
+			stop = "tool_use"
+		}
+	}
+	msg.StopReason = &stop
+	if u := rep.Usage; u != nil {
+		msg.Usage = wireUsage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+			CacheReadInputTokens: u.CacheReadInputTokens, CacheCreationInputTokens: u.CacheCreationInputTokens}
+	} else {
+		msg.Usage = wireUsage{InputTokens: len(req.Raw)/4 + 1, OutputTokens: out/4 + 1}
+	}
+	return msg
+}
+
+type sseEvent struct {
+	name string
+	data any
+}
+
+// events renders msg as the event stream the API sends.
+func events(msg wireMessage, chunk int) []sseEvent {
+	if chunk <= 0 {
+		chunk = 4
+	}
+	start := msg
+	start.Content = []wireBlock{}
+	start.StopReason = nil
+	start.Usage.OutputTokens = 1
+	evs := []sseEvent{
+		{"message_start", map[string]any{"type": "message_start", "message": start}},
+		{"ping", map[string]any{"type": "ping"}},
+	}
+	delta := func(i int, d map[string]any) {
+		evs = append(evs, sseEvent{"content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": d}})
+	}
+	for i, b := range msg.Content {
+		var head wireBlock
+		switch b.Type {
+		case "text":
+			head = wireBlock{Type: "text", Text: ptr("")}
+		case "thinking":
+			head = wireBlock{Type: "thinking", Thinking: ptr("")}
+		case "tool_use":
+			head = wireBlock{Type: "tool_use", ID: b.ID, Name: b.Name, Input: ptr(json.RawMessage(`{}`))}
+		default:
+			head = b
+		}
+		evs = append(evs, sseEvent{"content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": head}})
+		switch b.Type {
+		case "text":
+			for _, p := range split(*b.Text, chunk) {
+				delta(i, map[string]any{"type": "text_delta", "text": p})
+			}
+		case "thinking":
+			for _, p := range split(*b.Thinking, chunk) {
+				delta(i, map[string]any{"type": "thinking_delta", "thinking": p})
+			}
+			delta(i, map[string]any{"type": "signature_delta", "signature": *b.Signature})
+		case "tool_use":
+			if s := string(*b.Input); s != "{}" {
+				for _, p := range split(s, chunk) {
+					delta(i, map[string]any{"type": "input_json_delta", "partial_json": p})
+				}
+			}
+		}
+		evs = append(evs, sseEvent{"content_block_stop", map[string]any{"type": "content_block_stop", "index": i}})
+	}
+	evs = append(evs,
+		sseEvent{"message_delta", map[string]any{"type": "message_delta",
+			"delta": map[string]any{"stop_reason": msg.StopReason, "stop_sequence": nil},
+			"usage": map[string]any{"output_tokens": msg.Usage.OutputTokens}}},
+		sseEvent{"message_stop", map[string]any{"type": "message_stop"}},
+	)
+	return evs
+}
+
+// split cuts s into pieces of at most n runes.
+func split(s string, n int) []string {
+	var out []string
+	for len(s) > 0 {
+		i, k := 0, 0
+		for i < len(s) && k < n {
+			_, size := utf8.DecodeRuneInString(s[i:])
+			i += size
+			k++
+		}
+		out = append(out, s[:i])
+		s = s[i:]
+	}
+	return out
+}
+
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, req *Request, rep Reply, msg wireMessage) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("Request-Id", fmt.Sprintf("req_fake_%d", req.N))
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	write := func(ev sseEvent) {
+		data, _ := json.Marshal(ev.data)
+		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.name, data)
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	evs := events(msg, rep.Chunk)
+	for i, ev := range evs {
+		if f := rep.Fault; f != nil && i == f.After {
+			if f.Error != nil {
+				write(sseEvent{"error", errorBody(f.Error)})
+				return
+			}
+			if f.Drop || f.Hang {
+				s.interrupt(r, f)
+			}
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		default:
+		}
+		write(ev)
+	}
+}
+
+var statusOfType = map[string]int{
+	"invalid_request_error": 400,
+	"authentication_error":  401,
+	"billing_error":         402,
+	"permission_error":      403,
+	"not_found_error":       404,
+	"request_too_large":     413,
+	"rate_limit_error":      429,
+	"api_error":             500,
+	"timeout_error":         504,
+	"overloaded_error":      529,
+}
+
+func errorBody(e *Error) map[string]any {
+	typ := e.Type
+	if typ == "" {
+		typ = "api_error"
+		for t, st := range statusOfType {
+			if st == e.Status {
+				typ = t
+			}
+		}
+	}
+	return map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": e.Message}}
+}
+
+func writeError(w http.ResponseWriter, e *Error) {
+	status := e.Status
+	if status == 0 {
+		status = statusOfType[e.Type]
+		if status == 0 {
+			status = http.StatusInternalServerError
+		}
+	}
+	for k, vs := range e.Header {
+		for _, v := range vs {
+			w.Header().Add(k, v)
+		}
+	}
+	body := errorBody(&Error{Status: status, Type: e.Type, Message: e.Message})
+	body["request_id"] = "req_fake_error"
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(body)
+}

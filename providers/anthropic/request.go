@@ -1,0 +1,258 @@
+package anthropic
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
+
+	"github.com/deepagents-go/deepagents/llm"
+)
+
+// built is one request translated to the SDK's parameters, plus what the
+// response mapping needs to know about it.
+type built struct {
+	params anthropic.MessageNewParams
+	// answerTool names the forced structured-output tool whose input is
+	// returned as the answer text (StructuredTool mode), else "".
+	answerTool string
+}
+
+// emptySchema is the input schema of a tool whose Parameters are empty.
+var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
+
+// build translates req. It fails only on requests that cannot be sent at
+// all (no messages, a tool schema that is not JSON).
+func (m *Model) build(req *llm.Request) (*built, error) {
+	if req == nil {
+		return nil, badRequest("nil request")
+	}
+	lead, msgs := convertMessages(req.Messages)
+	if len(msgs) == 0 {
+		return nil, badRequest("the request has no user or assistant messages")
+	}
+	cache := !m.cfg.NoPromptCache
+	p := anthropic.MessageNewParams{
+		Model:     m.cfg.Model,
+		MaxTokens: int64(m.maxTokens(req.Settings)),
+		Messages:  msgs,
+	}
+
+	var sys []string
+	if strings.TrimSpace(req.System) != "" {
+		sys = append(sys, req.System)
+	}
+	sys = append(sys, lead...)
+	if len(sys) > 0 {
+		block := anthropic.TextBlockParam{Text: strings.Join(sys, "\n\n")}
+		if cache {
+			block.CacheControl = anthropic.NewCacheControlEphemeralParam()
+		}
+		p.System = []anthropic.TextBlockParam{block}
+	}
+
+	names := map[string]bool{}
+	for i, t := range req.Tools {
+		schema, err := toolSchema(t.Parameters)
+		if err != nil {
+			return nil, badRequest(fmt.Sprintf("tool %q: parameters are not a JSON object: %v", t.Name, err))
+		}
+		tp := &anthropic.ToolParam{
+			Name:        t.Name,
+			InputSchema: param.Override[anthropic.ToolInputSchemaParam](schema),
+		}
+		if t.Description != "" {
+			tp.Description = param.NewOpt(t.Description)
+		}
+		// The last caller tool closes the cached prefix; a structured-output
+		// tool appended below stays outside it, so requests with and without
+		// a response schema share the cache.
+		if cache && i == len(req.Tools)-1 {
+			tp.CacheControl = anthropic.NewCacheControlEphemeralParam()
+		}
+		names[t.Name] = true
+		p.Tools = append(p.Tools, anthropic.ToolUnionParam{OfTool: tp})
+	}
+
+	b := &built{}
+	choice := req.ToolChoice
+	if rs := req.Response; rs != nil {
+		schema, err := toolSchema(rs.Schema)
+		if err != nil {
+			return nil, badRequest(fmt.Sprintf("response schema %q is not a JSON object: %v", rs.Name, err))
+		}
+		if m.cfg.StructuredOutput == StructuredTool {
+			name := answerToolName(rs.Name, names)
+			tp := &anthropic.ToolParam{
+				Name:        name,
+				InputSchema: param.Override[anthropic.ToolInputSchemaParam](schema),
+				Description: param.NewOpt(answerToolDescription(rs)),
+			}
+			p.Tools = append(p.Tools, anthropic.ToolUnionParam{OfTool: tp})
+			b.answerTool = name
+			choice = llm.ToolChoice{Mode: llm.ToolChoiceTool, Name: name}
+		} else {
+			var doc map[string]any
+			if err := json.Unmarshal(schema, &doc); err != nil {
+				return nil, badRequest(fmt.Sprintf("response schema %q: %v", rs.Name, err))
+			}
+			// The SDK's transformer adapts a schema to what structured outputs
+			// accept; it only has a Beta-typed entry point, whose map we reuse.
+			if adapted, ok := anthropic.BetaJSONSchemaOutputFormat(doc).Schema.(map[string]any); ok && adapted != nil {
+				doc = adapted
+			}
+			p.OutputConfig.Format = anthropic.JSONOutputFormatParam{Schema: doc}
+		}
+	}
+	if len(p.Tools) > 0 {
+		p.ToolChoice = toolChoice(choice, req.Settings.ParallelToolCalls)
+	}
+
+	// Settings.Temperature and TopP are not sent: API version 2026-10-21,
+	// which this SDK speaks, removed the sampling parameters and answers 400
+	// to any of them, even at their defaults.
+	if s := req.Settings; len(s.Stop) > 0 {
+		p.StopSequences = append([]string(nil), s.Stop...)
+	}
+	switch {
+	case m.cfg.ThinkingBudget > 0:
+		p.Thinking = anthropic.ThinkingConfigParamUnion{OfEnabled: &anthropic.ThinkingConfigEnabledParam{BudgetTokens: int64(m.cfg.ThinkingBudget)}}
+	case m.cfg.AdaptiveThinking:
+		p.Thinking = anthropic.ThinkingConfigParamUnion{OfAdaptive: &anthropic.ThinkingConfigAdaptiveParam{}}
+	}
+	if cache {
+		markConversation(p.Messages)
+	}
+	b.params = p
+	return b, nil
+}
+
+func (m *Model) maxTokens(s llm.Settings) int {
+	switch {
+	case s.MaxTokens > 0:
+		return s.MaxTokens
+	case m.cfg.MaxTokens > 0:
+		return m.cfg.MaxTokens
+	case m.cfg.ThinkingBudget >= DefaultMaxTokens:
+		// The thinking budget counts towards max_tokens and must stay below
+		// it; leave the default room for the answer.
+		return m.cfg.ThinkingBudget + DefaultMaxTokens
+	}
+	return DefaultMaxTokens
+}
+
+// toolSchema returns raw as a compact JSON object, or the empty object
+// schema when raw is empty.
+func toolSchema(raw json.RawMessage) (json.RawMessage, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return emptySchema, nil
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return nil, err
+	}
+	if buf.Bytes()[0] != '{' {
+		return nil, fmt.Errorf("got %.20s", buf.Bytes())
+	}
+	return buf.Bytes(), nil
+}
+
+// toolChoice maps our choice; parallel == false disables parallel tool use
+// for the modes that allow it.
+func toolChoice(c llm.ToolChoice, parallel *bool) anthropic.ToolChoiceUnionParam {
+	var disable param.Opt[bool]
+	if parallel != nil && !*parallel {
+		disable = param.NewOpt(true)
+	}
+	switch c.Mode {
+	case llm.ToolChoiceNone:
+		return anthropic.ToolChoiceUnionParam{OfNone: &anthropic.ToolChoiceNoneParam{}}
+	case llm.ToolChoiceRequired:
+		return anthropic.ToolChoiceUnionParam{OfAny: &anthropic.ToolChoiceAnyParam{DisableParallelToolUse: disable}}
+	case llm.ToolChoiceTool:
+		if c.Name != "" {
+			return anthropic.ToolChoiceUnionParam{OfTool: &anthropic.ToolChoiceToolParam{Name: c.Name, DisableParallelToolUse: disable}}
+		}
+		return anthropic.ToolChoiceUnionParam{OfAny: &anthropic.ToolChoiceAnyParam{DisableParallelToolUse: disable}}
+	}
+	if disable.Valid() {
+		return anthropic.ToolChoiceUnionParam{OfAuto: &anthropic.ToolChoiceAutoParam{DisableParallelToolUse: disable}}
+	}
+	// Auto with default parallelism is the API's default: send nothing.
+	return anthropic.ToolChoiceUnionParam{}
+}
+
+// answerToolName derives a valid, unused tool name from a schema name.
+func answerToolName(name string, taken map[string]bool) string {
+	n := sanitizeName(name, 64)
+	if n == "" {
+		n = "final_answer"
+	}
+	for base, i := n, 2; taken[n]; i++ {
+		n = fmt.Sprintf("%s_%d", base, i)
+	}
+	return n
+}
+
+func answerToolDescription(rs *llm.ResponseSchema) string {
+	d := "Give your final answer by calling this tool; its input is the answer."
+	if rs.Description != "" {
+		d = rs.Description + "\n\n" + d
+	}
+	return d
+}
+
+// sanitizeName keeps [A-Za-z0-9_-], replaces anything else with '_' and
+// cuts the result to max bytes.
+func sanitizeName(s string, max int) string {
+	var b strings.Builder
+	for _, r := range s {
+		if b.Len() >= max {
+			break
+		}
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '-':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	return b.String()
+}
+
+// markConversation puts cache breakpoints on the last block of the last two
+// user turns: the newest one caches the whole conversation for the next
+// round, the one before it is where the previous round wrote its cache, so
+// the lookup hits even when a round added many blocks. With the tools and
+// system breakpoints that makes the API's maximum of four.
+func markConversation(msgs []anthropic.MessageParam) {
+	marked := 0
+	for i := len(msgs) - 1; i >= 0 && marked < 2; i-- {
+		u := msgs[i].OfUser
+		if u == nil || len(u.Content) == 0 {
+			continue
+		}
+		if setCacheControl(&u.Content[len(u.Content)-1]) {
+			marked++
+		}
+	}
+}
+
+func setCacheControl(b *anthropic.ContentBlockParamUnion) bool {
+	cc := anthropic.NewCacheControlEphemeralParam()
+	switch {
+	case b.OfText != nil:
+		b.OfText.CacheControl = cc
+	case b.OfToolResult != nil:
+		b.OfToolResult.CacheControl = cc
+	case b.OfToolUse != nil:
+		b.OfToolUse.CacheControl = cc
+	default:
+		return false
+	}
+	return true
+}
