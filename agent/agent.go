@@ -266,8 +266,8 @@ type Result struct {
 	// Children are the subagent runs this run started, by the tool-call id
 	// of the task call that started each.
 	Children map[string]*Result `json:"children,omitempty"`
-	// Files lists the paths this run changed, with the default backend the
-	// net effect on its state (written or deleted).
+	// Changed lists the paths this run wrote or deleted (for the default
+	// backend, the net changes merged into its state).
 	Changed []string `json:"changed,omitempty"`
 
 	err error

@@ -14,6 +14,7 @@ import (
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
 	"github.com/deepagents-go/deepagents/tool"
+	"github.com/deepagents-go/deepagents/vfs"
 )
 
 type sleepIn struct {
@@ -495,3 +496,35 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		t.Errorf("duplicate tool names: %v", err)
 	}
 }
+
+// A write-through backend (one that cannot branch) still reports file events
+// with the call that made them.
+func TestWriteThroughBackendEvents(t *testing.T) {
+	m := scripted.New(scripted.Script{"parent": steps(
+		scripted.Step{ToolCalls: []scripted.StepCall{{ID: "w1", Name: "write", Args: json.RawMessage(`{"path":"/a","content":"x"}`)}}},
+		scripted.Step{Content: "done"},
+	)}, scripted.Options{})
+	backend := writeThrough{vfs.NewMemory(nil)}
+	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{writeTool}, Backend: backend})
+	var file *agent.FileInfo
+	res, err := agent.Drain(a.Run(t.Context(), agent.Prompt("go")), func(e agent.Event) {
+		if e.Type == agent.FileWrite {
+			file = e.File
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if file == nil || file.Path != "/a" || file.CallID != "w1" {
+		t.Errorf("file.write = %+v", file)
+	}
+	if res.State.Files != nil || fmt.Sprint(res.Changed) != "[/a]" {
+		t.Errorf("state files %v changed %v", res.State.Files, res.Changed)
+	}
+	if got, _ := backend.Read(t.Context(), "/a"); got != "x" {
+		t.Error("the write did not go through")
+	}
+}
+
+// writeThrough hides Memory's Branch and Apply.
+type writeThrough struct{ vfs.Backend }

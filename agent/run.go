@@ -537,8 +537,12 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 			r.emit(Event{Type: FileConflict, Conflict: &c})
 		}
 	} else {
-		for _, t := range tracked {
-			r.fileEvents(t.Changes())
+		for i, t := range tracked {
+			d := t.Changes()
+			for j := range d {
+				d[j].By = calls[i].ID
+			}
+			r.fileEvents(d)
 		}
 	}
 

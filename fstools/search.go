@@ -312,6 +312,7 @@ func runGrep(ctx context.Context, fs vfs.Backend, in grepArgs, o Options) (tool.
 
 	var out []string
 	total, binary := 0, 0
+	var unreadable []string // files that exist but could not be read (too large, no permission)
 	add := func(s string) {
 		if total < limit {
 			out = append(out, s)
@@ -330,7 +331,11 @@ func runGrep(ctx context.Context, fs vfs.Backend, in grepArgs, o Options) (tool.
 			if errors.Is(err, vfs.ErrNotFound) || errors.Is(err, vfs.ErrIsDir) {
 				continue
 			}
-			return failed(ctx, "reading "+p, err)
+			if ctx.Err() != nil {
+				return tool.Result{}, context.Cause(ctx)
+			}
+			unreadable = append(unreadable, p)
+			continue
 		}
 		if strings.IndexByte(content, 0) >= 0 {
 			binary++
@@ -352,10 +357,26 @@ func runGrep(ctx context.Context, fs vfs.Backend, in grepArgs, o Options) (tool.
 			}
 		}
 	}
+	skipped := ""
+	if len(unreadable) > 0 {
+		shown := unreadable[:min(len(unreadable), 5)]
+		verb := "were"
+		if len(unreadable) == 1 {
+			verb = "was"
+		}
+		skipped = fmt.Sprintf("%s could not be read and %s skipped: %s", plural(len(unreadable), "file"), verb, strings.Join(shown, ", "))
+		if len(unreadable) > len(shown) {
+			skipped += ", ..."
+		}
+		skipped += "."
+	}
 	if total == 0 {
 		msg := fmt.Sprintf("No matches for %q in %s.", in.Pattern, base)
 		if binary > 0 {
 			msg += fmt.Sprintf(" (%s skipped.)", plural(binary, "binary file"))
+		}
+		if skipped != "" {
+			msg += " (" + skipped + ")"
 		}
 		if looksLikeRegex(in.Pattern) {
 			msg += " Note: grep matches the pattern as literal text, not as a regular expression, so characters such as . * + | ( [ ^ $ \\ match only themselves. Search for a plain piece of the text instead."
@@ -366,6 +387,9 @@ func runGrep(ctx context.Context, fs vfs.Backend, in grepArgs, o Options) (tool.
 	if total > len(out) {
 		unit := map[string]string{modeFiles: "matching files", modeCount: "matching files", modeContent: "matching lines"}[mode]
 		text += fmt.Sprintf("\n\n[Showing the first %d of %d %s. Narrow the search with path or glob, or raise max_count.]", len(out), total, unit)
+	}
+	if skipped != "" {
+		text += "\n\n[Note: " + skipped + "]"
 	}
 	return tool.Text(text), nil
 }

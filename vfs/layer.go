@@ -21,6 +21,9 @@ type Layer struct {
 	now     func() time.Time
 	mu      sync.RWMutex
 	changes map[string]*File // nil value: deleted in this layer
+	// wmu serialises writes and deletes, so a check that a path is not a
+	// directory (or below a file) still holds when the change is stored.
+	wmu sync.Mutex
 }
 
 func newLayer(base Backend, now func() time.Time) *Layer {
@@ -169,6 +172,8 @@ func (l *Layer) Write(ctx context.Context, path, content string) error {
 	if err != nil {
 		return err
 	}
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
 	if p == "/" {
 		return &fs.PathError{Op: "write", Path: p, Err: ErrIsDir}
 	}
@@ -202,6 +207,8 @@ func (l *Layer) Delete(ctx context.Context, path string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
 	if l.isFile(p) {
 		l.mu.Lock()
 		l.changes[p] = nil

@@ -1,0 +1,5 @@
+//go:build !unix
+
+package osfs
+
+const oNonblock = 0

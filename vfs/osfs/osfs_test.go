@@ -1,0 +1,430 @@
+package osfs_test
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/deepagents-go/deepagents/vfs"
+	"github.com/deepagents-go/deepagents/vfs/osfs"
+)
+
+var ctx = context.Background()
+
+// seed writes files into dir with plain os calls.
+func seed(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for p, c := range files {
+		full := filepath.Join(dir, filepath.FromSlash(strings.TrimPrefix(p, "/")))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func open(t *testing.T, dir string, opts ...osfs.Option) *osfs.FS {
+	t.Helper()
+	f, err := osfs.New(dir, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+// newFS returns a workspace in a fresh directory holding files.
+func newFS(t *testing.T, files map[string]string, opts ...osfs.Option) (*osfs.FS, string) {
+	t.Helper()
+	dir := t.TempDir()
+	seed(t, dir, files)
+	return open(t, dir, opts...), dir
+}
+
+func walkPaths(t *testing.T, b vfs.Backend, dir string) []string {
+	t.Helper()
+	var out []string
+	for e, err := range b.Walk(ctx, dir) {
+		if err != nil {
+			t.Fatalf("Walk(%q): %v", dir, err)
+		}
+		out = append(out, e.Path)
+	}
+	return out
+}
+
+func listing(t *testing.T, b vfs.Backend, dir string) []string {
+	t.Helper()
+	es, err := b.List(ctx, dir)
+	if err != nil {
+		t.Fatalf("List(%q): %v", dir, err)
+	}
+	out := []string{}
+	for _, e := range es {
+		if e.IsDir {
+			out = append(out, e.Path+"/")
+		} else {
+			out = append(out, e.Path)
+		}
+	}
+	return out
+}
+
+func mustRead(t *testing.T, b vfs.Backend, p string) string {
+	t.Helper()
+	s, err := b.Read(ctx, p)
+	if err != nil {
+		t.Fatalf("Read(%q): %v", p, err)
+	}
+	return s
+}
+
+func wantErr(t *testing.T, err, target error, what string) {
+	t.Helper()
+	if !errors.Is(err, target) {
+		t.Errorf("%s: error %v, want one matching %v", what, err, target)
+	}
+}
+
+func diskRead(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestNew(t *testing.T) {
+	dir := t.TempDir()
+	seed(t, dir, map[string]string{"/file": "x"})
+
+	_, err := osfs.New(filepath.Join(dir, "missing"))
+	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "does not exist") || !strings.Contains(err.Error(), "missing") {
+		t.Errorf("New(missing) = %v", err)
+	}
+	_, err = osfs.New(filepath.Join(dir, "file"))
+	if !errors.Is(err, vfs.ErrNotDir) || !strings.Contains(err.Error(), "not a directory") {
+		t.Errorf("New(file) = %v", err)
+	}
+
+	t.Chdir(dir)
+	f, err := osfs.New(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, _ := filepath.Abs("."); f.Dir() != want || !filepath.IsAbs(f.Dir()) {
+		t.Errorf("Dir() = %q, want %q", f.Dir(), want)
+	}
+	if mustRead(t, f, "/file") != "x" {
+		t.Error("read through a relative workspace")
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Read(ctx, "/file"); err == nil {
+		t.Error("Read after Close succeeded")
+	}
+}
+
+func TestNotABrancher(t *testing.T) {
+	f, _ := newFS(t, nil)
+	var b vfs.Backend = f
+	if _, ok := b.(vfs.Brancher); ok {
+		t.Error("osfs must not branch: its writes go through")
+	}
+	if _, ok := b.(vfs.Applier); ok {
+		t.Error("osfs must not be an Applier")
+	}
+}
+
+func TestEmptyDirectories(t *testing.T) {
+	f, dir := newFS(t, map[string]string{"/d/x": "x"})
+	for _, d := range []string{"empty", "d/empty", "nest/a/b"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if e, err := f.Stat(ctx, "/empty"); err != nil || !e.IsDir || e.Size != 0 {
+		t.Errorf("Stat(/empty) = %+v, %v", e, err)
+	}
+	if got := listing(t, f, "/empty"); len(got) != 0 {
+		t.Errorf("List(/empty) = %v", got)
+	}
+	if got, want := listing(t, f, "/"), []string{"/d/", "/empty/", "/nest/"}; !slices.Equal(got, want) {
+		t.Errorf("List(/) = %v, want %v", got, want)
+	}
+	if got, want := walkPaths(t, f, "/"), []string{"/d/x"}; !slices.Equal(got, want) {
+		t.Errorf("Walk(/) = %v, want %v", got, want)
+	}
+	wantErr(t, f.Write(ctx, "/empty", "x"), vfs.ErrIsDir, "Write onto an empty directory")
+	_, err := f.Read(ctx, "/empty")
+	wantErr(t, err, vfs.ErrIsDir, "Read of an empty directory")
+
+	// Deleting the last file leaves its directory.
+	if n, err := f.Delete(ctx, "/d/x"); n != 1 || err != nil {
+		t.Fatalf("Delete = %d, %v", n, err)
+	}
+	if e, err := f.Stat(ctx, "/d"); err != nil || !e.IsDir {
+		t.Errorf("Stat(/d) after deleting its last file = %+v, %v", e, err)
+	}
+	// Deleting a directory tree of empty directories removes it and counts 0.
+	if n, err := f.Delete(ctx, "/nest"); n != 0 || err != nil {
+		t.Errorf("Delete(/nest) = %d, %v", n, err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "nest")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("/nest still on disk: %v", err)
+	}
+}
+
+func TestDeleteRootRefused(t *testing.T) {
+	f, dir := newFS(t, map[string]string{"/a": "a", "/d/b": "b"})
+	for _, p := range []string{"/", ".", "//"} {
+		n, err := f.Delete(ctx, p)
+		if n != 0 || !errors.Is(err, vfs.ErrPermission) || !strings.Contains(err.Error(), "workspace root") {
+			t.Errorf("Delete(%q) = %d, %v", p, n, err)
+		}
+	}
+	if diskRead(t, filepath.Join(dir, "d", "b")) != "b" {
+		t.Error("files went")
+	}
+}
+
+func TestSizesAndTimes(t *testing.T) {
+	f, dir := newFS(t, map[string]string{"/d/a": "12345", "/d/b": "1", "/f": "abc"})
+	es, err := f.List(ctx, "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, _ := os.Stat(filepath.Join(dir, "d"))
+	if es[0].Path != "/d" || !es[0].IsDir || es[0].Size != 0 || !es[0].ModifiedAt.Equal(fi.ModTime()) {
+		t.Errorf("directory entry = %+v: want Size 0 and the directory's own time %v", es[0], fi.ModTime())
+	}
+	fi, _ = os.Stat(filepath.Join(dir, "f"))
+	if es[1].Path != "/f" || es[1].Size != 3 || !es[1].ModifiedAt.Equal(fi.ModTime()) {
+		t.Errorf("file entry = %+v", es[1])
+	}
+}
+
+func TestMaxFileBytes(t *testing.T) {
+	f, _ := newFS(t, map[string]string{"/ok": "12345", "/big": "123456", "/empty": ""}, osfs.MaxFileBytes(5))
+	if mustRead(t, f, "/ok") != "12345" || mustRead(t, f, "/empty") != "" {
+		t.Error("files at the limit must read")
+	}
+	got, err := f.Read(ctx, "/big")
+	if got != "" || !errors.Is(err, osfs.ErrTooLarge) || !strings.Contains(err.Error(), "6 bytes") || !strings.Contains(err.Error(), "limit is 5") || !strings.Contains(err.Error(), "/big") {
+		t.Errorf("Read(/big) = %q, %v", got, err)
+	}
+	// It is still a file: Stat, List and Walk show it with its size.
+	if e, err := f.Stat(ctx, "/big"); err != nil || e.Size != 6 {
+		t.Errorf("Stat(/big) = %+v, %v", e, err)
+	}
+	if got := walkPaths(t, f, "/"); !slices.Equal(got, []string{"/big", "/empty", "/ok"}) {
+		t.Errorf("Walk = %v", got)
+	}
+
+	// The default is DefaultMaxFileBytes; a non-positive option keeps it.
+	big := strings.Repeat("x", int(osfs.DefaultMaxFileBytes)+1)
+	g, _ := newFS(t, map[string]string{"/huge": big, "/limit": big[1:]}, osfs.MaxFileBytes(0))
+	if _, err := g.Read(ctx, "/huge"); !errors.Is(err, osfs.ErrTooLarge) {
+		t.Errorf("Read of a file over the default limit: %v", err)
+	}
+	if s := mustRead(t, g, "/limit"); len(s) != int(osfs.DefaultMaxFileBytes) {
+		t.Errorf("Read at the default limit: %d bytes", len(s))
+	}
+}
+
+func TestWriteKeepsPermissions(t *testing.T) {
+	f, dir := newFS(t, map[string]string{"/run.sh": "#!/bin/sh\n", "/plain": "p"})
+	if err := os.Chmod(filepath.Join(dir, "run.sh"), 0o751); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Write(ctx, "/run.sh", "#!/bin/sh\necho hi\n"); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(filepath.Join(dir, "run.sh")); fi.Mode().Perm() != 0o751 {
+		t.Errorf("mode after replace = %v, want 0751", fi.Mode().Perm())
+	}
+	if err := f.Write(ctx, "/new/file.txt", "n"); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(filepath.Join(dir, "new", "file.txt")); fi.Mode().Perm()&^0o644 != 0 || fi.Mode().Perm()&0o600 != 0o600 {
+		t.Errorf("new file mode = %v, want 0644 less the umask", fi.Mode().Perm())
+	}
+	if fi, _ := os.Stat(filepath.Join(dir, "new")); !fi.IsDir() || fi.Mode().Perm()&^0o755 != 0 || fi.Mode().Perm()&0o700 != 0o700 {
+		t.Errorf("new directory mode = %v, want 0755 less the umask", fi.Mode().Perm())
+	}
+}
+
+func TestWriteReadOnlyFile(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root can write any file")
+	}
+	f, dir := newFS(t, map[string]string{"/ro": "keep"})
+	if err := os.Chmod(filepath.Join(dir, "ro"), 0o444); err != nil {
+		t.Fatal(err)
+	}
+	err := f.Write(ctx, "/ro", "changed")
+	wantErr(t, err, vfs.ErrPermission, "Write of a read-only file")
+	if diskRead(t, filepath.Join(dir, "ro")) != "keep" {
+		t.Error("a read-only file was replaced")
+	}
+}
+
+func TestUnreadableDirectorySkipped(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root can read any directory")
+	}
+	f, dir := newFS(t, map[string]string{"/a/x": "x", "/locked/y": "y", "/z": "z"})
+	locked := filepath.Join(dir, "locked")
+	if err := os.Chmod(locked, 0); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(locked, 0o755) })
+	if got, want := walkPaths(t, f, "/"), []string{"/a/x", "/z"}; !slices.Equal(got, want) {
+		t.Errorf("Walk(/) = %v, want %v", got, want)
+	}
+	_, err := f.List(ctx, "/locked")
+	wantErr(t, err, vfs.ErrPermission, "List of an unreadable directory")
+}
+
+// Write replaces through a temporary file, which never shows and never
+// stays; files that merely look similar do show.
+func TestTemporaryFiles(t *testing.T) {
+	f, dir := newFS(t, map[string]string{
+		"/d/.osfs-0123456789abcdef.tmp": "stale",
+		"/d/.osfs-notatemp.tmp":         "user",
+		"/d/.osfs-0123456789ABCDEF.tmp": "user",
+	})
+	if got, want := walkPaths(t, f, "/"), []string{"/d/.osfs-0123456789ABCDEF.tmp", "/d/.osfs-notatemp.tmp"}; !slices.Equal(got, want) {
+		t.Errorf("Walk = %v, want %v", got, want)
+	}
+	if got, want := listing(t, f, "/d"), []string{"/d/.osfs-0123456789ABCDEF.tmp", "/d/.osfs-notatemp.tmp"}; !slices.Equal(got, want) {
+		t.Errorf("List = %v, want %v", got, want)
+	}
+	// A stale one can still be named and deleted.
+	if mustRead(t, f, "/d/.osfs-0123456789abcdef.tmp") != "stale" {
+		t.Error("stale temp file unreadable by name")
+	}
+	if n, err := f.Delete(ctx, "/d/.osfs-0123456789abcdef.tmp"); n != 1 || err != nil {
+		t.Errorf("Delete stale temp = %d, %v", n, err)
+	}
+
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			for j := range 20 {
+				if err := f.Write(ctx, "/d/same.txt", strings.Repeat("v", i*100+j)); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	names, _ := os.ReadDir(filepath.Join(dir, "d"))
+	for _, n := range names {
+		if n.Name() != "same.txt" && !strings.HasPrefix(n.Name(), ".osfs-notatemp") && n.Name() != ".osfs-0123456789ABCDEF.tmp" {
+			t.Errorf("left on disk: %s", n.Name())
+		}
+	}
+}
+
+// Entries whose virtual path Clean would refuse never show.
+func TestUnrepresentableNames(t *testing.T) {
+	f, dir := newFS(t, map[string]string{"/ok": "ok"})
+	if err := os.WriteFile(filepath.Join(dir, `back\slash`), []byte("x"), 0o644); err != nil {
+		t.Skip("this filesystem refuses backslashes:", err)
+	}
+	if got := walkPaths(t, f, "/"); !slices.Equal(got, []string{"/ok"}) {
+		t.Errorf("Walk = %v", got)
+	}
+	if got := listing(t, f, "/"); !slices.Equal(got, []string{"/ok"}) {
+		t.Errorf("List = %v", got)
+	}
+	// Deleting its directory still removes it (and counts it).
+	if err := os.Mkdir(filepath.Join(dir, "d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	seed(t, dir, map[string]string{"/d/" + `a\b`: "x", "/d/c": "c"})
+	if n, err := f.Delete(ctx, "/d"); n != 2 || err != nil {
+		t.Errorf("Delete(/d) = %d, %v", n, err)
+	}
+}
+
+func TestWalkCancelled(t *testing.T) {
+	files := map[string]string{}
+	for _, p := range []string{"/a/1", "/a/2", "/b/3", "/c"} {
+		files[p] = p
+	}
+	f, _ := newFS(t, files)
+	c, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var got []string
+	var last error
+	for e, err := range f.Walk(c, "/") {
+		if err != nil {
+			last = err
+			continue
+		}
+		got = append(got, e.Path)
+		cancel()
+	}
+	if !slices.Equal(got, []string{"/a/1"}) || !errors.Is(last, context.Canceled) {
+		t.Errorf("cancelled walk yielded %v then %v", got, last)
+	}
+	for _, err := range f.Walk(c, "/") {
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("walk on a cancelled context: %v", err)
+		}
+	}
+	if err := f.Write(c, "/x", "x"); !errors.Is(err, context.Canceled) {
+		t.Errorf("Write on a cancelled context: %v", err)
+	}
+	if n, err := f.Delete(c, "/a"); n != 0 || !errors.Is(err, context.Canceled) {
+		t.Errorf("Delete on a cancelled context: %d, %v", n, err)
+	}
+}
+
+// No error shows the host directory: the model sees virtual paths only.
+func TestErrorsHideHostPaths(t *testing.T) {
+	f, dir := newFS(t, map[string]string{"/f": "f", "/d/x": "x"}, osfs.MaxFileBytes(1))
+	var errs []error
+	add := func(err error) {
+		if err == nil {
+			t.Error("expected an error")
+		}
+		errs = append(errs, err)
+	}
+	_, err := f.Read(ctx, "/nope")
+	add(err)
+	_, err = f.Read(ctx, "/d")
+	add(err)
+	_, err = f.Read(ctx, "/d/x/y")
+	add(err)
+	_, err = f.Stat(ctx, "/f/g")
+	add(err)
+	add(f.Write(ctx, "/f/g", "x"))
+	add(f.Write(ctx, "/d", "x"))
+	_, err = f.Delete(ctx, "/nope")
+	add(err)
+	_, err = f.List(ctx, "/f")
+	add(err)
+	_, err = f.List(ctx, "/nope")
+	add(err)
+	seed(t, dir, map[string]string{"/big": "12"})
+	_, err = f.Read(ctx, "/big")
+	add(err)
+	for _, err := range errs {
+		if err != nil && (strings.Contains(err.Error(), dir) || strings.Contains(err.Error(), filepath.Base(dir))) {
+			t.Errorf("error names the host directory: %v", err)
+		}
+	}
+}

@@ -1,0 +1,119 @@
+package vfstest_test
+
+import (
+	"context"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/deepagents-go/deepagents/vfs"
+	"github.com/deepagents-go/deepagents/vfs/osfs"
+	"github.com/deepagents-go/deepagents/vfs/vfstest"
+)
+
+func toFiles(files map[string]string) map[string]vfs.File {
+	out := make(map[string]vfs.File, len(files))
+	for p, c := range files {
+		out[p] = vfs.File{Content: c}
+	}
+	return out
+}
+
+func TestMemory(t *testing.T) {
+	vfstest.Run(t, func(t *testing.T, files map[string]string) vfs.Backend {
+		return vfs.NewMemory(toFiles(files))
+	})
+}
+
+// The files are in the base; the layer starts empty.
+func TestLayer(t *testing.T) {
+	vfstest.Run(t, func(t *testing.T, files map[string]string) vfs.Backend {
+		return vfs.NewMemory(toFiles(files)).Branch()
+	})
+}
+
+// Every other file lives in the layer over a stale base copy, and the base
+// holds files the layer deleted: the suite must see exactly files.
+func TestLayerMixed(t *testing.T) {
+	vfstest.Run(t, func(t *testing.T, files map[string]string) vfs.Backend {
+		keys := slices.Sorted(maps.Keys(files))
+		base := map[string]string{"/zz-gone.txt": "gone", "/zz-gone-dir/a": "gone"}
+		var top []string
+		for i, k := range keys {
+			base[k] = files[k]
+			if i%2 == 1 {
+				base[k] = "stale " + files[k]
+				top = append(top, k)
+			}
+		}
+		l := vfs.NewMemory(toFiles(base)).Branch()
+		ctx := context.Background()
+		for _, k := range top {
+			if err := l.Write(ctx, k, files[k]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, p := range []string{"/zz-gone.txt", "/zz-gone-dir"} {
+			if _, err := l.Delete(ctx, p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return l
+	})
+}
+
+// A layer over a layer, as a subagent's call sees its parent's call.
+func TestNestedLayer(t *testing.T) {
+	vfstest.Run(t, func(t *testing.T, files map[string]string) vfs.Backend {
+		return vfs.NewMemory(toFiles(files)).Branch().Branch()
+	})
+}
+
+func TestTracked(t *testing.T) {
+	vfstest.Run(t, func(t *testing.T, files map[string]string) vfs.Backend {
+		return vfs.Track(vfs.NewMemory(toFiles(files)))
+	})
+}
+
+// newOSFS seeds a temporary directory with plain os calls (not through the
+// backend under test) and opens it.
+func newOSFS(t *testing.T, files map[string]string, opts ...osfs.Option) *osfs.FS {
+	t.Helper()
+	dir := t.TempDir()
+	for p, c := range files {
+		full := filepath.Join(dir, filepath.FromSlash(p[1:]))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fsys, err := osfs.New(dir, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fsys.Close() })
+	return fsys
+}
+
+func TestOSFS(t *testing.T) {
+	vfstest.Run(t, func(t *testing.T, files map[string]string) vfs.Backend { return newOSFS(t, files) })
+}
+
+// How the agent loop uses a real directory. (Without flushing to disk, to
+// keep it quick; TestOSFS runs the default.)
+func TestTrackedOSFS(t *testing.T) {
+	vfstest.Run(t, func(t *testing.T, files map[string]string) vfs.Backend {
+		return vfs.Track(newOSFS(t, files, osfs.NoSync()))
+	})
+}
+
+// A layer over a real directory: reads fall through to disk.
+func TestLayerOverOSFS(t *testing.T) {
+	vfstest.Run(t, func(t *testing.T, files map[string]string) vfs.Backend {
+		return vfs.NewLayer(newOSFS(t, files, osfs.NoSync()))
+	})
+}
