@@ -117,4 +117,3 @@ func TestDelegationOverGeminiWire(t *testing.T) {
 		}
 	}
 }
-
