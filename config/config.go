@@ -1,0 +1,520 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"math"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Config is the merged settings of the config files. The zero value of a
+// field means "not set": the library's built-in default applies. The CLI
+// applies its flags last by assigning the fields whose flags were given.
+//
+// The files are TOML (see example.toml in this package's directory):
+//
+//	model = "anthropic:claude-sonnet-4-5"
+//	system_prompt = "You are terse."
+//	max_steps = 40
+//	max_parallel = 4
+//
+//	[providers.openai]
+//	api_key_env = "MY_OPENAI_KEY"
+//
+//	[providers.local]
+//	type = "openai-compatible"
+//	base_url = "http://localhost:8000/v1"
+//	model = "qwen3"
+//
+// Any other key is an error.
+type Config struct {
+	// Model is the agent's model, "provider:model" (key model). A file may
+	// write just "provider" when [providers.NAME] sets a model; Load expands
+	// it.
+	Model string
+	// SystemPrompt is the agent's own system prompt (key system_prompt).
+	SystemPrompt string
+	// MaxSteps bounds model calls per run, for the agent and each subagent
+	// that sets none (key max_steps, at least 1).
+	MaxSteps int
+	// MaxParallel bounds concurrent tool calls in one step (key
+	// max_parallel, at least 1).
+	MaxParallel int
+	// Providers are the [providers.NAME] tables by lower-case name; use
+	// ProviderFor to look one up.
+	Providers map[string]ProviderConfig
+	// Files are the config files read, lowest precedence first.
+	Files []string
+
+	// at records where keys were set ("model", "providers.NAME", ...),
+	// for errors found after merging.
+	at map[string]origin
+}
+
+type origin struct {
+	path string
+	line int
+}
+
+// ProviderConfig is one [providers.NAME] table. Every field is optional for
+// the built-in providers (anthropic, gemini, google, llamacpp, lmstudio,
+// ollama, openai, vllm); any other name needs Type, and BaseURL when Type
+// is "openai-compatible".
+type ProviderConfig struct {
+	// Type is the protocol the endpoint speaks (key type): "openai",
+	// "anthropic", "gemini" or "openai-compatible". Empty for a built-in
+	// provider means its own.
+	Type string
+	// BaseURL overrides the endpoint (key base_url), an http(s) URL.
+	BaseURL string
+	// APIKeyEnv names the environment variable holding the API key (key
+	// api_key_env, e.g. "MY_OPENAI_KEY"); empty means the provider's
+	// usual variable. Keys themselves never go in config files.
+	APIKeyEnv string
+	// Model is the provider's default model (key model), used when a model
+	// reference names only the provider (see Config.ExpandModel).
+	Model string
+	// Headers are extra HTTP headers sent with every request (table
+	// headers); they merge by name across files.
+	Headers map[string]string
+}
+
+// builtinProviders are the provider names that need no type; they are the
+// providers package's built-in names (a test keeps them in step).
+var builtinProviders = []string{"anthropic", "gemini", "google", "llamacpp", "lmstudio", "ollama", "openai", "vllm"}
+
+var (
+	topKeys       = []string{"model", "system_prompt", "max_steps", "max_parallel", "providers"}
+	providerKeys  = []string{"type", "base_url", "api_key_env", "model", "headers"}
+	providerTypes = []string{"openai", "anthropic", "gemini", "openai-compatible"}
+	envNameRe     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	headerNameRe  = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+)
+
+// ProjectFile and UserFile are the config files' places, under the project
+// directory and the home directory.
+const (
+	ProjectFile = "deepagents.toml"
+	UserFile    = ".deepagents/config.toml"
+)
+
+// Load reads homeDir/.deepagents/config.toml, then projectDir/deepagents.toml,
+// and merges them: a value set in the project file overrides the user's,
+// field by field, and provider tables and their headers merge by name. A
+// missing file is skipped; an empty homeDir skips the user file, an empty
+// projectDir is the current directory. The merged config is then validated
+// (Validate) and its model expanded (ExpandModel).
+//
+// Every problem in every file is reported, each as a *FileError with the
+// file and line, joined with errors.Join.
+func Load(projectDir, homeDir string) (*Config, error) {
+	var paths []string
+	if homeDir != "" {
+		paths = append(paths, filepath.Join(homeDir, filepath.FromSlash(UserFile)))
+	}
+	paths = append(paths, filepath.Join(projectDir, ProjectFile))
+
+	var files []file
+	var errs []error
+	for _, path := range paths {
+		data, err := os.ReadFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			errs = append(errs, &FileError{Path: path, Msg: "cannot read: " + pathErrText(err)})
+			continue
+		}
+		files = append(files, file{path, data})
+	}
+	c, err := load(files)
+	if len(errs) > 0 {
+		return nil, errors.Join(append(errs, err)...)
+	}
+	return c, err
+}
+
+type file struct {
+	path string
+	data []byte
+}
+
+// load is Load on the files' contents, lowest precedence first.
+func load(files []file) (*Config, error) {
+	c := &Config{}
+	var errs []error
+	for _, f := range files {
+		fc, err := Parse(f.path, f.data)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		c.Merge(fc)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	c.Model, _ = c.ExpandModel(c.Model) // Validate checked it
+	return c, nil
+}
+
+// Parse reads one config file's settings; path names it in errors. It
+// checks every key and value but not what only the merged config can tell
+// (see Validate), so that files can be merged.
+func Parse(path string, data []byte) (*Config, error) {
+	c := &Config{Files: []string{path}}
+	p := &problems{path: path}
+	var raw map[string]any
+	if _, err := toml.Decode(string(data), &raw); err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			p.add(pe.Position.Line, "%s", pe.Message)
+		} else {
+			p.add(1, "%v", err)
+		}
+		return nil, p.err()
+	}
+	lines := keyLines(data)
+	at := func(path ...string) int { return lineOf(lines, path...) }
+	for _, key := range slices.Sorted(maps.Keys(raw)) {
+		v := raw[key]
+		l := at(key)
+		switch key {
+		case "model":
+			if s, ok := tomlString(p, key, v, l); ok {
+				s = strings.TrimSpace(s)
+				if msg := checkModelRef(s); msg != "" {
+					p.add(l, "model %s", msg)
+				}
+				c.Model = s
+				c.mark("model", path, l)
+			}
+		case "system_prompt":
+			if s, ok := tomlString(p, key, v, l); ok {
+				c.SystemPrompt = s
+			}
+		case "max_steps":
+			c.MaxSteps = tomlPositiveInt(p, key, v, l)
+		case "max_parallel":
+			c.MaxParallel = tomlPositiveInt(p, key, v, l)
+		case "providers":
+			c.Providers = parseProviders(p, v, l, at, path, c)
+		default:
+			p.add(l, "%s", unknownKey(key, key, topKeys))
+		}
+	}
+	if err := p.err(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Config) mark(key, path string, line int) {
+	if c.at == nil {
+		c.at = map[string]origin{}
+	}
+	c.at[key] = origin{path, line}
+}
+
+func parseProviders(p *problems, v any, line int, at func(...string) int, path string, c *Config) map[string]ProviderConfig {
+	tables, ok := v.(map[string]any)
+	if !ok {
+		p.add(line, "providers must be a table of [providers.NAME] tables, got %s", tomlKind(v))
+		return nil
+	}
+	out := map[string]ProviderConfig{}
+	written := map[string]string{}
+	for _, name := range slices.Sorted(maps.Keys(tables)) {
+		l := at("providers", name)
+		if !nameRe.MatchString(name) {
+			p.add(l, `provider name %q must be letters, digits, "_" and "-" only`, name)
+			continue
+		}
+		low := strings.ToLower(name)
+		if other, dup := written[low]; dup {
+			p.add(l, "providers.%s and providers.%s differ only in case; provider names are not case-sensitive", other, name)
+			continue
+		}
+		written[low] = name
+		t, ok := tables[name].(map[string]any)
+		if !ok {
+			p.add(l, "providers.%s must be a table, got %s", name, tomlKind(tables[name]))
+			continue
+		}
+		c.mark("providers."+low, path, l)
+		var pc ProviderConfig
+		for _, key := range slices.Sorted(maps.Keys(t)) {
+			v := t[key]
+			kl := at("providers", name, key)
+			full := "providers." + name + "." + key
+			switch key {
+			case "type":
+				if s, ok := tomlString(p, full, v, kl); ok {
+					if !slices.Contains(providerTypes, s) {
+						p.add(kl, "%s must be %s, got %q", full, quoteList(providerTypes, "or"), s)
+					} else {
+						pc.Type = s
+						c.mark("providers."+low+".type", path, kl)
+					}
+				}
+			case "base_url":
+				if s, ok := tomlString(p, full, v, kl); ok {
+					s = strings.TrimSpace(s)
+					u, err := url.Parse(s)
+					if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+						p.add(kl, "%s must be an http:// or https:// URL, got %q", full, s)
+					} else {
+						pc.BaseURL = s
+					}
+				}
+			case "api_key_env":
+				if s, ok := tomlString(p, full, v, kl); ok {
+					if !envNameRe.MatchString(s) {
+						p.add(kl, `%s must name an environment variable (like "MY_OPENAI_KEY"), got %q; the key itself does not belong in a config file`, full, s)
+					} else {
+						pc.APIKeyEnv = s
+					}
+				}
+			case "model":
+				if s, ok := tomlString(p, full, v, kl); ok {
+					if s = strings.TrimSpace(s); s == "" {
+						p.add(kl, "%s must not be empty", full)
+					}
+					pc.Model = s
+				}
+			case "headers":
+				pc.Headers = parseHeaders(p, v, kl, at, name)
+			case "api_key", "apikey", "key", "token":
+				p.add(kl, `unknown key %q: API keys do not belong in config files; put the key in an environment variable and name it with api_key_env`, full)
+			default:
+				p.add(kl, "%s", unknownKey(full, key, providerKeys))
+			}
+		}
+		out[low] = pc
+	}
+	return out
+}
+
+func parseHeaders(p *problems, v any, line int, at func(...string) int, provider string) map[string]string {
+	t, ok := v.(map[string]any)
+	if !ok {
+		p.add(line, "providers.%s.headers must be a table of header names and values, got %s", provider, tomlKind(v))
+		return nil
+	}
+	out := map[string]string{}
+	for _, name := range slices.Sorted(maps.Keys(t)) {
+		l := at("providers", provider, "headers", name)
+		full := fmt.Sprintf("providers.%s.headers.%s", provider, name)
+		if !headerNameRe.MatchString(name) {
+			p.add(l, "%q is not an HTTP header name", name)
+			continue
+		}
+		if s, ok := tomlString(p, full, t[name], l); ok {
+			if strings.ContainsAny(s, "\r\n\x00") {
+				p.add(l, "%s must be one line", full)
+				continue
+			}
+			out[name] = s
+		}
+	}
+	return out
+}
+
+func tomlKind(v any) string {
+	switch v.(type) {
+	case string:
+		return "a string"
+	case int64:
+		return "an integer"
+	case float64:
+		return "a float"
+	case bool:
+		return "a boolean"
+	case map[string]any:
+		return "a table"
+	case []any, []map[string]any:
+		return "an array"
+	}
+	return "a date"
+}
+
+func tomlString(p *problems, key string, v any, line int) (string, bool) {
+	s, ok := v.(string)
+	if !ok {
+		p.add(line, "%s must be a string, got %s", key, tomlKind(v))
+	}
+	return s, ok
+}
+
+func tomlPositiveInt(p *problems, key string, v any, line int) int {
+	n, ok := v.(int64)
+	switch {
+	case !ok:
+		p.add(line, "%s must be a whole number, got %s", key, tomlKind(v))
+	case n < 1:
+		p.add(line, "%s must be at least 1, got %d", key, n)
+	case n > math.MaxInt32:
+		p.add(line, "%s is too large: %d", key, n)
+	default:
+		return int(n)
+	}
+	return 0
+}
+
+// Merge applies other over c: every field other sets replaces c's, provider
+// tables merge field by field and their headers by name, and other's files
+// are appended to c's.
+func (c *Config) Merge(other *Config) {
+	if other == nil {
+		return
+	}
+	if other.Model != "" {
+		c.Model = other.Model
+	}
+	if other.SystemPrompt != "" {
+		c.SystemPrompt = other.SystemPrompt
+	}
+	if other.MaxSteps != 0 {
+		c.MaxSteps = other.MaxSteps
+	}
+	if other.MaxParallel != 0 {
+		c.MaxParallel = other.MaxParallel
+	}
+	for name, o := range other.Providers {
+		name = strings.ToLower(name)
+		if c.Providers == nil {
+			c.Providers = map[string]ProviderConfig{}
+		}
+		cur := c.Providers[name]
+		if o.Type != "" {
+			cur.Type = o.Type
+		}
+		if o.BaseURL != "" {
+			cur.BaseURL = o.BaseURL
+		}
+		if o.APIKeyEnv != "" {
+			cur.APIKeyEnv = o.APIKeyEnv
+		}
+		if o.Model != "" {
+			cur.Model = o.Model
+		}
+		if len(o.Headers) > 0 {
+			h := maps.Clone(cur.Headers)
+			if h == nil {
+				h = map[string]string{}
+			}
+			maps.Copy(h, o.Headers)
+			cur.Headers = h
+		}
+		c.Providers[name] = cur
+	}
+	c.Files = append(c.Files, other.Files...)
+	for k, o := range other.at {
+		c.mark(k, o.path, o.line)
+	}
+}
+
+// Validate checks what only the merged config can tell: that every provider
+// not built in has a type, that an "openai-compatible" one has a base_url,
+// that the model's provider is built in or declared, and that a model
+// naming only a provider has that provider's default model. Its errors are *FileErrors where the offending table or key was
+// written.
+func (c *Config) Validate() error {
+	var fes []*FileError
+	add := func(key, format string, args ...any) {
+		o := c.at[key]
+		if o.path == "" {
+			o = origin{path: "config", line: 0}
+		}
+		fes = append(fes, &FileError{Path: o.path, Line: o.line, Msg: fmt.Sprintf(format, args...)})
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.Providers)) {
+		pc := c.Providers[name]
+		builtin := slices.Contains(builtinProviders, name)
+		switch {
+		case pc.Type == "" && !builtin:
+			msg := fmt.Sprintf(`provider %q is not built in, so it needs a type: %s`, name, quoteList(providerTypes, "or"))
+			if s := suggest(name, builtinProviders); s != "" {
+				msg += fmt.Sprintf(` (or did you mean the built-in %q?)`, s)
+			}
+			add("providers."+name, "%s", msg)
+		case pc.Type == "openai-compatible" && pc.BaseURL == "" && !builtin:
+			k := "providers." + name + ".type"
+			if _, ok := c.at[k]; !ok {
+				k = "providers." + name
+			}
+			add(k, `provider %q has type "openai-compatible" but no base_url`, name)
+		}
+	}
+	if _, err := c.ExpandModel(c.Model); err != nil {
+		add("model", "%v", err)
+	} else if provider, _, _ := strings.Cut(c.Model, ":"); c.Model != "" {
+		low := strings.ToLower(provider)
+		if _, ok := c.Providers[low]; !ok && !slices.Contains(builtinProviders, low) {
+			add("model", `model %q names the unknown provider %q: use one of %s, or declare it in a [providers.%s] table`,
+				c.Model, provider, strings.Join(builtinProviders, ", "), low)
+		}
+	}
+	return joinByFile(fes)
+}
+
+// joinByFile joins FileErrors ordered by file, then line.
+func joinByFile(fes []*FileError) error {
+	if len(fes) == 0 {
+		return nil
+	}
+	slices.SortStableFunc(fes, func(a, b *FileError) int {
+		if a.Path != b.Path {
+			return strings.Compare(a.Path, b.Path)
+		}
+		return a.Line - b.Line
+	})
+	errs := make([]error, len(fes))
+	for i, fe := range fes {
+		errs[i] = fe
+	}
+	if len(errs) == 1 {
+		return errs[0]
+	}
+	return errors.Join(errs...)
+}
+
+// ProviderFor returns the merged settings of the provider called name (not
+// case-sensitive), the zero value when it is not configured. The Headers
+// map is the caller's.
+func (c *Config) ProviderFor(name string) ProviderConfig {
+	if c == nil {
+		return ProviderConfig{}
+	}
+	pc := c.Providers[strings.ToLower(name)]
+	pc.Headers = maps.Clone(pc.Headers)
+	return pc
+}
+
+// ExpandModel completes a model reference: "provider:model" and "" are
+// returned as they are; a bare "provider" becomes "provider:MODEL" with
+// the model of its [providers.NAME] table, and is an error when that sets
+// none.
+func (c *Config) ExpandModel(ref string) (string, error) {
+	ref = strings.TrimSpace(ref)
+	if ref == "" || strings.Contains(ref, ":") {
+		return ref, nil
+	}
+	if m := c.ProviderFor(ref).Model; m != "" {
+		return ref + ":" + m, nil
+	}
+	return "", fmt.Errorf(`model %q names only a provider, and [providers.%s] sets no default model: write "%s:MODEL"`,
+		ref, strings.ToLower(ref), ref)
+}

@@ -1,0 +1,28 @@
+// Package config reads the deepagents CLI's configuration: subagents
+// declared as Markdown agent files, and the TOML config files.
+//
+// # Agent files
+//
+// A file NAME.md in an agents directory declares one subagent: YAML front
+// matter between a first line "---" and a closing "---" line, then the
+// subagent's system prompt (see AgentFile for the keys). The standard
+// directories are ~/.deepagents/agents and .deepagents/agents in the
+// project (AgentDirs); LoadAgents reads them, the project's files replacing
+// the user's of the same name.
+//
+// # Config files
+//
+// ~/.deepagents/config.toml holds the user's settings and deepagents.toml
+// in the project directory the project's; Load merges them, the project's
+// values over the user's. Command-line flags come last: the CLI assigns the
+// fields of the loaded Config whose flags were given. What no file or flag
+// sets keeps the library's built-in default. See Config for the keys and
+// example.toml for a commented example.
+//
+// # Errors
+//
+// Every problem is a *FileError naming the file and line ("path:line:
+// reason"); a loader that finds several returns them all, joined with
+// errors.Join, so that they can all be fixed at once. Unknown keys are
+// errors, with the closest known key as a hint.
+package config

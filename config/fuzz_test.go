@@ -1,0 +1,128 @@
+package config
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/BurntSushi/toml"
+	"github.com/deepagents-go/deepagents/subagent"
+)
+
+// checkErrors fails unless err is made of FileErrors on one of paths, each
+// with a line in 1..maxLine.
+func checkErrors(t *testing.T, err error, maxLine int, paths ...string) {
+	t.Helper()
+	fes := FileErrors(err)
+	if len(fes) == 0 {
+		t.Fatalf("error without a FileError: %v", err)
+	}
+	for _, fe := range fes {
+		ok := false
+		for _, p := range paths {
+			ok = ok || fe.Path == p
+		}
+		if !ok || fe.Line < 1 || fe.Line > maxLine || fe.Msg == "" {
+			t.Fatalf("bad FileError %#v (paths %q, max line %d) in %v", fe, paths, maxLine, err)
+		}
+		if !strings.HasPrefix(fe.Error(), fe.Path+":") {
+			t.Fatalf("error text %q does not start with the path", fe.Error())
+		}
+	}
+}
+
+func lineCount(data []byte) int { return strings.Count(string(data), "\n") + 1 }
+
+func FuzzParseAgentFile(f *testing.F) {
+	f.Add([]byte("---\ndescription: d\n---\nBody\n"))
+	f.Add([]byte("---\nname: x\ndescription: d\nmode: fork\nresponse_format: {type: object}\n---\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		const path = "agents/fuzz.md"
+		a, err := ParseAgentFile(path, data)
+		if err != nil {
+			checkErrors(t, err, lineCount(data), path)
+			return
+		}
+		if a.Path != path || a.Line != 1 || !nameRe.MatchString(a.Name) || strings.TrimSpace(a.Description) == "" {
+			t.Fatalf("bad result %+v", a)
+		}
+		switch a.Mode {
+		case "isolated", "fork", "handoff":
+		default:
+			t.Fatalf("mode %q", a.Mode)
+		}
+		if a.Mode == "fork" && a.Tools != nil {
+			t.Fatalf("fork with tools %q", a.Tools)
+		}
+		for _, tool := range a.Tools {
+			if !nameRe.MatchString(tool) {
+				t.Fatalf("tool name %q", tool)
+			}
+		}
+		if a.MaxSteps < 0 || a.Timeout < 0 || !utf8.ValidString(a.Prompt) {
+			t.Fatalf("bad result %+v", a)
+		}
+		if a.ResponseFormat != nil {
+			if !json.Valid(a.ResponseFormat) {
+				t.Fatalf("response format is not JSON: %s", a.ResponseFormat)
+			}
+			if _, err := subagent.ResolveFormat(a.Spec().ResponseFormat); err != nil {
+				t.Fatalf("ResolveFormat(%s): %v", a.ResponseFormat, err)
+			}
+		}
+	})
+}
+
+func FuzzLoadConfig(f *testing.F) {
+	f.Add([]byte("model = \"openai:gpt-4.1\"\n"), []byte("[providers.local]\ntype = \"openai-compatible\"\nbase_url = \"http://x/v1\"\n"))
+	f.Add([]byte("max_steps = 0\n"), []byte("[providers.x]\n"))
+	f.Fuzz(func(t *testing.T, user, project []byte) {
+		const up, pp = "home/.deepagents/config.toml", "project/deepagents.toml"
+		c, err := load([]file{{up, user}, {pp, project}})
+		if err != nil {
+			checkErrors(t, err, max(lineCount(user), lineCount(project)), up, pp)
+			return
+		}
+		if c.MaxSteps < 0 || c.MaxParallel < 0 {
+			t.Fatalf("bad limits %+v", c)
+		}
+		if c.Model != "" && !strings.Contains(c.Model, ":") {
+			t.Fatalf("model %q not expanded", c.Model)
+		}
+		for name, pc := range c.Providers {
+			if name != strings.ToLower(name) || !nameRe.MatchString(name) {
+				t.Fatalf("provider name %q", name)
+			}
+			if got := c.ProviderFor(strings.ToUpper(name)); got.Type != pc.Type || got.BaseURL != pc.BaseURL {
+				t.Fatalf("ProviderFor(%q) = %+v, want %+v", name, got, pc)
+			}
+		}
+		// Each file alone parses the same way it did inside the merge.
+		if _, err := Parse(up, user); err != nil {
+			t.Fatalf("user file fails alone: %v", err)
+		}
+	})
+}
+
+// FuzzKeyLines checks that the line scanner finds every key the TOML
+// decoder reports, so that no error falls back to a parent's line.
+func FuzzKeyLines(f *testing.F) {
+	f.Add([]byte("a = 1\n[b.c]\nd = { e = 1, 'f g' = [1, {h = 2}] }\n[[i]]\nj = \"\"\"\nk = 1\n\"\"\"\n"))
+	for _, s := range []string{`"a\eb" = 1`, `"\x41" = 1`, `"\u0041" = 1`, `"\U0001F600" = 1`, `'a\' = 1`, `"\\e\"" = 2`, "a = { b = 1,\n c = 2 }"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var m map[string]any
+		md, err := toml.Decode(string(data), &m)
+		if err != nil {
+			return
+		}
+		lines := keyLines(data)
+		for _, k := range md.Keys() {
+			if _, ok := lines[strings.Join(k, "\x00")]; !ok {
+				t.Fatalf("key %q not located in %q (found %v)", k, data, lines)
+			}
+		}
+	})
+}
