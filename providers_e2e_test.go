@@ -11,6 +11,9 @@ import (
 	at "github.com/deepagents-go/deepagents/providers/anthropic/anthropictest"
 	"github.com/deepagents-go/deepagents/providers/gemini"
 	gt "github.com/deepagents-go/deepagents/providers/gemini/geminitest"
+	"github.com/deepagents-go/deepagents/providers/openai"
+	ot "github.com/deepagents-go/deepagents/providers/openai/openaitest"
+	"github.com/deepagents-go/deepagents/subagent"
 )
 
 // The seed's delegation experiment over each provider's real wire format: the
@@ -114,6 +117,38 @@ func TestDelegationOverGeminiWire(t *testing.T) {
 		}
 		if !sawChild {
 			t.Error("no child request without task")
+		}
+	}
+}
+
+func TestDelegationOverOpenAIWire(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		srv := ot.NewServer(t, ot.Script(
+			ot.Conversation{Match: ot.HasTool("task"), Replies: []ot.Reply{
+				ot.Tools(ot.Call{Name: "task", Args: `{"description":"` + e2eBrief + `","subagent_type":"general-purpose"}`}),
+				ot.Text(e2eFinal),
+			}},
+			ot.Conversation{Match: ot.FirstUserContains(e2eBrief), Replies: []ot.Reply{
+				ot.Tools(ot.Call{Name: "write_file", Args: `{"file_path":"/child.md","content":"# Notes\n42\n"}`}),
+				ot.Text(e2eReport),
+			}},
+		))
+		m, err := openai.New(openai.Config{Model: "gpt-test", APIKey: "k", BaseURL: srv.URL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkDelegation(t, m, stream)
+		reqs := srv.Requests()
+		if len(reqs) != 4 {
+			t.Fatalf("%d requests", len(reqs))
+		}
+		for _, r := range reqs {
+			if r.HasTool("task") == (r.FirstUser() == e2eBrief) {
+				t.Errorf("request %q: only the parent may be offered task", r.FirstUser())
+			}
+			if r.FirstUser() == e2eBrief && (r.System() != subagent.GeneralPurposePrompt || len(r.Tools) != 7) {
+				t.Errorf("child request: system %q, %d tools", r.System(), len(r.Tools))
+			}
 		}
 	}
 }

@@ -26,6 +26,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	sub := fs.Int("sub-rounds", 3, "model calls of each fan-out child")
 	runs := fs.Int("runs", 1, "fresh processes to run; the median is reported")
 	asJSON := fs.Bool("json", false, "print one JSON line instead of a table")
+	compare := fs.String("compare", "", "a JSON report of the JS reference (node bench.mjs --runs N > FILE) to print ratios against")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -37,6 +38,19 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return 2
 		}
 		fan = append(fan, n)
+	}
+	var ref *jsReport
+	if *compare != "" {
+		data, err := os.ReadFile(*compare)
+		if err != nil {
+			fmt.Fprintf(stderr, "deepagents bench: %v\n", err)
+			return 2
+		}
+		ref = &jsReport{}
+		if err := json.Unmarshal(lastJSONLine(data), ref); err != nil || len(ref.Phases) == 0 {
+			fmt.Fprintf(stderr, "deepagents bench: %s is not a bench.mjs report: %v\n", *compare, err)
+			return 2
+		}
 	}
 	var rep *bench.Report
 	if *runs <= 1 {
@@ -85,5 +99,41 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			p.CPUMS, p.CPUMSPerRound*1000, p.AllocsPerRound, p.BytesPerRound/1024, p.ParentMessages, p.Files)
 	}
 	tw.Flush()
+	if ref != nil {
+		fmt.Fprintf(stdout, "\nagainst %s %s (%s):\n", ref.Impl, ref.Versions["deepagents"], *compare)
+		tw = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "phase\tJS CPU ms/round\tGo CPU µs/round\tCPU ratio\tJS wall ms/round\tGo wall µs/round\twall ratio\t")
+		for _, name := range rep.Order {
+			p, j := rep.Phases[name], ref.Phases[name]
+			if j.CPUMSPerRound == 0 || p.CPUMSPerRound == 0 {
+				continue
+			}
+			fmt.Fprintf(tw, "%s\t%.2f\t%.1f\t%.0f×\t%.2f\t%.1f\t%.0f×\t\n", name, j.CPUMSPerRound, p.CPUMSPerRound*1000, j.CPUMSPerRound/p.CPUMSPerRound,
+				j.MSPerModelRound, p.MSPerModelRound*1000, j.MSPerModelRound/p.MSPerModelRound)
+		}
+		tw.Flush()
+	}
 	return 0
+}
+
+// jsReport is the part of bench.mjs's output the comparison reads.
+type jsReport struct {
+	Impl     string            `json:"impl"`
+	Versions map[string]string `json:"versions"`
+	Phases   map[string]struct {
+		MSPerModelRound float64 `json:"ms_per_model_round"`
+		CPUMSPerRound   float64 `json:"cpu_ms_per_model_round"`
+	} `json:"phases"`
+}
+
+// lastJSONLine returns the last line of data that looks like a JSON object
+// (bench.mjs prints one per run on stderr and the median on stdout).
+func lastJSONLine(data []byte) []byte {
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.HasPrefix(strings.TrimSpace(lines[i]), "{") {
+			return []byte(lines[i])
+		}
+	}
+	return data
 }

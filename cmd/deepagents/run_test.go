@@ -1,0 +1,215 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	ot "github.com/deepagents-go/deepagents/providers/openai/openaitest"
+)
+
+// delegationServer plays the seed's experiment over the OpenAI wire format:
+// the parent (offered task) delegates; the child writes /child.md and reports.
+func delegationServer(t *testing.T) *ot.Server {
+	return ot.NewServer(t, func(r *ot.Request) ot.Reply {
+		if r.HasTool("task") {
+			if r.Round() == 0 {
+				return ot.Tools(ot.Call{ID: "call_p1", Name: "task", Args: `{"description":"Find the answer; write /child.md; report.","subagent_type":"general-purpose"}`})
+			}
+			res, _ := r.ToolResult("call_p1")
+			return ot.Text("Relayed: " + res.Text())
+		}
+		if r.Round() == 0 {
+			return ot.Tools(ot.Call{ID: "call_c1", Name: "write_file", Args: `{"file_path":"/child.md","content":"42\n"}`})
+		}
+		return ot.Text("The conclusion is 42.")
+	})
+}
+
+// runEnv isolates a run: a temporary home and project directory, the fake
+// server as the OpenAI endpoint, and no other keys.
+func runEnv(t *testing.T, srv *ot.Server) (project, home string) {
+	home, project = t.TempDir(), t.TempDir()
+	t.Setenv("HOME", home)
+	for _, k := range []string{"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL"} {
+		t.Setenv(k, "")
+	}
+	if srv != nil {
+		t.Setenv("OPENAI_API_KEY", "test-key")
+		t.Setenv("OPENAI_BASE_URL", srv.URL)
+	}
+	t.Chdir(project)
+	return project, home
+}
+
+func TestRunWithoutAKeySaysWhatToSet(t *testing.T) {
+	runEnv(t, nil)
+	code, _, errs := runCLI(t, "run", "-p", "hi", "--model", "anthropic:claude-sonnet-4-5")
+	if code != 2 || !strings.Contains(errs, "set ANTHROPIC_API_KEY") || !strings.Contains(errs, "deepagents demo") {
+		t.Errorf("exit %d: %s", code, errs)
+	}
+	code, _, errs = runCLI(t, "run", "-p", "hi")
+	for _, v := range []string{"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "deepagents demo"} {
+		if code != 2 || !strings.Contains(errs, v) {
+			t.Errorf("no model, no key: exit %d, stderr lacks %s: %s", code, v, errs)
+		}
+	}
+	if code, _, errs := runCLI(t, "run", "-p", "hi", "--model", "gpt-4"); code != 2 || !strings.Contains(errs, `write "gpt-4:MODEL"`) {
+		t.Errorf("bad model string: %d %s", code, errs)
+	}
+	if code, _, errs := runCLI(t, "run", "-p", "hi", "--output", "yaml"); code != 2 || !strings.Contains(errs, "--output") {
+		t.Errorf("bad output: %d %s", code, errs)
+	}
+}
+
+func TestRunTextAndJSON(t *testing.T) {
+	srv := delegationServer(t)
+	_, home := runEnv(t, srv)
+	code, out, errs := runCLI(t, "run", "-p", "What is the answer?", "--model", "openai:gpt-test")
+	if code != 0 || strings.TrimSpace(out) != "Relayed: The conclusion is 42." {
+		t.Fatalf("text: exit %d out %q err %s", code, out, errs)
+	}
+	code, out, errs = runCLI(t, "run", "-p", "What is the answer?", "--model", "openai:gpt-test", "--output", "json")
+	if code != 0 {
+		t.Fatalf("json: exit %d: %s", code, errs)
+	}
+	var sum runSummary
+	if err := json.Unmarshal([]byte(out), &sum); err != nil {
+		t.Fatalf("json output: %v\n%s", err, out)
+	}
+	if sum.Result != "Relayed: The conclusion is 42." || sum.Status != "ok" || len(sum.FilesChanged) != 1 || sum.FilesChanged[0] != "/child.md" {
+		t.Errorf("summary %+v", sum)
+	}
+	if len(sum.Subagents) != 1 || sum.Subagents[0].CallID != "call_p1" || sum.Subagents[0].Status != "ok" || sum.UsageByAgent["parent / general-purpose#call_p1"].InputTokens == 0 {
+		t.Errorf("subagent accounting: %+v %v", sum.Subagents, sum.UsageByAgent)
+	}
+	if sum.Usage.InputTokens != sum.UsageByAgent["parent"].InputTokens+sum.UsageByAgent["parent / general-purpose#call_p1"].InputTokens {
+		t.Errorf("total usage %+v is not the sum by agent %v", sum.Usage, sum.UsageByAgent)
+	}
+	if !strings.HasPrefix(sum.Transcript, filepath.Join(home, ".deepagents", "threads")) {
+		t.Fatalf("transcript at %q", sum.Transcript)
+	}
+	data, err := os.ReadFile(sum.Transcript)
+	if err != nil || !strings.Contains(string(data), `"children"`) || !strings.Contains(string(data), "The conclusion is 42.") {
+		t.Errorf("saved transcript: %v", err)
+	}
+}
+
+func TestRunStreamJSON(t *testing.T) {
+	srv := delegationServer(t)
+	runEnv(t, srv)
+	code, out, errs := runCLI(t, "run", "-p", "go", "--model", "openai:gpt-test", "--output", "stream-json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	sc := bufio.NewScanner(strings.NewReader(out))
+	var types []string
+	var last map[string]any
+	childEvents := 0
+	for sc.Scan() {
+		var ev map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			t.Fatalf("line is not JSON: %q", sc.Text())
+		}
+		types = append(types, ev["type"].(string))
+		if ev["agent"] == "parent / general-purpose#call_p1" {
+			childEvents++
+		}
+		last = ev
+	}
+	if types[0] != "run.start" || last["type"] != "result" || last["result"] != "Relayed: The conclusion is 42." {
+		t.Errorf("first %s, last %v", types[0], last)
+	}
+	if childEvents < 6 || !strings.Contains(strings.Join(types, " "), "model.delta") {
+		t.Errorf("child events %d; types %v", childEvents, types)
+	}
+}
+
+func TestRunRootAndStdinPrompt(t *testing.T) {
+	srv := delegationServer(t)
+	runEnv(t, srv)
+	dir := t.TempDir()
+	var outb, errb strings.Builder
+	code := run(t.Context(), []string{"run", "--model", "openai:gpt-test", "--root", dir}, strings.NewReader("What is the answer?\n"), &outb, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if data, err := os.ReadFile(filepath.Join(dir, "child.md")); err != nil || string(data) != "42\n" {
+		t.Errorf("the child's write did not reach the real directory: %v %q", err, data)
+	}
+	if got := srv.Requests()[0].FirstUser(); got != "What is the answer?" {
+		t.Errorf("prompt from stdin = %q", got)
+	}
+	if code, _, errs := runCLI(t, "run", "-p", "x", "--model", "openai:gpt-test", "--root", filepath.Join(dir, "missing")); code != 2 || !strings.Contains(errs, "--root") {
+		t.Errorf("missing root: %d %s", code, errs)
+	}
+}
+
+func TestRunConfigAndAgentFiles(t *testing.T) {
+	srv := ot.NewServer(t, func(r *ot.Request) ot.Reply {
+		if r.HasTool("task") {
+			if r.Round() == 0 {
+				return ot.Tools(ot.Call{ID: "c1", Name: "task", Args: `{"description":"look it up","subagent_type":"scout"}`})
+			}
+			return ot.Text("done")
+		}
+		return ot.Text("scouted")
+	})
+	project, _ := runEnv(t, srv)
+	must := func(err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.WriteFile(filepath.Join(project, "deepagents.toml"), []byte("model = \"openai:gpt-from-config\"\nmax_steps = 5\n"), 0o644))
+	agents := filepath.Join(project, ".deepagents", "agents")
+	must(os.MkdirAll(agents, 0o755))
+	must(os.WriteFile(filepath.Join(agents, "scout.md"), []byte("---\ndescription: Scouts ahead.\ntools: [read_file, grep]\n---\nYou scout.\n"), 0o644))
+	code, out, errs := runCLI(t, "run", "-p", "go")
+	if code != 0 || strings.TrimSpace(out) != "done" {
+		t.Fatalf("exit %d out %q err %s", code, out, errs)
+	}
+	reqs := srv.Requests()
+	if reqs[0].Model != "gpt-from-config" {
+		t.Errorf("model from deepagents.toml not used: %s", reqs[0].Model)
+	}
+	var task string
+	for _, tl := range reqs[0].Tools {
+		if tl.Function.Name == "task" {
+			task = tl.Function.Description
+		}
+	}
+	if !strings.Contains(task, "- scout: Scouts ahead.") {
+		t.Errorf("agent file not listed:\n%s", task)
+	}
+	child := reqs[1]
+	if names := strings.Join(child.ToolNames(), ","); names != "read_file,grep" || child.System() != "You scout." {
+		t.Errorf("scout got tools %s and system %q", names, child.System())
+	}
+
+	// Flags beat the config; an invalid agent file fails with file:line.
+	if code, _, _ := runCLI(t, "run", "-p", "go", "--model", "openai:gpt-flag"); code != 0 || srv.Requests()[len(srv.Requests())-1].Model != "gpt-flag" {
+		t.Errorf("--model did not override the config")
+	}
+	must(os.WriteFile(filepath.Join(agents, "bad.md"), []byte("---\ndescription: x\nmode: shared\n---\n"), 0o644))
+	code, _, errs = runCLI(t, "run", "-p", "go")
+	if code != 2 || !strings.Contains(errs, "bad.md:3:") || !strings.Contains(errs, `"shared"`) {
+		t.Errorf("invalid agent file: exit %d: %s", code, errs)
+	}
+}
+
+func TestRunStepLimitFails(t *testing.T) {
+	srv := ot.NewServer(t, func(r *ot.Request) ot.Reply {
+		return ot.Tools(ot.Call{Name: "ls", Args: `{}`})
+	})
+	runEnv(t, srv)
+	code, out, errs := runCLI(t, "run", "-p", "loop", "--model", "openai:gpt-test", "--max-steps", "2", "--output", "json")
+	var sum runSummary
+	_ = json.Unmarshal([]byte(out), &sum)
+	if code != 1 || sum.Status != "limit" || sum.Rounds != 2 {
+		t.Errorf("exit %d status %s rounds %d: %s", code, sum.Status, sum.Rounds, errs)
+	}
+}

@@ -1,0 +1,173 @@
+// Package openai is an llm.Model for the OpenAI Chat Completions API and the
+// many servers that speak it (Ollama, vLLM, llama.cpp server, LM Studio), built
+// on the official openai-go SDK.
+//
+// The SDK does the HTTP, authentication and wire types; this package maps
+// llm requests and responses onto them, turns SDK failures into
+// *llm.APIError, and retries with the shared policy of package retry (the
+// SDK's own retries are switched off, so Retry-After handling, jitter and the
+// rule "never retry once output has been streamed" are ours and tested).
+// Servers that lack a feature are handled by the capability switches of
+// Config rather than by guessing from the URL.
+package openai
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"net/http"
+
+	sdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/providers/retry"
+)
+
+// DefaultProvider is the provider name used in errors when Config.Provider
+// is empty.
+const DefaultProvider = "openai"
+
+// Config configures a Model. The zero value plus a Model name talks to
+// api.openai.com with the key in OPENAI_API_KEY.
+type Config struct {
+	// Model is the model name sent with every request, e.g. "gpt-4.1-mini"
+	// or "qwen3:8b". Required.
+	Model string
+	// APIKey authenticates the requests. Empty uses OPENAI_API_KEY (and sends
+	// no key when that is unset too, which local servers accept).
+	APIKey string
+	// BaseURL is the API root, e.g. "http://localhost:11434/v1". Empty uses
+	// OPENAI_BASE_URL, else https://api.openai.com/v1/.
+	BaseURL string
+	// HTTPClient, when set, carries the requests (proxies, TLS, timeouts).
+	HTTPClient *http.Client
+	// Retry bounds retries of rate limits, server errors and broken
+	// connections (see package retry).
+	Retry retry.Policy
+	// Provider names the service in errors, e.g. "ollama" (DefaultProvider
+	// when empty).
+	Provider string
+	// MaxTokens is the output limit used when a request's Settings leave
+	// MaxTokens at zero; zero leaves it to the server.
+	MaxTokens int
+	// Options are extra SDK request options applied after ours (headers,
+	// organization, middleware).
+	Options []option.RequestOption
+
+	// Capability switches for OpenAI-compatible servers.
+
+	// NoStreamToolCalls says the server cannot stream tool calls: Stream of a
+	// request with tools makes a non-streaming call and synthesises the
+	// stream events from its response.
+	NoStreamToolCalls bool
+	// NoParallelToolCalls sends parallel_tool_calls=false with every request
+	// that has tools, whatever its Settings say.
+	NoParallelToolCalls bool
+	// NoStreamUsage omits stream_options.include_usage, for servers that
+	// reject it; streamed responses then report no usage unless the server
+	// sends it anyway.
+	NoStreamUsage bool
+	// LegacyMaxTokens sends the output limit as max_tokens instead of
+	// max_completion_tokens, for servers that only know the older field.
+	// (OpenAI's reasoning models reject max_tokens.)
+	LegacyMaxTokens bool
+
+	// noEnvKey keeps OPENAI_API_KEY from being sent (set by NewCompatible).
+	noEnvKey bool
+}
+
+// Model is an llm.Model on the Chat Completions API. It is safe for
+// concurrent use.
+type Model struct {
+	cfg      Config
+	provider string
+	client   sdk.Client
+}
+
+var _ llm.Model = (*Model)(nil)
+
+// New validates cfg and returns a Model.
+func New(cfg Config) (*Model, error) {
+	if cfg.Model == "" {
+		return nil, errors.New("openai: Config.Model is required")
+	}
+	opts := []option.RequestOption{option.WithMaxRetries(0)}
+	if cfg.APIKey != "" || cfg.noEnvKey {
+		opts = append(opts, option.WithAPIKey(cfg.APIKey))
+	}
+	if cfg.BaseURL != "" {
+		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
+	}
+	if cfg.HTTPClient != nil {
+		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
+	}
+	opts = append(opts, cfg.Options...)
+	m := &Model{cfg: cfg, provider: cfg.Provider, client: sdk.NewClient(opts...)}
+	if m.provider == "" {
+		m.provider = DefaultProvider
+	}
+	return m, nil
+}
+
+// NewCompatible returns a Model for an OpenAI-compatible server at baseURL
+// (e.g. "http://localhost:11434/v1" for Ollama) serving model. cfg supplies
+// everything else; its Model and BaseURL are replaced, and Provider defaults
+// to "openai-compatible". Only cfg.APIKey is sent: an OpenAI key in
+// OPENAI_API_KEY is not handed to another server.
+func NewCompatible(baseURL, model string, cfg Config) (*Model, error) {
+	if baseURL == "" {
+		return nil, errors.New("openai: NewCompatible needs a base URL")
+	}
+	cfg.BaseURL = baseURL
+	cfg.Model = model
+	cfg.noEnvKey = true
+	if cfg.Provider == "" {
+		cfg.Provider = "openai-compatible"
+	}
+	return New(cfg)
+}
+
+// Name returns the model name requests are sent with.
+func (m *Model) Name() string { return m.cfg.Model }
+
+// Provider returns the provider name used in errors.
+func (m *Model) Provider() string { return m.provider }
+
+// Generate sends req as one non-streaming request, retrying per
+// Config.Retry, and returns the complete response.
+func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	params, err := m.params(req, false)
+	if err != nil {
+		return nil, err
+	}
+	return retry.Do(ctx, m.cfg.Retry, func(ctx context.Context) (*llm.Response, error) {
+		return m.generateOnce(ctx, params)
+	})
+}
+
+func (m *Model) generateOnce(ctx context.Context, params sdk.ChatCompletionNewParams) (*llm.Response, error) {
+	var raw *http.Response
+	c, err := m.client.Chat.Completions.New(ctx, params, option.WithResponseInto(&raw))
+	if err != nil {
+		return nil, m.mapError(ctx, err, raw)
+	}
+	return m.response(c)
+}
+
+// Stream sends req as a streaming request and yields text and tool-call
+// deltas as they arrive, then one EventDone with the complete response. An
+// attempt that fails before yielding anything is retried per Config.Retry;
+// once an event has been yielded a failure ends the stream with an error.
+func (m *Model) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.StreamEvent, error] {
+	if m.cfg.NoStreamToolCalls && len(req.Tools) > 0 {
+		return llm.StreamOf(ctx, req, m.Generate)
+	}
+	params, err := m.params(req, true)
+	if err != nil {
+		return func(yield func(llm.StreamEvent, error) bool) { yield(llm.StreamEvent{}, err) }
+	}
+	return retry.Stream(ctx, m.cfg.Retry, func(ctx context.Context) iter.Seq2[llm.StreamEvent, error] {
+		return m.streamOnce(ctx, params)
+	})
+}

@@ -1,0 +1,171 @@
+package openaitest
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+
+	sdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+)
+
+func client(s *Server) sdk.Client {
+	return sdk.NewClient(option.WithBaseURL(s.URL), option.WithAPIKey("k"), option.WithMaxRetries(0))
+}
+
+func params(msgs ...sdk.ChatCompletionMessageParamUnion) sdk.ChatCompletionNewParams {
+	return sdk.ChatCompletionNewParams{Model: "m", Messages: msgs}
+}
+
+// The fake's wire format is checked with the SDK's own decoders and
+// accumulator, not with the adapter under test.
+func TestWireFormatMatchesTheSDK(t *testing.T) {
+	rep := Reply{Content: "héllo wörld", ChunkSize: 2, ToolCalls: []Call{{ID: "c1", Name: "f", Args: `{"a":[1,2,3]}`}, {Name: "g", Args: `{}`}},
+		Usage: &Usage{Prompt: 9, Completion: 4, Cached: 1}}
+	s := NewServer(t, Sequence(rep, rep))
+	c := client(s)
+	ctx := context.Background()
+
+	got, err := c.Chat.Completions.New(ctx, params(sdk.UserMessage("hi")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := got.Choices[0].Message
+	if msg.Content != "héllo wörld" || len(msg.ToolCalls) != 2 || msg.ToolCalls[0].ID != "c1" || msg.ToolCalls[0].Function.Arguments != `{"a":[1,2,3]}` ||
+		!strings.HasPrefix(msg.ToolCalls[1].ID, "call_") || got.Choices[0].FinishReason != "tool_calls" ||
+		got.Usage.PromptTokens != 9 || got.Usage.PromptTokensDetails.CachedTokens != 1 {
+		t.Fatalf("completion %s", got.RawJSON())
+	}
+
+	p := params(sdk.UserMessage("hi"))
+	p.StreamOptions.IncludeUsage = sdk.Bool(true)
+	stream := c.Chat.Completions.NewStreaming(ctx, p)
+	var acc sdk.ChatCompletionAccumulator
+	chunks := 0
+	for stream.Next() {
+		chunks++
+		acc.AddChunk(stream.Current())
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if chunks < 10 {
+		t.Errorf("only %d chunks", chunks)
+	}
+	am := acc.Choices[0].Message
+	if am.Content != "héllo wörld" || len(am.ToolCalls) != 2 || am.ToolCalls[0].Function.Arguments != `{"a":[1,2,3]}` ||
+		am.ToolCalls[1].Function.Name != "g" || acc.Usage.CompletionTokens != 4 {
+		t.Fatalf("accumulated %+v usage %+v", am, acc.Usage)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	call := `{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}},{"id":"c2","type":"function","function":{"name":"f","arguments":"{}"}}]}`
+	for _, tc := range []struct {
+		body string
+		ok   bool
+	}{
+		{`{"model":"m","messages":[{"role":"user","content":"hi"}]}`, true},
+		{`{"model":"m","messages":[]}`, false},
+		{`{"messages":[{"role":"user","content":"hi"}]}`, false},
+		{`{"model":"m","messages":[{"role":"user","content":"hi"},` + call + `,{"role":"tool","tool_call_id":"c1","content":"a"},{"role":"tool","tool_call_id":"c2","content":""}]}`, true},
+		{`{"model":"m","messages":[{"role":"user","content":"hi"},` + call + `,{"role":"tool","tool_call_id":"c1","content":"a"}]}`, false},
+		{`{"model":"m","messages":[{"role":"user","content":"hi"},` + call + `,{"role":"tool","tool_call_id":"c1","content":"a"},{"role":"user","content":"x"}]}`, false},
+		{`{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"tool","tool_call_id":"c1","content":"a"}]}`, false},
+		{`{"model":"m","messages":[{"role":"user","content":"hi"},` + call + `,{"role":"tool","tool_call_id":"zz","content":"a"}]}`, false},
+		{`{"model":"m","messages":[{"role":"assistant"}]}`, false},
+		{`{"model":"m","messages":[{"role":"user","content":"hi"}],"tool_choice":"auto"}`, false},
+		{`{"model":"m","messages":[{"role":"user","content":"hi"}],"parallel_tool_calls":false}`, false},
+		{`{"model":"m","messages":[{"role":"user","content":"hi"}],"stream_options":{"include_usage":true}}`, false},
+		{`{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"array"}}}]}`, false},
+		{`{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f"}},{"type":"function","function":{"name":"f"}}]}`, false},
+		{`{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],"tool_choice":"required","parallel_tool_calls":false}`, true},
+	} {
+		r, err := decodeRequest([]byte(tc.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := Validate(r); (err == nil) != tc.ok {
+			t.Errorf("Validate(%s) = %v, want ok=%v", tc.body, err, tc.ok)
+		}
+	}
+}
+
+func TestScriptRouting(t *testing.T) {
+	h := Script(
+		Conversation{Match: HasTool("task"), Replies: []Reply{Text("parent 0"), Text("parent 1")}},
+		Conversation{Match: FirstUserContains("alpha"), Replies: []Reply{Text("alpha 0")}},
+		Conversation{Match: All(SystemContains("reviewer"), Not(FirstUserContains("alpha"))), Replies: []Reply{Text("review 0")}},
+	)
+	req := func(body string) *Request {
+		r, err := decodeRequest([]byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	for body, want := range map[string]string{
+		`{"messages":[{"role":"user","content":"go"}],"tools":[{"type":"function","function":{"name":"task"}}]}`:                                                                     "parent 0",
+		`{"messages":[{"role":"user","content":"go"},{"role":"assistant","content":"x"},{"role":"user","content":"more"}],"tools":[{"type":"function","function":{"name":"task"}}]}`: "parent 1",
+		`{"messages":[{"role":"user","content":[{"type":"text","text":"research alpha"}]}]}`:                                                                                         "alpha 0",
+		`{"messages":[{"role":"system","content":"You are a reviewer."},{"role":"user","content":"check"}]}`:                                                                         "review 0",
+	} {
+		if got := h(req(body)); got.Content != want {
+			t.Errorf("%s -> %+v, want %q", body, got, want)
+		}
+	}
+	for _, body := range []string{
+		`{"messages":[{"role":"user","content":"nobody"}]}`,
+		`{"messages":[{"role":"user","content":"alpha"},{"role":"assistant","content":"x"}]}`,
+	} {
+		if got := h(req(body)); got.Status != 400 || !strings.Contains(got.Error.Message, "openaitest:") {
+			t.Errorf("%s -> %+v, want a 400 from the script", body, got)
+		}
+	}
+}
+
+func TestSequenceAndSplit(t *testing.T) {
+	h := Sequence(Text("a"), Text("b"))
+	var wg sync.WaitGroup
+	results := make(chan string, 3)
+	for range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := h(&Request{})
+			results <- r.Content + "|" + func() string {
+				if r.Error != nil {
+					return "err"
+				}
+				return ""
+			}()
+		}()
+	}
+	wg.Wait()
+	close(results)
+	seen := map[string]int{}
+	for r := range results {
+		seen[r]++
+	}
+	if seen["a|"] != 1 || seen["b|"] != 1 || seen["|err"] != 1 {
+		t.Fatalf("%v", seen)
+	}
+	for _, tc := range []struct {
+		s    string
+		size int
+		want []string
+	}{
+		{"", 3, nil},
+		{"abcdefg", 3, []string{"abc", "def", "g"}},
+		{"éé", 1, []string{"é", "é"}},
+	} {
+		got := split(tc.s, tc.size)
+		b1, _ := json.Marshal(got)
+		b2, _ := json.Marshal(tc.want)
+		if string(b1) != string(b2) {
+			t.Errorf("split(%q, %d) = %s", tc.s, tc.size, b1)
+		}
+	}
+}

@@ -1,0 +1,102 @@
+package openai
+
+import (
+	"encoding/json"
+	"strings"
+
+	sdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/packages/respjson"
+
+	"github.com/deepagents-go/deepagents/llm"
+)
+
+// reasoningFields are the non-standard message fields in which
+// OpenAI-compatible servers return visible reasoning: vLLM, DeepSeek and
+// llama.cpp use reasoning_content, Ollama and OpenRouter use reasoning.
+var reasoningFields = []string{"reasoning_content", "reasoning"}
+
+// response maps a complete Chat Completions response.
+func (m *Model) response(c *sdk.ChatCompletion) (*llm.Response, error) {
+	if c == nil || len(c.Choices) == 0 {
+		return nil, &llm.APIError{Kind: llm.ErrKindServer, Provider: m.provider, Message: "the response has no choices"}
+	}
+	ch := c.Choices[0]
+	msg := llm.Message{Role: llm.RoleAssistant, Content: ch.Message.Content,
+		Reasoning: extraString(ch.Message.JSON.ExtraFields)}
+	for _, tc := range ch.Message.ToolCalls {
+		if tc.Type != "" && tc.Type != "function" {
+			continue // we never offer custom tools
+		}
+		msg.ToolCalls = append(msg.ToolCalls, llm.ToolCall{
+			ID:   tc.ID,
+			Name: tc.Function.Name,
+			Args: json.RawMessage(argsString(json.RawMessage(arguments(tc.Function.Arguments, tc.Function.JSON.Arguments)))),
+		})
+	}
+	stop := stopReason(ch.FinishReason, len(msg.ToolCalls) > 0)
+	if msg.Content == "" && ch.Message.Refusal != "" {
+		msg.Content = ch.Message.Refusal
+		stop = llm.StopFiltered
+	}
+	return &llm.Response{Message: msg, Usage: usage(c.Usage), StopReason: stop, Model: c.Model}, nil
+}
+
+// stopReason normalises finish_reason. Some compatible servers answer "stop"
+// even when the message calls tools, so tool calls win.
+func stopReason(finish string, hasCalls bool) llm.StopReason {
+	switch finish {
+	case "tool_calls", "function_call":
+		return llm.StopToolCalls
+	case "length":
+		return llm.StopMaxTokens
+	case "content_filter":
+		return llm.StopFiltered
+	case "stop", "":
+		if hasCalls {
+			return llm.StopToolCalls
+		}
+		return llm.StopEnd
+	}
+	if hasCalls {
+		return llm.StopToolCalls
+	}
+	return llm.StopOther
+}
+
+func usage(u sdk.CompletionUsage) llm.Usage {
+	return llm.Usage{
+		InputTokens:       int(u.PromptTokens),
+		OutputTokens:      int(u.CompletionTokens),
+		CachedInputTokens: int(u.PromptTokensDetails.CachedTokens),
+		CacheWriteTokens:  int(u.PromptTokensDetails.CacheWriteTokens),
+	}
+}
+
+// arguments returns a tool call's arguments text. Some compatible servers
+// send the arguments as a JSON object instead of a string holding one; the
+// SDK cannot decode that into its string field, so the raw object is used.
+func arguments(s string, f respjson.Field) string {
+	if s != "" {
+		return s
+	}
+	raw := strings.TrimSpace(f.Raw())
+	if strings.HasPrefix(raw, "{") {
+		return raw
+	}
+	return ""
+}
+
+// extraString returns the first reasoning field present as a string.
+func extraString(extra map[string]respjson.Field) string {
+	for _, k := range reasoningFields {
+		f, ok := extra[k]
+		if !ok {
+			continue
+		}
+		var s string
+		if json.Unmarshal([]byte(f.Raw()), &s) == nil && s != "" {
+			return s
+		}
+	}
+	return ""
+}
