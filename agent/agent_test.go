@@ -364,6 +364,7 @@ func TestEventsDescribeEveryStep(t *testing.T) {
 }
 
 func TestMiddlewareHooks(t *testing.T) {
+	var mu sync.Mutex
 	var wrapped []string
 	extra := tool.MustFunc("extra", "From middleware.", func(context.Context, *tool.Env, struct{}) (string, error) { return "x", nil })
 	mw := agent.Middleware{
@@ -375,7 +376,9 @@ func TestMiddlewareHooks(t *testing.T) {
 			return nil
 		},
 		WrapTool: func(ctx context.Context, c *agent.ToolCall, next agent.ToolFunc) (tool.Result, error) {
-			wrapped = append(wrapped, c.Call.Name)
+			mu.Lock()
+			wrapped = append(wrapped, c.Call.Name) // calls of one step run concurrently
+			mu.Unlock()
 			if c.Call.Name == "write" {
 				return tool.Errorf("denied by policy"), nil
 			}
