@@ -86,6 +86,11 @@ type ProviderConfig struct {
 	// Headers are extra HTTP headers sent with every request (table
 	// headers); they merge by name across files.
 	Headers map[string]string
+	// StreamToolCalls and ParallelToolCalls, when set to false (keys
+	// stream_tool_calls, parallel_tool_calls), turn off what an
+	// OpenAI-compatible server cannot do; nil leaves the default (on).
+	StreamToolCalls   *bool
+	ParallelToolCalls *bool
 }
 
 // builtinProviders are the provider names that need no type; they are the
@@ -94,7 +99,7 @@ var builtinProviders = []string{"anthropic", "gemini", "google", "llamacpp", "lm
 
 var (
 	topKeys       = []string{"model", "system_prompt", "max_steps", "max_parallel", "providers"}
-	providerKeys  = []string{"type", "base_url", "api_key_env", "model", "headers"}
+	providerKeys  = []string{"type", "base_url", "api_key_env", "model", "headers", "stream_tool_calls", "parallel_tool_calls"}
 	providerTypes = []string{"openai", "anthropic", "gemini", "openai-compatible"}
 	envNameRe     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	headerNameRe  = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
@@ -296,6 +301,17 @@ func parseProviders(p *problems, v any, line int, at func(...string) int, path s
 				}
 			case "headers":
 				pc.Headers = parseHeaders(p, v, kl, at, name)
+			case "stream_tool_calls", "parallel_tool_calls":
+				b, ok := v.(bool)
+				if !ok {
+					p.add(kl, "%s must be true or false, got %s", full, tomlKind(v))
+					continue
+				}
+				if key == "stream_tool_calls" {
+					pc.StreamToolCalls = &b
+				} else {
+					pc.ParallelToolCalls = &b
+				}
 			case "api_key", "apikey", "key", "token":
 				p.add(kl, `unknown key %q: API keys do not belong in config files; put the key in an environment variable and name it with api_key_env`, full)
 			default:
@@ -409,6 +425,12 @@ func (c *Config) Merge(other *Config) {
 		}
 		if o.Model != "" {
 			cur.Model = o.Model
+		}
+		if o.StreamToolCalls != nil {
+			cur.StreamToolCalls = o.StreamToolCalls
+		}
+		if o.ParallelToolCalls != nil {
+			cur.ParallelToolCalls = o.ParallelToolCalls
 		}
 		if len(o.Headers) > 0 {
 			h := maps.Clone(cur.Headers)

@@ -36,7 +36,8 @@ func TestExampleConfig(t *testing.T) {
 			"anthropic": {BaseURL: "https://llm-gateway.example.com/anthropic"},
 			"ollama":    {Model: "qwen3"},
 			"local": {Type: "openai-compatible", BaseURL: "http://localhost:8000/v1", APIKeyEnv: "LOCAL_LLM_KEY",
-				Model: "qwen3-coder", Headers: map[string]string{"X-Team": "platform"}},
+				Model: "qwen3-coder", Headers: map[string]string{"X-Team": "platform"},
+				StreamToolCalls: new(false), ParallelToolCalls: new(false)},
 		},
 		Files: []string{"example.toml"},
 	}
@@ -343,5 +344,30 @@ k = 1
 	}
 	if got := lineOf(lines, "nothing"); got != 1 {
 		t.Errorf("lineOf unknown = %d", got)
+	}
+}
+
+func TestCapabilitySwitches(t *testing.T) {
+	dir := t.TempDir()
+	user := filepath.Join(dir, "home")
+	if err := os.MkdirAll(filepath.Join(user, ".deepagents"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(user, ".deepagents", "config.toml"), []byte("[providers.ollama]\nstream_tool_calls = false\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "deepagents.toml"), []byte("[providers.ollama]\nparallel_tool_calls = false\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(dir, user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc := c.ProviderFor("ollama")
+	if pc.StreamToolCalls == nil || *pc.StreamToolCalls || pc.ParallelToolCalls == nil || *pc.ParallelToolCalls {
+		t.Errorf("switches did not merge: %+v", pc)
+	}
+	if _, err := Parse("x.toml", []byte("[providers.ollama]\nstream_tool_calls = \"no\"\n")); err == nil || !strings.Contains(err.Error(), "x.toml:2: providers.ollama.stream_tool_calls must be true or false") {
+		t.Errorf("bad switch: %v", err)
 	}
 }

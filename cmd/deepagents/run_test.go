@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/llm"
 	ot "github.com/deepagents-go/deepagents/providers/openai/openaitest"
 )
 
@@ -211,5 +213,88 @@ func TestRunStepLimitFails(t *testing.T) {
 	_ = json.Unmarshal([]byte(out), &sum)
 	if code != 1 || sum.Status != "limit" || sum.Rounds != 2 {
 		t.Errorf("exit %d status %s rounds %d: %s", code, sum.Status, sum.Rounds, errs)
+	}
+}
+
+// An interactive session keeps the conversation across turns.
+func TestInteractiveSessionKeepsTheConversation(t *testing.T) {
+	srv := ot.NewServer(t, func(r *ot.Request) ot.Reply {
+		return ot.Text("turn " + string(rune('0'+r.Round())) + " of " + r.Last().Text())
+	})
+	runEnv(t, srv)
+	f := runFlags{model: "openai:gpt-test", output: "text", set: map[string]bool{}}
+	var errb strings.Builder
+	s, err := assemble(t.Context(), f, &errb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	var out strings.Builder
+	sess := &session{setup: s, flags: f, stdout: &out, stderr: &errb}
+	code := sess.interactive(t.Context(), strings.NewReader("first\n\nsecond\n/exit\nnever\n"))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if got := out.String(); got != "turn 0 of first\nturn 1 of second\n" {
+		t.Errorf("answers:\n%s", got)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 || len(reqs[1].Messages) != 3 {
+		t.Fatalf("the second turn must carry the first: %d requests", len(reqs))
+	}
+	if !strings.Contains(errb.String(), "> ") || !strings.Contains(errb.String(), "openai:gpt-test") {
+		t.Errorf("prompt/banner missing: %q", errb.String())
+	}
+}
+
+func TestSystemPromptFileAndSubagentsDir(t *testing.T) {
+	srv := ot.NewServer(t, func(r *ot.Request) ot.Reply { return ot.Text("ok") })
+	project, _ := runEnv(t, srv)
+	must := func(err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.WriteFile(filepath.Join(project, "prompt.txt"), []byte("You are terse."), 0o644))
+	extra := filepath.Join(project, "extra-agents")
+	must(os.MkdirAll(extra, 0o755))
+	must(os.WriteFile(filepath.Join(extra, "critic.md"), []byte("---\ndescription: Criticises drafts.\n---\nBe harsh.\n"), 0o644))
+	code, _, errs := runCLI(t, "run", "-p", "hi", "--model", "openai:gpt-test", "--system", "@prompt.txt", "--subagents", extra, "--quiet")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	r := srv.Requests()[0]
+	if r.System() != "You are terse." {
+		t.Errorf("system = %q", r.System())
+	}
+	var task string
+	for _, tl := range r.Tools {
+		if tl.Function.Name == "task" {
+			task = tl.Function.Description
+		}
+	}
+	if !strings.Contains(task, "- critic: Criticises drafts.") {
+		t.Errorf("--subagents agent not listed:\n%s", task)
+	}
+	if code, _, errs := runCLI(t, "run", "-p", "hi", "--model", "openai:gpt-test", "--subagents", filepath.Join(project, "nope")); code != 2 || !strings.Contains(errs, "not a directory") {
+		t.Errorf("missing --subagents dir: %d %s", code, errs)
+	}
+}
+
+func TestProgressPrinter(t *testing.T) {
+	var b strings.Builder
+	p := &progressPrinter{w: &b}
+	p.event(agent.Event{Type: agent.ModelRequest, Agent: "parent", Request: &agent.RequestInfo{Round: 0, MessageCount: 1}})
+	p.event(agent.Event{Type: agent.ModelResponse, Agent: "parent", Response: &agent.ResponseInfo{Usage: llm.Usage{InputTokens: 12000, OutputTokens: 40}, ToolCalls: []string{"task"}}})
+	p.event(agent.Event{Type: agent.SubagentStart, Agent: "parent", Subagent: &agent.SubagentInfo{Name: "general-purpose", CallID: "c1", Task: "look"}})
+	p.event(agent.Event{Type: agent.ToolStart, Agent: "parent / general-purpose#c1", Tool: &agent.ToolInfo{Name: "write_file", Args: []byte(`{"file_path":"/a"}`)}})
+	p.event(agent.Event{Type: agent.ToolEnd, Agent: "parent / general-purpose#c1", Tool: &agent.ToolInfo{Name: "write_file", IsError: true, Result: "Error: nope"}})
+	p.event(agent.Event{Type: agent.SubagentEnd, Agent: "parent", Subagent: &agent.SubagentInfo{Name: "general-purpose", CallID: "c1", Status: agent.StatusOK, Rounds: 2, Usage: llm.Usage{InputTokens: 900, OutputTokens: 100}}})
+	out := b.String()
+	for _, want := range []string{"parent · round 1 · 1 messages", "asked for task · 12k tokens in, 40 out so far", "⇢ subagent general-purpose (c1) started: look",
+		"parent / general-purpose#c1 → write_file {\"file_path\":\"/a\"}", "✗ write_file: Error: nope", "⇠ subagent general-purpose (c1) ok after 2 rounds, 1.0k tokens"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("progress lacks %q:\n%s", want, out)
+		}
 	}
 }

@@ -137,6 +137,8 @@ func buildModel(ctx context.Context, cfg *config.Config, spec providers.Spec) (l
 	pc := cfg.ProviderFor(spec.Provider)
 	opts := providers.Options{
 		Kind: providers.Kind(pc.Type), BaseURL: pc.BaseURL, APIKeyEnv: pc.APIKeyEnv, Headers: pc.Headers,
+		NoStreamToolCalls:   pc.StreamToolCalls != nil && !*pc.StreamToolCalls,
+		NoParallelToolCalls: pc.ParallelToolCalls != nil && !*pc.ParallelToolCalls,
 	}
 	if err := providers.Check(spec, opts); err != nil {
 		return nil, err
