@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 )
 
@@ -25,10 +26,48 @@ Run 'deepagents COMMAND -h' for a command's flags.
 `
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(ctx)
+	interrupts.route(cancel)
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt)
+	go func() {
+		for range ch {
+			interrupts.fire()
+		}
+	}()
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	cancel()
 	stop()
 	os.Exit(code)
+}
+
+// interrupts sends Ctrl-C to whatever should stop: the whole command, or
+// only the current turn of an interactive session.
+var interrupts = &interruptRouter{}
+
+type interruptRouter struct {
+	mu     sync.Mutex
+	cancel context.CancelFunc
+}
+
+// route makes Ctrl-C call cancel and returns a function restoring the
+// previous target.
+func (r *interruptRouter) route(cancel context.CancelFunc) (restore func()) {
+	r.mu.Lock()
+	prev := r.cancel
+	r.cancel = cancel
+	r.mu.Unlock()
+	return func() { r.route(prev) }
+}
+
+func (r *interruptRouter) fire() {
+	r.mu.Lock()
+	c := r.cancel
+	r.mu.Unlock()
+	if c != nil {
+		c()
+	}
 }
 
 // run is the whole command, with its streams injected for tests. It returns

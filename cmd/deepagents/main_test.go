@@ -122,3 +122,16 @@ func TestUsage(t *testing.T) {
 		t.Errorf("unknown: %d %s", code, errs)
 	}
 }
+
+func TestInterruptRouting(t *testing.T) {
+	r := &interruptRouter{}
+	var whole, turn int
+	r.route(func() { whole++ })
+	restore := r.route(func() { turn++ })
+	r.fire()
+	restore()
+	r.fire()
+	if whole != 1 || turn != 1 {
+		t.Errorf("Ctrl-C during a turn must stop only the turn: whole %d, turn %d", whole, turn)
+	}
+}

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -130,9 +129,11 @@ func (s *session) interactive(ctx context.Context, stdin io.Reader) int {
 			return code
 		}
 		// Ctrl-C stops this turn only.
-		tctx, stop := signal.NotifyContext(ctx, os.Interrupt)
+		tctx, cancel := context.WithCancel(ctx)
+		restore := interrupts.route(cancel)
 		code = s.turn(tctx, line)
-		stop()
+		restore()
+		cancel()
 		if ctx.Err() != nil {
 			return code
 		}
