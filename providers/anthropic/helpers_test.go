@@ -1,12 +1,9 @@
 package anthropic
 
 import (
-	"context"
 	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/providers/anthropic/anthropictest"
@@ -15,31 +12,12 @@ import (
 
 const testKey = "test-key"
 
-// sleeps records the waits the retry policy asked for, without waiting.
-type sleeps struct {
-	mu sync.Mutex
-	d  []time.Duration
-}
-
-func (s *sleeps) sleep(ctx context.Context, d time.Duration) error {
-	s.mu.Lock()
-	s.d = append(s.d, d)
-	s.mu.Unlock()
-	return ctx.Err()
-}
-
-func (s *sleeps) list() []time.Duration {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]time.Duration(nil), s.d...)
-}
-
 // newModel returns a model talking to srv whose retries sleep into sl.
-func newModel(t *testing.T, srv *anthropictest.Server, sl *sleeps, edit ...func(*Config)) *Model {
+func newModel(t *testing.T, srv *anthropictest.Server, sl *retry.Recorder, edit ...func(*Config)) *Model {
 	t.Helper()
 	cfg := Config{Model: "claude-test", APIKey: testKey, BaseURL: srv.URL}
 	if sl != nil {
-		cfg.Retry = retry.Policy{Sleep: sl.sleep}
+		cfg.Retry = retry.Policy{Sleep: sl.Sleep}
 	}
 	for _, e := range edit {
 		e(&cfg)
@@ -127,6 +105,6 @@ func compact(t *testing.T, s string) string {
 	return mustJSON(t, v)
 }
 
-func retryPolicy(sl *sleeps, retries int) retry.Policy {
-	return retry.Policy{MaxRetries: retries, Sleep: sl.sleep}
+func retryPolicy(sl *retry.Recorder, retries int) retry.Policy {
+	return retry.Policy{MaxRetries: retries, Sleep: sl.Sleep}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/deepagents-go/deepagents/llm"
 	at "github.com/deepagents-go/deepagents/providers/anthropic/anthropictest"
+	"github.com/deepagents-go/deepagents/providers/retry"
 )
 
 func TestNewValidates(t *testing.T) {
@@ -195,7 +196,7 @@ func TestRateLimitRetryAfterThenSuccess(t *testing.T) {
 					Header: http.Header{"Retry-After-Ms": {"1500"}}}},
 				at.Text("finally"),
 			))
-			var sl sleeps
+			var sl retry.Recorder
 			m := newModel(t, srv, &sl)
 			resp, err := generateOrStream(m, stream, prompt("hi"))
 			if err != nil {
@@ -204,7 +205,7 @@ func TestRateLimitRetryAfterThenSuccess(t *testing.T) {
 			if resp.Message.Content != "finally" {
 				t.Fatalf("content %q", resp.Message.Content)
 			}
-			if got := sl.list(); !reflect.DeepEqual(got, []time.Duration{7 * time.Second, 1500 * time.Millisecond}) {
+			if got := sl.Waits(); !reflect.DeepEqual(got, []time.Duration{7 * time.Second, 1500 * time.Millisecond}) {
 				t.Fatalf("waits %v, want [7s 1.5s]", got)
 			}
 			if srv.Count() != 3 {
@@ -234,13 +235,13 @@ func TestServerErrorsAreRetried(t *testing.T) {
 		for _, stream := range []bool{false, true} {
 			t.Run(tc.name+map[bool]string{false: "/generate", true: "/stream"}[stream], func(t *testing.T) {
 				srv := at.New(t, at.Sequence(tc.fail, at.Text("recovered")))
-				var sl sleeps
+				var sl retry.Recorder
 				resp, err := generateOrStream(newModel(t, srv, &sl), stream, prompt("hi"))
 				if err != nil {
 					t.Fatal(err)
 				}
-				if resp.Message.Content != "recovered" || srv.Count() != 2 || len(sl.list()) != 1 {
-					t.Fatalf("content %q, %d requests, waits %v", resp.Message.Content, srv.Count(), sl.list())
+				if resp.Message.Content != "recovered" || srv.Count() != 2 || len(sl.Waits()) != 1 {
+					t.Fatalf("content %q, %d requests, waits %v", resp.Message.Content, srv.Count(), sl.Waits())
 				}
 			})
 		}
@@ -249,14 +250,14 @@ func TestServerErrorsAreRetried(t *testing.T) {
 
 func TestServerErrorGivesUpAfterRetries(t *testing.T) {
 	srv := at.New(t, at.HandlerFunc(func(*at.Request) at.Reply { return at.Fail(529, "overloaded_error", "Overloaded") }))
-	var sl sleeps
+	var sl retry.Recorder
 	_, err := newModel(t, srv, &sl).Generate(context.Background(), prompt("hi"))
 	var ae *llm.APIError
 	if !errors.As(err, &ae) || !errors.Is(err, llm.ErrServer) || ae.StatusCode != 529 || ae.Message != "Overloaded" || ae.Provider != "anthropic" {
 		t.Fatalf("err = %#v", err)
 	}
-	if srv.Count() != 4 || len(sl.list()) != 3 {
-		t.Fatalf("%d requests, %d waits; want 4 and 3", srv.Count(), len(sl.list()))
+	if srv.Count() != 4 || len(sl.Waits()) != 3 {
+		t.Fatalf("%d requests, %d waits; want 4 and 3", srv.Count(), len(sl.Waits()))
 	}
 }
 
@@ -265,7 +266,7 @@ func TestStreamCutMidwayIsNotRetried(t *testing.T) {
 		at.Reply{Text: "This answer will be cut off in the middle.", Chunk: 4, Fault: &at.Fault{After: 6, Drop: true}},
 		at.Text("a retry must not happen"),
 	))
-	var sl sleeps
+	var sl retry.Recorder
 	s := drain(newModel(t, srv, &sl).Stream(context.Background(), prompt("hi")))
 	if s.err == nil {
 		t.Fatal("a cut stream ended without an error")
@@ -276,8 +277,8 @@ func TestStreamCutMidwayIsNotRetried(t *testing.T) {
 	if s.text() == "" || s.count(llm.EventDone) != 0 {
 		t.Fatalf("text %q, %d done events", s.text(), s.count(llm.EventDone))
 	}
-	if srv.Count() != 1 || len(sl.list()) != 0 {
-		t.Fatalf("server saw %d requests (waits %v); output was streamed so there must be no retry", srv.Count(), sl.list())
+	if srv.Count() != 1 || len(sl.Waits()) != 0 {
+		t.Fatalf("server saw %d requests (waits %v); output was streamed so there must be no retry", srv.Count(), sl.Waits())
 	}
 }
 
@@ -290,14 +291,14 @@ func TestStreamCutBeforeOutputIsRetried(t *testing.T) {
 	for name, f := range cases {
 		t.Run(name, func(t *testing.T) {
 			srv := at.New(t, at.Sequence(at.Reply{Text: "lost", Fault: f}, at.Text("second time lucky")))
-			var sl sleeps
+			var sl retry.Recorder
 			s := drain(newModel(t, srv, &sl).Stream(context.Background(), prompt("hi")))
 			resp := s.done(t)
 			if resp.Message.Content != "second time lucky" || s.text() != "second time lucky" {
 				t.Fatalf("content %q, deltas %q", resp.Message.Content, s.text())
 			}
-			if srv.Count() != 2 || len(sl.list()) != 1 {
-				t.Fatalf("server saw %d requests, %d waits; want 2 and 1", srv.Count(), len(sl.list()))
+			if srv.Count() != 2 || len(sl.Waits()) != 1 {
+				t.Fatalf("server saw %d requests, %d waits; want 2 and 1", srv.Count(), len(sl.Waits()))
 			}
 		})
 	}
@@ -305,10 +306,10 @@ func TestStreamCutBeforeOutputIsRetried(t *testing.T) {
 
 func TestGenerateConnectionDroppedIsRetried(t *testing.T) {
 	srv := at.New(t, at.Sequence(at.Reply{Fault: &at.Fault{Drop: true}}, at.Text("ok")))
-	var sl sleeps
+	var sl retry.Recorder
 	resp, err := newModel(t, srv, &sl).Generate(context.Background(), prompt("hi"))
-	if err != nil || resp.Message.Content != "ok" || len(sl.list()) != 1 {
-		t.Fatalf("resp %+v err %v waits %v", resp, err, sl.list())
+	if err != nil || resp.Message.Content != "ok" || len(sl.Waits()) != 1 {
+		t.Fatalf("resp %+v err %v waits %v", resp, err, sl.Waits())
 	}
 }
 
@@ -317,7 +318,7 @@ func TestInStreamErrorAfterOutput(t *testing.T) {
 		at.Reply{Text: "partial answer here", Fault: &at.Fault{After: 6, Error: &at.Error{Type: "overloaded_error", Message: "Overloaded"}}},
 		at.Text("no retry"),
 	))
-	var sl sleeps
+	var sl retry.Recorder
 	s := drain(newModel(t, srv, &sl).Stream(context.Background(), prompt("hi")))
 	var ae *llm.APIError
 	if !errors.As(s.err, &ae) || ae.Kind != llm.ErrKindServer || ae.Message != "Overloaded" {
@@ -330,7 +331,7 @@ func TestInStreamErrorAfterOutput(t *testing.T) {
 
 func TestAuthError(t *testing.T) {
 	srv := at.New(t, at.Sequence(at.Text("unreachable")), at.WithAPIKey("the-right-key"))
-	var sl sleeps
+	var sl retry.Recorder
 	m := newModel(t, srv, &sl, func(c *Config) { c.APIKey = "a-wrong-key" })
 	for _, stream := range []bool{false, true} {
 		_, err := generateOrStream(m, stream, prompt("hi"))
@@ -345,8 +346,8 @@ func TestAuthError(t *testing.T) {
 			t.Fatalf("Error() = %q", err.Error())
 		}
 	}
-	if srv.Count() != 2 || len(sl.list()) != 0 {
-		t.Fatalf("auth errors were retried: %d requests, waits %v", srv.Count(), sl.list())
+	if srv.Count() != 2 || len(sl.Waits()) != 0 {
+		t.Fatalf("auth errors were retried: %d requests, waits %v", srv.Count(), sl.Waits())
 	}
 }
 
@@ -364,7 +365,7 @@ func TestErrorClassification(t *testing.T) {
 	}
 	for _, tc := range cases {
 		srv := at.New(t, at.Sequence(tc.reply, at.Text("must not be retried")))
-		var sl sleeps
+		var sl retry.Recorder
 		_, err := newModel(t, srv, &sl).Generate(context.Background(), prompt("hi"))
 		var ae *llm.APIError
 		if !errors.Is(err, tc.target) || !errors.As(err, &ae) {
@@ -384,14 +385,14 @@ func TestConnectionRefusedIsNetwork(t *testing.T) {
 	srv := at.New(t, at.Sequence())
 	url := srv.URL
 	srv.Close()
-	var sl sleeps
+	var sl retry.Recorder
 	m, err := New(Config{Model: "m", APIKey: "k", BaseURL: url, Retry: retryPolicy(&sl, 1)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = m.Generate(context.Background(), prompt("hi"))
-	if !errors.Is(err, llm.ErrNetwork) || len(sl.list()) != 1 {
-		t.Fatalf("err %v, waits %v", err, sl.list())
+	if !errors.Is(err, llm.ErrNetwork) || len(sl.Waits()) != 1 {
+		t.Fatalf("err %v, waits %v", err, sl.Waits())
 	}
 }
 
@@ -400,7 +401,7 @@ func TestCancellationStopsPromptly(t *testing.T) {
 		srv := at.New(t, at.Sequence(at.Reply{Text: "a long answer that never finishes", Fault: &at.Fault{After: 5, Hang: true}}))
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		var sl sleeps
+		var sl retry.Recorder
 		start := time.Now()
 		var err error
 		deltas := 0
@@ -420,22 +421,22 @@ func TestCancellationStopsPromptly(t *testing.T) {
 		if d := time.Since(start); d > 3*time.Second || deltas == 0 {
 			t.Fatalf("took %v with %d deltas", d, deltas)
 		}
-		if len(sl.list()) != 0 || srv.Count() != 1 {
-			t.Fatalf("cancelled stream was retried: %v", sl.list())
+		if len(sl.Waits()) != 0 || srv.Count() != 1 {
+			t.Fatalf("cancelled stream was retried: %v", sl.Waits())
 		}
 	})
 	t.Run("generate", func(t *testing.T) {
 		srv := at.New(t, at.Sequence(at.Reply{Text: "never", Fault: &at.Fault{Hang: true}}))
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		defer cancel()
-		var sl sleeps
+		var sl retry.Recorder
 		start := time.Now()
 		_, err := newModel(t, srv, &sl).Generate(ctx, prompt("hi"))
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("err = %v, want the deadline", err)
 		}
-		if d := time.Since(start); d > 3*time.Second || len(sl.list()) != 0 {
-			t.Fatalf("took %v, waits %v", d, sl.list())
+		if d := time.Since(start); d > 3*time.Second || len(sl.Waits()) != 0 {
+			t.Fatalf("took %v, waits %v", d, sl.Waits())
 		}
 	})
 	t.Run("consumer stops early", func(t *testing.T) {

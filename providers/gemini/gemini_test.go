@@ -241,7 +241,7 @@ func TestRetryAfterRateLimitThenSuccess(t *testing.T) {
 				if resp.Message.Content != "done" {
 					t.Errorf("content = %q", resp.Message.Content)
 				}
-				if got := sl.got(); !reflect.DeepEqual(got, []time.Duration{tc.want}) {
+				if got := sl.Waits(); !reflect.DeepEqual(got, []time.Duration{tc.want}) {
 					t.Errorf("stream=%v: sleeps = %v, want [%v]", stream, got, tc.want)
 				}
 				if n := len(srv.Requests()); n != 2 {
@@ -267,8 +267,8 @@ func TestServerErrorThenSuccess(t *testing.T) {
 		if err != nil || resp.Message.Content != "ok" {
 			t.Fatalf("stream=%v: resp=%+v err=%v", stream, resp, err)
 		}
-		if len(sl.got()) != 2 || len(srv.Requests()) != 3 {
-			t.Errorf("stream=%v: sleeps=%v requests=%d", stream, sl.got(), len(srv.Requests()))
+		if len(sl.Waits()) != 2 || len(srv.Requests()) != 3 {
+			t.Errorf("stream=%v: sleeps=%v requests=%d", stream, sl.Waits(), len(srv.Requests()))
 		}
 	}
 }
@@ -280,8 +280,8 @@ func TestRetriesRunOut(t *testing.T) {
 	if !errors.Is(err, llm.ErrServer) {
 		t.Fatalf("err = %v", err)
 	}
-	if len(srv.Requests()) != 4 || len(sl.got()) != 3 {
-		t.Errorf("requests=%d sleeps=%d, want 4 attempts", len(srv.Requests()), len(sl.got()))
+	if len(srv.Requests()) != 4 || len(sl.Waits()) != 3 {
+		t.Errorf("requests=%d sleeps=%d, want 4 attempts", len(srv.Requests()), len(sl.Waits()))
 	}
 }
 
@@ -355,8 +355,8 @@ func TestStreamCutBeforeFirstByteIsRetried(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.Message.Content != "second time lucky" || len(srv.Requests()) != 2 || len(sl.got()) != 1 {
-		t.Errorf("content=%q requests=%d sleeps=%v", resp.Message.Content, len(srv.Requests()), sl.got())
+	if resp.Message.Content != "second time lucky" || len(srv.Requests()) != 2 || len(sl.Waits()) != 1 {
+		t.Errorf("content=%q requests=%d sleeps=%v", resp.Message.Content, len(srv.Requests()), sl.Waits())
 	}
 }
 
@@ -374,8 +374,8 @@ func TestNetworkErrorWhenServerIsGone(t *testing.T) {
 	m, sl := newTestModel(t, srv)
 	srv.Close()
 	_, err := m.Generate(context.Background(), &llm.Request{Messages: []llm.Message{llm.User("hi")}})
-	if !errors.Is(err, llm.ErrNetwork) || len(sl.got()) != 3 {
-		t.Fatalf("err=%v sleeps=%v", err, sl.got())
+	if !errors.Is(err, llm.ErrNetwork) || len(sl.Waits()) != 3 {
+		t.Fatalf("err=%v sleeps=%v", err, sl.Waits())
 	}
 }
 
@@ -399,8 +399,8 @@ func TestAuthErrors(t *testing.T) {
 				t.Errorf("stream=%v: error = %+v", stream, ae)
 			}
 		}
-		if len(sl.got()) != 0 || len(srv.Requests()) != 2 {
-			t.Errorf("auth errors must not be retried: sleeps=%v requests=%d", sl.got(), len(srv.Requests()))
+		if len(sl.Waits()) != 0 || len(srv.Requests()) != 2 {
+			t.Errorf("auth errors must not be retried: sleeps=%v requests=%d", sl.Waits(), len(srv.Requests()))
 		}
 	})
 	t.Run("permission denied", func(t *testing.T) {
@@ -476,8 +476,8 @@ func TestCancellation(t *testing.T) {
 		}
 		cancel()
 	}
-	if len(sl.got()) != 0 {
-		t.Errorf("a cancelled call must not be retried: %v", sl.got())
+	if len(sl.Waits()) != 0 {
+		t.Errorf("a cancelled call must not be retried: %v", sl.Waits())
 	}
 }
 

@@ -3,7 +3,6 @@ package gemini
 import (
 	"context"
 	"encoding/json"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,30 +13,11 @@ import (
 
 const testModel = "gemini-2.5-flash"
 
-// sleeps records the waits the retry policy asked for, without waiting.
-type sleeps struct {
-	mu sync.Mutex
-	d  []time.Duration
-}
-
-func (s *sleeps) sleep(ctx context.Context, d time.Duration) error {
-	s.mu.Lock()
-	s.d = append(s.d, d)
-	s.mu.Unlock()
-	return ctx.Err()
-}
-
-func (s *sleeps) got() []time.Duration {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]time.Duration(nil), s.d...)
-}
-
-func newTestModel(t *testing.T, srv *geminitest.Server, edit ...func(*Config)) (*Model, *sleeps) {
+func newTestModel(t *testing.T, srv *geminitest.Server, edit ...func(*Config)) (*Model, *retry.Recorder) {
 	t.Helper()
-	sl := &sleeps{}
+	sl := &retry.Recorder{}
 	cfg := Config{Model: testModel, APIKey: "test-key", BaseURL: srv.URL,
-		Retry: retry.Policy{Sleep: sl.sleep, Base: time.Millisecond}}
+		Retry: retry.Policy{Sleep: sl.Sleep, Base: time.Millisecond}}
 	for _, e := range edit {
 		e(&cfg)
 	}

@@ -51,7 +51,7 @@ func TestRateLimitHonoursRetryAfter(t *testing.T) {
 			if err != nil || resp.Message.Content != "finally" {
 				t.Fatalf("stream: %v %+v", err, resp)
 			}
-			waits := sl.all()
+			waits := sl.Waits()
 			if len(waits) != 2 || !tc.want(waits[0]) || !tc.want(waits[1]) {
 				t.Fatalf("waits %v", waits)
 			}
@@ -74,7 +74,7 @@ func TestRateLimitErrorCarriesRetryAfter(t *testing.T) {
 		ae.Message != "Rate limit reached for requests. Please try again later." {
 		t.Fatalf("%+v", ae)
 	}
-	if len(sl.all()) != 0 || srv.Count() != 1 {
+	if len(sl.Waits()) != 0 || srv.Count() != 1 {
 		t.Fatalf("retried with retries disabled")
 	}
 }
@@ -89,7 +89,7 @@ func TestServerErrorThenSuccess(t *testing.T) {
 	if resp, err := llm.Collect(m.Stream(testCtx(t), userReq("hi"))); err != nil || resp.Message.Content != "ok" {
 		t.Fatalf("stream: %v", err)
 	}
-	waits := sl.all()
+	waits := sl.Waits()
 	if len(waits) != 2 || srv.Count() != 4 {
 		t.Fatalf("waits %v, %d requests", waits, srv.Count())
 	}
@@ -112,8 +112,8 @@ func TestRetriesAreBounded(t *testing.T) {
 	if !errors.Is(err, llm.ErrServer) {
 		t.Fatalf("error %v", err)
 	}
-	if srv.Count() != 3 || len(sl.all()) != 2 {
-		t.Fatalf("%d requests, waits %v", srv.Count(), sl.all())
+	if srv.Count() != 3 || len(sl.Waits()) != 2 {
+		t.Fatalf("%d requests, waits %v", srv.Count(), sl.Waits())
 	}
 	ae := apiError(t, err)
 	if ae.StatusCode != 500 || ae.Message != "The server had an error while processing your request. Sorry about that!" {
@@ -137,7 +137,7 @@ func TestAuthError(t *testing.T) {
 		if !strings.HasPrefix(err.Error(), "acme: auth error") || !strings.Contains(err.Error(), msg) {
 			t.Errorf("error text %q", err.Error())
 		}
-		if srv.Count() != 1 || len(sl.all()) != 0 {
+		if srv.Count() != 1 || len(sl.Waits()) != 0 {
 			t.Fatalf("auth error retried")
 		}
 		if llm.Retryable(err) {
@@ -212,8 +212,8 @@ func TestConnectionErrors(t *testing.T) {
 	dead := httptest.NewServer(http.NotFoundHandler())
 	url := dead.URL
 	dead.Close()
-	sl := &sleeps{}
-	m, err := New(Config{Model: "m", BaseURL: url + "/v1", APIKey: "k", Retry: retry.Policy{MaxRetries: 2, Sleep: sl.sleep}})
+	sl := &retry.Recorder{}
+	m, err := New(Config{Model: "m", BaseURL: url + "/v1", APIKey: "k", Retry: retry.Policy{MaxRetries: 2, Sleep: sl.Sleep}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,8 +221,8 @@ func TestConnectionErrors(t *testing.T) {
 	if !errors.Is(err, llm.ErrNetwork) {
 		t.Fatalf("error %v", err)
 	}
-	if len(sl.all()) != 2 {
-		t.Fatalf("waits %v", sl.all())
+	if len(sl.Waits()) != 2 {
+		t.Fatalf("waits %v", sl.Waits())
 	}
 	_, err = llm.Collect(m.Stream(testCtx(t), userReq("hi")))
 	if !errors.Is(err, llm.ErrNetwork) {
@@ -235,8 +235,8 @@ func TestConnectionErrors(t *testing.T) {
 	if resp, err := m2.Generate(testCtx(t), userReq("hi")); err != nil || resp.Message.Content != "ok" {
 		t.Fatalf("after a hangup: %v", err)
 	}
-	if srv.Count() != 2 || len(sl2.all()) != 1 {
-		t.Fatalf("%d requests, waits %v", srv.Count(), sl2.all())
+	if srv.Count() != 2 || len(sl2.Waits()) != 1 {
+		t.Fatalf("%d requests, waits %v", srv.Count(), sl2.Waits())
 	}
 }
 

@@ -3,37 +3,18 @@ package openai
 import (
 	"context"
 	"encoding/json"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/providers/openai/openaitest"
+	"github.com/deepagents-go/deepagents/providers/retry"
 )
 
-// sleeps records the waits of a retry policy instead of sleeping.
-type sleeps struct {
-	mu sync.Mutex
-	d  []time.Duration
-}
-
-func (s *sleeps) sleep(ctx context.Context, d time.Duration) error {
-	s.mu.Lock()
-	s.d = append(s.d, d)
-	s.mu.Unlock()
-	return ctx.Err()
-}
-
-func (s *sleeps) all() []time.Duration {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]time.Duration(nil), s.d...)
-}
-
 // newModel returns a Model talking to srv whose retries never sleep.
-func newModel(t *testing.T, srv *openaitest.Server, cfg Config) (*Model, *sleeps) {
+func newModel(t *testing.T, srv *openaitest.Server, cfg Config) (*Model, *retry.Recorder) {
 	t.Helper()
-	sl := &sleeps{}
+	sl := &retry.Recorder{}
 	if cfg.Model == "" {
 		cfg.Model = "gpt-test"
 	}
@@ -42,7 +23,7 @@ func newModel(t *testing.T, srv *openaitest.Server, cfg Config) (*Model, *sleeps
 		cfg.APIKey = "sk-test"
 	}
 	if cfg.Retry.Sleep == nil {
-		cfg.Retry.Sleep = sl.sleep
+		cfg.Retry.Sleep = sl.Sleep
 	}
 	m, err := New(cfg)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/providers/openai/openaitest"
+	"github.com/deepagents-go/deepagents/providers/retry"
 )
 
 func TestStreamCutMidwayIsNotRetried(t *testing.T) {
@@ -35,8 +36,8 @@ func TestStreamCutMidwayIsNotRetried(t *testing.T) {
 			if !errors.Is(err, llm.ErrNetwork) {
 				t.Fatalf("error %v, want a network error", err)
 			}
-			if srv.Count() != 1 || len(sl.all()) != 0 {
-				t.Fatalf("the server saw %d requests (waits %v); a stream that yielded events must not be retried", srv.Count(), sl.all())
+			if srv.Count() != 1 || len(sl.Waits()) != 0 {
+				t.Fatalf("the server saw %d requests (waits %v); a stream that yielded events must not be retried", srv.Count(), sl.Waits())
 			}
 		})
 	}
@@ -77,8 +78,8 @@ func TestStreamCutBeforeFirstByteIsRetried(t *testing.T) {
 	if last := evs[len(evs)-1]; last.Type != llm.EventDone || last.Response.Message.Content != "third time lucky" {
 		t.Fatalf("last event %+v", last)
 	}
-	if srv.Count() != 3 || len(sl.all()) != 2 {
-		t.Fatalf("%d requests, waits %v", srv.Count(), sl.all())
+	if srv.Count() != 3 || len(sl.Waits()) != 2 {
+		t.Fatalf("%d requests, waits %v", srv.Count(), sl.Waits())
 	}
 }
 
@@ -112,7 +113,7 @@ func TestStreamCancellation(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("the stream took %v to stop", d)
 	}
-	if srv.Count() != 1 || len(sl.all()) != 0 {
+	if srv.Count() != 1 || len(sl.Waits()) != 0 {
 		t.Fatal("retried after cancellation")
 	}
 }
@@ -131,7 +132,7 @@ func TestGenerateCancellation(t *testing.T) {
 	if errors.As(err, &ae) {
 		t.Fatalf("cancellation reported as %v", ae)
 	}
-	if time.Since(start) > 5*time.Second || srv.Count() != 1 || len(sl.all()) != 0 {
+	if time.Since(start) > 5*time.Second || srv.Count() != 1 || len(sl.Waits()) != 0 {
 		t.Fatal("not prompt, or retried")
 	}
 }
@@ -164,12 +165,12 @@ func sseServer(t *testing.T, contentType, body string) (*Model, *atomic.Int64) {
 		_, _ = fmt.Fprint(w, body)
 	}))
 	t.Cleanup(srv.Close)
-	sl := &sleeps{}
+	sl := &retry.Recorder{}
 	m, err := New(Config{Model: "m", BaseURL: srv.URL + "/v1", APIKey: "k"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.cfg.Retry.Sleep = sl.sleep
+	m.cfg.Retry.Sleep = sl.Sleep
 	return m, count
 }
 

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"iter"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/deepagents-go/deepagents/llm"
@@ -119,4 +120,26 @@ func Stream(ctx context.Context, p Policy, open func(ctx context.Context) iter.S
 			}
 		}
 	}
+}
+
+// Recorder stands in for Policy.Sleep in tests: it records every wait the
+// policy asks for and returns at once (with the context's error, if any).
+type Recorder struct {
+	mu    sync.Mutex
+	waits []time.Duration
+}
+
+// Sleep records d; use it as Policy.Sleep.
+func (r *Recorder) Sleep(ctx context.Context, d time.Duration) error {
+	r.mu.Lock()
+	r.waits = append(r.waits, d)
+	r.mu.Unlock()
+	return ctx.Err()
+}
+
+// Waits returns the recorded waits, in order.
+func (r *Recorder) Waits() []time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]time.Duration(nil), r.waits...)
 }

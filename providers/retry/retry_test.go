@@ -10,10 +10,10 @@ import (
 	"github.com/deepagents-go/deepagents/llm"
 )
 
-func recordSleeps(p *Policy) *[]time.Duration {
-	var waits []time.Duration
-	p.Sleep = func(_ context.Context, d time.Duration) error { waits = append(waits, d); return nil }
-	return &waits
+func recordSleeps(p *Policy) *Recorder {
+	rec := &Recorder{}
+	p.Sleep = rec.Sleep
+	return rec
 }
 
 func TestDoRetriesRetryableErrorsOnly(t *testing.T) {
@@ -33,8 +33,8 @@ func TestDoRetriesRetryableErrorsOnly(t *testing.T) {
 	if err != nil || v != 42 || calls != 3 {
 		t.Fatalf("v %d err %v calls %d", v, err, calls)
 	}
-	if (*waits)[0] != 7*time.Second || (*waits)[1] < 100*time.Millisecond || (*waits)[1] > 200*time.Millisecond {
-		t.Errorf("waits %v: want Retry-After, then jittered backoff in [base, 2*base]", *waits)
+	if w := waits.Waits(); w[0] != 7*time.Second || w[1] < 100*time.Millisecond || w[1] > 200*time.Millisecond {
+		t.Errorf("waits %v: want Retry-After, then jittered backoff in [base, 2*base]", w)
 	}
 	calls = 0
 	_, err = Do(context.Background(), p, func(context.Context) (int, error) { calls++; return 0, &llm.APIError{Kind: llm.ErrKindAuth} })
