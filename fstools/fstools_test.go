@@ -12,6 +12,7 @@ import (
 
 	"github.com/deepagents-go/deepagents/tool"
 	"github.com/deepagents-go/deepagents/vfs"
+	"github.com/deepagents-go/deepagents/vfs/vfstest"
 )
 
 // backend is one way of presenting the same files to the tools.
@@ -20,54 +21,19 @@ type backend struct {
 	make func(t *testing.T, files map[string]string) vfs.Backend
 }
 
-func toFiles(files map[string]string) map[string]vfs.File {
-	out := make(map[string]vfs.File, len(files))
-	for p, c := range files {
-		out[p] = vfs.File{Content: c}
-	}
-	return out
-}
-
 // backends lists the backends every table runs on: the in-state Memory, a
 // Layer over it, a Layer whose files are partly its own with base files
 // hidden by tombstones, and a Tracked wrapper.
 var backends = []backend{
 	{"memory", func(t *testing.T, files map[string]string) vfs.Backend {
-		return vfs.NewMemory(toFiles(files))
+		return vfs.NewMemory(vfstest.Files(files))
 	}},
 	{"layer", func(t *testing.T, files map[string]string) vfs.Backend {
-		return vfs.NewMemory(toFiles(files)).Branch()
+		return vfs.NewMemory(vfstest.Files(files)).Branch()
 	}},
-	{"layer-mixed", func(t *testing.T, files map[string]string) vfs.Backend {
-		// Every other file lives in the layer, and the base holds files the
-		// layer deleted: the tools must see exactly the same tree.
-		keys := slices.Sorted(maps.Keys(files))
-		base := map[string]string{"/zz-gone.txt": "gone", "/zz-gone-dir/a": "gone"}
-		var top []string
-		for i, k := range keys {
-			if i%2 == 0 {
-				base[k] = files[k]
-			} else {
-				base[k] = "stale " + files[k]
-				top = append(top, k)
-			}
-		}
-		l := vfs.NewMemory(toFiles(base)).Branch()
-		ctx := context.Background()
-		for _, k := range top {
-			if err := l.Write(ctx, k, files[k]); err != nil {
-				t.Fatal(err)
-			}
-		}
-		for _, p := range []string{"/zz-gone.txt", "/zz-gone-dir"} {
-			if _, err := l.Delete(ctx, p); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return l
-	}},
+	{"layer-mixed", vfstest.MixedLayer},
 	{"tracked", func(t *testing.T, files map[string]string) vfs.Backend {
-		return vfs.Track(vfs.NewMemory(toFiles(files)))
+		return vfs.Track(vfs.NewMemory(vfstest.Files(files)))
 	}},
 }
 
@@ -336,7 +302,7 @@ var minimalArgs = map[string]string{
 func TestCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	fs := vfs.NewMemory(toFiles(map[string]string{"/a": "a"}))
+	fs := vfs.NewMemory(vfstest.Files(map[string]string{"/a": "a"}))
 	for _, tl := range Tools() {
 		_, err := tl.Run(ctx, &tool.Env{Files: fs}, json.RawMessage(minimalArgs[tl.Spec().Name]))
 		if err == nil {
@@ -350,7 +316,7 @@ func TestCancelled(t *testing.T) {
 
 // Optional arguments sent as null count as absent; required ones do not.
 func TestNullArguments(t *testing.T) {
-	fs := vfs.NewMemory(toFiles(map[string]string{"/a.txt": "x\ny\n", "/d/b.txt": "y"}))
+	fs := vfs.NewMemory(vfstest.Files(map[string]string{"/a.txt": "x\ny\n", "/d/b.txt": "y"}))
 	for _, c := range []struct{ tool, args, want string }{
 		{"ls", `{"path":null}`, "/a.txt (4 bytes)\n/d/"},
 		{"read_file", `{"file_path":"/a.txt","offset":null,"limit":null}`, "     1\tx\n     2\ty"},
@@ -370,7 +336,7 @@ func TestNullArguments(t *testing.T) {
 
 // The tools are shared by every call; run many at once under -race.
 func TestConcurrentUse(t *testing.T) {
-	shared := vfs.NewMemory(toFiles(map[string]string{"/src/a.go": "package a\n", "/README": "hi\n"}))
+	shared := vfs.NewMemory(vfstest.Files(map[string]string{"/src/a.go": "package a\n", "/README": "hi\n"}))
 	var wg sync.WaitGroup
 	for i := range 32 {
 		wg.Go(func() {

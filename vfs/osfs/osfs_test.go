@@ -13,6 +13,7 @@ import (
 
 	"github.com/deepagents-go/deepagents/vfs"
 	"github.com/deepagents-go/deepagents/vfs/osfs"
+	"github.com/deepagents-go/deepagents/vfs/vfstest"
 )
 
 var ctx = context.Background()
@@ -49,50 +50,13 @@ func newFS(t *testing.T, files map[string]string, opts ...osfs.Option) (*osfs.FS
 	return open(t, dir, opts...), dir
 }
 
-func walkPaths(t *testing.T, b vfs.Backend, dir string) []string {
-	t.Helper()
-	var out []string
-	for e, err := range b.Walk(ctx, dir) {
-		if err != nil {
-			t.Fatalf("Walk(%q): %v", dir, err)
-		}
-		out = append(out, e.Path)
-	}
-	return out
-}
-
-func listing(t *testing.T, b vfs.Backend, dir string) []string {
-	t.Helper()
-	es, err := b.List(ctx, dir)
-	if err != nil {
-		t.Fatalf("List(%q): %v", dir, err)
-	}
-	out := []string{}
-	for _, e := range es {
-		if e.IsDir {
-			out = append(out, e.Path+"/")
-		} else {
-			out = append(out, e.Path)
-		}
-	}
-	return out
-}
-
-func mustRead(t *testing.T, b vfs.Backend, p string) string {
-	t.Helper()
-	s, err := b.Read(ctx, p)
-	if err != nil {
-		t.Fatalf("Read(%q): %v", p, err)
-	}
-	return s
-}
-
-func wantErr(t *testing.T, err, target error, what string) {
-	t.Helper()
-	if !errors.Is(err, target) {
-		t.Errorf("%s: error %v, want one matching %v", what, err, target)
-	}
-}
+// The backend helpers of the conformance suite.
+var (
+	walkPaths = vfstest.Paths
+	listing   = vfstest.Listing
+	mustRead  = vfstest.MustRead
+	wantErr   = vfstest.WantErr
+)
 
 func diskRead(t *testing.T, path string) string {
 	t.Helper()

@@ -121,7 +121,8 @@ func walkAll(t *testing.T, b vfs.Backend, dir string) []vfs.Entry {
 	return out
 }
 
-func walkPaths(t *testing.T, b vfs.Backend, dir string) []string {
+// Paths returns the paths Walk(dir) yields, failing the test on an error.
+func Paths(t *testing.T, b vfs.Backend, dir string) []string {
 	t.Helper()
 	var out []string
 	for _, e := range walkAll(t, b, dir) {
@@ -130,8 +131,9 @@ func walkPaths(t *testing.T, b vfs.Backend, dir string) []string {
 	return out
 }
 
-// listing renders List(dir) as "path" for files and "path/" for directories.
-func listing(t *testing.T, b vfs.Backend, dir string) []string {
+// Listing renders List(dir) as "path" for files and "path/" for
+// directories, failing the test on an error.
+func Listing(t *testing.T, b vfs.Backend, dir string) []string {
 	t.Helper()
 	es, err := b.List(ctx, dir)
 	if err != nil {
@@ -148,7 +150,8 @@ func listing(t *testing.T, b vfs.Backend, dir string) []string {
 	return out
 }
 
-func mustRead(t *testing.T, b vfs.Backend, p string) string {
+// MustRead returns the content of p, failing the test on an error.
+func MustRead(t *testing.T, b vfs.Backend, p string) string {
 	t.Helper()
 	s, err := b.Read(ctx, p)
 	if err != nil {
@@ -164,7 +167,8 @@ func mustWrite(t *testing.T, b vfs.Backend, p, content string) {
 	}
 }
 
-func wantErr(t *testing.T, err, target error, what string) {
+// WantErr reports an error unless err matches target.
+func WantErr(t *testing.T, err, target error, what string) {
 	t.Helper()
 	if !errors.Is(err, target) {
 		t.Errorf("%s: error %v, want one matching %v", what, err, target)
@@ -176,7 +180,7 @@ func snapshot(t *testing.T, b vfs.Backend) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	for _, e := range walkAll(t, b, "/") {
-		out[e.Path] = mustRead(t, b, e.Path)
+		out[e.Path] = MustRead(t, b, e.Path)
 	}
 	return out
 }
@@ -217,7 +221,7 @@ func (s *suite) stat(t *testing.T) {
 	} {
 		e, err := b.Stat(ctx, c.path)
 		if c.err != nil {
-			wantErr(t, err, c.err, fmt.Sprintf("Stat(%q)", c.path))
+			WantErr(t, err, c.err, fmt.Sprintf("Stat(%q)", c.path))
 			continue
 		}
 		if err != nil {
@@ -239,19 +243,19 @@ func (s *suite) empty(t *testing.T) {
 	if es, err := b.List(ctx, "/"); err != nil || len(es) != 0 {
 		t.Errorf("List(/) of an empty backend = %v, %v; want no entries and no error", es, err)
 	}
-	if got := walkPaths(t, b, "/"); len(got) != 0 {
+	if got := Paths(t, b, "/"); len(got) != 0 {
 		t.Errorf("Walk(/) of an empty backend = %v", got)
 	}
 	_, err := b.Read(ctx, "/")
-	wantErr(t, err, vfs.ErrIsDir, "Read(/) of an empty backend")
+	WantErr(t, err, vfs.ErrIsDir, "Read(/) of an empty backend")
 	_, err = b.Stat(ctx, "/x")
-	wantErr(t, err, vfs.ErrNotFound, "Stat(/x) of an empty backend")
+	WantErr(t, err, vfs.ErrNotFound, "Stat(/x) of an empty backend")
 }
 
 func (s *suite) read(t *testing.T) {
 	b := s.make(t, tree)
 	for p, want := range map[string]string{"/a.txt": "hello", "d/e/f.txt": "fff", "/d/g": "", "/d/./e/f.txt/": "fff"} {
-		if got := mustRead(t, b, p); got != want {
+		if got := MustRead(t, b, p); got != want {
 			t.Errorf("Read(%q) = %q, want %q", p, got, want)
 		}
 	}
@@ -268,7 +272,7 @@ func (s *suite) read(t *testing.T) {
 		{"/d/e/f", vfs.ErrNotFound},
 	} {
 		got, err := b.Read(ctx, c.path)
-		wantErr(t, err, c.err, fmt.Sprintf("Read(%q)", c.path))
+		WantErr(t, err, c.err, fmt.Sprintf("Read(%q)", c.path))
 		if got != "" {
 			t.Errorf("failed Read(%q) returned content %q", c.path, got)
 		}
@@ -292,7 +296,7 @@ func (s *suite) content(t *testing.T) {
 	t.Run("seeded", func(t *testing.T) {
 		b := s.make(t, contents)
 		for p, want := range contents {
-			if got := mustRead(t, b, p); got != want {
+			if got := MustRead(t, b, p); got != want {
 				t.Errorf("Read(%q) = %d bytes, want %d: content differs", p, len(got), len(want))
 			}
 			if e, err := b.Stat(ctx, p); err != nil || e.Size != int64(len(want)) {
@@ -320,7 +324,7 @@ func (s *suite) content(t *testing.T) {
 			mustWrite(t, b, "/w"+p, c)
 		}
 		for p, want := range contents {
-			if got := mustRead(t, b, "/w"+p); got != want {
+			if got := MustRead(t, b, "/w"+p); got != want {
 				t.Errorf("Read(%q) after Write = %d bytes, want %d: content differs", "/w"+p, len(got), len(want))
 			}
 		}
@@ -333,7 +337,7 @@ func (s *suite) write(t *testing.T) {
 
 	// A new file, with its parents.
 	mustWrite(t, b, "/new/deep/x.txt", "x")
-	if got := mustRead(t, b, "/new/deep/x.txt"); got != "x" {
+	if got := MustRead(t, b, "/new/deep/x.txt"); got != "x" {
 		t.Errorf("Read after Write = %q", got)
 	}
 	e, err := b.Stat(ctx, "/new/deep/x.txt")
@@ -348,26 +352,26 @@ func (s *suite) write(t *testing.T) {
 			t.Errorf("Stat(%q) after writing below it = %+v, %v; want a directory", d, e, err)
 		}
 	}
-	if got, want := listing(t, b, "/new"), []string{"/new/deep/"}; !slices.Equal(got, want) {
+	if got, want := Listing(t, b, "/new"), []string{"/new/deep/"}; !slices.Equal(got, want) {
 		t.Errorf("List(/new) = %v, want %v", got, want)
 	}
 
 	// Replacing a file.
 	mustWrite(t, b, "/a.txt", "replaced, longer")
-	if got := mustRead(t, b, "/a.txt"); got != "replaced, longer" {
+	if got := MustRead(t, b, "/a.txt"); got != "replaced, longer" {
 		t.Errorf("Read after overwrite = %q", got)
 	}
 	if e, err := b.Stat(ctx, "/a.txt"); err != nil || e.Size != int64(len("replaced, longer")) {
 		t.Errorf("Stat after overwrite = %+v, %v", e, err)
 	}
 	mustWrite(t, b, "/a.txt", "")
-	if got := mustRead(t, b, "/a.txt"); got != "" {
+	if got := MustRead(t, b, "/a.txt"); got != "" {
 		t.Errorf("Read after overwriting with nothing = %q", got)
 	}
 
 	// Unclean and relative paths land on the clean path.
 	mustWrite(t, b, "rel//./r.txt/", "r")
-	if got := mustRead(t, b, "/rel/r.txt"); got != "r" {
+	if got := MustRead(t, b, "/rel/r.txt"); got != "r" {
 		t.Errorf("Read(/rel/r.txt) after Write(rel//./r.txt/) = %q", got)
 	}
 	// Beside an existing file in an existing directory.
@@ -400,7 +404,7 @@ func (s *suite) writeRefused(t *testing.T) {
 		{"/d/g/h/i", vfs.ErrNotDir},
 		{"/d/e/f.txt/x", vfs.ErrNotDir},
 	} {
-		wantErr(t, b.Write(ctx, c.path, "z"), c.err, fmt.Sprintf("Write(%q)", c.path))
+		WantErr(t, b.Write(ctx, c.path, "z"), c.err, fmt.Sprintf("Write(%q)", c.path))
 	}
 	if got := snapshot(t, b); !maps.Equal(got, before) {
 		t.Errorf("refused writes changed the files: %v, want %v", sortedKeys(got), sortedKeys(before))
@@ -419,7 +423,7 @@ func (s *suite) writeWhereDirWas(t *testing.T) {
 	if e, err := b.Stat(ctx, "/src"); err != nil || e.IsDir {
 		t.Errorf("Stat(/src) = %+v, %v; want a file", e, err)
 	}
-	if got := walkPaths(t, b, "/"); !slices.Equal(got, []string{"/src"}) {
+	if got := Paths(t, b, "/"); !slices.Equal(got, []string{"/src"}) {
 		t.Errorf("Walk(/) = %v", got)
 	}
 	// And a directory where a file was.
@@ -427,7 +431,7 @@ func (s *suite) writeWhereDirWas(t *testing.T) {
 		t.Fatalf("Delete(/src) = %d, %v; want 1", n, err)
 	}
 	mustWrite(t, b, "/src/again", "a")
-	if got := walkPaths(t, b, "/"); !slices.Equal(got, []string{"/src/again"}) {
+	if got := Paths(t, b, "/"); !slices.Equal(got, []string{"/src/again"}) {
 		t.Errorf("Walk(/) = %v", got)
 	}
 }
@@ -442,9 +446,9 @@ func (s *suite) delete(t *testing.T) {
 		t.Errorf("Delete(file) = %d, %v; want 1", n, err)
 	}
 	_, err := b.Stat(ctx, "/a.txt")
-	wantErr(t, err, vfs.ErrNotFound, "Stat of a deleted file")
+	WantErr(t, err, vfs.ErrNotFound, "Stat of a deleted file")
 	_, err = b.Read(ctx, "/a.txt")
-	wantErr(t, err, vfs.ErrNotFound, "Read of a deleted file")
+	WantErr(t, err, vfs.ErrNotFound, "Read of a deleted file")
 
 	if n, err := b.Delete(ctx, "/src/sub"); n != 2 || err != nil {
 		t.Errorf("Delete(/src/sub) = %d, %v; want 2", n, err)
@@ -454,9 +458,9 @@ func (s *suite) delete(t *testing.T) {
 	}
 	for _, p := range []string{"/src", "/src/b", "/src/sub", "/src/sub/c"} {
 		_, err := b.Stat(ctx, p)
-		wantErr(t, err, vfs.ErrNotFound, "Stat("+p+") after deleting its directory")
+		WantErr(t, err, vfs.ErrNotFound, "Stat("+p+") after deleting its directory")
 	}
-	if got, want := walkPaths(t, b, "/"), []string{"/other/z", "/src.go", "/srcdir/y", "/srcx"}; !slices.Equal(got, want) {
+	if got, want := Paths(t, b, "/"), []string{"/other/z", "/src.go", "/srcdir/y", "/srcx"}; !slices.Equal(got, want) {
 		t.Errorf("files left = %v, want %v (a directory's delete must not touch siblings sharing its prefix)", got, want)
 	}
 	for _, c := range []struct {
@@ -470,7 +474,7 @@ func (s *suite) delete(t *testing.T) {
 		{"/src.g", vfs.ErrNotFound},
 	} {
 		n, err := b.Delete(ctx, c.path)
-		wantErr(t, err, c.err, fmt.Sprintf("Delete(%q)", c.path))
+		WantErr(t, err, c.err, fmt.Sprintf("Delete(%q)", c.path))
 		if n != 0 {
 			t.Errorf("failed Delete(%q) says %d files went", c.path, n)
 		}
@@ -499,16 +503,16 @@ func (s *suite) deleteLastFile(t *testing.T) {
 			if es, err := b.List(ctx, d); err != nil || len(es) > 1 || d == "/d/e" && len(es) != 0 {
 				t.Errorf("List(%q) of an emptied directory = %v, %v", d, es, err)
 			}
-			if got := walkPaths(t, b, d); len(got) != 0 {
+			if got := Paths(t, b, d); len(got) != 0 {
 				t.Errorf("Walk(%q) of an emptied directory = %v", d, got)
 			}
 		}
 	}
-	if got := walkPaths(t, b, "/"); !slices.Equal(got, []string{"/keep"}) {
+	if got := Paths(t, b, "/"); !slices.Equal(got, []string{"/keep"}) {
 		t.Errorf("Walk(/) = %v, want [/keep]", got)
 	}
 	mustWrite(t, b, "/d/e/again", "a")
-	if got := mustRead(t, b, "/d/e/again"); got != "a" {
+	if got := MustRead(t, b, "/d/e/again"); got != "a" {
 		t.Errorf("Read = %q", got)
 	}
 }
@@ -530,7 +534,7 @@ func (s *suite) deleteRoot(t *testing.T) {
 	if n != len(files) {
 		t.Errorf("Delete(/) = %d, want %d", n, len(files))
 	}
-	if got := walkPaths(t, b, "/"); len(got) != 0 {
+	if got := Paths(t, b, "/"); len(got) != 0 {
 		t.Errorf("files left after Delete(/): %v", got)
 	}
 	if e, err := b.Stat(ctx, "/"); err != nil || !e.IsDir {
@@ -563,7 +567,7 @@ func (s *suite) list(t *testing.T) {
 		{"/c", []string{"/c/d/"}},
 		{"/c/d/", []string{"/c/d/e"}},
 	} {
-		if got := listing(t, b, c.dir); !slices.Equal(got, c.want) {
+		if got := Listing(t, b, c.dir); !slices.Equal(got, c.want) {
 			t.Errorf("List(%q) = %v, want %v", c.dir, got, c.want)
 		}
 	}
@@ -588,7 +592,7 @@ func (s *suite) list(t *testing.T) {
 		{"/a.m", vfs.ErrNotFound},
 	} {
 		es, err := b.List(ctx, c.dir)
-		wantErr(t, err, c.err, fmt.Sprintf("List(%q)", c.dir))
+		WantErr(t, err, c.err, fmt.Sprintf("List(%q)", c.dir))
 		if len(es) != 0 {
 			t.Errorf("failed List(%q) returned %v", c.dir, es)
 		}
@@ -616,10 +620,10 @@ var orderTree = map[string]string{
 
 func (s *suite) listOrder(t *testing.T) {
 	b := s.make(t, orderTree)
-	if got, want := listing(t, b, "/"), []string{"/A", "/_u", "/a/", "/a b/", "/a-b", "/a.md", "/a0/", "/z/", "/~t", "/é"}; !slices.Equal(got, want) {
+	if got, want := Listing(t, b, "/"), []string{"/A", "/_u", "/a/", "/a b/", "/a-b", "/a.md", "/a0/", "/z/", "/~t", "/é"}; !slices.Equal(got, want) {
 		t.Errorf("List(/) = %v, want %v (sorted by path, bytewise)", got, want)
 	}
-	if got, want := listing(t, b, "/a"), []string{"/a/.h", "/a/b/", "/a/b-c", "/a/b.c/", "/a/x"}; !slices.Equal(got, want) {
+	if got, want := Listing(t, b, "/a"), []string{"/a/.h", "/a/b/", "/a/b-c", "/a/b.c/", "/a/x"}; !slices.Equal(got, want) {
 		t.Errorf("List(/a) = %v, want %v", got, want)
 	}
 }
@@ -643,7 +647,7 @@ func (s *suite) walk(t *testing.T) {
 		{"/a.m", nil},
 		{"/a/y.m", nil},
 	} {
-		if got := walkPaths(t, b, c.dir); !slices.Equal(got, c.want) {
+		if got := Paths(t, b, c.dir); !slices.Equal(got, c.want) {
 			t.Errorf("Walk(%q) = %v, want %v", c.dir, got, c.want)
 		}
 	}
@@ -660,7 +664,7 @@ func (s *suite) walk(t *testing.T) {
 func (s *suite) walkOrder(t *testing.T) {
 	b := s.make(t, orderTree)
 	want := sortedKeys(orderTree)
-	if got := walkPaths(t, b, "/"); !slices.Equal(got, want) {
+	if got := Paths(t, b, "/"); !slices.Equal(got, want) {
 		t.Errorf("Walk(/) = %v, want %v (sorted by path, bytewise)", got, want)
 	}
 	var below []string
@@ -669,7 +673,7 @@ func (s *suite) walkOrder(t *testing.T) {
 			below = append(below, p)
 		}
 	}
-	if got := walkPaths(t, b, "/a"); !slices.Equal(got, below) {
+	if got := Paths(t, b, "/a"); !slices.Equal(got, below) {
 		t.Errorf("Walk(/a) = %v, want %v", got, below)
 	}
 }
@@ -727,7 +731,7 @@ func (s *suite) names(t *testing.T) {
 	if got := snapshot(t, w); !maps.Equal(got, files) {
 		t.Errorf("written files read back as %v, want %v", got, files)
 	}
-	if got, want := listing(t, w, "/.hidden"), []string{"/.hidden/.dot"}; !slices.Equal(got, want) {
+	if got, want := Listing(t, w, "/.hidden"), []string{"/.hidden/.dot"}; !slices.Equal(got, want) {
 		t.Errorf("List(/.hidden) = %v, want %v", got, want)
 	}
 	for p := range files {
@@ -735,7 +739,7 @@ func (s *suite) names(t *testing.T) {
 			t.Errorf("Delete(%q) = %d, %v", p, n, err)
 		}
 	}
-	if got := walkPaths(t, w, "/"); len(got) != 0 {
+	if got := Paths(t, w, "/"); len(got) != 0 {
 		t.Errorf("files left: %q", got)
 	}
 }
@@ -747,17 +751,17 @@ func (s *suite) invalid(t *testing.T) {
 	for _, p := range invalidPaths {
 		what := func(op string) string { return fmt.Sprintf("%s(%q)", op, p) }
 		_, err := b.Stat(ctx, p)
-		wantErr(t, err, vfs.ErrInvalidPath, what("Stat"))
+		WantErr(t, err, vfs.ErrInvalidPath, what("Stat"))
 		_, err = b.Read(ctx, p)
-		wantErr(t, err, vfs.ErrInvalidPath, what("Read"))
-		wantErr(t, b.Write(ctx, p, "z"), vfs.ErrInvalidPath, what("Write"))
+		WantErr(t, err, vfs.ErrInvalidPath, what("Read"))
+		WantErr(t, b.Write(ctx, p, "z"), vfs.ErrInvalidPath, what("Write"))
 		n, err := b.Delete(ctx, p)
-		wantErr(t, err, vfs.ErrInvalidPath, what("Delete"))
+		WantErr(t, err, vfs.ErrInvalidPath, what("Delete"))
 		if n != 0 {
 			t.Errorf("%s says %d files went", what("Delete"), n)
 		}
 		_, err = b.List(ctx, p)
-		wantErr(t, err, vfs.ErrInvalidPath, what("List"))
+		WantErr(t, err, vfs.ErrInvalidPath, what("List"))
 		errs := 0
 		for e, err := range b.Walk(ctx, p) {
 			if err == nil {
@@ -765,7 +769,7 @@ func (s *suite) invalid(t *testing.T) {
 				continue
 			}
 			errs++
-			wantErr(t, err, vfs.ErrInvalidPath, what("Walk"))
+			WantErr(t, err, vfs.ErrInvalidPath, what("Walk"))
 		}
 		if errs == 0 {
 			t.Errorf("%s yielded no error", what("Walk"))
@@ -880,10 +884,10 @@ func (s *suite) concurrentOneFile(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if got := mustRead(t, b, "/same.txt"); !valid[got] || got == "seed" {
+	if got := MustRead(t, b, "/same.txt"); !valid[got] || got == "seed" {
 		t.Errorf("final content is not one of the written versions (%d bytes)", len(got))
 	}
-	if got := walkPaths(t, b, "/"); !slices.Equal(got, []string{"/same.txt"}) {
+	if got := Paths(t, b, "/"); !slices.Equal(got, []string{"/same.txt"}) {
 		t.Errorf("files after concurrent writes of one file: %v", got)
 	}
 }
@@ -913,7 +917,7 @@ func (s *suite) concurrentFileAndDir(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Stat(%q) after the race: %v", p, err)
 		}
-		below := walkPaths(t, b, p)
+		below := Paths(t, b, p)
 		if !e.IsDir && !slices.Equal(below, []string{p}) {
 			t.Fatalf("round %d: %s is a file and has files below it: %v", round, p, below)
 		}
@@ -921,9 +925,47 @@ func (s *suite) concurrentFileAndDir(t *testing.T) {
 			t.Fatalf("round %d: %s is a directory and a file: %v", round, p, below)
 		}
 		if !e.IsDir {
-			if got := mustRead(t, b, p); got != "file" {
+			if got := MustRead(t, b, p); got != "file" {
 				t.Fatalf("round %d: Read(%q) = %q", round, p, got)
 			}
 		}
 	}
+}
+
+// Files turns {path: content} into the files of a vfs.Memory.
+func Files(files map[string]string) map[string]vfs.File {
+	out := make(map[string]vfs.File, len(files))
+	for p, c := range files {
+		out[p] = vfs.File{Content: c}
+	}
+	return out
+}
+
+// MixedLayer returns a layer that shows exactly files, built the hard way:
+// every other file lives in the layer over a stale base copy, and the base
+// also holds files the layer deleted (tombstones).
+func MixedLayer(t *testing.T, files map[string]string) vfs.Backend {
+	t.Helper()
+	keys := sortedKeys(files)
+	base := map[string]string{"/zz-gone.txt": "gone", "/zz-gone-dir/a": "gone"}
+	var top []string
+	for i, k := range keys {
+		base[k] = files[k]
+		if i%2 == 1 {
+			base[k] = "stale " + files[k]
+			top = append(top, k)
+		}
+	}
+	l := vfs.NewMemory(Files(base)).Branch()
+	for _, k := range top {
+		if err := l.Write(ctx, k, files[k]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range []string{"/zz-gone.txt", "/zz-gone-dir"} {
+		if _, err := l.Delete(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return l
 }

@@ -1,11 +1,8 @@
 package vfstest_test
 
 import (
-	"context"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"testing"
 
 	"github.com/deepagents-go/deepagents/vfs"
@@ -13,67 +10,35 @@ import (
 	"github.com/deepagents-go/deepagents/vfs/vfstest"
 )
 
-func toFiles(files map[string]string) map[string]vfs.File {
-	out := make(map[string]vfs.File, len(files))
-	for p, c := range files {
-		out[p] = vfs.File{Content: c}
-	}
-	return out
-}
-
 func TestMemory(t *testing.T) {
 	vfstest.Run(t, func(t *testing.T, files map[string]string) vfs.Backend {
-		return vfs.NewMemory(toFiles(files))
+		return vfs.NewMemory(vfstest.Files(files))
 	})
 }
 
 // The files are in the base; the layer starts empty.
 func TestLayer(t *testing.T) {
 	vfstest.Run(t, func(t *testing.T, files map[string]string) vfs.Backend {
-		return vfs.NewMemory(toFiles(files)).Branch()
+		return vfs.NewMemory(vfstest.Files(files)).Branch()
 	})
 }
 
 // Every other file lives in the layer over a stale base copy, and the base
 // holds files the layer deleted: the suite must see exactly files.
 func TestLayerMixed(t *testing.T) {
-	vfstest.Run(t, func(t *testing.T, files map[string]string) vfs.Backend {
-		keys := slices.Sorted(maps.Keys(files))
-		base := map[string]string{"/zz-gone.txt": "gone", "/zz-gone-dir/a": "gone"}
-		var top []string
-		for i, k := range keys {
-			base[k] = files[k]
-			if i%2 == 1 {
-				base[k] = "stale " + files[k]
-				top = append(top, k)
-			}
-		}
-		l := vfs.NewMemory(toFiles(base)).Branch()
-		ctx := context.Background()
-		for _, k := range top {
-			if err := l.Write(ctx, k, files[k]); err != nil {
-				t.Fatal(err)
-			}
-		}
-		for _, p := range []string{"/zz-gone.txt", "/zz-gone-dir"} {
-			if _, err := l.Delete(ctx, p); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return l
-	})
+	vfstest.Run(t, vfstest.MixedLayer)
 }
 
 // A layer over a layer, as a subagent's call sees its parent's call.
 func TestNestedLayer(t *testing.T) {
 	vfstest.Run(t, func(t *testing.T, files map[string]string) vfs.Backend {
-		return vfs.NewMemory(toFiles(files)).Branch().Branch()
+		return vfs.NewMemory(vfstest.Files(files)).Branch().Branch()
 	})
 }
 
 func TestTracked(t *testing.T) {
 	vfstest.Run(t, func(t *testing.T, files map[string]string) vfs.Backend {
-		return vfs.Track(vfs.NewMemory(toFiles(files)))
+		return vfs.Track(vfs.NewMemory(vfstest.Files(files)))
 	})
 }
 
