@@ -23,6 +23,23 @@ import (
 
 var fileTools = fstools.Names
 
+// invokeScenario runs a checked-in scenario through the Go API and returns
+// the result and the model, whose records show what every call was sent.
+func invokeScenario(t *testing.T, name string) (*agent.Result, *scripted.Model) {
+	t.Helper()
+	sc := loadScenario(t, name)
+	model := sc.Model()
+	a, err := sc.Build(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.Invoke(t.Context(), agent.Input{Messages: sc.Input})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, model
+}
+
 func withTask(names []string) []string { return append(slices.Clone(names), "task") }
 
 // F1, F9 and the seed's per-round table: parent 8 tools with task, child 7
@@ -270,16 +287,7 @@ func TestStructuredReceiptFromGoType(t *testing.T) {
 
 // F20-F22: what a fork sees, and the refusal of its own task call.
 func TestForkInheritsAndRefuses(t *testing.T) {
-	sc := loadScenario(t, "fork-refusal")
-	model := sc.Model()
-	a, err := sc.Build(model)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := a.Invoke(t.Context(), agent.Input{Messages: sc.Input})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res, model := invokeScenario(t, "fork-refusal")
 	recs := model.Records()
 	if len(recs) != 4 {
 		t.Fatalf("%d model calls; the fork's task call must run nothing", len(recs))
@@ -433,16 +441,7 @@ func TestStateComingBack(t *testing.T) {
 // F31: two task calls in one message run concurrently, measured from the
 // recorded model-call intervals, and come back in call order.
 func TestParallelDelegation(t *testing.T) {
-	sc := loadScenario(t, "parallel")
-	model := sc.Model()
-	a, err := sc.Build(model)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := a.Invoke(t.Context(), agent.Input{Messages: sc.Input})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res, model := invokeScenario(t, "parallel")
 	first := map[string]scripted.Record{}
 	for _, r := range model.Records() {
 		if r.Who == "general-purpose" && r.Round == 0 {
