@@ -350,8 +350,7 @@ func (r *run) toolTokens(req *llm.Request) int {
 	if sameSpecs(req.Tools, r.a.specs) {
 		return r.a.toolTokens()
 	}
-	_, total := tokens.Tools(req.Tools)
-	return total.O200k
+	return tokens.ToolsO200k(req.Tools)
 }
 
 func sameSpecs(a, b []llm.ToolSpec) bool {
@@ -359,10 +358,7 @@ func sameSpecs(a, b []llm.ToolSpec) bool {
 }
 
 func (a *Agent) toolTokens() int {
-	a.tokOnce.Do(func() {
-		_, total := tokens.Tools(a.specs)
-		a.tokTotal = total.O200k
-	})
+	a.tokOnce.Do(func() { a.tokTotal = tokens.ToolsO200k(a.specs) })
 	return a.tokTotal
 }
 

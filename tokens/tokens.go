@@ -94,11 +94,42 @@ type ToolCount struct {
 	Cl100k    int    `json:"cl100k"`
 }
 
-var toolMemo sync.Map // key string -> ToolCount
+var (
+	toolMemo  sync.Map // key string -> ToolCount
+	o200kMemo sync.Map // key string -> int
+)
+
+func toolKey(spec llm.ToolSpec) string {
+	return spec.Name + "\x00" + spec.Description + "\x00" + string(spec.Parameters)
+}
+
+// ToolO200k returns the memoised o200k cost of spec alone: what the agent
+// loop reports on every request, without loading the cl100k vocabulary.
+func ToolO200k(spec llm.ToolSpec) int {
+	key := toolKey(spec)
+	if v, ok := toolMemo.Load(key); ok {
+		return v.(ToolCount).O200k
+	}
+	if v, ok := o200kMemo.Load(key); ok {
+		return v.(int)
+	}
+	n := Count(O200k, ToolJSON(spec))
+	o200kMemo.Store(key, n)
+	return n
+}
+
+// ToolsO200k is the o200k cost of specs together.
+func ToolsO200k(specs []llm.ToolSpec) int {
+	n := 0
+	for _, s := range specs {
+		n += ToolO200k(s)
+	}
+	return n
+}
 
 // Tool returns the memoised cost of spec.
 func Tool(spec llm.ToolSpec) ToolCount {
-	key := spec.Name + "\x00" + spec.Description + "\x00" + string(spec.Parameters)
+	key := toolKey(spec)
 	if v, ok := toolMemo.Load(key); ok {
 		return v.(ToolCount)
 	}

@@ -60,3 +60,14 @@ func TestMessagesFraming(t *testing.T) {
 		t.Error("Chars counts code points")
 	}
 }
+
+func TestToolO200kMatchesTool(t *testing.T) {
+	spec := llm.ToolSpec{Name: "grep", Description: "Search.", Parameters: json.RawMessage(`{"type":"object","properties":{"pattern":{"type":"string"}}}`)}
+	fast := ToolO200k(spec)
+	if full := Tool(spec); fast != full.O200k || fast == 0 {
+		t.Errorf("ToolO200k %d, Tool %+v", fast, full)
+	}
+	if ToolsO200k([]llm.ToolSpec{spec, spec}) != 2*fast {
+		t.Error("ToolsO200k")
+	}
+}
