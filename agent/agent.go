@@ -97,6 +97,11 @@ type StepInfo struct {
 	Agent string // path
 	Round int
 	State *State // read-only
+	// Files is the run's filesystem. BeforeModel may write to it: nothing
+	// else runs during BeforeModel.
+	Files vfs.Backend
+	// Emit adds an event to the run's stream (the agent path is filled in).
+	Emit func(Event)
 }
 
 // ResponseFormat is a structured final response: a named JSON schema.

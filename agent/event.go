@@ -19,6 +19,7 @@ const (
 	ModelRequest  EventType = "model.request"
 	ModelDelta    EventType = "model.delta" // only when streaming
 	ModelResponse EventType = "model.response"
+	ModelRetry    EventType = "model.retry" // a failed model call attempt is retried after a wait
 	ToolStart     EventType = "tool.start"
 	ToolProgress  EventType = "tool.progress"
 	ToolEnd       EventType = "tool.end"
@@ -46,6 +47,7 @@ type Event struct {
 	Request  *RequestInfo     `json:"request,omitempty"`
 	Delta    *llm.StreamEvent `json:"delta,omitempty"`
 	Response *ResponseInfo    `json:"response,omitempty"`
+	Retry    *RetryInfo       `json:"retry,omitempty"`
 	Tool     *ToolInfo        `json:"tool,omitempty"`
 	File     *FileInfo        `json:"file,omitempty"`
 	Conflict *vfs.Conflict    `json:"conflict,omitempty"`
@@ -80,6 +82,17 @@ type ResponseInfo struct {
 	ToolCalls  []string       `json:"tool_calls,omitempty"` // names, in order
 	DurationMS float64        `json:"duration_ms"`
 	Message    *llm.Message   `json:"-"`
+}
+
+// RetryInfo describes a model call attempt that failed and will be retried.
+type RetryInfo struct {
+	Round   int     `json:"round"`
+	Attempt int     `json:"attempt"` // 1 for the first retry
+	WaitMS  float64 `json:"wait_ms"`
+	// Kind is the failure's llm.ErrorKind ("rate_limit", "server", ...),
+	// empty when the provider gave none.
+	Kind  llm.ErrorKind `json:"kind,omitempty"`
+	Error string        `json:"error"`
 }
 
 // ToolInfo describes a tool call (tool.start, tool.progress, tool.end).

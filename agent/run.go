@@ -265,7 +265,7 @@ func (r *run) steps(ctx context.Context) (Status, error) {
 		req := &llm.Request{System: r.system, Messages: r.state.Messages[:n:n], Tools: a.specs}
 		for _, m := range a.cfg.Middleware {
 			if m.BeforeModel != nil {
-				if err := m.BeforeModel(ctx, StepInfo{Agent: r.path, Round: r.rounds, State: &r.state}, req); err != nil {
+				if err := m.BeforeModel(ctx, StepInfo{Agent: r.path, Round: r.rounds, State: &r.state, Files: r.backend, Emit: r.emit}, req); err != nil {
 					return StatusError, fmt.Errorf("middleware %s: %w", m.Name, err)
 				}
 			}
@@ -275,7 +275,9 @@ func (r *run) steps(ctx context.Context) (Status, error) {
 			Tools: r.toolNames(req), ToolTokens: r.toolTokens(req),
 		}})
 		start := time.Now()
-		mctx := llm.WithCallInfo(ctx, llm.CallInfo{Agent: a.name, Instance: r.instance, Path: r.path, Task: r.task, Round: r.rounds})
+		round := r.rounds
+		mctx := llm.WithCallInfo(ctx, llm.CallInfo{Agent: a.name, Instance: r.instance, Path: r.path, Task: r.task, Round: round,
+			OnRetry: func(rt llm.Retry) { r.emit(retryEvent(round, rt)) }})
 		resp, err := r.callModel(mctx, req)
 		r.rounds++
 		if err != nil {
@@ -617,6 +619,18 @@ func (r *run) invoke(ctx context.Context, tc *ToolCall, host Host) (res tool.Res
 		return tool.Errorf("Error: %v", err), nil, ""
 	}
 	return res, nil, ""
+}
+
+func retryEvent(round int, rt llm.Retry) Event {
+	info := &RetryInfo{Round: round, Attempt: rt.Attempt, WaitMS: ms(rt.Wait)}
+	if rt.Err != nil {
+		info.Error = rt.Err.Error()
+	}
+	var ae *llm.APIError
+	if errors.As(rt.Err, &ae) {
+		info.Kind = ae.Kind
+	}
+	return Event{Type: ModelRetry, Retry: info}
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"iter"
 	"strings"
+	"time"
 )
 
 // StreamEventType tags a StreamEvent.
@@ -158,6 +159,26 @@ type CallInfo struct {
 	Task string
 	// Round is the number of model calls this run made before this one.
 	Round int
+	// OnRetry, when set, is told about every failed attempt of this call that
+	// will be tried again, before the wait. Providers report through
+	// NotifyRetry; the agent loop turns each notice into an event.
+	OnRetry func(Retry)
+}
+
+// Retry describes a failed attempt of a model call that is about to be
+// retried.
+type Retry struct {
+	Attempt int           // the retry about to happen: 1 for the first
+	Wait    time.Duration // how long until it starts
+	Err     error         // why the previous attempt failed
+}
+
+// NotifyRetry tells the caller in ctx, if it asked (CallInfo.OnRetry), that
+// an attempt failed and another follows after r.Wait.
+func NotifyRetry(ctx context.Context, r Retry) {
+	if ci, ok := CallInfoFrom(ctx); ok && ci.OnRetry != nil {
+		ci.OnRetry(r)
+	}
 }
 
 type callInfoKey struct{}

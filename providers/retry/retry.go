@@ -82,7 +82,9 @@ func Do[T any](ctx context.Context, p Policy, fn func(ctx context.Context) (T, e
 		if err == nil || ctx.Err() != nil || p.MaxRetries < 0 || n >= p.MaxRetries || !p.Retryable(err) {
 			return v, err
 		}
-		if serr := p.Sleep(ctx, p.Backoff(n, err)); serr != nil {
+		wait := p.Backoff(n, err)
+		llm.NotifyRetry(ctx, llm.Retry{Attempt: n + 1, Wait: wait, Err: err})
+		if serr := p.Sleep(ctx, wait); serr != nil {
 			return v, err
 		}
 	}
@@ -114,7 +116,9 @@ func Stream(ctx context.Context, p Policy, open func(ctx context.Context) iter.S
 				yield(llm.StreamEvent{}, failed)
 				return
 			}
-			if serr := p.Sleep(ctx, p.Backoff(n, failed)); serr != nil {
+			wait := p.Backoff(n, failed)
+			llm.NotifyRetry(ctx, llm.Retry{Attempt: n + 1, Wait: wait, Err: failed})
+			if serr := p.Sleep(ctx, wait); serr != nil {
 				yield(llm.StreamEvent{}, failed)
 				return
 			}
