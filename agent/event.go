@@ -28,6 +28,9 @@ const (
 	FileConflict  EventType = "file.conflict"
 	SubagentStart EventType = "subagent.start"
 	SubagentEnd   EventType = "subagent.end"
+	// Notice is something a middleware wants the user to know that is not a
+	// failure of the run, e.g. a large text that could not be saved to a file.
+	Notice EventType = "notice"
 )
 
 // Event is one thing that happened in a run. Exactly one of the payload
@@ -52,6 +55,7 @@ type Event struct {
 	File     *FileInfo        `json:"file,omitempty"`
 	Conflict *vfs.Conflict    `json:"conflict,omitempty"`
 	Subagent *SubagentInfo    `json:"subagent,omitempty"`
+	Notice   *NoticeInfo      `json:"notice,omitempty"`
 }
 
 // RunInfo is the payload of run.start and run.end.
@@ -127,4 +131,10 @@ type SubagentInfo struct {
 	Usage  llm.Usage `json:"usage,omitzero"`
 	// Run is the child's finished run, transcript included (end only).
 	Run *Result `json:"-"`
+}
+
+// NoticeInfo is the payload of a notice event.
+type NoticeInfo struct {
+	Source string `json:"source"` // who reports it, e.g. a middleware's name
+	Text   string `json:"text"`
 }

@@ -1,0 +1,289 @@
+// Package offload keeps very large texts out of the model's context without
+// losing them: a tool result or a user message over a token threshold is
+// saved to a file, and the model gets a short notice instead — where the file
+// is, how to read it in pages with read_file, and a preview of its first and
+// last lines.
+//
+// Tool results are saved through the call's own view of the filesystem, so
+// the write is merged and reported like any tool's write (a file.write event
+// with the call's id); the run's messages, events and transcript carry the
+// notice. A user message keeps its full text in the run's state: only the
+// request sent to the model carries the notice.
+//
+// Sizes are o200k token counts (package tokens). Texts whose byte length
+// cannot exceed a threshold are never tokenised.
+package offload
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/fstools"
+	"github.com/deepagents-go/deepagents/internal/safefile"
+	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/tokens"
+	"github.com/deepagents-go/deepagents/tool"
+	"github.com/deepagents-go/deepagents/vfs"
+)
+
+// Default thresholds, in o200k tokens.
+const (
+	DefaultToolResultTokens  = 20000
+	DefaultUserMessageTokens = 50000
+)
+
+// Name is the middleware's name, also the source of its notice events.
+const Name = "offload"
+
+// Config sets the thresholds, in o200k tokens. A text is offloaded when it
+// is longer than its threshold; a threshold of 0 turns that kind of
+// offloading off. The zero Config offloads nothing; Defaults gives the
+// defaults.
+type Config struct {
+	// ToolResultTokens applies to every tool result, except the file tools,
+	// which cap their own output and are never offloaded.
+	ToolResultTokens int
+	// PerTool overrides ToolResultTokens for the named tools (0 turns
+	// offloading off for that tool).
+	PerTool map[string]int
+	// UserMessageTokens applies to every user message of a model request.
+	UserMessageTokens int
+}
+
+// Defaults returns the default thresholds.
+func Defaults() Config {
+	return Config{ToolResultTokens: DefaultToolResultTokens, UserMessageTokens: DefaultUserMessageTokens}
+}
+
+// Exempt reports whether the named tool's results are never offloaded: the
+// file tools limit their own output, and offloading what read_file returns
+// would send the model round in circles.
+func Exempt(toolName string) bool { return slices.Contains(fstools.Names, toolName) }
+
+// Validate reports a Config that cannot act as written.
+func (c Config) Validate() error {
+	if c.ToolResultTokens < 0 || c.UserMessageTokens < 0 {
+		return errors.New("offload: thresholds must not be negative (0 turns offloading off)")
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.PerTool)) {
+		switch n := c.PerTool[name]; {
+		case n < 0:
+			return fmt.Errorf("offload: the threshold for tool %s must not be negative (0 turns offloading off for it)", name)
+		case Exempt(name):
+			return fmt.Errorf("offload: %s caps its own output and is never offloaded; remove it from the per-tool thresholds", name)
+		}
+	}
+	return nil
+}
+
+// New returns the offloading middleware for cfg. It has no tools and no
+// prompt section; it is safe to share between agents and runs.
+func New(cfg Config) (agent.Middleware, error) {
+	if err := cfg.Validate(); err != nil {
+		return agent.Middleware{}, err
+	}
+	cfg.PerTool = maps.Clone(cfg.PerTool) // the caller may change theirs
+	o := &offloader{cfg: cfg, memo: map[[sha256.Size]byte]int{}}
+	m := agent.Middleware{Name: Name}
+	if o.anyToolLimit() {
+		m.WrapTool = o.wrapTool
+	}
+	if o.cfg.UserMessageTokens > 0 {
+		m.BeforeModel = o.beforeModel
+	}
+	return m, nil
+}
+
+type offloader struct {
+	cfg Config
+
+	mu   sync.Mutex
+	memo map[[sha256.Size]byte]int // token counts of long user messages
+}
+
+// maxMemo bounds the token-count memo; it is cleared when full.
+const maxMemo = 1024
+
+func (o *offloader) anyToolLimit() bool {
+	if o.cfg.ToolResultTokens > 0 {
+		return true
+	}
+	for _, n := range o.cfg.PerTool {
+		if n > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// limitFor is the threshold of a tool's results (0: never offloaded).
+func (o *offloader) limitFor(name string) int {
+	if Exempt(name) {
+		return 0
+	}
+	if n, ok := o.cfg.PerTool[name]; ok {
+		return n
+	}
+	return o.cfg.ToolResultTokens
+}
+
+// mayExceed reports whether s could be longer than limit tokens. A token
+// covers at least one byte of valid UTF-8, so a valid text of at most limit
+// bytes cannot; invalid bytes are repaired before counting and may cost
+// more, so such texts are always counted.
+func mayExceed(s string, limit int) bool {
+	return len(s) > limit || !utf8.ValidString(s)
+}
+
+func (o *offloader) wrapTool(ctx context.Context, call *agent.ToolCall, next agent.ToolFunc) (tool.Result, error) {
+	res, err := next(ctx, call)
+	if err != nil {
+		return res, err
+	}
+	name := call.Call.Name
+	limit := o.limitFor(name)
+	if limit <= 0 || !mayExceed(res.Content, limit) {
+		return res, nil
+	}
+	n := tokens.Count(tokens.O200k, res.Content)
+	if n <= limit {
+		return res, nil
+	}
+	env := call.Env
+	if env == nil || env.Files == nil {
+		return res, nil
+	}
+	path, err := saveResult(ctx, env.Files, ResultPath(env.Agent, env.CallID), res.Content)
+	if err != nil {
+		env.Report(fmt.Sprintf("The result of %s (%d tokens) could not be saved to a file (%v), so it is passed on in full.", name, n, err))
+		return res, nil
+	}
+	res.Content = resultNotice(name, path, n, res.Content)
+	return res, nil
+}
+
+// saveResult writes content to path, or beside it when path already holds
+// something else (a call id reused across runs), and returns where it went.
+func saveResult(ctx context.Context, files vfs.Backend, path, content string) (string, error) {
+	old, err := files.Read(ctx, path)
+	switch {
+	case err == nil && old == content:
+		return path, nil
+	case err == nil:
+		path += "-" + shortHash(content)[:8]
+		if old, err := files.Read(ctx, path); err == nil && old == content {
+			return path, nil
+		}
+	}
+	return path, files.Write(ctx, path, content)
+}
+
+func resultNotice(toolName, path string, n int, content string) string {
+	preview, lines := Preview(content)
+	var b strings.Builder
+	fmt.Fprintf(&b, "[This result of %s was too large to show here (%d tokens, %s, %s). It was saved in full to %s.\n",
+		toolName, n, safefile.Size(int64(len(content))), count(lines, "line"), path)
+	fmt.Fprintf(&b, "Read it in pages with read_file: file_path %q, offset = the first line to read (0-based), limit = how many lines; each page says where the next one starts. grep can search it too.]\n\n", path)
+	writePreview(&b, preview, lines)
+	return b.String()
+}
+
+func writePreview(b *strings.Builder, preview string, lines int) {
+	if lines > 2*PreviewLines {
+		fmt.Fprintf(b, "Its first and last %d lines:\n", PreviewLines)
+	} else {
+		b.WriteString("Its lines:\n")
+	}
+	b.WriteString(preview)
+}
+
+func (o *offloader) beforeModel(ctx context.Context, step agent.StepInfo, req *llm.Request) error {
+	limit := o.cfg.UserMessageTokens
+	var out []llm.Message
+	for i, m := range req.Messages {
+		if m.Role != llm.RoleUser || !mayExceed(m.Content, limit) {
+			continue
+		}
+		sum := sha256.Sum256([]byte(m.Content))
+		n := o.count(sum, m.Content)
+		if n <= limit {
+			continue
+		}
+		path := UserMessageDir + "/" + hex.EncodeToString(sum[:8]) + ".md"
+		if err := saveMessage(ctx, step, path, m.Content); err != nil {
+			if step.Emit != nil {
+				step.Emit(agent.Event{Type: agent.Notice, Time: time.Now(), Notice: &agent.NoticeInfo{Source: Name,
+					Text: fmt.Sprintf("A user message of %d tokens could not be saved to %s (%v), so it is sent in full.", n, path, err)}})
+			}
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(req.Messages)
+		}
+		out[i].Content = messageNotice(path, n, m.Content)
+	}
+	if out != nil {
+		req.Messages = out
+	}
+	return nil
+}
+
+// count returns the o200k token count of a long user message, memoised by
+// its hash: the same messages are re-sent on every step.
+func (o *offloader) count(sum [sha256.Size]byte, content string) int {
+	o.mu.Lock()
+	n, ok := o.memo[sum]
+	o.mu.Unlock()
+	if ok {
+		return n
+	}
+	n = tokens.Count(tokens.O200k, content)
+	o.mu.Lock()
+	if len(o.memo) >= maxMemo {
+		clear(o.memo)
+	}
+	o.memo[sum] = n
+	o.mu.Unlock()
+	return n
+}
+
+// saveMessage writes a user message to the run's files unless the file
+// already holds it (it was saved on an earlier step), and reports the write
+// as a file.write event.
+func saveMessage(ctx context.Context, step agent.StepInfo, path, content string) error {
+	if step.Files == nil {
+		return errors.New("the run has no filesystem")
+	}
+	if e, err := step.Files.Stat(ctx, path); err == nil && !e.IsDir && e.Size == int64(len(content)) {
+		if old, err := step.Files.Read(ctx, path); err == nil && old == content {
+			return nil
+		}
+	}
+	if err := step.Files.Write(ctx, path, content); err != nil {
+		return err
+	}
+	if step.Emit != nil {
+		step.Emit(agent.Event{Type: agent.FileWrite, Time: time.Now(), File: &agent.FileInfo{Path: path, Bytes: len(content)}})
+	}
+	return nil
+}
+
+func messageNotice(path string, n int, content string) string {
+	preview, lines := Preview(content)
+	var b strings.Builder
+	fmt.Fprintf(&b, "[This user message was too long to include here (%d tokens, %s, %s). Its full text was saved to %s.\n",
+		n, safefile.Size(int64(len(content))), count(lines, "line"), path)
+	fmt.Fprintf(&b, "Read it in pages with read_file: file_path %q, offset = the first line to read (0-based), limit = how many lines. grep can search it too.]\n\n", path)
+	writePreview(&b, preview, lines)
+	return b.String()
+}
