@@ -18,6 +18,7 @@ import (
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/fstools"
 	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/offload"
 	"github.com/deepagents-go/deepagents/subagent"
 	"github.com/deepagents-go/deepagents/tool"
 	"github.com/deepagents-go/deepagents/vfs"
@@ -54,6 +55,11 @@ type Config struct {
 	ResponseFormat any
 	// Stream makes every model call stream (model.delta events).
 	Stream bool
+	// Offload sets when a large tool result or a huge user message is saved
+	// to a file and the model gets a notice with a preview instead, for the
+	// agent and every subagent. Nil means offload.Defaults(); a zero
+	// offload.Config turns offloading off.
+	Offload *offload.Config
 }
 
 // ConfigError is an assembly-time rejection; see subagent.ConfigError.
@@ -89,6 +95,14 @@ func New(cfg Config) (*agent.Agent, error) {
 	if len(clash) > 0 {
 		return nil, &ConfigError{Msg: fmt.Sprintf("Tool name(s) %s collide with built-in tools; rename your tools.", strings.Join(clash, ", "))}
 	}
+	oc := offload.Defaults()
+	if cfg.Offload != nil {
+		oc = *cfg.Offload
+	}
+	off, err := offload.New(oc)
+	if err != nil {
+		return nil, &ConfigError{Msg: err.Error()}
+	}
 	task, err := subagent.NewTask(subagent.Config{
 		Subagents:      WithGeneralPurpose(cfg.Subagents),
 		Model:          cfg.Model,
@@ -97,6 +111,7 @@ func New(cfg Config) (*agent.Agent, error) {
 		ForkBefore:     fs,
 		ForkAfter:      after,
 		ForkMiddleware: hooks,
+		Middleware:     []agent.Middleware{off},
 		MaxSteps:       cfg.MaxSteps,
 		MaxParallel:    cfg.MaxParallel,
 		Stream:         cfg.Stream,
@@ -110,7 +125,7 @@ func New(cfg Config) (*agent.Agent, error) {
 	}
 	tools := append(append(fs, task), after...)
 	return agent.New(agent.Config{
-		Name: cfg.Name, Model: cfg.Model, System: cfg.SystemPrompt, Tools: tools, Middleware: hooks,
+		Name: cfg.Name, Model: cfg.Model, System: cfg.SystemPrompt, Tools: tools, Middleware: append(slices.Clone(hooks), off),
 		MaxSteps: cfg.MaxSteps, MaxParallel: cfg.MaxParallel, Backend: cfg.Backend, Response: rf, Stream: cfg.Stream,
 	})
 }

@@ -100,6 +100,9 @@ type Config struct {
 	// ForkMiddleware are the parent's middleware hooks (without tools),
 	// which fork children run with too.
 	ForkMiddleware []agent.Middleware
+	// Middleware are added to every child, isolated or fork, after its own
+	// (the agent's result offloading, for one).
+	Middleware []agent.Middleware
 	// MaxSteps is a child's step limit when its spec sets none.
 	MaxSteps int
 	// MaxParallel bounds each child's concurrent tool calls.
@@ -191,7 +194,7 @@ func NewTask(cfg Config) (*Task, error) {
 		c := &child{name: s.Name, mode: s.Mode, timeout: s.Timeout}
 		if s.Mode == Fork {
 			ac.Tools = append(append(append([]tool.Tool{}, cfg.ForkBefore...), twin), cfg.ForkAfter...)
-			ac.Middleware = append(append([]agent.Middleware{}, cfg.ForkMiddleware...), s.Middleware...)
+			ac.Middleware = append(append(append([]agent.Middleware{}, cfg.ForkMiddleware...), s.Middleware...), cfg.Middleware...)
 			c.addendum = s.SystemPrompt
 		} else {
 			own := s.Tools
@@ -203,7 +206,7 @@ func NewTask(cfg Config) (*Task, error) {
 			} else {
 				ac.Tools = append(append([]tool.Tool{}, cfg.BaseTools...), own...)
 			}
-			ac.Middleware = s.Middleware
+			ac.Middleware = append(append([]agent.Middleware{}, s.Middleware...), cfg.Middleware...)
 			ac.System = s.SystemPrompt
 		}
 		a, err := agent.New(ac)
