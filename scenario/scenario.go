@@ -22,6 +22,7 @@ import (
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
+	"github.com/deepagents-go/deepagents/offload"
 	"github.com/deepagents-go/deepagents/subagent"
 	"github.com/deepagents-go/deepagents/tool"
 	"github.com/deepagents-go/deepagents/vfs"
@@ -83,6 +84,32 @@ type AgentSpec struct {
 	Subagents    []SubagentSpec `json:"subagents,omitempty"`
 	MaxSteps     int            `json:"max_steps,omitempty"`
 	MaxParallel  int            `json:"max_parallel,omitempty"`
+	// Offload sets the offloading thresholds; absent keys keep the defaults.
+	Offload *OffloadSpec `json:"offload,omitempty"`
+}
+
+// OffloadSpec sets when large texts are saved to files (offload.Config):
+// thresholds in o200k tokens, 0 turning that offloading off, an absent key
+// keeping the default.
+type OffloadSpec struct {
+	ToolResultTokens  *int           `json:"tool_result_tokens,omitempty"`
+	UserMessageTokens *int           `json:"user_message_tokens,omitempty"`
+	PerTool           map[string]int `json:"per_tool,omitempty"`
+}
+
+func (o *OffloadSpec) config() *offload.Config {
+	if o == nil {
+		return nil
+	}
+	c := offload.Defaults()
+	if o.ToolResultTokens != nil {
+		c.ToolResultTokens = *o.ToolResultTokens
+	}
+	if o.UserMessageTokens != nil {
+		c.UserMessageTokens = *o.UserMessageTokens
+	}
+	c.PerTool = o.PerTool
+	return &c
 }
 
 // FakeTool is a custom tool with one required string parameter "query" that
@@ -266,6 +293,11 @@ func (s *Scenario) validate() error {
 			return fmt.Errorf("invalid scenario: agent.tools[%d] has no name", i)
 		}
 	}
+	if s.Agent.Offload != nil {
+		if err := s.Agent.Offload.config().Validate(); err != nil {
+			return fmt.Errorf("invalid scenario: agent.offload: %s", strings.TrimPrefix(err.Error(), "offload: "))
+		}
+	}
 	return nil
 }
 
@@ -323,7 +355,7 @@ func (s *Scenario) Build(model llm.Model) (*agent.Agent, error) {
 	}
 	return deepagents.New(deepagents.Config{
 		Model: model, SystemPrompt: s.Agent.SystemPrompt, Tools: custom, Subagents: specs,
-		MaxSteps: s.Agent.MaxSteps, MaxParallel: s.Agent.MaxParallel,
+		MaxSteps: s.Agent.MaxSteps, MaxParallel: s.Agent.MaxParallel, Offload: s.Agent.Offload.config(),
 	})
 }
 
