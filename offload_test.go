@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -15,6 +17,7 @@ import (
 	"github.com/deepagents-go/deepagents/subagent"
 	"github.com/deepagents-go/deepagents/tokens"
 	"github.com/deepagents-go/deepagents/tool"
+	"github.com/deepagents-go/deepagents/vfs/osfs"
 )
 
 // bigReport is about 100k o200k tokens over 7,000 lines.
@@ -270,5 +273,46 @@ func TestOffloadConfigErrors(t *testing.T) {
 		Offload: &offload.Config{PerTool: map[string]int{"grep": 5}}})
 	if err == nil || !strings.Contains(err.Error(), "grep caps its own output") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// On a real directory the offloaded texts are files on disk, and the tool
+// result's write is reported with its call id like any tool write.
+func TestOffloadOnDisk(t *testing.T) {
+	dir := t.TempDir()
+	fsys, err := osfs.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := strings.Repeat("a line of the report\n", 400)
+	huge := strings.Repeat("a line of the pasted text\n", 400)
+	m := scripted.New(scripted.Script{"parent": {Steps: []scripted.Step{
+		{ToolCalls: []scripted.StepCall{call("c1", "fetch", `{"query":"q"}`)}}, {Content: "ok"},
+	}}}, scripted.Options{NoUsage: true})
+	a, err := deepagents.New(deepagents.Config{Model: m, Backend: fsys, Tools: []tool.Tool{fetchTool(t, big)},
+		Offload: &offload.Config{ToolResultTokens: 500, UserMessageTokens: 500}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evs []agent.Event
+	res, err := agent.Drain(a.Run(t.Context(), agent.Prompt(huge)), func(e agent.Event) { evs = append(evs, e) })
+	if err != nil || res.Status != agent.StatusOK {
+		t.Fatalf("run: %v %+v", err, res)
+	}
+	for path, want := range map[string]string{"/large_tool_results/c1": big, offload.MessagePath(huge): huge} {
+		got, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(path)))
+		if err != nil || string(got) != want {
+			t.Errorf("%s on disk: %d bytes, %v", path, len(got), err)
+		}
+	}
+	var byCall bool
+	for _, e := range eventsOf(evs, agent.FileWrite) {
+		byCall = byCall || e.File.Path == "/large_tool_results/c1" && e.File.CallID == "c1"
+	}
+	if !byCall {
+		t.Error("no file.write event for the offloaded result with its call id")
+	}
+	if !strings.Contains(m.Records()[0].Request.Messages[0].Content, offload.MessagePath(huge)) {
+		t.Error("the request does not point at the saved message")
 	}
 }

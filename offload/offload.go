@@ -93,7 +93,7 @@ func New(cfg Config) (agent.Middleware, error) {
 		return agent.Middleware{}, err
 	}
 	cfg.PerTool = maps.Clone(cfg.PerTool) // the caller may change theirs
-	o := &offloader{cfg: cfg, memo: map[[sha256.Size]byte]int{}}
+	o := &offloader{cfg: cfg, memo: map[[sha256.Size]byte]measure{}}
 	m := agent.Middleware{Name: Name}
 	if o.anyToolLimit() {
 		m.WrapTool = o.wrapTool
@@ -108,7 +108,7 @@ type offloader struct {
 	cfg Config
 
 	mu   sync.Mutex
-	memo map[[sha256.Size]byte]int // token counts of long user messages
+	memo map[[sha256.Size]byte]measure // token counts of long user messages
 }
 
 // maxMemo bounds the token-count memo; it is cleared when full.
@@ -145,6 +145,56 @@ func mayExceed(s string, limit int) bool {
 	return len(s) > limit || !utf8.ValidString(s)
 }
 
+// prefixBytesPerToken bounds the tokenising of very long texts: a text over
+// this many bytes per token of its limit is first measured by a prefix of
+// that size, which for ordinary text is already far over the limit.
+const prefixBytesPerToken = 8
+
+// exactBelow is the byte length under which a text is always counted in
+// full: counting it costs little. A variable for tests.
+var exactBelow = 256 << 10
+
+// prefixMargin absorbs the tokens a cut can merge or split at its edge.
+const prefixMargin = 8
+
+// measure is the token count of a text against a limit: the exact count, or
+// (over, not exact) when a prefix alone was already over it.
+type measure struct {
+	n     int
+	exact bool
+}
+
+func (m measure) over(limit int) bool { return m.n > limit }
+
+func (m measure) String() string {
+	if m.exact {
+		return count(m.n, "token")
+	}
+	return "over " + count(m.n, "token")
+}
+
+// measureText counts the o200k tokens of s as far as needed to compare it
+// with limit. Texts that cannot exceed it by their byte length are not
+// counted at all (measure{0, true} is returned for them).
+func measureText(s string, limit int) measure {
+	if !mayExceed(s, limit) {
+		return measure{exact: true}
+	}
+	if cut := prefixBytesPerToken * limit; len(s) > 2*cut && len(s) > exactBelow {
+		// Cut at a line end when there is one near, else at a rune start.
+		if i := strings.LastIndexByte(s[:cut], '\n'); i > cut/2 {
+			cut = i + 1
+		}
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		if n := tokens.Count(tokens.O200k, s[:cut]); n > limit+prefixMargin {
+			return measure{n: n - prefixMargin}
+		}
+	}
+	return measure{n: tokens.Count(tokens.O200k, s), exact: true}
+}
+
 func (o *offloader) wrapTool(ctx context.Context, call *agent.ToolCall, next agent.ToolFunc) (tool.Result, error) {
 	res, err := next(ctx, call)
 	if err != nil {
@@ -152,11 +202,11 @@ func (o *offloader) wrapTool(ctx context.Context, call *agent.ToolCall, next age
 	}
 	name := call.Call.Name
 	limit := o.limitFor(name)
-	if limit <= 0 || !mayExceed(res.Content, limit) {
+	if limit <= 0 {
 		return res, nil
 	}
-	n := tokens.Count(tokens.O200k, res.Content)
-	if n <= limit {
+	n := measureText(res.Content, limit)
+	if !n.over(limit) {
 		return res, nil
 	}
 	env := call.Env
@@ -165,7 +215,7 @@ func (o *offloader) wrapTool(ctx context.Context, call *agent.ToolCall, next age
 	}
 	path, err := saveResult(ctx, env.Files, ResultPath(env.Agent, env.CallID), res.Content)
 	if err != nil {
-		env.Report(fmt.Sprintf("The result of %s (%d tokens) could not be saved to a file (%v), so it is passed on in full.", name, n, err))
+		env.Report(fmt.Sprintf("The result of %s (%s) could not be saved to a file (%v), so it is passed on in full.", name, n, err))
 		return res, nil
 	}
 	res.Content = resultNotice(name, path, n, res.Content)
@@ -173,13 +223,14 @@ func (o *offloader) wrapTool(ctx context.Context, call *agent.ToolCall, next age
 }
 
 // saveResult writes content to path, or beside it when path already holds
-// something else (a call id reused across runs), and returns where it went.
+// something else (a call id reused across runs, a directory), and returns
+// where it went.
 func saveResult(ctx context.Context, files vfs.Backend, path, content string) (string, error) {
 	old, err := files.Read(ctx, path)
 	switch {
 	case err == nil && old == content:
 		return path, nil
-	case err == nil:
+	case err == nil || !errors.Is(err, vfs.ErrNotFound):
 		path += "-" + shortHash(content)[:8]
 		if old, err := files.Read(ctx, path); err == nil && old == content {
 			return path, nil
@@ -188,10 +239,10 @@ func saveResult(ctx context.Context, files vfs.Backend, path, content string) (s
 	return path, files.Write(ctx, path, content)
 }
 
-func resultNotice(toolName, path string, n int, content string) string {
+func resultNotice(toolName, path string, n measure, content string) string {
 	preview, lines := Preview(content)
 	var b strings.Builder
-	fmt.Fprintf(&b, "[This result of %s was too large to show here (%d tokens, %s, %s). It was saved in full to %s.\n",
+	fmt.Fprintf(&b, "[This result of %s was too large to show here (%s, %s, %s). It was saved in full to %s.\n",
 		toolName, n, safefile.Size(int64(len(content))), count(lines, "line"), path)
 	fmt.Fprintf(&b, "Read it in pages with read_file: file_path %q, offset = the first line to read (0-based), limit = how many lines; each page says where the next one starts. grep can search it too.]\n\n", path)
 	writePreview(&b, preview, lines)
@@ -215,15 +266,15 @@ func (o *offloader) beforeModel(ctx context.Context, step agent.StepInfo, req *l
 			continue
 		}
 		sum := sha256.Sum256([]byte(m.Content))
-		n := o.count(sum, m.Content)
-		if n <= limit {
+		n := o.measure(sum, m.Content, limit)
+		if !n.over(limit) {
 			continue
 		}
 		path := UserMessageDir + "/" + hex.EncodeToString(sum[:8]) + ".md"
 		if err := saveMessage(ctx, step, path, m.Content); err != nil {
 			if step.Emit != nil {
 				step.Emit(agent.Event{Type: agent.Notice, Time: time.Now(), Notice: &agent.NoticeInfo{Source: Name,
-					Text: fmt.Sprintf("A user message of %d tokens could not be saved to %s (%v), so it is sent in full.", n, path, err)}})
+					Text: fmt.Sprintf("A user message of %s could not be saved to %s (%v), so it is sent in full.", n, path, err)}})
 			}
 			continue
 		}
@@ -238,16 +289,16 @@ func (o *offloader) beforeModel(ctx context.Context, step agent.StepInfo, req *l
 	return nil
 }
 
-// count returns the o200k token count of a long user message, memoised by
-// its hash: the same messages are re-sent on every step.
-func (o *offloader) count(sum [sha256.Size]byte, content string) int {
+// measure measures a long user message against limit, memoised by its
+// hash: the same messages are re-sent on every step.
+func (o *offloader) measure(sum [sha256.Size]byte, content string, limit int) measure {
 	o.mu.Lock()
 	n, ok := o.memo[sum]
 	o.mu.Unlock()
 	if ok {
 		return n
 	}
-	n = tokens.Count(tokens.O200k, content)
+	n = measureText(content, limit)
 	o.mu.Lock()
 	if len(o.memo) >= maxMemo {
 		clear(o.memo)
@@ -278,10 +329,10 @@ func saveMessage(ctx context.Context, step agent.StepInfo, path, content string)
 	return nil
 }
 
-func messageNotice(path string, n int, content string) string {
+func messageNotice(path string, n measure, content string) string {
 	preview, lines := Preview(content)
 	var b strings.Builder
-	fmt.Fprintf(&b, "[This user message was too long to include here (%d tokens, %s, %s). Its full text was saved to %s.\n",
+	fmt.Fprintf(&b, "[This user message was too long to include here (%s, %s, %s). Its full text was saved to %s.\n",
 		n, safefile.Size(int64(len(content))), count(lines, "line"), path)
 	fmt.Fprintf(&b, "Read it in pages with read_file: file_path %q, offset = the first line to read (0-based), limit = how many lines. grep can search it too.]\n\n", path)
 	writePreview(&b, preview, lines)

@@ -455,3 +455,24 @@ func TestToolErrorPassesThrough(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// A directory where the file would go is left alone; the result is saved
+// beside it.
+func TestResultPathTakenByDirectory(t *testing.T) {
+	files := vfs.NewMemory(nil)
+	if err := files.Write(t.Context(), "/large_tool_results/d1/keep.txt", "mine"); err != nil {
+		t.Fatal(err)
+	}
+	text := numberedLines(30)
+	got, progress := callTool(t, offload.Config{ToolResultTokens: 10}, "fetch", "d1", "parent", files, tool.Text(text))
+	m := regexp.MustCompile(`saved in full to (/large_tool_results/d1-[0-9a-f]{8})\.`).FindStringSubmatch(got.Content)
+	if m == nil || len(progress) != 0 {
+		t.Fatalf("notice:\n%s\nprogress %q", got.Content, progress)
+	}
+	if s, _ := files.Read(t.Context(), m[1]); s != text {
+		t.Error("not saved beside the directory")
+	}
+	if s, _ := files.Read(t.Context(), "/large_tool_results/d1/keep.txt"); s != "mine" {
+		t.Error("the directory's file was touched")
+	}
+}
