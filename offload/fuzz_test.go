@@ -41,17 +41,20 @@ func FuzzResultPath(f *testing.F) {
 }
 
 // Skipping texts by byte length is sound: a text mayExceed lets pass never
-// has more tokens than the limit.
+// has more tokens than the limit, and measureText decides like a full count.
 func FuzzMayExceed(f *testing.F) {
 	f.Add("hello world", uint16(2))
 	f.Add("\xff\xfe\xfd", uint16(3))
 	f.Add("日本語のテキスト", uint16(5))
 	f.Add("    \n\n\t\t", uint16(1))
 	f.Fuzz(func(t *testing.T, s string, limit uint16) {
-		if !mayExceed(s, int(limit)) {
-			if n := tokens.Count(tokens.O200k, s); n > int(limit) {
-				t.Fatalf("%q has %d tokens, over %d, but was skipped", s, n, limit)
-			}
+		n := tokens.Count(tokens.O200k, s)
+		if !mayExceed(s, int(limit)) && n > int(limit) {
+			t.Fatalf("%q has %d tokens, over %d, but was skipped", s, n, limit)
+		}
+		// Under exactBelow bytes the decision is always exact.
+		if m := measureText(s, int(limit)); len(s) < exactBelow && m.over(int(limit)) != (n > int(limit)) {
+			t.Fatalf("%q: measured %+v, counted %d, limit %d", s, m, n, limit)
 		}
 	})
 }
