@@ -10,10 +10,13 @@
 package fstools
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/deepagents-go/deepagents/agent"
@@ -27,6 +30,13 @@ const (
 	DefaultMaxLineChars   = 2000
 	DefaultGrepMaxResults = 200
 	DefaultGlobMaxResults = 500
+	// DefaultLsMaxResults caps the entries ls lists at once.
+	DefaultLsMaxResults = 500
+	// DefaultMaxOutputChars caps the text read_file, ls, glob and grep
+	// answer with, in characters, so no file tool needs offloading.
+	DefaultMaxOutputChars = 80_000
+	// DefaultGrepMaxFileBytes is the largest file grep loads to search.
+	DefaultGrepMaxFileBytes = 10 << 20
 )
 
 // Names lists the tools' names in the order Tools returns them.
@@ -47,6 +57,16 @@ type Options struct {
 	GrepMaxResults int
 	// GlobMaxResults caps how many paths glob returns (DefaultGlobMaxResults).
 	GlobMaxResults int
+	// LsMaxResults caps how many entries ls lists (DefaultLsMaxResults).
+	LsMaxResults int
+	// MaxOutputChars caps the characters of one answer of read_file, ls,
+	// glob and grep; a notice says what was left out and how to get it
+	// (DefaultMaxOutputChars).
+	MaxOutputChars int
+	// GrepMaxFileBytes is the largest file grep searches; larger ones are
+	// skipped and named (DefaultGrepMaxFileBytes). Files already in memory
+	// are always searched.
+	GrepMaxFileBytes int64
 }
 
 func (o Options) withDefaults() Options {
@@ -61,6 +81,15 @@ func (o Options) withDefaults() Options {
 	}
 	if o.GlobMaxResults <= 0 {
 		o.GlobMaxResults = DefaultGlobMaxResults
+	}
+	if o.LsMaxResults <= 0 {
+		o.LsMaxResults = DefaultLsMaxResults
+	}
+	if o.MaxOutputChars <= 0 {
+		o.MaxOutputChars = DefaultMaxOutputChars
+	}
+	if o.GrepMaxFileBytes <= 0 {
+		o.GrepMaxFileBytes = DefaultGrepMaxFileBytes
 	}
 	return o
 }
@@ -167,6 +196,41 @@ func splitLines(s string) []string {
 		return nil
 	}
 	return strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+}
+
+// thousands writes n with comma separators: 80,000.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	if neg {
+		s = "-" + s
+	}
+	return s
+}
+
+// sniffLen is how much of a file's start decides whether it is text.
+const sniffLen = 8000
+
+// binaryKind says what binary data head (a file's first bytes) starts, such
+// as "image/png" or "binary data"; it is "" for text. A NUL byte, or bytes
+// that no text file holds, make it binary.
+func binaryKind(head []byte) string {
+	mime := http.DetectContentType(head)
+	if i := strings.IndexByte(mime, ';'); i >= 0 {
+		mime = mime[:i]
+	}
+	text := strings.HasPrefix(mime, "text/") || mime == "application/postscript"
+	if text && bytes.IndexByte(head, 0) < 0 {
+		return ""
+	}
+	if text || mime == "application/octet-stream" {
+		return "binary data"
+	}
+	return mime
 }
 
 // truncateRunes cuts s to at most n characters, marking a cut with "...".
