@@ -48,4 +48,3 @@ func (f *FS) Open(ctx context.Context, path string) (io.ReadCloser, vfs.Entry, e
 	}
 	return file, fileEntry(p, fi), nil
 }
-
