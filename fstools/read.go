@@ -20,14 +20,16 @@ type lsArgs struct {
 	Path string `json:"path"`
 }
 
-func lsTool(Options) tool.Tool {
+func lsTool(o Options) tool.Tool {
 	return define("ls",
 		"List one directory level, sorted. Directories end in /; files show their size in bytes. Paths are absolute, like /src/app.py; a relative path starts at /.",
 		`{"type":"object","properties":{"path":{"type":"string","description":"Directory to list.","default":"/"}},"additionalProperties":false}`,
-		runLs)
+		func(ctx context.Context, fs vfs.Backend, in lsArgs) (tool.Result, error) {
+			return runLs(ctx, fs, in, o)
+		})
 }
 
-func runLs(ctx context.Context, fs vfs.Backend, in lsArgs) (tool.Result, error) {
+func runLs(ctx context.Context, fs vfs.Backend, in lsArgs, o Options) (tool.Result, error) {
 	p, bad := cleanPath(in.Path, "/")
 	if bad != nil {
 		return *bad, nil
@@ -51,16 +53,25 @@ func runLs(ctx context.Context, fs vfs.Backend, in lsArgs) (tool.Result, error) 
 		return tool.Text(p + " is an empty directory."), nil
 	}
 	var b strings.Builder
-	for i, e := range entries {
-		if i > 0 {
+	budget := max(o.MaxOutputChars-noticeReserve, o.MaxOutputChars/2)
+	shown := 0
+	for _, e := range entries {
+		line := e.Path + "/"
+		if !e.IsDir {
+			line = fmt.Sprintf("%s (%s)", e.Path, plural(int(e.Size), "byte"))
+		}
+		if shown == o.LsMaxResults || b.Len()+1+len(line) > budget && shown > 0 {
+			break
+		}
+		if shown > 0 {
 			b.WriteByte('\n')
 		}
-		b.WriteString(e.Path)
-		if e.IsDir {
-			b.WriteByte('/')
-		} else {
-			fmt.Fprintf(&b, " (%s)", plural(int(e.Size), "byte"))
-		}
+		b.WriteString(line)
+		shown++
+	}
+	if left := len(entries) - shown; left > 0 {
+		fmt.Fprintf(&b, "\n\n[Showing the first %s of %s entries; %s left out. List a subdirectory, or use glob with a pattern, to see the rest.]",
+			thousands(shown), thousands(len(entries)), thousands(left))
 	}
 	return tool.Text(b.String()), nil
 }

@@ -218,3 +218,35 @@ func TestReadFileStreamsLargeFiles(t *testing.T) {
 		})
 	}
 }
+
+// ls caps its listing as glob and grep do, saying how many entries were
+// left out.
+func TestLsCapsOutput(t *testing.T) {
+	many := map[string]string{}
+	var want []string
+	for i := range 600 {
+		p := fmt.Sprintf("/d/f%03d.txt", i)
+		many[p] = "x"
+		if i < 500 {
+			want = append(want, p+" (1 byte)")
+		}
+	}
+	many["/d/sub/inner.txt"] = "yy"
+	long := map[string]string{}
+	for i := range 30 {
+		long["/l/"+strings.Repeat(string(rune('a'+i%26)), 100)+fmt.Sprint(i)] = ""
+	}
+	cases := []tcase{
+		{name: "default cap of 500", files: many, args: `{"path":"/d"}`,
+			want: strings.Join(want, "\n") + "\n\n[Showing the first 500 of 601 entries; 101 left out. List a subdirectory, or use glob with a pattern, to see the rest.]"},
+		{name: "custom cap", files: many, args: `{"path":"d"}`, tools: New(Options{LsMaxResults: 2}),
+			want: "/d/f000.txt (1 byte)\n/d/f001.txt (1 byte)\n\n[Showing the first 2 of 601 entries; 599 left out. List a subdirectory, or use glob with a pattern, to see the rest.]"},
+		{name: "directories count as entries", files: map[string]string{"/a/1": "", "/b/2": "", "/c": ""}, args: `{}`, tools: New(Options{LsMaxResults: 2}),
+			want: "/a/\n/b/\n\n[Showing the first 2 of 3 entries; 1 left out. List a subdirectory, or use glob with a pattern, to see the rest.]"},
+		{name: "exactly at the cap", files: map[string]string{"/a/1": "", "/b/2": ""}, args: `{}`, tools: New(Options{LsMaxResults: 2}),
+			want: "/a/\n/b/"},
+		{name: "capped by characters", files: long, args: `{"path":"/l"}`, tools: New(Options{MaxOutputChars: 600}),
+			want: "/l/" + strings.Repeat("a", 100) + "0 (0 bytes)\n/l/" + strings.Repeat("a", 100) + "26 (0 bytes)\n\n[Showing the first 2 of 30 entries; 28 left out. List a subdirectory, or use glob with a pattern, to see the rest.]"},
+	}
+	runTable(t, "ls", cases)
+}
