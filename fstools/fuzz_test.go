@@ -99,6 +99,7 @@ func content2(t *testing.T, fs vfs.Backend) string {
 var fuzzTree = []string{
 	"/a.go", "/b.txt", "/src/c.go", "/src/sub/d.go", "/src/sub/.e", "/docs/f.md",
 	"/weird [x]/{g}.txt", "/x*y/?", "/é/ü.txt", "/deep/a/b/c/d/e/f.go",
+	"/.git/HEAD", "/src/.hidden/h.go", "/lib.go/in.go",
 }
 
 func FuzzGlob(f *testing.F) {
@@ -106,6 +107,8 @@ func FuzzGlob(f *testing.F) {
 		{"*.go", "/"}, {"**/*.go", "/src"}, {"src/**", "/"}, {"/src/*", "/"}, {"{a,b}.*", "/"},
 		{"[a-c]*", "/src"}, {"?", "/x*y"}, {"**", "/deep/a"}, {"[", "/"}, {"{{{", "/"}, {"\\", "/"},
 		{"*", "../x"}, {"*", "/missing"}, {"*", "/a.go"}, {"é/*", "/"},
+		{".*", "/"}, {"**/.e", "/src"}, {"a.go/**", "/"}, {"lib.go/**", "/"}, {"**/.hidden/*", "/"},
+		{"{.git,src}/*", "/"}, {"*", `\src\sub`}, {"src\\*.go", "/"}, {"/**/**/**", "/"},
 	} {
 		f.Add(s[0], s[1])
 	}
@@ -137,6 +140,19 @@ func FuzzGlob(f *testing.F) {
 		for _, p := range paths {
 			if !vfs.Under(p, dir) || !slices.Contains(fuzzTree, p) {
 				t.Fatalf("glob(%q, %q) returned %q, not a file under %s", pattern, base, p, dir)
+			}
+			// Dotfile rule: without a dot in the pattern, nothing below
+			// the search directory whose name starts with a dot matches.
+			rel := strings.TrimPrefix(p, dir)
+			if !strings.Contains(pattern, ".") && (strings.Contains(rel, "/.") || strings.HasPrefix(rel, ".")) {
+				t.Fatalf("glob(%q, %q) returned the dotfile %q", pattern, base, p)
+			}
+			// A trailing /** matches only what is below: never a file
+			// whose path is the part before it.
+			if pre, ok := strings.CutSuffix(pattern, "/**"); ok && !strings.ContainsAny(pre, "*?[{\\") {
+				if p == pre || strings.TrimPrefix(rel, "/") == pre {
+					t.Fatalf("glob(%q, %q) returned %q itself", pattern, base, p)
+				}
 			}
 		}
 	})

@@ -250,3 +250,75 @@ func TestLsCapsOutput(t *testing.T) {
 	}
 	runTable(t, "ls", cases)
 }
+
+var dotTree = map[string]string{
+	"/a.py":               "",
+	"/.env":               "",
+	"/.config/app.toml":   "",
+	"/.config/.secret":    "",
+	"/src/main.py":        "",
+	"/src/.hidden.py":     "",
+	"/src/.cache/x.py":    "",
+	"/src/pkg/util.py":    "",
+	"/src/pkg/.gen/g.py":  "",
+	"/docs/readme.md":     "",
+	"/docs/.drafts/d.md":  "",
+	"/lib.py/inner.py":    "",
+	"/.github/ci.yml":     "",
+	"/deep/a/b/.c/d/e.py": "",
+}
+
+// glob's dotfile rules: * and ** never match a name that starts with a dot
+// unless that pattern segment starts with a dot, and a trailing /** matches
+// only what is below a directory.
+func TestGlobDotfiles(t *testing.T) {
+	cases := []tcase{
+		{name: "star skips dotfiles", files: dotTree, args: `{"pattern":"*","path":"/src"}`,
+			want: "/src/main.py\n/src/pkg/util.py"},
+		{name: "name pattern skips hidden directories", files: dotTree, args: `{"pattern":"*.py"}`,
+			want: "/a.py\n/lib.py/inner.py\n/src/main.py\n/src/pkg/util.py"},
+		{name: "doublestar skips hidden directories", files: dotTree, args: `{"pattern":"**/*.py"}`,
+			want: "/a.py\n/lib.py/inner.py\n/src/main.py\n/src/pkg/util.py"},
+		{name: "everything visible", files: dotTree, args: `{"pattern":"**"}`,
+			want: "/a.py\n/docs/readme.md\n/lib.py/inner.py\n/src/main.py\n/src/pkg/util.py"},
+		{name: "dot pattern matches dotfiles", files: dotTree, args: `{"pattern":".*"}`,
+			want: "/.env\n/src/.hidden.py"},
+		{name: "dot pattern at the root only", files: dotTree, args: `{"pattern":"/.*"}`,
+			want: "/.env"},
+		{name: "dot segment in a path pattern", files: dotTree, args: `{"pattern":".config/*"}`,
+			want: "/.config/app.toml"},
+		{name: "dot segment and dot name", files: dotTree, args: `{"pattern":".config/.*"}`,
+			want: "/.config/.secret"},
+		{name: "doublestar then a dot directory", files: dotTree, args: `{"pattern":"**/.cache/*.py"}`,
+			want: "/src/.cache/x.py"},
+		{name: "doublestar does not enter a dot directory", files: dotTree, args: `{"pattern":"src/**/*.py"}`,
+			want: "/src/main.py\n/src/pkg/util.py"},
+		{name: "dot directory under the search path", files: dotTree, args: `{"pattern":"*","path":"/.config"}`,
+			want: "/.config/app.toml"},
+		// Braces are expanded first, as in a shell: an alternative that
+		// starts with a dot names dotfiles.
+		{name: "braces with a dot alternative", files: dotTree, args: `{"pattern":"src/{.hidden,main}.py"}`,
+			want: "/src/.hidden.py\n/src/main.py"},
+		{name: "dot-led alternative", files: dotTree, args: `{"pattern":"{.env,a.py}"}`,
+			want: "/.env\n/a.py"},
+		{name: "star alternative still skips dotfiles", files: dotTree, args: `{"pattern":"src/{*,x}.py"}`,
+			want: "/src/main.py"},
+		{name: "question mark skips a leading dot", files: dotTree, args: `{"pattern":"?env"}`,
+			want: `No files match "?env" under /.`},
+		{name: "class skips a leading dot", files: dotTree, args: `{"pattern":"[.]env"}`,
+			want: `No files match "[.]env" under /.`},
+		{name: "deep hidden directory", files: dotTree, args: `{"pattern":"deep/**/e.py"}`,
+			want: `No files match "deep/**/e.py" under /. A pattern with / is matched against paths relative to /; start it with **/ to match at any depth.`},
+		{name: "deep hidden directory named", files: dotTree, args: `{"pattern":"deep/**/.c/**/e.py"}`,
+			want: "/deep/a/b/.c/d/e.py"},
+		{name: "trailing doublestar on a file matches nothing", files: dotTree, args: `{"pattern":"a.py/**"}`,
+			want: `No files match "a.py/**" under /. A pattern with / is matched against paths relative to /; start it with **/ to match at any depth.`},
+		{name: "trailing doublestar on a directory", files: dotTree, args: `{"pattern":"lib.py/**"}`,
+			want: "/lib.py/inner.py"},
+		{name: "absolute trailing doublestar on a file", files: dotTree, args: `{"pattern":"/a.py/**"}`,
+			want: `No files match "/a.py/**" under /.`},
+		{name: "many doublestars", files: dotTree, args: `{"pattern":"` + strings.Repeat("**/", 200) + `*.md"}`,
+			want: "/docs/readme.md"},
+	}
+	runTable(t, "glob", cases)
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
@@ -35,9 +36,22 @@ func globTool(o Options) tool.Tool {
 }
 
 // matcher is a compiled glob with the rules both glob and grep use.
+//
+// Beyond doublestar's syntax it follows the dotfile rule of shells and of
+// both reference implementations: * and ** never match a name that starts
+// with a dot; only a pattern segment that itself starts with a dot does
+// (braces are expanded first, as in a shell, so {.env,x} names .env). And a
+// trailing /** matches what is below a directory, never the path
+// before it: a.py/** matches nothing when a.py is a file.
 type matcher struct {
 	pat  string
 	kind int
+	// alts holds the pattern's brace alternatives, split into segments;
+	// a name pattern (no slash) is taken as **/pattern.
+	alts [][]string
+	// strict is set when a trailing ** makes the segment rules matter for
+	// names without a dot segment too.
+	strict bool
 }
 
 const (
@@ -68,7 +82,118 @@ func newMatcher(pattern string) (matcher, error) {
 	if n, _ := alternatives(m.pat, 0, false); n > maxAlternatives {
 		return matcher{}, fmt.Errorf("its {a,b} groups make more than %d combinations; split it into several simpler patterns", maxAlternatives)
 	}
+	for _, alt := range expandBraces(m.pat) {
+		segs := strings.Split(alt, "/")
+		if m.kind == matchName {
+			segs = []string{"**", alt}
+		}
+		// Consecutive ** segments mean what one does.
+		segs = slices.CompactFunc(segs, func(a, b string) bool { return a == "**" && b == "**" })
+		if len(segs) > 1 && segs[len(segs)-1] == "**" {
+			m.strict = true
+		}
+		m.alts = append(m.alts, segs)
+	}
 	return m, nil
+}
+
+// expandBraces returns the patterns p's {a,b} groups stand for, escapes
+// and character classes kept as they are.
+func expandBraces(p string) []string {
+	for i := 0; i < len(p); i++ {
+		switch p[i] {
+		case '\\':
+			i++
+		case '[':
+			i = classEnd(p, i)
+		case '{':
+			parts, end := braceGroup(p, i)
+			var out []string
+			for _, suffix := range expandBraces(p[end+1:]) {
+				for _, part := range parts {
+					for _, e := range expandBraces(part) {
+						out = append(out, p[:i]+e+suffix)
+					}
+				}
+			}
+			return out
+		}
+	}
+	return []string{p}
+}
+
+// classEnd returns the index of the ] closing the class opened at p[i].
+func classEnd(p string, i int) int {
+	for i++; i < len(p) && p[i] != ']'; i++ {
+		if p[i] == '\\' {
+			i++
+		}
+	}
+	return i
+}
+
+// braceGroup splits the group opened at p[i] into its alternatives and
+// returns the index of its closing }.
+func braceGroup(p string, i int) ([]string, int) {
+	var parts []string
+	depth, start := 0, i+1
+	for j := i; j < len(p); j++ {
+		switch p[j] {
+		case '\\':
+			j++
+		case '[':
+			j = classEnd(p, j)
+		case '{':
+			depth++
+		case ',':
+			if depth == 1 {
+				parts = append(parts, p[start:j])
+				start = j + 1
+			}
+		case '}':
+			depth--
+			if depth == 0 {
+				return append(parts, p[start:j]), j
+			}
+		}
+	}
+	return append(parts, p[start:]), len(p) // unreachable for a valid pattern
+}
+
+// hidden reports whether a path segment is a dotfile name.
+func hidden(seg string) bool { return strings.HasPrefix(seg, ".") }
+
+// matchSegments reports whether the segments of a name match those of a
+// pattern under the dotfile rule, by dynamic programming so that many **
+// segments cannot make it slow.
+func matchSegments(pat, name []string) bool {
+	n, m := len(pat), len(name)
+	// ok[i*(m+1)+j]: pat[i:] matches name[j:].
+	ok := make([]bool, (n+1)*(m+1))
+	at := func(i, j int) bool { return ok[i*(m+1)+j] }
+	ok[n*(m+1)+m] = true
+	// visibleFrom[j]: no segment of name[j:] is hidden.
+	visibleFrom := make([]bool, m+1)
+	visibleFrom[m] = true
+	for j := m - 1; j >= 0; j-- {
+		visibleFrom[j] = visibleFrom[j+1] && !hidden(name[j])
+	}
+	for i := n - 1; i >= 0; i-- {
+		p := pat[i]
+		for j := m; j >= 0; j-- {
+			var v bool
+			switch {
+			case p == "**" && i == n-1 && i > 0:
+				v = j < m && visibleFrom[j] // a trailing ** needs something below
+			case p == "**":
+				v = at(i+1, j) || j < m && !hidden(name[j]) && at(i, j+1)
+			case j < m:
+				v = at(i+1, j+1) && (!hidden(name[j]) || hidden(p)) && doublestar.MatchUnvalidated(p, name[j])
+			}
+			ok[i*(m+1)+j] = v
+		}
+	}
+	return at(0, 0)
 }
 
 // alternatives counts the patterns a brace expansion of p[i:] would give
@@ -113,23 +238,35 @@ func alternatives(p string, i int, inGroup bool) (int, int) {
 
 // match reports whether the file at full, found searching dir, matches.
 func (m matcher) match(dir, full string) bool {
-	var name string
+	var rel string
+	switch {
+	case dir == "/":
+		rel = full[1:]
+	case len(full) > len(dir):
+		rel = full[len(dir)+1:]
+	default:
+		rel = full[strings.LastIndexByte(full, '/')+1:]
+	}
+	name := rel
 	switch m.kind {
 	case matchName:
 		name = full[strings.LastIndexByte(full, '/')+1:]
 	case matchAbsolute:
-		name = full
-	default:
-		switch {
-		case dir == "/":
-			name = full[1:]
-		case len(full) > len(dir):
-			name = full[len(dir)+1:]
-		default:
-			name = full[strings.LastIndexByte(full, '/')+1:]
+		name, rel = full, full
+	}
+	if !doublestar.MatchUnvalidated(m.pat, name) {
+		return false // the segment rules only ever narrow doublestar's match
+	}
+	if !m.strict && !hidden(rel) && !strings.Contains(rel, "/.") {
+		return true
+	}
+	segs := strings.Split(rel, "/")
+	for _, alt := range m.alts {
+		if matchSegments(alt, segs) {
+			return true
 		}
 	}
-	return doublestar.MatchUnvalidated(m.pat, name)
+	return false
 }
 
 // patternProblem says in plain words why doublestar rejects a pattern.
