@@ -1,13 +1,17 @@
 package fstools
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	iofs "io/fs"
 	"slices"
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
+	"github.com/deepagents-go/deepagents/internal/safefile"
 	"github.com/deepagents-go/deepagents/tool"
 	"github.com/deepagents-go/deepagents/vfs"
 )
@@ -326,14 +330,20 @@ func runGlob(ctx context.Context, fs vfs.Backend, in globArgs, o Options) (tool.
 		return res, err
 	}
 	var out []string
-	total := 0
+	total, chars, full := 0, 0, false
+	budget := max(o.MaxOutputChars-noticeReserve, o.MaxOutputChars/2)
 	for e, err := range fs.Walk(ctx, dir) {
 		if err != nil {
 			return failed(ctx, "searching "+dir, err)
 		}
 		if m.match(dir, e.Path) {
-			if total < o.GlobMaxResults {
-				out = append(out, e.Path)
+			if total < o.GlobMaxResults && !full {
+				if chars+len(e.Path)+1 > budget && len(out) > 0 {
+					full = true
+				} else {
+					out = append(out, e.Path)
+					chars += len(e.Path) + 1
+				}
 			}
 			total++
 		}
@@ -448,11 +458,17 @@ func runGrep(ctx context.Context, fs vfs.Backend, in grepArgs, o Options) (tool.
 	}
 
 	var out []string
-	total, binary := 0, 0
-	var unreadable []string // files that exist but could not be read (too large, no permission)
+	total, chars, full := 0, 0, false
+	budget := max(o.MaxOutputChars-noticeReserve, o.MaxOutputChars/2)
+	var skipped []skip // files not searched, and why
 	add := func(s string) {
-		if total < limit {
-			out = append(out, s)
+		if total < limit && !full {
+			if chars+len(s)+1 > budget && len(out) > 0 {
+				full = true
+			} else {
+				out = append(out, s)
+				chars += len(s) + 1
+			}
 		}
 		total++
 	}
@@ -463,7 +479,7 @@ func runGrep(ctx context.Context, fs vfs.Backend, in grepArgs, o Options) (tool.
 		if err := ctx.Err(); err != nil {
 			return tool.Result{}, context.Cause(ctx)
 		}
-		content, err := fs.Read(ctx, p)
+		content, why, err := searchable(ctx, fs, p, o.GrepMaxFileBytes)
 		if err != nil {
 			if errors.Is(err, vfs.ErrNotFound) || errors.Is(err, vfs.ErrIsDir) {
 				continue
@@ -471,11 +487,10 @@ func runGrep(ctx context.Context, fs vfs.Backend, in grepArgs, o Options) (tool.
 			if ctx.Err() != nil {
 				return tool.Result{}, context.Cause(ctx)
 			}
-			unreadable = append(unreadable, p)
-			continue
+			why = unreadable(err)
 		}
-		if strings.IndexByte(content, 0) >= 0 {
-			binary++
+		if why != "" {
+			skipped = append(skipped, skip{p, why})
 			continue
 		}
 		switch mode {
@@ -494,26 +509,11 @@ func runGrep(ctx context.Context, fs vfs.Backend, in grepArgs, o Options) (tool.
 			}
 		}
 	}
-	skipped := ""
-	if len(unreadable) > 0 {
-		shown := unreadable[:min(len(unreadable), 5)]
-		verb := "were"
-		if len(unreadable) == 1 {
-			verb = "was"
-		}
-		skipped = fmt.Sprintf("%s could not be read and %s skipped: %s", plural(len(unreadable), "file"), verb, strings.Join(shown, ", "))
-		if len(unreadable) > len(shown) {
-			skipped += ", ..."
-		}
-		skipped += "."
-	}
+	skippedText := skipNotice(skipped)
 	if total == 0 {
 		msg := fmt.Sprintf("No matches for %q in %s.", in.Pattern, base)
-		if binary > 0 {
-			msg += fmt.Sprintf(" (%s skipped.)", plural(binary, "binary file"))
-		}
-		if skipped != "" {
-			msg += " (" + skipped + ")"
+		if skippedText != "" {
+			msg += " (" + skippedText + ")"
 		}
 		if looksLikeRegex(in.Pattern) {
 			msg += " Note: grep matches the pattern as literal text, not as a regular expression, so characters such as . * + | ( [ ^ $ \\ match only themselves. Search for a plain piece of the text instead."
@@ -525,10 +525,92 @@ func runGrep(ctx context.Context, fs vfs.Backend, in grepArgs, o Options) (tool.
 		unit := map[string]string{modeFiles: "matching files", modeCount: "matching files", modeContent: "matching lines"}[mode]
 		text += fmt.Sprintf("\n\n[Showing the first %d of %d %s. Narrow the search with path or glob, or raise max_count.]", len(out), total, unit)
 	}
-	if skipped != "" {
-		text += "\n\n[Note: " + skipped + "]"
+	if skippedText != "" {
+		text += "\n\n[" + skippedText + "]"
 	}
 	return tool.Text(text), nil
+}
+
+// skip is a file grep did not search, and why.
+type skip struct{ path, why string }
+
+// maxSkipsNamed is how many skipped files grep names; the rest are counted.
+const maxSkipsNamed = 5
+
+// skipNotice says which files grep skipped and why: at most maxSkipsNamed
+// by name, then how many more.
+func skipNotice(skipped []skip) string {
+	if len(skipped) == 0 {
+		return ""
+	}
+	named := make([]string, 0, maxSkipsNamed)
+	for _, s := range skipped[:min(len(skipped), maxSkipsNamed)] {
+		named = append(named, fmt.Sprintf("%s (%s)", s.path, s.why))
+	}
+	text := fmt.Sprintf("Skipped %s: %s", plural(len(skipped), "file"), strings.Join(named, ", "))
+	if more := len(skipped) - len(named); more > 0 {
+		text += fmt.Sprintf(", and %d more", more)
+	}
+	return text + "."
+}
+
+// searchable returns a file's text for grep, or why it is not searched:
+// binary (told from its first bytes, before the rest is loaded) or larger
+// than max bytes. Files already in memory are searched whatever their size.
+func searchable(ctx context.Context, fs vfs.Backend, p string, max int64) (string, string, error) {
+	rc, e, err := vfs.Open(ctx, fs, p)
+	if err != nil {
+		return "", "", err
+	}
+	defer rc.Close()
+	if mem, ok := rc.(interface{ Content() string }); ok {
+		content := mem.Content()
+		if kind := binaryKind([]byte(content[:min(len(content), sniffLen)])); kind != "" || strings.IndexByte(content, 0) >= 0 {
+			return "", binaryWhy(kind, e.Size), nil
+		}
+		return content, "", nil
+	}
+	br := bufio.NewReaderSize(rc, sniffLen)
+	head, err := br.Peek(sniffLen)
+	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
+		return "", "", err
+	}
+	if kind := binaryKind(head); kind != "" {
+		return "", binaryWhy(kind, e.Size), nil
+	}
+	if e.Size > max {
+		return "", fmt.Sprintf("too large: %s, grep searches files up to %s", safefile.Size(e.Size), safefile.Size(max)), nil
+	}
+	var b strings.Builder
+	n, err := io.Copy(&b, io.LimitReader(br, max+1))
+	switch {
+	case err != nil:
+		return "", "", err
+	case n > max:
+		return "", fmt.Sprintf("too large: over %s, grep searches files up to %s", safefile.Size(max), safefile.Size(max)), nil
+	case strings.IndexByte(b.String(), 0) >= 0:
+		return "", binaryWhy("", n), nil
+	}
+	return b.String(), "", nil
+}
+
+func binaryWhy(kind string, size int64) string {
+	if kind == "" || kind == "binary data" {
+		return "binary, " + safefile.Size(size)
+	}
+	return fmt.Sprintf("binary, %s, %s", kind, safefile.Size(size))
+}
+
+// unreadable says in a few words why a file could not be read.
+func unreadable(err error) string {
+	if errors.Is(err, vfs.ErrPermission) {
+		return "permission denied"
+	}
+	var pe *iofs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return "unreadable: " + err.Error()
 }
 
 type lineMatch struct {
