@@ -10,7 +10,6 @@
 package fstools
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,6 +17,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/tool"
@@ -198,6 +198,16 @@ func splitLines(s string) []string {
 	return strings.Split(strings.TrimSuffix(s, "\n"), "\n")
 }
 
+// noticeReserve is the part of the character cap kept for the notices that
+// close an answer.
+const noticeReserve = 300
+
+// answerBudget is how many characters of an answer the entries or lines may
+// take: MaxOutputChars less room for the closing notices.
+func (o Options) answerBudget() int {
+	return max(o.MaxOutputChars-noticeReserve, o.MaxOutputChars/2)
+}
+
 // thousands writes n with comma separators: 80,000.
 func thousands(n int) string {
 	s := strconv.Itoa(n)
@@ -216,21 +226,45 @@ func thousands(n int) string {
 const sniffLen = 8000
 
 // binaryKind says what binary data head (a file's first bytes) starts, such
-// as "image/png" or "binary data"; it is "" for text. A NUL byte, or bytes
-// that no text file holds, make it binary.
+// as "image/png" or "binary data"; it is "" for text. Control bytes that no
+// text holds (NUL among them) make it binary, and so does a known binary
+// signature followed by bytes that are not UTF-8; a signature alone does
+// not, so a text that happens to start with "BM" or "ID3" stays text.
 func binaryKind(head []byte) string {
 	mime := http.DetectContentType(head)
 	if i := strings.IndexByte(mime, ';'); i >= 0 {
 		mime = mime[:i]
 	}
 	text := strings.HasPrefix(mime, "text/") || mime == "application/postscript"
-	if text && bytes.IndexByte(head, 0) < 0 {
+	if !hasControlBytes(head) && (text || validUTF8Start(head)) {
 		return ""
 	}
 	if text || mime == "application/octet-stream" {
 		return "binary data"
 	}
 	return mime
+}
+
+// hasControlBytes reports whether b holds a control byte other than tab,
+// newlines, form feed and escape.
+func hasControlBytes(b []byte) bool {
+	for _, c := range b {
+		if c <= 0x08 || c == 0x0b || c >= 0x0e && c <= 0x1a || c >= 0x1c && c <= 0x1f {
+			return true
+		}
+	}
+	return false
+}
+
+// validUTF8Start reports whether b is UTF-8, allowing a character cut off at
+// its end.
+func validUTF8Start(b []byte) bool {
+	for cut := 0; cut <= 3 && cut <= len(b); cut++ {
+		if utf8.Valid(b[:len(b)-cut]) {
+			return true
+		}
+	}
+	return false
 }
 
 // truncateRunes cuts s to at most n characters, marking a cut with "...".

@@ -244,12 +244,22 @@ func FuzzGrep(f *testing.F) {
 	})
 }
 
-// looksBinary is the rule grep skips files by: a NUL byte, or a start that
-// the standard library's content sniffer does not take for text.
+// looksBinary is the rule grep skips files by: a NUL byte anywhere; in the
+// first 8000 bytes, a control byte other than \t \n \f \r and escape; or a
+// start that is not UTF-8 and that the standard library's content sniffer
+// does not take for text.
 func looksBinary(c string) bool {
-	mime := http.DetectContentType([]byte(c[:min(len(c), 8000)]))
+	head := c[:min(len(c), 8000)]
+	mime := http.DetectContentType([]byte(head))
 	text := strings.HasPrefix(mime, "text/") || mime == "application/postscript"
-	return !text || strings.Contains(c, "\x00")
+	valid := false
+	for cut := 0; cut <= 3 && cut <= len(head); cut++ {
+		valid = valid || utf8.ValidString(head[:len(head)-cut])
+	}
+	control := strings.ContainsFunc(head, func(r rune) bool {
+		return r < 0x20 && !strings.ContainsRune("\t\n\f\r\x1b", r)
+	})
+	return control || !text && !valid || strings.Contains(c, "\x00")
 }
 
 // startLines counts the lines on which an occurrence of pat starts, the slow

@@ -53,7 +53,7 @@ func runLs(ctx context.Context, fs vfs.Backend, in lsArgs, o Options) (tool.Resu
 		return tool.Text(p + " is an empty directory."), nil
 	}
 	var b strings.Builder
-	budget := max(o.MaxOutputChars-noticeReserve, o.MaxOutputChars/2)
+	budget := o.answerBudget()
 	shown := 0
 	for _, e := range entries {
 		line := e.Path + "/"
@@ -92,9 +92,6 @@ func readTool(o Options) tool.Tool {
 	})
 }
 
-// noticeReserve is the part of read_file's character cap kept for the
-// notices that close its answer.
-const noticeReserve = 300
 
 // maxCountBytes bounds how far past the page read_file reads only to count
 // the lines that remain.
@@ -162,7 +159,7 @@ func runRead(ctx context.Context, fs vfs.Backend, in readArgs, o Options) (tool.
 		}
 	}
 
-	budget := max(o.MaxOutputChars-noticeReserve, o.MaxOutputChars/2)
+	budget := o.answerBudget()
 	var b strings.Builder
 	used, end := 0, offset // characters written; the line after the last shown
 	capped, cutBytes := false, int64(0)

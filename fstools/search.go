@@ -331,7 +331,7 @@ func runGlob(ctx context.Context, fs vfs.Backend, in globArgs, o Options) (tool.
 	}
 	var out []string
 	total, chars, full := 0, 0, false
-	budget := max(o.MaxOutputChars-noticeReserve, o.MaxOutputChars/2)
+	budget := o.answerBudget()
 	for e, err := range fs.Walk(ctx, dir) {
 		if err != nil {
 			return failed(ctx, "searching "+dir, err)
@@ -459,7 +459,7 @@ func runGrep(ctx context.Context, fs vfs.Backend, in grepArgs, o Options) (tool.
 
 	var out []string
 	total, chars, full := 0, 0, false
-	budget := max(o.MaxOutputChars-noticeReserve, o.MaxOutputChars/2)
+	budget := o.answerBudget()
 	var skipped []skip // files not searched, and why
 	add := func(s string) {
 		if total < limit && !full {
