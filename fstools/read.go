@@ -92,7 +92,6 @@ func readTool(o Options) tool.Tool {
 	})
 }
 
-
 // maxCountBytes bounds how far past the page read_file reads only to count
 // the lines that remain.
 const maxCountBytes = 64 << 20
