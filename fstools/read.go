@@ -231,6 +231,22 @@ func runRead(ctx context.Context, fs vfs.Backend, in readArgs, o Options) (tool.
 		}
 	}
 	if rest > 0 || capped {
+		var shown string
+		switch {
+		case !counted:
+			shown = fmt.Sprintf("lines %d-%d shown; more lines remain (the file is %s).", offset+1, end, safefile.Size(entry.Size))
+		case rest == 0:
+			shown = fmt.Sprintf("lines %d-%d of %d shown; no more lines remain.", offset+1, end, end)
+		default:
+			verb := "remain"
+			if rest == 1 {
+				verb = "remains"
+			}
+			shown = fmt.Sprintf("lines %d-%d of %d shown; %s %s.", offset+1, end, end+rest, plural(rest, "more line"), verb)
+		}
+		if rest > 0 || !counted {
+			shown += fmt.Sprintf(" Call read_file with offset=%d to continue.", end)
+		}
 		var nb strings.Builder
 		nb.WriteByte('[')
 		if capped {
@@ -238,25 +254,11 @@ func runRead(ctx context.Context, fs vfs.Backend, in readArgs, o Options) (tool.
 			if cutBytes > 0 {
 				fmt.Fprintf(&nb, ", so line %d (%s long) is cut short", end, safefile.Size(cutBytes))
 			}
-			nb.WriteString(": l")
+			nb.WriteString(": " + shown)
 		} else {
-			nb.WriteByte('L')
+			nb.WriteString("L" + shown[1:])
 		}
-		switch {
-		case !counted:
-			fmt.Fprintf(&nb, "ines %d-%d shown; more lines remain (the file is %s).", offset+1, end, safefile.Size(entry.Size))
-		case rest == 0:
-			fmt.Fprintf(&nb, "ines %d-%d of %d shown; no more lines remain.]", offset+1, end, end)
-		default:
-			verb := "remain"
-			if rest == 1 {
-				verb = "remains"
-			}
-			fmt.Fprintf(&nb, "ines %d-%d of %d shown; %s %s.", offset+1, end, end+rest, plural(rest, "more line"), verb)
-		}
-		if rest > 0 || !counted {
-			fmt.Fprintf(&nb, " Call read_file with offset=%d to continue.]", end)
-		}
+		nb.WriteByte(']')
 		notes = append(notes, nb.String())
 	}
 	if len(notes) > 0 {
