@@ -24,21 +24,20 @@ type Opener interface {
 // otherwise. A reader from memory also has a Content method returning the
 // whole text without a copy.
 func Open(ctx context.Context, b Backend, path string) (io.ReadCloser, Entry, error) {
-	for {
-		switch x := b.(type) {
+	for inner := b; inner != nil; {
+		switch x := inner.(type) {
 		case Opener:
 			return x.Open(ctx, path)
 		case *Tracked:
-			b = x.Backend
-			continue
+			inner = x.Backend
 		case *Layer:
-			if base, ok := x.unchangedBase(path); ok {
-				b = base
-				continue
-			}
+			inner, _ = x.unchangedBase(path)
+		default:
+			inner = nil
 		}
-		break
 	}
+	// No stream below: read through b itself, so its wrappers' own rules
+	// (a layer's deletions, say) hold.
 	p, err := Clean(path)
 	if err != nil {
 		return nil, Entry{}, err
@@ -71,5 +70,8 @@ func (l *Layer) unchangedBase(path string) (Backend, bool) {
 	l.mu.RLock()
 	_, changed := l.changes[p]
 	l.mu.RUnlock()
-	return l.base, !changed
+	if changed {
+		return nil, false
+	}
+	return l.base, true
 }

@@ -54,3 +54,19 @@ func TestOpenFallsBackToRead(t *testing.T) {
 		}
 	}
 }
+
+// Without a stream below, Open reads through the wrapper it was given, so
+// the wrapper's rules hold: a base directory emptied in a layer is gone,
+// not a directory.
+func TestOpenKeepsLayerRules(t *testing.T) {
+	ctx := context.Background()
+	l := NewMemory(map[string]File{"/d/x": {Content: "x"}}).Branch()
+	if _, err := l.Delete(ctx, "/d/x"); err != nil {
+		t.Fatal(err)
+	}
+	_, readErr := l.Read(ctx, "/d")
+	_, _, openErr := Open(ctx, l, "/d")
+	if !errors.Is(readErr, ErrNotFound) || !errors.Is(openErr, ErrNotFound) {
+		t.Errorf("Read = %v, Open = %v; want both not found", readErr, openErr)
+	}
+}
