@@ -63,7 +63,7 @@ func TestScenariosMeetTheirExpectations(t *testing.T) {
 // checked in under testdata/golden and must not change unless on purpose
 // (go test -run TestGolden -update, and say so in the commit).
 func TestGoldenTranscripts(t *testing.T) {
-	for _, name := range []string{"seed-delegation", "parallel", "structured", "fork-refusal", "sibling-conflict", "failing-sibling", "deleting-child", "offload-tool-result", "offload-user-message"} {
+	for _, name := range []string{"seed-delegation", "parallel", "structured", "fork-refusal", "sibling-conflict", "failing-sibling", "deleting-child", "offload-tool-result", "offload-user-message", "cap-read-file", "cap-ls"} {
 		t.Run(name, func(t *testing.T) {
 			tr := replay(t, name)
 			tr.Normalize()

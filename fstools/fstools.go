@@ -14,7 +14,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/tool"
@@ -27,6 +30,13 @@ const (
 	DefaultMaxLineChars   = 2000
 	DefaultGrepMaxResults = 200
 	DefaultGlobMaxResults = 500
+	// DefaultLsMaxResults caps the entries ls lists at once.
+	DefaultLsMaxResults = 500
+	// DefaultMaxOutputChars caps the text read_file, ls, glob and grep
+	// answer with, in characters, so no file tool needs offloading.
+	DefaultMaxOutputChars = 80_000
+	// DefaultGrepMaxFileBytes is the largest file grep loads to search.
+	DefaultGrepMaxFileBytes = 10 << 20
 )
 
 // Names lists the tools' names in the order Tools returns them.
@@ -47,6 +57,16 @@ type Options struct {
 	GrepMaxResults int
 	// GlobMaxResults caps how many paths glob returns (DefaultGlobMaxResults).
 	GlobMaxResults int
+	// LsMaxResults caps how many entries ls lists (DefaultLsMaxResults).
+	LsMaxResults int
+	// MaxOutputChars caps the characters of one answer of read_file, ls,
+	// glob and grep; a notice says what was left out and how to get it
+	// (DefaultMaxOutputChars).
+	MaxOutputChars int
+	// GrepMaxFileBytes is the largest file grep searches; larger ones are
+	// skipped and named (DefaultGrepMaxFileBytes). Files already in memory
+	// are always searched.
+	GrepMaxFileBytes int64
 }
 
 func (o Options) withDefaults() Options {
@@ -61,6 +81,15 @@ func (o Options) withDefaults() Options {
 	}
 	if o.GlobMaxResults <= 0 {
 		o.GlobMaxResults = DefaultGlobMaxResults
+	}
+	if o.LsMaxResults <= 0 {
+		o.LsMaxResults = DefaultLsMaxResults
+	}
+	if o.MaxOutputChars <= 0 {
+		o.MaxOutputChars = DefaultMaxOutputChars
+	}
+	if o.GrepMaxFileBytes <= 0 {
+		o.GrepMaxFileBytes = DefaultGrepMaxFileBytes
 	}
 	return o
 }
@@ -167,6 +196,75 @@ func splitLines(s string) []string {
 		return nil
 	}
 	return strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+}
+
+// noticeReserve is the part of the character cap kept for the notices that
+// close an answer.
+const noticeReserve = 300
+
+// answerBudget is how many characters of an answer the entries or lines may
+// take: MaxOutputChars less room for the closing notices.
+func (o Options) answerBudget() int {
+	return max(o.MaxOutputChars-noticeReserve, o.MaxOutputChars/2)
+}
+
+// thousands writes n with comma separators: 80,000.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	if neg {
+		s = "-" + s
+	}
+	return s
+}
+
+// sniffLen is how much of a file's start decides whether it is text.
+const sniffLen = 8000
+
+// binaryKind says what binary data head (a file's first bytes) starts, such
+// as "image/png" or "binary data"; it is "" for text. Control bytes that no
+// text holds (NUL among them) make it binary, and so does a known binary
+// signature followed by bytes that are not UTF-8; a signature alone does
+// not, so a text that happens to start with "BM" or "ID3" stays text.
+func binaryKind(head []byte) string {
+	mime := http.DetectContentType(head)
+	if i := strings.IndexByte(mime, ';'); i >= 0 {
+		mime = mime[:i]
+	}
+	text := strings.HasPrefix(mime, "text/") || mime == "application/postscript"
+	if !hasControlBytes(head) && (text || validUTF8Start(head)) {
+		return ""
+	}
+	if text || mime == "application/octet-stream" {
+		return "binary data"
+	}
+	return mime
+}
+
+// hasControlBytes reports whether b holds a control byte other than tab,
+// newlines, form feed and escape.
+func hasControlBytes(b []byte) bool {
+	for _, c := range b {
+		if c <= 0x08 || c == 0x0b || c >= 0x0e && c <= 0x1a || c >= 0x1c && c <= 0x1f {
+			return true
+		}
+	}
+	return false
+}
+
+// validUTF8Start reports whether b is UTF-8, allowing a character cut off at
+// its end.
+func validUTF8Start(b []byte) bool {
+	for cut := 0; cut <= 3 && cut <= len(b); cut++ {
+		if utf8.Valid(b[:len(b)-cut]) {
+			return true
+		}
+	}
+	return false
 }
 
 // truncateRunes cuts s to at most n characters, marking a cut with "...".

@@ -170,7 +170,6 @@ func badPathCases(param, extra string) []tcase {
 		{name: "home", args: arg("~/notes.md"), wantErr: []string{"invalid path", "~"}},
 		{name: "windows drive", args: arg(`C:\Users\x.txt`), wantErr: []string{"invalid path", "Windows"}},
 		{name: "windows slash", args: arg("C:/x.txt"), wantErr: []string{"Windows"}},
-		{name: "backslash", args: arg(`dir\file.txt`), wantErr: []string{"Windows", "forward slashes"}},
 		{name: "nul", args: arg("/a\x00b"), wantErr: []string{"NUL"}},
 	}
 }
@@ -280,7 +279,12 @@ func TestNoFilesystem(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", tl.Spec().Name, err)
 			}
-			_ = res // arguments may be refused first; what matters is no panic
+			// Every tool is given a parameter it does not take, so the
+			// arguments are refused before the missing filesystem matters.
+			name := tl.Spec().Name
+			if !res.IsError || !strings.HasPrefix(res.Content, "Invalid arguments for "+name+": unknown argument ") {
+				t.Errorf("%s with env %v: %+v", name, env, res)
+			}
 		}
 		res, err := tl.Run(context.Background(), &tool.Env{}, json.RawMessage(minimalArgs[tl.Spec().Name]))
 		if err != nil || !res.IsError || !strings.Contains(res.Content, "no filesystem") {

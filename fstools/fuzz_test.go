@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -99,6 +100,7 @@ func content2(t *testing.T, fs vfs.Backend) string {
 var fuzzTree = []string{
 	"/a.go", "/b.txt", "/src/c.go", "/src/sub/d.go", "/src/sub/.e", "/docs/f.md",
 	"/weird [x]/{g}.txt", "/x*y/?", "/é/ü.txt", "/deep/a/b/c/d/e/f.go",
+	"/.git/HEAD", "/src/.hidden/h.go", "/lib.go/in.go",
 }
 
 func FuzzGlob(f *testing.F) {
@@ -106,6 +108,8 @@ func FuzzGlob(f *testing.F) {
 		{"*.go", "/"}, {"**/*.go", "/src"}, {"src/**", "/"}, {"/src/*", "/"}, {"{a,b}.*", "/"},
 		{"[a-c]*", "/src"}, {"?", "/x*y"}, {"**", "/deep/a"}, {"[", "/"}, {"{{{", "/"}, {"\\", "/"},
 		{"*", "../x"}, {"*", "/missing"}, {"*", "/a.go"}, {"é/*", "/"},
+		{".*", "/"}, {"**/.e", "/src"}, {"a.go/**", "/"}, {"lib.go/**", "/"}, {"**/.hidden/*", "/"},
+		{"{.git,src}/*", "/"}, {"*", `\src\sub`}, {"src\\*.go", "/"}, {"/**/**/**", "/"},
 	} {
 		f.Add(s[0], s[1])
 	}
@@ -137,6 +141,19 @@ func FuzzGlob(f *testing.F) {
 		for _, p := range paths {
 			if !vfs.Under(p, dir) || !slices.Contains(fuzzTree, p) {
 				t.Fatalf("glob(%q, %q) returned %q, not a file under %s", pattern, base, p, dir)
+			}
+			// Dotfile rule: without a dot in the pattern, nothing below
+			// the search directory whose name starts with a dot matches.
+			rel := strings.TrimPrefix(p, dir)
+			if !strings.Contains(pattern, ".") && (strings.Contains(rel, "/.") || strings.HasPrefix(rel, ".")) {
+				t.Fatalf("glob(%q, %q) returned the dotfile %q", pattern, base, p)
+			}
+			// A trailing /** matches only what is below: never a file
+			// whose path is the part before it.
+			if pre, ok := strings.CutSuffix(pattern, "/**"); ok && !strings.ContainsAny(pre, "*?[{\\") {
+				if p == pre || strings.TrimPrefix(rel, "/") == pre {
+					t.Fatalf("glob(%q, %q) returned %q itself", pattern, base, p)
+				}
 			}
 		}
 	})
@@ -179,15 +196,29 @@ func FuzzGrep(f *testing.F) {
 			}
 		}) {
 			c := contents[p]
-			if strings.Contains(c, pattern) && !strings.Contains(c, "\x00") {
+			if strings.Contains(c, pattern) && !looksBinary(c) {
 				want = append(want, p)
 				counts[p] = startLines(c, pattern)
 				total += counts[p]
 			}
 		}
+		// Skipped files are named after the matches; binary ones only.
+		body, skipped, _ := strings.Cut(res.Content, "\n\n[Skipped ")
+		if strings.HasPrefix(body, "No matches") {
+			body, skipped, _ = strings.Cut(res.Content, " (Skipped ")
+		}
+		nbin := 0
+		for _, c := range contents {
+			if looksBinary(c) {
+				nbin++
+			}
+		}
+		if (nbin > 0) != (skipped != "") || nbin > 0 && !strings.HasPrefix(skipped, plural(nbin, "file")+": ") {
+			t.Fatalf("%d binary files, skip notice %q", nbin, skipped)
+		}
 		got := []string{}
-		if !strings.HasPrefix(res.Content, "No matches") {
-			got = strings.Split(res.Content, "\n")
+		if !strings.HasPrefix(body, "No matches") {
+			got = strings.Split(body, "\n")
 		}
 		if want == nil {
 			want = []string{}
@@ -203,7 +234,7 @@ func FuzzGrep(f *testing.F) {
 		for _, p := range want {
 			wantCount = append(wantCount, fmt.Sprintf("%s: %d", p, counts[p]))
 		}
-		if res.Content != strings.Join(wantCount, "\n") {
+		if body, _, _ := strings.Cut(res.Content, "\n\n[Skipped "); body != strings.Join(wantCount, "\n") {
 			t.Fatalf("count = %q, want %q", res.Content, wantCount)
 		}
 		res = run(t, "grep", fs, map[string]any{"pattern": pattern, "output_mode": "content", "max_count": 100000})
@@ -211,6 +242,24 @@ func FuzzGrep(f *testing.F) {
 			t.Fatalf("content shows %d lines for %d matching lines", n, total)
 		}
 	})
+}
+
+// looksBinary is the rule grep skips files by: a NUL byte anywhere; in the
+// first 8000 bytes, a control byte other than \t \n \f \r and escape; or a
+// start that is not UTF-8 and that the standard library's content sniffer
+// does not take for text.
+func looksBinary(c string) bool {
+	head := c[:min(len(c), 8000)]
+	mime := http.DetectContentType([]byte(head))
+	text := strings.HasPrefix(mime, "text/") || mime == "application/postscript"
+	valid := false
+	for cut := 0; cut <= 3 && cut <= len(head); cut++ {
+		valid = valid || utf8.ValidString(head[:len(head)-cut])
+	}
+	control := strings.ContainsFunc(head, func(r rune) bool {
+		return r < 0x20 && !strings.ContainsRune("\t\n\f\r\x1b", r)
+	})
+	return control || !text && !valid || strings.Contains(c, "\x00")
 }
 
 // startLines counts the lines on which an occurrence of pat starts, the slow
@@ -244,6 +293,100 @@ func FuzzToolArgs(f *testing.F) {
 			res, err := tl.Run(context.Background(), &tool.Env{Files: fs}, json.RawMessage(args))
 			if err == nil && res.Content == "" {
 				t.Fatalf("%s(%q) returned an empty result", tl.Spec().Name, args)
+			}
+		}
+	})
+}
+
+// FuzzReadFile pages through a file the way a model would, following each
+// notice's offset, and checks that the pages give back the file's lines in
+// order, none lost or repeated, with every answer under the character cap.
+func FuzzReadFile(f *testing.F) {
+	f.Add("one\ntwo\nthree", int8(0), int8(2), uint16(200))
+	f.Add("a\r\nb\r\n\r\n", int8(-3), int8(1), uint16(60))
+	f.Add(strings.Repeat("x", 500)+"\nshort\n", int8(0), int8(5), uint16(120))
+	f.Add("\n\n\n", int8(1), int8(0), uint16(100))
+	f.Add("", int8(0), int8(1), uint16(100))
+	f.Add("é\nü\n"+strings.Repeat("ß", 90), int8(0), int8(3), uint16(80))
+	f.Add("bin\x00ary", int8(0), int8(1), uint16(100))
+	f.Fuzz(func(t *testing.T, content string, offset, limit int8, capChars uint16) {
+		if !utf8.ValidString(content) {
+			t.Skip("the check below compares characters")
+		}
+		cap := int(capChars)%2000 + 40
+		tools := byName(New(Options{MaxOutputChars: cap, MaxLineChars: 1 << 20}))
+		fs := vfs.NewMemory(map[string]vfs.File{"/f": {Content: content}})
+		read := func(off int) tool.Result {
+			args, _ := json.Marshal(map[string]any{"file_path": "/f", "offset": off, "limit": int(limit)})
+			return call(t, tools["read_file"], fs, string(args))
+		}
+		res := read(int(offset))
+		switch {
+		case res.IsError:
+			if int(offset) < countLines(content) || content == "" || looksBinary(content[:min(len(content), 8000)]) {
+				t.Fatalf("error %q for offset %d of %d lines", res.Content, offset, countLines(content))
+			}
+			return
+		case content == "":
+			if res.Content != "/f is empty (0 lines)." {
+				t.Fatalf("empty file: %q", res.Content)
+			}
+			return
+		case looksBinary(content[:min(len(content), 8000)]):
+			if !strings.HasPrefix(res.Content, "/f is a binary file (") {
+				t.Fatalf("binary file shown: %q", res.Content)
+			}
+			return
+		case limit <= 0:
+			if !strings.HasPrefix(res.Content, "No lines were read from /f: limit is ") {
+				t.Fatalf("limit %d: %q", limit, res.Content)
+			}
+			return
+		}
+		want := splitLines(content)
+		start := max(int(offset), 0)
+		var got []string
+		next := start
+		for pages := 0; ; pages++ {
+			if utf8.RuneCountInString(res.Content) > cap && cap > 600 {
+				t.Fatalf("answer of %d characters over the cap of %d", utf8.RuneCountInString(res.Content), cap)
+			}
+			body, notice, _ := strings.Cut(res.Content, "\n\n[")
+			for _, l := range strings.Split(body, "\n") {
+				num, text, ok := strings.Cut(strings.TrimLeft(l, " "), "\t")
+				if !ok {
+					t.Fatalf("line without a gutter: %q in %q", l, res.Content)
+				}
+				if strings.Contains(num, ".") { // a continuation chunk of the line before
+					got[len(got)-1] += text
+					continue
+				}
+				if num != fmt.Sprint(next+1) {
+					t.Fatalf("line numbered %s, want %d", num, next+1)
+				}
+				got = append(got, text)
+				next++
+			}
+			i := strings.LastIndex(notice, "offset=")
+			if i < 0 {
+				break
+			}
+			var off int
+			if _, err := fmt.Sscanf(notice[i:], "offset=%d", &off); err != nil || off != next {
+				t.Fatalf("notice %q names offset %d, want %d", notice, off, next)
+			}
+			if pages > len(want) {
+				t.Fatal("paging does not end")
+			}
+			res = read(off)
+		}
+		if next != len(want) {
+			t.Fatalf("paging ended at line %d of %d", next, len(want))
+		}
+		for i, g := range got {
+			w := strings.TrimSuffix(want[start+i], "\r")
+			if g != w && !strings.HasPrefix(w, g) {
+				t.Fatalf("line %d: got %q, want %q", start+i+1, g, w)
 			}
 		}
 	})

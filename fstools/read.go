@@ -1,11 +1,16 @@
 package fstools
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
+
+	"github.com/deepagents-go/deepagents/internal/safefile"
 
 	"github.com/deepagents-go/deepagents/tool"
 	"github.com/deepagents-go/deepagents/vfs"
@@ -15,14 +20,16 @@ type lsArgs struct {
 	Path string `json:"path"`
 }
 
-func lsTool(Options) tool.Tool {
+func lsTool(o Options) tool.Tool {
 	return define("ls",
 		"List one directory level, sorted. Directories end in /; files show their size in bytes. Paths are absolute, like /src/app.py; a relative path starts at /.",
 		`{"type":"object","properties":{"path":{"type":"string","description":"Directory to list.","default":"/"}},"additionalProperties":false}`,
-		runLs)
+		func(ctx context.Context, fs vfs.Backend, in lsArgs) (tool.Result, error) {
+			return runLs(ctx, fs, in, o)
+		})
 }
 
-func runLs(ctx context.Context, fs vfs.Backend, in lsArgs) (tool.Result, error) {
+func runLs(ctx context.Context, fs vfs.Backend, in lsArgs, o Options) (tool.Result, error) {
 	p, bad := cleanPath(in.Path, "/")
 	if bad != nil {
 		return *bad, nil
@@ -46,16 +53,25 @@ func runLs(ctx context.Context, fs vfs.Backend, in lsArgs) (tool.Result, error) 
 		return tool.Text(p + " is an empty directory."), nil
 	}
 	var b strings.Builder
-	for i, e := range entries {
-		if i > 0 {
+	budget := o.answerBudget()
+	shown := 0
+	for _, e := range entries {
+		line := e.Path + "/"
+		if !e.IsDir {
+			line = fmt.Sprintf("%s (%s)", e.Path, plural(int(e.Size), "byte"))
+		}
+		if shown == o.LsMaxResults || b.Len()+1+len(line) > budget && shown > 0 {
+			break
+		}
+		if shown > 0 {
 			b.WriteByte('\n')
 		}
-		b.WriteString(e.Path)
-		if e.IsDir {
-			b.WriteByte('/')
-		} else {
-			fmt.Fprintf(&b, " (%s)", plural(int(e.Size), "byte"))
-		}
+		b.WriteString(line)
+		shown++
+	}
+	if left := len(entries) - shown; left > 0 {
+		fmt.Fprintf(&b, "\n\n[Showing the first %s of %s entries; %s left out. List a subdirectory, or use glob with a pattern, to see the rest.]",
+			thousands(shown), thousands(len(entries)), thousands(left))
 	}
 	return tool.Text(b.String()), nil
 }
@@ -76,22 +92,26 @@ func readTool(o Options) tool.Tool {
 	})
 }
 
+// maxCountBytes bounds how far past the page read_file reads only to count
+// the lines that remain.
+const maxCountBytes = 64 << 20
+
 func runRead(ctx context.Context, fs vfs.Backend, in readArgs, o Options) (tool.Result, error) {
 	p, bad := cleanPath(in.FilePath, "")
 	if bad != nil {
 		return *bad, nil
 	}
-	if in.Offset < 0 {
-		return tool.Errorf("Error: offset must be 0 or more (it is the 0-based line to start at); got %d.", in.Offset), nil
+	offset := in.Offset
+	var notes []string
+	if offset < 0 {
+		notes = append(notes, fmt.Sprintf("[offset %d is before the first line, so reading started at the first line (offset 0).]", in.Offset))
+		offset = 0
 	}
 	limit := o.ReadLimit
 	if in.Limit != nil {
-		if *in.Limit <= 0 {
-			return tool.Errorf("Error: limit must be 1 or more (the number of lines to return); got %d. Leave it out to get %d lines.", *in.Limit, o.ReadLimit), nil
-		}
 		limit = *in.Limit
 	}
-	content, err := fs.Read(ctx, p)
+	rc, entry, err := vfs.Open(ctx, fs, p)
 	switch {
 	case err == nil:
 	case errors.Is(err, vfs.ErrNotFound):
@@ -101,56 +121,232 @@ func runRead(ctx context.Context, fs vfs.Backend, in readArgs, o Options) (tool.
 	default:
 		return failed(ctx, "reading "+p, err)
 	}
-	lines := splitLines(content)
-	if len(lines) == 0 {
+	defer rc.Close()
+	br := bufio.NewReaderSize(rc, 64<<10)
+	head, err := br.Peek(sniffLen)
+	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
+		return failed(ctx, "reading "+p, err)
+	}
+	if len(head) == 0 {
 		return tool.Text(fmt.Sprintf("%s is empty (0 lines).", p)), nil
 	}
-	if in.Offset >= len(lines) {
-		return tool.Errorf("Error: offset %d is past the end of %s, which has %s (offsets 0 to %d).",
-			in.Offset, p, plural(len(lines), "line"), len(lines)-1), nil
+	if kind := binaryKind(head); kind != "" {
+		return tool.Text(fmt.Sprintf("%s is a binary file (%s, %s), not text, so read_file does not show it.",
+			p, kind, safefile.Size(entry.Size))), nil
 	}
-	end := len(lines)
-	if limit < end-in.Offset {
-		end = in.Offset + limit
+	if limit <= 0 {
+		return tool.Text(fmt.Sprintf("No lines were read from %s: limit is %d. Give a limit of 1 or more, or leave it out to read up to %d lines.",
+			p, limit, o.ReadLimit)), nil
 	}
+
+	// Skip to the first line asked for.
+	line := 0
+	for ; line < offset; line++ {
+		n, err := skipLine(br)
+		if err != nil && err != io.EOF {
+			return failed(ctx, "reading "+p, err)
+		}
+		if n == 0 {
+			break
+		}
+		if line%4096 == 0 && ctx.Err() != nil {
+			return tool.Result{}, context.Cause(ctx)
+		}
+		if err == io.EOF {
+			line++
+			break
+		}
+	}
+
+	budget := o.answerBudget()
 	var b strings.Builder
-	for i := in.Offset; i < end; i++ {
-		if i > in.Offset {
+	used, end := 0, offset // characters written; the line after the last shown
+	capped, cutBytes := false, int64(0)
+	pending := 0 // a line read but not shown
+	eof := false
+	for end-offset < limit {
+		text, n, whole, err := readLine(br, 4*(budget-used)+8)
+		if err != nil && err != io.EOF {
+			return failed(ctx, "reading "+p, err)
+		}
+		eof = err == io.EOF
+		if n == 0 {
+			break
+		}
+		sep := 0
+		if end > offset {
+			sep = 1
+		}
+		var one strings.Builder
+		w := writeNumbered(&one, end+1, text, o.MaxLineChars, -1)
+		if !whole || used+sep+w > budget {
+			capped = true
+			if end == offset { // one line alone is over the cap: show its start
+				writeNumbered(&b, end+1, text, o.MaxLineChars, budget)
+				cutBytes = n
+				end++
+			} else {
+				pending = 1
+			}
+			break
+		}
+		if sep == 1 {
 			b.WriteByte('\n')
 		}
-		writeNumbered(&b, i+1, strings.TrimSuffix(lines[i], "\r"), o.MaxLineChars)
-	}
-	if rest := len(lines) - end; rest > 0 {
-		verb := "remain"
-		if rest == 1 {
-			verb = "remains"
+		b.WriteString(one.String())
+		used += sep + w
+		end++
+		if eof {
+			break
 		}
-		fmt.Fprintf(&b, "\n\n[Lines %d-%d of %d shown; %s %s. Call read_file with offset=%d to continue.]",
-			in.Offset+1, end, len(lines), plural(rest, "more line"), verb, end)
+	}
+	if end == offset {
+		return tool.Errorf("Error: offset %d is past the end of %s, which has %s (offsets 0 to %d).",
+			offset, p, plural(line, "line"), line-1), nil
+	}
+
+	// Count what remains, within reason.
+	rest, counted := pending, true
+	if !eof {
+		var scanned int64
+		for {
+			n, err := skipLine(br)
+			if err != nil && err != io.EOF {
+				return failed(ctx, "reading "+p, err)
+			}
+			if n > 0 {
+				rest++
+			}
+			scanned += n
+			if err == io.EOF {
+				break
+			}
+			if scanned > maxCountBytes {
+				counted = false
+				break
+			}
+			if rest%4096 == 0 && ctx.Err() != nil {
+				return tool.Result{}, context.Cause(ctx)
+			}
+		}
+	}
+	if rest > 0 || capped {
+		var shown string
+		switch {
+		case !counted:
+			shown = fmt.Sprintf("lines %d-%d shown; more lines remain (the file is %s).", offset+1, end, safefile.Size(entry.Size))
+		case rest == 0:
+			shown = fmt.Sprintf("lines %d-%d of %d shown; no more lines remain.", offset+1, end, end)
+		default:
+			verb := "remain"
+			if rest == 1 {
+				verb = "remains"
+			}
+			shown = fmt.Sprintf("lines %d-%d of %d shown; %s %s.", offset+1, end, end+rest, plural(rest, "more line"), verb)
+		}
+		if rest > 0 || !counted {
+			shown += fmt.Sprintf(" Call read_file with offset=%d to continue.", end)
+		}
+		var nb strings.Builder
+		nb.WriteByte('[')
+		if capped {
+			fmt.Fprintf(&nb, "Output capped at %s characters", thousands(o.MaxOutputChars))
+			if cutBytes > 0 {
+				fmt.Fprintf(&nb, ", so line %d (%s long) is cut short", end, safefile.Size(cutBytes))
+			}
+			nb.WriteString(": " + shown)
+		} else {
+			nb.WriteString("L" + shown[1:])
+		}
+		nb.WriteByte(']')
+		notes = append(notes, nb.String())
+	}
+	if len(notes) > 0 {
+		b.WriteString("\n\n")
+		b.WriteString(strings.Join(notes, "\n"))
 	}
 	return tool.Text(b.String()), nil
 }
 
-// writeNumbered writes one line with its gutter, split into chunks of at
-// most max characters; continuation chunks are labelled n.1, n.2, ...
-func writeNumbered(b *strings.Builder, n int, line string, max int) {
-	label := strconv.Itoa(n)
-	gutter := func(l string) {
-		b.WriteString(strings.Repeat(" ", 6-min(6, len(l))))
-		b.WriteString(l)
-		b.WriteByte('\t')
+// skipLine reads past one line and says how many bytes it had, its newline
+// included; 0 with io.EOF means there was no line left.
+func skipLine(br *bufio.Reader) (int64, error) {
+	var n int64
+	for {
+		chunk, err := br.ReadSlice('\n')
+		n += int64(len(chunk))
+		if err != bufio.ErrBufferFull {
+			return n, err
+		}
 	}
-	gutter(label)
+}
+
+// readLine reads one line, keeping at most keep bytes of it, and returns
+// its text (without the line ending when kept whole), its full length in
+// bytes and whether it was kept whole; 0 with io.EOF means there was no
+// line left.
+func readLine(br *bufio.Reader, keep int) (string, int64, bool, error) {
+	var buf []byte
+	var n int64
+	for {
+		chunk, err := br.ReadSlice('\n')
+		n += int64(len(chunk))
+		if room := keep - len(buf); room > 0 {
+			buf = append(buf, chunk[:min(room, len(chunk))]...)
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		whole := int64(len(buf)) == n
+		if whole {
+			buf = bytes.TrimSuffix(buf, []byte("\n"))
+			buf = bytes.TrimSuffix(buf, []byte("\r"))
+		}
+		return string(buf), n, whole, err
+	}
+}
+
+// writeNumbered writes one line with its gutter, split into chunks of at
+// most max characters; continuation chunks are labelled n.1, n.2, ... With
+// a budget of 0 or more it stops after that many characters. It returns the
+// characters written.
+func writeNumbered(b *strings.Builder, n int, line string, max, budget int) int {
+	label := strconv.Itoa(n)
+	written := 0
+	gutter := func(l string) bool {
+		g := strings.Repeat(" ", 6-min(6, len(l))) + l + "\t"
+		if budget >= 0 && written+len(g) > budget {
+			return false
+		}
+		b.WriteString(g)
+		written += len(g)
+		return true
+	}
+	if !gutter(label) {
+		return written
+	}
 	count, chunk, start := 0, 0, 0
 	for i := range line {
 		if count == max {
 			b.WriteString(line[start:i])
-			b.WriteByte('\n')
-			chunk++
-			gutter(label + "." + strconv.Itoa(chunk))
 			start, count = i, 0
+			if budget >= 0 && written+1 > budget {
+				return written
+			}
+			b.WriteByte('\n')
+			written++
+			chunk++
+			if !gutter(label + "." + strconv.Itoa(chunk)) {
+				return written
+			}
+		}
+		if budget >= 0 && written >= budget {
+			b.WriteString(line[start:i])
+			return written
 		}
 		count++
+		written++
 	}
 	b.WriteString(line[start:])
+	return written
 }

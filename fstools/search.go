@@ -1,12 +1,17 @@
 package fstools
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	iofs "io/fs"
+	"slices"
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
+	"github.com/deepagents-go/deepagents/internal/safefile"
 	"github.com/deepagents-go/deepagents/tool"
 	"github.com/deepagents-go/deepagents/vfs"
 )
@@ -35,9 +40,22 @@ func globTool(o Options) tool.Tool {
 }
 
 // matcher is a compiled glob with the rules both glob and grep use.
+//
+// Beyond doublestar's syntax it follows the dotfile rule of shells and of
+// both reference implementations: * and ** never match a name that starts
+// with a dot; only a pattern segment that itself starts with a dot does
+// (braces are expanded first, as in a shell, so {.env,x} names .env). And a
+// trailing /** matches what is below a directory, never the path
+// before it: a.py/** matches nothing when a.py is a file.
 type matcher struct {
 	pat  string
 	kind int
+	// alts holds the pattern's brace alternatives, split into segments;
+	// a name pattern (no slash) is taken as **/pattern.
+	alts [][]string
+	// strict is set when a trailing ** makes the segment rules matter for
+	// names without a dot segment too.
+	strict bool
 }
 
 const (
@@ -68,7 +86,118 @@ func newMatcher(pattern string) (matcher, error) {
 	if n, _ := alternatives(m.pat, 0, false); n > maxAlternatives {
 		return matcher{}, fmt.Errorf("its {a,b} groups make more than %d combinations; split it into several simpler patterns", maxAlternatives)
 	}
+	for _, alt := range expandBraces(m.pat) {
+		segs := strings.Split(alt, "/")
+		if m.kind == matchName {
+			segs = []string{"**", alt}
+		}
+		// Consecutive ** segments mean what one does.
+		segs = slices.CompactFunc(segs, func(a, b string) bool { return a == "**" && b == "**" })
+		if len(segs) > 1 && segs[len(segs)-1] == "**" {
+			m.strict = true
+		}
+		m.alts = append(m.alts, segs)
+	}
 	return m, nil
+}
+
+// expandBraces returns the patterns p's {a,b} groups stand for, escapes
+// and character classes kept as they are.
+func expandBraces(p string) []string {
+	for i := 0; i < len(p); i++ {
+		switch p[i] {
+		case '\\':
+			i++
+		case '[':
+			i = classEnd(p, i)
+		case '{':
+			parts, end := braceGroup(p, i)
+			var out []string
+			for _, suffix := range expandBraces(p[end+1:]) {
+				for _, part := range parts {
+					for _, e := range expandBraces(part) {
+						out = append(out, p[:i]+e+suffix)
+					}
+				}
+			}
+			return out
+		}
+	}
+	return []string{p}
+}
+
+// classEnd returns the index of the ] closing the class opened at p[i].
+func classEnd(p string, i int) int {
+	for i++; i < len(p) && p[i] != ']'; i++ {
+		if p[i] == '\\' {
+			i++
+		}
+	}
+	return i
+}
+
+// braceGroup splits the group opened at p[i] into its alternatives and
+// returns the index of its closing }.
+func braceGroup(p string, i int) ([]string, int) {
+	var parts []string
+	depth, start := 0, i+1
+	for j := i; j < len(p); j++ {
+		switch p[j] {
+		case '\\':
+			j++
+		case '[':
+			j = classEnd(p, j)
+		case '{':
+			depth++
+		case ',':
+			if depth == 1 {
+				parts = append(parts, p[start:j])
+				start = j + 1
+			}
+		case '}':
+			depth--
+			if depth == 0 {
+				return append(parts, p[start:j]), j
+			}
+		}
+	}
+	return append(parts, p[start:]), len(p) // unreachable for a valid pattern
+}
+
+// hidden reports whether a path segment is a dotfile name.
+func hidden(seg string) bool { return strings.HasPrefix(seg, ".") }
+
+// matchSegments reports whether the segments of a name match those of a
+// pattern under the dotfile rule, by dynamic programming so that many **
+// segments cannot make it slow.
+func matchSegments(pat, name []string) bool {
+	n, m := len(pat), len(name)
+	// ok[i*(m+1)+j]: pat[i:] matches name[j:].
+	ok := make([]bool, (n+1)*(m+1))
+	at := func(i, j int) bool { return ok[i*(m+1)+j] }
+	ok[n*(m+1)+m] = true
+	// visibleFrom[j]: no segment of name[j:] is hidden.
+	visibleFrom := make([]bool, m+1)
+	visibleFrom[m] = true
+	for j := m - 1; j >= 0; j-- {
+		visibleFrom[j] = visibleFrom[j+1] && !hidden(name[j])
+	}
+	for i := n - 1; i >= 0; i-- {
+		p := pat[i]
+		for j := m; j >= 0; j-- {
+			var v bool
+			switch {
+			case p == "**" && i == n-1 && i > 0:
+				v = j < m && visibleFrom[j] // a trailing ** needs something below
+			case p == "**":
+				v = at(i+1, j) || j < m && !hidden(name[j]) && at(i, j+1)
+			case j < m:
+				v = at(i+1, j+1) && (!hidden(name[j]) || hidden(p)) && doublestar.MatchUnvalidated(p, name[j])
+			}
+			ok[i*(m+1)+j] = v
+		}
+	}
+	return at(0, 0)
 }
 
 // alternatives counts the patterns a brace expansion of p[i:] would give
@@ -113,23 +242,35 @@ func alternatives(p string, i int, inGroup bool) (int, int) {
 
 // match reports whether the file at full, found searching dir, matches.
 func (m matcher) match(dir, full string) bool {
-	var name string
+	var rel string
+	switch {
+	case dir == "/":
+		rel = full[1:]
+	case len(full) > len(dir):
+		rel = full[len(dir)+1:]
+	default:
+		rel = full[strings.LastIndexByte(full, '/')+1:]
+	}
+	name := rel
 	switch m.kind {
 	case matchName:
 		name = full[strings.LastIndexByte(full, '/')+1:]
 	case matchAbsolute:
-		name = full
-	default:
-		switch {
-		case dir == "/":
-			name = full[1:]
-		case len(full) > len(dir):
-			name = full[len(dir)+1:]
-		default:
-			name = full[strings.LastIndexByte(full, '/')+1:]
+		name, rel = full, full
+	}
+	if !doublestar.MatchUnvalidated(m.pat, name) {
+		return false // the segment rules only ever narrow doublestar's match
+	}
+	if !m.strict && !hidden(rel) && !strings.Contains(rel, "/.") {
+		return true
+	}
+	segs := strings.Split(rel, "/")
+	for _, alt := range m.alts {
+		if matchSegments(alt, segs) {
+			return true
 		}
 	}
-	return doublestar.MatchUnvalidated(m.pat, name)
+	return false
 }
 
 // patternProblem says in plain words why doublestar rejects a pattern.
@@ -189,14 +330,20 @@ func runGlob(ctx context.Context, fs vfs.Backend, in globArgs, o Options) (tool.
 		return res, err
 	}
 	var out []string
-	total := 0
+	total, chars, full := 0, 0, false
+	budget := o.answerBudget()
 	for e, err := range fs.Walk(ctx, dir) {
 		if err != nil {
 			return failed(ctx, "searching "+dir, err)
 		}
 		if m.match(dir, e.Path) {
-			if total < o.GlobMaxResults {
-				out = append(out, e.Path)
+			if total < o.GlobMaxResults && !full {
+				if chars+len(e.Path)+1 > budget && len(out) > 0 {
+					full = true
+				} else {
+					out = append(out, e.Path)
+					chars += len(e.Path) + 1
+				}
 			}
 			total++
 		}
@@ -311,11 +458,17 @@ func runGrep(ctx context.Context, fs vfs.Backend, in grepArgs, o Options) (tool.
 	}
 
 	var out []string
-	total, binary := 0, 0
-	var unreadable []string // files that exist but could not be read (too large, no permission)
+	total, chars, full := 0, 0, false
+	budget := o.answerBudget()
+	var skipped []skip // files not searched, and why
 	add := func(s string) {
-		if total < limit {
-			out = append(out, s)
+		if total < limit && !full {
+			if chars+len(s)+1 > budget && len(out) > 0 {
+				full = true
+			} else {
+				out = append(out, s)
+				chars += len(s) + 1
+			}
 		}
 		total++
 	}
@@ -326,7 +479,7 @@ func runGrep(ctx context.Context, fs vfs.Backend, in grepArgs, o Options) (tool.
 		if err := ctx.Err(); err != nil {
 			return tool.Result{}, context.Cause(ctx)
 		}
-		content, err := fs.Read(ctx, p)
+		content, why, err := searchable(ctx, fs, p, o.GrepMaxFileBytes)
 		if err != nil {
 			if errors.Is(err, vfs.ErrNotFound) || errors.Is(err, vfs.ErrIsDir) {
 				continue
@@ -334,11 +487,10 @@ func runGrep(ctx context.Context, fs vfs.Backend, in grepArgs, o Options) (tool.
 			if ctx.Err() != nil {
 				return tool.Result{}, context.Cause(ctx)
 			}
-			unreadable = append(unreadable, p)
-			continue
+			why = unreadable(err)
 		}
-		if strings.IndexByte(content, 0) >= 0 {
-			binary++
+		if why != "" {
+			skipped = append(skipped, skip{p, why})
 			continue
 		}
 		switch mode {
@@ -357,26 +509,11 @@ func runGrep(ctx context.Context, fs vfs.Backend, in grepArgs, o Options) (tool.
 			}
 		}
 	}
-	skipped := ""
-	if len(unreadable) > 0 {
-		shown := unreadable[:min(len(unreadable), 5)]
-		verb := "were"
-		if len(unreadable) == 1 {
-			verb = "was"
-		}
-		skipped = fmt.Sprintf("%s could not be read and %s skipped: %s", plural(len(unreadable), "file"), verb, strings.Join(shown, ", "))
-		if len(unreadable) > len(shown) {
-			skipped += ", ..."
-		}
-		skipped += "."
-	}
+	skippedText := skipNotice(skipped)
 	if total == 0 {
 		msg := fmt.Sprintf("No matches for %q in %s.", in.Pattern, base)
-		if binary > 0 {
-			msg += fmt.Sprintf(" (%s skipped.)", plural(binary, "binary file"))
-		}
-		if skipped != "" {
-			msg += " (" + skipped + ")"
+		if skippedText != "" {
+			msg += " (" + skippedText + ")"
 		}
 		if looksLikeRegex(in.Pattern) {
 			msg += " Note: grep matches the pattern as literal text, not as a regular expression, so characters such as . * + | ( [ ^ $ \\ match only themselves. Search for a plain piece of the text instead."
@@ -388,10 +525,92 @@ func runGrep(ctx context.Context, fs vfs.Backend, in grepArgs, o Options) (tool.
 		unit := map[string]string{modeFiles: "matching files", modeCount: "matching files", modeContent: "matching lines"}[mode]
 		text += fmt.Sprintf("\n\n[Showing the first %d of %d %s. Narrow the search with path or glob, or raise max_count.]", len(out), total, unit)
 	}
-	if skipped != "" {
-		text += "\n\n[Note: " + skipped + "]"
+	if skippedText != "" {
+		text += "\n\n[" + skippedText + "]"
 	}
 	return tool.Text(text), nil
+}
+
+// skip is a file grep did not search, and why.
+type skip struct{ path, why string }
+
+// maxSkipsNamed is how many skipped files grep names; the rest are counted.
+const maxSkipsNamed = 5
+
+// skipNotice says which files grep skipped and why: at most maxSkipsNamed
+// by name, then how many more.
+func skipNotice(skipped []skip) string {
+	if len(skipped) == 0 {
+		return ""
+	}
+	named := make([]string, 0, maxSkipsNamed)
+	for _, s := range skipped[:min(len(skipped), maxSkipsNamed)] {
+		named = append(named, fmt.Sprintf("%s (%s)", s.path, s.why))
+	}
+	text := fmt.Sprintf("Skipped %s: %s", plural(len(skipped), "file"), strings.Join(named, ", "))
+	if more := len(skipped) - len(named); more > 0 {
+		text += fmt.Sprintf(", and %d more", more)
+	}
+	return text + "."
+}
+
+// searchable returns a file's text for grep, or why it is not searched:
+// binary (told from its first bytes, before the rest is loaded) or larger
+// than max bytes. Files already in memory are searched whatever their size.
+func searchable(ctx context.Context, fs vfs.Backend, p string, max int64) (string, string, error) {
+	rc, e, err := vfs.Open(ctx, fs, p)
+	if err != nil {
+		return "", "", err
+	}
+	defer rc.Close()
+	if mem, ok := rc.(interface{ Content() string }); ok {
+		content := mem.Content()
+		if kind := binaryKind([]byte(content[:min(len(content), sniffLen)])); kind != "" || strings.IndexByte(content, 0) >= 0 {
+			return "", binaryWhy(kind, e.Size), nil
+		}
+		return content, "", nil
+	}
+	br := bufio.NewReaderSize(rc, sniffLen)
+	head, err := br.Peek(sniffLen)
+	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
+		return "", "", err
+	}
+	if kind := binaryKind(head); kind != "" {
+		return "", binaryWhy(kind, e.Size), nil
+	}
+	if e.Size > max {
+		return "", fmt.Sprintf("too large: %s, grep searches files up to %s", safefile.Size(e.Size), safefile.Size(max)), nil
+	}
+	var b strings.Builder
+	n, err := io.Copy(&b, io.LimitReader(br, max+1))
+	switch {
+	case err != nil:
+		return "", "", err
+	case n > max:
+		return "", fmt.Sprintf("too large: over %s, grep searches files up to %s", safefile.Size(max), safefile.Size(max)), nil
+	case strings.IndexByte(b.String(), 0) >= 0:
+		return "", binaryWhy("", n), nil
+	}
+	return b.String(), "", nil
+}
+
+func binaryWhy(kind string, size int64) string {
+	if kind == "" || kind == "binary data" {
+		return "binary, " + safefile.Size(size)
+	}
+	return fmt.Sprintf("binary, %s, %s", kind, safefile.Size(size))
+}
+
+// unreadable says in a few words why a file could not be read.
+func unreadable(err error) string {
+	if errors.Is(err, vfs.ErrPermission) {
+		return "permission denied"
+	}
+	var pe *iofs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return "unreadable: " + err.Error()
 }
 
 type lineMatch struct {

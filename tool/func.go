@@ -129,8 +129,12 @@ func DecodeArgs(s *Schema, raw json.RawMessage, dst any) error {
 		return fmt.Errorf("the arguments are not valid JSON (%s)", jsonProblem(err))
 	}
 	if s != nil {
-		if err := s.Validate(v); err != nil {
+		coerced, err := s.validate(v)
+		if err != nil {
 			return err
+		}
+		if len(coerced) > 0 {
+			raw = withNumbers(raw, coerced)
 		}
 	}
 	if m, ok := dst.(*map[string]any); ok {
@@ -146,6 +150,23 @@ func DecodeArgs(s *Schema, raw json.RawMessage, dst any) error {
 		return fmt.Errorf("the arguments do not fit: %s", strings.TrimPrefix(err.Error(), "json: "))
 	}
 	return nil
+}
+
+// withNumbers rewrites the arguments with each coerced argument as the bare
+// number its string held, leaving every other value byte for byte as sent.
+func withNumbers(raw json.RawMessage, coerced map[string]string) json.RawMessage {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(raw, &fields) != nil {
+		return raw
+	}
+	for name, text := range coerced {
+		fields[name] = json.RawMessage(text)
+	}
+	out, err := json.Marshal(fields)
+	if err != nil {
+		return raw
+	}
+	return out
 }
 
 func jsonProblem(err error) string {

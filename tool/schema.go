@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -107,10 +108,21 @@ func (s *Schema) Raw() json.RawMessage { return s.raw }
 // Validate checks a decoded JSON value against the schema; nulls for optional
 // arguments are dropped from v first, as if the argument was not given. The
 // error, if any, is a plain-words explanation meant for the model.
+//
+// A number sent as a string ("5") for an integer or number argument is
+// taken as that number, as both reference implementations do: v is changed
+// in place.
 func (s *Schema) Validate(v any) error {
+	_, err := s.validate(v)
+	return err
+}
+
+// validate is Validate that also returns the arguments it coerced from
+// strings to numbers, with the number text each held.
+func (s *Schema) validate(v any) (map[string]string, error) {
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return fmt.Errorf("arguments must be a JSON object, got %s", describeJSON(v))
+		return nil, fmt.Errorf("arguments must be a JSON object, got %s", describeJSON(v))
 	}
 	// A null for an optional argument means "not given": many models send
 	// null for the parameters they do not use.
@@ -119,6 +131,63 @@ func (s *Schema) Validate(v any) error {
 			delete(obj, k)
 		}
 	}
+	coerced := s.coerce(obj)
+	return coerced, s.check(obj, v)
+}
+
+// coerce replaces, in obj, each string that holds a JSON number given for a
+// top-level integer or number argument (and that fits its type) with that
+// number. It returns the names it changed with the number text each held.
+// Any other string is left for the type check to refuse in plain words.
+func (s *Schema) coerce(obj map[string]any) map[string]string {
+	var out map[string]string
+	for name, val := range obj {
+		str, ok := val.(string)
+		if !ok {
+			continue
+		}
+		ps := s.props[name]
+		if ps == nil {
+			continue
+		}
+		want := typesOf(ps)
+		if slices.Contains(want, "string") || !slices.Contains(want, "integer") && !slices.Contains(want, "number") {
+			continue
+		}
+		text, f, ok := parseNumber(str)
+		if !ok || !typeMatches(f, want) {
+			continue
+		}
+		obj[name] = f
+		if strings.ContainsAny(text, ".eE") && slices.Contains(want, "integer") && f == float64(int64(f)) {
+			text = strconv.FormatFloat(f, 'f', -1, 64) // 1e2 → 100, which an int can hold
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[name] = text
+	}
+	return out
+}
+
+// numberRe is the JSON number grammar.
+var numberRe = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?$`)
+
+// parseNumber reads a string that holds one JSON number, spaces around it
+// allowed; a number too large for a float64 is refused.
+func parseNumber(s string) (string, float64, bool) {
+	s = strings.TrimSpace(s)
+	if len(s) > 100 || !numberRe.MatchString(s) {
+		return "", 0, false
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return "", 0, false
+	}
+	return s, f, true
+}
+
+func (s *Schema) check(obj map[string]any, v any) error {
 	var missing []string
 	for _, name := range s.required {
 		if v, ok := obj[name]; !ok || v == nil && !allowsNull(s.props[name]) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -65,6 +66,91 @@ func TestDecodeArgsPlainWords(t *testing.T) {
 		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
 			t.Errorf("%s: error %v, want %q", c.in, err, c.want)
 		}
+	}
+}
+
+// Numbers sent as strings are accepted for integer and number arguments;
+// every other type error is still refused in plain words. The fast path and
+// the general validator give the same answers.
+func TestDecodeArgsCoercesNumberStrings(t *testing.T) {
+	flat, err := CompileSchema([]byte(flatSchema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	general := *flat
+	general.flat = false
+	intp := func(n int) *int { return &n }
+	fp := func(f float64) *float64 { return &f }
+	cases := []struct {
+		name, in  string
+		limit     *int
+		ratio     *float64
+		wantError string
+	}{
+		{name: "integer string", in: `{"path":"/a","limit":"5"}`, limit: intp(5)},
+		{name: "spaces around", in: `{"path":"/a","limit":" 12 "}`, limit: intp(12)},
+		{name: "exponent", in: `{"path":"/a","limit":"1e2"}`, limit: intp(100)},
+		{name: "integral decimal", in: `{"path":"/a","limit":"7.0"}`, limit: intp(7)},
+		{name: "number string", in: `{"path":"/a","ratio":"0.25"}`, ratio: fp(0.25)},
+		{name: "nullable number", in: `{"path":"/a","ratio":"3"}`, ratio: fp(3)},
+		{name: "plain number still fine", in: `{"path":"/a","limit":9}`, limit: intp(9)},
+		{name: "fraction for an integer", in: `{"path":"/a","limit":"5.5"}`, wantError: `argument "limit" must be an integer, got the string "5.5"`},
+		{name: "not a number", in: `{"path":"/a","limit":"five"}`, wantError: `argument "limit" must be an integer, got the string "five"`},
+		{name: "hex", in: `{"path":"/a","limit":"0x10"}`, wantError: `argument "limit" must be an integer, got the string "0x10"`},
+		{name: "empty string", in: `{"path":"/a","limit":""}`, wantError: `argument "limit" must be an integer, got the string ""`},
+		{name: "leading plus", in: `{"path":"/a","limit":"+5"}`, wantError: `argument "limit" must be an integer, got the string "+5"`},
+		{name: "overflow", in: `{"path":"/a","limit":"1e400"}`, wantError: `argument "limit" must be an integer, got the string "1e400"`},
+		{name: "bounds still apply", in: `{"path":"/a","limit":"0"}`, wantError: `argument "limit" must be at least 1, got 0`},
+		{name: "upper bound", in: `{"path":"/a","limit":"501"}`, wantError: `argument "limit" must be at most 500, got 501`},
+		{name: "exclusive bound", in: `{"path":"/a","ratio":"0"}`, wantError: `argument "ratio" must be greater than 0, got 0`},
+		{name: "string argument not touched", in: `{"path":5}`, wantError: `argument "path" must be a string, got the number 5`},
+		{name: "boolean not coerced", in: `{"path":"/a","all":"true"}`, wantError: `argument "all" must be a boolean, got the string "true"`},
+		{name: "array not coerced", in: `{"path":"/a","limit":["5"]}`, wantError: `argument "limit" must be an integer, got an array`},
+	}
+	for _, c := range cases {
+		for _, s := range []*Schema{flat, &general} {
+			t.Run(c.name+"/flat="+map[bool]string{true: "yes", false: "no"}[s.flat], func(t *testing.T) {
+				var dst flatArgs
+				err := DecodeArgs(s, json.RawMessage(c.in), &dst)
+				if c.wantError != "" {
+					want := c.wantError
+					if !s.flat { // the general validator words bounds its own way
+						want = want[:strings.Index(want, `" `)+1]
+					}
+					if err == nil || !strings.Contains(err.Error(), want) {
+						t.Fatalf("error %v, want %q", err, c.wantError)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatalf("unexpected error %v", err)
+				}
+				if dst.Path != "/a" || !reflect.DeepEqual(dst.Limit, c.limit) || !reflect.DeepEqual(dst.Ratio, c.ratio) {
+					t.Errorf("decoded %+v (limit %v, ratio %v)", dst, dst.Limit, dst.Ratio)
+				}
+			})
+		}
+	}
+	// The general validator sees the coerced value too.
+	v := map[string]any{"path": "/a", "limit": "42"}
+	if err := flat.Validate(v); err != nil || v["limit"] != 42.0 {
+		t.Errorf("Validate left %v (%v)", v["limit"], err)
+	}
+	// Other values of the call are passed on byte for byte.
+	var big struct {
+		Path  string `json:"path"`
+		Limit int64  `json:"limit"`
+	}
+	s, err := CompileSchema([]byte(`{"type":"object","properties":{"path":{"type":"string"},"limit":{"type":"integer"},"n":{"type":"integer"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var anyDst map[string]any
+	if err := DecodeArgs(s, json.RawMessage(`{"path":"/a","limit":"3","n":"4"}`), &anyDst); err != nil || anyDst["limit"] != 3.0 || anyDst["n"] != 4.0 {
+		t.Errorf("map decode = %v, %v", anyDst, err)
+	}
+	if err := DecodeArgs(s, json.RawMessage(`{"path":"/a","limit":"9007199254740993"}`), &big); err != nil || big.Limit != 9007199254740993 {
+		t.Errorf("big integer string decoded as %d, %v", big.Limit, err)
 	}
 }
 
@@ -141,13 +227,18 @@ func TestFatal(t *testing.T) {
 // accepts exactly what the general JSON-schema validator accepts.
 func FuzzDecodeArgs(f *testing.F) {
 	for _, seed := range []string{`{"path":"/a"}`, `{"path":"/a","limit":3,"mode":"a"}`, `{"limit":0}`, `[]`, `null`,
-		`{"path":"/a","ratio":-1}`, `{"path":"/a","name":"héé"}`, `{"path":"/a","mode":null}`, `{"path":"\u0000"}`, ``, `{`} {
+		`{"path":"/a","ratio":-1}`, `{"path":"/a","name":"héé"}`, `{"path":"/a","mode":null}`, `{"path":"\u0000"}`, ``, `{`,
+		`{"path":"/a","limit":"5"}`, `{"path":"/a","limit":" 7 "}`, `{"path":"/a","limit":"5.5"}`, `{"path":"/a","limit":"1e2"}`,
+		`{"path":"/a","limit":"0x10"}`, `{"path":"/a","limit":"501"}`, `{"path":"/a","ratio":"0.5"}`, `{"path":"/a","limit":"1e400"}`,
+		`{"path":"5","limit":"-0"}`, `{"path":"/a","all":"1"}`, `{"path":"/a","mode":"1"}`} {
 		f.Add(seed)
 	}
 	s, err := CompileSchema([]byte(flatSchema))
 	if err != nil {
 		f.Fatal(err)
 	}
+	general := *s
+	general.flat = false
 	f.Fuzz(func(t *testing.T, in string) {
 		var dst flatArgs
 		fastErr := DecodeArgs(s, json.RawMessage(in), &dst)
@@ -163,6 +254,18 @@ func FuzzDecodeArgs(f *testing.F) {
 			if val == nil && k != "path" {
 				delete(obj, k)
 			}
+		}
+		// Both paths coerce number strings first; then the fast path must
+		// agree with the general validator, and so must DecodeArgs through
+		// the general path.
+		s.coerce(obj)
+		var viaGeneral flatArgs
+		generalErr := DecodeArgs(&general, json.RawMessage(in), &viaGeneral)
+		if (generalErr == nil) != (fastErr == nil) {
+			t.Fatalf("%s: fast path %v, general path %v", in, fastErr, generalErr)
+		}
+		if fastErr == nil && !reflect.DeepEqual(dst, viaGeneral) {
+			t.Fatalf("%s: fast path decoded %+v, general path %+v", in, dst, viaGeneral)
 		}
 		fullErr := s.resolved.Validate(v)
 		// Null for an optional property is accepted by both only when its

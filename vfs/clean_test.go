@@ -39,6 +39,26 @@ func TestClean(t *testing.T) {
 		{in: "/a:b", want: "/a:b"},
 		{in: "/" + long, want: "/" + long},
 
+		// Backslashes are separators.
+		{in: `win\bar\baz`, want: "/win/bar/baz"},
+		{in: `\win\bar\baz`, want: "/win/bar/baz"},
+		{in: `dir\file`, want: "/dir/file"},
+		{in: `/a\b`, want: "/a/b"},
+		{in: `a\`, want: "/a"},
+		{in: `\`, want: "/"},
+		{in: `\\server\share`, want: "/server/share"},
+		{in: `a\/\b`, want: "/a/b"},
+		{in: `a\.\b\.`, want: "/a/b"},
+		{in: `.\a`, want: "/a"},
+		{in: `\.hidden\x`, want: "/.hidden/x"},
+		{in: `/x/C:\y`, want: "/x/C:/y"},
+		{in: `\~\x`, want: "/~/x"},
+		{in: `a\..\b`, err: "'..' is not allowed"},
+		{in: `..\a`, err: "'..' is not allowed"},
+		{in: `a\..`, err: "'..' is not allowed"},
+		{in: `~\x`, err: "home-relative"},
+		{in: `\a` + long, err: "longer than 4096 bytes"},
+
 		{in: "", err: "the path is empty"},
 		{in: "..", err: "'..' is not allowed"},
 		{in: "../a", err: "'..' is not allowed"},
@@ -49,13 +69,12 @@ func TestClean(t *testing.T) {
 		{in: "~", err: "home-relative"},
 		{in: "~/notes.md", err: "home-relative"},
 		{in: "~user/x", err: "home-relative"},
-		{in: `C:\x`, err: "Windows paths"},
-		{in: "C:/x", err: "Windows paths"},
-		{in: "c:", err: "Windows paths"},
-		{in: "z:rel", err: "Windows paths"},
-		{in: `\\server\share`, err: "Windows paths"},
-		{in: `dir\file`, err: "forward slashes"},
-		{in: `/a\b`, err: "Windows paths"},
+		{in: `C:\x`, err: "Windows drive paths are not supported"},
+		{in: "C:/x", err: "Windows drive paths are not supported"},
+		{in: "c:", err: "Windows drive paths are not supported"},
+		{in: "z:rel", err: "Windows drive paths are not supported"},
+		{in: `C:x`, err: "Windows drive paths are not supported"},
+		{in: `c:\`, err: "Windows drive paths are not supported"},
 		{in: "/a\x00b", err: "NUL byte"},
 		{in: "\x00", err: "NUL byte"},
 		{in: "/" + long + "a", err: "longer than 4096 bytes"},
@@ -132,7 +151,8 @@ func TestUnderAndParent(t *testing.T) {
 
 func FuzzClean(f *testing.F) {
 	for _, s := range []string{"/", "", "a/b", "//a//", "/./.", "..", "/a/../b", "~", "C:\\x", "C:/x",
-		"\\\\s\\x", "/a\x00", "./a/./b/", "/a/..b", strings.Repeat("a", MaxPathLen), "/é"} {
+		"\\\\s\\x", "/a\x00", "./a/./b/", "/a/..b", strings.Repeat("a", MaxPathLen), "/é",
+		`win\bar\baz`, `a\..\b`, `\.\x\`, `a\/b`, `~\x`, `\` + strings.Repeat("a", MaxPathLen-1)} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {

@@ -95,9 +95,11 @@ type Delta []Change
 const MaxPathLen = 4096
 
 // Clean normalises a path to an absolute virtual path ("/a/b"). Relative
-// paths are taken from the root. It refuses, with an error that says what to
-// send instead, empty paths, "..", "~" and Windows paths. Clean is
-// idempotent: a path it returns is returned unchanged.
+// paths are taken from the root, and a backslash is a separator like a slash
+// (win\bar\baz is /win/bar/baz). It refuses, with an error that says what to
+// send instead, empty paths, "..", "~" and Windows drive paths (C:\x, c:/x).
+// Clean is idempotent: a path it returns is returned unchanged, and it never
+// holds a backslash.
 func Clean(p string) (string, error) {
 	if p == "" {
 		return "", pathError(p, "the path is empty; give an absolute path such as /notes.md")
@@ -108,14 +110,20 @@ func Clean(p string) (string, error) {
 	if p[0] == '~' {
 		return "", pathError(p, "home-relative paths (~) are not supported; use an absolute path from the root, such as /notes.md")
 	}
-	if len(p) >= 2 && p[1] == ':' && isLetter(p[0]) || strings.IndexByte(p, '\\') >= 0 {
-		return "", pathError(p, "Windows paths are not supported; use forward slashes from the root, such as /dir/file.txt")
+	if len(p) >= 2 && p[1] == ':' && isLetter(p[0]) {
+		return "", pathError(p, "Windows drive paths are not supported; use forward slashes from the root, such as /dir/file.txt")
 	}
-	out := p
-	if strings.Contains(p, "//") || strings.Contains(p, "/.") || p[0] != '/' || len(p) > 1 && p[len(p)-1] == '/' {
+	// A backslash separates directories, as on Windows: win\bar means
+	// /win/bar. The original p is kept for error messages.
+	s := p
+	if strings.IndexByte(s, '\\') >= 0 {
+		s = strings.ReplaceAll(s, "\\", "/")
+	}
+	out := s
+	if strings.Contains(s, "//") || strings.Contains(s, "/.") || s[0] != '/' || len(s) > 1 && s[len(s)-1] == '/' {
 		var b strings.Builder
-		b.Grow(len(p) + 1)
-		for seg := range strings.SplitSeq(p, "/") {
+		b.Grow(len(s) + 1)
+		for seg := range strings.SplitSeq(s, "/") {
 			switch seg {
 			case "", ".":
 				continue
