@@ -1,0 +1,14 @@
+//go:build !(linux || darwin || freebsd || netbsd || openbsd || dragonfly)
+
+package osfs
+
+import (
+	"errors"
+	"os"
+)
+
+var errNoLocks = errors.New("file locks are not supported on this system")
+
+// tryLock cannot lock here: updates are serialised within the process and
+// checked against what they read.
+func tryLock(*os.File) (bool, error) { return false, errNoLocks }
