@@ -234,6 +234,18 @@ func (f *FS) Delete(ctx context.Context, path string) (int, error) {
 	case !fi.Mode().IsRegular():
 		return 0, &fs.PathError{Op: "delete", Path: p, Err: errNotRegular}
 	}
+	// Wait for an Update or Write of the file in progress, as Write does,
+	// so it does not bring the file back after the delete.
+	unlock, err := f.locks.lock(ctx, r)
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
+	if h, err := f.hold(ctx, r); err == nil {
+		defer h.release()
+	} else if ctx.Err() != nil {
+		return 0, ctx.Err()
+	}
 	if err := f.root.Remove(r); err != nil {
 		return 0, f.fail("delete", p, err, false)
 	}

@@ -76,13 +76,13 @@
 // Within a process, writers of one file queue on a lock of their own; across
 // processes, they take an advisory lock (flock) on the file itself, and a
 // writer that finds a new file renamed in while it waited locks that one
-// instead. Write takes the same locks, so it never lands in the middle of an
-// Update. A program that does not take part (an editor, git) can still
-// change the file: just before renaming, Update checks that the file is the
-// one it read, with the same size and modification time, and otherwise
-// writes nothing and fails with an error matching vfs.ErrConflict. Where
-// the system has no file locks, only the check guards against other
-// processes.
+// instead. Write and Delete of a file take the same locks, so neither
+// lands in the middle of an Update. A program that does not take part (an
+// editor, git) can still change the file: just before renaming, Update
+// checks that the file is the one it read, with the same size and
+// modification time, and otherwise writes nothing and fails with an error
+// matching vfs.ErrConflict. Where the system has no file locks, only the
+// check guards against other processes.
 //
 // # Temporary files
 //
