@@ -8,6 +8,9 @@ import (
 	"syscall"
 )
 
+// renameOpenFiles says whether a file may be renamed while it is open.
+const renameOpenFiles = true
+
 // tryLock takes an exclusive advisory lock (flock) on file without
 // waiting. It reports false when another open file holds the lock, and an
 // error when the file system cannot lock at all. Closing file releases it.

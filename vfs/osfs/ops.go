@@ -142,10 +142,12 @@ func (f *FS) Write(ctx context.Context, path, content string) error {
 		return err
 	}
 	defer unlock()
+	var h *held
 	if replace {
 		// Wait for whoever holds the file; if it cannot be held (it went
 		// meanwhile, or cannot be opened for reading) write anyway.
-		h, err := f.hold(ctx, target)
+		var err error
+		h, err = f.hold(ctx, target)
 		switch {
 		case err == nil:
 			defer h.release()
@@ -154,7 +156,7 @@ func (f *FS) Write(ctx context.Context, path, content string) error {
 			return ctx.Err()
 		}
 	}
-	return f.commit("write", p, target, perm, replace, content, nil)
+	return f.commit("write", p, target, perm, replace, content, h, nil)
 }
 
 func tempName() string {

@@ -81,7 +81,7 @@ type held struct {
 	fi   fs.FileInfo // after locking, before reading
 }
 
-func (h *held) release() { h.file.Close() }
+func (h *held) release() { h.file.Close() } // a second call does nothing
 
 // maxLockWait bounds the pause between two attempts at a file lock another
 // process holds.
@@ -225,7 +225,7 @@ func (f *FS) Update(ctx context.Context, path string, fn vfs.UpdateFunc) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return f.commit("update", p, target, h.fi.Mode().Perm(), true, content, func() error { return f.unchanged(h, target) })
+	return f.commit("update", p, target, h.fi.Mode().Perm(), true, content, h, func() error { return f.unchanged(h, target) })
 }
 
 // writable refuses a file that is not writable (for instance mode 0o444)
@@ -245,8 +245,10 @@ func (f *FS) writable(target string) error {
 
 // commit writes content to a new temporary file next to target and renames
 // it over target, after check (if any) passed. The temporary file is locked
-// while it exists, which tells a sweep that its writer is alive.
-func (f *FS) commit(op, p, target string, perm fs.FileMode, keepPerm bool, content string, check func() error) error {
+// while it exists, which tells a sweep that its writer is alive. h, if not
+// nil, is the held target: where an open file cannot be renamed over, it is
+// released just before the rename.
+func (f *FS) commit(op, p, target string, perm fs.FileMode, keepPerm bool, content string, h *held, check func() error) error {
 	dir := "."
 	if i := strings.LastIndexByte(target, '/'); i >= 0 {
 		dir = target[:i]
@@ -274,13 +276,25 @@ func (f *FS) commit(op, p, target string, perm fs.FileMode, keepPerm bool, conte
 	if err == nil && check != nil {
 		err = check()
 	}
+	closed := false
+	if !renameOpenFiles {
+		closed = true
+		if cerr := w.Close(); err == nil {
+			err = cerr
+		}
+		if h != nil {
+			h.release()
+		}
+	}
 	if err == nil {
-		// Rename before closing, so the lock covers the file until it has
-		// its name.
+		// Where it can, rename before closing, so the lock covers the file
+		// until it has its name.
 		err = f.root.Rename(tmp, target)
 	}
-	if cerr := w.Close(); err == nil {
-		err = cerr
+	if !closed {
+		if cerr := w.Close(); err == nil {
+			err = cerr
+		}
 	}
 	if err != nil {
 		_ = f.root.Remove(tmp)
