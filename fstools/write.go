@@ -131,7 +131,7 @@ func runEdit(ctx context.Context, fs vfs.Backend, in editArgs) (tool.Result, err
 		return failed(ctx, "editing "+p, err)
 	}
 	if filled {
-		return tool.Text(fmt.Sprintf("Wrote %s (%s, %s) into the empty file %s.", "new_string", plural(countLines(in.NewString), "line"), plural(len(in.NewString), "byte"), p)), nil
+		return tool.Text(fmt.Sprintf("Wrote new_string (%s, %s) into the empty file %s.", plural(countLines(in.NewString), "line"), plural(len(in.NewString), "byte"), p)), nil
 	}
 	return tool.Text(fmt.Sprintf("Replaced %s in %s.", plural(n, "occurrence"), p)), nil
 }
