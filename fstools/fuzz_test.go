@@ -35,6 +35,7 @@ func FuzzEditFile(f *testing.F) {
 	f.Add("x\r\ny\r\nz\r\n", "x\ny", "1\n2", false)
 	f.Add("aaa", "aa", "a", true)
 	f.Add("", "x", "y", false)
+	f.Add("", "", "filled\n", false)
 	f.Add("same", "same", "same", false)
 	f.Fuzz(func(t *testing.T, content, old, new string, replaceAll bool) {
 		if !utf8.ValidString(old) || !utf8.ValidString(new) {
@@ -43,6 +44,12 @@ func FuzzEditFile(f *testing.F) {
 		fs := vfs.NewMemory(map[string]vfs.File{"/f": {Content: content}})
 		res := run(t, "edit_file", fs, map[string]any{"file_path": "/f", "old_string": old, "new_string": new, "replace_all": replaceAll})
 		got := content2(t, fs)
+		if old == "" && content == "" && new != "" { // filling an empty file
+			if res.IsError || got != new {
+				t.Fatalf("filling an empty file: %q, file %q", res.Content, got)
+			}
+			return
+		}
 		exact := 0
 		if old != "" {
 			exact = strings.Count(content, old)

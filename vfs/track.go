@@ -7,7 +7,10 @@ import (
 
 // Tracked wraps a backend that writes through (one that cannot branch, such
 // as a real directory) and records what changed, so the agent loop can
-// report file events for it as it does for layers.
+// report file events for it as it does for layers. Its Update passes
+// through to the wrapped backend's own atomic Update when it has one, so
+// parallel edits of one file through several Tracked views of one backend
+// do not lose each other's changes.
 type Tracked struct {
 	Backend
 	mu      sync.Mutex

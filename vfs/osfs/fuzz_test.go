@@ -6,6 +6,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -27,6 +28,15 @@ var (
 	}
 	fuzzPrefixes = []string{"", "/l0/", "/d/l1/", "/d/e/l2/", "/l3/", "/d/l4/", "/new/l5/"}
 )
+
+// tempNameRe matches the names Write gives its temporary files.
+var tempNameRe = regexp.MustCompile(`^\.osfs-[0-9a-f]{16}\.tmp$`)
+
+// tempNameIn reports whether a component of the virtual path p is a
+// temporary file's name.
+func tempNameIn(p string) bool {
+	return slices.ContainsFunc(strings.Split(p, "/"), tempNameRe.MatchString)
+}
 
 // hostTree records every name below dir and the content of its files,
 // without following links.
@@ -66,6 +76,9 @@ func FuzzOSFSPaths(f *testing.F) {
 	f.Add([]byte{5, 15}, "/new/l5", []byte{2, 1, 5})
 	f.Add([]byte{}, "/d/./e//c.txt", []byte{0, 1, 2, 3, 4, 5})
 	f.Add([]byte{0, 5, 3, 0, 1, 1, 2, 3}, "sub/deep.txt", []byte{0x11, 0x19, 0x21, 0x29, 0x0a})
+	f.Add([]byte{}, "/d/.osfs-0123456789abcdef.tmp", []byte{2, 0, 1, 6, 3, 4, 5})
+	f.Add([]byte{}, ".osfs-00000000000000ff.tmp/x", []byte{2, 6, 0, 1, 3, 4, 5})
+	f.Add([]byte{0, 1}, "/a.txt", []byte{6, 6, 1, 0x0e, 0x16})
 
 	f.Fuzz(func(t *testing.T, layout []byte, p string, ops []byte) {
 		base := t.TempDir()
@@ -130,16 +143,35 @@ func FuzzOSFSPaths(f *testing.F) {
 				q = pre + p
 			}
 			clean, cerr := vfs.Clean(q)
+			reserved := cerr == nil && tempNameIn(clean)
+			mustFail := func(what string, err error) {
+				t.Helper()
+				if reserved && err == nil {
+					t.Fatalf("%s(%q) succeeded on a temporary file's name", what, q)
+				}
+			}
 			switch op & 7 {
-			case 0, 6:
+			case 6:
+				err := fsys.Update(ctx, q, func(s string) (string, error) { return s + "+u", nil })
+				noHost("Update", err)
+				mustFail("Update", err)
+				if err == nil {
+					real := inside("Update", clean)
+					if b, _ := os.ReadFile(real); !strings.HasSuffix(string(b), "+u") || strings.Contains(string(b), secret) {
+						t.Fatalf("Update(%q) succeeded but %s holds %q", q, real, b)
+					}
+				}
+			case 0:
 				e, err := fsys.Stat(ctx, q)
 				noHost("Stat", err)
+				mustFail("Stat", err)
 				if err == nil {
 					inside("Stat", e.Path)
 				}
 			case 1, 7:
 				s, err := fsys.Read(ctx, q)
 				noHost("Read", err)
+				mustFail("Read", err)
 				if err == nil {
 					real := inside("Read", clean)
 					if strings.Contains(s, secret) {
@@ -152,6 +184,7 @@ func FuzzOSFSPaths(f *testing.F) {
 			case 2:
 				err := fsys.Write(ctx, q, "fuzz")
 				noHost("Write", err)
+				mustFail("Write", err)
 				if err == nil {
 					real := inside("Write", clean)
 					if b, _ := os.ReadFile(real); string(b) != "fuzz" {
@@ -164,11 +197,15 @@ func FuzzOSFSPaths(f *testing.F) {
 			case 3:
 				es, err := fsys.List(ctx, q)
 				noHost("List", err)
+				mustFail("List", err)
 				for _, e := range es {
 					if vfs.Parent(e.Path) != clean {
 						t.Fatalf("List(%q) reported %q, not a child", q, e.Path)
 					}
 					inside("List", e.Path)
+					if tempNameIn(e.Path) {
+						t.Fatalf("List(%q) showed %q", q, e.Path)
+					}
 				}
 				if !slices.IsSortedFunc(es, func(a, b vfs.Entry) int { return strings.Compare(a.Path, b.Path) }) {
 					t.Fatalf("List(%q) is not sorted", q)
@@ -184,6 +221,9 @@ func FuzzOSFSPaths(f *testing.F) {
 						}
 						continue
 					}
+					if reserved || tempNameIn(e.Path) {
+						t.Fatalf("Walk(%q) yielded %q", q, e.Path)
+					}
 					if n++; n > 1000 {
 						t.Fatalf("Walk(%q) does not end", q)
 					}
@@ -196,6 +236,7 @@ func FuzzOSFSPaths(f *testing.F) {
 			case 5:
 				_, err := fsys.Delete(ctx, q)
 				noHost("Delete", err)
+				mustFail("Delete", err)
 				if err == nil && clean == "/" {
 					t.Fatal("Delete(/) succeeded")
 				}

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/deepagents-go/deepagents/vfs"
 )
@@ -29,6 +30,9 @@ func (f *FS) Stat(ctx context.Context, path string) (vfs.Entry, error) {
 	}
 	if err := ctx.Err(); err != nil {
 		return vfs.Entry{}, err
+	}
+	if hidden(p) {
+		return vfs.Entry{}, &fs.PathError{Op: "stat", Path: p, Err: vfs.ErrNotFound}
 	}
 	fi, err := f.root.Stat(rel(p))
 	switch {
@@ -50,6 +54,9 @@ func (f *FS) Read(ctx context.Context, path string) (string, error) {
 	}
 	if err := ctx.Err(); err != nil {
 		return "", err
+	}
+	if hidden(p) {
+		return "", &fs.PathError{Op: "read", Path: p, Err: vfs.ErrNotFound}
 	}
 	r := rel(p)
 	// Look before opening: opening a FIFO or a device can block or act.
@@ -98,7 +105,9 @@ func readable(fi fs.FileInfo, limit int64) error {
 	return nil
 }
 
-// Write implements vfs.Backend.
+// Write implements vfs.Backend. It waits for an Update or Write of the
+// same file in progress, here or in another process, and refuses names
+// reserved for its temporary files.
 func (f *FS) Write(ctx context.Context, path, content string) error {
 	p, err := vfs.Clean(path)
 	if err != nil {
@@ -107,8 +116,11 @@ func (f *FS) Write(ctx context.Context, path, content string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if p == "/" {
+	switch {
+	case p == "/":
 		return &fs.PathError{Op: "write", Path: p, Err: vfs.ErrIsDir}
+	case hidden(p):
+		return &fs.PathError{Op: "write", Path: p, Err: errReserved}
 	}
 	target, fi, err := f.linkTarget(rel(p))
 	perm, replace := fs.FileMode(0o644), false
@@ -117,12 +129,7 @@ func (f *FS) Write(ctx context.Context, path, content string) error {
 		return &fs.PathError{Op: "write", Path: p, Err: vfs.ErrIsDir}
 	case err == nil && fi.Mode().IsRegular():
 		perm, replace = fi.Mode().Perm(), true
-		// Honour a file that is not writable rather than rename over it.
-		// (Other failures, such as a running executable, do not stop the
-		// rename.)
-		if w, err := f.root.OpenFile(target, os.O_WRONLY|oNonblock, 0); err == nil {
-			w.Close()
-		} else if errors.Is(err, fs.ErrPermission) {
+		if err := f.writable(target); err != nil {
 			return f.fail("write", p, err, true)
 		}
 	case err == nil:
@@ -130,41 +137,26 @@ func (f *FS) Write(ctx context.Context, path, content string) error {
 	case !errors.Is(err, fs.ErrNotExist):
 		return f.fail("write", p, err, true)
 	}
-
-	dir := "."
-	if i := strings.LastIndexByte(target, '/'); i >= 0 {
-		dir = target[:i]
-		if err := f.root.MkdirAll(dir, 0o755); err != nil {
-			if errors.Is(err, fs.ErrExist) {
-				// A component is there but is not a directory (a dangling link).
-				err = vfs.ErrNotDir
-			}
-			return f.fail("write", p, err, true)
+	unlock, err := f.locks.lock(ctx, target)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	var h *held
+	if replace {
+		// Wait for whoever holds the file; if it cannot be held (it went
+		// meanwhile, or cannot be opened for reading) write anyway.
+		var err error
+		h, err = f.hold(ctx, target)
+		switch {
+		case err == nil:
+			defer h.release()
+			perm = h.fi.Mode().Perm()
+		case ctx.Err() != nil:
+			return ctx.Err()
 		}
 	}
-	tmp := dir + "/" + tempName()
-	w, err := f.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-	if err != nil {
-		return f.fail("write", p, err, true)
-	}
-	_, err = io.WriteString(w, content)
-	if err == nil && replace {
-		err = w.Chmod(perm) // exactly the old bits, whatever the umask
-	}
-	if err == nil && !f.noSync {
-		err = w.Sync()
-	}
-	if cerr := w.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = f.root.Rename(tmp, target)
-	}
-	if err != nil {
-		_ = f.root.Remove(tmp)
-		return f.fail("write", p, err, true)
-	}
-	return nil
+	return f.commit("write", p, target, perm, replace, content, h, nil)
 }
 
 func tempName() string {
@@ -211,8 +203,11 @@ func (f *FS) Delete(ctx context.Context, path string) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	if p == "/" {
+	switch {
+	case p == "/":
 		return 0, &fs.PathError{Op: "delete", Path: p, Err: errRootDelete}
+	case hidden(p):
+		return 0, &fs.PathError{Op: "delete", Path: p, Err: vfs.ErrNotFound}
 	}
 	r := rel(p)
 	fi, err := f.root.Lstat(r)
@@ -240,6 +235,18 @@ func (f *FS) Delete(ctx context.Context, path string) (int, error) {
 		return 1, nil
 	case !fi.Mode().IsRegular():
 		return 0, &fs.PathError{Op: "delete", Path: p, Err: errNotRegular}
+	}
+	// Wait for an Update or Write of the file in progress, as Write does,
+	// so it does not bring the file back after the delete.
+	unlock, err := f.locks.lock(ctx, r)
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
+	if h, err := f.hold(ctx, r); err == nil {
+		defer h.release()
+	} else if ctx.Err() != nil {
+		return 0, ctx.Err()
 	}
 	if err := f.root.Remove(r); err != nil {
 		return 0, f.fail("delete", p, err, false)
@@ -275,7 +282,7 @@ func (f *FS) removeDir(ctx context.Context, p string) (int, error) {
 			}
 			continue
 		}
-		counts := fi.Mode().IsRegular()
+		counts := fi.Mode().IsRegular() && !isTemp(name)
 		if fi.Mode()&fs.ModeSymlink != 0 {
 			t, err := f.root.Stat(cr)
 			counts = err == nil && t.Mode().IsRegular()
@@ -321,8 +328,13 @@ func (f *FS) children(p string) ([]child, error) {
 		return nil, err
 	}
 	out := make([]child, 0, len(names))
+	now := time.Now()
 	for _, name := range names {
 		cp := join(p, name)
+		if isTemp(name) {
+			f.removeIfStale(rel(cp), now)
+			continue
+		}
 		if !visible(cp, name) {
 			continue
 		}
@@ -356,6 +368,9 @@ func (f *FS) List(ctx context.Context, dir string) ([]vfs.Entry, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if hidden(p) {
+		return nil, &fs.PathError{Op: "list", Path: p, Err: vfs.ErrNotFound}
+	}
 	fi, err := f.root.Stat(rel(p))
 	switch {
 	case err != nil:
@@ -388,6 +403,9 @@ func (f *FS) Walk(ctx context.Context, dir string) iter.Seq2[vfs.Entry, error] {
 		}
 		if err := ctx.Err(); err != nil {
 			yield(vfs.Entry{}, err)
+			return
+		}
+		if hidden(p) {
 			return
 		}
 		fi, err := f.root.Stat(rel(p))

@@ -65,10 +65,34 @@
 // replaced file keeps its permission bits; a file that is not writable (for
 // instance mode 0o444) is refused with an error matching vfs.ErrPermission
 // rather than replaced. Renaming breaks hard links: the other names keep
-// the old content. The temporary files are hidden from List and Walk; one
-// left behind by a crash can be deleted.
+// the old content.
 //
-// Two concurrent writes of one file never mix: the last rename wins.
+// # Updates and concurrent writers
+//
+// FS implements vfs.Updater: Update reads a file, computes its new content
+// and replaces it as Write does, while holding the file, so concurrent
+// read-modify-write cycles (parallel edit_file calls, or two processes
+// working in one directory) apply one after the other and none is lost.
+// Within a process, writers of one file queue on a lock of their own; across
+// processes, they take an advisory lock (flock) on the file itself, and a
+// writer that finds a new file renamed in while it waited locks that one
+// instead. Write and Delete of a file take the same locks, so neither
+// lands in the middle of an Update. A program that does not take part (an
+// editor, git) can still change the file: just before renaming, Update
+// checks that the file is the one it read, with the same size and
+// modification time, and otherwise writes nothing and fails with an error
+// matching vfs.ErrConflict. Where the system has no file locks, only the
+// check guards against other processes.
+//
+// # Temporary files
+//
+// Temporary files do not exist in the virtual view: List, Walk and
+// everything built on them leave them out, naming one (or a path through
+// one) is vfs.ErrNotFound, and Write refuses the name as reserved (an error
+// matching vfs.ErrPermission). A write killed midway leaves its temporary
+// file behind; RemoveStaleTemps removes those no live writer holds, New
+// runs it in the background (unless NoSweep), and listing a directory
+// removes the stale ones in it.
 //
 // FS does not implement vfs.Brancher: writes go straight to disk, and the
 // agent loop wraps it in vfs.Track to report them. It is safe for
@@ -77,6 +101,7 @@
 package osfs
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -122,6 +147,7 @@ func (permissionError) Is(target error) bool { return target == vfs.ErrPermissio
 const (
 	errNotRegular = permissionError("not a regular file or directory")
 	errRootDelete = permissionError("refusing to delete the workspace root")
+	errReserved   = permissionError("the name is reserved for the workspace's temporary files")
 )
 
 // FS is a vfs.Backend over a directory. Create it with New.
@@ -131,6 +157,11 @@ type FS struct {
 	maxBytes int64
 	noSync   bool
 	escape   error // os.Root's own (unexported) path-escape error
+	locks    pathLocks
+
+	sweep     bool
+	stopSweep context.CancelFunc
+	swept     chan struct{} // closed when the sweep New started is over
 }
 
 var _ vfs.Backend = (*FS)(nil)
@@ -147,6 +178,10 @@ func MaxFileBytes(n int64) Option {
 		}
 	}
 }
+
+// NoSweep stops New from removing stale temporary files in the background
+// (see RemoveStaleTemps). Stale ones met while listing are still removed.
+func NoSweep() Option { return func(f *FS) { f.sweep = false } }
 
 // NoSync makes Write skip flushing the new content to stable storage
 // before it replaces the old. Writes get much faster (a flush can take tens
@@ -175,7 +210,7 @@ func New(dir string, opts ...Option) (*FS, error) {
 	if err != nil {
 		return nil, fmt.Errorf("osfs: opening workspace %s: %w", abs, err)
 	}
-	f := &FS{root: r, dir: abs, maxBytes: DefaultMaxFileBytes}
+	f := &FS{root: r, dir: abs, maxBytes: DefaultMaxFileBytes, sweep: true, swept: make(chan struct{})}
 	for _, o := range opts {
 		o(f)
 	}
@@ -184,11 +219,28 @@ func New(dir string, opts ...Option) (*FS, error) {
 	if _, err := r.Lstat(".."); errors.As(err, &pe) {
 		f.escape = pe.Err
 	}
+	if f.sweep {
+		var sctx context.Context
+		sctx, f.stopSweep = context.WithCancel(context.Background())
+		go func() {
+			defer close(f.swept)
+			_, _ = f.RemoveStaleTemps(sctx)
+		}()
+	} else {
+		close(f.swept)
+	}
 	return f, nil
 }
 
-// Close releases the directory. Operations after Close fail.
-func (f *FS) Close() error { return f.root.Close() }
+// Close stops the background sweep, waits for it, and releases the
+// directory. Operations after Close fail.
+func (f *FS) Close() error {
+	if f.stopSweep != nil {
+		f.stopSweep()
+	}
+	<-f.swept
+	return f.root.Close()
+}
 
 // Dir returns the workspace directory as an absolute host path.
 func (f *FS) Dir() string { return f.dir }
@@ -218,25 +270,6 @@ func visible(p, name string) bool {
 	}
 	c, err := vfs.Clean(p)
 	return err == nil && c == p
-}
-
-const (
-	tempPrefix = ".osfs-"
-	tempSuffix = ".tmp"
-	tempHex    = 16
-)
-
-func isTemp(name string) bool {
-	if len(name) != len(tempPrefix)+tempHex+len(tempSuffix) ||
-		!strings.HasPrefix(name, tempPrefix) || !strings.HasSuffix(name, tempSuffix) {
-		return false
-	}
-	for _, c := range name[len(tempPrefix) : len(tempPrefix)+tempHex] {
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 // cause strips the host-path layer of an os error.

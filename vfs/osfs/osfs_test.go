@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/deepagents-go/deepagents/vfs"
 	"github.com/deepagents-go/deepagents/vfs/osfs"
@@ -228,9 +229,15 @@ func TestWriteKeepsPermissions(t *testing.T) {
 	}
 }
 
-func TestWriteReadOnlyFile(t *testing.T) {
-	if os.Geteuid() == 0 {
-		t.Skip("root can write any file")
+// Permission tests need a user that permissions apply to: run as root they
+// re-run themselves as an unprivileged user (and .ci/run runs them so).
+// Their names start with TestPermission, which .ci/run relies on.
+
+// A file that is not writable is refused, not replaced by a rename, by
+// Write, Update and edit_file.
+func TestPermissionReadOnlyFile(t *testing.T) {
+	if runUnprivileged(t) {
+		return
 	}
 	f, dir := newFS(t, map[string]string{"/ro": "keep"})
 	if err := os.Chmod(filepath.Join(dir, "ro"), 0o444); err != nil {
@@ -238,14 +245,20 @@ func TestWriteReadOnlyFile(t *testing.T) {
 	}
 	err := f.Write(ctx, "/ro", "changed")
 	wantErr(t, err, vfs.ErrPermission, "Write of a read-only file")
+	err = f.Update(ctx, "/ro", func(s string) (string, error) { return "changed", nil })
+	wantErr(t, err, vfs.ErrPermission, "Update of a read-only file")
+	res := runTool(t, vfs.Track(f), "edit_file", `{"file_path":"/ro","old_string":"keep","new_string":"changed"}`)
+	if !res.IsError || !strings.Contains(res.Content, "permission denied") {
+		t.Errorf("edit_file of a read-only file answered %q", res.Content)
+	}
 	if diskRead(t, filepath.Join(dir, "ro")) != "keep" {
 		t.Error("a read-only file was replaced")
 	}
 }
 
-func TestUnreadableDirectorySkipped(t *testing.T) {
-	if os.Geteuid() == 0 {
-		t.Skip("root can read any directory")
+func TestPermissionUnreadableDirectory(t *testing.T) {
+	if runUnprivileged(t) {
+		return
 	}
 	f, dir := newFS(t, map[string]string{"/a/x": "x", "/locked/y": "y", "/z": "z"})
 	locked := filepath.Join(dir, "locked")
@@ -261,43 +274,156 @@ func TestUnreadableDirectorySkipped(t *testing.T) {
 }
 
 // Write replaces through a temporary file, which never shows and never
-// stays; files that merely look similar do show.
+// stays; files that merely look similar do show. A temporary file does not
+// exist in the virtual view: naming one finds nothing, and the name cannot
+// be written.
 func TestTemporaryFiles(t *testing.T) {
 	f, dir := newFS(t, map[string]string{
-		"/d/.osfs-0123456789abcdef.tmp": "stale",
-		"/d/.osfs-notatemp.tmp":         "user",
-		"/d/.osfs-0123456789ABCDEF.tmp": "user",
-	})
-	if got, want := walkPaths(t, f, "/"), []string{"/d/.osfs-0123456789ABCDEF.tmp", "/d/.osfs-notatemp.tmp"}; !slices.Equal(got, want) {
-		t.Errorf("Walk = %v, want %v", got, want)
+		"/d/.osfs-0123456789abcdef.tmp":     "left by a writer",
+		"/d/.osfs-notatemp.tmp":             "user",
+		"/d/.osfs-0123456789ABCDEF.tmp":     "user",
+		"/.osfs-00000000000000ff.tmp/inner": "below a temporary name",
+		"/keep.txt":                         "TODO",
+	}, osfs.NoSweep())
+	userFiles := []string{"/d/.osfs-0123456789ABCDEF.tmp", "/d/.osfs-notatemp.tmp", "/keep.txt"}
+	if got := walkPaths(t, f, "/"); !slices.Equal(got, userFiles) {
+		t.Errorf("Walk = %v, want %v", got, userFiles)
 	}
-	if got, want := listing(t, f, "/d"), []string{"/d/.osfs-0123456789ABCDEF.tmp", "/d/.osfs-notatemp.tmp"}; !slices.Equal(got, want) {
+	if got, want := listing(t, f, "/d"), userFiles[:2]; !slices.Equal(got, want) {
 		t.Errorf("List = %v, want %v", got, want)
 	}
-	// A stale one can still be named and deleted.
-	if mustRead(t, f, "/d/.osfs-0123456789abcdef.tmp") != "stale" {
-		t.Error("stale temp file unreadable by name")
+	if got, want := listing(t, f, "/"), []string{"/d/", "/keep.txt"}; !slices.Equal(got, want) {
+		t.Errorf("List(/) = %v, want %v", got, want)
 	}
-	if n, err := f.Delete(ctx, "/d/.osfs-0123456789abcdef.tmp"); n != 1 || err != nil {
-		t.Errorf("Delete stale temp = %d, %v", n, err)
+	for _, p := range []string{"/d/.osfs-0123456789abcdef.tmp", "/.osfs-00000000000000ff.tmp/inner", "/.osfs-00000000000000ff.tmp"} {
+		_, err := f.Stat(ctx, p)
+		wantErr(t, err, vfs.ErrNotFound, "Stat of "+p)
+		_, err = f.Read(ctx, p)
+		wantErr(t, err, vfs.ErrNotFound, "Read of "+p)
+		_, err = f.Delete(ctx, p)
+		wantErr(t, err, vfs.ErrNotFound, "Delete of "+p)
+		wantErr(t, f.Update(ctx, p, func(s string) (string, error) { return s, nil }), vfs.ErrNotFound, "Update of "+p)
+		_, err = f.List(ctx, p)
+		wantErr(t, err, vfs.ErrNotFound, "List of "+p)
+		if got := walkPaths(t, f, p); len(got) != 0 {
+			t.Errorf("Walk(%s) = %v", p, got)
+		}
+		err = f.Write(ctx, p, "x")
+		wantErr(t, err, vfs.ErrPermission, "Write of "+p)
+		if err != nil && !strings.Contains(err.Error(), "reserved") {
+			t.Errorf("Write of %s: %v, want it to say the name is reserved", p, err)
+		}
+	}
+	if got := diskRead(t, filepath.Join(dir, "d", ".osfs-0123456789abcdef.tmp")); got != "left by a writer" {
+		t.Errorf("a refused write changed the file: %q", got)
+	}
+	// The tools go through the same view.
+	tr := vfs.Track(f)
+	for _, c := range []struct{ tool, args, want string }{
+		{"glob", `{"pattern":"**/.osfs-*"}`, "/d/.osfs-0123456789ABCDEF.tmp\n/d/.osfs-notatemp.tmp"},
+		{"grep", `{"pattern":"writer|below"}`, "No matches"},
+		{"read_file", `{"file_path":"/d/.osfs-0123456789abcdef.tmp"}`, "does not exist"},
+	} {
+		res := runTool(t, tr, c.tool, c.args)
+		if c.tool == "glob" && res.Content != c.want || !strings.Contains(res.Content, c.want) {
+			t.Errorf("%s(%s) = %q, want %q", c.tool, c.args, res.Content, c.want)
+		}
+	}
+	// Deleting the directory removes what is in it and counts user files only.
+	if n, err := f.Delete(ctx, "/d"); n != 2 || err != nil {
+		t.Errorf("Delete(/d) = %d, %v; want the 2 user files", n, err)
 	}
 
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Go(func() {
 			for j := range 20 {
-				if err := f.Write(ctx, "/d/same.txt", strings.Repeat("v", i*100+j)); err != nil {
+				if err := f.Write(ctx, "/e/same.txt", strings.Repeat("v", i*100+j)); err != nil {
 					t.Error(err)
 				}
 			}
 		})
 	}
 	wg.Wait()
-	names, _ := os.ReadDir(filepath.Join(dir, "d"))
+	names, _ := os.ReadDir(filepath.Join(dir, "e"))
 	for _, n := range names {
-		if n.Name() != "same.txt" && !strings.HasPrefix(n.Name(), ".osfs-notatemp") && n.Name() != ".osfs-0123456789ABCDEF.tmp" {
+		if n.Name() != "same.txt" {
 			t.Errorf("left on disk: %s", n.Name())
 		}
+	}
+}
+
+// makeTemp creates a temporary file as a write killed midway leaves it,
+// last modified age ago.
+func makeTemp(t *testing.T, path string, age time.Duration) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte("partial"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	when := time.Now().Add(-age)
+	if err := os.Chtimes(path, when, when); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Temporary files left by killed writers are removed when a workspace is
+// opened (in the background) and when a directory holding them is listed;
+// recent ones, which a writer may still be filling, and user files that
+// merely look alike stay.
+func TestStaleTemporaryFilesRemoved(t *testing.T) {
+	dir := t.TempDir()
+	seed(t, dir, map[string]string{"/a/b/keep.txt": "k", "/.osfs-notatemp.tmp": "user", "/.osfs-00000000000000AA.tmp": "user"})
+	stale := []string{".osfs-0000000000000001.tmp", "a/.osfs-0000000000000002.tmp", "a/b/.osfs-0000000000000003.tmp"}
+	for _, p := range stale {
+		makeTemp(t, filepath.Join(dir, p), 2*time.Hour)
+	}
+	fresh := filepath.Join(dir, "a", ".osfs-0000000000000004.tmp")
+	makeTemp(t, fresh, 0)
+	for _, p := range []string{".osfs-notatemp.tmp", ".osfs-00000000000000AA.tmp"} {
+		when := time.Now().Add(-2 * time.Hour)
+		os.Chtimes(filepath.Join(dir, p), when, when)
+	}
+
+	f := open(t, dir)
+	osfs.WaitSweep(f)
+	for _, p := range stale {
+		if _, err := os.Lstat(filepath.Join(dir, p)); !os.IsNotExist(err) {
+			t.Errorf("stale %s still there after opening: %v", p, err)
+		}
+	}
+	for _, p := range []string{fresh, filepath.Join(dir, ".osfs-notatemp.tmp"), filepath.Join(dir, ".osfs-00000000000000AA.tmp"), filepath.Join(dir, "a", "b", "keep.txt")} {
+		if _, err := os.Lstat(p); err != nil {
+			t.Errorf("%s was removed: %v", p, err)
+		}
+	}
+
+	// One left behind later goes when its directory is listed.
+	later := filepath.Join(dir, "a", "b", ".osfs-0000000000000005.tmp")
+	makeTemp(t, later, 2*time.Hour)
+	if got, want := listing(t, f, "/a/b"), []string{"/a/b/keep.txt"}; !slices.Equal(got, want) {
+		t.Errorf("List = %v, want %v", got, want)
+	}
+	if _, err := os.Lstat(later); !os.IsNotExist(err) {
+		t.Errorf("stale temporary file still there after listing its directory: %v", err)
+	}
+	if n, err := f.RemoveStaleTemps(ctx); n != 0 || err != nil {
+		t.Errorf("RemoveStaleTemps with nothing stale = %d, %v", n, err)
+	}
+	makeTemp(t, filepath.Join(dir, "x", "y", ".osfs-0000000000000006.tmp"), 2*time.Hour)
+	if n, err := f.RemoveStaleTemps(ctx); n != 1 || err != nil {
+		t.Errorf("RemoveStaleTemps = %d, %v; want 1", n, err)
+	}
+
+	// With NoSweep, opening leaves them (they stay hidden).
+	g := open(t, dir, osfs.NoSweep())
+	old := filepath.Join(dir, ".osfs-0000000000000007.tmp")
+	makeTemp(t, old, 2*time.Hour)
+	osfs.WaitSweep(g)
+	if _, err := os.Lstat(old); err != nil {
+		t.Errorf("NoSweep: %v", err)
 	}
 }
 

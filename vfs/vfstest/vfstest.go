@@ -15,6 +15,10 @@
 //     fails and changes nothing.
 //   - The Size and ModifiedAt of directory entries are not checked.
 //   - Context cancellation is not checked: Memory ignores the context.
+//
+// A backend that implements vfs.Updater is also checked for atomic updates:
+// concurrent read-modify-write cycles on one file must all take effect. The
+// Update subtests skip a backend that does not implement it.
 package vfstest
 
 import (
@@ -71,6 +75,8 @@ func Run(t *testing.T, newBackend func(t *testing.T, files map[string]string) vf
 		{"ConcurrentWrites", s.concurrent},
 		{"ConcurrentWritesOneFile", s.concurrentOneFile},
 		{"ConcurrentFileAndDirectory", s.concurrentFileAndDir},
+		{"Update", s.update},
+		{"ConcurrentUpdates", s.concurrentUpdates},
 	}
 	for name := range s.known {
 		if !slices.ContainsFunc(subtests, func(c subtest) bool { return c.name == name }) {
@@ -929,6 +935,102 @@ func (s *suite) concurrentFileAndDir(t *testing.T) {
 				t.Fatalf("round %d: Read(%q) = %q", round, p, got)
 			}
 		}
+	}
+}
+
+func (s *suite) updater(t *testing.T, files map[string]string) vfs.Updater {
+	t.Helper()
+	b := s.make(t, files)
+	u, ok := b.(vfs.Updater)
+	if !ok {
+		t.Skipf("%T does not implement vfs.Updater", b)
+	}
+	return u
+}
+
+func (s *suite) update(t *testing.T) {
+	u := s.updater(t, map[string]string{"/a.txt": "one", "/d/e.txt": "e", "/empty": ""})
+	var seen []string
+	appendX := func(c string) (string, error) {
+		seen = append(seen, c)
+		return c + "+x", nil
+	}
+	if err := u.Update(ctx, "/a.txt", appendX); err != nil {
+		t.Fatalf("Update(/a.txt): %v", err)
+	}
+	if err := u.Update(ctx, "a.txt", appendX); err != nil {
+		t.Fatalf("Update(a.txt): %v", err)
+	}
+	if err := u.Update(ctx, "/empty", appendX); err != nil {
+		t.Fatalf("Update(/empty): %v", err)
+	}
+	if want := []string{"one", "one+x", ""}; !slices.Equal(seen, want) {
+		t.Errorf("Update passed %q to fn, want %q", seen, want)
+	}
+	if got := MustRead(t, u, "/a.txt"); got != "one+x+x" {
+		t.Errorf("after two updates /a.txt = %q, want %q", got, "one+x+x")
+	}
+	if got := MustRead(t, u, "/empty"); got != "+x" {
+		t.Errorf("after an update /empty = %q, want %q", got, "+x")
+	}
+
+	// fn's error comes back as it is, and nothing is written.
+	refused := errors.New("refused by fn")
+	err := u.Update(ctx, "/d/e.txt", func(c string) (string, error) { return "changed anyway", refused })
+	if err != refused {
+		t.Errorf("Update with a failing fn returned %v, want fn's own error", err)
+	}
+	if got := MustRead(t, u, "/d/e.txt"); got != "e" {
+		t.Errorf("a refused update wrote %q", got)
+	}
+
+	called := false
+	never := func(c string) (string, error) { called = true; return "x", nil }
+	WantErr(t, u.Update(ctx, "/missing", never), vfs.ErrNotFound, "Update of a missing file")
+	WantErr(t, u.Update(ctx, "/d/missing/deeper", never), vfs.ErrNotFound, "Update below a missing directory")
+	WantErr(t, u.Update(ctx, "/d", never), vfs.ErrIsDir, "Update of a directory")
+	WantErr(t, u.Update(ctx, "/", never), vfs.ErrIsDir, "Update of the root")
+	WantErr(t, u.Update(ctx, "/../x", never), vfs.ErrInvalidPath, "Update of an invalid path")
+	if called {
+		t.Error("fn was called for a path that is not a file")
+	}
+	if got, want := Paths(t, u, "/"), []string{"/a.txt", "/d/e.txt", "/empty"}; !slices.Equal(got, want) {
+		t.Errorf("files after updates: %v, want %v", got, want)
+	}
+}
+
+// concurrentUpdates increments counters from many goroutines at once: with
+// atomic updates no increment is lost.
+func (s *suite) concurrentUpdates(t *testing.T) {
+	u := s.updater(t, map[string]string{"/n": "0", "/dir/m": "0"})
+	const workers, each = 8, 15
+	incr := func(c string) (string, error) {
+		var n int
+		if _, err := fmt.Sscan(c, &n); err != nil {
+			return "", fmt.Errorf("counter holds %q: %w", c, err)
+		}
+		return fmt.Sprint(n + 1), nil
+	}
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for j := range each {
+				p := "/n"
+				if j%3 == 0 {
+					p = "/dir/m"
+				}
+				if err := u.Update(ctx, p, incr); err != nil {
+					t.Errorf("Update(%s): %v", p, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if got, want := MustRead(t, u, "/n"), fmt.Sprint(workers*10); got != want {
+		t.Errorf("/n = %s after %d concurrent increments", got, workers*10)
+	}
+	if got, want := MustRead(t, u, "/dir/m"), fmt.Sprint(workers*5); got != want {
+		t.Errorf("/dir/m = %s after %d concurrent increments", got, workers*5)
 	}
 }
 
