@@ -3,6 +3,7 @@ package osfs
 import (
 	"context"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 
@@ -23,6 +24,9 @@ func (f *FS) Open(ctx context.Context, path string) (io.ReadCloser, vfs.Entry, e
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, vfs.Entry{}, err
+	}
+	if hidden(p) {
+		return nil, vfs.Entry{}, &fs.PathError{Op: "open", Path: p, Err: vfs.ErrNotFound}
 	}
 	r := rel(p)
 	// Look before opening: opening a FIFO or a device can block or act.

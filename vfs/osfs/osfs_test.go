@@ -300,6 +300,8 @@ func TestTemporaryFiles(t *testing.T) {
 		wantErr(t, err, vfs.ErrNotFound, "Stat of "+p)
 		_, err = f.Read(ctx, p)
 		wantErr(t, err, vfs.ErrNotFound, "Read of "+p)
+		_, _, err = f.Open(ctx, p)
+		wantErr(t, err, vfs.ErrNotFound, "Open of "+p)
 		_, err = f.Delete(ctx, p)
 		wantErr(t, err, vfs.ErrNotFound, "Delete of "+p)
 		wantErr(t, f.Update(ctx, p, func(s string) (string, error) { return s, nil }), vfs.ErrNotFound, "Update of "+p)
