@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/deepagents-go/deepagents"
@@ -339,32 +340,52 @@ func TestAssemblyRejections(t *testing.T) {
 	webSearch := tool.MustFunc("web_search", "Search.", func(context.Context, *tool.Env, struct{}) (string, error) { return "", nil })
 	lsClash := tool.MustFunc("ls", "Mine.", func(context.Context, *tool.Env, struct{}) (string, error) { return "", nil })
 	cases := []struct {
-		name string
-		cfg  deepagents.Config
-		want string
+		name     string
+		cfg      deepagents.Config
+		want     string
+		subagent string // the spec blamed, "" for Config itself
 	}{
 		{"F23 invalid mode", deepagents.Config{Subagents: []subagent.Spec{{Name: "x", Description: "d", Mode: "shared"}}},
-			"SubAgent 'x' has invalid mode 'shared'; expected 'isolated' or 'fork'"},
+			"SubAgent 'x' has invalid mode 'shared'; expected 'isolated' or 'fork'", "x"},
 		{"F24 fork with skills", deepagents.Config{Subagents: []subagent.Spec{{Name: "x", Description: "d", Mode: subagent.Fork, Skills: []string{"s"}}}},
-			"SubAgent 'x' cannot set skills under mode='fork'; the parent's skills are inherited instead."},
+			"SubAgent 'x' cannot set skills under mode='fork'; the parent's skills are inherited instead.", "x"},
+		{"skills on an isolated subagent are refused, not ignored", deepagents.Config{Subagents: []subagent.Spec{{Name: "x", Description: "d", Skills: []string{"s"}}}},
+			"SubAgent 'x' sets skills (s), but skills are not supported yet and would be ignored; remove them from its spec.", "x"},
 		{"F25 string schema", deepagents.Config{Subagents: []subagent.Spec{{Name: "x", Description: "d", ResponseFormat: "Findings"}}},
-			"Unsupported schema type: string"},
+			"Unsupported schema type: string", "x"},
 		{"F25 number schema", deepagents.Config{Subagents: []subagent.Spec{{Name: "x", Description: "d", ResponseFormat: 42}}},
-			"Unsupported schema type: int"},
+			"Unsupported schema type: int", "x"},
+		{"top-level schema", deepagents.Config{ResponseFormat: true}, "Unsupported schema type: bool", ""},
 		{"duplicate names", deepagents.Config{Subagents: []subagent.Spec{{Name: "x", Description: "d"}, {Name: "x", Description: "e"}}},
-			"SubAgent 'x' is defined twice; subagent names must be unique"},
+			"SubAgent 'x' is defined twice; subagent names must be unique", "x"},
 		{"tool collision", deepagents.Config{Tools: []tool.Tool{webSearch, lsClash}},
-			"Tool name(s) ls collide with built-in tools; rename your tools."},
+			"Tool name(s) ls collide with built-in tools; rename your tools.", ""},
+		{"nil tool", deepagents.Config{Tools: []tool.Tool{nil}}, "deepagents: nil tool in Config.Tools or a middleware", ""},
+		{"the parent's negative step limit is blamed on the parent", deepagents.Config{MaxSteps: -5},
+			"deepagents: MaxSteps is -5; it must be 0 (the default, 500) or more", ""},
+		{"negative parallelism", deepagents.Config{MaxParallel: -1},
+			"deepagents: MaxParallel is -1; it must be 0 (the default, 16) or more", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			c.cfg.Model = m
 			_, err := deepagents.New(c.cfg)
 			var ce *deepagents.ConfigError
-			if !errors.As(err, &ce) || err.Error() != c.want {
-				t.Errorf("err = %v, want ConfigError %q", err, c.want)
+			if !errors.As(err, &ce) || err.Error() != c.want || ce.Subagent != c.subagent {
+				t.Errorf("err = %v, want ConfigError %q blaming %q", err, c.want, c.subagent)
+			}
+			// One shape across constructors: the same type under all three names.
+			var ae *agent.ConfigError
+			var se *subagent.ConfigError
+			if !errors.As(err, &ae) || !errors.As(err, &se) {
+				t.Errorf("%T does not match agent.ConfigError and subagent.ConfigError", err)
 			}
 		})
+	}
+	if _, err := deepagents.New(deepagents.Config{}); err == nil || err.Error() != "deepagents: Config.Model is required" {
+		t.Errorf("no model: %v", err)
+	} else if ce := (*deepagents.ConfigError)(nil); !errors.As(err, &ce) {
+		t.Errorf("no model: %T is not a ConfigError", err)
 	}
 	// F26: handoff is accepted as isolated; F27: an empty list keeps general-purpose.
 	a, err := deepagents.New(deepagents.Config{Model: m, Subagents: []subagent.Spec{{Name: "h", Description: "d", Mode: subagent.Handoff}}})
@@ -439,26 +460,36 @@ func TestStateComingBack(t *testing.T) {
 }
 
 // F31: two task calls in one message run concurrently, measured from the
-// recorded model-call intervals, and come back in call order.
+// recorded model-call intervals, and come back in call order. The scenario's
+// model takes 100 ms per call; in a synctest bubble that is fake time, so the
+// recorded intervals are exact: both children's calls start at the same
+// instant, and the whole run takes 4 call lengths (parent, 2 rounds of the
+// children side by side, parent) instead of the 6 of one-by-one children.
 func TestParallelDelegation(t *testing.T) {
-	res, model := invokeScenario(t, "parallel")
-	first := map[string]scripted.Record{}
-	for _, r := range model.Records() {
-		if r.Who == "general-purpose" && r.Round == 0 {
-			first[r.Instance] = r
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		res, model := invokeScenario(t, "parallel")
+		if d := time.Since(start); d != 400*time.Millisecond {
+			t.Errorf("the run took %s of fake time, want 400ms (children side by side)", d)
 		}
-	}
-	ra, rb := first["call_a"], first["call_b"]
-	if !(ra.Start < rb.End && rb.Start < ra.End) {
-		t.Errorf("children's first calls do not overlap: A %v-%v, B %v-%v", ra.Start, ra.End, rb.Start, rb.End)
-	}
-	if model.MaxConcurrent() != 2 {
-		t.Errorf("max concurrent model calls = %d", model.MaxConcurrent())
-	}
-	tm := res.State.Messages[2:4]
-	if tm[0].ToolCallID != "call_a" || tm[0].Content != "A is done" || tm[1].ToolCallID != "call_b" || tm[1].Content != "B is done" {
-		t.Errorf("receipts out of call order: %+v", tm)
-	}
+		first := map[string]scripted.Record{}
+		for _, r := range model.Records() {
+			if r.Who == "general-purpose" && r.Round == 0 {
+				first[r.Instance] = r
+			}
+		}
+		ra, rb := first["call_a"], first["call_b"]
+		if ra.Start != rb.Start || !(ra.Start < rb.End && rb.Start < ra.End) {
+			t.Errorf("children's first calls do not overlap: A %v-%v, B %v-%v", ra.Start, ra.End, rb.Start, rb.End)
+		}
+		if model.MaxConcurrent() != 2 {
+			t.Errorf("max concurrent model calls = %d", model.MaxConcurrent())
+		}
+		tm := res.State.Messages[2:4]
+		if tm[0].ToolCallID != "call_a" || tm[0].Content != "A is done" || tm[1].ToolCallID != "call_b" || tm[1].Content != "B is done" {
+			t.Errorf("receipts out of call order: %+v", tm)
+		}
+	})
 }
 
 // A failing sibling gives an error receipt and does not touch the other.
@@ -515,25 +546,33 @@ func TestChildLimitAndTimeout(t *testing.T) {
 		t.Errorf("what the child managed must be kept: %v", tr.Files)
 	}
 
-	delay := 5000.0
-	m := scripted.New(scripted.Script{
-		"parent": {Steps: []scripted.Step{{ToolCalls: []scripted.StepCall{{ID: "c", Name: "task", Args: json.RawMessage(`{"description":"slow","subagent_type":"slow"}`)}}}, {Content: "ok"}}},
-		"slow":   {Steps: []scripted.Step{{Content: "too late", DelayMS: &delay}}},
-	}, scripted.Options{})
-	a, err := deepagents.New(deepagents.Config{Model: m, Subagents: []subagent.Spec{{Name: "slow", Description: "Slow.", Timeout: 50 * time.Millisecond}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := a.Invoke(t.Context(), agent.Prompt("go"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c := res.State.Messages[2].Content; !strings.Contains(c, "status: limit; timed out after 50ms") {
-		t.Errorf("timeout receipt = %q", c)
-	}
-	if res.Status != agent.StatusOK {
-		t.Errorf("a child's timeout must not fail the parent: %s", res.Status)
-	}
+	// The child's model would take 5 s, its timeout is 50 ms: fake time in a
+	// synctest bubble, so the timeout is exact and the test instant.
+	synctest.Test(t, func(t *testing.T) {
+		delay := 5000.0
+		m := scripted.New(scripted.Script{
+			"parent": {Steps: []scripted.Step{{ToolCalls: []scripted.StepCall{{ID: "c", Name: "task", Args: json.RawMessage(`{"description":"slow","subagent_type":"slow"}`)}}}, {Content: "ok"}}},
+			"slow":   {Steps: []scripted.Step{{Content: "too late", DelayMS: &delay}}},
+		}, scripted.Options{})
+		a, err := deepagents.New(deepagents.Config{Model: m, Subagents: []subagent.Spec{{Name: "slow", Description: "Slow.", Timeout: 50 * time.Millisecond}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		res, err := a.Invoke(t.Context(), agent.Prompt("go"))
+		if err != nil || res.Status != agent.StatusOK {
+			t.Fatalf("a child's timeout must not fail the parent: %v", err)
+		}
+		if d := time.Since(start); d != 50*time.Millisecond {
+			t.Errorf("the run took %s of fake time, want the child's 50ms timeout", d)
+		}
+		if c := res.State.Messages[2].Content; c != "Subagent slow did not finish (status: limit; timed out after 50ms)." {
+			t.Errorf("timeout receipt = %q", c)
+		}
+		if child, ok := res.Child("c"); !ok || child.Status != agent.StatusLimit || !errors.Is(child.Err(), agent.ErrLimit) {
+			t.Errorf("child result = %+v", child)
+		}
+	})
 }
 
 // Visibility: child events reach the parent's stream tagged with the agent
