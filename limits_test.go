@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/deepagents-go/deepagents"
@@ -79,7 +78,7 @@ func TestChildrenInheritTheParallelismBound(t *testing.T) {
 		maxParallel, want int
 	}{{1, 1}, {3, 3}, {0, 16}} {
 		t.Run(fmt.Sprint("MaxParallel ", c.maxParallel), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
+			bubble(t, func(t *testing.T) {
 				var inFlight, peak atomic.Int32
 				hold := tool.MustFunc("hold", "Hold.", func(context.Context, *tool.Env, struct{}) (string, error) {
 					n := inFlight.Add(1)

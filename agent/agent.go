@@ -139,6 +139,8 @@ type Agent struct {
 	specs    []llm.ToolSpec
 	names    []string
 	respTool *responseTool
+	// idle hands tool calls to the agent's idle worker goroutines.
+	idle chan func()
 
 	tokOnce  sync.Once
 	tokTotal int
@@ -156,7 +158,7 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.MaxParallel < 0 {
 		return nil, configErr("agent: MaxParallel is %d; it must be 0 (the default, %d) or more", cfg.MaxParallel, DefaultMaxParallel)
 	}
-	a := &Agent{cfg: cfg, name: cfg.Name, byName: map[string]tool.Tool{}}
+	a := &Agent{cfg: cfg, name: cfg.Name, byName: map[string]tool.Tool{}, idle: make(chan func())}
 	if a.name == "" {
 		a.name = DefaultName
 	}

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/deepagents-go/deepagents/agent"
@@ -102,7 +101,7 @@ func TestMaxParallelBoundsInFlightCalls(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
+			bubble(t, func(t *testing.T) {
 				var inFlight, peak atomic.Int32
 				hold := tool.MustFunc("hold", "Hold.", func(ctx context.Context, _ *tool.Env, _ struct{}) (string, error) {
 					n := inFlight.Add(1)
@@ -240,7 +239,7 @@ func TestEveryStatusButOKIsAnError(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
+			bubble(t, func(t *testing.T) {
 				// Each way of running gets a fresh setup (scripted models count rounds).
 				start := func() (*agent.Agent, context.Context, []agent.RunOption, context.CancelFunc) {
 					s := c.setup()

@@ -116,11 +116,6 @@ type run struct {
 	timeout  time.Duration
 	system   string
 
-	// idle hands tool calls to this run's idle worker goroutines; done
-	// (closed when the run ends) releases them.
-	idle chan func()
-	done chan struct{}
-
 	yield   func(Event, error) bool
 	stopped bool // the consumer stopped iterating
 	cancel  context.CancelFunc
@@ -142,7 +137,7 @@ type run struct {
 
 func (a *Agent) newRun(in Input, rc runConfig) *run {
 	r := &run{a: a, path: rc.path, instance: rc.instance, task: rc.task, maxSteps: rc.maxSteps, timeout: rc.timeout,
-		system: a.system, idle: make(chan func()), done: make(chan struct{})}
+		system: a.system}
 	if rc.system != nil {
 		r.system = *rc.system
 	}
@@ -227,7 +222,6 @@ func (r *run) loop(parent context.Context) {
 	ctx, cancel := context.WithCancel(parent)
 	r.cancel = cancel
 	defer cancel()
-	defer close(r.done)
 	if r.timeout > 0 {
 		var stop context.CancelFunc
 		ctx, stop = context.WithTimeoutCause(ctx, r.timeout, &timeoutError{r.timeout})
@@ -662,26 +656,32 @@ func retryEvent(round int, rt llm.Retry) Event {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// spawn runs f on one of this run's idle worker goroutines if one is
-// waiting, else on a new one that then waits for the run's next call.
-// Reusing workers from step to step keeps their grown stacks, which tool
-// calls (JSON decoding, reflection) need. Workers belong to one run and end
-// with it, so no goroutine outlives a run (or crosses from one run's
-// goroutine group to another's).
+// workerIdle is how long a worker goroutine waits for its agent's next tool
+// call before it ends.
+const workerIdle = time.Second
+
+// spawn runs f on one of the agent's idle worker goroutines if one is
+// waiting, else on a new one that then stays around briefly for the next
+// call. Reusing workers keeps their grown stacks, which tool calls (JSON
+// decoding, reflection) need. The pool is per Agent, not global, so the
+// workers of an agent assembled inside a testing/synctest bubble stay in it.
 func (r *run) spawn(f func()) {
 	select {
-	case r.idle <- f:
+	case r.a.idle <- f:
 	default:
-		go r.worker(f)
+		go r.a.worker(f)
 	}
 }
 
-func (r *run) worker(f func()) {
+func (a *Agent) worker(f func()) {
+	t := time.NewTimer(workerIdle)
+	defer t.Stop()
 	for {
 		f()
+		t.Reset(workerIdle)
 		select {
-		case f = <-r.idle:
-		case <-r.done:
+		case f = <-a.idle:
+		case <-t.C:
 			return
 		}
 	}

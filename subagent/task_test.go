@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/deepagents-go/deepagents/agent"
@@ -285,7 +284,7 @@ func TestFailureReceipts(t *testing.T) {
 // A timed-out child ends with status limit and says so. Runs in a synctest
 // bubble: the model's 5 s delay and the 50 ms timeout are on its fake clock.
 func TestTimeout(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	bubble(t, func(t *testing.T) {
 		slow := 5000.0
 		m := scripted.New(scripted.Script{"slow": {Steps: []scripted.Step{{Content: "too late", DelayMS: &slow}}}}, scripted.Options{})
 		task := newTask(t, subagent.Config{Model: m, Subagents: []subagent.Spec{{Name: "slow", Description: "Slow.", Timeout: 50 * time.Millisecond}}})
@@ -400,7 +399,7 @@ func TestParallelismInheritance(t *testing.T) {
 		bound, want int
 	}{{1, 1}, {2, 2}, {0, 4}} {
 		t.Run(fmt.Sprint("bound ", c.bound), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
+			bubble(t, func(t *testing.T) {
 				var inFlight, peak atomic.Int32
 				hold := tool.MustFunc("hold", "Hold.", func(context.Context, *tool.Env, struct{}) (string, error) {
 					n := inFlight.Add(1)
