@@ -23,6 +23,21 @@ import (
 
 var fileTools = fstools.Names
 
+// The fixed texts as users see them, written out so that a changed text
+// fails a test instead of changing the expectation with it.
+const (
+	gpPromptText = "You are a subagent doing one task that was delegated to you. " +
+		"The agent that delegated it will see only your final message: none of your tool calls, tool results or files read. " +
+		"So end with a complete, self-contained report of what you found or did."
+	gpDescriptionText = "A general agent with the same file tools as you. Use it for research, searching many files, " +
+		"and multi-step work whose details would crowd your own context."
+	noReportText     = "The subagent finished without writing a final report."
+	refusalText      = "You are a subagent and cannot delegate to another subagent. Complete this task yourself instead of calling this tool again."
+	forkNoteText     = " (fork: inherits your full conversation and system prompt, so the brief can be short)"
+	forkPreambleText = "You are now a forked copy of the agent above, running as a subagent. " +
+		"Do only the task below; your final message goes back to the agent that forked you as your report, and the user does not see it.\n\nTask: "
+)
+
 // invokeScenario runs a checked-in scenario through the Go API and returns
 // the result and the model, whose records show what every call was sent.
 func invokeScenario(t *testing.T, name string) (*agent.Result, *scripted.Model) {
@@ -54,7 +69,7 @@ func TestSeedRoundTable(t *testing.T) {
 		tools    []string
 		instance string
 	}
-	gp := tokens.Chars(subagent.GeneralPurposePrompt)
+	gp := tokens.Chars(gpPromptText)
 	want := []row{
 		{"parent", 1, "user", 0, withTask(fileTools), ""},
 		{"general-purpose", 1, "user", gp, fileTools, "call_1"},
@@ -72,7 +87,7 @@ func TestSeedRoundTable(t *testing.T) {
 		}
 	}
 	conv := tr.SubagentConversations["general-purpose"]
-	if conv.System == nil || *conv.System != subagent.GeneralPurposePrompt {
+	if conv.System == nil || *conv.System != gpPromptText {
 		t.Errorf("child system prompt = %v", conv.System)
 	}
 	if conv.Messages[0].Role != "user" || conv.Messages[0].Content != "Find the answer, keep notes in /child.md, and report the conclusion." {
@@ -88,7 +103,7 @@ func TestSeedRoundTable(t *testing.T) {
 // F8: the general-purpose prompt says the caller sees only the final reply,
 // and stays within budget.
 func TestGeneralPurposePrompt(t *testing.T) {
-	p := subagent.GeneralPurposePrompt
+	p := gpPromptText
 	if n := tokens.Chars(p); n > 300 || n < 100 {
 		t.Errorf("general-purpose prompt is %d chars, want 100..300", n)
 	}
@@ -138,7 +153,7 @@ func TestReceiptWithoutText(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := res.State.Messages[2].Content; got != subagent.NoReportText {
+	if got := res.State.Messages[2].Content; got != noReportText {
 		t.Errorf("receipt = %q", got)
 	}
 }
@@ -147,7 +162,7 @@ func TestReceiptWithoutText(t *testing.T) {
 // default by name, and the fork note.
 func TestTaskListing(t *testing.T) {
 	def := subagent.Description(deepagents.WithGeneralPurpose(nil))
-	if !strings.Contains(def, "\n- general-purpose: "+subagent.GeneralPurposeDescription+"\n") {
+	if !strings.Contains(def, "\n- general-purpose: "+gpDescriptionText+"\n") {
 		t.Errorf("default listing line missing:\n%s", def)
 	}
 	withResearcher := subagent.Description(deepagents.WithGeneralPurpose([]subagent.Spec{{Name: "researcher", Description: "查资料的"}}))
@@ -162,11 +177,11 @@ func TestTaskListing(t *testing.T) {
 		t.Errorf("a custom general-purpose must replace the default in place: %+v", custom)
 	}
 	customDesc := subagent.Description(custom)
-	if strings.Count(customDesc, "- general-purpose:") != 1 || strings.Contains(customDesc, subagent.GeneralPurposeDescription) {
+	if strings.Count(customDesc, "- general-purpose:") != 1 || strings.Contains(customDesc, gpDescriptionText) {
 		t.Error("default and custom general-purpose coexist (F5)")
 	}
 	fork := subagent.Description([]subagent.Spec{{Name: "f1", Description: "Continues.", Mode: subagent.Fork}})
-	if !strings.Contains(fork, "- f1: Continues."+subagent.ForkNote) {
+	if !strings.Contains(fork, "- f1: Continues."+forkNoteText) {
 		t.Errorf("fork note missing (F6):\n%s", fork)
 	}
 
@@ -186,7 +201,7 @@ func TestTaskListing(t *testing.T) {
 	if r := tr.Rounds[1]; r.SystemChars != tokens.Chars("Answer in one line.") || !slices.Equal(r.Tools, fileTools) {
 		t.Errorf("custom general-purpose round = %+v", r)
 	}
-	if strings.Contains(tr.TaskTool.Description, subagent.GeneralPurposeDescription) {
+	if strings.Contains(tr.TaskTool.Description, gpDescriptionText) {
 		t.Error("custom general-purpose did not replace the default")
 	}
 }
@@ -313,7 +328,7 @@ func TestForkInheritsAndRefuses(t *testing.T) {
 		}
 	}
 	last := fork.Messages[len(fork.Messages)-1]
-	if last.Role != llm.RoleUser || last.Content != subagent.ForkPreamble+"Repeat the code word." {
+	if last.Role != llm.RoleUser || last.Content != forkPreambleText+"Repeat the code word." {
 		t.Errorf("fork's last message = %q", last.Content)
 	}
 	for _, m := range fork.Messages {
@@ -323,7 +338,7 @@ func TestForkInheritsAndRefuses(t *testing.T) {
 	}
 	forkSecond := recs[2].Request.Messages
 	refusal := forkSecond[len(forkSecond)-1]
-	if refusal.Role != llm.RoleTool || refusal.Content != subagent.RefusalText || refusal.IsError {
+	if refusal.Role != llm.RoleTool || refusal.Content != refusalText || refusal.IsError {
 		t.Errorf("fork's task result = %+v, want the refusal as a normal result", refusal)
 	}
 	for _, m := range res.State.Messages {
