@@ -7,6 +7,11 @@
 // subagent). Every run reports what it does as an event stream,
 // iter.Seq2[Event, error]; Invoke drains it for callers who only want the
 // result.
+//
+// A run that does not end with StatusOK always returns an error next to its
+// Result: a *RunError wrapping ErrFailed, ErrLimit or ErrCancelled, so
+// checking err alone never mistakes a cut-off run for a finished one.
+// Assembly problems are *ConfigError values.
 package agent
 
 import (
@@ -219,7 +224,9 @@ func (a *Agent) Config() Config { return a.cfg }
 // Status is how a run ended.
 type Status string
 
-// Run statuses.
+// Run statuses. Every status but StatusOK comes with an error that wraps
+// its sentinel: StatusError ErrFailed, StatusLimit ErrLimit, StatusCancelled
+// ErrCancelled.
 const (
 	StatusOK        Status = "ok"
 	StatusError     Status = "error"
