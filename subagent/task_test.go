@@ -532,3 +532,19 @@ func compact(t *testing.T, v json.RawMessage) string {
 	}
 	return string(b)
 }
+
+// Outside an agent loop (Task.Run, no host) the notice about ignored
+// arguments goes to the call's Progress callback.
+func TestRunOutsideALoopReportsIgnoredArguments(t *testing.T) {
+	m := scripted.New(scripted.Script{"general-purpose": {Steps: []scripted.Step{step("fine")}}}, scripted.Options{})
+	task := newTask(t, subagent.Config{Model: m, Subagents: []subagent.Spec{subagent.GeneralPurpose()}})
+	var progress []string
+	env := &tool.Env{CallID: "c9", Files: vfs.NewMemory(nil), Progress: func(s string) { progress = append(progress, s) }}
+	res, err := task.Run(t.Context(), env, json.RawMessage(`{"description":"d","subagent_type":"general-purpose","mode":"fork"}`))
+	if err != nil || res.Content != "fine" {
+		t.Fatalf("Run = %+v, %v", res, err)
+	}
+	if want := []string{`ignored 1 argument(s) that task does not take: "mode"`}; !slices.Equal(progress, want) {
+		t.Errorf("progress = %q, want %q", progress, want)
+	}
+}
