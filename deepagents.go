@@ -44,8 +44,9 @@ type Config struct {
 	Middleware []agent.Middleware
 	// Backend is the filesystem; nil keeps files in the run's state.
 	Backend vfs.Backend
-	// MaxSteps bounds model calls per run, for the agent and each subagent
-	// whose spec sets none.
+	// MaxSteps bounds model calls per run (agent.DefaultMaxSteps, 500, when
+	// 0), for the agent and each subagent whose spec sets none; every
+	// subagent instance has a budget of its own.
 	MaxSteps int
 	// MaxParallel bounds concurrent tool calls of one step (task calls
 	// included), for the agent and each subagent.
@@ -62,17 +63,28 @@ type Config struct {
 	Offload *offload.Config
 }
 
-// ConfigError is an assembly-time rejection; see subagent.ConfigError.
-type ConfigError = subagent.ConfigError
+// ConfigError is an assembly-time rejection: New returns no other kind of
+// error. It is agent.ConfigError (and subagent.ConfigError), so one errors.As
+// matches the errors of every constructor; its Subagent field names the
+// subagent spec at fault, empty when the fault is in Config itself.
+type ConfigError = agent.ConfigError
 
 // BuiltinToolNames are the names of the default stack's tools, in the order
 // they are bound (F1).
 var BuiltinToolNames = append(slices.Clone(fstools.Names), subagent.TaskToolName)
 
-// New assembles the deep agent.
+// New assembles the deep agent. Every rejection is a *ConfigError.
 func New(cfg Config) (*agent.Agent, error) {
 	if cfg.Model == nil {
-		return nil, errors.New("deepagents: Config.Model is required")
+		return nil, &ConfigError{Msg: "deepagents: Config.Model is required"}
+	}
+	// Checked here, before the subagents inherit them, so that a bad limit
+	// is blamed on Config and not on a subagent.
+	if cfg.MaxSteps < 0 {
+		return nil, &ConfigError{Msg: fmt.Sprintf("deepagents: MaxSteps is %d; it must be 0 (the default, %d) or more", cfg.MaxSteps, agent.DefaultMaxSteps)}
+	}
+	if cfg.MaxParallel < 0 {
+		return nil, &ConfigError{Msg: fmt.Sprintf("deepagents: MaxParallel is %d; it must be 0 (the default, %d) or more", cfg.MaxParallel, agent.DefaultMaxParallel)}
 	}
 	fs := fstools.Tools()
 	var hooks []agent.Middleware
@@ -86,7 +98,7 @@ func New(cfg Config) (*agent.Agent, error) {
 	var clash []string
 	for _, t := range after {
 		if t == nil {
-			return nil, errors.New("deepagents: nil tool in Config.Tools or a middleware")
+			return nil, &ConfigError{Msg: "deepagents: nil tool in Config.Tools or a middleware"}
 		}
 		if name := t.Spec().Name; slices.Contains(BuiltinToolNames, name) && !slices.Contains(clash, name) {
 			clash = append(clash, name)
@@ -121,6 +133,10 @@ func New(cfg Config) (*agent.Agent, error) {
 	}
 	rf, err := subagent.ResolveFormat(cfg.ResponseFormat)
 	if err != nil {
+		var ce *ConfigError
+		if !errors.As(err, &ce) {
+			err = &ConfigError{Msg: fmt.Sprintf("deepagents: ResponseFormat: %v", err), Err: err}
+		}
 		return nil, err
 	}
 	tools := append(append(fs, task), after...)

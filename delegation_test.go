@@ -23,6 +23,21 @@ import (
 
 var fileTools = fstools.Names
 
+// The fixed texts as users see them, written out so that a changed text
+// fails a test instead of changing the expectation with it.
+const (
+	gpPromptText = "You are a subagent doing one task that was delegated to you. " +
+		"The agent that delegated it will see only your final message: none of your tool calls, tool results or files read. " +
+		"So end with a complete, self-contained report of what you found or did."
+	gpDescriptionText = "A general agent with the same file tools as you. Use it for research, searching many files, " +
+		"and multi-step work whose details would crowd your own context."
+	noReportText     = "The subagent finished without writing a final report."
+	refusalText      = "You are a subagent and cannot delegate to another subagent. Complete this task yourself instead of calling this tool again."
+	forkNoteText     = " (fork: inherits your full conversation and system prompt, so the brief can be short)"
+	forkPreambleText = "You are now a forked copy of the agent above, running as a subagent. " +
+		"Do only the task below; your final message goes back to the agent that forked you as your report, and the user does not see it.\n\nTask: "
+)
+
 // invokeScenario runs a checked-in scenario through the Go API and returns
 // the result and the model, whose records show what every call was sent.
 func invokeScenario(t *testing.T, name string) (*agent.Result, *scripted.Model) {
@@ -54,7 +69,7 @@ func TestSeedRoundTable(t *testing.T) {
 		tools    []string
 		instance string
 	}
-	gp := tokens.Chars(subagent.GeneralPurposePrompt)
+	gp := tokens.Chars(gpPromptText)
 	want := []row{
 		{"parent", 1, "user", 0, withTask(fileTools), ""},
 		{"general-purpose", 1, "user", gp, fileTools, "call_1"},
@@ -72,7 +87,7 @@ func TestSeedRoundTable(t *testing.T) {
 		}
 	}
 	conv := tr.SubagentConversations["general-purpose"]
-	if conv.System == nil || *conv.System != subagent.GeneralPurposePrompt {
+	if conv.System == nil || *conv.System != gpPromptText {
 		t.Errorf("child system prompt = %v", conv.System)
 	}
 	if conv.Messages[0].Role != "user" || conv.Messages[0].Content != "Find the answer, keep notes in /child.md, and report the conclusion." {
@@ -88,7 +103,7 @@ func TestSeedRoundTable(t *testing.T) {
 // F8: the general-purpose prompt says the caller sees only the final reply,
 // and stays within budget.
 func TestGeneralPurposePrompt(t *testing.T) {
-	p := subagent.GeneralPurposePrompt
+	p := gpPromptText
 	if n := tokens.Chars(p); n > 300 || n < 100 {
 		t.Errorf("general-purpose prompt is %d chars, want 100..300", n)
 	}
@@ -138,7 +153,7 @@ func TestReceiptWithoutText(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := res.State.Messages[2].Content; got != subagent.NoReportText {
+	if got := res.State.Messages[2].Content; got != noReportText {
 		t.Errorf("receipt = %q", got)
 	}
 }
@@ -147,7 +162,7 @@ func TestReceiptWithoutText(t *testing.T) {
 // default by name, and the fork note.
 func TestTaskListing(t *testing.T) {
 	def := subagent.Description(deepagents.WithGeneralPurpose(nil))
-	if !strings.Contains(def, "\n- general-purpose: "+subagent.GeneralPurposeDescription+"\n") {
+	if !strings.Contains(def, "\n- general-purpose: "+gpDescriptionText+"\n") {
 		t.Errorf("default listing line missing:\n%s", def)
 	}
 	withResearcher := subagent.Description(deepagents.WithGeneralPurpose([]subagent.Spec{{Name: "researcher", Description: "查资料的"}}))
@@ -162,11 +177,11 @@ func TestTaskListing(t *testing.T) {
 		t.Errorf("a custom general-purpose must replace the default in place: %+v", custom)
 	}
 	customDesc := subagent.Description(custom)
-	if strings.Count(customDesc, "- general-purpose:") != 1 || strings.Contains(customDesc, subagent.GeneralPurposeDescription) {
+	if strings.Count(customDesc, "- general-purpose:") != 1 || strings.Contains(customDesc, gpDescriptionText) {
 		t.Error("default and custom general-purpose coexist (F5)")
 	}
 	fork := subagent.Description([]subagent.Spec{{Name: "f1", Description: "Continues.", Mode: subagent.Fork}})
-	if !strings.Contains(fork, "- f1: Continues."+subagent.ForkNote) {
+	if !strings.Contains(fork, "- f1: Continues."+forkNoteText) {
 		t.Errorf("fork note missing (F6):\n%s", fork)
 	}
 
@@ -186,7 +201,7 @@ func TestTaskListing(t *testing.T) {
 	if r := tr.Rounds[1]; r.SystemChars != tokens.Chars("Answer in one line.") || !slices.Equal(r.Tools, fileTools) {
 		t.Errorf("custom general-purpose round = %+v", r)
 	}
-	if strings.Contains(tr.TaskTool.Description, subagent.GeneralPurposeDescription) {
+	if strings.Contains(tr.TaskTool.Description, gpDescriptionText) {
 		t.Error("custom general-purpose did not replace the default")
 	}
 }
@@ -313,7 +328,7 @@ func TestForkInheritsAndRefuses(t *testing.T) {
 		}
 	}
 	last := fork.Messages[len(fork.Messages)-1]
-	if last.Role != llm.RoleUser || last.Content != subagent.ForkPreamble+"Repeat the code word." {
+	if last.Role != llm.RoleUser || last.Content != forkPreambleText+"Repeat the code word." {
 		t.Errorf("fork's last message = %q", last.Content)
 	}
 	for _, m := range fork.Messages {
@@ -323,7 +338,7 @@ func TestForkInheritsAndRefuses(t *testing.T) {
 	}
 	forkSecond := recs[2].Request.Messages
 	refusal := forkSecond[len(forkSecond)-1]
-	if refusal.Role != llm.RoleTool || refusal.Content != subagent.RefusalText || refusal.IsError {
+	if refusal.Role != llm.RoleTool || refusal.Content != refusalText || refusal.IsError {
 		t.Errorf("fork's task result = %+v, want the refusal as a normal result", refusal)
 	}
 	for _, m := range res.State.Messages {
@@ -339,32 +354,52 @@ func TestAssemblyRejections(t *testing.T) {
 	webSearch := tool.MustFunc("web_search", "Search.", func(context.Context, *tool.Env, struct{}) (string, error) { return "", nil })
 	lsClash := tool.MustFunc("ls", "Mine.", func(context.Context, *tool.Env, struct{}) (string, error) { return "", nil })
 	cases := []struct {
-		name string
-		cfg  deepagents.Config
-		want string
+		name     string
+		cfg      deepagents.Config
+		want     string
+		subagent string // the spec blamed, "" for Config itself
 	}{
 		{"F23 invalid mode", deepagents.Config{Subagents: []subagent.Spec{{Name: "x", Description: "d", Mode: "shared"}}},
-			"SubAgent 'x' has invalid mode 'shared'; expected 'isolated' or 'fork'"},
+			"SubAgent 'x' has invalid mode 'shared'; expected 'isolated' or 'fork'", "x"},
 		{"F24 fork with skills", deepagents.Config{Subagents: []subagent.Spec{{Name: "x", Description: "d", Mode: subagent.Fork, Skills: []string{"s"}}}},
-			"SubAgent 'x' cannot set skills under mode='fork'; the parent's skills are inherited instead."},
+			"SubAgent 'x' cannot set skills under mode='fork'; the parent's skills are inherited instead.", "x"},
+		{"skills on an isolated subagent are refused, not ignored", deepagents.Config{Subagents: []subagent.Spec{{Name: "x", Description: "d", Skills: []string{"s"}}}},
+			"SubAgent 'x' sets skills (s), but skills are not supported yet and would be ignored; remove them from its spec.", "x"},
 		{"F25 string schema", deepagents.Config{Subagents: []subagent.Spec{{Name: "x", Description: "d", ResponseFormat: "Findings"}}},
-			"Unsupported schema type: string"},
+			"Unsupported schema type: string", "x"},
 		{"F25 number schema", deepagents.Config{Subagents: []subagent.Spec{{Name: "x", Description: "d", ResponseFormat: 42}}},
-			"Unsupported schema type: int"},
+			"Unsupported schema type: int", "x"},
+		{"top-level schema", deepagents.Config{ResponseFormat: true}, "Unsupported schema type: bool", ""},
 		{"duplicate names", deepagents.Config{Subagents: []subagent.Spec{{Name: "x", Description: "d"}, {Name: "x", Description: "e"}}},
-			"SubAgent 'x' is defined twice; subagent names must be unique"},
+			"SubAgent 'x' is defined twice; subagent names must be unique", "x"},
 		{"tool collision", deepagents.Config{Tools: []tool.Tool{webSearch, lsClash}},
-			"Tool name(s) ls collide with built-in tools; rename your tools."},
+			"Tool name(s) ls collide with built-in tools; rename your tools.", ""},
+		{"nil tool", deepagents.Config{Tools: []tool.Tool{nil}}, "deepagents: nil tool in Config.Tools or a middleware", ""},
+		{"the parent's negative step limit is blamed on the parent", deepagents.Config{MaxSteps: -5},
+			"deepagents: MaxSteps is -5; it must be 0 (the default, 500) or more", ""},
+		{"negative parallelism", deepagents.Config{MaxParallel: -1},
+			"deepagents: MaxParallel is -1; it must be 0 (the default, 16) or more", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			c.cfg.Model = m
 			_, err := deepagents.New(c.cfg)
 			var ce *deepagents.ConfigError
-			if !errors.As(err, &ce) || err.Error() != c.want {
-				t.Errorf("err = %v, want ConfigError %q", err, c.want)
+			if !errors.As(err, &ce) || err.Error() != c.want || ce.Subagent != c.subagent {
+				t.Errorf("err = %v, want ConfigError %q blaming %q", err, c.want, c.subagent)
+			}
+			// One shape across constructors: the same type under all three names.
+			var ae *agent.ConfigError
+			var se *subagent.ConfigError
+			if !errors.As(err, &ae) || !errors.As(err, &se) {
+				t.Errorf("%T does not match agent.ConfigError and subagent.ConfigError", err)
 			}
 		})
+	}
+	if _, err := deepagents.New(deepagents.Config{}); err == nil || err.Error() != "deepagents: Config.Model is required" {
+		t.Errorf("no model: %v", err)
+	} else if ce := (*deepagents.ConfigError)(nil); !errors.As(err, &ce) {
+		t.Errorf("no model: %T is not a ConfigError", err)
 	}
 	// F26: handoff is accepted as isolated; F27: an empty list keeps general-purpose.
 	a, err := deepagents.New(deepagents.Config{Model: m, Subagents: []subagent.Spec{{Name: "h", Description: "d", Mode: subagent.Handoff}}})
@@ -439,26 +474,36 @@ func TestStateComingBack(t *testing.T) {
 }
 
 // F31: two task calls in one message run concurrently, measured from the
-// recorded model-call intervals, and come back in call order.
+// recorded model-call intervals, and come back in call order. The scenario's
+// model takes 100 ms per call; in a synctest bubble that is fake time, so the
+// recorded intervals are exact: both children's calls start at the same
+// instant, and the whole run takes 4 call lengths (parent, 2 rounds of the
+// children side by side, parent) instead of the 6 of one-by-one children.
 func TestParallelDelegation(t *testing.T) {
-	res, model := invokeScenario(t, "parallel")
-	first := map[string]scripted.Record{}
-	for _, r := range model.Records() {
-		if r.Who == "general-purpose" && r.Round == 0 {
-			first[r.Instance] = r
+	bubble(t, func(t *testing.T) {
+		start := time.Now()
+		res, model := invokeScenario(t, "parallel")
+		if d := time.Since(start); d != 400*time.Millisecond {
+			t.Errorf("the run took %s of fake time, want 400ms (children side by side)", d)
 		}
-	}
-	ra, rb := first["call_a"], first["call_b"]
-	if !(ra.Start < rb.End && rb.Start < ra.End) {
-		t.Errorf("children's first calls do not overlap: A %v-%v, B %v-%v", ra.Start, ra.End, rb.Start, rb.End)
-	}
-	if model.MaxConcurrent() != 2 {
-		t.Errorf("max concurrent model calls = %d", model.MaxConcurrent())
-	}
-	tm := res.State.Messages[2:4]
-	if tm[0].ToolCallID != "call_a" || tm[0].Content != "A is done" || tm[1].ToolCallID != "call_b" || tm[1].Content != "B is done" {
-		t.Errorf("receipts out of call order: %+v", tm)
-	}
+		first := map[string]scripted.Record{}
+		for _, r := range model.Records() {
+			if r.Who == "general-purpose" && r.Round == 0 {
+				first[r.Instance] = r
+			}
+		}
+		ra, rb := first["call_a"], first["call_b"]
+		if ra.Start != rb.Start || !(ra.Start < rb.End && rb.Start < ra.End) {
+			t.Errorf("children's first calls do not overlap: A %v-%v, B %v-%v", ra.Start, ra.End, rb.Start, rb.End)
+		}
+		if model.MaxConcurrent() != 2 {
+			t.Errorf("max concurrent model calls = %d", model.MaxConcurrent())
+		}
+		tm := res.State.Messages[2:4]
+		if tm[0].ToolCallID != "call_a" || tm[0].Content != "A is done" || tm[1].ToolCallID != "call_b" || tm[1].Content != "B is done" {
+			t.Errorf("receipts out of call order: %+v", tm)
+		}
+	})
 }
 
 // A failing sibling gives an error receipt and does not touch the other.
@@ -515,25 +560,33 @@ func TestChildLimitAndTimeout(t *testing.T) {
 		t.Errorf("what the child managed must be kept: %v", tr.Files)
 	}
 
-	delay := 5000.0
-	m := scripted.New(scripted.Script{
-		"parent": {Steps: []scripted.Step{{ToolCalls: []scripted.StepCall{{ID: "c", Name: "task", Args: json.RawMessage(`{"description":"slow","subagent_type":"slow"}`)}}}, {Content: "ok"}}},
-		"slow":   {Steps: []scripted.Step{{Content: "too late", DelayMS: &delay}}},
-	}, scripted.Options{})
-	a, err := deepagents.New(deepagents.Config{Model: m, Subagents: []subagent.Spec{{Name: "slow", Description: "Slow.", Timeout: 50 * time.Millisecond}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := a.Invoke(t.Context(), agent.Prompt("go"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c := res.State.Messages[2].Content; !strings.Contains(c, "status: limit; timed out after 50ms") {
-		t.Errorf("timeout receipt = %q", c)
-	}
-	if res.Status != agent.StatusOK {
-		t.Errorf("a child's timeout must not fail the parent: %s", res.Status)
-	}
+	// The child's model would take 5 s, its timeout is 50 ms: fake time in a
+	// synctest bubble, so the timeout is exact and the test instant.
+	bubble(t, func(t *testing.T) {
+		delay := 5000.0
+		m := scripted.New(scripted.Script{
+			"parent": {Steps: []scripted.Step{{ToolCalls: []scripted.StepCall{{ID: "c", Name: "task", Args: json.RawMessage(`{"description":"slow","subagent_type":"slow"}`)}}}, {Content: "ok"}}},
+			"slow":   {Steps: []scripted.Step{{Content: "too late", DelayMS: &delay}}},
+		}, scripted.Options{})
+		a, err := deepagents.New(deepagents.Config{Model: m, Subagents: []subagent.Spec{{Name: "slow", Description: "Slow.", Timeout: 50 * time.Millisecond}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		res, err := a.Invoke(t.Context(), agent.Prompt("go"))
+		if err != nil || res.Status != agent.StatusOK {
+			t.Fatalf("a child's timeout must not fail the parent: %v", err)
+		}
+		if d := time.Since(start); d != 50*time.Millisecond {
+			t.Errorf("the run took %s of fake time, want the child's 50ms timeout", d)
+		}
+		if c := res.State.Messages[2].Content; c != "Subagent slow did not finish (status: limit; timed out after 50ms)." {
+			t.Errorf("timeout receipt = %q", c)
+		}
+		if child, ok := res.Child("c"); !ok || child.Status != agent.StatusLimit || !errors.Is(child.Err(), agent.ErrLimit) {
+			t.Errorf("child result = %+v", child)
+		}
+	})
 }
 
 // Visibility: child events reach the parent's stream tagged with the agent

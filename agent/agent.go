@@ -7,13 +7,17 @@
 // subagent). Every run reports what it does as an event stream,
 // iter.Seq2[Event, error]; Invoke drains it for callers who only want the
 // result.
+//
+// A run that does not end with StatusOK always returns an error next to its
+// Result: a *RunError wrapping ErrFailed, ErrLimit or ErrCancelled, so
+// checking err alone never mistakes a cut-off run for a finished one.
+// Assembly problems are *ConfigError values.
 package agent
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -23,9 +27,12 @@ import (
 	"github.com/deepagents-go/deepagents/vfs"
 )
 
-// Defaults used when a Config leaves a limit at zero.
+// Defaults used when a Config leaves a limit at zero. DefaultMaxSteps lets one
+// run make as many model calls as the reference implementation's default
+// recursion limit allows (about 500); every subagent instance has a budget of
+// its own.
 const (
-	DefaultMaxSteps    = 200
+	DefaultMaxSteps    = 500
 	DefaultMaxParallel = 16
 	DefaultName        = "parent"
 )
@@ -46,7 +53,8 @@ type Config struct {
 	// tool calls, outermost first.
 	Middleware []Middleware
 	// MaxSteps bounds the model calls of one run (DefaultMaxSteps when 0).
-	// Hitting it ends the run with StatusLimit, never an error.
+	// Hitting it ends the run with StatusLimit and an error wrapping ErrLimit;
+	// the Result keeps the work done so far.
 	MaxSteps int
 	// MaxParallel bounds the tool calls of one step that run at once
 	// (DefaultMaxParallel when 0; 1 runs them one by one).
@@ -136,20 +144,26 @@ type Agent struct {
 	specs    []llm.ToolSpec
 	names    []string
 	respTool *responseTool
+	// idle hands tool calls to the agent's idle worker goroutines.
+	idle chan func()
 
 	tokOnce  sync.Once
 	tokTotal int
 }
 
-// New validates cfg and assembles an agent.
+// New validates cfg and assembles an agent. Every rejection is a
+// *ConfigError.
 func New(cfg Config) (*Agent, error) {
 	if cfg.Model == nil {
-		return nil, errors.New("agent: Config.Model is required")
+		return nil, configErr("agent: Config.Model is required")
 	}
-	if cfg.MaxSteps < 0 || cfg.MaxParallel < 0 {
-		return nil, errors.New("agent: MaxSteps and MaxParallel must not be negative")
+	if cfg.MaxSteps < 0 {
+		return nil, configErr("agent: MaxSteps is %d; it must be 0 (the default, %d) or more", cfg.MaxSteps, DefaultMaxSteps)
 	}
-	a := &Agent{cfg: cfg, name: cfg.Name, byName: map[string]tool.Tool{}}
+	if cfg.MaxParallel < 0 {
+		return nil, configErr("agent: MaxParallel is %d; it must be 0 (the default, %d) or more", cfg.MaxParallel, DefaultMaxParallel)
+	}
+	a := &Agent{cfg: cfg, name: cfg.Name, byName: map[string]tool.Tool{}, idle: make(chan func())}
 	if a.name == "" {
 		a.name = DefaultName
 	}
@@ -175,14 +189,14 @@ func New(cfg Config) (*Agent, error) {
 	}
 	for _, t := range all {
 		if t == nil {
-			return nil, errors.New("agent: nil tool")
+			return nil, configErr("agent: a tool in Config.Tools or a middleware is nil")
 		}
 		spec := t.Spec()
 		if spec.Name == "" {
-			return nil, errors.New("agent: a tool has an empty name")
+			return nil, configErr("agent: a tool has an empty name")
 		}
 		if _, dup := a.byName[spec.Name]; dup {
-			return nil, fmt.Errorf("agent: two tools are named %q", spec.Name)
+			return nil, configErr("agent: two tools are named %q", spec.Name)
 		}
 		a.byName[spec.Name] = t
 		a.tools = append(a.tools, t)
@@ -210,7 +224,9 @@ func (a *Agent) Config() Config { return a.cfg }
 // Status is how a run ended.
 type Status string
 
-// Run statuses.
+// Run statuses. Every status but StatusOK comes with an error that wraps
+// its sentinel: StatusError ErrFailed, StatusLimit ErrLimit, StatusCancelled
+// ErrCancelled.
 const (
 	StatusOK        Status = "ok"
 	StatusError     Status = "error"
@@ -257,7 +273,7 @@ func Prompt(text string) Input { return Input{Messages: []llm.Message{llm.User(t
 type Result struct {
 	Agent  string `json:"agent"`
 	Status Status `json:"status"`
-	// Error says why a run did not end with StatusOK.
+	// Error says why a run did not end with StatusOK (the text of Err).
 	Error string `json:"error,omitempty"`
 	State State  `json:"state"`
 	// Output is the structured response, when Config.Response is set.
@@ -278,8 +294,23 @@ type Result struct {
 	err error
 }
 
-// Err returns the run-level error, if any (nil for StatusOK and StatusLimit).
-func (r *Result) Err() error { return r.err }
+// Err returns nil for a run that ended with StatusOK and otherwise the same
+// error Invoke returned: a *RunError that wraps ErrFailed, ErrLimit or
+// ErrCancelled and the cause. For a Result that was built or decoded rather
+// than returned by a run, the error is made from Status and Error.
+func (r *Result) Err() error {
+	if r == nil || r.Status == StatusOK || r.Status == "" {
+		return nil
+	}
+	if r.err != nil {
+		return r.err
+	}
+	var cause error
+	if r.Error != "" {
+		cause = errors.New(r.Error)
+	}
+	return &RunError{Agent: r.Agent, Status: r.Status, Err: cause}
+}
 
 // FinalText returns the text of the last assistant message that has text,
 // or "" if none has.

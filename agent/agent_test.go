@@ -17,59 +17,12 @@ import (
 	"github.com/deepagents-go/deepagents/vfs"
 )
 
-type sleepIn struct {
-	Name string `json:"name"`
-	MS   int    `json:"ms"`
-}
-
-// interval records when a tool call ran.
-type interval struct {
-	name       string
-	start, end time.Time
-}
-
-type recorder struct {
-	mu sync.Mutex
-	iv []interval
-}
-
-func (r *recorder) add(iv interval) {
-	r.mu.Lock()
-	r.iv = append(r.iv, iv)
-	r.mu.Unlock()
-}
-
-// maxOverlap returns how many recorded intervals were open at once.
-func (r *recorder) maxOverlap() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	best := 0
-	for _, a := range r.iv {
-		n := 0
-		for _, b := range r.iv {
-			if !b.start.After(a.start) && b.end.After(a.start) {
-				n++
-			}
-		}
-		best = max(best, n)
-	}
-	return best
-}
-
-func sleepTool(rec *recorder) tool.Tool {
-	return tool.MustFunc("sleep", "Sleep for ms milliseconds.", func(ctx context.Context, env *tool.Env, in sleepIn) (string, error) {
-		start := time.Now()
-		select {
-		case <-time.After(time.Duration(in.MS) * time.Millisecond):
-		case <-ctx.Done():
-			return "", ctx.Err()
-		}
-		if rec != nil {
-			rec.add(interval{in.Name, start, time.Now()})
-		}
-		return "slept " + in.Name, nil
-	})
-}
+// waitTool's calls block until their context ends: a call that is still
+// running when the run is cancelled.
+var waitTool = tool.MustFunc("wait", "Wait until cancelled.", func(ctx context.Context, _ *tool.Env, _ struct{}) (string, error) {
+	<-ctx.Done()
+	return "", ctx.Err()
+})
 
 type writeIn struct {
 	Path    string `json:"path"`
@@ -105,66 +58,24 @@ func toolMessages(msgs []llm.Message) []llm.Message {
 	return out
 }
 
-func TestParallelToolCallsOverlapAndKeepCallOrder(t *testing.T) {
-	rec := &recorder{}
-	m := scripted.New(scripted.Script{"parent": steps(
-		scripted.Step{ToolCalls: []scripted.StepCall{
-			call("sleep", `{"name":"slow","ms":120}`),
-			call("sleep", `{"name":"mid","ms":60}`),
-			call("sleep", `{"name":"fast","ms":1}`),
-		}},
-		scripted.Step{Content: "done"},
-	)}, scripted.Options{NoUsage: true})
-	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{sleepTool(rec)}})
-	var ends []string
-	res, err := agent.Drain(a.Run(t.Context(), agent.Prompt("go")), func(e agent.Event) {
-		if e.Type == agent.ToolEnd {
-			ends = append(ends, e.Tool.Result)
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := rec.maxOverlap(); got != 3 {
-		t.Errorf("max overlap of tool calls = %d, want 3 (they must run concurrently)", got)
-	}
-	var got []string
-	for _, tm := range toolMessages(res.State.Messages) {
-		got = append(got, tm.Content)
-	}
-	if want := []string{"slept slow", "slept mid", "slept fast"}; fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("results appended in %v, want call order %v", got, want)
-	}
-	if ends[0] != "slept fast" {
-		t.Errorf("tool.end events should arrive as calls finish; first was %q", ends[0])
-	}
-}
-
-func TestMaxParallelOneRunsSequentially(t *testing.T) {
-	rec := &recorder{}
-	m := scripted.New(scripted.Script{"parent": steps(
-		scripted.Step{ToolCalls: []scripted.StepCall{call("sleep", `{"name":"a","ms":20}`), call("sleep", `{"name":"b","ms":20}`)}},
-		scripted.Step{Content: "done"},
-	)}, scripted.Options{NoUsage: true})
-	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{sleepTool(rec)}, MaxParallel: 1})
-	if _, err := a.Invoke(t.Context(), agent.Prompt("go")); err != nil {
-		t.Fatal(err)
-	}
-	if got := rec.maxOverlap(); got != 1 {
-		t.Errorf("overlap with MaxParallel 1 = %d, want 1", got)
-	}
-}
-
 func TestMaxStepsEndsWithLimit(t *testing.T) {
 	loop := scripted.Step{ToolCalls: []scripted.StepCall{call("write", `{"path":"/x","content":"1"}`)}}
 	m := scripted.New(scripted.Script{"parent": steps(loop, loop, loop, loop, loop)}, scripted.Options{})
 	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{writeTool}, MaxSteps: 3})
 	res, err := a.Invoke(t.Context(), agent.Prompt("go"))
-	if err != nil {
-		t.Fatalf("a limit is not an error: %v", err)
+	if res == nil {
+		t.Fatalf("a run cut at its limit must still return its result (err %v)", err)
 	}
 	if res.Status != agent.StatusLimit || res.Rounds != 3 {
 		t.Fatalf("status %s after %d rounds, want limit after 3", res.Status, res.Rounds)
+	}
+	// A caller who checks only err must not take the cut-off run for a
+	// finished one.
+	if !errors.Is(err, agent.ErrLimit) || err.Error() != "stopped after 3 model calls (the step limit)" {
+		t.Errorf("err = %v, want ErrLimit with the text %q", err, "stopped after 3 model calls (the step limit)")
+	}
+	if !errors.Is(res.Err(), agent.ErrLimit) || res.Err() != err {
+		t.Errorf("Result.Err() = %v, want the error Invoke returned (%v)", res.Err(), err)
 	}
 	if n := len(res.State.Messages); n != 7 {
 		t.Errorf("transcript so far should hold 7 messages (user + 3×(call, result)), got %d", n)
@@ -176,10 +87,10 @@ func TestMaxStepsEndsWithLimit(t *testing.T) {
 
 func TestCancellationStopsPromptly(t *testing.T) {
 	m := scripted.New(scripted.Script{"parent": steps(
-		scripted.Step{ToolCalls: []scripted.StepCall{call("sleep", `{"name":"long","ms":60000}`)}},
+		scripted.Step{ToolCalls: []scripted.StepCall{call("wait", `{}`)}},
 		scripted.Step{Content: "never"},
 	)}, scripted.Options{NoUsage: true})
-	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{sleepTool(nil)}})
+	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{waitTool}})
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan *agent.Result)
 	go func() {
@@ -270,16 +181,40 @@ func TestFatalToolErrorStopsTheRun(t *testing.T) {
 		return "", tool.Fatal(errors.New("credentials revoked"))
 	})
 	m := scripted.New(scripted.Script{"parent": steps(
-		scripted.Step{ToolCalls: []scripted.StepCall{call("fatal", `{}`), call("write", `{"path":"/ok","content":"kept"}`)}},
+		scripted.Step{ToolCalls: []scripted.StepCall{{ID: "f1", Name: "fatal", Args: json.RawMessage(`{}`)}, call("write", `{"path":"/ok","content":"kept"}`)}},
 		scripted.Step{Content: "never"},
 	)}, scripted.Options{})
 	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{fatal, writeTool}})
-	res, err := a.Invoke(t.Context(), agent.Prompt("go"))
-	if !errors.Is(err, tool.ErrFatal) || res.Status != agent.StatusError {
+	var ends []agent.ToolInfo
+	res, err := agent.Drain(a.Run(t.Context(), agent.Prompt("go")), func(e agent.Event) {
+		if e.Type == agent.ToolEnd {
+			ends = append(ends, *e.Tool)
+		}
+	})
+	if !errors.Is(err, tool.ErrFatal) || !errors.Is(err, agent.ErrFailed) || res.Status != agent.StatusError {
 		t.Fatalf("err %v status %s, want a fatal error", err, res.Status)
 	}
 	if res.Rounds != 1 {
 		t.Errorf("no model call may follow a fatal error; rounds = %d", res.Rounds)
+	}
+	// The fatal call is answered with its own error (so the saved history
+	// stays valid and says what happened), and its sibling with its result.
+	tms := toolMessages(res.State.Messages)
+	const fatalText = "Error: fatal tool error: credentials revoked"
+	if len(tms) != 2 || tms[0].Content != fatalText || !tms[0].IsError || tms[1].Content != "wrote /ok" || tms[1].IsError {
+		t.Errorf("tool results = %+v, want [%q (error), \"wrote /ok\"]", tms, fatalText)
+	}
+	var fatalEnd *agent.ToolInfo
+	for i := range ends {
+		if ends[i].Name == "fatal" {
+			fatalEnd = &ends[i]
+		}
+	}
+	if fatalEnd == nil || fatalEnd.Result != fatalText || !fatalEnd.IsError {
+		t.Errorf("tool.end of the fatal call = %+v", fatalEnd)
+	}
+	if want := "tool fatal (call f1) failed fatally: fatal tool error: credentials revoked"; err.Error() != want {
+		t.Errorf("run error = %q, want %q", err, want)
 	}
 	if res.State.Files["/ok"].Content != "kept" {
 		t.Error("the sibling call's work should be merged before stopping")
@@ -300,9 +235,9 @@ func TestModelErrorAndScriptExhaustion(t *testing.T) {
 
 func TestConsumerStopCancelsRun(t *testing.T) {
 	m := scripted.New(scripted.Script{"parent": steps(
-		scripted.Step{ToolCalls: []scripted.StepCall{call("sleep", `{"name":"x","ms":60000}`)}},
+		scripted.Step{ToolCalls: []scripted.StepCall{call("wait", `{}`)}},
 	)}, scripted.Options{NoUsage: true})
-	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{sleepTool(nil)}})
+	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{waitTool}})
 	done := make(chan struct{})
 	go func() {
 		for ev := range a.Run(t.Context(), agent.Prompt("go")) {
@@ -465,6 +400,18 @@ func TestStructuredResponse(t *testing.T) {
 			{ToolCalls: []scripted.StepCall{call("Findings", `{"answer":42,"confidence":0.5}`)}},
 		}, agent.StatusOK, `{"answer":42,"confidence":0.5}`},
 		{"text twice", []scripted.Step{{Content: "it is 42"}, {Content: "really 42"}}, agent.StatusError, ""},
+		{"two valid calls in one step: the first wins", []scripted.Step{
+			{ToolCalls: []scripted.StepCall{
+				call("Findings", `{"answer":42,"confidence":0.25}`),
+				call("Findings", `{"answer":42,"confidence":0.75}`),
+			}},
+		}, agent.StatusOK, `{"answer":42,"confidence":0.25}`},
+		{"invalid then valid in one step", []scripted.Step{
+			{ToolCalls: []scripted.StepCall{
+				call("Findings", `{"answer":"x"}`),
+				call("Findings", `{"answer":42,"confidence":0.5}`),
+			}},
+		}, agent.StatusOK, `{"answer":42,"confidence":0.5}`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -477,8 +424,11 @@ func TestStructuredResponse(t *testing.T) {
 			if string(res.Output) != c.output {
 				t.Errorf("output %s, want %s", res.Output, c.output)
 			}
-			if c.status == agent.StatusError && !errors.Is(err, agent.ErrNoStructuredResponse) {
+			if c.status == agent.StatusError && (!errors.Is(err, agent.ErrNoStructuredResponse) || !errors.Is(err, agent.ErrFailed)) {
 				t.Errorf("err = %v", err)
+			}
+			if c.status == agent.StatusOK && err != nil {
+				t.Errorf("err = %v for an ok run", err)
 			}
 			if c.output != "" {
 				var f finding
@@ -492,11 +442,31 @@ func TestStructuredResponse(t *testing.T) {
 
 func TestNewRejectsBadConfig(t *testing.T) {
 	m := scripted.New(nil, scripted.Options{})
-	if _, err := agent.New(agent.Config{}); err == nil {
-		t.Error("missing model accepted")
+	cases := []struct {
+		name string
+		cfg  agent.Config
+		want string
+	}{
+		{"no model", agent.Config{}, "agent: Config.Model is required"},
+		{"negative steps", agent.Config{Model: m, MaxSteps: -1}, "agent: MaxSteps is -1; it must be 0 (the default, 500) or more"},
+		{"negative parallel", agent.Config{Model: m, MaxParallel: -2}, "agent: MaxParallel is -2; it must be 0 (the default, 16) or more"},
+		{"duplicate tools", agent.Config{Model: m, Tools: []tool.Tool{writeTool, writeTool}}, `agent: two tools are named "write"`},
+		{"nil tool", agent.Config{Model: m, Tools: []tool.Tool{nil}}, "agent: a tool in Config.Tools or a middleware is nil"},
+		{"unnamed response", agent.Config{Model: m, Response: &agent.ResponseFormat{Schema: json.RawMessage(`{"type":"object"}`)}}, "agent: a ResponseFormat needs a name"},
 	}
-	if _, err := agent.New(agent.Config{Model: m, Tools: []tool.Tool{writeTool, writeTool}}); err == nil || !strings.Contains(err.Error(), `two tools are named "write"`) {
-		t.Errorf("duplicate tool names: %v", err)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			a, err := agent.New(c.cfg)
+			var ce *agent.ConfigError
+			if a != nil || !errors.As(err, &ce) || err.Error() != c.want || ce.Subagent != "" {
+				t.Errorf("New = %v, %v; want a *ConfigError %q", a, err, c.want)
+			}
+		})
+	}
+	_, err := agent.New(agent.Config{Model: m, Response: &agent.ResponseFormat{Name: "R", Schema: json.RawMessage(`{"type":`)}})
+	var ce *agent.ConfigError
+	if !errors.As(err, &ce) || !strings.HasPrefix(err.Error(), "agent: response format R: ") || errors.Unwrap(err) == nil {
+		t.Errorf("bad schema: %v, want a *ConfigError naming the format with its cause", err)
 	}
 }
 

@@ -21,7 +21,7 @@ const (
 	ModelResponse EventType = "model.response"
 	ModelRetry    EventType = "model.retry" // a failed model call attempt is retried after a wait
 	ToolStart     EventType = "tool.start"
-	ToolProgress  EventType = "tool.progress"
+	ToolProgress  EventType = "tool.progress" // a running tool reports; also notices such as ignored arguments
 	ToolEnd       EventType = "tool.end"
 	FileWrite     EventType = "file.write"
 	FileDelete    EventType = "file.delete"
@@ -60,7 +60,9 @@ type Event struct {
 
 // RunInfo is the payload of run.start and run.end.
 type RunInfo struct {
-	Status Status    `json:"status,omitempty"` // run.end only
+	Status Status `json:"status,omitempty"` // run.end only
+	// Error is the text of the run's error (run.end, every status but ok);
+	// the event is paired with the error itself, a *RunError.
 	Error  string    `json:"error,omitempty"`
 	Rounds int       `json:"rounds"`
 	Usage  llm.Usage `json:"usage"` // this run and its subagents
@@ -101,14 +103,18 @@ type RetryInfo struct {
 
 // ToolInfo describes a tool call (tool.start, tool.progress, tool.end).
 type ToolInfo struct {
-	CallID     string          `json:"call_id"`
-	Name       string          `json:"name"`
-	Args       json.RawMessage `json:"args,omitempty"`     // tool.start
-	Text       string          `json:"text,omitempty"`     // tool.progress
-	Result     string          `json:"result,omitempty"`   // tool.end: what the model reads
-	IsError    bool            `json:"is_error,omitempty"` // tool.end
-	Panic      string          `json:"panic,omitempty"`    // tool.end: stack of a recovered panic
-	DurationMS float64         `json:"duration_ms,omitempty"`
+	CallID string          `json:"call_id"`
+	Name   string          `json:"name"`
+	Args   json.RawMessage `json:"args,omitempty"` // tool.start
+	Text   string          `json:"text,omitempty"` // tool.progress
+	// Ignored (tool.progress) names arguments the call carried that the tool
+	// does not take and dropped instead of failing the call: the task tool
+	// does so, and never passes them on to the subagent.
+	Ignored    []string `json:"ignored,omitempty"`
+	Result     string   `json:"result,omitempty"`   // tool.end: what the model reads
+	IsError    bool     `json:"is_error,omitempty"` // tool.end
+	Panic      string   `json:"panic,omitempty"`    // tool.end: stack of a recovered panic
+	DurationMS float64  `json:"duration_ms,omitempty"`
 }
 
 // FileInfo describes a file change that reached this agent's state.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/deepagents-go/deepagents/llm"
@@ -21,11 +20,11 @@ type responseTool struct {
 
 func newResponseTool(rf ResponseFormat) (*responseTool, error) {
 	if rf.Name == "" {
-		return nil, errors.New("agent: a ResponseFormat needs a name")
+		return nil, configErr("agent: a ResponseFormat needs a name")
 	}
 	s, err := tool.CompileSchema(rf.Schema)
 	if err != nil {
-		return nil, fmt.Errorf("agent: response format %s: %w", rf.Name, err)
+		return nil, &ConfigError{Msg: fmt.Sprintf("agent: response format %s: %v", rf.Name, err), Err: err}
 	}
 	desc := rf.Description
 	if desc == "" {

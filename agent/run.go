@@ -26,6 +26,7 @@ type runConfig struct {
 	instance string
 	task     string
 	maxSteps int
+	timeout  time.Duration
 	system   *string
 }
 
@@ -48,13 +49,19 @@ func WithSystem(prompt string) RunOption { return func(c *runConfig) { c.system 
 // WithMaxSteps overrides Config.MaxSteps for this run.
 func WithMaxSteps(n int) RunOption { return func(c *runConfig) { c.maxSteps = n } }
 
+// WithTimeout bounds this run's wall time (0: no bound). When it runs out the
+// run ends with StatusLimit, keeping what it did, and an error that wraps
+// ErrLimit and context.DeadlineExceeded and reads "timed out after D". A
+// subagent's Spec.Timeout works this way.
+func WithTimeout(d time.Duration) RunOption { return func(c *runConfig) { c.timeout = d } }
+
 // ErrNoStructuredResponse ends a run whose agent has a ResponseFormat but
 // finished without a valid call of its response tool.
 var ErrNoStructuredResponse = errors.New("the agent finished without a valid structured response")
 
 // Run starts a run and streams its events. The last event is always RunEnd
 // (unless the consumer stops early, which cancels the run); it is paired with
-// the run-level error when the run failed or was cancelled.
+// the run's error, a *RunError, whenever the status is not StatusOK.
 func (a *Agent) Run(ctx context.Context, in Input, opts ...RunOption) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		var rc runConfig
@@ -67,14 +74,16 @@ func (a *Agent) Run(ctx context.Context, in Input, opts ...RunOption) iter.Seq2[
 	}
 }
 
-// Invoke runs to the end and returns the result. The error is the run-level
-// failure (also in Result.Err); a result is returned whenever the run started.
+// Invoke runs to the end and returns the result. The error is nil only when
+// the run ended with StatusOK; otherwise it is Result.Err(), which wraps
+// ErrFailed, ErrLimit or ErrCancelled. A result is returned whenever the run
+// started, so the work of a cut-off run is never lost.
 func (a *Agent) Invoke(ctx context.Context, in Input, opts ...RunOption) (*Result, error) {
 	return Drain(a.Run(ctx, in, opts...), nil)
 }
 
 // Drain consumes a run's events, passing each to fn if fn is not nil, and
-// returns the result carried by the final RunEnd event.
+// returns the result carried by the final RunEnd event with its Err().
 func Drain(events iter.Seq2[Event, error], fn func(Event)) (*Result, error) {
 	var res *Result
 	var runErr error
@@ -95,7 +104,7 @@ func Drain(events iter.Seq2[Event, error], fn func(Event)) (*Result, error) {
 		}
 		return nil, runErr
 	}
-	return res, runErr
+	return res, res.Err()
 }
 
 type run struct {
@@ -104,6 +113,7 @@ type run struct {
 	instance string
 	task     string
 	maxSteps int
+	timeout  time.Duration
 	system   string
 
 	yield   func(Event, error) bool
@@ -126,7 +136,8 @@ type run struct {
 }
 
 func (a *Agent) newRun(in Input, rc runConfig) *run {
-	r := &run{a: a, path: rc.path, instance: rc.instance, task: rc.task, maxSteps: rc.maxSteps, system: a.system}
+	r := &run{a: a, path: rc.path, instance: rc.instance, task: rc.task, maxSteps: rc.maxSteps, timeout: rc.timeout,
+		system: a.system}
 	if rc.system != nil {
 		r.system = *rc.system
 	}
@@ -211,30 +222,36 @@ func (r *run) loop(parent context.Context) {
 	ctx, cancel := context.WithCancel(parent)
 	r.cancel = cancel
 	defer cancel()
+	if r.timeout > 0 {
+		var stop context.CancelFunc
+		ctx, stop = context.WithTimeoutCause(ctx, r.timeout, &timeoutError{r.timeout})
+		defer stop()
+	}
 	r.emit(Event{Type: RunStart, Run: &RunInfo{}})
 	status, err := r.steps(ctx)
-	if status == StatusCancelled && err == nil {
-		err = context.Cause(ctx)
+	if status == StatusCancelled {
+		if err == nil {
+			err = context.Cause(ctx)
+		}
+		// The run's own time budget is a limit, not a cancellation by the caller.
+		var te *timeoutError
+		if parent.Err() == nil && errors.As(err, &te) {
+			status = StatusLimit
+		}
 	}
 	res := r.result(status, err)
 	ev := Event{Type: RunEnd, Agent: r.path, TaskCall: r.instance, Time: time.Now(),
 		Run: &RunInfo{Status: status, Error: res.Error, Rounds: r.rounds, Usage: res.Usage, Result: res}}
 	if !r.stopped {
-		var yerr error
-		if status == StatusError || status == StatusCancelled {
-			yerr = err
-		}
-		r.yield(ev, yerr)
+		r.yield(ev, res.Err())
 	}
 }
 
 func (r *run) result(status Status, err error) *Result {
 	res := &Result{Agent: r.path, Status: status, State: r.state, Rounds: r.rounds, Children: r.children}
-	if err != nil {
-		res.Error = err.Error()
-		if status == StatusError || status == StatusCancelled {
-			res.err = err
-		}
+	if status != StatusOK {
+		res.err = &RunError{Agent: r.path, Status: status, Err: err}
+		res.Error = res.err.Error()
 	}
 	if r.mem != nil {
 		res.State.Files = r.mem.Files()
@@ -259,7 +276,11 @@ func (r *run) steps(ctx context.Context) (Status, error) {
 			return StatusCancelled, context.Cause(ctx)
 		}
 		if r.rounds >= r.maxSteps {
-			return StatusLimit, fmt.Errorf("stopped after %d model calls (the step limit)", r.maxSteps)
+			calls := "model calls"
+			if r.maxSteps == 1 {
+				calls = "model call"
+			}
+			return StatusLimit, fmt.Errorf("stopped after %d %s (the step limit)", r.maxSteps, calls)
 		}
 		n := len(r.state.Messages)
 		req := &llm.Request{System: r.system, Messages: r.state.Messages[:n:n], Tools: a.specs}
@@ -466,7 +487,7 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 		}
 		tc := &ToolCall{Call: c, Tool: r.a.byName[c.Name], Env: env}
 		r.emit(Event{Type: ToolStart, Tool: &ToolInfo{CallID: c.ID, Name: c.Name, Args: c.Args}})
-		spawn(func() {
+		r.spawn(func() {
 			select {
 			case sem <- struct{}{}:
 			case <-ctx.Done():
@@ -635,27 +656,31 @@ func retryEvent(round int, rt llm.Retry) Event {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-var idleWorkers = make(chan func())
+// workerIdle is how long a worker goroutine waits for its agent's next tool
+// call before it ends.
+const workerIdle = time.Second
 
-// spawn runs f on an idle worker goroutine if one is waiting, else on a new
-// one that then stays around briefly for the next call. Reusing workers keeps
-// their grown stacks, which tool calls (JSON decoding, reflection) need.
-func spawn(f func()) {
+// spawn runs f on one of the agent's idle worker goroutines if one is
+// waiting, else on a new one that then stays around briefly for the next
+// call. Reusing workers keeps their grown stacks, which tool calls (JSON
+// decoding, reflection) need. The pool is per Agent, not global, so the
+// workers of an agent assembled inside a testing/synctest bubble stay in it.
+func (r *run) spawn(f func()) {
 	select {
-	case idleWorkers <- f:
+	case r.a.idle <- f:
 	default:
-		go worker(f)
+		go r.a.worker(f)
 	}
 }
 
-func worker(f func()) {
-	t := time.NewTimer(time.Second)
+func (a *Agent) worker(f func()) {
+	t := time.NewTimer(workerIdle)
 	defer t.Stop()
 	for {
 		f()
-		t.Reset(time.Second)
+		t.Reset(workerIdle)
 		select {
-		case f = <-idleWorkers:
+		case f = <-a.idle:
 		case <-t.C:
 			return
 		}

@@ -8,8 +8,15 @@
 // enforces it.
 //
 // What the model chooses: only whom to send (subagent_type) and the brief
-// (description). How a subagent runs — its mode, tools, model, prompt — is
-// fixed in its Spec when the agent is assembled.
+// (description). How a subagent runs — its mode, tools, model, prompt, step
+// limit, timeout — is fixed in its Spec when the agent is assembled. Any other
+// argument the model adds ("mode": "fork", say) is dropped, never passed to
+// the child, and named in a tool.progress event (ToolInfo.Ignored); the call
+// still starts the subagent it names.
+//
+// Budgets: every child run (every task call) has its own step budget, its
+// spec's MaxSteps or else the parent's (500 by default), runs its tool calls
+// under the parent's parallelism bound, and stops at its spec's Timeout.
 //
 // What a child sees:
 //   - Isolated (the default; "handoff" is its old name): its own system
@@ -47,8 +54,11 @@
 //
 // Failure: a child that errors, panics, hits its step limit, times out or is
 // cancelled yields a receipt marked as an error whose text gives the status
-// (error, limit, cancelled) and what it reported last. It never affects its
-// siblings; only the parent's own context ends them all.
+// (error, limit — a timeout is one —, cancelled), the reason and what it
+// reported last. It never affects its siblings and never fails the parent's
+// run; only the parent's own context ends them all. The child's Result (with
+// Err matching agent.ErrFailed, ErrLimit or ErrCancelled) is in the parent's
+// Result.Children.
 //
 // Events: every event of a child reaches the parent's stream with the
 // child's agent path ("parent / researcher#call_1") and TaskCall set to the

@@ -3,6 +3,7 @@ package subagent
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"regexp"
@@ -59,10 +60,13 @@ type Spec struct {
 	// object. The subagent gets one extra tool named after the type (or the
 	// schema's title) whose parameters are the schema.
 	ResponseFormat any
-	// Skills are skill names for the subagent; not allowed for forks, which
-	// inherit the parent's.
+	// Skills are skill names for the subagent. There is no skills system
+	// yet, so assembly refuses a spec that sets them rather than ignore them
+	// silently; a fork never may (it inherits the parent's skills).
 	Skills []string
-	// MaxSteps bounds the subagent's model calls (0: the parent's default).
+	// MaxSteps bounds the model calls of each run of the subagent (0: the
+	// parent's limit, else agent.DefaultMaxSteps). Every instance, that is
+	// every task call, has a budget of its own.
 	MaxSteps int
 	// Timeout bounds one run of the subagent (0: none). A timed-out run ends
 	// with status limit and keeps what it wrote.
@@ -79,14 +83,11 @@ func Decode[T any](receipt string) (T, error) {
 	return v, err
 }
 
-// ConfigError is an assembly-time rejection of a subagent configuration. Its
-// message is the exact text users see.
-type ConfigError struct {
-	Subagent string // the offending subagent's name, when there is one
-	Msg      string
-}
-
-func (e *ConfigError) Error() string { return e.Msg }
+// ConfigError is an assembly-time rejection of a subagent configuration:
+// the same type as agent.ConfigError, so one errors.As matches the errors of
+// agent.New, NewTask and deepagents.New. Its Subagent field names the spec
+// at fault, and its message is the exact text users see.
+type ConfigError = agent.ConfigError
 
 func configErr(name, format string, args ...any) error {
 	return &ConfigError{Subagent: name, Msg: fmt.Sprintf(format, args...)}
@@ -106,7 +107,8 @@ func normMode(s Spec) (Mode, error) {
 var toolNameRe = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
 
 // ResolveFormat turns a Spec.ResponseFormat value into an agent response
-// format, or rejects it with "Unsupported schema type: <type>".
+// format, or rejects it with a *ConfigError ("Unsupported schema type:
+// <type>" for a value of a kind it does not take).
 func ResolveFormat(v any) (*agent.ResponseFormat, error) {
 	if v == nil {
 		return nil, nil
@@ -139,7 +141,11 @@ func ResolveFormat(v any) (*agent.ResponseFormat, error) {
 		}
 	}
 	if err != nil {
-		return nil, err
+		var ce *ConfigError
+		if errors.As(err, &ce) {
+			return nil, err
+		}
+		return nil, &ConfigError{Msg: fmt.Sprintf("response format: %v", err), Err: err}
 	}
 	var meta struct {
 		Title       string `json:"title"`
@@ -161,7 +167,7 @@ func ResolveFormat(v any) (*agent.ResponseFormat, error) {
 	}
 	var compact bytes.Buffer
 	if err := json.Compact(&compact, doc); err != nil {
-		return nil, err
+		return nil, &ConfigError{Msg: fmt.Sprintf("response format is not valid JSON: %v", err), Err: err}
 	}
 	desc := meta.Description
 	if desc == "" {

@@ -17,7 +17,9 @@ type Findings struct {
 func TestResolveFormatKinds(t *testing.T) {
 	doc := `{"title":"Report Card","type":"object","properties":{"ok":{"type":"boolean"}},"required":["ok"]}`
 	var asMap map[string]any
-	_ = json.Unmarshal([]byte(doc), &asMap)
+	if err := json.Unmarshal([]byte(doc), &asMap); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name string
 		in   any
@@ -58,7 +60,7 @@ func TestResolveFormatKinds(t *testing.T) {
 
 func TestDescriptionListsInOrder(t *testing.T) {
 	d := Description([]Spec{GeneralPurpose(), {Name: "b", Description: "Bee."}, {Name: "f", Description: "Fork.", Mode: Fork}})
-	i, j, k := strings.Index(d, "- general-purpose: "), strings.Index(d, "- b: Bee."), strings.Index(d, "- f: Fork."+ForkNote)
+	i, j, k := strings.Index(d, "- general-purpose: "), strings.Index(d, "- b: Bee."), strings.Index(d, "- f: Fork. (fork: inherits your full conversation and system prompt, so the brief can be short)")
 	if i < 0 || j < i || k < j {
 		t.Errorf("listing order wrong:\n%s", d)
 	}

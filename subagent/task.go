@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/llm"
@@ -129,10 +132,18 @@ type child struct {
 }
 
 // NewTask validates the subagent specs and assembles every child agent.
-// Errors are *ConfigError values with the texts of F23–F25 and F28.
+// Every rejection is a *ConfigError (an agent.ConfigError); the texts for an
+// empty list, an invalid mode, skills on a fork and an unsupported response
+// format are the ones the reference implementation uses.
 func NewTask(cfg Config) (*Task, error) {
 	if len(cfg.Subagents) == 0 {
 		return nil, &ConfigError{Msg: "At least one subagent must be specified"}
+	}
+	if cfg.MaxSteps < 0 {
+		return nil, &ConfigError{Msg: fmt.Sprintf("the subagents' default step limit is %d; it must be 0 (the default, %d) or more", cfg.MaxSteps, agent.DefaultMaxSteps)}
+	}
+	if cfg.MaxParallel < 0 {
+		return nil, &ConfigError{Msg: fmt.Sprintf("the subagents' parallelism bound is %d; it must be 0 (the default, %d) or more", cfg.MaxParallel, agent.DefaultMaxParallel)}
 	}
 	specs := make([]Spec, len(cfg.Subagents))
 	formats := make([]*agent.ResponseFormat, len(specs))
@@ -155,6 +166,16 @@ func NewTask(cfg Config) (*Task, error) {
 		if mode == Fork && len(s.Skills) > 0 {
 			return nil, configErr(s.Name, "SubAgent '%s' cannot set skills under mode='fork'; the parent's skills are inherited instead.", s.Name)
 		}
+		if len(s.Skills) > 0 {
+			return nil, configErr(s.Name, "SubAgent '%s' sets skills (%s), but skills are not supported yet and would be ignored; remove them from its spec.",
+				s.Name, strings.Join(s.Skills, ", "))
+		}
+		if s.MaxSteps < 0 {
+			return nil, configErr(s.Name, "SubAgent '%s' has a step limit of %d; it must be 0 (the parent's limit) or more", s.Name, s.MaxSteps)
+		}
+		if s.Timeout < 0 {
+			return nil, configErr(s.Name, "SubAgent '%s' has a negative timeout (%s); use 0 for none", s.Name, s.Timeout)
+		}
 		rf, err := ResolveFormat(s.ResponseFormat)
 		if err != nil {
 			var ce *ConfigError
@@ -171,7 +192,7 @@ func NewTask(cfg Config) (*Task, error) {
 	}
 	schema, err := tool.CompileSchema([]byte(taskParams))
 	if err != nil {
-		return nil, err
+		return nil, &ConfigError{Msg: fmt.Sprintf("the task tool's schema does not compile: %v", err), Err: err}
 	}
 	t := &Task{
 		spec:     llm.ToolSpec{Name: TaskToolName, Description: Description(specs), Parameters: schema.Raw()},
@@ -211,7 +232,7 @@ func NewTask(cfg Config) (*Task, error) {
 		}
 		a, err := agent.New(ac)
 		if err != nil {
-			return nil, configErr(s.Name, "SubAgent '%s': %v", s.Name, err)
+			return nil, &ConfigError{Subagent: s.Name, Msg: fmt.Sprintf("SubAgent '%s': %v", s.Name, err), Err: err}
 		}
 		c.agent = a
 		t.children[s.Name] = c
@@ -252,17 +273,11 @@ type taskArgs struct {
 }
 
 // RunNested implements agent.Nested: it runs one child to the end and
-// returns its receipt.
+// returns its receipt. Arguments other than description and subagent_type
+// are dropped, never passed to the child, and named in a tool.progress event
+// (ToolInfo.Ignored), so a model that adds, say, "mode": "fork" still gets
+// the subagent it asked for.
 func (t *Task) RunNested(ctx context.Context, env *tool.Env, raw json.RawMessage, host agent.Host) (tool.Result, error) {
-	var args taskArgs
-	if err := tool.DecodeArgs(t.schema, raw, &args); err != nil {
-		return tool.ArgumentError(TaskToolName, err), nil
-	}
-	c, ok := t.children[args.SubagentType]
-	if !ok {
-		return tool.Errorf("We cannot invoke subagent %s because it does not exist, the only allowed types are %s",
-			args.SubagentType, strings.Join(t.names, ", ")), nil
-	}
 	if env == nil {
 		env = &tool.Env{}
 	}
@@ -275,10 +290,30 @@ func (t *Task) RunNested(ctx context.Context, env *tool.Env, raw json.RawMessage
 		parentPath = agent.DefaultName
 	}
 	callID := env.CallID
+
+	raw, ignored := KnownArgs(raw)
+	if len(ignored) > 0 {
+		text := ignoredText(ignored)
+		if host.Emit != nil {
+			emit(agent.Event{Type: agent.ToolProgress, Agent: parentPath, Time: time.Now(),
+				Tool: &agent.ToolInfo{CallID: callID, Name: TaskToolName, Text: text, Ignored: clipNames(ignored)}})
+		} else if env.Progress != nil {
+			env.Progress(text)
+		}
+	}
+	var args taskArgs
+	if err := tool.DecodeArgs(t.schema, raw, &args); err != nil {
+		return tool.ArgumentError(TaskToolName, err), nil
+	}
+	c, ok := t.children[args.SubagentType]
+	if !ok {
+		return tool.Errorf("We cannot invoke subagent %s because it does not exist, the only allowed types are %s",
+			args.SubagentType, strings.Join(t.names, ", ")), nil
+	}
 	path := parentPath + " / " + c.name + "#" + callID
 
 	in := agent.Input{Backend: env.Files}
-	opts := []agent.RunOption{agent.WithPath(path), agent.WithInstance(callID), agent.WithTask(args.Description)}
+	opts := []agent.RunOption{agent.WithPath(path), agent.WithInstance(callID), agent.WithTask(args.Description), agent.WithTimeout(c.timeout)}
 	if c.mode == Fork {
 		var history []llm.Message
 		system := ""
@@ -301,18 +336,8 @@ func (t *Task) RunNested(ctx context.Context, env *tool.Env, raw json.RawMessage
 	emit(agent.Event{Type: agent.SubagentStart, Agent: parentPath, Time: time.Now(), Subagent: &agent.SubagentInfo{
 		Name: c.name, Mode: string(c.mode), CallID: callID, Path: path, Task: args.Description}})
 
-	cctx, cancel := ctx, context.CancelFunc(func() {})
-	if c.timeout > 0 {
-		cctx, cancel = context.WithTimeout(ctx, c.timeout)
-	}
-	res := t.runChild(cctx, c, in, opts, emit, path)
-	cancel()
-
+	res := t.runChild(ctx, c, in, opts, emit, path)
 	status, reason := res.Status, res.Error
-	if status == agent.StatusCancelled && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
-		status, reason = agent.StatusLimit, fmt.Sprintf("timed out after %s", c.timeout)
-	}
-	res.Status = status
 	emit(agent.Event{Type: agent.SubagentEnd, Agent: parentPath, Time: time.Now(), Subagent: &agent.SubagentInfo{
 		Name: c.name, Mode: string(c.mode), CallID: callID, Path: path, Status: status, Error: reason,
 		Rounds: res.Rounds, Usage: res.Usage, Run: res}})
@@ -375,4 +400,73 @@ func (r *refusal) Spec() llm.ToolSpec { return r.spec }
 
 func (r *refusal) Run(context.Context, *tool.Env, json.RawMessage) (tool.Result, error) {
 	return tool.Text(RefusalText), nil
+}
+
+// Limits on what the event about ignored arguments records: a model could
+// send any number of names of any length.
+const (
+	maxIgnoredNames = 20
+	maxIgnoredName  = 100
+)
+
+// KnownArgs removes from the task tool's arguments every key other than
+// description and subagent_type, and returns the cleaned arguments with the
+// removed names, sorted. Arguments that are not a JSON object come back
+// unchanged (argument validation then explains what is wrong with them).
+func KnownArgs(raw json.RawMessage) (json.RawMessage, []string) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
+		return raw, nil
+	}
+	var ignored []string
+	for k := range obj {
+		if k != "description" && k != "subagent_type" {
+			ignored = append(ignored, k)
+		}
+	}
+	if len(ignored) == 0 {
+		return raw, nil
+	}
+	slices.Sort(ignored)
+	for _, k := range ignored {
+		delete(obj, k)
+	}
+	clean, err := json.Marshal(obj)
+	if err != nil {
+		return raw, nil
+	}
+	return clean, ignored
+}
+
+// clipNames bounds the ignored names an event carries.
+func clipNames(names []string) []string {
+	out := make([]string, 0, min(len(names), maxIgnoredNames))
+	for _, n := range names[:min(len(names), maxIgnoredNames)] {
+		out = append(out, clipName(n))
+	}
+	return out
+}
+
+func clipName(n string) string {
+	if len(n) <= maxIgnoredName {
+		return n
+	}
+	cut := maxIgnoredName
+	for cut > 0 && !utf8.RuneStart(n[cut]) {
+		cut--
+	}
+	return n[:cut] + "…"
+}
+
+func ignoredText(names []string) string {
+	shown := clipNames(names)
+	quoted := make([]string, len(shown))
+	for i, n := range shown {
+		quoted[i] = strconv.Quote(n)
+	}
+	text := fmt.Sprintf("ignored %d argument(s) that task does not take: %s", len(names), strings.Join(quoted, ", "))
+	if more := len(names) - len(shown); more > 0 {
+		text += fmt.Sprintf(" and %d more", more)
+	}
+	return text
 }

@@ -45,7 +45,7 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	fs.StringVar(&f.root, "root", "", "expose this real directory to the file tools (confined to it) instead of an in-memory filesystem")
 	fs.StringVar(&f.system, "system", "", "the agent's system prompt (@FILE reads it from a file)")
 	fs.StringVar(&f.subagents, "subagents", "", "a directory of subagent files (NAME.md), read after the user's and the project's")
-	fs.IntVar(&f.maxSteps, "max-steps", 0, "model calls allowed per run (default from the config, else 200)")
+	fs.IntVar(&f.maxSteps, "max-steps", 0, "model calls allowed per run (default from the config, else 500)")
 	fs.IntVar(&f.maxParallel, "max-parallel", 0, "tool calls of one step that may run at once (default 16)")
 	fs.StringVar(&f.threadDir, "thread-dir", "", "where the thread's transcript is saved (default ~/.deepagents/threads)")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress on stderr")

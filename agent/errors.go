@@ -1,0 +1,105 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Sentinels for how a run ended. Every run that does not end with StatusOK
+// returns a non-nil error (from Invoke, Drain, Result.Err and with the RunEnd
+// event) that wraps exactly one of them, so a caller who checks only the error
+// never mistakes a cut-off answer for a finished one:
+//
+//	res, err := a.Invoke(ctx, in)
+//	switch {
+//	case errors.Is(err, agent.ErrLimit):     // res holds the work done so far
+//	case errors.Is(err, agent.ErrCancelled): // also matches context.Canceled
+//	case err != nil:                         // agent.ErrFailed
+//	}
+var (
+	// ErrFailed is wrapped by the error of a run that ended with StatusError:
+	// a model call failed for good, a tool failed fatally (tool.ErrFatal), a
+	// hook returned an error, or no valid structured response came.
+	ErrFailed = errors.New("the run failed")
+	// ErrLimit is wrapped by the error of a run that ended with StatusLimit:
+	// it used up its step budget, or its own time budget (WithTimeout; then
+	// the error also matches context.DeadlineExceeded).
+	ErrLimit = errors.New("the run stopped at a limit")
+	// ErrCancelled is wrapped by the error of a run that ended with
+	// StatusCancelled because its context ended. The error also matches the
+	// context's cause (context.Canceled, context.DeadlineExceeded, or the
+	// cause given to context.WithCancelCause).
+	ErrCancelled = errors.New("the run was cancelled")
+)
+
+// RunError is the error of a run that did not end with StatusOK. Its text is
+// the reason alone (as in Result.Error); errors.Is matches both the sentinel
+// of its status and the underlying cause.
+type RunError struct {
+	// Agent is the path of the run, e.g. "parent".
+	Agent string
+	// Status is how the run ended; never StatusOK.
+	Status Status
+	// Err is the cause.
+	Err error
+}
+
+func (e *RunError) Error() string {
+	if e.Err == nil {
+		return "the run ended with status " + string(e.Status)
+	}
+	return e.Err.Error()
+}
+
+// Unwrap returns the status's sentinel and the cause.
+func (e *RunError) Unwrap() []error {
+	errs := []error{statusSentinel(e.Status)}
+	if e.Err != nil {
+		errs = append(errs, e.Err)
+	}
+	return errs
+}
+
+// statusSentinel returns the sentinel a run error of status s wraps.
+func statusSentinel(s Status) error {
+	switch s {
+	case StatusLimit:
+		return ErrLimit
+	case StatusCancelled:
+		return ErrCancelled
+	}
+	return ErrFailed
+}
+
+// ConfigError is an assembly-time rejection of a configuration, returned by
+// New here and by the constructors built on it (subagent.NewTask,
+// deepagents.New), so one errors.As finds them all. Its message is the
+// exact text users see.
+type ConfigError struct {
+	// Subagent names the subagent spec at fault; empty when the fault is in
+	// the top-level configuration.
+	Subagent string
+	// Msg is the whole message.
+	Msg string
+	// Err is an underlying error, when there is one (a schema that does not
+	// compile, say).
+	Err error
+}
+
+func (e *ConfigError) Error() string { return e.Msg }
+
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+func configErr(format string, args ...any) error {
+	return &ConfigError{Msg: fmt.Sprintf(format, args...)}
+}
+
+// timeoutError is the cancellation cause of a run whose WithTimeout budget ran
+// out. It matches context.DeadlineExceeded.
+type timeoutError struct{ d time.Duration }
+
+func (e *timeoutError) Error() string { return fmt.Sprintf("timed out after %s", e.d) }
+
+func (e *timeoutError) Is(target error) bool { return target == context.DeadlineExceeded }
