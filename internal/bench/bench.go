@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"runtime"
 	"slices"
 	"strconv"
@@ -198,16 +199,19 @@ func runPhase(ctx context.Context, a *agent.Agent, m *scripted.Model, name, task
 		ParentMessages: len(res.State.Messages), Files: len(res.State.Files),
 		HeapAfterMB: float64(after.HeapAlloc) / (1 << 20),
 	}
+	var child *agent.Result
+	for _, id := range slices.Sorted(maps.Keys(res.Children)) {
+		if c := res.Children[id]; child == nil && c.Status != agent.StatusOK {
+			child = c
+		}
+	}
 	switch {
 	case res.Status != agent.StatusOK:
 		p.Cut = fmt.Sprintf("the run ended with status %s after %d model calls: %s", res.Status, calls, res.Error)
+	case child != nil:
+		p.Cut = fmt.Sprintf("a child ended with status %s: %s", child.Status, child.Error)
 	case subRounds > 0 && calls != expectedCalls(task, subRounds):
 		p.Cut = fmt.Sprintf("made %d model calls, not the %d the phase needs", calls, expectedCalls(task, subRounds))
-	}
-	for _, c := range res.Children {
-		if p.Cut == "" && c.Status != agent.StatusOK {
-			p.Cut = fmt.Sprintf("a child ended with status %s: %s", c.Status, c.Error)
-		}
 	}
 	if calls > 0 {
 		p.MSPerModelRound = p.WallMS / float64(calls)
