@@ -23,7 +23,7 @@ var expectShapes = map[string]string{
 	"parent_message_count":       "a whole number",
 	"files_include":              "a path or a list of paths",
 	"files_exclude":              "a path or a list of paths",
-	"tool_message_contains":      `{"INDEX": text or [texts]}`,
+	"tool_message_contains":      `{"INDEX": text or [texts]} with INDEX a whole number from 0`,
 	"subagent_message_contains":  `{"NAME" or "NAME#CASE": text or [texts]}`,
 	"max_concurrent_model_calls": "a whole number",
 	"final_state_keys":           "a list of strings",
@@ -154,6 +154,11 @@ func (s *Scenario) checkKey(key string, v json.RawMessage, t *Transcript, model 
 		if !ok {
 			return false
 		}
+		for k := range byIndex {
+			if i, err := strconv.Atoi(k); err != nil || i < 0 {
+				return false // not an index
+			}
+		}
 		var toolMsgs []Message
 		for _, m := range t.ParentMessages {
 			if m.Role == "tool" {
@@ -161,11 +166,11 @@ func (s *Scenario) checkKey(key string, v json.RawMessage, t *Transcript, model 
 			}
 		}
 		for _, k := range slices.Sorted(maps.Keys(byIndex)) {
-			i, err := strconv.Atoi(k)
+			i, _ := strconv.Atoi(k)
 			for _, text := range byIndex[k] {
 				var got any
 				pass := false
-				if err == nil && i >= 0 && i < len(toolMsgs) {
+				if i < len(toolMsgs) {
 					got = toolMsgs[i].Content
 					pass = strings.Contains(toolMsgs[i].Content, text)
 				}

@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -95,6 +96,31 @@ func lineCol(data []byte, off int) (line, col int) {
 		}
 	}
 	return line, utf8.RuneCount(data[lineStart:off]) + 1
+}
+
+// lineCols is lineCol for many offsets at once, in one pass over data
+// (offs need not be sorted).
+func lineCols(data []byte, offs []int) [][2]int {
+	order := make([]int, len(offs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return offs[a] - offs[b] })
+	out := make([][2]int, len(offs))
+	pos, line, col := 0, 1, 1
+	for _, i := range order {
+		off := min(max(offs[i], 0), len(data))
+		for ; pos < off; pos++ {
+			switch c := data[pos]; {
+			case c == '\n':
+				line, col = line+1, 1
+			case c&0xC0 != 0x80: // the first byte of a character
+				col++
+			}
+		}
+		out[i] = [2]int{line, col}
+	}
+	return out
 }
 
 // parser reads one JSON document into a tree of nodes. Unlike

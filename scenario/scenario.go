@@ -159,6 +159,9 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
+// maxWarnings is how many warnings one scenario reports in full.
+const maxWarnings = 100
+
 // Parse decodes a scenario and checks that it can run. Errors are *Error,
 // one line, with the line and column of the problem.
 func Parse(data []byte) (*Scenario, error) { return ParseFile("", data) }
@@ -193,9 +196,16 @@ func ParseFile(name string, data []byte) (*Scenario, error) {
 	if err := s.validate(d.pos); err != nil {
 		return nil, fail(err)
 	}
-	for _, w := range d.warnings {
-		line, col := lineCol(data, w.off)
-		s.Warnings = append(s.Warnings, (&Error{File: name, Line: line, Column: col, Reason: w.msg}).Error())
+	shown := d.warnings[:min(len(d.warnings), maxWarnings)]
+	offs := make([]int, len(shown))
+	for i, w := range shown {
+		offs[i] = w.off
+	}
+	for i, lc := range lineCols(data, offs) {
+		s.Warnings = append(s.Warnings, (&Error{File: name, Line: lc[0], Column: lc[1], Reason: shown[i].msg}).Error())
+	}
+	if more := len(d.warnings) - len(shown); more > 0 {
+		s.Warnings = append(s.Warnings, (&Error{File: name, Reason: fmt.Sprintf("%d more warnings not shown", more)}).Error())
 	}
 	return &s, nil
 }
@@ -379,8 +389,9 @@ func (s *Scenario) Model() *scripted.Model {
 	return scripted.New(s.Script, scripted.Options{Delay: time.Duration(s.DelayMS * float64(time.Millisecond))})
 }
 
-// Build assembles the scenario's agent on model. Assembly errors (the
-// rejections of F23–F28) are returned as they are.
+// Build assembles the scenario's agent on model. Assembly errors (a spec
+// the harness refuses, such as skills on a fork) are returned as they are;
+// Run reports them in the transcript instead.
 func (s *Scenario) Build(model llm.Model) (*agent.Agent, error) {
 	custom := make([]tool.Tool, 0, len(s.Agent.Tools))
 	byName := map[string]tool.Tool{}

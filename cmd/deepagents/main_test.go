@@ -162,6 +162,8 @@ func TestReplayAcceptsAnyExpect(t *testing.T) {
 		{`{"tool_message_contains": {"0": ["/a.md"]}, "mystery": [1, 2], "parent_message_count": "lots", "files_include": {"odd": 1}}`, 0,
 			[]string{"mystery", "parent_message_count", "files_include"}, nil},
 		{`{"tool_message_contains": {"0": {"deep": true}}}`, 0, []string{"tool_message_contains"}, nil},
+		{`{"tool_message_contains": {"first": "x"}}`, 0, []string{"tool_message_contains"}, nil},
+		{`{"tool_message_contains": {"7": "x"}}`, 1, nil, []string{`tool message #7 contains "x"`}},
 		{`[1, 2]`, 0, []string{"expect"}, nil},
 		{`"just text"`, 0, []string{"expect"}, nil},
 		{`42`, 0, []string{"expect"}, nil},
