@@ -274,3 +274,34 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestLineColsAgreesWithLineCol(t *testing.T) {
+	data := []byte("{\"é\": 1,\n  \"日本\": [\n\t\"x\"]}\n")
+	offs := []int{len(data), 0, 5, 9, 12, 3, 20, 9}
+	got := lineCols(data, offs)
+	for i, off := range offs {
+		l, c := lineCol(data, off)
+		if got[i] != [2]int{l, c} {
+			t.Errorf("offset %d: lineCols %v, lineCol %d:%d", off, got[i], l, c)
+		}
+	}
+	if l, c := lineCol(data, 19); l != 2 || c != 6 { // the quote after 日本
+		t.Errorf("lineCol(19) = %d:%d, want 2:6", l, c)
+	}
+}
+
+func TestWarningsAreCapped(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("{" + minimal)
+	for i := range 150 {
+		b.WriteString(`, "unknown` + strings.Repeat("x", i) + `": 1`)
+	}
+	b.WriteString("}")
+	s, err := Parse([]byte(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Warnings) != 101 || s.Warnings[100] != "50 more warnings not shown" || !strings.HasPrefix(s.Warnings[0], `1:59: unknown key "unknown"`) {
+		t.Errorf("%d warnings, first %q, last %q", len(s.Warnings), s.Warnings[0], s.Warnings[len(s.Warnings)-1])
+	}
+}
