@@ -12,10 +12,10 @@ func TestStepsNeeded(t *testing.T) {
 		o    Options
 		want int
 	}{
-		{Options{}, 51},                              // the reference setup: K=50
-		{Options{K: 1000}, 1001},                     // the sequential phase's K rounds and its answer
-		{Options{K: 2, SubRounds: 400}, 401},         // a child's rounds
-		{Options{K: 1, SubRounds: 1}, warmupSeq + 1}, // the warm-up still fits
+		{Options{}, 51},                      // the reference setup: K=50
+		{Options{K: 1000}, 1001},             // the sequential phase's K rounds and its answer
+		{Options{K: 2, SubRounds: 400}, 401}, // a child's rounds
+		{Options{K: 1, SubRounds: 1}, 7},     // the warm-up (6 rounds) still fits
 	}
 	for _, c := range cases {
 		if got := StepsNeeded(c.o); got != c.want {
