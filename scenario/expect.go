@@ -119,7 +119,11 @@ func (s *Scenario) check(t *Transcript, model *scripted.Model) []Check {
 		case slices.Contains(odd, m.key):
 			notChecked(m.key, fmt.Sprintf("the value has a shape this version does not check; it checks %s", expectShapes[m.key]))
 		case expectShapes[m.key] == "":
-			notChecked(m.key, "unknown expect key")
+			name := m.key
+			if name == "" {
+				name = `""` // the empty key, still named
+			}
+			notChecked(name, "unknown expect key")
 		}
 	}
 	return out
