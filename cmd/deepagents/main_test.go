@@ -439,6 +439,17 @@ func TestInspect(t *testing.T) {
 	}
 }
 
+func TestInspectRefusesAnInvalidScenario(t *testing.T) {
+	file := writeFile(t, t.TempDir(), "bad.json", "{\"input\": \"x\", \"script\": {\"parent\": []},\n \"agent\": {\"max_steps\": -5}}")
+	code, out, errs := runCLI(t, "inspect", "--scenario", file)
+	if want := file + ":2:25: agent.max_steps must not be negative (0 means the default)\n"; code != 2 || out != "" || errs != want {
+		t.Errorf("exit %d, stdout %q, stderr %q; want 2 and %q", code, out, errs, want)
+	}
+	if code, _, errs := runCLI(t, "inspect", file); code != 2 || !strings.Contains(errs, "use --scenario FILE") {
+		t.Errorf("a bare file: exit %d, stderr %q", code, errs)
+	}
+}
+
 func TestUsage(t *testing.T) {
 	if code, _, errs := runCLI(t); code != 2 || !strings.Contains(errs, "Usage:") {
 		t.Errorf("no args: %d %s", code, errs)
