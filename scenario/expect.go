@@ -91,7 +91,7 @@ func (s *Scenario) check(t *Transcript, model *scripted.Model) []Check {
 	notChecked := func(name, note string) {
 		out = append(out, Check{Name: name, NotChecked: true, Note: note})
 	}
-	root, err := parseTree(raw)
+	root, err := parseTreeOpts(raw, "", true)
 	if err != nil || root.kind != kObject {
 		kind := "something other than an object"
 		if err == nil {
@@ -114,7 +114,12 @@ func (s *Scenario) check(t *Transcript, model *scripted.Model) []Check {
 			odd = append(odd, key)
 		}
 	}
+	listed := map[string]bool{}
 	for _, m := range root.members {
+		if listed[m.key] {
+			continue // a repeated key is listed once
+		}
+		listed[m.key] = true
 		switch {
 		case slices.Contains(odd, m.key):
 			notChecked(m.key, fmt.Sprintf("the value has a shape this version does not check; it checks %s", expectShapes[m.key]))

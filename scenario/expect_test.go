@@ -41,7 +41,7 @@ func FuzzExpect(f *testing.F) {
 			}
 			t.Fatal("Failed() without a failed check")
 		}
-		root, err := parseTree(raw)
+		root, err := parseTreeOpts(raw, "", true)
 		if err != nil || root.kind != kObject {
 			if len(raw) > 0 && string(raw) != "null" && !hasCheck(checks, "expect") {
 				t.Fatalf("an expect that is not an object must be one not-checked entry: %+v", checks)

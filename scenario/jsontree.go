@@ -130,11 +130,21 @@ type parser struct {
 	data  []byte
 	pos   int
 	depth int
+	// top is the key of the root object's member being read.
+	top string
+	// freeForm names a member of the root object whose value may repeat
+	// keys (the free-form expect block); allDups allows them everywhere.
+	freeForm string
+	allDups  bool
 }
 
-// parseTree parses data, which must hold exactly one JSON value.
-func parseTree(data []byte) (*node, error) {
-	p := &parser{data: data}
+// parseTree parses data, which must hold exactly one JSON value, refusing
+// duplicate keys except inside the root object's freeForm member (when
+// freeForm is not empty).
+func parseTree(data []byte) (*node, error) { return parseTreeOpts(data, "", false) }
+
+func parseTreeOpts(data []byte, freeForm string, allDups bool) (*node, error) {
+	p := &parser{data: data, freeForm: freeForm, allDups: allDups}
 	p.space()
 	if p.pos == len(data) {
 		return nil, errAt(0, "the file is empty; a scenario is a JSON object")
@@ -246,11 +256,17 @@ func (p *parser) object() (*node, error) {
 		if err != nil {
 			return nil, err
 		}
-		if first, dup := seen[key]; dup {
+		if p.depth == 1 {
+			p.top = key
+		}
+		lenient := p.allDups || p.freeForm != "" && p.depth > 1 && p.top == p.freeForm
+		if first, dup := seen[key]; dup && !lenient {
 			l, c := lineCol(p.data, first)
 			return nil, errAt(keyPos, "duplicate key %q (first given at line %d, column %d)", key, l, c)
 		}
-		seen[key] = keyPos
+		if _, dup := seen[key]; !dup {
+			seen[key] = keyPos
+		}
 		p.space()
 		if p.pos >= len(p.data) || p.data[p.pos] != ':' {
 			return nil, errAt(p.pos, "expected ':' after the key %q, found %s", key, p.describe())

@@ -181,7 +181,7 @@ func ParseFile(name string, data []byte) (*Scenario, error) {
 		}
 		return &Error{File: name, Reason: oneLine(err)}
 	}
-	root, err := parseTree(data)
+	root, err := parseTreeOpts(data, "expect", false) // expect is free-form, repeated keys included
 	if err != nil {
 		return nil, fail(err)
 	}

@@ -94,7 +94,7 @@ func TestParseErrorsHavePositionsAndPlainWords(t *testing.T) {
 }
 
 func TestParseAcceptsBOMAndAnyExpect(t *testing.T) {
-	for _, expect := range []string{`{"tool_message_contains": {"0": ["a", "b"]}}`, `{"whatever": {"deep": [1, {"x": null}]}}`,
+	for _, expect := range []string{`{"tool_message_contains": {"0": ["a", "b"]}}`, `{"a": 1, "a": {"b": 2, "b": 3}}`, `{"whatever": {"deep": [1, {"x": null}]}}`,
 		`[1, 2]`, `"text"`, `3.5`, `null`, `true`, `{"parent_message_count": "many"}`} {
 		doc := "\xEF\xBB\xBF{" + minimal + `, "expect": ` + expect + `}`
 		s, err := Parse([]byte(doc))
