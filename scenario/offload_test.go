@@ -19,9 +19,9 @@ func TestOffloadKey(t *testing.T) {
 		{"zero turns one off", `{"user_message_tokens": 0}`, offload.Config{ToolResultTokens: 20000}, ""},
 		{"per tool", `{"tool_result_tokens": 0, "per_tool": {"fetch": 7}}`,
 			offload.Config{UserMessageTokens: 50000, PerTool: map[string]int{"fetch": 7}}, ""},
-		{"negative", `{"tool_result_tokens": -1}`, offload.Config{}, "invalid scenario: agent.offload: thresholds must not be negative"},
-		{"exempt tool", `{"per_tool": {"ls": 3}}`, offload.Config{}, "invalid scenario: agent.offload: ls caps its own output"},
-		{"wrong type", `{"tool_result_tokens": "many"}`, offload.Config{}, "invalid scenario"},
+		{"negative", `{"tool_result_tokens": -1}`, offload.Config{}, "1:80: agent.offload: thresholds must not be negative"},
+		{"exempt tool", `{"per_tool": {"ls": 3}}`, offload.Config{}, "1:80: agent.offload: ls caps its own output"},
+		{"wrong type", `{"tool_result_tokens": "many"}`, offload.Config{}, "1:103: agent.offload.tool_result_tokens must be a whole number, not a string"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

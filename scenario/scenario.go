@@ -14,12 +14,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
+	"maps"
+	"reflect"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/deepagents-go/deepagents"
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/internal/safefile"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
 	"github.com/deepagents-go/deepagents/offload"
@@ -37,9 +40,13 @@ type Scenario struct {
 	DelayMS     float64           `json:"delay_ms,omitempty"`
 	Agent       AgentSpec         `json:"agent"`
 	Script      scripted.Script   `json:"script"`
-	Expect      *Expect           `json:"expect,omitempty"`
+	// Expect is free-form: any JSON value is accepted and kept as written.
+	// The keys this package knows are evaluated into Transcript.Checks;
+	// nothing in Expect changes the run.
+	Expect json.RawMessage `json:"expect,omitempty"`
 
-	// Warnings lists unknown keys found while parsing; they are ignored.
+	// Warnings lists what was ignored while parsing (unknown keys, an alias
+	// given next to its canonical key), each as "[PATH:]LINE:COL: text".
 	Warnings []string `json:"-"`
 }
 
@@ -62,18 +69,29 @@ func (in *Input) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &msgs); err != nil {
 		return errors.New(`"input" must be a string or a list of {"role", "content"} messages`)
 	}
-	for i, m := range msgs {
-		switch m.Role {
-		case llm.RoleUser, llm.RoleAssistant, llm.RoleSystem, llm.RoleTool:
-		case "human":
-			msgs[i].Role = llm.RoleUser
-		case "ai":
-			msgs[i].Role = llm.RoleAssistant
-		default:
-			return fmt.Errorf("input message %d has unknown role %q", i, m.Role)
+	for i := range msgs {
+		if err := normRole(&msgs[i]); err != nil {
+			return fmt.Errorf("input message %d: %w", i, err)
 		}
 	}
 	*in = msgs
+	return nil
+}
+
+// normRole accepts the four roles and the reference harness's "human" and
+// "ai".
+func normRole(m *llm.Message) error {
+	switch m.Role {
+	case llm.RoleUser, llm.RoleAssistant, llm.RoleSystem, llm.RoleTool:
+	case "human":
+		m.Role = llm.RoleUser
+	case "ai":
+		m.Role = llm.RoleAssistant
+	case "":
+		return errors.New(`has no "role"; use user, assistant, system or tool`)
+	default:
+		return fmt.Errorf("has unknown role %q; use user, assistant, system or tool", m.Role)
+	}
 	return nil
 }
 
@@ -133,170 +151,267 @@ type SubagentSpec struct {
 	TimeoutMS      float64         `json:"timeout_ms,omitempty"`
 }
 
-// Expect holds optional checks, in the vocabulary of the reference harness.
-type Expect struct {
-	NoError                 bool              `json:"no_error,omitempty"`
-	ErrorContains           *string           `json:"error_contains,omitempty"`
-	ParentMessageCount      *int              `json:"parent_message_count,omitempty"`
-	FilesInclude            []string          `json:"files_include,omitempty"`
-	FilesExclude            []string          `json:"files_exclude,omitempty"`
-	ToolMessageContains     map[string]string `json:"tool_message_contains,omitempty"`
-	SubagentMessageContains map[string]string `json:"subagent_message_contains,omitempty"`
-	MaxConcurrentModelCalls *int              `json:"max_concurrent_model_calls,omitempty"`
-	FinalStateKeys          []string          `json:"final_state_keys,omitempty"`
+// aliases are the JavaScript reference harness's camelCase spellings,
+// accepted wherever the snake_case key is.
+var aliases = map[string]string{"systemPrompt": "system_prompt", "responseFormat": "response_format",
+	"delayMs": "delay_ms", "maxSteps": "max_steps", "maxParallel": "max_parallel", "timeoutMs": "timeout_ms",
+	"toolCalls": "tool_calls"}
+
+// Error is a scenario that cannot be run: a file that cannot be read, text
+// that is not JSON, or a value the format does not allow. Line and Column
+// (1-based, the column counted in characters) are 0 when the problem has no
+// position, such as a file that is too large.
+type Error struct {
+	File   string
+	Line   int
+	Column int
+	Reason string
 }
 
-var aliases = map[string]string{"systemPrompt": "system_prompt", "responseFormat": "response_format",
-	"delayMs": "delay_ms", "maxSteps": "max_steps", "maxParallel": "max_parallel", "timeoutMs": "timeout_ms"}
+// Error renders "FILE:LINE:COL: reason", leaving out the parts that are not
+// known.
+func (e *Error) Error() string {
+	var b strings.Builder
+	if e.File != "" {
+		b.WriteString(e.File)
+		b.WriteString(":")
+	}
+	if e.Line > 0 {
+		fmt.Fprintf(&b, "%d:%d:", e.Line, e.Column)
+	}
+	if b.Len() > 0 {
+		b.WriteString(" ")
+	}
+	b.WriteString(e.Reason)
+	return b.String()
+}
 
-// Parse decodes a scenario and checks it is runnable. Errors are one line.
-func Parse(data []byte) (*Scenario, error) {
-	var warnings []string
-	norm, err := normalize(data, "", &warnings)
+// maxWarnings is how many warnings one scenario reports in full.
+const maxWarnings = 100
+
+// Parse decodes a scenario and checks that it can run. Errors are *Error,
+// one line, with the line and column of the problem.
+func Parse(data []byte) (*Scenario, error) { return ParseFile("", data) }
+
+// ParseFile is Parse for data read from the named file (or "-" for standard
+// input); the name prefixes errors and warnings.
+func ParseFile(name string, data []byte) (*Scenario, error) {
+	if len(data) > MaxFileSize {
+		return nil, &Error{File: name, Reason: fmt.Sprintf("the scenario is %s; the limit is %s", safefile.Size(int64(len(data))), safefile.Size(MaxFileSize))}
+	}
+	data = bytes.TrimPrefix(data, []byte("\xEF\xBB\xBF")) // a UTF-8 byte-order mark is allowed
+	fail := func(err error) error {
+		var pe *posError
+		if errors.As(err, &pe) {
+			line, col := lineCol(data, pe.off)
+			return &Error{File: name, Line: line, Column: col, Reason: pe.msg}
+		}
+		return &Error{File: name, Reason: oneLine(err)}
+	}
+	root, err := parseTreeOpts(data, "expect", false) // expect is free-form, repeated keys included
 	if err != nil {
-		return nil, err
+		return nil, fail(err)
 	}
+	if root.kind != kObject {
+		return nil, fail(errAt(root.start, "the top level must be a JSON object, not %s", root.kind.words()))
+	}
+	d := &decoder{doc: data, aliases: aliases, hooks: hooks, pos: map[string]int{}}
 	var s Scenario
-	if err := json.Unmarshal(norm, &s); err != nil {
-		return nil, fmt.Errorf("invalid scenario: %s", oneLine(err))
+	if err := d.value(root, reflect.ValueOf(&s).Elem(), ""); err != nil {
+		return nil, fail(err)
 	}
-	strict := json.NewDecoder(bytes.NewReader(norm))
-	strict.DisallowUnknownFields()
-	var probe Scenario
-	if err := strict.Decode(&probe); err != nil && strings.Contains(err.Error(), "unknown field") {
-		warnings = append(warnings, strings.TrimPrefix(err.Error(), "json: "))
+	if err := s.validate(d.pos); err != nil {
+		return nil, fail(err)
 	}
-	s.Warnings = warnings
-	if err := s.validate(); err != nil {
-		return nil, err
+	shown := d.warnings[:min(len(d.warnings), maxWarnings)]
+	offs := make([]int, len(shown))
+	for i, w := range shown {
+		offs[i] = w.off
+	}
+	for i, lc := range lineCols(data, offs) {
+		s.Warnings = append(s.Warnings, (&Error{File: name, Line: lc[0], Column: lc[1], Reason: shown[i].msg}).Error())
+	}
+	if more := len(d.warnings) - len(shown); more > 0 {
+		s.Warnings = append(s.Warnings, (&Error{File: name, Reason: fmt.Sprintf("%d more warnings not shown", more)}).Error())
 	}
 	return &s, nil
 }
 
-// Load reads and parses a scenario file.
+// Load reads and parses a scenario file. The file must be a regular file of
+// at most MaxFileSize bytes.
 func Load(path string) (*Scenario, error) {
-	data, err := os.ReadFile(path)
+	data, err := safefile.Read(path, MaxFileSize)
 	if err != nil {
-		return nil, err
+		return nil, &Error{Reason: oneLine(err)}
 	}
-	s, err := Parse(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return s, nil
+	return ParseFile(path, data)
 }
 
-// normalize renames camelCase aliases to snake_case in the scenario, its
-// agent and each subagent, leaving every other value byte for byte (tool-call
-// arguments keep their key order).
-func normalize(data []byte, path string, warnings *[]string) ([]byte, error) {
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(data, &obj); err != nil {
-		if path != "" {
-			return data, nil // not an object: the typed decode reports it
-		}
-		if !json.Valid(data) {
-			return nil, fmt.Errorf("not valid JSON: %v", err)
-		}
-		return nil, errors.New("invalid scenario: the top level must be a JSON object")
-	}
-	out := make(map[string]json.RawMessage, len(obj))
-	for k, v := range obj {
-		if a, ok := aliases[k]; ok {
-			if _, dup := obj[a]; dup {
-				*warnings = append(*warnings, fmt.Sprintf("both %q and %q given at %s; using %q", k, a, orRoot(path), a))
-				continue
+var hooks = map[reflect.Type]func(d *decoder, n *node, v reflect.Value, path string) error{
+	reflect.TypeFor[Input]():                decodeInput,
+	reflect.TypeFor[scripted.AgentScript](): decodeAgentScript,
+}
+
+func decodeInput(d *decoder, n *node, v reflect.Value, path string) error {
+	switch n.kind {
+	case kString:
+		v.Set(reflect.ValueOf(Input{llm.User(n.str)}))
+		return nil
+	case kArray:
+		msgs := make(Input, len(n.items))
+		for i, it := range n.items {
+			p := indexPath(path, i)
+			if it.kind != kObject {
+				return errAt(it.start, `%s must be a {"role", "content"} message, not %s`, p, it.kind.words())
 			}
-			k = a
-		}
-		switch {
-		case path == "" && k == "agent":
-			nv, err := normalize(v, ".agent", warnings)
-			if err != nil {
-				return nil, err
+			if err := d.value(it, reflect.ValueOf(&msgs[i]).Elem(), p); err != nil {
+				return err
 			}
-			v = nv
-		case path == ".agent" && k == "subagents":
-			var subs []json.RawMessage
-			if json.Unmarshal(v, &subs) == nil {
-				for i := range subs {
-					ns, err := normalize(subs[i], ".agent.subagents[]", warnings)
-					if err != nil {
-						return nil, err
-					}
-					subs[i] = ns
+			if err := normRole(&msgs[i]); err != nil {
+				off := it.start
+				if r := it.get("role"); r != nil {
+					off = r.start
 				}
-				v, _ = json.Marshal(subs)
+				return errAt(off, "%s %v", p, err)
 			}
 		}
-		out[k] = v
+		v.Set(reflect.ValueOf(msgs))
+		return nil
 	}
-	return json.Marshal(out)
+	return errAt(n.start, `"input" must be a string or a list of {"role", "content"} messages, not %s`, n.kind.words())
 }
 
-func orRoot(p string) string {
-	if p == "" {
-		return "the top level"
+const scriptForms = `a list of steps or {"cases": [{"match": "...", "steps": [...]}]}`
+
+func decodeAgentScript(d *decoder, n *node, v reflect.Value, path string) error {
+	var as scripted.AgentScript
+	switch n.kind {
+	case kArray:
+		as.Steps = []scripted.Step{}
+		if err := d.value(n, reflect.ValueOf(&as.Steps).Elem(), path); err != nil {
+			return err
+		}
+	case kObject:
+		cases := n.get("cases")
+		for _, m := range n.members {
+			if m.key != "cases" {
+				d.warn(m.keyPos, "unknown key %q in %s (ignored)", m.key, path)
+			}
+		}
+		if cases == nil {
+			return errAt(n.start, "%s has no \"cases\"; an agent's script is %s", path, scriptForms)
+		}
+		if cases.kind != kArray {
+			return errAt(cases.start, "%s.cases must be a list, not %s", path, cases.kind.words())
+		}
+		as.Cases = []scripted.Case{}
+		if err := d.value(cases, reflect.ValueOf(&as.Cases).Elem(), path+".cases"); err != nil {
+			return err
+		}
+	default:
+		return errAt(n.start, "%s must be %s, not %s", path, scriptForms, n.kind.words())
 	}
-	return strings.TrimPrefix(p, ".")
+	v.Set(reflect.ValueOf(as))
+	return nil
 }
 
 func oneLine(err error) string {
 	return strings.ReplaceAll(strings.TrimPrefix(err.Error(), "json: "), "\n", " ")
 }
 
-func (s *Scenario) validate() error {
-	if len(s.Input) == 0 {
-		return errors.New(`invalid scenario: "input" is missing or empty`)
-	}
-	if _, ok := s.Script["parent"]; !ok {
-		return errors.New(`invalid scenario: "script" has no "parent" replies`)
-	}
-	if s.DelayMS < 0 {
-		return errors.New(`invalid scenario: "delay_ms" must not be negative`)
-	}
-	for p := range s.Files {
-		if _, err := vfs.Clean(p); err != nil {
-			return fmt.Errorf("invalid scenario: files: %v", err)
-		}
-	}
-	for who, as := range s.Script {
-		for ci, c := range as.Cases {
-			if len(c.Steps) == 0 {
-				return fmt.Errorf("invalid scenario: script %q case %d has no steps", who, ci)
+// validate checks what decoding cannot: required keys, ranges and names.
+// pos gives the offset of each decoded value by path.
+func (s *Scenario) validate(pos map[string]int) error {
+	at := func(paths ...string) int {
+		for _, p := range paths {
+			if off, ok := pos[p]; ok {
+				return off
 			}
 		}
-		check := func(steps []scripted.Step, where string) error {
+		return 0
+	}
+	if len(s.Input) == 0 {
+		return errAt(at("input"), `"input" is missing or empty`)
+	}
+	if _, ok := s.Script["parent"]; !ok {
+		return errAt(at("script"), `"script" has no "parent" replies (the top-level agent's steps)`)
+	}
+	if err := checkDelay(s.DelayMS, "delay_ms", at("delay_ms")); err != nil {
+		return err
+	}
+	for _, p := range slices.Sorted(maps.Keys(s.Files)) {
+		if _, err := vfs.Clean(p); err != nil {
+			return errAt(at(keyPath("files", p)), "files: %v", err)
+		}
+	}
+	for _, who := range slices.Sorted(maps.Keys(s.Script)) {
+		as := s.Script[who]
+		base := keyPath("script", who)
+		check := func(steps []scripted.Step, path string) error {
 			for i, st := range steps {
-				for j, c := range st.ToolCalls {
-					if c.Name == "" {
-						return fmt.Errorf("invalid scenario: script %q%s step %d tool call %d has no name", who, where, i, j)
+				sp := indexPath(path, i)
+				if st.DelayMS != nil {
+					if err := checkDelay(*st.DelayMS, sp+".delay_ms", at(sp+".delay_ms")); err != nil {
+						return err
 					}
-					if len(c.Args) > 0 && !json.Valid(c.Args) {
-						return fmt.Errorf("invalid scenario: script %q%s step %d tool call %d has invalid args", who, where, i, j)
+				}
+				for j, c := range st.ToolCalls {
+					cp := indexPath(sp+".tool_calls", j)
+					if c.Name == "" {
+						return errAt(at(cp+".name", cp), `%s has no name (the tool to call)`, cp)
 					}
 				}
 			}
 			return nil
 		}
-		if err := check(as.Steps, ""); err != nil {
+		if err := check(as.Steps, base); err != nil {
 			return err
 		}
 		for ci, c := range as.Cases {
-			if err := check(c.Steps, fmt.Sprintf(" case %d", ci)); err != nil {
+			if err := check(c.Steps, indexPath(base+".cases", ci)+".steps"); err != nil {
 				return err
 			}
 		}
 	}
 	for i, t := range s.Agent.Tools {
-		if t.Name == "" {
-			return fmt.Errorf("invalid scenario: agent.tools[%d] has no name", i)
+		if p := indexPath("agent.tools", i); t.Name == "" {
+			return errAt(at(p+".name", p), "%s has no name", p)
 		}
 	}
 	if s.Agent.Offload != nil {
 		if err := s.Agent.Offload.config().Validate(); err != nil {
-			return fmt.Errorf("invalid scenario: agent.offload: %s", strings.TrimPrefix(err.Error(), "offload: "))
+			return errAt(at("agent.offload"), "agent.offload: %s", strings.TrimPrefix(err.Error(), "offload: "))
 		}
+	}
+	if s.Agent.MaxSteps < 0 {
+		return errAt(at("agent.max_steps"), "agent.max_steps must not be negative (0 means the default)")
+	}
+	if s.Agent.MaxParallel < 0 {
+		return errAt(at("agent.max_parallel"), "agent.max_parallel must not be negative (0 means the default)")
+	}
+	for i, sa := range s.Agent.Subagents {
+		p := indexPath("agent.subagents", i)
+		switch subagent.Mode(sa.Mode) {
+		case "", subagent.Isolated, subagent.Fork, subagent.Handoff:
+		default:
+			return errAt(at(p+".mode"), `%s.mode is %q; use "isolated", "fork" or "handoff"`, p, sa.Mode)
+		}
+		if sa.MaxSteps < 0 {
+			return errAt(at(p+".max_steps"), "%s.max_steps must not be negative (0 means the parent's limit)", p)
+		}
+		if sa.TimeoutMS < 0 || sa.TimeoutMS > MaxTimeoutMS {
+			return errAt(at(p+".timeout_ms"), "%s.timeout_ms must be between 0 and %d (24 hours), not %v", p, MaxTimeoutMS, sa.TimeoutMS)
+		}
+	}
+	return nil
+}
+
+func checkDelay(ms float64, path string, off int) error {
+	if ms < 0 {
+		return errAt(off, "%s must not be negative", path)
+	}
+	if ms > MaxDelayMS {
+		return errAt(off, "%s is %v; at most %d (10 minutes per model call) is allowed", path, ms, MaxDelayMS)
 	}
 	return nil
 }
@@ -306,8 +421,9 @@ func (s *Scenario) Model() *scripted.Model {
 	return scripted.New(s.Script, scripted.Options{Delay: time.Duration(s.DelayMS * float64(time.Millisecond))})
 }
 
-// Build assembles the scenario's agent on model. Assembly errors (the
-// rejections of F23–F28) are returned as they are.
+// Build assembles the scenario's agent on model. Assembly errors (a spec
+// the harness refuses, such as skills on a fork) are returned as they are;
+// Run reports them in the transcript instead.
 func (s *Scenario) Build(model llm.Model) (*agent.Agent, error) {
 	custom := make([]tool.Tool, 0, len(s.Agent.Tools))
 	byName := map[string]tool.Tool{}

@@ -108,11 +108,15 @@ type Timing struct {
 	MaxConcurrentModelCalls int     `json:"max_concurrent_model_calls"`
 }
 
-// Check is the outcome of one expectation.
+// Check is the outcome of one expectation. An expect key this version does
+// not know, or a known key whose value has a shape it does not understand,
+// is listed with NotChecked set and Note saying why; it never fails.
 type Check struct {
-	Name string `json:"name"`
-	Pass bool   `json:"pass"`
-	Got  any    `json:"got,omitempty"`
+	Name       string `json:"name"`
+	Pass       bool   `json:"pass"`
+	Got        any    `json:"got,omitempty"`
+	NotChecked bool   `json:"not_checked,omitempty"`
+	Note       string `json:"note,omitempty"`
 }
 
 // Run replays the scenario on its scripted model and returns the transcript.
@@ -326,79 +330,11 @@ func (t *Transcript) Normalize() {
 	}
 }
 
-func (s *Scenario) check(t *Transcript, model *scripted.Model) []Check {
-	e := s.Expect
-	if e == nil {
-		return nil
-	}
-	var out []Check
-	add := func(name string, pass bool, got any) {
-		c := Check{Name: name, Pass: pass}
-		if !pass {
-			c.Got = got
-		}
-		out = append(out, c)
-	}
-	if e.ParentMessageCount != nil {
-		add(fmt.Sprintf("parent has %d messages", *e.ParentMessageCount), len(t.ParentMessages) == *e.ParentMessageCount, len(t.ParentMessages))
-	}
-	for _, f := range e.FilesInclude {
-		_, ok := t.Files[f]
-		add("files include "+f, ok, slices.Sorted(maps.Keys(t.Files)))
-	}
-	for _, f := range e.FilesExclude {
-		_, ok := t.Files[f]
-		add("files exclude "+f, !ok, slices.Sorted(maps.Keys(t.Files)))
-	}
-	var toolMsgs []Message
-	for _, m := range t.ParentMessages {
-		if m.Role == "tool" {
-			toolMsgs = append(toolMsgs, m)
-		}
-	}
-	for _, k := range slices.Sorted(maps.Keys(e.ToolMessageContains)) {
-		text := e.ToolMessageContains[k]
-		i, err := strconv.Atoi(k)
-		var got any
-		pass := false
-		if err == nil && i >= 0 && i < len(toolMsgs) {
-			got = toolMsgs[i].Content
-			pass = strings.Contains(toolMsgs[i].Content, text)
-		}
-		add(fmt.Sprintf("tool message #%s contains %q", k, text), pass, got)
-	}
-	for _, k := range slices.Sorted(maps.Keys(e.SubagentMessageContains)) {
-		text := e.SubagentMessageContains[k]
-		conv := t.SubagentConversations[k]
-		pass := false
-		var contents []string
-		for _, m := range conv.Messages {
-			contents = append(contents, m.Content)
-			if strings.Contains(m.Content, text) {
-				pass = true
-			}
-		}
-		add(fmt.Sprintf("%s saw a message containing %q", k, text), pass, contents)
-	}
-	if e.ErrorContains != nil {
-		add(fmt.Sprintf("run error contains %q", *e.ErrorContains), t.Error != nil && strings.Contains(*t.Error, *e.ErrorContains), t.Error)
-	}
-	if e.NoError {
-		add("run finished without error", t.Error == nil, t.Error)
-	}
-	if e.MaxConcurrentModelCalls != nil {
-		add(fmt.Sprintf("max concurrent model calls is %d", *e.MaxConcurrentModelCalls), model.MaxConcurrent() == *e.MaxConcurrentModelCalls, model.MaxConcurrent())
-	}
-	if e.FinalStateKeys != nil {
-		add(fmt.Sprintf("final state keys are %v", e.FinalStateKeys), slices.Equal(e.FinalStateKeys, t.FinalStateKeys), t.FinalStateKeys)
-	}
-	return out
-}
-
-// Failed reports whether any check failed.
+// Failed reports whether any evaluated check failed; entries that were not
+// checked do not count.
 func (t *Transcript) Failed() bool {
 	for _, c := range t.Checks {
-		if !c.Pass {
+		if !c.Pass && !c.NotChecked {
 			return true
 		}
 	}

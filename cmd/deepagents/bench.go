@@ -13,42 +13,82 @@ import (
 	"text/tabwriter"
 
 	"github.com/deepagents-go/deepagents/internal/bench"
+	"github.com/deepagents-go/deepagents/internal/safefile"
 )
+
+const benchHelp = `usage: deepagents bench [-k K] [-n N,...] [--sub-rounds R] [--runs RUNS] [--json] [--compare FILE]
+
+Measures the harness's own overhead per model round, with an instant scripted
+model, in the phases of the JavaScript reference's bench.mjs so the two can be
+compared: "sequential" (K rounds of write_file then read_file, then an answer)
+and "fanout_N" (one message with N task calls, each child making R model
+calls). The step limit is raised to what the phases need, so -k is never cut
+short by the default limit; a phase that still ends early is reported as cut.
+
+With --runs RUNS > 1 it runs RUNS fresh processes and reports the median of
+each figure. The result goes to stdout (a table, or one JSON line with --json);
+progress and errors go to stderr.
+
+Exit status:
+  0  every phase ran in full
+  1  a phase failed or was cut short
+  2  bad usage
+`
+
+// benchCommand returns the command that runs one fresh bench process with
+// args; tests replace it.
+var benchCommand = func(ctx context.Context, args ...string) (*exec.Cmd, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	return exec.CommandContext(ctx, exe, args...), nil
+}
 
 // cmdBench measures framework overhead in the reference harness's phases.
 // With --runs N > 1 it runs N fresh processes and reports the median of each
 // figure, as bench.mjs --runs does.
 func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	k := fs.Int("k", 50, "rounds of the sequential phase")
 	ns := fs.String("n", "1,8,32", "fan-out sizes, comma-separated")
 	sub := fs.Int("sub-rounds", 3, "model calls of each fan-out child")
 	runs := fs.Int("runs", 1, "fresh processes to run; the median is reported")
 	asJSON := fs.Bool("json", false, "print one JSON line instead of a table")
-	compare := fs.String("compare", "", "a JSON report of the JS reference (node bench.mjs --runs N > FILE) to print ratios against")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	compare := fs.String("compare", "", "a JSON report of the JS reference (node bench.mjs --runs N > `FILE`) to print ratios against")
+	operands, code, ok := parseFlags(fs, args, benchHelp, stdout, stderr)
+	if !ok {
+		return code
+	}
+	if len(operands) > 0 {
+		return usageError(stderr, "bench", fmt.Sprintf("takes no arguments, got %q", operands[0]))
+	}
+	for _, c := range []struct {
+		name string
+		v    int
+	}{{"-k", *k}, {"--sub-rounds", *sub}, {"--runs", *runs}} {
+		if c.v < 1 {
+			return usageError(stderr, "bench", fmt.Sprintf("%s must be at least 1, not %d", c.name, c.v))
+		}
 	}
 	var fan []int
 	for _, s := range strings.Split(*ns, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 1 {
-			fmt.Fprintf(stderr, "deepagents bench: bad -n value %q\n", s)
-			return 2
+			return usageError(stderr, "bench", fmt.Sprintf("bad -n value %q: want positive whole numbers, comma-separated", s))
 		}
 		fan = append(fan, n)
 	}
 	var ref *jsReport
 	if *compare != "" {
-		data, err := os.ReadFile(*compare)
+		data, err := safefile.Read(*compare, 16<<20)
 		if err != nil {
 			fmt.Fprintf(stderr, "deepagents bench: %v\n", err)
 			return 2
 		}
 		ref = &jsReport{}
 		if err := json.Unmarshal(lastJSONLine(data), ref); err != nil || len(ref.Phases) == 0 {
-			fmt.Fprintf(stderr, "deepagents bench: %s is not a bench.mjs report: %v\n", *compare, err)
+			fmt.Fprintf(stderr, "deepagents bench: %s is not a bench.mjs report (%v)\n", *compare, err)
 			return 2
 		}
 	}
@@ -61,40 +101,49 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		rep = r
 	} else {
-		exe, err := os.Executable()
-		if err != nil {
-			fmt.Fprintf(stderr, "deepagents bench: %v\n", err)
-			return 1
-		}
 		var all []*bench.Report
 		for i := 0; i < *runs; i++ {
-			cmd := exec.CommandContext(ctx, exe, "bench", "--json", "-k", strconv.Itoa(*k), "-n", *ns, "--sub-rounds", strconv.Itoa(*sub))
-			cmd.Stderr = stderr
-			out, err := cmd.Output()
+			cmd, err := benchCommand(ctx, "bench", "--json", "-k", strconv.Itoa(*k), "-n", *ns, "--sub-rounds", strconv.Itoa(*sub))
 			if err != nil {
-				fmt.Fprintf(stderr, "deepagents bench: run %d: %v\n", i+1, err)
+				fmt.Fprintf(stderr, "deepagents bench: %v\n", err)
 				return 1
 			}
+			cmd.Stderr = stderr // the child's progress and errors only; its result is read from its stdout
+			out, err := cmd.Output()
 			var r bench.Report
-			if err := json.Unmarshal(out, &r); err != nil {
-				fmt.Fprintf(stderr, "deepagents bench: run %d: %v\n", i+1, err)
+			if err == nil {
+				err = json.Unmarshal(lastJSONLine(out), &r)
+			}
+			if err != nil {
+				fmt.Fprintf(stderr, "deepagents bench: run %d of %d: %v\n", i+1, *runs, err)
 				return 1
 			}
-			fmt.Fprintf(stderr, "%s", out)
+			fmt.Fprintf(stderr, "deepagents bench: run %d of %d done\n", i+1, *runs)
 			all = append(all, &r)
 		}
 		rep = bench.Median(all)
 	}
+	cut := rep.Cut()
+	for _, c := range cut {
+		fmt.Fprintf(stderr, "deepagents bench: phase cut short: %s\n", c)
+	}
+	code = 0
+	if len(cut) > 0 {
+		code = 1
+	}
 	if *asJSON {
 		data, _ := json.Marshal(rep)
 		fmt.Fprintf(stdout, "%s\n", data)
-		return 0
+		return code
 	}
 	fmt.Fprintf(stdout, "deepagents-go %s, %d CPUs, build %.2f ms, warm-up %.1f ms, max RSS %.1f MB\n", rep.Go, rep.CPUs, rep.BuildMS, rep.WarmupMS, rep.MaxRSSMB)
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "phase\tmodel calls\twall ms\twall µs/round\tCPU ms\tCPU µs/round\tallocs/round\tKB/round\tparent msgs\tfiles\t")
 	for _, name := range rep.Order {
 		p := rep.Phases[name]
+		if p.Cut != "" {
+			name += " (cut)"
+		}
 		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.1f\t%.2f\t%.1f\t%.0f\t%.1f\t%d\t%d\t\n", name, p.ModelCalls, p.WallMS, p.MSPerModelRound*1000,
 			p.CPUMS, p.CPUMSPerRound*1000, p.AllocsPerRound, p.BytesPerRound/1024, p.ParentMessages, p.Files)
 	}
@@ -113,7 +162,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		tw.Flush()
 	}
-	return 0
+	return code
 }
 
 // jsReport is the part of bench.mjs's output the comparison reads.

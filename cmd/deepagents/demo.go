@@ -20,11 +20,32 @@ import (
 //go:embed demo.json
 var demoScenario []byte
 
+const demoHelp = `usage: deepagents demo
+
+Shows what the harness does, with no API key and no network: it replays a
+built-in scenario in which the parent agent hands one question to the
+general-purpose subagent, which writes a file and reports back. Every model
+reply comes from a script; everything else (prompts, tools, the task tool,
+state merging, token counts) is the real harness.
+
+It prints what each model call was sent (messages, system prompt size, tools),
+the parent's final history, what the delegation cost the parent in tokens,
+and the final files. 'deepagents replay' runs scenarios of your own.
+
+Exit status:
+  0  the demo ran as expected
+  1  it did not (a bug in this build; please report it)
+  2  bad usage
+`
+
 func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	if err := fs.Parse(args); err != nil {
-		return 2
+	operands, code, ok := parseFlags(fs, args, demoHelp, stdout, stderr)
+	if !ok {
+		return code
+	}
+	if len(operands) > 0 {
+		return usageError(stderr, "demo", fmt.Sprintf("takes no arguments, got %q", operands[0]))
 	}
 	sc, err := scenario.Parse(demoScenario)
 	if err != nil {

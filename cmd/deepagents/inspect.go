@@ -40,20 +40,36 @@ func tableOf(a *agent.Agent) toolTable {
 	return t
 }
 
+const inspectHelp = `usage: deepagents inspect [--scenario FILE] [--json]
+
+Lists every tool bound to the default deep agent (or, with --scenario, to that
+scenario's agent) and to each of its subagents: the characters of its
+description and of its JSON definition, and its token cost in o200k and
+cl100k. This is what every model call pays before any message is sent.
+
+Exit status:
+  0  the table was printed
+  1  the agent could not be assembled
+  2  bad usage, or the scenario could not be read or is invalid
+`
+
 func cmdInspect(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	file := fs.String("scenario", "", "inspect this scenario's agent instead of the default deep agent")
-	asJSON := fs.Bool("json", false, "print JSON")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	file := fs.String("scenario", "", "inspect this scenario's agent instead of the default deep agent (`FILE`)")
+	asJSON := fs.Bool("json", false, "print JSON instead of a table")
+	operands, code, ok := parseFlags(fs, args, inspectHelp, stdout, stderr)
+	if !ok {
+		return code
+	}
+	if len(operands) > 0 {
+		return usageError(stderr, "inspect", fmt.Sprintf("takes no arguments, got %q (use --scenario FILE)", operands[0]))
 	}
 	var a *agent.Agent
 	var err error
 	if *file != "" {
 		sc, lerr := scenario.Load(*file)
 		if lerr != nil {
-			fmt.Fprintf(stderr, "deepagents inspect: %v\n", lerr)
+			printScenarioError(stderr, "inspect", lerr)
 			return 2
 		}
 		a, err = sc.Build(sc.Model())

@@ -5,6 +5,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -22,7 +24,8 @@ Usage:
   deepagents run [flags] -p PROMPT       run the deep agent on a real model
   deepagents bench [flags]               measure framework overhead per model round
 
-Run 'deepagents COMMAND -h' for a command's flags.
+Run 'deepagents COMMAND -h' (or 'deepagents help COMMAND') for what a command does, its flags and
+its exit status. Flags may come before or after a command's file arguments.
 `
 
 func main() {
@@ -81,17 +84,67 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "demo":
 		return cmdDemo(ctx, args[1:], stdout, stderr)
 	case "replay":
-		return cmdReplay(ctx, args[1:], stdout, stderr)
+		return cmdReplay(ctx, args[1:], stdin, stdout, stderr)
 	case "inspect":
 		return cmdInspect(args[1:], stdout, stderr)
 	case "bench":
 		return cmdBench(ctx, args[1:], stdout, stderr)
 	case "run":
 		return cmdRun(ctx, args[1:], stdin, stdout, stderr)
-	case "-h", "--help", "help":
+	case "-h", "-help", "--help", "help":
+		if len(args) > 1 && args[0] == "help" {
+			return run(ctx, []string{args[1], "-h"}, stdin, stdout, stderr)
+		}
 		fmt.Fprint(stdout, usage)
 		return 0
 	}
 	fmt.Fprintf(stderr, "deepagents: unknown command %q\n\n%s", args[0], usage)
+	return 2
+}
+
+// parseFlags parses a subcommand's flags, which may come before, between or
+// after its operands ("replay FILE --stable"); a "--" ends the flags. -h
+// prints help (the text, then the flags) on stdout. It returns the operands;
+// when the command must stop instead (help shown, bad flag), ok is false and
+// code is its exit status.
+func parseFlags(fs *flag.FlagSet, args []string, help string, stdout, stderr io.Writer) (operands []string, code int, ok bool) {
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	for {
+		err := fs.Parse(args)
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, help)
+			if hasFlags(fs) {
+				fmt.Fprintln(stdout, "\nFlags:")
+				fs.SetOutput(stdout)
+				fs.PrintDefaults()
+			}
+			return nil, 0, false
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "deepagents %s: %v\nRun 'deepagents %s -h' for help.\n", fs.Name(), err, fs.Name())
+			return nil, 2, false
+		}
+		rest := fs.Args()
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			return append(operands, rest...), 0, true
+		}
+		if len(rest) == 0 {
+			return operands, 0, true
+		}
+		operands = append(operands, rest[0])
+		args = rest[1:]
+	}
+}
+
+func hasFlags(fs *flag.FlagSet) bool {
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	return n > 0
+}
+
+// usageError reports a wrong number of operands and returns exit status 2.
+func usageError(stderr io.Writer, cmd, msg string) int {
+	fmt.Fprintf(stderr, "deepagents %s: %s\nRun 'deepagents %s -h' for help.\n", cmd, msg, cmd)
 	return 2
 }

@@ -8,7 +8,9 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"runtime"
 	"slices"
 	"strconv"
@@ -56,6 +58,9 @@ type Phase struct {
 	ParentMessages  int     `json:"parent_messages"`
 	Files           int     `json:"files"`
 	HeapAfterMB     float64 `json:"heap_after_mb"`
+	// Cut says why the phase stopped before making every model call it was
+	// meant to (a step limit, an error); empty when it ran in full.
+	Cut string `json:"cut,omitempty"`
 }
 
 // Report is one run of every phase, shaped like bench.mjs's output.
@@ -116,11 +121,46 @@ func Script(subRounds int) func(ci llm.CallInfo, req *llm.Request) (scripted.Ste
 	}
 }
 
-// NewAgent returns the default deep agent on the instant bench model.
+// NewAgent returns the default deep agent on the instant bench model, with
+// a step limit that fits the reference setup (K=50) and subRounds.
 func NewAgent(subRounds int) (*agent.Agent, *scripted.Model, error) {
+	return NewAgentFor(Options{SubRounds: subRounds})
+}
+
+// NewAgentFor returns the default deep agent on the instant bench model
+// with a step limit high enough for every phase of o, so that no phase is
+// cut short by the default limit.
+func NewAgentFor(o Options) (*agent.Agent, *scripted.Model, error) {
+	o = o.norm()
+	return newAgent(o.SubRounds, StepsNeeded(o))
+}
+
+func newAgent(subRounds, maxSteps int) (*agent.Agent, *scripted.Model, error) {
 	m := scripted.New(nil, scripted.Options{Func: Script(subRounds), NoUsage: true})
-	a, err := deepagents.New(deepagents.Config{Model: m, MaxParallel: 64})
+	a, err := deepagents.New(deepagents.Config{Model: m, MaxSteps: maxSteps, MaxParallel: 64})
 	return a, m, err
+}
+
+// warmupSeq is the number of rounds of the sequential warm-up.
+const warmupSeq = 6
+
+// StepsNeeded is the per-agent step limit the phases of o need: the
+// sequential phase makes K+1 model calls in the parent (K rounds of file
+// work, then the answer) and each fan-out child SubRounds.
+func StepsNeeded(o Options) int {
+	o = o.norm()
+	return max(o.K, warmupSeq, o.SubRounds) + 1
+}
+
+// expectedCalls is how many model calls a phase's task makes when it runs
+// in full.
+func expectedCalls(task string, subRounds int) int {
+	kind, num, _ := strings.Cut(task, " ")
+	n, _ := strconv.Atoi(num)
+	if kind == "seq" {
+		return n + 1
+	}
+	return 2 + n*subRounds
 }
 
 func cpuTime() time.Duration {
@@ -131,8 +171,15 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// RunPhase invokes a once with the task text and measures it.
+// RunPhase invokes a once with the task text ("seq K" or "fan N") and
+// measures it. A run that ends early (a step limit, a failed call) is still
+// measured, with Phase.Cut saying why; the error is for a run that produced
+// no result at all.
 func RunPhase(ctx context.Context, a *agent.Agent, m *scripted.Model, name, task string) (Phase, error) {
+	return runPhase(ctx, a, m, name, task, 0)
+}
+
+func runPhase(ctx context.Context, a *agent.Agent, m *scripted.Model, name, task string, subRounds int) (Phase, error) {
 	m.Reset()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
@@ -140,7 +187,10 @@ func RunPhase(ctx context.Context, a *agent.Agent, m *scripted.Model, name, task
 	res, err := a.Invoke(ctx, agent.Prompt(task))
 	wall, cpu := time.Since(t0), cpuTime()-c0
 	runtime.ReadMemStats(&after)
-	if err != nil {
+	if res == nil {
+		if err == nil {
+			err = fmt.Errorf("the run of %q produced no result", task)
+		}
 		return Phase{}, err
 	}
 	calls := len(m.Records())
@@ -148,6 +198,20 @@ func RunPhase(ctx context.Context, a *agent.Agent, m *scripted.Model, name, task
 		Name: name, ModelCalls: calls, WallMS: ms(wall), CPUMS: ms(cpu),
 		ParentMessages: len(res.State.Messages), Files: len(res.State.Files),
 		HeapAfterMB: float64(after.HeapAlloc) / (1 << 20),
+	}
+	var child *agent.Result
+	for _, id := range slices.Sorted(maps.Keys(res.Children)) {
+		if c := res.Children[id]; child == nil && c.Status != agent.StatusOK {
+			child = c
+		}
+	}
+	switch {
+	case res.Status != agent.StatusOK:
+		p.Cut = fmt.Sprintf("the run ended with status %s after %d model calls: %s", res.Status, calls, res.Error)
+	case child != nil:
+		p.Cut = fmt.Sprintf("a child ended with status %s: %s", child.Status, child.Error)
+	case subRounds > 0 && calls != expectedCalls(task, subRounds):
+		p.Cut = fmt.Sprintf("made %d model calls, not the %d the phase needs", calls, expectedCalls(task, subRounds))
 	}
 	if calls > 0 {
 		p.MSPerModelRound = p.WallMS / float64(calls)
@@ -158,26 +222,32 @@ func RunPhase(ctx context.Context, a *agent.Agent, m *scripted.Model, name, task
 	return p, nil
 }
 
-// Run builds the agent, warms it up and runs every phase once.
+// Run builds the agent, warms it up and runs every phase once. The agent's
+// step limit is set to what the phases need (StepsNeeded); a phase that
+// still ends early is reported with Phase.Cut set.
 func Run(ctx context.Context, o Options) (*Report, error) {
 	o = o.norm()
 	rep := &Report{Impl: "deepagents-go", Go: runtime.Version(), CPUs: runtime.NumCPU(), K: o.K, SubRounds: o.SubRounds, Phases: map[string]Phase{}}
 	t0 := time.Now()
-	a, m, err := NewAgent(o.SubRounds)
+	a, m, err := NewAgentFor(o)
 	if err != nil {
 		return nil, err
 	}
 	rep.BuildMS = ms(time.Since(t0))
 	t0 = time.Now()
-	if _, err := RunPhase(ctx, a, m, "warmup_seq", "seq 6"); err != nil {
-		return nil, err
-	}
-	if _, err := RunPhase(ctx, a, m, "warmup_fanout", "fan 2"); err != nil {
-		return nil, err
+	for _, w := range [][2]string{{"warmup_seq", fmt.Sprintf("seq %d", warmupSeq)}, {"warmup_fanout", "fan 2"}} {
+		name := w[0]
+		p, err := runPhase(ctx, a, m, name, w[1], o.SubRounds)
+		if err == nil && p.Cut != "" {
+			err = errors.New(p.Cut)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
 	}
 	rep.WarmupMS = ms(time.Since(t0))
 	add := func(name, task string) error {
-		p, err := RunPhase(ctx, a, m, name, task)
+		p, err := runPhase(ctx, a, m, name, task, o.SubRounds)
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
@@ -198,6 +268,17 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		rep.MaxRSSMB = float64(ru.Maxrss) / 1024
 	}
 	return rep, nil
+}
+
+// Cut lists the phases that did not run in full, as "NAME: why".
+func (r *Report) Cut() []string {
+	var out []string
+	for _, name := range r.Order {
+		if c := r.Phases[name].Cut; c != "" {
+			out = append(out, name+": "+c)
+		}
+	}
+	return out
 }
 
 func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
@@ -231,6 +312,11 @@ func Median(rs []*Report) *Report {
 		p.AllocsPerRound = get(func(p Phase) float64 { return p.AllocsPerRound })
 		p.BytesPerRound = get(func(p Phase) float64 { return p.BytesPerRound })
 		p.HeapAfterMB = get(func(p Phase) float64 { return p.HeapAfterMB })
+		for _, r := range rs {
+			if p.Cut == "" {
+				p.Cut = r.Phases[name].Cut
+			}
+		}
 		out.Phases[name] = p
 	}
 	return &out

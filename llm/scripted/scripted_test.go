@@ -145,3 +145,36 @@ func TestStreamChunksReassemble(t *testing.T) {
 		t.Errorf("%d events, partial %+v", n, partial.Message)
 	}
 }
+
+// Empty scripts are valid: they fail at the first model call, with an error
+// naming the agent, the instance and the round.
+func TestEmptyScriptsFailAtTheFirstCall(t *testing.T) {
+	cases := []struct {
+		name, doc, agent, instance, task, want string
+	}{
+		{"empty steps", `{"w": []}`, "w", "c1", "anything",
+			`scripted model: the script ran out: agent "w" (instance c1) has no step for round 0 (it has 0)`},
+		{"case with empty steps", `{"w": {"cases": [{"match": "A", "steps": []}, {"steps": [{"content": "x"}]}]}}`, "w", "c2", "job A",
+			`scripted model: the script ran out: agent "w" (instance c2) case 0 has no step for round 0 (it has 0)`},
+		{"no cases", `{"w": {"cases": []}}`, "w", "c3", "job B",
+			`scripted model: no case of agent "w" matches its task "job B"`},
+		{"empty parent", `{"parent": []}`, "parent", "", "hi",
+			`scripted model: the script ran out: agent "parent" has no step for round 0 (it has 0)`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var s Script
+			if err := json.Unmarshal([]byte(c.doc), &s); err != nil {
+				t.Fatalf("an empty script must be valid: %v", err)
+			}
+			m := New(s, Options{})
+			_, err := m.Generate(ctxFor(c.agent, c.instance, c.task), &llm.Request{Messages: []llm.Message{llm.User(c.task)}})
+			if err == nil || err.Error() != c.want {
+				t.Errorf("error %v, want %q", err, c.want)
+			}
+			if recs := m.Records(); len(recs) != 1 || recs[0].Round != 0 || recs[0].Err == "" {
+				t.Errorf("the failed call must be recorded as round 0 with its error: %+v", recs)
+			}
+		})
+	}
+}
