@@ -136,7 +136,9 @@ func TestBackoffIsCappedWithoutRetryAfter(t *testing.T) {
 	// A stream that keeps failing before output waits the same way.
 	rec2 := recordSleeps(&p)
 	for _, err := range Stream(context.Background(), p, func(context.Context) iter.Seq2[llm.StreamEvent, error] {
-		return func(yield func(llm.StreamEvent, error) bool) { yield(llm.StreamEvent{}, &llm.APIError{Kind: llm.ErrKindNetwork}) }
+		return func(yield func(llm.StreamEvent, error) bool) {
+			yield(llm.StreamEvent{}, &llm.APIError{Kind: llm.ErrKindNetwork})
+		}
 	}) {
 		if err == nil {
 			t.Fatal("the stream succeeded")
