@@ -65,13 +65,17 @@ type watch struct {
 	stream bool
 	cancel context.CancelCauseFunc
 
-	mu    sync.Mutex
-	timer *time.Timer
-	fired error
-	done  bool
+	mu      sync.Mutex
+	timer   *time.Timer
+	fired   error
+	done    bool
+	started bool // the response headers of a stream arrived
+	held    bool // the caller is busy with an event: its time is not idle
+	gen     int  // counts arm calls, so a timer replaced while firing stays quiet
 }
 
 func (w *watch) arm(d time.Duration, msg string) {
+	w.gen++
 	if w.timer != nil {
 		w.timer.Stop()
 		w.timer = nil
@@ -79,9 +83,10 @@ func (w *watch) arm(d time.Duration, msg string) {
 	if d < 0 || w.done {
 		return
 	}
+	gen := w.gen
 	w.timer = time.AfterFunc(d, func() {
 		w.mu.Lock()
-		if w.done || w.fired != nil {
+		if w.done || w.fired != nil || w.gen != gen {
 			w.mu.Unlock()
 			return
 		}
@@ -92,22 +97,49 @@ func (w *watch) arm(d time.Duration, msg string) {
 	})
 }
 
-// headers is called when the response headers have arrived.
+// headers is called when the response headers have arrived, and data
+// after every read that brought bytes: both restart the idle timeout of a
+// stream.
 func (w *watch) headers() {
 	if !w.stream {
 		return
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.started = true
+	if !w.held {
+		w.armIdle()
+	}
+}
+
+func (w *watch) data() { w.headers() }
+
+func (w *watch) armIdle() {
 	w.arm(w.t.Idle, fmt.Sprintf("stream idle timeout: no data from the server for %s", w.t.Idle))
 }
 
-// data is called after every read that brought bytes.
-func (w *watch) data() {
-	if !w.stream {
-		return
+// hold stops the idle clock while the caller handles an event, so a slow
+// consumer is never mistaken for a silent server; release restarts it.
+func (w *watch) hold() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.started {
+		w.held = true
+		w.gen++
+		if w.timer != nil {
+			w.timer.Stop()
+			w.timer = nil
+		}
 	}
-	w.headers()
+}
+
+func (w *watch) release() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.held {
+		w.held = false
+		w.armIdle()
+	}
 }
 
 func (w *watch) stop() error {
@@ -167,9 +199,11 @@ func Stream(ctx context.Context, t Timeouts, provider string, open func(ctx cont
 				yield(llm.StreamEvent{}, w.finish(ctx, provider, err))
 				return
 			}
+			w.hold()
 			if !yield(ev, nil) {
 				return
 			}
+			w.release()
 		}
 	}
 }

@@ -125,3 +125,38 @@ func TestClientCopies(t *testing.T) {
 		t.Error("wrapping twice stacked two transports")
 	}
 }
+
+// A caller that takes its time over an event does not make the stream look
+// idle: the idle clock stops while the event is being handled.
+func TestSlowConsumerIsNotIdle(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f := w.(http.Flusher)
+		fmt.Fprint(w, "first\n")
+		f.Flush()
+		<-release
+		fmt.Fprint(w, "second\n")
+	}))
+	defer srv.Close()
+	var got strings.Builder
+	first := true
+	for ev, err := range streamBody(context.Background(), Timeouts{Request: time.Minute, Idle: 200 * time.Millisecond}, Client(nil), srv.URL) {
+		if err != nil {
+			t.Fatalf("after %q: %v", got.String(), err)
+		}
+		got.WriteString(ev.Text)
+		if first {
+			first = false
+			// Busy far longer than the idle timeout, measured by the idle
+			// timer itself: wait until a fresh timer of the same length
+			// has fired twice.
+			for range 2 {
+				<-time.NewTimer(200 * time.Millisecond).C
+			}
+			close(release)
+		}
+	}
+	if got.String() != "first\nsecond\n" {
+		t.Errorf("got %q", got.String())
+	}
+}
