@@ -61,9 +61,10 @@ func (e *timeoutError) Unwrap() error { return ErrTimeout }
 // request timeout of a stream, every read that brings data restarts its idle
 // timeout.
 type watch struct {
-	t      Timeouts
-	stream bool
-	cancel context.CancelCauseFunc
+	t        Timeouts
+	stream   bool
+	cancel   context.CancelCauseFunc
+	idleText string // the message of an idle timeout, made once
 
 	mu      sync.Mutex
 	timer   *time.Timer
@@ -114,9 +115,7 @@ func (w *watch) headers() {
 
 func (w *watch) data() { w.headers() }
 
-func (w *watch) armIdle() {
-	w.arm(w.t.Idle, fmt.Sprintf("stream idle timeout: no data from the server for %s", w.t.Idle))
-}
+func (w *watch) armIdle() { w.arm(w.t.Idle, w.idleText) }
 
 // hold stops the idle clock while the caller handles an event, so a slow
 // consumer is never mistaken for a silent server; release restarts it.
@@ -158,7 +157,8 @@ type watchKey struct{}
 func (t Timeouts) start(ctx context.Context, stream bool) (context.Context, *watch) {
 	t = t.norm()
 	ctx, cancel := context.WithCancelCause(ctx)
-	w := &watch{t: t, stream: stream, cancel: cancel}
+	w := &watch{t: t, stream: stream, cancel: cancel,
+		idleText: fmt.Sprintf("stream idle timeout: no data from the server for %s", t.Idle)}
 	what := "no answer"
 	if stream {
 		what = "no response headers"
