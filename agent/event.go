@@ -120,7 +120,7 @@ func (t ToolInfo) MarshalJSON() ([]byte, error) {
 	if len(t.Args) > 0 {
 		w.Args, w.ArgsInvalid = llm.EncodeArgs(t.Args)
 	}
-	return json.Marshal(w)
+	return llm.MarshalPlain(w)
 }
 
 // UnmarshalJSON reads what MarshalJSON writes.

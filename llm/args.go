@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"unicode/utf8"
@@ -58,7 +59,20 @@ type toolCallJSON struct {
 // arguments.
 func (c ToolCall) MarshalJSON() ([]byte, error) {
 	v, invalid := EncodeArgs(c.Args)
-	return json.Marshal(toolCallJSON{ID: c.ID, Name: c.Name, Args: v, ArgsInvalid: invalid})
+	return MarshalPlain(toolCallJSON{ID: c.ID, Name: c.Name, Args: v, ArgsInvalid: invalid})
+}
+
+// MarshalPlain is json.Marshal without HTML escaping, for MarshalJSON
+// methods: the encoder that calls them applies its own escaping setting to
+// what they return, which it could not undo.
+func MarshalPlain(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // UnmarshalJSON reads what MarshalJSON writes.

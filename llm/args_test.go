@@ -147,3 +147,22 @@ func sameJSON(a, b []byte) bool {
 	vb, okb := decode(b)
 	return oka && okb && reflect.DeepEqual(va, vb)
 }
+
+// The encoder that writes a transcript decides about HTML escaping, for
+// tool calls as for everything else.
+func TestToolCallFollowsTheEncodersEscaping(t *testing.T) {
+	call := ToolCall{ID: "c<1>", Name: "w", Args: json.RawMessage(`{"html":"<b>&</b>"}`)}
+	var plain bytes.Buffer
+	enc := json.NewEncoder(&plain)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(call); err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"id":"c<1>","name":"w","args":{"html":"<b>&</b>"}}` + "\n"; plain.String() != want {
+		t.Errorf("without escaping: %s, want %s", plain.String(), want)
+	}
+	escaped, _ := json.Marshal(call)
+	if want := `{"id":"c\u003c1\u003e","name":"w","args":{"html":"\u003cb\u003e\u0026\u003c/b\u003e"}}`; string(escaped) != want {
+		t.Errorf("with escaping: %s, want %s", escaped, want)
+	}
+}
