@@ -116,7 +116,11 @@ func kindOfTags(tags []string, msg string) (llm.ErrorKind, bool) {
 	bad := false
 	for _, t := range tags {
 		t = strings.ToLower(strings.TrimSpace(t))
-		if k, ok := tagKinds[t]; ok {
+		k, ok := tagKinds[t]
+		if !ok {
+			k, ok = tagFamily(t)
+		}
+		if ok {
 			if k == llm.ErrKindAuth {
 				return k, true
 			}
@@ -138,6 +142,22 @@ func kindOfTags(tags []string, msg string) (llm.ErrorKind, bool) {
 			return llm.ErrKindAuth, true
 		}
 		return llm.ErrKindBadRequest, true
+	}
+	return "", false
+}
+
+// tagFamily recognises tags that only resemble the known ones, as servers
+// that imitate a provider write them ("RateLimitError",
+// "context_length_error", "authentication_failed").
+func tagFamily(t string) (llm.ErrorKind, bool) {
+	t = strings.NewReplacer("_", "", "-", "", " ", "").Replace(t)
+	switch {
+	case strings.Contains(t, "ratelimit"):
+		return llm.ErrKindRateLimit, true
+	case strings.Contains(t, "contextlength"), strings.Contains(t, "contextsize"):
+		return llm.ErrKindContextLength, true
+	case strings.Contains(t, "authentication"), strings.Contains(t, "permission"), strings.Contains(t, "unauthorized"):
+		return llm.ErrKindAuth, true
 	}
 	return "", false
 }

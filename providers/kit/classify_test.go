@@ -38,6 +38,9 @@ func TestClassify(t *testing.T) {
 		{"stream context", Failure{Message: "This model's maximum context length is 8192 tokens"}, llm.ErrKindContextLength},
 		{"stream unknown", Failure{Message: "something broke"}, llm.ErrKindServer},
 		{"stream auth", Failure{Tags: []string{"", "authentication_error"}}, llm.ErrKindAuth},
+		{"imitated rate limit", Failure{Tags: []string{"RateLimitError"}}, llm.ErrKindRateLimit},
+		{"imitated context", Failure{Status: 400, Tags: []string{"BadRequestError", "context_length_error"}}, llm.ErrKindContextLength},
+		{"imitated auth", Failure{Tags: []string{"AuthenticationFailed"}}, llm.ErrKindAuth},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := Classify(tc.f); got != tc.want {
