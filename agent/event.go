@@ -117,6 +117,42 @@ type ToolInfo struct {
 	DurationMS float64  `json:"duration_ms,omitempty"`
 }
 
+// MarshalJSON writes Args as JSON when they are valid, else as a string
+// with "args_invalid": true, so a call whose arguments were cut off still
+// gets its tool.start event.
+func (t ToolInfo) MarshalJSON() ([]byte, error) {
+	type plain ToolInfo
+	w := struct {
+		plain
+		Args        json.RawMessage `json:"args,omitempty"`
+		ArgsInvalid bool            `json:"args_invalid,omitempty"`
+	}{plain: plain(t)}
+	if len(t.Args) > 0 {
+		w.Args, w.ArgsInvalid = llm.EncodeArgs(t.Args)
+	}
+	return llm.MarshalPlain(w)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (t *ToolInfo) UnmarshalJSON(b []byte) error {
+	type plain ToolInfo
+	var w struct {
+		plain
+		Args        json.RawMessage `json:"args,omitempty"`
+		ArgsInvalid bool            `json:"args_invalid,omitempty"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	args, err := llm.DecodeArgs(w.Args, w.ArgsInvalid)
+	if err != nil {
+		return err
+	}
+	*t = ToolInfo(w.plain)
+	t.Args = args
+	return nil
+}
+
 // FileInfo describes a file change that reached this agent's state.
 type FileInfo struct {
 	Path   string `json:"path"`

@@ -43,7 +43,10 @@ type Message struct {
 	Extra map[string]json.RawMessage `json:"extra,omitempty"`
 }
 
-// ToolCall is a model's request to run one tool.
+// ToolCall is a model's request to run one tool. Args are the arguments as
+// the model sent them. They may not be valid JSON (a stream cut off
+// mid-call); such a call still encodes, with its arguments as a string and
+// "args_invalid": true, and decodes back to the same text (see EncodeArgs).
 type ToolCall struct {
 	ID   string          `json:"id"`
 	Name string          `json:"name"`

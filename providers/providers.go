@@ -12,6 +12,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/providers/anthropic"
@@ -113,6 +114,11 @@ type Options struct {
 	HTTPClient *http.Client
 	// Retry bounds retries.
 	Retry retry.Policy
+	// RequestTimeout and StreamIdleTimeout bound each attempt of a model
+	// call: the wait for an answer (or a stream's headers), and the silence
+	// inside a stream. 0 means the defaults (10 minutes, 2 minutes);
+	// negative means no limit.
+	RequestTimeout, StreamIdleTimeout time.Duration
 	// MaxTokens is the default output limit.
 	MaxTokens int
 	// NoStreamToolCalls and NoParallelToolCalls are the capability switches
@@ -194,18 +200,20 @@ func New(ctx context.Context, spec Spec, o Options) (llm.Model, error) {
 	switch o.Kind {
 	case KindOpenAI:
 		return openai.New(openai.Config{Model: spec.Model, APIKey: o.APIKey, BaseURL: o.BaseURL, HTTPClient: client,
-			Retry: o.Retry, Provider: spec.Provider, MaxTokens: o.MaxTokens})
+			Retry: o.Retry, Provider: spec.Provider, MaxTokens: o.MaxTokens,
+			RequestTimeout: o.RequestTimeout, StreamIdleTimeout: o.StreamIdleTimeout})
 	case KindOpenAICompatible:
 		// NewCompatible never sends OPENAI_API_KEY to another server.
 		return openai.NewCompatible(o.BaseURL, spec.Model, openai.Config{APIKey: o.APIKey, HTTPClient: client,
 			Retry: o.Retry, Provider: spec.Provider, MaxTokens: o.MaxTokens,
+			RequestTimeout: o.RequestTimeout, StreamIdleTimeout: o.StreamIdleTimeout,
 			NoStreamToolCalls: o.NoStreamToolCalls, NoParallelToolCalls: o.NoParallelToolCalls})
 	case KindAnthropic:
 		return anthropic.New(anthropic.Config{Model: spec.Model, APIKey: o.APIKey, BaseURL: o.BaseURL, HTTPClient: client,
-			Retry: o.Retry, MaxTokens: o.MaxTokens})
+			Retry: o.Retry, MaxTokens: o.MaxTokens, RequestTimeout: o.RequestTimeout, StreamIdleTimeout: o.StreamIdleTimeout})
 	case KindGemini:
 		return gemini.New(ctx, gemini.Config{Model: spec.Model, APIKey: o.APIKey, BaseURL: o.BaseURL, HTTPClient: client,
-			Retry: o.Retry, MaxTokens: o.MaxTokens})
+			Retry: o.Retry, MaxTokens: o.MaxTokens, RequestTimeout: o.RequestTimeout, StreamIdleTimeout: o.StreamIdleTimeout})
 	}
 	return nil, fmt.Errorf("provider %q: unknown kind %q (want openai, anthropic, gemini or openai-compatible)", spec.Provider, o.Kind)
 }

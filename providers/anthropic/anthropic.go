@@ -27,11 +27,13 @@ import (
 	"errors"
 	"iter"
 	"net/http"
+	"time"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/providers/kit"
 	"github.com/deepagents-go/deepagents/providers/retry"
 )
 
@@ -75,6 +77,14 @@ type Config struct {
 	// Retry is the retry policy (see providers/retry); the zero value
 	// retries rate limits, server errors and broken connections 3 times.
 	Retry retry.Policy
+	// RequestTimeout bounds one attempt: a non-streamed call until its
+	// complete answer, a stream until its response headers. 0 means 10
+	// minutes; negative means no limit. A timeout is retried like a broken
+	// connection.
+	RequestTimeout time.Duration
+	// StreamIdleTimeout bounds the silence between two pieces of a stream
+	// (the API's pings count). 0 means 2 minutes; negative means no limit.
+	StreamIdleTimeout time.Duration
 	// MaxTokens is the output limit when a request's Settings.MaxTokens is
 	// 0; DefaultMaxTokens when both are 0.
 	MaxTokens int
@@ -124,9 +134,9 @@ func New(cfg Config) (*Model, error) {
 	if cfg.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
 	}
-	if cfg.HTTPClient != nil {
-		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
-	}
+	// The wrapped client lets the per-attempt timeouts see response
+	// headers and body reads.
+	opts = append(opts, option.WithHTTPClient(kit.Client(cfg.HTTPClient)))
 	opts = append(opts, cfg.Options...)
 	return &Model{cfg: cfg, client: anthropic.NewClient(opts...)}, nil
 }
@@ -146,11 +156,13 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, 
 		return llm.Collect(m.stream(ctx, b))
 	}
 	return retry.Do(ctx, m.cfg.Retry, func(ctx context.Context) (*llm.Response, error) {
-		msg, err := m.client.Messages.New(ctx, b.params)
-		if err != nil {
-			return nil, toAPIError(ctx, err)
-		}
-		return b.response(msg), nil
+		return kit.Call(ctx, m.timeouts(), ProviderName, func(ctx context.Context) (*llm.Response, error) {
+			msg, err := m.client.Messages.New(ctx, b.params)
+			if err != nil {
+				return nil, toAPIError(ctx, err)
+			}
+			return b.response(msg), nil
+		})
 	})
 }
 
@@ -168,6 +180,12 @@ func (m *Model) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Stre
 
 func (m *Model) stream(ctx context.Context, b *built) iter.Seq2[llm.StreamEvent, error] {
 	return retry.Stream(ctx, m.cfg.Retry, func(ctx context.Context) iter.Seq2[llm.StreamEvent, error] {
-		return func(yield func(llm.StreamEvent, error) bool) { m.streamOnce(ctx, b, yield) }
+		return kit.Stream(ctx, m.timeouts(), ProviderName, func(ctx context.Context) iter.Seq2[llm.StreamEvent, error] {
+			return func(yield func(llm.StreamEvent, error) bool) { m.streamOnce(ctx, b, yield) }
+		})
 	})
+}
+
+func (m *Model) timeouts() kit.Timeouts {
+	return kit.Timeouts{Request: m.cfg.RequestTimeout, Idle: m.cfg.StreamIdleTimeout}
 }

@@ -471,29 +471,6 @@ func TestStopReasons(t *testing.T) {
 	}
 }
 
-func TestRetryAfterParsing(t *testing.T) {
-	date := time.Now().Add(90 * time.Second).UTC().Format(http.TimeFormat)
-	cases := []struct {
-		h    http.Header
-		want time.Duration
-		tol  time.Duration
-	}{
-		{http.Header{"Retry-After": {"3"}}, 3 * time.Second, 0},
-		{http.Header{"Retry-After": {"0.5"}}, 500 * time.Millisecond, 0},
-		{http.Header{"Retry-After-Ms": {"250"}, "Retry-After": {"9"}}, 250 * time.Millisecond, 0},
-		{http.Header{"Retry-After": {date}}, 90 * time.Second, 2 * time.Second},
-		{http.Header{"Retry-After": {"soon"}}, 0, 0},
-		{http.Header{"Retry-After": {"-4"}}, 0, 0},
-		{http.Header{}, 0, 0},
-	}
-	for _, tc := range cases {
-		got := retryAfter(tc.h)
-		if got < tc.want-tc.tol || got > tc.want+tc.tol {
-			t.Errorf("%v: got %v, want %v", tc.h, got, tc.want)
-		}
-	}
-}
-
 func TestInStreamErrorTypes(t *testing.T) {
 	cases := map[string]llm.ErrorKind{
 		"overloaded_error": llm.ErrKindServer, "api_error": llm.ErrKindServer, "timeout_error": llm.ErrKindServer,
@@ -509,7 +486,9 @@ func TestInStreamErrorTypes(t *testing.T) {
 			t.Errorf("%s: err %#v, want kind %s", typ, s.err, want)
 		}
 	}
-	if k := kindOfType("invalid_request_error", "prompt is too long: 300000 tokens > 200000 maximum"); k != llm.ErrKindContextLength {
-		t.Errorf("in-stream prompt too long: %s", k)
+	srv := at.New(t, at.Sequence(at.Reply{Text: "some output first", Fault: &at.Fault{After: 5, Error: &at.Error{Type: "invalid_request_error", Message: "prompt is too long: 300000 tokens > 200000 maximum"}}}))
+	s := drain(newModel(t, srv, nil).Stream(context.Background(), prompt("hi")))
+	if !errors.Is(s.err, llm.ErrContextLength) {
+		t.Errorf("in-stream prompt too long: %v", s.err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/providers/kit"
 )
 
 // capture records, for one attempt, whether a request reached the transport
@@ -107,7 +108,7 @@ func classify(ctx context.Context, err error, c *capture) error {
 		ae.Message = http.StatusText(status)
 	}
 	if header != nil && code == status {
-		ae.RetryAfter = parseRetryAfter(header.Get("Retry-After"), time.Now())
+		ae.RetryAfter = kit.RetryAfter(header, time.Now())
 	}
 	if ae.RetryAfter == 0 {
 		ae.RetryAfter = retryInfoDelay(ge.Details)
@@ -115,64 +116,25 @@ func classify(ctx context.Context, err error, c *capture) error {
 	return ae
 }
 
-// errorKind maps an HTTP status and google.rpc status to an error kind.
+// errorKind maps an HTTP status and google.rpc status to an error kind with
+// the shared classifier: the rpc status and the ErrorInfo reasons are its
+// tags (an invalid key comes back as 400 INVALID_ARGUMENT with reason
+// API_KEY_INVALID).
 func errorKind(code int, ge genai.APIError) llm.ErrorKind {
-	status := strings.ToUpper(ge.Status)
-	msg := strings.ToLower(ge.Message)
-	switch {
-	case code == http.StatusUnauthorized || code == http.StatusForbidden ||
-		status == "UNAUTHENTICATED" || status == "PERMISSION_DENIED" ||
-		hasReason(ge.Details, "API_KEY_INVALID") || strings.Contains(msg, "api key not valid") ||
-		strings.Contains(msg, "api key expired"):
-		// An invalid key comes back as 400 INVALID_ARGUMENT with reason API_KEY_INVALID.
-		return llm.ErrKindAuth
-	case code == http.StatusTooManyRequests || status == "RESOURCE_EXHAUSTED":
-		return llm.ErrKindRateLimit
-	case code == http.StatusNotFound || status == "NOT_FOUND":
-		return llm.ErrKindNotFound
-	case code == http.StatusRequestTimeout || code >= 500 ||
-		status == "INTERNAL" || status == "UNAVAILABLE" || status == "DEADLINE_EXCEEDED":
-		return llm.ErrKindServer
-	case tooLong(msg) || code == http.StatusRequestEntityTooLarge:
-		return llm.ErrKindContextLength
-	}
-	return llm.ErrKindBadRequest
-}
-
-// tooLong recognises the messages of a prompt that does not fit, e.g. "The
-// input token count (1200000) exceeds the maximum number of tokens allowed
-// (1048576)."
-func tooLong(msg string) bool {
-	for _, s := range []string{
-		"exceeds the maximum number of tokens",
-		"input token count",
-		"too many tokens",
-		"context length",
-		"context window",
-		"prompt is too long",
-		"request payload size exceeds",
-	} {
-		if strings.Contains(msg, s) {
-			return true
+	tags := []string{ge.Status}
+	for _, d := range ge.Details {
+		if strings.HasSuffix(detailType(d), "google.rpc.ErrorInfo") {
+			if r, ok := d["reason"].(string); ok {
+				tags = append(tags, r)
+			}
 		}
 	}
-	return false
+	return kit.Classify(kit.Failure{Status: code, Tags: tags, Message: ge.Message})
 }
 
 func detailType(d map[string]any) string {
 	t, _ := d["@type"].(string)
 	return t
-}
-
-func hasReason(details []map[string]any, reason string) bool {
-	for _, d := range details {
-		if strings.HasSuffix(detailType(d), "google.rpc.ErrorInfo") {
-			if r, _ := d["reason"].(string); r == reason {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // retryInfoDelay reads the retryDelay of a google.rpc.RetryInfo detail: a
@@ -207,24 +169,4 @@ func toFloat(v any) (float64, bool) {
 		return f, err == nil
 	}
 	return 0, false
-}
-
-// parseRetryAfter reads a Retry-After header: delay seconds or an HTTP date.
-func parseRetryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0
-	}
-	if secs, err := strconv.ParseFloat(v, 64); err == nil {
-		if secs <= 0 || secs > 1e6 {
-			return 0
-		}
-		return time.Duration(secs * float64(time.Second))
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		if d := t.Sub(now); d > 0 {
-			return d
-		}
-	}
-	return 0
 }

@@ -31,34 +31,16 @@ func TestErrorKind(t *testing.T) {
 		{404, genai.APIError{Status: "NOT_FOUND"}, llm.ErrKindNotFound},
 		{429, genai.APIError{Status: "RESOURCE_EXHAUSTED"}, llm.ErrKindRateLimit},
 		{0, genai.APIError{Status: "RESOURCE_EXHAUSTED"}, llm.ErrKindRateLimit},
-		{408, genai.APIError{}, llm.ErrKindServer},
+		{408, genai.APIError{}, llm.ErrKindNetwork},
 		{500, genai.APIError{Status: "INTERNAL"}, llm.ErrKindServer},
 		{503, genai.APIError{Status: "UNAVAILABLE", Message: "The model is overloaded. Please try again later."}, llm.ErrKindServer},
 		{504, genai.APIError{Status: "DEADLINE_EXCEEDED"}, llm.ErrKindServer},
 		{0, genai.APIError{Status: "INTERNAL"}, llm.ErrKindServer},
 		{413, genai.APIError{}, llm.ErrKindContextLength},
-		{409, genai.APIError{Status: "ABORTED"}, llm.ErrKindBadRequest},
+		{409, genai.APIError{Status: "ABORTED"}, llm.ErrKindServer},
 	} {
 		if got := errorKind(tc.code, tc.ge); got != tc.want {
 			t.Errorf("%d %+v: %s, want %s", tc.code, tc.ge, got, tc.want)
-		}
-	}
-}
-
-func TestParseRetryAfter(t *testing.T) {
-	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	for in, want := range map[string]time.Duration{
-		"":                              0,
-		"7":                             7 * time.Second,
-		" 1.5 ":                         1500 * time.Millisecond,
-		"0":                             0,
-		"-3":                            0,
-		"soon":                          0,
-		"Fri, 02 Jan 2026 03:04:15 GMT": 10 * time.Second,
-		"Fri, 02 Jan 2026 03:04:00 GMT": 0,
-	} {
-		if got := parseRetryAfter(in, now); got != want {
-			t.Errorf("parseRetryAfter(%q) = %v, want %v", in, got, want)
 		}
 	}
 }

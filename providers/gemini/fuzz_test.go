@@ -3,6 +3,7 @@ package gemini
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/providers/kit"
 )
 
 // checkContents asserts what every converted conversation must satisfy,
@@ -180,14 +182,14 @@ func FuzzErrorDetails(f *testing.F) {
 		_ = json.Unmarshal([]byte(details), &d)
 		ge := genai.APIError{Code: code, Status: status, Message: message, Details: d}
 		switch errorKind(code, ge) {
-		case llm.ErrKindAuth, llm.ErrKindRateLimit, llm.ErrKindContextLength, llm.ErrKindBadRequest, llm.ErrKindNotFound, llm.ErrKindServer:
+		case llm.ErrKindAuth, llm.ErrKindRateLimit, llm.ErrKindContextLength, llm.ErrKindBadRequest, llm.ErrKindNotFound, llm.ErrKindServer, llm.ErrKindNetwork:
 		default:
 			t.Fatalf("unexpected kind for %+v", ge)
 		}
 		if r := retryInfoDelay(d); r < 0 {
 			t.Fatalf("negative retry delay %v", r)
 		}
-		if r := parseRetryAfter(retryAfter, time.Now()); r < 0 {
+		if r := kit.RetryAfter(http.Header{"Retry-After": {retryAfter}}, time.Now()); r < 0 {
 			t.Fatalf("negative Retry-After %v", r)
 		}
 	})

@@ -18,10 +18,12 @@ import (
 	"iter"
 	"net/http"
 	"os"
+	"time"
 
 	"google.golang.org/genai"
 
 	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/providers/kit"
 	"github.com/deepagents-go/deepagents/providers/retry"
 )
 
@@ -45,6 +47,14 @@ type Config struct {
 	// Retry bounds the retries of rate limits, server errors and network
 	// failures.
 	Retry retry.Policy
+	// RequestTimeout bounds one attempt: a non-streamed call until its
+	// complete answer, a stream until its response headers. 0 means 10
+	// minutes; negative means no limit. A timeout is retried like a broken
+	// connection.
+	RequestTimeout time.Duration
+	// StreamIdleTimeout bounds the silence between two pieces of a stream.
+	// 0 means 2 minutes; negative means no limit.
+	StreamIdleTimeout time.Duration
 	// MaxTokens is the default output limit, used when a request's
 	// Settings.MaxTokens is 0 (0 leaves it to the model).
 	MaxTokens int
@@ -81,11 +91,9 @@ func New(ctx context.Context, cfg Config) (*Model, error) {
 	if key == "" {
 		return nil, errors.New("gemini: no API key: set Config.APIKey, GEMINI_API_KEY or GOOGLE_API_KEY")
 	}
-	hc := &http.Client{}
-	if cfg.HTTPClient != nil {
-		c := *cfg.HTTPClient
-		hc = &c
-	}
+	// A copy of the client whose transport lets the per-attempt timeouts
+	// and the error classifier see response headers and body reads.
+	hc := kit.Client(cfg.HTTPClient)
 	hc.Transport = &captureTransport{base: hc.Transport}
 	client, err := genai.NewClient(ctx, &genai.ClientConfig{
 		APIKey:     key,
@@ -111,7 +119,9 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, 
 		return nil, err
 	}
 	return retry.Do(ctx, m.cfg.Retry, func(ctx context.Context) (*llm.Response, error) {
-		return m.generateOnce(ctx, call)
+		return kit.Call(ctx, m.timeouts(), Provider, func(ctx context.Context) (*llm.Response, error) {
+			return m.generateOnce(ctx, call)
+		})
 	})
 }
 
@@ -123,7 +133,22 @@ func (m *Model) generateOnce(ctx context.Context, call *prepared) (*llm.Response
 	}
 	c := newCollector(call.ids.clone(), m.cfg.Model)
 	c.addResponse(resp, nil)
+	if !c.candidate && !c.blocked {
+		return nil, noCandidates(rec)
+	}
 	return c.response(), nil
+}
+
+func (m *Model) timeouts() kit.Timeouts {
+	return kit.Timeouts{Request: m.cfg.RequestTimeout, Idle: m.cfg.StreamIdleTimeout}
+}
+
+// noCandidates is the error of an answer, streamed or not, that carries no
+// candidate and no block reason: the server failed to produce one, and
+// another attempt may well succeed.
+func noCandidates(rec *capture) error {
+	return &llm.APIError{Kind: llm.ErrKindServer, Provider: Provider, StatusCode: rec.status(),
+		Message: "the response has no candidates"}
 }
 
 // Stream sends req with streamGenerateContent (SSE). Text arrives as
@@ -138,7 +163,9 @@ func (m *Model) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Stre
 		return func(yield func(llm.StreamEvent, error) bool) { yield(llm.StreamEvent{}, err) }
 	}
 	return retry.Stream(ctx, m.cfg.Retry, func(ctx context.Context) iter.Seq2[llm.StreamEvent, error] {
-		return m.streamOnce(ctx, call)
+		return kit.Stream(ctx, m.timeouts(), Provider, func(ctx context.Context) iter.Seq2[llm.StreamEvent, error] {
+			return m.streamOnce(ctx, call)
+		})
 	})
 }
 
@@ -173,6 +200,10 @@ func (m *Model) streamOnce(ctx context.Context, call *prepared) iter.Seq2[llm.St
 		}
 		if ctx.Err() != nil {
 			yield(llm.StreamEvent{}, context.Cause(ctx))
+			return
+		}
+		if !c.candidate && !c.blocked {
+			yield(llm.StreamEvent{}, noCandidates(rec))
 			return
 		}
 		if !c.finished() {

@@ -20,6 +20,7 @@ type collector struct {
 	keep            bool // the parts hold data the message alone cannot rebuild
 	finish          genai.FinishReason
 	blocked         bool
+	candidate       bool // some response carried a candidate
 	usage           *genai.GenerateContentResponseUsageMetadata
 }
 
@@ -47,6 +48,7 @@ func (c *collector) addResponse(r *genai.GenerateContentResponse, emit func(llm.
 		return
 	}
 	cand := r.Candidates[0]
+	c.candidate = true
 	if cand.FinishReason != "" && cand.FinishReason != genai.FinishReasonUnspecified {
 		c.finish = cand.FinishReason
 	}

@@ -6,10 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"math"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -18,11 +16,8 @@ import (
 	"github.com/openai/openai-go/v3/packages/ssestream"
 
 	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/providers/kit"
 )
-
-// maxRetryAfter bounds a parsed Retry-After so that absurd values cannot
-// overflow time.Duration; retry.Policy caps the actual wait much lower.
-const maxRetryAfter = 24 * time.Hour
 
 // maxBodyMessage bounds how much of a non-JSON error body becomes the message.
 const maxBodyMessage = 2000
@@ -95,7 +90,8 @@ func bodyOf(r *http.Response) []byte {
 	return b
 }
 
-// statusError classifies an HTTP error response.
+// statusError classifies an HTTP error response with the shared classifier
+// of package kit.
 func (m *Model) statusError(status int, code, typ, msg string, h http.Header, body []byte, err error) *llm.APIError {
 	if msg == "" || code == "" || typ == "" {
 		bmsg, bcode, btyp := parseErrorBody(body)
@@ -112,29 +108,9 @@ func (m *Model) statusError(status int, code, typ, msg string, h http.Header, bo
 	if msg == "" {
 		msg = http.StatusText(status)
 	}
-	out := &llm.APIError{Provider: m.provider, StatusCode: status, Message: msg, Err: err,
-		RetryAfter: parseRetryAfter(h, time.Now())}
-	switch {
-	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		out.Kind = llm.ErrKindAuth
-	case status == http.StatusTooManyRequests:
-		out.Kind = llm.ErrKindRateLimit
-	case status == http.StatusNotFound:
-		out.Kind = llm.ErrKindNotFound
-	case status >= 500:
-		out.Kind = llm.ErrKindServer
-	case status == http.StatusRequestTimeout:
-		out.Kind = llm.ErrKindNetwork
-	case status == http.StatusConflict:
-		// OpenAI answers 409 for transient lock conflicts; its own SDK
-		// retries them.
-		out.Kind = llm.ErrKindServer
-	case isContextLength(code, typ, msg):
-		out.Kind = llm.ErrKindContextLength
-	default:
-		out.Kind = llm.ErrKindBadRequest
-	}
-	return out
+	return &llm.APIError{Provider: m.provider, StatusCode: status, Message: msg, Err: err,
+		RetryAfter: kit.RetryAfter(h, time.Now()),
+		Kind:       kit.Classify(kit.Failure{Status: status, Tags: []string{typ, code}, Message: msg})}
 }
 
 // streamError classifies an error object that arrived inside an SSE stream
@@ -144,38 +120,8 @@ func (m *Model) streamError(se *ssestream.StreamError) *llm.APIError {
 	if msg == "" {
 		msg = se.Message
 	}
-	out := &llm.APIError{Provider: m.provider, Message: msg, Err: se}
-	lc := strings.ToLower(code + " " + typ)
-	switch {
-	case isContextLength(code, typ, msg):
-		out.Kind = llm.ErrKindContextLength
-	case strings.Contains(lc, "rate_limit"):
-		out.Kind = llm.ErrKindRateLimit
-	case strings.Contains(lc, "invalid_request"):
-		out.Kind = llm.ErrKindBadRequest
-	case strings.Contains(lc, "authentication") || strings.Contains(lc, "permission"):
-		out.Kind = llm.ErrKindAuth
-	default:
-		out.Kind = llm.ErrKindServer
-	}
-	return out
-}
-
-// isContextLength recognises "the prompt is too long" across OpenAI
-// (code context_length_exceeded), vLLM ("maximum context length") and
-// llama.cpp (type exceed_context_size_error).
-func isContextLength(code, typ, msg string) bool {
-	ct := strings.ToLower(code + " " + typ)
-	if strings.Contains(ct, "context_length") || strings.Contains(ct, "context_size") {
-		return true
-	}
-	lm := strings.ToLower(msg)
-	for _, s := range []string{"maximum context length", "context length exceeded", "context_length_exceeded", "context window", "exceeds the available context size"} {
-		if strings.Contains(lm, s) {
-			return true
-		}
-	}
-	return false
+	return &llm.APIError{Provider: m.provider, Message: msg, Err: se,
+		Kind: kit.Classify(kit.Failure{Tags: []string{typ, code}, Message: msg})}
 }
 
 // parseErrorBody extracts message, code and type from an error body in any
@@ -255,52 +201,6 @@ func truncate(s string) string {
 }
 
 func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
-
-// parseRetryAfter reads how long the server asked us to wait: the
-// retry-after-ms header (milliseconds, OpenAI's own), else Retry-After as
-// seconds or as an HTTP date relative to now. It returns 0 when the headers
-// are absent, malformed or in the past.
-func parseRetryAfter(h http.Header, now time.Time) time.Duration {
-	if h == nil {
-		return 0
-	}
-	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
-		if d, ok := parseNumber(v, time.Millisecond); ok {
-			return d
-		}
-	}
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0
-	}
-	if d, ok := parseNumber(v, time.Second); ok {
-		return d
-	}
-	t, err := http.ParseTime(v)
-	if err != nil {
-		return 0
-	}
-	d := t.Sub(now)
-	if d <= 0 {
-		return 0
-	}
-	return min(d, maxRetryAfter)
-}
-
-// parseNumber parses a non-negative decimal number of units.
-func parseNumber(v string, unit time.Duration) (time.Duration, bool) {
-	f, err := strconv.ParseFloat(v, 64)
-	if err != nil && !errors.Is(err, strconv.ErrRange) {
-		return 0, false
-	}
-	if math.IsNaN(f) || f < 0 {
-		return 0, false
-	}
-	if f*float64(unit) >= float64(maxRetryAfter) || math.IsInf(f, 1) {
-		return maxRetryAfter, true
-	}
-	return time.Duration(f * float64(unit)), true
-}
 
 // isNetwork reports whether err is a transport failure: refused or reset
 // connections, timeouts, and bodies that ended early.

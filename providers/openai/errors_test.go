@@ -240,35 +240,6 @@ func TestConnectionErrors(t *testing.T) {
 	}
 }
 
-func TestParseRetryAfter(t *testing.T) {
-	now := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
-	for _, tc := range []struct {
-		h    http.Header
-		want time.Duration
-	}{
-		{nil, 0},
-		{http.Header{}, 0},
-		{http.Header{"Retry-After": {"12"}}, 12 * time.Second},
-		{http.Header{"Retry-After": {" 1.5 "}}, 1500 * time.Millisecond},
-		{http.Header{"Retry-After": {"0"}}, 0},
-		{http.Header{"Retry-After": {"-3"}}, 0},
-		{http.Header{"Retry-After": {"soon"}}, 0},
-		{http.Header{"Retry-After": {"NaN"}}, 0},
-		{http.Header{"Retry-After": {"1e400"}}, maxRetryAfter},
-		{http.Header{"Retry-After": {"99999999999"}}, maxRetryAfter},
-		{http.Header{"Retry-After": {"Sun, 01 Jun 2025 12:00:30 GMT"}}, 30 * time.Second},
-		{http.Header{"Retry-After": {"Sunday, 01-Jun-25 12:01:00 GMT"}}, time.Minute},
-		{http.Header{"Retry-After": {"Sun, 01 Jun 2025 11:59:00 GMT"}}, 0},
-		{http.Header{"Retry-After-Ms": {"250"}}, 250 * time.Millisecond},
-		{http.Header{"Retry-After-Ms": {"250"}, "Retry-After": {"9"}}, 250 * time.Millisecond},
-		{http.Header{"Retry-After-Ms": {"junk"}, "Retry-After": {"9"}}, 9 * time.Second},
-	} {
-		if got := parseRetryAfter(tc.h, now); got != tc.want {
-			t.Errorf("parseRetryAfter(%v) = %v, want %v", tc.h, got, tc.want)
-		}
-	}
-}
-
 func TestParseErrorBody(t *testing.T) {
 	for _, tc := range []struct {
 		body, msg, code, typ string

@@ -16,11 +16,13 @@ import (
 	"errors"
 	"iter"
 	"net/http"
+	"time"
 
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/providers/kit"
 	"github.com/deepagents-go/deepagents/providers/retry"
 )
 
@@ -45,6 +47,14 @@ type Config struct {
 	// Retry bounds retries of rate limits, server errors and broken
 	// connections (see package retry).
 	Retry retry.Policy
+	// RequestTimeout bounds one attempt: a non-streamed call until its
+	// complete answer, a stream until its response headers. 0 means 10
+	// minutes; negative means no limit. A timeout is retried like a broken
+	// connection.
+	RequestTimeout time.Duration
+	// StreamIdleTimeout bounds the silence between two pieces of a stream.
+	// 0 means 2 minutes; negative means no limit.
+	StreamIdleTimeout time.Duration
 	// Provider names the service in errors, e.g. "ollama" (DefaultProvider
 	// when empty).
 	Provider string
@@ -99,9 +109,9 @@ func New(cfg Config) (*Model, error) {
 	if cfg.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
 	}
-	if cfg.HTTPClient != nil {
-		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
-	}
+	// The wrapped client lets the per-attempt timeouts see response
+	// headers and body reads.
+	opts = append(opts, option.WithHTTPClient(kit.Client(cfg.HTTPClient)))
 	opts = append(opts, cfg.Options...)
 	m := &Model{cfg: cfg, provider: cfg.Provider, client: sdk.NewClient(opts...)}
 	if m.provider == "" {
@@ -142,7 +152,9 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, 
 		return nil, err
 	}
 	return retry.Do(ctx, m.cfg.Retry, func(ctx context.Context) (*llm.Response, error) {
-		return m.generateOnce(ctx, params)
+		return kit.Call(ctx, m.timeouts(), m.provider, func(ctx context.Context) (*llm.Response, error) {
+			return m.generateOnce(ctx, params)
+		})
 	})
 }
 
@@ -168,6 +180,12 @@ func (m *Model) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Stre
 		return func(yield func(llm.StreamEvent, error) bool) { yield(llm.StreamEvent{}, err) }
 	}
 	return retry.Stream(ctx, m.cfg.Retry, func(ctx context.Context) iter.Seq2[llm.StreamEvent, error] {
-		return m.streamOnce(ctx, params)
+		return kit.Stream(ctx, m.timeouts(), m.provider, func(ctx context.Context) iter.Seq2[llm.StreamEvent, error] {
+			return m.streamOnce(ctx, params)
+		})
 	})
+}
+
+func (m *Model) timeouts() kit.Timeouts {
+	return kit.Timeouts{Request: m.cfg.RequestTimeout, Idle: m.cfg.StreamIdleTimeout}
 }

@@ -15,10 +15,14 @@ import (
 // llama.cpp use reasoning_content, Ollama and OpenRouter use reasoning.
 var reasoningFields = []string{"reasoning_content", "reasoning"}
 
+// errNoChoices is the message of an answer, streamed or not, that carries no
+// choice at all.
+const errNoChoices = "the response has no choices"
+
 // response maps a complete Chat Completions response.
 func (m *Model) response(c *sdk.ChatCompletion) (*llm.Response, error) {
 	if c == nil || len(c.Choices) == 0 {
-		return nil, &llm.APIError{Kind: llm.ErrKindServer, Provider: m.provider, Message: "the response has no choices"}
+		return nil, &llm.APIError{Kind: llm.ErrKindServer, Provider: m.provider, Message: errNoChoices}
 	}
 	ch := c.Choices[0]
 	msg := llm.Message{Role: llm.RoleAssistant, Content: ch.Message.Content,

@@ -92,6 +92,12 @@ func (m *Model) streamOnce(ctx context.Context, params sdk.ChatCompletionNewPara
 				Message: errStreamCut.Error(), Err: errStreamCut})
 			return
 		}
+		if !st.choice {
+			// Like a non-streamed answer without choices: the server failed,
+			// and another attempt may well succeed.
+			yield(llm.StreamEvent{}, &llm.APIError{Kind: llm.ErrKindServer, Provider: m.provider, Message: errNoChoices})
+			return
+		}
 		yield(llm.StreamEvent{Type: llm.EventDone, Response: st.response()}, nil)
 	}
 }
@@ -132,6 +138,7 @@ type streamState struct {
 	finish          string
 	finished        bool // a finish_reason arrived
 	done            bool // data: [DONE] arrived
+	choice          bool // some chunk carried choice 0
 	usage           llm.Usage
 	model           string
 	buf             []llm.StreamEvent
@@ -152,6 +159,7 @@ func (s *streamState) add(c *sdk.ChatCompletionChunk) []llm.StreamEvent {
 		if ch.Index != 0 {
 			continue // we never ask for more than one choice
 		}
+		s.choice = true
 		d := &ch.Delta
 		if r := extraString(d.JSON.ExtraFields); r != "" {
 			s.reasoning.WriteString(r)

@@ -99,3 +99,54 @@ func TestStreamNeverRetriesAfterOutput(t *testing.T) {
 		t.Errorf("a cut after output was retried: %d opens, %v", opens, last)
 	}
 }
+
+// TestBackoffIsCappedWithoutRetryAfter: with no Retry-After, the
+// exponential backoff grows from Base but no wait ever exceeds Max, however
+// many retries, and once the cap is reached every wait is jittered within
+// [Max/2, Max].
+func TestBackoffIsCappedWithoutRetryAfter(t *testing.T) {
+	p := Policy{MaxRetries: 40, Base: time.Millisecond, Max: 8 * time.Millisecond}
+	rec := recordSleeps(&p)
+	calls := 0
+	_, err := Do(context.Background(), p, func(context.Context) (int, error) {
+		calls++
+		return 0, &llm.APIError{Kind: llm.ErrKindServer}
+	})
+	if err == nil || calls != 41 {
+		t.Fatalf("%d calls, err %v", calls, err)
+	}
+	waits := rec.Waits()
+	if len(waits) != 40 {
+		t.Fatalf("%d waits", len(waits))
+	}
+	for i, w := range waits {
+		if w > 8*time.Millisecond {
+			t.Errorf("wait %d is %v, above the 8ms cap", i, w)
+		}
+		if i >= 3 && w < 4*time.Millisecond {
+			t.Errorf("wait %d is %v, below half the cap once the cap is reached", i, w)
+		}
+	}
+	// The same holds for the backoff alone, far past any shift overflow.
+	for n := range 80 {
+		if d := p.Backoff(n, errors.New("x")); d <= 0 || d > 8*time.Millisecond {
+			t.Errorf("Backoff(%d) = %v", n, d)
+		}
+	}
+	// A stream that keeps failing before output waits the same way.
+	rec2 := recordSleeps(&p)
+	for _, err := range Stream(context.Background(), p, func(context.Context) iter.Seq2[llm.StreamEvent, error] {
+		return func(yield func(llm.StreamEvent, error) bool) {
+			yield(llm.StreamEvent{}, &llm.APIError{Kind: llm.ErrKindNetwork})
+		}
+	}) {
+		if err == nil {
+			t.Fatal("the stream succeeded")
+		}
+	}
+	for i, w := range rec2.Waits() {
+		if w > 8*time.Millisecond {
+			t.Errorf("stream wait %d is %v, above the cap", i, w)
+		}
+	}
+}

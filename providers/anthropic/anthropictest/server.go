@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/deepagents-go/deepagents/providers/internal/fakewire"
 )
 
 // Request is one request the server received.
@@ -33,16 +33,13 @@ type Server struct {
 	// URL is the base URL, e.g. "http://127.0.0.1:41234".
 	URL string
 
-	ts      *httptest.Server
+	wire    *fakewire.Server
 	h       Handler
 	apiKey  string
 	lenient bool
 
-	mu    sync.Mutex
-	reqs  []*Request
-	ids   atomic.Int64
-	done  chan struct{}
-	close sync.Once
+	log fakewire.Log[*Request]
+	ids atomic.Int64
 }
 
 // Option configures a Server.
@@ -66,46 +63,28 @@ func New(tb testing.TB, h Handler, opts ...Option) *Server {
 // NewServer starts a server answering from h, for use outside tests; call
 // Close when done.
 func NewServer(h Handler, opts ...Option) *Server {
-	s := &Server{h: h, done: make(chan struct{})}
+	s := &Server{h: h}
 	for _, o := range opts {
 		o(s)
 	}
-	s.ts = httptest.NewServer(http.HandlerFunc(s.serve))
-	s.URL = s.ts.URL
+	s.wire = fakewire.Start(http.HandlerFunc(s.serve))
+	s.URL = s.wire.URL
 	return s
 }
 
 // Close stops the server, releasing hung replies.
-func (s *Server) Close() {
-	s.close.Do(func() {
-		close(s.done)
-		s.ts.CloseClientConnections()
-		s.ts.Close()
-	})
-}
+func (s *Server) Close() { s.wire.Close() }
 
 // Requests returns the requests received so far, in arrival order.
-func (s *Server) Requests() []*Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]*Request(nil), s.reqs...)
-}
+func (s *Server) Requests() []*Request { return s.log.All() }
 
 // Count is the number of requests received so far.
-func (s *Server) Count() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.reqs)
-}
+func (s *Server) Count() int { return s.log.Count() }
 
 // Last returns the latest request, or nil.
 func (s *Server) Last() *Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.reqs) == 0 {
-		return nil
-	}
-	return s.reqs[len(s.reqs)-1]
+	r, _ := s.log.Last()
+	return r
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
@@ -120,10 +99,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	req := &Request{Header: r.Header.Clone(), Raw: raw}
 	decErr := json.Unmarshal(raw, &req.MessagesRequest)
-	s.mu.Lock()
-	req.N = len(s.reqs)
-	s.reqs = append(s.reqs, req)
-	s.mu.Unlock()
+	req.N = s.log.Add(req)
 	if s.apiKey != "" && r.Header.Get("X-Api-Key") != s.apiKey && r.Header.Get("Authorization") != "Bearer "+s.apiKey {
 		writeError(w, &Error{Status: http.StatusUnauthorized, Type: "authentication_error", Message: "invalid x-api-key"})
 		return
@@ -163,12 +139,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 // interrupt drops the connection or hangs until the client goes away.
 func (s *Server) interrupt(r *http.Request, f *Fault) {
 	if f.Hang {
-		select {
-		case <-r.Context().Done():
-		case <-s.done:
-		}
+		fakewire.Hang(r, s.wire.Done())
 	}
-	panic(http.ErrAbortHandler) // closes the connection without finishing the response
+	fakewire.Drop() // closes the connection without finishing the response
 }
 
 // wire types of a response
@@ -344,18 +317,8 @@ func split(s string, n int) []string {
 }
 
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, req *Request, rep Reply, msg wireMessage) {
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.Header().Set("Request-Id", fmt.Sprintf("req_fake_%d", req.N))
-	w.WriteHeader(http.StatusOK)
-	flusher, _ := w.(http.Flusher)
-	write := func(ev sseEvent) {
-		data, _ := json.Marshal(ev.data)
-		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.name, data)
-		if flusher != nil {
-			flusher.Flush()
-		}
-	}
+	sse := fakewire.StartSSE(w, http.Header{"Request-Id": {fmt.Sprintf("req_fake_%d", req.N)}}, "\n")
+	write := func(ev sseEvent) { _ = sse.JSON(ev.name, ev.data) }
 	evs := events(msg, rep.Chunk)
 	for i, ev := range evs {
 		if f := rep.Fault; f != nil && i == f.After {
@@ -410,14 +373,7 @@ func writeError(w http.ResponseWriter, e *Error) {
 			status = http.StatusInternalServerError
 		}
 	}
-	for k, vs := range e.Header {
-		for _, v := range vs {
-			w.Header().Add(k, v)
-		}
-	}
 	body := errorBody(&Error{Status: status, Type: e.Type, Message: e.Message})
 	body["request_id"] = "req_fake_error"
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(body)
+	fakewire.WriteJSON(w, status, e.Header, body)
 }

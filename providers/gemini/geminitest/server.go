@@ -17,18 +17,17 @@
 package geminitest
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/deepagents-go/deepagents/providers/internal/fakewire"
 )
 
 // Request is one recorded API call.
@@ -187,6 +186,9 @@ type Reply struct {
 	// number of chunks, the final chunk is sent first. Ignored by
 	// generateContent.
 	CutAfter int
+	// StallAfter > 0 makes a stream stop after that many chunks, without
+	// ending, and wait until the client goes away.
+	StallAfter int
 	// StreamError, when set, is sent as an SSE error event after the chunks
 	// (a stream that fails mid-way with an API error).
 	StreamError *ErrorStatus
@@ -306,13 +308,12 @@ type Server struct {
 	// URL is the base URL to use as gemini.Config.BaseURL.
 	URL string
 
-	srv     *httptest.Server
+	wire    *fakewire.Server
 	handler Handler
 	apiKey  string
 	lenient bool
 
-	mu   sync.Mutex
-	reqs []*Request
+	log fakewire.Log[*Request]
 }
 
 // Option configures a Server.
@@ -333,24 +334,17 @@ func NewServer(t testing.TB, h Handler, opts ...Option) *Server {
 	for _, o := range opts {
 		o(s)
 	}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
-	s.URL = s.srv.URL
+	s.wire = fakewire.Start(http.HandlerFunc(s.serve))
+	s.URL = s.wire.URL
 	t.Cleanup(s.Close)
 	return s
 }
 
-// Close shuts the server down.
-func (s *Server) Close() {
-	s.srv.CloseClientConnections()
-	s.srv.Close()
-}
+// Close shuts the server down, releasing delayed and stalled replies.
+func (s *Server) Close() { s.wire.Close() }
 
 // Requests returns the requests received so far, in arrival order.
-func (s *Server) Requests() []*Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]*Request(nil), s.reqs...)
-}
+func (s *Server) Requests() []*Request { return s.log.All() }
 
 // Invalid returns the validation failures of all requests so far.
 func (s *Server) Invalid() []error {
@@ -395,9 +389,7 @@ func (s *Server) serve(w http.ResponseWriter, hr *http.Request) {
 	if req.Stream && hr.URL.Query().Get("alt") != "sse" {
 		req.Invalid = fmt.Errorf("streamGenerateContent without alt=sse (query %q)", hr.URL.RawQuery)
 	}
-	s.mu.Lock()
-	s.reqs = append(s.reqs, req)
-	s.mu.Unlock()
+	s.log.Add(req)
 
 	switch {
 	case s.apiKey != "" && req.APIKey != s.apiKey:
@@ -410,26 +402,16 @@ func (s *Server) serve(w http.ResponseWriter, hr *http.Request) {
 	}
 
 	rep := s.handler(req)
-	if rep.Delay > 0 {
-		select {
-		case <-time.After(rep.Delay):
-		case <-hr.Context().Done():
-			return
-		}
+	if rep.Delay > 0 && !fakewire.Wait(hr, s.wire.Done(), rep.Delay) {
+		return
 	}
-	for k, vs := range rep.Header {
-		for _, v := range vs {
-			w.Header().Add(k, v)
-		}
-	}
+	fakewire.AddHeader(w, rep.Header)
 	switch {
 	case rep.Hangup:
-		hangup(w)
+		fakewire.Hijack(w)
 	case rep.Status != 0:
 		if rep.RawBody != "" {
-			w.Header().Set("Content-Type", "text/plain")
-			w.WriteHeader(rep.Status)
-			io.WriteString(w, rep.RawBody)
+			fakewire.WriteRaw(w, rep.Status, nil, "text/plain", []byte(rep.RawBody))
 			return
 		}
 		st := rep.ErrorStatus
@@ -440,28 +422,12 @@ func (s *Server) serve(w http.ResponseWriter, hr *http.Request) {
 	case req.Stream:
 		s.stream(w, hr, req, rep)
 	default:
-		resp := whole(req, rep)
-		w.Header().Set("Content-Type", "application/json; charset=UTF-8")
-		json.NewEncoder(w).Encode(resp)
+		fakewire.WriteJSON(w, http.StatusOK, nil, whole(req, rep))
 	}
 }
 
 func writeError(w http.ResponseWriter, st ErrorStatus) {
-	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
-	w.WriteHeader(st.Code)
-	json.NewEncoder(w).Encode(ErrorBody{Error: st})
-}
-
-// hangup drops the connection without a byte of response.
-func hangup(w http.ResponseWriter) {
-	hj, ok := w.(http.Hijacker)
-	if !ok {
-		panic("geminitest: the response writer cannot be hijacked")
-	}
-	conn, _, err := hj.Hijack()
-	if err == nil {
-		conn.Close()
-	}
+	fakewire.WriteJSON(w, st.Code, nil, ErrorBody{Error: st})
 }
 
 func str(s string) *string { return &s }
@@ -596,14 +562,7 @@ func split(s string) []string {
 }
 
 func (s *Server) stream(w http.ResponseWriter, hr *http.Request, req *Request, rep Reply) {
-	fl, _ := w.(http.Flusher)
-	flush := func() {
-		if fl != nil {
-			fl.Flush()
-		}
-	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.WriteHeader(http.StatusOK)
+	sse := fakewire.StartSSE(w, nil, "\r\n")
 	chs := chunks(req, rep)
 	cut := rep.CutAfter > 0 && rep.CutAfter <= len(chs)
 	if cut {
@@ -613,28 +572,20 @@ func (s *Server) stream(w http.ResponseWriter, hr *http.Request, req *Request, r
 		// The error takes the place of the finish.
 		chs[n-1].Candidates[0].FinishReason = ""
 	}
-	for _, ch := range chs {
-		var buf bytes.Buffer
-		buf.WriteString("data: ")
-		json.NewEncoder(&buf).Encode(ch)
-		buf.Truncate(buf.Len() - 1) // Encode's newline
-		buf.WriteString("\r\n\r\n")
-		if _, err := w.Write(buf.Bytes()); err != nil {
+	for i, ch := range chs {
+		if rep.StallAfter > 0 && i == rep.StallAfter {
+			fakewire.Hang(hr, s.wire.Done())
 			return
 		}
-		flush()
-		if hr.Context().Err() != nil {
+		if err := sse.JSON("", ch); err != nil || hr.Context().Err() != nil {
 			return
 		}
 	}
 	switch {
 	case rep.StreamError != nil:
-		b, _ := json.Marshal(ErrorBody{Error: *rep.StreamError})
-		fmt.Fprintf(w, "data: %s\r\n\r\n", b)
-		flush()
+		_ = sse.JSON("", ErrorBody{Error: *rep.StreamError})
 	case cut:
-		flush()
 		// Drop the connection mid-body: the client sees an unexpected EOF.
-		hangup(w)
+		fakewire.Hijack(w)
 	}
 }

@@ -18,14 +18,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/deepagents-go/deepagents/providers/internal/fakewire"
 )
 
 // Handler answers one request.
@@ -36,11 +36,10 @@ type Server struct {
 	// URL is the API base URL to configure clients with (it ends in /v1).
 	URL string
 
-	srv       *httptest.Server
+	wire      *fakewire.Server
 	handler   Handler
 	opts      options
-	mu        sync.Mutex
-	reqs      []*Request
+	log       fakewire.Log[*Request]
 	callSeq   atomic.Int64
 	created   int64
 	requestNo atomic.Int64
@@ -82,28 +81,21 @@ func NewServer(tb testing.TB, h Handler, opts ...Option) *Server {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.serve)
-	s.srv = httptest.NewServer(mux)
-	s.URL = s.srv.URL + "/v1"
+	s.wire = fakewire.Start(mux)
+	s.URL = s.wire.URL + "/v1"
 	tb.Cleanup(s.Close)
 	return s
 }
 
-// Close shuts the server down. It is called automatically when the test ends.
-func (s *Server) Close() { s.srv.Close() }
+// Close shuts the server down, releasing stalled replies. It is called
+// automatically when the test ends.
+func (s *Server) Close() { s.wire.Close() }
 
 // Requests returns the requests received so far, in arrival order.
-func (s *Server) Requests() []*Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]*Request(nil), s.reqs...)
-}
+func (s *Server) Requests() []*Request { return s.log.All() }
 
 // Count returns how many requests arrived.
-func (s *Server) Count() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.reqs)
-}
+func (s *Server) Count() int { return s.log.Count() }
 
 func (s *Server) serve(w http.ResponseWriter, hr *http.Request) {
 	var body bytes.Buffer
@@ -117,9 +109,7 @@ func (s *Server) serve(w http.ResponseWriter, hr *http.Request) {
 	}
 	req.Header = hr.Header.Clone()
 	req.Seq = int(s.requestNo.Add(1)) - 1
-	s.mu.Lock()
-	s.reqs = append(s.reqs, req)
-	s.mu.Unlock()
+	s.log.Add(req)
 
 	if !s.opts.noValidate {
 		if err := Validate(req); err != nil {
@@ -140,21 +130,13 @@ func (s *Server) serve(w http.ResponseWriter, hr *http.Request) {
 	}
 
 	rep := s.handler(req)
-	if rep.Delay > 0 {
-		select {
-		case <-time.After(rep.Delay):
-		case <-hr.Context().Done():
-			return
-		}
+	if rep.Delay > 0 && !fakewire.Wait(hr, s.wire.Done(), rep.Delay) {
+		return
 	}
 	if rep.Hangup {
-		panic(http.ErrAbortHandler) // drop the connection before any byte
+		fakewire.Drop() // drop the connection before any byte
 	}
-	for k, vs := range rep.Header {
-		for _, v := range vs {
-			w.Header().Add(k, v)
-		}
-	}
+	fakewire.AddHeader(w, rep.Header)
 	if rep.Status >= 400 {
 		writeError(w, rep)
 		return
@@ -269,21 +251,19 @@ func ServerError() Reply {
 }
 
 func writeError(w http.ResponseWriter, rep Reply) {
-	w.Header().Set("Content-Type", "application/json")
 	status := rep.Status
 	if status == 0 {
 		status = 500
 	}
-	w.WriteHeader(status)
 	if rep.Body != "" {
-		_, _ = w.Write([]byte(rep.Body))
+		fakewire.WriteRaw(w, status, nil, "application/json", []byte(rep.Body))
 		return
 	}
 	e := rep.Error
 	if e == nil {
 		e = &Error{Message: http.StatusText(status), Type: "server_error"}
 	}
-	_ = json.NewEncoder(w).Encode(map[string]any{"error": e})
+	fakewire.WriteJSON(w, status, nil, map[string]any{"error": e})
 }
 
 // Request is one decoded request.
@@ -671,38 +651,27 @@ func split(s string, size int) []string {
 }
 
 func (s *Server) stream(w http.ResponseWriter, hr *http.Request, req *Request, rep Reply) {
-	w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	flusher, _ := w.(http.Flusher)
-	flush := func() {
-		if flusher != nil {
-			flusher.Flush()
-		}
-	}
-	flush()
+	sse := fakewire.StartSSE(w, nil, "\n")
 	events := s.chunks(req, rep)
 	for i := 0; ; i++ {
 		if rep.CutAfter > 0 && i == rep.CutAfter {
 			if rep.CleanCut {
 				return
 			}
-			panic(http.ErrAbortHandler)
+			fakewire.Drop()
 		}
 		if rep.StallAfter > 0 && i == rep.StallAfter {
-			<-hr.Context().Done()
+			fakewire.Hang(hr, s.wire.Done())
 			return
 		}
 		if i == len(events) {
 			break
 		}
-		if _, err := fmt.Fprintf(w, "data: %s\n\n", events[i]); err != nil {
+		if err := sse.Event("", events[i]); err != nil {
 			return
 		}
-		flush()
 	}
-	_, _ = fmt.Fprint(w, "data: [DONE]\n\n")
-	flush()
+	_ = sse.Event("", []byte("[DONE]"))
 }
 
 // Conversation scripts one conversation. The reply to a matching request is
