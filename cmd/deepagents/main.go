@@ -27,8 +27,8 @@ Run 'deepagents COMMAND -h' for a command's flags.
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
-	ctx, cancel := context.WithCancel(ctx)
-	interrupts.route(cancel)
+	ctx, cancel := context.WithCancelCause(ctx)
+	interrupts.route(func() { cancel(errInterrupted) })
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, os.Interrupt)
 	go func() {
@@ -37,7 +37,7 @@ func main() {
 		}
 	}()
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-	cancel()
+	cancel(nil)
 	stop()
 	os.Exit(code)
 }
