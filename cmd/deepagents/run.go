@@ -139,6 +139,10 @@ func (s *session) interactive(ctx context.Context, stdin io.Reader) int {
 		fmt.Fprint(s.stderr, "> ")
 		if !sc.Scan() {
 			fmt.Fprintln(s.stderr)
+			if err := sc.Err(); err != nil {
+				fmt.Fprintf(s.stderr, "deepagents run: reading stdin: %v (a message is at most 4 MiB)\n", err)
+				return 2
+			}
 			return code
 		}
 		line := strings.TrimSpace(sc.Text())
