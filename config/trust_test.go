@@ -261,3 +261,44 @@ func TestLoadAgentsRefusesNonRegularAndHugeFiles(t *testing.T) {
 		}
 	}
 }
+
+// FuzzTrustStore feeds the trusted-projects file arbitrary bytes: reading
+// it either fails with a FileError naming the store or answers, and adding
+// an approval to a readable store keeps every earlier approval.
+func FuzzTrustStore(f *testing.F) {
+	f.Add([]byte(`{"projects":{"/p/deepagents.toml":{"sha256":"ab","trusted_at":"2026-01-02T03:04:05Z"}}}`))
+	f.Add([]byte(`{"projects":null}`))
+	f.Add([]byte(`[]`))
+	f.Add([]byte(``))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		store := TrustStore{Path: filepath.Join(t.TempDir(), "trusted.json")}
+		if err := os.WriteFile(store.Path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		before, err := store.read()
+		if err != nil {
+			var fe *FileError
+			if !errors.As(err, &fe) || fe.Path != store.Path {
+				t.Fatalf("error without the store's path: %v", err)
+			}
+			return
+		}
+		if ok, err := store.Trusted("/new/deepagents.toml", "cafe"); ok || err != nil {
+			t.Fatalf("Trusted of an unknown file: %v %v", ok, err)
+		}
+		if err := store.Add("/new/deepagents.toml", "cafe"); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := store.Trusted("/new/deepagents.toml", "cafe"); !ok || err != nil {
+			t.Fatalf("approval not kept: %v %v", ok, err)
+		}
+		for file, e := range before.Projects {
+			if file == "/new/deepagents.toml" {
+				continue
+			}
+			if ok, err := store.Trusted(file, e.SHA256); (e.SHA256 != "") != ok || err != nil {
+				t.Fatalf("earlier approval of %q lost: %v %v", file, ok, err)
+			}
+		}
+	})
+}
