@@ -554,3 +554,29 @@ func TestInterruptSaysTheUserInterrupted(t *testing.T) {
 		})
 	}
 }
+
+// A run that fails still has a result: it is printed and saved, and its
+// status gives the exit code.
+func TestFailedRunIsStillReportedAndSaved(t *testing.T) {
+	m := &scriptModel{steps: []func(context.Context) (*llm.Response, error){
+		func(context.Context) (*llm.Response, error) {
+			return nil, &llm.APIError{Kind: llm.ErrKindAuth, Provider: "fake", StatusCode: 401, Message: "bad key"}
+		},
+	}}
+	var out, errb bytes.Buffer
+	s := testSession(t, m, "json", &out, &errb)
+	if code := s.turn(t.Context(), "hi"); code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	var sum runSummary
+	if err := json.Unmarshal(out.Bytes(), &sum); err != nil {
+		t.Fatalf("no result object: %v\n%s", err, out.String())
+	}
+	if sum.Status != agent.StatusError || !strings.Contains(sum.Error, "bad key") || sum.Transcript == "" {
+		t.Errorf("summary %+v", sum)
+	}
+	data, err := os.ReadFile(sum.Transcript)
+	if err != nil || !strings.Contains(string(data), `"status": "error"`) {
+		t.Errorf("transcript not saved: %v\n%.300s", err, data)
+	}
+}
