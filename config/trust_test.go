@@ -302,3 +302,16 @@ func FuzzTrustStore(f *testing.F) {
 		}
 	})
 }
+
+// Every built-in provider has its protocol recorded, so that switching any
+// of them to another protocol needs trust.
+func TestBuiltinKindsCoverTheBuiltinProviders(t *testing.T) {
+	if len(builtinKinds) != len(builtinProviders) {
+		t.Errorf("kinds for %d providers, %d built in", len(builtinKinds), len(builtinProviders))
+	}
+	for _, name := range builtinProviders {
+		if k := builtinKinds[name]; k == "" {
+			t.Errorf("no protocol recorded for %s", name)
+		}
+	}
+}
