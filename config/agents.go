@@ -17,6 +17,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/deepagents-go/deepagents/internal/safefile"
 	"github.com/deepagents-go/deepagents/subagent"
 	"go.yaml.in/yaml/v3"
 )
@@ -40,7 +41,8 @@ import (
 //	description      required: the subagent's line in the task tool's listing
 //	mode             "isolated" (default), "fork" or "handoff" (= isolated)
 //	tools            the tool names the subagent gets: a list, or a
-//	                 comma-separated string; [] for none. Not for forks.
+//	                 comma-separated string ("tools: read_file" is the
+//	                 list of that one tool); [] for none. Not for forks.
 //	model            "provider:model", or "provider" for that provider's
 //	                 configured default model; "inherit" or absent: the
 //	                 parent's model
@@ -61,9 +63,14 @@ type AgentFile struct {
 	// Tools are the tool names, unresolved: nil when the key is absent (the
 	// caller's default tools), empty when given empty (no tools).
 	Tools []string
+	// ToolLines are the lines of the names in Tools, one each, so that a
+	// caller who finds a name unknown can say where it is.
+	ToolLines []int
 	// Model is "provider:model" or "provider", unresolved; "" for the
 	// parent's model. See Config.ExpandModel.
 	Model string
+	// ModelLine is the line of the model key, 0 when it is absent.
+	ModelLine int
 	// ResponseFormat is the compact JSON of an object schema, or nil.
 	ResponseFormat json.RawMessage
 	// MaxSteps is 0 when not set.
@@ -135,7 +142,7 @@ func LoadAgents(dirs ...string) ([]AgentFile, error) {
 				continue
 			}
 			path := filepath.Join(dir, name)
-			st, err := os.Stat(path) // follows symlinks
+			st, err := os.Stat(path) // follows symlinks; never opens the file
 			if err != nil {
 				errs = append(errs, &FileError{Path: path, Msg: "cannot read: " + pathErrText(err)})
 				continue
@@ -143,7 +150,13 @@ func LoadAgents(dirs ...string) ([]AgentFile, error) {
 			if st.IsDir() {
 				continue
 			}
-			data, err := os.ReadFile(path)
+			if !st.Mode().IsRegular() {
+				// A FIFO, socket or device named like an agent file: opening
+				// it could block or never end, so it is refused unopened.
+				errs = append(errs, &FileError{Path: path, Msg: "cannot read: not a regular file (an agent file must be a plain file)"})
+				continue
+			}
+			data, err := safefile.Read(path, MaxFileSize)
 			if err != nil {
 				errs = append(errs, &FileError{Path: path, Msg: "cannot read: " + pathErrText(err)})
 				continue
@@ -313,7 +326,7 @@ func parseAgent(p *problems, path string, data []byte) (a AgentFile, nameLine in
 					}
 				}
 			case "tools":
-				a.Tools = yamlTools(p, v, vl, at)
+				a.Tools, a.ToolLines = yamlTools(p, v, vl, at)
 				toolsLine = kl
 			case "model":
 				if s, ok := yamlString(p, key, v, vl); ok {
@@ -324,6 +337,9 @@ func parseAgent(p *problems, path string, data []byte) (a AgentFile, nameLine in
 						p.add(vl, "model %s", msg)
 					}
 					a.Model = s
+					if s != "" {
+						a.ModelLine = vl
+					}
 				}
 			case "response_format":
 				a.ResponseFormat = yamlSchema(p, v, vl, at)
@@ -513,7 +529,7 @@ func yamlDuration(p *problems, key string, v *yaml.Node, line int) time.Duration
 	return d
 }
 
-func yamlTools(p *problems, v *yaml.Node, line int, at func(*yaml.Node) int) []string {
+func yamlTools(p *problems, v *yaml.Node, line int, at func(*yaml.Node) int) ([]string, []int) {
 	type item struct {
 		name string
 		line int
@@ -537,12 +553,13 @@ func yamlTools(p *problems, v *yaml.Node, line int, at func(*yaml.Node) int) []s
 		}
 	case v.Kind == yaml.ScalarNode && v.ShortTag() == "!!null":
 		p.add(line, `tools has no value: write "tools: []" for no tools, or leave the key out for the default tools`)
-		return nil
+		return nil, nil
 	default:
 		p.add(line, "tools must be a list of tool names or a comma-separated string, got %s", describe(v))
-		return nil
+		return nil, nil
 	}
 	tools := make([]string, 0, len(items))
+	lines := make([]int, 0, len(items))
 	for _, it := range items {
 		switch {
 		case it.name == "":
@@ -555,16 +572,17 @@ func yamlTools(p *problems, v *yaml.Node, line int, at func(*yaml.Node) int) []s
 			p.add(it.line, "tool %q is listed twice", it.name)
 		default:
 			tools = append(tools, it.name)
+			lines = append(lines, it.line)
 		}
 	}
-	return tools
+	return tools, lines
 }
 
 // yamlSchema turns response_format into the compact JSON of an object
 // schema.
 func yamlSchema(p *problems, v *yaml.Node, line int, at func(*yaml.Node) int) json.RawMessage {
 	var doc []byte
-	typeLine := line
+	keyLine := func(string) int { return line }
 	switch {
 	case v.Kind == yaml.MappingNode:
 		var buf bytes.Buffer
@@ -578,10 +596,13 @@ func yamlSchema(p *problems, v *yaml.Node, line int, at func(*yaml.Node) int) js
 			return nil
 		}
 		doc = buf.Bytes()
-		for i := 0; i+1 < len(v.Content); i += 2 {
-			if k := deref(v.Content[i]); k.Value == "type" {
-				typeLine = at(v.Content[i+1])
+		keyLine = func(key string) int {
+			for i := 0; i+1 < len(v.Content); i += 2 {
+				if k := deref(v.Content[i]); k.Value == key {
+					return at(v.Content[i+1])
+				}
 			}
+			return line
 		}
 	case v.Kind == yaml.ScalarNode && v.ShortTag() == "!!str":
 		var buf bytes.Buffer
@@ -619,6 +640,7 @@ func yamlSchema(p *problems, v *yaml.Node, line int, at func(*yaml.Node) int) js
 		p.add(line, "response_format must be a JSON schema object, got %s", jsonKind(doc))
 		return nil
 	}
+	typeLine := keyLine("type")
 	switch t := meta["type"].(type) {
 	case string:
 		if t != "object" {
@@ -633,7 +655,32 @@ func yamlSchema(p *problems, v *yaml.Node, line int, at func(*yaml.Node) int) js
 		p.add(typeLine, "response_format must be an object schema (type: object), got type %s", b)
 		return nil
 	}
+	// The title names the tool the subagent answers with and the
+	// description explains it: both must be text.
+	for _, key := range []string{"title", "description"} {
+		if x, ok := meta[key]; ok {
+			if _, isText := x.(string); !isText {
+				b, _ := json.Marshal(x)
+				p.add(keyLine(key), "response_format: %s must be a string, got %s", key, clipJSON(b))
+				return nil
+			}
+		}
+	}
+	// Whatever else the subagent package would refuse at assembly is
+	// refused here, where the line is known.
+	if _, err := subagent.ResolveFormat(json.RawMessage(doc)); err != nil {
+		p.add(line, "response_format: %v", err)
+		return nil
+	}
 	return json.RawMessage(doc)
+}
+
+// clipJSON shortens a JSON value quoted in a message.
+func clipJSON(b []byte) string {
+	if r := []rune(string(b)); len(r) > 40 {
+		return string(r[:37]) + "..."
+	}
+	return string(b)
 }
 
 // jsonKind names the kind of a JSON document.

@@ -52,7 +52,7 @@ Cite every source.
 `,
 			want: AgentFile{
 				Name: "deep-researcher", Description: "Finds and summarises sources on one question.", Mode: "isolated",
-				Tools: []string{"read_file", "grep"}, Model: "anthropic:claude-sonnet-4-5",
+				Tools: []string{"read_file", "grep"}, ToolLines: []int{6, 7}, Model: "anthropic:claude-sonnet-4-5", ModelLine: 8,
 				ResponseFormat: json.RawMessage(`{"title":"Findings","type":"object","properties":{"summary":{"type":"string"},"sources":{"type":"array","items":{"type":"string"}}},"required":["summary"]}`),
 				MaxSteps:       12, Timeout: 90 * time.Second,
 				Prompt: "You are a careful researcher.\n\nCite every source.",
@@ -67,9 +67,14 @@ response_format: '{"type": "object", "properties": {"ok": {"type": "boolean"}}}'
 ---
 Body.`,
 			want: AgentFile{
-				Name: "researcher", Description: "d", Mode: "isolated", Tools: []string{"read_file", "grep", "glob"},
+				Name: "researcher", Description: "d", Mode: "isolated", Tools: []string{"read_file", "grep", "glob"}, ToolLines: []int{3, 3, 3},
 				ResponseFormat: json.RawMessage(`{"type":"object","properties":{"ok":{"type":"boolean"}}}`), Prompt: "Body.",
 			},
+		},
+		{
+			name: "one tool as a plain string is a list of one",
+			src:  "---\ndescription: d\ntools: read_file\n---\n",
+			want: AgentFile{Name: "researcher", Description: "d", Mode: "isolated", Tools: []string{"read_file"}, ToolLines: []int{3}},
 		},
 		{
 			name: "schema as a JSON block",
@@ -96,12 +101,12 @@ response_format: |
 		{
 			name: "empty tools list",
 			src:  "---\ndescription: d\ntools: []\n---\n",
-			want: AgentFile{Name: "researcher", Description: "d", Mode: "isolated", Tools: []string{}},
+			want: AgentFile{Name: "researcher", Description: "d", Mode: "isolated", Tools: []string{}, ToolLines: []int{}},
 		},
 		{
 			name: "empty tools string",
 			src:  "---\ndescription: d\ntools: \"\"\n---\n",
-			want: AgentFile{Name: "researcher", Description: "d", Mode: "isolated", Tools: []string{}},
+			want: AgentFile{Name: "researcher", Description: "d", Mode: "isolated", Tools: []string{}, ToolLines: []int{}},
 		},
 		{
 			name: "fork, handoff kept as written",
@@ -121,12 +126,12 @@ response_format: |
 		{
 			name: "bare provider model, model with colons",
 			src:  "---\ndescription: d\nmodel: ollama:qwen3:8b\n---\n",
-			want: AgentFile{Name: "researcher", Description: "d", Mode: "isolated", Model: "ollama:qwen3:8b"},
+			want: AgentFile{Name: "researcher", Description: "d", Mode: "isolated", Model: "ollama:qwen3:8b", ModelLine: 3},
 		},
 		{
 			name: "provider-only model, aliases, comments",
 			src:  "---\n# who\ndescription: &b research\nname: *b\nmodel: openai\n---\n",
-			want: AgentFile{Name: "research", Description: "research", Mode: "isolated", Model: "openai"},
+			want: AgentFile{Name: "research", Description: "research", Mode: "isolated", Model: "openai", ModelLine: 5},
 		},
 	}
 	for _, tt := range tests {
@@ -226,6 +231,14 @@ func TestParseAgentFileErrors(t *testing.T) {
 			`:6: response_format: the schema contains itself (an alias of an enclosing anchor)`},
 		{"schema too large", "---\ndescription: d\nresponse_format:\n  type: object\n  a: &a [1,2,3,4,5,6,7,8,9]\n  b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\n  c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\n  d: [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\n---\n",
 			`:3: response_format: the schema is too large`},
+		{"schema title a number", "---\ndescription: d\nresponse_format:\n  type: object\n  title: 7\n---\n",
+			`:5: response_format: title must be a string, got 7`},
+		{"schema title a mapping, as JSON", "---\ndescription: d\nresponse_format: '{\"type\":\"object\",\"title\":{\"a\":1}}'\n---\n",
+			`:3: response_format: title must be a string, got {"a":1}`},
+		{"schema description a list", "---\ndescription: d\nresponse_format: {type: object,\n  description: [x]}\n---\n",
+			`:4: response_format: description must be a string, got ["x"]`},
+		{"schema title null", "---\ndescription: d\nresponse_format:\n  title:\n  type: object\n---\n",
+			`:4: response_format: title must be a string, got null`},
 		{"bad timeout", "---\ndescription: d\ntimeout: soon\n---\n", `:3: timeout must be a duration like "90s" or "5m", got "soon"`},
 		{"timeout without unit", "---\ndescription: d\ntimeout: 90\n---\n", `:3: timeout must be a duration like "90s" or "5m", got the integer 90; add a unit`},
 		{"timeout not positive", "---\ndescription: d\ntimeout: 0s\n---\n", `:3: timeout must be positive, got "0s"`},

@@ -1,19 +1,21 @@
 package config
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
 	"math"
 	"net/url"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/BurntSushi/toml"
+	"github.com/deepagents-go/deepagents/internal/safefile"
 )
 
 // Config is the merged settings of the config files. The zero value of a
@@ -54,10 +56,21 @@ type Config struct {
 	Providers map[string]ProviderConfig
 	// Files are the config files read, lowest precedence first.
 	Files []string
+	// ProjectFile is the project's deepagents.toml when Load read one (an
+	// absolute path), and ProjectHash the hex SHA-256 of the bytes read:
+	// what a stored trust approval is checked against.
+	ProjectFile string
+	ProjectHash string
+	// Credentials are the settings, in every file read, that decide where
+	// requests and API keys go (see CredentialSetting). A project file's
+	// are refused unless the user trusts it (CheckTrust).
+	Credentials []CredentialSetting
 
 	// at records where keys were set ("model", "providers.NAME", ...),
 	// for errors found after merging.
 	at map[string]origin
+	// projectPath is the project file as named in Credentials.
+	projectPath string
 }
 
 type origin struct {
@@ -97,6 +110,13 @@ type ProviderConfig struct {
 // providers package's built-in names (a test keeps them in step).
 var builtinProviders = []string{"anthropic", "gemini", "google", "llamacpp", "lmstudio", "ollama", "openai", "vllm"}
 
+// builtinKinds is the protocol each built-in provider speaks: a file that
+// gives one another type sends that provider's key somewhere else.
+var builtinKinds = map[string]string{
+	"openai": "openai", "anthropic": "anthropic", "gemini": "gemini", "google": "gemini",
+	"ollama": "openai-compatible", "lmstudio": "openai-compatible", "vllm": "openai-compatible", "llamacpp": "openai-compatible",
+}
+
 var (
 	topKeys       = []string{"model", "system_prompt", "max_steps", "max_parallel", "providers"}
 	providerKeys  = []string{"type", "base_url", "api_key_env", "model", "headers", "stream_tool_calls", "parallel_tool_calls"}
@@ -111,6 +131,11 @@ const (
 	ProjectFile = "deepagents.toml"
 	UserFile    = ".deepagents/config.toml"
 )
+
+// MaxFileSize caps every config and agent file read: anything larger (or
+// anything that is not a regular file, such as a FIFO or /dev/zero) is
+// refused with a clear error instead of being read without bound.
+const MaxFileSize = 1 << 20
 
 // Load reads homeDir/.deepagents/config.toml, then projectDir/deepagents.toml,
 // and merges them: a value set in the project file overrides the user's,
@@ -130,8 +155,9 @@ func Load(projectDir, homeDir string) (*Config, error) {
 
 	var files []file
 	var errs []error
-	for _, path := range paths {
-		data, err := os.ReadFile(path)
+	projectHash := ""
+	for i, path := range paths {
+		data, err := safefile.Read(path, MaxFileSize)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -139,13 +165,27 @@ func Load(projectDir, homeDir string) (*Config, error) {
 			errs = append(errs, &FileError{Path: path, Msg: "cannot read: " + pathErrText(err)})
 			continue
 		}
+		if i == len(paths)-1 {
+			sum := sha256.Sum256(data)
+			projectHash = hex.EncodeToString(sum[:])
+		}
 		files = append(files, file{path, data})
 	}
 	c, err := load(files)
 	if len(errs) > 0 {
 		return nil, errors.Join(append(errs, err)...)
 	}
-	return c, err
+	if err != nil {
+		return nil, err
+	}
+	if projectHash != "" {
+		c.ProjectFile, c.ProjectHash = paths[len(paths)-1], projectHash
+		c.projectPath = c.ProjectFile
+		if abs, err := filepath.Abs(c.ProjectFile); err == nil {
+			c.ProjectFile = abs
+		}
+	}
+	return c, nil
 }
 
 type file struct {
@@ -272,6 +312,9 @@ func parseProviders(p *problems, v any, line int, at func(...string) int, path s
 					} else {
 						pc.Type = s
 						c.mark("providers."+low+".type", path, kl)
+						if own, builtin := builtinKinds[low]; builtin && own != s {
+							c.credential(path, kl, low, "type", s)
+						}
 					}
 				}
 			case "base_url":
@@ -282,6 +325,7 @@ func parseProviders(p *problems, v any, line int, at func(...string) int, path s
 						p.add(kl, "%s must be an http:// or https:// URL, got %q", full, s)
 					} else {
 						pc.BaseURL = s
+						c.credential(path, kl, low, "base_url", s)
 					}
 				}
 			case "api_key_env":
@@ -290,6 +334,7 @@ func parseProviders(p *problems, v any, line int, at func(...string) int, path s
 						p.add(kl, `%s must name an environment variable (like "MY_OPENAI_KEY"), got %q; the key itself does not belong in a config file`, full, s)
 					} else {
 						pc.APIKeyEnv = s
+						c.credential(path, kl, low, "api_key_env", s)
 					}
 				}
 			case "model":
@@ -301,6 +346,9 @@ func parseProviders(p *problems, v any, line int, at func(...string) int, path s
 				}
 			case "headers":
 				pc.Headers = parseHeaders(p, v, kl, at, name)
+				for _, h := range slices.Sorted(maps.Keys(pc.Headers)) {
+					c.credential(path, at("providers", name, "headers", h), low, "headers."+h, pc.Headers[h])
+				}
 			case "stream_tool_calls", "parallel_tool_calls":
 				b, ok := v.(bool)
 				if !ok {
@@ -443,6 +491,7 @@ func (c *Config) Merge(other *Config) {
 		c.Providers[name] = cur
 	}
 	c.Files = append(c.Files, other.Files...)
+	c.Credentials = append(c.Credentials, other.Credentials...)
 	for k, o := range other.at {
 		c.mark(k, o.path, o.line)
 	}

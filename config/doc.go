@@ -19,6 +19,15 @@
 // sets keeps the library's built-in default. See Config for the keys and
 // example.toml for a commented example.
 //
+// # Trust and limits
+//
+// A project's config file comes with the repository, so the settings that
+// decide where requests and API keys go (see CredentialSetting) are only
+// used from it once the user trusts the file: Config.CheckTrust refuses
+// them otherwise, and a TrustStore remembers approvals by path and content
+// hash, so that an edited file must be trusted again. Every file is read
+// only when it is a regular file of at most MaxFileSize bytes.
+//
 // # Errors
 //
 // Every problem is a *FileError naming the file and line ("path:line:

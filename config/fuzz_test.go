@@ -60,6 +60,19 @@ func FuzzParseAgentFile(f *testing.F) {
 				t.Fatalf("tool name %q", tool)
 			}
 		}
+		// Every tool name and the model have a line of the file, for the
+		// errors the CLI reports about them.
+		if len(a.ToolLines) != len(a.Tools) {
+			t.Fatalf("%d tool lines for %d tools", len(a.ToolLines), len(a.Tools))
+		}
+		for _, l := range a.ToolLines {
+			if l < 1 || l > lineCount(data) {
+				t.Fatalf("tool line %d of %d", l, lineCount(data))
+			}
+		}
+		if (a.Model != "") != (a.ModelLine > 0) || a.ModelLine > lineCount(data) {
+			t.Fatalf("model %q on line %d", a.Model, a.ModelLine)
+		}
 		if a.MaxSteps < 0 || a.Timeout < 0 || !utf8.ValidString(a.Prompt) {
 			t.Fatalf("bad result %+v", a)
 		}

@@ -30,8 +30,8 @@ its exit status. Flags may come before or after a command's file arguments.
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
-	ctx, cancel := context.WithCancel(ctx)
-	interrupts.route(cancel)
+	ctx, cancel := context.WithCancelCause(ctx)
+	interrupts.route(func() { cancel(errInterrupted) })
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, os.Interrupt)
 	go func() {
@@ -40,7 +40,7 @@ func main() {
 		}
 	}()
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-	cancel()
+	cancel(nil)
 	stop()
 	os.Exit(code)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/llm"
 )
 
 // progressPrinter shows on stderr which agent is working, on which round,
@@ -44,6 +45,10 @@ func (p *progressPrinter) event(ev agent.Event) {
 		if ev.Tool.IsError {
 			fmt.Fprintf(p.w, "%s %s ✗ %s: %s\n", p.stamp(), ev.Agent, ev.Tool.Name, clip(ev.Tool.Result, 100))
 		}
+	case agent.ModelRetry:
+		if r := ev.Retry; r != nil {
+			fmt.Fprintf(p.w, "%s %s %s; retrying in %s (retry %d): %s\n", p.stamp(), ev.Agent, retryReason(r), waitText(r.WaitMS), r.Attempt, clip(r.Error, 100))
+		}
 	case agent.FileConflict:
 		fmt.Fprintf(p.w, "%s %s ! %s\n", p.stamp(), ev.Agent, ev.Conflict.String())
 	case agent.SubagentStart:
@@ -75,4 +80,35 @@ func short(n int) string {
 		return fmt.Sprintf("%.1fk", float64(n)/1e3)
 	}
 	return fmt.Sprint(n)
+}
+
+// retryReason says in words why a model call is being retried.
+func retryReason(r *agent.RetryInfo) string {
+	switch r.Kind {
+	case llm.ErrKindRateLimit:
+		return "rate limited"
+	case llm.ErrKindServer:
+		return "server error"
+	case "timeout":
+		return "timed out"
+	case llm.ErrKindNetwork:
+		low := strings.ToLower(r.Error)
+		if strings.Contains(low, "timeout") || strings.Contains(low, "timed out") || strings.Contains(low, "deadline exceeded") {
+			return "timed out"
+		}
+		return "connection failed"
+	}
+	return "model call failed"
+}
+
+// waitText renders a wait in milliseconds for people: "30 s", "1.5 s",
+// "250 ms".
+func waitText(ms float64) string {
+	switch {
+	case ms >= 10_000:
+		return fmt.Sprintf("%.0f s", ms/1000)
+	case ms >= 1000:
+		return strings.TrimSuffix(fmt.Sprintf("%.1f", ms/1000), ".0") + " s"
+	}
+	return fmt.Sprintf("%.0f ms", ms)
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -14,26 +15,36 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/internal/safefile"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/vfs"
 )
 
 // runFlags are the flags of `deepagents run`.
 type runFlags struct {
-	prompt      string
-	model       string
-	output      string
-	root        string
-	system      string
-	subagents   string
-	maxSteps    int
-	maxParallel int
-	threadDir   string
-	quiet       bool
-	set         map[string]bool // flags given on the command line
+	prompt       string
+	model        string
+	output       string
+	root         string
+	system       string
+	subagents    string
+	maxSteps     int
+	maxParallel  int
+	threadDir    string
+	quiet        bool
+	trustProject bool
+	set          map[string]bool // flags given on the command line
+	// confirm asks the user a yes/no question on the terminal; nil when
+	// there is no terminal to ask on.
+	confirm func(question string) bool
 }
+
+// errInterrupted is the cause of a run stopped by Ctrl-C, so that the user
+// reads that they interrupted it rather than "context canceled".
+var errInterrupted = errors.New("interrupted by the user (Ctrl-C)")
 
 func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var f runFlags
@@ -48,7 +59,8 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	fs.IntVar(&f.maxSteps, "max-steps", 0, "model calls allowed per run (default from the config, else 500)")
 	fs.IntVar(&f.maxParallel, "max-parallel", 0, "tool calls of one step that may run at once (default 16)")
 	fs.StringVar(&f.threadDir, "thread-dir", "", "where the thread's transcript is saved (default ~/.deepagents/threads)")
-	fs.BoolVar(&f.quiet, "quiet", false, "no progress on stderr")
+	fs.BoolVar(&f.quiet, "quiet", false, "no progress on stderr (a notice of a non-default endpoint is still shown)")
+	fs.BoolVar(&f.trustProject, "trust-project", false, "trust the project's deepagents.toml to set where requests and API keys go (base_url, api_key_env, headers); remembered for the file as it is now")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: deepagents run [flags] [-p PROMPT]")
 		fs.PrintDefaults()
@@ -69,6 +81,10 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return 2
 	}
 
+	if isTerminal(stdin) && isTerminal(stderr) {
+		f.confirm = askOnTerminal(stdin, stderr)
+	}
+
 	setup, err := assemble(ctx, f, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "deepagents run: %v\n", err)
@@ -78,14 +94,18 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 
 	interactive := f.prompt == "" && isTerminal(stdin)
 	if f.prompt == "" && !interactive {
-		data, err := io.ReadAll(stdin)
+		data, err := safefile.ReadFrom(stdin, "stdin", maxStdinPrompt)
 		if err != nil {
 			fmt.Fprintf(stderr, "deepagents run: reading the prompt from stdin: %v\n", err)
 			return 2
 		}
+		if !utf8.Valid(data) {
+			fmt.Fprintln(stderr, "deepagents run: the prompt on stdin is not UTF-8 text")
+			return 2
+		}
 		f.prompt = strings.TrimSpace(string(data))
 		if f.prompt == "" {
-			fmt.Fprintln(stderr, "deepagents run: no prompt: pass -p PROMPT or pipe it on stdin")
+			fmt.Fprintln(stderr, "deepagents run: no prompt: stdin is not a terminal and held no text; pass -p PROMPT or pipe the prompt on stdin")
 			return 2
 		}
 	}
@@ -119,6 +139,10 @@ func (s *session) interactive(ctx context.Context, stdin io.Reader) int {
 		fmt.Fprint(s.stderr, "> ")
 		if !sc.Scan() {
 			fmt.Fprintln(s.stderr)
+			if err := sc.Err(); err != nil {
+				fmt.Fprintf(s.stderr, "deepagents run: reading stdin: %v (a message is at most 4 MiB)\n", err)
+				return 2
+			}
 			return code
 		}
 		line := strings.TrimSpace(sc.Text())
@@ -129,11 +153,11 @@ func (s *session) interactive(ctx context.Context, stdin io.Reader) int {
 			return code
 		}
 		// Ctrl-C stops this turn only.
-		tctx, cancel := context.WithCancel(ctx)
-		restore := interrupts.route(cancel)
+		tctx, cancel := context.WithCancelCause(ctx)
+		restore := interrupts.route(func() { cancel(errInterrupted) })
 		code = s.turn(tctx, line)
 		restore()
-		cancel()
+		cancel(nil)
 		if ctx.Err() != nil {
 			return code
 		}
@@ -156,7 +180,16 @@ func (s *session) turn(ctx context.Context, prompt string) int {
 			_ = enc.Encode(ev)
 		}
 	})
+	// A run that produced a result is reported and saved whatever error
+	// came with it (a non-ok status comes back as an error too); only a
+	// run without a result has nothing to show.
 	if res == nil {
+		if runErr == nil {
+			runErr = errors.New("the run ended without a result")
+		}
+		if ctx.Err() != nil {
+			runErr = context.Cause(ctx)
+		}
 		fmt.Fprintf(s.stderr, "deepagents run: %v\n", runErr)
 		return 1
 	}
@@ -165,22 +198,30 @@ func (s *session) turn(ctx context.Context, prompt string) int {
 	if saveErr != nil {
 		fmt.Fprintf(s.stderr, "deepagents run: could not save the transcript: %v\n", saveErr)
 	}
+	reason := res.Error
+	if res.Status != agent.StatusOK && ctx.Err() != nil {
+		reason = context.Cause(ctx).Error() // "interrupted by the user (Ctrl-C)", not "context canceled"
+	} else if reason == "" && runErr != nil && res.Status != agent.StatusOK {
+		reason = runErr.Error()
+	}
 	switch s.flags.output {
 	case "text":
 		if text := res.FinalText(); text != "" {
 			fmt.Fprintln(s.stdout, text)
 		}
 		if res.Status != agent.StatusOK {
-			fmt.Fprintf(s.stderr, "deepagents run: the run ended with status %s: %s\n", res.Status, res.Error)
+			fmt.Fprintf(s.stderr, "deepagents run: the run ended with status %s: %s\n", res.Status, reason)
 		}
 		if prog != nil {
 			prog.summary(res, path)
 		}
 	case "json":
-		_ = enc.Encode(summarise(res, path))
+		out := summarise(res, path)
+		out.Error = reason
+		_ = enc.Encode(out)
 	case "stream-json":
 		out := summarise(res, path)
-		out.Type = "result"
+		out.Type, out.Error = "result", reason
 		_ = enc.Encode(out)
 	}
 	if res.Status != agent.StatusOK {
@@ -262,11 +303,13 @@ func (s *session) save(res *agent.Result) (string, error) {
 	return path, os.Rename(tmp, path)
 }
 
+// isTerminal reports whether v is a terminal: a character device that
+// answers terminal requests, so /dev/null and /dev/zero are not.
 func isTerminal(v any) bool {
 	f, ok := v.(*os.File)
 	if !ok {
 		return false
 	}
 	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	return err == nil && st.Mode()&os.ModeCharDevice != 0 && isTTY(f.Fd())
 }

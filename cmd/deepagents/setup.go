@@ -2,16 +2,19 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/deepagents-go/deepagents"
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/config"
 	"github.com/deepagents-go/deepagents/fstools"
+	"github.com/deepagents-go/deepagents/internal/safefile"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/providers"
 	"github.com/deepagents-go/deepagents/subagent"
@@ -36,6 +39,10 @@ func (s *setup) close() {
 // assemble reads the configuration (flags > project deepagents.toml > user
 // ~/.deepagents/config.toml), builds the model, the filesystem and the
 // subagents declared in agent files, and the deep agent.
+//
+// A project file that decides where requests and keys go is refused unless
+// the project is trusted (see checkTrust), and every endpoint that is not a
+// provider's default is announced on stderr before any call is made.
 func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error) {
 	cwd, err := os.Getwd()
 	if err != nil {
@@ -46,7 +53,11 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 	if err != nil {
 		return nil, err
 	}
+	if err := checkTrust(cfg, home, f, stderr); err != nil {
+		return nil, err
+	}
 	s := &setup{}
+	notices := &endpointNotices{w: stderr, cfg: cfg}
 
 	modelStr := cfg.Model
 	if f.model != "" {
@@ -62,7 +73,7 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 	} else if spec, err = providers.Parse(modelStr); err != nil {
 		return nil, err
 	}
-	model, err := buildModel(ctx, cfg, spec)
+	model, err := buildModel(ctx, cfg, spec, notices)
 	if err != nil {
 		return nil, err
 	}
@@ -72,9 +83,12 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 	if f.set["system"] {
 		system = f.system
 		if path, ok := strings.CutPrefix(f.system, "@"); ok {
-			data, err := os.ReadFile(path)
+			data, err := safefile.Read(path, maxSystemFile)
 			if err != nil {
 				return nil, fmt.Errorf("--system: %w", err)
+			}
+			if !utf8.Valid(data) {
+				return nil, fmt.Errorf("--system: %s is not UTF-8 text", path)
 			}
 			system = string(data)
 		}
@@ -113,12 +127,17 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 		return nil, err
 	}
 	var specs []subagent.Spec
+	var errs []error
 	for _, af := range files {
-		sp, err := agentSpec(ctx, cfg, af)
+		sp, err := agentSpec(ctx, cfg, af, notices)
 		if err != nil {
-			return nil, err
+			errs = append(errs, err)
+			continue
 		}
 		specs = append(specs, sp)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
 	}
 
 	a, err := deepagents.New(deepagents.Config{
@@ -132,8 +151,9 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 	return s, nil
 }
 
-// buildModel builds spec's model with the provider's configured options.
-func buildModel(ctx context.Context, cfg *config.Config, spec providers.Spec) (llm.Model, error) {
+// buildModel builds spec's model with the provider's configured options,
+// announcing its endpoint through notices when that is not the default.
+func buildModel(ctx context.Context, cfg *config.Config, spec providers.Spec, notices *endpointNotices) (llm.Model, error) {
 	pc := cfg.ProviderFor(spec.Provider)
 	opts := providers.Options{
 		Kind: providers.Kind(pc.Type), BaseURL: pc.BaseURL, APIKeyEnv: pc.APIKeyEnv, Headers: pc.Headers,
@@ -143,39 +163,58 @@ func buildModel(ctx context.Context, cfg *config.Config, spec providers.Spec) (l
 	if err := providers.Check(spec, opts); err != nil {
 		return nil, err
 	}
-	return providers.New(ctx, spec, opts)
+	m, err := providers.New(ctx, spec, opts)
+	if err == nil {
+		notices.show(spec.Provider, pc)
+	}
+	return m, err
 }
 
 // agentSpec turns an agent file into a subagent spec: its tools are looked
-// up by name among the built-in file tools, and its model is built.
-func agentSpec(ctx context.Context, cfg *config.Config, af config.AgentFile) (subagent.Spec, error) {
+// up by name among the built-in file tools, and its model is built. Its
+// problems are *config.FileErrors on the lines of the tool names and the
+// model, all of them at once.
+func agentSpec(ctx context.Context, cfg *config.Config, af config.AgentFile, notices *endpointNotices) (subagent.Spec, error) {
 	sp := af.Spec()
+	var errs []error
+	fail := func(line int, format string, args ...any) {
+		errs = append(errs, &config.FileError{Path: af.Path, Line: max(line, af.Line), Msg: fmt.Sprintf(format, args...)})
+	}
 	if af.Tools != nil {
 		builtin := fstools.Tools()
 		sp.Tools = []tool.Tool{}
 		sp.ExactTools = true
-		for _, name := range af.Tools {
-			i := slices.IndexFunc(builtin, func(t tool.Tool) bool { return t.Spec().Name == name })
-			if i < 0 {
-				return sp, fmt.Errorf("%s: unknown tool %q; the tools available to subagents are %s", af.Path, name, strings.Join(fstools.Names, ", "))
+		for i, name := range af.Tools {
+			j := slices.IndexFunc(builtin, func(t tool.Tool) bool { return t.Spec().Name == name })
+			if j < 0 {
+				line := 0
+				if i < len(af.ToolLines) {
+					line = af.ToolLines[i]
+				}
+				fail(line, "unknown tool %q; the tools available to subagents are %s", name, strings.Join(fstools.Names, ", "))
+				continue
 			}
-			sp.Tools = append(sp.Tools, builtin[i])
+			sp.Tools = append(sp.Tools, builtin[j])
 		}
 	}
 	if af.Model != "" {
-		ref, err := cfg.ExpandModel(af.Model)
-		if err != nil {
-			return sp, fmt.Errorf("%s: %w", af.Path, err)
+		if m, err := agentModel(ctx, cfg, af.Model, notices); err != nil {
+			fail(af.ModelLine, "model %s: %v", af.Model, err)
+		} else {
+			sp.Model = m
 		}
-		spec, err := providers.Parse(ref)
-		if err != nil {
-			return sp, fmt.Errorf("%s: %w", af.Path, err)
-		}
-		m, err := buildModel(ctx, cfg, spec)
-		if err != nil {
-			return sp, fmt.Errorf("%s: model %s: %w", af.Path, af.Model, err)
-		}
-		sp.Model = m
 	}
-	return sp, nil
+	return sp, errors.Join(errs...)
+}
+
+func agentModel(ctx context.Context, cfg *config.Config, ref string, notices *endpointNotices) (llm.Model, error) {
+	ref, err := cfg.ExpandModel(ref)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := providers.Parse(ref)
+	if err != nil {
+		return nil, err
+	}
+	return buildModel(ctx, cfg, spec, notices)
 }
