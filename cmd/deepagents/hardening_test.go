@@ -21,7 +21,8 @@ import (
 	ot "github.com/deepagents-go/deepagents/providers/openai/openaitest"
 )
 
-func writeFile(t *testing.T, path, body string) {
+// writeFileAt writes body to path, creating its parent directories.
+func writeFileAt(t *testing.T, path, body string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
@@ -78,7 +79,7 @@ func TestProjectFileRedirectingCredentialsNeedsTrust(t *testing.T) {
 			t.Setenv("OPENAI_API_KEY", "sk-test")
 			t.Setenv("SOME_SECRET", "s3cret")
 			toml := filepath.Join(project, "deepagents.toml")
-			writeFile(t, toml, tt.project(srv.URL))
+			writeFileAt(t, toml, tt.project(srv.URL))
 
 			code, _, errs := runCLIIn(t, strings.NewReader(""), "run", "-p", "hi", "--model", tt.model)
 			if code != 2 {
@@ -111,7 +112,7 @@ func TestProjectFileRedirectingCredentialsNeedsTrust(t *testing.T) {
 			}
 
 			// An edit invalidates it.
-			writeFile(t, toml, tt.project(srv.URL)+"# edited\n")
+			writeFileAt(t, toml, tt.project(srv.URL)+"# edited\n")
 			before := len(srv.Requests())
 			if code, _, errs := runCLIIn(t, strings.NewReader(""), "run", "-p", "hi", "--model", tt.model); code != 2 || !strings.Contains(errs, "not trusted") {
 				t.Fatalf("edited project accepted: exit %d: %s", code, errs)
@@ -129,8 +130,8 @@ func TestUserConfigAndHarmlessProjectFileNeedNoTrust(t *testing.T) {
 	srv := ot.NewServer(t, func(r *ot.Request) ot.Reply { return ot.Text("ok") })
 	project, home := runEnv(t, nil)
 	t.Setenv("GATEWAY_KEY", "k")
-	writeFile(t, filepath.Join(home, ".deepagents", "config.toml"), "[providers.openai]\nbase_url = \""+srv.URL+"\"\napi_key_env = \"GATEWAY_KEY\"\n")
-	writeFile(t, filepath.Join(project, "deepagents.toml"), "model = \"openai:gpt-project\"\nmax_steps = 3\nsystem_prompt = \"Be brief.\"\n")
+	writeFileAt(t, filepath.Join(home, ".deepagents", "config.toml"), "[providers.openai]\nbase_url = \""+srv.URL+"\"\napi_key_env = \"GATEWAY_KEY\"\n")
+	writeFileAt(t, filepath.Join(project, "deepagents.toml"), "model = \"openai:gpt-project\"\nmax_steps = 3\nsystem_prompt = \"Be brief.\"\n")
 	code, out, errs := runCLIIn(t, strings.NewReader(""), "run", "-p", "hi")
 	if code != 0 || strings.TrimSpace(out) != "ok" {
 		t.Fatalf("exit %d out %q: %s", code, out, errs)
@@ -148,7 +149,7 @@ func TestTrustByAnsweringYes(t *testing.T) {
 	srv := ot.NewServer(t, func(r *ot.Request) ot.Reply { return ot.Text("ok") })
 	project, home := runEnv(t, nil)
 	t.Setenv("OPENAI_API_KEY", "sk-test")
-	writeFile(t, filepath.Join(project, "deepagents.toml"), "[providers.openai]\nbase_url = \""+srv.URL+"\"\n")
+	writeFileAt(t, filepath.Join(project, "deepagents.toml"), "[providers.openai]\nbase_url = \""+srv.URL+"\"\n")
 	for _, tt := range []struct {
 		answer string
 		ok     bool
@@ -221,7 +222,7 @@ func TestEndpointNotice(t *testing.T) {
 func TestEndpointNoticeComesBeforeTheFirstCall(t *testing.T) {
 	srv := ot.NewServer(t, func(r *ot.Request) ot.Reply { return ot.Text("ok") })
 	project, _ := runEnv(t, srv)
-	writeFile(t, filepath.Join(project, ".deepagents", "agents", "a.md"), "---\ndescription: d\nmodel: openai:gpt-child\n---\n")
+	writeFileAt(t, filepath.Join(project, ".deepagents", "agents", "a.md"), "---\ndescription: d\nmodel: openai:gpt-child\n---\n")
 	var errb strings.Builder
 	s, err := assemble(t.Context(), runFlags{model: "openai:gpt-test", quiet: true, set: map[string]bool{}}, &errb)
 	if err != nil {
@@ -261,7 +262,7 @@ func TestUnboundedReadsAreRefused(t *testing.T) {
 		}
 	}
 	huge := func(size int) func(t *testing.T, path string) {
-		return func(t *testing.T, path string) { writeFile(t, path, strings.Repeat("x", size)) }
+		return func(t *testing.T, path string) { writeFileAt(t, path, strings.Repeat("x", size)) }
 	}
 	tests := []struct {
 		name  string
@@ -380,7 +381,7 @@ func TestAgentFileProblemsHaveLines(t *testing.T) {
 				t.Fatal(err)
 			}
 			path := filepath.Join(agents, "bad.md")
-			writeFile(t, path, tt.src)
+			writeFileAt(t, path, tt.src)
 			code, _, errs := runCLIIn(t, strings.NewReader(""), "run", "-p", "hi", "--model", "openai:gpt-test")
 			if code != 2 {
 				t.Fatalf("exit %d: %s", code, errs)
@@ -409,7 +410,7 @@ func TestAgentFileToolsAsOneName(t *testing.T) {
 		return ot.Text("read it")
 	})
 	project, _ := runEnv(t, srv)
-	writeFile(t, filepath.Join(project, ".deepagents", "agents", "reader.md"), "---\ndescription: Reads.\ntools: read_file\n---\n")
+	writeFileAt(t, filepath.Join(project, ".deepagents", "agents", "reader.md"), "---\ndescription: Reads.\ntools: read_file\n---\n")
 	code, _, errs := runCLIIn(t, strings.NewReader(""), "run", "-p", "go", "--model", "openai:gpt-test")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
