@@ -517,13 +517,19 @@ func yamlDuration(p *problems, key string, v *yaml.Node, line int) time.Duration
 		p.add(line, `%s must be a duration like "90s" or "5m", got %s%s`, key, describe(v), hint)
 		return 0
 	}
-	d, err := time.ParseDuration(strings.TrimSpace(v.Value))
+	return positiveDuration(p, key, v.Value, line)
+}
+
+// positiveDuration parses a Go duration that must be above zero, reporting
+// a problem at line otherwise.
+func positiveDuration(p *problems, key, text string, line int) time.Duration {
+	d, err := time.ParseDuration(strings.TrimSpace(text))
 	if err != nil {
-		p.add(line, `%s must be a duration like "90s" or "5m", got %q`, key, v.Value)
+		p.add(line, `%s must be a duration like "90s" or "5m", got %q`, key, text)
 		return 0
 	}
 	if d <= 0 {
-		p.add(line, "%s must be positive, got %q", key, v.Value)
+		p.add(line, "%s must be positive, got %q", key, text)
 		return 0
 	}
 	return d

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/BurntSushi/toml"
 	"github.com/deepagents-go/deepagents/internal/safefile"
@@ -104,6 +105,13 @@ type ProviderConfig struct {
 	// OpenAI-compatible server cannot do; nil leaves the default (on).
 	StreamToolCalls   *bool
 	ParallelToolCalls *bool
+	// RequestTimeout bounds one attempt of a model call until its answer (or,
+	// streaming, its first event) arrives; StreamIdleTimeout bounds the
+	// silence between two events of a stream (keys request_timeout,
+	// stream_idle_timeout: Go durations such as "90s" or "10m"). Zero keeps
+	// the provider's default. A timeout is retried like a broken connection.
+	RequestTimeout    time.Duration
+	StreamIdleTimeout time.Duration
 }
 
 // builtinProviders are the provider names that need no type; they are the
@@ -119,7 +127,7 @@ var builtinKinds = map[string]string{
 
 var (
 	topKeys       = []string{"model", "system_prompt", "max_steps", "max_parallel", "providers"}
-	providerKeys  = []string{"type", "base_url", "api_key_env", "model", "headers", "stream_tool_calls", "parallel_tool_calls"}
+	providerKeys  = []string{"type", "base_url", "api_key_env", "model", "headers", "stream_tool_calls", "parallel_tool_calls", "request_timeout", "stream_idle_timeout"}
 	providerTypes = []string{"openai", "anthropic", "gemini", "openai-compatible"}
 	envNameRe     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	headerNameRe  = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
@@ -360,6 +368,16 @@ func parseProviders(p *problems, v any, line int, at func(...string) int, path s
 				} else {
 					pc.ParallelToolCalls = &b
 				}
+			case "request_timeout", "stream_idle_timeout":
+				d, ok := tomlDuration(p, full, v, kl)
+				if !ok {
+					continue
+				}
+				if key == "request_timeout" {
+					pc.RequestTimeout = d
+				} else {
+					pc.StreamIdleTimeout = d
+				}
 			case "api_key", "apikey", "key", "token":
 				p.add(kl, `unknown key %q: API keys do not belong in config files; put the key in an environment variable and name it with api_key_env`, full)
 			default:
@@ -422,6 +440,21 @@ func tomlString(p *problems, key string, v any, line int) (string, bool) {
 	return s, ok
 }
 
+// tomlDuration reads a positive Go duration given as a string ("90s").
+func tomlDuration(p *problems, key string, v any, line int) (time.Duration, bool) {
+	s, ok := v.(string)
+	if !ok {
+		hint := ""
+		if _, isNum := v.(int64); isNum {
+			hint = `; write it as a string with a unit, like "90s"`
+		}
+		p.add(line, `%s must be a duration like "90s" or "5m", got %s%s`, key, tomlKind(v), hint)
+		return 0, false
+	}
+	d := positiveDuration(p, key, s, line)
+	return d, d > 0
+}
+
 func tomlPositiveInt(p *problems, key string, v any, line int) int {
 	n, ok := v.(int64)
 	switch {
@@ -479,6 +512,12 @@ func (c *Config) Merge(other *Config) {
 		}
 		if o.ParallelToolCalls != nil {
 			cur.ParallelToolCalls = o.ParallelToolCalls
+		}
+		if o.RequestTimeout != 0 {
+			cur.RequestTimeout = o.RequestTimeout
+		}
+		if o.StreamIdleTimeout != 0 {
+			cur.StreamIdleTimeout = o.StreamIdleTimeout
 		}
 		if len(o.Headers) > 0 {
 			h := maps.Clone(cur.Headers)

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/deepagents-go/deepagents/providers"
 	"github.com/google/go-cmp/cmp"
@@ -370,5 +371,24 @@ func TestCapabilitySwitches(t *testing.T) {
 	}
 	if _, err := Parse("x.toml", []byte("[providers.ollama]\nstream_tool_calls = \"no\"\n")); err == nil || !strings.Contains(err.Error(), "x.toml:2: providers.ollama.stream_tool_calls must be true or false") {
 		t.Errorf("bad switch: %v", err)
+	}
+}
+
+func TestProviderTimeouts(t *testing.T) {
+	c, err := Parse("x.toml", []byte("[providers.openai]\nrequest_timeout = \"90s\"\nstream_idle_timeout = \"2m\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pc := c.ProviderFor("openai"); pc.RequestTimeout != 90*time.Second || pc.StreamIdleTimeout != 2*time.Minute {
+		t.Errorf("timeouts = %v, %v", pc.RequestTimeout, pc.StreamIdleTimeout)
+	}
+	for src, want := range map[string]string{
+		"request_timeout = 90":       `x.toml:2: providers.openai.request_timeout must be a duration like "90s" or "5m", got an integer; write it as a string with a unit, like "90s"`,
+		`request_timeout = "soon"`:   `x.toml:2: providers.openai.request_timeout must be a duration like "90s" or "5m", got "soon"`,
+		`stream_idle_timeout = "0s"`: `x.toml:2: providers.openai.stream_idle_timeout must be positive, got "0s"`,
+	} {
+		if _, err := Parse("x.toml", []byte("[providers.openai]\n"+src+"\n")); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err = %v, want %q", src, err, want)
+		}
 	}
 }

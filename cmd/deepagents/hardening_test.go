@@ -581,3 +581,20 @@ func TestFailedRunIsStillReportedAndSaved(t *testing.T) {
 		t.Errorf("transcript not saved: %v\n%.300s", err, data)
 	}
 }
+
+// A provider's stream_idle_timeout from the config file reaches the model:
+// a server that goes quiet mid-stream ends the run with the idle timeout's
+// error instead of hanging it.
+func TestConfiguredStreamIdleTimeout(t *testing.T) {
+	srv := ot.NewServer(t, func(r *ot.Request) ot.Reply {
+		rep := ot.Text("a long answer that never ends")
+		rep.StallAfter = 1
+		return rep
+	})
+	_, home := runEnv(t, srv)
+	writeFileAt(t, filepath.Join(home, ".deepagents", "config.toml"), "[providers.openai]\nstream_idle_timeout = \"150ms\"\nrequest_timeout = \"20s\"\n")
+	code, _, errs := runCLI(t, "run", "-p", "hi", "--model", "openai:gpt-test", "--quiet")
+	if code != 1 || !strings.Contains(errs, "stream idle timeout: no data from the server for 150ms") {
+		t.Fatalf("exit %d, stderr:\n%s", code, errs)
+	}
+}

@@ -159,6 +159,7 @@ func buildModel(ctx context.Context, cfg *config.Config, spec providers.Spec, no
 		Kind: providers.Kind(pc.Type), BaseURL: pc.BaseURL, APIKeyEnv: pc.APIKeyEnv, Headers: pc.Headers,
 		NoStreamToolCalls:   pc.StreamToolCalls != nil && !*pc.StreamToolCalls,
 		NoParallelToolCalls: pc.ParallelToolCalls != nil && !*pc.ParallelToolCalls,
+		RequestTimeout:      pc.RequestTimeout, StreamIdleTimeout: pc.StreamIdleTimeout,
 	}
 	if err := providers.Check(spec, opts); err != nil {
 		return nil, err
