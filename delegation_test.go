@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deepagents-go/deepagents/internal/testkit"
+
 	"github.com/deepagents-go/deepagents"
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/fstools"
@@ -480,7 +482,7 @@ func TestStateComingBack(t *testing.T) {
 // instant, and the whole run takes 4 call lengths (parent, 2 rounds of the
 // children side by side, parent) instead of the 6 of one-by-one children.
 func TestParallelDelegation(t *testing.T) {
-	bubble(t, func(t *testing.T) {
+	testkit.Bubble(t, func(t *testing.T) {
 		start := time.Now()
 		res, model := invokeScenario(t, "parallel")
 		if d := time.Since(start); d != 400*time.Millisecond {
@@ -562,7 +564,7 @@ func TestChildLimitAndTimeout(t *testing.T) {
 
 	// The child's model would take 5 s, its timeout is 50 ms: fake time in a
 	// synctest bubble, so the timeout is exact and the test instant.
-	bubble(t, func(t *testing.T) {
+	testkit.Bubble(t, func(t *testing.T) {
 		delay := 5000.0
 		m := scripted.New(scripted.Script{
 			"parent": {Steps: []scripted.Step{{ToolCalls: []scripted.StepCall{{ID: "c", Name: "task", Args: json.RawMessage(`{"description":"slow","subagent_type":"slow"}`)}}}, {Content: "ok"}}},

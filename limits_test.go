@@ -1,15 +1,14 @@
 package deepagents_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
-	"time"
+
+	"github.com/deepagents-go/deepagents/internal/testkit"
 
 	"github.com/deepagents-go/deepagents"
 	"github.com/deepagents-go/deepagents/agent"
@@ -78,16 +77,9 @@ func TestChildrenInheritTheParallelismBound(t *testing.T) {
 		maxParallel, want int
 	}{{1, 1}, {3, 3}, {0, 16}} {
 		t.Run(fmt.Sprint("MaxParallel ", c.maxParallel), func(t *testing.T) {
-			bubble(t, func(t *testing.T) {
-				var inFlight, peak atomic.Int32
-				hold := tool.MustFunc("hold", "Hold.", func(context.Context, *tool.Env, struct{}) (string, error) {
-					n := inFlight.Add(1)
-					defer inFlight.Add(-1)
-					for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
-					}
-					time.Sleep(time.Second) // fake time
-					return "held", nil
-				})
+			testkit.Bubble(t, func(t *testing.T) {
+				holder := testkit.NewHolder()
+				hold := holder.Tool
 				calls := make([]scripted.StepCall, 20)
 				for i := range calls {
 					calls[i] = scripted.StepCall{Name: "hold", Args: json.RawMessage(`{}`)}
@@ -104,7 +96,7 @@ func TestChildrenInheritTheParallelismBound(t *testing.T) {
 				if err != nil || res.State.Messages[2].Content != "held them all" {
 					t.Fatalf("run: %v, receipt %q", err, res.State.Messages[2].Content)
 				}
-				if got := int(peak.Load()); got != c.want {
+				if got := holder.Peak(); got != c.want {
 					t.Errorf("the child had %d calls in flight at once, want %d", got, c.want)
 				}
 			})

@@ -7,9 +7,10 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/deepagents-go/deepagents/internal/testkit"
 
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/llm"
@@ -101,16 +102,9 @@ func TestMaxParallelBoundsInFlightCalls(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			bubble(t, func(t *testing.T) {
-				var inFlight, peak atomic.Int32
-				hold := tool.MustFunc("hold", "Hold.", func(ctx context.Context, _ *tool.Env, _ struct{}) (string, error) {
-					n := inFlight.Add(1)
-					defer inFlight.Add(-1)
-					for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
-					}
-					time.Sleep(time.Second) // fake time: returns once everything else is blocked
-					return "held", nil
-				})
+			testkit.Bubble(t, func(t *testing.T) {
+				holder := testkit.NewHolder()
+				hold := holder.Tool
 				calls := make([]scripted.StepCall, c.calls)
 				for i := range calls {
 					calls[i] = call("hold", `{}`)
@@ -121,7 +115,7 @@ func TestMaxParallelBoundsInFlightCalls(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if got := peak.Load(); int(got) != c.want {
+				if got := holder.Peak(); got != c.want {
 					t.Errorf("at most %d calls were in flight at once, want %d", got, c.want)
 				}
 				if n := len(toolMessages(res.State.Messages)); n != c.calls {
@@ -239,7 +233,7 @@ func TestEveryStatusButOKIsAnError(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			bubble(t, func(t *testing.T) {
+			testkit.Bubble(t, func(t *testing.T) {
 				// Each way of running gets a fresh setup (scripted models count rounds).
 				start := func() (*agent.Agent, context.Context, []agent.RunOption, context.CancelFunc) {
 					s := c.setup()

@@ -7,9 +7,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/deepagents-go/deepagents/internal/testkit"
 
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/llm"
@@ -284,7 +285,7 @@ func TestFailureReceipts(t *testing.T) {
 // A timed-out child ends with status limit and says so. Runs in a synctest
 // bubble: the model's 5 s delay and the 50 ms timeout are on its fake clock.
 func TestTimeout(t *testing.T) {
-	bubble(t, func(t *testing.T) {
+	testkit.Bubble(t, func(t *testing.T) {
 		slow := 5000.0
 		m := scripted.New(scripted.Script{"slow": {Steps: []scripted.Step{{Content: "too late", DelayMS: &slow}}}}, scripted.Options{})
 		task := newTask(t, subagent.Config{Model: m, Subagents: []subagent.Spec{{Name: "slow", Description: "Slow.", Timeout: 50 * time.Millisecond}}})
@@ -399,16 +400,9 @@ func TestParallelismInheritance(t *testing.T) {
 		bound, want int
 	}{{1, 1}, {2, 2}, {0, 4}} {
 		t.Run(fmt.Sprint("bound ", c.bound), func(t *testing.T) {
-			bubble(t, func(t *testing.T) {
-				var inFlight, peak atomic.Int32
-				hold := tool.MustFunc("hold", "Hold.", func(context.Context, *tool.Env, struct{}) (string, error) {
-					n := inFlight.Add(1)
-					defer inFlight.Add(-1)
-					for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
-					}
-					time.Sleep(time.Second) // fake time
-					return "held", nil
-				})
+			testkit.Bubble(t, func(t *testing.T) {
+				holder := testkit.NewHolder()
+				hold := holder.Tool
 				calls := []scripted.StepCall{tc("hold", `{}`), tc("hold", `{}`), tc("hold", `{}`), tc("hold", `{}`)}
 				m := scripted.New(scripted.Script{"worker": {Steps: []scripted.Step{step("", calls...), step("done")}}}, scripted.Options{NoUsage: true})
 				task := newTask(t, subagent.Config{Model: m, MaxParallel: c.bound, DefaultTools: []tool.Tool{hold},
@@ -417,8 +411,8 @@ func TestParallelismInheritance(t *testing.T) {
 				if got.res.Content != "done" {
 					t.Fatalf("receipt %q", got.res.Content)
 				}
-				if int(peak.Load()) != c.want {
-					t.Errorf("peak of the child's in-flight calls = %d, want %d", peak.Load(), c.want)
+				if holder.Peak() != c.want {
+					t.Errorf("peak of the child's in-flight calls = %d, want %d", holder.Peak(), c.want)
 				}
 			})
 		})
