@@ -62,9 +62,38 @@ func TestValidate(t *testing.T) {
 			{"role":"user","content":[{"type":"text","text":"a","cache_control":{"type":"ephemeral"}},{"type":"text","text":"b","cache_control":{"type":"ephemeral"}},
 			{"type":"text","text":"c","cache_control":{"type":"ephemeral"}},{"type":"text","text":"d","cache_control":{"type":"ephemeral"}}]}]}`,
 	}
+	// why is what each rejection must say, so a body refused for another
+	// reason than the one it was written for does not pass.
+	why := map[string]string{
+		"no max_tokens":         "max_tokens: Field required",
+		"temperature":           "temperature: Extra inputs are not permitted",
+		"assistant first":       `first message must use the "user" role`,
+		"no alternation":        "roles must alternate",
+		"system role":           "messages.0.role: Input should be 'user' or 'assistant'",
+		"blank text":            "messages.0.content.0: text content blocks must contain non-whitespace text",
+		"empty content":         "messages.0: all messages must have non-empty content",
+		"unanswered tool_use":   "`tool_use` ids were found without `tool_result` blocks",
+		"orphan tool_result":    "unexpected `tool_use_id` found in `tool_result` blocks: x",
+		"result after text":     "tool_result blocks must come before any other content",
+		"duplicate id":          "`tool_use` ids must be unique, found x more than once",
+		"bad id":                "messages.1.content.0.id: String should match pattern",
+		"array input":           "messages.1.content.0.input: Input should be a valid dictionary",
+		"unsigned thinking":     "messages.1.content.0.signature: Field required",
+		"trailing space":        "final assistant content cannot end with trailing whitespace",
+		"bad tool name":         "tools.0.name: String should match pattern",
+		"schema not object":     "tools.0.input_schema.type: Input should be 'object'",
+		"unknown forced tool":   `tool_choice.name: tool "u" is not defined in tools`,
+		"forced while thinking": "Thinking may not be enabled when tool_choice forces tool use",
+		"five breakpoints":      "A maximum of 4 blocks with cache_control may be provided. Found 5.",
+	}
 	for name, body := range bad {
-		if err := at.Validate(decode(t, body)); err == nil {
-			t.Errorf("%s: accepted", name)
+		err := at.Validate(decode(t, body))
+		w, ok := why[name]
+		if !ok {
+			t.Fatalf("%s: no expected reason", name)
+		}
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("%s: err = %v, want it to say %q", name, err, w)
 		}
 	}
 }
