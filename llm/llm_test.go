@@ -8,6 +8,8 @@ import (
 	"iter"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestMessageJSONRoundTrip(t *testing.T) {
@@ -15,7 +17,9 @@ func TestMessageJSONRoundTrip(t *testing.T) {
 		User("hi"),
 		Assistant("calling", ToolCall{ID: "c1", Name: "ls", Args: json.RawMessage(`{"path":"/"}`)}),
 		ToolResult(ToolCall{ID: "c1", Name: "ls"}, "nope", true),
-		{Role: RoleAssistant, Content: "done", Reasoning: "because", Extra: map[string]json.RawMessage{"x": json.RawMessage(`{"sig":"a"}`)}},
+		{Role: RoleAssistant, Content: "done", Extra: map[string]json.RawMessage{"x": json.RawMessage(`{"sig":"a"}`)}},
+		NewMessage(RoleAssistant, ReasoningPart("because", &Reasoning{Provider: "p", Signature: "sig"}), TextPart("done")),
+		NewMessage(RoleUser, TextPart("look: "), ImagePart("image/png", []byte{0x89, 'P', 'N', 'G'})),
 	}
 	b, err := json.Marshal(msgs)
 	if err != nil {
@@ -25,13 +29,16 @@ func TestMessageJSONRoundTrip(t *testing.T) {
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(back) != fmt.Sprint(msgs) {
-		t.Errorf("round trip:\n%v\n%v", back, msgs)
+	if diff := cmp.Diff(msgs, back); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
 	}
 	clone := Clone(msgs)
 	clone[1].ToolCalls[0].Args[2] = 'X'
 	clone[3].Extra["x"][0] = '['
-	if string(msgs[1].ToolCalls[0].Args) != `{"path":"/"}` || string(msgs[3].Extra["x"]) != `{"sig":"a"}` {
+	clone[4].Parts[0].Reasoning.Signature = "forged"
+	clone[5].Parts[1].Image.Data[0] = 0
+	if string(msgs[1].ToolCalls[0].Args) != `{"path":"/"}` || string(msgs[3].Extra["x"]) != `{"sig":"a"}` ||
+		msgs[4].Parts[0].Reasoning.Signature != "sig" || msgs[5].Parts[1].Image.Data[0] != 0x89 {
 		t.Error("Clone shares memory with the original")
 	}
 	if !msgs[0].HasText() || (Message{Content: " \n"}).HasText() {

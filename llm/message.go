@@ -29,6 +29,8 @@ const (
 //   - assistant messages use Content and/or ToolCalls;
 //   - tool messages answer one tool call: ToolCallID, Name (the tool's name),
 //     Content (the result text) and IsError.
+//
+// Content beyond text — images, a model's reasoning — is in Parts.
 type Message struct {
 	Role       Role       `json:"role"`
 	Content    string     `json:"content"`
@@ -36,8 +38,10 @@ type Message struct {
 	ToolCallID string     `json:"tool_call_id,omitempty"`
 	Name       string     `json:"name,omitempty"`
 	IsError    bool       `json:"is_error,omitempty"`
-	// Reasoning is a model's visible reasoning text, when a provider returns it.
-	Reasoning string `json:"reasoning,omitempty"`
+	// Parts is the ordered content of a message that carries more than text
+	// (images, a model's reasoning); nil for plain text. When set, Content is
+	// the text of its text parts (see SetParts).
+	Parts []Part `json:"parts,omitempty"`
 	// Extra holds provider-specific data that must be sent back unchanged on
 	// the next request (for example signed thinking blocks), keyed by provider.
 	Extra map[string]json.RawMessage `json:"extra,omitempty"`
@@ -88,12 +92,33 @@ func Clone(msgs []Message) []Message {
 				out[i].ToolCalls[j] = c
 			}
 		}
+		if m.Parts != nil {
+			out[i].Parts = clonedParts(m.Parts)
+		}
 		if m.Extra != nil {
 			out[i].Extra = make(map[string]json.RawMessage, len(m.Extra))
 			for k, v := range m.Extra {
 				out[i].Extra[k] = append(json.RawMessage(nil), v...)
 			}
 		}
+	}
+	return out
+}
+
+func clonedParts(parts []Part) []Part {
+	out := make([]Part, len(parts))
+	for i, p := range parts {
+		if p.Image != nil {
+			img := *p.Image
+			img.Data = append([]byte(nil), img.Data...)
+			p.Image = &img
+		}
+		if p.Reasoning != nil {
+			r := *p.Reasoning
+			r.Extra = append(json.RawMessage(nil), r.Extra...)
+			p.Reasoning = &r
+		}
+		out[i] = p
 	}
 	return out
 }

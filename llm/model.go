@@ -57,6 +57,8 @@ type Settings struct {
 	TopP              *float64 `json:"top_p,omitempty"`
 	Stop              []string `json:"stop,omitempty"`
 	ParallelToolCalls *bool    `json:"parallel_tool_calls,omitempty"`
+	// Reasoning asks the model to think first; nil leaves its default.
+	Reasoning *ReasoningConfig `json:"reasoning,omitempty"`
 }
 
 // Request is one model call.
@@ -78,6 +80,7 @@ const (
 	StopToolCalls StopReason = "tool_calls" // the model asked for tools
 	StopMaxTokens StopReason = "max_tokens" // the output limit cut the answer
 	StopFiltered  StopReason = "filtered"   // a content filter stopped it
+	StopRefusal   StopReason = "refusal"    // the model declined to answer (Response.Refusal)
 	StopOther     StopReason = "other"
 )
 
@@ -89,6 +92,12 @@ type Usage struct {
 	OutputTokens      int `json:"output_tokens"`
 	CachedInputTokens int `json:"cached_input_tokens,omitempty"`
 	CacheWriteTokens  int `json:"cache_write_tokens,omitempty"`
+	// ReasoningTokens is the part of OutputTokens the model spent thinking.
+	ReasoningTokens int `json:"reasoning_tokens,omitempty"`
+	// Unknown is set when a provider reported no usage for a call (or, on a
+	// sum, for at least one of its calls): the counts are then a lower bound,
+	// not a measurement of zero.
+	Unknown bool `json:"unknown,omitempty"`
 }
 
 // Add returns u + v.
@@ -98,6 +107,8 @@ func (u Usage) Add(v Usage) Usage {
 		OutputTokens:      u.OutputTokens + v.OutputTokens,
 		CachedInputTokens: u.CachedInputTokens + v.CachedInputTokens,
 		CacheWriteTokens:  u.CacheWriteTokens + v.CacheWriteTokens,
+		ReasoningTokens:   u.ReasoningTokens + v.ReasoningTokens,
+		Unknown:           u.Unknown || v.Unknown,
 	}
 }
 
@@ -110,4 +121,7 @@ type Response struct {
 	Usage      Usage      `json:"usage"`
 	StopReason StopReason `json:"stop_reason,omitempty"`
 	Model      string     `json:"model,omitempty"`
+	// Refusal is the model's explanation when it declined to answer
+	// (StopReason StopRefusal); empty otherwise.
+	Refusal string `json:"refusal,omitempty"`
 }

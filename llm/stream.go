@@ -99,7 +99,10 @@ func (a *Accumulator) grow(i int) {
 
 // Partial returns the response assembled so far.
 func (a *Accumulator) Partial() *Response {
-	msg := Message{Role: RoleAssistant, Content: a.text.String(), Reasoning: a.reasoning.String()}
+	msg := Message{Role: RoleAssistant, Content: a.text.String()}
+	if r := a.reasoning.String(); r != "" {
+		msg.SetParts(ReasoningThenText(r, msg.Content))
+	}
 	for i, c := range a.calls {
 		if s := a.args[i].String(); s != "" {
 			c.Args = []byte(s)

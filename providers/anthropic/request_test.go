@@ -375,7 +375,7 @@ func TestThinkingRoundTrip(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if resp.Message.Reasoning != "The user wants the file. " || resp.Message.Content != "Reading it now." {
+			if resp.Message.ReasoningText() != "The user wants the file. " || resp.Message.Content != "Reading it now." {
 				t.Fatalf("message %+v", resp.Message)
 			}
 			if _, ok := resp.Message.Extra["anthropic"]; !ok {

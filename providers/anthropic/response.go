@@ -70,7 +70,10 @@ func (b *built) response(msg *anthropic.Message) *llm.Response {
 			skel = append(skel, savedBlock{Type: "tool_use", ID: cb.ID})
 		}
 	}
-	out := llm.Message{Role: llm.RoleAssistant, Content: text.String(), ToolCalls: calls, Reasoning: reasoning.String()}
+	out := llm.Message{Role: llm.RoleAssistant, Content: text.String(), ToolCalls: calls}
+	if r := reasoning.String(); r != "" {
+		out.SetParts(llm.ReasoningThenText(r, out.Content))
+	}
 	if b.answerTool != "" && answer != "" {
 		// The forced tool's input is the structured answer.
 		out.Content = answer

@@ -211,8 +211,8 @@ func TestThoughtSignatureRoundTrip(t *testing.T) {
 		if ids := []string{a1.ToolCalls[0].ID, a1.ToolCalls[1].ID}; !reflect.DeepEqual(ids, []string{"fc-1", "fc-2"}) {
 			t.Errorf("stream=%v: the model's ids must be kept, got %v", stream, ids)
 		}
-		if a1.Reasoning != "I should read the file and list the folder." {
-			t.Errorf("stream=%v: reasoning = %q", stream, a1.Reasoning)
+		if a1.ReasoningText() != "I should read the file and list the folder." {
+			t.Errorf("stream=%v: reasoning = %q", stream, a1.ReasoningText())
 		}
 		msgs = append(msgs, a1, llm.ToolResult(a1.ToolCalls[0], "hello", false), llm.ToolResult(a1.ToolCalls[1], "a.txt", false))
 		r2 := gen(&llm.Request{Messages: msgs, Tools: testTools})

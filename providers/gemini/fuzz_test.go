@@ -132,7 +132,7 @@ func FuzzCollectorRoundTrip(f *testing.F) {
 		resp := c.response()
 		msg := resp.Message
 		partial := acc.Partial().Message
-		if partial.Content != msg.Content || partial.Reasoning != msg.Reasoning || len(partial.ToolCalls) != len(msg.ToolCalls) {
+		if partial.Content != msg.Content || partial.ReasoningText() != msg.ReasoningText() || len(partial.ToolCalls) != len(msg.ToolCalls) {
 			t.Fatalf("events rebuild %+v, response is %+v", partial, msg)
 		}
 		seen := map[string]bool{}

@@ -673,7 +673,7 @@ func TestResponseSchemaAndThinking(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.Message.Content != `{"city":"Oslo"}` || resp.Message.Reasoning != "Thinking about the weather." {
+	if resp.Message.Content != `{"city":"Oslo"}` || resp.Message.ReasoningText() != "Thinking about the weather." {
 		t.Errorf("message = %+v", resp.Message)
 	}
 	g := lastRequest(t, srv).Body.GenerationConfig

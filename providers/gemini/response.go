@@ -164,7 +164,10 @@ func (c *collector) stopReason() llm.StopReason {
 }
 
 func (c *collector) response() *llm.Response {
-	msg := llm.Message{Role: llm.RoleAssistant, Content: c.text.String(), Reasoning: c.reasoning.String(), ToolCalls: c.calls}
+	msg := llm.Message{Role: llm.RoleAssistant, Content: c.text.String(), ToolCalls: c.calls}
+	if r := c.reasoning.String(); r != "" {
+		msg.SetParts(llm.ReasoningThenText(r, msg.Content))
+	}
 	if c.keep {
 		if b, err := json.Marshal(extra{Parts: c.parts}); err == nil {
 			msg.Extra = map[string]json.RawMessage{Provider: b}

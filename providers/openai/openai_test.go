@@ -96,8 +96,8 @@ func TestGenerateToolCallsAndReasoning(t *testing.T) {
 	if resp.StopReason != llm.StopToolCalls {
 		t.Errorf("stop %q", resp.StopReason)
 	}
-	if resp.Message.Reasoning != "I should look both up." {
-		t.Errorf("reasoning %q", resp.Message.Reasoning)
+	if resp.Message.ReasoningText() != "I should look both up." {
+		t.Errorf("reasoning %q", resp.Message.ReasoningText())
 	}
 }
 
@@ -185,8 +185,8 @@ func TestStreamedAnswer(t *testing.T) {
 	if text.String() != "Streaming, ünïcode and all." || final.Message.Content != text.String() {
 		t.Errorf("text %q, final %q", text.String(), final.Message.Content)
 	}
-	if reasoning.String() != "think" || final.Message.Reasoning != "think" {
-		t.Errorf("reasoning %q / %q", reasoning.String(), final.Message.Reasoning)
+	if reasoning.String() != "think" || final.Message.ReasoningText() != "think" {
+		t.Errorf("reasoning %q / %q", reasoning.String(), final.Message.ReasoningText())
 	}
 	if want := (llm.Usage{InputTokens: 11, OutputTokens: 5, CachedInputTokens: 2}); final.Usage != want {
 		t.Errorf("usage %+v", final.Usage)

@@ -25,8 +25,10 @@ func (m *Model) response(c *sdk.ChatCompletion) (*llm.Response, error) {
 		return nil, &llm.APIError{Kind: llm.ErrKindServer, Provider: m.provider, Message: errNoChoices}
 	}
 	ch := c.Choices[0]
-	msg := llm.Message{Role: llm.RoleAssistant, Content: ch.Message.Content,
-		Reasoning: extraString(ch.Message.JSON.ExtraFields)}
+	msg := llm.Message{Role: llm.RoleAssistant, Content: ch.Message.Content}
+	if r := extraString(ch.Message.JSON.ExtraFields); r != "" {
+		msg.SetParts(llm.ReasoningThenText(r, msg.Content))
+	}
 	for _, tc := range ch.Message.ToolCalls {
 		if tc.Type != "" && tc.Type != "function" {
 			continue // we never offer custom tools

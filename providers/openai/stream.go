@@ -223,7 +223,10 @@ func (s *streamState) toolDelta(tc *sdk.ChatCompletionChunkChoiceDeltaToolCall) 
 
 // response is the complete response the stream described.
 func (s *streamState) response() *llm.Response {
-	msg := llm.Message{Role: llm.RoleAssistant, Content: s.text.String(), Reasoning: s.reasoning.String()}
+	msg := llm.Message{Role: llm.RoleAssistant, Content: s.text.String()}
+	if r := s.reasoning.String(); r != "" {
+		msg.SetParts(llm.ReasoningThenText(r, msg.Content))
+	}
 	for i, c := range s.calls {
 		c.Args = json.RawMessage(argsString(json.RawMessage(s.args[i].String())))
 		msg.ToolCalls = append(msg.ToolCalls, c)
