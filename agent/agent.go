@@ -68,6 +68,9 @@ type Config struct {
 	Response *ResponseFormat
 	// Stream makes the loop call Model.Stream and emit model.delta events.
 	Stream bool
+	// Reasoning asks the model to think before it answers (an effort or a
+	// token budget), sent with every request; nil leaves the model's default.
+	Reasoning *llm.ReasoningConfig
 }
 
 // Middleware extends an agent. Every field is optional.

@@ -52,6 +52,9 @@ type Spec struct {
 	ExactTools bool
 	// Model answers the subagent; nil means the parent's model.
 	Model llm.Model
+	// Reasoning asks the subagent's model to think first; nil inherits the
+	// parent's setting.
+	Reasoning *llm.ReasoningConfig
 	// Middleware wrap the subagent's model and tool calls.
 	Middleware []agent.Middleware
 	// ResponseFormat makes the receipt structured JSON. It is a Go struct
