@@ -61,6 +61,10 @@ type Config struct {
 	// agent and every subagent. Nil means offload.Defaults(); a zero
 	// offload.Config turns offloading off.
 	Offload *offload.Config
+	// Reasoning asks the model to think before it answers (an effort or a
+	// token budget), for the agent and every subagent whose spec sets none.
+	// Nil leaves the model's default.
+	Reasoning *llm.ReasoningConfig
 }
 
 // ConfigError is an assembly-time rejection: New returns no other kind of
@@ -127,6 +131,7 @@ func New(cfg Config) (*agent.Agent, error) {
 		MaxSteps:       cfg.MaxSteps,
 		MaxParallel:    cfg.MaxParallel,
 		Stream:         cfg.Stream,
+		Reasoning:      cfg.Reasoning,
 	})
 	if err != nil {
 		return nil, err
@@ -143,6 +148,7 @@ func New(cfg Config) (*agent.Agent, error) {
 	return agent.New(agent.Config{
 		Name: cfg.Name, Model: cfg.Model, System: cfg.SystemPrompt, Tools: tools, Middleware: append(slices.Clone(hooks), off),
 		MaxSteps: cfg.MaxSteps, MaxParallel: cfg.MaxParallel, Backend: cfg.Backend, Response: rf, Stream: cfg.Stream,
+		Reasoning: cfg.Reasoning,
 	})
 }
 

@@ -9,7 +9,8 @@
 // result.
 //
 // A run that does not end with StatusOK always returns an error next to its
-// Result: a *RunError wrapping ErrFailed, ErrLimit or ErrCancelled, so
+// Result: a *RunError wrapping ErrFailed, ErrLimit, ErrCancelled or
+// ErrRefused, so
 // checking err alone never mistakes a cut-off run for a finished one.
 // Assembly problems are *ConfigError values.
 package agent
@@ -18,6 +19,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -69,7 +71,11 @@ type Config struct {
 	// Stream makes the loop call Model.Stream and emit model.delta events.
 	Stream bool
 	// Reasoning asks the model to think before it answers (an effort or a
-	// token budget), sent with every request; nil leaves the model's default.
+	// token budget), sent with every request as Settings.Reasoning; nil
+	// leaves the model's default. When the model implements
+	// llm.SettingsChecker, New asks it about the settings: a combination it
+	// refuses is a *ConfigError, and settings it drops are reported by a
+	// warning event at the start of every run.
 	Reasoning *llm.ReasoningConfig
 }
 
@@ -149,6 +155,11 @@ type Agent struct {
 	respTool *responseTool
 	// idle hands tool calls to the agent's idle worker goroutines.
 	idle chan func()
+	// settings are sent with every request; dropped names those the model
+	// said it will not send.
+	settings llm.Settings
+	dropped  []string
+	caps     llm.Capabilities
 
 	tokOnce  sync.Once
 	tokTotal int
@@ -170,6 +181,10 @@ func New(cfg Config) (*Agent, error) {
 	if a.name == "" {
 		a.name = DefaultName
 	}
+	if err := a.checkSettings(); err != nil {
+		return nil, err
+	}
+	a.caps = llm.CapabilitiesOf(cfg.Model)
 	var sections []string
 	if cfg.System != "" {
 		sections = append(sections, cfg.System)
@@ -209,6 +224,40 @@ func New(cfg Config) (*Agent, error) {
 	return a, nil
 }
 
+// checkSettings validates the reasoning setting and asks a model that can
+// tell which of the settings it refuses or drops.
+func (a *Agent) checkSettings() error {
+	if r := a.cfg.Reasoning; r != nil {
+		switch r.Effort {
+		case "", llm.EffortLow, llm.EffortMedium, llm.EffortHigh:
+		default:
+			return configErr("agent %s: reasoning effort %q is not one of low, medium, high", a.name, r.Effort)
+		}
+		if r.BudgetTokens < 0 {
+			return configErr("agent %s: reasoning budget_tokens is %d; it must be 0 (none) or more", a.name, r.BudgetTokens)
+		}
+		if !r.IsZero() {
+			rc := *r
+			a.settings.Reasoning = &rc
+		}
+	}
+	if sc, ok := a.cfg.Model.(llm.SettingsChecker); ok {
+		dropped, err := sc.CheckSettings(a.settings)
+		if err != nil {
+			return &ConfigError{Msg: fmt.Sprintf("agent %s: the model refuses its settings: %v", a.name, err), Err: err}
+		}
+		a.dropped = slices.Clone(dropped)
+	}
+	return nil
+}
+
+// Settings returns the settings sent with every request.
+func (a *Agent) Settings() llm.Settings { return a.settings }
+
+// DroppedSettings names the settings the model said it does not send; each
+// run reports them in a warning event.
+func (a *Agent) DroppedSettings() []string { return slices.Clone(a.dropped) }
+
 // Name returns the agent's name.
 func (a *Agent) Name() string { return a.name }
 
@@ -229,12 +278,15 @@ type Status string
 
 // Run statuses. Every status but StatusOK comes with an error that wraps
 // its sentinel: StatusError ErrFailed, StatusLimit ErrLimit, StatusCancelled
-// ErrCancelled.
+// ErrCancelled, StatusRefused ErrRefused.
 const (
 	StatusOK        Status = "ok"
 	StatusError     Status = "error"
 	StatusLimit     Status = "limit"
 	StatusCancelled Status = "cancelled"
+	// StatusRefused: the model declined to answer (Result.Refusal says
+	// why). A refusal is not an empty answer.
+	StatusRefused Status = "refused"
 )
 
 // State is what a run owns and returns: the conversation and, with the
@@ -278,7 +330,9 @@ type Result struct {
 	Status Status `json:"status"`
 	// Error says why a run did not end with StatusOK (the text of Err).
 	Error string `json:"error,omitempty"`
-	State State  `json:"state"`
+	// Refusal is the model's explanation of a refusal (StatusRefused).
+	Refusal string `json:"refusal,omitempty"`
+	State   State  `json:"state"`
 	// Output is the structured response, when Config.Response is set.
 	Output json.RawMessage `json:"output,omitempty"`
 	// Rounds is the number of model calls this run made (children excluded).
@@ -298,8 +352,8 @@ type Result struct {
 }
 
 // Err returns nil for a run that ended with StatusOK and otherwise the same
-// error Invoke returned: a *RunError that wraps ErrFailed, ErrLimit or
-// ErrCancelled and the cause. For a Result that was built or decoded rather
+// error Invoke returned: a *RunError that wraps ErrFailed, ErrLimit,
+// ErrCancelled or ErrRefused and the cause. For a Result that was built or decoded rather
 // than returned by a run, the error is made from Status and Error.
 func (r *Result) Err() error {
 	if r == nil || r.Status == StatusOK || r.Status == "" {
@@ -336,7 +390,8 @@ func (r *Result) Child(callID string) (*Result, bool) {
 }
 
 // LastText returns the text of the last assistant message with non-blank
-// text in msgs.
+// text in msgs. Only text parts count: a message that holds nothing but the
+// model's reasoning has no text.
 func LastText(msgs []llm.Message) string {
 	for i := len(msgs) - 1; i >= 0; i-- {
 		if msgs[i].Role == llm.RoleAssistant && msgs[i].HasText() {

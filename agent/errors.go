@@ -16,6 +16,7 @@ import (
 //	switch {
 //	case errors.Is(err, agent.ErrLimit):     // res holds the work done so far
 //	case errors.Is(err, agent.ErrCancelled): // also matches context.Canceled
+//	case errors.Is(err, agent.ErrRefused):   // the model declined; Result.Refusal says why
 //	case err != nil:                         // agent.ErrFailed
 //	}
 var (
@@ -32,6 +33,11 @@ var (
 	// context's cause (context.Canceled, context.DeadlineExceeded, or the
 	// cause given to context.WithCancelCause).
 	ErrCancelled = errors.New("the run was cancelled")
+	// ErrRefused is wrapped by the error of a run that ended with
+	// StatusRefused: the model declined to answer (a safety refusal), so
+	// there is no answer to return. Result.Refusal holds the model's
+	// explanation.
+	ErrRefused = errors.New("the model declined to answer")
 )
 
 // RunError is the error of a run that did not end with StatusOK. Its text is
@@ -69,6 +75,8 @@ func statusSentinel(s Status) error {
 		return ErrLimit
 	case StatusCancelled:
 		return ErrCancelled
+	case StatusRefused:
+		return ErrRefused
 	}
 	return ErrFailed
 }
@@ -103,3 +111,13 @@ type timeoutError struct{ d time.Duration }
 func (e *timeoutError) Error() string { return fmt.Sprintf("timed out after %s", e.d) }
 
 func (e *timeoutError) Is(target error) bool { return target == context.DeadlineExceeded }
+
+// refusalError is the cause of a refused run: the model's own words.
+type refusalError struct{ text string }
+
+func (e *refusalError) Error() string {
+	if e.text == "" {
+		return "the model declined to answer"
+	}
+	return "the model declined to answer: " + e.text
+}

@@ -31,6 +31,10 @@ const (
 	// Notice is something a middleware wants the user to know that is not a
 	// failure of the run, e.g. a large text that could not be saved to a file.
 	Notice EventType = "notice"
+	// Warning reports something the run does differently from what its
+	// configuration asked, e.g. a setting the model does not take and that is
+	// dropped from every request. Emitted right after run.start.
+	Warning EventType = "warning"
 )
 
 // Event is one thing that happened in a run. Exactly one of the payload
@@ -56,6 +60,7 @@ type Event struct {
 	Conflict *vfs.Conflict    `json:"conflict,omitempty"`
 	Subagent *SubagentInfo    `json:"subagent,omitempty"`
 	Notice   *NoticeInfo      `json:"notice,omitempty"`
+	Warning  *WarningInfo     `json:"warning,omitempty"`
 }
 
 // RunInfo is the payload of run.start and run.end.
@@ -86,8 +91,11 @@ type ResponseInfo struct {
 	StopReason llm.StopReason `json:"stop_reason,omitempty"`
 	Text       string         `json:"text,omitempty"`
 	ToolCalls  []string       `json:"tool_calls,omitempty"` // names, in order
-	DurationMS float64        `json:"duration_ms"`
-	Message    *llm.Message   `json:"-"`
+	// Refusal is the model's explanation when it declined to answer
+	// (StopReason refusal).
+	Refusal    string       `json:"refusal,omitempty"`
+	DurationMS float64      `json:"duration_ms"`
+	Message    *llm.Message `json:"-"`
 }
 
 // RetryInfo describes a model call attempt that failed and will be retried.
@@ -179,4 +187,12 @@ type SubagentInfo struct {
 type NoticeInfo struct {
 	Source string `json:"source"` // who reports it, e.g. a middleware's name
 	Text   string `json:"text"`
+}
+
+// WarningInfo is the payload of a warning event.
+type WarningInfo struct {
+	Source string `json:"source"` // who reports it, e.g. "settings"
+	// Dropped names the settings that are not sent (settings warnings).
+	Dropped []string `json:"dropped,omitempty"`
+	Text    string   `json:"text"`
 }

@@ -76,7 +76,7 @@ func (a *Agent) Run(ctx context.Context, in Input, opts ...RunOption) iter.Seq2[
 
 // Invoke runs to the end and returns the result. The error is nil only when
 // the run ended with StatusOK; otherwise it is Result.Err(), which wraps
-// ErrFailed, ErrLimit or ErrCancelled. A result is returned whenever the run
+// ErrFailed, ErrLimit, ErrCancelled or ErrRefused. A result is returned whenever the run
 // started, so the work of a cut-off run is never lost.
 func (a *Agent) Invoke(ctx context.Context, in Input, opts ...RunOption) (*Result, error) {
 	return Drain(a.Run(ctx, in, opts...), nil)
@@ -228,6 +228,11 @@ func (r *run) loop(parent context.Context) {
 		defer stop()
 	}
 	r.emit(Event{Type: RunStart, Run: &RunInfo{}})
+	if len(r.a.dropped) > 0 {
+		r.emit(Event{Type: Warning, Warning: &WarningInfo{Source: "settings", Dropped: slices.Clone(r.a.dropped),
+			Text: fmt.Sprintf("the model does not take %s, so %s not sent with its requests",
+				strings.Join(r.a.dropped, ", "), isAre(len(r.a.dropped)))}})
+	}
 	status, err := r.steps(ctx)
 	if status == StatusCancelled {
 		if err == nil {
@@ -247,8 +252,19 @@ func (r *run) loop(parent context.Context) {
 	}
 }
 
+func isAre(n int) string {
+	if n == 1 {
+		return "it is"
+	}
+	return "they are"
+}
+
 func (r *run) result(status Status, err error) *Result {
 	res := &Result{Agent: r.path, Status: status, State: r.state, Rounds: r.rounds, Children: r.children}
+	var re *refusalError
+	if errors.As(err, &re) {
+		res.Refusal = re.text
+	}
 	if status != StatusOK {
 		res.err = &RunError{Agent: r.path, Status: status, Err: err}
 		res.Error = res.err.Error()
@@ -283,7 +299,7 @@ func (r *run) steps(ctx context.Context) (Status, error) {
 			return StatusLimit, fmt.Errorf("stopped after %d %s (the step limit)", r.maxSteps, calls)
 		}
 		n := len(r.state.Messages)
-		req := &llm.Request{System: r.system, Messages: r.state.Messages[:n:n], Tools: a.specs}
+		req := &llm.Request{System: r.system, Messages: r.state.Messages[:n:n], Tools: a.specs, Settings: a.settings}
 		for _, m := range a.cfg.Middleware {
 			if m.BeforeModel != nil {
 				if err := m.BeforeModel(ctx, StepInfo{Agent: r.path, Round: r.rounds, State: &r.state, Files: r.backend, Emit: r.emit}, req); err != nil {
@@ -309,6 +325,15 @@ func (r *run) steps(ctx context.Context) (Status, error) {
 		}
 		msg := resp.Message
 		msg.Role = llm.RoleAssistant
+		refused := resp.StopReason == llm.StopRefusal
+		if refused {
+			// Nothing the model asked for runs, and the history keeps what it
+			// said: its text, or else the refusal itself.
+			msg.ToolCalls = nil
+			if !msg.HasText() && resp.Refusal != "" {
+				msg.SetParts(append(slices.Clone(msg.AllParts()), llm.TextPart(resp.Refusal)))
+			}
+		}
 		if len(msg.ToolCalls) > 0 {
 			msg.ToolCalls = slices.Clone(msg.ToolCalls)
 			for i := range msg.ToolCalls {
@@ -323,11 +348,18 @@ func (r *run) steps(ctx context.Context) (Status, error) {
 		r.usage = r.usage.Add(resp.Usage)
 		r.state.Messages = append(r.state.Messages, msg)
 		info := &ResponseInfo{Round: r.rounds - 1, Usage: resp.Usage, StopReason: resp.StopReason, Text: msg.Content,
-			DurationMS: ms(time.Since(start)), Message: &r.state.Messages[len(r.state.Messages)-1]}
+			Refusal: resp.Refusal, DurationMS: ms(time.Since(start)), Message: &r.state.Messages[len(r.state.Messages)-1]}
 		for _, c := range msg.ToolCalls {
 			info.ToolCalls = append(info.ToolCalls, c.Name)
 		}
 		r.emit(Event{Type: ModelResponse, Response: info})
+		if refused {
+			text := resp.Refusal
+			if text == "" {
+				text = strings.TrimSpace(msg.Content)
+			}
+			return StatusRefused, &refusalError{text: text}
+		}
 
 		if len(msg.ToolCalls) == 0 {
 			if a.respTool == nil || r.output != nil {
@@ -480,7 +512,7 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 			tracked[i] = vfs.Track(r.backend)
 			files = tracked[i]
 		}
-		env := &tool.Env{CallID: c.ID, Agent: r.path, Files: files, Request: req}
+		env := &tool.Env{CallID: c.ID, Agent: r.path, Files: files, Request: req, Capabilities: r.a.caps}
 		env.Progress = func(text string) {
 			b.send(item{ev: &Event{Type: ToolProgress, Agent: r.path, TaskCall: r.instance, Time: time.Now(),
 				Tool: &ToolInfo{CallID: c.ID, Name: c.Name, Text: text}}})
@@ -584,7 +616,7 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 
 func (r *run) appendResults(calls []llm.ToolCall, results []tool.Result) {
 	for i, c := range calls {
-		r.state.Messages = append(r.state.Messages, llm.ToolResult(c, results[i].Content, results[i].IsError))
+		r.state.Messages = append(r.state.Messages, results[i].Message(c))
 	}
 }
 

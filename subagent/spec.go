@@ -53,7 +53,8 @@ type Spec struct {
 	// Model answers the subagent; nil means the parent's model.
 	Model llm.Model
 	// Reasoning asks the subagent's model to think first; nil inherits the
-	// parent's setting.
+	// parent's setting (for a fork too). Checked at assembly against the
+	// subagent's model like the parent's.
 	Reasoning *llm.ReasoningConfig
 	// Middleware wrap the subagent's model and tool calls.
 	Middleware []agent.Middleware

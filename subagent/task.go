@@ -112,6 +112,9 @@ type Config struct {
 	MaxParallel int
 	// Stream makes children stream their model calls.
 	Stream bool
+	// Reasoning is the parent's reasoning setting, used by every child whose
+	// spec sets none (forks included).
+	Reasoning *llm.ReasoningConfig
 }
 
 // Task is the task tool. It implements agent.Nested, so a child's events
@@ -207,7 +210,10 @@ func NewTask(cfg Config) (*Task, error) {
 		}
 		ac := agent.Config{
 			Name: s.Name, Model: model, MaxSteps: s.MaxSteps, MaxParallel: cfg.MaxParallel,
-			Response: formats[i], Stream: cfg.Stream,
+			Response: formats[i], Stream: cfg.Stream, Reasoning: s.Reasoning,
+		}
+		if ac.Reasoning == nil {
+			ac.Reasoning = cfg.Reasoning
 		}
 		if ac.MaxSteps == 0 {
 			ac.MaxSteps = cfg.MaxSteps
@@ -375,6 +381,17 @@ func (t *Task) runChild(ctx context.Context, c *child, in agent.Input, opts []ag
 
 func failureReceipt(name string, status agent.Status, reason string, res *agent.Result) string {
 	var b strings.Builder
+	if status == agent.StatusRefused {
+		fmt.Fprintf(&b, "Subagent %s declined the task", name)
+		if why := firstLine(res.Refusal); why != "" {
+			fmt.Fprintf(&b, ": %s", why)
+		}
+		b.WriteString(". It gave no report; do the task another way or rephrase it.")
+		if len(res.Changed) > 0 {
+			fmt.Fprintf(&b, "\nFiles it changed were kept: %s.", strings.Join(res.Changed, ", "))
+		}
+		return b.String()
+	}
 	fmt.Fprintf(&b, "Subagent %s did not finish (status: %s", name, status)
 	if reason != "" {
 		if i := strings.IndexByte(reason, '\n'); i >= 0 {
@@ -390,6 +407,14 @@ func failureReceipt(name string, status agent.Status, reason string, res *agent.
 		fmt.Fprintf(&b, "\nFiles it changed were kept: %s.", strings.Join(res.Changed, ", "))
 	}
 	return b.String()
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = strings.TrimSpace(s[:i])
+	}
+	return s
 }
 
 // refusal is a fork child's task tool: the same definition as the parent's,

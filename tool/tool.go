@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/vfs"
@@ -44,6 +45,9 @@ type Env struct {
 	// Progress reports a line of progress; it becomes a tool.progress event.
 	// Nil outside an agent run.
 	Progress func(text string)
+	// Capabilities say what the calling agent's model accepts beyond text,
+	// so a tool can answer with an image only to a model that reads one.
+	Capabilities llm.Capabilities
 }
 
 // Report sends a progress line if the environment accepts one.
@@ -64,6 +68,57 @@ type Result struct {
 	// Stop ends the agent's run once the current batch of tool calls is done
 	// (used by structured-response tools).
 	Stop bool
+	// Parts is the ordered content of a result that carries more than text,
+	// such as an image; nil for a text result. Content is then the text of
+	// its text parts (see WithParts), which is what events show and what a
+	// middleware that rewrites Content changes: the tool message keeps the
+	// other parts in place around the new text.
+	Parts []llm.Part
+}
+
+// WithParts returns a successful result made of parts, in order, with
+// Content set to the text of its text parts.
+func WithParts(parts ...llm.Part) Result {
+	m := llm.NewMessage(llm.RoleTool, parts...)
+	return Result{Content: m.Content, Parts: m.Parts}
+}
+
+// Message returns the tool message that answers call with r: a plain text
+// message, or one with r's parts. When Content no longer equals the text of
+// the parts (a middleware replaced or extended it), the text parts give way
+// to one text part holding Content, where the first of them was, so no image
+// is lost and no stale text is sent.
+func (r Result) Message(call llm.ToolCall) llm.Message {
+	m := llm.ToolResult(call, r.Content, r.IsError)
+	if len(r.Parts) == 0 {
+		return m
+	}
+	var text strings.Builder
+	for _, p := range r.Parts {
+		if p.Type == llm.PartText {
+			text.WriteString(p.Text)
+		}
+	}
+	parts := r.Parts
+	if text.String() != r.Content {
+		parts = make([]llm.Part, 0, len(r.Parts)+1)
+		placed := false
+		for _, p := range r.Parts {
+			if p.Type != llm.PartText {
+				parts = append(parts, p)
+				continue
+			}
+			if !placed && r.Content != "" {
+				parts = append(parts, llm.TextPart(r.Content))
+			}
+			placed = true
+		}
+		if !placed && r.Content != "" {
+			parts = append([]llm.Part{llm.TextPart(r.Content)}, parts...)
+		}
+	}
+	m.SetParts(parts)
+	return m
 }
 
 // Text returns a successful result.

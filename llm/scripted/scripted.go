@@ -12,6 +12,8 @@ package scripted
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -51,8 +53,15 @@ type Step struct {
 	DelayMS *float64 `json:"delay_ms,omitempty"`
 	// Error makes the call fail with this message instead of replying.
 	Error string `json:"error,omitempty"`
-	// Usage overrides the counted usage.
+	// Usage overrides the counted usage; {"unknown": true} is a call whose
+	// provider reported none.
 	Usage *llm.Usage `json:"usage,omitempty"`
+	// Reasoning is the model's thinking before the reply: a reasoning part
+	// ahead of the text, from provider "scripted", signed (see Signature).
+	Reasoning string `json:"reasoning,omitempty"`
+	// Refusal makes the model decline: the reply stops with reason refusal
+	// and this explanation, and its tool calls are not made.
+	Refusal string `json:"refusal,omitempty"`
 }
 
 // StepCall is one tool call of a step. ID is generated when empty.
@@ -107,6 +116,41 @@ type Options struct {
 	// Func, when set, answers instead of the script; for programmatic
 	// scripts such as benchmarks.
 	Func func(ci llm.CallInfo, req *llm.Request) (Step, error)
+	// NoImages makes the model report that it does not read images (by
+	// default it reports images and reasoning as capabilities).
+	NoImages bool
+}
+
+// Provider is the name the scripted model signs its reasoning parts with.
+const Provider = "scripted"
+
+// Capabilities implements llm.CapabilityReporter: the scripted model takes
+// reasoning settings and, unless Options.NoImages, image parts.
+func (m *Model) Capabilities() llm.Capabilities {
+	return llm.Capabilities{Images: !m.opts.NoImages, Reasoning: true}
+}
+
+// Signature is the signature the scripted model gives a reasoning text:
+// stable across runs, so transcripts can be compared, and different for any
+// other text. Like the real services, the model refuses a request whose
+// history holds one of its reasoning parts with a signature that does not
+// match its text.
+func Signature(text string) string {
+	h := sha256.Sum256([]byte("scripted reasoning\x00" + text))
+	return "sig_" + hex.EncodeToString(h[:8])
+}
+
+// checkReasoning finds a scripted reasoning part of the history whose
+// signature does not match its text.
+func checkReasoning(req *llm.Request) error {
+	for i, msg := range req.Messages {
+		for _, p := range msg.ReasoningFor(Provider) {
+			if p.Reasoning.Signature != Signature(p.Text) {
+				return fmt.Errorf("scripted model: the reasoning in message %d was altered (its signature does not match its text)", i)
+			}
+		}
+	}
+	return nil
 }
 
 // Record is one request the model received.
@@ -218,6 +262,9 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, 
 
 	step, caseIndex, err := m.pick(ci, req, inst, round)
 	rec.Case = caseIndex
+	if err == nil {
+		err = checkReasoning(req)
+	}
 	delay := m.opts.Delay
 	if err == nil && step.DelayMS != nil {
 		delay = time.Duration(*step.DelayMS * float64(time.Millisecond))
@@ -307,6 +354,14 @@ func clip(s string, n int) string {
 
 func (m *Model) reply(ci llm.CallInfo, req *llm.Request, inst *instance, round, caseIndex int, step Step) *llm.Response {
 	msg := llm.Message{Role: llm.RoleAssistant, Content: step.Content}
+	if step.Reasoning != "" {
+		parts := []llm.Part{llm.ReasoningPart(step.Reasoning,
+			&llm.Reasoning{Provider: Provider, Signature: Signature(step.Reasoning)})}
+		if step.Content != "" {
+			parts = append(parts, llm.TextPart(step.Content))
+		}
+		msg.SetParts(parts)
+	}
 	for i, c := range step.ToolCalls {
 		id := c.ID
 		if id == "" {
@@ -319,7 +374,10 @@ func (m *Model) reply(ci llm.CallInfo, req *llm.Request, inst *instance, round, 
 		msg.ToolCalls = append(msg.ToolCalls, llm.ToolCall{ID: id, Name: c.Name, Args: args})
 	}
 	resp := &llm.Response{Message: msg, StopReason: llm.StopEnd, Model: "scripted"}
-	if len(msg.ToolCalls) > 0 {
+	switch {
+	case step.Refusal != "":
+		resp.StopReason, resp.Refusal = llm.StopRefusal, step.Refusal
+	case len(msg.ToolCalls) > 0:
 		resp.StopReason = llm.StopToolCalls
 	}
 	switch {
@@ -327,6 +385,12 @@ func (m *Model) reply(ci llm.CallInfo, req *llm.Request, inst *instance, round, 
 		resp.Usage = *step.Usage
 	case !m.opts.NoUsage:
 		resp.Usage = m.count(req, inst, msg)
+		if step.Reasoning != "" {
+			// Thinking is output the model spent; counted with the reply.
+			r := tokens.Count(tokens.O200k, step.Reasoning)
+			resp.Usage.ReasoningTokens = r
+			resp.Usage.OutputTokens += r
+		}
 	}
 	return resp
 }
