@@ -166,7 +166,7 @@ var errRevoked = errors.New("access revoked")
 func TestEveryStatusButOKIsAnError(t *testing.T) {
 	slow := 5000.0
 	schema := json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`)
-	sentinels := []error{agent.ErrFailed, agent.ErrLimit, agent.ErrCancelled}
+	sentinels := []error{agent.ErrFailed, agent.ErrLimit, agent.ErrCancelled, agent.ErrRefused}
 	type setup struct {
 		cfg  agent.Config
 		ctx  func(context.Context) (context.Context, context.CancelFunc)
@@ -230,6 +230,9 @@ func TestEveryStatusButOKIsAnError(t *testing.T) {
 				// The caller's deadline comes first: a cancellation, not the run's own limit.
 				opts: []agent.RunOption{agent.WithTimeout(time.Second)}}
 		}, agent.StatusCancelled, []error{context.DeadlineExceeded}, "context deadline exceeded"},
+		{"refused", func() setup {
+			return setup{cfg: agent.Config{Model: script(scripted.Step{Refusal: "I can't help with that request."})}}
+		}, agent.StatusRefused, nil, "the model declined to answer: I can't help with that request."},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -280,7 +283,7 @@ func TestEveryStatusButOKIsAnError(t *testing.T) {
 						t.Errorf("%s: %q, want %q", name, e, c.text)
 					}
 					for _, s := range sentinels {
-						want := map[agent.Status]error{agent.StatusError: agent.ErrFailed, agent.StatusLimit: agent.ErrLimit, agent.StatusCancelled: agent.ErrCancelled}[c.status]
+						want := map[agent.Status]error{agent.StatusError: agent.ErrFailed, agent.StatusLimit: agent.ErrLimit, agent.StatusCancelled: agent.ErrCancelled, agent.StatusRefused: agent.ErrRefused}[c.status]
 						if errors.Is(e, s) != (s == want) {
 							t.Errorf("%s: errors.Is(%v, %v) = %v", name, e, s, !(s == want))
 						}

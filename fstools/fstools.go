@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -37,6 +38,9 @@ const (
 	DefaultMaxOutputChars = 80_000
 	// DefaultGrepMaxFileBytes is the largest file grep loads to search.
 	DefaultGrepMaxFileBytes = 10 << 20
+	// DefaultMaxImageBytes is the largest image read_file hands to a model
+	// that reads images.
+	DefaultMaxImageBytes = 5 << 20
 )
 
 // Names lists the tools' names in the order Tools returns them.
@@ -67,6 +71,10 @@ type Options struct {
 	// skipped and named (DefaultGrepMaxFileBytes). Files already in memory
 	// are always searched.
 	GrepMaxFileBytes int64
+	// MaxImageBytes is the largest image (PNG, JPEG, GIF or WebP) read_file
+	// returns as an image part to a model that reads images; a larger one
+	// gets a note with its size (DefaultMaxImageBytes).
+	MaxImageBytes int64
 }
 
 func (o Options) withDefaults() Options {
@@ -90,6 +98,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.GrepMaxFileBytes <= 0 {
 		o.GrepMaxFileBytes = DefaultGrepMaxFileBytes
+	}
+	if o.MaxImageBytes <= 0 {
+		o.MaxImageBytes = DefaultMaxImageBytes
 	}
 	return o
 }
@@ -124,6 +135,14 @@ func build(opts Options) []tool.Tool {
 
 // define builds one tool from a typed function and a hand-written schema.
 func define[In any](name, desc, schema string, fn func(ctx context.Context, fs vfs.Backend, in In) (tool.Result, error)) tool.Tool {
+	return defineEnv(name, desc, schema, func(ctx context.Context, env *tool.Env, in In) (tool.Result, error) {
+		return fn(ctx, env.Files, in)
+	})
+}
+
+// defineEnv is define for a tool that needs more of the call's env than
+// its files; env and env.Files are never nil in fn.
+func defineEnv[In any](name, desc, schema string, fn func(ctx context.Context, env *tool.Env, in In) (tool.Result, error)) tool.Tool {
 	return tool.MustFunc(name, desc, func(ctx context.Context, env *tool.Env, in In) (tool.Result, error) {
 		if env == nil || env.Files == nil {
 			return tool.Errorf("Error: no filesystem is attached to this agent, so %s cannot run.", name), nil
@@ -131,7 +150,7 @@ func define[In any](name, desc, schema string, fn func(ctx context.Context, fs v
 		if err := ctx.Err(); err != nil {
 			return tool.Result{}, context.Cause(ctx)
 		}
-		return fn(ctx, env.Files, in)
+		return fn(ctx, env, in)
 	}, tool.WithSchema(json.RawMessage(schema)))
 }
 
@@ -243,6 +262,20 @@ func binaryKind(head []byte) string {
 		return "binary data"
 	}
 	return mime
+}
+
+// imageTypes are the image formats read_file passes to models that read
+// images: the ones every provider with image input accepts.
+var imageTypes = []string{"image/png", "image/jpeg", "image/gif", "image/webp"}
+
+// imageType returns the media type of the image head starts, by its
+// content (never its name), or "" when it is not one of imageTypes.
+func imageType(head []byte) string {
+	mime := http.DetectContentType(head)
+	if slices.Contains(imageTypes, mime) {
+		return mime
+	}
+	return ""
 }
 
 // hasControlBytes reports whether b holds a control byte other than tab,

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/deepagents-go/deepagents/internal/safefile"
+	"github.com/deepagents-go/deepagents/llm"
 
 	"github.com/deepagents-go/deepagents/tool"
 	"github.com/deepagents-go/deepagents/vfs"
@@ -87,8 +88,8 @@ func readTool(o Options) tool.Tool {
 		o.ReadLimit, o.MaxLineChars)
 	schema := fmt.Sprintf(`{"type":"object","properties":{"file_path":{"type":"string","description":"File to read."},"offset":{"type":"integer","description":"0-based index of the first line.","default":0},"limit":{"type":"integer","description":"Max lines to return.","default":%d}},"required":["file_path"],"additionalProperties":false}`,
 		o.ReadLimit)
-	return define("read_file", desc, schema, func(ctx context.Context, fs vfs.Backend, in readArgs) (tool.Result, error) {
-		return runRead(ctx, fs, in, o)
+	return defineEnv("read_file", desc, schema, func(ctx context.Context, env *tool.Env, in readArgs) (tool.Result, error) {
+		return runRead(ctx, env.Files, in, o, env.Capabilities.Images)
 	})
 }
 
@@ -96,7 +97,9 @@ func readTool(o Options) tool.Tool {
 // the lines that remain.
 const maxCountBytes = 64 << 20
 
-func runRead(ctx context.Context, fs vfs.Backend, in readArgs, o Options) (tool.Result, error) {
+// runRead reads a file. images says the model reads images: an image file
+// is then returned as an image part.
+func runRead(ctx context.Context, fs vfs.Backend, in readArgs, o Options, images bool) (tool.Result, error) {
 	p, bad := cleanPath(in.FilePath, "")
 	if bad != nil {
 		return *bad, nil
@@ -129,6 +132,9 @@ func runRead(ctx context.Context, fs vfs.Backend, in readArgs, o Options) (tool.
 	}
 	if len(head) == 0 {
 		return tool.Text(fmt.Sprintf("%s is empty (0 lines).", p)), nil
+	}
+	if mt := imageType(head); mt != "" && images {
+		return readImage(ctx, br, p, mt, entry.Size, o)
 	}
 	if kind := binaryKind(head); kind != "" {
 		return tool.Text(fmt.Sprintf("%s is a binary file (%s, %s), not text, so read_file does not show it.",
@@ -266,6 +272,28 @@ func runRead(ctx context.Context, fs vfs.Backend, in readArgs, o Options) (tool.
 		b.WriteString(strings.Join(notes, "\n"))
 	}
 	return tool.Text(b.String()), nil
+}
+
+// readImage answers read_file on an image for a model that reads images:
+// a line naming the file, its type and size, then the image itself. An
+// image over the size cap gets a note instead.
+func readImage(ctx context.Context, r io.Reader, p, mediaType string, size int64, o Options) (tool.Result, error) {
+	if size > o.MaxImageBytes {
+		return tool.Text(fmt.Sprintf("%s is an image (%s, %s), larger than the %s read_file passes to the model, so it is not shown.",
+			p, mediaType, safefile.Size(size), safefile.Size(o.MaxImageBytes))), nil
+	}
+	data, err := io.ReadAll(io.LimitReader(r, o.MaxImageBytes+1))
+	if err != nil {
+		return failed(ctx, "reading "+p, err)
+	}
+	if int64(len(data)) > o.MaxImageBytes {
+		return tool.Text(fmt.Sprintf("%s is an image (%s, over %s), larger than the %s read_file passes to the model, so it is not shown.",
+			p, mediaType, safefile.Size(o.MaxImageBytes), safefile.Size(o.MaxImageBytes))), nil
+	}
+	return tool.WithParts(
+		llm.TextPart(fmt.Sprintf("%s is an image (%s, %s); it follows.", p, mediaType, safefile.Size(int64(len(data))))),
+		llm.ImagePart(mediaType, data),
+	), nil
 }
 
 // skipLine reads past one line and says how many bytes it had, its newline

@@ -11,7 +11,9 @@
 // request sent to the model carries the notice.
 //
 // Sizes are o200k token counts (package tokens). Texts whose byte length
-// cannot exceed a threshold are never tokenised.
+// cannot exceed a threshold are never tokenised. Only a result's text is
+// measured and saved: its other parts, such as images, reach the model
+// unchanged after the notice.
 package offload
 
 import (
