@@ -382,11 +382,11 @@ func (t *Task) runChild(ctx context.Context, c *child, in agent.Input, opts []ag
 func failureReceipt(name string, status agent.Status, reason string, res *agent.Result) string {
 	var b strings.Builder
 	if status == agent.StatusRefused {
-		fmt.Fprintf(&b, "Subagent %s declined the task", name)
+		fmt.Fprintf(&b, "Subagent %s declined the task and gave no report.", name)
 		if why := firstLine(res.Refusal); why != "" {
-			fmt.Fprintf(&b, ": %s", why)
+			fmt.Fprintf(&b, "\nIts reason: %s", why)
 		}
-		b.WriteString(". It gave no report; do the task another way or rephrase it.")
+		b.WriteString("\nDo the task another way, or rephrase the brief.")
 		if len(res.Changed) > 0 {
 			fmt.Fprintf(&b, "\nFiles it changed were kept: %s.", strings.Join(res.Changed, ", "))
 		}
