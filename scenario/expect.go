@@ -27,11 +27,13 @@ var expectShapes = map[string]string{
 	"subagent_message_contains":  `{"NAME" or "NAME#CASE": text or [texts]}`,
 	"max_concurrent_model_calls": "a whole number",
 	"final_state_keys":           "a list of strings",
+	"status":                     "a string",
+	"parent_messages_exclude":    "a string or a list of strings",
 }
 
 // knownOrder is the order in which known keys are reported.
 var knownOrder = []string{"parent_message_count", "files_include", "files_exclude", "tool_message_contains",
-	"subagent_message_contains", "error_contains", "no_error", "max_concurrent_model_calls", "final_state_keys"}
+	"subagent_message_contains", "parent_messages_exclude", "error_contains", "no_error", "status", "max_concurrent_model_calls", "final_state_keys"}
 
 // strs reads a string or a list of strings.
 func strs(raw json.RawMessage) ([]string, bool) {
@@ -215,6 +217,30 @@ func (s *Scenario) checkKey(key string, v json.RawMessage, t *Transcript, model 
 			return false
 		}
 		add("run finished without error", t.Error == nil, t.Error)
+	case "status":
+		var want string
+		if json.Unmarshal(v, &want) != nil {
+			return false
+		}
+		add(fmt.Sprintf("run status is %s", want), string(t.Status) == want, t.Status)
+	case "parent_messages_exclude":
+		texts, ok := strs(v)
+		if !ok {
+			return false
+		}
+		for _, text := range texts {
+			var found []string
+			for i, m := range t.ParentMessages {
+				in := strings.Contains(m.Content, text)
+				for _, p := range m.Parts {
+					in = in || strings.Contains(p.Text, text) || strings.Contains(p.Signature, text)
+				}
+				if in {
+					found = append(found, fmt.Sprintf("message %d", i))
+				}
+			}
+			add(fmt.Sprintf("no parent message contains %q", text), len(found) == 0, found)
+		}
 	case "max_concurrent_model_calls":
 		n, ok := wholeNumber(v)
 		if !ok {

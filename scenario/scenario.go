@@ -11,6 +11,7 @@ package scenario
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -37,9 +38,15 @@ type Scenario struct {
 	Description string            `json:"description,omitempty"`
 	Input       Input             `json:"input"`
 	Files       map[string]string `json:"files,omitempty"`
+	// BinaryFiles are starting files given as base64, for content that is
+	// not text (an image read_file should see).
+	BinaryFiles map[string]string `json:"binary_files,omitempty"`
 	DelayMS     float64           `json:"delay_ms,omitempty"`
-	Agent       AgentSpec         `json:"agent"`
-	Script      scripted.Script   `json:"script"`
+	// ModelOptions ("model" in JSON) sets what the scripted model reports
+	// it accepts.
+	ModelOptions *ModelSpec      `json:"model,omitempty"`
+	Agent        AgentSpec       `json:"agent"`
+	Script       scripted.Script `json:"script"`
 	// Expect is free-form: any JSON value is accepted and kept as written.
 	// The keys this package knows are evaluated into Transcript.Checks;
 	// nothing in Expect changes the run.
@@ -95,6 +102,13 @@ func normRole(m *llm.Message) error {
 	return nil
 }
 
+// ModelSpec sets the scripted model's capabilities. By default it reads
+// images and takes reasoning settings.
+type ModelSpec struct {
+	// Images false makes the model report that it does not read images.
+	Images *bool `json:"images,omitempty"`
+}
+
 // AgentSpec configures the agent; {} is the default deep agent.
 type AgentSpec struct {
 	SystemPrompt string         `json:"system_prompt,omitempty"`
@@ -104,6 +118,9 @@ type AgentSpec struct {
 	MaxParallel  int            `json:"max_parallel,omitempty"`
 	// Offload sets the offloading thresholds; absent keys keep the defaults.
 	Offload *OffloadSpec `json:"offload,omitempty"`
+	// Reasoning is sent with every request of the agent and of the
+	// subagents that set none: {"effort": "high"} or {"budget_tokens": N}.
+	Reasoning *llm.ReasoningConfig `json:"reasoning,omitempty"`
 }
 
 // OffloadSpec sets when large texts are saved to files (offload.Config):
@@ -149,13 +166,16 @@ type SubagentSpec struct {
 	Skills         []string        `json:"skills,omitempty"`
 	MaxSteps       int             `json:"max_steps,omitempty"`
 	TimeoutMS      float64         `json:"timeout_ms,omitempty"`
+	// Reasoning is the subagent's own reasoning setting; absent inherits
+	// the agent's.
+	Reasoning *llm.ReasoningConfig `json:"reasoning,omitempty"`
 }
 
 // aliases are the JavaScript reference harness's camelCase spellings,
 // accepted wherever the snake_case key is.
 var aliases = map[string]string{"systemPrompt": "system_prompt", "responseFormat": "response_format",
 	"delayMs": "delay_ms", "maxSteps": "max_steps", "maxParallel": "max_parallel", "timeoutMs": "timeout_ms",
-	"toolCalls": "tool_calls"}
+	"toolCalls": "tool_calls", "binaryFiles": "binary_files", "budgetTokens": "budget_tokens"}
 
 // Error is a scenario that cannot be run: a file that cannot be read, text
 // that is not JSON, or a value the format does not allow. Line and Column
@@ -344,6 +364,21 @@ func (s *Scenario) validate(pos map[string]int) error {
 			return errAt(at(keyPath("files", p)), "files: %v", err)
 		}
 	}
+	for _, p := range slices.Sorted(maps.Keys(s.BinaryFiles)) {
+		kp := keyPath("binary_files", p)
+		if _, err := vfs.Clean(p); err != nil {
+			return errAt(at(kp), "binary_files: %v", err)
+		}
+		if _, dup := s.Files[p]; dup {
+			return errAt(at(kp), "%s is given in both files and binary_files; give it once", p)
+		}
+		if _, err := decodeBase64(s.BinaryFiles[p]); err != nil {
+			return errAt(at(kp), "binary_files: %s is not valid base64: %v", p, err)
+		}
+	}
+	if err := checkReasoning(s.Agent.Reasoning, "agent.reasoning", at); err != nil {
+		return err
+	}
 	for _, who := range slices.Sorted(maps.Keys(s.Script)) {
 		as := s.Script[who]
 		base := keyPath("script", who)
@@ -399,11 +434,38 @@ func (s *Scenario) validate(pos map[string]int) error {
 		if sa.MaxSteps < 0 {
 			return errAt(at(p+".max_steps"), "%s.max_steps must not be negative (0 means the parent's limit)", p)
 		}
+		if err := checkReasoning(sa.Reasoning, p+".reasoning", at); err != nil {
+			return err
+		}
 		if sa.TimeoutMS < 0 || sa.TimeoutMS > MaxTimeoutMS {
 			return errAt(at(p+".timeout_ms"), "%s.timeout_ms must be between 0 and %d (24 hours), not %v", p, MaxTimeoutMS, sa.TimeoutMS)
 		}
 	}
 	return nil
+}
+
+func checkReasoning(r *llm.ReasoningConfig, path string, at func(...string) int) error {
+	if r == nil {
+		return nil
+	}
+	switch r.Effort {
+	case "", llm.EffortLow, llm.EffortMedium, llm.EffortHigh:
+	default:
+		return errAt(at(path+".effort", path), `%s.effort is %q; use "low", "medium" or "high"`, path, r.Effort)
+	}
+	if r.BudgetTokens < 0 {
+		return errAt(at(path+".budget_tokens", path), "%s.budget_tokens must not be negative", path)
+	}
+	return nil
+}
+
+// decodeBase64 reads standard base64, padded or not, ignoring line breaks.
+func decodeBase64(s string) ([]byte, error) {
+	s = strings.NewReplacer("\n", "", "\r", "").Replace(s)
+	if b, err := base64.StdEncoding.DecodeString(s); err == nil {
+		return b, nil
+	}
+	return base64.RawStdEncoding.DecodeString(s)
 }
 
 func checkDelay(ms float64, path string, off int) error {
@@ -418,7 +480,11 @@ func checkDelay(ms float64, path string, off int) error {
 
 // Model returns a scripted model playing the scenario's script.
 func (s *Scenario) Model() *scripted.Model {
-	return scripted.New(s.Script, scripted.Options{Delay: time.Duration(s.DelayMS * float64(time.Millisecond))})
+	opts := scripted.Options{Delay: time.Duration(s.DelayMS * float64(time.Millisecond))}
+	if s.ModelOptions != nil && s.ModelOptions.Images != nil {
+		opts.NoImages = !*s.ModelOptions.Images
+	}
+	return scripted.New(s.Script, opts)
 }
 
 // Build assembles the scenario's agent on model. Assembly errors (a spec
@@ -440,7 +506,8 @@ func (s *Scenario) Build(model llm.Model) (*agent.Agent, error) {
 		spec := subagent.Spec{
 			Name: sa.Name, Description: sa.Description, SystemPrompt: sa.SystemPrompt,
 			Mode: subagent.Mode(sa.Mode), Skills: sa.Skills, MaxSteps: sa.MaxSteps,
-			Timeout: time.Duration(sa.TimeoutMS * float64(time.Millisecond)),
+			Timeout:   time.Duration(sa.TimeoutMS * float64(time.Millisecond)),
+			Reasoning: sa.Reasoning,
 		}
 		if sa.Tools != nil {
 			spec.Tools = []tool.Tool{}
@@ -472,6 +539,7 @@ func (s *Scenario) Build(model llm.Model) (*agent.Agent, error) {
 	return deepagents.New(deepagents.Config{
 		Model: model, SystemPrompt: s.Agent.SystemPrompt, Tools: custom, Subagents: specs,
 		MaxSteps: s.Agent.MaxSteps, MaxParallel: s.Agent.MaxParallel, Offload: s.Agent.Offload.config(),
+		Reasoning: s.Agent.Reasoning,
 	})
 }
 

@@ -3,6 +3,7 @@ package scenario
 import (
 	"cmp"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/llm"
@@ -55,6 +57,8 @@ type Round struct {
 	ToolsTokens    int      `json:"tools_tokens"`
 	TStartMS       float64  `json:"t_start_ms"`
 	TEndMS         float64  `json:"t_end_ms"`
+	// Reasoning is the reasoning setting the request carried, if any.
+	Reasoning *llm.ReasoningConfig `json:"reasoning,omitempty"`
 }
 
 // TaskTool describes the task tool as the parent saw it.
@@ -73,6 +77,23 @@ type Message struct {
 	Name       string     `json:"name"`
 	ToolCallID string     `json:"tool_call_id,omitempty"`
 	Status     string     `json:"status"`
+	// Parts lists the content of a message that carries more than text
+	// (reasoning, images), in order; absent for plain text.
+	Parts []Part `json:"parts,omitempty"`
+}
+
+// Part is one content part of a transcript message. An image is shown by
+// its type and size, not its bytes.
+type Part struct {
+	Type      string `json:"type"`
+	Text      string `json:"text,omitempty"`
+	MediaType string `json:"media_type,omitempty"`
+	Bytes     int    `json:"bytes,omitempty"`
+	URL       string `json:"url,omitempty"`
+	// Provider and Signature identify a reasoning part's opaque data.
+	Provider  string `json:"provider,omitempty"`
+	Signature string `json:"signature,omitempty"`
+	Encrypted bool   `json:"encrypted,omitempty"`
 }
 
 // ToolCall is a tool call in a transcript message.
@@ -136,9 +157,13 @@ func (s *Scenario) Run(ctx context.Context) (*Transcript, error) {
 		t.Checks = s.check(t, model)
 		return t, nil
 	}
-	files := make(map[string]vfs.File, len(s.Files))
+	files := make(map[string]vfs.File, len(s.Files)+len(s.BinaryFiles))
 	for p, c := range s.Files {
 		files[p] = vfs.File{Content: c, CreatedAt: start, ModifiedAt: start}
+	}
+	for p, c := range s.BinaryFiles {
+		data, _ := decodeBase64(c) // checked by Parse
+		files[p] = vfs.File{Content: string(data), CreatedAt: start, ModifiedAt: start}
 	}
 	in := agent.Input{Messages: []llm.Message(s.Input), Files: files}
 	res, runErr := agent.Drain(a.Run(ctx, in), func(ev agent.Event) { t.Events = append(t.Events, ev) })
@@ -152,7 +177,7 @@ func (s *Scenario) Run(ctx context.Context) (*Transcript, error) {
 		return t, nil
 	}
 	t.Status = res.Status
-	if res.Status == agent.StatusError || res.Status == agent.StatusCancelled || res.Status == agent.StatusLimit {
+	if res.Status != agent.StatusOK {
 		msg := res.Error
 		if msg == "" {
 			msg = string(res.Status)
@@ -164,7 +189,7 @@ func (s *Scenario) Run(ctx context.Context) (*Transcript, error) {
 	}
 	t.FinalStateKeys = res.State.Keys()
 	for p, f := range res.State.Files {
-		t.Files[p] = f.Content
+		t.Files[p] = fileText(f.Content)
 	}
 	t.Usage, t.UsageByAgent = res.Usage, res.UsageByAgent
 	for _, id := range slices.Sorted(maps.Keys(res.Children)) {
@@ -188,7 +213,7 @@ func (s *Scenario) fillRounds(t *Transcript, model *scripted.Model, a *agent.Age
 	for _, r := range recs {
 		round := Round{Seq: r.Seq, Who: r.Who, Instance: r.Instance, Round: r.Round,
 			MessageCount: len(r.Request.Messages), Roles: []string{}, SystemChars: tokens.Chars(r.Request.System),
-			Tools: []string{}, TStartMS: msf(r.Start), TEndMS: msf(r.End)}
+			Tools: []string{}, TStartMS: msf(r.Start), TEndMS: msf(r.End), Reasoning: r.Request.Settings.Reasoning}
 		if r.Case >= 0 {
 			c := r.Case
 			round.Case = &c
@@ -247,7 +272,26 @@ func toMessage(m llm.Message) Message {
 	for _, c := range m.ToolCalls {
 		out.ToolCalls = append(out.ToolCalls, ToolCall{Name: c.Name, Args: c.Args, ID: c.ID})
 	}
+	for _, p := range m.Parts {
+		tp := Part{Type: string(p.Type), Text: p.Text}
+		if p.Image != nil {
+			tp.MediaType, tp.Bytes, tp.URL = p.Image.MediaType, len(p.Image.Data), p.Image.URL
+		}
+		if p.Reasoning != nil {
+			tp.Provider, tp.Signature, tp.Encrypted = p.Reasoning.Provider, p.Reasoning.Signature, p.Reasoning.Encrypted != ""
+		}
+		out.Parts = append(out.Parts, tp)
+	}
 	return out
+}
+
+// fileText shows a file's content: as it is when it is text, else as
+// "binary, N bytes, base64: ..." so the transcript stays valid UTF-8.
+func fileText(content string) string {
+	if utf8.ValidString(content) && !strings.ContainsRune(content, 0) {
+		return content
+	}
+	return fmt.Sprintf("binary, %d bytes, base64: %s", len(content), base64.StdEncoding.EncodeToString([]byte(content)))
 }
 
 func msf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -258,6 +302,7 @@ var eventRank = map[agent.EventType]int{
 	agent.RunStart: 0, agent.ModelRequest: 1, agent.ModelDelta: 2, agent.ModelResponse: 3,
 	agent.ToolStart: 4, agent.SubagentStart: 5, agent.ToolProgress: 6, agent.SubagentEnd: 7, agent.ToolEnd: 8,
 	agent.FileWrite: 9, agent.FileDelete: 9, agent.FileConflict: 10, agent.RunEnd: 11,
+	agent.Warning: 0,
 }
 
 func eventCall(e agent.Event) string {
