@@ -9,7 +9,7 @@
 //
 // What the model chooses: only whom to send (subagent_type) and the brief
 // (description). How a subagent runs — its mode, tools, model, prompt, step
-// limit, timeout — is fixed in its Spec when the agent is assembled. Any other
+// limit, timeout, reasoning setting (its spec's, else the parent's) — is fixed in its Spec when the agent is assembled. Any other
 // argument the model adds ("mode": "fork", say) is dropped, never passed to
 // the child, and named in a tool.progress event (ToolInfo.Ignored); the call
 // still starts the subagent it names.
@@ -43,10 +43,12 @@
 // saved beside it, the later receipt says so and a file.conflict event
 // records it. A failed, timed-out or limited child's changes are kept too.
 //
-// What comes back: exactly one tool message, the receipt — the child's last
-// assistant message that has text (or, with a response format, the validated
-// structured response as compact JSON; or a fixed notice when there is
-// neither). The parent's history grows by its own call and this receipt,
+// What comes back: exactly one tool message, the receipt — the text of the
+// child's last assistant message that has text (or, with a response format,
+// the validated structured response as compact JSON; or a fixed notice when
+// there is neither). The receipt is text only: the child's reasoning parts
+// stay in its own history, and a closing message of reasoning alone is no
+// report. The parent's history grows by its own call and this receipt,
 // nothing else: the child's intermediate messages and tool results stay in
 // the child's transcript, which is kept in the parent's Result.Children
 // under the task call's id. Todos and the structured response never enter
@@ -55,9 +57,10 @@
 // Failure: a child that errors, panics, hits its step limit, times out or is
 // cancelled yields a receipt marked as an error whose text gives the status
 // (error, limit — a timeout is one —, cancelled), the reason and what it
-// reported last. It never affects its siblings and never fails the parent's
+// reported last. A child whose model refuses yields an error receipt saying
+// it declined the task, with the model's reason. It never affects its siblings and never fails the parent's
 // run; only the parent's own context ends them all. The child's Result (with
-// Err matching agent.ErrFailed, ErrLimit or ErrCancelled) is in the parent's
+// Err matching agent.ErrFailed, ErrLimit, ErrCancelled or ErrRefused) is in the parent's
 // Result.Children.
 //
 // Events: every event of a child reaches the parent's stream with the
