@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/tool"
+	"github.com/deepagents-go/deepagents/vfs"
 )
 
 // read_file on an image gives a model that reads images the image itself,
@@ -82,4 +84,37 @@ func TestReadFileImage(t *testing.T) {
 			})
 		}
 	}
+}
+
+// FuzzReadImage reads arbitrary bytes for a model that reads images: an
+// image part is only ever one of the four accepted types, holds the file's
+// exact bytes, stays under the cap and follows a line naming the file;
+// anything else is text with no parts.
+func FuzzReadImage(f *testing.F) {
+	f.Fuzz(func(t *testing.T, content []byte, capBytes uint16) {
+		maxImage := int64(capBytes%512) + 1
+		tools := byName(New(Options{MaxImageBytes: maxImage}))
+		fs := vfs.NewMemory(map[string]vfs.File{"/f": {Content: string(content)}})
+		env := &tool.Env{CallID: "c", Files: fs, Capabilities: llm.Capabilities{Images: true}}
+		res, err := tools["read_file"].Run(context.Background(), env, json.RawMessage(`{"file_path":"/f"}`))
+		if err != nil {
+			t.Fatalf("Go error %v", err)
+		}
+		if res.Content == "" {
+			t.Fatal("empty answer")
+		}
+		if res.Parts == nil {
+			return
+		}
+		if len(res.Parts) != 2 || res.Parts[0].Type != llm.PartText || res.Parts[1].Type != llm.PartImage {
+			t.Fatalf("parts %+v", res.Parts)
+		}
+		img := res.Parts[1].Image
+		if !slices.Contains(imageTypes, img.MediaType) || !bytes.Equal(img.Data, content) || int64(len(img.Data)) > maxImage {
+			t.Fatalf("image %s of %d bytes (cap %d) for a file of %d bytes", img.MediaType, len(img.Data), maxImage, len(content))
+		}
+		if !strings.HasPrefix(res.Content, "/f is an image ("+img.MediaType+", ") || res.Content != res.Parts[0].Text {
+			t.Fatalf("text %q", res.Content)
+		}
+	})
 }
