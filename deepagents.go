@@ -90,6 +90,11 @@ func New(cfg Config) (*agent.Agent, error) {
 	if cfg.MaxParallel < 0 {
 		return nil, &ConfigError{Msg: fmt.Sprintf("deepagents: MaxParallel is %d; it must be 0 (the default, %d) or more", cfg.MaxParallel, agent.DefaultMaxParallel)}
 	}
+	// The settings too: a model that refuses them is the fault of Config, not
+	// of the general-purpose subagent that inherits both.
+	if _, err := agent.New(agent.Config{Name: cfg.Name, Model: cfg.Model, Reasoning: cfg.Reasoning}); err != nil {
+		return nil, err
+	}
 	fs := fstools.Tools()
 	var hooks []agent.Middleware
 	var mwTools []tool.Tool
