@@ -283,12 +283,34 @@ func (o *offloader) beforeModel(ctx context.Context, step agent.StepInfo, req *l
 		if out == nil {
 			out = slices.Clone(req.Messages)
 		}
-		out[i].Content = messageNotice(path, n, m.Content)
+		out[i] = withText(m, messageNotice(path, n, m.Content))
 	}
 	if out != nil {
 		req.Messages = out
 	}
 	return nil
+}
+
+// withText returns m with its text replaced by text. A message with parts
+// (an image next to the text) keeps its other parts; the new text takes the
+// place of the first text part.
+func withText(m llm.Message, text string) llm.Message {
+	if len(m.Parts) == 0 {
+		m.Content = text
+		return m
+	}
+	parts := make([]llm.Part, 0, len(m.Parts))
+	placed := false
+	for _, p := range m.Parts {
+		if p.Type != llm.PartText {
+			parts = append(parts, p)
+		} else if !placed {
+			parts = append(parts, llm.TextPart(text))
+			placed = true
+		}
+	}
+	m.SetParts(parts)
+	return m
 }
 
 // measure measures a long user message against limit, memoised by its

@@ -51,3 +51,28 @@ func TestToolResultWithImage(t *testing.T) {
 		})
 	}
 }
+
+// A long user message that also carries an image is sent as the notice
+// plus the image: the text parts give way to the notice, the image stays,
+// and the run's own copy is untouched.
+func TestUserMessageWithImage(t *testing.T) {
+	huge := numberedLines(300)
+	m, err := offload.New(offload.Config{UserMessageTokens: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := llm.ImagePart("image/jpeg", []byte{0xff, 0xd8, 0xff})
+	msg := llm.NewMessage(llm.RoleUser, llm.TextPart(huge[:len(huge)/2]), img, llm.TextPart(huge[len(huge)/2:]))
+	state := []llm.Message{msg}
+	req, _ := step(t, m, vfs.NewMemory(nil), state)
+	sent := req.Messages[0]
+	if len(sent.Parts) != 2 || sent.Parts[0].Type != llm.PartText || sent.Parts[1].Type != llm.PartImage {
+		t.Fatalf("sent parts %+v", sent.Parts)
+	}
+	if !strings.HasPrefix(sent.Content, "[This user message was too long") || sent.Parts[0].Text != sent.Content {
+		t.Errorf("sent text %q", sent.Content[:min(60, len(sent.Content))])
+	}
+	if state[0].Content != huge || len(state[0].Parts) != 3 {
+		t.Error("the run's state was changed")
+	}
+}
