@@ -107,6 +107,9 @@ func normRole(m *llm.Message) error {
 type ModelSpec struct {
 	// Images false makes the model report that it does not read images.
 	Images *bool `json:"images,omitempty"`
+	// Reasoning false makes the model drop reasoning settings, which every
+	// run then reports in a warning event.
+	Reasoning *bool `json:"reasoning,omitempty"`
 }
 
 // AgentSpec configures the agent; {} is the default deep agent.
@@ -481,8 +484,9 @@ func checkDelay(ms float64, path string, off int) error {
 // Model returns a scripted model playing the scenario's script.
 func (s *Scenario) Model() *scripted.Model {
 	opts := scripted.Options{Delay: time.Duration(s.DelayMS * float64(time.Millisecond))}
-	if s.ModelOptions != nil && s.ModelOptions.Images != nil {
-		opts.NoImages = !*s.ModelOptions.Images
+	if mo := s.ModelOptions; mo != nil {
+		opts.NoImages = mo.Images != nil && !*mo.Images
+		opts.NoReasoning = mo.Reasoning != nil && !*mo.Reasoning
 	}
 	return scripted.New(s.Script, opts)
 }

@@ -97,3 +97,27 @@ func TestStepRefusalAndCapabilities(t *testing.T) {
 		t.Errorf("NoImages: capabilities %+v", c)
 	}
 }
+
+func TestCheckSettings(t *testing.T) {
+	effort := &llm.ReasoningConfig{Effort: llm.EffortLow}
+	cases := []struct {
+		name string
+		opts Options
+		s    llm.Settings
+		want []string
+	}{
+		{"takes reasoning", Options{}, llm.Settings{Reasoning: effort}, nil},
+		{"drops reasoning", Options{NoReasoning: true}, llm.Settings{Reasoning: effort}, []string{"reasoning"}},
+		{"nothing to drop", Options{NoReasoning: true}, llm.Settings{}, nil},
+	}
+	for _, c := range cases {
+		m := New(nil, c.opts)
+		got, err := m.CheckSettings(c.s)
+		if err != nil || strings.Join(got, ",") != strings.Join(c.want, ",") {
+			t.Errorf("%s: dropped %v (err %v), want %v", c.name, got, err, c.want)
+		}
+		if m.Capabilities().Reasoning == c.opts.NoReasoning {
+			t.Errorf("%s: capabilities %+v", c.name, m.Capabilities())
+		}
+	}
+}

@@ -119,15 +119,30 @@ type Options struct {
 	// NoImages makes the model report that it does not read images (by
 	// default it reports images and reasoning as capabilities).
 	NoImages bool
+	// NoReasoning makes the model report that it takes no reasoning
+	// setting: CheckSettings then names "reasoning" as dropped when one is
+	// set, and the model ignores it.
+	NoReasoning bool
 }
 
 // Provider is the name the scripted model signs its reasoning parts with.
 const Provider = "scripted"
 
 // Capabilities implements llm.CapabilityReporter: the scripted model takes
-// reasoning settings and, unless Options.NoImages, image parts.
+// reasoning settings (unless Options.NoReasoning) and image parts (unless
+// Options.NoImages).
 func (m *Model) Capabilities() llm.Capabilities {
-	return llm.Capabilities{Images: !m.opts.NoImages, Reasoning: true}
+	return llm.Capabilities{Images: !m.opts.NoImages, Reasoning: !m.opts.NoReasoning}
+}
+
+// CheckSettings implements llm.SettingsChecker: the scripted model takes
+// every setting, except a reasoning setting under Options.NoReasoning,
+// which it drops.
+func (m *Model) CheckSettings(s llm.Settings) ([]string, error) {
+	if m.opts.NoReasoning && s.Reasoning != nil {
+		return []string{"reasoning"}, nil
+	}
+	return nil, nil
 }
 
 // Signature is the signature the scripted model gives a reasoning text:
