@@ -125,3 +125,19 @@ func TestRefusedChildReceipt(t *testing.T) {
 		t.Errorf("subagent.end %+v", ends)
 	}
 }
+
+// A child's usage, reasoning tokens and the unknown mark included, is
+// reported on subagent.end and in its result.
+func TestChildUsageKeepsReasoningAndUnknown(t *testing.T) {
+	m := scripted.New(scripted.Script{"worker": {Steps: []scripted.Step{
+		{ToolCalls: []scripted.StepCall{tc("note", `{}`)}, Usage: &llm.Usage{InputTokens: 50, OutputTokens: 30, ReasoningTokens: 20}},
+		{Content: "done", Usage: &llm.Usage{Unknown: true}},
+	}}}, scripted.Options{})
+	task := newTask(t, subagent.Config{Model: m, DefaultTools: []tool.Tool{noteTool}, Subagents: []subagent.Spec{{Name: "worker", Description: "Works."}}})
+	got := runTask(t, t.Context(), task, "c1", `{"description":"go","subagent_type":"worker"}`, nil)
+	want := llm.Usage{InputTokens: 50, OutputTokens: 30, ReasoningTokens: 20, Unknown: true}
+	ends := got.ofType(agent.SubagentEnd)
+	if len(ends) != 1 || ends[0].Subagent.Usage != want || got.child.Usage != want || got.child.UsageByAgent["parent / worker#c1"] != want {
+		t.Errorf("subagent.end usage %+v, child %+v, want %+v", ends[0].Subagent.Usage, got.child.Usage, want)
+	}
+}

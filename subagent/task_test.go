@@ -219,6 +219,7 @@ func TestReceipts(t *testing.T) {
 		{"only whitespace anywhere", []scripted.Step{step("  ", tc("note", `{}`)), step("\n")}, nil, "The subagent finished without writing a final report."},
 		{"no text at all", []scripted.Step{step("", tc("note", `{}`)), step("")}, nil, "The subagent finished without writing a final report."},
 		{"structured", []scripted.Step{step("", tc("Answer", `{ "n" : 7 }`))}, schema, `{"n":7}`},
+		{"structured, after reasoning", []scripted.Step{{Reasoning: "n must be 7", Content: "here it is", ToolCalls: []scripted.StepCall{tc("Answer", `{"n":7}`)}}}, schema, `{"n":7}`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
