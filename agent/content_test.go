@@ -138,6 +138,26 @@ func TestBadReasoningConfigIsRejected(t *testing.T) {
 	}
 }
 
+// refusalTextModel says it refused only through Response.Refusal, with an
+// ordinary stop reason.
+type refusalTextModel struct{ *scripted.Model }
+
+func (m refusalTextModel) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	resp, err := m.Model.Generate(ctx, req)
+	if resp != nil {
+		resp.StopReason = llm.StopEnd
+	}
+	return resp, err
+}
+
+func TestRefusalTextAloneIsARefusal(t *testing.T) {
+	m := refusalTextModel{scripted.New(scripted.Script{"parent": steps(scripted.Step{Refusal: "No."})}, scripted.Options{})}
+	res, err := newAgent(t, agent.Config{Model: m}).Invoke(t.Context(), agent.Prompt("go"))
+	if !errors.Is(err, agent.ErrRefused) || res.Status != agent.StatusRefused || res.Refusal != "No." {
+		t.Errorf("status %s, refusal %q, err %v", res.Status, res.Refusal, err)
+	}
+}
+
 // A refusal ends the run as refused: the tool calls of the refusing reply
 // do not run, the history keeps what the model said, and the model.response
 // event carries the refusal.

@@ -325,7 +325,8 @@ func (r *run) steps(ctx context.Context) (Status, error) {
 		}
 		msg := resp.Message
 		msg.Role = llm.RoleAssistant
-		refused := resp.StopReason == llm.StopRefusal
+		// A refusal is its stop reason or its text: either one ends the run.
+		refused := resp.StopReason == llm.StopRefusal || resp.Refusal != ""
 		if refused {
 			// Nothing the model asked for runs, and the history keeps what it
 			// said: its text, or else the refusal itself.
