@@ -286,3 +286,25 @@ func TestLastTextSkipsReasoningOnly(t *testing.T) {
 		}
 	}
 }
+
+// A streamed reply keeps its reasoning part; the deltas show the thinking
+// as reasoning, not as text.
+func TestStreamedReasoningIsKept(t *testing.T) {
+	m := scripted.New(scripted.Script{"parent": steps(scripted.Step{Reasoning: "weighing options", Content: "pick A"})}, scripted.Options{})
+	var kinds []llm.StreamEventType
+	res, err := agent.Drain(newAgent(t, agent.Config{Model: m, Stream: true}).Run(t.Context(), agent.Prompt("go")), func(ev agent.Event) {
+		if ev.Type == agent.ModelDelta {
+			kinds = append(kinds, ev.Delta.Type)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := res.State.Messages[len(res.State.Messages)-1]
+	if last.Content != "pick A" || last.ReasoningText() != "weighing options" || len(last.ReasoningFor("scripted")) != 1 {
+		t.Errorf("final message %+v", last)
+	}
+	if len(kinds) < 2 || kinds[0] != llm.EventReasoningDelta || kinds[len(kinds)-1] != llm.EventTextDelta {
+		t.Errorf("delta kinds %v", kinds)
+	}
+}

@@ -121,3 +121,33 @@ func TestCheckSettings(t *testing.T) {
 		}
 	}
 }
+
+// Streaming sends the reasoning as reasoning deltas before the text, and
+// the final response keeps the signed part.
+func TestStreamReasoning(t *testing.T) {
+	m := New(Script{"parent": {Steps: []Step{{Reasoning: "a fairly long line of thought", Content: "short answer"}}}}, Options{})
+	var reasoning, text strings.Builder
+	var done *llm.Response
+	for ev, err := range m.Stream(ctxFor("parent", "", ""), &llm.Request{Messages: []llm.Message{llm.User("q")}}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch ev.Type {
+		case llm.EventReasoningDelta:
+			if text.Len() > 0 {
+				t.Error("reasoning after text")
+			}
+			reasoning.WriteString(ev.Text)
+		case llm.EventTextDelta:
+			text.WriteString(ev.Text)
+		case llm.EventDone:
+			done = ev.Response
+		}
+	}
+	if reasoning.String() != "a fairly long line of thought" || text.String() != "short answer" {
+		t.Errorf("deltas %q / %q", reasoning.String(), text.String())
+	}
+	if done == nil || len(done.Message.ReasoningFor(Provider)) != 1 {
+		t.Errorf("final response %+v", done)
+	}
+}

@@ -440,8 +440,10 @@ func (m *Model) count(req *llm.Request, inst *instance, reply llm.Message) llm.U
 	}
 }
 
-// Stream implements llm.Model: the reply's text arrives in small chunks and
-// each tool call's arguments in two halves, then EventDone.
+// Stream implements llm.Model: the reply's reasoning and then its text
+// arrive in small chunks and each tool call's arguments in two halves, then
+// EventDone with the whole response (reasoning parts and signatures
+// included).
 func (m *Model) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.StreamEvent, error] {
 	return func(yield func(llm.StreamEvent, error) bool) {
 		resp, err := m.Generate(ctx, req)
@@ -449,16 +451,21 @@ func (m *Model) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Stre
 			yield(llm.StreamEvent{}, err)
 			return
 		}
-		text := resp.Message.Content
-		for len(text) > 0 {
-			n := min(16, len(text))
-			for n < len(text) && !utf8Start(text[n]) {
-				n++
+		chunks := func(typ llm.StreamEventType, text string) bool {
+			for len(text) > 0 {
+				n := min(16, len(text))
+				for n < len(text) && !utf8Start(text[n]) {
+					n++
+				}
+				if !yield(llm.StreamEvent{Type: typ, Text: text[:n]}, nil) {
+					return false
+				}
+				text = text[n:]
 			}
-			if !yield(llm.StreamEvent{Type: llm.EventTextDelta, Text: text[:n]}, nil) {
-				return
-			}
-			text = text[n:]
+			return true
+		}
+		if !chunks(llm.EventReasoningDelta, resp.Message.ReasoningText()) || !chunks(llm.EventTextDelta, resp.Message.Content) {
+			return
 		}
 		for i, c := range resp.Message.ToolCalls {
 			if !yield(llm.StreamEvent{Type: llm.EventToolCallStart, Index: i, ToolCall: &llm.ToolCall{ID: c.ID, Name: c.Name}}, nil) {
