@@ -12,17 +12,17 @@ import (
 // collector folds generateContent responses (one, or the chunks of a stream)
 // into an llm.Response, emitting stream events for each new part.
 type collector struct {
-	ids             *idGen
-	model           string
-	parts           []*genai.Part
-	calls           []llm.ToolCall
-	finish          genai.FinishReason
-	finishMessage   string
-	blocked         bool
-	blockReason     genai.BlockedReason
-	blockMessage    string
-	candidate       bool // some response carried a candidate
-	usage           *genai.GenerateContentResponseUsageMetadata
+	ids           *idGen
+	model         string
+	parts         []*genai.Part
+	calls         []llm.ToolCall
+	finish        genai.FinishReason
+	finishMessage string
+	blocked       bool
+	blockReason   genai.BlockedReason
+	blockMessage  string
+	candidate     bool // some response carried a candidate
+	usage         *genai.GenerateContentResponseUsageMetadata
 }
 
 func newCollector(ids *idGen, model string) *collector {

@@ -146,7 +146,7 @@ type Candidate struct {
 	Content       *Content `json:"content,omitempty"`
 	FinishReason  string   `json:"finishReason,omitempty"`
 	FinishMessage string   `json:"finishMessage,omitempty"`
-	Index        int      `json:"index"`
+	Index         int      `json:"index"`
 }
 
 // PromptFeedback reports a blocked prompt.
