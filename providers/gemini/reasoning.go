@@ -13,7 +13,9 @@ import (
 // A model turn comes back from Gemini as parts, some of which carry a thought
 // signature that must go back on the very part it came on. In an
 // llm.Message the turn becomes:
-//   - a thought part: a reasoning part with its text and signature;
+//   - a thought part: a reasoning part with its text and signature (the
+//     pieces of a streamed thought, the last one signed, are one reasoning
+//     part that records where they were cut);
 //   - a signature on answer text: a reasoning part without text right after
 //     that text part ("on": "text"), or, for a signature that came on an
 //     empty text part of its own, a reasoning part marking that empty part
@@ -33,9 +35,13 @@ var sentinelBytes, _ = base64.URLEncoding.DecodeString(sentinel)
 
 // mark says which part a reasoning part's signature belongs to.
 type mark struct {
-	On     string `json:"on"`                // "text", "empty" or "call"
+	On     string `json:"on,omitempty"`      // "text", "empty" or "call"; "" for a thought
 	CallID string `json:"call_id,omitempty"` // on "call": the tool call's id
 	Name   string `json:"name,omitempty"`    // on "call": the function's name
+	// Split, on a thought, are the offsets in its text where the stream's
+	// parts ended: a stream sends a thought in pieces and the signature on
+	// the last, and the pieces go back as they came.
+	Split []int `json:"split,omitempty"`
 }
 
 // extra is what Message.Extra["gemini"] holds: replay data that is not
@@ -81,6 +87,16 @@ func fromWire(wire []*genai.Part, calls []llm.ToolCall) ([]llm.Part, *extra) {
 			}
 			k++
 		case textLike(p) && p.Thought:
+			if n := len(parts); n > 0 && joinable(parts[n-1]) {
+				prev := &parts[n-1]
+				var mk mark
+				_ = json.Unmarshal(prev.Reasoning.Extra, &mk)
+				mk.Split = append(mk.Split, len(prev.Text))
+				prev.Text += p.Text
+				prev.Reasoning.Signature = signature(p.ThoughtSignature)
+				prev.Reasoning.Extra, _ = json.Marshal(mk)
+				continue
+			}
 			parts = append(parts, llm.ReasoningPart(p.Text, &llm.Reasoning{Provider: Provider, Signature: signature(p.ThoughtSignature)}))
 		case textLike(p):
 			if p.Text != "" {
@@ -99,6 +115,32 @@ func fromWire(wire []*genai.Part, calls []llm.ToolCall) ([]llm.Part, *extra) {
 		ex = nil
 	}
 	return parts, ex
+}
+
+// joinable reports whether a later thought piece continues part: an
+// unsigned Gemini thought.
+func joinable(part llm.Part) bool {
+	r := part.Reasoning
+	if part.Type != llm.PartReasoning || r == nil || r.Provider != Provider || r.Signature != "" {
+		return false
+	}
+	var mk mark
+	return len(r.Extra) == 0 || json.Unmarshal(r.Extra, &mk) == nil && mk.On == ""
+}
+
+// thoughtPieces cuts a thought's text where the stream cut it; the whole text
+// when the offsets do not fit it.
+func thoughtPieces(text string, split []int) []string {
+	var out []string
+	last := 0
+	for _, at := range split {
+		if at < last || at > len(text) {
+			return []string{text}
+		}
+		out = append(out, text[last:at])
+		last = at
+	}
+	return append(out, text[last:])
 }
 
 // storedExtra decodes Extra["gemini"]; an absent or unreadable one is empty.
@@ -182,8 +224,15 @@ func modelParts(m llm.Message) (parts []*genai.Part, wireIDs []string) {
 			}
 			switch mk.On {
 			case "":
-				if p.Text != "" || len(sig) > 0 {
-					parts = append(parts, &genai.Part{Thought: true, Text: p.Text, ThoughtSignature: sig})
+				pieces := thoughtPieces(p.Text, mk.Split)
+				for i, piece := range pieces {
+					wp := &genai.Part{Thought: true, Text: piece}
+					if i == len(pieces)-1 {
+						wp.ThoughtSignature = sig
+					}
+					if wp.Text != "" || len(wp.ThoughtSignature) > 0 {
+						parts = append(parts, wp)
+					}
 				}
 			case "text":
 				if n := len(parts); consistent && n > 0 && len(sig) > 0 {

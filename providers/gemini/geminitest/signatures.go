@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -12,8 +13,7 @@ import (
 //   - every signature sent back must be one this server issued, on a part
 //     like the one it was issued on (the same function name, the same text
 //     or thought text); anything else is "Corrupted thought signature.";
-//   - when thinking is on (a thinkingConfig that does not turn it off) or
-//     the model is a Gemini 3 one, the first function call of every model
+//   - on Gemini 3 and later models, the first function call of every model
 //     step of the current turn (the turn starts at the last user content
 //     that holds no function response) must carry a signature, or the
 //     request fails with the API's "missing a thought_signature" error;
@@ -55,25 +55,25 @@ func (s *Server) issue(resp GenerateContentResponse) {
 	}
 }
 
-// Thinks reports whether the request has thinking on: a thinkingConfig that
-// does not set a zero budget, or a Gemini 3 model (which always thinks).
-func (r *Request) Thinks() bool {
-	if strings.HasPrefix(r.Model, "gemini-3") {
-		return true
-	}
-	g := r.Body.GenerationConfig
-	if g == nil || g.ThinkingConfig == nil {
+// RequiresSignatures reports whether the request's model refuses function
+// calls without a thought signature in the current turn, as Gemini 3 and
+// later do (they always think); Gemini 2.5 accepts them.
+func (r *Request) RequiresSignatures() bool {
+	rest, ok := strings.CutPrefix(r.Model, "gemini-")
+	if !ok {
 		return false
 	}
-	b := g.ThinkingConfig.ThinkingBudget
-	return b == nil || *b != 0
+	major, _, _ := strings.Cut(rest, ".")
+	major, _, _ = strings.Cut(major, "-")
+	n, err := strconv.Atoi(major)
+	return err == nil && n >= 3
 }
 
 // checkSignatures applies the signature rules above, and refuses images in
 // function responses for models before Gemini 3, which do not take them.
 func (s *Server) checkSignatures(r *Request) error {
 	var errs []error
-	if !strings.HasPrefix(r.Model, "gemini-3") {
+	if !r.RequiresSignatures() {
 		for i, c := range r.Body.Contents {
 			for j, p := range c.Parts {
 				if p.FunctionResponse != nil && len(p.FunctionResponse.Parts) > 0 {
@@ -99,7 +99,7 @@ func (s *Server) checkSignatures(r *Request) error {
 		}
 	}
 	s.mu.Unlock()
-	if !r.Thinks() {
+	if !r.RequiresSignatures() {
 		return errors.Join(errs...)
 	}
 	start := 0
