@@ -137,7 +137,9 @@ func (m *Model) prepare(req *llm.Request) (*prepared, error) {
 	}
 	if tc, err := thinkingConfig(f, s.Reasoning); err != nil {
 		return nil, badRequest("%v", err)
-	} else if tc != nil {
+	} else if tc != nil || (s.Reasoning != nil && !s.Reasoning.IsZero()) {
+		// Reasoning on a model that does not think is dropped (CheckSettings
+		// reports it), the Config's thinking defaults with it.
 		cfg.ThinkingConfig = tc
 	} else if m.cfg.IncludeThoughts || m.cfg.ThinkingBudget != nil {
 		tc := &genai.ThinkingConfig{IncludeThoughts: m.cfg.IncludeThoughts}
