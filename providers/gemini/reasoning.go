@@ -38,6 +38,7 @@ type mark struct {
 	On     string `json:"on,omitempty"`      // "text", "empty" or "call"; "" for a thought
 	CallID string `json:"call_id,omitempty"` // on "call": the tool call's id
 	Name   string `json:"name,omitempty"`    // on "call": the function's name
+	Index  int    `json:"index,omitempty"`   // on "call": its place among the calls
 	// Split, on a thought, are the offsets in its text where the stream's
 	// parts ended: a stream sends a thought in pieces and the signature on
 	// the last, and the pieces go back as they came.
@@ -82,7 +83,7 @@ func fromWire(wire []*genai.Part, calls []llm.ToolCall) ([]llm.Part, *extra) {
 					ex.CallIDs = append(ex.CallIDs, c.ID)
 				}
 				if len(p.ThoughtSignature) > 0 {
-					parts = append(parts, markPart(p.ThoughtSignature, mark{On: "call", CallID: c.ID, Name: c.Name}))
+					parts = append(parts, markPart(p.ThoughtSignature, mark{On: "call", CallID: c.ID, Name: c.Name, Index: k}))
 				}
 			}
 			k++
@@ -193,8 +194,9 @@ func modelParts(m llm.Message) (parts []*genai.Part, wireIDs []string) {
 	consistent := text.String() == m.Content
 	textSent := false
 	type callSig struct {
-		key string
-		sig []byte
+		key   string
+		index int
+		sig   []byte
 	}
 	var callSigs []callSig
 	for _, p := range all {
@@ -247,7 +249,7 @@ func modelParts(m llm.Message) (parts []*genai.Part, wireIDs []string) {
 				}
 			case "call":
 				if len(sig) > 0 && mk.CallID != "" {
-					callSigs = append(callSigs, callSig{mk.CallID + "\x00" + mk.Name, sig})
+					callSigs = append(callSigs, callSig{mk.CallID + "\x00" + mk.Name, mk.Index, sig})
 				}
 			}
 		}
@@ -260,20 +262,26 @@ func modelParts(m llm.Message) (parts []*genai.Part, wireIDs []string) {
 	for _, id := range ex.CallIDs {
 		own[id] = true
 	}
-	for _, c := range m.ToolCalls {
+	// A call takes the signature marked with its id, name and place; the
+	// signatures left then go to calls of the same id and name that have
+	// none (the calls were reordered).
+	sigs := make([][]byte, len(m.ToolCalls))
+	for pass := 0; pass < 2; pass++ {
+		for i, c := range m.ToolCalls {
+			for k, cs := range callSigs {
+				if sigs[i] == nil && cs.sig != nil && cs.key == c.ID+"\x00"+c.Name && (pass == 1 || cs.index == i) {
+					sigs[i], callSigs[k].sig = cs.sig, nil
+				}
+			}
+		}
+	}
+	for i, c := range m.ToolCalls {
 		fc := &genai.FunctionCall{Name: c.Name, Args: decodeArgs(c.Args)}
 		if c.ID != "" && own[c.ID] {
 			fc.ID = c.ID
 		}
 		wireIDs = append(wireIDs, fc.ID)
-		p := &genai.Part{FunctionCall: fc}
-		for k, cs := range callSigs {
-			if cs.sig != nil && cs.key == c.ID+"\x00"+c.Name {
-				p.ThoughtSignature, callSigs[k].sig = cs.sig, nil
-				break
-			}
-		}
-		parts = append(parts, p)
+		parts = append(parts, &genai.Part{FunctionCall: fc, ThoughtSignature: sigs[i]})
 	}
 	return parts, wireIDs
 }
