@@ -2,7 +2,14 @@
 // httptest server that speaks the generativelanguage v1beta REST wire format
 // (models/{model}:generateContent and :streamGenerateContent?alt=sse),
 // records every request, checks its structure the way the real API does,
-// and answers from a Handler. Point gemini.Config.BaseURL at Server.URL
+// and answers from a Handler. Like the API, it refuses a thought signature
+// it did not issue or that comes back on another part ("Corrupted thought
+// signature."), and on Gemini 3 models a function call of the current turn
+// without one (the documented placeholder signature passes); it checks image
+// parts (MIME type, base64 data) and accepts images in function responses
+// on Gemini 3 models only. Replies can think (Thought, ThoughtSignature),
+// sign text and calls, refuse (BlockReason, a SAFETY FinishReason) and leave
+// usage out (NoUsage). Point gemini.Config.BaseURL at Server.URL
 // (any API key works unless WithAPIKey is given):
 //
 //	m, _ := gemini.New(ctx, gemini.Config{Model: "gemini-2.5-flash", APIKey: "test", BaseURL: srv.URL})
