@@ -362,3 +362,21 @@ func TestEmptyMessagesAreSkipped(t *testing.T) {
 		t.Errorf("contents = %s", mustJSON(t, b.Contents))
 	}
 }
+
+// TestLegacyCheckpointKeepsSignatures: a message saved before reasoning
+// parts existed (Gemini's parts kept whole in Extra) still goes back with
+// its thought and signatures.
+func TestLegacyCheckpointKeepsSignatures(t *testing.T) {
+	var old llm.Message
+	if err := json.Unmarshal([]byte(`{"role":"assistant","content":"Reading.","tool_calls":[{"id":"fc-1","name":"read_file","args":{"path":"/a"}}],
+		"parts":[{"type":"reasoning","text":"plan"},{"type":"text","text":"Reading."}],
+		"extra":{"gemini":{"parts":[{"text":"plan","thought":true},{"text":"Reading."},{"functionCall":{"id":"fc-1","name":"read_file","args":{"path":"/a"}},"thoughtSignature":"c2lnLTE="}]}}}`), &old); err != nil {
+		t.Fatal(err)
+	}
+	parts, ids := modelParts(old)
+	got := mustJSON(t, parts)
+	want := `[{"text":"plan","thought":true},{"text":"Reading."},{"functionCall":{"id":"fc-1","args":{"path":"/a"},"name":"read_file"},"thoughtSignature":"c2lnLTE="}]`
+	if got != want || len(ids) != 1 || ids[0] != "fc-1" {
+		t.Errorf("parts = %s ids %v\nwant %s", got, ids, want)
+	}
+}

@@ -101,10 +101,10 @@ func FuzzToContents(f *testing.F) {
 			return
 		}
 		// What may reach the wire as reasoning: Gemini's own signatures and
-		// thought text.
+		// thought text (of old checkpoints too).
 		sigs, thoughts := map[string]bool{}, map[string]bool{}
 		for _, m := range msgs {
-			for _, p := range m.ReasoningFor(Provider) {
+			for _, p := range upgradeLegacy(m).ReasoningFor(Provider) {
 				sigs[string(decodeSignature(p.Reasoning.Signature))] = true
 				thoughts[p.Text] = true
 			}

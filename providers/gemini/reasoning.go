@@ -162,6 +162,49 @@ func storedExtra(m llm.Message) extra {
 	return e
 }
 
+// upgradeLegacy reads a message saved before reasoning parts existed, whose
+// Extra["gemini"] held the turn's parts as Gemini sent them: when the message
+// has no Gemini reasoning parts and those saved parts still match its text,
+// they become its reasoning parts and Extra, so old checkpoints keep their
+// signatures.
+func upgradeLegacy(m llm.Message) llm.Message {
+	raw, ok := m.Extra[Provider]
+	if !ok || len(m.ReasoningFor(Provider)) > 0 || m.HasParts(llm.PartImage) {
+		return m
+	}
+	var old struct {
+		Parts []*genai.Part `json:"parts"`
+	}
+	if json.Unmarshal(raw, &old) != nil {
+		return m
+	}
+	var wire []*genai.Part
+	legacy := false
+	for _, p := range old.Parts {
+		if p == nil || p.FunctionResponse != nil {
+			continue
+		}
+		if textLike(p) || p.FunctionCall != nil {
+			legacy = true
+		}
+		wire = append(wire, p)
+	}
+	if !legacy {
+		return m
+	}
+	parts, ex := fromWire(wire, m.ToolCalls)
+	up := llm.NewMessage(m.Role, parts...)
+	if up.Content != m.Content {
+		return m
+	}
+	m.Parts, m.Extra = up.Parts, nil
+	if ex != nil {
+		b, _ := json.Marshal(ex)
+		m.Extra = map[string]json.RawMessage{Provider: b}
+	}
+	return m
+}
+
 // decodeSignature reads a reasoning part's signature; nil when it is not
 // base64.
 func decodeSignature(s string) []byte {
@@ -183,6 +226,7 @@ func decodeSignature(s string) []byte {
 // one part without its signature, and the thoughts and call signatures are
 // kept.
 func modelParts(m llm.Message) (parts []*genai.Part, wireIDs []string) {
+	m = upgradeLegacy(m)
 	ex := storedExtra(m)
 	all := m.AllParts()
 	var text strings.Builder
@@ -211,9 +255,7 @@ func modelParts(m llm.Message) (parts []*genai.Part, wireIDs []string) {
 				textSent = true
 			}
 		case llm.PartImage:
-			if ip := imageWirePart(p.Image); ip != nil {
-				parts = append(parts, ip)
-			}
+			parts = append(parts, imagePart(p.Image))
 		case llm.PartReasoning:
 			r := p.Reasoning
 			if r == nil || r.Provider != Provider {
