@@ -177,7 +177,10 @@ func (c *collector) stopReason() llm.StopReason {
 // response builds the final answer: the parts as llm parts (thoughts and
 // signatures as reasoning parts, in order), the calls, the refusal and usage.
 // Thought tokens are added to OutputTokens and also reported as
-// ReasoningTokens; tool-use prompt tokens count as input.
+// ReasoningTokens; tool-use prompt tokens count as input; cached prompt
+// tokens are CachedInputTokens (Gemini's implicit caching reports no cache
+// writes, so CacheWriteTokens stays 0). A response that carried no usage
+// metadata at all has Usage.Unknown set.
 func (c *collector) response() *llm.Response {
 	msg := llm.Message{Role: llm.RoleAssistant, ToolCalls: c.calls}
 	parts, ex := fromWire(c.parts, c.calls)
