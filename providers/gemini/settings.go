@@ -87,7 +87,8 @@ func (f family) images() bool {
 }
 
 // wireOptions: function responses carry images from Gemini 3 on, and only
-// Gemini 3 and later refuse unsigned function calls.
+// Gemini 3 and later refuse unsigned function calls. Names without a
+// generation (aliases such as "gemini-pro-latest") count as current models.
 func (f family) wireOptions() wireOptions {
 	newer := f.ok && f.major >= 3 || !f.ok && f.gemini()
 	return wireOptions{imagesInResponses: newer, signCalls: newer}
