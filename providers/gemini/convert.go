@@ -2,24 +2,17 @@ package gemini
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"math"
 	"net/http"
-	"reflect"
 	"strings"
 
 	"google.golang.org/genai"
 
 	"github.com/deepagents-go/deepagents/llm"
 )
-
-// extra is what Message.Extra["gemini"] holds: the model turn's parts exactly
-// as the API returned them (consecutive text pieces of a stream joined), so
-// thought signatures, thought parts and function-call ids go back unchanged.
-type extra struct {
-	Parts []*genai.Part `json:"parts"`
-}
 
 // prepared is a request converted once and sent by every attempt.
 type prepared struct {
@@ -39,12 +32,24 @@ func (p *prepared) config() *genai.GenerateContentConfig {
 // keepEmptyText restores the empty text of parts that carry only a thought
 // signature. Gemini streams such parts ({"text": "", "thoughtSignature": …})
 // and wants them back as they came, but the SDK drops empty strings, which
-// would leave the part without any data field.
+// would leave the part without any data field. It also writes the
+// placeholder signature in the documented spelling.
 func keepEmptyText(body map[string]any) map[string]any {
+	sentinelStd := base64.StdEncoding.EncodeToString(sentinelBytes)
 	for _, content := range objects(body["contents"]) {
 		for _, part := range objects(content["parts"]) {
 			if part == nil || part["thoughtSignature"] == nil {
 				continue
+			}
+			switch sig := part["thoughtSignature"].(type) {
+			case string:
+				if sig == sentinelStd {
+					part["thoughtSignature"] = sentinel
+				}
+			case []byte:
+				if bytes.Equal(sig, sentinelBytes) {
+					part["thoughtSignature"] = sentinel
+				}
 			}
 			hasData := false
 			for _, k := range dataFields {
@@ -94,7 +99,8 @@ func (m *Model) prepare(req *llm.Request) (*prepared, error) {
 	if req == nil {
 		return nil, badRequest("nil request")
 	}
-	contents, system := toContents(req.Messages)
+	f := familyOf(m.cfg.Model)
+	contents, system := toContents(req.Messages, f.wireOptions())
 	if req.System != "" {
 		system = append([]string{req.System}, system...)
 	}
@@ -126,7 +132,16 @@ func (m *Model) prepare(req *llm.Request) (*prepared, error) {
 	if len(s.Stop) > 0 {
 		cfg.StopSequences = append([]string(nil), s.Stop...)
 	}
-	if m.cfg.IncludeThoughts || m.cfg.ThinkingBudget != nil {
+	if _, err := m.CheckSettings(s); err != nil {
+		return nil, &llm.APIError{Kind: llm.ErrKindBadRequest, Provider: Provider, Message: err.Error(), Err: err}
+	}
+	if tc, err := thinkingConfig(f, s.Reasoning); err != nil {
+		return nil, badRequest("%v", err)
+	} else if tc != nil || (s.Reasoning != nil && !s.Reasoning.IsZero()) {
+		// Reasoning on a model that does not think is dropped (CheckSettings
+		// reports it), the Config's thinking defaults with it.
+		cfg.ThinkingConfig = tc
+	} else if m.cfg.IncludeThoughts || m.cfg.ThinkingBudget != nil {
 		tc := &genai.ThinkingConfig{IncludeThoughts: m.cfg.IncludeThoughts}
 		if b := m.cfg.ThinkingBudget; b != nil {
 			tc.ThinkingBudget = genai.Ptr(int32(max(min(*b, math.MaxInt32), math.MinInt32)))
@@ -213,13 +228,22 @@ func (b *contentBuilder) add(role string, parts ...*genai.Part) {
 	b.contents = append(b.contents, &genai.Content{Role: role, Parts: parts})
 }
 
+// wireOptions are the model-dependent choices of the conversion.
+type wireOptions struct {
+	// imagesInResponses: function responses may carry images (Gemini 3 and
+	// later); otherwise a tool result's images follow in a user part.
+	imagesInResponses bool
+	// signCalls: unsigned function calls get the placeholder signature.
+	signCalls bool
+}
+
 // toContents converts a conversation. System messages found among the
 // messages are returned separately for the system instruction. The tool
 // results that follow an assistant turn become one user content holding a
 // functionResponse for every call, in call order: a call without a result
 // gets an error response, and a result that answers no call of that turn
 // becomes user text, so the request always pairs calls and responses.
-func toContents(msgs []llm.Message) (contents []*genai.Content, system []string) {
+func toContents(msgs []llm.Message, opt wireOptions) (contents []*genai.Content, system []string) {
 	var b contentBuilder
 	for i := 0; i < len(msgs); i++ {
 		m := msgs[i]
@@ -238,136 +262,92 @@ func toContents(msgs []llm.Message) (contents []*genai.Content, system []string)
 			for j < len(msgs) && msgs[j].Role == llm.RoleTool {
 				j++
 			}
-			b.add(genai.RoleUser, responseParts(m.ToolCalls, wireIDs, msgs[i+1:j])...)
+			b.add(genai.RoleUser, responseParts(m.ToolCalls, wireIDs, msgs[i+1:j], opt)...)
 			i = j - 1
 		case llm.RoleTool:
-			b.add(genai.RoleUser, orphanResult(m))
+			b.add(genai.RoleUser, orphanResult(m)...)
 		default: // user, and any unknown role
-			if m.Content != "" {
-				b.add(genai.RoleUser, &genai.Part{Text: m.Content})
-			}
+			b.add(genai.RoleUser, userParts(m)...)
 		}
+	}
+	if opt.signCalls {
+		fillCallSignatures(b.contents)
 	}
 	return b.contents, system
 }
 
-// modelParts returns the parts of an assistant turn and the wire id of each
-// tool call ("" when the model gave none). The parts saved in Extra are used
-// verbatim when they still match the message; if the message was edited, the
-// parts are rebuilt from it and the saved signatures of the calls that are
-// unchanged in name and position are kept.
-func modelParts(m llm.Message) (parts []*genai.Part, wireIDs []string) {
-	stored := storedParts(m)
-	if stored != nil && consistent(stored, m) {
-		for _, p := range stored {
-			if p.FunctionCall != nil {
-				wireIDs = append(wireIDs, p.FunctionCall.ID)
+// userParts converts a user message: its text and images, in order. Reasoning
+// parts have no place in a user turn and are left out.
+func userParts(m llm.Message) []*genai.Part {
+	var parts []*genai.Part
+	for _, p := range m.AllParts() {
+		switch p.Type {
+		case llm.PartText:
+			if p.Text != "" {
+				parts = append(parts, &genai.Part{Text: p.Text})
 			}
+		case llm.PartImage:
+			parts = append(parts, imagePart(p.Image))
 		}
-		return stored, wireIDs
-	}
-	var fcs []*genai.Part
-	for _, p := range stored {
-		if p.FunctionCall != nil {
-			fcs = append(fcs, p)
-		}
-	}
-	if m.Content != "" {
-		parts = append(parts, &genai.Part{Text: m.Content})
-	}
-	for i, c := range m.ToolCalls {
-		fc := &genai.FunctionCall{Name: c.Name, Args: decodeArgs(c.Args)}
-		p := &genai.Part{FunctionCall: fc}
-		if i < len(fcs) && fcs[i].FunctionCall.Name == c.Name {
-			p.ThoughtSignature = fcs[i].ThoughtSignature
-			if id := fcs[i].FunctionCall.ID; id != "" && id == c.ID {
-				fc.ID = id
-			}
-		}
-		wireIDs = append(wireIDs, fc.ID)
-		parts = append(parts, p)
-	}
-	return parts, wireIDs
-}
-
-// storedParts decodes Extra["gemini"], nil when absent or unreadable.
-func storedParts(m llm.Message) []*genai.Part {
-	raw, ok := m.Extra[Provider]
-	if !ok {
-		return nil
-	}
-	var e extra
-	if json.Unmarshal(raw, &e) != nil {
-		return nil
-	}
-	parts := e.Parts[:0]
-	for _, p := range e.Parts {
-		// A model turn never holds function responses; drop any that a
-		// corrupted Extra carries rather than send an invalid turn.
-		if p != nil && p.FunctionResponse == nil {
-			parts = append(parts, p)
-		}
-	}
-	if len(parts) == 0 {
-		return nil
 	}
 	return parts
 }
 
-// consistent reports whether the saved parts still say what the message
-// says: the same answer text and the same calls in the same order.
-func consistent(parts []*genai.Part, m llm.Message) bool {
-	var text strings.Builder
-	var calls []*genai.FunctionCall
-	for _, p := range parts {
-		switch {
-		case p.FunctionCall != nil:
-			calls = append(calls, p.FunctionCall)
-		case !p.Thought:
-			text.WriteString(p.Text)
-		}
+// acceptedImages are the image types Gemini reads.
+var acceptedImages = map[string]bool{"image/png": true, "image/jpeg": true, "image/webp": true, "image/heic": true, "image/heif": true}
+
+// responseImages are the image types a function response may carry.
+var responseImages = map[string]bool{"image/png": true, "image/jpeg": true, "image/webp": true}
+
+func mediaType(img *llm.Image) string {
+	if img == nil {
+		return ""
 	}
-	if text.String() != m.Content || len(calls) != len(m.ToolCalls) {
-		return false
-	}
-	for i, fc := range calls {
-		c := m.ToolCalls[i]
-		if fc.Name != c.Name || (fc.ID != "" && fc.ID != c.ID) || !argsEqual(fc.Args, c.Args) {
-			return false
-		}
-	}
-	return true
+	t, _, _ := strings.Cut(img.MediaType, ";")
+	return strings.ToLower(strings.TrimSpace(t))
 }
 
-func argsEqual(stored map[string]any, raw json.RawMessage) bool {
-	got := decodeArgs(raw)
-	if len(stored) == 0 || len(got) == 0 {
-		return len(stored) == 0 && len(got) == 0
-	}
-	// Normalise the stored side through JSON too, so numbers compare alike.
-	b, err := json.Marshal(stored)
-	if err != nil {
-		return false
-	}
-	return reflect.DeepEqual(decodeArgs(b), got)
-}
-
-// decodeArgs turns a call's raw JSON arguments into the object Gemini wants;
-// anything but a JSON object becomes no arguments.
-func decodeArgs(raw json.RawMessage) map[string]any {
-	var v map[string]any
-	if json.Unmarshal(raw, &v) != nil {
+// imageWirePart is an image as inlineData (bytes) or fileData (URL), or nil
+// when Gemini cannot take it (no data, or a type it does not read).
+func imageWirePart(img *llm.Image) *genai.Part {
+	t := mediaType(img)
+	if !acceptedImages[t] {
 		return nil
 	}
-	return v
+	switch {
+	case len(img.Data) > 0:
+		return &genai.Part{InlineData: &genai.Blob{MIMEType: t, Data: img.Data}}
+	case img.URL != "":
+		return &genai.Part{FileData: &genai.FileData{MIMEType: t, FileURI: img.URL}}
+	}
+	return nil
+}
+
+// imagePart is imageWirePart, or a note saying why the image was not sent,
+// so the model knows one was there.
+func imagePart(img *llm.Image) *genai.Part {
+	if p := imageWirePart(img); p != nil {
+		return p
+	}
+	t := mediaType(img)
+	if t == "" {
+		t = "unknown"
+	}
+	if img == nil || (len(img.Data) == 0 && img.URL == "") {
+		return &genai.Part{Text: fmt.Sprintf("[An image (type %s) was left out: it has no data.]", t)}
+	}
+	return &genai.Part{Text: fmt.Sprintf("[An image of type %s was left out: Gemini reads PNG, JPEG, WebP, HEIC and HEIF images only.]", t)}
 }
 
 // responseParts answers every call of one assistant turn from results, in
 // call order. Results are matched by call id, then (for results without an
-// id) by name in order.
-func responseParts(calls []llm.ToolCall, wireIDs []string, results []llm.Message) []*genai.Part {
+// id) by name in order. Images of a result go into its function response
+// when the model allows it, else into a labelled user part after all the
+// responses.
+func responseParts(calls []llm.ToolCall, wireIDs []string, results []llm.Message, opt wireOptions) []*genai.Part {
 	used := make([]bool, len(results))
 	parts := make([]*genai.Part, 0, len(calls)+len(results))
+	var after []*genai.Part
 	for i, c := range calls {
 		k := -1
 		for j, r := range results {
@@ -384,25 +364,64 @@ func responseParts(calls []llm.ToolCall, wireIDs []string, results []llm.Message
 				}
 			}
 		}
-		var body map[string]any
-		if k >= 0 {
-			used[k] = true
-			body = responseBody(results[k])
-		} else {
-			body = map[string]any{"error": "No result was recorded for this call."}
-		}
 		id := ""
 		if i < len(wireIDs) {
 			id = wireIDs[i]
 		}
-		parts = append(parts, &genai.Part{FunctionResponse: &genai.FunctionResponse{ID: id, Name: c.Name, Response: body}})
+		fr := &genai.FunctionResponse{ID: id, Name: c.Name}
+		if k >= 0 {
+			used[k] = true
+			fr.Response = responseBody(results[k])
+			var rest []*genai.Part
+			for _, p := range results[k].Parts {
+				if p.Type != llm.PartImage {
+					continue
+				}
+				if frp := responseImage(p.Image); opt.imagesInResponses && frp != nil {
+					fr.Parts = append(fr.Parts, frp)
+				} else {
+					rest = append(rest, imagePart(p.Image))
+				}
+			}
+			if len(rest) > 0 {
+				label := fmt.Sprintf("[Images from the result of %s%s]", c.Name, callRef(c.ID))
+				after = append(append(after, &genai.Part{Text: label}), rest...)
+			}
+		} else {
+			fr.Response = map[string]any{"error": "No result was recorded for this call."}
+		}
+		parts = append(parts, &genai.Part{FunctionResponse: fr})
 	}
+	parts = append(parts, after...)
 	for j, r := range results {
 		if !used[j] {
-			parts = append(parts, orphanResult(r))
+			parts = append(parts, orphanResult(r)...)
 		}
 	}
 	return parts
+}
+
+func callRef(id string) string {
+	if id == "" {
+		return ""
+	}
+	return " (call " + id + ")"
+}
+
+// responseImage is an image as a function response part, nil when a
+// function response cannot hold it.
+func responseImage(img *llm.Image) *genai.FunctionResponsePart {
+	t := mediaType(img)
+	if !responseImages[t] {
+		return nil
+	}
+	switch {
+	case len(img.Data) > 0:
+		return &genai.FunctionResponsePart{InlineData: &genai.FunctionResponseBlob{MIMEType: t, Data: img.Data}}
+	case img.URL != "":
+		return &genai.FunctionResponsePart{FileData: &genai.FunctionResponseFileData{MIMEType: t, FileURI: img.URL}}
+	}
+	return nil
 }
 
 func responseBody(r llm.Message) map[string]any {
@@ -413,20 +432,35 @@ func responseBody(r llm.Message) map[string]any {
 }
 
 // orphanResult is a tool result that answers no call of the turn before it;
-// Gemini rejects unpaired function responses, so it is sent as text.
-func orphanResult(r llm.Message) *genai.Part {
+// Gemini rejects unpaired function responses, so it is sent as text (and its
+// images after it).
+func orphanResult(r llm.Message) []*genai.Part {
 	who := r.Name
 	if who == "" {
 		who = "a tool"
 	}
-	if r.ToolCallID != "" {
-		who += " (call " + r.ToolCallID + ")"
-	}
+	who += callRef(r.ToolCallID)
 	kind := "Result"
 	if r.IsError {
 		kind = "Error"
 	}
-	return &genai.Part{Text: fmt.Sprintf("[%s of %s]\n%s", kind, who, r.Content)}
+	parts := []*genai.Part{{Text: fmt.Sprintf("[%s of %s]\n%s", kind, who, r.Content)}}
+	for _, p := range r.Parts {
+		if p.Type == llm.PartImage {
+			parts = append(parts, imagePart(p.Image))
+		}
+	}
+	return parts
+}
+
+// decodeArgs turns a call's raw JSON arguments into the object Gemini wants;
+// anything but a JSON object becomes no arguments.
+func decodeArgs(raw json.RawMessage) map[string]any {
+	var v map[string]any
+	if json.Unmarshal(raw, &v) != nil {
+		return nil
+	}
+	return v
 }
 
 // idGen names the function calls Gemini returns without an id: "call_<n>",

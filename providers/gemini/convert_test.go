@@ -273,7 +273,7 @@ func TestSignatureOnEmptyTextPart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r1.Message.Content != "Here is a longer answer in pieces." || r1.Message.Extra == nil {
+	if r1.Message.Content != "Here is a longer answer in pieces." || len(r1.Message.ReasoningFor(Provider)) != 1 || r1.Message.Extra != nil {
 		t.Fatalf("message = %+v", r1.Message)
 	}
 	if _, err := m.Generate(context.Background(), &llm.Request{Messages: []llm.Message{llm.User("hi"), r1.Message, llm.User("more")}}); err != nil {
@@ -287,9 +287,10 @@ func TestSignatureOnEmptyTextPart(t *testing.T) {
 	}
 }
 
-// TestEditedMessageKeepsCallSignatures: when a message no longer matches the
-// saved parts (a middleware rewrote it), it is rebuilt from the message and
-// keeps the signatures and ids of the calls that did not change.
+// TestEditedMessageKeepsCallSignatures: when a message's text no longer
+// matches its text parts (a middleware rewrote Content), the new text goes
+// without a signature, and the thoughts and the signatures and ids of the
+// calls are kept.
 func TestEditedMessageKeepsCallSignatures(t *testing.T) {
 	sig := []byte("sig-1")
 	srv := geminitest.NewServer(t, geminitest.Turns(
@@ -309,8 +310,8 @@ func TestEditedMessageKeepsCallSignatures(t *testing.T) {
 	}
 	assertValid(t, srv)
 	parts := lastRequest(t, srv).Body.Contents[1].Parts
-	if len(parts) != 2 || parts[0].TextOf() != "Shortened." || parts[1].FunctionCall == nil ||
-		parts[1].FunctionCall.ID != "id-1" || parts[1].ThoughtSignature != base64.StdEncoding.EncodeToString(sig) {
+	if len(parts) != 3 || !parts[0].Thought || parts[0].TextOf() != "hmm" || parts[1].TextOf() != "Shortened." || parts[1].ThoughtSignature != "" ||
+		parts[2].FunctionCall == nil || parts[2].FunctionCall.ID != "id-1" || parts[2].ThoughtSignature != base64.StdEncoding.EncodeToString(sig) {
 		t.Errorf("rebuilt parts = %s", mustJSON(t, parts))
 	}
 }
@@ -359,5 +360,23 @@ func TestEmptyMessagesAreSkipped(t *testing.T) {
 	b := lastRequest(t, srv).Body
 	if len(b.Contents) != 3 || len(b.Contents[0].Parts) != 2 || len(b.Contents[1].Parts) != 2 {
 		t.Errorf("contents = %s", mustJSON(t, b.Contents))
+	}
+}
+
+// TestLegacyCheckpointKeepsSignatures: a message saved before reasoning
+// parts existed (Gemini's parts kept whole in Extra) still goes back with
+// its thought and signatures.
+func TestLegacyCheckpointKeepsSignatures(t *testing.T) {
+	var old llm.Message
+	if err := json.Unmarshal([]byte(`{"role":"assistant","content":"Reading.","tool_calls":[{"id":"fc-1","name":"read_file","args":{"path":"/a"}}],
+		"parts":[{"type":"reasoning","text":"plan"},{"type":"text","text":"Reading."}],
+		"extra":{"gemini":{"parts":[{"text":"plan","thought":true},{"text":"Reading."},{"functionCall":{"id":"fc-1","name":"read_file","args":{"path":"/a"}},"thoughtSignature":"c2lnLTE="}]}}}`), &old); err != nil {
+		t.Fatal(err)
+	}
+	parts, ids := modelParts(old)
+	got := mustJSON(t, parts)
+	want := `[{"text":"plan","thought":true},{"text":"Reading."},{"functionCall":{"id":"fc-1","args":{"path":"/a"},"name":"read_file"},"thoughtSignature":"c2lnLTE="}]`
+	if got != want || len(ids) != 1 || ids[0] != "fc-1" {
+		t.Errorf("parts = %s ids %v\nwant %s", got, ids, want)
 	}
 }

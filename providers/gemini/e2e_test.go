@@ -47,14 +47,23 @@ func TestAgentEndToEnd(t *testing.T) {
 						if !r.Declares("write_file") || r.SystemText() != "You keep notes." {
 							check(fmt.Errorf("turn 0: tools %v system %q", r.Functions(), r.SystemText()))
 						}
-						return geminitest.Reply{Text: "I'll write two notes.", Calls: []geminitest.Call{
-							{Name: "write_file", Args: map[string]any{"path": "/notes/a.md", "content": "alpha"}},
+						return geminitest.Reply{Thought: "Two notes, then an index.", ThoughtSignature: []byte("t0"), Text: "I'll write two notes.", Calls: []geminitest.Call{
+							{Name: "write_file", Args: map[string]any{"path": "/notes/a.md", "content": "alpha"}, Signature: []byte("c0")},
 							{Name: "write_file", Args: map[string]any{"path": "/notes/b.md", "content": "beta"}},
 						}}
 					case 1:
 						rs := r.FunctionResponses()
 						if len(rs) != 2 || rs[0].Response["output"] != "Wrote 5 bytes to /notes/a.md." || rs[1].Response["output"] != "Wrote 4 bytes to /notes/b.md." {
 							check(fmt.Errorf("turn 1: responses %+v", rs))
+						}
+						// The agent's history kept the thought and the signed
+						// call as they came.
+						want := "[[thought:dDA= text:- call write_file:YzA= call write_file:-]]"
+						if stream { // the thought streamed in two pieces
+							want = "[[thought:- thought:dDA= text:- call write_file:YzA= call write_file:-]]"
+						}
+						if got := fmt.Sprint(stepSignatures(r)); got != want {
+							check(fmt.Errorf("turn 1: model step sent back %s", got))
 						}
 						return geminitest.Calls(geminitest.Call{ID: "fc-7", Name: "write_file", Signature: []byte("sig"),
 							Args: map[string]any{"path": "/notes/index.md", "content": "a.md\nb.md\n"}})
@@ -68,7 +77,7 @@ func TestAgentEndToEnd(t *testing.T) {
 					return geminitest.Fail(400, "unexpected turn")
 				},
 			}))
-			m, _ := newTestModel(t, srv)
+			m, _ := newTestModel(t, srv, func(c *Config) { c.Model = "gemini-3-flash-preview"; c.IncludeThoughts = true })
 			a, err := agent.New(agent.Config{Model: m, System: "You keep notes.", Tools: []tool.Tool{writeTool}, Stream: stream})
 			if err != nil {
 				t.Fatal(err)
@@ -112,8 +121,8 @@ func TestAgentEndToEnd(t *testing.T) {
 			if ids := []string{msgs[1].ToolCalls[0].ID, msgs[1].ToolCalls[1].ID, msgs[4].ToolCalls[0].ID}; !reflect.DeepEqual(ids, []string{"call_1", "call_2", "fc-7"}) {
 				t.Errorf("tool call ids = %v", ids)
 			}
-			if msgs[4].Extra[Provider] == nil {
-				t.Error("the signed call's message lost its Extra")
+			if msgs[4].Extra[Provider] == nil || len(msgs[4].ReasoningFor(Provider)) != 1 || msgs[1].ReasoningText() != "Two notes, then an index." {
+				t.Errorf("the model's reasoning and call ids were lost: %+v / %+v", msgs[1], msgs[4])
 			}
 			if res.Usage.InputTokens == 0 || res.Usage.OutputTokens == 0 {
 				t.Errorf("usage = %+v", res.Usage)

@@ -1,6 +1,7 @@
 package gemini
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -79,6 +80,15 @@ var messageSeeds = []string{
 	`[{"role":"tool","tool_call_id":"9","content":"orphan"},{"role":"assistant","tool_calls":[{"id":"","name":"a","args":"not json"}]},{"role":"assistant","tool_calls":[{"id":"x","name":"a","args":null}]},{"role":"system","content":"s"}]`,
 	`[{"role":"user","content":"q"},{"role":"assistant","content":"t","tool_calls":[{"id":"fc1","name":"ls","args":{}}],"extra":{"gemini":{"parts":[{"text":"t"},{"functionCall":{"id":"fc1","name":"ls"},"thoughtSignature":"c2ln"}]}}},{"role":"tool","tool_call_id":"fc1","name":"ls","content":"r"}]`,
 	`[{"role":"assistant","content":"","extra":{"gemini":{"parts":[{"thought":true,"text":"hm"},{"functionResponse":{"name":"x"}},null]}}},{"role":"assistant","content":"z","extra":{"gemini":"garbage"}}]`,
+	// Gemini reasoning parts: a streamed thought cut in pieces, signed text,
+	// a signed empty part, a signed call; then images in a user message and
+	// a tool result.
+	`[{"role":"user","content":"look","parts":[{"type":"text","text":"look"},{"type":"image","image":{"media_type":"image/png","data":"iVBORw0KGgo="}},{"type":"image","image":{"media_type":"image/gif","url":"https://x/y.gif"}}]},` +
+		`{"role":"assistant","content":"ab","parts":[{"type":"reasoning","text":"thinking hard","reasoning":{"provider":"gemini","signature":"dA==","extra":{"split":[9]}}},{"type":"text","text":"a"},{"type":"reasoning","reasoning":{"provider":"gemini","signature":"eA==","extra":{"on":"text"}}},{"type":"text","text":"b"},{"type":"reasoning","reasoning":{"provider":"gemini","signature":"eQ==","extra":{"on":"empty"}}},{"type":"reasoning","reasoning":{"provider":"gemini","signature":"eg==","extra":{"on":"call","call_id":"fc1","name":"read_file"}}}],"tool_calls":[{"id":"fc1","name":"read_file","args":{"path":"/a.png"}}],"extra":{"gemini":{"call_ids":["fc1"]}}},` +
+		`{"role":"tool","tool_call_id":"fc1","name":"read_file","content":"an image","parts":[{"type":"text","text":"an image"},{"type":"image","image":{"media_type":"image/jpeg","data":"/9j/"}}]}]`,
+	// Another provider's reasoning, and reasoning parts with bad data.
+	`[{"role":"user","content":"q"},{"role":"assistant","content":"t","parts":[{"type":"reasoning","text":"claude thinks","reasoning":{"provider":"anthropic","signature":"c2ln"}},{"type":"reasoning","text":"shown only"},{"type":"text","text":"t"}],"tool_calls":[{"id":"toolu_1","name":"ls","args":{}}]},` +
+		`{"role":"tool","tool_call_id":"toolu_1","name":"ls","content":"r"},{"role":"assistant","content":"x","parts":[{"type":"reasoning","text":"?","reasoning":{"provider":"gemini","signature":"!!","extra":{"split":[5,2]}}},{"type":"reasoning","reasoning":{"provider":"gemini","extra":"bad"}},{"type":"text","text":"y"}]}]`,
 }
 
 func FuzzToContents(f *testing.F) {
@@ -90,15 +100,53 @@ func FuzzToContents(f *testing.F) {
 		if json.Unmarshal(data, &msgs) != nil {
 			return
 		}
-		contents, _ := toContents(msgs)
-		if err := checkContents(contents); err != nil {
-			t.Fatalf("%v\nmessages: %s\ncontents: %s", err, data, mustJSON(t, contents))
+		// What may reach the wire as reasoning: Gemini's own signatures and
+		// thought text (of old checkpoints too).
+		sigs, thoughts := map[string]bool{}, map[string]bool{}
+		for _, m := range msgs {
+			for _, p := range upgradeLegacy(m).ReasoningFor(Provider) {
+				sigs[string(decodeSignature(p.Reasoning.Signature))] = true
+				thoughts[p.Text] = true
+			}
 		}
-		// The SDK must be able to encode what we built.
-		if _, err := json.Marshal(contents); err != nil {
-			t.Fatal(err)
+		for _, opt := range []wireOptions{{}, {imagesInResponses: true, signCalls: true}} {
+			contents, _ := toContents(llm.Clone(msgs), opt)
+			if err := checkContents(contents); err != nil {
+				t.Fatalf("%v\nmessages: %s\ncontents: %s", err, data, mustJSON(t, contents))
+			}
+			// The SDK must be able to encode what we built.
+			if _, err := json.Marshal(contents); err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range contents {
+				firstCall := true
+				for _, p := range c.Parts {
+					if len(p.ThoughtSignature) > 0 && !sigs[string(p.ThoughtSignature)] && !bytes.Equal(p.ThoughtSignature, sentinelBytes) {
+						t.Fatalf("signature %q was not Gemini's: %s", p.ThoughtSignature, data)
+					}
+					if p.Thought && !thoughtFrom(p.Text, thoughts) {
+						t.Fatalf("thought %q was not Gemini's: %s", p.Text, data)
+					}
+					if p.FunctionCall != nil {
+						if firstCall && opt.signCalls && len(p.ThoughtSignature) == 0 {
+							t.Fatalf("unsigned first call: %s", mustJSON(t, c))
+						}
+						firstCall = false
+					}
+				}
+			}
 		}
 	})
+}
+
+// thoughtFrom reports whether text is (a piece of) one of the thoughts.
+func thoughtFrom(text string, thoughts map[string]bool) bool {
+	for th := range thoughts {
+		if strings.Contains(th, text) {
+			return true
+		}
+	}
+	return false
 }
 
 var responseSeeds = []string{
@@ -107,6 +155,7 @@ var responseSeeds = []string{
 	`[{"candidates":[{"content":{"parts":[{"thought":true,"text":"hmm"},{"executableCode":{"code":"print(1)","language":"PYTHON"}},{"text":"1"}]},"finishReason":"MAX_TOKENS"}],"modelVersion":"gemini-x"}]`,
 	`[{"promptFeedback":{"blockReason":"SAFETY"}}]`,
 	`[null,{"candidates":[null]},{"candidates":[{}]}]`,
+	`[{"candidates":[{"content":{"parts":[{"thought":true,"text":"first "}]}}]},{"candidates":[{"content":{"parts":[{"thought":true,"text":"second","thoughtSignature":"dA=="}]}}]},{"candidates":[{"content":{"parts":[{"thought":true,"text":"again"},{"text":"ans"},{"text":"wer","thoughtSignature":"eA=="}]}}]},{"candidates":[{"content":{"parts":[{"functionCall":{"id":"a","name":"ls"},"thoughtSignature":"eQ=="},{"functionCall":{"id":"a","name":"ls"},"thoughtSignature":"eg=="},{"functionCall":{"name":"ls"}}]},"finishReason":"SAFETY"}],"promptFeedback":{"blockReason":"OTHER"}}]`,
 }
 
 // FuzzCollectorRoundTrip: whatever Gemini sends, the collected message, its
@@ -132,7 +181,13 @@ func FuzzCollectorRoundTrip(f *testing.F) {
 		resp := c.response()
 		msg := resp.Message
 		partial := acc.Partial().Message
-		if partial.Content != msg.Content || partial.ReasoningText() != msg.ReasoningText() || len(partial.ToolCalls) != len(msg.ToolCalls) {
+		var reasoning strings.Builder
+		for _, p := range msg.Parts {
+			if p.Type == llm.PartReasoning {
+				reasoning.WriteString(p.Text)
+			}
+		}
+		if partial.Content != msg.Content || partial.ReasoningText() != reasoning.String() || len(partial.ToolCalls) != len(msg.ToolCalls) {
 			t.Fatalf("events rebuild %+v, response is %+v", partial, msg)
 		}
 		seen := map[string]bool{}
@@ -149,16 +204,23 @@ func FuzzCollectorRoundTrip(f *testing.F) {
 			}
 			seen[tc.ID] = true
 		}
-		// Sending the message back reproduces the saved parts verbatim.
+		// Sending the message back reproduces what Gemini sent: its text and
+		// thoughts in order with their signatures, its calls in order with
+		// their ids and signatures, and its server-side parts.
 		back := checkpoint(t, msg)
 		parts, wireIDs := modelParts(back)
 		if len(wireIDs) != len(msg.ToolCalls) {
 			t.Fatalf("%d wire ids for %d calls", len(wireIDs), len(msg.ToolCalls))
 		}
-		if msg.Extra != nil && mustJSON(t, parts) != mustJSON(t, c.parts) {
-			t.Fatalf("parts sent back %s, received %s", mustJSON(t, parts), mustJSON(t, c.parts))
+		if got, want := shapes(t, parts), shapes(t, c.parts); got != want {
+			t.Fatalf("parts sent back %s\nreceived %s", got, want)
 		}
-		contents, _ := toContents(append([]llm.Message{llm.User("q"), back}, toolResults(back)...))
+		for _, p := range back.Parts {
+			if p.Type == llm.PartReasoning && (p.Reasoning == nil || p.Reasoning.Provider != Provider) {
+				t.Fatalf("reasoning part without Gemini as its provider: %+v", p)
+			}
+		}
+		contents, _ := toContents(append([]llm.Message{llm.User("q"), back}, toolResults(back)...), wireOptions{})
 		if err := checkContents(contents); err != nil {
 			t.Fatal(err)
 		}
@@ -193,4 +255,29 @@ func FuzzErrorDetails(f *testing.F) {
 			t.Fatalf("negative Retry-After %v", r)
 		}
 	})
+}
+
+// shapes describes wire parts as three sequences: text and thoughts (text,
+// thought flag, signature), function calls (id, name, arguments, signature)
+// and the other parts (function responses excepted: a model turn has none).
+func shapes(t *testing.T, parts []*genai.Part) string {
+	var text, calls, other []string
+	for _, p := range parts {
+		switch {
+		case p.FunctionCall != nil:
+			args := "{}"
+			if len(p.FunctionCall.Args) > 0 {
+				args = mustJSON(t, p.FunctionCall.Args)
+			}
+			calls = append(calls, fmt.Sprintf("%q %q %s %x", p.FunctionCall.ID, p.FunctionCall.Name, args, p.ThoughtSignature))
+		case p.FunctionResponse != nil:
+		case textLike(p):
+			if p.Text != "" || len(p.ThoughtSignature) > 0 {
+				text = append(text, fmt.Sprintf("%q %v %x", p.Text, p.Thought, p.ThoughtSignature))
+			}
+		default:
+			other = append(other, mustJSON(t, p))
+		}
+	}
+	return fmt.Sprintf("text %v\ncalls %v\nother %v", text, calls, other)
 }

@@ -1,15 +1,33 @@
 // Package gemini is the llm.Model for Google's Gemini Developer API
 // (generativelanguage.googleapis.com), built on google.golang.org/genai: plain
 // and streamed generateContent with function calling, structured output,
-// provider-neutral errors and the shared retry policy.
+// thinking, images, provider-neutral errors and the shared retry policy.
 //
 // The SDK's own retry layers (HTTP retry options and automatic stream
 // continuation) are switched off so that retry.Policy alone decides, and a
 // stream that has already produced output is never replayed.
 //
-// Gemini-specific data that must go back to the API unchanged on the next
-// turn (thought signatures, thought parts, function-call ids) is kept in
-// llm.Message.Extra["gemini"].
+// Thinking: Settings.Reasoning becomes thinkingConfig (a thinking level on
+// Gemini 3 and later, a thinking budget on 2.5; see CheckSettings and
+// Capabilities), with thought summaries on. Gemini's thoughts and thought
+// signatures become reasoning parts of the assistant message, in order with
+// its text, and go back to Gemini on the parts they came on (a signature on
+// a function call goes back on that call). Reasoning parts of other
+// providers are never sent, readable text included; a function call that
+// has no Gemini signature (a history started on another provider) gets the
+// placeholder signature the Gemini API documents for that case, since Gemini
+// 3 refuses unsigned calls. Message.Extra["gemini"] keeps only what is not
+// reasoning: the function-call ids Gemini gave, and server-side parts.
+//
+// Images in user messages go as inlineData (bytes) or fileData (URL); the
+// images of a tool result go inside its function response on Gemini 3 and
+// later, else in a user part right after the responses, labelled with the
+// call they belong to.
+//
+// A blocked prompt or an answer withheld for safety, recitation and the like
+// is a refusal: Response.Refusal and StopRefusal. Usage counts thought tokens
+// in OutputTokens and again in ReasoningTokens; a response without usage
+// metadata has Usage.Unknown set.
 package gemini
 
 import (
@@ -27,8 +45,8 @@ import (
 	"github.com/deepagents-go/deepagents/providers/retry"
 )
 
-// Provider is the name used in llm.APIError.Provider and as the key of
-// llm.Message.Extra.
+// Provider is the name used in llm.APIError.Provider, llm.Reasoning.Provider
+// and as the key of llm.Message.Extra.
 const Provider = "gemini"
 
 // Config configures a Model.
@@ -59,10 +77,12 @@ type Config struct {
 	// Settings.MaxTokens is 0 (0 leaves it to the model).
 	MaxTokens int
 	// IncludeThoughts asks thinking models for thought summaries; they arrive
-	// as llm.Message.Reasoning and EventReasoningDelta.
+	// as reasoning parts and EventReasoningDelta. Used when a request has no
+	// Settings.Reasoning (which always asks for them).
 	IncludeThoughts bool
 	// ThinkingBudget, when set, caps the thinking tokens of thinking models
 	// (0 turns thinking off where the model allows it, -1 lets it decide).
+	// Settings.Reasoning, when set, replaces it.
 	ThinkingBudget *int
 }
 
@@ -73,7 +93,11 @@ type Model struct {
 	client *genai.Client
 }
 
-var _ llm.Model = (*Model)(nil)
+var (
+	_ llm.Model              = (*Model)(nil)
+	_ llm.CapabilityReporter = (*Model)(nil)
+	_ llm.SettingsChecker    = (*Model)(nil)
+)
 
 // New checks cfg and creates the client. The context is handed to
 // genai.NewClient, which does no I/O for an API-key client.

@@ -34,7 +34,8 @@ func TestGeneratePlainAnswer(t *testing.T) {
 	if resp.StopReason != llm.StopEnd {
 		t.Errorf("stop = %q", resp.StopReason)
 	}
-	if want := (llm.Usage{InputTokens: 12, OutputTokens: 12, CachedInputTokens: 4}); resp.Usage != want {
+	// Thought tokens count as output and again as reasoning.
+	if want := (llm.Usage{InputTokens: 12, OutputTokens: 12, CachedInputTokens: 4, ReasoningTokens: 5}); resp.Usage != want {
 		t.Errorf("usage = %+v, want %+v", resp.Usage, want)
 	}
 	if resp.Model != testModel {
@@ -517,19 +518,27 @@ func TestConsumerStopsStreamEarly(t *testing.T) {
 	}
 }
 
+// TestStopReasons: blocked prompts and answers withheld for safety,
+// recitation and the like are refusals with a sentence (the API's own when it
+// gave one: the SDK keeps a block reason message, not a finish message),
+// streamed or not.
 func TestStopReasons(t *testing.T) {
 	for _, tc := range []struct {
-		reply geminitest.Reply
-		want  llm.StopReason
+		reply   geminitest.Reply
+		want    llm.StopReason
+		refusal string
 	}{
-		{geminitest.Reply{Text: "cut", FinishReason: "MAX_TOKENS"}, llm.StopMaxTokens},
-		{geminitest.Reply{FinishReason: "SAFETY"}, llm.StopFiltered},
-		{geminitest.Reply{Text: "quoted", FinishReason: "RECITATION"}, llm.StopFiltered},
-		{geminitest.Reply{FinishReason: "PROHIBITED_CONTENT"}, llm.StopFiltered},
-		{geminitest.Reply{FinishReason: "BLOCKLIST"}, llm.StopFiltered},
-		{geminitest.Reply{BlockReason: "SAFETY"}, llm.StopFiltered},
-		{geminitest.Reply{FinishReason: "MALFORMED_FUNCTION_CALL"}, llm.StopOther},
-		{geminitest.Reply{Calls: []geminitest.Call{{Name: "ls"}}}, llm.StopToolCalls},
+		{geminitest.Reply{Text: "cut", FinishReason: "MAX_TOKENS"}, llm.StopMaxTokens, ""},
+		{geminitest.Reply{FinishReason: "SAFETY"}, llm.StopRefusal, "Gemini withheld the answer (finish reason SAFETY)."},
+		{geminitest.Reply{Text: "quoted", FinishReason: "RECITATION"}, llm.StopRefusal, "Gemini withheld the answer (finish reason RECITATION)."},
+		{geminitest.Reply{FinishReason: "PROHIBITED_CONTENT"}, llm.StopRefusal, "Gemini withheld the answer (finish reason PROHIBITED_CONTENT)."},
+		{geminitest.Reply{FinishReason: "BLOCKLIST"}, llm.StopRefusal, "Gemini withheld the answer (finish reason BLOCKLIST)."},
+		{geminitest.Reply{FinishReason: "SPII"}, llm.StopRefusal, "Gemini withheld the answer (finish reason SPII)."},
+		{geminitest.Reply{BlockReason: "SAFETY"}, llm.StopRefusal, "Gemini blocked the prompt (block reason SAFETY)."},
+		{geminitest.Reply{BlockReason: "PROHIBITED_CONTENT", BlockReasonMessage: "Prompt blocked."}, llm.StopRefusal, "Prompt blocked."},
+		{geminitest.Reply{FinishReason: "MALFORMED_FUNCTION_CALL"}, llm.StopOther, ""},
+		{geminitest.Reply{Calls: []geminitest.Call{{Name: "ls"}}}, llm.StopToolCalls, ""},
+		{geminitest.Reply{Text: "fine"}, llm.StopEnd, ""},
 	} {
 		for _, stream := range []bool{false, true} {
 			srv := geminitest.NewServer(t, geminitest.Sequence(tc.reply))
@@ -545,8 +554,8 @@ func TestStopReasons(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%+v stream=%v: %v", tc.reply, stream, err)
 			}
-			if resp.StopReason != tc.want {
-				t.Errorf("%+v stream=%v: stop = %q, want %q", tc.reply, stream, resp.StopReason, tc.want)
+			if resp.StopReason != tc.want || resp.Refusal != tc.refusal {
+				t.Errorf("%+v stream=%v: stop = %q refusal %q, want %q %q", tc.reply, stream, resp.StopReason, resp.Refusal, tc.want, tc.refusal)
 			}
 		}
 	}

@@ -2,7 +2,7 @@ package gemini
 
 import (
 	"encoding/json"
-	"strings"
+	"fmt"
 
 	"google.golang.org/genai"
 
@@ -12,16 +12,17 @@ import (
 // collector folds generateContent responses (one, or the chunks of a stream)
 // into an llm.Response, emitting stream events for each new part.
 type collector struct {
-	ids             *idGen
-	model           string
-	parts           []*genai.Part
-	text, reasoning strings.Builder
-	calls           []llm.ToolCall
-	keep            bool // the parts hold data the message alone cannot rebuild
-	finish          genai.FinishReason
-	blocked         bool
-	candidate       bool // some response carried a candidate
-	usage           *genai.GenerateContentResponseUsageMetadata
+	ids           *idGen
+	model         string
+	parts         []*genai.Part
+	calls         []llm.ToolCall
+	finish        genai.FinishReason
+	finishMessage string
+	blocked       bool
+	blockReason   genai.BlockedReason
+	blockMessage  string
+	candidate     bool // some response carried a candidate
+	usage         *genai.GenerateContentResponseUsageMetadata
 }
 
 func newCollector(ids *idGen, model string) *collector {
@@ -41,8 +42,8 @@ func (c *collector) addResponse(r *genai.GenerateContentResponse, emit func(llm.
 		// Within one request every chunk reports the running total.
 		c.usage = r.UsageMetadata
 	}
-	if r.PromptFeedback != nil && r.PromptFeedback.BlockReason != "" {
-		c.blocked = true
+	if f := r.PromptFeedback; f != nil && f.BlockReason != "" {
+		c.blocked, c.blockReason, c.blockMessage = true, f.BlockReason, f.BlockReasonMessage
 	}
 	if len(r.Candidates) == 0 || r.Candidates[0] == nil {
 		return
@@ -51,6 +52,9 @@ func (c *collector) addResponse(r *genai.GenerateContentResponse, emit func(llm.
 	c.candidate = true
 	if cand.FinishReason != "" && cand.FinishReason != genai.FinishReasonUnspecified {
 		c.finish = cand.FinishReason
+	}
+	if cand.FinishMessage != "" {
+		c.finishMessage = cand.FinishMessage
 	}
 	if cand.Content == nil {
 		return
@@ -88,9 +92,6 @@ func (c *collector) addPart(p *genai.Part, emit func(llm.StreamEvent)) {
 		call := llm.ToolCall{ID: c.ids.take(fc.ID), Name: fc.Name, Args: args}
 		i := len(c.calls)
 		c.calls = append(c.calls, call)
-		if fc.ID != "" || len(p.ThoughtSignature) > 0 {
-			c.keep = true
-		}
 		c.parts = append(c.parts, &cp)
 		emit(llm.StreamEvent{Type: llm.EventToolCallStart, Index: i, ToolCall: &llm.ToolCall{ID: call.ID, Name: call.Name}})
 		emit(llm.StreamEvent{Type: llm.EventToolCallDelta, Index: i, ArgsDelta: string(args)})
@@ -99,19 +100,13 @@ func (c *collector) addPart(p *genai.Part, emit func(llm.StreamEvent)) {
 			return
 		}
 		if p.Thought {
-			c.keep = true
-			c.reasoning.WriteString(p.Text)
 			if p.Text != "" {
 				emit(llm.StreamEvent{Type: llm.EventReasoningDelta, Text: p.Text})
 			}
 		} else {
-			c.text.WriteString(p.Text)
 			if p.Text != "" {
 				emit(llm.StreamEvent{Type: llm.EventTextDelta, Text: p.Text})
 			}
-		}
-		if len(p.ThoughtSignature) > 0 {
-			c.keep = true
 		}
 		// A stream splits one text part into many; join the pieces back, but
 		// never a signed one: a signature stays on the exact part it came on.
@@ -125,7 +120,6 @@ func (c *collector) addPart(p *genai.Part, emit func(llm.StreamEvent)) {
 		c.parts = append(c.parts, &cp)
 	default:
 		// Server-side code execution and the like: kept for the round trip.
-		c.keep = true
 		c.parts = append(c.parts, &cp)
 	}
 }
@@ -143,9 +137,30 @@ func plainText(p *genai.Part) bool {
 // blocked prompt. A stream that ends without either was cut.
 func (c *collector) finished() bool { return c.finish != "" || c.blocked }
 
-func (c *collector) stopReason() llm.StopReason {
+// refusal returns the reason the API withheld the answer, in its own words
+// when it gave some, or "" when it did not.
+func (c *collector) refusal() string {
 	if c.blocked {
-		return llm.StopFiltered
+		if c.blockMessage != "" {
+			return c.blockMessage
+		}
+		return fmt.Sprintf("Gemini blocked the prompt (block reason %s).", c.blockReason)
+	}
+	switch c.finish {
+	case genai.FinishReasonSafety, genai.FinishReasonRecitation, genai.FinishReasonBlocklist,
+		genai.FinishReasonProhibitedContent, genai.FinishReasonSPII, genai.FinishReasonImageSafety,
+		genai.FinishReasonImageProhibitedContent, genai.FinishReasonImageRecitation:
+		if c.finishMessage != "" {
+			return c.finishMessage
+		}
+		return fmt.Sprintf("Gemini withheld the answer (finish reason %s).", c.finish)
+	}
+	return ""
+}
+
+func (c *collector) stopReason() llm.StopReason {
+	if c.refusal() != "" {
+		return llm.StopRefusal
 	}
 	switch c.finish {
 	case "", genai.FinishReasonStop:
@@ -155,31 +170,36 @@ func (c *collector) stopReason() llm.StopReason {
 		return llm.StopEnd
 	case genai.FinishReasonMaxTokens:
 		return llm.StopMaxTokens
-	case genai.FinishReasonSafety, genai.FinishReasonRecitation, genai.FinishReasonBlocklist,
-		genai.FinishReasonProhibitedContent, genai.FinishReasonSPII, genai.FinishReasonImageSafety,
-		genai.FinishReasonImageProhibitedContent, genai.FinishReasonImageRecitation:
-		return llm.StopFiltered
 	}
 	return llm.StopOther
 }
 
+// response builds the final answer: the parts as llm parts (thoughts and
+// signatures as reasoning parts, in order), the calls, the refusal and usage.
+// Thought tokens are added to OutputTokens and also reported as
+// ReasoningTokens; tool-use prompt tokens count as input; cached prompt
+// tokens are CachedInputTokens (Gemini's implicit caching reports no cache
+// writes, so CacheWriteTokens stays 0). A response that carried no usage
+// metadata at all has Usage.Unknown set.
 func (c *collector) response() *llm.Response {
-	msg := llm.Message{Role: llm.RoleAssistant, Content: c.text.String(), ToolCalls: c.calls}
-	if r := c.reasoning.String(); r != "" {
-		msg.SetParts(llm.ReasoningThenText(r, msg.Content))
-	}
-	if c.keep {
-		if b, err := json.Marshal(extra{Parts: c.parts}); err == nil {
+	msg := llm.Message{Role: llm.RoleAssistant, ToolCalls: c.calls}
+	parts, ex := fromWire(c.parts, c.calls)
+	msg.SetParts(parts)
+	if ex != nil {
+		if b, err := json.Marshal(ex); err == nil {
 			msg.Extra = map[string]json.RawMessage{Provider: b}
 		}
 	}
-	resp := &llm.Response{Message: msg, StopReason: c.stopReason(), Model: c.model}
+	resp := &llm.Response{Message: msg, StopReason: c.stopReason(), Model: c.model, Refusal: c.refusal()}
 	if u := c.usage; u != nil {
 		resp.Usage = llm.Usage{
 			InputTokens:       int(u.PromptTokenCount) + int(u.ToolUsePromptTokenCount),
 			OutputTokens:      int(u.CandidatesTokenCount) + int(u.ThoughtsTokenCount),
 			CachedInputTokens: int(u.CachedContentTokenCount),
+			ReasoningTokens:   int(u.ThoughtsTokenCount),
 		}
+	} else {
+		resp.Usage.Unknown = true
 	}
 	return resp
 }

@@ -261,3 +261,93 @@ func TestSplit(t *testing.T) {
 		}
 	}
 }
+
+// TestSignatureRules: the fake refuses, with the API's wording, an unknown
+// or moved signature, and on Gemini 3 a current-turn call without one; the
+// documented placeholder passes; 2.5 accepts unsigned calls.
+func TestSignatureRules(t *testing.T) {
+	srv := NewServer(t, func(*Request) Reply {
+		return Reply{Thought: "plan", ThoughtSignature: []byte("t-sig"), Calls: []Call{{Name: "ls", Signature: []byte("c-sig")}}}
+	})
+	// Issue the two signatures.
+	if resp, raw := post(t, srv.URL, false, `{"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}`); resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, raw)
+	}
+	tSig, cSig := b64([]byte("t-sig")), b64([]byte("c-sig"))
+	conv := func(thought, call string) string {
+		tp, cp := `{"text": "plan", "thought": true}`, `{"functionCall": {"name": "ls"}}`
+		if thought != "" {
+			tp = `{"text": "plan", "thought": true, "thoughtSignature": "` + thought + `"}`
+		}
+		if call != "" {
+			cp = `{"functionCall": {"name": "ls"}, "thoughtSignature": "` + call + `"}`
+		}
+		return `{"contents": [{"role": "user", "parts": [{"text": "hi"}]}, {"role": "model", "parts": [` + tp + `, ` + cp + `]},
+			{"role": "user", "parts": [{"functionResponse": {"name": "ls", "response": {"output": "a"}}}]}]}`
+	}
+	postModel := func(model, payload string) (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1beta/models/"+model+":generateContent", strings.NewReader(payload))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for _, tc := range []struct {
+		name, model, payload, want string
+	}{
+		{"as issued", "gemini-3-flash-preview", conv(tSig, cSig), ""},
+		{"placeholder", "gemini-3-flash-preview", conv("", "skip_thought_signature_validator"), ""},
+		{"missing on 3", "gemini-3-flash-preview", conv(tSig, ""), "Function call is missing a thought_signature in functionCall parts."},
+		{"missing on 2.5", "gemini-2.5-flash", conv(tSig, ""), ""},
+		{"unknown", "gemini-2.5-flash", conv(tSig, b64([]byte("forged"))), "Corrupted thought signature."},
+		{"moved", "gemini-2.5-flash", conv(cSig, tSig), "Corrupted thought signature."},
+	} {
+		code, raw := postModel(tc.model, tc.payload)
+		if tc.want == "" && code != 200 || tc.want != "" && (code != 400 || !strings.Contains(raw, tc.want) || !strings.Contains(raw, "INVALID_ARGUMENT")) {
+			t.Errorf("%s: %d %s", tc.name, code, raw)
+		}
+	}
+}
+
+// TestMultimodalFunctionResponses: images in a function response pass on
+// Gemini 3 and are refused before it.
+func TestMultimodalFunctionResponses(t *testing.T) {
+	srv := NewServer(t, func(*Request) Reply { return Text("ok") })
+	payload := `{"contents": [{"role": "user", "parts": [{"text": "hi"}]}, {"role": "model", "parts": [{"functionCall": {"name": "read_file"}, "thoughtSignature": "skip_thought_signature_validator"}]},
+		{"role": "user", "parts": [{"functionResponse": {"name": "read_file", "response": {"output": "an image"}, "parts": [{"inlineData": {"mimeType": "image/png", "data": "iVBORw0KGgo="}}]}}]}]}`
+	for model, want := range map[string]int{"gemini-3-pro-preview": 200, "gemini-2.5-pro": 400} {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1beta/models/"+model+":generateContent", strings.NewReader(payload))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("%s: %d %s", model, resp.StatusCode, b)
+		}
+	}
+}
+
+// TestRepliesWithoutUsageAndRefusals: NoUsage leaves usageMetadata out of
+// every chunk; a block reason answers without candidates.
+func TestRepliesWithoutUsageAndRefusals(t *testing.T) {
+	srv := NewServer(t, Sequence(Reply{Text: "a b c d e f", NoUsage: true}, Reply{Text: "a b c", NoUsage: true},
+		Reply{BlockReason: "SAFETY", BlockReasonMessage: "no"}))
+	payload := `{"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}`
+	for _, stream := range []bool{false, true} {
+		_, raw := post(t, srv.URL, stream, payload)
+		if strings.Contains(raw, "usageMetadata") || !strings.Contains(raw, "candidates") {
+			t.Errorf("stream=%v: %s", stream, raw)
+		}
+	}
+	_, raw := post(t, srv.URL, false, payload)
+	var r GenerateContentResponse
+	if err := json.Unmarshal([]byte(raw), &r); err != nil || r.PromptFeedback == nil || r.PromptFeedback.BlockReason != "SAFETY" ||
+		r.PromptFeedback.BlockReasonMessage != "no" || len(r.Candidates) != 0 {
+		t.Errorf("%s", raw)
+	}
+}

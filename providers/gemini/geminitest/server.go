@@ -2,7 +2,14 @@
 // httptest server that speaks the generativelanguage v1beta REST wire format
 // (models/{model}:generateContent and :streamGenerateContent?alt=sse),
 // records every request, checks its structure the way the real API does,
-// and answers from a Handler. Point gemini.Config.BaseURL at Server.URL
+// and answers from a Handler. Like the API, it refuses a thought signature
+// it did not issue or that comes back on another part ("Corrupted thought
+// signature."), and on Gemini 3 models a function call of the current turn
+// without one (the documented placeholder signature passes); it checks image
+// parts (MIME type, base64 data) and accepts images in function responses
+// on Gemini 3 models only. Replies can think (Thought, ThoughtSignature),
+// sign text and calls, refuse (BlockReason, a SAFETY FinishReason) and leave
+// usage out (NoUsage). Point gemini.Config.BaseURL at Server.URL
 // (any API key works unless WithAPIKey is given):
 //
 //	m, _ := gemini.New(ctx, gemini.Config{Model: "gemini-2.5-flash", APIKey: "test", BaseURL: srv.URL})
@@ -23,6 +30,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -144,6 +152,9 @@ func contentText(c Content) string {
 type Reply struct {
 	// Thought is a thought-summary part sent first.
 	Thought string
+	// ThoughtSignature is a thought signature sent on the thought part (in a
+	// stream, on its last piece).
+	ThoughtSignature []byte
 	// Text is the answer text. Streams send it in several chunks.
 	Text string
 	// TextSignature is a thought signature sent on the answer text (in a
@@ -164,6 +175,12 @@ type Reply struct {
 	BlockReason string
 	// Usage overrides the counted usage.
 	Usage *UsageMetadata
+	// NoUsage leaves usageMetadata out of the response (every chunk).
+	NoUsage bool
+	// FinishMessage explains a finish reason such as SAFETY.
+	FinishMessage string
+	// BlockReasonMessage explains a BlockReason.
+	BlockReasonMessage string
 	// ModelVersion defaults to the request's model.
 	ModelVersion string
 
@@ -313,6 +330,9 @@ type Server struct {
 	apiKey  string
 	lenient bool
 
+	mu     sync.Mutex
+	issued map[string]string // signature (standard base64) -> the part it was sent on
+
 	log fakewire.Log[*Request]
 }
 
@@ -380,11 +400,16 @@ func (s *Server) serve(w http.ResponseWriter, hr *http.Request) {
 		req.APIKey = hr.URL.Query().Get("key")
 	}
 	body, err := DecodeRequest(raw)
+	var sigErr error
 	if err != nil {
 		req.Invalid = err
 	} else {
 		req.Body = *body
 		req.Invalid = Validate(body)
+		if req.Invalid == nil {
+			sigErr = s.checkSignatures(req)
+			req.Invalid = sigErr
+		}
 	}
 	if req.Stream && hr.URL.Query().Get("alt") != "sse" {
 		req.Invalid = fmt.Errorf("streamGenerateContent without alt=sse (query %q)", hr.URL.RawQuery)
@@ -395,6 +420,9 @@ func (s *Server) serve(w http.ResponseWriter, hr *http.Request) {
 	case s.apiKey != "" && req.APIKey != s.apiKey:
 		writeError(w, ErrorStatus{Code: 400, Status: "INVALID_ARGUMENT", Message: "API key not valid. Please pass a valid API key.",
 			Details: []map[string]any{{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "API_KEY_INVALID", "domain": "googleapis.com"}}})
+		return
+	case sigErr != nil && !s.lenient:
+		writeError(w, ErrorStatus{Code: 400, Status: "INVALID_ARGUMENT", Message: sigErr.Error()})
 		return
 	case req.Invalid != nil && !s.lenient:
 		writeError(w, ErrorStatus{Code: 400, Status: "INVALID_ARGUMENT", Message: "geminitest: invalid request: " + req.Invalid.Error()})
@@ -422,7 +450,9 @@ func (s *Server) serve(w http.ResponseWriter, hr *http.Request) {
 	case req.Stream:
 		s.stream(w, hr, req, rep)
 	default:
-		fakewire.WriteJSON(w, http.StatusOK, nil, whole(req, rep))
+		resp := whole(req, rep)
+		s.issue(resp)
+		fakewire.WriteJSON(w, http.StatusOK, nil, resp)
 	}
 }
 
@@ -436,7 +466,7 @@ func str(s string) *string { return &s }
 func (rep Reply) parts() []Part {
 	var ps []Part
 	if rep.Thought != "" {
-		ps = append(ps, Part{Text: str(rep.Thought), Thought: true})
+		ps = append(ps, Part{Text: str(rep.Thought), Thought: true, ThoughtSignature: b64(rep.ThoughtSignature)})
 	}
 	if rep.Text != "" || len(rep.TextSignature) > 0 {
 		ps = append(ps, Part{Text: str(rep.Text), ThoughtSignature: b64(rep.TextSignature)})
@@ -455,6 +485,9 @@ func b64(b []byte) string {
 }
 
 func (rep Reply) usage(req *Request) *UsageMetadata {
+	if rep.NoUsage {
+		return nil
+	}
 	if rep.Usage != nil {
 		return rep.Usage
 	}
@@ -487,10 +520,10 @@ func (rep Reply) finish() string {
 func whole(req *Request, rep Reply) GenerateContentResponse {
 	resp := GenerateContentResponse{UsageMetadata: rep.usage(req), ModelVersion: rep.version(req), ResponseID: "resp-1"}
 	if rep.BlockReason != "" {
-		resp.PromptFeedback = &PromptFeedback{BlockReason: rep.BlockReason}
+		resp.PromptFeedback = &PromptFeedback{BlockReason: rep.BlockReason, BlockReasonMessage: rep.BlockReasonMessage}
 		return resp
 	}
-	resp.Candidates = []Candidate{{Content: &Content{Role: "model", Parts: rep.parts()}, FinishReason: rep.finish()}}
+	resp.Candidates = []Candidate{{Content: &Content{Role: "model", Parts: rep.parts()}, FinishReason: rep.finish(), FinishMessage: rep.FinishMessage}}
 	return resp
 }
 
@@ -502,8 +535,13 @@ func chunks(req *Request, rep Reply) []GenerateContentResponse {
 	}
 	var groups [][]Part
 	if rep.Thought != "" {
-		for _, piece := range split(rep.Thought) {
-			groups = append(groups, []Part{{Text: str(piece), Thought: true}})
+		pieces := split(rep.Thought)
+		for i, piece := range pieces {
+			p := Part{Text: str(piece), Thought: true}
+			if i == len(pieces)-1 {
+				p.ThoughtSignature = b64(rep.ThoughtSignature)
+			}
+			groups = append(groups, []Part{p})
 		}
 	}
 	if rep.Text != "" {
@@ -530,10 +568,14 @@ func chunks(req *Request, rep Reply) []GenerateContentResponse {
 	usage := rep.usage(req)
 	out := make([]GenerateContentResponse, len(groups))
 	for i, g := range groups {
-		u := *usage
-		if i < len(groups)-1 {
-			u.CandidatesTokenCount = usage.CandidatesTokenCount * (i + 1) / len(groups)
-			u.TotalTokenCount = u.PromptTokenCount + u.CandidatesTokenCount
+		var up *UsageMetadata
+		if usage != nil {
+			u := *usage
+			if i < len(groups)-1 {
+				u.CandidatesTokenCount = usage.CandidatesTokenCount * (i + 1) / len(groups)
+				u.TotalTokenCount = u.PromptTokenCount + u.CandidatesTokenCount
+			}
+			up = &u
 		}
 		c := Candidate{Content: &Content{Role: "model", Parts: g}}
 		if g == nil {
@@ -541,8 +583,9 @@ func chunks(req *Request, rep Reply) []GenerateContentResponse {
 		}
 		if i == len(groups)-1 {
 			c.FinishReason = rep.finish()
+			c.FinishMessage = rep.FinishMessage
 		}
-		out[i] = GenerateContentResponse{Candidates: []Candidate{c}, UsageMetadata: &u, ModelVersion: rep.version(req), ResponseID: "resp-1"}
+		out[i] = GenerateContentResponse{Candidates: []Candidate{c}, UsageMetadata: up, ModelVersion: rep.version(req), ResponseID: "resp-1"}
 	}
 	return out
 }
@@ -564,6 +607,9 @@ func split(s string) []string {
 func (s *Server) stream(w http.ResponseWriter, hr *http.Request, req *Request, rep Reply) {
 	sse := fakewire.StartSSE(w, nil, "\r\n")
 	chs := chunks(req, rep)
+	for _, ch := range chs {
+		s.issue(ch)
+	}
 	cut := rep.CutAfter > 0 && rep.CutAfter <= len(chs)
 	if cut {
 		chs = chs[:rep.CutAfter]

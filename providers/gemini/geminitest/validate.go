@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/deepagents-go/deepagents/tool"
 )
@@ -100,8 +101,18 @@ func Validate(body *GenerateContentRequest) error {
 				bad("%s must have exactly one data field, has %d", where, n)
 			}
 			if p.ThoughtSignature != "" {
-				if _, err := base64.StdEncoding.DecodeString(p.ThoughtSignature); err != nil {
+				if _, err := DecodeSignature(p.ThoughtSignature); err != nil {
 					bad("%s.thoughtSignature is not valid base64", where)
+				}
+			}
+			if p.InlineData != nil {
+				if err := checkBlob(*p.InlineData, inputImages); err != nil {
+					bad("%s.inlineData: %v", where, err)
+				}
+			}
+			if p.FileData != nil {
+				if err := checkFileData(*p.FileData, inputImages); err != nil {
+					bad("%s.fileData: %v", where, err)
 				}
 			}
 			if p.FunctionCall != nil {
@@ -121,6 +132,21 @@ func Validate(body *GenerateContentRequest) error {
 				}
 				if p.FunctionResponse.Response == nil {
 					bad("%s.functionResponse.response is missing", where)
+				}
+				for k, fp := range p.FunctionResponse.Parts {
+					w := fmt.Sprintf("%s.functionResponse.parts[%d]", where, k)
+					switch {
+					case (fp.InlineData == nil) == (fp.FileData == nil):
+						bad("%s must have exactly one of inlineData and fileData", w)
+					case fp.InlineData != nil:
+						if err := checkBlob(*fp.InlineData, responseImages); err != nil {
+							bad("%s.inlineData: %v", w, err)
+						}
+					default:
+						if err := checkFileData(*fp.FileData, responseImages); err != nil {
+							bad("%s.fileData: %v", w, err)
+						}
+					}
 				}
 			}
 			if p.Thought && c.Role != "model" {
@@ -189,6 +215,17 @@ func Validate(body *GenerateContentRequest) error {
 		if g.MaxOutputTokens < 0 {
 			bad("generationConfig.maxOutputTokens is negative")
 		}
+		if tc := g.ThinkingConfig; tc != nil {
+			if tc.ThinkingBudget != nil && tc.ThinkingLevel != "" {
+				bad("generationConfig.thinkingConfig: thinking_budget and thinking_level are not supported together")
+			}
+			if tc.ThinkingLevel != "" && !slices.Contains([]string{"MINIMAL", "LOW", "MEDIUM", "HIGH"}, tc.ThinkingLevel) {
+				bad("generationConfig.thinkingConfig.thinkingLevel %q is not a level", tc.ThinkingLevel)
+			}
+			if b := tc.ThinkingBudget; b != nil && *b < -1 {
+				bad("generationConfig.thinkingConfig.thinkingBudget %d is negative", *b)
+			}
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -197,7 +234,7 @@ func Validate(body *GenerateContentRequest) error {
 func dataFields(p Part) int {
 	n := 0
 	for _, set := range []bool{p.Text != nil, p.FunctionCall != nil, p.FunctionResponse != nil,
-		len(p.InlineData) > 0, len(p.FileData) > 0, len(p.ExecutableCode) > 0, len(p.CodeResult) > 0} {
+		p.InlineData != nil, p.FileData != nil, len(p.ExecutableCode) > 0, len(p.CodeResult) > 0} {
 		if set {
 			n++
 		}
@@ -271,6 +308,57 @@ func checkObjectSchema(raw json.RawMessage) error {
 	}
 	if !bytes.Equal(bytes.TrimSpace(top.Type), []byte(`"object"`)) {
 		return fmt.Errorf("the schema must describe an object (type %q)", string(top.Type))
+	}
+	return nil
+}
+
+// DecodeSignature reads a thoughtSignature the way the API reads bytes
+// fields: standard or URL-safe base64.
+func DecodeSignature(s string) ([]byte, error) {
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		b, err = base64.URLEncoding.DecodeString(s)
+	}
+	return b, err
+}
+
+// inputImages are the image types a user or model part may hold;
+// responseImages those a function response may hold.
+var (
+	inputImages    = []string{"image/png", "image/jpeg", "image/webp", "image/heic", "image/heif"}
+	responseImages = []string{"image/png", "image/jpeg", "image/webp"}
+)
+
+// checkBlob checks inline media: a MIME type the API takes for images, and
+// non-empty standard base64 data. Non-image media (audio, PDF, ...) only
+// need a type of the form "kind/sub".
+func checkBlob(b Blob, images []string) error {
+	if err := checkMIME(b.MIMEType, images); err != nil {
+		return err
+	}
+	if b.Data == "" {
+		return errors.New("data is empty")
+	}
+	if _, err := base64.StdEncoding.DecodeString(b.Data); err != nil {
+		return fmt.Errorf("data is not valid base64: %v", err)
+	}
+	return nil
+}
+
+func checkFileData(f FileData, images []string) error {
+	if f.FileURI == "" {
+		return errors.New("fileUri is empty")
+	}
+	return checkMIME(f.MIMEType, images)
+}
+
+func checkMIME(t string, images []string) error {
+	kind, sub, ok := strings.Cut(t, "/")
+	switch {
+	case !ok || kind == "" || sub == "":
+		return fmt.Errorf("mimeType %q is not a MIME type", t)
+	case kind == "image" && !slices.Contains(images, t):
+		return fmt.Errorf("unsupported MIME type: %s", t)
 	}
 	return nil
 }

@@ -34,8 +34,8 @@ type Part struct {
 	ThoughtSignature string            `json:"thoughtSignature,omitempty"` // base64
 	FunctionCall     *FunctionCall     `json:"functionCall,omitempty"`
 	FunctionResponse *FunctionResponse `json:"functionResponse,omitempty"`
-	InlineData       json.RawMessage   `json:"inlineData,omitempty"`
-	FileData         json.RawMessage   `json:"fileData,omitempty"`
+	InlineData       *Blob             `json:"inlineData,omitempty"`
+	FileData         *FileData         `json:"fileData,omitempty"`
 	ExecutableCode   json.RawMessage   `json:"executableCode,omitempty"`
 	CodeResult       json.RawMessage   `json:"codeExecutionResult,omitempty"`
 }
@@ -55,11 +55,32 @@ type FunctionCall struct {
 	Args map[string]any `json:"args,omitempty"`
 }
 
-// FunctionResponse answers a FunctionCall.
+// Blob is inline media: a MIME type and base64 data.
+type Blob struct {
+	MIMEType    string `json:"mimeType"`
+	Data        string `json:"data"`
+	DisplayName string `json:"displayName,omitempty"`
+}
+
+// FileData is media by URI.
+type FileData struct {
+	MIMEType string `json:"mimeType,omitempty"`
+	FileURI  string `json:"fileUri"`
+}
+
+// FunctionResponse answers a FunctionCall. Parts carry media (images) of
+// the response, which Gemini 3 and later accept.
 type FunctionResponse struct {
-	ID       string         `json:"id,omitempty"`
-	Name     string         `json:"name"`
-	Response map[string]any `json:"response"`
+	ID       string                 `json:"id,omitempty"`
+	Name     string                 `json:"name"`
+	Response map[string]any         `json:"response"`
+	Parts    []FunctionResponsePart `json:"parts,omitempty"`
+}
+
+// FunctionResponsePart is one medium of a function response.
+type FunctionResponsePart struct {
+	InlineData *Blob     `json:"inlineData,omitempty"`
+	FileData   *FileData `json:"fileData,omitempty"`
 }
 
 // Tool holds function declarations (other tool kinds are kept raw).
@@ -122,14 +143,16 @@ type GenerateContentResponse struct {
 
 // Candidate is one generated answer.
 type Candidate struct {
-	Content      *Content `json:"content,omitempty"`
-	FinishReason string   `json:"finishReason,omitempty"`
-	Index        int      `json:"index"`
+	Content       *Content `json:"content,omitempty"`
+	FinishReason  string   `json:"finishReason,omitempty"`
+	FinishMessage string   `json:"finishMessage,omitempty"`
+	Index         int      `json:"index"`
 }
 
 // PromptFeedback reports a blocked prompt.
 type PromptFeedback struct {
-	BlockReason string `json:"blockReason,omitempty"`
+	BlockReason        string `json:"blockReason,omitempty"`
+	BlockReasonMessage string `json:"blockReasonMessage,omitempty"`
 }
 
 // UsageMetadata counts tokens; in a stream each chunk has the running total.
