@@ -61,6 +61,10 @@ type Config struct {
 	// agent and every subagent. Nil means offload.Defaults(); a zero
 	// offload.Config turns offloading off.
 	Offload *offload.Config
+	// Reasoning asks the model to think before it answers (an effort or a
+	// token budget), for the agent and every subagent whose spec sets none.
+	// Nil leaves the model's default.
+	Reasoning *llm.ReasoningConfig
 }
 
 // ConfigError is an assembly-time rejection: New returns no other kind of

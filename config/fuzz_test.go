@@ -2,11 +2,13 @@ package config
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/BurntSushi/toml"
+	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/subagent"
 )
 
@@ -29,6 +31,23 @@ func checkErrors(t *testing.T, err error, maxLine int, paths ...string) {
 		if !strings.HasPrefix(fe.Error(), fe.Path+":") {
 			t.Fatalf("error text %q does not start with the path", fe.Error())
 		}
+	}
+}
+
+// checkReasoning fails unless r is nil or exactly one of a known effort and
+// a budget in range.
+func checkReasoning(t *testing.T, r *llm.ReasoningConfig) {
+	t.Helper()
+	if r == nil {
+		return
+	}
+	switch {
+	case r.Effort != "" && r.BudgetTokens != 0:
+		t.Fatalf("reasoning sets both: %+v", r)
+	case r.Effort != "" && !slices.Contains(ReasoningEfforts, string(r.Effort)):
+		t.Fatalf("reasoning effort %q", r.Effort)
+	case r.Effort == "" && (r.BudgetTokens < 1 || r.BudgetTokens > MaxReasoningBudget):
+		t.Fatalf("reasoning budget %d", r.BudgetTokens)
 	}
 }
 
@@ -73,6 +92,7 @@ func FuzzParseAgentFile(f *testing.F) {
 		if (a.Model != "") != (a.ModelLine > 0) || a.ModelLine > lineCount(data) {
 			t.Fatalf("model %q on line %d", a.Model, a.ModelLine)
 		}
+		checkReasoning(t, a.Reasoning)
 		if a.MaxSteps < 0 || a.Timeout < 0 || !utf8.ValidString(a.Prompt) {
 			t.Fatalf("bad result %+v", a)
 		}
@@ -100,6 +120,7 @@ func FuzzLoadConfig(f *testing.F) {
 		if c.MaxSteps < 0 || c.MaxParallel < 0 {
 			t.Fatalf("bad limits %+v", c)
 		}
+		checkReasoning(t, c.Reasoning)
 		if c.Model != "" && !strings.Contains(c.Model, ":") {
 			t.Fatalf("model %q not expanded", c.Model)
 		}
