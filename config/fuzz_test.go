@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -157,6 +158,34 @@ func FuzzKeyLines(f *testing.F) {
 			if _, ok := lines[strings.Join(k, "\x00")]; !ok {
 				t.Fatalf("key %q not located in %q (found %v)", k, data, lines)
 			}
+		}
+	})
+}
+
+// FuzzParseReasoning: a setting is accepted exactly when it is a known
+// effort or a budget in range, and what is accepted reads back the same.
+func FuzzParseReasoning(f *testing.F) {
+	for _, s := range []string{"high", " Low ", "8000", "0", "-1", "200001", "+12", "1e3", "99999999999999999999", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		r, err := ParseReasoning(s)
+		if err != nil {
+			if r != nil || err.Error() == "" {
+				t.Fatalf("ParseReasoning(%q) = %+v, %v", s, r, err)
+			}
+			return
+		}
+		checkReasoning(t, r)
+		if r == nil {
+			t.Fatalf("ParseReasoning(%q): nil without an error", s)
+		}
+		text := string(r.Effort)
+		if text == "" {
+			text = strconv.Itoa(r.BudgetTokens)
+		}
+		if again, err := ParseReasoning(text); err != nil || *again != *r {
+			t.Fatalf("%q read as %+v, which reads back as %+v, %v", s, r, again, err)
 		}
 	})
 }
