@@ -21,7 +21,7 @@ import (
 func assembleArgs(t *testing.T, args ...string) *setup {
 	t.Helper()
 	var errb strings.Builder
-	f, ok := parseRunFlags(args, &errb)
+	f, _, ok := parseRunFlags(args, io.Discard, &errb)
 	if !ok {
 		t.Fatalf("flags %q: %s", args, errb.String())
 	}

@@ -50,12 +50,29 @@ type runFlags struct {
 // reads that they interrupted it rather than "context canceled".
 var errInterrupted = errors.New("interrupted by the user (Ctrl-C)")
 
+const runHelp = `usage: deepagents run [flags] [-p PROMPT]
+
+Runs the deep agent on a real model. Without -p the prompt is read from
+stdin, or an interactive session starts when stdin is a terminal. Settings
+come from the flags, then the project's deepagents.toml, then
+~/.deepagents/config.toml; subagents from the agent files in
+~/.deepagents/agents and .deepagents/agents. See docs/RUN.md.
+
+The answer goes to stdout (never the model's thinking); progress, notices
+and warnings to stderr. A refusal is printed on stderr, not as an answer.
+
+Exit status:
+  0  the run ended with status ok
+  1  it ended with status error, limit, cancelled or refused (the answer so
+     far is printed and the transcript saved)
+  2  bad usage or configuration, an untrusted project file, or no prompt
+`
+
 // parseRunFlags reads the flags of `deepagents run`, reporting a bad one on
-// stderr; false means exit 2.
-func parseRunFlags(args []string, stderr io.Writer) (runFlags, bool) {
-	var f runFlags
+// stderr. When the command must stop (help shown, bad flag), ok is false
+// and code is its exit status.
+func parseRunFlags(args []string, stdout, stderr io.Writer) (f runFlags, code int, ok bool) {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	fs.StringVar(&f.prompt, "p", "", "the prompt; without it, read it from stdin, or start an interactive session on a terminal")
 	fs.StringVar(&f.model, "model", "", "provider:model, e.g. openai:gpt-4.1, anthropic:claude-sonnet-4-5, gemini:gemini-2.5-flash, ollama:qwen3")
 	fs.StringVar(&f.output, "output", "text", "text | json | stream-json")
@@ -68,16 +85,13 @@ func parseRunFlags(args []string, stderr io.Writer) (runFlags, bool) {
 	fs.StringVar(&f.threadDir, "thread-dir", "", "where the thread's transcript is saved (default ~/.deepagents/threads)")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress or notices on stderr (warnings and the notice of a non-default endpoint are still shown)")
 	fs.BoolVar(&f.trustProject, "trust-project", false, "trust the project's deepagents.toml to set where requests and API keys go (base_url, api_key_env, headers); remembered for the file as it is now")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: deepagents run [flags] [-p PROMPT]")
-		fs.PrintDefaults()
+	operands, code, ok := parseFlags(fs, args, runHelp, stdout, stderr)
+	if !ok {
+		return f, code, false
 	}
-	if err := fs.Parse(args); err != nil {
-		return f, false
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "deepagents run: unexpected argument %q (put the prompt after -p)\n", fs.Arg(0))
-		return f, false
+	if len(operands) > 0 {
+		fmt.Fprintf(stderr, "deepagents run: unexpected argument %q (put the prompt after -p)\n", operands[0])
+		return f, 2, false
 	}
 	f.set = map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
@@ -85,23 +99,23 @@ func parseRunFlags(args []string, stderr io.Writer) (runFlags, bool) {
 	case "text", "json", "stream-json":
 	default:
 		fmt.Fprintf(stderr, "deepagents run: --output must be text, json or stream-json, not %q\n", f.output)
-		return f, false
+		return f, 2, false
 	}
 	if f.set["reasoning"] {
 		r, err := config.ParseReasoning(f.reasoning)
 		if err != nil {
 			fmt.Fprintf(stderr, "deepagents run: --reasoning: %v\n", err)
-			return f, false
+			return f, 2, false
 		}
 		f.reasoningCfg = r
 	}
-	return f, true
+	return f, 0, true
 }
 
 func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	f, ok := parseRunFlags(args, stderr)
+	f, code, ok := parseRunFlags(args, stdout, stderr)
 	if !ok {
-		return 2
+		return code
 	}
 	if isTerminal(stdin) && isTerminal(stderr) {
 		f.confirm = askOnTerminal(stdin, stderr)
