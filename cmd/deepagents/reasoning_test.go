@@ -402,3 +402,28 @@ func TestNoticeText(t *testing.T) {
 		}
 	}
 }
+
+// The session's banner says what reasoning the agent was asked for.
+func TestBannerShowsReasoning(t *testing.T) {
+	srv := ot.NewServer(t, func(r *ot.Request) ot.Reply { return ot.Text("hi back") })
+	tests := []struct {
+		flag []string
+		want string
+	}{
+		{nil, "deepagents — openai:gpt-test. Type"},
+		{[]string{"--reasoning", "high"}, "deepagents — openai:gpt-test, reasoning effort high. Type"},
+		{[]string{"--reasoning", "8000"}, "deepagents — openai:gpt-test, thinking budget 8000 tokens. Type"},
+	}
+	for _, tt := range tests {
+		runEnv(t, srv)
+		s := assembleArgs(t, append([]string{"--model", "openai:gpt-test"}, tt.flag...)...)
+		var out, errb bytes.Buffer
+		sess := &session{setup: s, flags: runFlags{output: "text", threadDir: t.TempDir()}, stdout: &out, stderr: &errb}
+		if code := sess.interactive(t.Context(), strings.NewReader("hello\n")); code != 0 {
+			t.Fatalf("exit %d: %s", code, errb.String())
+		}
+		if !strings.HasPrefix(errb.String(), tt.want) {
+			t.Errorf("%v: banner %q, want it to start with %q", tt.flag, errb.String(), tt.want)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -170,7 +171,11 @@ type session struct {
 }
 
 func (s *session) interactive(ctx context.Context, stdin io.Reader) int {
-	fmt.Fprintf(s.stderr, "deepagents — %s. Type your message; an empty line does nothing, Ctrl-D ends the session, Ctrl-C stops the current turn.\n", s.setup.modelName)
+	model := s.setup.modelName
+	if r := reasoningText(s.setup.config.Reasoning); r != "" {
+		model += ", " + r
+	}
+	fmt.Fprintf(s.stderr, "deepagents — %s. Type your message; an empty line does nothing, Ctrl-D ends the session, Ctrl-C stops the current turn.\n", model)
 	sc := bufio.NewScanner(stdin)
 	sc.Buffer(make([]byte, 0, 64*1024), 4*1024*1024)
 	code := 0
@@ -274,12 +279,12 @@ func (s *session) report(res *agent.Result, reason, path string, prog *progressP
 			out.Type = "result"
 		}
 		if refused {
-			out.Result, out.Refusal = "", refusalText(reason)
+			out.Result, out.Refusal = "", refusalOf(res, reason)
 		}
 		_ = json.NewEncoder(s.stdout).Encode(out)
 	}
 	if refused {
-		fmt.Fprintf(s.stderr, "deepagents run: the model refused to answer: %s\n", refusalText(reason))
+		fmt.Fprintf(s.stderr, "deepagents run: the model refused to answer: %s\n", refusalOf(res, reason))
 	}
 	if res.Status != agent.StatusOK {
 		return 1
@@ -287,8 +292,27 @@ func (s *session) report(res *agent.Result, reason, path string, prog *progressP
 	return 0
 }
 
-// refusalText is the reason of a refusal, or a word that there was none.
-func refusalText(reason string) string {
+// reasoningText says what a reasoning setting asks for, "" for none.
+func reasoningText(r *llm.ReasoningConfig) string {
+	switch {
+	case r == nil || r.IsZero():
+		return ""
+	case r.Effort != "":
+		return "reasoning effort " + string(r.Effort)
+	}
+	return fmt.Sprintf("thinking budget %d tokens", r.BudgetTokens)
+}
+
+// refusalOf is the model's own words for a refused run: the result's
+// Refusal field where the agent package sets one (it is read by name, so
+// that this builds with agent packages from before the field), else the
+// run's error text, else a word that there was none.
+func refusalOf(res *agent.Result, reason string) string {
+	if v := reflect.ValueOf(res).Elem().FieldByName("Refusal"); v.IsValid() && v.Kind() == reflect.String {
+		if text := strings.TrimSpace(v.String()); text != "" {
+			return text
+		}
+	}
 	if strings.TrimSpace(reason) == "" {
 		return "(the model gave no reason)"
 	}
