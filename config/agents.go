@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/deepagents-go/deepagents/internal/safefile"
+	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/subagent"
 	"go.yaml.in/yaml/v3"
 )
@@ -50,6 +51,10 @@ import (
 //	                 mapping or a string holding JSON
 //	max_steps        the subagent's model-call limit, at least 1
 //	timeout          a Go duration ("90s", "5m") bounding one run
+//	reasoning        how much the subagent's model thinks first: an effort
+//	                 (low, medium, high) or a budget of thinking tokens
+//	                 (8000), or a mapping {effort: high} or
+//	                 {budget_tokens: 8000}; absent: the parent's setting
 //
 // Any other key is an error.
 type AgentFile struct {
@@ -77,6 +82,8 @@ type AgentFile struct {
 	MaxSteps int
 	// Timeout is 0 when not set.
 	Timeout time.Duration
+	// Reasoning is nil when not set: the subagent inherits the parent's.
+	Reasoning *llm.ReasoningConfig
 	// Prompt is the body after the front matter, without the blank lines
 	// around it; it may be empty.
 	Prompt string
@@ -85,7 +92,8 @@ type AgentFile struct {
 }
 
 // Spec returns the subagent spec of a, with Name, Description,
-// SystemPrompt, Mode, ResponseFormat, MaxSteps and Timeout filled in. Tools
+// SystemPrompt, Mode, ResponseFormat, MaxSteps, Timeout and Reasoning
+// filled in. Tools
 // and Model are left for the caller to resolve from a.Tools and a.Model.
 func (a AgentFile) Spec() subagent.Spec {
 	s := subagent.Spec{
@@ -98,6 +106,10 @@ func (a AgentFile) Spec() subagent.Spec {
 	}
 	if len(a.ResponseFormat) > 0 {
 		s.ResponseFormat = slices.Clone(a.ResponseFormat)
+	}
+	if a.Reasoning != nil {
+		r := *a.Reasoning
+		s.Reasoning = &r
 	}
 	return s
 }
@@ -197,7 +209,7 @@ func pathErrText(err error) string {
 	return err.Error()
 }
 
-var agentKeys = []string{"name", "description", "mode", "tools", "model", "response_format", "max_steps", "timeout"}
+var agentKeys = []string{"name", "description", "mode", "tools", "model", "response_format", "max_steps", "timeout", "reasoning"}
 
 var agentModes = []string{string(subagent.Isolated), string(subagent.Fork), string(subagent.Handoff)}
 
@@ -347,6 +359,8 @@ func parseAgent(p *problems, path string, data []byte) (a AgentFile, nameLine in
 				a.MaxSteps = yamlPositiveInt(p, key, v, vl)
 			case "timeout":
 				a.Timeout = yamlDuration(p, key, v, vl)
+			case "reasoning":
+				a.Reasoning = yamlReasoning(p, v, vl, at)
 			default:
 				p.add(kl, "%s", unknownKey(key, key, agentKeys))
 			}

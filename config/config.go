@@ -17,6 +17,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 	"github.com/deepagents-go/deepagents/internal/safefile"
+	"github.com/deepagents-go/deepagents/llm"
 )
 
 // Config is the merged settings of the config files. The zero value of a
@@ -29,6 +30,7 @@ import (
 //	system_prompt = "You are terse."
 //	max_steps = 40
 //	max_parallel = 4
+//	reasoning = "high"     # or a budget of thinking tokens: reasoning = 8000
 //
 //	[providers.openai]
 //	api_key_env = "MY_OPENAI_KEY"
@@ -52,6 +54,13 @@ type Config struct {
 	// MaxParallel bounds concurrent tool calls in one step (key
 	// max_parallel, at least 1).
 	MaxParallel int
+	// Reasoning asks the agent's model to think before it answers (key
+	// reasoning): an effort, reasoning = "low", "medium" or "high", or a
+	// budget of thinking tokens, reasoning = 8000; or the same as a table,
+	// [reasoning] with effort = "high" or budget_tokens = 8000 (one of
+	// them). Nil when no file sets it. A project file's setting replaces
+	// the user's whole.
+	Reasoning *llm.ReasoningConfig
 	// Providers are the [providers.NAME] tables by lower-case name; use
 	// ProviderFor to look one up.
 	Providers map[string]ProviderConfig
@@ -126,7 +135,7 @@ var builtinKinds = map[string]string{
 }
 
 var (
-	topKeys       = []string{"model", "system_prompt", "max_steps", "max_parallel", "providers"}
+	topKeys       = []string{"model", "system_prompt", "max_steps", "max_parallel", "reasoning", "providers"}
 	providerKeys  = []string{"type", "base_url", "api_key_env", "model", "headers", "stream_tool_calls", "parallel_tool_calls", "request_timeout", "stream_idle_timeout"}
 	providerTypes = []string{"openai", "anthropic", "gemini", "openai-compatible"}
 	envNameRe     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -262,6 +271,8 @@ func Parse(path string, data []byte) (*Config, error) {
 			c.MaxSteps = tomlPositiveInt(p, key, v, l)
 		case "max_parallel":
 			c.MaxParallel = tomlPositiveInt(p, key, v, l)
+		case "reasoning":
+			c.Reasoning = tomlReasoning(p, v, l, at)
 		case "providers":
 			c.Providers = parseProviders(p, v, l, at, path, c)
 		default:
@@ -488,6 +499,10 @@ func (c *Config) Merge(other *Config) {
 	}
 	if other.MaxParallel != 0 {
 		c.MaxParallel = other.MaxParallel
+	}
+	if other.Reasoning != nil {
+		r := *other.Reasoning
+		c.Reasoning = &r
 	}
 	for name, o := range other.Providers {
 		name = strings.ToLower(name)

@@ -2,11 +2,14 @@ package config
 
 import (
 	"encoding/json"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/BurntSushi/toml"
+	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/subagent"
 )
 
@@ -29,6 +32,23 @@ func checkErrors(t *testing.T, err error, maxLine int, paths ...string) {
 		if !strings.HasPrefix(fe.Error(), fe.Path+":") {
 			t.Fatalf("error text %q does not start with the path", fe.Error())
 		}
+	}
+}
+
+// checkReasoning fails unless r is nil or exactly one of a known effort and
+// a budget in range.
+func checkReasoning(t *testing.T, r *llm.ReasoningConfig) {
+	t.Helper()
+	if r == nil {
+		return
+	}
+	switch {
+	case r.Effort != "" && r.BudgetTokens != 0:
+		t.Fatalf("reasoning sets both: %+v", r)
+	case r.Effort != "" && !slices.Contains(ReasoningEfforts, string(r.Effort)):
+		t.Fatalf("reasoning effort %q", r.Effort)
+	case r.Effort == "" && (r.BudgetTokens < 1 || r.BudgetTokens > MaxReasoningBudget):
+		t.Fatalf("reasoning budget %d", r.BudgetTokens)
 	}
 }
 
@@ -73,6 +93,7 @@ func FuzzParseAgentFile(f *testing.F) {
 		if (a.Model != "") != (a.ModelLine > 0) || a.ModelLine > lineCount(data) {
 			t.Fatalf("model %q on line %d", a.Model, a.ModelLine)
 		}
+		checkReasoning(t, a.Reasoning)
 		if a.MaxSteps < 0 || a.Timeout < 0 || !utf8.ValidString(a.Prompt) {
 			t.Fatalf("bad result %+v", a)
 		}
@@ -100,6 +121,7 @@ func FuzzLoadConfig(f *testing.F) {
 		if c.MaxSteps < 0 || c.MaxParallel < 0 {
 			t.Fatalf("bad limits %+v", c)
 		}
+		checkReasoning(t, c.Reasoning)
 		if c.Model != "" && !strings.Contains(c.Model, ":") {
 			t.Fatalf("model %q not expanded", c.Model)
 		}
@@ -136,6 +158,34 @@ func FuzzKeyLines(f *testing.F) {
 			if _, ok := lines[strings.Join(k, "\x00")]; !ok {
 				t.Fatalf("key %q not located in %q (found %v)", k, data, lines)
 			}
+		}
+	})
+}
+
+// FuzzParseReasoning: a setting is accepted exactly when it is a known
+// effort or a budget in range, and what is accepted reads back the same.
+func FuzzParseReasoning(f *testing.F) {
+	for _, s := range []string{"high", " Low ", "8000", "0", "-1", "200001", "+12", "1e3", "99999999999999999999", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		r, err := ParseReasoning(s)
+		if err != nil {
+			if r != nil || err.Error() == "" {
+				t.Fatalf("ParseReasoning(%q) = %+v, %v", s, r, err)
+			}
+			return
+		}
+		checkReasoning(t, r)
+		if r == nil {
+			t.Fatalf("ParseReasoning(%q): nil without an error", s)
+		}
+		text := string(r.Effort)
+		if text == "" {
+			text = strconv.Itoa(r.BudgetTokens)
+		}
+		if again, err := ParseReasoning(text); err != nil || *again != *r {
+			t.Fatalf("%q read as %+v, which reads back as %+v, %v", s, r, again, err)
 		}
 	})
 }

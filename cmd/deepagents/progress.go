@@ -1,8 +1,11 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -11,12 +14,13 @@ import (
 )
 
 // progressPrinter shows on stderr which agent is working, on which round,
-// which tool it runs, and the running token count; subagents as they start
-// and finish.
+// which tool it runs, and the running token count (thinking tokens
+// included, and a mark when a call reported no usage); subagents as they
+// start and finish. A model's thinking itself is never printed.
 type progressPrinter struct {
-	w       io.Writer
-	start   time.Time
-	in, out int
+	w     io.Writer
+	start time.Time
+	usage llm.Usage
 }
 
 func (p *progressPrinter) stamp() string {
@@ -28,13 +32,19 @@ func (p *progressPrinter) event(ev agent.Event) {
 	case agent.ModelRequest:
 		fmt.Fprintf(p.w, "%s %s · round %d · %d messages\n", p.stamp(), ev.Agent, ev.Request.Round+1, ev.Request.MessageCount)
 	case agent.ModelResponse:
-		p.in += ev.Response.Usage.InputTokens
-		p.out += ev.Response.Usage.OutputTokens
+		r := ev.Response
+		p.usage = p.usage.Add(r.Usage)
 		what := "answered"
-		if n := len(ev.Response.ToolCalls); n > 0 {
-			what = fmt.Sprintf("asked for %s", strings.Join(ev.Response.ToolCalls, ", "))
+		switch {
+		case r.StopReason == llm.StopRefusal:
+			what = "refused to answer"
+		case len(r.ToolCalls) > 0:
+			what = fmt.Sprintf("asked for %s", strings.Join(r.ToolCalls, ", "))
 		}
-		fmt.Fprintf(p.w, "%s %s %s · %s tokens in, %s out so far\n", p.stamp(), ev.Agent, what, short(p.in), short(p.out))
+		if r.Usage.ReasoningTokens > 0 || (r.Message != nil && r.Message.HasParts(llm.PartReasoning)) {
+			what = "thought, then " + what
+		}
+		fmt.Fprintf(p.w, "%s %s %s · %s so far\n", p.stamp(), ev.Agent, what, tokensText(p.usage))
 	case agent.ToolStart:
 		if ev.Tool.Name != "task" {
 			fmt.Fprintf(p.w, "%s %s → %s %s\n", p.stamp(), ev.Agent, ev.Tool.Name, clip(string(ev.Tool.Args), 80))
@@ -54,13 +64,27 @@ func (p *progressPrinter) event(ev agent.Event) {
 	case agent.SubagentStart:
 		fmt.Fprintf(p.w, "%s %s ⇢ subagent %s (%s) started: %s\n", p.stamp(), ev.Agent, ev.Subagent.Name, ev.Subagent.CallID, clip(ev.Subagent.Task, 70))
 	case agent.SubagentEnd:
-		fmt.Fprintf(p.w, "%s %s ⇠ subagent %s (%s) %s after %d rounds, %s tokens\n", p.stamp(), ev.Agent, ev.Subagent.Name,
-			ev.Subagent.CallID, ev.Subagent.Status, ev.Subagent.Rounds, short(ev.Subagent.Usage.Total()))
+		u := ev.Subagent.Usage
+		unknown := ""
+		if u.Unknown {
+			unknown = " or more: a model reported no usage"
+		}
+		fmt.Fprintf(p.w, "%s %s ⇠ subagent %s (%s) %s after %d rounds, %s tokens%s\n", p.stamp(), ev.Agent, ev.Subagent.Name,
+			ev.Subagent.CallID, ev.Subagent.Status, ev.Subagent.Rounds, short(u.Total()), unknown)
 	}
 }
 
+// notice shows a warning or notice event (text is its payload's text).
+func (p *progressPrinter) notice(ev agent.Event, text string) {
+	mark := "note:"
+	if ev.Type == eventWarning {
+		mark = "⚠ warning:"
+	}
+	fmt.Fprintf(p.w, "%s %s %s %s\n", p.stamp(), ev.Agent, mark, clip(text, 200))
+}
+
 func (p *progressPrinter) summary(res *agent.Result, transcript string) {
-	fmt.Fprintf(p.w, "%s done: %s · %d rounds · %s tokens in, %s out", p.stamp(), res.Status, res.Rounds, short(res.Usage.InputTokens), short(res.Usage.OutputTokens))
+	fmt.Fprintf(p.w, "%s done: %s · %d rounds · %s", p.stamp(), res.Status, res.Rounds, tokensText(res.Usage))
 	if len(res.Changed) > 0 {
 		fmt.Fprintf(p.w, " · changed %s", strings.Join(res.Changed, ", "))
 	}
@@ -68,6 +92,71 @@ func (p *progressPrinter) summary(res *agent.Result, transcript string) {
 		fmt.Fprintf(p.w, "\n         transcript: %s", transcript)
 	}
 	fmt.Fprintln(p.w)
+}
+
+// tokensText renders usage for people: "12k tokens in (10k cached), 800
+// out (600 thinking)", marked when some call reported no usage, so that
+// its counts read as a lower bound rather than a measurement.
+func tokensText(u llm.Usage) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s tokens in", short(u.InputTokens))
+	if u.CachedInputTokens > 0 || u.CacheWriteTokens > 0 {
+		var parts []string
+		if u.CachedInputTokens > 0 {
+			parts = append(parts, short(u.CachedInputTokens)+" cached")
+		}
+		if u.CacheWriteTokens > 0 {
+			parts = append(parts, short(u.CacheWriteTokens)+" written to the cache")
+		}
+		fmt.Fprintf(&b, " (%s)", strings.Join(parts, ", "))
+	}
+	fmt.Fprintf(&b, ", %s out", short(u.OutputTokens))
+	if u.ReasoningTokens > 0 {
+		fmt.Fprintf(&b, " (%s thinking)", short(u.ReasoningTokens))
+	}
+	if u.Unknown {
+		b.WriteString(", or more: a model reported no usage")
+	}
+	return b.String()
+}
+
+// eventWarning is the type of the events that warn about a setting a model
+// dropped, and the like.
+const eventWarning agent.EventType = "warning"
+
+// noticeText is what a notice or warning event says: its payload's text,
+// whatever payload the event carries.
+func noticeText(ev agent.Event) string {
+	if n := ev.Notice; n != nil {
+		if n.Source != "" && n.Text != "" {
+			return n.Source + ": " + n.Text
+		}
+		return n.Source + n.Text
+	}
+	// A payload this CLI does not know by name: its text, message or
+	// warning field, else the payload as JSON, so that nothing is dropped.
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return string(ev.Type)
+	}
+	var fields map[string]json.RawMessage
+	_ = json.Unmarshal(b, &fields)
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
+		switch k {
+		case "type", "agent", "task_call", "time":
+			continue
+		}
+		var payload map[string]any
+		if json.Unmarshal(fields[k], &payload) == nil {
+			for _, f := range []string{"text", "message", "warning"} {
+				if s, ok := payload[f].(string); ok && s != "" {
+					return s
+				}
+			}
+		}
+		return string(fields[k])
+	}
+	return string(ev.Type)
 }
 
 func short(n int) string {

@@ -12,12 +12,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/config"
 	"github.com/deepagents-go/deepagents/internal/safefile"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/vfs"
@@ -33,10 +35,13 @@ type runFlags struct {
 	subagents    string
 	maxSteps     int
 	maxParallel  int
+	reasoning    string
 	threadDir    string
 	quiet        bool
 	trustProject bool
 	set          map[string]bool // flags given on the command line
+	// reasoningCfg is --reasoning, parsed; nil when the flag is not given.
+	reasoningCfg *llm.ReasoningConfig
 	// confirm asks the user a yes/no question on the terminal; nil when
 	// there is no terminal to ask on.
 	confirm func(question string) bool
@@ -46,10 +51,29 @@ type runFlags struct {
 // reads that they interrupted it rather than "context canceled".
 var errInterrupted = errors.New("interrupted by the user (Ctrl-C)")
 
-func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	var f runFlags
+const runHelp = `usage: deepagents run [flags] [-p PROMPT]
+
+Runs the deep agent on a real model. Without -p the prompt is read from
+stdin, or an interactive session starts when stdin is a terminal. Settings
+come from the flags, then the project's deepagents.toml, then
+~/.deepagents/config.toml; subagents from the agent files in
+~/.deepagents/agents and .deepagents/agents. See docs/RUN.md.
+
+The answer goes to stdout (never the model's thinking); progress, notices
+and warnings to stderr. A refusal is printed on stderr, not as an answer.
+
+Exit status:
+  0  the run ended with status ok
+  1  it ended with status error, limit, cancelled or refused (the answer so
+     far is printed and the transcript saved)
+  2  bad usage or configuration, an untrusted project file, or no prompt
+`
+
+// parseRunFlags reads the flags of `deepagents run`, reporting a bad one on
+// stderr. When the command must stop (help shown, bad flag), ok is false
+// and code is its exit status.
+func parseRunFlags(args []string, stdout, stderr io.Writer) (f runFlags, code int, ok bool) {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	fs.StringVar(&f.prompt, "p", "", "the prompt; without it, read it from stdin, or start an interactive session on a terminal")
 	fs.StringVar(&f.model, "model", "", "provider:model, e.g. openai:gpt-4.1, anthropic:claude-sonnet-4-5, gemini:gemini-2.5-flash, ollama:qwen3")
 	fs.StringVar(&f.output, "output", "text", "text | json | stream-json")
@@ -58,19 +82,17 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	fs.StringVar(&f.subagents, "subagents", "", "a directory of subagent files (NAME.md), read after the user's and the project's")
 	fs.IntVar(&f.maxSteps, "max-steps", 0, "model calls allowed per run (default from the config, else 500)")
 	fs.IntVar(&f.maxParallel, "max-parallel", 0, "tool calls of one step that may run at once (default 16)")
+	fs.StringVar(&f.reasoning, "reasoning", "", "how much the model thinks before it answers: low | medium | high, or N thinking tokens (default from the config, else the model's own)")
 	fs.StringVar(&f.threadDir, "thread-dir", "", "where the thread's transcript is saved (default ~/.deepagents/threads)")
-	fs.BoolVar(&f.quiet, "quiet", false, "no progress on stderr (a notice of a non-default endpoint is still shown)")
+	fs.BoolVar(&f.quiet, "quiet", false, "no progress or notices on stderr (warnings and the notice of a non-default endpoint are still shown)")
 	fs.BoolVar(&f.trustProject, "trust-project", false, "trust the project's deepagents.toml to set where requests and API keys go (base_url, api_key_env, headers); remembered for the file as it is now")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: deepagents run [flags] [-p PROMPT]")
-		fs.PrintDefaults()
+	operands, code, ok := parseFlags(fs, args, runHelp, stdout, stderr)
+	if !ok {
+		return f, code, false
 	}
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "deepagents run: unexpected argument %q (put the prompt after -p)\n", fs.Arg(0))
-		return 2
+	if len(operands) > 0 {
+		fmt.Fprintf(stderr, "deepagents run: unexpected argument %q (put the prompt after -p)\n", operands[0])
+		return f, 2, false
 	}
 	f.set = map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
@@ -78,9 +100,24 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	case "text", "json", "stream-json":
 	default:
 		fmt.Fprintf(stderr, "deepagents run: --output must be text, json or stream-json, not %q\n", f.output)
-		return 2
+		return f, 2, false
 	}
+	if f.set["reasoning"] {
+		r, err := config.ParseReasoning(f.reasoning)
+		if err != nil {
+			fmt.Fprintf(stderr, "deepagents run: --reasoning: %v\n", err)
+			return f, 2, false
+		}
+		f.reasoningCfg = r
+	}
+	return f, 0, true
+}
 
+func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	f, code, ok := parseRunFlags(args, stdout, stderr)
+	if !ok {
+		return code
+	}
 	if isTerminal(stdin) && isTerminal(stderr) {
 		f.confirm = askOnTerminal(stdin, stderr)
 	}
@@ -128,10 +165,17 @@ type session struct {
 	messages []llm.Message
 	files    map[string]vfs.File
 	thread   string
+	// told are the warnings and notices already shown in this session,
+	// so that one repeated by every subagent run is shown once.
+	told map[string]bool
 }
 
 func (s *session) interactive(ctx context.Context, stdin io.Reader) int {
-	fmt.Fprintf(s.stderr, "deepagents — %s. Type your message; an empty line does nothing, Ctrl-D ends the session, Ctrl-C stops the current turn.\n", s.setup.modelName)
+	model := s.setup.modelName
+	if r := reasoningText(s.setup.config.Reasoning); r != "" {
+		model += ", " + r
+	}
+	fmt.Fprintf(s.stderr, "deepagents — %s. Type your message; an empty line does nothing, Ctrl-D ends the session, Ctrl-C stops the current turn.\n", model)
 	sc := bufio.NewScanner(stdin)
 	sc.Buffer(make([]byte, 0, 64*1024), 4*1024*1024)
 	code := 0
@@ -176,6 +220,7 @@ func (s *session) turn(ctx context.Context, prompt string) int {
 		if prog != nil {
 			prog.event(ev)
 		}
+		s.tell(ev, prog)
 		if s.flags.output == "stream-json" {
 			_ = enc.Encode(ev)
 		}
@@ -204,25 +249,42 @@ func (s *session) turn(ctx context.Context, prompt string) int {
 	} else if reason == "" && runErr != nil && res.Status != agent.StatusOK {
 		reason = runErr.Error()
 	}
+	return s.report(res, reason, path, prog)
+}
+
+// statusRefused is the status of a run whose model declined to answer.
+const statusRefused agent.Status = "refused"
+
+// report prints a finished turn in the chosen format and returns the exit
+// code: 0 for a run that ended ok, else 1. A refusal is not an answer: its
+// reason goes to stderr in every format, and nothing is printed as the
+// answer.
+func (s *session) report(res *agent.Result, reason, path string, prog *progressPrinter) int {
+	refused := res.Status == statusRefused
 	switch s.flags.output {
 	case "text":
-		if text := res.FinalText(); text != "" {
+		if text := res.FinalText(); text != "" && !refused {
 			fmt.Fprintln(s.stdout, text)
 		}
-		if res.Status != agent.StatusOK {
+		if res.Status != agent.StatusOK && !refused {
 			fmt.Fprintf(s.stderr, "deepagents run: the run ended with status %s: %s\n", res.Status, reason)
 		}
 		if prog != nil {
 			prog.summary(res, path)
 		}
-	case "json":
+	case "json", "stream-json":
 		out := summarise(res, path)
 		out.Error = reason
-		_ = enc.Encode(out)
-	case "stream-json":
-		out := summarise(res, path)
-		out.Type, out.Error = "result", reason
-		_ = enc.Encode(out)
+		if s.flags.output == "stream-json" {
+			out.Type = "result"
+		}
+		if refused {
+			out.Result, out.Refusal = "", refusalOf(res, reason)
+		}
+		_ = json.NewEncoder(s.stdout).Encode(out)
+	}
+	if refused {
+		fmt.Fprintf(s.stderr, "deepagents run: the model refused to answer: %s\n", refusalOf(res, reason))
 	}
 	if res.Status != agent.StatusOK {
 		return 1
@@ -230,13 +292,74 @@ func (s *session) turn(ctx context.Context, prompt string) int {
 	return 0
 }
 
+// reasoningText says what a reasoning setting asks for, "" for none.
+func reasoningText(r *llm.ReasoningConfig) string {
+	switch {
+	case r == nil || r.IsZero():
+		return ""
+	case r.Effort != "":
+		return "reasoning effort " + string(r.Effort)
+	}
+	return fmt.Sprintf("thinking budget %d tokens", r.BudgetTokens)
+}
+
+// refusalOf is the model's own words for a refused run: the result's
+// Refusal field where the agent package sets one (it is read by name, so
+// that this builds with agent packages from before the field), else the
+// run's error text, else a word that there was none.
+func refusalOf(res *agent.Result, reason string) string {
+	if v := reflect.ValueOf(res).Elem().FieldByName("Refusal"); v.IsValid() && v.Kind() == reflect.String {
+		if text := strings.TrimSpace(v.String()); text != "" {
+			return text
+		}
+	}
+	if strings.TrimSpace(reason) == "" {
+		return "(the model gave no reason)"
+	}
+	return reason
+}
+
+// tell shows a warning or notice event on stderr, once per session: on the
+// progress line when progress is shown, else as a line of its own.
+// Warnings (settings a model dropped, ...) are shown even with --quiet;
+// notices only without it.
+func (s *session) tell(ev agent.Event, prog *progressPrinter) {
+	warning := ev.Type == eventWarning
+	if !warning && ev.Type != agent.Notice {
+		return
+	}
+	if !warning && s.flags.quiet {
+		return
+	}
+	text := noticeText(ev)
+	key := string(ev.Type) + "\x00" + text
+	if s.told[key] {
+		return
+	}
+	if s.told == nil {
+		s.told = map[string]bool{}
+	}
+	s.told[key] = true
+	switch {
+	case prog != nil:
+		prog.notice(ev, text)
+	case warning:
+		fmt.Fprintf(s.stderr, "deepagents: warning: %s: %s\n", ev.Agent, text)
+	default:
+		fmt.Fprintf(s.stderr, "deepagents: %s: %s\n", ev.Agent, text)
+	}
+}
+
 // runSummary is the `--output json` object (and the last line of
 // stream-json, with type "result").
 type runSummary struct {
-	Type         string               `json:"type,omitempty"`
-	Result       string               `json:"result"`
-	Status       agent.Status         `json:"status"`
-	Error        string               `json:"error,omitempty"`
+	Type   string       `json:"type,omitempty"`
+	Result string       `json:"result"`
+	Status agent.Status `json:"status"`
+	Error  string       `json:"error,omitempty"`
+	// Refusal is the model's reason for declining, when the run ended
+	// with status refused (Result is then empty).
+	Refusal      string               `json:"refusal,omitempty"`
 	Output       json.RawMessage      `json:"output,omitempty"`
 	Rounds       int                  `json:"rounds"`
 	Usage        llm.Usage            `json:"usage"`

@@ -298,3 +298,23 @@ func TestProgressPrinter(t *testing.T) {
 		}
 	}
 }
+
+func TestRunHelp(t *testing.T) {
+	for _, args := range [][]string{{"run", "-h"}, {"run", "--help"}, {"help", "run"}} {
+		code, out, errs := runCLI(t, args...)
+		if code != 0 || errs != "" {
+			t.Errorf("%v: exit %d, stderr %q", args, code, errs)
+		}
+		for _, w := range []string{"usage: deepagents run", "Exit status:", "cancelled or refused", "-reasoning string", "-output string"} {
+			if !strings.Contains(out, w) {
+				t.Errorf("%v: help lacks %q:\n%s", args, w, out)
+			}
+		}
+	}
+	if code, _, errs := runCLI(t, "run", "--no-such-flag"); code != 2 || !strings.Contains(errs, "Run 'deepagents run -h' for help.") {
+		t.Errorf("bad flag: exit %d, stderr %q", code, errs)
+	}
+	if code, _, errs := runCLI(t, "run", "hello"); code != 2 || !strings.Contains(errs, `unexpected argument "hello" (put the prompt after -p)`) {
+		t.Errorf("operand: exit %d, stderr %q", code, errs)
+	}
+}

@@ -27,7 +27,9 @@ import (
 type setup struct {
 	agent     *agent.Agent
 	modelName string
-	closers   []func() error
+	// config is what the agent was assembled from.
+	config  deepagents.Config
+	closers []func() error
 }
 
 func (s *setup) close() {
@@ -38,7 +40,8 @@ func (s *setup) close() {
 
 // assemble reads the configuration (flags > project deepagents.toml > user
 // ~/.deepagents/config.toml), builds the model, the filesystem and the
-// subagents declared in agent files, and the deep agent.
+// subagents declared in agent files (each with its own reasoning setting,
+// or the agent's), and the deep agent.
 //
 // A project file that decides where requests and keys go is refused unless
 // the project is trusted (see checkTrust), and every endpoint that is not a
@@ -103,6 +106,10 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 	if maxSteps < 0 || maxParallel < 0 {
 		return nil, fmt.Errorf("--max-steps and --max-parallel must not be negative")
 	}
+	reasoning := cfg.Reasoning
+	if f.reasoningCfg != nil {
+		reasoning = f.reasoningCfg
+	}
 
 	var backend vfs.Backend
 	if f.root != "" {
@@ -140,10 +147,11 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 		return nil, errors.Join(errs...)
 	}
 
-	a, err := deepagents.New(deepagents.Config{
+	s.config = deepagents.Config{
 		Model: model, SystemPrompt: system, Subagents: specs, Backend: backend,
-		MaxSteps: maxSteps, MaxParallel: maxParallel, Stream: true,
-	})
+		MaxSteps: maxSteps, MaxParallel: maxParallel, Stream: true, Reasoning: reasoning,
+	}
+	a, err := deepagents.New(s.config)
 	if err != nil {
 		return nil, err
 	}
