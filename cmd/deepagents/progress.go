@@ -1,11 +1,8 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
-	"slices"
 	"strings"
 	"time"
 
@@ -77,7 +74,7 @@ func (p *progressPrinter) event(ev agent.Event) {
 // notice shows a warning or notice event (text is its payload's text).
 func (p *progressPrinter) notice(ev agent.Event, text string) {
 	mark := "note:"
-	if ev.Type == eventWarning {
+	if ev.Type == agent.Warning {
 		mark = "⚠ warning:"
 	}
 	fmt.Fprintf(p.w, "%s %s %s %s\n", p.stamp(), ev.Agent, mark, clip(text, 200))
@@ -120,43 +117,21 @@ func tokensText(u llm.Usage) string {
 	return b.String()
 }
 
-// eventWarning is the type of the events that warn about a setting a model
-// dropped, and the like.
-const eventWarning agent.EventType = "warning"
-
-// noticeText is what a notice or warning event says: its payload's text,
-// whatever payload the event carries.
+// noticeText is what a notice or warning event says.
 func noticeText(ev agent.Event) string {
-	if n := ev.Notice; n != nil {
-		if n.Source != "" && n.Text != "" {
-			return n.Source + ": " + n.Text
-		}
-		return n.Source + n.Text
-	}
-	// A payload this CLI does not know by name: its text, message or
-	// warning field, else the payload as JSON, so that nothing is dropped.
-	b, err := json.Marshal(ev)
-	if err != nil {
+	var source, text string
+	switch {
+	case ev.Notice != nil:
+		source, text = ev.Notice.Source, ev.Notice.Text
+	case ev.Warning != nil:
+		source, text = ev.Warning.Source, ev.Warning.Text
+	default:
 		return string(ev.Type)
 	}
-	var fields map[string]json.RawMessage
-	_ = json.Unmarshal(b, &fields)
-	for _, k := range slices.Sorted(maps.Keys(fields)) {
-		switch k {
-		case "type", "agent", "task_call", "time":
-			continue
-		}
-		var payload map[string]any
-		if json.Unmarshal(fields[k], &payload) == nil {
-			for _, f := range []string{"text", "message", "warning"} {
-				if s, ok := payload[f].(string); ok && s != "" {
-					return s
-				}
-			}
-		}
-		return string(fields[k])
+	if source != "" && text != "" {
+		return source + ": " + text
 	}
-	return string(ev.Type)
+	return source + text
 }
 
 func short(n int) string {

@@ -392,9 +392,9 @@ func TestNoticeText(t *testing.T) {
 	}{
 		{"notice with source", agent.Event{Type: agent.Notice, Notice: &agent.NoticeInfo{Source: "offload", Text: "saved"}}, "offload: saved"},
 		{"notice without source", agent.Event{Type: agent.Notice, Notice: &agent.NoticeInfo{Text: "saved"}}, "saved"},
-		{"another payload's text", agent.Event{Type: "warning", Tool: &agent.ToolInfo{Name: "x", Text: "dropped top_p"}}, "dropped top_p"},
-		{"a payload without text", agent.Event{Type: "warning", File: &agent.FileInfo{Path: "/a", Bytes: 3}}, `{"path":"/a","bytes":3}`},
-		{"no payload", agent.Event{Type: "warning"}, "warning"},
+		{"settings warning", agent.Event{Type: agent.Warning, Warning: &agent.WarningInfo{Source: "settings", Dropped: []string{"top_p"},
+			Text: "the model does not take top_p; it is not sent"}}, "settings: the model does not take top_p; it is not sent"},
+		{"no payload", agent.Event{Type: agent.Warning}, "warning"},
 	}
 	for _, tt := range tests {
 		if got := noticeText(tt.ev); got != tt.want {

@@ -12,7 +12,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -252,15 +251,12 @@ func (s *session) turn(ctx context.Context, prompt string) int {
 	return s.report(res, reason, path, prog)
 }
 
-// statusRefused is the status of a run whose model declined to answer.
-const statusRefused agent.Status = "refused"
-
 // report prints a finished turn in the chosen format and returns the exit
 // code: 0 for a run that ended ok, else 1. A refusal is not an answer: its
 // reason goes to stderr in every format, and nothing is printed as the
 // answer.
 func (s *session) report(res *agent.Result, reason, path string, prog *progressPrinter) int {
-	refused := res.Status == statusRefused
+	refused := res.Status == agent.StatusRefused
 	switch s.flags.output {
 	case "text":
 		if text := res.FinalText(); text != "" && !refused {
@@ -308,10 +304,8 @@ func reasoningText(r *llm.ReasoningConfig) string {
 // that this builds with agent packages from before the field), else the
 // run's error text, else a word that there was none.
 func refusalOf(res *agent.Result, reason string) string {
-	if v := reflect.ValueOf(res).Elem().FieldByName("Refusal"); v.IsValid() && v.Kind() == reflect.String {
-		if text := strings.TrimSpace(v.String()); text != "" {
-			return text
-		}
+	if text := strings.TrimSpace(res.Refusal); text != "" {
+		return text
 	}
 	if strings.TrimSpace(reason) == "" {
 		return "(the model gave no reason)"
@@ -324,7 +318,7 @@ func refusalOf(res *agent.Result, reason string) string {
 // Warnings (settings a model dropped, ...) are shown even with --quiet;
 // notices only without it.
 func (s *session) tell(ev agent.Event, prog *progressPrinter) {
-	warning := ev.Type == eventWarning
+	warning := ev.Type == agent.Warning
 	if !warning && ev.Type != agent.Notice {
 		return
 	}
