@@ -157,11 +157,11 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, 
 	}
 	return retry.Do(ctx, m.cfg.Retry, func(ctx context.Context) (*llm.Response, error) {
 		return kit.Call(ctx, m.timeouts(), ProviderName, func(ctx context.Context) (*llm.Response, error) {
-			msg, err := m.client.Messages.New(ctx, b.params)
+			msg, err := m.client.Messages.New(ctx, b.params, b.opts...)
 			if err != nil {
 				return nil, toAPIError(ctx, err)
 			}
-			return b.response(msg), nil
+			return b.response(msg, msg.JSON.Usage.Valid()), nil
 		})
 	})
 }

@@ -102,8 +102,19 @@ type Block struct {
 	Thinking  string `json:"thinking,omitempty"`
 	Signature string `json:"signature,omitempty"`
 	Data      string `json:"data,omitempty"`
+	// image
+	Source *ImageSource `json:"source,omitempty"`
 
 	CacheControl *CacheControl `json:"cache_control,omitempty"`
+}
+
+// ImageSource is an image block's source: base64 data of a media type, or
+// a URL.
+type ImageSource struct {
+	Type      string `json:"type"`
+	MediaType string `json:"media_type,omitempty"`
+	Data      string `json:"data,omitempty"`
+	URL       string `json:"url,omitempty"`
 }
 
 // Tool is a tool definition.
@@ -135,6 +146,59 @@ type OutputConfig struct {
 		Type   string          `json:"type"`
 		Schema json.RawMessage `json:"schema"`
 	} `json:"format,omitempty"`
+}
+
+// ThinkingType is the thinking parameter's type ("enabled", "adaptive",
+// "disabled"), or "" when thinking was not sent.
+func (r *MessagesRequest) ThinkingType() string {
+	var th struct {
+		Type   string `json:"type"`
+		Budget int    `json:"budget_tokens"`
+	}
+	if len(r.Thinking) == 0 || json.Unmarshal(r.Thinking, &th) != nil {
+		return ""
+	}
+	return th.Type
+}
+
+// Images returns the image blocks of the request's user turns, those inside
+// tool results included, in order.
+func (r *MessagesRequest) Images() []Block {
+	var out []Block
+	for _, m := range r.Messages {
+		for _, b := range m.Content {
+			if b.Type == "image" {
+				out = append(out, b)
+			}
+			for _, c := range b.Content {
+				if c.Type == "image" {
+					out = append(out, c)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// TurnStart is the index of the first assistant message of the assistant
+// turn in progress (after the last user message that is more than tool
+// results), or -1 when the request ends a user turn.
+func (r *MessagesRequest) TurnStart() int {
+	for i := len(r.Messages) - 1; i >= 0; i-- {
+		m := r.Messages[i]
+		if m.Role != "user" {
+			continue
+		}
+		for _, b := range m.Content {
+			if b.Type != "tool_result" {
+				if i+1 < len(r.Messages) {
+					return i + 1
+				}
+				return -1
+			}
+		}
+	}
+	return -1
 }
 
 // SystemText joins the system prompt's text blocks.
