@@ -452,6 +452,9 @@ func toolResultBlock(id string, parts []llm.Part, isError bool) anthropic.Conten
 	return anthropic.ContentBlockParamUnion{OfToolResult: b}
 }
 
+// maxImageBytes is the largest image the API takes.
+const maxImageBytes = 5 << 20
+
 // imageMediaTypes are the image types the API reads.
 var imageMediaTypes = map[string]bool{"image/jpeg": true, "image/png": true, "image/gif": true, "image/webp": true}
 
@@ -470,18 +473,16 @@ func imageBlock(img *llm.Image) anthropic.ContentBlockParamUnion {
 		return anthropic.ContentBlockParamUnion{OfImage: &anthropic.ImageBlockParam{
 			Source: anthropic.ImageBlockParamSourceUnion{OfURL: &anthropic.URLImageSourceParam{URL: img.URL}}}}
 	}
-	mt := strings.ToLower(strings.TrimSpace(img.MediaType))
-	if i := strings.IndexByte(mt, ';'); i >= 0 {
-		mt = strings.TrimSpace(mt[:i])
+	if len(img.Data) > maxImageBytes {
+		return textBlock(fmt.Sprintf("[An image of %s was not sent: the API takes images up to %s.]",
+			safefile.Size(int64(len(img.Data))), safefile.Size(maxImageBytes)))
 	}
+	// The bytes say what they are; the API refuses an image whose declared
+	// type does not match them, so the sniffed type is sent.
+	mt := http.DetectContentType(img.Data)
 	if !imageMediaTypes[mt] {
-		// A missing or wrong type: trust the bytes when they say what they are.
-		if sniffed := http.DetectContentType(img.Data); imageMediaTypes[sniffed] {
-			mt = sniffed
-		} else {
-			return textBlock(fmt.Sprintf("[An image of type %q (%s) was not sent: the model reads JPEG, PNG, GIF and WebP images only.]",
-				img.MediaType, safefile.Size(int64(len(img.Data)))))
-		}
+		return textBlock(fmt.Sprintf("[An image (declared as %q, %s) was not sent: the model reads JPEG, PNG, GIF and WebP images only.]",
+			img.MediaType, safefile.Size(int64(len(img.Data)))))
 	}
 	return anthropic.ContentBlockParamUnion{OfImage: &anthropic.ImageBlockParam{
 		Source: anthropic.ImageBlockParamSourceUnion{OfBase64: &anthropic.Base64ImageSourceParam{

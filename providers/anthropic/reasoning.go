@@ -58,8 +58,8 @@ func (m *Model) Capabilities() llm.Capabilities {
 
 // thinking is the thinking configuration of one request.
 type thinking struct {
-	budget   int                       // > 0: thinking with this token budget
-	adaptive bool                      // adaptive thinking
+	budget   int                          // > 0: thinking with this token budget
+	adaptive bool                         // adaptive thinking
 	effort   anthropic.OutputConfigEffort // adaptive: the effort, "" for the model's default
 }
 
