@@ -258,8 +258,11 @@ func FuzzStreamEvents(f *testing.F) {
 		at.Reply{Text: "calling", ToolCalls: threeCalls, Chunk: 5},
 		thinkingReply(),
 		at.Reply{Text: "cut", Fault: &at.Fault{After: 4, Error: &at.Error{Type: "overloaded_error", Message: "Overloaded"}}},
+		at.Reply{Text: "No.", Refusal: &at.Refusal{Category: "cyber", Explanation: "Not this."}},
+		at.Reply{Text: "no usage", NoUsage: true},
+		at.Reply{Thinking: []at.Thinking{{Text: "hmm"}}, Text: "ok", Usage: &at.Usage{InputTokens: 3, OutputTokens: 9, ThinkingTokens: 4, CacheReadInputTokens: 2}},
 	), at.Lenient())
-	for range 4 {
+	for range 7 {
 		resp, err := http.Post(srv.URL+"/v1/messages", "application/json",
 			strings.NewReader(`{"model":"m","max_tokens":5,"stream":true,"messages":[{"role":"user","content":"hi"}]}`))
 		if err != nil {
@@ -311,6 +314,14 @@ func FuzzStreamEvents(f *testing.F) {
 			t.Fatalf("error %v after EventDone", serr)
 		case serr == nil && (dones != 1 || evs[len(evs)-1].Type != llm.EventDone || evs[len(evs)-1].Response == nil):
 			t.Fatalf("stream ended without error and with %d EventDone", dones)
+		case serr == nil:
+			resp := evs[len(evs)-1].Response
+			if (resp.StopReason == llm.StopRefusal) != (resp.Refusal != "") {
+				t.Fatalf("stop reason %s with refusal %q", resp.StopReason, resp.Refusal)
+			}
+			if u := resp.Usage; u.Unknown && (u.InputTokens != 0 || u.OutputTokens != 0) || u.ReasoningTokens < 0 {
+				t.Fatalf("usage %+v", u)
+			}
 		}
 		if serr != nil {
 			var ae *llm.APIError
