@@ -1,9 +1,16 @@
 // Package anthropictest is a fake Anthropic Messages API for tests: an
 // httptest server that decodes POST /v1/messages, checks the request the
 // way the real API does (alternation, tool_result pairing, cache_control
-// limits, ...), and answers from a script, as a JSON message or as a
-// server-sent event stream, with optional faults (HTTP errors, in-stream
-// error events, dropped connections, hangs).
+// limits, image sources, ...), and answers from a script, as a JSON message
+// or as a server-sent event stream, with optional faults (HTTP errors,
+// in-stream error events, dropped connections, hangs), refusals and replies
+// without usage.
+//
+// Like the real API, the server fails a request (400) that sends back a
+// thinking block it did not sign as is, redacted thinking it never handed
+// out, or, while thinking is on, an assistant message of the tool loop in
+// progress without the thinking blocks its reply carried before a tool
+// call, or a loop that does not start with a thinking block.
 //
 // It speaks only the wire format and does not import the adapter, so any
 // client can be pointed at it:
