@@ -141,7 +141,10 @@ func (c *converter) toolResult(m llm.Message) {
 	// A result that answers no pending call of the preceding assistant turn
 	// (history was trimmed, or it is a duplicate): keep it as text.
 	text := strings.TrimSpace(m.Content)
-	if text == "" {
+	switch {
+	case text == "" && m.HasParts(llm.PartImage):
+		text = "(the image below)"
+	case text == "":
 		text = "(empty)"
 	}
 	label := "Tool result"
