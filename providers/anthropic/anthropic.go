@@ -2,21 +2,56 @@
 // the official anthropic-sdk-go/v2 client.
 //
 // The adapter maps the provider-neutral llm types onto the wire format: the
-// system prompt travels in the top-level system parameter, the tool results
-// answering one assistant turn are folded into the user turn that must
-// follow it, and signed thinking blocks round-trip through
-// Message.Extra["anthropic"]. Prompt-cache breakpoints go on the stable
-// prefix (the last tool definition and the system prompt) and on the last
-// two user turns, so repeated rounds and forks that share tools and system
-// prompt read from the cache.
+// system prompt travels in the top-level system parameter, and the tool
+// results answering one assistant turn are folded into the user turn that
+// must follow it. Prompt-cache breakpoints go on the stable prefix (the last
+// tool definition and the system prompt) and on the last two user turns, so
+// repeated rounds and forks that share tools and system prompt read from the
+// cache.
+//
+// Thinking. Request.Settings.Reasoning turns extended thinking on: on most
+// models as thinking with a token budget (an effort maps to BudgetLow,
+// BudgetMedium or BudgetHigh; budgets below MinThinkingBudget are raised to
+// it; max_tokens is raised above the budget when it would not exceed it),
+// with the interleaved-thinking beta header when tools are offered so the
+// model can think between tool calls; on models that think adaptively
+// (Claude Opus 4.6 and later) or with Config.AdaptiveThinking, as adaptive
+// thinking with an effort (a budget maps to the nearest effort). Without the
+// setting, Config.ThinkingBudget and AdaptiveThinking apply. The model's
+// thinking comes back as reasoning parts of the assistant message, in order
+// with its text: readable thinking with its signature, and redacted thinking
+// as Reasoning.Encrypted (Reasoning.Extra records how many tool calls came
+// before a thinking block). They are sent back unaltered and in place, as
+// the API requires during a tool loop. Reasoning parts of other providers
+// (and readable-only reasoning) are never sent, their text neither; a tool
+// loop that began without thinking (on another provider, or before thinking
+// was turned on) goes on without it until the next user turn, since the API
+// keeps one thinking configuration per assistant turn. Message.Extra is not
+// used; thinking saved in Extra["anthropic"] by earlier versions is still
+// read.
+//
+// Images. Image parts of user messages and tool results become image blocks
+// (inside the tool_result for tool results): bytes as base64 with the media
+// type the bytes have, URLs as URL sources. An image the API cannot take
+// (not JPEG, PNG, GIF or WebP, larger than 5 MiB, no data, a non-HTTP URL)
+// becomes a short text note instead of failing the request.
+//
+// Refusals (stop_reason "refusal") set Response.Refusal, from the API's
+// stop_details explanation, else the model's text, else a sentence of ours,
+// and StopReason llm.StopRefusal. Usage counts cache reads and writes in
+// InputTokens and breaks them down, reports thinking tokens as
+// ReasoningTokens (part of OutputTokens), and is marked Unknown when a
+// response carries no usage.
 //
 // Structured output (Request.Response) uses the API's native structured
 // outputs (output_config.format) by default, which the SDK supports in its
 // non-beta MessageNewParams; Config.StructuredOutput = StructuredTool
-// switches to a forced tool call instead.
+// switches to a forced tool call instead (not combinable with budget
+// thinking, which refuses forced tool use).
 //
 // Request.Settings.Temperature and TopP are not sent: the API version this
-// SDK speaks (2026-10-21) removed the sampling parameters.
+// SDK speaks (2026-10-21) removed the sampling parameters. CheckSettings
+// reports them as dropped, or as an error when thinking is on.
 //
 // Retries follow the shared policy in providers/retry (the SDK's own are
 // off); a stream is never retried once it has yielded an event.
@@ -91,10 +126,13 @@ type Config struct {
 	// NoPromptCache turns off the cache_control breakpoints.
 	NoPromptCache bool
 	// ThinkingBudget > 0 enables extended thinking with that many budget
-	// tokens (at least 1024, below the output limit).
+	// tokens (at least MinThinkingBudget) for requests whose
+	// Settings.Reasoning is not set.
 	ThinkingBudget int
 	// AdaptiveThinking lets the model decide when and how much to think
-	// (thinking type "adaptive"); ignored when ThinkingBudget is set.
+	// (thinking type "adaptive"): for requests without Settings.Reasoning
+	// when ThinkingBudget is 0, and for every Settings.Reasoning (mapped to
+	// an effort).
 	AdaptiveThinking bool
 	// StructuredOutput says how Request.Response is enforced
 	// (StructuredNative when empty).
@@ -112,7 +150,11 @@ type Model struct {
 	client anthropic.Client
 }
 
-var _ llm.Model = (*Model)(nil)
+var (
+	_ llm.Model              = (*Model)(nil)
+	_ llm.CapabilityReporter = (*Model)(nil)
+	_ llm.SettingsChecker    = (*Model)(nil)
+)
 
 // New validates cfg and builds the client. It makes no request.
 func New(cfg Config) (*Model, error) {
@@ -157,11 +199,11 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, 
 	}
 	return retry.Do(ctx, m.cfg.Retry, func(ctx context.Context) (*llm.Response, error) {
 		return kit.Call(ctx, m.timeouts(), ProviderName, func(ctx context.Context) (*llm.Response, error) {
-			msg, err := m.client.Messages.New(ctx, b.params)
+			msg, err := m.client.Messages.New(ctx, b.params, b.opts...)
 			if err != nil {
 				return nil, toAPIError(ctx, err)
 			}
-			return b.response(msg), nil
+			return b.response(msg, msg.JSON.Usage.Valid()), nil
 		})
 	})
 }

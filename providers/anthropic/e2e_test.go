@@ -95,3 +95,56 @@ func TestAgentEndToEnd(t *testing.T) {
 		})
 	}
 }
+
+// TestAgentThinkingEndToEnd runs the agent loop with extended thinking on:
+// the fake fails any round whose request lacks the signed thinking of the
+// loop's earlier replies, so the run only finishes if the agent's stored
+// messages carry the reasoning parts back unaltered.
+func TestAgentThinkingEndToEnd(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		t.Run(map[bool]string{false: "generate", true: "stream"}[stream], func(t *testing.T) {
+			srv := at.New(t, at.Conversation(
+				at.Reply{Thinking: []at.Thinking{{Text: "Two files; write both."}}, ToolCalls: []at.ToolCall{
+					at.Call("write_file", writeIn{Path: "/a.txt", Content: "alpha"}),
+					at.Call("write_file", writeIn{Path: "/b.txt", Content: "beta"}),
+				}},
+				at.Reply{Thinking: []at.Thinking{{Text: "Now revise /a.txt."}, {Redacted: "b3BhcXVl"}},
+					ToolCalls: []at.ToolCall{at.Call("write_file", writeIn{Path: "/a.txt", Content: "alpha 2"})}},
+				at.Reply{Thinking: []at.Thinking{{Text: "Done."}}, Text: "Wrote both."},
+			))
+			model, err := anthropic.New(anthropic.Config{Model: "claude-sonnet-4-5", APIKey: "k", BaseURL: srv.URL,
+				ThinkingBudget: 2048, Retry: retry.Policy{MaxRetries: -1}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, err := agent.New(agent.Config{Model: model, Tools: []tool.Tool{writeFile}, Stream: stream})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := a.Invoke(context.Background(), agent.Prompt("Write /a.txt and /b.txt."))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Status != agent.StatusOK || res.Rounds != 3 || res.FinalText() != "Wrote both." {
+				t.Fatalf("status %s rounds %d final %q (%s)", res.Status, res.Rounds, res.FinalText(), res.Error)
+			}
+			for _, r := range srv.Requests() {
+				if r.Invalid != nil || r.ThinkingType() != "enabled" {
+					t.Fatalf("request %d: invalid=%v thinking=%s", r.N, r.Invalid, r.Thinking)
+				}
+			}
+			var reasoning []string
+			for _, m := range res.State.Messages {
+				for _, p := range m.ReasoningFor("anthropic") {
+					reasoning = append(reasoning, p.Text)
+				}
+			}
+			if want := []string{"Two files; write both.", "Now revise /a.txt.", "", "Done."}; !reflect.DeepEqual(reasoning, want) {
+				t.Fatalf("reasoning parts %q, want %q", reasoning, want)
+			}
+			if res.Usage.ReasoningTokens == 0 || res.Usage.ReasoningTokens >= res.Usage.OutputTokens || res.Usage.Unknown {
+				t.Fatalf("usage %+v", res.Usage)
+			}
+		})
+	}
+}

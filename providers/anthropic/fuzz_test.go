@@ -58,6 +58,37 @@ var (
 	}
 )
 
+// fuzzPNG is a valid 1x1 PNG.
+var fuzzPNG = []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89\x00\x00\x00\rIDATx\x9cc\xf8\xcf\xc0\xf0\x1f\x00\x05\x00\x01\xff\x89\x99=\x1d\x00\x00\x00\x00IEND\xaeB`\x82")
+
+// fuzzImages are image parts of every shape; the first two reach the wire
+// as image blocks, the others become notes.
+var fuzzImages = []*llm.Image{
+	{MediaType: "image/png", Data: fuzzPNG},
+	{URL: "https://example.com/a.png"},
+	{MediaType: "image/png", Data: []byte("not an image")},
+	{MediaType: "image/bmp"},
+	{URL: "ftp://example.com/a.png"},
+	nil,
+}
+
+// fuzzReasoning are reasoning parts of every origin; the FOREIGN ones must
+// never reach the wire.
+var fuzzReasoning = []llm.Part{
+	llm.ReasoningPart("mine", &llm.Reasoning{Provider: ProviderName, Signature: "sig"}),
+	llm.ReasoningPart("", &llm.Reasoning{Provider: ProviderName, Encrypted: "redacted"}),
+	llm.ReasoningPart("after a call", &llm.Reasoning{Provider: ProviderName, Signature: "sig2", Extra: json.RawMessage(`{"calls_before":1}`)}),
+	llm.ReasoningPart("odd extra", &llm.Reasoning{Provider: ProviderName, Signature: "sig3", Extra: json.RawMessage(`{"calls_before":-4}`)}),
+	llm.ReasoningPart("unsigned", &llm.Reasoning{Provider: ProviderName}),
+	llm.ReasoningPart("FOREIGN openai", &llm.Reasoning{Provider: "openai", Encrypted: "FOREIGN-enc"}),
+	llm.ReasoningPart("FOREIGN gemini", &llm.Reasoning{Provider: "gemini", Signature: "FOREIGN-sig"}),
+	llm.ReasoningPart("FOREIGN readable only", nil),
+}
+
+func imageOK(img *llm.Image) bool {
+	return img != nil && ((len(img.Data) > 0 && bytes.HasPrefix(img.Data, []byte("\x89PNG"))) || strings.HasPrefix(img.URL, "https://"))
+}
+
 // fuzzMessages decodes a conversation from fuzz bytes: each byte picks a
 // kind of message, the following ones its details. It produces every shape
 // the converter must survive: tool results without calls or out of order,
@@ -67,7 +98,7 @@ func fuzzMessages(data []byte) []llm.Message {
 	r := &byteReader{b: data}
 	var msgs []llm.Message
 	for r.more() && len(msgs) < 64 {
-		switch r.next() % 9 {
+		switch r.next() % 12 {
 		case 0, 1:
 			msgs = append(msgs, llm.User(r.pick(fuzzTexts)))
 		case 2:
@@ -94,6 +125,37 @@ func fuzzMessages(data []byte) []llm.Message {
 			}
 			m.Extra = map[string]json.RawMessage{ProviderName: extra}
 			msgs = append(msgs, m)
+		case 9:
+			var parts []llm.Part
+			for n := r.next() % 5; n >= 0; n-- {
+				if r.next()%3 == 0 {
+					parts = append(parts, llm.TextPart(r.pick(fuzzTexts)))
+				} else {
+					parts = append(parts, fuzzReasoning[r.next()%len(fuzzReasoning)])
+				}
+			}
+			m := llm.NewMessage(llm.RoleAssistant, parts...)
+			for n := r.next() % 3; n > 0; n-- {
+				m.ToolCalls = append(m.ToolCalls, llm.ToolCall{ID: r.pick(fuzzIDs), Name: r.pick(fuzzNames), Args: json.RawMessage(`{}`)})
+			}
+			if r.next()%4 == 0 {
+				m.Content = r.pick(fuzzTexts) // edited after the parts were set
+			}
+			msgs = append(msgs, m)
+		case 10, 11:
+			var parts []llm.Part
+			for n := r.next() % 4; n >= 0; n-- {
+				if r.next()%2 == 0 {
+					parts = append(parts, llm.TextPart(r.pick(fuzzTexts)))
+				} else {
+					parts = append(parts, llm.Part{Type: llm.PartImage, Image: fuzzImages[r.next()%len(fuzzImages)]})
+				}
+			}
+			m := llm.NewMessage(llm.RoleUser, parts...)
+			if r.next()%2 == 0 {
+				m.Role, m.ToolCallID, m.Name, m.IsError = llm.RoleTool, r.pick(fuzzIDs), r.pick(fuzzNames), r.next()%2 == 0
+			}
+			msgs = append(msgs, m)
 		}
 	}
 	return msgs
@@ -102,7 +164,10 @@ func fuzzMessages(data []byte) []llm.Message {
 // FuzzConvertMessages checks that any conversation converts without panic
 // into a request the API accepts (at.Validate: alternation, tool_result
 // pairing and ordering, no blank text, valid unique ids, at most four cache
-// breakpoints), and that no user text or tool result is lost.
+// breakpoints, valid images, a tool loop that starts with thinking when
+// thinking is on), that no user text, tool result or sendable image is
+// lost, and that no other provider's reasoning reaches the wire. Inputs
+// whose length is a multiple of three are sent with thinking on.
 func FuzzConvertMessages(f *testing.F) {
 	f.Add([]byte{0, 2, 3, 1, 0, 0, 0, 5, 0, 0, 0, 1, 0})
 	f.Add([]byte{3, 2, 2, 0, 0, 1, 1, 1, 5, 1, 0, 0, 5, 0, 0, 0, 0, 2})
@@ -113,7 +178,11 @@ func FuzzConvertMessages(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		msgs := fuzzMessages(data)
-		b, err := m.build(&llm.Request{System: "sys", Messages: msgs, Tools: specs})
+		req := &llm.Request{System: "sys", Messages: msgs, Tools: specs}
+		if len(data)%3 == 0 {
+			req.Settings.Reasoning = &llm.ReasoningConfig{Effort: llm.EffortLow}
+		}
+		b, err := m.build(req)
 		if err != nil {
 			var ae *llm.APIError
 			if !errors.As(err, &ae) || !strings.Contains(ae.Message, "no user or assistant messages") {
@@ -139,10 +208,25 @@ func FuzzConvertMessages(f *testing.F) {
 			}
 		}
 		all := strings.Join(texts, "\x00") + "\x00" + wire.SystemText()
+		images := 0
 		for _, msg := range msgs {
-			if msg.Role != llm.RoleAssistant && strings.TrimSpace(msg.Content) != "" && !strings.Contains(all, strings.TrimSpace(msg.Content)) {
-				t.Fatalf("%s message %q was lost", msg.Role, msg.Content)
+			if msg.Role == llm.RoleAssistant {
+				continue
 			}
+			for _, p := range msg.AllParts() {
+				if p.Type == llm.PartText && strings.TrimSpace(p.Text) != "" && !strings.Contains(all, strings.TrimSpace(p.Text)) {
+					t.Fatalf("%s message text %q was lost", msg.Role, p.Text)
+				}
+				if p.Type == llm.PartImage && imageOK(p.Image) {
+					images++
+				}
+			}
+		}
+		if got := len(wire.Images()); got != images {
+			t.Fatalf("%d images on the wire, want %d\n%s", got, images, raw)
+		}
+		if bytes.Contains(raw, []byte("FOREIGN")) {
+			t.Fatalf("another provider's reasoning reached the wire: %s", raw)
 		}
 	})
 }
@@ -174,8 +258,11 @@ func FuzzStreamEvents(f *testing.F) {
 		at.Reply{Text: "calling", ToolCalls: threeCalls, Chunk: 5},
 		thinkingReply(),
 		at.Reply{Text: "cut", Fault: &at.Fault{After: 4, Error: &at.Error{Type: "overloaded_error", Message: "Overloaded"}}},
+		at.Reply{Text: "No.", Refusal: &at.Refusal{Category: "cyber", Explanation: "Not this."}},
+		at.Reply{Text: "no usage", NoUsage: true},
+		at.Reply{Thinking: []at.Thinking{{Text: "hmm"}}, Text: "ok", Usage: &at.Usage{InputTokens: 3, OutputTokens: 9, ThinkingTokens: 4, CacheReadInputTokens: 2}},
 	), at.Lenient())
-	for range 4 {
+	for range 7 {
 		resp, err := http.Post(srv.URL+"/v1/messages", "application/json",
 			strings.NewReader(`{"model":"m","max_tokens":5,"stream":true,"messages":[{"role":"user","content":"hi"}]}`))
 		if err != nil {
@@ -227,6 +314,14 @@ func FuzzStreamEvents(f *testing.F) {
 			t.Fatalf("error %v after EventDone", serr)
 		case serr == nil && (dones != 1 || evs[len(evs)-1].Type != llm.EventDone || evs[len(evs)-1].Response == nil):
 			t.Fatalf("stream ended without error and with %d EventDone", dones)
+		case serr == nil:
+			resp := evs[len(evs)-1].Response
+			if (resp.StopReason == llm.StopRefusal) != (resp.Refusal != "") {
+				t.Fatalf("stop reason %s with refusal %q", resp.StopReason, resp.Refusal)
+			}
+			if u := resp.Usage; u.Unknown && (u.InputTokens != 0 || u.OutputTokens != 0) || u.ReasoningTokens < 0 {
+				t.Fatalf("usage %+v", u)
+			}
 		}
 		if serr != nil {
 			var ae *llm.APIError

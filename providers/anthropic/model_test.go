@@ -457,7 +457,7 @@ func TestCancellationStopsPromptly(t *testing.T) {
 func TestStopReasons(t *testing.T) {
 	cases := map[string]llm.StopReason{
 		"end_turn": llm.StopEnd, "stop_sequence": llm.StopEnd, "max_tokens": llm.StopMaxTokens,
-		"model_context_window_exceeded": llm.StopMaxTokens, "refusal": llm.StopFiltered, "pause_turn": llm.StopOther,
+		"model_context_window_exceeded": llm.StopMaxTokens, "refusal": llm.StopRefusal, "pause_turn": llm.StopOther,
 	}
 	for wire, want := range cases {
 		srv := at.New(t, at.Sequence(at.Reply{Text: "x", StopReason: wire}, at.Reply{Text: "x", StopReason: wire}))

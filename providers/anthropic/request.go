@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
 
 	"github.com/deepagents-go/deepagents/llm"
@@ -19,25 +20,44 @@ type built struct {
 	// answerTool names the forced structured-output tool whose input is
 	// returned as the answer text (StructuredTool mode), else "".
 	answerTool string
+	// opts are per-request SDK options (the interleaved-thinking beta).
+	opts []option.RequestOption
 }
 
 // emptySchema is the input schema of a tool whose Parameters are empty.
 var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
 
 // build translates req. It fails only on requests that cannot be sent at
-// all (no messages, a tool schema that is not JSON).
+// all (no messages, a tool schema that is not JSON) or that the API would
+// refuse for their settings (see CheckSettings).
 func (m *Model) build(req *llm.Request) (*built, error) {
 	if req == nil {
 		return nil, badRequest("nil request")
+	}
+	if err := checkReasoning(req.Settings.Reasoning); err != nil {
+		return nil, badRequest(err.Error())
 	}
 	lead, msgs := convertMessages(req.Messages)
 	if len(msgs) == 0 {
 		return nil, badRequest("the request has no user or assistant messages")
 	}
+	th := m.thinkingFor(req.Settings)
+	if th.on() {
+		if s := samplingSet(req.Settings); len(s) > 0 {
+			return nil, badRequest(samplingError(s).Error())
+		}
+	}
+	if th.budget > 0 && turnStartedWithoutThinking(msgs) {
+		// The API keeps one thinking configuration per assistant turn and
+		// wants a turn that thinks to start with a thinking block; a tool
+		// loop begun without one (on another provider, or before thinking
+		// was turned on) goes on without thinking until the next user turn.
+		th = thinking{}
+	}
 	cache := !m.cfg.NoPromptCache
 	p := anthropic.MessageNewParams{
 		Model:     m.cfg.Model,
-		MaxTokens: int64(m.maxTokens(req.Settings)),
+		MaxTokens: int64(m.maxTokens(req.Settings, th.budget)),
 		Messages:  msgs,
 	}
 
@@ -108,20 +128,31 @@ func (m *Model) build(req *llm.Request) (*built, error) {
 		}
 	}
 	if len(p.Tools) > 0 {
+		if th.budget > 0 && (choice.Mode == llm.ToolChoiceRequired || choice.Mode == llm.ToolChoiceTool) {
+			what := "a required tool choice"
+			if b.answerTool != "" {
+				what = "structured output in StructuredTool mode"
+			}
+			return nil, badRequest(what + " forces tool use, which the API does not allow while the model thinks with a token budget; turn reasoning off or use adaptive thinking")
+		}
 		p.ToolChoice = toolChoice(choice, req.Settings.ParallelToolCalls)
 	}
 
 	// Settings.Temperature and TopP are not sent: API version 2026-10-21,
 	// which this SDK speaks, removed the sampling parameters and answers 400
-	// to any of them, even at their defaults.
+	// to any of them, even at their defaults. CheckSettings reports them.
 	if s := req.Settings; len(s.Stop) > 0 {
 		p.StopSequences = append([]string(nil), s.Stop...)
 	}
 	switch {
-	case m.cfg.ThinkingBudget > 0:
-		p.Thinking = anthropic.ThinkingConfigParamUnion{OfEnabled: &anthropic.ThinkingConfigEnabledParam{BudgetTokens: int64(m.cfg.ThinkingBudget)}}
-	case m.cfg.AdaptiveThinking:
+	case th.budget > 0:
+		p.Thinking = anthropic.ThinkingConfigParamUnion{OfEnabled: &anthropic.ThinkingConfigEnabledParam{BudgetTokens: int64(th.budget)}}
+		if len(p.Tools) > 0 {
+			b.opts = append(b.opts, option.WithHeaderAdd("anthropic-beta", interleavedBeta))
+		}
+	case th.adaptive:
 		p.Thinking = anthropic.ThinkingConfigParamUnion{OfAdaptive: &anthropic.ThinkingConfigAdaptiveParam{}}
+		p.OutputConfig.Effort = th.effort
 	}
 	if cache {
 		markConversation(p.Messages)
@@ -130,18 +161,55 @@ func (m *Model) build(req *llm.Request) (*built, error) {
 	return b, nil
 }
 
-func (m *Model) maxTokens(s llm.Settings) int {
+// maxTokens is the output limit of a request: the Settings', else the
+// Config's, else DefaultMaxTokens. Thinking with a budget counts towards
+// max_tokens, which the API wants above the budget: a limit at or below the
+// budget is raised by the budget, so the answer keeps the room asked for.
+func (m *Model) maxTokens(s llm.Settings, budget int) int {
+	n := DefaultMaxTokens
 	switch {
 	case s.MaxTokens > 0:
-		return s.MaxTokens
+		n = s.MaxTokens
 	case m.cfg.MaxTokens > 0:
-		return m.cfg.MaxTokens
-	case m.cfg.ThinkingBudget >= DefaultMaxTokens:
-		// The thinking budget counts towards max_tokens and must stay below
-		// it; leave the default room for the answer.
-		return m.cfg.ThinkingBudget + DefaultMaxTokens
+		n = m.cfg.MaxTokens
 	}
-	return DefaultMaxTokens
+	if budget > 0 && n <= budget {
+		n += budget
+	}
+	return n
+}
+
+// turnStartedWithoutThinking reports whether the assistant turn in progress
+// (the assistant messages after the last user message that is more than
+// tool results) starts with something other than a thinking block.
+func turnStartedWithoutThinking(msgs []anthropic.MessageParam) bool {
+	start := -1
+	for i := len(msgs) - 1; i >= 0; i-- {
+		u := msgs[i].OfUser
+		if u == nil {
+			continue
+		}
+		genuine := false
+		for _, b := range u.Content {
+			if b.OfToolResult == nil {
+				genuine = true
+				break
+			}
+		}
+		if genuine {
+			start = i + 1
+			break
+		}
+	}
+	if start < 0 || start >= len(msgs) {
+		return false
+	}
+	a := msgs[start].OfAssistant
+	if a == nil || len(a.Content) == 0 {
+		return false
+	}
+	first := a.Content[0]
+	return first.OfThinking == nil && first.OfRedactedThinking == nil
 }
 
 // toolSchema returns raw as a compact JSON object, or the empty object
@@ -251,6 +319,8 @@ func setCacheControl(b *anthropic.ContentBlockParamUnion) bool {
 		b.OfToolResult.CacheControl = cc
 	case b.OfToolUse != nil:
 		b.OfToolUse.CacheControl = cc
+	case b.OfImage != nil:
+		b.OfImage.CacheControl = cc
 	default:
 		return false
 	}

@@ -378,8 +378,13 @@ func TestThinkingRoundTrip(t *testing.T) {
 			if resp.Message.ReasoningText() != "The user wants the file. " || resp.Message.Content != "Reading it now." {
 				t.Fatalf("message %+v", resp.Message)
 			}
-			if _, ok := resp.Message.Extra["anthropic"]; !ok {
-				t.Fatal("thinking blocks were not saved in Extra")
+			wantParts := []llm.Part{
+				llm.ReasoningPart("The user wants the file. ", &llm.Reasoning{Provider: "anthropic", Signature: "EqQBCkYIBxgCKkBsig+first=="}),
+				llm.ReasoningPart("", &llm.Reasoning{Provider: "anthropic", Encrypted: "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpP"}),
+				llm.TextPart("Reading it now."),
+			}
+			if !reflect.DeepEqual(resp.Message.Parts, wantParts) || resp.Message.Extra != nil {
+				t.Fatalf("parts %+v extra %s", resp.Message.Parts, resp.Message.Extra)
 			}
 
 			// The message survives a checkpoint (JSON) and goes back unchanged.
@@ -411,37 +416,53 @@ func TestThinkingRoundTrip(t *testing.T) {
 }
 
 // Thinking blocks keep their original position relative to text and tool
-// calls, and survive edits of the message by middleware.
+// calls; a message saved before reasoning parts existed (its thinking in
+// Extra["anthropic"]) goes back the same way, and garbage there is ignored.
 func TestThinkingPositionsAndEdits(t *testing.T) {
-	skel := savedContent{Content: []savedBlock{
-		{Type: "text"},
-		{Type: "thinking", Thinking: "between", Signature: "sig-1"},
-		{Type: "tool_use", ID: "t1"},
-		{Type: "thinking", Thinking: "", Signature: ""}, // unsigned: dropped
-	}}
-	raw, _ := json.Marshal(skel)
-	msg := llm.Message{Role: llm.RoleAssistant, Content: "Before.",
-		ToolCalls: []llm.ToolCall{{ID: "t1", Name: "ls"}, {ID: "t2", Name: "ls"}},
-		Extra:     map[string]json.RawMessage{"anthropic": raw}}
-	_, out := convertMessages([]llm.Message{llm.User("x"), msg})
-	var types []string
-	for _, b := range out[1].OfAssistant.Content {
-		switch {
-		case b.OfText != nil:
-			types = append(types, "text")
-		case b.OfThinking != nil:
-			types = append(types, "thinking:"+b.OfThinking.Signature)
-		case b.OfToolUse != nil:
-			types = append(types, "tool_use:"+b.OfToolUse.ID)
-		}
+	calls := []llm.ToolCall{{ID: "t1", Name: "ls"}, {ID: "t2", Name: "ls"}}
+	withParts := llm.NewMessage(llm.RoleAssistant,
+		llm.TextPart("Before."),
+		llm.ReasoningPart("between", &llm.Reasoning{Provider: "anthropic", Signature: "sig-1", Extra: json.RawMessage(`{"calls_before":1}`)}),
+		llm.ReasoningPart("unsigned", &llm.Reasoning{Provider: "anthropic"}), // cannot go back: dropped
+		llm.ReasoningPart("foreign", &llm.Reasoning{Provider: "openai", Encrypted: "enc"}),
+	)
+	withParts.ToolCalls = calls
+	legacy := llm.Message{Role: llm.RoleAssistant, Content: "Before.", ToolCalls: calls,
+		Extra: map[string]json.RawMessage{"anthropic": json.RawMessage(`{"content":[{"type":"text"},{"type":"thinking","thinking":"between","signature":"sig-1"},{"type":"tool_use","id":"t1"},{"type":"redacted_thinking","data":"R"},{"type":"thinking","thinking":"","signature":""}]}`)}}
+	garbage := llm.Message{Role: llm.RoleAssistant, Content: "Before.", ToolCalls: calls,
+		Extra: map[string]json.RawMessage{"anthropic": json.RawMessage(`{"content": 7}`)}}
+	edited := withParts
+	edited.Content = "Edited by middleware."
+	cases := []struct {
+		name string
+		msg  llm.Message
+		want []string
+	}{
+		{"parts", withParts, []string{"text:Before.", "tool_use:t1", "thinking:sig-1", "tool_use:t2"}},
+		{"legacy extra", legacy, []string{"text:Before.", "thinking:sig-1", "tool_use:t1", "redacted:R", "tool_use:t2"}},
+		{"garbage extra", garbage, []string{"text:Before.", "tool_use:t1", "tool_use:t2"}},
+		{"edited content", edited, []string{"text:Edited by middleware.", "tool_use:t1", "thinking:sig-1", "tool_use:t2"}},
 	}
-	if want := []string{"text", "thinking:sig-1", "tool_use:t1", "tool_use:t2"}; !reflect.DeepEqual(types, want) {
-		t.Fatalf("blocks %v, want %v", types, want)
-	}
-	// Garbage in Extra is ignored.
-	msg.Extra["anthropic"] = json.RawMessage(`{"content": 7}`)
-	if _, out := convertMessages([]llm.Message{llm.User("x"), msg}); len(out[1].OfAssistant.Content) != 3 {
-		t.Fatalf("garbage Extra changed the blocks: %+v", out[1].OfAssistant.Content)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, out := convertMessages([]llm.Message{llm.User("x"), tc.msg})
+			var types []string
+			for _, b := range out[1].OfAssistant.Content {
+				switch {
+				case b.OfText != nil:
+					types = append(types, "text:"+b.OfText.Text)
+				case b.OfThinking != nil:
+					types = append(types, "thinking:"+b.OfThinking.Signature)
+				case b.OfRedactedThinking != nil:
+					types = append(types, "redacted:"+b.OfRedactedThinking.Data)
+				case b.OfToolUse != nil:
+					types = append(types, "tool_use:"+b.OfToolUse.ID)
+				}
+			}
+			if !reflect.DeepEqual(types, tc.want) {
+				t.Fatalf("blocks %v, want %v", types, tc.want)
+			}
+		})
 	}
 }
 

@@ -3,6 +3,7 @@ package anthropic
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
@@ -10,56 +11,24 @@ import (
 	"github.com/deepagents-go/deepagents/llm"
 )
 
-// savedBlock is one entry of the content skeleton kept in
-// Message.Extra["anthropic"]: thinking and redacted_thinking blocks in full
-// (their signatures must go back unchanged), text and tool_use blocks as
-// placeholders that mark where they stood, so the next request rebuilds
-// the assistant turn in its original block order.
-type savedBlock struct {
-	Type      string `json:"type"`
-	Thinking  string `json:"thinking,omitempty"`
-	Signature string `json:"signature,omitempty"`
-	Data      string `json:"data,omitempty"`
-	ID        string `json:"id,omitempty"` // tool_use placeholders
-}
-
-// savedContent is the value of Message.Extra["anthropic"].
-type savedContent struct {
-	Content []savedBlock `json:"content"`
-}
-
-// savedBlocks returns the skeleton saved in m, or nil.
-func savedBlocks(m llm.Message) []savedBlock {
-	raw, ok := m.Extra[ProviderName]
-	if !ok {
-		return nil
-	}
-	var sc savedContent
-	if json.Unmarshal(raw, &sc) != nil {
-		return nil
-	}
-	return sc.Content
-}
-
-// response maps an API message to our response.
-func (b *built) response(msg *anthropic.Message) *llm.Response {
-	var text, reasoning strings.Builder
+// response maps an API message to our response. hasUsage says whether the
+// API reported usage at all.
+func (b *built) response(msg *anthropic.Message, hasUsage bool) *llm.Response {
+	var parts []llm.Part
 	var answer string
 	var calls []llm.ToolCall
-	var skel []savedBlock
-	thinking := false
 	for _, cb := range msg.Content {
 		switch cb.Type {
 		case "text":
-			text.WriteString(cb.Text)
-			skel = append(skel, savedBlock{Type: "text"})
+			if cb.Text != "" {
+				parts = append(parts, llm.TextPart(cb.Text))
+			}
 		case "thinking":
-			reasoning.WriteString(cb.Thinking)
-			skel = append(skel, savedBlock{Type: "thinking", Thinking: cb.Thinking, Signature: cb.Signature})
-			thinking = true
+			parts = append(parts, llm.ReasoningPart(cb.Thinking, &llm.Reasoning{
+				Provider: ProviderName, Signature: cb.Signature, Extra: callsExtra(len(calls))}))
 		case "redacted_thinking":
-			skel = append(skel, savedBlock{Type: "redacted_thinking", Data: cb.Data})
-			thinking = true
+			parts = append(parts, llm.ReasoningPart("", &llm.Reasoning{
+				Provider: ProviderName, Encrypted: cb.Data, Extra: callsExtra(len(calls))}))
 		case "tool_use":
 			args := responseArgs(cb.Input)
 			if b.answerTool != "" && cb.Name == b.answerTool {
@@ -67,27 +36,51 @@ func (b *built) response(msg *anthropic.Message) *llm.Response {
 				continue
 			}
 			calls = append(calls, llm.ToolCall{ID: cb.ID, Name: cb.Name, Args: args})
-			skel = append(skel, savedBlock{Type: "tool_use", ID: cb.ID})
 		}
-	}
-	out := llm.Message{Role: llm.RoleAssistant, Content: text.String(), ToolCalls: calls}
-	if r := reasoning.String(); r != "" {
-		out.SetParts(llm.ReasoningThenText(r, out.Content))
 	}
 	if b.answerTool != "" && answer != "" {
 		// The forced tool's input is the structured answer.
-		out.Content = answer
+		kept := parts[:0]
+		for _, p := range parts {
+			if p.Type != llm.PartText {
+				kept = append(kept, p)
+			}
+		}
+		parts = append(kept, llm.TextPart(answer))
 	}
-	if thinking {
-		raw, _ := json.Marshal(savedContent{Content: skel})
-		out.Extra = map[string]json.RawMessage{ProviderName: raw}
-	}
-	return &llm.Response{
+	out := llm.NewMessage(llm.RoleAssistant, parts...)
+	out.ToolCalls = calls
+	resp := &llm.Response{
 		Message:    out,
-		Usage:      usage(msg.Usage.InputTokens, msg.Usage.OutputTokens, msg.Usage.CacheReadInputTokens, msg.Usage.CacheCreationInputTokens),
+		Usage:      usage(msg.Usage, hasUsage),
 		StopReason: stopReason(msg.StopReason, len(calls) > 0),
-		Model:      msg.Model,
+		Model:      string(msg.Model),
 	}
+	if resp.StopReason == llm.StopRefusal {
+		resp.Refusal = refusal(msg)
+	}
+	return resp
+}
+
+// refusal explains a refusal in the API's words when it gave some, else in
+// the text the model wrote, else in a sentence of ours.
+func refusal(msg *anthropic.Message) string {
+	if e := strings.TrimSpace(msg.StopDetails.Explanation); e != "" {
+		return e
+	}
+	var text strings.Builder
+	for _, cb := range msg.Content {
+		if cb.Type == "text" {
+			text.WriteString(cb.Text)
+		}
+	}
+	if t := strings.TrimSpace(text.String()); t != "" {
+		return t
+	}
+	if c := msg.StopDetails.Category; c != "" {
+		return fmt.Sprintf("The model declined to answer (the provider's policy category %q).", c)
+	}
+	return "The model declined to answer."
 }
 
 // responseArgs returns a call's input compacted, or as received when it is
@@ -105,14 +98,20 @@ func responseArgs(in json.RawMessage) json.RawMessage {
 	return append(json.RawMessage(nil), in...)
 }
 
-// usage reports the whole prompt as InputTokens: the API counts cache reads
-// and writes separately from input_tokens.
-func usage(input, output, cacheRead, cacheWrite int64) llm.Usage {
+// usage reports the whole prompt as InputTokens (the API counts cache reads
+// and writes separately from input_tokens) and the thinking tokens as
+// ReasoningTokens (part of OutputTokens, as the API counts them). Without
+// any usage from the API it is marked Unknown, not zero.
+func usage(u anthropic.Usage, reported bool) llm.Usage {
+	if !reported {
+		return llm.Usage{Unknown: true}
+	}
 	return llm.Usage{
-		InputTokens:       int(input + cacheRead + cacheWrite),
-		OutputTokens:      int(output),
-		CachedInputTokens: int(cacheRead),
-		CacheWriteTokens:  int(cacheWrite),
+		InputTokens:       int(u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens),
+		OutputTokens:      int(u.OutputTokens),
+		CachedInputTokens: int(u.CacheReadInputTokens),
+		CacheWriteTokens:  int(u.CacheCreationInputTokens),
+		ReasoningTokens:   int(u.OutputTokensDetails.ThinkingTokens),
 	}
 }
 
@@ -129,7 +128,7 @@ func stopReason(r anthropic.StopReason, hasCalls bool) llm.StopReason {
 	case anthropic.StopReasonMaxTokens, anthropic.StopReasonModelContextWindowExceeded:
 		return llm.StopMaxTokens
 	case anthropic.StopReasonRefusal:
-		return llm.StopFiltered
+		return llm.StopRefusal
 	}
 	return llm.StopOther
 }

@@ -12,7 +12,7 @@ import (
 // as they arrive and assembles the final message with the SDK's accumulator,
 // so a streamed response is built exactly like a non-streamed one.
 func (m *Model) streamOnce(ctx context.Context, b *built, yield func(llm.StreamEvent, error) bool) {
-	stream := m.client.Messages.NewStreaming(ctx, b.params)
+	stream := m.client.Messages.NewStreaming(ctx, b.params, b.opts...)
 	defer stream.Close()
 
 	var msg anthropic.Message
@@ -20,6 +20,7 @@ func (m *Model) streamOnce(ctx context.Context, b *built, yield func(llm.StreamE
 	answer := map[int64]bool{} // blocks of the forced answer tool, streamed as text
 	n := 0
 	started := false
+	hasUsage := false // whether message_start or message_delta reported usage
 	emit := func(ev llm.StreamEvent) bool { return yield(ev, nil) }
 
 	for stream.Next() {
@@ -32,6 +33,9 @@ func (m *Model) streamOnce(ctx context.Context, b *built, yield func(llm.StreamE
 		switch ev.Type {
 		case "message_start":
 			started = true
+			hasUsage = hasUsage || ev.Message.JSON.Usage.Valid()
+		case "message_delta":
+			hasUsage = hasUsage || ev.JSON.Usage.Valid()
 		case "content_block_start":
 			cb := ev.ContentBlock
 			switch cb.Type {
@@ -78,7 +82,7 @@ func (m *Model) streamOnce(ctx context.Context, b *built, yield func(llm.StreamE
 					Message: "malformed event stream: message_stop without message_start"})
 				return
 			}
-			emit(llm.StreamEvent{Type: llm.EventDone, Response: b.response(&msg)})
+			emit(llm.StreamEvent{Type: llm.EventDone, Response: b.response(&msg, hasUsage)})
 			return
 		}
 	}

@@ -58,6 +58,12 @@ func TestValidate(t *testing.T) {
 		"unknown forced tool": `{"model":"m","max_tokens":1,"tools":[{"name":"t","input_schema":{"type":"object"}}],"tool_choice":{"type":"tool","name":"u"},"messages":[{"role":"user","content":"a"}]}`,
 		"forced while thinking": `{"model":"m","max_tokens":1,"thinking":{"type":"enabled","budget_tokens":1024},"tools":[{"name":"t","input_schema":{"type":"object"}}],
 			"tool_choice":{"type":"any"},"messages":[{"role":"user","content":"a"}]}`,
+		"loop without thinking": `{"model":"m","max_tokens":2000,"thinking":{"type":"enabled","budget_tokens":1024},"messages":[
+			{"role":"user","content":"a"},{"role":"assistant","content":[{"type":"text","text":"ok"},{"type":"tool_use","id":"x","name":"t","input":{}}]},
+			{"role":"user","content":[{"type":"tool_result","tool_use_id":"x"}]}]}`,
+		"image type": `{"model":"m","max_tokens":1,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/tiff","data":"AAAA"}}]}]}`,
+		"image in result without source": `{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"a"},{"role":"assistant","content":[{"type":"tool_use","id":"x","name":"t","input":{}}]},
+			{"role":"user","content":[{"type":"tool_result","tool_use_id":"x","content":[{"type":"image"}]}]}]}`,
 		"five breakpoints": `{"model":"m","max_tokens":1,"system":[{"type":"text","text":"s","cache_control":{"type":"ephemeral"}}],"messages":[
 			{"role":"user","content":[{"type":"text","text":"a","cache_control":{"type":"ephemeral"}},{"type":"text","text":"b","cache_control":{"type":"ephemeral"}},
 			{"type":"text","text":"c","cache_control":{"type":"ephemeral"}},{"type":"text","text":"d","cache_control":{"type":"ephemeral"}}]}]}`,
@@ -65,26 +71,29 @@ func TestValidate(t *testing.T) {
 	// why is what each rejection must say, so a body refused for another
 	// reason than the one it was written for does not pass.
 	why := map[string]string{
-		"no max_tokens":         "max_tokens: Field required",
-		"temperature":           "temperature: Extra inputs are not permitted",
-		"assistant first":       `first message must use the "user" role`,
-		"no alternation":        "roles must alternate",
-		"system role":           "messages.0.role: Input should be 'user' or 'assistant'",
-		"blank text":            "messages.0.content.0: text content blocks must contain non-whitespace text",
-		"empty content":         "messages.0: all messages must have non-empty content",
-		"unanswered tool_use":   "`tool_use` ids were found without `tool_result` blocks",
-		"orphan tool_result":    "unexpected `tool_use_id` found in `tool_result` blocks: x",
-		"result after text":     "tool_result blocks must come before any other content",
-		"duplicate id":          "`tool_use` ids must be unique, found x more than once",
-		"bad id":                "messages.1.content.0.id: String should match pattern",
-		"array input":           "messages.1.content.0.input: Input should be a valid dictionary",
-		"unsigned thinking":     "messages.1.content.0.signature: Field required",
-		"trailing space":        "final assistant content cannot end with trailing whitespace",
-		"bad tool name":         "tools.0.name: String should match pattern",
-		"schema not object":     "tools.0.input_schema.type: Input should be 'object'",
-		"unknown forced tool":   `tool_choice.name: tool "u" is not defined in tools`,
-		"forced while thinking": "Thinking may not be enabled when tool_choice forces tool use",
-		"five breakpoints":      "A maximum of 4 blocks with cache_control may be provided. Found 5.",
+		"no max_tokens":                  "max_tokens: Field required",
+		"temperature":                    "temperature: Extra inputs are not permitted",
+		"assistant first":                `first message must use the "user" role`,
+		"no alternation":                 "roles must alternate",
+		"system role":                    "messages.0.role: Input should be 'user' or 'assistant'",
+		"blank text":                     "messages.0.content.0: text content blocks must contain non-whitespace text",
+		"empty content":                  "messages.0: all messages must have non-empty content",
+		"unanswered tool_use":            "`tool_use` ids were found without `tool_result` blocks",
+		"orphan tool_result":             "unexpected `tool_use_id` found in `tool_result` blocks: x",
+		"result after text":              "tool_result blocks must come before any other content",
+		"duplicate id":                   "`tool_use` ids must be unique, found x more than once",
+		"bad id":                         "messages.1.content.0.id: String should match pattern",
+		"array input":                    "messages.1.content.0.input: Input should be a valid dictionary",
+		"unsigned thinking":              "messages.1.content.0.signature: Field required",
+		"trailing space":                 "final assistant content cannot end with trailing whitespace",
+		"bad tool name":                  "tools.0.name: String should match pattern",
+		"schema not object":              "tools.0.input_schema.type: Input should be 'object'",
+		"unknown forced tool":            `tool_choice.name: tool "u" is not defined in tools`,
+		"forced while thinking":          "Thinking may not be enabled when tool_choice forces tool use",
+		"loop without thinking":          "messages.1.content.0.type: Expected `thinking` or `redacted_thinking`, but found `text`",
+		"image type":                     "messages.0.content.0.source.base64.media_type: Input should be",
+		"image in result without source": "messages.2.content.0.content.0.source: Field required",
+		"five breakpoints":               "A maximum of 4 blocks with cache_control may be provided. Found 5.",
 	}
 	for name, body := range bad {
 		err := at.Validate(decode(t, body))
@@ -197,5 +206,45 @@ func TestRouterDrivesParentAndChildren(t *testing.T) {
 	// Tool ids the server generated are unique across conversations.
 	if a, b := resp.Message.ToolCalls[0].ID, resp.Message.ToolCalls[1].ID; a == b || !strings.HasPrefix(a, "toolu_") {
 		t.Fatalf("ids %q %q", a, b)
+	}
+}
+
+// The server fails requests that send back thinking it did not hand out as
+// is, and accepts what it signed.
+func TestServerChecksThinkingSignatures(t *testing.T) {
+	srv := at.New(t, at.Sequence(
+		at.Reply{Thinking: []at.Thinking{{Text: "plan"}, {Redacted: "UkVE"}}, ToolCalls: []at.ToolCall{{ID: "toolu_1", Name: "t", Input: json.RawMessage(`{}`)}}},
+		at.Text("ok"), at.Text("ok"), at.Text("ok"), at.Text("ok"),
+	))
+	post := func(body string) int {
+		resp, err := http.Post(srv.URL+"/v1/messages", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	const head = `{"model":"m","max_tokens":4000,"thinking":{"type":"enabled","budget_tokens":1024},"tools":[{"name":"t","input_schema":{"type":"object"}}],"messages":[{"role":"user","content":"a"}`
+	if st := post(head + `]}`); st != 200 {
+		t.Fatalf("first request: %d", st)
+	}
+	turn := func(blocks string) string {
+		return head + `,{"role":"assistant","content":[` + blocks + `{"type":"tool_use","id":"toolu_1","name":"t","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1"}]}]}`
+	}
+	sig := at.Sign("plan")
+	cases := []struct {
+		name   string
+		blocks string
+		status int
+	}{
+		{"as handed out", `{"type":"thinking","thinking":"plan","signature":"` + sig + `"},{"type":"redacted_thinking","data":"UkVE"},`, 200},
+		{"text changed", `{"type":"thinking","thinking":"plan!","signature":"` + sig + `"},{"type":"redacted_thinking","data":"UkVE"},`, 400},
+		{"unknown redacted", `{"type":"thinking","thinking":"plan","signature":"` + sig + `"},{"type":"redacted_thinking","data":"T1RIRVI="},`, 400},
+		{"redacted missing", `{"type":"thinking","thinking":"plan","signature":"` + sig + `"},`, 400},
+	}
+	for _, tc := range cases {
+		if st := post(turn(tc.blocks)); st != tc.status {
+			t.Errorf("%s: status %d, want %d (%v)", tc.name, st, tc.status, srv.Last().Invalid)
+		}
 	}
 }

@@ -18,6 +18,12 @@ type Reply struct {
 	StopReason string
 	// Usage defaults to a size-based estimate.
 	Usage *Usage
+	// NoUsage leaves usage out of the reply altogether (as some proxies
+	// do), streamed or not.
+	NoUsage bool
+	// Refusal ends the reply with stop_reason "refusal" and these
+	// stop_details.
+	Refusal *Refusal
 	// Model defaults to the requested model.
 	Model string
 	// Chunk is the size in runes of the text, thinking and input_json
@@ -32,11 +38,20 @@ type Reply struct {
 }
 
 // Thinking is a thinking block, or with Redacted set a redacted_thinking
-// block carrying that data.
+// block carrying that data. An empty Signature is filled with Sign(Text).
+// The server remembers every signature and redacted block it hands out and
+// rejects requests that send one back altered.
 type Thinking struct {
 	Text      string
 	Signature string
 	Redacted  string
+}
+
+// Refusal is the stop_details of a refusal. Category and Explanation may be
+// empty (sent as null).
+type Refusal struct {
+	Category    string
+	Explanation string
 }
 
 // ToolCall is a tool_use block. An empty ID is filled with a unique one.
@@ -52,6 +67,9 @@ type Usage struct {
 	OutputTokens             int
 	CacheReadInputTokens     int
 	CacheCreationInputTokens int
+	// ThinkingTokens is output_tokens_details.thinking_tokens, the part of
+	// OutputTokens spent thinking.
+	ThinkingTokens int
 }
 
 // Error is an API error: an HTTP status with the error body's type and

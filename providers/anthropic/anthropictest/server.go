@@ -2,11 +2,14 @@ package anthropictest
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"unicode/utf8"
@@ -40,6 +43,11 @@ type Server struct {
 
 	log fakewire.Log[*Request]
 	ids atomic.Int64
+
+	mu       sync.Mutex
+	signed   map[string]string      // signature → the thinking text it signs
+	redacted map[string]bool        // redacted_thinking data handed out
+	byCall   map[string][]wireBlock // tool_use id → thinking blocks of its reply
 }
 
 // Option configures a Server.
@@ -63,7 +71,7 @@ func New(tb testing.TB, h Handler, opts ...Option) *Server {
 // NewServer starts a server answering from h, for use outside tests; call
 // Close when done.
 func NewServer(h Handler, opts ...Option) *Server {
-	s := &Server{h: h}
+	s := &Server{h: h, signed: map[string]string{}, redacted: map[string]bool{}, byCall: map[string][]wireBlock{}}
 	for _, o := range opts {
 		o(s)
 	}
@@ -110,7 +118,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !s.lenient {
-		if err := Validate(&req.MessagesRequest); err != nil {
+		err := Validate(&req.MessagesRequest)
+		if err == nil {
+			err = s.checkThinking(&req.MessagesRequest)
+		}
+		if err != nil {
 			req.Invalid = err
 			writeError(w, &Error{Status: http.StatusBadRequest, Message: err.Error()})
 			return
@@ -127,6 +139,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	msg := s.render(req, rep)
+	s.remember(msg)
 	if !req.Stream {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Request-Id", fmt.Sprintf("req_fake_%d", req.N))
@@ -147,14 +160,21 @@ func (s *Server) interrupt(r *http.Request, f *Fault) {
 // wire types of a response
 
 type wireMessage struct {
-	ID           string      `json:"id"`
-	Type         string      `json:"type"`
-	Role         string      `json:"role"`
-	Model        string      `json:"model"`
-	Content      []wireBlock `json:"content"`
-	StopReason   *string     `json:"stop_reason"`
-	StopSequence *string     `json:"stop_sequence"`
-	Usage        wireUsage   `json:"usage"`
+	ID           string       `json:"id"`
+	Type         string       `json:"type"`
+	Role         string       `json:"role"`
+	Model        string       `json:"model"`
+	Content      []wireBlock  `json:"content"`
+	StopReason   *string      `json:"stop_reason"`
+	StopSequence *string      `json:"stop_sequence"`
+	StopDetails  *wireDetails `json:"stop_details"`
+	Usage        *wireUsage   `json:"usage,omitempty"`
+}
+
+type wireDetails struct {
+	Type        string  `json:"type"`
+	Category    *string `json:"category"`
+	Explanation *string `json:"explanation"`
 }
 
 type wireBlock struct {
@@ -169,10 +189,15 @@ type wireBlock struct {
 }
 
 type wireUsage struct {
-	InputTokens              int `json:"input_tokens"`
-	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
-	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
-	OutputTokens             int `json:"output_tokens"`
+	InputTokens              int                `json:"input_tokens"`
+	CacheCreationInputTokens int                `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int                `json:"cache_read_input_tokens"`
+	OutputTokens             int                `json:"output_tokens"`
+	OutputTokensDetails      *wireOutputDetails `json:"output_tokens_details,omitempty"`
+}
+
+type wireOutputDetails struct {
+	ThinkingTokens int `json:"thinking_tokens"`
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -188,15 +213,21 @@ func (s *Server) render(req *Request, rep Reply) wireMessage {
 	if msg.Model == "" {
 		msg.Model = req.Model
 	}
-	out := 0
+	out, thought := 0, 0
 	for _, th := range rep.Thinking {
 		if th.Redacted != "" {
 			msg.Content = append(msg.Content, wireBlock{Type: "redacted_thinking", Data: th.Redacted})
+			thought += len(th.Redacted)
 			continue
 		}
-		msg.Content = append(msg.Content, wireBlock{Type: "thinking", Thinking: ptr(th.Text), Signature: ptr(th.Signature)})
-		out += len(th.Text)
+		sig := th.Signature
+		if sig == "" {
+			sig = Sign(th.Text)
+		}
+		msg.Content = append(msg.Content, wireBlock{Type: "thinking", Thinking: ptr(th.Text), Signature: ptr(sig)})
+		thought += len(th.Text)
 	}
+	out += thought
 	if rep.Text != "" {
 		msg.Content = append(msg.Content, wireBlock{Type: "text", Text: ptr(rep.Text)})
 		out += len(rep.Text)
@@ -228,14 +259,136 @@ func (s *Server) render(req *Request, rep Reply) wireMessage {
 			stop = "tool_use"
 		}
 	}
+	if rf := rep.Refusal; rf != nil {
+		if rep.StopReason == "" {
+			stop = "refusal"
+		}
+		msg.StopDetails = &wireDetails{Type: "refusal"}
+		if rf.Category != "" {
+			msg.StopDetails.Category = ptr(rf.Category)
+		}
+		if rf.Explanation != "" {
+			msg.StopDetails.Explanation = ptr(rf.Explanation)
+		}
+	}
 	msg.StopReason = &stop
-	if u := rep.Usage; u != nil {
-		msg.Usage = wireUsage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+	switch u := rep.Usage; {
+	case rep.NoUsage:
+	case u != nil:
+		msg.Usage = &wireUsage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
 			CacheReadInputTokens: u.CacheReadInputTokens, CacheCreationInputTokens: u.CacheCreationInputTokens}
-	} else {
-		msg.Usage = wireUsage{InputTokens: len(req.Raw)/4 + 1, OutputTokens: out/4 + 1}
+		if u.ThinkingTokens > 0 {
+			msg.Usage.OutputTokensDetails = &wireOutputDetails{ThinkingTokens: u.ThinkingTokens}
+		}
+	default:
+		msg.Usage = &wireUsage{InputTokens: len(req.Raw)/4 + 1, OutputTokens: out/4 + 1}
+		if thought > 0 {
+			msg.Usage.OutputTokensDetails = &wireOutputDetails{ThinkingTokens: thought/4 + 1}
+		}
 	}
 	return msg
+}
+
+// Sign is the signature the server gives a thinking block of this text
+// when the script names none; the server accepts it back for that text.
+func Sign(text string) string {
+	sum := sha256.Sum256([]byte("anthropictest thinking\x00" + text))
+	return base64.StdEncoding.EncodeToString(sum[:])
+}
+
+// remember records the thinking a reply hands out, so checkThinking can
+// tell it comes back unaltered.
+func (s *Server) remember(msg wireMessage) {
+	var thinking []wireBlock
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, b := range msg.Content {
+		switch b.Type {
+		case "thinking":
+			s.signed[*b.Signature] = *b.Thinking
+			thinking = append(thinking, b)
+		case "redacted_thinking":
+			s.redacted[b.Data] = true
+			thinking = append(thinking, b)
+		case "tool_use":
+			if len(thinking) > 0 {
+				s.byCall[b.ID] = append([]wireBlock(nil), thinking...)
+			}
+		}
+	}
+}
+
+// checkThinking rejects what the real API rejects about thinking sent back:
+// a thinking block whose signature does not match its text, redacted data
+// the server never handed out, and, while thinking is on, an assistant
+// message of the tool loop in progress that lacks the thinking blocks its
+// reply carried before a tool call (missing, altered or reordered).
+func (s *Server) checkThinking(r *MessagesRequest) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, m := range r.Messages {
+		if m.Role != "assistant" {
+			continue
+		}
+		for j, b := range m.Content {
+			switch b.Type {
+			case "thinking":
+				text, issued := s.signed[b.Signature]
+				if (!issued || text != b.Thinking) && b.Signature != Sign(b.Thinking) {
+					return fmt.Errorf("messages.%d.content.%d: Invalid `signature` in `thinking` block", i, j)
+				}
+			case "redacted_thinking":
+				if !s.redacted[b.Data] {
+					return fmt.Errorf("messages.%d.content.%d: Invalid `data` in `redacted_thinking` block", i, j)
+				}
+			}
+		}
+	}
+	start := r.TurnStart()
+	if start < 0 || (r.ThinkingType() != "enabled" && r.ThinkingType() != "adaptive") {
+		return nil
+	}
+	for i := start; i < len(r.Messages); i++ {
+		m := r.Messages[i]
+		if m.Role != "assistant" {
+			continue
+		}
+		var sent []wireBlock
+		for _, b := range m.Content {
+			switch b.Type {
+			case "thinking":
+				sent = append(sent, wireBlock{Type: b.Type, Thinking: ptr(b.Thinking), Signature: ptr(b.Signature)})
+			case "redacted_thinking":
+				sent = append(sent, wireBlock{Type: b.Type, Data: b.Data})
+			case "tool_use":
+				want, ok := s.byCall[b.ID]
+				if ok && !sameThinking(sent, want) {
+					return fmt.Errorf("messages.%d: the thinking blocks that preceded `tool_use` %s in the response must be passed back unmodified, in their original order, with the tool results (got %d of the %d blocks)", i, b.ID, len(sent), len(want))
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func sameThinking(got, want []wireBlock) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	for k := range got {
+		g, w := got[k], want[k]
+		if g.Type != w.Type || g.Data != w.Data || deref(g.Thinking) != deref(w.Thinking) || deref(g.Signature) != deref(w.Signature) {
+			return false
+		}
+	}
+	return true
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }
 
 type sseEvent struct {
@@ -251,7 +404,13 @@ func events(msg wireMessage, chunk int) []sseEvent {
 	start := msg
 	start.Content = []wireBlock{}
 	start.StopReason = nil
-	start.Usage.OutputTokens = 1
+	start.StopDetails = nil
+	if msg.Usage != nil {
+		u := *msg.Usage
+		u.OutputTokens = 1
+		u.OutputTokensDetails = nil
+		start.Usage = &u
+	}
 	evs := []sseEvent{
 		{"message_start", map[string]any{"type": "message_start", "message": start}},
 		{"ping", map[string]any{"type": "ping"}},
@@ -291,10 +450,17 @@ func events(msg wireMessage, chunk int) []sseEvent {
 		}
 		evs = append(evs, sseEvent{"content_block_stop", map[string]any{"type": "content_block_stop", "index": i}})
 	}
+	md := map[string]any{"type": "message_delta",
+		"delta": map[string]any{"stop_reason": msg.StopReason, "stop_sequence": nil, "stop_details": msg.StopDetails}}
+	if u := msg.Usage; u != nil {
+		usage := map[string]any{"output_tokens": u.OutputTokens}
+		if u.OutputTokensDetails != nil {
+			usage["output_tokens_details"] = u.OutputTokensDetails
+		}
+		md["usage"] = usage
+	}
 	evs = append(evs,
-		sseEvent{"message_delta", map[string]any{"type": "message_delta",
-			"delta": map[string]any{"stop_reason": msg.StopReason, "stop_sequence": nil},
-			"usage": map[string]any{"output_tokens": msg.Usage.OutputTokens}}},
+		sseEvent{"message_delta", md},
 		sseEvent{"message_stop", map[string]any{"type": "message_stop"}},
 	)
 	return evs

@@ -2,8 +2,11 @@ package anthropictest
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 )
@@ -31,8 +34,11 @@ const MaxCacheBreakpoints = 4
 // exactly once there; thinking blocks signed, only in assistant turns, not
 // cached; tools uniquely and validly named with an object input_schema;
 // tool_choice of a known type naming a defined tool, and not forcing tool
-// use while thinking is enabled; at most four ephemeral cache breakpoints;
-// a final assistant turn that does not end in whitespace.
+// use while thinking is enabled; with thinking of type "enabled", an
+// assistant turn in progress (a tool loop) that starts with a thinking
+// block; image blocks with a base64 source of a supported media type whose
+// data decodes and matches it, or an http(s) URL; at most four ephemeral
+// cache breakpoints; a final assistant turn that does not end in whitespace.
 func Validate(r *MessagesRequest) error {
 	if r.Model == "" {
 		return fmt.Errorf("model: Field required")
@@ -102,15 +108,7 @@ func Validate(r *MessagesRequest) error {
 		}
 	}
 
-	thinking := false
-	if len(r.Thinking) > 0 {
-		var th struct {
-			Type string `json:"type"`
-		}
-		if json.Unmarshal(r.Thinking, &th) == nil && (th.Type == "enabled" || th.Type == "adaptive") {
-			thinking = true
-		}
-	}
+	thinking := r.ThinkingType() == "enabled" || r.ThinkingType() == "adaptive"
 	if tc := r.ToolChoice; tc != nil {
 		switch tc.Type {
 		case "auto", "any", "none":
@@ -165,13 +163,23 @@ func Validate(r *MessagesRequest) error {
 						if c.Type == "text" && strings.TrimSpace(c.Text) == "" {
 							return fmt.Errorf("%s.content.%d: text content blocks must contain non-whitespace text", bw, k)
 						}
+						if c.Type == "image" {
+							if err := checkImage(fmt.Sprintf("%s.content.%d", bw, k), c.Source); err != nil {
+								return err
+							}
+						}
 					}
 				case "text":
 					seenOther = true
 					if strings.TrimSpace(b.Text) == "" {
 						return fmt.Errorf("%s: text content blocks must contain non-whitespace text", bw)
 					}
-				case "image", "document", "search_result":
+				case "image":
+					seenOther = true
+					if err := checkImage(bw, b.Source); err != nil {
+						return err
+					}
+				case "document", "search_result":
 					seenOther = true
 				default:
 					return fmt.Errorf("%s.type: %q blocks are not allowed in user messages", bw, b.Type)
@@ -238,8 +246,44 @@ func Validate(r *MessagesRequest) error {
 			}
 		}
 	}
+	if start := r.TurnStart(); start >= 0 && r.ThinkingType() == "enabled" {
+		if first := r.Messages[start].Content[0]; first.Type != "thinking" && first.Type != "redacted_thinking" {
+			return fmt.Errorf("messages.%d.content.0.type: Expected `thinking` or `redacted_thinking`, but found `%s`. When `thinking` is enabled, a final `assistant` message must start with a thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks). We recommend you include thinking blocks from previous turns. To avoid this requirement, disable `thinking`.", start, first.Type)
+		}
+	}
 	if breakpoints > MaxCacheBreakpoints {
 		return fmt.Errorf("A maximum of %d blocks with cache_control may be provided. Found %d.", MaxCacheBreakpoints, breakpoints)
+	}
+	return nil
+}
+
+// ImageMediaTypes are the media types of base64 images the API reads.
+var ImageMediaTypes = []string{"image/jpeg", "image/png", "image/gif", "image/webp"}
+
+// checkImage validates an image block's source.
+func checkImage(where string, src *ImageSource) error {
+	if src == nil {
+		return fmt.Errorf("%s.source: Field required", where)
+	}
+	switch src.Type {
+	case "base64":
+		if !contains(ImageMediaTypes, src.MediaType) {
+			return fmt.Errorf("%s.source.base64.media_type: Input should be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'", where)
+		}
+		data, err := base64.StdEncoding.DecodeString(src.Data)
+		if err != nil || len(data) == 0 {
+			return fmt.Errorf("%s.source.base64.data: The image data is not valid base64", where)
+		}
+		if got := http.DetectContentType(data); got != src.MediaType {
+			return fmt.Errorf("%s.source.base64: Image does not match the provided media type %s", where, src.MediaType)
+		}
+	case "url":
+		u, err := url.Parse(src.URL)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return fmt.Errorf("%s.source.url.url: Input should be a valid URL", where)
+		}
+	default:
+		return fmt.Errorf("%s.source.type: Input tag %q found using 'type' does not match any of the expected tags: 'base64', 'url', 'file'", where, src.Type)
 	}
 	return nil
 }

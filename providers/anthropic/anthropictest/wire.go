@@ -1,9 +1,16 @@
 // Package anthropictest is a fake Anthropic Messages API for tests: an
 // httptest server that decodes POST /v1/messages, checks the request the
 // way the real API does (alternation, tool_result pairing, cache_control
-// limits, ...), and answers from a script, as a JSON message or as a
-// server-sent event stream, with optional faults (HTTP errors, in-stream
-// error events, dropped connections, hangs).
+// limits, image sources, ...), and answers from a script, as a JSON message
+// or as a server-sent event stream, with optional faults (HTTP errors,
+// in-stream error events, dropped connections, hangs), refusals and replies
+// without usage.
+//
+// Like the real API, the server fails a request (400) that sends back a
+// thinking block it did not sign as is, redacted thinking it never handed
+// out, or, while thinking is on, an assistant message of the tool loop in
+// progress without the thinking blocks its reply carried before a tool
+// call, or a loop that does not start with a thinking block.
 //
 // It speaks only the wire format and does not import the adapter, so any
 // client can be pointed at it:
@@ -102,8 +109,19 @@ type Block struct {
 	Thinking  string `json:"thinking,omitempty"`
 	Signature string `json:"signature,omitempty"`
 	Data      string `json:"data,omitempty"`
+	// image
+	Source *ImageSource `json:"source,omitempty"`
 
 	CacheControl *CacheControl `json:"cache_control,omitempty"`
+}
+
+// ImageSource is an image block's source: base64 data of a media type, or
+// a URL.
+type ImageSource struct {
+	Type      string `json:"type"`
+	MediaType string `json:"media_type,omitempty"`
+	Data      string `json:"data,omitempty"`
+	URL       string `json:"url,omitempty"`
 }
 
 // Tool is a tool definition.
@@ -135,6 +153,59 @@ type OutputConfig struct {
 		Type   string          `json:"type"`
 		Schema json.RawMessage `json:"schema"`
 	} `json:"format,omitempty"`
+}
+
+// ThinkingType is the thinking parameter's type ("enabled", "adaptive",
+// "disabled"), or "" when thinking was not sent.
+func (r *MessagesRequest) ThinkingType() string {
+	var th struct {
+		Type   string `json:"type"`
+		Budget int    `json:"budget_tokens"`
+	}
+	if len(r.Thinking) == 0 || json.Unmarshal(r.Thinking, &th) != nil {
+		return ""
+	}
+	return th.Type
+}
+
+// Images returns the image blocks of the request's user turns, those inside
+// tool results included, in order.
+func (r *MessagesRequest) Images() []Block {
+	var out []Block
+	for _, m := range r.Messages {
+		for _, b := range m.Content {
+			if b.Type == "image" {
+				out = append(out, b)
+			}
+			for _, c := range b.Content {
+				if c.Type == "image" {
+					out = append(out, c)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// TurnStart is the index of the first assistant message of the assistant
+// turn in progress (after the last user message that is more than tool
+// results), or -1 when the request ends a user turn.
+func (r *MessagesRequest) TurnStart() int {
+	for i := len(r.Messages) - 1; i >= 0; i-- {
+		m := r.Messages[i]
+		if m.Role != "user" {
+			continue
+		}
+		for _, b := range m.Content {
+			if b.Type != "tool_result" {
+				if i+1 < len(r.Messages) {
+					return i + 1
+				}
+				return -1
+			}
+		}
+	}
+	return -1
 }
 
 // SystemText joins the system prompt's text blocks.
