@@ -14,6 +14,7 @@ package openai
 import (
 	"context"
 	"errors"
+	"fmt"
 	"iter"
 	"net/http"
 	"time"
@@ -61,6 +62,12 @@ type Config struct {
 	// MaxTokens is the output limit used when a request's Settings leave
 	// MaxTokens at zero; zero leaves it to the server.
 	MaxTokens int
+	// API picks the endpoint: APIChat (the default) or APIResponses. The
+	// Responses API is the one on which OpenAI's reasoning models keep their
+	// reasoning between tool calls: each reply's reasoning items come back
+	// encrypted and are sent again with the next request (nothing is stored
+	// on OpenAI's side).
+	API string
 	// Options are extra SDK request options applied after ours (headers,
 	// organization, middleware).
 	Options []option.RequestOption
@@ -78,6 +85,10 @@ type Config struct {
 	// reject it; streamed responses then report no usage unless the server
 	// sends it anyway.
 	NoStreamUsage bool
+	// NoImages says the model reads no images (a text-only local model):
+	// Capabilities reports it, and a request holding an image is refused
+	// before it is sent.
+	NoImages bool
 	// LegacyMaxTokens sends the output limit as max_tokens instead of
 	// max_completion_tokens, for servers that only know the older field.
 	// (OpenAI's reasoning models reject max_tokens.)
@@ -87,7 +98,15 @@ type Config struct {
 	noEnvKey bool
 }
 
-// Model is an llm.Model on the Chat Completions API. It is safe for
+// The APIs a Model can speak.
+const (
+	// APIChat is the Chat Completions API (/chat/completions).
+	APIChat = "chat"
+	// APIResponses is the Responses API (/responses), used statelessly.
+	APIResponses = "responses"
+)
+
+// Model is an llm.Model on the Chat Completions or the Responses API. It is safe for
 // concurrent use.
 type Model struct {
 	cfg      Config
@@ -101,6 +120,11 @@ var _ llm.Model = (*Model)(nil)
 func New(cfg Config) (*Model, error) {
 	if cfg.Model == "" {
 		return nil, errors.New("openai: Config.Model is required")
+	}
+	switch cfg.API {
+	case "", APIChat, APIResponses:
+	default:
+		return nil, fmt.Errorf("openai: unknown Config.API %q (use %q or %q)", cfg.API, APIChat, APIResponses)
 	}
 	opts := []option.RequestOption{option.WithMaxRetries(0)}
 	if cfg.APIKey != "" || cfg.noEnvKey {
@@ -147,6 +171,17 @@ func (m *Model) Provider() string { return m.provider }
 // Generate sends req as one non-streaming request, retrying per
 // Config.Retry, and returns the complete response.
 func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	if m.responsesAPI() {
+		body, err := m.responsesParams(req, false)
+		if err != nil {
+			return nil, err
+		}
+		return retry.Do(ctx, m.cfg.Retry, func(ctx context.Context) (*llm.Response, error) {
+			return kit.Call(ctx, m.timeouts(), m.provider, func(ctx context.Context) (*llm.Response, error) {
+				return m.generateResponses(ctx, body)
+			})
+		})
+	}
 	params, err := m.params(req, false)
 	if err != nil {
 		return nil, err
@@ -174,6 +209,17 @@ func (m *Model) generateOnce(ctx context.Context, params sdk.ChatCompletionNewPa
 func (m *Model) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.StreamEvent, error] {
 	if m.cfg.NoStreamToolCalls && len(req.Tools) > 0 {
 		return llm.StreamOf(ctx, req, m.Generate)
+	}
+	if m.responsesAPI() {
+		body, err := m.responsesParams(req, true)
+		if err != nil {
+			return func(yield func(llm.StreamEvent, error) bool) { yield(llm.StreamEvent{}, err) }
+		}
+		return retry.Stream(ctx, m.cfg.Retry, func(ctx context.Context) iter.Seq2[llm.StreamEvent, error] {
+			return kit.Stream(ctx, m.timeouts(), m.provider, func(ctx context.Context) iter.Seq2[llm.StreamEvent, error] {
+				return m.streamResponses(ctx, body)
+			})
+		})
 	}
 	params, err := m.params(req, true)
 	if err != nil {
