@@ -25,8 +25,19 @@ func (m *Model) imageURL(img *llm.Image) (string, error) {
 		return "", fmt.Errorf("model %s reads no images; send the image as a description instead", m.cfg.Model)
 	}
 	if img.URL != "" {
-		if !strings.HasPrefix(img.URL, "https://") && !strings.HasPrefix(img.URL, "http://") && !strings.HasPrefix(img.URL, "data:image/") {
+		if strings.HasPrefix(img.URL, "https://") || strings.HasPrefix(img.URL, "http://") {
+			return img.URL, nil
+		}
+		rest, ok := strings.CutPrefix(img.URL, "data:")
+		if !ok {
 			return "", fmt.Errorf("image URL %q is neither http(s) nor a data URL", shorten(img.URL))
+		}
+		mt, payload, ok := strings.Cut(rest, ";base64,")
+		if !ok || !imageTypes[mt] {
+			return "", fmt.Errorf("image data URL %q is not a base64 png, jpeg, gif or webp image", shorten(img.URL))
+		}
+		if _, err := base64.StdEncoding.DecodeString(payload); err != nil || payload == "" {
+			return "", fmt.Errorf("image data URL %q holds no valid base64", shorten(img.URL))
 		}
 		return img.URL, nil
 	}
@@ -45,7 +56,7 @@ func shorten(s string) string {
 	if len(s) <= 80 {
 		return s
 	}
-	return s[:80] + "…"
+	return strings.ToValidUTF8(s[:80], "") + "…"
 }
 
 // reasoningEffort is the effort to send for s, checked like CheckSettings.
