@@ -1,6 +1,7 @@
-// Package openai is an llm.Model for the OpenAI Chat Completions API and the
-// many servers that speak it (Ollama, vLLM, llama.cpp server, LM Studio), built
-// on the official openai-go SDK.
+// Package openai is an llm.Model for the OpenAI Chat Completions API, the
+// OpenAI Responses API, and the many servers that speak Chat Completions
+// (Ollama, vLLM, llama.cpp server, LM Studio), built on the official
+// openai-go SDK.
 //
 // The SDK does the HTTP, authentication and wire types; this package maps
 // llm requests and responses onto them, turns SDK failures into
@@ -9,6 +10,34 @@
 // rule "never retry once output has been streamed" are ours and tested).
 // Servers that lack a feature are handled by the capability switches of
 // Config rather than by guessing from the URL.
+//
+// Reasoning. Settings.Reasoning is sent as the API's reasoning effort; a
+// token budget is mapped to an effort (under 4,096 tokens low, under 16,384
+// medium, else high). On Chat Completions a model's thinking is never sent
+// back (the API has no place for it); readable reasoning that compatible
+// servers return (reasoning_content, reasoning) becomes a reasoning part
+// marked with the provider name and nothing to send back. OpenAI's reasoning
+// models keep their reasoning between tool calls only on the Responses API
+// (Config.API = APIResponses): it is used without server-side storage, each
+// reply's reasoning items arrive with their encrypted content as reasoning
+// parts (ID and Encrypted set, the summary as readable text, in order with
+// the text), and go back unchanged before the turn's function calls.
+// Reasoning parts of any other provider — or of ours without encrypted
+// content — are left out of requests, readable text included. Message.Extra
+// is not used.
+//
+// Images in user messages and tool results are sent as image_url parts
+// (Chat Completions; a tool message holds text only, so a run of tool
+// results is followed by one user message with their images, naming the
+// call each belongs to) or input_image parts (Responses, also inside a
+// function call's output). Capabilities tells from the model name which
+// models read images and which reason.
+//
+// A refusal (message.refusal, or a Responses refusal part) is reported as
+// Response.Refusal with StopReason llm.StopRefusal, not as answer text. An
+// answer without usage has Usage.Unknown set; reasoning tokens (part of the
+// output tokens) and cache reads and writes are reported. CheckSettings
+// refuses settings the API would reject and names those requests leave out.
 package openai
 
 import (
