@@ -231,3 +231,55 @@ func TestResponsesStopReasonsAndStructuredOutput(t *testing.T) {
 		t.Errorf("body %s", srv.Requests()[2].Body)
 	}
 }
+
+func TestResponsesStreamCut(t *testing.T) {
+	// Events of Text("hello") with ChunkSize 2: created, in_progress,
+	// item added, part added, 3 text deltas, part done, item done, completed.
+	cases := []struct {
+		name     string
+		cutAfter int
+		clean    bool
+		retried  bool
+	}{
+		{"before any output", 3, false, true},
+		{"before any output, body ended", 4, true, true},
+		{"after text", 6, false, false},
+		{"before the terminal event", 9, true, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := openaitest.NewServer(t, openaitest.Sequence(
+				openaitest.Reply{Content: "hello", ChunkSize: 2, CutAfter: tc.cutAfter, CleanCut: tc.clean},
+				openaitest.Reply{Content: "hello", ChunkSize: 2},
+			))
+			m, _ := newModel(t, srv, Config{Model: "gpt-5", API: APIResponses})
+			resp, err := llm.Collect(m.Stream(testCtx(t), userReq("hi")))
+			if tc.retried {
+				if err != nil || resp.Message.Content != "hello" || srv.Count() != 2 {
+					t.Fatalf("%v %+v after %d requests", err, resp, srv.Count())
+				}
+				return
+			}
+			if !errors.Is(err, llm.ErrNetwork) || srv.Count() != 1 {
+				t.Fatalf("error %v after %d requests; want a network error and no retry", err, srv.Count())
+			}
+		})
+	}
+}
+
+func TestResponsesErrorStatus(t *testing.T) {
+	srv := openaitest.NewServer(t, openaitest.Sequence(openaitest.RateLimited("0"), openaitest.Text("ok"),
+		openaitest.BadRequest("Invalid 'input[0]': nope."), openaitest.BadRequest("Invalid 'input[0]': nope.")))
+	m, sl := newModel(t, srv, Config{Model: "gpt-5", API: APIResponses})
+	resp, err := m.Generate(testCtx(t), userReq("hi"))
+	if err != nil || resp.Message.Content != "ok" || len(sl.Waits()) != 1 {
+		t.Fatalf("%v %+v waits %v", err, resp, sl.Waits())
+	}
+	for _, stream := range []bool{false, true} {
+		_, _, err = call(testCtx(t), m, userReq("hi"), stream)
+		var ae *llm.APIError
+		if !errors.As(err, &ae) || ae.Kind != llm.ErrKindBadRequest || ae.StatusCode != 400 || ae.Message != "Invalid 'input[0]': nope." {
+			t.Fatalf("stream %v: %v", stream, err)
+		}
+	}
+}

@@ -84,14 +84,14 @@ func plainModel(model string) bool {
 }
 
 // textOnlyModel reports whether model is a known OpenAI model that reads no
-// images: gpt-3.5, the original gpt-4 (not gpt-4-turbo, gpt-4o or gpt-4.1),
-// o1-mini, o1-preview and o3-mini.
+// images: gpt-3.5, the original gpt-4 and its text-only previews (not
+// gpt-4-turbo, gpt-4o or gpt-4.1), o1-mini, o1-preview and o3-mini.
 func textOnlyModel(model string) bool {
 	f := family(model)
 	switch {
 	case strings.HasPrefix(f, "gpt-3.5"):
 		return true
-	case f == "gpt-4", strings.HasPrefix(f, "gpt-4-0"), strings.HasPrefix(f, "gpt-4-32k"):
+	case f == "gpt-4", strings.HasPrefix(f, "gpt-4-0"), strings.HasPrefix(f, "gpt-4-32k"), strings.HasPrefix(f, "gpt-4-1106-preview"):
 		return true
 	case strings.HasPrefix(f, "o1-mini"), strings.HasPrefix(f, "o1-preview"), strings.HasPrefix(f, "o3-mini"):
 		return true
