@@ -201,7 +201,11 @@ func (m *Model) message(msg llm.Message) (sdk.ChatCompletionMessageParamUnion, [
 			imgs = append(imgs, sdk.ImageContentPart(sdk.ChatCompletionContentPartImageImageURLParam{URL: u}))
 			n++
 		}
-		label := fmt.Sprintf("The result of tool call %s (%s) includes %s, attached here.", msg.ToolCallID, msg.Name, plural(n, "image"))
+		call := msg.ToolCallID
+		if msg.Name != "" {
+			call += " (" + msg.Name + ")"
+		}
+		label := fmt.Sprintf("The result of tool call %s includes %s, attached here.", call, plural(n, "image"))
 		text := msg.Content
 		if text != "" {
 			text += "\n\n"
