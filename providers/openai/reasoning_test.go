@@ -399,3 +399,34 @@ func TestCapabilities(t *testing.T) {
 		t.Fatalf("bad API accepted: %v", err)
 	}
 }
+
+func TestChatReasoningIsShownNotSent(t *testing.T) {
+	// Readable reasoning of a compatible server becomes a reasoning part
+	// marked with the provider's name; Chat Completions has no place for it
+	// in a request, so the next request carries only the answer.
+	for _, stream := range []bool{false, true} {
+		srv := openaitest.NewServer(t, openaitest.Script(openaitest.Conversation{Replies: []openaitest.Reply{
+			{Reasoning: "hmm, a greeting", Content: "Hello!"}, openaitest.Text("Bye."),
+		}}))
+		m, _ := newModel(t, srv, Config{Provider: "ollama", Model: "qwen3:8b"})
+		resp, deltas, err := call(testCtx(t), m, userReq("hi"), stream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := resp.Message.Parts
+		if len(p) != 2 || p[0].Type != llm.PartReasoning || p[0].Text != "hmm, a greeting" || p[0].Reasoning == nil ||
+			p[0].Reasoning.Provider != "ollama" || p[0].Reasoning.Encrypted != "" || p[1].Text != "Hello!" || resp.Message.Content != "Hello!" {
+			t.Fatalf("parts %+v", p)
+		}
+		if stream && deltas != "hmm, a greeting" {
+			t.Errorf("deltas %q", deltas)
+		}
+		req := &llm.Request{Messages: []llm.Message{llm.User("hi"), resp.Message, llm.User("bye")}}
+		if _, _, err := call(testCtx(t), m, req, stream); err != nil {
+			t.Fatal(err)
+		}
+		if body := string(srv.Requests()[1].Body); strings.Contains(body, "hmm") || !strings.Contains(body, "Hello!") {
+			t.Errorf("second request %s", body)
+		}
+	}
+}
