@@ -3,7 +3,9 @@
 // (/v1/responses). It decodes and records every request, checks it the way
 // the real API does (every tool call answered by a tool message right after
 // it, tools with object schemas, tool_choice only with tools, image parts
-// with a supported media type and valid base64, text only in tool messages),
+// with a supported media type and valid base64, text only in tool messages,
+// no sampling settings on reasoning models and no reasoning effort on models
+// that do not reason),
 // and answers from a Handler in the real wire format: a chat.completion JSON
 // body, or server-sent chat.completion.chunk events ending in
 // "data: [DONE]" when the request streams; a response object, or the
@@ -592,6 +594,29 @@ func Validate(r *Request) error {
 	}
 	if r.StreamOptions != nil && !r.Stream {
 		return fmt.Errorf("the 'stream_options' parameter is only allowed when 'stream' is enabled")
+	}
+	return checkModelSettings(r.Model, r.Temperature, r.TopP, r.ReasoningEffort, "reasoning_effort")
+}
+
+// checkModelSettings refuses what OpenAI's models refuse: sampling settings
+// other than the default on reasoning models (o1, o3, o4-mini, gpt-5 except
+// its chat models), and a reasoning effort on models that do not reason
+// (gpt-3.5, gpt-4, gpt-4o, gpt-4.1). Other model names accept everything.
+func checkModelSettings(model string, temperature, topP *float64, effort, effortParam string) error {
+	m := strings.ToLower(model)
+	reasoning := !strings.Contains(m, "-chat") &&
+		(len(m) >= 2 && m[0] == 'o' && m[1] >= '1' && m[1] <= '9' || strings.HasPrefix(m, "gpt-5"))
+	if reasoning {
+		if temperature != nil && *temperature != 1 {
+			return fmt.Errorf("Unsupported value: 'temperature' does not support %v with this model. Only the default (1) value is supported.", *temperature)
+		}
+		if topP != nil && *topP != 1 {
+			return fmt.Errorf("Unsupported value: 'top_p' does not support %v with this model. Only the default (1) value is supported.", *topP)
+		}
+	}
+	plain := strings.HasPrefix(m, "gpt-3.5") || strings.HasPrefix(m, "gpt-4")
+	if plain && effort != "" {
+		return fmt.Errorf("Unsupported parameter: '%s' is not supported with this model.", effortParam)
 	}
 	return nil
 }

@@ -259,6 +259,8 @@ func TestResponsesValidation(t *testing.T) {
 		{"bad image", `{"model":"m","input":[{"role":"user","content":[{"type":"input_image","image_url":"data:image/tiff;base64,AAAA"}]}]}`, "unsupported MIME type 'image/tiff'"},
 		{"image in a system message", `{"model":"m","input":[{"role":"system","content":[{"type":"input_image","image_url":"https://x/a.png"}]},{"role":"user","content":"hi"}]}`, "Invalid value: 'input_image'"},
 		{"bad effort", `{"model":"m","input":"hi","reasoning":{"effort":"max"}}`, "Invalid value: 'max'."},
+		{"effort on gpt-4.1", `{"model":"gpt-4.1","input":"hi","reasoning":{"effort":"low"}}`, "Unsupported parameter: 'reasoning.effort'"},
+		{"temperature on o3", `{"model":"o3","input":"hi","temperature":0.2}`, "'temperature' does not support 0.2"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -288,6 +290,8 @@ func TestChatImageValidation(t *testing.T) {
 		name, msgs, want string
 	}{
 		{"good image", `[{"role":"user","content":[{"type":"text","text":"see"},{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}}]}]`, ""},
+		{"effort on gpt-4o", `[{"role":"user","content":"hi"}],"reasoning_effort":"low","model":"gpt-4o"`, "Unsupported parameter: 'reasoning_effort'"},
+		{"top_p on gpt-5", `[{"role":"user","content":"hi"}],"top_p":0.5,"model":"gpt-5"`, "'top_p' does not support 0.5"},
 		{"bad base64", `[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,***"}}]}]`, "does not decode"},
 		{"image in a tool message", `[{"role":"user","content":"hi"},{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c","content":[{"type":"image_url","image_url":{"url":"https://x/a.png"}}]}]`, "Supported values for 'messages[2].content[0].type' of a tool message are: 'text'"},
 	}

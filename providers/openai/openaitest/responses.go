@@ -290,6 +290,9 @@ func (s *Server) validateResponses(r *Request) error {
 			return fmt.Errorf("No tool output found for function call %s.", id)
 		}
 	}
+	if err := checkModelSettings(rb.Model, rb.Temperature, rb.TopP, r.ReasoningEffort, "reasoning.effort"); err != nil {
+		return err
+	}
 	names := map[string]bool{}
 	for i, t := range rb.Tools {
 		if t.Type != "function" {
