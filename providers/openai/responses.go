@@ -183,7 +183,10 @@ func (m *Model) responsesParams(req *llm.Request, stream bool) ([]byte, error) {
 // inputItems maps one message onto input items. An assistant turn becomes
 // its own reasoning items (with their encrypted content), its text, and its
 // function calls, in that order; reasoning from any other provider, or
-// without encrypted content, is left out.
+// without encrypted content, is left out. Function calls are sent without
+// their output item ids: the API insists on a call's reasoning item only
+// when the call names its own item, so a turn that came from another
+// provider (whose reasoning was dropped) is accepted as it is.
 func (m *Model) inputItems(msg llm.Message) ([]rInput, error) {
 	switch msg.Role {
 	case llm.RoleSystem:
