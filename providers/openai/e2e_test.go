@@ -191,3 +191,57 @@ func TestScriptRoutesParentAndChildren(t *testing.T) {
 		t.Fatalf("%d child requests", children)
 	}
 }
+
+// A deep agent on the Responses API with a reasoning model: the agent loop
+// keeps each reply's reasoning items in its history, so the fake — which
+// refuses a function call sent without the reasoning it came with — accepts
+// every round.
+func TestAgentEndToEndResponsesReasoning(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
+			srv := openaitest.NewServer(t, openaitest.Script(openaitest.Conversation{
+				Match: openaitest.FirstUserContains("Save two notes"),
+				Replies: []openaitest.Reply{
+					{Reasoning: "First note first.", ToolCalls: []openaitest.Call{{ID: "call_a", Name: "write_note", Args: `{"path":"/a.md","text":"A"}`}}},
+					{Reasoning: "Now the second.", ToolCalls: []openaitest.Call{{ID: "call_b", Name: "write_note", Args: `{"path":"/b.md","text":"B"}`}}},
+					{Reasoning: "Done.", Content: "Saved both."},
+				},
+				Check: func(round int, r *openaitest.Request) error {
+					if r.API != "responses" || r.Stream != stream {
+						return fmt.Errorf("api %s stream %v", r.API, r.Stream)
+					}
+					reasoning := 0
+					for _, it := range r.Responses.Items {
+						if it.Type == "reasoning" {
+							reasoning++
+						}
+					}
+					if reasoning != round {
+						return fmt.Errorf("round %d sends %d reasoning items", round, reasoning)
+					}
+					return nil
+				},
+			}))
+			m, _ := newModel(t, srv, Config{Model: "gpt-5", API: APIResponses})
+			a, err := agent.New(agent.Config{Model: m, System: "You keep notes.", Tools: []tool.Tool{noteTool()}, Stream: stream})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := agent.Drain(a.Run(testCtx(t), agent.Prompt("Save two notes: A and B")), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Status != agent.StatusOK || res.FinalText() != "Saved both." || res.Rounds != 3 {
+				t.Fatalf("status %s, text %q, rounds %d", res.Status, res.FinalText(), res.Rounds)
+			}
+			// No summary was asked for (the agent sets no reasoning effort
+			// here), so the reasoning is opaque: encrypted, without text.
+			if got := res.State.Messages[1].ReasoningFor("openai"); len(got) != 1 || got[0].Reasoning.Encrypted == "" || got[0].Text != "" {
+				t.Errorf("the first reply's reasoning in the history: %+v", got)
+			}
+			if srv.Count() != 3 {
+				t.Fatalf("%d requests", srv.Count())
+			}
+		})
+	}
+}

@@ -23,6 +23,21 @@ func ExampleNew() {
 	_ = m // pass it as agent.Config.Model
 }
 
+// A reasoning model on the Responses API, so that its reasoning persists
+// between tool calls, asked to think hard. CheckSettings tells before any
+// call which settings the model refuses or will not get.
+func ExampleConfig_responses() {
+	m, err := openai.New(openai.Config{Model: "gpt-5", API: openai.APIResponses})
+	if err != nil {
+		panic(err)
+	}
+	temp := 0.2
+	settings := llm.Settings{Reasoning: &llm.ReasoningConfig{Effort: llm.EffortHigh}, Temperature: &temp}
+	dropped, err := m.CheckSettings(settings)
+	fmt.Printf("%v %v %+v\n", dropped, err, m.Capabilities())
+	// Output: [temperature] <nil> {Images:true Reasoning:true}
+}
+
 // A local Ollama server that cannot stream tool calls.
 func ExampleNewCompatible() {
 	m, err := openai.NewCompatible("http://localhost:11434/v1", "qwen3:8b", openai.Config{

@@ -1,6 +1,7 @@
-// Package openai is an llm.Model for the OpenAI Chat Completions API and the
-// many servers that speak it (Ollama, vLLM, llama.cpp server, LM Studio), built
-// on the official openai-go SDK.
+// Package openai is an llm.Model for the OpenAI Chat Completions API, the
+// OpenAI Responses API, and the many servers that speak Chat Completions
+// (Ollama, vLLM, llama.cpp server, LM Studio), built on the official
+// openai-go SDK.
 //
 // The SDK does the HTTP, authentication and wire types; this package maps
 // llm requests and responses onto them, turns SDK failures into
@@ -9,11 +10,40 @@
 // rule "never retry once output has been streamed" are ours and tested).
 // Servers that lack a feature are handled by the capability switches of
 // Config rather than by guessing from the URL.
+//
+// Reasoning. Settings.Reasoning is sent as the API's reasoning effort; a
+// token budget is mapped to an effort (under 4,096 tokens low, under 16,384
+// medium, else high). On Chat Completions a model's thinking is never sent
+// back (the API has no place for it); readable reasoning that compatible
+// servers return (reasoning_content, reasoning) becomes a reasoning part
+// marked with the provider name and nothing to send back. OpenAI's reasoning
+// models keep their reasoning between tool calls only on the Responses API
+// (Config.API = APIResponses): it is used without server-side storage, each
+// reply's reasoning items arrive with their encrypted content as reasoning
+// parts (ID and Encrypted set, the summary as readable text, in order with
+// the text), and go back unchanged before the turn's function calls.
+// Reasoning parts of any other provider — or of ours without encrypted
+// content — are left out of requests, readable text included. Message.Extra
+// is not used.
+//
+// Images in user messages and tool results are sent as image_url parts
+// (Chat Completions; a tool message holds text only, so a run of tool
+// results is followed by one user message with their images, naming the
+// call each belongs to) or input_image parts (Responses, also inside a
+// function call's output). Capabilities tells from the model name which
+// models read images and which reason.
+//
+// A refusal (message.refusal, or a Responses refusal part) is reported as
+// Response.Refusal with StopReason llm.StopRefusal, not as answer text. An
+// answer without usage has Usage.Unknown set; reasoning tokens (part of the
+// output tokens) and cache reads and writes are reported. CheckSettings
+// refuses settings the API would reject and names those requests leave out.
 package openai
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"iter"
 	"net/http"
 	"time"
@@ -61,6 +91,12 @@ type Config struct {
 	// MaxTokens is the output limit used when a request's Settings leave
 	// MaxTokens at zero; zero leaves it to the server.
 	MaxTokens int
+	// API picks the endpoint: APIChat (the default) or APIResponses. The
+	// Responses API is the one on which OpenAI's reasoning models keep their
+	// reasoning between tool calls: each reply's reasoning items come back
+	// encrypted and are sent again with the next request (nothing is stored
+	// on OpenAI's side).
+	API string
 	// Options are extra SDK request options applied after ours (headers,
 	// organization, middleware).
 	Options []option.RequestOption
@@ -78,6 +114,10 @@ type Config struct {
 	// reject it; streamed responses then report no usage unless the server
 	// sends it anyway.
 	NoStreamUsage bool
+	// NoImages says the model reads no images (a text-only local model):
+	// Capabilities reports it, and a request holding an image is refused
+	// before it is sent.
+	NoImages bool
 	// LegacyMaxTokens sends the output limit as max_tokens instead of
 	// max_completion_tokens, for servers that only know the older field.
 	// (OpenAI's reasoning models reject max_tokens.)
@@ -87,7 +127,15 @@ type Config struct {
 	noEnvKey bool
 }
 
-// Model is an llm.Model on the Chat Completions API. It is safe for
+// The APIs a Model can speak.
+const (
+	// APIChat is the Chat Completions API (/chat/completions).
+	APIChat = "chat"
+	// APIResponses is the Responses API (/responses), used statelessly.
+	APIResponses = "responses"
+)
+
+// Model is an llm.Model on the Chat Completions or the Responses API. It is safe for
 // concurrent use.
 type Model struct {
 	cfg      Config
@@ -101,6 +149,11 @@ var _ llm.Model = (*Model)(nil)
 func New(cfg Config) (*Model, error) {
 	if cfg.Model == "" {
 		return nil, errors.New("openai: Config.Model is required")
+	}
+	switch cfg.API {
+	case "", APIChat, APIResponses:
+	default:
+		return nil, fmt.Errorf("openai: unknown Config.API %q (use %q or %q)", cfg.API, APIChat, APIResponses)
 	}
 	opts := []option.RequestOption{option.WithMaxRetries(0)}
 	if cfg.APIKey != "" || cfg.noEnvKey {
@@ -147,6 +200,17 @@ func (m *Model) Provider() string { return m.provider }
 // Generate sends req as one non-streaming request, retrying per
 // Config.Retry, and returns the complete response.
 func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	if m.responsesAPI() {
+		body, err := m.responsesParams(req, false)
+		if err != nil {
+			return nil, err
+		}
+		return retry.Do(ctx, m.cfg.Retry, func(ctx context.Context) (*llm.Response, error) {
+			return kit.Call(ctx, m.timeouts(), m.provider, func(ctx context.Context) (*llm.Response, error) {
+				return m.generateResponses(ctx, body)
+			})
+		})
+	}
 	params, err := m.params(req, false)
 	if err != nil {
 		return nil, err
@@ -174,6 +238,17 @@ func (m *Model) generateOnce(ctx context.Context, params sdk.ChatCompletionNewPa
 func (m *Model) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.StreamEvent, error] {
 	if m.cfg.NoStreamToolCalls && len(req.Tools) > 0 {
 		return llm.StreamOf(ctx, req, m.Generate)
+	}
+	if m.responsesAPI() {
+		body, err := m.responsesParams(req, true)
+		if err != nil {
+			return func(yield func(llm.StreamEvent, error) bool) { yield(llm.StreamEvent{}, err) }
+		}
+		return retry.Stream(ctx, m.cfg.Retry, func(ctx context.Context) iter.Seq2[llm.StreamEvent, error] {
+			return kit.Stream(ctx, m.timeouts(), m.provider, func(ctx context.Context) iter.Seq2[llm.StreamEvent, error] {
+				return m.streamResponses(ctx, body)
+			})
+		})
 	}
 	params, err := m.params(req, true)
 	if err != nil {

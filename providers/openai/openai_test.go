@@ -136,12 +136,13 @@ func TestFinishReasons(t *testing.T) {
 	if err != nil || resp.StopReason != llm.StopMaxTokens || resp.Message.Content != "cut sh" {
 		t.Fatalf("stream: %v %+v", err, resp)
 	}
+	// A refusal is its own field and stop reason, not answer text.
 	resp, err = m.Generate(testCtx(t), userReq("x"))
-	if err != nil || resp.StopReason != llm.StopFiltered || resp.Message.Content != "I can't help with that." {
+	if err != nil || resp.StopReason != llm.StopRefusal || resp.Refusal != "I can't help with that." || resp.Message.Content != "" {
 		t.Fatalf("refusal generate: %v %+v", err, resp)
 	}
 	resp, err = llm.Collect(m.Stream(testCtx(t), userReq("x")))
-	if err != nil || resp.StopReason != llm.StopFiltered || resp.Message.Content != "I can't help with that." {
+	if err != nil || resp.StopReason != llm.StopRefusal || resp.Refusal != "I can't help with that." || resp.Message.Content != "" {
 		t.Fatalf("refusal stream: %v %+v", err, resp)
 	}
 }

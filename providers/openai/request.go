@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	sdk "github.com/openai/openai-go/v3"
@@ -28,13 +29,11 @@ func (m *Model) params(req *llm.Request, stream bool) (sdk.ChatCompletionNewPara
 	if req.System != "" {
 		p.Messages = append(p.Messages, sdk.SystemMessage(req.System))
 	}
-	for i, msg := range req.Messages {
-		mp, err := m.message(msg)
-		if err != nil {
-			return p, m.requestError(fmt.Sprintf("message %d: %v", i, err))
-		}
-		p.Messages = append(p.Messages, mp)
+	msgs, err := m.chatMessages(req.Messages)
+	if err != nil {
+		return p, err
 	}
+	p.Messages = append(p.Messages, msgs...)
 
 	for _, t := range req.Tools {
 		tp, err := toolParam(t)
@@ -81,11 +80,19 @@ func (m *Model) params(req *llm.Request, stream bool) (sdk.ChatCompletionNewPara
 			p.MaxCompletionTokens = param.NewOpt(int64(maxTokens))
 		}
 	}
-	if s.Temperature != nil {
+	dropped := m.dropped(s)
+	if s.Temperature != nil && !slices.Contains(dropped, "temperature") {
 		p.Temperature = param.NewOpt(*s.Temperature)
 	}
-	if s.TopP != nil {
+	if s.TopP != nil && !slices.Contains(dropped, "top_p") {
 		p.TopP = param.NewOpt(*s.TopP)
+	}
+	e, err := m.reasoningEffort(s)
+	if err != nil {
+		return p, err
+	}
+	if e != "" {
+		p.ReasoningEffort = shared.ReasoningEffort(e)
 	}
 	if len(s.Stop) > 0 {
 		p.Stop.OfStringArray = append([]string(nil), s.Stop...)
@@ -117,20 +124,98 @@ func (m *Model) requestError(msg string) error {
 	return &llm.APIError{Kind: llm.ErrKindBadRequest, Provider: m.provider, Message: "invalid request: " + msg}
 }
 
+// chatMessages maps the conversation. Reasoning parts are never sent: Chat
+// Completions has no field for them. Images of a run of tool results follow
+// it in one user message, since tool messages hold text only.
+func (m *Model) chatMessages(msgs []llm.Message) ([]sdk.ChatCompletionMessageParamUnion, error) {
+	var out []sdk.ChatCompletionMessageParamUnion
+	var toolImages []sdk.ChatCompletionContentPartUnionParam
+	flush := func() {
+		if len(toolImages) > 0 {
+			out = append(out, sdk.UserMessage(toolImages))
+			toolImages = nil
+		}
+	}
+	for i, msg := range msgs {
+		if msg.Role != llm.RoleTool {
+			flush()
+		}
+		mp, imgs, err := m.message(msg)
+		if err != nil {
+			return nil, m.requestError(fmt.Sprintf("message %d: %v", i, err))
+		}
+		out = append(out, mp)
+		toolImages = append(toolImages, imgs...)
+	}
+	flush()
+	return out, nil
+}
+
 // message maps one llm.Message. Tool results carry no error flag on the wire:
-// their content is sent as is.
-func (m *Model) message(msg llm.Message) (sdk.ChatCompletionMessageParamUnion, error) {
+// their content is sent as is. For a tool result holding images it also
+// returns the parts of the user message that carries them.
+func (m *Model) message(msg llm.Message) (sdk.ChatCompletionMessageParamUnion, []sdk.ChatCompletionContentPartUnionParam, error) {
 	switch msg.Role {
 	case llm.RoleSystem:
-		return sdk.SystemMessage(msg.Content), nil
+		if msg.HasParts(llm.PartImage) {
+			return sdk.ChatCompletionMessageParamUnion{}, nil, fmt.Errorf("a system message cannot hold an image")
+		}
+		return sdk.SystemMessage(msg.Content), nil, nil
 	case llm.RoleUser:
-		return sdk.UserMessage(msg.Content), nil
+		if !msg.HasParts(llm.PartImage) {
+			return sdk.UserMessage(msg.Content), nil, nil
+		}
+		var parts []sdk.ChatCompletionContentPartUnionParam
+		for _, p := range msg.Parts {
+			switch p.Type {
+			case llm.PartText:
+				if p.Text != "" {
+					parts = append(parts, sdk.TextContentPart(p.Text))
+				}
+			case llm.PartImage:
+				u, err := m.imageURL(p.Image)
+				if err != nil {
+					return sdk.ChatCompletionMessageParamUnion{}, nil, err
+				}
+				parts = append(parts, sdk.ImageContentPart(sdk.ChatCompletionContentPartImageImageURLParam{URL: u}))
+			}
+		}
+		return sdk.UserMessage(parts), nil, nil
 	case llm.RoleTool:
 		if msg.ToolCallID == "" {
-			return sdk.ChatCompletionMessageParamUnion{}, fmt.Errorf("tool message for %q has no tool call id", msg.Name)
+			return sdk.ChatCompletionMessageParamUnion{}, nil, fmt.Errorf("tool message for %q has no tool call id", msg.Name)
 		}
-		return sdk.ToolMessage(msg.Content, msg.ToolCallID), nil
+		if !msg.HasParts(llm.PartImage) {
+			return sdk.ToolMessage(msg.Content, msg.ToolCallID), nil, nil
+		}
+		var imgs []sdk.ChatCompletionContentPartUnionParam
+		n := 0
+		for _, p := range msg.Parts {
+			if p.Type != llm.PartImage {
+				continue
+			}
+			u, err := m.imageURL(p.Image)
+			if err != nil {
+				return sdk.ChatCompletionMessageParamUnion{}, nil, err
+			}
+			imgs = append(imgs, sdk.ImageContentPart(sdk.ChatCompletionContentPartImageImageURLParam{URL: u}))
+			n++
+		}
+		call := msg.ToolCallID
+		if msg.Name != "" {
+			call += " (" + msg.Name + ")"
+		}
+		label := fmt.Sprintf("The result of tool call %s includes %s, attached here.", call, plural(n, "image"))
+		text := msg.Content
+		if text != "" {
+			text += "\n\n"
+		}
+		text += fmt.Sprintf("[%s: sent in the next user message]", plural(n, "image"))
+		return sdk.ToolMessage(text, msg.ToolCallID), append([]sdk.ChatCompletionContentPartUnionParam{sdk.TextContentPart(label)}, imgs...), nil
 	case llm.RoleAssistant:
+		if msg.HasParts(llm.PartImage) {
+			return sdk.ChatCompletionMessageParamUnion{}, nil, fmt.Errorf("an assistant message cannot hold an image")
+		}
 		var a sdk.ChatCompletionAssistantMessageParam
 		// Content is required unless there are tool calls.
 		if msg.Content != "" || len(msg.ToolCalls) == 0 {
@@ -147,9 +232,17 @@ func (m *Model) message(msg llm.Message) (sdk.ChatCompletionMessageParamUnion, e
 				},
 			})
 		}
-		return sdk.ChatCompletionMessageParamUnion{OfAssistant: &a}, nil
+		return sdk.ChatCompletionMessageParamUnion{OfAssistant: &a}, nil, nil
 	}
-	return sdk.ChatCompletionMessageParamUnion{}, fmt.Errorf("unknown role %q", msg.Role)
+	return sdk.ChatCompletionMessageParamUnion{}, nil, fmt.Errorf("unknown role %q", msg.Role)
+}
+
+// plural renders "1 image" / "2 images".
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
 
 // argsString is a tool call's arguments as the API wants them: the JSON text

@@ -27,7 +27,7 @@ func (m *Model) response(c *sdk.ChatCompletion) (*llm.Response, error) {
 	ch := c.Choices[0]
 	msg := llm.Message{Role: llm.RoleAssistant, Content: ch.Message.Content}
 	if r := extraString(ch.Message.JSON.ExtraFields); r != "" {
-		msg.SetParts(llm.ReasoningThenText(r, msg.Content))
+		msg.SetParts(m.reasoningThenText(r, msg.Content))
 	}
 	for _, tc := range ch.Message.ToolCalls {
 		if tc.Type != "" && tc.Type != "function" {
@@ -39,12 +39,29 @@ func (m *Model) response(c *sdk.ChatCompletion) (*llm.Response, error) {
 			Args: json.RawMessage(argsString(json.RawMessage(arguments(tc.Function.Arguments, tc.Function.JSON.Arguments)))),
 		})
 	}
-	stop := stopReason(ch.FinishReason, len(msg.ToolCalls) > 0)
-	if msg.Content == "" && ch.Message.Refusal != "" {
-		msg.Content = ch.Message.Refusal
-		stop = llm.StopFiltered
+	resp := &llm.Response{Message: msg, StopReason: stopReason(ch.FinishReason, len(msg.ToolCalls) > 0), Model: c.Model}
+	if ch.Message.Refusal != "" {
+		resp.Refusal = ch.Message.Refusal
+		resp.StopReason = llm.StopRefusal
 	}
-	return &llm.Response{Message: msg, Usage: usage(c.Usage), StopReason: stop, Model: c.Model}, nil
+	if c.JSON.Usage.Valid() {
+		resp.Usage = usage(c.Usage)
+	} else {
+		resp.Usage = llm.Usage{Unknown: true}
+	}
+	return resp, nil
+}
+
+// reasoningThenText returns the parts of an answer whose readable reasoning
+// came in a compatible server's reasoning field: it is marked as this
+// provider's and carries nothing to send back (Chat Completions takes no
+// reasoning in requests).
+func (m *Model) reasoningThenText(reasoning, text string) []llm.Part {
+	parts := []llm.Part{llm.ReasoningPart(reasoning, &llm.Reasoning{Provider: m.provider})}
+	if text != "" {
+		parts = append(parts, llm.TextPart(text))
+	}
+	return parts
 }
 
 // stopReason normalises finish_reason. Some compatible servers answer "stop"
@@ -69,12 +86,15 @@ func stopReason(finish string, hasCalls bool) llm.StopReason {
 	return llm.StopOther
 }
 
+// usage maps the usage object. Reasoning tokens are part of the completion
+// tokens on the wire as in llm.Usage.
 func usage(u sdk.CompletionUsage) llm.Usage {
 	return llm.Usage{
 		InputTokens:       int(u.PromptTokens),
 		OutputTokens:      int(u.CompletionTokens),
 		CachedInputTokens: int(u.PromptTokensDetails.CachedTokens),
 		CacheWriteTokens:  int(u.PromptTokensDetails.CacheWriteTokens),
+		ReasoningTokens:   int(u.CompletionTokensDetails.ReasoningTokens),
 	}
 }
 

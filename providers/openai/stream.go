@@ -46,7 +46,7 @@ func (m *Model) streamOnce(ctx context.Context, params sdk.ChatCompletionNewPara
 
 		dec := ssestream.NewDecoder(raw)
 		defer dec.Close()
-		var st streamState
+		st := streamState{provider: m.provider}
 		for dec.Next() {
 			ev := dec.Event()
 			data := bytes.TrimSpace(ev.Data)
@@ -131,7 +131,8 @@ func (m *Model) unstreamed(ctx context.Context, body io.Reader, yield func(llm.S
 // streamState assembles chunks into events and the final response.
 type streamState struct {
 	text, reasoning strings.Builder
-	refusalOnly     bool
+	refusal         strings.Builder
+	provider        string // who the reasoning is marked as coming from
 	calls           []llm.ToolCall
 	args            []strings.Builder
 	byIndex         map[int64]int // the wire's tool-call index -> position in calls
@@ -140,6 +141,7 @@ type streamState struct {
 	done            bool // data: [DONE] arrived
 	choice          bool // some chunk carried choice 0
 	usage           llm.Usage
+	hasUsage        bool // some chunk carried usage
 	model           string
 	buf             []llm.StreamEvent
 }
@@ -153,6 +155,7 @@ func (s *streamState) add(c *sdk.ChatCompletionChunk) []llm.StreamEvent {
 	}
 	if c.JSON.Usage.Valid() {
 		s.usage = usage(c.Usage)
+		s.hasUsage = true
 	}
 	for i := range c.Choices {
 		ch := &c.Choices[i]
@@ -167,15 +170,12 @@ func (s *streamState) add(c *sdk.ChatCompletionChunk) []llm.StreamEvent {
 		}
 		if d.Content != "" {
 			s.text.WriteString(d.Content)
-			s.refusalOnly = false
 			s.buf = append(s.buf, llm.StreamEvent{Type: llm.EventTextDelta, Text: d.Content})
 		}
 		if d.Refusal != "" {
-			if s.text.Len() == 0 {
-				s.refusalOnly = true
-			}
-			s.text.WriteString(d.Refusal)
-			s.buf = append(s.buf, llm.StreamEvent{Type: llm.EventTextDelta, Text: d.Refusal})
+			// The refusal is not answer text: it is reported only in the
+			// final response.
+			s.refusal.WriteString(d.Refusal)
 		}
 		for j := range d.ToolCalls {
 			s.toolDelta(&d.ToolCalls[j])
@@ -225,15 +225,23 @@ func (s *streamState) toolDelta(tc *sdk.ChatCompletionChunkChoiceDeltaToolCall) 
 func (s *streamState) response() *llm.Response {
 	msg := llm.Message{Role: llm.RoleAssistant, Content: s.text.String()}
 	if r := s.reasoning.String(); r != "" {
-		msg.SetParts(llm.ReasoningThenText(r, msg.Content))
+		parts := []llm.Part{llm.ReasoningPart(r, &llm.Reasoning{Provider: s.provider})}
+		if msg.Content != "" {
+			parts = append(parts, llm.TextPart(msg.Content))
+		}
+		msg.SetParts(parts)
 	}
 	for i, c := range s.calls {
 		c.Args = json.RawMessage(argsString(json.RawMessage(s.args[i].String())))
 		msg.ToolCalls = append(msg.ToolCalls, c)
 	}
-	stop := stopReason(s.finish, len(msg.ToolCalls) > 0)
-	if s.refusalOnly {
-		stop = llm.StopFiltered
+	resp := &llm.Response{Message: msg, Usage: s.usage, StopReason: stopReason(s.finish, len(msg.ToolCalls) > 0), Model: s.model}
+	if !s.hasUsage {
+		resp.Usage = llm.Usage{Unknown: true}
 	}
-	return &llm.Response{Message: msg, Usage: s.usage, StopReason: stop, Model: s.model}
+	if r := s.refusal.String(); r != "" {
+		resp.Refusal = r
+		resp.StopReason = llm.StopRefusal
+	}
+	return resp
 }

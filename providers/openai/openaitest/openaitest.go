@@ -1,10 +1,24 @@
-// Package openaitest is a fake OpenAI Chat Completions server for tests. It
-// decodes and records every request, checks it the way the real API does
-// (every tool call answered by a tool message right after it, tools with
-// object schemas, tool_choice only with tools), and answers from a Handler in
-// the real wire format: a chat.completion JSON body, or server-sent
-// chat.completion.chunk events ending in "data: [DONE]" when the request
-// streams.
+// Package openaitest is a fake OpenAI server for tests, speaking both the
+// Chat Completions API (/v1/chat/completions) and the Responses API
+// (/v1/responses). It decodes and records every request, checks it the way
+// the real API does (every tool call answered by a tool message right after
+// it, tools with object schemas, tool_choice only with tools, image parts
+// with a supported media type and valid base64, text only in tool messages,
+// no sampling settings on reasoning models and no reasoning effort on models
+// that do not reason),
+// and answers from a Handler in the real wire format: a chat.completion JSON
+// body, or server-sent chat.completion.chunk events ending in
+// "data: [DONE]" when the request streams; a response object, or the
+// Responses API's typed events, on /v1/responses.
+//
+// On the Responses API a reply with Reasoning carries a reasoning item whose
+// encrypted content (when the request includes "reasoning.encrypted_content")
+// the server remembers: a later request that sends a function call of that
+// reply without the reasoning item before it, or with its encrypted content
+// altered, is refused with a 400 as the real API refuses it. A Responses
+// request is also decoded into Messages (an assistant turn's items grouped
+// into one assistant message), so Script, Round and ToolResult work the same
+// on both APIs.
 //
 // Script routes requests to scripted conversations without any state: a
 // conversation is picked by a predicate on the request (its first user
@@ -15,6 +29,7 @@ package openaitest
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -43,6 +58,7 @@ type Server struct {
 	callSeq   atomic.Int64
 	created   int64
 	requestNo atomic.Int64
+	issued    issued // reasoning items handed out on the Responses API
 }
 
 // Option configures a Server.
@@ -81,6 +97,7 @@ func NewServer(tb testing.TB, h Handler, opts ...Option) *Server {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.serve)
+	mux.HandleFunc("POST /v1/responses", s.serveResponses)
 	s.wire = fakewire.Start(mux)
 	s.URL = s.wire.URL + "/v1"
 	tb.Cleanup(s.Close)
@@ -107,12 +124,22 @@ func (s *Server) serve(w http.ResponseWriter, hr *http.Request) {
 		writeError(w, Reply{Status: 400, Error: &Error{Message: "We could not parse the JSON body of your request: " + err.Error(), Type: "invalid_request_error"}})
 		return
 	}
+	req.API = "chat"
+	s.answer(w, hr, req)
+}
+
+// answer logs, checks and answers a decoded request of either API.
+func (s *Server) answer(w http.ResponseWriter, hr *http.Request, req *Request) {
 	req.Header = hr.Header.Clone()
 	req.Seq = int(s.requestNo.Add(1)) - 1
 	s.log.Add(req)
 
 	if !s.opts.noValidate {
-		if err := Validate(req); err != nil {
+		validate := Validate
+		if req.API == "responses" {
+			validate = s.validateResponses
+		}
+		if err := validate(req); err != nil {
 			writeError(w, BadRequest(err.Error()))
 			return
 		}
@@ -147,6 +174,16 @@ func (s *Server) serve(w http.ResponseWriter, hr *http.Request) {
 			rep.ToolCalls[i].ID = fmt.Sprintf("call_%d", s.callSeq.Add(1))
 		}
 	}
+	if req.API == "responses" {
+		out := s.responseObject(req, rep)
+		if req.Stream {
+			s.streamResponses(w, hr, rep, out)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(out)
+		return
+	}
 	if req.Stream {
 		s.stream(w, hr, req, rep)
 		return
@@ -167,6 +204,9 @@ type Reply struct {
 	FinishReason string
 	// Usage defaults to counts derived from the sizes of request and reply.
 	Usage *Usage
+	// NoUsage leaves usage out of the answer altogether (no usage object, no
+	// usage chunk), as some servers do.
+	NoUsage bool
 	// Model defaults to the requested model.
 	Model string
 
@@ -203,9 +243,10 @@ type Call struct {
 	Args string // raw JSON arguments
 }
 
-// Usage is a reply's token usage.
+// Usage is a reply's token usage. Reasoning is the part of Completion spent
+// thinking; Cached and CacheWrite are parts of Prompt.
 type Usage struct {
-	Prompt, Completion, Cached int
+	Prompt, Completion, Cached, CacheWrite, Reasoning int
 }
 
 // Error is an API error object.
@@ -285,6 +326,13 @@ type Request struct {
 	TopP                *float64        `json:"top_p"`
 	Stop                json.RawMessage `json:"stop"`
 	ResponseFormat      json.RawMessage `json:"response_format"`
+	ReasoningEffort     string          `json:"reasoning_effort"`
+
+	// API is "chat" or "responses", the endpoint the request came to.
+	API string `json:"-"`
+	// Responses is the decoded body of a Responses API request (nil on Chat
+	// Completions); Messages then holds its input grouped into messages.
+	Responses *ResponsesBody `json:"-"`
 }
 
 // StreamOptions is the request's stream_options.
@@ -299,6 +347,37 @@ type Message struct {
 	ToolCalls  []ToolCall      `json:"tool_calls"`
 	ToolCallID string          `json:"tool_call_id"`
 	Name       string          `json:"name"`
+}
+
+// ContentPart is one part of a message's content array.
+type ContentPart struct {
+	Type     string `json:"type"`
+	Text     string `json:"text"`
+	ImageURL *struct {
+		URL    string `json:"url"`
+		Detail string `json:"detail"`
+	} `json:"image_url"`
+}
+
+// Parts returns the content parts of a message whose content is an array
+// (nil for a string).
+func (m Message) Parts() []ContentPart {
+	var parts []ContentPart
+	if json.Unmarshal(m.Content, &parts) != nil {
+		return nil
+	}
+	return parts
+}
+
+// Images returns the URLs of the message's image parts.
+func (m Message) Images() []string {
+	var out []string
+	for _, p := range m.Parts() {
+		if p.Type == "image_url" && p.ImageURL != nil {
+			out = append(out, p.ImageURL.URL)
+		}
+	}
+	return out
 }
 
 // Text returns the message content as text: the string, or its text parts
@@ -441,6 +520,9 @@ func Validate(r *Request) error {
 			if len(m.Content) == 0 || string(m.Content) == "null" {
 				return fmt.Errorf("invalid value for 'content' of messages[%d]: expected a string or an array of content parts", i)
 			}
+			if err := validateParts(m, i, m.Role == "user"); err != nil {
+				return err
+			}
 		case "assistant":
 			if len(m.ToolCalls) == 0 && (len(m.Content) == 0 || string(m.Content) == "null") {
 				return fmt.Errorf("invalid message at messages[%d]: an assistant message needs 'content' or 'tool_calls'", i)
@@ -466,6 +548,9 @@ func Validate(r *Request) error {
 				pendingOrder = append(pendingOrder, c.ID)
 			}
 		case "tool":
+			if err := validateParts(m, i, false); err != nil {
+				return err
+			}
 			if !pending[m.ToolCallID] {
 				return fmt.Errorf("invalid parameter: messages with role 'tool' must be a response to a preceding message with 'tool_calls'. messages[%d] answers %q", i, m.ToolCallID)
 			}
@@ -510,6 +595,86 @@ func Validate(r *Request) error {
 	if r.StreamOptions != nil && !r.Stream {
 		return fmt.Errorf("the 'stream_options' parameter is only allowed when 'stream' is enabled")
 	}
+	return checkModelSettings(r.Model, r.Temperature, r.TopP, r.ReasoningEffort, "reasoning_effort")
+}
+
+// checkModelSettings refuses what OpenAI's models refuse: sampling settings
+// other than the default on reasoning models (o1, o3, o4-mini, gpt-5 except
+// its chat models), and a reasoning effort on models that do not reason
+// (gpt-3.5, gpt-4, gpt-4o, gpt-4.1). Other model names accept everything.
+func checkModelSettings(model string, temperature, topP *float64, effort, effortParam string) error {
+	m := strings.ToLower(model)
+	reasoning := !strings.Contains(m, "-chat") &&
+		(len(m) >= 2 && m[0] == 'o' && m[1] >= '1' && m[1] <= '9' || strings.HasPrefix(m, "gpt-5"))
+	if reasoning {
+		if temperature != nil && *temperature != 1 {
+			return fmt.Errorf("Unsupported value: 'temperature' does not support %v with this model. Only the default (1) value is supported.", *temperature)
+		}
+		if topP != nil && *topP != 1 {
+			return fmt.Errorf("Unsupported value: 'top_p' does not support %v with this model. Only the default (1) value is supported.", *topP)
+		}
+	}
+	plain := strings.HasPrefix(m, "gpt-3.5") || strings.HasPrefix(m, "gpt-4")
+	if plain && effort != "" {
+		return fmt.Errorf("Unsupported parameter: '%s' is not supported with this model.", effortParam)
+	}
+	return nil
+}
+
+// validateParts checks the content array of message i, if it has one: text
+// parts everywhere, image parts only where images is true (user messages).
+func validateParts(m Message, i int, images bool) error {
+	var s string
+	if json.Unmarshal(m.Content, &s) == nil {
+		return nil
+	}
+	var parts []ContentPart
+	if err := json.Unmarshal(m.Content, &parts); err != nil {
+		return fmt.Errorf("invalid type for 'messages[%d].content': expected one of a string or array of objects", i)
+	}
+	for j, p := range parts {
+		switch {
+		case p.Type == "text":
+		case p.Type == "image_url" && images:
+			if p.ImageURL == nil {
+				return fmt.Errorf("missing required parameter: 'messages[%d].content[%d].image_url'", i, j)
+			}
+			if err := CheckImageURL(p.ImageURL.URL); err != nil {
+				return fmt.Errorf("invalid 'messages[%d].content[%d].image_url.url': %v", i, j, err)
+			}
+		default:
+			return fmt.Errorf("invalid value: '%s'. Supported values for 'messages[%d].content[%d].type' of a %s message are: %s", p.Type, i, j, m.Role, map[bool]string{true: "'text', 'image_url'", false: "'text'"}[images])
+		}
+	}
+	return nil
+}
+
+// imageMIMEs are the image types the API reads.
+var imageMIMEs = map[string]bool{"image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true}
+
+// CheckImageURL checks an image URL the way the API does: http(s), or a
+// base64 data URL of a supported image type whose payload decodes.
+func CheckImageURL(u string) error {
+	if strings.HasPrefix(u, "https://") || strings.HasPrefix(u, "http://") {
+		return nil
+	}
+	rest, ok := strings.CutPrefix(u, "data:")
+	if !ok {
+		return fmt.Errorf("expected an http(s) URL or a base64-encoded data URL with an image MIME type (e.g. 'data:image/png;base64,aW1nIGJ5dGVzIGhlcmU=')")
+	}
+	mt, payload, ok := strings.Cut(rest, ";base64,")
+	if !ok {
+		return fmt.Errorf("expected a base64-encoded data URL with an image MIME type (e.g. 'data:image/png;base64,aW1nIGJ5dGVzIGhlcmU=')")
+	}
+	if !imageMIMEs[mt] {
+		return fmt.Errorf("expected a base64-encoded data URL with an image MIME type (e.g. 'data:image/png;base64,aW1nIGJ5dGVzIGhlcmU='), but got unsupported MIME type '%s'", mt)
+	}
+	if payload == "" {
+		return fmt.Errorf("the image data is empty")
+	}
+	if _, err := base64.StdEncoding.DecodeString(payload); err != nil {
+		return fmt.Errorf("you uploaded an unsupported image: the base64 data does not decode (%v)", err)
+	}
 	return nil
 }
 
@@ -523,7 +688,8 @@ func missing(order []string, pending map[string]bool) string {
 	return strings.Join(out, ", ")
 }
 
-func (s *Server) usage(req *Request, rep Reply) map[string]any {
+// replyUsage is the usage a reply reports.
+func replyUsage(req *Request, rep Reply) Usage {
 	u := Usage{Prompt: len(req.Body)/4 + 1, Completion: (len(rep.Content)+len(rep.Reasoning)+len(rep.Refusal))/4 + 1}
 	for _, c := range rep.ToolCalls {
 		u.Completion += (len(c.Name) + len(c.Args)) / 4
@@ -531,12 +697,21 @@ func (s *Server) usage(req *Request, rep Reply) map[string]any {
 	if rep.Usage != nil {
 		u = *rep.Usage
 	}
+	return u
+}
+
+func (s *Server) usage(req *Request, rep Reply) map[string]any {
+	u := replyUsage(req, rep)
+	pd := map[string]any{"cached_tokens": u.Cached, "audio_tokens": 0}
+	if u.CacheWrite > 0 {
+		pd["cache_write_tokens"] = u.CacheWrite
+	}
 	return map[string]any{
 		"prompt_tokens":             u.Prompt,
 		"completion_tokens":         u.Completion,
 		"total_tokens":              u.Prompt + u.Completion,
-		"prompt_tokens_details":     map[string]any{"cached_tokens": u.Cached, "audio_tokens": 0},
-		"completion_tokens_details": map[string]any{"reasoning_tokens": 0, "audio_tokens": 0},
+		"prompt_tokens_details":     pd,
+		"completion_tokens_details": map[string]any{"reasoning_tokens": u.Reasoning, "audio_tokens": 0},
 	}
 }
 
@@ -576,14 +751,17 @@ func (s *Server) completion(req *Request, rep Reply) map[string]any {
 		}
 		msg["tool_calls"] = calls
 	}
-	return map[string]any{
+	out := map[string]any{
 		"id":      fmt.Sprintf("chatcmpl-test%d", req.Seq),
 		"object":  "chat.completion",
 		"created": s.created,
 		"model":   model(req, rep),
 		"choices": []any{map[string]any{"index": 0, "message": msg, "logprobs": nil, "finish_reason": finishReason(rep)}},
-		"usage":   s.usage(req, rep),
 	}
+	if !rep.NoUsage {
+		out["usage"] = s.usage(req, rep)
+	}
+	return out
 }
 
 // chunks renders a reply as the data of its stream events.
@@ -592,7 +770,7 @@ func (s *Server) chunks(req *Request, rep Reply) [][]byte {
 	if size <= 0 {
 		size = 3
 	}
-	withUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
+	withUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage && !rep.NoUsage
 	id := fmt.Sprintf("chatcmpl-test%d", req.Seq)
 	var out [][]byte
 	add := func(delta map[string]any, finish any) {
