@@ -121,6 +121,11 @@ type ProviderConfig struct {
 	// the provider's default. A timeout is retried like a broken connection.
 	RequestTimeout    time.Duration
 	StreamIdleTimeout time.Duration
+	// API picks the endpoint of an OpenAI or OpenAI-compatible provider (key
+	// api): "chat" (Chat Completions, the default) or "responses" (the
+	// Responses API, which OpenAI's reasoning models need to keep their
+	// reasoning between tool calls).
+	API string
 }
 
 // builtinProviders are the provider names that need no type; they are the
@@ -136,7 +141,7 @@ var builtinKinds = map[string]string{
 
 var (
 	topKeys       = []string{"model", "system_prompt", "max_steps", "max_parallel", "reasoning", "providers"}
-	providerKeys  = []string{"type", "base_url", "api_key_env", "model", "headers", "stream_tool_calls", "parallel_tool_calls", "request_timeout", "stream_idle_timeout"}
+	providerKeys  = []string{"type", "base_url", "api_key_env", "model", "headers", "stream_tool_calls", "parallel_tool_calls", "request_timeout", "stream_idle_timeout", "api"}
 	providerTypes = []string{"openai", "anthropic", "gemini", "openai-compatible"}
 	envNameRe     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	headerNameRe  = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
@@ -379,6 +384,15 @@ func parseProviders(p *problems, v any, line int, at func(...string) int, path s
 				} else {
 					pc.ParallelToolCalls = &b
 				}
+			case "api":
+				if s, ok := tomlString(p, full, v, kl); ok {
+					switch s {
+					case "chat", "responses":
+						pc.API = s
+					default:
+						p.add(kl, `%s must be "chat" (Chat Completions) or "responses" (the Responses API), got %q`, full, s)
+					}
+				}
 			case "request_timeout", "stream_idle_timeout":
 				d, ok := tomlDuration(p, full, v, kl)
 				if !ok {
@@ -527,6 +541,9 @@ func (c *Config) Merge(other *Config) {
 		}
 		if o.ParallelToolCalls != nil {
 			cur.ParallelToolCalls = o.ParallelToolCalls
+		}
+		if o.API != "" {
+			cur.API = o.API
 		}
 		if o.RequestTimeout != 0 {
 			cur.RequestTimeout = o.RequestTimeout

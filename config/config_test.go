@@ -42,7 +42,7 @@ func TestExampleConfig(t *testing.T) {
 			"local": {Type: "openai-compatible", BaseURL: "http://localhost:8000/v1", APIKeyEnv: "LOCAL_LLM_KEY",
 				Model: "qwen3-coder", Headers: map[string]string{"X-Team": "platform"},
 				StreamToolCalls: new(false), ParallelToolCalls: new(false),
-				RequestTimeout: 5 * time.Minute, StreamIdleTimeout: 90 * time.Second},
+				RequestTimeout: 5 * time.Minute, StreamIdleTimeout: 90 * time.Second, API: "chat"},
 		},
 		Files: []string{"example.toml"},
 	}

@@ -124,6 +124,11 @@ type Options struct {
 	// NoStreamToolCalls and NoParallelToolCalls are the capability switches
 	// of OpenAI-compatible servers (see package openai).
 	NoStreamToolCalls, NoParallelToolCalls bool
+	// API picks the endpoint of OpenAI and OpenAI-compatible providers:
+	// openai.APIChat (the default) or openai.APIResponses, which reasoning
+	// models need to keep their reasoning between tool calls. Other kinds
+	// refuse it.
+	API string
 }
 
 // MissingKeyError says that a provider needs a key that is not set, and
@@ -197,15 +202,18 @@ func New(ctx context.Context, spec Spec, o Options) (llm.Model, error) {
 		c.Transport = headerTransport{base: base, headers: o.Headers}
 		client = &c
 	}
+	if o.API != "" && o.Kind != KindOpenAI && o.Kind != KindOpenAICompatible {
+		return nil, fmt.Errorf("provider %q: api %q applies only to OpenAI and OpenAI-compatible providers", spec.Provider, o.API)
+	}
 	switch o.Kind {
 	case KindOpenAI:
 		return openai.New(openai.Config{Model: spec.Model, APIKey: o.APIKey, BaseURL: o.BaseURL, HTTPClient: client,
-			Retry: o.Retry, Provider: spec.Provider, MaxTokens: o.MaxTokens,
+			Retry: o.Retry, Provider: spec.Provider, MaxTokens: o.MaxTokens, API: o.API,
 			RequestTimeout: o.RequestTimeout, StreamIdleTimeout: o.StreamIdleTimeout})
 	case KindOpenAICompatible:
 		// NewCompatible never sends OPENAI_API_KEY to another server.
 		return openai.NewCompatible(o.BaseURL, spec.Model, openai.Config{APIKey: o.APIKey, HTTPClient: client,
-			Retry: o.Retry, Provider: spec.Provider, MaxTokens: o.MaxTokens,
+			Retry: o.Retry, Provider: spec.Provider, MaxTokens: o.MaxTokens, API: o.API,
 			RequestTimeout: o.RequestTimeout, StreamIdleTimeout: o.StreamIdleTimeout,
 			NoStreamToolCalls: o.NoStreamToolCalls, NoParallelToolCalls: o.NoParallelToolCalls})
 	case KindAnthropic:

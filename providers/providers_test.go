@@ -107,3 +107,16 @@ func TestCompatibleProviderHeadersAndNoKeyLeak(t *testing.T) {
 		}
 	}
 }
+
+func TestAPIOptionOnlyForOpenAIKinds(t *testing.T) {
+	_, err := New(t.Context(), Spec{Provider: "anthropic", Model: "claude-sonnet-4-5"}, Options{APIKey: "k", API: "responses"})
+	if err == nil || !strings.Contains(err.Error(), `api "responses" applies only to OpenAI and OpenAI-compatible providers`) {
+		t.Errorf("anthropic with api: %v", err)
+	}
+	if _, err := New(t.Context(), Spec{Provider: "openai", Model: "gpt-5"}, Options{APIKey: "k", API: "responses"}); err != nil {
+		t.Errorf("openai with api responses: %v", err)
+	}
+	if _, err := New(t.Context(), Spec{Provider: "openai", Model: "gpt-5"}, Options{APIKey: "k", API: "assistants"}); err == nil {
+		t.Error("an unknown api was accepted")
+	}
+}

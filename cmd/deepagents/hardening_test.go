@@ -598,3 +598,30 @@ func TestConfiguredStreamIdleTimeout(t *testing.T) {
 		t.Fatalf("exit %d, stderr:\n%s", code, errs)
 	}
 }
+
+// A provider's api = "responses" in the config file sends every request of
+// the run, the subagent's included, to the Responses API, with the
+// reasoning effort of --reasoning.
+func TestConfiguredResponsesAPI(t *testing.T) {
+	srv := delegationServer(t)
+	_, home := runEnv(t, srv)
+	writeFileAt(t, filepath.Join(home, ".deepagents", "config.toml"), "[providers.openai]\napi = \"responses\"\n")
+	code, out, errs := runCLI(t, "run", "-p", "What is the answer?", "--model", "openai:gpt-5", "--reasoning", "high", "--quiet")
+	if code != 0 || strings.TrimSpace(out) != "Relayed: The conclusion is 42." {
+		t.Fatalf("exit %d out %q err %s", code, out, errs)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 4 {
+		t.Fatalf("%d requests, want 4 (parent, child twice, parent)", len(reqs))
+	}
+	for i, r := range reqs {
+		if r.API != "responses" || r.Responses == nil || r.Responses.Reasoning == nil || r.Responses.Reasoning.Effort != "high" {
+			t.Errorf("request %d went to %q with reasoning %+v", i, r.API, r.Responses)
+		}
+	}
+	writeFileAt(t, filepath.Join(home, ".deepagents", "config.toml"), "[providers.openai]\napi = \"assistants\"\n")
+	code, _, errs = runCLI(t, "run", "-p", "hi", "--model", "openai:gpt-5")
+	if code != 2 || !strings.Contains(errs, `config.toml:2: providers.openai.api must be "chat" (Chat Completions) or "responses" (the Responses API), got "assistants"`) {
+		t.Errorf("bad api: exit %d: %s", code, errs)
+	}
+}
