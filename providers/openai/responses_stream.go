@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"iter"
-	"mime"
 	"net/http"
 	"sort"
 
@@ -130,34 +129,10 @@ func (m *Model) streamResponses(ctx context.Context, body []byte) iter.Seq2[llm.
 		err := m.client.Post(ctx, "responses", body, nil,
 			option.WithHeader("Accept", "text/event-stream"),
 			option.WithResponseBodyInto(&raw))
-		if err != nil {
-			yield(llm.StreamEvent{}, m.mapError(ctx, err, raw))
-			return
-		}
-		if raw == nil || raw.Body == nil {
-			yield(llm.StreamEvent{}, &llm.APIError{Kind: llm.ErrKindServer, Provider: m.provider, Message: "the server sent no response body"})
+		if !m.openedStream(ctx, raw, err, m.decodeResponses, yield) {
 			return
 		}
 		defer raw.Body.Close()
-		if mt, _, _ := mime.ParseMediaType(raw.Header.Get("Content-Type")); mt == "application/json" {
-			// The server ignored stream:true and answered in one piece.
-			b, err := readCapped(raw.Body)
-			if err != nil {
-				yield(llm.StreamEvent{}, m.mapError(ctx, err, nil))
-				return
-			}
-			resp, err := m.decodeResponses(b)
-			if err != nil {
-				yield(llm.StreamEvent{}, err)
-				return
-			}
-			for ev, err := range llm.StreamOf(ctx, nil, func(context.Context, *llm.Request) (*llm.Response, error) { return resp, nil }) {
-				if !yield(ev, err) {
-					return
-				}
-			}
-			return
-		}
 		dec := ssestream.NewDecoder(raw)
 		defer dec.Close()
 		var st rStream

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"iter"
 	"mime"
 	"net/http"
@@ -28,21 +27,10 @@ func (m *Model) streamOnce(ctx context.Context, params sdk.ChatCompletionNewPara
 			option.WithJSONSet("stream", true),
 			option.WithHeader("Accept", "text/event-stream"),
 			option.WithResponseBodyInto(&raw))
-		if err != nil {
-			yield(llm.StreamEvent{}, m.mapError(ctx, err, raw))
-			return
-		}
-		if raw == nil || raw.Body == nil {
-			yield(llm.StreamEvent{}, &llm.APIError{Kind: llm.ErrKindServer, Provider: m.provider, Message: "the server sent no response body"})
+		if !m.openedStream(ctx, raw, err, m.decodeChat, yield) {
 			return
 		}
 		defer raw.Body.Close()
-
-		if mt, _, _ := mime.ParseMediaType(raw.Header.Get("Content-Type")); mt == "application/json" {
-			// The server ignored stream:true and answered in one piece.
-			m.unstreamed(ctx, raw.Body, yield)
-			return
-		}
 
 		dec := ssestream.NewDecoder(raw)
 		defer dec.Close()
@@ -102,30 +90,51 @@ func (m *Model) streamOnce(ctx context.Context, params sdk.ChatCompletionNewPara
 	}
 }
 
-// unstreamed handles a JSON answer to a streaming request by synthesising
-// the stream events from the complete response.
-func (m *Model) unstreamed(ctx context.Context, body io.Reader, yield func(llm.StreamEvent, error) bool) {
-	b, err := io.ReadAll(body)
+// openedStream checks the answer to a streaming request and reports
+// whether its body is an event stream to read (the caller then closes it).
+// Otherwise it has already yielded what there was to yield: the mapped
+// error, or — when the server ignored stream:true and answered in one JSON
+// piece — that answer, decoded by decode, as synthesised events.
+func (m *Model) openedStream(ctx context.Context, raw *http.Response, err error,
+	decode func([]byte) (*llm.Response, error), yield func(llm.StreamEvent, error) bool) bool {
+	if err != nil {
+		yield(llm.StreamEvent{}, m.mapError(ctx, err, raw))
+		return false
+	}
+	if raw == nil || raw.Body == nil {
+		yield(llm.StreamEvent{}, &llm.APIError{Kind: llm.ErrKindServer, Provider: m.provider, Message: "the server sent no response body"})
+		return false
+	}
+	if mt, _, _ := mime.ParseMediaType(raw.Header.Get("Content-Type")); mt != "application/json" {
+		return true
+	}
+	defer raw.Body.Close()
+	b, err := readCapped(raw.Body)
 	if err != nil {
 		yield(llm.StreamEvent{}, m.mapError(ctx, err, nil))
-		return
+		return false
 	}
-	var c sdk.ChatCompletion
-	if err := json.Unmarshal(b, &c); err != nil {
-		yield(llm.StreamEvent{}, &llm.APIError{Kind: llm.ErrKindServer, Provider: m.provider,
-			Message: "malformed response: " + err.Error(), Err: err})
-		return
-	}
-	resp, err := m.response(&c)
+	resp, err := decode(b)
 	if err != nil {
 		yield(llm.StreamEvent{}, err)
-		return
+		return false
 	}
 	for ev, err := range llm.StreamOf(ctx, nil, func(context.Context, *llm.Request) (*llm.Response, error) { return resp, nil }) {
 		if !yield(ev, err) {
-			return
+			break
 		}
 	}
+	return false
+}
+
+// decodeChat decodes a complete Chat Completions answer.
+func (m *Model) decodeChat(b []byte) (*llm.Response, error) {
+	var c sdk.ChatCompletion
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, &llm.APIError{Kind: llm.ErrKindServer, Provider: m.provider,
+			Message: "malformed response: " + err.Error(), Err: err}
+	}
+	return m.response(&c)
 }
 
 // streamState assembles chunks into events and the final response.

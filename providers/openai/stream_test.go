@@ -298,3 +298,21 @@ func TestNoStreamUsage(t *testing.T) {
 		t.Fatalf("sent %s", r.Body)
 	}
 }
+
+func TestResponsesStreamAnsweredWithJSON(t *testing.T) {
+	// The same on the Responses API: a whole response object instead of
+	// events is turned into events, not mistaken for a broken stream.
+	m, _ := sseServer(t, "application/json", `{"id":"resp_1","object":"response","status":"completed","model":"m",`+
+		`"output":[{"type":"message","id":"msg_1","role":"assistant","status":"completed","content":[{"type":"output_text","text":"whole","annotations":[]}]},`+
+		`{"type":"function_call","id":"fc_1","call_id":"c1","name":"f","arguments":"{\"a\":1}","status":"completed"}],`+
+		`"usage":{"input_tokens":3,"output_tokens":2,"total_tokens":5}}`)
+	m.cfg.API = APIResponses
+	evs, err := collect(m.Stream(testCtx(t), userReq("hi")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := evs[len(evs)-1].Response
+	if resp == nil || resp.Message.Content != "whole" || len(resp.Message.ToolCalls) != 1 || string(resp.Message.ToolCalls[0].Args) != `{"a":1}` || resp.Usage.InputTokens != 3 {
+		t.Fatalf("%+v", resp)
+	}
+}
