@@ -161,9 +161,7 @@ func TestLoadOnlyOneFile(t *testing.T) {
 
 func TestParseErrors(t *testing.T) {
 	const path = "deepagents.toml"
-	tests := []struct {
-		name, src, want string
-	}{
+	tests := []parseErrorCase{
 		{"syntax", "model = \"a:b\"\nmax_steps = \n", `:2: expected value but found '\n' instead`},
 		{"duplicate key", "model = \"a:b\"\n\nmodel = \"c:d\"\n", `:3: Key 'model' has already been defined.`},
 		{"unknown top-level key", "model = \"a:b\"\nmax_step = 3\n", `:2: unknown key "max_step" (did you mean "max_steps"?)`},
@@ -201,22 +199,7 @@ func TestParseErrors(t *testing.T) {
 			":1: max_parallel must be at least 1, got -1\n:3: providers.openai.type must be a string, got an integer\n" +
 				`:4: unknown key "providers.openai.modle" (did you mean "model"?)`},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c, err := Parse(path, []byte(tt.src))
-			if err == nil {
-				t.Fatalf("no error; parsed %+v", c)
-			}
-			want := path + strings.ReplaceAll(tt.want, "\n:", "\n"+path+":")
-			if got := err.Error(); got != want {
-				t.Errorf("error\n got: %s\nwant: %s", got, want)
-			}
-			var fe *FileError
-			if !errors.As(err, &fe) || fe.Path != path || fe.Line < 1 {
-				t.Errorf("errors.As: %#v", fe)
-			}
-		})
-	}
+	checkParseErrors(t, path, tests)
 }
 
 func TestLoadErrors(t *testing.T) {
@@ -393,5 +376,31 @@ func TestProviderTimeouts(t *testing.T) {
 		if _, err := Parse("x.toml", []byte("[providers.openai]\n"+src+"\n")); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: err = %v, want %q", src, err, want)
 		}
+	}
+}
+
+// parseErrorCase is a config file that Parse must refuse, and the whole
+// error it must give: "LINE: reason" lines, each prefixed with the path.
+type parseErrorCase struct {
+	name, src, want string
+}
+
+func checkParseErrors(t *testing.T, path string, tests []parseErrorCase) {
+	t.Helper()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Parse(path, []byte(tt.src))
+			if err == nil {
+				t.Fatalf("no error; parsed %+v", c)
+			}
+			want := path + strings.ReplaceAll(tt.want, "\n:", "\n"+path+":")
+			if got := err.Error(); got != want {
+				t.Errorf("error\n got: %s\nwant: %s", got, want)
+			}
+			var fe *FileError
+			if !errors.As(err, &fe) || fe.Path != path || fe.Line < 1 {
+				t.Errorf("errors.As: %#v", fe)
+			}
+		})
 	}
 }

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -84,9 +83,7 @@ func TestConfigReasoning(t *testing.T) {
 
 func TestConfigReasoningErrors(t *testing.T) {
 	const path = "deepagents.toml"
-	tests := []struct {
-		name, src, want string
-	}{
+	tests := []parseErrorCase{
 		{"unknown effort", "model = \"a:b\"\nreasoning = \"maximum\"\n",
 			`:2: reasoning: want an effort ("low", "medium" or "high") or a number of thinking tokens (1 to 200000), got "maximum"`},
 		{"zero budget", "reasoning = 0\n", `:1: reasoning: a budget of 0 thinking tokens is too small: at least 1`},
@@ -117,22 +114,7 @@ func TestConfigReasoningErrors(t *testing.T) {
 			":1: reasoning: want an effort (\"low\", \"medium\" or \"high\") or a number of thinking tokens (1 to 200000), got \"x\"\n" +
 				":2: max_steps must be at least 1, got 0"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c, err := Parse(path, []byte(tt.src))
-			if err == nil {
-				t.Fatalf("no error; parsed %+v", c)
-			}
-			want := path + strings.ReplaceAll(tt.want, "\n:", "\n"+path+":")
-			if got := err.Error(); got != want {
-				t.Errorf("error\n got: %s\nwant: %s", got, want)
-			}
-			var fe *FileError
-			if !errors.As(err, &fe) || fe.Path != path || fe.Line < 1 {
-				t.Errorf("errors.As: %#v", fe)
-			}
-		})
-	}
+	checkParseErrors(t, path, tests)
 }
 
 // The project file's reasoning replaces the user's whole: an effort over a
