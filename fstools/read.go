@@ -125,7 +125,10 @@ func runRead(ctx context.Context, fs vfs.Backend, in readArgs, o Options, images
 		return failed(ctx, "reading "+p, err)
 	}
 	defer rc.Close()
-	br := bufio.NewReaderSize(rc, 64<<10)
+	// A buffer no larger than the file: most files the agent reads are
+	// small, and a 64 KiB buffer per call was most of read_file's garbage.
+	// (Peek below then sees the whole of a file shorter than sniffLen.)
+	br := bufio.NewReaderSize(rc, int(min(entry.Size+1, 64<<10)))
 	head, err := br.Peek(sniffLen)
 	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
 		return failed(ctx, "reading "+p, err)
