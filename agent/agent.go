@@ -13,6 +13,13 @@
 // ErrRefused, so
 // checking err alone never mistakes a cut-off run for a finished one.
 // Assembly problems are *ConfigError values.
+//
+// Where things are: agent.go assembles an Agent (Config, Middleware, State,
+// Result); run.go is a run as a whole (Run, Invoke, Drain, run options, the
+// run value, its start and end); step.go is one step (request, model call,
+// response); tools.go is the batch of a step's tool calls (fan-out, merge of
+// file changes, results); emit.go is how events leave a run; event.go and
+// errors.go define the events and errors callers see.
 package agent
 
 import (
