@@ -138,10 +138,14 @@ type ResponseFormat struct {
 
 // Nested is implemented by tools that run agents of their own, such as the
 // task tool. The loop calls RunNested instead of Run and hands it a Host so
-// the nested run's events reach this run's stream.
+// the nested run's events reach this run's stream. Besides the tool result
+// the model reads, RunNested returns the nested run's *Result (nil when no
+// run started, e.g. for bad arguments): that return value is the one way a
+// child's run reaches its parent, which keeps it in Result.Children and adds
+// its usage to the parent's.
 type Nested interface {
 	tool.Tool
-	RunNested(ctx context.Context, env *tool.Env, args json.RawMessage, host Host) (tool.Result, error)
+	RunNested(ctx context.Context, env *tool.Env, args json.RawMessage, host Host) (tool.Result, *Result, error)
 }
 
 // Host lets a nested tool report into the running agent.

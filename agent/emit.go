@@ -20,7 +20,6 @@ func (r *run) emit(ev Event) {
 	if ev.Time.IsZero() {
 		ev.Time = time.Now()
 	}
-	r.observe(ev)
 	if r.stopped {
 		return
 	}
@@ -30,16 +29,13 @@ func (r *run) emit(ev Event) {
 	}
 }
 
-// observe folds the results of direct subagent runs into this run.
-func (r *run) observe(ev Event) {
-	if ev.Type != SubagentEnd || ev.Agent != r.path || ev.Subagent == nil || ev.Subagent.Run == nil {
-		return
-	}
-	child := ev.Subagent.Run
+// addChild keeps the finished run of a nested tool call and rolls its usage
+// up. The child's Result comes straight from the tool call that ran it.
+func (r *run) addChild(callID string, child *Result) {
 	if r.children == nil {
 		r.children = map[string]*Result{}
 	}
-	r.children[ev.Subagent.CallID] = child
+	r.children[callID] = child
 	if r.tree == nil {
 		r.tree = map[string]llm.Usage{}
 	}

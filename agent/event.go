@@ -179,7 +179,9 @@ type SubagentInfo struct {
 	Error  string    `json:"error,omitempty"`
 	Rounds int       `json:"rounds,omitempty"`
 	Usage  llm.Usage `json:"usage,omitzero"`
-	// Run is the child's finished run, transcript included (end only).
+	// Run is the child's finished run, transcript included (end only), for
+	// observers of the stream; the parent loop gets it from the task tool
+	// itself (Nested), not from this event.
 	Run *Result `json:"-"`
 }
 

@@ -36,6 +36,7 @@ type callDone struct {
 	fatal error
 	panic string
 	dur   time.Duration
+	child *Result // the run a nested tool started, if any
 }
 
 func (b *batch) send(it item) {
@@ -95,9 +96,9 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 				return
 			}
 			start := time.Now()
-			res, ferr, stack := r.invoke(ctx, tc, Host{Emit: func(ev Event) { b.send(item{ev: &ev}) }})
+			res, child, ferr, stack := r.invoke(ctx, tc, Host{Emit: func(ev Event) { b.send(item{ev: &ev}) }})
 			<-sem
-			b.send(item{done: &callDone{i: i, res: res, fatal: ferr, panic: stack, dur: time.Since(start)}})
+			b.send(item{done: &callDone{i: i, res: res, fatal: ferr, panic: stack, dur: time.Since(start), child: child}})
 		})
 	}
 
@@ -112,6 +113,9 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 			pending--
 			finished[d.i] = true
 			results[d.i] = d.res
+			if d.child != nil {
+				r.addChild(calls[d.i].ID, d.child)
+			}
 			if d.fatal != nil {
 				if ctx.Err() != nil {
 					results[d.i] = tool.Errorf("Error: cancelled before %s finished.", calls[d.i].Name)
@@ -204,8 +208,9 @@ func (r *run) fileEvents(d vfs.Delta) {
 
 // invoke runs one tool call through the middleware chain. A Go error becomes
 // an error result; a panic becomes an error result plus its stack; only
-// ErrFatal and cancellation come back as fatal.
-func (r *run) invoke(ctx context.Context, tc *ToolCall, host Host) (res tool.Result, fatal error, stack string) {
+// ErrFatal and cancellation come back as fatal. child is the run a nested
+// tool started (the last one, should a middleware call the tool twice).
+func (r *run) invoke(ctx context.Context, tc *ToolCall, host Host) (res tool.Result, child *Result, fatal error, stack string) {
 	defer func() {
 		if p := recover(); p != nil {
 			res = tool.Errorf("Error: the %s tool crashed (%v). This is a fault in the tool, not in your call; try another way.", tc.Call.Name, p)
@@ -218,7 +223,11 @@ func (r *run) invoke(ctx context.Context, tc *ToolCall, host Host) (res tool.Res
 			return tool.Errorf("Error: there is no tool named %q. Available tools: %s.", tc.Call.Name, strings.Join(r.a.names, ", ")), nil
 		}
 		if n, ok := tc.Tool.(Nested); ok {
-			return n.RunNested(ctx, tc.Env, tc.Call.Args, host)
+			res, c, err := n.RunNested(ctx, tc.Env, tc.Call.Args, host)
+			if c != nil {
+				child = c
+			}
+			return res, err
 		}
 		return tc.Tool.Run(ctx, tc.Env, tc.Call.Args)
 	})
@@ -232,14 +241,14 @@ func (r *run) invoke(ctx context.Context, tc *ToolCall, host Host) (res tool.Res
 	res, err := next(ctx, tc)
 	if err != nil {
 		if errors.Is(err, tool.ErrFatal) {
-			return res, err, ""
+			return res, child, err, ""
 		}
 		if ctx.Err() != nil {
-			return res, context.Cause(ctx), ""
+			return res, child, context.Cause(ctx), ""
 		}
-		return tool.Errorf("Error: %v", err), nil, ""
+		return tool.Errorf("Error: %v", err), child, nil, ""
 	}
-	return res, nil, ""
+	return res, child, nil, ""
 }
 
 // workerIdle is how long a worker goroutine waits for its agent's next tool

@@ -270,7 +270,8 @@ func (t *Task) Middleware() agent.Middleware {
 // Run implements tool.Tool for callers outside an agent loop; the child's
 // events are dropped.
 func (t *Task) Run(ctx context.Context, env *tool.Env, args json.RawMessage) (tool.Result, error) {
-	return t.RunNested(ctx, env, args, agent.Host{})
+	res, _, err := t.RunNested(ctx, env, args, agent.Host{})
+	return res, err
 }
 
 type taskArgs struct {
@@ -279,11 +280,13 @@ type taskArgs struct {
 }
 
 // RunNested implements agent.Nested: it runs one child to the end and
-// returns its receipt. Arguments other than description and subagent_type
+// returns its receipt and its run (nil when no child started: bad arguments
+// or an unknown subagent). The subagent.end event it emits carries the same
+// run for observers; the parent loop takes it from the return value. Arguments other than description and subagent_type
 // are dropped, never passed to the child, and named in a tool.progress event
 // (ToolInfo.Ignored), so a model that adds, say, "mode": "fork" still gets
 // the subagent it asked for.
-func (t *Task) RunNested(ctx context.Context, env *tool.Env, raw json.RawMessage, host agent.Host) (tool.Result, error) {
+func (t *Task) RunNested(ctx context.Context, env *tool.Env, raw json.RawMessage, host agent.Host) (tool.Result, *agent.Result, error) {
 	if env == nil {
 		env = &tool.Env{}
 	}
@@ -309,12 +312,12 @@ func (t *Task) RunNested(ctx context.Context, env *tool.Env, raw json.RawMessage
 	}
 	var args taskArgs
 	if err := tool.DecodeArgs(t.schema, raw, &args); err != nil {
-		return tool.ArgumentError(TaskToolName, err), nil
+		return tool.ArgumentError(TaskToolName, err), nil, nil
 	}
 	c, ok := t.children[args.SubagentType]
 	if !ok {
 		return tool.Errorf("We cannot invoke subagent %s because it does not exist, the only allowed types are %s",
-			args.SubagentType, strings.Join(t.names, ", ")), nil
+			args.SubagentType, strings.Join(t.names, ", ")), nil, nil
 	}
 	path := parentPath + " / " + c.name + "#" + callID
 
@@ -350,14 +353,14 @@ func (t *Task) RunNested(ctx context.Context, env *tool.Env, raw json.RawMessage
 
 	if status == agent.StatusOK {
 		if res.Output != nil {
-			return tool.Result{Content: string(res.Output), Structured: res.Output}, nil
+			return tool.Result{Content: string(res.Output), Structured: res.Output}, res, nil
 		}
 		if text := res.FinalText(); text != "" {
-			return tool.Text(text), nil
+			return tool.Text(text), res, nil
 		}
-		return tool.Text(NoReportText), nil
+		return tool.Text(NoReportText), res, nil
 	}
-	return tool.Result{Content: failureReceipt(c.name, status, reason, res), IsError: true}, nil
+	return tool.Result{Content: failureReceipt(c.name, status, reason, res), IsError: true}, res, nil
 }
 
 // runChild runs the child to its end; a panic anywhere in it becomes an
