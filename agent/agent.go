@@ -118,7 +118,8 @@ type ToolCall struct {
 
 // StepInfo tells BeforeModel where the run is.
 type StepInfo struct {
-	Agent string // path
+	Agent string // the path's text form
+	Path  Path
 	Round int
 	State *State // read-only
 	// Files is the run's filesystem. BeforeModel may write to it: nothing
@@ -150,6 +151,9 @@ type Nested interface {
 
 // Host lets a nested tool report into the running agent.
 type Host struct {
+	// Path is the path of the run that hosts the tool; a nested run started
+	// by the call has the path Path.Child(name, callID).
+	Path Path
 	// Emit forwards an event to the run's stream. Safe from any goroutine.
 	Emit func(Event)
 }

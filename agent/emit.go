@@ -12,9 +12,9 @@ import (
 // emit sends ev to the consumer. Called only on the loop's goroutine.
 func (r *run) emit(ev Event) {
 	if ev.Agent == "" {
-		ev.Agent = r.path
+		ev.Agent = r.where
 	}
-	if ev.Agent == r.path && ev.TaskCall == "" {
+	if ev.Agent == r.where && ev.TaskCall == "" {
 		ev.TaskCall = r.instance
 	}
 	if ev.Time.IsZero() {

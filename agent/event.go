@@ -173,7 +173,7 @@ type SubagentInfo struct {
 	Name   string    `json:"name"`
 	Mode   string    `json:"mode"`
 	CallID string    `json:"call_id"`
-	Path   string    `json:"path"`
+	Path   Path      `json:"path"`
 	Task   string    `json:"task,omitempty"`   // start: the brief
 	Status Status    `json:"status,omitempty"` // end
 	Error  string    `json:"error,omitempty"`

@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 	"testing"
@@ -39,11 +40,15 @@ func (fakeNested) RunNested(_ context.Context, env *tool.Env, raw json.RawMessag
 	if err := json.Unmarshal(raw, &a); err != nil {
 		return tool.Result{}, nil, err
 	}
+	if host.Path.String() != env.Agent {
+		return tool.Result{}, nil, fmt.Errorf("host path %q, env.Agent %q", host.Path, env.Agent)
+	}
 	if a.Decoy && host.Emit != nil {
-		decoy := &agent.Result{Agent: env.Agent + " / decoy#" + env.CallID, Status: agent.StatusOK,
+		path := host.Path.Child("decoy", env.CallID)
+		decoy := &agent.Result{Agent: path.String(), Status: agent.StatusOK,
 			Usage: llm.Usage{InputTokens: 1000}, UsageByAgent: map[string]llm.Usage{"decoy": {InputTokens: 1000}}}
 		host.Emit(agent.Event{Type: agent.SubagentEnd, Agent: env.Agent, Subagent: &agent.SubagentInfo{
-			Name: "decoy", CallID: env.CallID, Path: decoy.Agent, Status: agent.StatusOK, Run: decoy}})
+			Name: "decoy", CallID: env.CallID, Path: path, Status: agent.StatusOK, Run: decoy}})
 	}
 	if a.Child == "" {
 		return tool.Text("no child"), nil, nil

@@ -18,7 +18,7 @@ import (
 type RunOption func(*runConfig)
 
 type runConfig struct {
-	path     string
+	path     Path
 	instance string
 	task     string
 	maxSteps int
@@ -26,9 +26,10 @@ type runConfig struct {
 	system   *string
 }
 
-// WithPath sets the run's agent path (default: the agent's name). Subagent
-// runs are started with their parent's path plus their own segment.
-func WithPath(path string) RunOption { return func(c *runConfig) { c.path = path } }
+// WithPath sets the run's agent path (default: RootPath of the agent's
+// name). Subagent runs are started with their parent's path plus their own
+// segment (Path.Child).
+func WithPath(path Path) RunOption { return func(c *runConfig) { c.path = slices.Clone(path) } }
 
 // WithInstance tags the run as the subagent instance started by the parent's
 // tool call callID.
@@ -105,7 +106,8 @@ func Drain(events iter.Seq2[Event, error], fn func(Event)) (*Result, error) {
 
 type run struct {
 	a        *Agent
-	path     string
+	path     Path
+	where    string // path.String(), the Agent of this run's events
 	instance string
 	task     string
 	maxSteps int
@@ -137,9 +139,10 @@ func (a *Agent) newRun(in Input, rc runConfig) *run {
 	if rc.system != nil {
 		r.system = *rc.system
 	}
-	if r.path == "" {
-		r.path = a.name
+	if len(r.path) == 0 {
+		r.path = RootPath(a.name)
 	}
+	r.where = r.path.String()
 	if r.maxSteps == 0 {
 		r.maxSteps = a.cfg.MaxSteps
 	}
@@ -202,7 +205,7 @@ func (r *run) loop(parent context.Context) {
 		}
 	}
 	res := r.result(status, err)
-	ev := Event{Type: RunEnd, Agent: r.path, TaskCall: r.instance, Time: time.Now(),
+	ev := Event{Type: RunEnd, Agent: r.where, TaskCall: r.instance, Time: time.Now(),
 		Run: &RunInfo{Status: status, Error: res.Error, Rounds: r.rounds, Usage: res.Usage, Result: res}}
 	if !r.stopped {
 		r.yield(ev, res.Err())
@@ -210,13 +213,13 @@ func (r *run) loop(parent context.Context) {
 }
 
 func (r *run) result(status Status, err error) *Result {
-	res := &Result{Agent: r.path, Status: status, State: r.state, Rounds: r.rounds, Children: r.children}
+	res := &Result{Agent: r.where, Status: status, State: r.state, Rounds: r.rounds, Children: r.children}
 	var re *refusalError
 	if errors.As(err, &re) {
 		res.Refusal = re.text
 	}
 	if status != StatusOK {
-		res.err = &RunError{Agent: r.path, Status: status, Err: err}
+		res.err = &RunError{Agent: r.where, Status: status, Err: err}
 		res.Error = res.err.Error()
 	}
 	if r.mem != nil {
@@ -226,7 +229,7 @@ func (r *run) result(status Status, err error) *Result {
 		res.Output = r.output
 	}
 	res.Usage = r.totalUsage()
-	res.UsageByAgent = map[string]llm.Usage{r.path: r.usage}
+	res.UsageByAgent = map[string]llm.Usage{r.where: r.usage}
 	maps.Copy(res.UsageByAgent, r.tree)
 	for p := range r.changed {
 		res.Changed = append(res.Changed, p)

@@ -33,7 +33,7 @@ func (r *run) steps(ctx context.Context) (Status, error) {
 		req := &llm.Request{System: r.system, Messages: r.state.Messages[:n:n], Tools: a.specs, Settings: a.settings}
 		for _, m := range a.cfg.Middleware {
 			if m.BeforeModel != nil {
-				if err := m.BeforeModel(ctx, StepInfo{Agent: r.path, Round: r.rounds, State: &r.state, Files: r.backend, Emit: r.emit}, req); err != nil {
+				if err := m.BeforeModel(ctx, StepInfo{Agent: r.where, Path: r.path, Round: r.rounds, State: &r.state, Files: r.backend, Emit: r.emit}, req); err != nil {
 					return StatusError, fmt.Errorf("middleware %s: %w", m.Name, err)
 				}
 			}
@@ -44,7 +44,7 @@ func (r *run) steps(ctx context.Context) (Status, error) {
 		}})
 		start := time.Now()
 		round := r.rounds
-		mctx := llm.WithCallInfo(ctx, llm.CallInfo{Agent: a.name, Instance: r.instance, Path: r.path, Task: r.task, Round: round,
+		mctx := llm.WithCallInfo(ctx, llm.CallInfo{Agent: a.name, Instance: r.instance, Path: r.where, Task: r.task, Round: round,
 			OnRetry: func(rt llm.Retry) { r.emit(retryEvent(round, rt)) }})
 		resp, err := r.callModel(mctx, req)
 		r.rounds++
@@ -52,7 +52,7 @@ func (r *run) steps(ctx context.Context) (Status, error) {
 			if ctx.Err() != nil {
 				return StatusCancelled, context.Cause(ctx)
 			}
-			return StatusError, fmt.Errorf("model call %d of %s failed: %w", r.rounds, r.path, err)
+			return StatusError, fmt.Errorf("model call %d of %s failed: %w", r.rounds, r.where, err)
 		}
 		msg := resp.Message
 		msg.Role = llm.RoleAssistant

@@ -81,9 +81,9 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 			tracked[i] = vfs.Track(r.backend)
 			files = tracked[i]
 		}
-		env := &tool.Env{CallID: c.ID, Agent: r.path, Files: files, Request: req, Capabilities: r.a.caps}
+		env := &tool.Env{CallID: c.ID, Agent: r.where, Files: files, Request: req, Capabilities: r.a.caps}
 		env.Progress = func(text string) {
-			b.send(item{ev: &Event{Type: ToolProgress, Agent: r.path, TaskCall: r.instance, Time: time.Now(),
+			b.send(item{ev: &Event{Type: ToolProgress, Agent: r.where, TaskCall: r.instance, Time: time.Now(),
 				Tool: &ToolInfo{CallID: c.ID, Name: c.Name, Text: text}}})
 		}
 		tc := &ToolCall{Call: c, Tool: r.a.byName[c.Name], Env: env}
@@ -96,7 +96,7 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 				return
 			}
 			start := time.Now()
-			res, child, ferr, stack := r.invoke(ctx, tc, Host{Emit: func(ev Event) { b.send(item{ev: &ev}) }})
+			res, child, ferr, stack := r.invoke(ctx, tc, Host{Path: r.path, Emit: func(ev Event) { b.send(item{ev: &ev}) }})
 			<-sem
 			b.send(item{done: &callDone{i: i, res: res, fatal: ferr, panic: stack, dur: time.Since(start), child: child}})
 		})

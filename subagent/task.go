@@ -294,17 +294,15 @@ func (t *Task) RunNested(ctx context.Context, env *tool.Env, raw json.RawMessage
 	if emit == nil {
 		emit = func(agent.Event) {}
 	}
-	parentPath := env.Agent
-	if parentPath == "" {
-		parentPath = agent.DefaultName
-	}
+	parent := parentPath(host, env)
+	parentText := parent.String()
 	callID := env.CallID
 
 	raw, ignored := KnownArgs(raw)
 	if len(ignored) > 0 {
 		text := ignoredText(ignored)
 		if host.Emit != nil {
-			emit(agent.Event{Type: agent.ToolProgress, Agent: parentPath, Time: time.Now(),
+			emit(agent.Event{Type: agent.ToolProgress, Agent: parentText, Time: time.Now(),
 				Tool: &agent.ToolInfo{CallID: callID, Name: TaskToolName, Text: text, Ignored: clipNames(ignored)}})
 		} else if env.Progress != nil {
 			env.Progress(text)
@@ -319,7 +317,7 @@ func (t *Task) RunNested(ctx context.Context, env *tool.Env, raw json.RawMessage
 		return tool.Errorf("We cannot invoke subagent %s because it does not exist, the only allowed types are %s",
 			args.SubagentType, strings.Join(t.names, ", ")), nil, nil
 	}
-	path := parentPath + " / " + c.name + "#" + callID
+	path := parent.Child(c.name, callID)
 
 	in := agent.Input{Backend: env.Files}
 	opts := []agent.RunOption{agent.WithPath(path), agent.WithInstance(callID), agent.WithTask(args.Description), agent.WithTimeout(c.timeout)}
@@ -342,12 +340,12 @@ func (t *Task) RunNested(ctx context.Context, env *tool.Env, raw json.RawMessage
 		in.Messages = []llm.Message{llm.User(args.Description)}
 	}
 
-	emit(agent.Event{Type: agent.SubagentStart, Agent: parentPath, Time: time.Now(), Subagent: &agent.SubagentInfo{
+	emit(agent.Event{Type: agent.SubagentStart, Agent: parentText, Time: time.Now(), Subagent: &agent.SubagentInfo{
 		Name: c.name, Mode: string(c.mode), CallID: callID, Path: path, Task: args.Description}})
 
-	res := t.runChild(ctx, c, in, opts, emit, path)
+	res := t.runChild(ctx, c, in, opts, emit, path.String())
 	status, reason := res.Status, res.Error
-	emit(agent.Event{Type: agent.SubagentEnd, Agent: parentPath, Time: time.Now(), Subagent: &agent.SubagentInfo{
+	emit(agent.Event{Type: agent.SubagentEnd, Agent: parentText, Time: time.Now(), Subagent: &agent.SubagentInfo{
 		Name: c.name, Mode: string(c.mode), CallID: callID, Path: path, Status: status, Error: reason,
 		Rounds: res.Rounds, Usage: res.Usage, Run: res}})
 
@@ -361,6 +359,22 @@ func (t *Task) RunNested(ctx context.Context, env *tool.Env, raw json.RawMessage
 		return tool.Text(NoReportText), res, nil
 	}
 	return tool.Result{Content: failureReceipt(c.name, status, reason, res), IsError: true}, res, nil
+}
+
+// parentPath is the path of the run the task call belongs to: the host's,
+// or, when the tool runs outside an agent loop, the path env.Agent spells
+// (the default agent's name when empty).
+func parentPath(host agent.Host, env *tool.Env) agent.Path {
+	if len(host.Path) > 0 {
+		return host.Path
+	}
+	if env.Agent == "" {
+		return agent.RootPath(agent.DefaultName)
+	}
+	if p, err := agent.ParsePath(env.Agent); err == nil {
+		return p
+	}
+	return agent.RootPath(env.Agent)
 }
 
 // runChild runs the child to its end; a panic anywhere in it becomes an
