@@ -188,7 +188,10 @@ type SubagentInfo struct {
 // NoticeInfo is the payload of a notice event.
 type NoticeInfo struct {
 	Source string `json:"source"` // who reports it, e.g. a middleware's name
-	Text   string `json:"text"`
+	// Count is how many things the notice is about, when it counts them
+	// (e.g. the tool calls given a result because they had none).
+	Count int    `json:"count,omitempty"`
+	Text  string `json:"text"`
 }
 
 // WarningInfo is the payload of a warning event.

@@ -193,6 +193,7 @@ func (r *run) loop(parent context.Context) {
 			Text: fmt.Sprintf("the model does not take %s, so %s not sent with its requests",
 				strings.Join(r.a.dropped, ", "), isAre(len(r.a.dropped)))}})
 	}
+	r.closeDangling()
 	status, err := r.steps(ctx)
 	if status == StatusCancelled {
 		if err == nil {
