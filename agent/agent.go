@@ -154,6 +154,10 @@ type Host struct {
 	// Path is the path of the run that hosts the tool; a nested run started
 	// by the call has the path Path.Child(name, callID).
 	Path Path
+	// Runtime is the runtime the hosting run was given (WithRuntime), nil
+	// for the in-process default. A nested run should be started with it,
+	// and the tool's own events stamped by its clock.
+	Runtime Runtime
 	// Emit forwards an event to the run's stream. Safe from any goroutine.
 	Emit func(Event)
 }

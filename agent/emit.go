@@ -18,7 +18,7 @@ func (r *run) emit(ev Event) {
 		ev.TaskCall = r.instance
 	}
 	if ev.Time.IsZero() {
-		ev.Time = time.Now()
+		ev.Time = r.rt.Now()
 	}
 	if r.stopped {
 		return

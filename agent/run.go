@@ -24,6 +24,7 @@ type runConfig struct {
 	maxSteps int
 	timeout  time.Duration
 	system   *string
+	runtime  Runtime
 }
 
 // WithPath sets the run's agent path (default: RootPath of the agent's
@@ -42,6 +43,10 @@ func WithTask(text string) RunOption { return func(c *runConfig) { c.task = text
 // WithSystem replaces the agent's system prompt for this run (a fork
 // subagent runs under its parent's prompt this way).
 func WithSystem(prompt string) RunOption { return func(c *runConfig) { c.system = &prompt } }
+
+// WithRuntime runs the loop on rt (see Runtime); nil keeps the in-process
+// default. Subagent runs started by this run use rt too.
+func WithRuntime(rt Runtime) RunOption { return func(c *runConfig) { c.runtime = rt } }
 
 // WithMaxSteps overrides Config.MaxSteps for this run.
 func WithMaxSteps(n int) RunOption { return func(c *runConfig) { c.maxSteps = n } }
@@ -114,6 +119,8 @@ type run struct {
 	timeout  time.Duration
 	system   string
 
+	rt      Runtime // never nil
+	custom  Runtime // the runtime given with WithRuntime, passed on to nested runs
 	yield   func(Event, error) bool
 	stopped bool // the consumer stopped iterating
 	cancel  context.CancelFunc
@@ -138,6 +145,10 @@ func (a *Agent) newRun(in Input, rc runConfig) *run {
 		system: a.system}
 	if rc.system != nil {
 		r.system = *rc.system
+	}
+	r.rt, r.custom = rc.runtime, rc.runtime
+	if r.rt == nil {
+		r.rt = inProcess{a}
 	}
 	if len(r.path) == 0 {
 		r.path = RootPath(a.name)
@@ -206,7 +217,7 @@ func (r *run) loop(parent context.Context) {
 		}
 	}
 	res := r.result(status, err)
-	ev := Event{Type: RunEnd, Agent: r.where, TaskCall: r.instance, Time: time.Now(),
+	ev := Event{Type: RunEnd, Agent: r.where, TaskCall: r.instance, Time: r.rt.Now(),
 		Run: &RunInfo{Status: status, Error: res.Error, Rounds: r.rounds, Usage: res.Usage, Result: res}}
 	if !r.stopped {
 		r.yield(ev, res.Err())

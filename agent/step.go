@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/tokens"
@@ -42,7 +41,7 @@ func (r *run) steps(ctx context.Context) (Status, error) {
 			Round: r.rounds, MessageCount: len(req.Messages), SystemChars: tokens.Chars(req.System),
 			Tools: r.toolNames(req), ToolTokens: r.toolTokens(req),
 		}})
-		start := time.Now()
+		start := r.rt.Now()
 		round := r.rounds
 		mctx := llm.WithCallInfo(ctx, llm.CallInfo{Agent: a.name, Instance: r.instance, Path: r.where, Task: r.task, Round: round,
 			OnRetry: func(rt llm.Retry) { r.emit(retryEvent(round, rt)) }})
@@ -70,7 +69,7 @@ func (r *run) steps(ctx context.Context) (Status, error) {
 			msg.ToolCalls = slices.Clone(msg.ToolCalls)
 			for i := range msg.ToolCalls {
 				if msg.ToolCalls[i].ID == "" {
-					msg.ToolCalls[i].ID = fmt.Sprintf("call_%d_%d", r.rounds-1, i)
+					msg.ToolCalls[i].ID = r.rt.CallID(r.rounds-1, i)
 				}
 				if len(msg.ToolCalls[i].Args) == 0 {
 					msg.ToolCalls[i].Args = []byte("{}")
@@ -80,7 +79,7 @@ func (r *run) steps(ctx context.Context) (Status, error) {
 		r.usage = r.usage.Add(resp.Usage)
 		r.state.Messages = append(r.state.Messages, msg)
 		info := &ResponseInfo{Round: r.rounds - 1, Usage: resp.Usage, StopReason: resp.StopReason, Text: msg.Content,
-			Refusal: resp.Refusal, DurationMS: ms(time.Since(start)), Message: &r.state.Messages[len(r.state.Messages)-1]}
+			Refusal: resp.Refusal, DurationMS: ms(r.rt.Now().Sub(start)), Message: &r.state.Messages[len(r.state.Messages)-1]}
 		for _, c := range msg.ToolCalls {
 			info.ToolCalls = append(info.ToolCalls, c.Name)
 		}

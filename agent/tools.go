@@ -71,6 +71,7 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 	br, branching := r.backend.(brancher)
 	layers := make([]*vfs.Layer, n)
 	tracked := make([]*vfs.Tracked, n)
+	fanout := make([]func(), 0, n)
 
 	for i, c := range calls {
 		var files vfs.Backend
@@ -83,24 +84,25 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 		}
 		env := &tool.Env{CallID: c.ID, Agent: r.where, Files: files, Request: req, Capabilities: r.a.caps}
 		env.Progress = func(text string) {
-			b.send(item{ev: &Event{Type: ToolProgress, Agent: r.where, TaskCall: r.instance, Time: time.Now(),
+			b.send(item{ev: &Event{Type: ToolProgress, Agent: r.where, TaskCall: r.instance, Time: r.rt.Now(),
 				Tool: &ToolInfo{CallID: c.ID, Name: c.Name, Text: text}}})
 		}
 		tc := &ToolCall{Call: c, Tool: r.a.byName[c.Name], Env: env}
 		r.emit(Event{Type: ToolStart, Tool: &ToolInfo{CallID: c.ID, Name: c.Name, Args: c.Args}})
-		r.spawn(func() {
+		fanout = append(fanout, func() {
 			select {
 			case sem <- struct{}{}:
 			case <-ctx.Done():
 				b.send(item{done: &callDone{i: i, fatal: context.Cause(ctx)}})
 				return
 			}
-			start := time.Now()
-			res, child, ferr, stack := r.invoke(ctx, tc, Host{Path: r.path, Emit: func(ev Event) { b.send(item{ev: &ev}) }})
+			start := r.rt.Now()
+			res, child, ferr, stack := r.invoke(ctx, tc, Host{Path: r.path, Runtime: r.custom, Emit: func(ev Event) { b.send(item{ev: &ev}) }})
 			<-sem
-			b.send(item{done: &callDone{i: i, res: res, fatal: ferr, panic: stack, dur: time.Since(start), child: child}})
+			b.send(item{done: &callDone{i: i, res: res, fatal: ferr, panic: stack, dur: r.rt.Now().Sub(start), child: child}})
 		})
 	}
+	r.rt.Fanout(fanout)
 
 	for pending := n; pending > 0; {
 		select {
@@ -260,11 +262,11 @@ const workerIdle = time.Second
 // call. Reusing workers keeps their grown stacks, which tool calls (JSON
 // decoding, reflection) need. The pool is per Agent, not global, so the
 // workers of an agent assembled inside a testing/synctest bubble stay in it.
-func (r *run) spawn(f func()) {
+func (a *Agent) spawn(f func()) {
 	select {
-	case r.a.idle <- f:
+	case a.idle <- f:
 	default:
-		go r.a.worker(f)
+		go a.worker(f)
 	}
 }
 

@@ -294,6 +294,10 @@ func (t *Task) RunNested(ctx context.Context, env *tool.Env, raw json.RawMessage
 	if emit == nil {
 		emit = func(agent.Event) {}
 	}
+	now := time.Now
+	if host.Runtime != nil {
+		now = host.Runtime.Now
+	}
 	parent := parentPath(host, env)
 	parentText := parent.String()
 	callID := env.CallID
@@ -302,7 +306,7 @@ func (t *Task) RunNested(ctx context.Context, env *tool.Env, raw json.RawMessage
 	if len(ignored) > 0 {
 		text := ignoredText(ignored)
 		if host.Emit != nil {
-			emit(agent.Event{Type: agent.ToolProgress, Agent: parentText, Time: time.Now(),
+			emit(agent.Event{Type: agent.ToolProgress, Agent: parentText, Time: now(),
 				Tool: &agent.ToolInfo{CallID: callID, Name: TaskToolName, Text: text, Ignored: clipNames(ignored)}})
 		} else if env.Progress != nil {
 			env.Progress(text)
@@ -321,6 +325,9 @@ func (t *Task) RunNested(ctx context.Context, env *tool.Env, raw json.RawMessage
 
 	in := agent.Input{Backend: env.Files}
 	opts := []agent.RunOption{agent.WithPath(path), agent.WithInstance(callID), agent.WithTask(args.Description), agent.WithTimeout(c.timeout)}
+	if host.Runtime != nil {
+		opts = append(opts, agent.WithRuntime(host.Runtime))
+	}
 	if c.mode == Fork {
 		var history []llm.Message
 		system := ""
@@ -340,12 +347,12 @@ func (t *Task) RunNested(ctx context.Context, env *tool.Env, raw json.RawMessage
 		in.Messages = []llm.Message{llm.User(args.Description)}
 	}
 
-	emit(agent.Event{Type: agent.SubagentStart, Agent: parentText, Time: time.Now(), Subagent: &agent.SubagentInfo{
+	emit(agent.Event{Type: agent.SubagentStart, Agent: parentText, Time: now(), Subagent: &agent.SubagentInfo{
 		Name: c.name, Mode: string(c.mode), CallID: callID, Path: path, Task: args.Description}})
 
 	res := t.runChild(ctx, c, in, opts, emit, path.String())
 	status, reason := res.Status, res.Error
-	emit(agent.Event{Type: agent.SubagentEnd, Agent: parentText, Time: time.Now(), Subagent: &agent.SubagentInfo{
+	emit(agent.Event{Type: agent.SubagentEnd, Agent: parentText, Time: now(), Subagent: &agent.SubagentInfo{
 		Name: c.name, Mode: string(c.mode), CallID: callID, Path: path, Status: status, Error: reason,
 		Rounds: res.Rounds, Usage: res.Usage, Run: res}})
 
