@@ -18,8 +18,11 @@
 // Result); run.go is a run as a whole (Run, Invoke, Drain, run options, the
 // run value, its start and end); step.go is one step (request, model call,
 // response); tools.go is the batch of a step's tool calls (fan-out, merge of
-// file changes, results); emit.go is how events leave a run; event.go and
-// errors.go define the events and errors callers see.
+// file changes, results); emit.go is how events leave a run; history.go
+// balances a history with unanswered tool calls; path.go is the typed agent
+// path; runtime.go is the seam for time, ids and fan-out (Runtime, the
+// deterministic Sequential); event.go and errors.go define the events and
+// errors callers see.
 package agent
 
 import (
