@@ -623,7 +623,7 @@ func TestChildEventsTranscriptAndUsage(t *testing.T) {
 	if childEvents < 8 {
 		t.Errorf("only %d child events reached the parent's stream", childEvents)
 	}
-	if start == nil || start.Path != childPath || start.Task == "" || end == nil || end.Status != agent.StatusOK || end.Rounds != 2 || end.Usage.InputTokens == 0 {
+	if start == nil || start.Path.String() != childPath || start.Task == "" || end == nil || end.Status != agent.StatusOK || end.Rounds != 2 || end.Usage.InputTokens == 0 {
 		t.Errorf("subagent start %+v end %+v", start, end)
 	}
 	child, ok := res.Child("call_1")

@@ -13,6 +13,16 @@
 // ErrRefused, so
 // checking err alone never mistakes a cut-off run for a finished one.
 // Assembly problems are *ConfigError values.
+//
+// Where things are: agent.go assembles an Agent (Config, Middleware, State,
+// Result); run.go is a run as a whole (Run, Invoke, Drain, run options, the
+// run value, its start and end); step.go is one step (request, model call,
+// response); tools.go is the batch of a step's tool calls (fan-out, merge of
+// file changes, results); emit.go is how events leave a run; history.go
+// balances a history with unanswered tool calls; path.go is the typed agent
+// path; runtime.go is the seam for time, ids and fan-out (Runtime, the
+// deterministic Sequential); event.go and errors.go define the events and
+// errors callers see.
 package agent
 
 import (
@@ -111,7 +121,8 @@ type ToolCall struct {
 
 // StepInfo tells BeforeModel where the run is.
 type StepInfo struct {
-	Agent string // path
+	Agent string // the path's text form
+	Path  Path
 	Round int
 	State *State // read-only
 	// Files is the run's filesystem. BeforeModel may write to it: nothing
@@ -131,14 +142,25 @@ type ResponseFormat struct {
 
 // Nested is implemented by tools that run agents of their own, such as the
 // task tool. The loop calls RunNested instead of Run and hands it a Host so
-// the nested run's events reach this run's stream.
+// the nested run's events reach this run's stream. Besides the tool result
+// the model reads, RunNested returns the nested run's *Result (nil when no
+// run started, e.g. for bad arguments): that return value is the one way a
+// child's run reaches its parent, which keeps it in Result.Children and adds
+// its usage to the parent's.
 type Nested interface {
 	tool.Tool
-	RunNested(ctx context.Context, env *tool.Env, args json.RawMessage, host Host) (tool.Result, error)
+	RunNested(ctx context.Context, env *tool.Env, args json.RawMessage, host Host) (tool.Result, *Result, error)
 }
 
 // Host lets a nested tool report into the running agent.
 type Host struct {
+	// Path is the path of the run that hosts the tool; a nested run started
+	// by the call has the path Path.Child(name, callID).
+	Path Path
+	// Runtime is the runtime the hosting run was given (WithRuntime), nil
+	// for the in-process default. A nested run should be started with it,
+	// and the tool's own events stamped by its clock.
+	Runtime Runtime
 	// Emit forwards an event to the run's stream. Safe from any goroutine.
 	Emit func(Event)
 }

@@ -173,20 +173,25 @@ type SubagentInfo struct {
 	Name   string    `json:"name"`
 	Mode   string    `json:"mode"`
 	CallID string    `json:"call_id"`
-	Path   string    `json:"path"`
+	Path   Path      `json:"path"`
 	Task   string    `json:"task,omitempty"`   // start: the brief
 	Status Status    `json:"status,omitempty"` // end
 	Error  string    `json:"error,omitempty"`
 	Rounds int       `json:"rounds,omitempty"`
 	Usage  llm.Usage `json:"usage,omitzero"`
-	// Run is the child's finished run, transcript included (end only).
+	// Run is the child's finished run, transcript included (end only), for
+	// observers of the stream; the parent loop gets it from the task tool
+	// itself (Nested), not from this event.
 	Run *Result `json:"-"`
 }
 
 // NoticeInfo is the payload of a notice event.
 type NoticeInfo struct {
 	Source string `json:"source"` // who reports it, e.g. a middleware's name
-	Text   string `json:"text"`
+	// Count is how many things the notice is about, when it counts them
+	// (e.g. the tool calls given a result because they had none).
+	Count int    `json:"count,omitempty"`
+	Text  string `json:"text"`
 }
 
 // WarningInfo is the payload of a warning event.

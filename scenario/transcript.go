@@ -195,10 +195,9 @@ func (s *Scenario) Run(ctx context.Context) (*Transcript, error) {
 	for _, id := range slices.Sorted(maps.Keys(res.Children)) {
 		c := res.Children[id]
 		name := c.Agent
-		if i := strings.LastIndex(name, " / "); i >= 0 {
-			name = name[i+3:]
+		if p, err := agent.ParsePath(c.Agent); err == nil {
+			name = p.Last().Name
 		}
-		name = strings.TrimSuffix(name, "#"+id)
 		t.Subagents = append(t.Subagents, SubagentRun{CallID: id, Name: name, Status: c.Status, Rounds: c.Rounds, Error: c.Error, Usage: c.Usage})
 	}
 	s.fillRounds(t, model, a)

@@ -270,7 +270,8 @@ func (t *Task) Middleware() agent.Middleware {
 // Run implements tool.Tool for callers outside an agent loop; the child's
 // events are dropped.
 func (t *Task) Run(ctx context.Context, env *tool.Env, args json.RawMessage) (tool.Result, error) {
-	return t.RunNested(ctx, env, args, agent.Host{})
+	res, _, err := t.RunNested(ctx, env, args, agent.Host{})
+	return res, err
 }
 
 type taskArgs struct {
@@ -279,11 +280,13 @@ type taskArgs struct {
 }
 
 // RunNested implements agent.Nested: it runs one child to the end and
-// returns its receipt. Arguments other than description and subagent_type
+// returns its receipt and its run (nil when no child started: bad arguments
+// or an unknown subagent). The subagent.end event it emits carries the same
+// run for observers; the parent loop takes it from the return value. Arguments other than description and subagent_type
 // are dropped, never passed to the child, and named in a tool.progress event
 // (ToolInfo.Ignored), so a model that adds, say, "mode": "fork" still gets
 // the subagent it asked for.
-func (t *Task) RunNested(ctx context.Context, env *tool.Env, raw json.RawMessage, host agent.Host) (tool.Result, error) {
+func (t *Task) RunNested(ctx context.Context, env *tool.Env, raw json.RawMessage, host agent.Host) (tool.Result, *agent.Result, error) {
 	if env == nil {
 		env = &tool.Env{}
 	}
@@ -291,17 +294,19 @@ func (t *Task) RunNested(ctx context.Context, env *tool.Env, raw json.RawMessage
 	if emit == nil {
 		emit = func(agent.Event) {}
 	}
-	parentPath := env.Agent
-	if parentPath == "" {
-		parentPath = agent.DefaultName
+	now := time.Now
+	if host.Runtime != nil {
+		now = host.Runtime.Now
 	}
+	parent := parentPath(host, env)
+	parentText := parent.String()
 	callID := env.CallID
 
 	raw, ignored := KnownArgs(raw)
 	if len(ignored) > 0 {
 		text := ignoredText(ignored)
 		if host.Emit != nil {
-			emit(agent.Event{Type: agent.ToolProgress, Agent: parentPath, Time: time.Now(),
+			emit(agent.Event{Type: agent.ToolProgress, Agent: parentText, Time: now(),
 				Tool: &agent.ToolInfo{CallID: callID, Name: TaskToolName, Text: text, Ignored: clipNames(ignored)}})
 		} else if env.Progress != nil {
 			env.Progress(text)
@@ -309,17 +314,20 @@ func (t *Task) RunNested(ctx context.Context, env *tool.Env, raw json.RawMessage
 	}
 	var args taskArgs
 	if err := tool.DecodeArgs(t.schema, raw, &args); err != nil {
-		return tool.ArgumentError(TaskToolName, err), nil
+		return tool.ArgumentError(TaskToolName, err), nil, nil
 	}
 	c, ok := t.children[args.SubagentType]
 	if !ok {
 		return tool.Errorf("We cannot invoke subagent %s because it does not exist, the only allowed types are %s",
-			args.SubagentType, strings.Join(t.names, ", ")), nil
+			args.SubagentType, strings.Join(t.names, ", ")), nil, nil
 	}
-	path := parentPath + " / " + c.name + "#" + callID
+	path := parent.Child(c.name, callID)
 
 	in := agent.Input{Backend: env.Files}
 	opts := []agent.RunOption{agent.WithPath(path), agent.WithInstance(callID), agent.WithTask(args.Description), agent.WithTimeout(c.timeout)}
+	if host.Runtime != nil {
+		opts = append(opts, agent.WithRuntime(host.Runtime))
+	}
 	if c.mode == Fork {
 		var history []llm.Message
 		system := ""
@@ -339,25 +347,41 @@ func (t *Task) RunNested(ctx context.Context, env *tool.Env, raw json.RawMessage
 		in.Messages = []llm.Message{llm.User(args.Description)}
 	}
 
-	emit(agent.Event{Type: agent.SubagentStart, Agent: parentPath, Time: time.Now(), Subagent: &agent.SubagentInfo{
+	emit(agent.Event{Type: agent.SubagentStart, Agent: parentText, Time: now(), Subagent: &agent.SubagentInfo{
 		Name: c.name, Mode: string(c.mode), CallID: callID, Path: path, Task: args.Description}})
 
-	res := t.runChild(ctx, c, in, opts, emit, path)
+	res := t.runChild(ctx, c, in, opts, emit, path.String())
 	status, reason := res.Status, res.Error
-	emit(agent.Event{Type: agent.SubagentEnd, Agent: parentPath, Time: time.Now(), Subagent: &agent.SubagentInfo{
+	emit(agent.Event{Type: agent.SubagentEnd, Agent: parentText, Time: now(), Subagent: &agent.SubagentInfo{
 		Name: c.name, Mode: string(c.mode), CallID: callID, Path: path, Status: status, Error: reason,
 		Rounds: res.Rounds, Usage: res.Usage, Run: res}})
 
 	if status == agent.StatusOK {
 		if res.Output != nil {
-			return tool.Result{Content: string(res.Output), Structured: res.Output}, nil
+			return tool.Result{Content: string(res.Output), Structured: res.Output}, res, nil
 		}
 		if text := res.FinalText(); text != "" {
-			return tool.Text(text), nil
+			return tool.Text(text), res, nil
 		}
-		return tool.Text(NoReportText), nil
+		return tool.Text(NoReportText), res, nil
 	}
-	return tool.Result{Content: failureReceipt(c.name, status, reason, res), IsError: true}, nil
+	return tool.Result{Content: failureReceipt(c.name, status, reason, res), IsError: true}, res, nil
+}
+
+// parentPath is the path of the run the task call belongs to: the host's,
+// or, when the tool runs outside an agent loop, the path env.Agent spells
+// (the default agent's name when empty).
+func parentPath(host agent.Host, env *tool.Env) agent.Path {
+	if len(host.Path) > 0 {
+		return host.Path
+	}
+	if env.Agent == "" {
+		return agent.RootPath(agent.DefaultName)
+	}
+	if p, err := agent.ParsePath(env.Agent); err == nil {
+		return p
+	}
+	return agent.RootPath(env.Agent)
 }
 
 // runChild runs the child to its end; a panic anywhere in it becomes an

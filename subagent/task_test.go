@@ -73,13 +73,19 @@ func runTask(t *testing.T, ctx context.Context, task *subagent.Task, callID, arg
 	t.Helper()
 	c := &call{files: vfs.NewMemory(nil)}
 	env := &tool.Env{CallID: callID, Agent: "parent", Files: c.files, Request: req}
-	res, err := task.RunNested(ctx, env, json.RawMessage(args), agent.Host{Emit: func(e agent.Event) { c.events = append(c.events, e) }})
+	res, child, err := task.RunNested(ctx, env, json.RawMessage(args), agent.Host{Emit: func(e agent.Event) { c.events = append(c.events, e) }})
 	if err != nil {
 		t.Fatalf("task returned a Go error: %v", err)
 	}
-	c.res = res
-	if ends := c.ofType(agent.SubagentEnd); len(ends) == 1 {
-		c.child = ends[0].Subagent.Run
+	c.res, c.child = res, child
+	// The run returned and the run the subagent.end event shows observers
+	// are one and the same; with no child run there is no end event.
+	ends := c.ofType(agent.SubagentEnd)
+	switch {
+	case child == nil && len(ends) != 0:
+		t.Errorf("no child run returned, but %d subagent.end events", len(ends))
+	case child != nil && (len(ends) != 1 || ends[0].Subagent.Run != child):
+		t.Errorf("the returned child run is not the one subagent.end carries (%d end events)", len(ends))
 	}
 	return c
 }

@@ -1,0 +1,54 @@
+package agent
+
+import (
+	"time"
+
+	"github.com/deepagents-go/deepagents/llm"
+)
+
+// This file holds the helpers through which a run reports: every event goes
+// through emit, on the loop's goroutine.
+
+// emit sends ev to the consumer. Called only on the loop's goroutine.
+func (r *run) emit(ev Event) {
+	if ev.Agent == "" {
+		ev.Agent = r.where
+	}
+	if ev.Agent == r.where && ev.TaskCall == "" {
+		ev.TaskCall = r.instance
+	}
+	if ev.Time.IsZero() {
+		ev.Time = r.rt.Now()
+	}
+	if r.stopped {
+		return
+	}
+	if !r.yield(ev, nil) {
+		r.stopped = true
+		r.cancel()
+	}
+}
+
+// addChild keeps the finished run of a nested tool call and rolls its usage
+// up. The child's Result comes straight from the tool call that ran it.
+func (r *run) addChild(callID string, child *Result) {
+	if r.children == nil {
+		r.children = map[string]*Result{}
+	}
+	r.children[callID] = child
+	if r.tree == nil {
+		r.tree = map[string]llm.Usage{}
+	}
+	for p, u := range child.UsageByAgent {
+		r.tree[p] = r.tree[p].Add(u)
+	}
+}
+
+func isAre(n int) string {
+	if n == 1 {
+		return "it is"
+	}
+	return "they are"
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -1,0 +1,285 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/tool"
+	"github.com/deepagents-go/deepagents/vfs"
+)
+
+// This file is the batch of one step's tool calls: running them concurrently
+// on the agent's workers, forwarding their events, merging their file changes
+// in call order and appending their results.
+
+// batch is one step's tool calls in flight.
+type batch struct {
+	ch        chan item
+	abandoned chan struct{}
+	once      sync.Once
+}
+
+type item struct {
+	ev   *Event
+	done *callDone
+}
+
+type callDone struct {
+	i     int
+	res   tool.Result
+	fatal error
+	panic string
+	dur   time.Duration
+	child *Result // the run a nested tool started, if any
+}
+
+func (b *batch) send(it item) {
+	select {
+	case b.ch <- it:
+	case <-b.abandoned:
+	}
+}
+
+func (b *batch) abandon() { b.once.Do(func() { close(b.abandoned) }) }
+
+type brancher interface {
+	Branch() *vfs.Layer
+	Apply(vfs.Delta)
+}
+
+// runTools runs one AI message's tool calls concurrently (bounded), appends
+// their results in call order and merges their file changes in call order.
+func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCall) (stop bool, err error) {
+	n := len(calls)
+	results := make([]tool.Result, n)
+	finished := make([]bool, n)
+	var fatal error
+	b := &batch{ch: make(chan item, 32), abandoned: make(chan struct{})}
+	defer b.abandon()
+
+	limit := r.a.cfg.MaxParallel
+	if limit == 0 {
+		limit = DefaultMaxParallel
+	}
+	sem := make(chan struct{}, limit)
+	br, branching := r.backend.(brancher)
+	layers := make([]*vfs.Layer, n)
+	tracked := make([]*vfs.Tracked, n)
+	fanout := make([]func(), 0, n)
+
+	for i, c := range calls {
+		var files vfs.Backend
+		if branching {
+			layers[i] = br.Branch()
+			files = layers[i]
+		} else {
+			tracked[i] = vfs.Track(r.backend)
+			files = tracked[i]
+		}
+		env := &tool.Env{CallID: c.ID, Agent: r.where, Files: files, Request: req, Capabilities: r.a.caps}
+		env.Progress = func(text string) {
+			b.send(item{ev: &Event{Type: ToolProgress, Agent: r.where, TaskCall: r.instance, Time: r.rt.Now(),
+				Tool: &ToolInfo{CallID: c.ID, Name: c.Name, Text: text}}})
+		}
+		tc := &ToolCall{Call: c, Tool: r.a.byName[c.Name], Env: env}
+		r.emit(Event{Type: ToolStart, Tool: &ToolInfo{CallID: c.ID, Name: c.Name, Args: c.Args}})
+		fanout = append(fanout, func() {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				b.send(item{done: &callDone{i: i, fatal: context.Cause(ctx)}})
+				return
+			}
+			start := r.rt.Now()
+			res, child, ferr, stack := r.invoke(ctx, tc, Host{Path: r.path, Runtime: r.custom, Emit: func(ev Event) { b.send(item{ev: &ev}) }})
+			<-sem
+			b.send(item{done: &callDone{i: i, res: res, fatal: ferr, panic: stack, dur: r.rt.Now().Sub(start), child: child}})
+		})
+	}
+	r.rt.Fanout(fanout)
+
+	for pending := n; pending > 0; {
+		select {
+		case it := <-b.ch:
+			if it.ev != nil {
+				r.emit(*it.ev)
+				continue
+			}
+			d := it.done
+			pending--
+			finished[d.i] = true
+			results[d.i] = d.res
+			if d.child != nil {
+				r.addChild(calls[d.i].ID, d.child)
+			}
+			if d.fatal != nil {
+				if ctx.Err() != nil {
+					results[d.i] = tool.Errorf("Error: cancelled before %s finished.", calls[d.i].Name)
+				} else {
+					if fatal == nil {
+						fatal = fmt.Errorf("tool %s (call %s) failed fatally: %w", calls[d.i].Name, calls[d.i].ID, d.fatal)
+					}
+					results[d.i] = tool.Errorf("Error: %v", d.fatal)
+				}
+			}
+			r.emit(Event{Type: ToolEnd, Tool: &ToolInfo{CallID: calls[d.i].ID, Name: calls[d.i].Name,
+				Result: results[d.i].Content, IsError: results[d.i].IsError, Panic: d.panic, DurationMS: ms(d.dur)}})
+		case <-ctx.Done():
+			b.abandon()
+			for i := range results {
+				if !finished[i] {
+					results[i] = tool.Errorf("Error: cancelled before %s finished.", calls[i].Name)
+				}
+			}
+			r.appendResults(calls, results)
+			return false, context.Cause(ctx)
+		}
+	}
+
+	// Merge file changes in call order.
+	if branching {
+		deltas := make([]vfs.Delta, n)
+		owners := make([]string, n)
+		for i := range calls {
+			deltas[i] = layers[i].Delta()
+			owners[i] = calls[i].ID
+		}
+		net, conflicts := vfs.Merge(ctx, br.(vfs.Applier), deltas, owners)
+		r.fileEvents(net)
+		for _, cf := range conflicts {
+			for i := range calls {
+				if calls[i].ID == cf.Kept {
+					results[i].Content += "\n\n[Note: " + cf.String() + ".]"
+				}
+			}
+			c := cf
+			r.emit(Event{Type: FileConflict, Conflict: &c})
+		}
+	} else {
+		for i, t := range tracked {
+			d := t.Changes()
+			for j := range d {
+				d[j].By = calls[i].ID
+			}
+			r.fileEvents(d)
+		}
+	}
+
+	r.appendResults(calls, results)
+	for i, c := range calls {
+		if r.a.respTool != nil && c.Name == r.a.respTool.spec.Name {
+			if results[i].IsError {
+				r.respFailures++
+				r.lastRespError = results[i].Content
+			} else if r.output == nil {
+				r.output = results[i].Structured
+			}
+		}
+		if results[i].Stop && !results[i].IsError {
+			stop = true
+		}
+	}
+	return stop, fatal
+}
+
+func (r *run) appendResults(calls []llm.ToolCall, results []tool.Result) {
+	for i, c := range calls {
+		r.state.Messages = append(r.state.Messages, results[i].Message(c))
+	}
+}
+
+func (r *run) fileEvents(d vfs.Delta) {
+	for _, c := range d {
+		if r.changed == nil {
+			r.changed = map[string]bool{}
+		}
+		r.changed[c.Path] = true
+		if c.File == nil {
+			r.emit(Event{Type: FileDelete, File: &FileInfo{Path: c.Path, CallID: c.By}})
+		} else {
+			r.emit(Event{Type: FileWrite, File: &FileInfo{Path: c.Path, Bytes: len(c.File.Content), CallID: c.By}})
+		}
+	}
+}
+
+// invoke runs one tool call through the middleware chain. A Go error becomes
+// an error result; a panic becomes an error result plus its stack; only
+// ErrFatal and cancellation come back as fatal. child is the run a nested
+// tool started (the last one, should a middleware call the tool twice).
+func (r *run) invoke(ctx context.Context, tc *ToolCall, host Host) (res tool.Result, child *Result, fatal error, stack string) {
+	defer func() {
+		if p := recover(); p != nil {
+			res = tool.Errorf("Error: the %s tool crashed (%v). This is a fault in the tool, not in your call; try another way.", tc.Call.Name, p)
+			stack = string(debug.Stack())
+			fatal = nil
+		}
+	}()
+	next := ToolFunc(func(ctx context.Context, tc *ToolCall) (tool.Result, error) {
+		if tc.Tool == nil {
+			return tool.Errorf("Error: there is no tool named %q. Available tools: %s.", tc.Call.Name, strings.Join(r.a.names, ", ")), nil
+		}
+		if n, ok := tc.Tool.(Nested); ok {
+			res, c, err := n.RunNested(ctx, tc.Env, tc.Call.Args, host)
+			if c != nil {
+				child = c
+			}
+			return res, err
+		}
+		return tc.Tool.Run(ctx, tc.Env, tc.Call.Args)
+	})
+	mws := r.a.cfg.Middleware
+	for i := len(mws) - 1; i >= 0; i-- {
+		if w := mws[i].WrapTool; w != nil {
+			inner := next
+			next = func(ctx context.Context, tc *ToolCall) (tool.Result, error) { return w(ctx, tc, inner) }
+		}
+	}
+	res, err := next(ctx, tc)
+	if err != nil {
+		if errors.Is(err, tool.ErrFatal) {
+			return res, child, err, ""
+		}
+		if ctx.Err() != nil {
+			return res, child, context.Cause(ctx), ""
+		}
+		return tool.Errorf("Error: %v", err), child, nil, ""
+	}
+	return res, child, nil, ""
+}
+
+// workerIdle is how long a worker goroutine waits for its agent's next tool
+// call before it ends.
+const workerIdle = time.Second
+
+// spawn runs f on one of the agent's idle worker goroutines if one is
+// waiting, else on a new one that then stays around briefly for the next
+// call. Reusing workers keeps their grown stacks, which tool calls (JSON
+// decoding, reflection) need. The pool is per Agent, not global, so the
+// workers of an agent assembled inside a testing/synctest bubble stay in it.
+func (a *Agent) spawn(f func()) {
+	select {
+	case a.idle <- f:
+	default:
+		go a.worker(f)
+	}
+}
+
+func (a *Agent) worker(f func()) {
+	t := time.NewTimer(workerIdle)
+	defer t.Stop()
+	for {
+		f()
+		t.Reset(workerIdle)
+		select {
+		case f = <-a.idle:
+		case <-t.C:
+			return
+		}
+	}
+}
