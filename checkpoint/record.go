@@ -215,9 +215,17 @@ func Chain(ctx context.Context, rec *Record, load Loader) ([]*Record, error) {
 	return chain, nil
 }
 
-// ViewOf resolves a chain returned by Chain into the state it describes.
+// ViewOf resolves a chain returned by Chain into the state it describes. A
+// chain that does not end at a snapshot starts from the empty state.
 func ViewOf(chain []*Record) View {
+	if len(chain) == 0 {
+		return View{Files: map[string]FileRef{}, Values: map[string]json.RawMessage{}}
+	}
 	snap := chain[len(chain)-1].Snapshot
+	if snap == nil {
+		chain = append(slices.Clone(chain), &Record{Snapshot: &Snapshot{}})
+		snap = chain[len(chain)-1].Snapshot
+	}
 	v := View{
 		Messages: slices.Clone(snap.Messages),
 		Files:    maps.Clone(snap.Files),
