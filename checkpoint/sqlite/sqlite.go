@@ -31,6 +31,10 @@ type Options struct {
 	BusyTimeout time.Duration
 	// Readers is the size of the read pool (4 when 0).
 	Readers int
+	// Synchronous is SQLite's synchronous setting: "FULL" (the default:
+	// a committed put survives a power cut), "NORMAL" (survives a crash of
+	// the process, not of the machine) or "OFF" (for throwaway databases).
+	Synchronous string
 }
 
 // Saver is a checkpoint.Saver on one SQLite file.
@@ -110,7 +114,15 @@ func Open(path string, opts Options) (*Saver, error) {
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
 	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "synchronous(FULL)")
+	syncMode := strings.ToUpper(opts.Synchronous)
+	switch syncMode {
+	case "":
+		syncMode = "FULL"
+	case "FULL", "NORMAL", "OFF":
+	default:
+		return nil, fmt.Errorf("sqlite checkpoint store: synchronous %q is not one of FULL, NORMAL, OFF", opts.Synchronous)
+	}
+	q.Add("_pragma", "synchronous("+syncMode+")")
 	q.Add("_pragma", "foreign_keys(1)")
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
 	w, err := sql.Open("sqlite", dsn+"&_txlock=immediate")
