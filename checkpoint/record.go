@@ -478,6 +478,9 @@ func DecodeWrite(data []byte) (Write, error) {
 	if x.V < 1 || x.V > CodecVersion {
 		return Write{}, fmt.Errorf("pending write has version %d; this build reads versions 1 to %d", x.V, CodecVersion)
 	}
+	if x.CallID == "" || x.Kind == "" {
+		return Write{}, fmt.Errorf("pending write has no call id or kind")
+	}
 	return Write{CallID: x.CallID, Kind: x.Kind, Result: x.Result, Files: x.Files, Data: x.Data, Time: x.Time}, nil
 }
 
