@@ -199,6 +199,9 @@ type Loader func(ctx context.Context, id string) (*Record, error)
 func Chain(ctx context.Context, rec *Record, load Loader) ([]*Record, error) {
 	chain := []*Record{rec}
 	for rec.Depth > 0 {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		if rec.ParentID == "" {
 			return nil, fmt.Errorf("checkpoint %q: history broken (no parent before a snapshot)", rec.ID)
 		}
