@@ -226,10 +226,10 @@ type Saver interface {
 	// DeleteThread removes a thread, its writes and its lease. Deleting a
 	// thread that does not exist is not an error.
 	DeleteThread(ctx context.Context, threadID string) error
-	// CopyThread forks src into the new thread dst: dst gets the checkpoint
-	// at src (the latest of src.NS when src.ID is empty) with all its
-	// ancestors and their writes, and every checkpoint of the thread's other
-	// namespaces put up to that point. ErrThreadExists if dst has
+	// CopyThread forks src into the new thread dst. With src.ID set, dst
+	// gets that checkpoint with all its ancestors and their writes, and every
+	// checkpoint of the thread's other namespaces put up to that point; with
+	// src.ID empty it gets the whole thread. ErrThreadExists if dst has
 	// checkpoints.
 	CopyThread(ctx context.Context, src Ref, dst string) error
 	// Prune drops history of a thread (see PruneOptions).

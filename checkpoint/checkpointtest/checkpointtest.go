@@ -558,18 +558,26 @@ func testCarriedOverValues(t *testing.T, s checkpoint.Saver) {
 func testFilesByHash(t *testing.T, s checkpoint.Saver) {
 	ctx := context.Background()
 	big := strings.Repeat("the same content, again and again\n", 300) // ~10 KB
-	chain(t, s, "th", "", 100, func(i int, st *checkpoint.Step) {
-		st.Files = vfs.Delta{{Path: fmt.Sprintf("/copy%d.txt", i%7), File: file(big, t0.Add(time.Duration(i)*time.Second))}}
-	})
+	small := strings.Repeat("x", len(fmt.Sprint(len(big))))           // same size digits
+	for th, content := range map[string]string{"th": big, "control": small} {
+		chain(t, s, th, "", 100, func(i int, st *checkpoint.Step) {
+			st.Files = vfs.Delta{{Path: fmt.Sprintf("/copy%d.txt", i%7), File: file(content, t0.Add(time.Duration(i)*time.Second))}}
+		})
+	}
 	stats, err := s.Stats(ctx, "th")
+	if err != nil {
+		t.Fatal(err)
+	}
+	control, err := s.Stats(ctx, "control")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if stats.Blobs != 1 {
 		t.Errorf("blobs = %d, want the content stored once", stats.Blobs)
 	}
-	if stats.Bytes > int64(len(big))*3 {
-		t.Errorf("stored %d bytes for a %d-byte content written 100 times", stats.Bytes, len(big))
+	// The big content costs what it weighs once, not 100 times.
+	if extra := stats.Bytes - control.Bytes; extra > int64(len(big))*2 {
+		t.Errorf("a %d-byte content written 100 times cost %d bytes more than a tiny one", len(big), extra)
 	}
 	c := get(t, s, "th", "", "")
 	if len(c.State.Files) != 7 {
@@ -583,8 +591,8 @@ func testFilesByHash(t *testing.T, s checkpoint.Saver) {
 	chain(t, s, "other", "", 1, func(i int, st *checkpoint.Step) {
 		st.Files = vfs.Delta{{Path: "/x", File: file(big, t0)}}
 	})
-	if all, _ := s.Stats(ctx, ""); all.Blobs != 1 {
-		t.Errorf("saver-wide blobs = %d, want 1", all.Blobs)
+	if all, _ := s.Stats(ctx, ""); all.Blobs != 2 {
+		t.Errorf("saver-wide blobs = %d, want 2 (big and the control's)", all.Blobs)
 	}
 }
 
@@ -739,12 +747,15 @@ func testCopyThread(t *testing.T, s checkpoint.Saver) {
 	if err := s.CopyThread(ctx, checkpoint.Ref{ThreadID: "nope"}, "x"); !errors.Is(err, checkpoint.ErrNotFound) {
 		t.Errorf("copy of a missing thread: %v", err)
 	}
-	// Copying the latest takes every namespace.
+	// Without a checkpoint id the whole thread is copied.
 	if err := s.CopyThread(ctx, checkpoint.Ref{ThreadID: "src"}, "all"); err != nil {
 		t.Fatal(err)
 	}
 	if k := get(t, s, "all", "kid", ""); k.ID != cpID(1) {
-		t.Errorf("copy of latest lacks the child namespace")
+		t.Errorf("whole copy lacks the child namespace")
+	}
+	if cs, _ := s.List(ctx, checkpoint.ListOptions{ThreadID: "all", AllNamespaces: true}); len(cs) != 6 {
+		t.Errorf("whole copy has %d checkpoints, want 6", len(cs))
 	}
 }
 

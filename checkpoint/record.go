@@ -1,0 +1,497 @@
+package checkpoint
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/vfs"
+)
+
+// CodecVersion is the version of the record encoding Encode writes. Decode
+// reads every version up to it; records written by older versions load
+// forever (golden files under testdata hold one per version).
+const CodecVersion = 1
+
+// DefaultSnapshotEvery is how many steps a history runs between snapshots
+// unless a saver is told otherwise.
+const DefaultSnapshotEvery = 50
+
+// MaxRecordSize caps an encoded record Decode accepts.
+const MaxRecordSize = 64 << 20
+
+// Record is the stored form of one checkpoint. It holds what the step
+// changed, by reference: its messages as a range of per-namespace message
+// sequence numbers, its files as content hashes. A record whose Depth is 0
+// carries a Snapshot, the whole state by reference, so rebuilding a state
+// reads one snapshot and the deltas after it. Savers store records with
+// Encode and share this logic; the messages and file contents they point to
+// are stored beside them.
+type Record struct {
+	V         int                        `json:"v"`
+	ThreadID  string                     `json:"thread"`
+	NS        string                     `json:"ns,omitempty"`
+	ID        string                     `json:"id"`
+	ParentID  string                     `json:"parent,omitempty"`
+	Step      int                        `json:"step"`
+	Metadata  map[string]string          `json:"metadata,omitempty"`
+	Status    Status                     `json:"status,omitempty"`
+	Time      time.Time                  `json:"time"`
+	StepUsage llm.Usage                  `json:"step_usage"`
+	Usage     llm.Usage                  `json:"usage"`
+	Messages  Range                      `json:"messages"`
+	Files     map[string]FileRef         `json:"files,omitempty"`
+	Values    map[string]json.RawMessage `json:"values,omitempty"`
+	// Depth counts the deltas since the last snapshot; 0 means this record
+	// carries one.
+	Depth    int       `json:"depth"`
+	Snapshot *Snapshot `json:"snapshot,omitempty"`
+	// Title is the first user message's text, kept on the first record of
+	// a history that has one, for thread listings.
+	Title string `json:"title,omitempty"`
+}
+
+// Range is the half-open range [From, To) of message sequence numbers.
+type Range struct {
+	From int64 `json:"from"`
+	To   int64 `json:"to"`
+}
+
+// Len is the number of messages in r.
+func (r Range) Len() int64 { return r.To - r.From }
+
+// FileRef is one path's state in a record: a content hash with the file's
+// times, or a deletion.
+type FileRef struct {
+	Hash     string    `json:"sha256,omitempty"`
+	Size     int64     `json:"size,omitempty"`
+	Created  time.Time `json:"created,omitzero"`
+	Modified time.Time `json:"modified,omitzero"`
+	Deleted  bool      `json:"deleted,omitempty"`
+}
+
+// Snapshot is a whole state by reference.
+type Snapshot struct {
+	Messages []Range                    `json:"messages"`
+	Files    map[string]FileRef         `json:"files,omitempty"`
+	Values   map[string]json.RawMessage `json:"values,omitempty"`
+}
+
+// Hash returns the content hash files are stored under.
+func Hash(content string) string {
+	sum := sha256.Sum256([]byte(content))
+	return hex.EncodeToString(sum[:])
+}
+
+// Encode encodes r with the current codec version.
+func Encode(r *Record) ([]byte, error) {
+	c := *r
+	c.V = CodecVersion
+	return json.Marshal(&c)
+}
+
+// Decode decodes a record of any supported version and checks that it is
+// consistent, so a damaged row is an error rather than a wrong state.
+func Decode(data []byte) (*Record, error) {
+	if len(data) > MaxRecordSize {
+		return nil, fmt.Errorf("checkpoint record is %d bytes; at most %d are read", len(data), MaxRecordSize)
+	}
+	var probe struct {
+		V *int `json:"v"`
+	}
+	if err := json.Unmarshal(data, &probe); err != nil {
+		return nil, fmt.Errorf("checkpoint record is not valid JSON: %w", err)
+	}
+	if probe.V == nil {
+		return nil, fmt.Errorf("checkpoint record has no version field \"v\"")
+	}
+	if *probe.V < 1 || *probe.V > CodecVersion {
+		return nil, fmt.Errorf("checkpoint record has version %d; this build reads versions 1 to %d", *probe.V, CodecVersion)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var r Record
+	if err := dec.Decode(&r); err != nil {
+		return nil, fmt.Errorf("checkpoint record: %w", err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("checkpoint record has data after its end")
+	}
+	if err := r.check(); err != nil {
+		return nil, fmt.Errorf("checkpoint record %q: %w", r.ID, err)
+	}
+	return &r, nil
+}
+
+func (r *Record) check() error {
+	if r.ThreadID == "" || r.ID == "" {
+		return fmt.Errorf("thread or checkpoint id missing")
+	}
+	if r.Step < 0 || r.Depth < 0 {
+		return fmt.Errorf("negative step or depth")
+	}
+	if r.Messages.From < 0 || r.Messages.To < r.Messages.From {
+		return fmt.Errorf("bad message range %d..%d", r.Messages.From, r.Messages.To)
+	}
+	if (r.Depth == 0) != (r.Snapshot != nil) {
+		return fmt.Errorf("depth %d does not match the presence of a snapshot", r.Depth)
+	}
+	if r.Snapshot != nil {
+		for _, m := range r.Snapshot.Messages {
+			if m.From < 0 || m.To <= m.From {
+				return fmt.Errorf("bad snapshot message range %d..%d", m.From, m.To)
+			}
+		}
+		for p, f := range r.Snapshot.Files {
+			if p == "" || f.Deleted || len(f.Hash) != 64 {
+				return fmt.Errorf("bad snapshot file %q", p)
+			}
+		}
+	}
+	for p, f := range r.Files {
+		if p == "" || (!f.Deleted && len(f.Hash) != 64) {
+			return fmt.Errorf("bad file reference %q", p)
+		}
+	}
+	for k, v := range r.Values {
+		if k == "" || (len(v) > 0 && !json.Valid(v)) {
+			return fmt.Errorf("bad value %q", k)
+		}
+	}
+	return nil
+}
+
+// View is a state by reference: which messages, file contents and values it
+// holds.
+type View struct {
+	Messages []Range
+	Files    map[string]FileRef
+	Values   map[string]json.RawMessage
+}
+
+// AddRange appends r to rs, joining it to the last range when they touch.
+func AddRange(rs []Range, r Range) []Range {
+	if r.Len() <= 0 {
+		return rs
+	}
+	if n := len(rs); n > 0 && rs[n-1].To == r.From {
+		rs[n-1].To = r.To
+		return rs
+	}
+	return append(rs, r)
+}
+
+// Loader reads the record id of the same thread and namespace; it returns
+// an error wrapping ErrNotFound when there is none.
+type Loader func(ctx context.Context, id string) (*Record, error)
+
+// Chain returns rec and its ancestors up to and including the nearest
+// snapshot, newest first.
+func Chain(ctx context.Context, rec *Record, load Loader) ([]*Record, error) {
+	chain := []*Record{rec}
+	for rec.Depth > 0 {
+		if rec.ParentID == "" {
+			return nil, fmt.Errorf("checkpoint %q: history broken (no parent before a snapshot)", rec.ID)
+		}
+		p, err := load(ctx, rec.ParentID)
+		if err != nil {
+			return nil, fmt.Errorf("checkpoint %q: parent %q: %w", rec.ID, rec.ParentID, err)
+		}
+		if len(chain) > 1<<20 {
+			return nil, fmt.Errorf("checkpoint %q: history loops", rec.ID)
+		}
+		chain = append(chain, p)
+		rec = p
+	}
+	return chain, nil
+}
+
+// ViewOf resolves a chain returned by Chain into the state it describes.
+func ViewOf(chain []*Record) View {
+	snap := chain[len(chain)-1].Snapshot
+	v := View{
+		Messages: slices.Clone(snap.Messages),
+		Files:    maps.Clone(snap.Files),
+		Values:   maps.Clone(snap.Values),
+	}
+	if v.Files == nil {
+		v.Files = map[string]FileRef{}
+	}
+	if v.Values == nil {
+		v.Values = map[string]json.RawMessage{}
+	}
+	for i := len(chain) - 2; i >= 0; i-- {
+		r := chain[i]
+		v.Messages = AddRange(v.Messages, r.Messages)
+		for p, f := range r.Files {
+			if f.Deleted {
+				delete(v.Files, p)
+			} else {
+				v.Files[p] = f
+			}
+		}
+		for k, val := range r.Values {
+			if isNull(val) {
+				delete(v.Values, k)
+			} else {
+				v.Values[k] = val
+			}
+		}
+	}
+	return v
+}
+
+func isNull(v json.RawMessage) bool {
+	return len(v) == 0 || string(bytes.TrimSpace(v)) == "null"
+}
+
+// Built is what a saver stores for one put: the record, the encoded
+// messages numbered from Record.Messages.From, and the file contents by hash.
+type Built struct {
+	Record   *Record
+	Messages [][]byte
+	Blobs    map[string][]byte
+}
+
+// Build turns a step into a record. parent is the parent's record (nil for
+// a new history); parentView is the parent's resolved view, needed only when
+// NeedsView(parent, every) says so (the new record is then a snapshot).
+// msgFrom is the next free message sequence number of the namespace.
+func Build(s *Step, parent *Record, parentView *View, msgFrom int64, every int) (*Built, error) {
+	if every <= 0 {
+		every = DefaultSnapshotEvery
+	}
+	r := &Record{
+		V: CodecVersion, ThreadID: s.ThreadID, NS: s.NS, ID: s.ID, ParentID: s.ParentID,
+		Step: s.Step, Metadata: maps.Clone(s.Metadata), Status: s.Status, Time: s.Time.UTC(),
+		StepUsage: s.Usage, Usage: s.Usage,
+		Messages: Range{From: msgFrom, To: msgFrom + int64(len(s.Messages))},
+	}
+	b := &Built{Record: r, Blobs: map[string][]byte{}}
+	for _, m := range s.Messages {
+		data, err := json.Marshal(m)
+		if err != nil {
+			return nil, invalid("a message does not encode: %v", err)
+		}
+		b.Messages = append(b.Messages, data)
+	}
+	if len(s.Files) > 0 {
+		r.Files = map[string]FileRef{}
+	}
+	for _, c := range s.Files {
+		if c.File == nil {
+			r.Files[c.Path] = FileRef{Deleted: true}
+			continue
+		}
+		h := Hash(c.File.Content)
+		b.Blobs[h] = []byte(c.File.Content)
+		r.Files[c.Path] = FileRef{Hash: h, Size: int64(len(c.File.Content)), Created: c.File.CreatedAt.UTC(), Modified: c.File.ModifiedAt.UTC()}
+	}
+	if len(s.Values) > 0 {
+		r.Values = map[string]json.RawMessage{}
+		for k, v := range s.Values {
+			if isNull(v) {
+				r.Values[k] = json.RawMessage("null")
+			} else {
+				var buf bytes.Buffer
+				if err := json.Compact(&buf, v); err != nil {
+					return nil, invalid("value %q is not valid JSON", k)
+				}
+				r.Values[k] = buf.Bytes()
+			}
+		}
+	}
+	if parent != nil {
+		r.Usage = parent.Usage.Add(s.Usage)
+		r.Depth = parent.Depth + 1
+	}
+	if parent == nil || r.Depth >= every {
+		base := View{Files: map[string]FileRef{}, Values: map[string]json.RawMessage{}}
+		if parent != nil {
+			if parentView == nil {
+				return nil, fmt.Errorf("checkpoint %q: a snapshot needs its parent's view", s.ID)
+			}
+			base = *parentView
+		}
+		v := ViewOf([]*Record{r, {Depth: 0, Snapshot: &Snapshot{Messages: base.Messages, Files: base.Files, Values: base.Values}}})
+		r.Depth = 0
+		r.Snapshot = &Snapshot{Messages: v.Messages, Files: v.Files, Values: v.Values}
+		if len(r.Snapshot.Files) == 0 {
+			r.Snapshot.Files = nil
+		}
+		if len(r.Snapshot.Values) == 0 {
+			r.Snapshot.Values = nil
+		}
+		if r.Snapshot.Messages == nil {
+			r.Snapshot.Messages = []Range{}
+		}
+	}
+	if parent == nil || parent.Title == "" {
+		r.Title = TitleOf(s.Messages)
+	}
+	return b, nil
+}
+
+// NeedsView reports whether Build needs the parent's view: when the new
+// record will be a snapshot.
+func NeedsView(parent *Record, every int) bool {
+	if every <= 0 {
+		every = DefaultSnapshotEvery
+	}
+	return parent != nil && parent.Depth+1 >= every
+}
+
+// MakeSnapshot rewrites rec (whose chain is given) as a snapshot, for a
+// prune that drops its ancestors.
+func MakeSnapshot(chain []*Record) *Record {
+	v := ViewOf(chain)
+	r := *chain[0]
+	r.Depth = 0
+	r.Snapshot = &Snapshot{Messages: v.Messages, Files: v.Files, Values: v.Values}
+	if r.Snapshot.Messages == nil {
+		r.Snapshot.Messages = []Range{}
+	}
+	if len(r.Snapshot.Files) == 0 {
+		r.Snapshot.Files = nil
+	}
+	if len(r.Snapshot.Values) == 0 {
+		r.Snapshot.Values = nil
+	}
+	return &r
+}
+
+// Refs lists the content hashes a record refers to.
+func (r *Record) Refs() []string {
+	var hs []string
+	for _, f := range r.Files {
+		if !f.Deleted {
+			hs = append(hs, f.Hash)
+		}
+	}
+	if r.Snapshot != nil {
+		for _, f := range r.Snapshot.Files {
+			hs = append(hs, f.Hash)
+		}
+	}
+	slices.Sort(hs)
+	return slices.Compact(hs)
+}
+
+// Assemble builds a Checkpoint from a record, its view, the messages of the
+// view's ranges in order, and the contents of its files by hash.
+func Assemble(r *Record, v View, msgs [][]byte, blobs map[string][]byte) (*Checkpoint, error) {
+	c := Header(r)
+	c.State.Messages = make([]llm.Message, 0, len(msgs))
+	for i, data := range msgs {
+		var m llm.Message
+		if err := json.Unmarshal(data, &m); err != nil {
+			return nil, fmt.Errorf("checkpoint %q: message %d does not decode: %w", r.ID, i, err)
+		}
+		c.State.Messages = append(c.State.Messages, m)
+	}
+	c.State.Files = make(map[string]vfs.File, len(v.Files))
+	for p, f := range v.Files {
+		content, ok := blobs[f.Hash]
+		if !ok {
+			return nil, fmt.Errorf("checkpoint %q: content of %s (sha256 %s) is missing", r.ID, p, f.Hash)
+		}
+		c.State.Files[p] = vfs.File{Content: string(content), CreatedAt: f.Created, ModifiedAt: f.Modified}
+	}
+	c.State.Values = v.Values
+	return c, nil
+}
+
+// Header is a checkpoint without its state, as List returns it.
+func Header(r *Record) *Checkpoint {
+	return &Checkpoint{
+		ThreadID: r.ThreadID, NS: r.NS, ID: r.ID, ParentID: r.ParentID, Step: r.Step,
+		Metadata: maps.Clone(r.Metadata), Status: r.Status, Time: r.Time,
+		StepUsage: r.StepUsage, Usage: r.Usage,
+	}
+}
+
+// MatchMetadata reports whether md has every pair of want.
+func MatchMetadata(md, want map[string]string) bool {
+	for k, v := range want {
+		got, ok := md[k]
+		if !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// MaxTitleLen is the longest title TitleOf returns, in runes.
+const MaxTitleLen = 80
+
+// TitleOf returns the first line of the first user message's text,
+// shortened to MaxTitleLen runes.
+func TitleOf(msgs []llm.Message) string {
+	for _, m := range msgs {
+		if m.Role != llm.RoleUser {
+			continue
+		}
+		line, _, _ := strings.Cut(strings.TrimSpace(m.Content), "\n")
+		line = strings.TrimSpace(line)
+		if rs := []rune(line); len(rs) > MaxTitleLen {
+			line = string(rs[:MaxTitleLen-1]) + "…"
+		}
+		if line != "" {
+			return line
+		}
+	}
+	return ""
+}
+
+// EncodeWrite and DecodeWrite are the stored form of a pending write.
+func EncodeWrite(w Write) ([]byte, error) {
+	if w.Kind == "" {
+		w.Kind = KindResult
+	}
+	w.Time = w.Time.UTC()
+	return json.Marshal(writeV1{V: CodecVersion, CallID: w.CallID, Kind: w.Kind, Result: w.Result, Files: w.Files, Data: w.Data, Time: w.Time})
+}
+
+// DecodeWrite decodes what EncodeWrite wrote.
+func DecodeWrite(data []byte) (Write, error) {
+	var x writeV1
+	if err := json.Unmarshal(data, &x); err != nil {
+		return Write{}, fmt.Errorf("pending write does not decode: %w", err)
+	}
+	if x.V < 1 || x.V > CodecVersion {
+		return Write{}, fmt.Errorf("pending write has version %d; this build reads versions 1 to %d", x.V, CodecVersion)
+	}
+	return Write{CallID: x.CallID, Kind: x.Kind, Result: x.Result, Files: x.Files, Data: x.Data, Time: x.Time}, nil
+}
+
+type writeV1 struct {
+	V      int             `json:"v"`
+	CallID string          `json:"call_id"`
+	Kind   string          `json:"kind"`
+	Result llm.Message     `json:"result"`
+	Files  vfs.Delta       `json:"files,omitempty"`
+	Data   json.RawMessage `json:"data,omitempty"`
+	Time   time.Time       `json:"time,omitzero"`
+}
+
+// ValidateWrite checks a pending write before it is stored.
+func ValidateWrite(ref Ref, w *Write) error {
+	if err := ValidateRef(ref, true); err != nil {
+		return err
+	}
+	if err := validID("call id", w.CallID, MaxIDLen); err != nil {
+		return err
+	}
+	if len(w.Data) > 0 && !json.Valid(w.Data) {
+		return invalid("data of the write for call %q is not valid JSON", w.CallID)
+	}
+	return nil
+}
