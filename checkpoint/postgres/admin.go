@@ -94,41 +94,41 @@ func (s *Saver) CopyThread(ctx context.Context, src checkpoint.Ref, dst string) 
 		if taken {
 			return fmt.Errorf("%w: thread %q", checkpoint.ErrThreadExists, dst)
 		}
-		var id string
-		var seq int64
-		var err error
+		// The checkpoints to copy: with src.ID empty the whole thread;
+		// otherwise src's ancestors (itself included) in its namespace, and
+		// every checkpoint of the other namespaces put up to it.
 		if src.ID == "" {
-			err = tx.QueryRow(ctx, `SELECT id, seq FROM checkpoints WHERE thread_id = $1 AND ns = $2 ORDER BY seq DESC LIMIT 1`, src.ThreadID, src.NS).Scan(&id, &seq)
-		} else {
-			id = src.ID
-			err = tx.QueryRow(ctx, `SELECT seq FROM checkpoints WHERE thread_id = $1 AND ns = $2 AND id = $3`, src.ThreadID, src.NS, src.ID).Scan(&seq)
-		}
-		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("%w: thread %q namespace %q checkpoint %q", checkpoint.ErrNotFound, src.ThreadID, src.NS, src.ID)
-		}
-		if err != nil {
-			return err
-		}
-		cut := seq
-		if src.ID == "" {
-			if err := tx.QueryRow(ctx, `SELECT max(seq) FROM checkpoints WHERE thread_id = $1`, src.ThreadID).Scan(&cut); err != nil {
+			tag, err := tx.Exec(ctx, `CREATE TEMP TABLE copy_set ON COMMIT DROP AS
+				SELECT ns, id FROM checkpoints WHERE thread_id = $1`, src.ThreadID)
+			if err != nil {
 				return err
 			}
-		}
-		// The checkpoints to copy: src's ancestors (itself included) in its
-		// namespace, and every checkpoint of the other namespaces up to cut.
-		if _, err := tx.Exec(ctx, `CREATE TEMP TABLE copy_set ON COMMIT DROP AS
-			WITH RECURSIVE walk AS (
-				SELECT ns, id, parent_id FROM checkpoints WHERE thread_id = $1 AND ns = $2 AND id = $3
+			if tag.RowsAffected() == 0 {
+				return fmt.Errorf("%w: thread %q", checkpoint.ErrNotFound, src.ThreadID)
+			}
+		} else {
+			var seq int64
+			err := tx.QueryRow(ctx, `SELECT seq FROM checkpoints WHERE thread_id = $1 AND ns = $2 AND id = $3`,
+				src.ThreadID, src.NS, src.ID).Scan(&seq)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return fmt.Errorf("%w: thread %q namespace %q checkpoint %q", checkpoint.ErrNotFound, src.ThreadID, src.NS, src.ID)
+			}
+			if err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `CREATE TEMP TABLE copy_set ON COMMIT DROP AS
+				WITH RECURSIVE walk AS (
+					SELECT ns, id, parent_id FROM checkpoints WHERE thread_id = $1 AND ns = $2 AND id = $3
+					UNION
+					SELECT c.ns, c.id, c.parent_id FROM checkpoints c JOIN walk w
+						ON c.thread_id = $1 AND c.ns = w.ns AND c.id = w.parent_id
+				)
+				SELECT ns, id FROM walk
 				UNION
-				SELECT c.ns, c.id, c.parent_id FROM checkpoints c JOIN walk w
-					ON c.thread_id = $1 AND c.ns = w.ns AND c.id = w.parent_id
-			)
-			SELECT ns, id FROM walk
-			UNION
-			SELECT ns, id FROM checkpoints WHERE thread_id = $1 AND ns <> $2 AND seq <= $4`,
-			src.ThreadID, src.NS, id, cut); err != nil {
-			return err
+				SELECT ns, id FROM checkpoints WHERE thread_id = $1 AND ns <> $2 AND seq <= $4`,
+				src.ThreadID, src.NS, src.ID, seq); err != nil {
+				return err
+			}
 		}
 		stmts := []string{
 			`INSERT INTO checkpoints (thread_id, ns, id, parent_id, step, depth, metadata, status, at, step_usage, usage, title, vals, snapshot, snap_base)

@@ -59,7 +59,7 @@ func (s *Saver) Put(ctx context.Context, st checkpoint.Step) error {
 			usage = pu.Add(st.Usage)
 		}
 		if title == "" {
-			title = titleOf(st.Messages)
+			title = checkpoint.TitleOf(st.Messages)
 		}
 		md := st.Metadata
 		if md == nil {
@@ -159,20 +159,14 @@ func (s *Saver) PutWrite(ctx context.Context, ref checkpoint.Ref, w checkpoint.W
 	if err := checkpoint.ValidateRef(ref, true); err != nil {
 		return err
 	}
-	if w.CallID == "" {
-		return fmt.Errorf("%w: write has no call id", checkpoint.ErrInvalid)
-	}
-	if len(w.CallID) > checkpoint.MaxIDLen {
-		return fmt.Errorf("%w: call id is %d bytes long; at most %d are allowed", checkpoint.ErrInvalid, len(w.CallID), checkpoint.MaxIDLen)
+	if err := checkpoint.ValidateWrite(ref, &w); err != nil {
+		return err
 	}
 	kind := w.Kind
 	if kind == "" {
 		kind = checkpoint.KindResult
 	}
-	if len(w.Data) > 0 && !json.Valid(w.Data) {
-		return fmt.Errorf("%w: write data is not valid JSON", checkpoint.ErrInvalid)
-	}
-	body, err := json.Marshal(writeRec{Result: w.Result, Files: w.Files, Data: w.Data, Time: w.Time})
+	body, err := checkpoint.EncodeWrite(w)
 	if err != nil {
 		return fmt.Errorf("%w: write: %v", checkpoint.ErrInvalid, err)
 	}

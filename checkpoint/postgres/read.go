@@ -81,16 +81,16 @@ func (s *Saver) Get(ctx context.Context, ref checkpoint.Ref) (*checkpoint.Checkp
 		}
 		defer rows.Close()
 		for rows.Next() {
-			var w checkpoint.Write
+			var callID, kind string
 			var body []byte
-			if err := rows.Scan(&w.CallID, &w.Kind, &body); err != nil {
+			if err := rows.Scan(&callID, &kind, &body); err != nil {
 				return err
 			}
-			var rec writeRec
-			if err := json.Unmarshal(body, &rec); err != nil {
-				return fmt.Errorf("write %s/%s of checkpoint %q is corrupt: %w", w.CallID, w.Kind, c.ID, err)
+			w, err := checkpoint.DecodeWrite(body)
+			if err != nil {
+				return fmt.Errorf("write %s/%s of checkpoint %q: %w", callID, kind, c.ID, err)
 			}
-			w.Result, w.Files, w.Data, w.Time = rec.Result, rec.Files, rec.Data, rec.Time
+			w.CallID, w.Kind = callID, kind
 			c.Pending = append(c.Pending, w)
 		}
 		if err := rows.Err(); err != nil {

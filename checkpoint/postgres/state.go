@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/llm"
@@ -31,14 +29,6 @@ type querier interface {
 type snapshotRec struct {
 	Chain  []string                   `json:"chain"`
 	Values map[string]json.RawMessage `json:"values,omitempty"`
-}
-
-// writeRec is how a pending write's body is stored.
-type writeRec struct {
-	Result llm.Message     `json:"result"`
-	Files  vfs.Delta       `json:"files,omitempty"`
-	Data   json.RawMessage `json:"data,omitempty"`
-	Time   time.Time       `json:"time,omitzero"`
 }
 
 // fileRef is a file as the state keeps it while rebuilding: its content's
@@ -65,36 +55,6 @@ func parseTime(s string) (time.Time, error) {
 func hashOf(content string) []byte {
 	h := sha256.Sum256([]byte(content))
 	return h[:]
-}
-
-// maxTitleRunes caps a thread's title, taken from its first user message.
-const maxTitleRunes = 80
-
-// titleOf returns the first line of the first user message among ms,
-// shortened, or "".
-func titleOf(ms []llm.Message) string {
-	for _, m := range ms {
-		if m.Role != llm.RoleUser {
-			continue
-		}
-		text := m.Content
-		if text == "" {
-			for _, p := range m.Parts {
-				if p.Text != "" {
-					text = p.Text
-					break
-				}
-			}
-		}
-		line, _, _ := strings.Cut(strings.TrimSpace(text), "\n")
-		line = strings.TrimSpace(line)
-		if utf8.RuneCountInString(line) > maxTitleRunes {
-			r := []rune(line)
-			line = string(r[:maxTitleRunes-1]) + "…"
-		}
-		return line
-	}
-	return ""
 }
 
 // loaded is a rebuilt state plus what a following snapshot needs.
