@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"net"
 	"strings"
 	"testing"
@@ -180,5 +181,33 @@ func TestNewerSchemaRefused(t *testing.T) {
 	_, err := Open(t.Context(), dsn, Options{Schema: s.db.opts.Schema})
 	if err == nil || !strings.Contains(err.Error(), "newer than this program knows") {
 		t.Fatalf("Open on a newer schema: err = %v, want a refusal", err)
+	}
+}
+
+// TestCallTimeoutBoundsEveryCall blocks a call behind a row lock held by
+// another connection: the call must give up at CallTimeout with an error
+// that matches context.DeadlineExceeded, not wait for the lock.
+func TestCallTimeoutBoundsEveryCall(t *testing.T) {
+	s := openTest(t, Options{CallTimeout: 300 * time.Millisecond})
+	ctx := t.Context()
+	if _, err := s.Acquire(ctx, "th", "a", time.Unix(0, 0), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := s.db.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(ctx, "SELECT 1 FROM leases WHERE thread_id = 'th' FOR UPDATE"); err != nil {
+		t.Fatal(err)
+	}
+	deadline, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	_, err = s.Renew(deadline, "th", "a", time.Unix(0, 0), time.Hour)
+	if deadline.Err() != nil {
+		t.Fatalf("Renew waited past the test's own 20s deadline: %v", err)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Renew behind a held lock: err = %v, want context.DeadlineExceeded", err)
 	}
 }
