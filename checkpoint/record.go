@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -214,9 +215,17 @@ func Chain(ctx context.Context, rec *Record, load Loader) ([]*Record, error) {
 	return chain, nil
 }
 
-// ViewOf resolves a chain returned by Chain into the state it describes.
+// ViewOf resolves a chain returned by Chain into the state it describes. A
+// chain that does not end at a snapshot starts from the empty state.
 func ViewOf(chain []*Record) View {
+	if len(chain) == 0 {
+		return View{Files: map[string]FileRef{}, Values: map[string]json.RawMessage{}}
+	}
 	snap := chain[len(chain)-1].Snapshot
+	if snap == nil {
+		chain = append(slices.Clone(chain), &Record{Snapshot: &Snapshot{}})
+		snap = chain[len(chain)-1].Snapshot
+	}
 	v := View{
 		Messages: slices.Clone(snap.Messages),
 		Files:    maps.Clone(snap.Files),
@@ -494,4 +503,129 @@ func ValidateWrite(ref Ref, w *Write) error {
 		return invalid("data of the write for call %q is not valid JSON", w.CallID)
 	}
 	return nil
+}
+
+// PrunePlan is what Prune does to a thread whose records, in put order, were
+// given to PlanPrune: drop the records whose Drop flag is set, replace the
+// ones in Rewrite (survivors whose parent goes, now snapshots), and keep only
+// the messages in Keep (by namespace) and the contents the survivors refer to.
+type PrunePlan struct {
+	Drop    []bool
+	Rewrite map[int]*Record
+	Keep    map[string][]Range
+}
+
+// PlanPrune plans a prune over a thread's records given in put order.
+func PlanPrune(ctx context.Context, recs []*Record, opts PruneOptions) (*PrunePlan, error) {
+	p := &PrunePlan{Drop: make([]bool, len(recs)), Rewrite: map[int]*Record{}, Keep: map[string][]Range{}}
+	if opts.Before != "" {
+		cut := slices.IndexFunc(recs, func(r *Record) bool { return r.ID == opts.Before })
+		if cut < 0 {
+			return nil, fmt.Errorf("%w: checkpoint %q", ErrNotFound, opts.Before)
+		}
+		for i := range cut {
+			p.Drop[i] = true
+		}
+	}
+	if opts.KeepLast > 0 {
+		seen := map[string]int{}
+		for i := len(recs) - 1; i >= 0; i-- {
+			seen[recs[i].NS]++
+			if seen[recs[i].NS] > opts.KeepLast {
+				p.Drop[i] = true
+			}
+		}
+	}
+	byKey := map[nsID]*Record{}
+	kept := map[nsID]bool{}
+	for i, r := range recs {
+		byKey[nsID{r.NS, r.ID}] = r
+		if !p.Drop[i] {
+			kept[nsID{r.NS, r.ID}] = true
+		}
+	}
+	for i, r := range recs {
+		if p.Drop[i] {
+			continue
+		}
+		if r.Depth != 0 && !kept[nsID{r.NS, r.ParentID}] {
+			ns := r.NS
+			chain, err := Chain(ctx, r, func(_ context.Context, id string) (*Record, error) {
+				if x := byKey[nsID{ns, id}]; x != nil {
+					return x, nil
+				}
+				return nil, fmt.Errorf("%w: checkpoint %q", ErrNotFound, id)
+			})
+			if err != nil {
+				return nil, err
+			}
+			r = MakeSnapshot(chain)
+			p.Rewrite[i] = r
+		}
+		p.Keep[r.NS] = append(p.Keep[r.NS], r.Messages)
+		if r.Snapshot != nil {
+			p.Keep[r.NS] = append(p.Keep[r.NS], r.Snapshot.Messages...)
+		}
+	}
+	for ns, rs := range p.Keep {
+		p.Keep[ns] = MergeRanges(rs)
+	}
+	return p, nil
+}
+
+// MergeRanges sorts ranges and joins those that touch or overlap, dropping
+// empty ones.
+func MergeRanges(rs []Range) []Range {
+	rs = slices.DeleteFunc(slices.Clone(rs), func(r Range) bool { return r.Len() <= 0 })
+	slices.SortFunc(rs, func(a, b Range) int { return cmp.Compare(a.From, b.From) })
+	var out []Range
+	for _, r := range rs {
+		if n := len(out); n > 0 && r.From <= out[n-1].To {
+			out[n-1].To = max(out[n-1].To, r.To)
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// PlanCopy returns which of a thread's records (in put order) CopyThread
+// copies for src (see Saver.CopyThread).
+func PlanCopy(recs []*Record, src Ref) ([]bool, error) {
+	keep := make([]bool, len(recs))
+	at := -1
+	for i, r := range recs {
+		if r.NS == src.NS && (src.ID == "" || r.ID == src.ID) {
+			at = i
+		}
+	}
+	if at < 0 {
+		return nil, fmt.Errorf("%w: thread %q namespace %q checkpoint %q", ErrNotFound, src.ThreadID, src.NS, src.ID)
+	}
+	if src.ID == "" {
+		for i := range keep {
+			keep[i] = true
+		}
+		return keep, nil
+	}
+	idx := map[string]int{}
+	for i, r := range recs {
+		if r.NS == src.NS {
+			idx[r.ID] = i
+		}
+	}
+	for i := at; ; {
+		keep[i] = true
+		j, ok := idx[recs[i].ParentID]
+		if recs[i].ParentID == "" || !ok {
+			break
+		}
+		i = j
+	}
+	for i := 0; i <= at; i++ {
+		if recs[i].NS != src.NS {
+			keep[i] = true
+		}
+	}
+	return keep, nil
 }

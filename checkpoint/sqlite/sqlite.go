@@ -1,0 +1,733 @@
+// Package sqlite is a checkpoint.Saver on an embedded SQLite database (the
+// pure-Go modernc.org/sqlite driver, no cgo), the default store for threads.
+//
+// The database runs in WAL mode with a busy timeout, so readers never wait
+// for the writer and several processes may share one file. All writes go
+// through one connection, each put in one transaction; reads use a small pool
+// of their own. The schema is versioned (PRAGMA user_version) and migrated
+// forward on Open.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/deepagents-go/deepagents/checkpoint"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// Options tune a Saver.
+type Options struct {
+	// SnapshotEvery is the number of steps between snapshots
+	// (checkpoint.DefaultSnapshotEvery when 0).
+	SnapshotEvery int
+	// BusyTimeout is how long a statement waits for another process's
+	// lock (5 s when 0).
+	BusyTimeout time.Duration
+	// Readers is the size of the read pool (4 when 0).
+	Readers int
+	// Synchronous is SQLite's synchronous setting: "FULL" (the default:
+	// a committed put survives a power cut), "NORMAL" (survives a crash of
+	// the process, not of the machine) or "OFF" (for throwaway databases).
+	Synchronous string
+}
+
+// Saver is a checkpoint.Saver on one SQLite file.
+type Saver struct {
+	w, r  *sql.DB
+	every int
+	stmts map[string]*sql.Stmt
+}
+
+var _ checkpoint.Saver = (*Saver)(nil)
+
+// migrations are applied in order; schema version n means the first n ran.
+// Never edit one that has shipped: append a new one.
+var migrations = []string{
+	`CREATE TABLE checkpoints (
+		seq      INTEGER PRIMARY KEY AUTOINCREMENT,
+		thread   TEXT NOT NULL,
+		ns       TEXT NOT NULL,
+		id       TEXT NOT NULL,
+		title    TEXT NOT NULL DEFAULT '',
+		record   BLOB NOT NULL,
+		UNIQUE (thread, ns, id)
+	);
+	CREATE INDEX checkpoints_by_thread ON checkpoints (thread, seq);
+	CREATE INDEX checkpoints_by_ns ON checkpoints (thread, ns, seq);
+	CREATE TABLE messages (
+		thread TEXT NOT NULL,
+		ns     TEXT NOT NULL,
+		seq    INTEGER NOT NULL,
+		data   BLOB NOT NULL,
+		UNIQUE (thread, ns, seq)
+	);
+	CREATE TABLE blobs (
+		hash TEXT PRIMARY KEY,
+		data BLOB NOT NULL
+	);
+	CREATE TABLE refs (
+		thread TEXT NOT NULL,
+		ns     TEXT NOT NULL,
+		cp     TEXT NOT NULL,
+		hash   TEXT NOT NULL,
+		PRIMARY KEY (thread, ns, cp, hash)
+	) WITHOUT ROWID;
+	CREATE INDEX refs_by_hash ON refs (hash);
+	CREATE TABLE writes (
+		thread  TEXT NOT NULL,
+		ns      TEXT NOT NULL,
+		cp      TEXT NOT NULL,
+		call_id TEXT NOT NULL,
+		kind    TEXT NOT NULL,
+		data    BLOB NOT NULL,
+		PRIMARY KEY (thread, ns, cp, call_id, kind)
+	);
+	CREATE TABLE leases (
+		thread  TEXT PRIMARY KEY,
+		holder  TEXT NOT NULL,
+		expires INTEGER NOT NULL
+	);`,
+}
+
+// SchemaVersion is the schema version this build writes.
+var SchemaVersion = len(migrations)
+
+// Open opens (creating if needed) the database at path and migrates it.
+func Open(path string, opts Options) (*Saver, error) {
+	if path == "" {
+		return nil, errors.New("sqlite checkpoint store: no database path given")
+	}
+	busy := opts.BusyTimeout
+	if busy <= 0 {
+		busy = 5 * time.Second
+	}
+	readers := opts.Readers
+	if readers <= 0 {
+		readers = 4
+	}
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
+	q.Add("_pragma", "journal_mode(WAL)")
+	syncMode := strings.ToUpper(opts.Synchronous)
+	switch syncMode {
+	case "":
+		syncMode = "FULL"
+	case "FULL", "NORMAL", "OFF":
+	default:
+		return nil, fmt.Errorf("sqlite checkpoint store: synchronous %q is not one of FULL, NORMAL, OFF", opts.Synchronous)
+	}
+	q.Add("_pragma", "synchronous("+syncMode+")")
+	q.Add("_pragma", "foreign_keys(1)")
+	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
+	w, err := sql.Open("sqlite", dsn+"&_txlock=immediate")
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	s := &Saver{w: w, every: opts.SnapshotEvery}
+	if s.every <= 0 {
+		s.every = checkpoint.DefaultSnapshotEvery
+	}
+	if err := s.migrate(context.Background()); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	r, err := sql.Open("sqlite", dsn+"&_pragma=query_only(1)")
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	r.SetMaxOpenConns(readers)
+	r.SetMaxIdleConns(readers)
+	s.r = r
+	if err := s.prepare(); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	return s, nil
+}
+
+func (s *Saver) migrate(ctx context.Context) error {
+	var v int
+	if err := s.w.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	if v > len(migrations) {
+		return fmt.Errorf("the database has schema version %d; this build knows versions up to %d (upgrade deepagents)", v, len(migrations))
+	}
+	for i := v; i < len(migrations); i++ {
+		tx, err := s.w.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, migrations[i]); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("migrate schema to version %d: %w", i+1, err)
+		}
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", i+1)); err != nil {
+			tx.Rollback()
+			return err
+		}
+		if err := tx.Commit(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Statements prepared once on the writer and the readers; "r:" ones read.
+var statements = map[string]string{
+	"exists":     `SELECT 1 FROM checkpoints WHERE thread = ? AND ns = ? AND id = ?`,
+	"record":     `SELECT record FROM checkpoints WHERE thread = ? AND ns = ? AND id = ?`,
+	"latest":     `SELECT record FROM checkpoints WHERE thread = ? AND ns = ? ORDER BY seq DESC LIMIT 1`,
+	"nextmsg":    `SELECT COALESCE(MAX(seq) + 1, 0) FROM messages WHERE thread = ? AND ns = ?`,
+	"insertcp":   `INSERT INTO checkpoints (thread, ns, id, title, record) VALUES (?, ?, ?, ?, ?)`,
+	"insertmsg":  `INSERT INTO messages (thread, ns, seq, data) VALUES (?, ?, ?, ?)`,
+	"insertblob": `INSERT INTO blobs (hash, data) VALUES (?, ?) ON CONFLICT (hash) DO NOTHING`,
+	"insertref":  `INSERT INTO refs (thread, ns, cp, hash) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+	"putwrite": `INSERT INTO writes (thread, ns, cp, call_id, kind, data) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (thread, ns, cp, call_id, kind) DO UPDATE SET data = excluded.data`,
+	"r:record":   `SELECT record FROM checkpoints WHERE thread = ? AND ns = ? AND id = ?`,
+	"r:latest":   `SELECT record FROM checkpoints WHERE thread = ? AND ns = ? ORDER BY seq DESC LIMIT 1`,
+	"r:messages": `SELECT seq, data FROM messages WHERE thread = ? AND ns = ? AND seq >= ? AND seq < ? ORDER BY seq`,
+	"r:blob":     `SELECT data FROM blobs WHERE hash = ?`,
+	"r:writes":   `SELECT data FROM writes WHERE thread = ? AND ns = ? AND cp = ? ORDER BY call_id, kind`,
+	"r:seqof":    `SELECT MIN(seq) FROM checkpoints WHERE thread = ? AND id = ?`,
+}
+
+func (s *Saver) prepare() error {
+	s.stmts = map[string]*sql.Stmt{}
+	for name, q := range statements {
+		db := s.w
+		if strings.HasPrefix(name, "r:") {
+			db = s.r
+		}
+		st, err := db.Prepare(q)
+		if err != nil {
+			return fmt.Errorf("prepare %s: %w", name, err)
+		}
+		s.stmts[name] = st
+	}
+	return nil
+}
+
+// Close closes the database.
+func (s *Saver) Close() error {
+	for _, st := range s.stmts {
+		st.Close()
+	}
+	var err error
+	if s.r != nil {
+		err = s.r.Close()
+	}
+	if e := s.w.Close(); e != nil {
+		err = e
+	}
+	return err
+}
+
+// querier is a transaction's view of the prepared statements.
+type querier struct {
+	tx *sql.Tx
+	s  *Saver
+}
+
+func (q querier) stmt(ctx context.Context, name string) *sql.Stmt {
+	return q.tx.StmtContext(ctx, q.s.stmts[name])
+}
+
+func (q querier) loader(thread, ns, prefix string) checkpoint.Loader {
+	return func(ctx context.Context, id string) (*checkpoint.Record, error) {
+		return q.record(ctx, prefix+"record", thread, ns, id)
+	}
+}
+
+func (q querier) record(ctx context.Context, stmt string, args ...any) (*checkpoint.Record, error) {
+	var raw []byte
+	err := q.stmt(ctx, stmt).QueryRowContext(ctx, args...).Scan(&raw)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("%w: thread %q namespace %q checkpoint %v", checkpoint.ErrNotFound, args[0], args[1], args[2:])
+	}
+	if err != nil {
+		return nil, err
+	}
+	return checkpoint.Decode(raw)
+}
+
+func (s *Saver) writeTx(ctx context.Context, fn func(q querier) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(querier{tx, s}); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+func (s *Saver) readTx(ctx context.Context, fn func(q querier) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	return fn(querier{tx, s})
+}
+
+// Put implements checkpoint.Saver.
+func (s *Saver) Put(ctx context.Context, st checkpoint.Step) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := checkpoint.ValidateStep(&st); err != nil {
+		return err
+	}
+	return s.writeTx(ctx, func(q querier) error {
+		var one int
+		err := q.stmt(ctx, "exists").QueryRowContext(ctx, st.ThreadID, st.NS, st.ID).Scan(&one)
+		if err == nil {
+			return nil // already stored: a put is idempotent
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		var parent *checkpoint.Record
+		var view *checkpoint.View
+		if st.ParentID != "" {
+			if parent, err = q.record(ctx, "record", st.ThreadID, st.NS, st.ParentID); err != nil {
+				return fmt.Errorf("parent of %q: %w", st.ID, err)
+			}
+			if checkpoint.NeedsView(parent, s.every) {
+				chain, err := checkpoint.Chain(ctx, parent, q.loader(st.ThreadID, st.NS, ""))
+				if err != nil {
+					return err
+				}
+				v := checkpoint.ViewOf(chain)
+				view = &v
+			}
+		}
+		var next int64
+		if err := q.stmt(ctx, "nextmsg").QueryRowContext(ctx, st.ThreadID, st.NS).Scan(&next); err != nil {
+			return err
+		}
+		b, err := checkpoint.Build(&st, parent, view, next, s.every)
+		if err != nil {
+			return err
+		}
+		return q.insert(ctx, b.Record, b.Messages, b.Blobs)
+	})
+}
+
+// insert stores a record with its messages, contents and references.
+func (q querier) insert(ctx context.Context, r *checkpoint.Record, msgs [][]byte, blobs map[string][]byte) error {
+	raw, err := checkpoint.Encode(r)
+	if err != nil {
+		return err
+	}
+	if _, err := q.stmt(ctx, "insertcp").ExecContext(ctx, r.ThreadID, r.NS, r.ID, r.Title, raw); err != nil {
+		return err
+	}
+	for i, m := range msgs {
+		if _, err := q.stmt(ctx, "insertmsg").ExecContext(ctx, r.ThreadID, r.NS, r.Messages.From+int64(i), m); err != nil {
+			return err
+		}
+	}
+	for h, c := range blobs {
+		if _, err := q.stmt(ctx, "insertblob").ExecContext(ctx, h, c); err != nil {
+			return err
+		}
+	}
+	for _, h := range r.Refs() {
+		if _, err := q.stmt(ctx, "insertref").ExecContext(ctx, r.ThreadID, r.NS, r.ID, h); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// PutWrite implements checkpoint.Saver.
+func (s *Saver) PutWrite(ctx context.Context, ref checkpoint.Ref, w checkpoint.Write) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := checkpoint.ValidateWrite(ref, &w); err != nil {
+		return err
+	}
+	if w.Kind == "" {
+		w.Kind = checkpoint.KindResult
+	}
+	data, err := checkpoint.EncodeWrite(w)
+	if err != nil {
+		return err
+	}
+	return s.writeTx(ctx, func(q querier) error {
+		var one int
+		err := q.stmt(ctx, "exists").QueryRowContext(ctx, ref.ThreadID, ref.NS, ref.ID).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("%w: checkpoint %q in thread %q", checkpoint.ErrNotFound, ref.ID, ref.ThreadID)
+		}
+		if err != nil {
+			return err
+		}
+		_, err = q.stmt(ctx, "putwrite").ExecContext(ctx, ref.ThreadID, ref.NS, ref.ID, w.CallID, w.Kind, data)
+		return err
+	})
+}
+
+// Get implements checkpoint.Saver.
+func (s *Saver) Get(ctx context.Context, ref checkpoint.Ref) (*checkpoint.Checkpoint, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := checkpoint.ValidateRef(ref, false); err != nil {
+		return nil, err
+	}
+	var out *checkpoint.Checkpoint
+	err := s.readTx(ctx, func(q querier) error {
+		var rec *checkpoint.Record
+		var err error
+		if ref.ID == "" {
+			rec, err = q.record(ctx, "r:latest", ref.ThreadID, ref.NS)
+		} else {
+			rec, err = q.record(ctx, "r:record", ref.ThreadID, ref.NS, ref.ID)
+		}
+		if err != nil {
+			return err
+		}
+		chain, err := checkpoint.Chain(ctx, rec, q.loader(ref.ThreadID, ref.NS, "r:"))
+		if err != nil {
+			return err
+		}
+		v := checkpoint.ViewOf(chain)
+		var msgs [][]byte
+		for _, rg := range v.Messages {
+			n := len(msgs)
+			rows, err := q.stmt(ctx, "r:messages").QueryContext(ctx, ref.ThreadID, ref.NS, rg.From, rg.To)
+			if err != nil {
+				return err
+			}
+			for rows.Next() {
+				var seq int64
+				var data []byte
+				if err := rows.Scan(&seq, &data); err != nil {
+					rows.Close()
+					return err
+				}
+				msgs = append(msgs, data)
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			if int64(len(msgs)-n) != rg.Len() {
+				return fmt.Errorf("checkpoint %q: %d of the messages %d..%d are missing", rec.ID, rg.Len()-int64(len(msgs)-n), rg.From, rg.To)
+			}
+		}
+		blobs := map[string][]byte{}
+		for _, f := range v.Files {
+			if _, ok := blobs[f.Hash]; ok {
+				continue
+			}
+			var data []byte
+			err := q.stmt(ctx, "r:blob").QueryRowContext(ctx, f.Hash).Scan(&data)
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+			if err == nil {
+				blobs[f.Hash] = data
+			}
+		}
+		c, err := checkpoint.Assemble(rec, v, msgs, blobs)
+		if err != nil {
+			return err
+		}
+		rows, err := q.stmt(ctx, "r:writes").QueryContext(ctx, ref.ThreadID, ref.NS, rec.ID)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var data []byte
+			if err := rows.Scan(&data); err != nil {
+				return err
+			}
+			w, err := checkpoint.DecodeWrite(data)
+			if err != nil {
+				return err
+			}
+			c.Pending = append(c.Pending, w)
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		out = c
+		return nil
+	})
+	return out, err
+}
+
+// List implements checkpoint.Saver.
+func (s *Saver) List(ctx context.Context, opts checkpoint.ListOptions) ([]checkpoint.Checkpoint, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := checkpoint.ValidateThreadID(opts.ThreadID); err != nil {
+		return nil, err
+	}
+	var out []checkpoint.Checkpoint
+	err := s.readTx(ctx, func(q querier) error {
+		query := `SELECT record FROM checkpoints WHERE thread = ?`
+		args := []any{opts.ThreadID}
+		if !opts.AllNamespaces {
+			query += ` AND ns = ?`
+			args = append(args, opts.NS)
+		}
+		if opts.Before != "" {
+			var seq sql.NullInt64
+			if err := q.stmt(ctx, "r:seqof").QueryRowContext(ctx, opts.ThreadID, opts.Before).Scan(&seq); err != nil {
+				return err
+			}
+			if !seq.Valid {
+				return fmt.Errorf("%w: checkpoint %q in thread %q", checkpoint.ErrNotFound, opts.Before, opts.ThreadID)
+			}
+			query += ` AND seq < ?`
+			args = append(args, seq.Int64)
+		}
+		query += ` ORDER BY seq DESC`
+		if opts.Limit > 0 && len(opts.Metadata) == 0 {
+			query += fmt.Sprintf(` LIMIT %d`, opts.Limit)
+		}
+		rows, err := q.tx.QueryContext(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var raw []byte
+			if err := rows.Scan(&raw); err != nil {
+				return err
+			}
+			r, err := checkpoint.Decode(raw)
+			if err != nil {
+				return err
+			}
+			if !checkpoint.MatchMetadata(r.Metadata, opts.Metadata) {
+				continue
+			}
+			out = append(out, *checkpoint.Header(r))
+			if opts.Limit > 0 && len(out) >= opts.Limit {
+				break
+			}
+		}
+		return rows.Err()
+	})
+	return out, err
+}
+
+// DeleteThread implements checkpoint.Saver.
+func (s *Saver) DeleteThread(ctx context.Context, threadID string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := checkpoint.ValidateThreadID(threadID); err != nil {
+		return err
+	}
+	return s.writeTx(ctx, func(q querier) error {
+		for _, table := range []string{"checkpoints", "messages", "refs", "writes", "leases"} {
+			if _, err := q.tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE thread = ?`, threadID); err != nil {
+				return err
+			}
+		}
+		return gcBlobs(ctx, q)
+	})
+}
+
+func gcBlobs(ctx context.Context, q querier) error {
+	_, err := q.tx.ExecContext(ctx, `DELETE FROM blobs WHERE NOT EXISTS (SELECT 1 FROM refs WHERE refs.hash = blobs.hash)`)
+	return err
+}
+
+type row struct {
+	seq int64
+	rec *checkpoint.Record
+}
+
+func (q querier) all(ctx context.Context, thread string) ([]row, error) {
+	rows, err := q.tx.QueryContext(ctx, `SELECT seq, record FROM checkpoints WHERE thread = ? ORDER BY seq`, thread)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []row
+	for rows.Next() {
+		var r row
+		var raw []byte
+		if err := rows.Scan(&r.seq, &raw); err != nil {
+			return nil, err
+		}
+		if r.rec, err = checkpoint.Decode(raw); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+func recsOf(rows []row) []*checkpoint.Record {
+	out := make([]*checkpoint.Record, len(rows))
+	for i, r := range rows {
+		out[i] = r.rec
+	}
+	return out
+}
+
+// CopyThread implements checkpoint.Saver.
+func (s *Saver) CopyThread(ctx context.Context, src checkpoint.Ref, dst string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := checkpoint.ValidateRef(src, false); err != nil {
+		return err
+	}
+	if err := checkpoint.ValidateThreadID(dst); err != nil {
+		return err
+	}
+	return s.writeTx(ctx, func(q querier) error {
+		rows, err := q.all(ctx, src.ThreadID)
+		if err != nil {
+			return err
+		}
+		keep, err := checkpoint.PlanCopy(recsOf(rows), src)
+		if err != nil {
+			return err
+		}
+		var n int
+		if err := q.tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM checkpoints WHERE thread = ?`, dst).Scan(&n); err != nil {
+			return err
+		}
+		if n > 0 {
+			return fmt.Errorf("%w: %q", checkpoint.ErrThreadExists, dst)
+		}
+		need := map[string][]checkpoint.Range{}
+		for i, r := range rows {
+			if !keep[i] {
+				continue
+			}
+			rec := *r.rec
+			rec.ThreadID = dst
+			if err := q.insert(ctx, &rec, nil, nil); err != nil {
+				return err
+			}
+			if _, err := q.tx.ExecContext(ctx, `INSERT INTO writes (thread, ns, cp, call_id, kind, data)
+				SELECT ?, ns, cp, call_id, kind, data FROM writes WHERE thread = ? AND ns = ? AND cp = ?`,
+				dst, src.ThreadID, rec.NS, rec.ID); err != nil {
+				return err
+			}
+			need[rec.NS] = append(need[rec.NS], rec.Messages)
+			if rec.Snapshot != nil {
+				need[rec.NS] = append(need[rec.NS], rec.Snapshot.Messages...)
+			}
+		}
+		for ns, rgs := range need {
+			for _, rg := range rgs {
+				if _, err := q.tx.ExecContext(ctx, `INSERT INTO messages (thread, ns, seq, data)
+					SELECT ?, ns, seq, data FROM messages WHERE thread = ? AND ns = ? AND seq >= ? AND seq < ?
+					ON CONFLICT DO NOTHING`, dst, src.ThreadID, ns, rg.From, rg.To); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// Prune implements checkpoint.Saver.
+func (s *Saver) Prune(ctx context.Context, threadID string, opts checkpoint.PruneOptions) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := checkpoint.ValidateThreadID(threadID); err != nil {
+		return err
+	}
+	return s.writeTx(ctx, func(q querier) error {
+		rows, err := q.all(ctx, threadID)
+		if err != nil {
+			return err
+		}
+		plan, err := checkpoint.PlanPrune(ctx, recsOf(rows), opts)
+		if err != nil {
+			return fmt.Errorf("prune thread %q: %w", threadID, err)
+		}
+		for i, r := range rows {
+			if plan.Drop[i] {
+				for _, table := range []string{"checkpoints", "refs", "writes"} {
+					col := "cp"
+					if table == "checkpoints" {
+						col = "id"
+					}
+					if _, err := q.tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE thread = ? AND ns = ? AND `+col+` = ?`, threadID, r.rec.NS, r.rec.ID); err != nil {
+						return err
+					}
+				}
+				continue
+			}
+			if nr := plan.Rewrite[i]; nr != nil {
+				raw, err := checkpoint.Encode(nr)
+				if err != nil {
+					return err
+				}
+				if _, err := q.tx.ExecContext(ctx, `UPDATE checkpoints SET record = ? WHERE seq = ?`, raw, r.seq); err != nil {
+					return err
+				}
+				for _, h := range nr.Refs() {
+					if _, err := q.stmt(ctx, "insertref").ExecContext(ctx, threadID, nr.NS, nr.ID, h); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		// Drop the messages no survivor reaches.
+		nsRows, err := q.tx.QueryContext(ctx, `SELECT DISTINCT ns FROM messages WHERE thread = ?`, threadID)
+		if err != nil {
+			return err
+		}
+		var nss []string
+		for nsRows.Next() {
+			var ns string
+			if err := nsRows.Scan(&ns); err != nil {
+				nsRows.Close()
+				return err
+			}
+			nss = append(nss, ns)
+		}
+		nsRows.Close()
+		for _, ns := range nss {
+			cond, args := "", []any{threadID, ns}
+			for _, rg := range plan.Keep[ns] {
+				if rg.Len() > 0 {
+					cond += ` AND NOT (seq >= ? AND seq < ?)`
+					args = append(args, rg.From, rg.To)
+				}
+			}
+			if _, err := q.tx.ExecContext(ctx, `DELETE FROM messages WHERE thread = ? AND ns = ?`+cond, args...); err != nil {
+				return err
+			}
+		}
+		return gcBlobs(ctx, q)
+	})
+}

@@ -1,0 +1,180 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/deepagents-go/deepagents/checkpoint"
+)
+
+func checkLease(ctx context.Context, threadID, holder string, ttl time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := checkpoint.ValidateThreadID(threadID); err != nil {
+		return err
+	}
+	if holder == "" || len(holder) > checkpoint.MaxIDLen {
+		return fmt.Errorf("%w: lease holder must be 1 to %d bytes long", checkpoint.ErrInvalid, checkpoint.MaxIDLen)
+	}
+	if ttl <= 0 {
+		return fmt.Errorf("%w: lease time %s is not positive", checkpoint.ErrInvalid, ttl)
+	}
+	return nil
+}
+
+// Acquire implements checkpoint.Saver. Expiry times are stored as Unix
+// nanoseconds of the caller's clock.
+func (s *Saver) Acquire(ctx context.Context, threadID, holder string, now time.Time, ttl time.Duration) (checkpoint.Lease, error) {
+	if err := checkLease(ctx, threadID, holder, ttl); err != nil {
+		return checkpoint.Lease{}, err
+	}
+	l := checkpoint.Lease{ThreadID: threadID, Holder: holder, Expires: now.Add(ttl).UTC()}
+	err := s.writeTx(ctx, func(q querier) error {
+		var cur string
+		var exp int64
+		err := q.tx.QueryRowContext(ctx, `SELECT holder, expires FROM leases WHERE thread = ?`, threadID).Scan(&cur, &exp)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		if err == nil && cur != holder && now.UnixNano() < exp {
+			return &checkpoint.LeasedError{ThreadID: threadID, Holder: cur, Expires: time.Unix(0, exp).UTC()}
+		}
+		_, err = q.tx.ExecContext(ctx, `INSERT INTO leases (thread, holder, expires) VALUES (?, ?, ?)
+			ON CONFLICT (thread) DO UPDATE SET holder = excluded.holder, expires = excluded.expires`,
+			threadID, holder, l.Expires.UnixNano())
+		return err
+	})
+	if err != nil {
+		return checkpoint.Lease{}, err
+	}
+	return l, nil
+}
+
+// Renew implements checkpoint.Saver.
+func (s *Saver) Renew(ctx context.Context, threadID, holder string, now time.Time, ttl time.Duration) (checkpoint.Lease, error) {
+	if err := checkLease(ctx, threadID, holder, ttl); err != nil {
+		return checkpoint.Lease{}, err
+	}
+	l := checkpoint.Lease{ThreadID: threadID, Holder: holder, Expires: now.Add(ttl).UTC()}
+	err := s.writeTx(ctx, func(q querier) error {
+		res, err := q.tx.ExecContext(ctx, `UPDATE leases SET expires = ? WHERE thread = ? AND holder = ?`, l.Expires.UnixNano(), threadID, holder)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return fmt.Errorf("%w: %s does not hold thread %q", checkpoint.ErrNotHeld, holder, threadID)
+		}
+		return nil
+	})
+	if err != nil {
+		return checkpoint.Lease{}, err
+	}
+	return l, nil
+}
+
+// Release implements checkpoint.Saver.
+func (s *Saver) Release(ctx context.Context, threadID, holder string) error {
+	if err := checkLease(ctx, threadID, holder, time.Second); err != nil {
+		return err
+	}
+	return s.writeTx(ctx, func(q querier) error {
+		_, err := q.tx.ExecContext(ctx, `DELETE FROM leases WHERE thread = ? AND holder = ?`, threadID, holder)
+		return err
+	})
+}
+
+// Threads implements checkpoint.Saver.
+func (s *Saver) Threads(ctx context.Context, opts checkpoint.ThreadsOptions) ([]checkpoint.ThreadInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var out []checkpoint.ThreadInfo
+	err := s.readTx(ctx, func(q querier) error {
+		rows, err := q.tx.QueryContext(ctx, `
+			SELECT c.thread, c.record,
+				(SELECT COUNT(*) FROM checkpoints x WHERE x.thread = c.thread AND x.ns = ''),
+				COALESCE((SELECT t.title FROM checkpoints t WHERE t.thread = c.thread AND t.ns = '' AND t.title <> '' ORDER BY t.seq LIMIT 1), '')
+			FROM checkpoints c
+			WHERE c.seq IN (SELECT MAX(seq) FROM checkpoints WHERE ns = '' GROUP BY thread)`)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var info checkpoint.ThreadInfo
+			var raw []byte
+			if err := rows.Scan(&info.ID, &raw, &info.Steps, &info.Title); err != nil {
+				return err
+			}
+			r, err := checkpoint.Decode(raw)
+			if err != nil {
+				return err
+			}
+			info.Updated, info.Status = r.Time, r.Status
+			info.Tokens = r.Usage.InputTokens + r.Usage.OutputTokens
+			out = append(out, info)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	checkpoint.SortThreads(out)
+	if opts.Limit > 0 && len(out) > opts.Limit {
+		out = out[:opts.Limit]
+	}
+	return out, nil
+}
+
+// Stats implements checkpoint.Saver. Bytes counts stored payloads, not the
+// database's pages and indexes; see DiskSize for the file.
+func (s *Saver) Stats(ctx context.Context, threadID string) (checkpoint.Stats, error) {
+	if err := ctx.Err(); err != nil {
+		return checkpoint.Stats{}, err
+	}
+	var st checkpoint.Stats
+	err := s.readTx(ctx, func(q querier) error {
+		where, args := "", []any{}
+		if threadID != "" {
+			where, args = " WHERE thread = ?", []any{threadID}
+		}
+		var b1, b2, b3, b4 int64
+		if err := q.tx.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(LENGTH(record)), 0) FROM checkpoints`+where, args...).Scan(&st.Checkpoints, &b1); err != nil {
+			return err
+		}
+		if err := q.tx.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(LENGTH(data)), 0) FROM messages`+where, args...).Scan(&st.Messages, &b2); err != nil {
+			return err
+		}
+		if err := q.tx.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(LENGTH(data)), 0) FROM writes`+where, args...).Scan(&st.Writes, &b3); err != nil {
+			return err
+		}
+		if err := q.tx.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(LENGTH(data)), 0) FROM blobs
+			WHERE hash IN (SELECT hash FROM refs`+where+`)`, args...).Scan(&st.Blobs, &b4); err != nil {
+			return err
+		}
+		st.Bytes = b1 + b2 + b3 + b4
+		st.Rows = st.Checkpoints + st.Messages + st.Writes + st.Blobs
+		return nil
+	})
+	return st, err
+}
+
+// DiskSize checkpoints the write-ahead log into the database file and
+// returns the file's size in bytes.
+func (s *Saver) DiskSize(ctx context.Context) (int64, error) {
+	if _, err := s.w.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+		return 0, err
+	}
+	var pages, size int64
+	if err := s.w.QueryRowContext(ctx, `PRAGMA page_count`).Scan(&pages); err != nil {
+		return 0, err
+	}
+	if err := s.w.QueryRowContext(ctx, `PRAGMA page_size`).Scan(&size); err != nil {
+		return 0, err
+	}
+	return pages * size, nil
+}
