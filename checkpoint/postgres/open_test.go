@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/internal/pgtest"
 )
 
@@ -115,6 +116,9 @@ func TestCloseReleasesPool(t *testing.T) {
 	}
 	if err := s.db.pool.Ping(ctx); err == nil {
 		t.Error("Ping after Close succeeded")
+	}
+	if _, err := s.Get(ctx, checkpoint.Ref{ThreadID: "th"}); err == nil || !strings.Contains(err.Error(), "closed") {
+		t.Errorf("Get after Close: err = %v, want a closed-saver error", err)
 	}
 	if err := s.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
