@@ -333,18 +333,13 @@ func (m *Memory) CopyThread(ctx context.Context, src Ref, dst string) error {
 	if d := m.threads[dst]; d != nil && len(d.cps) > 0 {
 		return fmt.Errorf("%w: %q", ErrThreadExists, dst)
 	}
-	keep := map[*memCP]bool{}
-	for r := at; r != nil && src.ID != ""; {
-		keep[r] = true
-		if r.rec.ParentID == "" {
-			break
-		}
-		r = th.byKey[nsID{src.NS, r.rec.ParentID}]
+	recs := make([]*Record, len(th.cps))
+	for i, cp := range th.cps {
+		recs[i] = cp.rec
 	}
-	for _, cp := range th.cps {
-		if src.ID == "" || (cp.rec.NS != src.NS && cp.seq <= at.seq) {
-			keep[cp] = true
-		}
+	keep, err := PlanCopy(recs, src)
+	if err != nil {
+		return err
 	}
 	var lease *Lease
 	if d := m.threads[dst]; d != nil {
@@ -353,8 +348,8 @@ func (m *Memory) CopyThread(ctx context.Context, src Ref, dst string) error {
 	delete(m.threads, dst)
 	nt := m.thread(dst, true)
 	nt.lease = lease
-	for _, cp := range th.cps {
-		if !keep[cp] {
+	for i, cp := range th.cps {
+		if !keep[i] {
 			continue
 		}
 		r := *cp.rec
@@ -425,70 +420,28 @@ func (m *Memory) Prune(ctx context.Context, threadID string, opts PruneOptions) 
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	th := m.thread(threadID, false)
+	var recs []*Record
+	if th != nil {
+		for _, cp := range th.cps {
+			recs = append(recs, cp.rec)
+		}
+	}
+	plan, err := PlanPrune(ctx, recs, opts)
+	if err != nil {
+		return fmt.Errorf("prune thread %q: %w", threadID, err)
+	}
 	if th == nil {
-		if opts.Before != "" {
-			return fmt.Errorf("%w: checkpoint %q in thread %q", ErrNotFound, opts.Before, threadID)
-		}
 		return nil
-	}
-	keep := make([]bool, len(th.cps))
-	for i := range keep {
-		keep[i] = true
-	}
-	if opts.Before != "" {
-		cut := -1
-		for i, cp := range th.cps {
-			if cp.rec.ID == opts.Before {
-				cut = i
-				break
-			}
-		}
-		if cut < 0 {
-			return fmt.Errorf("%w: checkpoint %q in thread %q", ErrNotFound, opts.Before, threadID)
-		}
-		for i := range cut {
-			keep[i] = false
-		}
-	}
-	if opts.KeepLast > 0 {
-		seen := map[string]int{}
-		for i := len(th.cps) - 1; i >= 0; i-- {
-			ns := th.cps[i].rec.NS
-			seen[ns]++
-			if seen[ns] > opts.KeepLast {
-				keep[i] = false
-			}
-		}
-	}
-	kept := map[nsID]bool{}
-	for i, cp := range th.cps {
-		if keep[i] {
-			kept[nsID{cp.rec.NS, cp.rec.ID}] = true
-		}
-	}
-	// Survivors whose parent goes become snapshots, computed before anything
-	// is dropped.
-	rewrite := map[*memCP]*Record{}
-	for i, cp := range th.cps {
-		r := cp.rec
-		if !keep[i] || r.Depth == 0 || kept[nsID{r.NS, r.ParentID}] {
-			continue
-		}
-		chain, err := Chain(ctx, r, th.loader(r.NS))
-		if err != nil {
-			return err
-		}
-		rewrite[cp] = MakeSnapshot(chain)
 	}
 	var cps []*memCP
 	for i, cp := range th.cps {
 		key := nsID{cp.rec.NS, cp.rec.ID}
-		if !keep[i] {
+		if plan.Drop[i] {
 			delete(th.byKey, key)
 			delete(th.writes, key)
 			continue
 		}
-		if r := rewrite[cp]; r != nil {
+		if r := plan.Rewrite[i]; r != nil {
 			raw, err := Encode(r)
 			if err != nil {
 				return err

@@ -199,6 +199,9 @@ type Loader func(ctx context.Context, id string) (*Record, error)
 func Chain(ctx context.Context, rec *Record, load Loader) ([]*Record, error) {
 	chain := []*Record{rec}
 	for rec.Depth > 0 {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		if rec.ParentID == "" {
 			return nil, fmt.Errorf("checkpoint %q: history broken (no parent before a snapshot)", rec.ID)
 		}
@@ -477,6 +480,9 @@ func DecodeWrite(data []byte) (Write, error) {
 	}
 	if x.V < 1 || x.V > CodecVersion {
 		return Write{}, fmt.Errorf("pending write has version %d; this build reads versions 1 to %d", x.V, CodecVersion)
+	}
+	if x.CallID == "" || x.Kind == "" {
+		return Write{}, fmt.Errorf("pending write has no call id or kind")
 	}
 	return Write{CallID: x.CallID, Kind: x.Kind, Result: x.Result, Files: x.Files, Data: x.Data, Time: x.Time}, nil
 }

@@ -1,12 +1,18 @@
 package sqlite_test
 
 import (
+	"context"
+	"database/sql"
+	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/checkpoint/checkpointtest"
 	"github.com/deepagents-go/deepagents/checkpoint/sqlite"
+	"github.com/deepagents-go/deepagents/llm"
 )
 
 func open(t testing.TB, opts sqlite.Options) *sqlite.Saver {
@@ -24,4 +30,81 @@ func TestConformance(t *testing.T) {
 
 func TestConformanceSnapshotEvery3(t *testing.T) {
 	checkpointtest.Run(t, func(t *testing.T) checkpoint.Saver { return open(t, sqlite.Options{SnapshotEvery: 3}) })
+}
+
+// Two savers on one file stand for two processes: a thread one holds is
+// refused to the other, and what one puts the other reads.
+func TestTwoProcessesShareOneFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	a, err := sqlite.Open(path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := sqlite.Open(path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx := context.Background()
+	if _, err := a.Acquire(ctx, "th", "pid-1", t0, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.Acquire(ctx, "th", "pid-2", t0.Add(time.Second), time.Minute)
+	var le *checkpoint.LeasedError
+	if !errors.As(err, &le) || le.Holder != "pid-1" {
+		t.Fatalf("second process: %v", err)
+	}
+	if err := a.Put(ctx, checkpoint.Step{ThreadID: "th", ID: "c1", Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := b.Get(ctx, checkpoint.Ref{ThreadID: "th"})
+	if err != nil || len(c.State.Messages) != 1 || c.State.Messages[0].Content != "hi" {
+		t.Fatalf("other process reads %+v, %v", c, err)
+	}
+	// The holder died: after expiry the other process takes over.
+	if _, err := b.Acquire(ctx, "th", "pid-2", t0.Add(2*time.Minute), time.Minute); err != nil {
+		t.Errorf("takeover after expiry: %v", err)
+	}
+}
+
+func TestOpenRefuses(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := sqlite.Open("", sqlite.Options{}); err == nil || !strings.Contains(err.Error(), "no database path") {
+		t.Errorf("empty path: %v", err)
+	}
+	if _, err := sqlite.Open(filepath.Join(dir, "x.db"), sqlite.Options{Synchronous: "sometimes"}); err == nil || !strings.Contains(err.Error(), "FULL, NORMAL, OFF") {
+		t.Errorf("bad synchronous: %v", err)
+	}
+	// A database from a newer build is refused, not damaged.
+	path := filepath.Join(dir, "newer.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`PRAGMA user_version = 99`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if _, err := sqlite.Open(path, sqlite.Options{}); err == nil || !strings.Contains(err.Error(), "schema version 99") {
+		t.Errorf("newer schema: %v", err)
+	}
+	// Reopening migrates nothing twice and keeps the data.
+	p2 := filepath.Join(dir, "again.db")
+	s, err := sqlite.Open(p2, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Put(context.Background(), checkpoint.Step{ThreadID: "t", ID: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s, err = sqlite.Open(p2, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Get(context.Background(), checkpoint.Ref{ThreadID: "t", ID: "a"}); err != nil {
+		t.Errorf("after reopening: %v", err)
+	}
 }
