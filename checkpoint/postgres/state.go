@@ -57,6 +57,10 @@ func hashOf(content string) []byte {
 	return h[:]
 }
 
+// longChain is the history length from which chainMessages reads the whole
+// namespace instead of listing the ids.
+const longChain = 256
+
 // loaded is a rebuilt state plus what a following snapshot needs.
 type loaded struct {
 	// chain is every checkpoint id of the history, oldest first.
@@ -300,8 +304,18 @@ func chainMessages(ctx context.Context, q querier, thread, ns string, chain []st
 	for i, id := range chain {
 		pos[id] = i
 	}
-	rows, err := q.Query(ctx, `SELECT checkpoint_id, idx, body FROM messages
-		WHERE thread_id = $1 AND ns = $2 AND checkpoint_id = ANY($3)`, thread, ns, chain)
+	// A long chain is most of the namespace: reading the namespace's
+	// messages by index and skipping other branches beats matching against
+	// thousands of ids.
+	var rows pgx.Rows
+	var err error
+	if len(chain) > longChain {
+		rows, err = q.Query(ctx, `SELECT checkpoint_id, idx, body FROM messages
+			WHERE thread_id = $1 AND ns = $2`, thread, ns)
+	} else {
+		rows, err = q.Query(ctx, `SELECT checkpoint_id, idx, body FROM messages
+			WHERE thread_id = $1 AND ns = $2 AND checkpoint_id = ANY($3)`, thread, ns, chain)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -318,11 +332,15 @@ func chainMessages(ctx context.Context, q querier, thread, ns string, chain []st
 			rows.Close()
 			return nil, err
 		}
+		p, ok := pos[cp]
+		if !ok {
+			continue // another branch's message
+		}
 		if err := json.Unmarshal(body, &r.m); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("a message of checkpoint %q is corrupt: %w", cp, err)
 		}
-		r.pos = pos[cp]
+		r.pos = p
 		rs = append(rs, r)
 	}
 	rows.Close()
