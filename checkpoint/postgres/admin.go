@@ -87,6 +87,11 @@ func (s *Saver) CopyThread(ctx context.Context, src checkpoint.Ref, dst string) 
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock_shared($1)", blobLock); err != nil {
 			return err
 		}
+		// Two copies onto one new thread: the second waits here and then
+		// sees the first's checkpoints.
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtext('deepagents copy onto ' || $1))", dst); err != nil {
+			return err
+		}
 		var taken bool
 		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM checkpoints WHERE thread_id = $1)`, dst).Scan(&taken); err != nil {
 			return err

@@ -109,12 +109,19 @@ func (s *Saver) Put(ctx context.Context, st checkpoint.Step) error {
 			snapFiles = l.files
 		}
 
-		if _, err := tx.Exec(ctx, `INSERT INTO checkpoints
+		// A concurrent put of the same id may have won since the check
+		// above: then this one does nothing, like a repeated put.
+		tag, err := tx.Exec(ctx, `INSERT INTO checkpoints
 			(thread_id, ns, id, parent_id, step, depth, metadata, status, at, step_usage, usage, title, vals, snapshot, snap_base)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+			ON CONFLICT (thread_id, ns, id) DO NOTHING`,
 			st.ThreadID, st.NS, st.ID, st.ParentID, st.Step, depth, string(mdJSON), string(st.Status), fmtTime(st.Time),
-			stepUsage, total, title, vals, snap, snapBase); err != nil {
+			stepUsage, total, title, vals, snap, snapBase)
+		if err != nil {
 			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return nil
 		}
 		batch := &pgx.Batch{}
 		for i, m := range st.Messages {
