@@ -18,7 +18,12 @@
 // steps are kept under its parent's thread. Leases let one process hold a
 // thread while it runs it.
 //
-// Every Saver passes the suite in checkpoint/checkpointtest.
+// Every Saver passes the suite in checkpoint/checkpointtest. A new saver
+// need not reimplement the storage model: it keeps Records (Encode, Decode),
+// messages by per-namespace sequence number and file contents by hash, and
+// uses Build to turn a step into a record, Chain, ViewOf and Assemble to
+// rebuild a state, and PlanPrune and PlanCopy for Prune and CopyThread, as
+// Memory and checkpoint/sqlite do.
 package checkpoint
 
 import (

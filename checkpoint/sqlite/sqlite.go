@@ -113,7 +113,6 @@ func Open(path string, opts Options) (*Saver, error) {
 	}
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
-	q.Add("_pragma", "journal_mode(WAL)")
 	syncMode := strings.ToUpper(opts.Synchronous)
 	switch syncMode {
 	case "":
@@ -135,6 +134,15 @@ func Open(path string, opts Options) (*Saver, error) {
 	s := &Saver{w: w, every: opts.SnapshotEvery}
 	if s.every <= 0 {
 		s.every = checkpoint.DefaultSnapshotEvery
+	}
+	// 8 KiB pages hold three 2 KB tool results where 4 KiB pages hold one.
+	// The page size only takes effect on a new file, so it is set before
+	// WAL mode (which is then stored in the file for every connection).
+	for _, p := range []string{"PRAGMA page_size = 8192", "PRAGMA journal_mode = WAL"} {
+		if _, err := w.Exec(p); err != nil {
+			w.Close()
+			return nil, fmt.Errorf("open %s: %s: %w", path, p, err)
+		}
 	}
 	if err := s.migrate(context.Background()); err != nil {
 		w.Close()
