@@ -1,0 +1,165 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"regexp"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Defaults for Options fields left zero.
+const (
+	DefaultConnectTimeout = 10 * time.Second
+	DefaultCallTimeout    = 30 * time.Second
+	DefaultSnapshotEvery  = 50
+)
+
+// Options tunes a Saver. The zero value is ready to use.
+type Options struct {
+	// Schema holds the saver's tables; it is created when missing. Empty
+	// means the connection's default (usually "public"). Names are plain
+	// identifiers: a letter or underscore, then letters, digits or
+	// underscores, at most 63 bytes.
+	Schema string
+	// ConnectTimeout bounds opening one connection (DNS, TCP, TLS, login),
+	// so a wrong address fails fast instead of hanging.
+	ConnectTimeout time.Duration
+	// CallTimeout bounds every call of the saver (one query or one
+	// transaction) on top of the caller's context.
+	CallTimeout time.Duration
+	// MaxConns caps the pool; zero keeps pgxpool's default.
+	MaxConns int32
+	// SnapshotEvery is how many steps pass between full snapshots of a
+	// thread's messages; between snapshots only each step's new messages
+	// are stored.
+	SnapshotEvery int
+}
+
+func (o Options) withDefaults() Options {
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = DefaultConnectTimeout
+	}
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = DefaultCallTimeout
+	}
+	if o.SnapshotEvery <= 0 {
+		o.SnapshotEvery = DefaultSnapshotEvery
+	}
+	return o
+}
+
+var plainIdent = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
+
+// db is the connection side of the saver: the pool, the timeouts and the
+// schema migrations.
+type db struct {
+	pool *pgxpool.Pool
+	opts Options
+}
+
+// openDB parses dsn, opens a pool, checks that the server answers and
+// brings the schema up to date, all within the connect and call timeouts.
+func openDB(ctx context.Context, dsn string, opts Options) (*db, error) {
+	opts = opts.withDefaults()
+	if opts.Schema != "" && !plainIdent.MatchString(opts.Schema) {
+		return nil, fmt.Errorf("postgres checkpoint saver: schema name %q is not a plain identifier (letters, digits and underscores, not starting with a digit, at most 63 bytes)", opts.Schema)
+	}
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		// pgx's parse errors redact passwords.
+		return nil, fmt.Errorf("postgres checkpoint saver: bad connection string: %w", err)
+	}
+	cfg.ConnConfig.ConnectTimeout = opts.ConnectTimeout
+	if opts.Schema != "" {
+		cfg.ConnConfig.RuntimeParams["search_path"] = opts.Schema
+	}
+	if opts.MaxConns > 0 {
+		cfg.MaxConns = opts.MaxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres checkpoint saver: %w", err)
+	}
+	d := &db{pool: pool, opts: opts}
+	pctx, cancel := d.call(ctx)
+	err = pool.Ping(pctx)
+	cancel()
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres checkpoint saver: cannot reach the server at %s:%d (connect timeout %s): %w",
+			cfg.ConnConfig.Host, cfg.ConnConfig.Port, opts.ConnectTimeout, err)
+	}
+	if err := d.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// call derives the context for one call of the saver: the caller's,
+// bounded by CallTimeout.
+func (d *db) call(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, d.opts.CallTimeout)
+}
+
+// tx runs f in one transaction under the call timeout, committing when f
+// returns nil and rolling back otherwise.
+func (d *db) tx(ctx context.Context, f func(ctx context.Context, tx pgx.Tx) error) error {
+	ctx, cancel := d.call(ctx)
+	defer cancel()
+	return pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error { return f(ctx, tx) })
+}
+
+// migrationLockKey is the advisory lock that serialises migrations of one
+// schema across processes (two savers opening a fresh database at once).
+func migrationLockKey(schema string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte("deepagents checkpoint migrations\x00" + schema))
+	return int64(h.Sum64())
+}
+
+// migrate applies the migrations not yet recorded in deepagents_migrations
+// in one transaction, holding an advisory lock so concurrent openers apply
+// each exactly once.
+func (d *db) migrate(ctx context.Context) error {
+	return d.tx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", migrationLockKey(d.opts.Schema)); err != nil {
+			return fmt.Errorf("postgres checkpoint saver: taking the migration lock: %w", err)
+		}
+		if d.opts.Schema != "" {
+			if _, err := tx.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{d.opts.Schema}.Sanitize()); err != nil {
+				return fmt.Errorf("postgres checkpoint saver: creating schema %s: %w", d.opts.Schema, err)
+			}
+		}
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS deepagents_migrations (
+			v integer PRIMARY KEY,
+			applied_at timestamptz NOT NULL DEFAULT now()
+		)`); err != nil {
+			return fmt.Errorf("postgres checkpoint saver: creating the migrations table: %w", err)
+		}
+		var have int
+		if err := tx.QueryRow(ctx, "SELECT coalesce(max(v), 0) FROM deepagents_migrations").Scan(&have); err != nil {
+			return fmt.Errorf("postgres checkpoint saver: reading the schema version: %w", err)
+		}
+		if have > len(migrations) {
+			return fmt.Errorf("postgres checkpoint saver: the database's schema is version %d, newer than this program knows (%d); upgrade the program", have, len(migrations))
+		}
+		for v := have + 1; v <= len(migrations); v++ {
+			if _, err := tx.Exec(ctx, migrations[v-1]); err != nil {
+				return fmt.Errorf("postgres checkpoint saver: migration %d: %w", v, err)
+			}
+			if _, err := tx.Exec(ctx, "INSERT INTO deepagents_migrations (v) VALUES ($1)", v); err != nil {
+				return fmt.Errorf("postgres checkpoint saver: recording migration %d: %w", v, err)
+			}
+		}
+		return nil
+	})
+}
+
+// errClosed is returned by calls on a closed saver.
+var errClosed = errors.New("postgres checkpoint saver: closed")

@@ -1,0 +1,217 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/internal/pgtest"
+)
+
+// openTest opens a saver in a fresh schema of the test server and closes it
+// when the test ends.
+func openTest(t *testing.T, opts Options) *Saver {
+	t.Helper()
+	dsn, schema := pgtest.Schema(t)
+	opts.Schema = schema
+	s, err := Open(t.Context(), dsn, opts)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// TestOpenBadAddressFailsClearly needs no server: each connection string
+// must be refused with an error that says what went wrong, and a server that
+// accepts the connection but never answers must not hang Open past the
+// connect timeout.
+func TestOpenBadAddressFailsClearly(t *testing.T) {
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	go func() { // accept and hold connections, never speaking
+		var held []net.Conn
+		defer func() {
+			for _, c := range held {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refusedAddr := closed.Addr().String()
+	closed.Close()
+
+	tests := []struct {
+		name string
+		dsn  string
+		opts Options
+		want []string // substrings of the error, all required
+	}{
+		{"not a connection string", "postgres://user:secret@host:notaport/db", Options{}, []string{"bad connection string"}},
+		{"bad schema name", "postgres://u@127.0.0.1:1/db", Options{Schema: "a;drop table x"}, []string{`schema name "a;drop table x"`, "plain identifier"}},
+		{"nobody listening", "postgres://u@" + refusedAddr + "/db?sslmode=disable", Options{ConnectTimeout: 5 * time.Second}, []string{"cannot reach the server at 127.0.0.1"}},
+		{"server never answers", "postgres://u@" + silent.Addr().String() + "/db?sslmode=disable", Options{ConnectTimeout: 300 * time.Millisecond}, []string{"cannot reach the server", "connect timeout 300ms", "timeout"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// A deadline far above the connect timeout: if Open ignored its
+			// own timeout, this ends it and the error check below fails.
+			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+			defer cancel()
+			s, err := Open(ctx, tt.dsn, tt.opts)
+			if err == nil {
+				s.Close()
+				t.Fatal("Open succeeded")
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("Open did not return before the test's own 20s deadline: %v", err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+			if strings.Contains(err.Error(), "secret") {
+				t.Errorf("error %q shows the password", err)
+			}
+		})
+	}
+}
+
+// TestCloseReleasesPool opens a saver on the test server, uses a connection,
+// closes the saver and checks that the pool holds no connection any more and
+// that a later call fails instead of reconnecting.
+func TestCloseReleasesPool(t *testing.T) {
+	s := openTest(t, Options{})
+	ctx := t.Context()
+	var one int
+	if err := s.db.pool.QueryRow(ctx, "SELECT 1").Scan(&one); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.db.pool.Stat().TotalConns(); n == 0 {
+		t.Fatal("the pool holds no connection after a query; the check below would prove nothing")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if n := s.db.pool.Stat().TotalConns(); n != 0 {
+		t.Errorf("after Close the pool still holds %d connections", n)
+	}
+	if err := s.db.pool.Ping(ctx); err == nil {
+		t.Error("Ping after Close succeeded")
+	}
+	if _, err := s.Get(ctx, checkpoint.Ref{ThreadID: "th"}); err == nil || !strings.Contains(err.Error(), "closed") {
+		t.Errorf("Get after Close: err = %v, want a closed-saver error", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}
+
+// TestMigrationsApplyOnceConcurrently opens several savers on one fresh
+// schema at the same time: every Open succeeds and each schema version is
+// recorded exactly once.
+func TestMigrationsApplyOnceConcurrently(t *testing.T) {
+	dsn, schema := pgtest.Schema(t)
+	const n = 4
+	errs := make(chan error, n)
+	savers := make(chan *Saver, n)
+	for range n {
+		go func() {
+			s, err := Open(t.Context(), dsn, Options{Schema: schema})
+			errs <- err
+			savers <- s
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Errorf("Open: %v", err)
+		}
+		if s := <-savers; s != nil {
+			defer s.Close()
+		}
+	}
+	conn := pgtest.Connect(t)
+	rows, err := conn.Query(t.Context(), "SELECT v, count(*) FROM "+schema+".deepagents_migrations GROUP BY v ORDER BY v")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var versions []int
+	for rows.Next() {
+		var v, c int
+		if err := rows.Scan(&v, &c); err != nil {
+			t.Fatal(err)
+		}
+		if c != 1 {
+			t.Errorf("migration %d recorded %d times", v, c)
+		}
+		versions = append(versions, v)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(versions) != len(migrations) || (len(versions) > 0 && versions[len(versions)-1] != len(migrations)) {
+		t.Errorf("recorded versions %v, want 1..%d", versions, len(migrations))
+	}
+}
+
+// TestNewerSchemaRefused records a schema version above what this code
+// knows: Open must refuse rather than write into tables it does not
+// understand.
+func TestNewerSchemaRefused(t *testing.T) {
+	s := openTest(t, Options{})
+	dsn := pgtest.DSN(t)
+	if _, err := s.db.pool.Exec(t.Context(), "INSERT INTO deepagents_migrations (v) VALUES ($1)", len(migrations)+1); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Open(t.Context(), dsn, Options{Schema: s.db.opts.Schema})
+	if err == nil || !strings.Contains(err.Error(), "newer than this program knows") {
+		t.Fatalf("Open on a newer schema: err = %v, want a refusal", err)
+	}
+}
+
+// TestCallTimeoutBoundsEveryCall blocks a call behind a row lock held by
+// another connection: the call must give up at CallTimeout with an error
+// that matches context.DeadlineExceeded, not wait for the lock.
+func TestCallTimeoutBoundsEveryCall(t *testing.T) {
+	s := openTest(t, Options{CallTimeout: 300 * time.Millisecond})
+	ctx := t.Context()
+	if _, err := s.Acquire(ctx, "th", "a", time.Unix(0, 0), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := s.db.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(ctx, "SELECT 1 FROM leases WHERE thread_id = 'th' FOR UPDATE"); err != nil {
+		t.Fatal(err)
+	}
+	deadline, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	_, err = s.Renew(deadline, "th", "a", time.Unix(0, 0), time.Hour)
+	if deadline.Err() != nil {
+		t.Fatalf("Renew waited past the test's own 20s deadline: %v", err)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Renew behind a held lock: err = %v, want context.DeadlineExceeded", err)
+	}
+}

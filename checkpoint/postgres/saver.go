@@ -1,0 +1,38 @@
+// Package postgres is a checkpoint saver on PostgreSQL, for deployments
+// where several processes or machines share threads. It keeps the same data
+// model as the embedded SQLite saver: each step's new messages appended, a
+// full message snapshot every Options.SnapshotEvery steps, file contents
+// stored once per content hash, and leases that let one run at a time hold
+// a thread while an expired lease can be taken over.
+package postgres
+
+import (
+	"context"
+	"sync/atomic"
+)
+
+// Saver stores checkpoints in a PostgreSQL database through a connection
+// pool. It is safe for concurrent use. Close it to release the pool.
+type Saver struct {
+	db     *db
+	closed atomic.Bool
+}
+
+// Open connects to the database at dsn (a pgx connection string: URL or
+// key=value), checks that it answers within Options.ConnectTimeout and
+// creates or upgrades the saver's tables.
+func Open(ctx context.Context, dsn string, opts Options) (*Saver, error) {
+	d, err := openDB(ctx, dsn, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Saver{db: d}, nil
+}
+
+// Close releases the pool's connections. Calls after Close fail.
+func (s *Saver) Close() error {
+	if s.closed.CompareAndSwap(false, true) {
+		s.db.pool.Close()
+	}
+	return nil
+}
