@@ -47,6 +47,24 @@ func NewMemory(snapshotEvery int) *Memory {
 	return &Memory{every: snapshotEvery, threads: map[string]*memThread{}, blobs: map[string][]byte{}}
 }
 
+// find returns the checkpoint ref names (the namespace's latest when ref.ID
+// is empty) and its thread. Callers hold m.mu.
+func (m *Memory) find(ref Ref) (*memThread, *memCP, error) {
+	th := m.thread(ref.ThreadID, false)
+	var cp *memCP
+	if th != nil {
+		if ref.ID == "" {
+			cp = th.latest(ref.NS)
+		} else {
+			cp = th.byKey[nsID{ref.NS, ref.ID}]
+		}
+	}
+	if cp == nil {
+		return nil, nil, fmt.Errorf("%w: thread %q namespace %q checkpoint %q", ErrNotFound, ref.ThreadID, ref.NS, ref.ID)
+	}
+	return th, cp, nil
+}
+
 func (m *Memory) thread(id string, create bool) *memThread {
 	th := m.threads[id]
 	if th == nil && create {
@@ -174,17 +192,9 @@ func (m *Memory) Get(ctx context.Context, ref Ref) (*Checkpoint, error) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	th := m.thread(ref.ThreadID, false)
-	var cp *memCP
-	if th != nil {
-		if ref.ID == "" {
-			cp = th.latest(ref.NS)
-		} else {
-			cp = th.byKey[nsID{ref.NS, ref.ID}]
-		}
-	}
-	if cp == nil {
-		return nil, fmt.Errorf("%w: thread %q namespace %q checkpoint %q", ErrNotFound, ref.ThreadID, ref.NS, ref.ID)
+	th, cp, err := m.find(ref)
+	if err != nil {
+		return nil, err
 	}
 	chain, err := Chain(ctx, cp.rec, th.loader(ref.NS))
 	if err != nil {
@@ -318,17 +328,9 @@ func (m *Memory) CopyThread(ctx context.Context, src Ref, dst string) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	th := m.thread(src.ThreadID, false)
-	var at *memCP
-	if th != nil {
-		if src.ID == "" {
-			at = th.latest(src.NS)
-		} else {
-			at = th.byKey[nsID{src.NS, src.ID}]
-		}
-	}
-	if at == nil {
-		return fmt.Errorf("%w: thread %q namespace %q checkpoint %q", ErrNotFound, src.ThreadID, src.NS, src.ID)
+	th, _, err := m.find(src) // the checkpoint must exist; PlanCopy finds what to keep
+	if err != nil {
+		return err
 	}
 	if d := m.threads[dst]; d != nil && len(d.cps) > 0 {
 		return fmt.Errorf("%w: %q", ErrThreadExists, dst)

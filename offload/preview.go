@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/deepagents-go/deepagents/agent"
 )
 
 // Where offloaded text is saved.
@@ -61,10 +63,16 @@ func shortHash(parts ...string) string {
 // short hash of both, because subagents (and providers that number calls
 // per run) reuse call ids that would otherwise overwrite each other's files.
 func ResultPath(agentPath, callID string) string {
-	if safeID(callID) && !strings.Contains(agentPath, " / ") {
+	if safeID(callID) && topLevel(agentPath) {
 		return ToolResultDir + "/" + callID
 	}
 	return ToolResultDir + "/" + shortHash(agentPath, callID)
+}
+
+// topLevel reports whether agentPath names a top-level agent (one segment).
+func topLevel(agentPath string) bool {
+	p, err := agent.ParsePath(agentPath)
+	return err == nil && len(p) == 1
 }
 
 // MessagePath is where a user message with this content is saved: a short
