@@ -325,7 +325,9 @@ func (t *Task) RunNested(ctx context.Context, env *tool.Env, raw json.RawMessage
 
 	in := agent.Input{Backend: env.Files}
 	opts := []agent.RunOption{agent.WithPath(path), agent.WithInstance(callID), agent.WithTask(args.Description), agent.WithTimeout(c.timeout)}
-	if host.Runtime != nil {
+	if len(host.Options) > 0 {
+		opts = append(opts, host.Options...)
+	} else if host.Runtime != nil {
 		opts = append(opts, agent.WithRuntime(host.Runtime))
 	}
 	if c.mode == Fork {
