@@ -239,6 +239,13 @@ func New(cfg Config) (*Agent, error) {
 	if err := a.checkSettings(); err != nil {
 		return nil, err
 	}
+	for name, p := range cfg.InterruptOn {
+		for _, d := range p.Allowed {
+			if !slices.Contains(AllDecisions, d) {
+				return nil, configErr("agent %s: interrupt_on %s: decision %q is not one of approve, edit, reject", a.name, name, d)
+			}
+		}
+	}
 	a.caps = llm.CapabilitiesOf(cfg.Model)
 	var sections []string
 	if cfg.System != "" {

@@ -115,6 +115,9 @@ type Config struct {
 	// Reasoning is the parent's reasoning setting, used by every child whose
 	// spec sets none (forks included).
 	Reasoning *llm.ReasoningConfig
+	// InterruptOn is the parent's approval policy, used by every child whose
+	// spec sets none.
+	InterruptOn map[string]agent.Approval
 }
 
 // Task is the task tool. It implements agent.Nested, so a child's events
@@ -214,6 +217,10 @@ func NewTask(cfg Config) (*Task, error) {
 		}
 		if ac.Reasoning == nil {
 			ac.Reasoning = cfg.Reasoning
+		}
+		ac.InterruptOn = s.InterruptOn
+		if ac.InterruptOn == nil {
+			ac.InterruptOn = cfg.InterruptOn
 		}
 		if ac.MaxSteps == 0 {
 			ac.MaxSteps = cfg.MaxSteps

@@ -248,8 +248,8 @@ func (m *Model) Reset() {
 // Generate implements llm.Model.
 func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
 	ci, ok := llm.CallInfoFrom(ctx)
-	fromLoop := ok && ci.Agent != ""
-	if !fromLoop {
+	fromLoop := ok && ci.Agent != "" && ci.Path != ""
+	if !ok || ci.Agent == "" {
 		ci.Agent = "parent"
 	}
 	if ci.Task == "" {
