@@ -243,6 +243,9 @@ func TestCrashAtEveryEventResumesToTheSameEnd(t *testing.T) {
 				t.Fatalf("resume: %v %v", err, msgs)
 			}
 			compareEnd(t, ref, res.State.Messages, res.State.Files)
+			if !slices.Equal(res.Changed, ref.Changed) {
+				t.Errorf("changed paths %v, want %v", res.Changed, ref.Changed)
+			}
 			after := c.snapshot()
 			for k := range finished {
 				if after[k] != before[k] {

@@ -92,6 +92,7 @@ type durable struct {
 	usage  llm.Usage
 	values map[string]json.RawMessage // set since the last save
 	kids   map[string]*Result         // children finished since the last save
+	input  string                     // the checkpoint of this run's input
 }
 
 func nsOf(p Path) string {
@@ -164,12 +165,18 @@ func (r *run) loopState(status Status, err error) LoopState {
 			ls.Refusal = re.text
 		}
 	}
-	for p := range r.changed {
-		ls.Changed = append(ls.Changed, p)
+	// The list of changed paths grows with the run, so it is saved only
+	// when the run stops; a run resumed after a crash rebuilds it by
+	// comparing its files with those of its input checkpoint.
+	if status != "" {
+		for p := range r.changed {
+			ls.Changed = append(ls.Changed, p)
+		}
+		slices.Sort(ls.Changed)
 	}
-	slices.Sort(ls.Changed)
 	if r.ck != nil {
 		ls.StepCheckpoint = r.ck.stepCP
+		ls.Input = r.ck.input
 	}
 	return ls
 }
@@ -369,6 +376,9 @@ func (r *run) restore(rs *RunState) {
 		}
 		r.changed[p] = true
 	}
+	if r.ck != nil {
+		r.ck.input = ls.Input
+	}
 	r.children = rs.Finished
 	switch b := r.backend.(type) {
 	case *vfs.Memory:
@@ -512,7 +522,7 @@ func (r *run) open(ctx context.Context) (pending *StepState, done bool, status S
 			return nil, true, StatusError, &DecisionError{Msg: fmt.Sprintf("thread %q has no calls waiting for a decision", d.thread)}
 		}
 		r.closeDangling()
-		if err := r.save(ctx, "input", "", nil); err != nil {
+		if err := r.saveInput(ctx); err != nil {
 			return nil, true, StatusError, err
 		}
 		return nil, false, "", nil
@@ -531,6 +541,9 @@ func (r *run) open(ctx context.Context) (pending *StepState, done bool, status S
 		if !unfinished {
 			return nil, true, rs.Status, storedErr(rs)
 		}
+		if err := r.rebuildChanged(ctx, rs); err != nil {
+			return nil, true, StatusError, err
+		}
 		r.resumed(rs)
 		return rs.InProgress, false, "", nil
 	}
@@ -548,6 +561,9 @@ func (r *run) open(ctx context.Context) (pending *StepState, done bool, status S
 			return nil, true, StatusInterrupted, err
 		}
 		r.restore(rs)
+		if err := r.rebuildChanged(ctx, rs); err != nil {
+			return nil, true, StatusError, err
+		}
 		r.resumed(rs)
 		return rs.InProgress, false, "", nil
 	}
@@ -560,10 +576,49 @@ func (r *run) open(ctx context.Context) (pending *StepState, done bool, status S
 	r.restore(rs)
 	r.state.Messages = append(r.state.Messages, input...)
 	r.closeDangling()
-	if err := r.save(ctx, "input", "", nil); err != nil {
+	r.changed = nil
+	if err := r.saveInput(ctx); err != nil {
 		return nil, true, StatusError, err
 	}
 	return nil, false, "", nil
+}
+
+// saveInput saves the run's input, the checkpoint its changes are counted
+// from.
+func (r *run) saveInput(ctx context.Context) error {
+	r.ck.input = cpID(r.ck.seq + 1)
+	return r.save(ctx, "input", "", nil)
+}
+
+// rebuildChanged recomputes the paths an unfinished run changed, after a
+// crash, from its files now and at its input.
+func (r *run) rebuildChanged(ctx context.Context, rs *RunState) error {
+	if rs.Loop.Changed != nil || !r.ck.keeps {
+		return nil
+	}
+	var before map[string]vfs.File
+	if _, own := r.backend.(*vfs.Memory); own && rs.Loop.Input != "" {
+		cp, err := r.ck.saver.Get(ctx, checkpoint.Ref{ThreadID: r.ck.thread, NS: r.ck.ns, ID: rs.Loop.Input})
+		if err != nil {
+			return fmt.Errorf("thread %q: the run's input checkpoint: %w", r.ck.thread, err)
+		}
+		before = cp.State.Files
+	}
+	now, deleted, _ := r.fileView()
+	for _, c := range diffFiles(before, now) {
+		r.markChanged(c.Path)
+	}
+	for _, p := range deleted {
+		r.markChanged(p)
+	}
+	return nil
+}
+
+func (r *run) markChanged(p string) {
+	if r.changed == nil {
+		r.changed = map[string]bool{}
+	}
+	r.changed[p] = true
 }
 
 // resumed reports a resumption.

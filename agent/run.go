@@ -184,6 +184,7 @@ func (a *Agent) newRun(in Input, rc runConfig) *run {
 		r.backend = a.cfg.Backend
 	default:
 		r.mem = vfs.NewMemory(in.Files)
+		r.mem.SetClock(r.rt.Now)
 		r.backend = r.mem
 	}
 	if rc.ck != nil {

@@ -53,22 +53,25 @@ type RunState struct {
 
 // LoopState holds the loop's own counters and memory.
 type LoopState struct {
-	Status        Status               `json:"status,omitempty"`
-	Error         string               `json:"error,omitempty"`
-	Refusal       string               `json:"refusal,omitempty"`
-	Rounds        int                  `json:"rounds"`
-	Usage         llm.Usage            `json:"usage"`
-	Tree          map[string]llm.Usage `json:"tree,omitempty"`
-	Changed       []string             `json:"changed,omitempty"`
-	Output        json.RawMessage      `json:"output,omitempty"`
-	RespFailures  int                  `json:"resp_failures,omitempty"`
-	RespRepaired  bool                 `json:"resp_repaired,omitempty"`
-	LastRespError string               `json:"last_resp_error,omitempty"`
+	Status  Status               `json:"status,omitempty"`
+	Error   string               `json:"error,omitempty"`
+	Refusal string               `json:"refusal,omitempty"`
+	Rounds  int                  `json:"rounds"`
+	Usage   llm.Usage            `json:"usage"`
+	Tree    map[string]llm.Usage `json:"tree,omitempty"`
+	// Changed lists the paths the run changed; saved when the run stops.
+	Changed       []string        `json:"changed,omitempty"`
+	Output        json.RawMessage `json:"output,omitempty"`
+	RespFailures  int             `json:"resp_failures,omitempty"`
+	RespRepaired  bool            `json:"resp_repaired,omitempty"`
+	LastRespError string          `json:"last_resp_error,omitempty"`
 	// Rejected remembers calls a person rejected (tool and arguments) with
 	// the reason, so the same call is not put to them again.
 	Rejected map[string]string `json:"rejected,omitempty"`
 	// Deleted names files removed from the files the run was given.
 	Deleted []string `json:"deleted,omitempty"`
+	// Input is the checkpoint that holds the run's input.
+	Input string `json:"input,omitempty"`
 	// StepCheckpoint is the checkpoint of the step in progress, under which
 	// the results of its finished calls are saved.
 	StepCheckpoint string `json:"step_checkpoint,omitempty"`

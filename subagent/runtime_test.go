@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/llm/scripted"
 	"github.com/deepagents-go/deepagents/subagent"
 	"github.com/deepagents-go/deepagents/tool"
@@ -15,7 +16,7 @@ import (
 // delegationStream runs a parent that delegates to two subagents at once
 // (each writes a file) and writes a file itself in the same step, under a
 // fresh Sequential runtime, and returns the JSON of every event.
-func delegationStream(t *testing.T) ([]byte, *agent.Result) {
+func delegationStream(t *testing.T, opts ...agent.RunOption) ([]byte, *agent.Result) {
 	t.Helper()
 	m := scripted.New(scripted.Script{
 		"parent": {Steps: []scripted.Step{
@@ -41,7 +42,7 @@ func delegationStream(t *testing.T) ([]byte, *agent.Result) {
 	rt := agent.NewSequential(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
-	res, err := agent.Drain(a.Run(t.Context(), agent.Prompt("delegate"), agent.WithRuntime(rt)), func(ev agent.Event) {
+	res, err := agent.Drain(a.Run(t.Context(), agent.Prompt("delegate"), append([]agent.RunOption{agent.WithRuntime(rt)}, opts...)...), func(ev agent.Event) {
 		if err := enc.Encode(ev); err != nil {
 			t.Fatal(err)
 		}
@@ -83,6 +84,46 @@ func TestSequentialRuntimeGivesIdenticalStreams(t *testing.T) {
 		again, _ := delegationStream(t)
 		if !bytes.Equal(first, again) {
 			t.Fatalf("run %d differs from the first:\n%s\n---\n%s", i+2, first, again)
+		}
+	}
+}
+
+// With checkpoints on, the Sequential runtime also makes what is saved the
+// same on every run: every namespace's checkpoints, their states and the
+// results saved for each call.
+func TestSequentialRuntimeSavesIdenticalCheckpoints(t *testing.T) {
+	saved := func() (stream, store []byte) {
+		saver := checkpoint.NewMemory(0)
+		stream, res := delegationStream(t, agent.WithCheckpoints(saver, "det"))
+		if res.Checkpoints < 6 {
+			t.Fatalf("only %d checkpoints", res.Checkpoints)
+		}
+		cps, err := saver.List(t.Context(), checkpoint.ListOptions{ThreadID: "det", AllNamespaces: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var full []*checkpoint.Checkpoint
+		for _, c := range cps {
+			cp, err := saver.Get(t.Context(), c.Ref())
+			if err != nil {
+				t.Fatal(err)
+			}
+			full = append(full, cp)
+		}
+		store, err = json.Marshal(full)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return stream, store
+	}
+	stream, store := saved()
+	if !bytes.Contains(store, []byte(`"NS":"parent / helper#t2"`)) || !bytes.Contains(store, []byte(`2026-01-02T03:04:05Z`)) {
+		t.Fatalf("the child's namespace or the runtime's clock is missing from the saved checkpoints")
+	}
+	for i := range 3 {
+		s2, st2 := saved()
+		if !bytes.Equal(stream, s2) || !bytes.Equal(store, st2) {
+			t.Fatalf("run %d saved something else than the first", i+2)
 		}
 	}
 }

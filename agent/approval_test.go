@@ -1,0 +1,81 @@
+package agent_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/deepagents-go/deepagents/agent"
+)
+
+func TestParseDecisions(t *testing.T) {
+	cases := []struct {
+		name, in string
+		want     []agent.Decision
+		err      string
+	}{
+		{name: "list", in: `[{"type":"approve","call_id":"c1"},{"type":"reject","call_id":"c2","message":"no"}]`,
+			want: []agent.Decision{{Type: "approve", CallID: "c1"}, {Type: "reject", CallID: "c2", Message: "no"}}},
+		{name: "langchain object", in: `{"decisions":[{"type":"edit","id":"c3","edited_action":{"name":"write_file","args":{"a":1}}}]}`,
+			want: []agent.Decision{{Type: "edit", CallID: "c3", Args: json.RawMessage(`{"a":1}`)}}},
+		{name: "older clients say arguments", in: `[{"type":"edit","call_id":"c4","edited_action":{"arguments":{"b":2}}}]`,
+			want: []agent.Decision{{Type: "edit", CallID: "c4", Args: json.RawMessage(`{"b":2}`)}}},
+		{name: "path narrows", in: `[{"type":"approve","call_id":"c","path":"parent / general-purpose#t1"}]`,
+			want: []agent.Decision{{Type: "approve", CallID: "c", Path: "parent / general-purpose#t1"}}},
+		{name: "unknown type", in: `[{"type":"respond","call_id":"c"}]`, err: `decision 1: decision type "respond" is not one of approve, edit, reject`},
+		{name: "no type", in: `[{"call_id":"c"}]`, err: `decision 1: the decision has no "type"`},
+		{name: "no call id", in: `[{"type":"approve"}]`, err: "names no call_id"},
+		{name: "edit without args", in: `[{"type":"edit","call_id":"c"}]`, err: `an edit of call "c" has no arguments`},
+		{name: "edit with list args", in: `[{"type":"edit","call_id":"c","args":[1]}]`, err: "are not a JSON object"},
+		{name: "edit with null args", in: `[{"type":"edit","call_id":"c","args":null}]`, err: "has no arguments"},
+		{name: "object without list", in: `{"approve":"c"}`, err: `no "decisions" list`},
+		{name: "not json", in: `approve c1`, err: "decisions:"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := agent.ParseDecisions([]byte(c.in))
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("error %v, want %q", err, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			gb, _ := json.Marshal(got)
+			wb, _ := json.Marshal(c.want)
+			if string(gb) != string(wb) {
+				t.Fatalf("got %s, want %s", gb, wb)
+			}
+		})
+	}
+}
+
+// FuzzParseDecisions: any input is parsed or refused without a panic, and
+// every decision accepted passes Check and survives a JSON round trip.
+func FuzzParseDecisions(f *testing.F) {
+	for _, s := range []string{`[]`, `[{"type":"approve","call_id":"c1"}]`, `{"decisions":[{"type":"edit","id":"x","edited_action":{"args":{}}}]}`,
+		`[{"type":"reject","call_id":"c","message":"why"}]`, `{"decisions":null}`, `[null]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ds, err := agent.ParseDecisions(b)
+		if err != nil {
+			return
+		}
+		for _, d := range ds {
+			if err := d.Check(); err != nil {
+				t.Fatalf("accepted %+v fails Check: %v", d, err)
+			}
+		}
+		enc, err := json.Marshal(ds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := agent.ParseDecisions(enc)
+		if err != nil || len(again) != len(ds) {
+			t.Fatalf("round trip of %s: %v", enc, err)
+		}
+	})
+}
