@@ -20,8 +20,11 @@
 // response); tools.go is the batch of a step's tool calls (fan-out, merge of
 // file changes, results); emit.go is how events leave a run; history.go
 // balances a history with unanswered tool calls; path.go is the typed agent
-// path; runtime.go is the seam for time, ids and fan-out (Runtime, the
-// deterministic Sequential); event.go and errors.go define the events and
+// path; runtime.go is the seam for time, ids, fan-out and model and tool
+// calls (Runtime, the deterministic Sequential); state.go is the run as a
+// value (RunState); durable.go saves a run to a checkpoint saver and resumes
+// it (WithCheckpoints); approval.go is human approval of tool calls
+// (InterruptOn, decisions); event.go and errors.go define the events and
 // errors callers see.
 package agent
 
