@@ -536,8 +536,12 @@ func (b *blocker) Spec() llm.ToolSpec {
 
 func (b *blocker) Run(ctx context.Context, _ *tool.Env, _ json.RawMessage) (tool.Result, error) {
 	close(b.started)
-	<-b.release
-	return tool.Text("released"), nil
+	select {
+	case <-b.release:
+		return tool.Text("released"), nil
+	case <-ctx.Done():
+		return tool.Result{}, context.Cause(ctx)
+	}
 }
 
 // TestLeaseRefusesASecondRun: while one run holds a thread another is
@@ -555,7 +559,7 @@ func TestLeaseRefusesASecondRun(t *testing.T) {
 	}()
 	<-b.started
 	_, err := a.Invoke(ctx, agent.Prompt("me too"), agent.WithCheckpoints(saver, "busy"))
-	if err == nil || !strings.Contains(err.Error(), "is being run by another process") {
+	if err == nil || !strings.Contains(err.Error(), "is being run by another process") || !errors.Is(err, checkpoint.ErrLeased) {
 		t.Fatalf("second run on a held thread: %v", err)
 	}
 	other := durableAgent(t, `{"parent": [{"content": "free"}]}`, deepagents.Config{})
@@ -565,5 +569,35 @@ func TestLeaseRefusesASecondRun(t *testing.T) {
 	close(b.release)
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestLostLeaseStopsTheRun: when another process takes the thread over (the
+// lease ran out while this run was stalled), the run stops instead of writing
+// over the new holder's steps.
+func TestLostLeaseStopsTheRun(t *testing.T) {
+	ctx := context.Background()
+	saver := checkpoint.NewMemory(0)
+	b := &blocker{started: make(chan struct{}), release: make(chan struct{})}
+	a := durableAgent(t, `{"parent": [{"tool_calls": [{"id": "k", "name": "block"}]}, {"content": "ok"}]}`, deepagents.Config{Tools: []tool.Tool{b}})
+	done := make(chan error, 1)
+	go func() {
+		_, err := a.Invoke(ctx, agent.Prompt("hold"), agent.WithCheckpoints(saver, "lost"), agent.WithLease("first", 30*time.Millisecond))
+		done <- err
+	}()
+	<-b.started
+	if err := saver.Release(ctx, "lost", "first"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := saver.Acquire(ctx, "lost", "second", time.Now(), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	err := <-done
+	if !errors.Is(err, agent.ErrCancelled) || !strings.Contains(err.Error(), "lost thread") {
+		t.Fatalf("run after losing its lease: %v", err)
+	}
+	cp, gerr := saver.Get(ctx, checkpoint.Ref{ThreadID: "lost"})
+	if gerr != nil || cp.Status != checkpoint.StatusRunning {
+		t.Fatalf("the run wrote after losing the thread: %v %v", cp.Status, gerr)
 	}
 }

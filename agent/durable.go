@@ -465,8 +465,8 @@ func (r *run) lease(ctx context.Context) (stop func(), err error) {
 	}
 	if err != nil {
 		if errors.As(err, &le) {
-			return nil, fmt.Errorf("thread %q is being run by another process (%s) until %s; wait for it to finish or for its lease to expire",
-				d.thread, le.Holder, le.Expires.UTC().Format(time.RFC3339))
+			return nil, &busyError{msg: fmt.Sprintf("thread %q is being run by another process (%s) until %s; wait for it to finish or for its lease to expire",
+				d.thread, le.Holder, le.Expires.UTC().Format(time.RFC3339)), err: err}
 		}
 		return nil, fmt.Errorf("taking thread %q: %w", d.thread, err)
 	}
@@ -482,8 +482,14 @@ func (r *run) lease(ctx context.Context) (stop func(), err error) {
 				return
 			case <-t.C:
 				rctx, cancel := context.WithTimeout(context.Background(), ttl/3)
-				_, _ = d.saver.Renew(rctx, d.thread, holder, r.rt.Now(), ttl)
+				_, err := d.saver.Renew(rctx, d.thread, holder, r.rt.Now(), ttl)
 				cancel()
+				if errors.Is(err, checkpoint.ErrNotHeld) {
+					// Another process took the thread over: this run must not
+					// write another step.
+					r.cancelCause(fmt.Errorf("lost thread %q to another process (its lease expired)", d.thread))
+					return
+				}
 			}
 		}
 	}()
@@ -495,6 +501,16 @@ func (r *run) lease(ctx context.Context) (stop func(), err error) {
 		_ = d.saver.Release(rctx, d.thread, holder)
 	}, nil
 }
+
+// busyError is the error of a run whose thread another run holds; it
+// matches checkpoint.ErrLeased.
+type busyError struct {
+	msg string
+	err error
+}
+
+func (e *busyError) Error() string { return e.msg }
+func (e *busyError) Unwrap() error { return e.err }
 
 // errWaiting is the cause of a run that stopped for approval.
 type errWaiting struct{ n int }

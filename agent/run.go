@@ -130,6 +130,8 @@ type run struct {
 	yield   func(Event, error) bool
 	stopped bool // the consumer stopped iterating
 	cancel  context.CancelFunc
+	// cancelCause ends the run with a reason (a lost lease).
+	cancelCause context.CancelCauseFunc
 
 	state    State
 	backend  vfs.Backend
@@ -211,9 +213,10 @@ func (r *run) totalUsage() llm.Usage {
 }
 
 func (r *run) loop(parent context.Context) {
-	ctx, cancel := context.WithCancel(parent)
-	r.cancel = cancel
-	defer cancel()
+	ctx, cancel := context.WithCancelCause(parent)
+	r.cancel = func() { cancel(nil) }
+	r.cancelCause = cancel
+	defer cancel(nil)
 	if r.timeout > 0 {
 		var stop context.CancelFunc
 		ctx, stop = context.WithTimeoutCause(ctx, r.timeout, &timeoutError{r.timeout})
@@ -245,6 +248,7 @@ func (r *run) loop(parent context.Context) {
 		r.closeDangling()
 	}
 	status, err := r.steps(ctx, pending)
+	status, err = settle(parent, status, err)
 	if r.ck != nil && status != StatusCancelled {
 		sctx, stop := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		if serr := r.save(sctx, "end", status, err); serr != nil {
@@ -255,18 +259,24 @@ func (r *run) loop(parent context.Context) {
 	r.end(parent, status, err)
 }
 
-// end reports how the run ended.
-func (r *run) end(parent context.Context, status Status, err error) {
+// settle tells a cancellation by the caller from the run's own time budget
+// running out, which is a limit.
+func settle(parent context.Context, status Status, err error) (Status, error) {
 	if status == StatusCancelled {
 		if err == nil {
 			err = context.Cause(parent)
 		}
-		// The run's own time budget is a limit, not a cancellation by the caller.
 		var te *timeoutError
 		if parent.Err() == nil && errors.As(err, &te) {
 			status = StatusLimit
 		}
 	}
+	return status, err
+}
+
+// end reports how the run ended.
+func (r *run) end(parent context.Context, status Status, err error) {
+	status, err = settle(parent, status, err)
 	res := r.result(status, err)
 	ev := Event{Type: RunEnd, Agent: r.where, TaskCall: r.instance, Time: r.rt.Now(),
 		Run: &RunInfo{Status: status, Error: res.Error, Rounds: r.rounds, Usage: res.Usage, Result: res}}
