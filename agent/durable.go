@@ -155,7 +155,7 @@ func diffFiles(prev, cur map[string]vfs.File) vfs.Delta {
 
 // loopState is the loop's value as of now.
 func (r *run) loopState(status Status, err error) LoopState {
-	ls := LoopState{Status: status, Rounds: r.rounds, Usage: r.usage, Tree: r.tree, Output: r.output,
+	ls := LoopState{Status: status, Rounds: r.rounds, TurnStart: r.turnStart, Usage: r.usage, Tree: r.tree, Output: r.output,
 		RespFailures: r.respFailures, RespRepaired: r.respRepaired, LastRespError: r.lastRespError,
 		Rejected: r.rejected, Interrupts: r.waiting}
 	if err != nil {
@@ -367,7 +367,7 @@ func (r *run) restore(rs *RunState) {
 	r.state.Messages = slices.Clip(rs.Messages)
 	r.state.Values = rs.Values
 	ls := rs.Loop
-	r.rounds, r.usage, r.tree, r.output = ls.Rounds, ls.Usage, ls.Tree, ls.Output
+	r.rounds, r.turnStart, r.usage, r.tree, r.output = ls.Rounds, ls.TurnStart, ls.Usage, ls.Tree, ls.Output
 	r.respFailures, r.respRepaired, r.lastRespError = ls.RespFailures, ls.RespRepaired, ls.LastRespError
 	r.rejected = ls.Rejected
 	for _, p := range ls.Changed {
@@ -590,9 +590,14 @@ func (r *run) open(ctx context.Context) (pending *StepState, done bool, status S
 		return nil, true, StatusError, &DecisionError{Msg: fmt.Sprintf("thread %q has no calls waiting for a decision", d.thread)}
 	}
 	r.restore(rs)
+	// A new turn is a new run on the thread's conversation and files: its
+	// step budget, usage, children and answer are its own. Rounds keep
+	// counting, so each model call of the thread has its own number.
+	r.turnStart = r.rounds
+	r.usage, r.tree, r.children, r.changed, r.output = llm.Usage{}, nil, nil, nil, nil
+	r.respFailures, r.respRepaired, r.lastRespError = 0, false, ""
 	r.state.Messages = append(r.state.Messages, input...)
 	r.closeDangling()
-	r.changed = nil
 	if err := r.saveInput(ctx); err != nil {
 		return nil, true, StatusError, err
 	}

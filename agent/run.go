@@ -133,14 +133,16 @@ type run struct {
 	// cancelCause ends the run with a reason (a lost lease).
 	cancelCause context.CancelCauseFunc
 
-	state    State
-	backend  vfs.Backend
-	mem      *vfs.Memory
-	rounds   int
-	usage    llm.Usage // own model calls
-	tree     map[string]llm.Usage
-	children map[string]*Result
-	changed  map[string]bool
+	state   State
+	backend vfs.Backend
+	mem     *vfs.Memory
+	rounds  int
+	// turnStart is rounds when this run (a turn on a thread) began.
+	turnStart int
+	usage     llm.Usage // own model calls
+	tree      map[string]llm.Usage
+	children  map[string]*Result
+	changed   map[string]bool
 
 	output        []byte
 	respFailures  int
@@ -279,14 +281,14 @@ func (r *run) end(parent context.Context, status Status, err error) {
 	status, err = settle(parent, status, err)
 	res := r.result(status, err)
 	ev := Event{Type: RunEnd, Agent: r.where, TaskCall: r.instance, Time: r.rt.Now(),
-		Run: &RunInfo{Status: status, Error: res.Error, Rounds: r.rounds, Usage: res.Usage, Result: res}}
+		Run: &RunInfo{Status: status, Error: res.Error, Rounds: res.Rounds, Usage: res.Usage, Result: res}}
 	if !r.stopped {
 		r.yield(ev, res.Err())
 	}
 }
 
 func (r *run) result(status Status, err error) *Result {
-	res := &Result{Agent: r.where, Status: status, State: r.state, Rounds: r.rounds, Children: r.children}
+	res := &Result{Agent: r.where, Status: status, State: r.state, Rounds: r.rounds - r.turnStart, Children: r.children}
 	var re *refusalError
 	if errors.As(err, &re) {
 		res.Refusal = re.text

@@ -53,12 +53,15 @@ type RunState struct {
 
 // LoopState holds the loop's own counters and memory.
 type LoopState struct {
-	Status  Status               `json:"status,omitempty"`
-	Error   string               `json:"error,omitempty"`
-	Refusal string               `json:"refusal,omitempty"`
-	Rounds  int                  `json:"rounds"`
-	Usage   llm.Usage            `json:"usage"`
-	Tree    map[string]llm.Usage `json:"tree,omitempty"`
+	Status  Status `json:"status,omitempty"`
+	Error   string `json:"error,omitempty"`
+	Refusal string `json:"refusal,omitempty"`
+	// Rounds counts the model calls of the thread's runs at this path;
+	// TurnStart is where the current run (turn) began.
+	Rounds    int                  `json:"rounds"`
+	TurnStart int                  `json:"turn_start,omitempty"`
+	Usage     llm.Usage            `json:"usage"`
+	Tree      map[string]llm.Usage `json:"tree,omitempty"`
 	// Changed lists the paths the run changed; saved when the run stops.
 	Changed       []string        `json:"changed,omitempty"`
 	Output        json.RawMessage `json:"output,omitempty"`

@@ -36,7 +36,7 @@ func (r *run) steps(ctx context.Context, pending *StepState) (Status, error) {
 			}
 			continue
 		}
-		if r.rounds >= r.maxSteps {
+		if r.rounds-r.turnStart >= r.maxSteps {
 			calls := "model calls"
 			if r.maxSteps == 1 {
 				calls = "model call"
