@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"github.com/deepagents-go/deepagents"
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/checkpoint/sqlite"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
 	"github.com/deepagents-go/deepagents/tool"
@@ -175,13 +177,30 @@ func finishedCalls(t *testing.T, s checkpoint.Saver, thread string) map[string]b
 // from the saver with a new agent, and checks that the end is the
 // uninterrupted run's and that no finished call ran twice.
 func TestCrashAtEveryEventResumesToTheSameEnd(t *testing.T) {
+	crashAtEveryEvent(t, 1, func(t *testing.T) checkpoint.Saver { return checkpoint.NewMemory(0) })
+}
+
+// The same on SQLite (every third crash point, a fresh database file each),
+// with snapshots every 2 steps so that resuming reads snapshot chains.
+func TestCrashAtEveryEventResumesToTheSameEndSQLite(t *testing.T) {
+	crashAtEveryEvent(t, 3, func(t *testing.T) checkpoint.Saver {
+		s, err := sqlite.Open(filepath.Join(t.TempDir(), "state.db"), sqlite.Options{Synchronous: "OFF", SnapshotEvery: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}
+
+func crashAtEveryEvent(t *testing.T, every int, open func(t *testing.T) checkpoint.Saver) {
 	ctx := context.Background()
 	var ref *agent.Result
 	var refEvents int
 	{
 		c := &counter{}
 		a := durableAgent(t, durableScript, deepagents.Config{Tools: []tool.Tool{c}})
-		saver := checkpoint.NewMemory(0)
+		saver := open(t)
 		res, err := agent.Drain(a.Run(ctx, agent.Prompt("go"), agent.WithCheckpoints(saver, "ref")), func(agent.Event) { refEvents++ })
 		if err != nil {
 			t.Fatal(err)
@@ -199,10 +218,10 @@ func TestCrashAtEveryEventResumesToTheSameEnd(t *testing.T) {
 	if refEvents < 20 {
 		t.Fatalf("only %d events; the test wants at least 20 crash points", refEvents)
 	}
-	for n := 1; n < refEvents; n++ {
+	for n := 1; n < refEvents; n += every {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			c := &counter{}
-			base := checkpoint.NewMemory(0)
+			base := open(t)
 			saver := &crashable{Saver: base}
 			a := durableAgent(t, durableScript, deepagents.Config{Tools: []tool.Tool{c}})
 			seen := 0
