@@ -232,26 +232,19 @@ func compactArgs(args json.RawMessage) string {
 	return b.String()
 }
 
-// rejectedText is the result a rejected call gets.
-func rejectedText(name, message string) string {
+// rejectedText is the result a rejected call gets; again marks a call
+// identical to one rejected earlier in the thread, answered without asking.
+func rejectedText(name, message string, again bool) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Error: a person reviewing this run rejected the %s call, so it did not run.", name)
+	if again {
+		fmt.Fprintf(&b, "Error: this exact %s call was already rejected by a person earlier in this conversation, so it was not run and they were not asked again.", name)
+	} else {
+		fmt.Fprintf(&b, "Error: a person reviewing this run rejected the %s call, so it did not run.", name)
+	}
 	if m := strings.TrimSpace(message); m != "" {
 		fmt.Fprintf(&b, " Their reason: %s", m)
 	}
 	b.WriteString(" Do not repeat this call with the same arguments; change the approach or ask the user.")
-	return b.String()
-}
-
-// rejectedAgainText answers a call identical to one rejected earlier in the
-// thread, without asking again.
-func rejectedAgainText(name, message string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "Error: this exact %s call was already rejected by a person earlier in this conversation, so it was not run and they were not asked again.", name)
-	if m := strings.TrimSpace(message); m != "" {
-		fmt.Fprintf(&b, " Their reason was: %s", m)
-	}
-	b.WriteString(" Try something different.")
 	return b.String()
 }
 

@@ -297,33 +297,17 @@ func LoadRunState(ctx context.Context, saver checkpoint.Saver, thread string, pa
 			pending = at.Pending
 		}
 		for _, w := range pending {
+			var err error
 			switch w.Kind {
 			case checkpoint.KindResult, "":
-				var oc CallOutcome
-				if err := json.Unmarshal(w.Data, &oc); err != nil {
-					return nil, fmt.Errorf("thread %q: the saved result of call %s: %w", thread, w.CallID, err)
-				}
-				oc.Files = w.Files
-				if ss.Done == nil {
-					ss.Done = map[string]CallOutcome{}
-				}
-				ss.Done[w.CallID] = oc
+				err = decodeInto(&ss.Done, w, func(oc *CallOutcome) { oc.Files = w.Files })
 			case kindWaiting:
-				var in Interrupt
-				if err := json.Unmarshal(w.Data, &in); err == nil {
-					if ss.Waiting == nil {
-						ss.Waiting = map[string]Interrupt{}
-					}
-					ss.Waiting[w.CallID] = in
-				}
+				err = decodeInto(&ss.Waiting, w, nil)
 			case kindDecision:
-				var dc Decision
-				if err := json.Unmarshal(w.Data, &dc); err == nil {
-					if ss.Decided == nil {
-						ss.Decided = map[string]Decision{}
-					}
-					ss.Decided[w.CallID] = dc
-				}
+				err = decodeInto(&ss.Decided, w, nil)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("thread %q: the saved %s of call %s: %w", thread, w.Kind, w.CallID, err)
 			}
 		}
 		rs.InProgress = ss
@@ -360,6 +344,23 @@ func LoadRunState(ctx context.Context, saver checkpoint.Saver, thread string, pa
 		}
 	}
 	return rs, nil
+}
+
+// decodeInto decodes a write's data into (*m)[call id], making the map when
+// needed; fix, when set, completes the value.
+func decodeInto[T any](m *map[string]T, w checkpoint.Write, fix func(*T)) error {
+	var v T
+	if err := json.Unmarshal(w.Data, &v); err != nil {
+		return err
+	}
+	if fix != nil {
+		fix(&v)
+	}
+	if *m == nil {
+		*m = map[string]T{}
+	}
+	(*m)[w.CallID] = v
+	return nil
 }
 
 // restore takes the run's state from rs.

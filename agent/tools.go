@@ -105,31 +105,30 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 				}
 			}
 			key := callKey(c.Name, c.Args)
-			switch {
-			case decided && dc.Type == Reject:
-				if r.rejected == nil {
-					r.rejected = map[string]string{}
+			rejected, again := decided && dc.Type == Reject, !decided && hasKey(r.rejected, key)
+			if rejected || again {
+				reason := dc.Message
+				if again {
+					reason = r.rejected[key]
+				} else {
+					if r.rejected == nil {
+						r.rejected = map[string]string{}
+					}
+					r.rejected[key] = reason
 				}
-				r.rejected[key] = dc.Message
 				finished[i] = true
-				results[i] = tool.Errorf("%s", rejectedText(c.Name, dc.Message))
+				results[i] = tool.Errorf("%s", rejectedText(c.Name, reason, again))
 				if err := r.finishCall(ctx, c, results[i], nil, nil, 0); err != nil {
 					return false, err
 				}
 				r.emit(Event{Type: ToolEnd, Tool: &ToolInfo{CallID: c.ID, Name: c.Name, Result: results[i].Content, IsError: true}})
 				continue
+			}
+			switch {
 			case decided && dc.Type == Edit:
 				c.Args = dc.Args
 				note = editedNote(dc.Args)
 			case decided:
-			case hasKey(r.rejected, key):
-				finished[i] = true
-				results[i] = tool.Errorf("%s", rejectedAgainText(c.Name, r.rejected[key]))
-				if err := r.finishCall(ctx, c, results[i], nil, nil, 0); err != nil {
-					return false, err
-				}
-				r.emit(Event{Type: ToolEnd, Tool: &ToolInfo{CallID: c.ID, Name: c.Name, Result: results[i].Content, IsError: true}})
-				continue
 			default:
 				in := Interrupt{Path: r.where, CallID: c.ID, Tool: c.Name, Args: c.Args, Allowed: policy.Decisions(),
 					Description: describeCall(policy, c.Name, c.Args)}
