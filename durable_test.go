@@ -663,3 +663,97 @@ func TestResumeFromAnEarlierStep(t *testing.T) {
 		t.Fatalf("the original thread changed: %v %v", rs.Status, err)
 	}
 }
+
+// TestNewInputClosesAnUnfinishedStep: a person who sends a new message
+// instead of deciding moves the thread on: finished calls keep their
+// results, the waiting call is told it did not run, and the new turn runs.
+func TestNewInputClosesAnUnfinishedStep(t *testing.T) {
+	ctx := context.Background()
+	saver := checkpoint.NewMemory(0)
+	const script = `{"parent": [
+	  {"tool_calls": [
+	    {"id": "w", "name": "write_file", "args": {"file_path": "/w.md", "content": "w"}},
+	    {"id": "b", "name": "bump", "args": {"n": 1}}]},
+	  {"content": "moved on"}]}`
+	c := &counter{}
+	a := durableAgent(t, script, deepagents.Config{Tools: []tool.Tool{c}, InterruptOn: gated()})
+	if _, err := a.Invoke(ctx, agent.Prompt("first"), agent.WithCheckpoints(saver, "moveon")); !errors.Is(err, agent.ErrInterrupted) {
+		t.Fatal(err)
+	}
+	res, err := a.Invoke(ctx, agent.Prompt("never mind, do something else"), agent.WithCheckpoints(saver, "moveon"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := toolResult(res.State.Messages, "w"); !strings.Contains(got, "sent a new message instead") {
+		t.Fatalf("waiting call's result %q", got)
+	}
+	if got := toolResult(res.State.Messages, "b"); got != "bumped 1" || c.snapshot()["parent b"] != 1 {
+		t.Fatalf("finished call's result %q, runs %v", got, c.snapshot())
+	}
+	roles := ""
+	for _, m := range res.State.Messages {
+		roles += string(m.Role)[:1]
+	}
+	if roles != "uattua" || res.FinalText() != "moved on" {
+		t.Fatalf("history %s, final %q", roles, res.FinalText())
+	}
+}
+
+// TestReusedTaskCallIDRunsANewSubagent: a later turn whose task call has
+// the same id as an earlier one runs a new subagent, not the old one's
+// saved result.
+func TestReusedTaskCallIDRunsANewSubagent(t *testing.T) {
+	ctx := context.Background()
+	saver := checkpoint.NewMemory(0)
+	const script = `{
+	  "parent": [
+	    {"tool_calls": [{"id": "t1", "name": "task", "args": {"description": "first job", "subagent_type": "general-purpose"}}]},
+	    {"content": "one"},
+	    {"tool_calls": [{"id": "t1", "name": "task", "args": {"description": "second job", "subagent_type": "general-purpose"}}]},
+	    {"content": "two"}],
+	  "general-purpose": {"cases": [
+	    {"match": "first", "steps": [{"content": "first report"}]},
+	    {"match": "second", "steps": [{"content": "second report"}]}]}}`
+	a := durableAgent(t, script, deepagents.Config{})
+	if _, err := a.Invoke(ctx, agent.Prompt("a"), agent.WithCheckpoints(saver, "reuse")); err != nil {
+		t.Fatal(err)
+	}
+	b := durableAgent(t, script, deepagents.Config{}) // a fresh model: its cases match anew
+	res, err := b.Invoke(ctx, agent.Prompt("b"), agent.WithCheckpoints(saver, "reuse"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var receipts []string
+	for _, m := range res.State.Messages {
+		if m.Role == llm.RoleTool {
+			receipts = append(receipts, m.Content)
+		}
+	}
+	if !slices.Equal(receipts, []string{"first report", "second report"}) {
+		t.Fatalf("receipts %q", receipts)
+	}
+}
+
+// TestWaitingCallStaysGatedWithoutThePolicy: a call that waited keeps
+// waiting under its saved policy even when the resuming agent has no
+// approval policy, so a rejection is never run.
+func TestWaitingCallStaysGatedWithoutThePolicy(t *testing.T) {
+	ctx := context.Background()
+	saver := checkpoint.NewMemory(0)
+	gatedAgent := durableAgent(t, approvalScript, deepagents.Config{Tools: []tool.Tool{&counter{}}, InterruptOn: gated()})
+	if _, err := gatedAgent.Invoke(ctx, agent.Prompt("go"), agent.WithCheckpoints(saver, "g")); !errors.Is(err, agent.ErrInterrupted) {
+		t.Fatal(err)
+	}
+	plain := durableAgent(t, approvalScript, deepagents.Config{Tools: []tool.Tool{&counter{}}})
+	res, err := plain.Invoke(ctx, agent.Input{}, agent.WithCheckpoints(saver, "g"), agent.WithDecisions(agent.Decision{Type: agent.Reject, CallID: "w1"}))
+	if res == nil || res.Status != agent.StatusInterrupted || len(res.Interrupts) != 1 || res.Interrupts[0].CallID != "w2" {
+		t.Fatalf("w2 must keep waiting: %v %+v", err, res)
+	}
+	res, err = plain.Invoke(ctx, agent.Input{}, agent.WithCheckpoints(saver, "g"), agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "w2"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ran := res.State.Files["/one.md"]; ran || res.State.Files["/two.md"].Content != "2" {
+		t.Fatalf("files %v", res.State.Files)
+	}
+}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/tool"
 	"github.com/deepagents-go/deepagents/vfs"
 )
 
@@ -71,6 +72,9 @@ type ckConfig struct {
 	thread string
 	count  *atomic.Int64 // checkpoints written by the run tree
 	nested bool          // a subagent run: its parent holds the lease
+	// parentStep names the parent's step that started a subagent run, so
+	// that a later turn reusing the call id starts a history of its own.
+	parentStep string
 }
 
 // DecisionError refuses decisions that do not fit the calls waiting for
@@ -177,6 +181,7 @@ func (r *run) loopState(status Status, err error) LoopState {
 	if r.ck != nil {
 		ls.StepCheckpoint = r.ck.stepCP
 		ls.Input = r.ck.input
+		ls.ParentStep = r.ck.parentStep
 	}
 	return ls
 }
@@ -551,9 +556,21 @@ func (r *run) open(ctx context.Context) (pending *StepState, done bool, status S
 		return nil, true, StatusError, fmt.Errorf("thread %q was saved by a newer version (state v%d; this one reads v%d)", d.thread, rs.V, RunStateVersion)
 	}
 	unfinished := rs.Status == "" || rs.Status == StatusInterrupted
+	if d.nested && rs.Loop.ParentStep != d.parentStep {
+		// The call id was used by an earlier step of the thread (models and
+		// servers that number calls per response do that): this is another
+		// run, with a history of its own in the same namespace.
+		d.seq = rs.Step
+		r.closeDangling()
+		if err := r.saveInput(ctx); err != nil {
+			return nil, true, StatusError, err
+		}
+		return nil, false, "", nil
+	}
 	if d.nested {
-		// A subagent's namespace is its call's: whatever it holds is this
-		// very run, started before a crash or an interrupt.
+		// A subagent's namespace is its call's, and the step that started it
+		// is this one: whatever it holds is this very run, started before a
+		// crash or an interrupt.
 		r.restore(rs)
 		if !unfinished {
 			return nil, true, rs.Status, storedErr(rs)
@@ -564,14 +581,18 @@ func (r *run) open(ctx context.Context) (pending *StepState, done bool, status S
 		r.resumed(rs)
 		return rs.InProgress, false, "", nil
 	}
-	if unfinished {
-		if len(input) > 0 {
-			what := "an unfinished run"
-			if rs.Status == StatusInterrupted {
-				what = "a run waiting for approval"
-			}
-			return nil, true, StatusError, fmt.Errorf("thread %q has %s; resume it before sending new input", d.thread, what)
+	if unfinished && len(input) > 0 {
+		// New input on a run that was cut off or waits for approval: the
+		// person moved on. The step in progress is closed (finished calls
+		// keep their results, the others are told they did not run) and the
+		// input starts a new turn.
+		r.restore(rs)
+		if err := r.closeStep(ctx, rs); err != nil {
+			return nil, true, StatusError, err
 		}
+		return r.newTurn(ctx, input)
+	}
+	if unfinished {
 		if err := checkDecisions(r.decisions, rs.Loop.Interrupts); err != nil {
 			r.restore(rs)
 			r.waiting = rs.Loop.Interrupts
@@ -591,6 +612,11 @@ func (r *run) open(ctx context.Context) (pending *StepState, done bool, status S
 		return nil, true, StatusError, &DecisionError{Msg: fmt.Sprintf("thread %q has no calls waiting for a decision", d.thread)}
 	}
 	r.restore(rs)
+	return r.newTurn(ctx, input)
+}
+
+// newTurn starts a new run on a restored thread with input.
+func (r *run) newTurn(ctx context.Context, input []llm.Message) (*StepState, bool, Status, error) {
 	// A new turn is a new run on the thread's conversation and files: its
 	// step budget, usage, children and answer are its own. Rounds keep
 	// counting, so each model call of the thread has its own number.
@@ -603,6 +629,48 @@ func (r *run) open(ctx context.Context) (pending *StepState, done bool, status S
 		return nil, true, StatusError, err
 	}
 	return nil, false, "", nil
+}
+
+// closeStep ends a restored run's step in progress without running what
+// had not finished: finished calls keep their results and file changes,
+// calls in flight and calls waiting for a decision get results saying they
+// did not run.
+func (r *run) closeStep(ctx context.Context, rs *RunState) error {
+	st := rs.InProgress
+	if st == nil {
+		return nil
+	}
+	results := make([]tool.Result, len(st.Calls))
+	deltas := make([]vfs.Delta, len(st.Calls))
+	owners := make([]string, len(st.Calls))
+	open := 0
+	for i, c := range st.Calls {
+		owners[i] = c.ID
+		oc, done := st.Done[c.ID]
+		switch _, waiting := st.Waiting[c.ID]; {
+		case done:
+			results[i] = tool.Result{Content: oc.Content, IsError: oc.IsError, Structured: oc.Structured, Parts: oc.Parts}
+			deltas[i] = oc.Files
+			if oc.Child != nil {
+				r.addChild(c.ID, oc.Child)
+			}
+			continue
+		case waiting:
+			results[i] = tool.Errorf("Error: this %s call waited for a person's approval, but they sent a new message instead, so it did not run.", c.Name)
+		default:
+			results[i] = tool.Errorf("%s", danglingResult(c).Content)
+		}
+		open++
+	}
+	if ap, ok := r.backend.(vfs.Applier); ok && r.ck.keeps {
+		net, _ := vfs.Merge(ctx, ap, deltas, owners)
+		r.fileEvents(net)
+	}
+	r.appendResults(st.Calls, results)
+	r.ck.stepCP = ""
+	r.emit(Event{Type: Notice, Notice: &NoticeInfo{Source: "history", Count: open,
+		Text: fmt.Sprintf("new input on an unfinished run: its last step was closed; %d of its %d tool calls had not finished and did not run", open, len(st.Calls))}})
+	return nil
 }
 
 // saveInput saves the run's input, the checkpoint its changes are counted
@@ -722,6 +790,7 @@ func (r *run) nestedOptions() []RunOption {
 	if r.ck != nil {
 		ck := r.ck.ckConfig
 		ck.nested = true
+		ck.parentStep = r.ck.ns + "@" + r.ck.stepCP
 		opts = append(opts, func(c *runConfig) { c.ck = &ck })
 	}
 	if len(r.decisions) > 0 {

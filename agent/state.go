@@ -73,6 +73,9 @@ type LoopState struct {
 	Rejected map[string]string `json:"rejected,omitempty"`
 	// Deleted names files removed from the files the run was given.
 	Deleted []string `json:"deleted,omitempty"`
+	// ParentStep names, for a subagent run, the parent's step that started
+	// it (namespace@checkpoint).
+	ParentStep string `json:"parent_step,omitempty"`
 	// Input is the checkpoint that holds the run's input.
 	Input string `json:"input,omitempty"`
 	// StepCheckpoint is the checkpoint of the step in progress, under which

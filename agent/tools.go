@@ -95,7 +95,14 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 			continue
 		}
 		var note string
-		if policy, gated := r.a.approvalFor(c.Name); gated {
+		policy, gated := r.a.approvalFor(c.Name)
+		if saved, ok := pending.waits(c.ID); ok {
+			// The call waited when the run stopped: it keeps waiting under the
+			// policy it was put to the person with, whatever the resuming
+			// agent's configuration says.
+			policy, gated = Approval{Allowed: saved.Allowed, Description: saved.Description}, true
+		}
+		if gated {
 			dc, decided := pending.decided(c.ID)
 			if !decided {
 				if dc, decided = r.decisionFor(c.ID); decided {
