@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/deepagents-go/deepagents"
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/config"
 	"github.com/deepagents-go/deepagents/fstools"
 	"github.com/deepagents-go/deepagents/internal/safefile"
@@ -28,7 +30,10 @@ type setup struct {
 	agent     *agent.Agent
 	modelName string
 	// config is what the agent was assembled from.
-	config  deepagents.Config
+	config deepagents.Config
+	// saver is the thread database, and db where it is.
+	saver   checkpoint.Saver
+	db      config.Database
 	closers []func() error
 }
 
@@ -60,6 +65,12 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 		return nil, err
 	}
 	s := &setup{}
+	ok := false
+	defer func() {
+		if !ok {
+			s.close()
+		}
+	}()
 	notices := &endpointNotices{w: stderr, cfg: cfg}
 
 	modelStr := cfg.Model
@@ -110,6 +121,13 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 	if f.reasoningCfg != nil {
 		reasoning = f.reasoningCfg
 	}
+	// --interrupt-on adds to the config's interrupt_on.
+	var gates map[string]agent.Approval
+	if cfg.InterruptOn != nil || f.gates != nil {
+		gates = map[string]agent.Approval{}
+		maps.Copy(gates, cfg.InterruptOn)
+		maps.Copy(gates, f.gates)
+	}
 
 	var backend vfs.Backend
 	if f.root != "" {
@@ -149,13 +167,24 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 
 	s.config = deepagents.Config{
 		Model: model, SystemPrompt: system, Subagents: specs, Backend: backend,
-		MaxSteps: maxSteps, MaxParallel: maxParallel, Stream: true, Reasoning: reasoning,
+		MaxSteps: maxSteps, MaxParallel: maxParallel, Stream: true, Reasoning: reasoning, InterruptOn: gates,
 	}
 	a, err := deepagents.New(s.config)
 	if err != nil {
 		return nil, err
 	}
 	s.agent = a
+
+	if s.db, err = chooseDatabase(f.db, f.set["db"], cfg, cwd, home); err != nil {
+		return nil, err
+	}
+	saver, err := openDatabase(ctx, s.db)
+	if err != nil {
+		return nil, err
+	}
+	s.saver = saver
+	s.closers = append(s.closers, saver.Close)
+	ok = true
 	return s, nil
 }
 
