@@ -137,6 +137,7 @@ func cmdResume(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return exitUsage
 	}
 	f.decisions = dflags.ds
+	f.resume = true
 	if decisionsFile != "" {
 		ds, err := readDecisions(decisionsFile, stdin)
 		if err != nil {

@@ -45,6 +45,8 @@ type runFlags struct {
 	// decisions are resume's --approve, --reject, --edit and --decisions,
 	// in the order given.
 	decisions []agent.Decision
+	// resume is set for 'deepagents resume'.
+	resume bool
 	// reasoningCfg is --reasoning, parsed; nil when the flag is not given.
 	reasoningCfg *llm.ReasoningConfig
 	// confirm asks the user a yes/no question on the terminal; nil when
@@ -662,6 +664,9 @@ func fileName(id string) string {
 	}
 	if len(name) > 120 {
 		name = name[:120]
+	}
+	if name == "" {
+		name = "thread"
 	}
 	return name
 }
