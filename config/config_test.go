@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"github.com/deepagents-go/deepagents/agent"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,6 +36,11 @@ func TestExampleConfig(t *testing.T) {
 		MaxSteps:     40,
 		MaxParallel:  4,
 		Reasoning:    &llm.ReasoningConfig{Effort: llm.EffortMedium},
+		Database:     &Database{Kind: "sqlite", Path: ".deepagents/state.db"},
+		InterruptOn: map[string]agent.Approval{
+			"write_file": {},
+			"edit_file":  {Allowed: []agent.DecisionType{"approve", "reject"}},
+		},
 		Providers: map[string]ProviderConfig{
 			"openai":    {APIKeyEnv: "MY_OPENAI_KEY", Model: "gpt-4.1", Headers: map[string]string{"OpenAI-Organization": "org-example"}},
 			"anthropic": {BaseURL: "https://llm-gateway.example.com/anthropic"},
