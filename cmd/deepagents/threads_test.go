@@ -2,10 +2,12 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	ot "github.com/deepagents-go/deepagents/providers/openai/openaitest"
@@ -467,13 +469,12 @@ func TestThreadsListShowRemove(t *testing.T) {
 func TestSecondRunOnAThreadIsRefused(t *testing.T) {
 	entered := make(chan struct{})
 	release := make(chan struct{})
-	var once bool
+	var once sync.Once
 	srv := ot.NewServer(t, func(r *ot.Request) ot.Reply {
-		if !once {
-			once = true
+		once.Do(func() {
 			close(entered)
 			<-release
-		}
+		})
 		return ot.Text("first done")
 	})
 	runEnv(t, srv)
@@ -519,5 +520,57 @@ func TestNewCommandsHelp(t *testing.T) {
 	}
 	if _, out, _ := runCLI(t, "help"); !strings.Contains(out, "deepagents resume --thread ID") || !strings.Contains(out, "deepagents threads") {
 		t.Errorf("usage:\n%s", out)
+	}
+}
+
+// A run cut off during a model call (here by Ctrl-C) stays unfinished in its
+// thread; resume continues it from the last checkpoint: the step that had
+// finished is not repeated, only the call that was in flight.
+func TestResumeContinuesACutOffRun(t *testing.T) {
+	ctx, cancel := context.WithCancelCause(t.Context())
+	defer cancel(nil)
+	var mu sync.Mutex
+	cut := false
+	srv := ot.NewServer(t, func(r *ot.Request) ot.Reply {
+		if r.Round() == 0 {
+			return ot.Tools(ot.Call{ID: "c1", Name: "write_file", Args: `{"file_path":"/a.md","content":"A"}`})
+		}
+		mu.Lock()
+		first := !cut
+		cut = true
+		mu.Unlock()
+		if first {
+			cancel(errInterrupted) // what Ctrl-C does, while this call is in flight
+		}
+		return ot.Text("done")
+	})
+	runEnv(t, srv)
+	var out, errb bytes.Buffer
+	code := run(ctx, []string{"run", "-p", "go", "--model", "openai:gpt-test", "--output", "json"}, strings.NewReader(""), &out, &errb)
+	sum := decode(t, out.String())
+	if code != 1 || sum.Status != "cancelled" {
+		t.Fatalf("cut-off run: exit %d status %s: %s", code, sum.Status, errb.String())
+	}
+	_, list, _ := runCLI(t, "threads", "--json")
+	if !strings.Contains(list, `"status": "running"`) {
+		t.Errorf("the cut-off thread is not listed as unfinished:\n%s", list)
+	}
+	if code, _, errs := runCLI(t, "run", "-p", "more", "--model", "openai:gpt-test", "--thread", sum.ThreadID); code != 1 || !strings.Contains(errs, "resume it before sending new input") {
+		t.Errorf("new input on an unfinished thread: exit %d: %s", code, errs)
+	}
+	code, o, errs := runCLI(t, "resume", "--thread", sum.ThreadID, "--model", "openai:gpt-test", "--output", "json")
+	if code != 0 {
+		t.Fatalf("resume: exit %d: %s", code, errs)
+	}
+	done := decode(t, o)
+	if done.Result != "done" || strings.Join(done.FilesChanged, ",") != "/a.md" || !strings.Contains(errs, "resume: resumed from checkpoint") {
+		t.Errorf("resumed: %+v\n%s", done, errs)
+	}
+	rounds := map[int]int{}
+	for _, r := range srv.Requests() {
+		rounds[r.Round()]++
+	}
+	if rounds[0] != 1 || rounds[1] != 2 {
+		t.Errorf("model calls by round %v: the finished step must not be repeated, the one in flight once more", rounds)
 	}
 }
