@@ -70,9 +70,9 @@ func isProject(dir string) bool {
 	return err == nil && st.IsDir()
 }
 
-// openDatabase opens the thread database. An SQLite file's directory is
-// made when missing (readable by the user only); in a project's .deepagents
-// directory a .gitignore keeps the database out of version control.
+// openDatabase opens the thread database. A missing SQLite file is made,
+// readable by the user only, with its directory; in a git work tree the
+// .deepagents directory gets a .gitignore that keeps it out of commits.
 func openDatabase(ctx context.Context, d config.Database) (checkpoint.Saver, error) {
 	switch d.Kind {
 	case config.SQLite:
@@ -80,8 +80,11 @@ func openDatabase(ctx context.Context, d config.Database) (checkpoint.Saver, err
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("thread database %s: %w", d, err)
 		}
-		if filepath.Base(dir) == ".deepagents" && filepath.Base(d.Path) == "state.db" {
-			ignoreDatabase(dir)
+		if f, err := os.OpenFile(d.Path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600); err == nil {
+			_ = f.Close() // SQLite takes an empty file as a new database
+			if filepath.Base(dir) == ".deepagents" {
+				ignoreDatabase(dir, filepath.Base(d.Path))
+			}
 		}
 		s, err := sqlite.Open(d.Path, sqlite.Options{BusyTimeout: dbBusyTimeout})
 		if err != nil {
@@ -100,14 +103,31 @@ func openDatabase(ctx context.Context, d config.Database) (checkpoint.Saver, err
 	return nil, fmt.Errorf("thread database: unknown kind %q", d.Kind)
 }
 
-// ignoreDatabase writes dir/.gitignore for the database files when there is
-// none, so that a project's conversations are not committed by accident.
-func ignoreDatabase(dir string) {
+// errNoDatabase says that an SQLite thread database does not exist yet.
+var errNoDatabase = errors.New("the thread database does not exist yet")
+
+// databaseExists reports whether d can hold threads already: a PostgreSQL
+// server always may; an SQLite file must exist.
+func databaseExists(d config.Database) bool {
+	if d.Kind != config.SQLite {
+		return true
+	}
+	_, err := os.Stat(d.Path)
+	return err == nil
+}
+
+// ignoreDatabase writes dir/.gitignore for the database files when dir is
+// in a git work tree and has no .gitignore, so that a project's
+// conversations are not committed by accident.
+func ignoreDatabase(dir, name string) {
+	if _, err := os.Stat(filepath.Join(filepath.Dir(dir), ".git")); err != nil {
+		return
+	}
 	p := filepath.Join(dir, ".gitignore")
 	if _, err := os.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
 		return
 	}
-	_ = os.WriteFile(p, []byte("# deepagents' thread database (conversations, files, tool results)\nstate.db\nstate.db-*\n"), 0o644)
+	_ = os.WriteFile(p, []byte("# deepagents' thread database (conversations, files, tool results)\n"+name+"\n"+name+"-*\n"), 0o644)
 }
 
 // newThreadID makes a thread id that sorts by creation time and is safe in

@@ -98,6 +98,18 @@ func cmdThreads(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		confirm = askOnTerminal(stdin, stderr)
 	}
 	saver, db, err := threadsDatabase(ctx, f, set["db"], confirm, stderr)
+	if errors.Is(err, errNoDatabase) {
+		if sub == "" {
+			if f.json {
+				fmt.Fprintln(stdout, "[]")
+			} else {
+				fmt.Fprintf(stderr, "no threads yet (no database at %s): 'deepagents run' makes one\n", db.Path)
+			}
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "deepagents threads %s: no thread %q: there is no thread database at %s yet\n", sub, id, db.Path)
+		return exitFailed
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "deepagents threads: %v\n", err)
 		var ue usageErr
@@ -137,6 +149,9 @@ func threadsDatabase(ctx context.Context, f threadsFlags, flagSet bool, confirm 
 		if err := checkTrust(cfg, home, runFlags{trustProject: f.trustProject, confirm: confirm}, stderr); err != nil {
 			return nil, db, usageErr{err}
 		}
+	}
+	if !databaseExists(db) {
+		return nil, db, errNoDatabase // listing makes no database
 	}
 	s, err := openDatabase(ctx, db)
 	return s, db, err

@@ -84,11 +84,26 @@ func TestDatabaseChoice(t *testing.T) {
 	srv := ot.NewServer(t, func(r *ot.Request) ot.Reply { return ot.Text("ok") })
 	project, home := runEnv(t, srv)
 	writeFileAt(t, filepath.Join(project, "deepagents.toml"), "model = \"openai:gpt-test\"\n")
+	writeFileAt(t, filepath.Join(project, ".git", "HEAD"), "ref: refs/heads/main\n")
+	// Listing threads makes no database.
+	if code, out, errs := runCLI(t, "threads", "--json"); code != 0 || strings.TrimSpace(out) != "[]" {
+		t.Errorf("threads without a database: exit %d %q %s", code, out, errs)
+	}
+	if code, _, errs := runCLI(t, "threads", "show", "x"); code != 1 || !strings.Contains(errs, "there is no thread database at "+filepath.Join(project, ".deepagents", "state.db")+" yet") {
+		t.Errorf("show without a database: exit %d %s", code, errs)
+	}
+	if _, err := os.Stat(filepath.Join(project, ".deepagents")); err == nil {
+		t.Fatal("threads made the database")
+	}
 	if code, _, errs := runCLI(t, "run", "-p", "hi"); code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	if _, err := os.Stat(filepath.Join(project, ".deepagents", "state.db")); err != nil {
+	st, err := os.Stat(filepath.Join(project, ".deepagents", "state.db"))
+	if err != nil {
 		t.Fatalf("no project database: %v", err)
+	}
+	if st.Mode().Perm() != 0o600 {
+		t.Errorf("the database is readable by others: %v", st.Mode())
 	}
 	if data, err := os.ReadFile(filepath.Join(project, ".deepagents", ".gitignore")); err != nil || !strings.Contains(string(data), "state.db") {
 		t.Errorf("the project database is not ignored by git: %v %q", err, data)
