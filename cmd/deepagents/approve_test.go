@@ -4,6 +4,7 @@ import (
 	"flag"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -173,6 +174,27 @@ func FuzzFileName(f *testing.F) {
 		}
 		if filepath.Base(name) != name {
 			t.Fatalf("fileName(%q) = %q is not a base name", id, name)
+		}
+	})
+}
+
+// FuzzPickDecision checks that an answer at the prompt only ever picks a
+// decision the call allows.
+func FuzzPickDecision(f *testing.F) {
+	for _, s := range []string{"a", "Edit", " reject ", "", "x", "approved", "é"} {
+		f.Add(s, true)
+	}
+	f.Fuzz(func(t *testing.T, ans string, all bool) {
+		allowed := []agent.DecisionType{agent.Approve, agent.Reject}
+		if all {
+			allowed = agent.AllDecisions
+		}
+		d, ok := pickDecision(ans, allowed)
+		if ok && !slices.Contains(allowed, d) {
+			t.Fatalf("%q picked %q, not among %v", ans, d, allowed)
+		}
+		if !ok && d != "" {
+			t.Fatalf("%q: no pick but %q", ans, d)
 		}
 	})
 }
