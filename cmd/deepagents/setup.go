@@ -186,9 +186,41 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 	if err != nil {
 		return nil, err
 	}
+	if err := checkGates(a, gates, specs); err != nil {
+		return nil, err
+	}
 	s.agent = a
 	ok = true
 	return s, nil
+}
+
+// checkGates refuses an interrupt_on (or --interrupt-on) that names no
+// tool any agent has: a misspelt name would let the calls it meant to stop
+// run without asking.
+func checkGates(a *agent.Agent, gates map[string]agent.Approval, specs []subagent.Spec) error {
+	known := slices.Clone(fstools.Names)
+	for _, ts := range a.ToolSpecs() {
+		if !slices.Contains(known, ts.Name) {
+			known = append(known, ts.Name)
+		}
+	}
+	check := func(m map[string]agent.Approval, where string) error {
+		for _, name := range slices.Sorted(maps.Keys(m)) {
+			if !slices.Contains(known, name) {
+				return fmt.Errorf("%s names %q, which is not a tool, so its calls would never wait; the tools are %s", where, name, strings.Join(known, ", "))
+			}
+		}
+		return nil
+	}
+	if err := check(gates, "interrupt_on (or --interrupt-on)"); err != nil {
+		return err
+	}
+	for _, sp := range specs {
+		if err := check(sp.InterruptOn, "subagent "+sp.Name+"'s interrupt_on"); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // keepWaitingGated makes sure that every tool with a call waiting for a

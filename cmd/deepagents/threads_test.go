@@ -589,3 +589,22 @@ func TestResumeContinuesACutOffRun(t *testing.T) {
 		t.Errorf("model calls by round %v: the finished step must not be repeated, the one in flight once more", rounds)
 	}
 }
+
+// A gate that names no tool is refused: the calls it meant to stop would
+// run without asking.
+func TestMisspeltGateIsRefused(t *testing.T) {
+	srv := gatedServer(t)
+	project, _ := runEnv(t, srv)
+	code, _, errs := runCLI(t, "run", "-p", "hi", "--model", "openai:gpt-test", "--interrupt-on", "write_fil")
+	if code != 2 || !strings.Contains(errs, `interrupt_on (or --interrupt-on) names "write_fil", which is not a tool, so its calls would never wait; the tools are ls, read_file, write_file`) {
+		t.Errorf("exit %d: %s", code, errs)
+	}
+	writeFileAt(t, filepath.Join(project, ".deepagents", "agents", "scout.md"), "---\ndescription: Scouts.\ninterrupt_on: {grepp: true}\n---\n")
+	code, _, errs = runCLI(t, "run", "-p", "hi", "--model", "openai:gpt-test")
+	if code != 2 || !strings.Contains(errs, `subagent scout's interrupt_on names "grepp"`) {
+		t.Errorf("agent file: exit %d: %s", code, errs)
+	}
+	if len(srv.Requests()) != 0 {
+		t.Error("the model was called")
+	}
+}
