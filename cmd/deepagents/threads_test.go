@@ -608,3 +608,31 @@ func TestMisspeltGateIsRefused(t *testing.T) {
 		t.Error("the model was called")
 	}
 }
+
+// stream-json shows the waiting call as an interrupt event, and the result
+// line says interrupted, with the thread and the requests.
+func TestInterruptedStreamJSON(t *testing.T) {
+	runEnv(t, gatedServer(t))
+	code, out, errs := runCLI(t, "run", "-p", "write it", "--model", "openai:gpt-test", "--interrupt-on", "write_file", "--output", "stream-json")
+	if code != 3 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	interrupts := 0
+	for _, l := range lines[:len(lines)-1] {
+		var ev map[string]any
+		if err := json.Unmarshal([]byte(l), &ev); err != nil {
+			t.Fatalf("not JSON: %s", l)
+		}
+		if ev["type"] == "interrupt" {
+			interrupts++
+		}
+	}
+	var last map[string]any
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); err != nil {
+		t.Fatal(err)
+	}
+	if interrupts != 1 || last["type"] != "result" || last["status"] != "interrupted" || last["thread_id"] == "" || len(last["action_requests"].([]any)) != 1 {
+		t.Errorf("%d interrupt events; result %v", interrupts, last)
+	}
+}
