@@ -17,6 +17,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/internal/safefile"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/subagent"
@@ -55,6 +56,10 @@ import (
 //	                 (low, medium, high) or a budget of thinking tokens
 //	                 (8000), or a mapping {effort: high} or
 //	                 {budget_tokens: 8000}; absent: the parent's setting
+//	interrupt_on     the tools whose calls wait for a person's decision: a
+//	                 mapping of tool names, each true, false or a list of
+//	                 decisions ([approve, edit, reject]); absent: the
+//	                 parent's; {} for none
 //
 // Any other key is an error.
 type AgentFile struct {
@@ -84,6 +89,9 @@ type AgentFile struct {
 	Timeout time.Duration
 	// Reasoning is nil when not set: the subagent inherits the parent's.
 	Reasoning *llm.ReasoningConfig
+	// InterruptOn is nil when not set: the subagent inherits the parent's
+	// approvals. An empty map asks about nothing.
+	InterruptOn map[string]agent.Approval
 	// Prompt is the body after the front matter, without the blank lines
 	// around it; it may be empty.
 	Prompt string
@@ -92,8 +100,8 @@ type AgentFile struct {
 }
 
 // Spec returns the subagent spec of a, with Name, Description,
-// SystemPrompt, Mode, ResponseFormat, MaxSteps, Timeout and Reasoning
-// filled in. Tools
+// SystemPrompt, Mode, ResponseFormat, MaxSteps, Timeout, Reasoning and
+// InterruptOn filled in. Tools
 // and Model are left for the caller to resolve from a.Tools and a.Model.
 func (a AgentFile) Spec() subagent.Spec {
 	s := subagent.Spec{
@@ -111,6 +119,7 @@ func (a AgentFile) Spec() subagent.Spec {
 		r := *a.Reasoning
 		s.Reasoning = &r
 	}
+	s.InterruptOn = cloneApprovals(a.InterruptOn)
 	return s
 }
 
@@ -209,7 +218,7 @@ func pathErrText(err error) string {
 	return err.Error()
 }
 
-var agentKeys = []string{"name", "description", "mode", "tools", "model", "response_format", "max_steps", "timeout", "reasoning"}
+var agentKeys = []string{"name", "description", "mode", "tools", "model", "response_format", "max_steps", "timeout", "reasoning", "interrupt_on"}
 
 var agentModes = []string{string(subagent.Isolated), string(subagent.Fork), string(subagent.Handoff)}
 
@@ -361,6 +370,8 @@ func parseAgent(p *problems, path string, data []byte) (a AgentFile, nameLine in
 				a.Timeout = yamlDuration(p, key, v, vl)
 			case "reasoning":
 				a.Reasoning = yamlReasoning(p, v, vl, at)
+			case "interrupt_on":
+				a.InterruptOn = yamlInterruptOn(p, v, vl, at)
 			default:
 				p.add(kl, "%s", unknownKey(key, key, agentKeys))
 			}

@@ -191,7 +191,7 @@ func TestParseAgentFileErrors(t *testing.T) {
 				`:7: unknown key "descripton" (did you mean "description"?)`},
 		{"unknown key by case", "---\ndescription: d\nMax_Steps: 3\n---\n", `:3: unknown key "Max_Steps" (did you mean "max_steps"?)`},
 		{"unknown key without suggestion", "---\ndescription: d\nskills: [x]\n---\n",
-			`:3: unknown key "skills" (known keys: name, description, mode, tools, model, response_format, max_steps, timeout, reasoning)`},
+			`:3: unknown key "skills" (known keys: name, description, mode, tools, model, response_format, max_steps, timeout, reasoning, interrupt_on)`},
 		{"duplicate key", "---\ndescription: d\nmode: fork\nmode: isolated\n---\n", `:4: key "mode" is set twice (first on line 3)`},
 		{"bad mode", "---\nname: researcher\ndescription: d\nmode: shared\n---\n", `:4: mode must be "isolated", "fork" or "handoff", got "shared"`},
 		{"wrong type: description", "---\ndescription: 42\n---\n", `:2: description must be a string, got the integer 42; put it in quotes`},
@@ -250,7 +250,7 @@ func TestParseAgentFileErrors(t *testing.T) {
 				":2: name must be letters, digits, \"_\" and \"-\" only, got \"a b\"\n" +
 				":3: mode must be \"isolated\", \"fork\" or \"handoff\", got \"shared\"\n" +
 				":4: timeout must be a duration like \"90s\" or \"5m\", got the integer 1; add a unit\n" +
-				":5: unknown key \"colour\" (known keys: name, description, mode, tools, model, response_format, max_steps, timeout, reasoning)"},
+				":5: unknown key \"colour\" (known keys: name, description, mode, tools, model, response_format, max_steps, timeout, reasoning, interrupt_on)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -298,18 +298,18 @@ func writeFiles(t *testing.T, root string, files map[string]string) {
 	}
 }
 
-func agent(desc string) string { return "---\ndescription: " + desc + "\n---\n" }
+func agentDoc(desc string) string { return "---\ndescription: " + desc + "\n---\n" }
 
 func TestLoadAgents(t *testing.T) {
 	root := t.TempDir()
 	home, project := filepath.Join(root, "home"), filepath.Join(root, "project")
 	writeFiles(t, root, map[string]string{
-		"home/.deepagents/agents/researcher.md": agent("user researcher"),
-		"home/.deepagents/agents/writer.md":     agent("user writer"),
+		"home/.deepagents/agents/researcher.md": agentDoc("user researcher"),
+		"home/.deepagents/agents/writer.md":     agentDoc("user writer"),
 		"home/.deepagents/agents/notes.txt":     "not an agent",
 		"home/.deepagents/agents/.draft.md":     "not an agent either",
 		"project/.deepagents/agents/aaa.md":     "---\nname: researcher\ndescription: project researcher\n---\n",
-		"project/.deepagents/agents/tester.md":  agent("project tester"),
+		"project/.deepagents/agents/tester.md":  agentDoc("project tester"),
 		"project/.deepagents/agents/sub.md/x":   "a directory named .md is skipped",
 	})
 	dirs := AgentDirs(project, home)
@@ -362,8 +362,8 @@ func TestLoadAgentsDuplicateInOneDir(t *testing.T) {
 	}
 	// The same name in two directories is an override, not an error.
 	other := t.TempDir()
-	writeFiles(t, other, map[string]string{"reviewer.md": agent("three")})
-	writeFiles(t, dir, map[string]string{"b.md": agent("two")})
+	writeFiles(t, other, map[string]string{"reviewer.md": agentDoc("three")})
+	writeFiles(t, dir, map[string]string{"b.md": agentDoc("two")})
 	got, err := LoadAgents(dir, other)
 	if err != nil || len(got) != 2 || got[1].Description != "three" {
 		t.Errorf("got %+v, %v", got, err)
@@ -375,7 +375,7 @@ func TestLoadAgentsReportsEveryFile(t *testing.T) {
 	writeFiles(t, dir, map[string]string{
 		"a.md":  "no front matter",
 		"b.md":  "---\ndescription: d\nmode: shared\ntimeout: x\n---\n",
-		"ok.md": agent("fine"),
+		"ok.md": agentDoc("fine"),
 	})
 	_, err := LoadAgents(dir)
 	a, b := filepath.Join(dir, "a.md"), filepath.Join(dir, "b.md")
@@ -404,7 +404,7 @@ func TestLoadAgentsUnreadable(t *testing.T) {
 		t.Skip("permissions are not enforced here")
 	}
 	locked := filepath.Join(dir, "locked")
-	writeFiles(t, dir, map[string]string{"locked/a.md": agent("a")})
+	writeFiles(t, dir, map[string]string{"locked/a.md": agentDoc("a")})
 	if err := os.Chmod(locked, 0); err != nil {
 		t.Fatal(err)
 	}

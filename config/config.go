@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/internal/safefile"
 	"github.com/deepagents-go/deepagents/llm"
 )
@@ -31,6 +32,8 @@ import (
 //	max_steps = 40
 //	max_parallel = 4
 //	reasoning = "high"     # or a budget of thinking tokens: reasoning = 8000
+//	db = "sqlite:.deepagents/state.db"   # or "postgres://user@host/db"
+//	interrupt_on = { write_file = true, edit_file = ["approve", "reject"] }
 //
 //	[providers.openai]
 //	api_key_env = "MY_OPENAI_KEY"
@@ -61,6 +64,15 @@ type Config struct {
 	// them). Nil when no file sets it. A project file's setting replaces
 	// the user's whole.
 	Reasoning *llm.ReasoningConfig
+	// Database is where the CLI keeps its threads (key db): "sqlite:PATH",
+	// a path relative to the file that sets it, or a "postgres://" URL.
+	// Nil when no file sets it.
+	Database *Database
+	// InterruptOn names the tools whose calls wait for a person's decision
+	// (key interrupt_on): a table of tool names, each true, false or a list
+	// of the decisions allowed ("approve", "edit", "reject"). Nil when no
+	// file sets it; a project file's table replaces the user's whole.
+	InterruptOn map[string]agent.Approval
 	// Providers are the [providers.NAME] tables by lower-case name; use
 	// ProviderFor to look one up.
 	Providers map[string]ProviderConfig
@@ -140,7 +152,7 @@ var builtinKinds = map[string]string{
 }
 
 var (
-	topKeys       = []string{"model", "system_prompt", "max_steps", "max_parallel", "reasoning", "providers"}
+	topKeys       = []string{"model", "system_prompt", "max_steps", "max_parallel", "reasoning", "db", "interrupt_on", "providers"}
 	providerKeys  = []string{"type", "base_url", "api_key_env", "model", "headers", "stream_tool_calls", "parallel_tool_calls", "request_timeout", "stream_idle_timeout", "api"}
 	providerTypes = []string{"openai", "anthropic", "gemini", "openai-compatible"}
 	envNameRe     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -278,6 +290,20 @@ func Parse(path string, data []byte) (*Config, error) {
 			c.MaxParallel = tomlPositiveInt(p, key, v, l)
 		case "reasoning":
 			c.Reasoning = tomlReasoning(p, v, l, at)
+		case "db":
+			if s, ok := tomlString(p, key, v, l); ok {
+				d, err := ParseDatabase(s, filepath.Dir(path))
+				if err != nil {
+					p.add(l, "db: %v", err)
+					continue
+				}
+				c.Database = &d
+				if d.Kind == Postgres {
+					c.credential(path, l, "", "db", Redact(d.DSN))
+				}
+			}
+		case "interrupt_on":
+			c.InterruptOn = tomlInterruptOn(p, v, l, at)
 		case "providers":
 			c.Providers = parseProviders(p, v, l, at, path, c)
 		default:
@@ -517,6 +543,13 @@ func (c *Config) Merge(other *Config) {
 	if other.Reasoning != nil {
 		r := *other.Reasoning
 		c.Reasoning = &r
+	}
+	if other.Database != nil {
+		d := *other.Database
+		c.Database = &d
+	}
+	if other.InterruptOn != nil {
+		c.InterruptOn = cloneApprovals(other.InterruptOn)
 	}
 	for name, o := range other.Providers {
 		name = strings.ToLower(name)

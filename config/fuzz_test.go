@@ -2,6 +2,7 @@ package config
 
 import (
 	"encoding/json"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -122,6 +123,14 @@ func FuzzLoadConfig(f *testing.F) {
 			t.Fatalf("bad limits %+v", c)
 		}
 		checkReasoning(t, c.Reasoning)
+		for name, a := range c.InterruptOn {
+			if !nameRe.MatchString(name) || len(a.Allowed) > 3 {
+				t.Fatalf("interrupt_on %q: %+v", name, a)
+			}
+		}
+		if c.Database != nil && c.Database.Kind != SQLite && c.Database.Kind != Postgres {
+			t.Fatalf("db %+v", c.Database)
+		}
 		if c.Model != "" && !strings.Contains(c.Model, ":") {
 			t.Fatalf("model %q not expanded", c.Model)
 		}
@@ -186,6 +195,66 @@ func FuzzParseReasoning(f *testing.F) {
 		}
 		if again, err := ParseReasoning(text); err != nil || *again != *r {
 			t.Fatalf("%q read as %+v, which reads back as %+v, %v", s, r, again, err)
+		}
+	})
+}
+
+// FuzzParseDatabase checks that a database setting is either refused with a
+// message that never shows a password, or read as one of the two kinds with
+// what that kind needs.
+func FuzzParseDatabase(f *testing.F) {
+	for _, s := range []string{"sqlite:state.db", "sqlite:", "postgres://u:pw@h/db", "postgresql:///x?host=/tmp", "x.db", "postgres://u:pw@h:bad/db", "sqlite:~/a.db"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, spec string) {
+		d, err := ParseDatabase(spec, "/project")
+		if err != nil {
+			if err.Error() == "" {
+				t.Fatal("empty error")
+			}
+			return
+		}
+		switch d.Kind {
+		case SQLite:
+			if d.Path == "" || d.DSN != "" {
+				t.Fatalf("sqlite %+v", d)
+			}
+		case Postgres:
+			if d.DSN == "" || d.Path != "" {
+				t.Fatalf("postgres %+v", d)
+			}
+			if u, perr := url.Parse(d.DSN); perr == nil && u.User != nil {
+				if pw, ok := u.User.Password(); ok && pw != "" && pw != "xxxxx" && strings.Contains(d.String(), ":"+pw+"@") {
+					t.Fatalf("String shows the password: %s", d.String())
+				}
+			}
+		default:
+			t.Fatalf("kind %q", d.Kind)
+		}
+	})
+}
+
+// FuzzParseInterruptOnFlag checks that --interrupt-on yields tool names
+// only, each allowing every decision.
+func FuzzParseInterruptOnFlag(f *testing.F) {
+	for _, s := range []string{"write_file", "write_file,edit_file", " , ", "a b", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		m, err := ParseInterruptOnFlag(text)
+		if err != nil {
+			if m != nil {
+				t.Fatal("a map with an error")
+			}
+			return
+		}
+		if len(m) == 0 {
+			t.Fatal("no tools and no error")
+		}
+		for name, a := range m {
+			if !nameRe.MatchString(name) || len(a.Allowed) != 0 {
+				t.Fatalf("entry %q: %+v", name, a)
+			}
 		}
 	})
 }

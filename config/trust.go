@@ -18,7 +18,8 @@ import (
 // CredentialSetting is one setting of a config file that decides where a
 // provider's requests, and the API key that goes with them, are sent: a
 // base_url, an api_key_env, a header, or a type that makes a built-in
-// provider speak another protocol. A project's deepagents.toml comes with
+// provider speak another protocol; also a db that is a PostgreSQL server
+// (Provider empty), which would receive every conversation. A project's deepagents.toml comes with
 // the repository, so such settings in it are only used when the user trusts
 // the project (see CheckTrust).
 type CredentialSetting struct {
@@ -33,6 +34,8 @@ type CredentialSetting struct {
 // to decide whether to trust it.
 func (s CredentialSetting) Describe() string {
 	switch {
+	case s.Key == "db" && s.Provider == "":
+		return fmt.Sprintf("stores every conversation of this project (messages, files, tool results) in the database at %s", s.Value)
 	case s.Key == "base_url":
 		return fmt.Sprintf("sends provider %s's requests, with its API key, to %s", s.Provider, s.Value)
 	case s.Key == "api_key_env":

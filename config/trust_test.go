@@ -224,7 +224,7 @@ func TestLoadAgentsRefusesNonRegularAndHugeFiles(t *testing.T) {
 		t.Skip("no FIFOs or /dev/zero")
 	}
 	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{"ok.md": agent("fine"), "huge.md": agent("big") + strings.Repeat("x", 1<<20)})
+	writeFiles(t, dir, map[string]string{"ok.md": agentDoc("fine"), "huge.md": agentDoc("big") + strings.Repeat("x", 1<<20)})
 	if err := syscall.Mkfifo(filepath.Join(dir, "fifo.md"), 0o644); err != nil {
 		t.Skip("mkfifo:", err)
 	}

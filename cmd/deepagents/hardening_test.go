@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -423,12 +424,18 @@ func TestAgentFileToolsAsOneName(t *testing.T) {
 // scriptModel answers each call with the next of its functions.
 type scriptModel struct {
 	steps []func(ctx context.Context) (*llm.Response, error)
+	mu    sync.Mutex
 	n     int
+	// requests are the requests made, in order.
+	requests []*llm.Request
 }
 
 func (m *scriptModel) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	m.mu.Lock()
 	i := m.n
 	m.n++
+	m.requests = append(m.requests, req)
+	m.mu.Unlock()
 	if i >= len(m.steps) {
 		i = len(m.steps) - 1
 	}
@@ -551,6 +558,14 @@ func TestInterruptSaysTheUserInterrupted(t *testing.T) {
 			}
 			if !strings.Contains(out.String(), "second turn") {
 				t.Errorf("the session did not go on after the interrupted turn:\n%s", out.String())
+			}
+			// The stopped run stays resumable in its thread; the session goes
+			// on in a new one that starts with the conversation so far.
+			if !strings.Contains(errb.String(), "the stopped turn stays unfinished in thread ") || !strings.Contains(errb.String(), "this conversation goes on in thread "+s.thread) {
+				t.Errorf("the move to a new thread was not reported:\n%s", errb.String())
+			}
+			if msgs := m.requests[len(m.requests)-1].Messages; len(msgs) < 2 || msgs[0].Content != "first" {
+				t.Errorf("the new thread lost the conversation so far: %+v", msgs)
 			}
 		})
 	}

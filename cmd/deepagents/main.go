@@ -21,7 +21,9 @@ Usage:
   deepagents demo                        replay the built-in delegation scenario and show each round
   deepagents replay [flags] SCENARIO     run a scenario with the scripted model; print its transcript
   deepagents inspect [flags]             list every bound tool with its size and token cost
-  deepagents run [flags] -p PROMPT       run the deep agent on a real model
+  deepagents run [flags] -p PROMPT       run the deep agent on a real model (saved in a thread)
+  deepagents resume --thread ID [flags]  continue a stopped run; answer calls waiting for approval
+  deepagents threads [show ID | rm ID]   list threads, print one's transcript, or delete one
   deepagents bench [flags]               measure framework overhead per model round
 
 Run 'deepagents COMMAND -h' (or 'deepagents help COMMAND') for what a command does, its flags and
@@ -74,7 +76,8 @@ func (r *interruptRouter) fire() {
 }
 
 // run is the whole command, with its streams injected for tests. It returns
-// the exit code: 0 success, 1 the run failed, 2 bad usage or input.
+// the exit code: 0 success, 1 the run failed, 2 bad usage or input, 3 the
+// run waits for approval.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
@@ -91,6 +94,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdBench(ctx, args[1:], stdout, stderr)
 	case "run":
 		return cmdRun(ctx, args[1:], stdin, stdout, stderr)
+	case "resume":
+		return cmdResume(ctx, args[1:], stdin, stdout, stderr)
+	case "threads":
+		return cmdThreads(ctx, args[1:], stdin, stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		if len(args) > 1 && args[0] == "help" {
 			return run(ctx, []string{args[1], "-h"}, stdin, stdout, stderr)

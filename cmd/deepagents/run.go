@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
+	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -18,10 +16,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/config"
 	"github.com/deepagents-go/deepagents/internal/safefile"
 	"github.com/deepagents-go/deepagents/llm"
-	"github.com/deepagents-go/deepagents/vfs"
 )
 
 // runFlags are the flags of `deepagents run`.
@@ -36,9 +34,19 @@ type runFlags struct {
 	maxParallel  int
 	reasoning    string
 	threadDir    string
+	db           string
+	thread       string
+	interruptOn  string
 	quiet        bool
 	trustProject bool
 	set          map[string]bool // flags given on the command line
+	// gates is --interrupt-on, parsed; nil when the flag is not given.
+	gates map[string]agent.Approval
+	// decisions are resume's --approve, --reject, --edit and --decisions,
+	// in the order given.
+	decisions []agent.Decision
+	// resume is set for 'deepagents resume'.
+	resume bool
 	// reasoningCfg is --reasoning, parsed; nil when the flag is not given.
 	reasoningCfg *llm.ReasoningConfig
 	// confirm asks the user a yes/no question on the terminal; nil when
@@ -58,14 +66,29 @@ come from the flags, then the project's deepagents.toml, then
 ~/.deepagents/config.toml; subagents from the agent files in
 ~/.deepagents/agents and .deepagents/agents. See docs/RUN.md.
 
+Every run is saved step by step in a thread of the thread database (--db;
+default .deepagents/state.db in a project, else ~/.deepagents/state.db).
+Without --thread a new thread is made and its id printed (on stderr, or as
+thread_id with --output json); --thread ID sends the prompt as a new turn
+of that thread. 'deepagents resume' continues a run that stopped.
+
+Tools named by --interrupt-on or interrupt_on wait for a person before
+they run. On a terminal (text output) you are asked at the prompt: approve,
+edit the arguments, or reject with a reason. Otherwise the run stops with
+status interrupted and exit status 3, listing the waiting calls; answer
+them with 'deepagents resume --thread ID --approve CALL_ID' (or --reject,
+--edit).
+
 The answer goes to stdout (never the model's thinking); progress, notices
 and warnings to stderr. A refusal is printed on stderr, not as an answer.
 
 Exit status:
   0  the run ended with status ok
   1  it ended with status error, limit, cancelled or refused (the answer so
-     far is printed and the transcript saved)
+     far is printed and the transcript saved), or the thread is held by
+     another run
   2  bad usage or configuration, an untrusted project file, or no prompt
+  3  the run is interrupted: tool calls wait for approval (see above)
 `
 
 // parseRunFlags reads the flags of `deepagents run`, reporting a bad one on
@@ -74,6 +97,28 @@ Exit status:
 func parseRunFlags(args []string, stdout, stderr io.Writer) (f runFlags, code int, ok bool) {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.StringVar(&f.prompt, "p", "", "the prompt; without it, read it from stdin, or start an interactive session on a terminal")
+	fs.StringVar(&f.thread, "thread", "", "continue this thread: the prompt is a new turn of its conversation, with its files (default: a new thread)")
+	agentFlags(fs, &f)
+	operands, code, ok := parseFlags(fs, args, runHelp, stdout, stderr)
+	if !ok {
+		return f, code, false
+	}
+	if len(operands) > 0 {
+		fmt.Fprintf(stderr, "deepagents run: unexpected argument %q (put the prompt after -p)\n", operands[0])
+		return f, 2, false
+	}
+	if err := f.check(fs); err != nil {
+		fmt.Fprintf(stderr, "deepagents run: %v\n", err)
+		return f, 2, false
+	}
+	return f, 0, true
+}
+
+// agentFlags are the flags run and resume share: how the agent is built,
+// where its threads are, and how the outcome is shown.
+func agentFlags(fs *flag.FlagSet, f *runFlags) {
+	fs.StringVar(&f.db, "db", "", "the thread database: sqlite:PATH or postgres://USER@HOST/DB (default from the config, else .deepagents/state.db in a project, else ~/.deepagents/state.db)")
+	fs.StringVar(&f.interruptOn, "interrupt-on", "", "TOOL[,TOOL]: calls of these tools wait for approval (approve, edit or reject), on top of interrupt_on in the config")
 	fs.StringVar(&f.model, "model", "", "provider:model, e.g. openai:gpt-4.1, anthropic:claude-sonnet-4-5, gemini:gemini-2.5-flash, ollama:qwen3")
 	fs.StringVar(&f.output, "output", "text", "text | json | stream-json")
 	fs.StringVar(&f.root, "root", "", "expose this real directory to the file tools (confined to it) instead of an in-memory filesystem")
@@ -84,47 +129,67 @@ func parseRunFlags(args []string, stdout, stderr io.Writer) (f runFlags, code in
 	fs.StringVar(&f.reasoning, "reasoning", "", "how much the model thinks before it answers: low | medium | high, or N thinking tokens (default from the config, else the model's own)")
 	fs.StringVar(&f.threadDir, "thread-dir", "", "where the thread's transcript is saved (default ~/.deepagents/threads)")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress or notices on stderr (warnings and the notice of a non-default endpoint are still shown)")
-	fs.BoolVar(&f.trustProject, "trust-project", false, "trust the project's deepagents.toml to set where requests and API keys go (base_url, api_key_env, headers); remembered for the file as it is now")
-	operands, code, ok := parseFlags(fs, args, runHelp, stdout, stderr)
-	if !ok {
-		return f, code, false
-	}
-	if len(operands) > 0 {
-		fmt.Fprintf(stderr, "deepagents run: unexpected argument %q (put the prompt after -p)\n", operands[0])
-		return f, 2, false
-	}
+	fs.BoolVar(&f.trustProject, "trust-project", false, "trust the project's deepagents.toml to set where requests, API keys and conversations go (base_url, api_key_env, headers, a PostgreSQL db); remembered for the file as it is now")
+}
+
+// check reads the flags given and checks their values.
+func (f *runFlags) check(fs *flag.FlagSet) error {
 	f.set = map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
 	switch f.output {
 	case "text", "json", "stream-json":
 	default:
-		fmt.Fprintf(stderr, "deepagents run: --output must be text, json or stream-json, not %q\n", f.output)
-		return f, 2, false
+		return fmt.Errorf("--output must be text, json or stream-json, not %q", f.output)
 	}
 	if f.set["reasoning"] {
 		r, err := config.ParseReasoning(f.reasoning)
 		if err != nil {
-			fmt.Fprintf(stderr, "deepagents run: --reasoning: %v\n", err)
-			return f, 2, false
+			return fmt.Errorf("--reasoning: %w", err)
 		}
 		f.reasoningCfg = r
 	}
-	return f, 0, true
+	if f.set["thread"] {
+		if err := checkpoint.ValidateThreadID(f.thread); err != nil {
+			return fmt.Errorf("--thread: %w", err)
+		}
+	}
+	if f.set["interrupt-on"] {
+		g, err := config.ParseInterruptOnFlag(f.interruptOn)
+		if err != nil {
+			return fmt.Errorf("--interrupt-on: %w", err)
+		}
+		f.gates = g
+	}
+	if f.set["db"] {
+		if _, err := config.ParseDatabase(f.db, ""); err != nil {
+			return fmt.Errorf("--db: %w", err)
+		}
+	}
+	return nil
 }
+
+// Exit statuses of run and resume.
+const (
+	exitOK          = 0
+	exitFailed      = 1
+	exitUsage       = 2
+	exitInterrupted = 3
+)
 
 func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	f, code, ok := parseRunFlags(args, stdout, stderr)
 	if !ok {
 		return code
 	}
-	if isTerminal(stdin) && isTerminal(stderr) {
+	terminal := isTerminal(stdin) && isTerminal(stderr)
+	if terminal {
 		f.confirm = askOnTerminal(stdin, stderr)
 	}
 
 	setup, err := assemble(ctx, f, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "deepagents run: %v\n", err)
-		return 2
+		return exitUsage
 	}
 	defer setup.close()
 
@@ -133,37 +198,58 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		data, err := safefile.ReadFrom(stdin, "stdin", maxStdinPrompt)
 		if err != nil {
 			fmt.Fprintf(stderr, "deepagents run: reading the prompt from stdin: %v\n", err)
-			return 2
+			return exitUsage
 		}
 		if !utf8.Valid(data) {
 			fmt.Fprintln(stderr, "deepagents run: the prompt on stdin is not UTF-8 text")
-			return 2
+			return exitUsage
 		}
 		f.prompt = strings.TrimSpace(string(data))
 		if f.prompt == "" {
 			fmt.Fprintln(stderr, "deepagents run: no prompt: stdin is not a terminal and held no text; pass -p PROMPT or pipe the prompt on stdin")
-			return 2
+			return exitUsage
 		}
 	}
 	progress := !f.quiet && isTerminal(stderr)
-	sess := &session{setup: setup, flags: f, stdout: stdout, stderr: stderr, progress: progress}
+	sess := &session{setup: setup, flags: f, stdout: stdout, stderr: stderr, progress: progress, thread: f.thread, cmd: "run"}
+	// On a terminal, with text output, calls waiting for approval are put
+	// to the person at the prompt.
+	askHere := terminal && f.output == "text"
 	if !interactive {
+		if askHere {
+			sess.ask = askApprovals(newLineReader(stdin), stderr)
+		}
 		return sess.turn(ctx, f.prompt)
 	}
+	sess.askAtPrompt = askHere
 	return sess.interactive(ctx, stdin)
 }
 
-// session keeps a conversation across turns.
+// session keeps a conversation across turns: one thread of the database.
 type session struct {
 	setup    *setup
 	flags    runFlags
 	stdout   io.Writer
 	stderr   io.Writer
 	progress bool
+	// cmd is the command's name in messages: "run" or "resume".
+	cmd string
 
-	messages []llm.Message
-	files    map[string]vfs.File
-	thread   string
+	// thread is the session's thread id, made by the first turn when empty.
+	thread string
+	// announced is set once the thread's id has been shown.
+	announced bool
+	// ask, when set, asks a person about calls waiting for approval and
+	// returns their decisions; an error leaves the calls waiting.
+	ask func(ctx context.Context, waiting []agent.Interrupt) ([]agent.Decision, error)
+	// askAtPrompt makes an interactive session set ask on its own line
+	// reader.
+	askAtPrompt bool
+	// stopped is set when the last turn was stopped with Ctrl-C: its run is
+	// left unfinished in the thread (it can be resumed), so the next
+	// message goes on in a new thread that starts with the conversation so
+	// far.
+	stopped bool
 	// told are the warnings and notices already shown in this session,
 	// so that one repeated by every subagent run is shown once.
 	told map[string]bool
@@ -174,21 +260,24 @@ func (s *session) interactive(ctx context.Context, stdin io.Reader) int {
 	if r := reasoningText(s.setup.config.Reasoning); r != "" {
 		model += ", " + r
 	}
-	fmt.Fprintf(s.stderr, "deepagents — %s. Type your message; an empty line does nothing, Ctrl-D ends the session, Ctrl-C stops the current turn.\n", model)
-	sc := bufio.NewScanner(stdin)
-	sc.Buffer(make([]byte, 0, 64*1024), 4*1024*1024)
+	lines := newLineReader(stdin)
+	if s.askAtPrompt {
+		s.ask = askApprovals(lines, s.stderr)
+	}
+	fmt.Fprintf(s.stderr, "deepagents — %s. Type your message; an empty line does nothing, /resume continues a stopped turn, Ctrl-D ends the session, Ctrl-C stops the current turn.\n", model)
 	code := 0
 	for {
 		fmt.Fprint(s.stderr, "> ")
-		if !sc.Scan() {
+		line, err := lines.readLine()
+		if err != nil {
 			fmt.Fprintln(s.stderr)
-			if err := sc.Err(); err != nil {
-				fmt.Fprintf(s.stderr, "deepagents run: reading stdin: %v (a message is at most 4 MiB)\n", err)
-				return 2
+			if !errors.Is(err, io.EOF) {
+				fmt.Fprintf(s.stderr, "deepagents run: reading stdin: %v\n", err)
+				return exitUsage
 			}
 			return code
 		}
-		line := strings.TrimSpace(sc.Text())
+		line = strings.TrimSpace(line)
 		if line == "" {
 			continue
 		}
@@ -198,7 +287,11 @@ func (s *session) interactive(ctx context.Context, stdin io.Reader) int {
 		// Ctrl-C stops this turn only.
 		tctx, cancel := context.WithCancelCause(ctx)
 		restore := interrupts.route(func() { cancel(errInterrupted) })
-		code = s.turn(tctx, line)
+		if line == "/resume" {
+			code = s.drive(tctx, agent.Input{}, nil)
+		} else {
+			code = s.turn(tctx, line)
+		}
 		restore()
 		cancel(nil)
 		if ctx.Err() != nil {
@@ -207,85 +300,198 @@ func (s *session) interactive(ctx context.Context, stdin io.Reader) int {
 	}
 }
 
-// turn runs one user message and prints the outcome in the chosen format.
+// turn sends one user message as a new turn of the session's thread and
+// prints the outcome in the chosen format.
 func (s *session) turn(ctx context.Context, prompt string) int {
-	in := agent.Input{Messages: append(s.messages, llm.User(prompt)), Files: s.files}
+	in := agent.Input{Messages: []llm.Message{llm.User(prompt)}}
+	if s.stopped {
+		s.stopped = false
+		if rs, err := agent.LoadRunState(ctx, s.setup.saver, s.thread, nil, false); err == nil && rs.Status == "" {
+			old := s.thread
+			s.thread = newThreadID()
+			in.Messages = append(slices.Clone(rs.Messages), in.Messages...)
+			in.Files = rs.Files
+			fmt.Fprintf(s.stderr, "deepagents: the stopped turn stays unfinished in thread %s ('deepagents resume --thread %s' continues it); this conversation goes on in thread %s\n",
+				old, old, s.thread)
+		}
+	}
+	return s.drive(ctx, in, nil)
+}
+
+// name is the command's name for messages.
+func (s *session) name() string {
+	if s.cmd == "" {
+		return "run"
+	}
+	return s.cmd
+}
+
+// drive runs the thread with in (empty to resume) and decisions, asks about
+// calls waiting for approval while there is someone to ask, and reports the
+// outcome. It returns the exit status.
+func (s *session) drive(ctx context.Context, in agent.Input, decisions []agent.Decision) int {
+	if s.setup.saver == nil {
+		// A setup assembled without a database (tests) keeps its threads
+		// in memory.
+		s.setup.saver = checkpoint.NewMemory(0)
+	}
+	if s.thread == "" {
+		s.thread = newThreadID()
+		s.announceNew()
+	}
 	var prog *progressPrinter
 	if s.progress {
 		prog = &progressPrinter{w: s.stderr, start: time.Now()}
 	}
 	enc := json.NewEncoder(s.stdout)
-	res, runErr := agent.Drain(s.setup.agent.Run(ctx, in), func(ev agent.Event) {
-		if prog != nil {
-			prog.event(ev)
+	for {
+		opts := []agent.RunOption{agent.WithCheckpoints(s.setup.saver, s.thread)}
+		if len(decisions) > 0 {
+			opts = append(opts, agent.WithDecisions(decisions...))
 		}
-		s.tell(ev, prog)
-		if s.flags.output == "stream-json" {
-			_ = enc.Encode(ev)
+		res, runErr := agent.Drain(s.setup.agent.Run(ctx, in, opts...), func(ev agent.Event) {
+			if prog != nil {
+				prog.event(ev)
+			}
+			s.tell(ev, prog)
+			if s.flags.output == "stream-json" {
+				_ = enc.Encode(ev)
+			}
+		})
+		// A run that produced a result is reported and saved whatever error
+		// came with it (a non-ok status comes back as an error too); only a
+		// run without a result has nothing to show.
+		if res == nil {
+			if runErr == nil {
+				runErr = errors.New("the run ended without a result")
+			}
+			if ctx.Err() != nil {
+				runErr = context.Cause(ctx)
+			}
+			fmt.Fprintf(s.stderr, "deepagents %s: %v\n", s.name(), runErr)
+			return exitFailed
 		}
-	})
-	// A run that produced a result is reported and saved whatever error
-	// came with it (a non-ok status comes back as an error too); only a
-	// run without a result has nothing to show.
-	if res == nil {
-		if runErr == nil {
-			runErr = errors.New("the run ended without a result")
+		var de *agent.DecisionError
+		if errors.As(runErr, &de) {
+			fmt.Fprintf(s.stderr, "deepagents %s: %s; nothing ran, and thread %s still waits\n", s.name(), de.Msg, s.thread)
+			return exitUsage
 		}
-		if ctx.Err() != nil {
-			runErr = context.Cause(ctx)
+		if res.Status == agent.StatusInterrupted && s.ask != nil && ctx.Err() == nil {
+			ds, err := s.ask(ctx, res.Interrupts)
+			if err == nil && len(ds) > 0 {
+				in, decisions = agent.Input{}, ds
+				continue
+			}
+			if err != nil {
+				fmt.Fprintf(s.stderr, "deepagents %s: %v\n", s.name(), err)
+			}
 		}
-		fmt.Fprintf(s.stderr, "deepagents run: %v\n", runErr)
-		return 1
+		path, saveErr := s.save(res)
+		if saveErr != nil {
+			fmt.Fprintf(s.stderr, "deepagents %s: could not save the transcript: %v\n", s.name(), saveErr)
+		}
+		reason := res.Error
+		if res.Status != agent.StatusOK && res.Status != agent.StatusInterrupted && ctx.Err() != nil {
+			reason = context.Cause(ctx).Error() // "interrupted by the user (Ctrl-C)", not "context canceled"
+			s.stopped = res.Status == agent.StatusCancelled
+		} else if reason == "" && runErr != nil && res.Status != agent.StatusOK {
+			reason = runErr.Error()
+		}
+		return s.report(res, reason, path, prog)
 	}
-	s.messages, s.files = res.State.Messages, res.State.Files
-	path, saveErr := s.save(res)
-	if saveErr != nil {
-		fmt.Fprintf(s.stderr, "deepagents run: could not save the transcript: %v\n", saveErr)
+}
+
+// announceNew shows the id of a thread the session made, so the user can
+// continue it; with JSON output it is in the result instead.
+func (s *session) announceNew() {
+	if s.announced || s.flags.output != "text" {
+		return
 	}
-	reason := res.Error
-	if res.Status != agent.StatusOK && ctx.Err() != nil {
-		reason = context.Cause(ctx).Error() // "interrupted by the user (Ctrl-C)", not "context canceled"
-	} else if reason == "" && runErr != nil && res.Status != agent.StatusOK {
-		reason = runErr.Error()
-	}
-	return s.report(res, reason, path, prog)
+	s.announced = true
+	fmt.Fprintf(s.stderr, "deepagents: thread %s (continue it with --thread %s)\n", s.thread, s.thread)
 }
 
 // report prints a finished turn in the chosen format and returns the exit
-// code: 0 for a run that ended ok, else 1. A refusal is not an answer: its
-// reason goes to stderr in every format, and nothing is printed as the
-// answer.
+// status: 0 for a run that ended ok, 3 for one waiting for approval, else
+// 1. A refusal is not an answer: its reason goes to stderr in every format,
+// and nothing is printed as the answer.
 func (s *session) report(res *agent.Result, reason, path string, prog *progressPrinter) int {
 	refused := res.Status == agent.StatusRefused
+	waiting := res.Status == agent.StatusInterrupted
 	switch s.flags.output {
 	case "text":
-		if text := res.FinalText(); text != "" && !refused {
+		if text := res.FinalText(); text != "" && !refused && !waiting {
 			fmt.Fprintln(s.stdout, text)
 		}
-		if res.Status != agent.StatusOK && !refused {
-			fmt.Fprintf(s.stderr, "deepagents run: the run ended with status %s: %s\n", res.Status, reason)
+		if res.Status != agent.StatusOK && !refused && !waiting {
+			fmt.Fprintf(s.stderr, "deepagents %s: the run ended with status %s: %s\n", s.name(), res.Status, reason)
 		}
 		if prog != nil {
 			prog.summary(res, path)
 		}
+		if waiting {
+			s.showWaiting(res.Interrupts)
+		}
 	case "json", "stream-json":
 		out := summarise(res, path)
 		out.Error = reason
+		out.ThreadID = s.thread
 		if s.flags.output == "stream-json" {
 			out.Type = "result"
 		}
 		if refused {
 			out.Result, out.Refusal = "", refusalOf(res, reason)
 		}
+		if waiting {
+			out.Result = ""
+		}
 		_ = json.NewEncoder(s.stdout).Encode(out)
 	}
 	if refused {
-		fmt.Fprintf(s.stderr, "deepagents run: the model refused to answer: %s\n", refusalOf(res, reason))
+		fmt.Fprintf(s.stderr, "deepagents %s: the model refused to answer: %s\n", s.name(), refusalOf(res, reason))
 	}
-	if res.Status != agent.StatusOK {
-		return 1
+	switch res.Status {
+	case agent.StatusOK:
+		return exitOK
+	case agent.StatusInterrupted:
+		return exitInterrupted
 	}
-	return 0
+	return exitFailed
+}
+
+// showWaiting lists the calls waiting for approval on stderr, with the
+// commands that answer them.
+func (s *session) showWaiting(waiting []agent.Interrupt) {
+	fmt.Fprintf(s.stderr, "deepagents %s: thread %s is waiting for approval of %d tool call(s):\n", s.name(), s.thread, len(waiting))
+	for _, in := range waiting {
+		fmt.Fprintf(s.stderr, "  %s  %s %s  (agent %s; allowed: %s)\n", in.CallID, in.Tool, clip(compactJSON(in.Args), 200), in.Path, decisionList(in.Allowed))
+	}
+	first := "CALL_ID"
+	if len(waiting) > 0 {
+		first = waiting[0].CallID
+	}
+	fmt.Fprintf(s.stderr, "Answer with: deepagents resume --thread %s --approve %s  (or --reject %s --message WHY, --edit %s --args JSON)\n",
+		s.thread, first, first, first)
+}
+
+func decisionList(ds []agent.DecisionType) string {
+	if len(ds) == 0 {
+		ds = agent.AllDecisions
+	}
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		out[i] = string(d)
+	}
+	return strings.Join(out, ", ")
+}
+
+// compactJSON is args on one line, or as they are when they are not JSON.
+func compactJSON(args json.RawMessage) string {
+	var b bytes.Buffer
+	if err := json.Compact(&b, args); err != nil {
+		return string(args)
+	}
+	return b.String()
 }
 
 // reasoningText says what a reasoning setting asks for, "" for none.
@@ -361,6 +567,22 @@ type runSummary struct {
 	Subagents    []subagentSummary    `json:"subagents,omitempty"`
 	FilesChanged []string             `json:"files_changed"`
 	Transcript   string               `json:"transcript,omitempty"`
+	// ThreadID is the thread the run is saved in: pass it to --thread to
+	// continue the conversation, or to resume.
+	ThreadID string `json:"thread_id"`
+	// Interrupts are the calls waiting for approval (status interrupted),
+	// and ActionRequests and ReviewConfigs the same calls in the shape of
+	// LangChain's human-in-the-loop requests.
+	Interrupts     []agent.Interrupt    `json:"interrupts,omitempty"`
+	ActionRequests []actionRequest      `json:"action_requests,omitempty"`
+	ReviewConfigs  []agent.ReviewConfig `json:"review_configs,omitempty"`
+}
+
+// actionRequest is a LangChain action request with our call_id beside its
+// id, so that a client can answer it by either name.
+type actionRequest struct {
+	agent.ActionRequest
+	CallID string `json:"call_id"`
 }
 
 type subagentSummary struct {
@@ -381,6 +603,14 @@ func summarise(res *agent.Result, transcript string) runSummary {
 		out.Subagents = append(out.Subagents, subagentSummary{CallID: id, Agent: c.Agent, Status: c.Status, Rounds: c.Rounds, Usage: c.Usage})
 	}
 	slices.SortFunc(out.Subagents, func(a, b subagentSummary) int { return strings.Compare(a.CallID, b.CallID) })
+	if len(res.Interrupts) > 0 {
+		out.Interrupts = res.Interrupts
+		h := agent.HITL(res.Interrupts)
+		for _, ar := range h.ActionRequests {
+			out.ActionRequests = append(out.ActionRequests, actionRequest{ar, ar.ID})
+		}
+		out.ReviewConfigs = h.ReviewConfigs
+	}
 	return out
 }
 
@@ -395,15 +625,10 @@ func (s *session) save(res *agent.Result) (string, error) {
 		}
 		dir = filepath.Join(home, ".deepagents", "threads")
 	}
-	if s.thread == "" {
-		var b [4]byte
-		_, _ = rand.Read(b[:])
-		s.thread = time.Now().UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
-	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err
 	}
-	path := filepath.Join(dir, s.thread+".json")
+	path := filepath.Join(dir, fileName(s.thread)+".json")
 	data, err := json.MarshalIndent(struct {
 		Thread string        `json:"thread"`
 		Model  string        `json:"model"`
@@ -418,6 +643,32 @@ func (s *session) save(res *agent.Result) (string, error) {
 		return "", err
 	}
 	return path, os.Rename(tmp, path)
+}
+
+// fileName turns a thread id into a file name: characters other than
+// letters, digits, ".", "_" and "-" become "_", and a name that would be
+// hidden or too long is changed, so that no id reaches outside the
+// directory.
+func fileName(id string) string {
+	var b strings.Builder
+	for _, r := range id {
+		if r < utf8.RuneSelf && (r == '.' || r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	name := b.String()
+	if strings.HasPrefix(name, ".") {
+		name = "_" + name[1:]
+	}
+	if len(name) > 120 {
+		name = name[:120]
+	}
+	if name == "" {
+		name = "thread"
+	}
+	return name
 }
 
 // isTerminal reports whether v is a terminal: a character device that

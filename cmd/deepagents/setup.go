@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/deepagents-go/deepagents"
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/config"
 	"github.com/deepagents-go/deepagents/fstools"
 	"github.com/deepagents-go/deepagents/internal/safefile"
@@ -28,7 +30,10 @@ type setup struct {
 	agent     *agent.Agent
 	modelName string
 	// config is what the agent was assembled from.
-	config  deepagents.Config
+	config deepagents.Config
+	// saver is the thread database, and db where it is.
+	saver   checkpoint.Saver
+	db      config.Database
 	closers []func() error
 }
 
@@ -60,6 +65,12 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 		return nil, err
 	}
 	s := &setup{}
+	ok := false
+	defer func() {
+		if !ok {
+			s.close()
+		}
+	}()
 	notices := &endpointNotices{w: stderr, cfg: cfg}
 
 	modelStr := cfg.Model
@@ -110,6 +121,13 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 	if f.reasoningCfg != nil {
 		reasoning = f.reasoningCfg
 	}
+	// --interrupt-on adds to the config's interrupt_on.
+	var gates map[string]agent.Approval
+	if cfg.InterruptOn != nil || f.gates != nil {
+		gates = map[string]agent.Approval{}
+		maps.Copy(gates, cfg.InterruptOn)
+		maps.Copy(gates, f.gates)
+	}
 
 	var backend vfs.Backend
 	if f.root != "" {
@@ -147,16 +165,97 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 		return nil, errors.Join(errs...)
 	}
 
+	if s.db, err = chooseDatabase(f.db, f.set["db"], cfg, cwd, home); err != nil {
+		return nil, err
+	}
+	saver, err := openDatabase(ctx, s.db)
+	if err != nil {
+		return nil, err
+	}
+	s.saver = saver
+	s.closers = append(s.closers, saver.Close)
+	if f.resume {
+		gates, specs = keepWaitingGated(ctx, saver, f.thread, gates, specs)
+	}
+
 	s.config = deepagents.Config{
 		Model: model, SystemPrompt: system, Subagents: specs, Backend: backend,
-		MaxSteps: maxSteps, MaxParallel: maxParallel, Stream: true, Reasoning: reasoning,
+		MaxSteps: maxSteps, MaxParallel: maxParallel, Stream: true, Reasoning: reasoning, InterruptOn: gates,
 	}
 	a, err := deepagents.New(s.config)
 	if err != nil {
 		return nil, err
 	}
+	if err := checkGates(a, gates, specs); err != nil {
+		return nil, err
+	}
 	s.agent = a
+	ok = true
 	return s, nil
+}
+
+// checkGates refuses an interrupt_on (or --interrupt-on) that names no
+// tool any agent has: a misspelt name would let the calls it meant to stop
+// run without asking.
+func checkGates(a *agent.Agent, gates map[string]agent.Approval, specs []subagent.Spec) error {
+	known := slices.Clone(fstools.Names)
+	for _, ts := range a.ToolSpecs() {
+		if !slices.Contains(known, ts.Name) {
+			known = append(known, ts.Name)
+		}
+	}
+	check := func(m map[string]agent.Approval, where string) error {
+		for _, name := range slices.Sorted(maps.Keys(m)) {
+			if !slices.Contains(known, name) {
+				return fmt.Errorf("%s names %q, which is not a tool, so its calls would never wait; the tools are %s", where, name, strings.Join(known, ", "))
+			}
+		}
+		return nil
+	}
+	if err := check(gates, "interrupt_on (or --interrupt-on)"); err != nil {
+		return err
+	}
+	for _, sp := range specs {
+		if err := check(sp.InterruptOn, "subagent "+sp.Name+"'s interrupt_on"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// keepWaitingGated makes sure that every tool with a call waiting for a
+// decision in thread is still gated when the run resumes, with the
+// decisions it was stopped with: the agent decides by its configuration at
+// resume time whether a call waits, so a resume without the --interrupt-on
+// or interrupt_on the run was started with would run a rejected or edited
+// call as the model asked. Subagents with their own interrupt_on get the
+// same; the others inherit the agent's.
+func keepWaitingGated(ctx context.Context, saver checkpoint.Saver, thread string, gates map[string]agent.Approval,
+	specs []subagent.Spec) (map[string]agent.Approval, []subagent.Spec) {
+	rs, err := agent.LoadRunState(ctx, saver, thread, nil, false)
+	if err != nil || len(rs.Loop.Interrupts) == 0 {
+		return gates, specs // the run itself reports what is wrong
+	}
+	add := func(m map[string]agent.Approval) map[string]agent.Approval {
+		out := maps.Clone(m)
+		if out == nil {
+			out = map[string]agent.Approval{}
+		}
+		for _, in := range rs.Loop.Interrupts {
+			if _, ok := out[in.Tool]; !ok {
+				out[in.Tool] = agent.Approval{Allowed: slices.Clone(in.Allowed)}
+			}
+		}
+		return out
+	}
+	gates = add(gates)
+	specs = slices.Clone(specs)
+	for i := range specs {
+		if specs[i].InterruptOn != nil {
+			specs[i].InterruptOn = add(specs[i].InterruptOn)
+		}
+	}
+	return gates, specs
 }
 
 // buildModel builds spec's model with the provider's configured options,

@@ -1,0 +1,181 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/deepagents-go/deepagents/agent"
+)
+
+// maxLine caps one line read from the terminal.
+const maxLine = 4 << 20
+
+// lineReader reads lines from the terminal, for the session's messages and
+// the questions asked about waiting calls alike.
+type lineReader struct{ sc *bufio.Scanner }
+
+func newLineReader(r io.Reader) *lineReader {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), maxLine)
+	return &lineReader{sc}
+}
+
+// readLine returns the next line without its end; io.EOF at the end.
+func (l *lineReader) readLine() (string, error) {
+	if l.sc.Scan() {
+		return l.sc.Text(), nil
+	}
+	if err := l.sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return "", fmt.Errorf("a line is at most %d MiB", maxLine>>20)
+		}
+		return "", err
+	}
+	return "", io.EOF
+}
+
+// maxTries bounds how often one question is asked again after an answer
+// that is not understood.
+const maxTries = 5
+
+// askApprovals returns the function that puts each waiting call to the
+// person at the terminal: the agent that asks, the tool and its arguments,
+// and the decisions allowed. An edit asks for new arguments (a JSON object,
+// checked before it is taken), a rejection for a reason. The end of input
+// leaves every call waiting.
+func askApprovals(lines *lineReader, w io.Writer) func(context.Context, []agent.Interrupt) ([]agent.Decision, error) {
+	return func(ctx context.Context, waiting []agent.Interrupt) ([]agent.Decision, error) {
+		var ds []agent.Decision
+		for i, in := range waiting {
+			if ctx.Err() != nil {
+				return nil, context.Cause(ctx)
+			}
+			d, err := askOne(lines, w, in, i+1, len(waiting))
+			if err != nil {
+				return nil, err
+			}
+			ds = append(ds, d)
+		}
+		return ds, nil
+	}
+}
+
+func askOne(lines *lineReader, w io.Writer, in agent.Interrupt, n, of int) (agent.Decision, error) {
+	allowed := in.Allowed
+	if len(allowed) == 0 {
+		allowed = agent.AllDecisions
+	}
+	fmt.Fprintf(w, "\n⏸ Approval %d of %d: %s wants to call %s (call %s)\n", n, of, in.Path, in.Tool, in.CallID)
+	fmt.Fprintf(w, "  arguments: %s\n", clip(indentJSON(in.Args), 4000))
+	if in.Description != "" {
+		fmt.Fprintf(w, "  %s\n", in.Description)
+	}
+	var choices []string
+	for _, d := range allowed {
+		choices = append(choices, fmt.Sprintf("[%c]%s", d[0], d[1:]))
+	}
+	ask := func(q string) (string, error) {
+		fmt.Fprint(w, q)
+		line, err := lines.readLine()
+		if errors.Is(err, io.EOF) {
+			fmt.Fprintln(w)
+			return "", errors.New("no answer (end of input): the calls keep waiting; answer them with 'deepagents resume'")
+		}
+		return strings.TrimSpace(line), err
+	}
+	d := agent.Decision{CallID: in.CallID, Path: in.Path}
+	for try := 0; try < maxTries; try++ {
+		ans, err := ask(strings.Join(choices, " / ") + "? ")
+		if err != nil {
+			return d, err
+		}
+		t, ok := pickDecision(ans, allowed)
+		if !ok {
+			fmt.Fprintf(w, "  answer %s\n", strings.Join(decisionWords(allowed), ", "))
+			continue
+		}
+		d.Type = t
+		switch t {
+		case agent.Edit:
+			for try := 0; ; try++ {
+				text, err := ask("  new arguments, a JSON object on one line: ")
+				if err != nil {
+					return d, err
+				}
+				args, err := editArgs(text)
+				if err == nil {
+					d.Args = args
+					return d, nil
+				}
+				if try+1 >= maxTries {
+					return d, fmt.Errorf("call %s: %v", in.CallID, err)
+				}
+				fmt.Fprintf(w, "  %v; try again\n", err)
+			}
+		case agent.Reject:
+			msg, err := ask("  reason, told to the model (may be empty): ")
+			if err != nil {
+				return d, err
+			}
+			d.Message = msg
+		}
+		return d, nil
+	}
+	return d, fmt.Errorf("call %s: no decision understood after %d tries; the calls keep waiting", in.CallID, maxTries)
+}
+
+// pickDecision reads an answer: a decision's name or its first letter,
+// among those allowed.
+func pickDecision(ans string, allowed []agent.DecisionType) (agent.DecisionType, bool) {
+	ans = strings.ToLower(strings.TrimSpace(ans))
+	if ans == "" {
+		return "", false
+	}
+	for _, d := range allowed {
+		if ans == string(d) || len(ans) == 1 && ans[0] == d[0] {
+			return d, true
+		}
+	}
+	return "", false
+}
+
+func decisionWords(ds []agent.DecisionType) []string {
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		out[i] = fmt.Sprintf("%s (%c)", d, d[0])
+	}
+	return out
+}
+
+// editArgs checks new arguments for an edit: a JSON object.
+func editArgs(text string) (json.RawMessage, error) {
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return nil, errors.New("no arguments given")
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(text), &obj); err != nil {
+		return nil, fmt.Errorf("not JSON: %v", err)
+	}
+	if obj == nil {
+		return nil, errors.New("the arguments must be a JSON object, {...}")
+	}
+	var b bytes.Buffer
+	_ = json.Compact(&b, []byte(text))
+	return b.Bytes(), nil
+}
+
+// indentJSON shows arguments readably, or as they are when not JSON.
+func indentJSON(args json.RawMessage) string {
+	var b bytes.Buffer
+	if err := json.Indent(&b, args, "  ", "  "); err != nil {
+		return string(args)
+	}
+	return b.String()
+}

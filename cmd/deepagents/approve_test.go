@@ -1,0 +1,200 @@
+package main
+
+import (
+	"flag"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/deepagents-go/deepagents/agent"
+)
+
+// An interactive session on a terminal asks about each waiting call at the
+// prompt and goes on with the decision; answers it does not understand are
+// asked again, and the end of input leaves the call waiting.
+func TestInteractiveApprovalAtThePrompt(t *testing.T) {
+	tests := []struct {
+		name    string
+		input   string
+		code    int
+		stdout  string
+		stderr  []string
+		file    string // the content of /a.md or /e.md afterwards, "" for none
+		path    string
+		seenRes string // a substring of the result the model saw for c1
+	}{
+		{"edit after bad answers", "write it\nx\ne\nnot json\n{\"file_path\":\"/e.md\",\"content\":\"E\"}\n/exit\n", 0, "done\n",
+			[]string{"⏸ Approval 1 of 1: parent wants to call write_file (call c1)", `"file_path": "/a.md"`, "[a]pprove / [e]dit / [r]eject? ",
+				"answer approve (a), edit (e), reject (r)", "not JSON", "new arguments, a JSON object on one line: "},
+			"E", "/e.md", "changed the arguments"},
+		{"reject with a reason", "write it\nreject\nwrong file\n", 0, "done\n", []string{"reason, told to the model"}, "", "/a.md", "wrong file"},
+		{"approve", "write it\nA\n", 0, "done\n", nil, "A\n", "/a.md", "/a.md"},
+		{"end of input", "write it\n", 3, "", []string{"no answer (end of input): the calls keep waiting", "is waiting for approval of 1 tool call(s)"}, "", "/a.md", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := gatedServer(t)
+			runEnv(t, srv)
+			f := runFlags{model: "openai:gpt-test", output: "text", set: map[string]bool{}, gates: map[string]agent.Approval{"write_file": {}}}
+			var errb strings.Builder
+			s, err := assemble(t.Context(), f, &errb)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.close()
+			var out strings.Builder
+			sess := &session{setup: s, flags: f, stdout: &out, stderr: &errb, askAtPrompt: true}
+			if code := sess.interactive(t.Context(), strings.NewReader(tt.input)); code != tt.code {
+				t.Fatalf("exit %d, want %d: %s", code, tt.code, errb.String())
+			}
+			if out.String() != tt.stdout {
+				t.Errorf("stdout %q, want %q", out.String(), tt.stdout)
+			}
+			for _, w := range tt.stderr {
+				if !strings.Contains(errb.String(), w) {
+					t.Errorf("stderr lacks %q:\n%s", w, errb.String())
+				}
+			}
+			rs, err := agent.LoadRunState(t.Context(), s.saver, sess.thread, nil, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := ""
+			if f, ok := rs.Files[tt.path]; ok {
+				got = f.Content
+			}
+			if got != tt.file {
+				t.Errorf("%s = %q, want %q", tt.path, got, tt.file)
+			}
+			if tt.seenRes != "" {
+				last := srv.Requests()[len(srv.Requests())-1]
+				res, ok := last.ToolResult("c1")
+				if !ok || !strings.Contains(res.Text(), tt.seenRes) {
+					t.Errorf("the model saw %q for c1, want it to contain %q", res.Text(), tt.seenRes)
+				}
+			}
+			if tt.code == 3 && rs.Status != agent.StatusInterrupted {
+				t.Errorf("status %q, want interrupted", rs.Status)
+			}
+		})
+	}
+}
+
+// The decision flags pair each --message and --args with the --reject or
+// --edit before them.
+func TestDecisionFlagsPairInOrder(t *testing.T) {
+	var d decisionFlags
+	steps := []struct {
+		fn  func(string) error
+		arg string
+	}{
+		{func(v string) error { return d.add(agent.Reject, v) }, "r1"},
+		{d.message, "because"},
+		{func(v string) error { return d.add(agent.Edit, v) }, "e1"},
+		{d.args, `{"a": 1}`},
+		{func(v string) error { return d.add(agent.Approve, v) }, " a1 "},
+		{func(v string) error { return d.add(agent.Reject, v) }, "r2"},
+	}
+	for _, s := range steps {
+		if err := s.fn(s.arg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.done(); err != nil {
+		t.Fatal(err)
+	}
+	want := []agent.Decision{{Type: "reject", CallID: "r1", Message: "because"}, {Type: "edit", CallID: "e1", Args: []byte(`{"a":1}`)},
+		{Type: "approve", CallID: "a1"}, {Type: "reject", CallID: "r2"}}
+	if len(d.ds) != len(want) {
+		t.Fatalf("%+v", d.ds)
+	}
+	for i := range want {
+		g, w := d.ds[i], want[i]
+		if g.Type != w.Type || g.CallID != w.CallID || g.Message != w.Message || string(g.Args) != string(w.Args) {
+			t.Errorf("decision %d = %+v, want %+v", i, g, w)
+		}
+	}
+	if err := d.message("late"); err != nil { // r2 had none yet
+		t.Fatal(err)
+	}
+	if err := d.message("again"); err == nil || !strings.Contains(err.Error(), "call r2 already has a message") {
+		t.Errorf("a second --message: %v", err)
+	}
+	if err := d.args(`{}`); err == nil || !strings.Contains(err.Error(), "must follow the --edit") {
+		t.Errorf("--args after a reject: %v", err)
+	}
+}
+
+// FuzzDecisionFlags feeds resume's decision flags any arguments: what they
+// accept is a list of decisions that each pass the agent's own check.
+func FuzzDecisionFlags(f *testing.F) {
+	for _, s := range []string{
+		"--approve\x00c1", "--reject\x00c1\x00--message\x00why", "--edit\x00c1\x00--args\x00{\"a\":1}",
+		"--message\x00x", "--edit\x00c1", "--args\x00{}", "--edit\x00c1\x00--args\x00null", "--approve\x00\x00--reject\x00c2",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, joined string) {
+		var d decisionFlags
+		fs := flag.NewFlagSet("resume", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		d.register(fs)
+		if err := fs.Parse(strings.Split(joined, "\x00")); err != nil {
+			return
+		}
+		if err := d.done(); err != nil {
+			return
+		}
+		for _, x := range d.ds {
+			if err := x.Check(); err != nil {
+				t.Fatalf("accepted decision %+v fails its check: %v", x, err)
+			}
+			if x.Message != "" && x.Type != agent.Reject || x.Args != nil && x.Type != agent.Edit {
+				t.Fatalf("a message or arguments went to the wrong decision: %+v", x)
+			}
+		}
+	})
+}
+
+// FuzzFileName checks that a thread id always becomes a plain file name in
+// the transcript directory.
+func FuzzFileName(f *testing.F) {
+	for _, s := range []string{"20261203-092937-c5895c66", "../../etc/passwd", ".hidden", "a/b\\c", "ünïcode", strings.Repeat("x", 300)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, id string) {
+		name := fileName(id)
+		if strings.ContainsAny(name, "/\\\x00") || strings.HasPrefix(name, ".") || len(name) > 120 {
+			t.Fatalf("fileName(%q) = %q", id, name)
+		}
+		if id != "" && name == "" {
+			t.Fatalf("fileName(%q) is empty", id)
+		}
+		if filepath.Base(name) != name {
+			t.Fatalf("fileName(%q) = %q is not a base name", id, name)
+		}
+	})
+}
+
+// FuzzPickDecision checks that an answer at the prompt only ever picks a
+// decision the call allows.
+func FuzzPickDecision(f *testing.F) {
+	for _, s := range []string{"a", "Edit", " reject ", "", "x", "approved", "é"} {
+		f.Add(s, true)
+	}
+	f.Fuzz(func(t *testing.T, ans string, all bool) {
+		allowed := []agent.DecisionType{agent.Approve, agent.Reject}
+		if all {
+			allowed = agent.AllDecisions
+		}
+		d, ok := pickDecision(ans, allowed)
+		if ok && !slices.Contains(allowed, d) {
+			t.Fatalf("%q picked %q, not among %v", ans, d, allowed)
+		}
+		if !ok && d != "" {
+			t.Fatalf("%q: no pick but %q", ans, d)
+		}
+	})
+}

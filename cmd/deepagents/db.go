@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/checkpoint/postgres"
+	"github.com/deepagents-go/deepagents/checkpoint/sqlite"
+	"github.com/deepagents-go/deepagents/config"
+)
+
+// Timeouts of the thread database: how long opening a PostgreSQL server may
+// take, how long one of its calls may take, and how long an SQLite
+// statement waits for another process's lock.
+const (
+	dbConnectTimeout = 10 * time.Second
+	dbCallTimeout    = 30 * time.Second
+	dbBusyTimeout    = 10 * time.Second
+)
+
+// usageErr marks a problem with what the user typed or configured (exit
+// status 2), as opposed to a failure while running (1).
+type usageErr struct{ err error }
+
+func (e usageErr) Error() string { return e.err.Error() }
+func (e usageErr) Unwrap() error { return e.err }
+
+// chooseDatabase picks the thread database: --db, else the db key of the
+// config files, else the default file (see defaultDatabase).
+func chooseDatabase(flagValue string, flagSet bool, cfg *config.Config, cwd, home string) (config.Database, error) {
+	if flagSet {
+		d, err := config.ParseDatabase(flagValue, cwd)
+		if err != nil {
+			return d, usageErr{fmt.Errorf("--db: %w", err)}
+		}
+		return d, nil
+	}
+	if cfg != nil && cfg.Database != nil {
+		return *cfg.Database, nil
+	}
+	return defaultDatabase(cwd, home)
+}
+
+// defaultDatabase is .deepagents/state.db in the project when cwd is one (it
+// has a deepagents.toml or a .deepagents directory), else
+// ~/.deepagents/state.db.
+func defaultDatabase(cwd, home string) (config.Database, error) {
+	if isProject(cwd) {
+		return config.Database{Kind: config.SQLite, Path: filepath.Join(cwd, filepath.FromSlash(config.DefaultDatabaseFile))}, nil
+	}
+	if home == "" {
+		return config.Database{}, usageErr{errors.New("no home directory for the thread database: give one with --db sqlite:PATH")}
+	}
+	return config.Database{Kind: config.SQLite, Path: filepath.Join(home, filepath.FromSlash(config.DefaultDatabaseFile))}, nil
+}
+
+func isProject(dir string) bool {
+	if st, err := os.Stat(filepath.Join(dir, config.ProjectFile)); err == nil && st.Mode().IsRegular() {
+		return true
+	}
+	st, err := os.Stat(filepath.Join(dir, ".deepagents"))
+	return err == nil && st.IsDir()
+}
+
+// openDatabase opens the thread database. A missing SQLite file is made,
+// readable by the user only, with its directory; in a git work tree the
+// .deepagents directory gets a .gitignore that keeps it out of commits.
+func openDatabase(ctx context.Context, d config.Database) (checkpoint.Saver, error) {
+	switch d.Kind {
+	case config.SQLite:
+		dir := filepath.Dir(d.Path)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("thread database %s: %w", d, err)
+		}
+		if f, err := os.OpenFile(d.Path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600); err == nil {
+			_ = f.Close() // SQLite takes an empty file as a new database
+			if filepath.Base(dir) == ".deepagents" {
+				ignoreDatabase(dir, filepath.Base(d.Path))
+			}
+		}
+		s, err := sqlite.Open(d.Path, sqlite.Options{BusyTimeout: dbBusyTimeout})
+		if err != nil {
+			return nil, fmt.Errorf("thread database %s: %w", d, err)
+		}
+		return s, nil
+	case config.Postgres:
+		cctx, cancel := context.WithTimeout(ctx, dbConnectTimeout+dbCallTimeout)
+		defer cancel()
+		s, err := postgres.Open(cctx, d.DSN, postgres.Options{ConnectTimeout: dbConnectTimeout, CallTimeout: dbCallTimeout})
+		if err != nil {
+			return nil, fmt.Errorf("thread database %s: %w", d, err)
+		}
+		return s, nil
+	}
+	return nil, fmt.Errorf("thread database: unknown kind %q", d.Kind)
+}
+
+// errNoDatabase says that an SQLite thread database does not exist yet.
+var errNoDatabase = errors.New("the thread database does not exist yet")
+
+// databaseExists reports whether d can hold threads already: a PostgreSQL
+// server always may; an SQLite file must exist.
+func databaseExists(d config.Database) bool {
+	if d.Kind != config.SQLite {
+		return true
+	}
+	_, err := os.Stat(d.Path)
+	return err == nil
+}
+
+// ignoreDatabase writes dir/.gitignore for the database files when dir is
+// in a git work tree and has no .gitignore, so that a project's
+// conversations are not committed by accident.
+func ignoreDatabase(dir, name string) {
+	if _, err := os.Stat(filepath.Join(filepath.Dir(dir), ".git")); err != nil {
+		return
+	}
+	p := filepath.Join(dir, ".gitignore")
+	if _, err := os.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	_ = os.WriteFile(p, []byte("# deepagents' thread database (conversations, files, tool results)\n"+name+"\n"+name+"-*\n"), 0o644)
+}
+
+// newThreadID makes a thread id that sorts by creation time and is safe in
+// file names: "20060102-150405-" and 8 random hex digits.
+func newThreadID() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return time.Now().UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
+}

@@ -1,0 +1,179 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/internal/safefile"
+)
+
+const resumeHelp = `usage: deepagents resume --thread ID [decisions] [flags]
+
+Continues the unfinished run of a thread from its last checkpoint: one that
+stopped for approval (status interrupted), or one cut off by a crash or a
+kill. No model call or tool call that finished is made again; calls that
+were running when the process stopped run again (docs/RUN.md lists which
+built-in tools are safe to repeat).
+
+Calls waiting for approval are answered with decisions, in the order given:
+  --approve CALL_ID                 run the call as the model asked
+  --reject CALL_ID [--message WHY]  do not run it; the model is told why
+  --edit CALL_ID --args JSON        run it with these arguments instead
+  --decisions FILE                  a JSON list of decisions, or
+                                    {"decisions": [...]}; "-" reads stdin
+Calls left without a decision keep waiting. Decisions that answer no
+waiting call, or take a decision the call does not allow, are refused
+(exit status 2) and nothing runs.
+
+The agent is built as 'deepagents run' builds it (the same flags and
+config files): give the same settings the run was started with.
+
+Exit status:
+  0  the run ended with status ok
+  1  it ended with status error, limit, cancelled or refused, the thread
+     has nothing to resume, or it is held by another run
+  2  bad usage or configuration, or decisions that do not fit the waiting
+     calls (the thread is unchanged)
+  3  calls still wait for approval
+`
+
+// maxDecisionsFile caps a --decisions file.
+const maxDecisionsFile = 4 << 20
+
+// decisionFlags collects --approve, --reject, --message, --edit and --args
+// in the order given: --message belongs to the --reject before it and
+// --args to the --edit before it.
+type decisionFlags struct {
+	ds []agent.Decision
+}
+
+func (d *decisionFlags) add(t agent.DecisionType, callID string) error {
+	callID = strings.TrimSpace(callID)
+	if callID == "" {
+		return fmt.Errorf("needs a call id")
+	}
+	d.ds = append(d.ds, agent.Decision{Type: t, CallID: callID})
+	return nil
+}
+
+func (d *decisionFlags) message(text string) error {
+	n := len(d.ds)
+	if n == 0 || d.ds[n-1].Type != agent.Reject {
+		return errors.New("must follow the --reject CALL_ID it explains")
+	}
+	if d.ds[n-1].Message != "" {
+		return fmt.Errorf("call %s already has a message", d.ds[n-1].CallID)
+	}
+	d.ds[n-1].Message = text
+	return nil
+}
+
+func (d *decisionFlags) args(text string) error {
+	n := len(d.ds)
+	if n == 0 || d.ds[n-1].Type != agent.Edit {
+		return errors.New("must follow the --edit CALL_ID it gives the arguments of")
+	}
+	if d.ds[n-1].Args != nil {
+		return fmt.Errorf("call %s already has arguments", d.ds[n-1].CallID)
+	}
+	a, err := editArgs(text)
+	if err != nil {
+		return fmt.Errorf("call %s: %v", d.ds[n-1].CallID, err)
+	}
+	d.ds[n-1].Args = a
+	return nil
+}
+
+// done checks that every edit got its arguments.
+func (d *decisionFlags) done() error {
+	for _, x := range d.ds {
+		if x.Type == agent.Edit && x.Args == nil {
+			return fmt.Errorf("--edit %s needs --args JSON after it", x.CallID)
+		}
+	}
+	return nil
+}
+
+// register adds the decision flags to fs.
+func (d *decisionFlags) register(fs *flag.FlagSet) {
+	fs.Func("approve", "approve the waiting call CALL_ID (repeatable)", func(v string) error { return d.add(agent.Approve, v) })
+	fs.Func("reject", "reject the waiting call CALL_ID (repeatable); --message after it says why", func(v string) error { return d.add(agent.Reject, v) })
+	fs.Func("message", "the reason for the --reject before it, told to the model", d.message)
+	fs.Func("edit", "run the waiting call CALL_ID with other arguments (repeatable); --args after it gives them", func(v string) error { return d.add(agent.Edit, v) })
+	fs.Func("args", "the new arguments, a JSON object, for the --edit before it", d.args)
+}
+
+func cmdResume(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	var f runFlags
+	var dflags decisionFlags
+	var decisionsFile string
+	fs := flag.NewFlagSet("resume", flag.ContinueOnError)
+	fs.StringVar(&f.thread, "thread", "", "the thread to resume (required)")
+	dflags.register(fs)
+	fs.StringVar(&decisionsFile, "decisions", "", `a file of decisions: a JSON list, or {"decisions": [...]}; "-" reads standard input`)
+	agentFlags(fs, &f)
+	operands, code, ok := parseFlags(fs, args, resumeHelp, stdout, stderr)
+	if !ok {
+		return code
+	}
+	if len(operands) > 0 {
+		return usageError(stderr, "resume", fmt.Sprintf("unexpected argument %q", operands[0]))
+	}
+	if err := f.check(fs); err != nil {
+		fmt.Fprintf(stderr, "deepagents resume: %v\n", err)
+		return exitUsage
+	}
+	if !f.set["thread"] {
+		return usageError(stderr, "resume", "--thread ID is required (list threads with 'deepagents threads')")
+	}
+	if err := dflags.done(); err != nil {
+		fmt.Fprintf(stderr, "deepagents resume: %v\n", err)
+		return exitUsage
+	}
+	f.decisions = dflags.ds
+	f.resume = true
+	if decisionsFile != "" {
+		ds, err := readDecisions(decisionsFile, stdin)
+		if err != nil {
+			fmt.Fprintf(stderr, "deepagents resume: --decisions %s: %v\n", decisionsFile, err)
+			return exitUsage
+		}
+		f.decisions = append(f.decisions, ds...)
+	}
+	if isTerminal(stdin) && isTerminal(stderr) && decisionsFile != "-" {
+		f.confirm = askOnTerminal(stdin, stderr)
+	}
+	setup, err := assemble(ctx, f, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "deepagents resume: %v\n", err)
+		return exitUsage
+	}
+	defer setup.close()
+	progress := !f.quiet && isTerminal(stderr)
+	sess := &session{setup: setup, flags: f, stdout: stdout, stderr: stderr, progress: progress, thread: f.thread, cmd: "resume"}
+	return sess.drive(ctx, agent.Input{}, f.decisions)
+}
+
+// readDecisions reads a --decisions file ("-" for stdin).
+func readDecisions(name string, stdin io.Reader) ([]agent.Decision, error) {
+	var data []byte
+	var err error
+	if name == "-" {
+		data, err = safefile.ReadFrom(stdin, "stdin", maxDecisionsFile)
+	} else {
+		data, err = safefile.Read(name, maxDecisionsFile)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !json.Valid(data) {
+		return nil, errors.New(`not JSON: write a list of decisions, or {"decisions": [...]}`)
+	}
+	return agent.ParseDecisions(data)
+}

@@ -1,0 +1,452 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/config"
+	"github.com/deepagents-go/deepagents/llm"
+)
+
+const threadsHelp = `usage: deepagents threads [--limit N] [--json]
+       deepagents threads show ID [--json]
+       deepagents threads rm ID
+
+Lists the threads of the thread database, most recently updated first: id,
+title (the first line of the first message), when it was last updated, its
+status (done, interrupted, error, or running: unfinished), its steps and
+its tokens. 'show' prints a thread's transcript, each subagent's
+conversation nested under the task call that started it, with the files
+changed and any calls waiting for approval. 'rm' deletes a thread and all
+its checkpoints, without asking.
+
+The database is chosen as for 'deepagents run': --db, the db key of the
+config files, or the default.
+
+Exit status:
+  0  done
+  1  no such thread, the thread is being run, or the database failed
+  2  bad usage or configuration
+`
+
+type threadsFlags struct {
+	limit        int
+	json         bool
+	db           string
+	trustProject bool
+}
+
+func cmdThreads(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	var f threadsFlags
+	fs := flag.NewFlagSet("threads", flag.ContinueOnError)
+	fs.IntVar(&f.limit, "limit", 50, "list at most N threads (0: all)")
+	fs.BoolVar(&f.json, "json", false, "print JSON instead of text")
+	fs.StringVar(&f.db, "db", "", "the thread database: sqlite:PATH or postgres://USER@HOST/DB (default as for run)")
+	fs.BoolVar(&f.trustProject, "trust-project", false, "trust the project's deepagents.toml to name a PostgreSQL db; remembered for the file as it is now")
+	operands, code, ok := parseFlags(fs, args, threadsHelp, stdout, stderr)
+	if !ok {
+		return code
+	}
+	if f.limit < 0 {
+		return usageError(stderr, "threads", "--limit must not be negative")
+	}
+	sub := ""
+	if len(operands) > 0 {
+		sub = operands[0]
+	}
+	var id string
+	switch sub {
+	case "":
+	case "show", "rm":
+		if len(operands) != 2 {
+			return usageError(stderr, "threads", fmt.Sprintf("%s takes one thread id, got %d arguments", sub, len(operands)-1))
+		}
+		id = operands[1]
+		if err := checkpoint.ValidateThreadID(id); err != nil {
+			return usageError(stderr, "threads", err.Error())
+		}
+	case "ls", "list":
+		if len(operands) > 1 {
+			return usageError(stderr, "threads", fmt.Sprintf("unexpected argument %q", operands[1]))
+		}
+	default:
+		return usageError(stderr, "threads", fmt.Sprintf("unknown subcommand %q: use show ID or rm ID, or no subcommand to list threads", sub))
+	}
+	if len(operands) > 2 || (sub == "" && len(operands) > 1) {
+		return usageError(stderr, "threads", "too many arguments")
+	}
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	if set["db"] {
+		if _, err := config.ParseDatabase(f.db, ""); err != nil {
+			return usageError(stderr, "threads", "--db: "+err.Error())
+		}
+	}
+	var confirm func(string) bool
+	if isTerminal(stdin) && isTerminal(stderr) {
+		confirm = askOnTerminal(stdin, stderr)
+	}
+	saver, db, err := threadsDatabase(ctx, f, set["db"], confirm, stderr)
+	if errors.Is(err, errNoDatabase) {
+		if sub == "" {
+			if f.json {
+				fmt.Fprintln(stdout, "[]")
+			} else {
+				fmt.Fprintf(stderr, "no threads yet (no database at %s): 'deepagents run' makes one\n", db.Path)
+			}
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "deepagents threads %s: no thread %q: there is no thread database at %s yet\n", sub, id, db.Path)
+		return exitFailed
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "deepagents threads: %v\n", err)
+		var ue usageErr
+		if errors.As(err, &ue) {
+			return exitUsage
+		}
+		return exitFailed
+	}
+	defer saver.Close()
+	switch sub {
+	case "show":
+		return threadsShow(ctx, saver, db, id, f.json, stdout, stderr)
+	case "rm":
+		return threadsRemove(ctx, saver, db, id, stdout, stderr)
+	}
+	return threadsList(ctx, saver, f, stdout, stderr)
+}
+
+// threadsDatabase opens the database run would use.
+func threadsDatabase(ctx context.Context, f threadsFlags, flagSet bool, confirm func(string) bool, stderr io.Writer) (checkpoint.Saver, config.Database, error) {
+	cwd, err := os.Getwd()
+	if err != nil {
+		return nil, config.Database{}, err
+	}
+	home, _ := os.UserHomeDir()
+	cfg, err := config.Load(cwd, home)
+	if err != nil {
+		return nil, config.Database{}, usageErr{err}
+	}
+	db, err := chooseDatabase(f.db, flagSet, cfg, cwd, home)
+	if err != nil {
+		return nil, db, err
+	}
+	// Only a project's db needs trust here: threads sends nothing to a
+	// model provider.
+	if !flagSet && slices.ContainsFunc(cfg.ProjectCredentials(), func(s config.CredentialSetting) bool { return s.Key == "db" && s.Provider == "" }) {
+		if err := checkTrust(cfg, home, runFlags{trustProject: f.trustProject, confirm: confirm}, stderr); err != nil {
+			return nil, db, usageErr{err}
+		}
+	}
+	if !databaseExists(db) {
+		return nil, db, errNoDatabase // listing makes no database
+	}
+	s, err := openDatabase(ctx, db)
+	return s, db, err
+}
+
+// threadEntry is a thread as listed with --json.
+type threadEntry struct {
+	ID      string    `json:"id"`
+	Title   string    `json:"title"`
+	Updated time.Time `json:"updated"`
+	Status  string    `json:"status"`
+	Steps   int       `json:"steps"`
+	Tokens  int       `json:"tokens"`
+}
+
+func threadsList(ctx context.Context, saver checkpoint.Saver, f threadsFlags, stdout, stderr io.Writer) int {
+	ts, err := saver.Threads(ctx, checkpoint.ThreadsOptions{Limit: f.limit})
+	if err != nil {
+		fmt.Fprintf(stderr, "deepagents threads: %v\n", err)
+		return exitFailed
+	}
+	if f.json {
+		out := make([]threadEntry, 0, len(ts))
+		for _, t := range ts {
+			out = append(out, threadEntry{t.ID, t.Title, t.Updated.UTC(), string(t.Status), t.Steps, t.Tokens})
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(out)
+		return exitOK
+	}
+	if len(ts) == 0 {
+		fmt.Fprintln(stderr, "no threads yet: 'deepagents run' makes one")
+		return exitOK
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tUPDATED\tSTATUS\tSTEPS\tTOKENS\tTITLE")
+	for _, t := range ts {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", t.ID, t.Updated.Local().Format("2006-01-02 15:04"), t.Status, t.Steps, short(t.Tokens), oneLine(t.Title, 60))
+	}
+	_ = tw.Flush()
+	return exitOK
+}
+
+// shownRun is one agent run of a thread as 'threads show --json' prints
+// it: its conversation, with each subagent run nested in the task call
+// that started it.
+type shownRun struct {
+	Path         string            `json:"path"`
+	Status       string            `json:"status"`
+	Rounds       int               `json:"rounds"`
+	Usage        llm.Usage         `json:"usage"`
+	Messages     []shownMessage    `json:"messages"`
+	FilesChanged []string          `json:"files_changed"`
+	Interrupts   []agent.Interrupt `json:"interrupts,omitempty"`
+}
+
+type shownMessage struct {
+	Role       string      `json:"role"`
+	Content    string      `json:"content,omitempty"`
+	ToolCalls  []shownCall `json:"tool_calls,omitempty"`
+	ToolCallID string      `json:"tool_call_id,omitempty"`
+	Name       string      `json:"name,omitempty"`
+	IsError    bool        `json:"is_error,omitempty"`
+}
+
+type shownCall struct {
+	ID   string          `json:"id"`
+	Name string          `json:"name"`
+	Args json.RawMessage `json:"args"`
+	// Subagent is the run the call started, when it started one.
+	Subagent *shownRun `json:"subagent,omitempty"`
+}
+
+type shownThread struct {
+	ID      string    `json:"thread_id"`
+	Title   string    `json:"title"`
+	Updated time.Time `json:"updated"`
+	Steps   int       `json:"steps"`
+	shownRun
+}
+
+// threadTree reads a thread's runs: the top-level run and, by agent path,
+// every subagent run saved under it.
+type threadTree struct {
+	ctx   context.Context
+	saver checkpoint.Saver
+	id    string
+	paths []agent.Path // the subagent namespaces
+}
+
+func threadsShow(ctx context.Context, saver checkpoint.Saver, db config.Database, id string, asJSON bool, stdout, stderr io.Writer) int {
+	cps, err := saver.List(ctx, checkpoint.ListOptions{ThreadID: id, AllNamespaces: true})
+	if err != nil {
+		fmt.Fprintf(stderr, "deepagents threads show: %v\n", err)
+		return exitFailed
+	}
+	if len(cps) == 0 {
+		fmt.Fprintf(stderr, "deepagents threads show: no thread %q in %s (list them with 'deepagents threads')\n", id, db)
+		return exitFailed
+	}
+	tree := &threadTree{ctx: ctx, saver: saver, id: id}
+	seen := map[string]bool{}
+	var updated time.Time
+	steps := 0
+	for _, cp := range cps {
+		if cp.Time.After(updated) {
+			updated = cp.Time
+		}
+		if cp.NS == "" {
+			steps++
+		}
+		if cp.NS == "" || seen[cp.NS] {
+			continue
+		}
+		seen[cp.NS] = true
+		if p, err := agent.ParsePath(cp.NS); err == nil && len(p) >= 2 {
+			tree.paths = append(tree.paths, p)
+		}
+	}
+	top, err := tree.load(nil, 0)
+	if err != nil {
+		fmt.Fprintf(stderr, "deepagents threads show: %v\n", err)
+		return exitFailed
+	}
+	th := shownThread{ID: id, Updated: updated.UTC(), Steps: steps, shownRun: *top}
+	if len(top.Messages) > 0 {
+		for _, m := range top.Messages {
+			if m.Role == string(llm.RoleUser) {
+				th.Title = oneLine(m.Content, checkpoint.MaxTitleLen)
+				break
+			}
+		}
+	}
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(th)
+		return exitOK
+	}
+	fmt.Fprintf(stdout, "thread %s: %q\n", id, th.Title)
+	fmt.Fprintf(stdout, "status %s · %d steps · %s · updated %s\n\n", top.Status, steps, tokensText(top.Usage), updated.Local().Format("2006-01-02 15:04:05"))
+	printRun(stdout, top, "")
+	return exitOK
+}
+
+// maxDepth bounds how deep 'threads show' follows subagents.
+const maxDepth = 32
+
+// load reads the run at path (nil for the top level) with its subagent
+// runs.
+func (t *threadTree) load(path agent.Path, depth int) (*shownRun, error) {
+	rs, err := agent.LoadRunState(t.ctx, t.saver, t.id, path, false)
+	if err != nil {
+		if errors.Is(err, checkpoint.ErrNotFound) && path != nil {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading %s of thread %q: %w", runName(path), t.id, err)
+	}
+	status := string(rs.Status)
+	if status == "" {
+		status = "unfinished"
+	}
+	run := &shownRun{Path: path.String(), Status: status, Rounds: rs.Loop.Rounds, Usage: rs.Loop.Usage,
+		FilesChanged: slices.Clone(rs.Loop.Changed), Interrupts: rs.Loop.Interrupts}
+	if run.FilesChanged == nil {
+		run.FilesChanged = []string{}
+	}
+	for _, m := range rs.Messages {
+		sm := shownMessage{Role: string(m.Role), Content: m.Content, ToolCallID: m.ToolCallID, Name: m.Name, IsError: m.IsError}
+		for _, c := range m.ToolCalls {
+			sc := shownCall{ID: c.ID, Name: c.Name, Args: c.Args}
+			if child := t.child(path, c.ID); child != nil && depth < maxDepth {
+				if sc.Subagent, err = t.load(child, depth+1); err != nil {
+					return nil, err
+				}
+			}
+			sm.ToolCalls = append(sm.ToolCalls, sc)
+		}
+		run.Messages = append(run.Messages, sm)
+	}
+	return run, nil
+}
+
+// child finds the subagent run that the call callID of the run at parent
+// started.
+func (t *threadTree) child(parent agent.Path, callID string) agent.Path {
+	for _, p := range t.paths {
+		if p.Last().CallID != callID {
+			continue
+		}
+		if parent == nil && len(p) == 2 || parent != nil && p.Parent().Equal(parent) {
+			return p
+		}
+	}
+	return nil
+}
+
+func runName(p agent.Path) string {
+	if p == nil {
+		return "the top-level run"
+	}
+	return "subagent run " + p.String()
+}
+
+// printRun writes a run's transcript, each line after indent.
+func printRun(w io.Writer, r *shownRun, indent string) {
+	line := func(head, text string) {
+		if r := []rune(text); len(r) > 2000 {
+			text = string(r[:1999]) + "…"
+		}
+		lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
+		fmt.Fprintf(w, "%s%s%s\n", indent, head, lines[0])
+		pad := strings.Repeat(" ", len([]rune(head)))
+		for _, l := range lines[1:] {
+			fmt.Fprintf(w, "%s%s%s\n", indent, pad, l)
+		}
+	}
+	for _, m := range r.Messages {
+		switch m.Role {
+		case string(llm.RoleTool):
+			mark := ""
+			if m.IsError {
+				mark = " (error)"
+			}
+			line(fmt.Sprintf("tool %s [%s]%s: ", m.Name, m.ToolCallID, mark), m.Content)
+		default:
+			if m.Content != "" || len(m.ToolCalls) == 0 {
+				line(m.Role+": ", m.Content)
+			}
+			for _, c := range m.ToolCalls {
+				line(fmt.Sprintf("%s → %s [%s] ", m.Role, c.Name, c.ID), clip(compactJSON(c.Args), 300))
+				if sa := c.Subagent; sa != nil {
+					name := sa.Path
+					if p, err := agent.ParsePath(sa.Path); err == nil {
+						name = p.Last().Name
+					}
+					fmt.Fprintf(w, "%s  ┃ subagent %s (%s) · %s · %d rounds\n", indent, name, c.ID, sa.Status, sa.Rounds)
+					printRun(w, sa, indent+"  ┃ ")
+				}
+			}
+		}
+	}
+	if len(r.FilesChanged) > 0 {
+		fmt.Fprintf(w, "%sfiles changed: %s\n", indent, strings.Join(r.FilesChanged, ", "))
+	}
+	if r.Path == "" {
+		for _, in := range r.Interrupts {
+			fmt.Fprintf(w, "%swaiting for approval: %s %s [%s] in %s (allowed: %s)\n", indent, in.Tool, clip(compactJSON(in.Args), 200), in.CallID, in.Path, decisionList(in.Allowed))
+		}
+	}
+}
+
+func threadsRemove(ctx context.Context, saver checkpoint.Saver, db config.Database, id string, stdout, stderr io.Writer) int {
+	cps, err := saver.List(ctx, checkpoint.ListOptions{ThreadID: id, AllNamespaces: true})
+	if err != nil {
+		fmt.Fprintf(stderr, "deepagents threads rm: %v\n", err)
+		return exitFailed
+	}
+	if len(cps) == 0 {
+		fmt.Fprintf(stderr, "deepagents threads rm: no thread %q in %s (list them with 'deepagents threads')\n", id, db)
+		return exitFailed
+	}
+	// Hold the thread while it is removed, so that a run using it is not
+	// pulled from under it.
+	holder := fmt.Sprintf("deepagents-threads-rm/%d/%s", os.Getpid(), newThreadID())
+	if _, err := saver.Acquire(ctx, id, holder, time.Now(), time.Minute); err != nil {
+		var le *checkpoint.LeasedError
+		if errors.As(err, &le) {
+			fmt.Fprintf(stderr, "deepagents threads rm: thread %q is being run by %s (until %s); let that run finish first\n",
+				id, le.Holder, le.Expires.UTC().Format(time.RFC3339))
+		} else {
+			fmt.Fprintf(stderr, "deepagents threads rm: %v\n", err)
+		}
+		return exitFailed
+	}
+	runs := map[string]bool{}
+	for _, cp := range cps {
+		runs[cp.NS] = true
+	}
+	if err := saver.DeleteThread(ctx, id); err != nil {
+		_ = saver.Release(context.WithoutCancel(ctx), id, holder)
+		fmt.Fprintf(stderr, "deepagents threads rm: %v\n", err)
+		return exitFailed
+	}
+	subs := len(runs)
+	if runs[""] {
+		subs--
+	}
+	fmt.Fprintf(stdout, "removed thread %s: %d checkpoints, %d subagent run(s)\n", id, len(cps), subs)
+	return exitOK
+}
+
+// oneLine is the first line of s, shortened to n runes.
+func oneLine(s string, n int) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return clip(s, n)
+}

@@ -1,0 +1,638 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	ot "github.com/deepagents-go/deepagents/providers/openai/openaitest"
+)
+
+// decode reads a run's --output json summary.
+func decode(t *testing.T, out string) runSummary {
+	t.Helper()
+	var sum runSummary
+	if err := json.Unmarshal([]byte(out), &sum); err != nil {
+		t.Fatalf("output is not a JSON summary: %v\n%s", err, out)
+	}
+	return sum
+}
+
+// gatedServer asks, in its first round, for a write_file call (c1) and an
+// ls call (c2), then answers "done".
+func gatedServer(t *testing.T) *ot.Server {
+	return ot.NewServer(t, func(r *ot.Request) ot.Reply {
+		if r.Round() == 0 {
+			return ot.Tools(ot.Call{ID: "c1", Name: "write_file", Args: `{"file_path":"/a.md","content":"A\n"}`},
+				ot.Call{ID: "c2", Name: "ls", Args: `{}`})
+		}
+		return ot.Text("done")
+	})
+}
+
+// Without --thread a thread is made, its id shown, and the run saved in the
+// home database outside a project; --thread continues it.
+func TestRunMakesAThreadAndContinuesIt(t *testing.T) {
+	srv := ot.NewServer(t, func(r *ot.Request) ot.Reply { return ot.Text("answer to " + r.Last().Text()) })
+	_, home := runEnv(t, srv)
+	code, out, errs := runCLI(t, "run", "-p", "first", "--model", "openai:gpt-test", "--output", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	sum := decode(t, out)
+	if sum.ThreadID == "" || sum.Result != "answer to first" {
+		t.Fatalf("summary %+v", sum)
+	}
+	if strings.Contains(errs, "deepagents: thread") {
+		t.Errorf("json output announced the thread on stderr too: %s", errs)
+	}
+	if _, err := os.Stat(filepath.Join(home, ".deepagents", "state.db")); err != nil {
+		t.Fatalf("no database in the home directory: %v", err)
+	}
+
+	code, out, errs = runCLI(t, "run", "-p", "second", "--model", "openai:gpt-test", "--thread", sum.ThreadID)
+	if code != 0 || strings.TrimSpace(out) != "answer to second" {
+		t.Fatalf("second turn: exit %d out %q: %s", code, out, errs)
+	}
+	last := srv.Requests()[len(srv.Requests())-1]
+	var texts []string
+	for _, m := range last.Messages {
+		texts = append(texts, m.Role+":"+m.Text())
+	}
+	if got := strings.Join(texts, " | "); !strings.Contains(got, "user:first | assistant:answer to first | user:second") {
+		t.Errorf("the second turn does not carry the first: %s", got)
+	}
+	if strings.Contains(errs, "deepagents: thread") {
+		t.Errorf("a given thread was announced as new: %s", errs)
+	}
+
+	// Text output names the new thread on stderr.
+	code, _, errs = runCLI(t, "run", "-p", "third", "--model", "openai:gpt-test")
+	if code != 0 || !strings.Contains(errs, "deepagents: thread ") || !strings.Contains(errs, "(continue it with --thread ") {
+		t.Errorf("new thread not announced: exit %d: %s", code, errs)
+	}
+}
+
+// In a project the database is .deepagents/state.db, kept out of version
+// control; --db and the db key choose another; bad values are usage errors.
+func TestDatabaseChoice(t *testing.T) {
+	srv := ot.NewServer(t, func(r *ot.Request) ot.Reply { return ot.Text("ok") })
+	project, home := runEnv(t, srv)
+	writeFileAt(t, filepath.Join(project, "deepagents.toml"), "model = \"openai:gpt-test\"\n")
+	writeFileAt(t, filepath.Join(project, ".git", "HEAD"), "ref: refs/heads/main\n")
+	// Listing threads makes no database.
+	if code, out, errs := runCLI(t, "threads", "--json"); code != 0 || strings.TrimSpace(out) != "[]" {
+		t.Errorf("threads without a database: exit %d %q %s", code, out, errs)
+	}
+	if code, _, errs := runCLI(t, "threads", "show", "x"); code != 1 || !strings.Contains(errs, "there is no thread database at "+filepath.Join(project, ".deepagents", "state.db")+" yet") {
+		t.Errorf("show without a database: exit %d %s", code, errs)
+	}
+	if _, err := os.Stat(filepath.Join(project, ".deepagents")); err == nil {
+		t.Fatal("threads made the database")
+	}
+	if code, _, errs := runCLI(t, "run", "-p", "hi"); code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	st, err := os.Stat(filepath.Join(project, ".deepagents", "state.db"))
+	if err != nil {
+		t.Fatalf("no project database: %v", err)
+	}
+	if st.Mode().Perm() != 0o600 {
+		t.Errorf("the database is readable by others: %v", st.Mode())
+	}
+	if data, err := os.ReadFile(filepath.Join(project, ".deepagents", ".gitignore")); err != nil || !strings.Contains(string(data), "state.db") {
+		t.Errorf("the project database is not ignored by git: %v %q", err, data)
+	}
+	if _, err := os.Stat(filepath.Join(home, ".deepagents", "state.db")); err == nil {
+		t.Error("a project run wrote the home database")
+	}
+
+	flagDB := filepath.Join(t.TempDir(), "sub", "flag.db")
+	if code, _, errs := runCLI(t, "run", "-p", "hi", "--db", "sqlite:"+flagDB); code != 0 {
+		t.Fatalf("--db: exit %d: %s", code, errs)
+	}
+	if _, err := os.Stat(flagDB); err != nil {
+		t.Fatalf("--db file not made: %v", err)
+	}
+	code, out, _ := runCLI(t, "threads", "--db", "sqlite:"+flagDB, "--json")
+	var listed []threadEntry
+	if code != 0 || json.Unmarshal([]byte(out), &listed) != nil || len(listed) != 1 {
+		t.Errorf("threads in --db: exit %d %s", code, out)
+	}
+
+	writeFileAt(t, filepath.Join(project, "deepagents.toml"), "model = \"openai:gpt-test\"\ndb = \"sqlite:keys/threads.db\"\n")
+	if code, _, errs := runCLI(t, "run", "-p", "hi"); code != 0 {
+		t.Fatalf("db key: exit %d: %s", code, errs)
+	}
+	if _, err := os.Stat(filepath.Join(project, "keys", "threads.db")); err != nil {
+		t.Fatalf("the db key was not used: %v", err)
+	}
+
+	dir := t.TempDir()
+	for _, tt := range []struct{ db, want string }{
+		{"threads.db", `--db: "threads.db" is not a database: write "sqlite:PATH" or "postgres://USER@HOST/DB" (for this file: "sqlite:threads.db")`},
+		{"sqlite:", `--db: "sqlite:" names no file`},
+		{"mysql://h/x", `--db: "mysql://h/x" is not a database`},
+		{"postgres:x", `write a PostgreSQL database as a URL`},
+		{"sqlite:" + dir, "thread database sqlite:" + dir},
+	} {
+		code, _, errs := runCLI(t, "run", "-p", "hi", "--db", tt.db)
+		if code != 2 || !strings.Contains(errs, tt.want) {
+			t.Errorf("--db %s: exit %d, stderr %q, want %q", tt.db, code, errs, tt.want)
+		}
+	}
+	if code, _, errs := runCLI(t, "run", "-p", "hi", "--thread", ""); code != 2 || !strings.Contains(errs, "--thread: ") {
+		t.Errorf("--thread '': exit %d %s", code, errs)
+	}
+	if code, _, errs := runCLI(t, "run", "-p", "hi", "--interrupt-on", "write file"); code != 2 || !strings.Contains(errs, `--interrupt-on: "write file" is not a tool name`) {
+		t.Errorf("--interrupt-on: exit %d %s", code, errs)
+	}
+}
+
+// A project file that sends the threads to a PostgreSQL server is refused
+// until trusted, before any connection is tried.
+func TestProjectPostgresDatabaseNeedsTrust(t *testing.T) {
+	srv := ot.NewServer(t, func(r *ot.Request) ot.Reply { return ot.Text("ok") })
+	project, _ := runEnv(t, srv)
+	writeFileAt(t, filepath.Join(project, "deepagents.toml"), "db = \"postgres://me:secret@203.0.113.1:5432/x\"\n")
+	for _, args := range [][]string{{"run", "-p", "hi", "--model", "openai:gpt-test"}, {"threads"}} {
+		code, _, errs := runCLIIn(t, strings.NewReader(""), args...)
+		if code != 2 || !strings.Contains(errs, "stores every conversation of this project") || strings.Contains(errs, "secret") {
+			t.Errorf("%v: exit %d: %s", args, code, errs)
+		}
+	}
+	if len(srv.Requests()) != 0 {
+		t.Error("the model was called")
+	}
+}
+
+// A gated call stops a headless run with exit status 3 and the waiting
+// calls in our shape and LangChain's; the step's other call ran. resume
+// --approve runs the call without repeating the model call.
+func TestInterruptedRunResumedWithApprove(t *testing.T) {
+	srv := gatedServer(t)
+	runEnv(t, srv)
+	code, out, errs := runCLI(t, "run", "-p", "write it", "--model", "openai:gpt-test", "--interrupt-on", "write_file", "--output", "json")
+	if code != 3 {
+		t.Fatalf("exit %d, want 3: %s", code, errs)
+	}
+	sum := decode(t, out)
+	if sum.Status != "interrupted" || sum.Result != "" || len(sum.Interrupts) != 1 {
+		t.Fatalf("summary %+v", sum)
+	}
+	var raw map[string]any
+	_ = json.Unmarshal([]byte(out), &raw)
+	ar := raw["action_requests"].([]any)[0].(map[string]any)
+	if ar["name"] != "write_file" || ar["id"] != "c1" || ar["call_id"] != "c1" || ar["path"] != "parent" || ar["args"].(map[string]any)["file_path"] != "/a.md" {
+		t.Errorf("action request %v", ar)
+	}
+	rc := raw["review_configs"].([]any)[0].(map[string]any)
+	if rc["action_name"] != "write_file" || len(rc["allowed_decisions"].([]any)) != 3 {
+		t.Errorf("review config %v", rc)
+	}
+	in := sum.Interrupts[0]
+	if in.CallID != "c1" || in.Tool != "write_file" || in.Path != "parent" {
+		t.Errorf("interrupt %+v", in)
+	}
+	if n := len(srv.Requests()); n != 1 {
+		t.Fatalf("%d model calls before the decision", n)
+	}
+
+	// The thread is listed as interrupted.
+	_, list, _ := runCLI(t, "threads", "--json")
+	if !strings.Contains(list, `"status": "interrupted"`) || !strings.Contains(list, sum.ThreadID) {
+		t.Errorf("threads:\n%s", list)
+	}
+
+	code, out, errs = runCLI(t, "resume", "--thread", sum.ThreadID, "--approve", "c1", "--model", "openai:gpt-test", "--interrupt-on", "write_file", "--output", "json")
+	if code != 0 {
+		t.Fatalf("resume: exit %d: %s\n%s", code, errs, out)
+	}
+	done := decode(t, out)
+	if done.Status != "ok" || done.Result != "done" || done.ThreadID != sum.ThreadID || strings.Join(done.FilesChanged, ",") != "/a.md" {
+		t.Errorf("after resume %+v", done)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d model calls in all, want 2 (the one that asked is not repeated)", len(reqs))
+	}
+	if res, ok := reqs[1].ToolResult("c1"); !ok || !strings.Contains(res.Text(), "/a.md") {
+		t.Errorf("the approved call's result: %v %q", ok, res.Text())
+	}
+	if _, ok := reqs[1].ToolResult("c2"); !ok {
+		t.Error("the ungated call of the step has no result")
+	}
+	// Nothing is left to resume.
+	if code, _, errs := runCLI(t, "resume", "--thread", sum.ThreadID, "--model", "openai:gpt-test"); code != 1 || !strings.Contains(errs, "no unfinished run to resume") {
+		t.Errorf("resume of a finished thread: exit %d: %s", code, errs)
+	}
+}
+
+// Headless text output lists the waiting calls and how to answer them.
+func TestInterruptedTextRunSaysHowToResume(t *testing.T) {
+	runEnv(t, gatedServer(t))
+	code, out, errs := runCLI(t, "run", "-p", "write it", "--model", "openai:gpt-test", "--interrupt-on", "write_file,edit_file")
+	if code != 3 || out != "" {
+		t.Fatalf("exit %d, stdout %q", code, out)
+	}
+	for _, want := range []string{"is waiting for approval of 1 tool call(s):", `c1  write_file {"file_path":"/a.md","content":"A\n"}  (agent parent; allowed: approve, edit, reject)`,
+		"Answer with: deepagents resume --thread "} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errs)
+		}
+	}
+}
+
+// A rejection reaches the model with its reason; an edit runs the call with
+// the new arguments.
+func TestResumeRejectAndEdit(t *testing.T) {
+	srv := gatedServer(t)
+	runEnv(t, srv)
+	start := func() string {
+		code, out, errs := runCLI(t, "run", "-p", "write it", "--model", "openai:gpt-test", "--interrupt-on", "write_file", "--output", "json")
+		if code != 3 {
+			t.Fatalf("exit %d: %s", code, errs)
+		}
+		return decode(t, out).ThreadID
+	}
+	id := start()
+	code, out, errs := runCLI(t, "resume", "--thread", id, "--reject", "c1", "--message", "not in this repo", "--model", "openai:gpt-test", "--output", "json")
+	if code != 0 {
+		t.Fatalf("reject: exit %d: %s", code, errs)
+	}
+	if sum := decode(t, out); len(sum.FilesChanged) != 0 {
+		t.Errorf("a rejected write changed files: %v", sum.FilesChanged)
+	}
+	last := srv.Requests()[len(srv.Requests())-1]
+	res, ok := last.ToolResult("c1")
+	if !ok || !strings.Contains(res.Text(), "rejected") || !strings.Contains(res.Text(), "not in this repo") {
+		t.Errorf("the model did not see the rejection: %q", res.Text())
+	}
+
+	id = start()
+	code, out, errs = runCLI(t, "resume", "--thread", id, "--edit", "c1", "--args", `{"file_path":"/b.md","content":"B"}`, "--model", "openai:gpt-test", "--output", "json")
+	if code != 0 {
+		t.Fatalf("edit: exit %d: %s", code, errs)
+	}
+	if sum := decode(t, out); strings.Join(sum.FilesChanged, ",") != "/b.md" {
+		t.Errorf("edited call wrote %v", sum.FilesChanged)
+	}
+
+	// Decisions from a file, and from stdin.
+	id = start()
+	dfile := filepath.Join(t.TempDir(), "d.json")
+	writeFileAt(t, dfile, `{"decisions": [{"type": "edit", "call_id": "c1", "edited_action": {"name": "write_file", "args": {"file_path": "/c.md", "content": "C"}}}]}`)
+	code, out, errs = runCLI(t, "resume", "--thread", id, "--decisions", dfile, "--model", "openai:gpt-test", "--output", "json")
+	if code != 0 || strings.Join(decode(t, out).FilesChanged, ",") != "/c.md" {
+		t.Fatalf("--decisions FILE: exit %d: %s %s", code, errs, out)
+	}
+	id = start()
+	code, out, errs = runCLIStdin(t, `[{"type":"approve","call_id":"c1"}]`, "resume", "--thread", id, "--decisions", "-", "--model", "openai:gpt-test", "--output", "json")
+	if code != 0 || strings.Join(decode(t, out).FilesChanged, ",") != "/a.md" {
+		t.Fatalf("--decisions -: exit %d: %s %s", code, errs, out)
+	}
+}
+
+// Decisions that do not fit are refused with exit status 2 and leave the
+// thread waiting; bad flags are usage errors.
+func TestResumeRefusesBadDecisions(t *testing.T) {
+	srv := gatedServer(t)
+	project, _ := runEnv(t, srv)
+	writeFileAt(t, filepath.Join(project, "deepagents.toml"), "model = \"openai:gpt-test\"\ninterrupt_on = { write_file = [\"approve\", \"reject\"] }\n")
+	code, out, errs := runCLI(t, "run", "-p", "write it", "--output", "json")
+	if code != 3 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	sum := decode(t, out)
+	if got := sum.Interrupts[0].Allowed; len(got) != 2 || got[0] != "approve" || got[1] != "reject" {
+		t.Errorf("allowed decisions from the config: %v", got)
+	}
+	id := sum.ThreadID
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	writeFileAt(t, bad, `[{"type":"maybe","call_id":"c1"}]`)
+	for _, tt := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--approve", "c9"}, 2, `no call "c9" is waiting for a decision; waiting: c1; nothing ran, and thread ` + id + " still waits"},
+		{[]string{"--edit", "c1", "--args", `{"file_path":"/x"}`}, 2, `call "c1" (write_file) allows approve, reject, not edit`},
+		{[]string{"--approve", "c1", "--reject", "c1"}, 2, `call "c1" has two decisions`},
+		{[]string{"--message", "why"}, 2, "must follow the --reject CALL_ID it explains"},
+		{[]string{"--edit", "c1"}, 2, "--edit c1 needs --args JSON after it"},
+		{[]string{"--edit", "c1", "--args", "[1]"}, 2, "call c1: not JSON"},
+		{[]string{"--approve", ""}, 2, "needs a call id"},
+		{[]string{"--decisions", bad}, 2, `decision type "maybe" is not one of approve, edit, reject`},
+		{[]string{"--decisions", filepath.Join(t.TempDir(), "missing.json")}, 2, "no such file"},
+		{[]string{"c1"}, 2, `unexpected argument "c1"`},
+	} {
+		args := append([]string{"resume", "--thread", id}, tt.args...)
+		code, _, errs := runCLI(t, args...)
+		if code != tt.code || !strings.Contains(errs, tt.want) {
+			t.Errorf("%v: exit %d, stderr %q, want %d and %q", tt.args, code, errs, tt.code, tt.want)
+		}
+	}
+	if n := len(srv.Requests()); n != 1 {
+		t.Errorf("refused decisions called the model: %d requests", n)
+	}
+	if code, _, errs := runCLI(t, "resume", "--approve", "c1"); code != 2 || !strings.Contains(errs, "--thread ID is required") {
+		t.Errorf("no --thread: exit %d %s", code, errs)
+	}
+	if code, _, errs := runCLI(t, "resume", "--thread", "no-such-thread"); code != 1 || !strings.Contains(errs, `thread "no-such-thread" has no run to resume`) {
+		t.Errorf("unknown thread: exit %d %s", code, errs)
+	}
+	// Still waiting, and a good decision releases it.
+	if code, out, errs := runCLI(t, "resume", "--thread", id, "--reject", "c1", "--output", "json"); code != 0 || decode(t, out).Status != "ok" {
+		t.Errorf("after the refusals: exit %d: %s", code, errs)
+	}
+}
+
+// A subagent's call inherits the parent's interrupt_on, waits with the
+// child's path, and resumes inside the child; an agent file's own
+// interrupt_on: {} asks nothing.
+func TestSubagentApprovalNestsAndResumes(t *testing.T) {
+	srv := delegationServer(t)
+	project, _ := runEnv(t, srv)
+	writeFileAt(t, filepath.Join(project, "deepagents.toml"), "model = \"openai:gpt-test\"\ninterrupt_on = { write_file = true }\n")
+	code, out, errs := runCLI(t, "run", "-p", "What is the answer?", "--output", "json")
+	if code != 3 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	sum := decode(t, out)
+	if len(sum.Interrupts) != 1 || sum.Interrupts[0].Path != "parent / general-purpose#call_p1" || sum.Interrupts[0].CallID != "call_c1" {
+		t.Fatalf("interrupts %+v", sum.Interrupts)
+	}
+	code, out, errs = runCLI(t, "resume", "--thread", sum.ThreadID, "--approve", "call_c1", "--output", "json")
+	if code != 0 || decode(t, out).Result != "Relayed: The conclusion is 42." {
+		t.Fatalf("resume: exit %d: %s\n%s", code, errs, out)
+	}
+
+	writeFileAt(t, filepath.Join(project, ".deepagents", "agents", "general-purpose.md"), "---\ndescription: Does anything.\ninterrupt_on: {}\n---\nWork.\n")
+	if code, out, errs := runCLI(t, "run", "-p", "What is the answer?", "--output", "json"); code != 0 || decode(t, out).Status != "ok" {
+		t.Errorf("interrupt_on: {} still asked: exit %d: %s", code, errs)
+	}
+}
+
+// threads lists, shows (a subagent's conversation nested under its task
+// call) and removes threads.
+func TestThreadsListShowRemove(t *testing.T) {
+	runEnv(t, delegationServer(t))
+	code, out, errs := runCLI(t, "run", "-p", "What is the answer?", "--model", "openai:gpt-test", "--output", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	id := decode(t, out).ThreadID
+
+	code, out, _ = runCLI(t, "threads", "--json")
+	var ts []threadEntry
+	if code != 0 || json.Unmarshal([]byte(out), &ts) != nil || len(ts) != 1 {
+		t.Fatalf("threads --json: exit %d\n%s", code, out)
+	}
+	if e := ts[0]; e.ID != id || e.Title != "What is the answer?" || e.Status != "done" || e.Steps < 2 || e.Tokens == 0 || e.Updated.IsZero() {
+		t.Errorf("entry %+v", e)
+	}
+	code, out, _ = runCLI(t, "threads", "--limit", "5")
+	if code != 0 || !strings.HasPrefix(out, "ID") || !strings.Contains(out, id) || !strings.Contains(out, "What is the answer?") {
+		t.Errorf("threads:\n%s", out)
+	}
+
+	code, out, errs = runCLI(t, "threads", "show", id)
+	if code != 0 {
+		t.Fatalf("show: exit %d: %s", code, errs)
+	}
+	order := []string{
+		`thread ` + id + `: "What is the answer?"`,
+		"status ok",
+		"user: What is the answer?",
+		"assistant → task [call_p1] ",
+		"  ┃ subagent general-purpose (call_p1) · ok · 2 rounds",
+		"  ┃ user: Find the answer; write /child.md; report.",
+		"  ┃ assistant → write_file [call_c1] {\"file_path\":\"/child.md\",\"content\":\"42\\n\"}",
+		"  ┃ tool write_file [call_c1]: ",
+		"  ┃ assistant: The conclusion is 42.",
+		"  ┃ files changed: /child.md",
+		"tool task [call_p1]: The conclusion is 42.",
+		"assistant: Relayed: The conclusion is 42.",
+		"files changed: /child.md",
+	}
+	rest := out
+	for _, w := range order {
+		i := strings.Index(rest, w)
+		if i < 0 {
+			t.Fatalf("show lacks %q (in this order):\n%s", w, out)
+		}
+		rest = rest[i+len(w):]
+	}
+
+	code, out, _ = runCLI(t, "threads", "show", id, "--json")
+	var th struct {
+		ID       string `json:"thread_id"`
+		Status   string `json:"status"`
+		Messages []struct {
+			Role      string `json:"role"`
+			ToolCalls []struct {
+				ID       string `json:"id"`
+				Subagent *struct {
+					Path     string `json:"path"`
+					Status   string `json:"status"`
+					Messages []struct {
+						Role      string `json:"role"`
+						Content   string `json:"content"`
+						ToolCalls []struct {
+							Name string `json:"name"`
+						} `json:"tool_calls"`
+					} `json:"messages"`
+				} `json:"subagent"`
+			} `json:"tool_calls"`
+		} `json:"messages"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &th) != nil || th.ID != id || th.Status != "ok" || len(th.Messages) != 4 {
+		t.Fatalf("show --json: exit %d\n%s", code, out)
+	}
+	sub := th.Messages[1].ToolCalls[0].Subagent
+	if sub == nil || sub.Path != "parent / general-purpose#call_p1" || len(sub.Messages) != 4 || sub.Messages[1].ToolCalls[0].Name != "write_file" || sub.Messages[3].Content != "The conclusion is 42." {
+		t.Errorf("nested subagent: %+v", sub)
+	}
+
+	code, out, errs = runCLI(t, "threads", "rm", id)
+	if code != 0 || !strings.HasPrefix(out, "removed thread "+id+": ") || !strings.Contains(out, "1 subagent run(s)") {
+		t.Errorf("rm: exit %d %q %s", code, out, errs)
+	}
+	if code, _, errs := runCLI(t, "threads", "show", id); code != 1 || !strings.Contains(errs, `no thread "`+id+`" in sqlite:`) {
+		t.Errorf("show after rm: exit %d %s", code, errs)
+	}
+	if code, _, errs := runCLI(t, "threads", "rm", "nope"); code != 1 || !strings.Contains(errs, `deepagents threads rm: no thread "nope"`) {
+		t.Errorf("rm unknown: exit %d %s", code, errs)
+	}
+	if code, _, errs := runCLI(t, "threads"); code != 0 || !strings.Contains(errs, "no threads yet") {
+		t.Errorf("empty list: exit %d %s", code, errs)
+	}
+	for _, args := range [][]string{{"threads", "frob"}, {"threads", "show"}, {"threads", "rm", "a", "b"}, {"threads", "--limit", "-1"}, {"threads", "--db", "x"}} {
+		if code, _, errs := runCLI(t, args...); code != 2 || !strings.Contains(errs, "deepagents threads: ") {
+			t.Errorf("%v: exit %d %s", args, code, errs)
+		}
+	}
+}
+
+// A second run on a thread that a live run holds is refused, naming the
+// holder; the first run is not disturbed.
+func TestSecondRunOnAThreadIsRefused(t *testing.T) {
+	entered := make(chan struct{})
+	release := make(chan struct{})
+	var once sync.Once
+	srv := ot.NewServer(t, func(r *ot.Request) ot.Reply {
+		once.Do(func() {
+			close(entered)
+			<-release
+		})
+		return ot.Text("first done")
+	})
+	runEnv(t, srv)
+	first := make(chan struct {
+		code     int
+		out, err string
+	}, 1)
+	go func() {
+		var out, errb bytes.Buffer
+		code := run(t.Context(), []string{"run", "-p", "one", "--model", "openai:gpt-test", "--thread", "shared"}, strings.NewReader(""), &out, &errb)
+		first <- struct {
+			code     int
+			out, err string
+		}{code, out.String(), errb.String()}
+	}()
+	<-entered
+	code, _, errs := runCLIIn(t, strings.NewReader(""), "run", "-p", "two", "--model", "openai:gpt-test", "--thread", "shared")
+	close(release)
+	if code != 1 || !strings.Contains(errs, `thread "shared" is being run by another process (`) {
+		t.Errorf("second run: exit %d: %s", code, errs)
+	}
+	r := <-first
+	if r.code != 0 || strings.TrimSpace(r.out) != "first done" {
+		t.Errorf("first run: exit %d %q: %s", r.code, r.out, r.err)
+	}
+	if n := len(srv.Requests()); n != 1 {
+		t.Errorf("the refused run called the model: %d requests", n)
+	}
+}
+
+func TestNewCommandsHelp(t *testing.T) {
+	for cmd, wants := range map[string][]string{
+		"run":     {"3  the run is interrupted", "-thread string", "-db string", "-interrupt-on string"},
+		"resume":  {"usage: deepagents resume --thread ID", "--reject CALL_ID [--message WHY]", "3  calls still wait for approval", "-decisions string"},
+		"threads": {"deepagents threads show ID [--json]", "-limit int"},
+	} {
+		code, out, _ := runCLI(t, cmd, "-h")
+		for _, w := range wants {
+			if code != 0 || !strings.Contains(out, w) {
+				t.Errorf("%s -h lacks %q", cmd, w)
+			}
+		}
+	}
+	if _, out, _ := runCLI(t, "help"); !strings.Contains(out, "deepagents resume --thread ID") || !strings.Contains(out, "deepagents threads") {
+		t.Errorf("usage:\n%s", out)
+	}
+}
+
+// A run cut off during a model call (here by Ctrl-C) stays unfinished in its
+// thread; resume continues it from the last checkpoint: the step that had
+// finished is not repeated, only the call that was in flight.
+func TestResumeContinuesACutOffRun(t *testing.T) {
+	ctx, cancel := context.WithCancelCause(t.Context())
+	defer cancel(nil)
+	var mu sync.Mutex
+	cut := false
+	srv := ot.NewServer(t, func(r *ot.Request) ot.Reply {
+		if r.Round() == 0 {
+			return ot.Tools(ot.Call{ID: "c1", Name: "write_file", Args: `{"file_path":"/a.md","content":"A"}`})
+		}
+		mu.Lock()
+		first := !cut
+		cut = true
+		mu.Unlock()
+		if first {
+			cancel(errInterrupted) // what Ctrl-C does, while this call is in flight
+		}
+		return ot.Text("done")
+	})
+	runEnv(t, srv)
+	var out, errb bytes.Buffer
+	code := run(ctx, []string{"run", "-p", "go", "--model", "openai:gpt-test", "--output", "json"}, strings.NewReader(""), &out, &errb)
+	sum := decode(t, out.String())
+	if code != 1 || sum.Status != "cancelled" {
+		t.Fatalf("cut-off run: exit %d status %s: %s", code, sum.Status, errb.String())
+	}
+	_, list, _ := runCLI(t, "threads", "--json")
+	if !strings.Contains(list, `"status": "running"`) {
+		t.Errorf("the cut-off thread is not listed as unfinished:\n%s", list)
+	}
+	if code, _, errs := runCLI(t, "run", "-p", "more", "--model", "openai:gpt-test", "--thread", sum.ThreadID); code != 1 || !strings.Contains(errs, "resume it before sending new input") {
+		t.Errorf("new input on an unfinished thread: exit %d: %s", code, errs)
+	}
+	code, o, errs := runCLI(t, "resume", "--thread", sum.ThreadID, "--model", "openai:gpt-test", "--output", "json")
+	if code != 0 {
+		t.Fatalf("resume: exit %d: %s", code, errs)
+	}
+	done := decode(t, o)
+	if done.Result != "done" || strings.Join(done.FilesChanged, ",") != "/a.md" || !strings.Contains(errs, "resume: resumed from checkpoint") {
+		t.Errorf("resumed: %+v\n%s", done, errs)
+	}
+	rounds := map[int]int{}
+	for _, r := range srv.Requests() {
+		rounds[r.Round()]++
+	}
+	if rounds[0] != 1 || rounds[1] != 2 {
+		t.Errorf("model calls by round %v: the finished step must not be repeated, the one in flight once more", rounds)
+	}
+}
+
+// A gate that names no tool is refused: the calls it meant to stop would
+// run without asking.
+func TestMisspeltGateIsRefused(t *testing.T) {
+	srv := gatedServer(t)
+	project, _ := runEnv(t, srv)
+	code, _, errs := runCLI(t, "run", "-p", "hi", "--model", "openai:gpt-test", "--interrupt-on", "write_fil")
+	if code != 2 || !strings.Contains(errs, `interrupt_on (or --interrupt-on) names "write_fil", which is not a tool, so its calls would never wait; the tools are ls, read_file, write_file`) {
+		t.Errorf("exit %d: %s", code, errs)
+	}
+	writeFileAt(t, filepath.Join(project, ".deepagents", "agents", "scout.md"), "---\ndescription: Scouts.\ninterrupt_on: {grepp: true}\n---\n")
+	code, _, errs = runCLI(t, "run", "-p", "hi", "--model", "openai:gpt-test")
+	if code != 2 || !strings.Contains(errs, `subagent scout's interrupt_on names "grepp"`) {
+		t.Errorf("agent file: exit %d: %s", code, errs)
+	}
+	if len(srv.Requests()) != 0 {
+		t.Error("the model was called")
+	}
+}
+
+// stream-json shows the waiting call as an interrupt event, and the result
+// line says interrupted, with the thread and the requests.
+func TestInterruptedStreamJSON(t *testing.T) {
+	runEnv(t, gatedServer(t))
+	code, out, errs := runCLI(t, "run", "-p", "write it", "--model", "openai:gpt-test", "--interrupt-on", "write_file", "--output", "stream-json")
+	if code != 3 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	interrupts := 0
+	for _, l := range lines[:len(lines)-1] {
+		var ev map[string]any
+		if err := json.Unmarshal([]byte(l), &ev); err != nil {
+			t.Fatalf("not JSON: %s", l)
+		}
+		if ev["type"] == "interrupt" {
+			interrupts++
+		}
+	}
+	var last map[string]any
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); err != nil {
+		t.Fatal(err)
+	}
+	if interrupts != 1 || last["type"] != "result" || last["status"] != "interrupted" || last["thread_id"] == "" || len(last["action_requests"].([]any)) != 1 {
+		t.Errorf("%d interrupt events; result %v", interrupts, last)
+	}
+}

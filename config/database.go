@@ -1,0 +1,118 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"unicode/utf8"
+)
+
+// Database says where the CLI keeps its threads (key db, flag --db):
+// "sqlite:PATH" for an SQLite file, or a "postgres://" (or
+// "postgresql://") URL for a PostgreSQL server.
+type Database struct {
+	// Kind is "sqlite" or "postgres".
+	Kind string
+	// Path is the SQLite file.
+	Path string
+	// DSN is the PostgreSQL connection URL.
+	DSN string
+}
+
+// Kinds of Database.
+const (
+	SQLite   = "sqlite"
+	Postgres = "postgres"
+)
+
+// DefaultDatabaseFile is where the threads are kept by default, under the
+// project directory, or under the home directory outside a project.
+const DefaultDatabaseFile = ".deepagents/state.db"
+
+// ParseDatabase reads a database setting. A relative SQLite path is
+// relative to dir (the current directory when dir is empty). Its errors say
+// what is accepted.
+func ParseDatabase(spec, dir string) (Database, error) {
+	s := strings.TrimSpace(spec)
+	if s == "" {
+		return Database{}, errors.New(`no database given; write "sqlite:PATH" or "postgres://USER@HOST/DB"`)
+	}
+	if !utf8.ValidString(s) || strings.ContainsAny(s, "\x00\r\n") {
+		return Database{}, errors.New("the database setting must be one line of text")
+	}
+	low := strings.ToLower(s)
+	switch {
+	case strings.HasPrefix(low, "sqlite:"):
+		p := s[len("sqlite:"):]
+		if strings.HasPrefix(p, "//") {
+			return Database{}, fmt.Errorf(`%q: write an SQLite database as "sqlite:PATH" (for example sqlite:%s), without "//"`, s, DefaultDatabaseFile)
+		}
+		if p == "" {
+			return Database{}, fmt.Errorf(`%q names no file: write "sqlite:PATH"`, s)
+		}
+		if p == "~" || strings.HasPrefix(p, "~/") {
+			home, err := os.UserHomeDir()
+			if err != nil {
+				return Database{}, fmt.Errorf("%q: no home directory to put it in: %v", s, err)
+			}
+			p = filepath.Join(home, p[1:])
+		}
+		if !filepath.IsAbs(p) && dir != "" {
+			p = filepath.Join(dir, p)
+		}
+		return Database{Kind: SQLite, Path: p}, nil
+	case strings.HasPrefix(low, "postgres://"), strings.HasPrefix(low, "postgresql://"):
+		if _, err := url.Parse(s); err != nil {
+			return Database{}, fmt.Errorf("%s is not a valid PostgreSQL URL: %v", Redact(s), urlErrText(err))
+		}
+		return Database{Kind: Postgres, DSN: s}, nil
+	case strings.HasPrefix(low, "postgres:"), strings.HasPrefix(low, "postgresql:"):
+		return Database{}, fmt.Errorf(`%s: write a PostgreSQL database as a URL, "postgres://USER@HOST:PORT/DB"`, Redact(s))
+	}
+	hint := ""
+	if strings.HasSuffix(low, ".db") || strings.HasSuffix(low, ".sqlite") || strings.ContainsRune(s, filepath.Separator) {
+		hint = fmt.Sprintf(` (for this file: "sqlite:%s")`, s)
+	}
+	return Database{}, fmt.Errorf(`%q is not a database: write "sqlite:PATH" or "postgres://USER@HOST/DB"%s`, clipText(s, 60), hint)
+}
+
+// String names the database for people, without a password.
+func (d Database) String() string {
+	if d.Kind == Postgres {
+		return Redact(d.DSN)
+	}
+	return "sqlite:" + d.Path
+}
+
+// Redact hides the password of a database URL, so it can be shown.
+func Redact(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil || u.User == nil {
+		if err != nil {
+			return "the database URL"
+		}
+		return dsn
+	}
+	if _, has := u.User.Password(); has {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	return u.String()
+}
+
+func urlErrText(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err.Error()
+	}
+	return err.Error()
+}
+
+func clipText(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-3]) + "..."
+	}
+	return s
+}
