@@ -245,11 +245,6 @@ type session struct {
 	// askAtPrompt makes an interactive session set ask on its own line
 	// reader.
 	askAtPrompt bool
-	// stopped is set when the last turn was stopped with Ctrl-C: its run is
-	// left unfinished in the thread (it can be resumed), so the next
-	// message goes on in a new thread that starts with the conversation so
-	// far.
-	stopped bool
 	// told are the warnings and notices already shown in this session,
 	// so that one repeated by every subagent run is shown once.
 	told map[string]bool
@@ -304,17 +299,9 @@ func (s *session) interactive(ctx context.Context, stdin io.Reader) int {
 // prints the outcome in the chosen format.
 func (s *session) turn(ctx context.Context, prompt string) int {
 	in := agent.Input{Messages: []llm.Message{llm.User(prompt)}}
-	if s.stopped {
-		s.stopped = false
-		if rs, err := agent.LoadRunState(ctx, s.setup.saver, s.thread, nil, false); err == nil && rs.Status == "" {
-			old := s.thread
-			s.thread = newThreadID()
-			in.Messages = append(slices.Clone(rs.Messages), in.Messages...)
-			in.Files = rs.Files
-			fmt.Fprintf(s.stderr, "deepagents: the stopped turn stays unfinished in thread %s ('deepagents resume --thread %s' continues it); this conversation goes on in thread %s\n",
-				old, old, s.thread)
-		}
-	}
+	// A turn stopped with Ctrl-C stays unfinished in the thread; a new
+	// message closes it (its finished calls keep their results) and goes
+	// on in the same thread, and /resume instead continues it.
 	return s.drive(ctx, in, nil)
 }
 
@@ -393,7 +380,6 @@ func (s *session) drive(ctx context.Context, in agent.Input, decisions []agent.D
 		reason := res.Error
 		if res.Status != agent.StatusOK && res.Status != agent.StatusInterrupted && ctx.Err() != nil {
 			reason = context.Cause(ctx).Error() // "interrupted by the user (Ctrl-C)", not "context canceled"
-			s.stopped = res.Status == agent.StatusCancelled
 		} else if reason == "" && runErr != nil && res.Status != agent.StatusOK {
 			reason = runErr.Error()
 		}

@@ -174,9 +174,6 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 	}
 	s.saver = saver
 	s.closers = append(s.closers, saver.Close)
-	if f.resume {
-		gates, specs = keepWaitingGated(ctx, saver, f.thread, gates, specs)
-	}
 
 	s.config = deepagents.Config{
 		Model: model, SystemPrompt: system, Subagents: specs, Backend: backend,
@@ -221,41 +218,6 @@ func checkGates(a *agent.Agent, gates map[string]agent.Approval, specs []subagen
 		}
 	}
 	return nil
-}
-
-// keepWaitingGated makes sure that every tool with a call waiting for a
-// decision in thread is still gated when the run resumes, with the
-// decisions it was stopped with: the agent decides by its configuration at
-// resume time whether a call waits, so a resume without the --interrupt-on
-// or interrupt_on the run was started with would run a rejected or edited
-// call as the model asked. Subagents with their own interrupt_on get the
-// same; the others inherit the agent's.
-func keepWaitingGated(ctx context.Context, saver checkpoint.Saver, thread string, gates map[string]agent.Approval,
-	specs []subagent.Spec) (map[string]agent.Approval, []subagent.Spec) {
-	rs, err := agent.LoadRunState(ctx, saver, thread, nil, false)
-	if err != nil || len(rs.Loop.Interrupts) == 0 {
-		return gates, specs // the run itself reports what is wrong
-	}
-	add := func(m map[string]agent.Approval) map[string]agent.Approval {
-		out := maps.Clone(m)
-		if out == nil {
-			out = map[string]agent.Approval{}
-		}
-		for _, in := range rs.Loop.Interrupts {
-			if _, ok := out[in.Tool]; !ok {
-				out[in.Tool] = agent.Approval{Allowed: slices.Clone(in.Allowed)}
-			}
-		}
-		return out
-	}
-	gates = add(gates)
-	specs = slices.Clone(specs)
-	for i := range specs {
-		if specs[i].InterruptOn != nil {
-			specs[i].InterruptOn = add(specs[i].InterruptOn)
-		}
-	}
-	return gates, specs
 }
 
 // buildModel builds spec's model with the provider's configured options,
