@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -95,8 +96,8 @@ func (c *crashable) Release(ctx context.Context, thread, holder string) error {
 }
 
 // durableScript: the parent writes a file and bumps twice in parallel, then
-// delegates two tasks in parallel (each child bumps and writes), then
-// answers.
+// delegates two tasks in parallel (each child bumps and writes), bumps once
+// more, then answers.
 const durableScript = `{
   "parent": [
     {"tool_calls": [
@@ -106,6 +107,7 @@ const durableScript = `{
     {"tool_calls": [
       {"id": "t1", "name": "task", "args": {"description": "first job", "subagent_type": "general-purpose"}},
       {"id": "t2", "name": "task", "args": {"description": "second job", "subagent_type": "general-purpose"}}]},
+    {"tool_calls": [{"id": "b3", "name": "bump", "args": {"n": 3}}]},
     {"content": "all done"}],
   "general-purpose": {"cases": [
     {"match": "first", "steps": [
@@ -755,5 +757,55 @@ func TestWaitingCallStaysGatedWithoutThePolicy(t *testing.T) {
 	}
 	if _, ran := res.State.Files["/one.md"]; ran || res.State.Files["/two.md"].Content != "2" {
 		t.Fatalf("files %v", res.State.Files)
+	}
+}
+
+// TestTwoCrashesKeepFinishedChildren: a subagent that finished before the
+// first crash is still among the run's children after a second crash.
+func TestTwoCrashesKeepFinishedChildren(t *testing.T) {
+	ctx := context.Background()
+	ref, err := durableAgent(t, durableScript, deepagents.Config{Tools: []tool.Tool{&counter{}}}).
+		Invoke(ctx, agent.Prompt("go"), agent.WithCheckpoints(checkpoint.NewMemory(0), "ref"))
+	if err != nil || len(ref.Children) != 2 {
+		t.Fatalf("%v, %d children", err, len(ref.Children))
+	}
+	crashAfter := func(saver checkpoint.Saver, in agent.Input, holder string, n int) bool {
+		dying := &crashable{Saver: saver}
+		a := durableAgent(t, durableScript, deepagents.Config{Tools: []tool.Tool{&counter{}}})
+		seen := 0
+		for ev := range a.Run(ctx, in, agent.WithCheckpoints(dying, "th"), agent.WithLease(holder, time.Millisecond)) {
+			seen++
+			if seen == n {
+				dying.dead.Store(true)
+				return true
+			}
+			if ev.Type == agent.RunEnd && ev.Agent == "parent" {
+				return false
+			}
+		}
+		return false
+	}
+	for first := 20; first < 48; first++ {
+		for _, second := range []int{3, 6, 9} {
+			saver := checkpoint.NewMemory(0)
+			if !crashAfter(saver, agent.Prompt("go"), "one", first) {
+				continue
+			}
+			time.Sleep(2 * time.Millisecond)
+			crashAfter(saver, agent.Input{}, "two", second)
+			time.Sleep(2 * time.Millisecond)
+			res, err := durableAgent(t, durableScript, deepagents.Config{Tools: []tool.Tool{&counter{}}}).
+				Invoke(ctx, agent.Input{}, agent.WithCheckpoints(saver, "th"))
+			if err != nil && strings.Contains(err.Error(), "no unfinished run") {
+				continue // the second crash came after the end was saved
+			}
+			if err != nil {
+				t.Fatalf("crashes at %d and %d: %v", first, second, err)
+			}
+			compareEnd(t, ref, res.State.Messages, res.State.Files)
+			if len(res.Children) != 2 || res.Children["t1"] == nil || res.Children["t2"] == nil {
+				t.Errorf("crashes at %d and %d: children %v", first, second, slices.Sorted(maps.Keys(res.Children)))
+			}
+		}
 	}
 }

@@ -172,7 +172,7 @@ func (d Decision) Check() error {
 		return fmt.Errorf("decision type %q is not one of approve, edit, reject", d.Type)
 	}
 	if d.CallID == "" {
-		return fmt.Errorf("a %s decision names no call_id", d.Type)
+		return fmt.Errorf("the %s decision names no call_id", d.Type)
 	}
 	return nil
 }

@@ -36,6 +36,14 @@ func (r *run) addChild(callID string, child *Result) {
 		r.children = map[string]*Result{}
 	}
 	r.children[callID] = child
+	if r.ck != nil {
+		// Saved with the next checkpoint, whichever way the child came in
+		// (just finished, or restored from a saved call after a crash).
+		if r.ck.kids == nil {
+			r.ck.kids = map[string]*Result{}
+		}
+		r.ck.kids[callID] = child
+	}
 	if r.tree == nil {
 		r.tree = map[string]llm.Usage{}
 	}

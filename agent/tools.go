@@ -318,12 +318,6 @@ func (r *run) finishCall(ctx context.Context, c llm.ToolCall, res tool.Result, f
 	if err != nil {
 		return err
 	}
-	if child != nil {
-		if r.ck.kids == nil {
-			r.ck.kids = map[string]*Result{}
-		}
-		r.ck.kids[c.ID] = child
-	}
 	return r.saveWrite(ctx, checkpoint.Write{CallID: c.ID, Kind: checkpoint.KindResult, Result: res.Message(c), Files: files, Data: data})
 }
 
