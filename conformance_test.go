@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -160,5 +161,59 @@ func TestAssemblyErrorsAreReportedInTheTranscript(t *testing.T) {
 	}
 	if !slices.Equal(tr.FinalStateKeys, []string{}) {
 		t.Errorf("keys %v", tr.FinalStateKeys)
+	}
+}
+
+// A scenario with crash points ends with the same parent messages and files
+// as the same scenario without them (its uncrashed twin), and every crash
+// point was reached.
+func TestCrashScenariosEqualTheirUncrashedTwins(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "scenarios", "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".json")
+		sc := loadScenario(t, name)
+		if len(sc.CrashAfterEvents) == 0 {
+			continue
+		}
+		found++
+		t.Run(name, func(t *testing.T) {
+			crashed, err := sc.Run(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if crashed.Crashes != len(sc.CrashAfterEvents) {
+				t.Errorf("%d crashes happened, the scenario has %d crash points", crashed.Crashes, len(sc.CrashAfterEvents))
+			}
+			twinScenario := loadScenario(t, name)
+			twinScenario.CrashAfterEvents = nil
+			twin, err := twinScenario.Run(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if twin.Crashes != 0 {
+				t.Fatalf("the twin crashed %d times", twin.Crashes)
+			}
+			if twin.Status != crashed.Status {
+				t.Errorf("status %s, the twin's %s", crashed.Status, twin.Status)
+			}
+			a, _ := json.MarshalIndent(crashed.ParentMessages, "", "  ")
+			b, _ := json.MarshalIndent(twin.ParentMessages, "", "  ")
+			if !bytes.Equal(a, b) {
+				t.Errorf("parent_messages differ from the uncrashed twin's:\n%s", lineDiff(string(b), string(a)))
+			}
+			if !maps.Equal(crashed.Files, twin.Files) {
+				t.Errorf("files %v, the twin's %v", crashed.Files, twin.Files)
+			}
+			if len(crashed.Files) == 0 {
+				t.Error("a crash scenario should end with files to compare")
+			}
+		})
+	}
+	if found < 2 {
+		t.Errorf("%d crash scenarios; want at least 2", found)
 	}
 }

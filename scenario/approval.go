@@ -114,6 +114,31 @@ func decodeGate(d *decoder, n *node, v reflect.Value, path string) error {
 	return nil
 }
 
+// Decision is one decision of a scenario: a person's answer to a waiting
+// call (agent.Decision, in our shape or LangChain's) and, optionally, Stop:
+// the decision is held back until the run has stopped for approval that
+// many times, so that one call can be left waiting at a first stop and
+// decided at a later one.
+type Decision struct {
+	agent.Decision
+	Stop int `json:"stop,omitempty"`
+}
+
+// UnmarshalJSON reads a decision and its stop.
+func (d *Decision) UnmarshalJSON(b []byte) error {
+	var stop struct {
+		Stop int `json:"stop"`
+	}
+	if err := json.Unmarshal(b, &stop); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, &d.Decision); err != nil {
+		return err
+	}
+	d.Stop = stop.Stop
+	return nil
+}
+
 // decodeDecision reads one decision in our shape or LangChain's (see
 // agent.Decision), checks its shape and reports problems at their position.
 func decodeDecision(d *decoder, n *node, v reflect.Value, path string) error {
@@ -126,17 +151,30 @@ func decodeDecision(d *decoder, n *node, v reflect.Value, path string) error {
 		case "type", "call_id", "id", "path", "message":
 		case "args", "edited_action":
 			want = kObject
+		case "stop":
+			want = kNumber
 		default:
 			d.warn(m.keyPos, "unknown key %q in %s (ignored)", m.key, path)
 			continue
 		}
 		if m.val.kind != want && m.val.kind != kNull {
-			return errAt(m.val.start, "%s.%s must be %s, not %s", path, m.key, map[kind]string{kString: "a string", kObject: "an object"}[want], m.val.kind.words())
+			return errAt(m.val.start, "%s.%s must be %s, not %s", path, m.key, map[kind]string{kString: "a string", kObject: "an object", kNumber: "a whole number"}[want], m.val.kind.words())
 		}
 	}
-	var dc agent.Decision
-	if err := json.Unmarshal(d.raw(n), &dc); err != nil {
+	var dc Decision
+	if st := n.get("stop"); st != nil && st.kind == kNumber {
+		if err := d.value(st, reflect.ValueOf(&dc.Stop).Elem(), path+".stop"); err != nil {
+			return err
+		}
+		if dc.Stop < 1 {
+			return errAt(st.start, "%s.stop is %d; stops are counted from 1", path, dc.Stop)
+		}
+	}
+	if err := json.Unmarshal(d.raw(n), &dc.Decision); err != nil {
 		return errAt(n.start, "%s: %s", path, oneLine(err))
+	}
+	if dc.CallID == "" && slices.Contains(agent.AllDecisions, dc.Type) {
+		return errAt(n.start, `%s names no "call_id" (the id of the call it answers)`, path)
 	}
 	if err := dc.Check(); err != nil {
 		key := "type"
@@ -146,8 +184,6 @@ func decodeDecision(d *decoder, n *node, v reflect.Value, path string) error {
 			if n.get("args") == nil {
 				key = "edited_action"
 			}
-		case slices.Contains(agent.AllDecisions, dc.Type):
-			key = "" // no call id: point at the decision
 		}
 		off := n.start
 		if m := n.get(key); m != nil {

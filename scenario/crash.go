@@ -67,6 +67,8 @@ func keyOf(ev agent.Event) (seenKey, bool) {
 		return seenKey{typ: ev.Type, agent: ev.Agent, round: ev.Response.Round}, true
 	case ev.Type == agent.ToolStart && ev.Tool != nil:
 		return seenKey{typ: ev.Type, agent: ev.Agent, call: ev.Tool.CallID}, true
+	case ev.Type == agent.InterruptEvent && ev.Interrupt != nil:
+		return seenKey{typ: ev.Type, agent: ev.Agent, call: ev.Interrupt.CallID}, true
 	case ev.Type == agent.RunStart:
 		return seenKey{typ: ev.Type, agent: ev.Agent}, true
 	}
@@ -152,9 +154,24 @@ func (l *lockstep) Put(ctx context.Context, s checkpoint.Step) error {
 		case "loop", "end":
 			n := len(s.Messages)
 			var loop struct {
-				Rounds int `json:"rounds"`
+				Rounds     int               `json:"rounds"`
+				Interrupts []agent.Interrupt `json:"interrupts"`
 			}
-			if n > 0 && s.Messages[n-1].Role == llm.RoleAssistant && json.Unmarshal(s.Values["agent.loop"], &loop) == nil && loop.Rounds > 0 {
+			if json.Unmarshal(s.Values["agent.loop"], &loop) != nil {
+				break
+			}
+			var own []agent.Interrupt
+			for _, in := range loop.Interrupts {
+				if in.Path == s.NS {
+					own = append(own, in)
+				}
+			}
+			switch {
+			case s.Status == checkpoint.StatusInterrupted && len(own) > 0:
+				// A run that stops for approval ends after its last own
+				// interrupt event (when the step has no other calls).
+				k = &seenKey{typ: agent.InterruptEvent, agent: s.NS, call: own[len(own)-1].CallID}
+			case n > 0 && s.Messages[n-1].Role == llm.RoleAssistant && loop.Rounds > 0:
 				k = &seenKey{typ: agent.ModelResponse, agent: s.NS, round: loop.Rounds - 1}
 			}
 		}

@@ -58,7 +58,7 @@ type Interrupt struct {
 	Path        string               `json:"path"`
 	CallID      string               `json:"call_id"`
 	Tool        string               `json:"tool"`
-	Args        json.RawMessage              `json:"args"`
+	Args        json.RawMessage      `json:"args"`
 	Allowed     []agent.DecisionType `json:"allowed_decisions"`
 	Description string               `json:"description,omitempty"`
 }
@@ -123,7 +123,9 @@ func (d *driver) run(ctx context.Context, files map[string]vfs.File) (*agent.Res
 			d.unused(remaining)
 			return res, nil
 		}
-		give, remaining = takeDecisions(remaining, res.Interrupts)
+		var take []Decision
+		take, remaining = takeDecisions(remaining, res.Interrupts, stops)
+		give = plain(take)
 		if len(give) == 0 {
 			d.unused(remaining)
 			return res, nil
@@ -133,10 +135,10 @@ func (d *driver) run(ctx context.Context, files map[string]vfs.File) (*agent.Res
 }
 
 // takeDecisions splits ds into those that answer one of the waiting calls
-// and the rest, keeping their order.
-func takeDecisions(ds []agent.Decision, waiting []agent.Interrupt) (take, rest []agent.Decision) {
+// at the given stop and the rest, keeping their order.
+func takeDecisions(ds []Decision, waiting []agent.Interrupt, stop int) (take, rest []Decision) {
 	for _, dc := range ds {
-		if slices.ContainsFunc(waiting, func(w agent.Interrupt) bool {
+		if dc.Stop <= stop && slices.ContainsFunc(waiting, func(w agent.Interrupt) bool {
 			return w.CallID == dc.CallID && (dc.Path == "" || dc.Path == w.Path)
 		}) {
 			take = append(take, dc)
@@ -147,8 +149,16 @@ func takeDecisions(ds []agent.Decision, waiting []agent.Interrupt) (take, rest [
 	return take, rest
 }
 
+func plain(ds []Decision) []agent.Decision {
+	var out []agent.Decision
+	for _, dc := range ds {
+		out = append(out, dc.Decision)
+	}
+	return out
+}
+
 // unused lists the decisions that were never given to the run.
-func (d *driver) unused(ds []agent.Decision) {
+func (d *driver) unused(ds []Decision) {
 	if len(ds) == 0 {
 		return
 	}
@@ -169,8 +179,12 @@ func (d *driver) stillWaiting(ctx context.Context, ds []agent.Decision) ([]agent
 	if rs.Status != agent.StatusInterrupted {
 		return nil, nil
 	}
-	take, _ := takeDecisions(ds, rs.Loop.Interrupts)
-	return take, nil
+	var asked []Decision
+	for _, dc := range ds {
+		asked = append(asked, Decision{Decision: dc})
+	}
+	take, _ := takeDecisions(asked, rs.Loop.Interrupts, 0)
+	return plain(take), nil
 }
 
 // once runs the agent once on the thread, as one process would: until the

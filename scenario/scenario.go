@@ -57,9 +57,9 @@ type Scenario struct {
 	Turns []string `json:"turns,omitempty"`
 	// Decisions answer the calls the run stops at for approval: each time
 	// it stops interrupted, the decisions (in order) whose call ids are
-	// among the waiting calls are taken out and the thread is resumed with
-	// them, until none is left.
-	Decisions []agent.Decision `json:"decisions,omitempty"`
+	// among the waiting calls, and whose Stop has come, are taken out and
+	// the thread is resumed with them, until none is left.
+	Decisions []Decision `json:"decisions,omitempty"`
 	// CrashAfterEvents are crash points: after the Nth event of the
 	// transcript (1-based, counted across turns and resumptions) everything
 	// in memory is thrown away as a crash would, and the run is resumed
@@ -190,8 +190,9 @@ type SubagentSpec struct {
 	// the agent's.
 	Reasoning *llm.ReasoningConfig `json:"reasoning,omitempty"`
 	// InterruptOn is the subagent's own approval policy; absent (nil)
-	// inherits the agent's, {} gates nothing.
-	InterruptOn InterruptOn `json:"interrupt_on,omitempty"`
+	// inherits the agent's, {} gates nothing (so it is written even when
+	// empty).
+	InterruptOn InterruptOn `json:"interrupt_on"`
 }
 
 // aliases are the JavaScript reference harness's camelCase spellings,
@@ -295,7 +296,7 @@ var hooks = map[reflect.Type]func(d *decoder, n *node, v reflect.Value, path str
 	reflect.TypeFor[Input]():                decodeInput,
 	reflect.TypeFor[scripted.AgentScript](): decodeAgentScript,
 	reflect.TypeFor[Gate]():                 decodeGate,
-	reflect.TypeFor[agent.Decision]():       decodeDecision,
+	reflect.TypeFor[Decision]():             decodeDecision,
 }
 
 func decodeInput(d *decoder, n *node, v reflect.Value, path string) error {

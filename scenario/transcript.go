@@ -31,7 +31,7 @@ type Transcript struct {
 	ThreadID              string                    `json:"thread_id"`
 	Checkpoints           int                       `json:"checkpoints"`
 	Interrupts            []Interrupt               `json:"interrupts,omitempty"`
-	UnusedDecisions       []agent.Decision          `json:"unused_decisions,omitempty"`
+	UnusedDecisions       []Decision                `json:"unused_decisions,omitempty"`
 	Crashes               int                       `json:"crashes,omitempty"`
 	Rounds                []Round                   `json:"rounds"`
 	TaskTool              *TaskTool                 `json:"task_tool"`
@@ -372,6 +372,10 @@ func (t *Transcript) Normalize() {
 		t.Rounds[i].Seq, t.Rounds[i].TStartMS, t.Rounds[i].TEndMS = 0, 0, 0
 	}
 	t.Events = canonicalEvents(t.Events)
+	// Parallel subagents can stop for approval in either order.
+	slices.SortStableFunc(t.Interrupts, func(a, b Interrupt) int {
+		return cmp.Or(cmp.Compare(a.Stop, b.Stop), cmp.Compare(a.Path, b.Path), cmp.Compare(a.CallID, b.CallID))
+	})
 	for i := range t.Events {
 		e := &t.Events[i]
 		e.Time = time.Time{}
