@@ -113,15 +113,17 @@ func (d *driver) run(ctx context.Context, files map[string]vfs.File) (*agent.Res
 			d.unused(remaining)
 			return res, nil
 		}
+		var de *agent.DecisionError
+		if errors.As(runErr, &de) {
+			// The decisions were refused and the thread is unchanged: the
+			// run still waits at the stop it was resumed from.
+			d.unused(remaining)
+			return res, nil
+		}
 		stops++
 		for _, w := range res.Interrupts {
 			d.t.Interrupts = append(d.t.Interrupts, Interrupt{Stop: stops, Path: w.Path, CallID: w.CallID, Tool: w.Tool,
 				Args: w.Args, Allowed: w.Allowed, Description: w.Description})
-		}
-		var de *agent.DecisionError
-		if errors.As(runErr, &de) {
-			d.unused(remaining)
-			return res, nil
 		}
 		var take []Decision
 		take, remaining = takeDecisions(remaining, res.Interrupts, stops)

@@ -293,3 +293,72 @@ func TestCrashedProcessWritesNothing(t *testing.T) {
 		t.Errorf("a model call after the crash: %v", err)
 	}
 }
+
+// durableSlots are where FuzzDurableFields puts its value.
+var durableSlots = []string{
+	`{` + minimal + `, "turns": %s}`,
+	`{` + minimal + `, "decisions": %s}`,
+	`{` + minimal + `, "crash_after_events": %s}`,
+	`{` + minimal + `, "agent": {"interrupt_on": %s}}`,
+	`{` + minimal + `, "agent": {"subagents": [{"name": "s", "description": "d", "interrupt_on": %s}]}}`,
+}
+
+func FuzzDurableFields(f *testing.F) {
+	for i, v := range []string{`["next"]`, `[{"call_id": "c1", "type": "approve"}, {"id": "c2", "type": "edit", "edited_action": {"args": {}}, "stop": 2}]`,
+		`[1, 5, 9]`, `{"write_file": true, "ls": false, "edit_file": ["approve", "reject"], "delete": {"allowed_decisions": ["edit"], "description": "d"}}`,
+		`{}`} {
+		f.Add(i, v)
+	}
+	f.Fuzz(func(t *testing.T, where int, value string) {
+		slot := durableSlots[uint(where)%uint(len(durableSlots))]
+		doc := []byte(strings.Replace(slot, "%s", value, 1))
+		s, err := Parse(doc)
+		if err != nil {
+			var se *Error
+			if !errors.As(err, &se) || se.Line == 0 || strings.Contains(err.Error(), "\n") || goTypeName.MatchString(se.Reason) {
+				t.Fatalf("bad error %q (%T)", err, err)
+			}
+			return
+		}
+		for i, n := range s.CrashAfterEvents {
+			if n <= 0 || i > 0 && n <= s.CrashAfterEvents[i-1] {
+				t.Fatalf("crash points %v accepted", s.CrashAfterEvents)
+			}
+		}
+		for _, turn := range s.Turns {
+			if strings.TrimSpace(turn) == "" {
+				t.Fatalf("blank turn accepted: %q", s.Turns)
+			}
+		}
+		for _, d := range s.Decisions {
+			if err := d.Check(); err != nil || d.Stop < 0 {
+				t.Fatalf("decision %+v accepted: %v", d, err)
+			}
+		}
+		policies := []InterruptOn{s.Agent.InterruptOn}
+		for _, sa := range s.Agent.Subagents {
+			policies = append(policies, sa.InterruptOn)
+		}
+		for _, p := range policies {
+			for name, a := range p.approvals() {
+				if len(a.Decisions()) == 0 {
+					t.Fatalf("%s allows no decision", name)
+				}
+			}
+		}
+		if _, err := s.Build(s.Model()); err != nil {
+			t.Fatalf("a parsed scenario does not assemble: %v", err)
+		}
+		again, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s2, err := Parse(again)
+		if err != nil {
+			t.Fatalf("the marshalled scenario does not parse: %v\n%s", err, again)
+		}
+		if again2, _ := json.Marshal(s2); string(again) != string(again2) {
+			t.Fatalf("round trip changed the scenario:\n%s\n%s", again, again2)
+		}
+	})
+}
