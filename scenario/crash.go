@@ -65,8 +65,10 @@ func keyOf(ev agent.Event) (seenKey, bool) {
 		return seenKey{typ: ev.Type, agent: ev.Agent, round: ev.Request.Round}, true
 	case ev.Type == agent.ModelResponse && ev.Response != nil:
 		return seenKey{typ: ev.Type, agent: ev.Agent, round: ev.Response.Round}, true
-	case ev.Type == agent.ToolStart && ev.Tool != nil:
+	case (ev.Type == agent.ToolStart || ev.Type == agent.ToolEnd) && ev.Tool != nil:
 		return seenKey{typ: ev.Type, agent: ev.Agent, call: ev.Tool.CallID}, true
+	case ev.Type == agent.SubagentEnd && ev.Subagent != nil:
+		return seenKey{typ: ev.Type, agent: ev.Agent, call: ev.Subagent.CallID}, true
 	case ev.Type == agent.InterruptEvent && ev.Interrupt != nil:
 		return seenKey{typ: ev.Type, agent: ev.Agent, call: ev.Interrupt.CallID}, true
 	case ev.Type == agent.RunStart:
@@ -85,11 +87,16 @@ type lockstep struct {
 	changed chan struct{} // closed and replaced whenever seen or crashed changes
 	seen    map[seenKey]bool
 	crashed bool
+	// batch holds, per agent path, the calls of its step in progress whose
+	// tool.start was seen, in order; prev names the call started before
+	// each, so that a call runs only once the one before it has ended.
+	batch map[string][]string
+	prev  map[seenKey]string
 }
 
 func newLockstep(saver *countingSaver) *lockstep {
 	return &lockstep{countingSaver: saver, seq: agent.NewSequential(time.Unix(0, 0).UTC()),
-		changed: make(chan struct{}), seen: map[seenKey]bool{}}
+		changed: make(chan struct{}), seen: map[seenKey]bool{}, batch: map[string][]string{}, prev: map[seenKey]string{}}
 }
 
 // see records that the replay received ev.
@@ -100,6 +107,15 @@ func (l *lockstep) see(ev agent.Event) {
 	}
 	l.mu.Lock()
 	l.seen[k] = true
+	switch k.typ {
+	case agent.ModelResponse, agent.RunStart:
+		l.batch[k.agent] = nil // a new step (or a resumed one) starts its calls afresh
+	case agent.ToolStart:
+		if b := l.batch[k.agent]; len(b) > 0 {
+			l.prev[k] = b[len(b)-1]
+		}
+		l.batch[k.agent] = append(l.batch[k.agent], k.call)
+	}
 	close(l.changed)
 	l.changed = make(chan struct{})
 	l.mu.Unlock()
@@ -120,11 +136,24 @@ func (l *lockstep) crash(ev agent.Event) {
 // wait blocks until the replay has received the event k (when given) and
 // says whether the process has crashed by then.
 func (l *lockstep) wait(ctx context.Context, k *seenKey) error {
+	if k == nil {
+		return l.waitAny(ctx)
+	}
+	return l.waitAny(ctx, *k)
+}
+
+// waitAny blocks until the replay has received one of the events ks (any
+// time, when there are none) and says whether the process has crashed by
+// then.
+func (l *lockstep) waitAny(ctx context.Context, ks ...seenKey) error {
 	timer := time.NewTimer(lockWait)
 	defer timer.Stop()
 	for {
 		l.mu.Lock()
-		crashed, ready, changed := l.crashed, k == nil || l.seen[*k], l.changed
+		crashed, ready, changed := l.crashed, len(ks) == 0, l.changed
+		for _, k := range ks {
+			ready = ready || l.seen[k]
+		}
 		l.mu.Unlock()
 		if crashed {
 			return errCrashed
@@ -183,11 +212,21 @@ func (l *lockstep) Put(ctx context.Context, s checkpoint.Step) error {
 }
 
 // PutWrite implements checkpoint.Saver: a subagent's call result waits for
-// the call's tool.start.
+// the call's tool.start and, for a call that ran a subagent of its own, for
+// that subagent's subagent.end.
 func (l *lockstep) PutWrite(ctx context.Context, ref checkpoint.Ref, w checkpoint.Write) error {
 	var k *seenKey
 	if ref.NS != "" && w.Kind == checkpoint.KindResult {
 		k = &seenKey{typ: agent.ToolStart, agent: ref.NS, call: w.CallID}
+		var outcome struct {
+			Child json.RawMessage `json:"child"`
+		}
+		if json.Unmarshal(w.Data, &outcome) == nil && len(outcome.Child) > 0 && string(outcome.Child) != "null" {
+			if err := l.wait(ctx, k); err != nil {
+				return err
+			}
+			k = &seenKey{typ: agent.SubagentEnd, agent: ref.NS, call: w.CallID}
+		}
 	}
 	if err := l.wait(ctx, k); err != nil {
 		return err
@@ -262,7 +301,10 @@ func (r lockRuntime) Model(ctx context.Context, req *llm.Request, next agent.Mod
 	return next(ctx, req)
 }
 
-// Tool waits for the call's tool.start.
+// Tool waits for the call's tool.start and for the end of the call of the
+// same step that ran before it (its tool.end, or the subagent.end of a
+// subagent that stopped for approval), so that a crash between two calls
+// of a step falls between them on every replay.
 func (r lockRuntime) Tool(ctx context.Context, call *agent.ToolCall, next agent.ToolFunc) (tool.Result, error) {
 	var k *seenKey
 	if call.Env != nil {
@@ -270,6 +312,17 @@ func (r lockRuntime) Tool(ctx context.Context, call *agent.ToolCall, next agent.
 	}
 	if err := r.l.wait(ctx, k); err != nil {
 		return tool.Result{}, err
+	}
+	if k != nil {
+		r.l.mu.Lock()
+		prev := r.l.prev[*k]
+		r.l.mu.Unlock()
+		if prev != "" {
+			if err := r.l.waitAny(ctx, seenKey{typ: agent.ToolEnd, agent: k.agent, call: prev},
+				seenKey{typ: agent.SubagentEnd, agent: k.agent, call: prev}); err != nil {
+				return tool.Result{}, err
+			}
+		}
 	}
 	return next(ctx, call)
 }
