@@ -155,7 +155,7 @@ func (s *Scenario) Run(ctx context.Context) (*Transcript, error) {
 	start := time.Now()
 	model.SetEpoch(start)
 	t := &Transcript{Scenario: s.Name, Description: s.Description, Rounds: []Round{}, Events: []agent.Event{},
-		ParentMessages: []Message{}, Files: map[string]string{}, FinalStateKeys: []string{}}
+		ParentMessages: []Message{}, Files: map[string]string{}, FinalStateKeys: []string{}, ThreadID: s.ThreadID()}
 	a, err := s.Build(model)
 	if err != nil {
 		msg := err.Error()
@@ -172,7 +172,6 @@ func (s *Scenario) Run(ctx context.Context) (*Transcript, error) {
 		data, _ := decodeBase64(c) // checked by Parse
 		files[p] = vfs.File{Content: string(data), CreatedAt: start, ModifiedAt: start}
 	}
-	t.ThreadID = s.ThreadID()
 	d := &driver{s: s, a: a, t: t, saver: newCountingSaver(checkpoint.NewMemory(0)), thread: t.ThreadID,
 		crashes: slices.Clone(s.CrashAfterEvents)}
 	res, runErr := d.run(ctx, files)
