@@ -161,6 +161,22 @@ func decodeDecision(d *decoder, n *node, v reflect.Value, path string) error {
 			return errAt(m.val.start, "%s.%s must be %s, not %s", path, m.key, map[kind]string{kString: "a string", kObject: "an object", kNumber: "a whole number"}[want], m.val.kind.words())
 		}
 	}
+	if ea := n.get("edited_action"); ea != nil && ea.kind == kObject {
+		for _, m := range ea.members {
+			want := kObject
+			switch m.key {
+			case "name":
+				want = kString
+			case "args", "arguments":
+			default:
+				d.warn(m.keyPos, "unknown key %q in %s.edited_action (ignored)", m.key, path)
+				continue
+			}
+			if m.val.kind != want && m.val.kind != kNull {
+				return errAt(m.val.start, "%s.edited_action.%s must be %s, not %s", path, m.key, map[kind]string{kString: "a string", kObject: "an object"}[want], m.val.kind.words())
+			}
+		}
+	}
 	var dc Decision
 	if st := n.get("stop"); st != nil && st.kind == kNumber {
 		if err := d.value(st, reflect.ValueOf(&dc.Stop).Elem(), path+".stop"); err != nil {
@@ -170,8 +186,29 @@ func decodeDecision(d *decoder, n *node, v reflect.Value, path string) error {
 			return errAt(st.start, "%s.stop is %d; stops are counted from 1", path, dc.Stop)
 		}
 	}
-	if err := json.Unmarshal(d.raw(n), &dc.Decision); err != nil {
-		return errAt(n.start, "%s: %s", path, oneLine(err))
+	// Read the members by their exact keys (encoding/json would also take
+	// "Type" or "TYPE", which the scenario warns about as unknown keys).
+	str := func(n *node, key string) string {
+		if m := n.get(key); m != nil {
+			return m.str
+		}
+		return ""
+	}
+	raw := func(n *node, key string) json.RawMessage {
+		if m := n.get(key); m != nil && m.kind != kNull {
+			return json.RawMessage(d.raw(m))
+		}
+		return nil
+	}
+	dc.Type, dc.CallID, dc.Path, dc.Message = agent.DecisionType(str(n, "type")), str(n, "call_id"), str(n, "path"), str(n, "message")
+	if dc.CallID == "" {
+		dc.CallID = str(n, "id")
+	}
+	dc.Args = raw(n, "args")
+	if ea := n.get("edited_action"); ea != nil && len(dc.Args) == 0 {
+		if dc.Args = raw(ea, "args"); len(dc.Args) == 0 {
+			dc.Args = raw(ea, "arguments")
+		}
 	}
 	if dc.CallID == "" && slices.Contains(agent.AllDecisions, dc.Type) {
 		return errAt(n.start, `%s names no "call_id" (the id of the call it answers)`, path)
