@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -160,5 +161,190 @@ func TestAssemblyErrorsAreReportedInTheTranscript(t *testing.T) {
 	}
 	if !slices.Equal(tr.FinalStateKeys, []string{}) {
 		t.Errorf("keys %v", tr.FinalStateKeys)
+	}
+}
+
+// A scenario with crash points ends with the same parent messages and files
+// as the same scenario without them (its uncrashed twin), and every crash
+// point was reached.
+func TestCrashScenariosEqualTheirUncrashedTwins(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "scenarios", "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".json")
+		sc := loadScenario(t, name)
+		if len(sc.CrashAfterEvents) == 0 {
+			continue
+		}
+		found++
+		t.Run(name, func(t *testing.T) {
+			crashed, err := sc.Run(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if crashed.Crashes != len(sc.CrashAfterEvents) {
+				t.Errorf("%d crashes happened, the scenario has %d crash points", crashed.Crashes, len(sc.CrashAfterEvents))
+			}
+			twinScenario := loadScenario(t, name)
+			twinScenario.CrashAfterEvents = nil
+			twin, err := twinScenario.Run(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if twin.Crashes != 0 {
+				t.Fatalf("the twin crashed %d times", twin.Crashes)
+			}
+			if twin.Status != crashed.Status {
+				t.Errorf("status %s, the twin's %s", crashed.Status, twin.Status)
+			}
+			a, _ := json.MarshalIndent(crashed.ParentMessages, "", "  ")
+			b, _ := json.MarshalIndent(twin.ParentMessages, "", "  ")
+			if !bytes.Equal(a, b) {
+				t.Errorf("parent_messages differ from the uncrashed twin's:\n%s", lineDiff(string(b), string(a)))
+			}
+			if !maps.Equal(crashed.Files, twin.Files) {
+				t.Errorf("files %v, the twin's %v", crashed.Files, twin.Files)
+			}
+			if len(crashed.Files) == 0 {
+				t.Error("a crash scenario should end with files to compare")
+			}
+		})
+	}
+	if found < 2 {
+		t.Errorf("%d crash scenarios; want at least 2", found)
+	}
+}
+
+// The second turn runs on the same thread: its first model call sees the
+// whole first turn, and it reads the file the first turn wrote.
+func TestTurnsContinueTheThread(t *testing.T) {
+	tr := replay(t, "turns")
+	if len(tr.Rounds) != 5 {
+		t.Fatalf("%d rounds, want 5", len(tr.Rounds))
+	}
+	second := tr.Rounds[2] // the second turn's first model call
+	if want := []string{"user", "assistant", "tool", "assistant", "user"}; second.Round != 2 || !slices.Equal(second.Roles, want) {
+		t.Errorf("round %d saw %v, want round 2 seeing %v", second.Round, second.Roles, want)
+	}
+	var read string
+	for _, m := range tr.ParentMessages {
+		if m.ToolCallID == "r1" {
+			read = m.Content
+		}
+	}
+	if !strings.Contains(read, "plan: ship the replay format") {
+		t.Errorf("the second turn's read_file got %q; it must see the first turn's file", read)
+	}
+	if got := tr.Files["/notes.md"]; got != "plan: ship the replay format\nlunch: noodles\n" {
+		t.Errorf("/notes.md = %q", got)
+	}
+	starts := 0
+	for _, e := range tr.Events {
+		if e.Type == "run.start" && e.TaskCall == "" {
+			starts++
+		}
+	}
+	if starts != 2 {
+		t.Errorf("%d top-level runs, want one per turn (2)", starts)
+	}
+}
+
+// A call inside a subagent that waits for approval stops the whole run with
+// the child's path; the decision resumes the child where it stopped: no
+// model call of the child or the parent is made twice.
+func TestSubagentApprovalResumesInsideTheChild(t *testing.T) {
+	tr := replay(t, "subagent-approval")
+	if len(tr.Interrupts) != 1 || tr.Interrupts[0].Path != "parent / general-purpose#t1" || tr.Interrupts[0].CallID != "w2" {
+		t.Fatalf("interrupts %+v, want w2 in parent / general-purpose#t1", tr.Interrupts)
+	}
+	seen := map[string]int{}
+	for _, r := range tr.Rounds {
+		seen[r.Who+"#"+r.Instance+"/"+itoa(r.Round)]++
+	}
+	want := map[string]int{"parent#/0": 1, "parent#/1": 1, "general-purpose#t1/0": 1, "general-purpose#t1/1": 1, "general-purpose#t1/2": 1}
+	if !maps.Equal(seen, want) {
+		t.Errorf("model calls by agent and round %v, want each once: %v", seen, want)
+	}
+	resumed := false
+	for _, e := range tr.Events {
+		if e.Type == "notice" && e.Agent == "parent / general-purpose#t1" && e.Notice != nil && e.Notice.Source == "resume" {
+			resumed = true
+		}
+	}
+	if !resumed {
+		t.Error("the child must be resumed (a resume notice of its own), not started again")
+	}
+	if tr.Files["/report.md"] != "report\n" || tr.Status != "ok" {
+		t.Errorf("status %s, files %v", tr.Status, tr.Files)
+	}
+}
+
+// Three gated calls of one step: the first stop decides two of them, the
+// third waits on alone, and the second stop decides it. The model call that
+// asked is made once.
+func TestPartialDecisionsLeaveTheRestWaiting(t *testing.T) {
+	tr := replay(t, "partial-decisions")
+	var stops [][]string
+	for _, in := range tr.Interrupts {
+		for len(stops) < in.Stop {
+			stops = append(stops, nil)
+		}
+		stops[in.Stop-1] = append(stops[in.Stop-1], in.CallID)
+	}
+	if len(stops) != 2 || !slices.Equal(stops[0], []string{"x", "y", "z"}) || !slices.Equal(stops[1], []string{"z"}) {
+		t.Errorf("stops %v, want [[x y z] [z]]", stops)
+	}
+	if len(tr.Rounds) != 2 {
+		t.Errorf("%d model calls, want 2", len(tr.Rounds))
+	}
+	want := map[string]string{"/x.md": "x\n", "/z.md": "z\n"}
+	if !maps.Equal(tr.Files, want) {
+		t.Errorf("files %v, want %v", tr.Files, want)
+	}
+}
+
+// Approve runs the call, edit runs it with the person's arguments (and the
+// model is told), reject does not run it and the model reads the reason.
+func TestApproveEditReject(t *testing.T) {
+	tr := replay(t, "approve-edit-reject")
+	want := map[string]string{"/a.md": "alpha\n", "/b.md": "BRAVO, edited\n"}
+	if !maps.Equal(tr.Files, want) {
+		t.Errorf("files %v, want %v", tr.Files, want)
+	}
+	results := map[string]scenario.Message{}
+	for _, m := range tr.ParentMessages {
+		if m.Role == "tool" {
+			results[m.ToolCallID] = m
+		}
+	}
+	if r := results["c2"]; !strings.Contains(r.Content, `changed the arguments`) || !strings.Contains(r.Content, `"BRAVO, edited\n"`) {
+		t.Errorf("the edited call's result %q must say what ran", r.Content)
+	}
+	if r := results["c3"]; r.Status != "error" || !strings.Contains(r.Content, "no file named c") {
+		t.Errorf("the rejected call's result %+v must be an error with the reason", r)
+	}
+}
+
+// A call identical to one rejected earlier is answered as rejected without
+// stopping again.
+func TestRejectedCallIsNotAskedAgain(t *testing.T) {
+	tr := replay(t, "reject-twice")
+	if len(tr.Interrupts) != 1 || tr.Interrupts[0].CallID != "d1" {
+		t.Errorf("interrupts %+v, want only d1", tr.Interrupts)
+	}
+	var second string
+	for _, m := range tr.ParentMessages {
+		if m.ToolCallID == "d2" {
+			second = m.Content
+		}
+	}
+	if !strings.Contains(second, "already rejected") {
+		t.Errorf("the repeated call got %q", second)
+	}
+	if tr.Files["/draft.md"] != "draft\n" {
+		t.Errorf("files %v: the draft must stay", tr.Files)
 	}
 }

@@ -29,11 +29,15 @@ var expectShapes = map[string]string{
 	"final_state_keys":           "a list of strings",
 	"status":                     "a string",
 	"parent_messages_exclude":    "a string or a list of strings",
+	"model_calls":                "a whole number",
+	"interrupted_calls":          "a list of call ids",
+	"crashes":                    "a whole number",
 }
 
 // knownOrder is the order in which known keys are reported.
 var knownOrder = []string{"parent_message_count", "files_include", "files_exclude", "tool_message_contains",
-	"subagent_message_contains", "parent_messages_exclude", "error_contains", "no_error", "status", "max_concurrent_model_calls", "final_state_keys"}
+	"subagent_message_contains", "parent_messages_exclude", "error_contains", "no_error", "status", "max_concurrent_model_calls", "final_state_keys",
+	"model_calls", "interrupted_calls", "crashes"}
 
 // strs reads a string or a list of strings.
 func strs(raw json.RawMessage) ([]string, bool) {
@@ -247,6 +251,28 @@ func (s *Scenario) checkKey(key string, v json.RawMessage, t *Transcript, model 
 			return false
 		}
 		add(fmt.Sprintf("max concurrent model calls is %d", n), model.MaxConcurrent() == n, model.MaxConcurrent())
+	case "model_calls":
+		n, ok := wholeNumber(v)
+		if !ok {
+			return false
+		}
+		add(fmt.Sprintf("%d model calls", n), t.Timing.ModelCalls == n, t.Timing.ModelCalls)
+	case "crashes":
+		n, ok := wholeNumber(v)
+		if !ok {
+			return false
+		}
+		add(fmt.Sprintf("%d crashes", n), t.Crashes == n, t.Crashes)
+	case "interrupted_calls":
+		var ids []string
+		if json.Unmarshal(v, &ids) != nil || ids == nil {
+			return false
+		}
+		got := []string{}
+		for _, in := range t.Interrupts {
+			got = append(got, in.CallID)
+		}
+		add(fmt.Sprintf("the run stopped at calls %v", ids), slices.Equal(ids, got), got)
 	case "final_state_keys":
 		var keys []string
 		if json.Unmarshal(v, &keys) != nil || keys == nil {

@@ -52,6 +52,20 @@ type Scenario struct {
 	// nothing in Expect changes the run.
 	Expect json.RawMessage `json:"expect,omitempty"`
 
+	// Turns are further user inputs on the same thread, each sent once the
+	// run before it has ended; the script keeps being consumed in order.
+	Turns []string `json:"turns,omitempty"`
+	// Decisions answer the calls the run stops at for approval: each time
+	// it stops interrupted, the decisions (in order) whose call ids are
+	// among the waiting calls, and whose Stop has come, are taken out and
+	// the thread is resumed with them, until none is left.
+	Decisions []Decision `json:"decisions,omitempty"`
+	// CrashAfterEvents are crash points: after the Nth event of the
+	// transcript (1-based, counted across turns and resumptions) everything
+	// in memory is thrown away as a crash would, and the run is resumed
+	// from its checkpoints. Positive and increasing.
+	CrashAfterEvents []int `json:"crash_after_events,omitempty"`
+
 	// Warnings lists what was ignored while parsing (unknown keys, an alias
 	// given next to its canonical key), each as "[PATH:]LINE:COL: text".
 	Warnings []string `json:"-"`
@@ -124,6 +138,9 @@ type AgentSpec struct {
 	// Reasoning is sent with every request of the agent and of the
 	// subagents that set none: {"effort": "high"} or {"budget_tokens": N}.
 	Reasoning *llm.ReasoningConfig `json:"reasoning,omitempty"`
+	// InterruptOn names the tools whose calls wait for a person's decision,
+	// for the agent and every subagent that sets none.
+	InterruptOn InterruptOn `json:"interrupt_on,omitempty"`
 }
 
 // OffloadSpec sets when large texts are saved to files (offload.Config):
@@ -172,13 +189,18 @@ type SubagentSpec struct {
 	// Reasoning is the subagent's own reasoning setting; absent inherits
 	// the agent's.
 	Reasoning *llm.ReasoningConfig `json:"reasoning,omitempty"`
+	// InterruptOn is the subagent's own approval policy; absent (nil)
+	// inherits the agent's, {} gates nothing (so it is written even when
+	// empty).
+	InterruptOn InterruptOn `json:"interrupt_on"`
 }
 
 // aliases are the JavaScript reference harness's camelCase spellings,
 // accepted wherever the snake_case key is.
 var aliases = map[string]string{"systemPrompt": "system_prompt", "responseFormat": "response_format",
 	"delayMs": "delay_ms", "maxSteps": "max_steps", "maxParallel": "max_parallel", "timeoutMs": "timeout_ms",
-	"toolCalls": "tool_calls", "binaryFiles": "binary_files", "budgetTokens": "budget_tokens"}
+	"toolCalls": "tool_calls", "binaryFiles": "binary_files", "budgetTokens": "budget_tokens",
+	"interruptOn": "interrupt_on", "crashAfterEvents": "crash_after_events"}
 
 // Error is a scenario that cannot be run: a file that cannot be read, text
 // that is not JSON, or a value the format does not allow. Line and Column
@@ -273,6 +295,8 @@ func Load(path string) (*Scenario, error) {
 var hooks = map[reflect.Type]func(d *decoder, n *node, v reflect.Value, path string) error{
 	reflect.TypeFor[Input]():                decodeInput,
 	reflect.TypeFor[scripted.AgentScript](): decodeAgentScript,
+	reflect.TypeFor[Gate]():                 decodeGate,
+	reflect.TypeFor[Decision]():             decodeDecision,
 }
 
 func decodeInput(d *decoder, n *node, v reflect.Value, path string) error {
@@ -444,7 +468,7 @@ func (s *Scenario) validate(pos map[string]int) error {
 			return errAt(at(p+".timeout_ms"), "%s.timeout_ms must be between 0 and %d (24 hours), not %v", p, MaxTimeoutMS, sa.TimeoutMS)
 		}
 	}
-	return nil
+	return s.validateDurable(at)
 }
 
 func checkReasoning(r *llm.ReasoningConfig, path string, at func(...string) int) error {
@@ -511,7 +535,7 @@ func (s *Scenario) Build(model llm.Model) (*agent.Agent, error) {
 			Name: sa.Name, Description: sa.Description, SystemPrompt: sa.SystemPrompt,
 			Mode: subagent.Mode(sa.Mode), Skills: sa.Skills, MaxSteps: sa.MaxSteps,
 			Timeout:   time.Duration(sa.TimeoutMS * float64(time.Millisecond)),
-			Reasoning: sa.Reasoning,
+			Reasoning: sa.Reasoning, InterruptOn: sa.InterruptOn.approvals(),
 		}
 		if sa.Tools != nil {
 			spec.Tools = []tool.Tool{}
@@ -543,7 +567,7 @@ func (s *Scenario) Build(model llm.Model) (*agent.Agent, error) {
 	return deepagents.New(deepagents.Config{
 		Model: model, SystemPrompt: s.Agent.SystemPrompt, Tools: custom, Subagents: specs,
 		MaxSteps: s.Agent.MaxSteps, MaxParallel: s.Agent.MaxParallel, Offload: s.Agent.Offload.config(),
-		Reasoning: s.Agent.Reasoning,
+		Reasoning: s.Agent.Reasoning, InterruptOn: s.Agent.InterruptOn.approvals(),
 	})
 }
 

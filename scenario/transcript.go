@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
 	"github.com/deepagents-go/deepagents/subagent"
@@ -26,6 +28,11 @@ type Transcript struct {
 	Scenario              string                    `json:"scenario"`
 	Description           string                    `json:"description,omitempty"`
 	Status                agent.Status              `json:"status,omitempty"`
+	ThreadID              string                    `json:"thread_id"`
+	Checkpoints           int                       `json:"checkpoints"`
+	Interrupts            []Interrupt               `json:"interrupts,omitempty"`
+	UnusedDecisions       []Decision                `json:"unused_decisions,omitempty"`
+	Crashes               int                       `json:"crashes,omitempty"`
 	Rounds                []Round                   `json:"rounds"`
 	TaskTool              *TaskTool                 `json:"task_tool"`
 	ToolSchemaChars       map[string]map[string]int `json:"tool_schema_chars,omitempty"`
@@ -148,7 +155,7 @@ func (s *Scenario) Run(ctx context.Context) (*Transcript, error) {
 	start := time.Now()
 	model.SetEpoch(start)
 	t := &Transcript{Scenario: s.Name, Description: s.Description, Rounds: []Round{}, Events: []agent.Event{},
-		ParentMessages: []Message{}, Files: map[string]string{}, FinalStateKeys: []string{}}
+		ParentMessages: []Message{}, Files: map[string]string{}, FinalStateKeys: []string{}, ThreadID: s.ThreadID()}
 	a, err := s.Build(model)
 	if err != nil {
 		msg := err.Error()
@@ -165,19 +172,25 @@ func (s *Scenario) Run(ctx context.Context) (*Transcript, error) {
 		data, _ := decodeBase64(c) // checked by Parse
 		files[p] = vfs.File{Content: string(data), CreatedAt: start, ModifiedAt: start}
 	}
-	in := agent.Input{Messages: []llm.Message(s.Input), Files: files}
-	res, runErr := agent.Drain(a.Run(ctx, in), func(ev agent.Event) { t.Events = append(t.Events, ev) })
+	d := &driver{s: s, a: a, t: t, saver: newCountingSaver(checkpoint.NewMemory(0)), thread: t.ThreadID,
+		crashes: slices.Clone(s.CrashAfterEvents)}
+	res, runErr := d.run(ctx, files)
 	t.Timing.WallMS = msf(time.Since(start))
+	t.Checkpoints = int(d.saver.puts.Load())
 	if res == nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
 		msg := fmt.Sprint(runErr)
 		t.Error = &msg
+		t.Status = agent.StatusError
+		s.fillRounds(t, model, a)
+		t.Checks = s.check(t, model)
 		return t, nil
 	}
 	t.Status = res.Status
-	if res.Status != agent.StatusOK {
+	var de *agent.DecisionError
+	if res.Status != agent.StatusOK && (res.Status != agent.StatusInterrupted || errors.As(res.Err(), &de)) {
 		msg := res.Error
 		if msg == "" {
 			msg = string(res.Status)
@@ -358,6 +371,10 @@ func (t *Transcript) Normalize() {
 		t.Rounds[i].Seq, t.Rounds[i].TStartMS, t.Rounds[i].TEndMS = 0, 0, 0
 	}
 	t.Events = canonicalEvents(t.Events)
+	// Parallel subagents can stop for approval in either order.
+	slices.SortStableFunc(t.Interrupts, func(a, b Interrupt) int {
+		return cmp.Or(cmp.Compare(a.Stop, b.Stop), cmp.Compare(a.Path, b.Path), cmp.Compare(a.CallID, b.CallID))
+	})
 	for i := range t.Events {
 		e := &t.Events[i]
 		e.Time = time.Time{}

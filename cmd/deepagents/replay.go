@@ -25,12 +25,19 @@ version knows are evaluated, failures and keys it does not check ("not
 checked") are listed on stderr, and a failed expectation gives exit status 1.
 The transcript's "checks" list holds the same results either way.
 
+Every scenario runs on an in-memory checkpoint saver, on thread
+"replay-NAME". "turns" sends further user messages on that thread,
+"decisions" answer the calls the run stops at for approval ("interrupt_on"),
+and "crash_after_events" throws the run away after those events and resumes
+it from its checkpoints.
+
 Problems with the scenario file are reported on stderr as FILE:LINE:COL: reason.
 Unknown keys are ignored with a warning.
 
 Exit status:
   0  a transcript was printed, whatever the run's status (it is in the
-     transcript: "status" and "error")
+     transcript: "status" and "error"), "interrupted" included: a run left
+     waiting for a decision
   1  --check was given and an expectation failed; or the transcript could not
      be written; or the run was interrupted before it started
   2  bad usage, or the scenario could not be read or is invalid

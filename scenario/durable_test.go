@@ -1,0 +1,368 @@
+package scenario
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/checkpoint"
+)
+
+func TestParseDurableFieldsErrors(t *testing.T) {
+	cases := []struct {
+		name, doc string
+		want      string
+	}{
+		{"turn not a string", `{` + minimal + `, "turns": [3]}`, `1:69: turns[0] must be a string, not a number`},
+		{"empty turn", `{` + minimal + `, "turns": ["  "]}`, `1:69: turns[0] is empty; a turn is the text of the next user message`},
+		{"turns not a list", `{` + minimal + `, "turns": "again"}`, `1:68: turns must be a list, not a string`},
+		{"crash point zero", `{` + minimal + `, "crash_after_events": [0]}`, `1:82: crash_after_events[0] is 0; a crash point counts events from 1`},
+		{"crash points not increasing", `{` + minimal + `, "crash_after_events": [5, 5]}`,
+			`1:85: crash_after_events[1] is 5; crash points must increase (the one before is 5)`},
+		{"crash point fraction", `{` + minimal + `, "crash_after_events": [1.5]}`, `1:82: crash_after_events[0] must be a whole number, not 1.5`},
+		{"gate number", `{` + minimal + `, "agent": {"interrupt_on": {"write_file": 1}}}`,
+			`1:100: agent.interrupt_on.write_file must be true, false, a list of decisions ("approve", "edit", "reject") or {"allowed_decisions": [...], "description": "..."}, not a number`},
+		{"gate unknown decision", `{` + minimal + `, "agent": {"interrupt_on": {"write_file": ["approve", "ignore"]}}}`,
+			`1:112: agent.interrupt_on.write_file[1]: a decision is "approve", "edit" or "reject", not "ignore"`},
+		{"gate empty list", `{` + minimal + `, "agent": {"interrupt_on": {"write_file": []}}}`,
+			`1:100: agent.interrupt_on.write_file allows no decision, so a waiting call could never go on; list at least one, or use false for a tool that does not wait`},
+		{"subagent gate", `{` + minimal + `, "agent": {"subagents": [{"name": "s", "description": "d", "interrupt_on": {"ls": "yes"}}]}}`,
+			`1:140: agent.subagents[0].interrupt_on.ls must be true, false, a list of decisions ("approve", "edit", "reject") or {"allowed_decisions": [...], "description": "..."}, not a string`},
+		{"decision not an object", `{` + minimal + `, "decisions": ["approve"]}`,
+			`1:73: decisions[0] must be a decision {"call_id", "type", ...}, not a string`},
+		{"decision without type", `{` + minimal + `, "decisions": [{"call_id": "c1"}]}`,
+			`1:73: decisions[0]: the decision has no "type"; it must be approve, edit or reject`},
+		{"decision unknown type", `{` + minimal + `, "decisions": [{"call_id": "c1", "type": "maybe"}]}`,
+			`1:99: decisions[0]: decision type "maybe" is not one of approve, edit, reject`},
+		{"decision without call id", `{` + minimal + `, "decisions": [{"type": "approve"}]}`,
+			`1:73: decisions[0] names no "call_id" (the id of the call it answers)`},
+		{"edit without args", `{` + minimal + `, "decisions": [{"call_id": "c1", "type": "edit"}]}`,
+			`1:73: decisions[0]: an edit of call "c1" has no arguments`},
+		{"edit args not an object", `{` + minimal + `, "decisions": [{"call_id": "c1", "type": "edit", "args": [1]}]}`,
+			`1:115: decisions[0].args must be an object, not a list`},
+		{"edited_action args not an object", `{` + minimal + `, "decisions": [{"id": "c1", "type": "edit", "edited_action": {"name": "w", "args": 3}}]}`,
+			`1:141: decisions[0].edited_action.args must be an object, not a number`},
+		{"edited_action name not a string", `{` + minimal + `, "decisions": [{"id": "c1", "type": "edit", "edited_action": {"name": 1, "args": {}}}]}`,
+			`1:128: decisions[0].edited_action.name must be a string, not a number`},
+		{"edit with an empty edited_action", `{` + minimal + `, "decisions": [{"id": "c1", "type": "edit", "edited_action": {}}]}`,
+			`1:119: decisions[0]: an edit of call "c1" has no arguments`},
+		{"type not a string", `{` + minimal + `, "decisions": [{"call_id": "c1", "type": 1}]}`,
+			`1:99: decisions[0].type must be a string, not a number`},
+		{"stop zero", `{` + minimal + `, "decisions": [{"call_id": "c1", "type": "approve", "stop": 0}]}`,
+			`1:118: decisions[0].stop is 0; stops are counted from 1`},
+		{"stop fraction", `{` + minimal + `, "decisions": [{"call_id": "c1", "type": "approve", "stop": 1.5}]}`,
+			`1:118: decisions[0].stop must be a whole number, not 1.5`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse([]byte(c.doc))
+			if err == nil {
+				t.Fatalf("no error; want %q", c.want)
+			}
+			if err.Error() != c.want {
+				t.Errorf("error\n got %q\nwant %q", err, c.want)
+			}
+			if goTypeName.MatchString(err.Error()) {
+				t.Errorf("error names a Go type: %q", err)
+			}
+		})
+	}
+}
+
+func TestParseDurableFields(t *testing.T) {
+	doc := `{` + minimal + `, "turns": ["again", "and again"], "crash_after_events": [3, 9],
+		"agent": {"interruptOn": {"write_file": true, "ls": false, "edit_file": ["reject", "approve", "reject"],
+			"delete": {"allowedDecisions": ["approve"], "description": "Deleting needs a yes.", "extra": 1}},
+			"subagents": [{"name": "a", "description": "d", "interrupt_on": {}}, {"name": "b", "description": "d"}]},
+		"decisions": [{"call_id": "c1", "type": "approve"},
+			{"id": "c2", "type": "edit", "edited_action": {"name": "write_file", "args": {"file_path": "/x"}}},
+			{"call_id": "c3", "type": "reject", "message": "no", "stop": 2, "why": "?"}]}`
+	s, err := Parse([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(s.Turns, []string{"again", "and again"}) || !slices.Equal(s.CrashAfterEvents, []int{3, 9}) {
+		t.Errorf("turns %q, crash points %v", s.Turns, s.CrashAfterEvents)
+	}
+	got := s.Agent.InterruptOn.approvals()
+	want := map[string]agent.Approval{
+		"write_file": {},
+		"edit_file":  {Allowed: []agent.DecisionType{agent.Reject, agent.Approve}},
+		"delete":     {Allowed: []agent.DecisionType{agent.Approve}, Description: "Deleting needs a yes."},
+	}
+	if len(got) != len(want) {
+		t.Errorf("approvals %+v, want %+v", got, want)
+	}
+	for name, w := range want {
+		if g, ok := got[name]; !ok || !slices.Equal(g.Allowed, w.Allowed) || g.Description != w.Description {
+			t.Errorf("%s: %+v, want %+v", name, g, w)
+		}
+	}
+	if a := s.Agent.Subagents[0].InterruptOn.approvals(); a == nil || len(a) != 0 {
+		t.Errorf("interrupt_on {} on a subagent must gate nothing (an empty, non-nil policy), got %#v", a)
+	}
+	if b := s.Agent.Subagents[1].InterruptOn.approvals(); b != nil {
+		t.Errorf("a subagent without interrupt_on must inherit (nil), got %#v", b)
+	}
+	wantDs := []Decision{
+		{Decision: agent.Decision{Type: agent.Approve, CallID: "c1"}},
+		{Decision: agent.Decision{Type: agent.Edit, CallID: "c2", Args: json.RawMessage(`{"file_path": "/x"}`)}},
+		{Decision: agent.Decision{Type: agent.Reject, CallID: "c3", Message: "no"}, Stop: 2},
+	}
+	if len(s.Decisions) != len(wantDs) {
+		t.Fatalf("decisions %+v", s.Decisions)
+	}
+	for i, w := range wantDs {
+		g := s.Decisions[i]
+		if g.Type != w.Type || g.CallID != w.CallID || g.Message != w.Message || g.Stop != w.Stop || string(g.Args) != string(w.Args) {
+			t.Errorf("decision %d: %+v, want %+v", i, g, w)
+		}
+	}
+	var warned []string
+	for _, w := range s.Warnings {
+		warned = append(warned, w[strings.Index(w, " ")+1:])
+	}
+	for _, w := range []string{`unknown key "extra" in agent.interrupt_on.delete (ignored)`, `unknown key "why" in decisions[2] (ignored)`} {
+		if !slices.Contains(warned, w) {
+			t.Errorf("warnings %q lack %q", warned, w)
+		}
+	}
+}
+
+func run(t *testing.T, doc string) *Transcript {
+	t.Helper()
+	s, err := Parse([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := s.Run(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+const gatedWrite = `"input": "write", "agent": {"interrupt_on": {"write_file": ["approve", "reject"]}},
+	"script": {"parent": [{"tool_calls": [{"id": "c1", "name": "write_file", "args": {"file_path": "/a.md", "content": "a"}}]}, {"content": "done"}]}`
+
+// A run that stops for approval with no decision left ends "interrupted",
+// with the waiting call listed and no error: it is waiting, not failed.
+func TestInterruptedWithNoDecisionLeft(t *testing.T) {
+	tr := run(t, `{"name": "wait", `+gatedWrite+`}`)
+	if tr.Status != agent.StatusInterrupted || tr.Error != nil {
+		t.Fatalf("status %s, error %v; want interrupted and no error", tr.Status, tr.Error)
+	}
+	want := Interrupt{Stop: 1, Path: "parent", CallID: "c1", Tool: "write_file", Allowed: []agent.DecisionType{agent.Approve, agent.Reject}}
+	if len(tr.Interrupts) != 1 {
+		t.Fatalf("interrupts %+v", tr.Interrupts)
+	}
+	g := tr.Interrupts[0]
+	if g.Stop != want.Stop || g.Path != want.Path || g.CallID != want.CallID || g.Tool != want.Tool || !slices.Equal(g.Allowed, want.Allowed) ||
+		string(g.Args) != `{"file_path":"/a.md","content":"a"}` {
+		t.Errorf("interrupt %+v, want %+v", g, want)
+	}
+	if _, ok := tr.Files["/a.md"]; ok {
+		t.Error("the waiting call must not have run")
+	}
+	if tr.ThreadID != "replay-wait" || tr.Checkpoints < 2 {
+		t.Errorf("thread %q, %d checkpoints", tr.ThreadID, tr.Checkpoints)
+	}
+}
+
+// A decision the waiting call does not allow is the transcript's error; the
+// run stays interrupted and nothing runs.
+func TestDecisionErrorIsTheTranscriptError(t *testing.T) {
+	tr := run(t, `{`+gatedWrite+`, "decisions": [{"call_id": "c1", "type": "edit", "args": {"file_path": "/b.md", "content": "b"}}]}`)
+	if tr.Status != agent.StatusInterrupted {
+		t.Errorf("status %s, want interrupted", tr.Status)
+	}
+	if tr.Error == nil || !strings.Contains(*tr.Error, `call "c1" (write_file) allows approve, reject, not edit`) {
+		t.Errorf("error %v", tr.Error)
+	}
+	if len(tr.Files) != 0 {
+		t.Errorf("files %v: nothing may run after refused decisions", tr.Files)
+	}
+	if len(tr.Rounds) != 1 {
+		t.Errorf("%d model calls; the refused decision must not call the model again", len(tr.Rounds))
+	}
+}
+
+// Decisions that never answer a waiting call are listed, not dropped
+// silently.
+func TestUnusedDecisionsAreListed(t *testing.T) {
+	tr := run(t, `{`+gatedWrite+`, "decisions": [{"call_id": "c1", "type": "approve"}, {"call_id": "c9", "type": "reject"}]}`)
+	if tr.Status != agent.StatusOK || tr.Files["/a.md"] != "a" {
+		t.Errorf("status %s, files %v", tr.Status, tr.Files)
+	}
+	if len(tr.UnusedDecisions) != 1 || tr.UnusedDecisions[0].CallID != "c9" {
+		t.Errorf("unused decisions %+v, want the one for c9", tr.UnusedDecisions)
+	}
+}
+
+// A subagent spec's interrupt_on replaces the agent's: {} gates nothing;
+// absent inherits.
+func TestSubagentInterruptOnOverridesTheAgents(t *testing.T) {
+	doc := func(spec string) string {
+		return `{"input": "go", "agent": {"interrupt_on": {"write_file": true}, "subagents": [{"name": "w", "description": "writes"` + spec + `}]},
+			"script": {"parent": [{"tool_calls": [{"id": "t1", "name": "task", "args": {"description": "write", "subagent_type": "w"}}]}, {"content": "ok"}],
+				"w": [{"tool_calls": [{"id": "c1", "name": "write_file", "args": {"file_path": "/w.md", "content": "w"}}]}, {"content": "written"}]}}`
+	}
+	inherited := run(t, doc(``))
+	if inherited.Status != agent.StatusInterrupted || len(inherited.Interrupts) != 1 || inherited.Interrupts[0].Path != "parent / w#t1" {
+		t.Errorf("inherited policy: status %s, interrupts %+v", inherited.Status, inherited.Interrupts)
+	}
+	none := run(t, doc(`, "interrupt_on": {}`))
+	if none.Status != agent.StatusOK || none.Files["/w.md"] != "w" || len(none.Interrupts) != 0 {
+		t.Errorf("empty policy: status %s, files %v, interrupts %+v", none.Status, none.Files, none.Interrupts)
+	}
+}
+
+// A crash point on the run's very last event loses nothing (the end was
+// saved before it); one past the end never fires.
+func TestCrashPointsAtAndAfterTheEnd(t *testing.T) {
+	const body = `"input": "x", "script": {"parent": [{"tool_calls": [{"id": "w", "name": "write_file", "args": {"file_path": "/a", "content": "a"}}]}, {"content": "done"}]}`
+	plain := run(t, `{`+body+`}`)
+	n := len(plain.Events)
+	if plain.Events[n-1].Type != agent.RunEnd {
+		t.Fatalf("last event %s", plain.Events[n-1].Type)
+	}
+	for _, c := range []struct {
+		at      int
+		crashes int
+	}{{n, 1}, {n + 1, 0}, {n - 1, 1}} {
+		tr := run(t, `{`+body+`, "crash_after_events": [`+itoa(c.at)+`]}`)
+		if tr.Crashes != c.crashes || tr.Status != agent.StatusOK || tr.Files["/a"] != "a" || len(tr.ParentMessages) != len(plain.ParentMessages) {
+			t.Errorf("crash after event %d of %d: %d crashes (want %d), status %s, files %v, %d messages",
+				c.at, n, tr.Crashes, c.crashes, tr.Status, tr.Files, len(tr.ParentMessages))
+		}
+	}
+}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// After the crash nothing the crashed process does reaches the saver: every
+// write fails, and waiting actions are let go at once.
+func TestCrashedProcessWritesNothing(t *testing.T) {
+	ctx := context.Background()
+	cs := newCountingSaver(checkpoint.NewMemory(0))
+	l := newLockstep(cs)
+	step := checkpoint.Step{ThreadID: "t", ID: "00000000", Step: 0, Metadata: map[string]string{"source": "input"}}
+	if err := l.Put(ctx, step); err != nil {
+		t.Fatal(err)
+	}
+	// A subagent's first checkpoint waits for its run.start.
+	child := step
+	child.NS = "parent / w#t1"
+	done := make(chan error, 1)
+	go func() { done <- l.Put(ctx, child) }()
+	l.see(agent.Event{Type: agent.ModelRequest, Agent: "parent", Request: &agent.RequestInfo{Round: 0}})
+	l.crash(agent.Event{Type: agent.ModelResponse, Agent: "parent", Response: &agent.ResponseInfo{Round: 0}})
+	select {
+	case err := <-done:
+		if !errors.Is(err, errCrashed) {
+			t.Errorf("the waiting put returned %v, want the crash", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiting put was not let go by the crash")
+	}
+	next := step
+	next.ID, next.Step, next.ParentID = "00000001", 1, "00000000"
+	for name, err := range map[string]error{
+		"put":      l.Put(ctx, next),
+		"write":    l.PutWrite(ctx, checkpoint.Ref{ThreadID: "t", ID: "00000000"}, checkpoint.Write{CallID: "c", Kind: checkpoint.KindResult}),
+		"release":  l.Release(ctx, "t", "h"),
+		"acquire":  func() error { _, err := l.Acquire(ctx, "t", "h", time.Now(), time.Minute); return err }(),
+		"delete":   l.DeleteThread(ctx, "t"),
+		"prune":    l.Prune(ctx, "t", checkpoint.PruneOptions{}),
+		"copy":     l.CopyThread(ctx, checkpoint.Ref{ThreadID: "t"}, "u"),
+		"renewing": func() error { _, err := l.Renew(ctx, "t", "h", time.Now(), time.Minute); return err }(),
+	} {
+		if !errors.Is(err, errCrashed) {
+			t.Errorf("%s after the crash: %v, want the crash", name, err)
+		}
+	}
+	if n := cs.puts.Load(); n != 1 {
+		t.Errorf("%d checkpoints counted, want the 1 written before the crash", n)
+	}
+	cp, err := cs.inner.Get(ctx, checkpoint.Ref{ThreadID: "t"})
+	if err != nil || cp.ID != "00000000" {
+		t.Errorf("latest checkpoint %v, %v; want 00000000", cp, err)
+	}
+	if _, err := l.runtime().Model(ctx, nil, nil); !errors.Is(err, errCrashed) {
+		t.Errorf("a model call after the crash: %v", err)
+	}
+}
+
+// durableSlots are where FuzzDurableFields puts its value.
+var durableSlots = []string{
+	`{` + minimal + `, "turns": %s}`,
+	`{` + minimal + `, "decisions": %s}`,
+	`{` + minimal + `, "crash_after_events": %s}`,
+	`{` + minimal + `, "agent": {"interrupt_on": %s}}`,
+	`{` + minimal + `, "agent": {"subagents": [{"name": "s", "description": "d", "interrupt_on": %s}]}}`,
+}
+
+func FuzzDurableFields(f *testing.F) {
+	for i, v := range []string{`["next"]`, `[{"call_id": "c1", "type": "approve"}, {"id": "c2", "type": "edit", "edited_action": {"args": {}}, "stop": 2}]`,
+		`[1, 5, 9]`, `{"write_file": true, "ls": false, "edit_file": ["approve", "reject"], "delete": {"allowed_decisions": ["edit"], "description": "d"}}`,
+		`{}`} {
+		f.Add(i, v)
+	}
+	f.Fuzz(func(t *testing.T, where int, value string) {
+		slot := durableSlots[uint(where)%uint(len(durableSlots))]
+		doc := []byte(strings.Replace(slot, "%s", value, 1))
+		s, err := Parse(doc)
+		if err != nil {
+			var se *Error
+			if !errors.As(err, &se) || se.Line == 0 || strings.Contains(err.Error(), "\n") || goTypeName.MatchString(se.Reason) {
+				t.Fatalf("bad error %q (%T)", err, err)
+			}
+			return
+		}
+		for i, n := range s.CrashAfterEvents {
+			if n <= 0 || i > 0 && n <= s.CrashAfterEvents[i-1] {
+				t.Fatalf("crash points %v accepted", s.CrashAfterEvents)
+			}
+		}
+		for _, turn := range s.Turns {
+			if strings.TrimSpace(turn) == "" {
+				t.Fatalf("blank turn accepted: %q", s.Turns)
+			}
+		}
+		for _, d := range s.Decisions {
+			if err := d.Check(); err != nil || d.Stop < 0 {
+				t.Fatalf("decision %+v accepted: %v", d, err)
+			}
+		}
+		policies := []InterruptOn{s.Agent.InterruptOn}
+		for _, sa := range s.Agent.Subagents {
+			policies = append(policies, sa.InterruptOn)
+		}
+		for _, p := range policies {
+			for name, a := range p.approvals() {
+				if len(a.Decisions()) == 0 {
+					t.Fatalf("%s allows no decision", name)
+				}
+			}
+		}
+		if _, err := s.Build(s.Model()); err != nil {
+			t.Fatalf("a parsed scenario does not assemble: %v", err)
+		}
+		again, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s2, err := Parse(again)
+		if err != nil {
+			t.Fatalf("the marshalled scenario does not parse: %v\n%s", err, again)
+		}
+		if again2, _ := json.Marshal(s2); string(again) != string(again2) {
+			t.Fatalf("round trip changed the scenario:\n%s\n%s", again, again2)
+		}
+	})
+}
