@@ -433,9 +433,9 @@ func TestApprovalEditRunsNewArgs(t *testing.T) {
 	}
 }
 
-// TestRejectedCallIsNotAskedAgain: the model repeats a rejected call word
+// TestRejectedCallIsAnsweredWithoutAsking: the model repeats a rejected call word
 // for word; it is answered without asking.
-func TestRejectedCallIsNotAskedAgain(t *testing.T) {
+func TestRejectedCallIsAnsweredWithoutAsking(t *testing.T) {
 	ctx := context.Background()
 	saver := checkpoint.NewMemory(0)
 	const script = `{"parent": [

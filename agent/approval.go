@@ -242,6 +242,9 @@ func rejectedText(name, message string, again bool) string {
 		fmt.Fprintf(&b, "Error: a person reviewing this run rejected the %s call, so it did not run.", name)
 	}
 	if m := strings.TrimSpace(message); m != "" {
+		if !strings.ContainsAny(m[len(m)-1:], ".!?") {
+			m += "."
+		}
 		fmt.Fprintf(&b, " Their reason: %s", m)
 	}
 	b.WriteString(" Do not repeat this call with the same arguments; change the approach or ask the user.")

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -87,6 +88,7 @@ func (d *driver) run(ctx context.Context, files map[string]vfs.File) (*agent.Res
 	remaining := slices.Clone(s.Decisions)
 	var give []agent.Decision // decisions for the next run
 	turn, stops := 0, 0
+	var earlier []*agent.Result // the finished turns before the current one
 	for {
 		res, runErr, crashed := d.once(ctx, in, give)
 		if crashed && res == nil {
@@ -108,17 +110,18 @@ func (d *driver) run(ctx context.Context, files map[string]vfs.File) (*agent.Res
 			if turn < len(s.Turns) && res.Status != agent.StatusCancelled {
 				in = agent.Input{Messages: []llm.Message{llm.User(s.Turns[turn])}}
 				turn++
+				earlier = append(earlier, res)
 				continue
 			}
 			d.unused(remaining)
-			return res, nil
+			return acrossTurns(earlier, res), nil
 		}
 		var de *agent.DecisionError
 		if errors.As(runErr, &de) {
 			// The decisions were refused and the thread is unchanged: the
 			// run still waits at the stop it was resumed from.
 			d.unused(remaining)
-			return res, nil
+			return acrossTurns(earlier, res), nil
 		}
 		stops++
 		for _, w := range res.Interrupts {
@@ -130,10 +133,29 @@ func (d *driver) run(ctx context.Context, files map[string]vfs.File) (*agent.Res
 		give = plain(take)
 		if len(give) == 0 {
 			d.unused(remaining)
-			return res, nil
+			return acrossTurns(earlier, res), nil
 		}
 		in = agent.Input{}
 	}
+}
+
+// acrossTurns is the last turn's result with the usage, usage by agent and
+// subagent runs of the earlier turns added: each turn is a run of its own,
+// and a transcript covers them all.
+func acrossTurns(earlier []*agent.Result, last *agent.Result) *agent.Result {
+	if len(earlier) == 0 {
+		return last
+	}
+	all := *last
+	all.Usage, all.UsageByAgent, all.Children = llm.Usage{}, map[string]llm.Usage{}, map[string]*agent.Result{}
+	for _, r := range append(slices.Clone(earlier), last) {
+		all.Usage = all.Usage.Add(r.Usage)
+		for p, u := range r.UsageByAgent {
+			all.UsageByAgent[p] = all.UsageByAgent[p].Add(u)
+		}
+		maps.Copy(all.Children, r.Children)
+	}
+	return &all
 }
 
 // takeDecisions splits ds into those that answer one of the waiting calls
