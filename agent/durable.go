@@ -480,7 +480,7 @@ func (r *run) lease(ctx context.Context) (stop func(), err error) {
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
-		t := time.NewTicker(ttl / 3)
+		t := time.NewTicker(max(ttl/3, time.Millisecond))
 		defer t.Stop()
 		for {
 			select {

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -89,6 +90,15 @@ func (r *run) steps(ctx context.Context, pending *StepState) (Status, error) {
 				}
 				if len(msg.ToolCalls[i].Args) == 0 {
 					msg.ToolCalls[i].Args = []byte("{}")
+				} else if args := msg.ToolCalls[i].Args; json.Valid(args) {
+					// One spelling of the arguments from here on: what is
+					// saved and read back (JSON compacts them) is what later
+					// requests send, so a resumed run's requests are the
+					// uncrashed run's, byte for byte.
+					var b bytes.Buffer
+					if json.Compact(&b, args) == nil && b.Len() != len(args) {
+						msg.ToolCalls[i].Args = b.Bytes()
+					}
 				}
 			}
 		}
