@@ -855,6 +855,9 @@ func TestCrashSIGKILLResumesToTheSameEnd(t *testing.T) {
 			}
 			for n := range saved {
 				for call := range saved[n].finished {
+					if wantCounts[call] > 0 && counts[n][call] == 0 {
+						t.Errorf("call %s was saved as finished at kill %d but its side effect is not in the counter", call, n+1)
+					}
 					if final[call] != counts[n][call] {
 						t.Errorf("call %s was saved as finished at kill %d but ran again (%d → %d runs)", call, n+1, counts[n][call], final[call])
 					}
