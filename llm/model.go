@@ -63,7 +63,14 @@ type Settings struct {
 
 // Request is one model call.
 type Request struct {
-	System     string          `json:"system,omitempty"`
+	System string `json:"system,omitempty"`
+	// SystemTail is the part of the system prompt that changes from call
+	// to call (the todo list, memory). It is sent after System, and
+	// providers that cache prompts put a cache breakpoint between the two,
+	// so a change in the tail does not invalidate the cached System and
+	// tools. Providers without that notion send System and SystemTail
+	// joined by a blank line.
+	SystemTail string          `json:"system_tail,omitempty"`
 	Messages   []Message       `json:"messages"`
 	Tools      []ToolSpec      `json:"tools,omitempty"`
 	ToolChoice ToolChoice      `json:"tool_choice,omitzero"`

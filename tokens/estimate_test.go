@@ -1,0 +1,66 @@
+package tokens_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/tokens"
+)
+
+func TestEstimateText(t *testing.T) {
+	if got := tokens.EstimateText(strings.Repeat("abcd", 250)); got != 250 {
+		t.Errorf("1000 ASCII bytes: %d, want 250", got)
+	}
+	cjk := strings.Repeat("漢", 10000)
+	if got := tokens.EstimateText(cjk); got < 6000 {
+		t.Errorf("10,000 CJK runes estimated %d tokens; at least 6,000 expected", got)
+	}
+	if tokens.EstimateText("") != 0 {
+		t.Error("empty text is not 0 tokens")
+	}
+}
+
+func TestEstimateSplitsARequest(t *testing.T) {
+	req := &llm.Request{System: strings.Repeat("s", 400), SystemTail: strings.Repeat("t", 40),
+		Messages: []llm.Message{llm.User(strings.Repeat("u", 80)),
+			{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "1", Name: "ls", Args: []byte(`{"path":"/"}`)}}},
+			{Role: llm.RoleTool, ToolCallID: "1", Content: strings.Repeat("r", 800)}}}
+	b := tokens.Estimate(req)
+	if b.System != 110 || b.Messages != (20+3)+(3+3+1+3) || b.ToolResults != 200+3 || b.Total != b.System+b.Tools+b.Messages+b.ToolResults {
+		t.Fatalf("breakdown %+v", b)
+	}
+}
+
+// A model that reports twice our estimate: after three calls the ratio is
+// within [1.8, 2.0]; extreme reports are clamped.
+func TestCalibratorConverges(t *testing.T) {
+	var c tokens.Calibrator
+	if c.Ratio("m") != 1 || c.Calibrated("m", 100) != 100 {
+		t.Fatal("an unobserved model is not at ratio 1")
+	}
+	for range 3 {
+		c.Observe("m", 1000, 2000)
+	}
+	if r := c.Ratio("m"); r < 1.8 || r > 2.0 {
+		t.Fatalf("ratio after 3 calls %.3f", r)
+	}
+	c.Observe("x", 100, 100000)
+	if c.Ratio("x") != 2.0 || c.Ratio("m") == c.Ratio("other") {
+		t.Fatalf("clamp or per-model keeping failed: %v", c.Ratio("x"))
+	}
+	c.Observe("m", 0, 5)
+	c.Observe("m", 5, 0)
+}
+
+func TestProfileFor(t *testing.T) {
+	if p, ok := tokens.ProfileFor("anthropic", "claude-sonnet-4-5-20250929"); !ok || p.Window != 200_000 || !p.Caches {
+		t.Errorf("claude-sonnet-4-5: %+v %v", p, ok)
+	}
+	if p, ok := tokens.ProfileFor("openai", "gpt-4.1-mini"); !ok || p.Window != 1_047_576 {
+		t.Errorf("gpt-4.1-mini: %+v %v", p, ok)
+	}
+	if p, ok := tokens.ProfileFor("openai", "my-local-model"); ok || p.Window != 0 {
+		t.Errorf("an unknown model: %+v %v", p, ok)
+	}
+}
