@@ -649,7 +649,7 @@ func (r *run) closeStep(ctx context.Context, rs *RunState) error {
 		oc, done := st.Done[c.ID]
 		switch _, waiting := st.Waiting[c.ID]; {
 		case done:
-			results[i] = tool.Result{Content: oc.Content, IsError: oc.IsError, Structured: oc.Structured, Parts: oc.Parts}
+			results[i] = tool.Result{Content: oc.Content, IsError: oc.IsError, Structured: oc.Structured, Parts: oc.Parts, State: oc.State}
 			deltas[i] = oc.Files
 			if oc.Child != nil {
 				r.addChild(c.ID, oc.Child)
@@ -667,6 +667,7 @@ func (r *run) closeStep(ctx context.Context, rs *RunState) error {
 		r.fileEvents(net)
 	}
 	r.appendResults(st.Calls, results)
+	r.applyState(results)
 	r.ck.stepCP = ""
 	r.emit(Event{Type: Notice, Notice: &NoticeInfo{Source: "history", Count: open,
 		Text: fmt.Sprintf("new input on an unfinished run: its last step was closed; %d of its %d tool calls had not finished and did not run", open, len(st.Calls))}})

@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -90,5 +91,52 @@ func TestMiddlewareValuesAndStepTools(t *testing.T) {
 	if slices.ContainsFunc(recs[0].Request.Tools, func(s llm.ToolSpec) bool { return s.Name == "late" }) ||
 		!slices.ContainsFunc(recs[1].Request.Tools, func(s llm.ToolSpec) bool { return s.Name == "late" }) {
 		t.Fatalf("the late tool was not sent from round 1 only")
+	}
+}
+
+type setter struct{}
+
+func (setter) Spec() llm.ToolSpec {
+	return llm.ToolSpec{Name: "set", Description: "Set k.", Parameters: json.RawMessage(`{"type":"object","properties":{"v":{"type":"integer"}}}`)}
+}
+
+func (setter) Run(_ context.Context, env *tool.Env, args json.RawMessage) (tool.Result, error) {
+	var in struct{ V int }
+	if err := json.Unmarshal(args, &in); err != nil {
+		return tool.Result{}, err
+	}
+	before := string(env.State["k"])
+	return tool.Result{Content: "saw " + before + " of " + fmt.Sprint(len(env.Calls)), State: map[string]json.RawMessage{"k": json.RawMessage(fmt.Sprint(in.V))}}, nil
+}
+
+// Tools set state values through their results: applied after the step, in
+// call order, seen by the next step's calls, and saved with the step.
+func TestToolsSetStateInCallOrder(t *testing.T) {
+	m := scripted.New(scripted.Script{"parent": steps(
+		scripted.Step{ToolCalls: []scripted.StepCall{{ID: "a", Name: "set", Args: json.RawMessage(`{"v":1}`)}, {ID: "b", Name: "set", Args: json.RawMessage(`{"v":2}`)}}},
+		scripted.Step{ToolCalls: []scripted.StepCall{{ID: "c", Name: "set", Args: json.RawMessage(`{"v":3}`)}}},
+		scripted.Step{Content: "done"},
+	)}, scripted.Options{})
+	a, err := agent.New(agent.Config{Model: m, Tools: []tool.Tool{setter{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	saver := checkpoint.NewMemory(0)
+	res, err := a.Invoke(t.Context(), agent.Prompt("go"), agent.WithCheckpoints(saver, "ts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, msg := range res.State.Messages {
+		if msg.Role == llm.RoleTool {
+			got = append(got, msg.Content)
+		}
+	}
+	if !slices.Equal(got, []string{"saw  of 2", "saw  of 2", "saw 2 of 1"}) || string(res.State.Values["k"]) != "3" {
+		t.Fatalf("results %q, k=%s", got, res.State.Values["k"])
+	}
+	rs, err := agent.LoadRunState(t.Context(), saver, "ts", agent.RootPath("parent"), false)
+	if err != nil || string(rs.Values["k"]) != "3" {
+		t.Fatalf("saved k=%s (%v)", rs.Values["k"], err)
 	}
 }

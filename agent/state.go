@@ -107,9 +107,11 @@ type CallOutcome struct {
 	Structured json.RawMessage `json:"structured,omitempty"`
 	Stop       bool            `json:"stop,omitempty"`
 	Parts      []llm.Part      `json:"parts,omitempty"`
-	DurationMS float64         `json:"duration_ms,omitempty"`
-	Child      *Result         `json:"child,omitempty"`
-	Files      vfs.Delta       `json:"-"`
+	// State are the state values the call set (tool.Result.State).
+	State      map[string]json.RawMessage `json:"state,omitempty"`
+	DurationMS float64                    `json:"duration_ms,omitempty"`
+	Child      *Result                    `json:"child,omitempty"`
+	Files      vfs.Delta                  `json:"-"`
 }
 
 // summary is res without message histories, for saving beside a parent's

@@ -62,7 +62,7 @@ func (r *run) steps(ctx context.Context, pending *StepState) (Status, error) {
 		round := r.rounds
 		mctx := llm.WithCallInfo(ctx, llm.CallInfo{Agent: a.name, Instance: r.instance, Path: r.where, Task: r.task, Round: round,
 			OnRetry: func(rt llm.Retry) { r.emit(retryEvent(round, rt)) }})
-		resp, err := r.callModel(mctx, req)
+		resp, err := r.callModel(withStep(mctx, r.stepInfo()), req)
 		r.rounds++
 		if err != nil {
 			if ctx.Err() != nil {
@@ -173,6 +173,21 @@ func (r *run) toolPhase(ctx context.Context, req *llm.Request, calls []llm.ToolC
 	return "", nil, false
 }
 
+type stepKey struct{}
+
+func withStep(ctx context.Context, st StepInfo) context.Context {
+	return context.WithValue(ctx, stepKey{}, st)
+}
+
+// StepFrom returns the step a model call belongs to, from the context the
+// loop gives WrapModel hooks, so that a hook can read and set the run's
+// state values (StepInfo.SetValue) and emit events while the call is made
+// (on the loop's goroutine, like BeforeModel).
+func StepFrom(ctx context.Context) (StepInfo, bool) {
+	st, ok := ctx.Value(stepKey{}).(StepInfo)
+	return st, ok
+}
+
 // stepInfo describes the run to middleware hooks.
 func (r *run) stepInfo() StepInfo {
 	return StepInfo{Agent: r.where, Path: r.path, Round: r.rounds, State: &r.state, Files: r.backend, Emit: r.emit,
@@ -192,6 +207,16 @@ func (r *run) setValue(name string, v any) error {
 		}
 		raw = b
 	}
+	r.setRaw(name, raw)
+	return nil
+}
+
+// setRaw stores a state value as JSON (nil or JSON null removes it) and
+// marks it for the next checkpoint.
+func (r *run) setRaw(name string, raw json.RawMessage) {
+	if isJSONNull(raw) {
+		raw = nil
+	}
 	if r.state.Values == nil {
 		r.state.Values = map[string]json.RawMessage{}
 	}
@@ -206,7 +231,6 @@ func (r *run) setValue(name string, v any) error {
 		}
 		r.ck.values[name] = raw
 	}
-	return nil
 }
 
 // addStepTools binds the tools middleware add for this step only.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -87,7 +88,7 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 	for i, c := range calls {
 		if oc, ok := pending.done(c.ID); ok {
 			finished[i] = true
-			results[i] = tool.Result{Content: oc.Content, IsError: oc.IsError, Structured: oc.Structured, Stop: oc.Stop, Parts: oc.Parts}
+			results[i] = tool.Result{Content: oc.Content, IsError: oc.IsError, Structured: oc.Structured, Stop: oc.Stop, Parts: oc.Parts, State: oc.State}
 			deltas[i] = oc.Files
 			if oc.Child != nil {
 				r.addChild(c.ID, oc.Child)
@@ -157,7 +158,8 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 			tracked[i] = vfs.Track(r.backend)
 			files = tracked[i]
 		}
-		env := &tool.Env{CallID: c.ID, Agent: r.where, Files: files, Request: req, Capabilities: r.a.caps}
+		env := &tool.Env{CallID: c.ID, Agent: r.where, Files: files, Request: req, Capabilities: r.a.caps,
+			Calls: calls, State: r.state.Values}
 		env.Progress = func(text string) {
 			b.send(item{ev: &Event{Type: ToolProgress, Agent: r.where, TaskCall: r.instance, Time: r.rt.Now(),
 				Tool: &ToolInfo{CallID: c.ID, Name: c.Name, Text: text}}})
@@ -286,6 +288,7 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 	}
 
 	r.appendResults(calls, results)
+	r.applyState(results)
 	for i, c := range calls {
 		if r.a.respTool != nil && c.Name == r.a.respTool.spec.Name {
 			if results[i].IsError {
@@ -302,6 +305,20 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 	return stop, fatal
 }
 
+// applyState applies the state values the step's results set, in call
+// order (a later call's value wins). Names reserved for the loop are
+// ignored.
+func (r *run) applyState(results []tool.Result) {
+	for _, res := range results {
+		for _, name := range slices.Sorted(maps.Keys(res.State)) {
+			if name == "" || strings.HasPrefix(name, "agent.") {
+				continue
+			}
+			r.setRaw(name, res.State[name])
+		}
+	}
+}
+
 func hasKey(m map[string]string, k string) bool {
 	_, ok := m[k]
 	return ok
@@ -313,7 +330,7 @@ func (r *run) finishCall(ctx context.Context, c llm.ToolCall, res tool.Result, f
 		return nil
 	}
 	oc := CallOutcome{Content: res.Content, IsError: res.IsError, Structured: res.Structured, Stop: res.Stop, Parts: res.Parts,
-		DurationMS: ms(dur), Child: summary(child)}
+		State: res.State, DurationMS: ms(dur), Child: summary(child)}
 	data, err := json.Marshal(oc)
 	if err != nil {
 		return err

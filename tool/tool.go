@@ -48,6 +48,14 @@ type Env struct {
 	// Capabilities say what the calling agent's model accepts beyond text,
 	// so a tool can answer with an image only to a model that reads one.
 	Capabilities llm.Capabilities
+	// Calls are all the calls of the model message this call belongs to, in
+	// order (this one included), for tools that must know their siblings.
+	// Shared: read-only.
+	Calls []llm.ToolCall
+	// State holds the run's state values (JSON by name) as of the start of
+	// the step. Shared: read-only; a tool changes a value through
+	// Result.State.
+	State map[string]json.RawMessage
 }
 
 // Report sends a progress line if the environment accepts one.
@@ -68,6 +76,12 @@ type Result struct {
 	// Stop ends the agent's run once the current batch of tool calls is done
 	// (used by structured-response tools).
 	Stop bool
+	// State sets run state values (JSON by name; nil removes one), applied
+	// by the loop after the step's calls finish, in call order, like file
+	// changes: a tool keeps its own data in the run's state this way, where
+	// it is checkpointed with the step and belongs to the calling agent's
+	// run only.
+	State map[string]json.RawMessage
 	// Parts is the ordered content of a result that carries more than text,
 	// such as an image; nil for a text result. Content is then the text of
 	// its text parts (see WithParts), which is what events show and what a
