@@ -46,10 +46,16 @@ type Saver struct {
 
 var _ checkpoint.Saver = (*Saver)(nil)
 
+// A migration is applied in one transaction: its SQL, then its Go step.
+type migration struct {
+	sql string
+	fn  func(ctx context.Context, tx *sql.Tx) error
+}
+
 // migrations are applied in order; schema version n means the first n ran.
 // Never edit one that has shipped: append a new one.
-var migrations = []string{
-	`CREATE TABLE checkpoints (
+var migrations = []migration{
+	{sql: `CREATE TABLE checkpoints (
 		seq      INTEGER PRIMARY KEY AUTOINCREMENT,
 		thread   TEXT NOT NULL,
 		ns       TEXT NOT NULL,
@@ -92,7 +98,22 @@ var migrations = []string{
 		thread  TEXT PRIMARY KEY,
 		holder  TEXT NOT NULL,
 		expires INTEGER NOT NULL
-	);`,
+	);`},
+	// 2: messages move into chunks (see chunks.go); a put writes one chunk
+	// and a snapshot put packs the namespace's recent chunks into one, so a
+	// long thread reads back in a few hundred rows instead of one per
+	// message.
+	{sql: `CREATE TABLE chunks (
+		thread   TEXT NOT NULL,
+		ns       TEXT NOT NULL,
+		seq_from INTEGER NOT NULL,
+		seq_to   INTEGER NOT NULL,
+		packed   INTEGER NOT NULL DEFAULT 0,
+		data     BLOB NOT NULL,
+		PRIMARY KEY (thread, ns, seq_from)
+	);
+	CREATE INDEX chunks_unpacked ON chunks (thread, ns, seq_from) WHERE packed = 0;`,
+		fn: migrateMessagesToChunks},
 }
 
 // SchemaVersion is the schema version this build writes.
@@ -176,9 +197,15 @@ func (s *Saver) migrate(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, migrations[i]); err != nil {
+		if _, err := tx.ExecContext(ctx, migrations[i].sql); err != nil {
 			tx.Rollback()
 			return fmt.Errorf("migrate schema to version %d: %w", i+1, err)
+		}
+		if fn := migrations[i].fn; fn != nil {
+			if err := fn(ctx, tx); err != nil {
+				tx.Rollback()
+				return fmt.Errorf("migrate schema to version %d: %w", i+1, err)
+			}
 		}
 		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", i+1)); err != nil {
 			tx.Rollback()
@@ -193,22 +220,27 @@ func (s *Saver) migrate(ctx context.Context) error {
 
 // Statements prepared once on the writer and the readers; "r:" ones read.
 var statements = map[string]string{
-	"exists":     `SELECT 1 FROM checkpoints WHERE thread = ? AND ns = ? AND id = ?`,
-	"record":     `SELECT record FROM checkpoints WHERE thread = ? AND ns = ? AND id = ?`,
-	"latest":     `SELECT record FROM checkpoints WHERE thread = ? AND ns = ? ORDER BY seq DESC LIMIT 1`,
-	"nextmsg":    `SELECT COALESCE(MAX(seq) + 1, 0) FROM messages WHERE thread = ? AND ns = ?`,
-	"insertcp":   `INSERT INTO checkpoints (thread, ns, id, title, record) VALUES (?, ?, ?, ?, ?)`,
-	"insertmsg":  `INSERT INTO messages (thread, ns, seq, data) VALUES (?, ?, ?, ?)`,
-	"insertblob": `INSERT INTO blobs (hash, data) VALUES (?, ?) ON CONFLICT (hash) DO NOTHING`,
-	"insertref":  `INSERT INTO refs (thread, ns, cp, hash) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+	"exists":      `SELECT 1 FROM checkpoints WHERE thread = ? AND ns = ? AND id = ?`,
+	"record":      `SELECT record FROM checkpoints WHERE thread = ? AND ns = ? AND id = ?`,
+	"latest":      `SELECT record FROM checkpoints WHERE thread = ? AND ns = ? ORDER BY seq DESC LIMIT 1`,
+	"nextmsg":     `SELECT COALESCE((SELECT seq_to FROM chunks WHERE thread = ? AND ns = ? ORDER BY seq_from DESC LIMIT 1), 0)`,
+	"insertcp":    `INSERT INTO checkpoints (thread, ns, id, title, record) VALUES (?, ?, ?, ?, ?)`,
+	"insertchunk": `INSERT INTO chunks (thread, ns, seq_from, seq_to, packed, data) VALUES (?, ?, ?, ?, ?, ?)`,
+	"unpacked":    `SELECT seq_from, seq_to, data FROM chunks WHERE thread = ? AND ns = ? AND packed = 0 ORDER BY seq_from`,
+	"insertblob":  `INSERT INTO blobs (hash, data) VALUES (?, ?) ON CONFLICT (hash) DO NOTHING`,
+	"insertref":   `INSERT INTO refs (thread, ns, cp, hash) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`,
 	"putwrite": `INSERT INTO writes (thread, ns, cp, call_id, kind, data) VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (thread, ns, cp, call_id, kind) DO UPDATE SET data = excluded.data`,
-	"r:record":   `SELECT record FROM checkpoints WHERE thread = ? AND ns = ? AND id = ?`,
-	"r:latest":   `SELECT record FROM checkpoints WHERE thread = ? AND ns = ? ORDER BY seq DESC LIMIT 1`,
-	"r:messages": `SELECT seq, data FROM messages WHERE thread = ? AND ns = ? AND seq >= ? AND seq < ? ORDER BY seq`,
-	"r:blob":     `SELECT data FROM blobs WHERE hash = ?`,
-	"r:writes":   `SELECT data FROM writes WHERE thread = ? AND ns = ? AND cp = ? ORDER BY call_id, kind`,
-	"r:seqof":    `SELECT MIN(seq) FROM checkpoints WHERE thread = ? AND id = ?`,
+	"r:record": `SELECT record FROM checkpoints WHERE thread = ? AND ns = ? AND id = ?`,
+	"r:latest": `SELECT record FROM checkpoints WHERE thread = ? AND ns = ? ORDER BY seq DESC LIMIT 1`,
+	// The chunks holding [?3, ?4): from the last one starting at or before
+	// ?3 (or ?3 itself when none does, so that a gap is seen) to the last
+	// one starting before ?4.
+	"r:chunks": `SELECT seq_from, seq_to, data FROM chunks WHERE thread = ?1 AND ns = ?2 AND seq_from < ?4 AND seq_from >= COALESCE(
+		(SELECT MAX(seq_from) FROM chunks WHERE thread = ?1 AND ns = ?2 AND seq_from <= ?3), ?3) ORDER BY seq_from`,
+	"r:blob":   `SELECT data FROM blobs WHERE hash = ?`,
+	"r:writes": `SELECT data FROM writes WHERE thread = ? AND ns = ? AND cp = ? ORDER BY call_id, kind`,
+	"r:seqof":  `SELECT MIN(seq) FROM checkpoints WHERE thread = ? AND id = ?`,
 }
 
 func (s *Saver) prepare() error {
@@ -337,7 +369,13 @@ func (s *Saver) Put(ctx context.Context, st checkpoint.Step) error {
 		if err != nil {
 			return err
 		}
-		return q.insert(ctx, b.Record, b.Messages, b.Blobs)
+		if err := q.insert(ctx, b.Record, b.Messages, b.Blobs); err != nil {
+			return err
+		}
+		if b.Record.Snapshot != nil {
+			return q.pack(ctx, st.ThreadID, st.NS)
+		}
+		return nil
 	})
 }
 
@@ -350,8 +388,8 @@ func (q querier) insert(ctx context.Context, r *checkpoint.Record, msgs [][]byte
 	if _, err := q.stmt(ctx, "insertcp").ExecContext(ctx, r.ThreadID, r.NS, r.ID, r.Title, raw); err != nil {
 		return err
 	}
-	for i, m := range msgs {
-		if _, err := q.stmt(ctx, "insertmsg").ExecContext(ctx, r.ThreadID, r.NS, r.Messages.From+int64(i), m); err != nil {
+	if len(msgs) > 0 {
+		if _, err := q.stmt(ctx, "insertchunk").ExecContext(ctx, r.ThreadID, r.NS, r.Messages.From, r.Messages.To, 0, checkpoint.AppendChunk(nil, msgs...)); err != nil {
 			return err
 		}
 	}
@@ -422,29 +460,9 @@ func (s *Saver) Get(ctx context.Context, ref checkpoint.Ref) (*checkpoint.Checkp
 			return err
 		}
 		v := checkpoint.ViewOf(chain)
-		var msgs [][]byte
-		for _, rg := range v.Messages {
-			n := len(msgs)
-			rows, err := q.stmt(ctx, "r:messages").QueryContext(ctx, ref.ThreadID, ref.NS, rg.From, rg.To)
-			if err != nil {
-				return err
-			}
-			for rows.Next() {
-				var seq int64
-				var data []byte
-				if err := rows.Scan(&seq, &data); err != nil {
-					rows.Close()
-					return err
-				}
-				msgs = append(msgs, data)
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return err
-			}
-			if int64(len(msgs)-n) != rg.Len() {
-				return fmt.Errorf("checkpoint %q: %d of the messages %d..%d are missing", rec.ID, rg.Len()-int64(len(msgs)-n), rg.From, rg.To)
-			}
+		msgs, err := q.messages(ctx, ref.ThreadID, ref.NS, v.Messages)
+		if err != nil {
+			return fmt.Errorf("checkpoint %q: %w", rec.ID, err)
 		}
 		blobs := map[string][]byte{}
 		for _, f := range v.Files {
@@ -460,7 +478,7 @@ func (s *Saver) Get(ctx context.Context, ref checkpoint.Ref) (*checkpoint.Checkp
 				blobs[f.Hash] = data
 			}
 		}
-		c, err := checkpoint.Assemble(rec, v, msgs, blobs)
+		c, err := checkpoint.AssembleMessages(rec, v, msgs, blobs)
 		if err != nil {
 			return err
 		}
@@ -556,7 +574,7 @@ func (s *Saver) DeleteThread(ctx context.Context, threadID string) error {
 		return err
 	}
 	return s.writeTx(ctx, func(q querier) error {
-		for _, table := range []string{"checkpoints", "messages", "refs", "writes", "leases"} {
+		for _, table := range []string{"checkpoints", "chunks", "refs", "writes", "leases"} {
 			if _, err := q.tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE thread = ?`, threadID); err != nil {
 				return err
 			}
@@ -652,12 +670,8 @@ func (s *Saver) CopyThread(ctx context.Context, src checkpoint.Ref, dst string) 
 			}
 		}
 		for ns, rgs := range need {
-			for _, rg := range rgs {
-				if _, err := q.tx.ExecContext(ctx, `INSERT INTO messages (thread, ns, seq, data)
-					SELECT ?, ns, seq, data FROM messages WHERE thread = ? AND ns = ? AND seq >= ? AND seq < ?
-					ON CONFLICT DO NOTHING`, dst, src.ThreadID, ns, rg.From, rg.To); err != nil {
-					return err
-				}
+			if err := q.keepMessages(ctx, src.ThreadID, ns, checkpoint.MergeRanges(rgs), dst); err != nil {
+				return err
 			}
 		}
 		return nil
@@ -710,7 +724,7 @@ func (s *Saver) Prune(ctx context.Context, threadID string, opts checkpoint.Prun
 			}
 		}
 		// Drop the messages no survivor reaches.
-		nsRows, err := q.tx.QueryContext(ctx, `SELECT DISTINCT ns FROM messages WHERE thread = ?`, threadID)
+		nsRows, err := q.tx.QueryContext(ctx, `SELECT DISTINCT ns FROM chunks WHERE thread = ?`, threadID)
 		if err != nil {
 			return err
 		}
@@ -725,14 +739,7 @@ func (s *Saver) Prune(ctx context.Context, threadID string, opts checkpoint.Prun
 		}
 		nsRows.Close()
 		for _, ns := range nss {
-			cond, args := "", []any{threadID, ns}
-			for _, rg := range plan.Keep[ns] {
-				if rg.Len() > 0 {
-					cond += ` AND NOT (seq >= ? AND seq < ?)`
-					args = append(args, rg.From, rg.To)
-				}
-			}
-			if _, err := q.tx.ExecContext(ctx, `DELETE FROM messages WHERE thread = ? AND ns = ?`+cond, args...); err != nil {
+			if err := q.keepMessages(ctx, threadID, ns, plan.Keep[ns], ""); err != nil {
 				return err
 			}
 		}
