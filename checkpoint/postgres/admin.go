@@ -213,7 +213,7 @@ func (s *Saver) Prune(ctx context.Context, threadID string, opts checkpoint.Prun
 			return err
 		}
 		for _, b := range bounds {
-			if err := rebase(ctx, tx, threadID, b.ns, b.id); err != nil {
+			if err := rebase(ctx, tx, threadID, b.ns, b.id, s.db.opts.SnapshotEvery); err != nil {
 				return err
 			}
 		}
@@ -232,8 +232,8 @@ func (s *Saver) Prune(ctx context.Context, threadID string, opts checkpoint.Prun
 
 // rebase makes checkpoint id a full snapshot whose own messages are its
 // whole history, so it no longer needs any ancestor.
-func rebase(ctx context.Context, tx pgx.Tx, thread, ns, id string) error {
-	l, err := loadState(ctx, tx, thread, ns, id)
+func rebase(ctx context.Context, tx pgx.Tx, thread, ns, id string, every int) error {
+	l, err := loadState(ctx, tx, thread, ns, id, every)
 	if err != nil {
 		return err
 	}
@@ -249,7 +249,7 @@ func rebase(ctx context.Context, tx pgx.Tx, thread, ns, id string) error {
 	}
 	batch := &pgx.Batch{}
 	for i, m := range msgs {
-		body, err := json.Marshal(m)
+		body, err := checkpoint.EncodeMessage(m)
 		if err != nil {
 			return err
 		}

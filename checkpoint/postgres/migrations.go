@@ -84,4 +84,6 @@ var migrations = []string{
 		holder text NOT NULL,
 		expires_ns bigint NOT NULL
 	)`,
+	// 2: the snapshots of a namespace, read together to expand a history.
+	`CREATE INDEX checkpoints_snapshots ON checkpoints (thread_id, ns) WHERE snapshot IS NOT NULL`,
 }

@@ -86,7 +86,7 @@ func (s *Saver) Put(ctx context.Context, st checkpoint.Step) error {
 		if depth%s.db.opts.SnapshotEvery == 0 {
 			l := &loaded{values: map[string]json.RawMessage{}, files: map[string]fileRef{}}
 			if st.ParentID != "" {
-				if l, err = loadState(ctx, tx, st.ThreadID, st.NS, st.ParentID); err != nil {
+				if l, err = loadState(ctx, tx, st.ThreadID, st.NS, st.ParentID, s.db.opts.SnapshotEvery); err != nil {
 					return err
 				}
 			}
@@ -125,9 +125,9 @@ func (s *Saver) Put(ctx context.Context, st checkpoint.Step) error {
 		}
 		batch := &pgx.Batch{}
 		for i, m := range st.Messages {
-			body, err := json.Marshal(m)
+			body, err := checkpoint.EncodeMessage(m)
 			if err != nil {
-				return fmt.Errorf("%w: message %d: %v", checkpoint.ErrInvalid, i, err)
+				return fmt.Errorf("message %d: %w", i, err)
 			}
 			batch.Queue(`INSERT INTO messages (thread_id, ns, checkpoint_id, idx, body) VALUES ($1, $2, $3, $4, $5)`,
 				st.ThreadID, st.NS, st.ID, i, body)

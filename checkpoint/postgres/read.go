@@ -67,7 +67,7 @@ func (s *Saver) Get(ctx context.Context, ref checkpoint.Ref) (*checkpoint.Checkp
 		if err != nil {
 			return err
 		}
-		l, err := loadState(ctx, tx, c.ThreadID, c.NS, c.ID)
+		l, err := loadState(ctx, tx, c.ThreadID, c.NS, c.ID, s.db.opts.SnapshotEvery)
 		if err != nil {
 			return err
 		}

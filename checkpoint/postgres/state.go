@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -76,32 +77,9 @@ type loaded struct {
 // loadState rebuilds the state at checkpoint id of (thread, ns): it walks
 // up the parents to the nearest snapshot (or the root), starts from that
 // snapshot and applies each later step's values and file changes in order.
-func loadState(ctx context.Context, q querier, thread, ns, id string) (*loaded, error) {
-	rows, err := q.Query(ctx, `WITH RECURSIVE walk AS (
-			SELECT id, parent_id, depth, snapshot, vals FROM checkpoints WHERE thread_id = $1 AND ns = $2 AND id = $3
-			UNION ALL
-			SELECT c.id, c.parent_id, c.depth, c.snapshot, c.vals FROM checkpoints c JOIN walk w
-				ON c.thread_id = $1 AND c.ns = $2 AND c.id = w.parent_id AND w.parent_id <> ''
-			WHERE w.snapshot IS NULL
-		) SELECT id, snapshot, vals FROM walk ORDER BY depth`, thread, ns, id)
+func loadState(ctx context.Context, q querier, thread, ns, id string, every int) (*loaded, error) {
+	ws, err := walkToSnapshot(ctx, q, thread, ns, id, every)
 	if err != nil {
-		return nil, err
-	}
-	type walked struct {
-		id         string
-		snap, vals []byte
-	}
-	var ws []walked
-	for rows.Next() {
-		var w walked
-		if err := rows.Scan(&w.id, &w.snap, &w.vals); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		ws = append(ws, w)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return nil, err
 	}
 	if len(ws) == 0 {
@@ -206,30 +184,106 @@ func loadState(ctx context.Context, q querier, thread, ns, id string) (*loaded, 
 // of the snapshots before it (following snap_base), oldest first. A base
 // that was pruned away ends the walk: its history lives in the survivors.
 func snapshotChain(ctx context.Context, q querier, thread, ns, id string) ([]string, error) {
-	rows, err := q.Query(ctx, `WITH RECURSIVE s AS (
-			SELECT snap_base, snapshot, 0 AS n FROM checkpoints WHERE thread_id = $1 AND ns = $2 AND id = $3
-			UNION ALL
-			SELECT c.snap_base, c.snapshot, s.n + 1 FROM checkpoints c JOIN s
-				ON c.thread_id = $1 AND c.ns = $2 AND c.id = s.snap_base AND s.snap_base <> ''
-			WHERE c.snapshot IS NOT NULL
-		) SELECT snapshot FROM s ORDER BY n DESC`, thread, ns, id)
+	// All of the namespace's snapshots in one indexed query (a few hundred
+	// rows for a long thread), then the walk along snap_base here: a
+	// recursive query's plan went bad as the table grew (a sequential scan
+	// per level, hundreds of milliseconds at 10,000 checkpoints).
+	rows, err := q.Query(ctx, `SELECT id, snap_base, snapshot FROM checkpoints
+		WHERE thread_id = $1 AND ns = $2 AND snapshot IS NOT NULL`, thread, ns)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var chain []string
+	type snap struct {
+		base string
+		body []byte
+	}
+	snaps := map[string]snap{}
 	for rows.Next() {
-		var body []byte
-		if err := rows.Scan(&body); err != nil {
+		var sid string
+		var sn snap
+		if err := rows.Scan(&sid, &sn.base, &sn.body); err != nil {
+			rows.Close()
 			return nil, err
 		}
+		snaps[sid] = sn
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	var bodies [][]byte
+	for cur, ok := snaps[id]; ok; cur, ok = snaps[cur.base] {
+		bodies = append(bodies, cur.body)
+		if cur.base == "" || len(bodies) > len(snaps) {
+			break
+		}
+	}
+	var chain []string
+	for i := len(bodies) - 1; i >= 0; i-- {
 		var rec snapshotRec
-		if err := json.Unmarshal(body, &rec); err != nil {
+		if err := json.Unmarshal(bodies[i], &rec); err != nil {
 			return nil, fmt.Errorf("a snapshot before checkpoint %q is corrupt: %w", id, err)
 		}
 		chain = append(chain, rec.Chain...)
 	}
-	return chain, rows.Err()
+	return chain, nil
+}
+
+// walked is one checkpoint of a walk to the nearest snapshot.
+type walked struct {
+	id, parent string
+	snap, vals []byte
+}
+
+// walkToSnapshot returns checkpoint id and its ancestors up to and
+// including the nearest snapshot (or the root), oldest first. It reads the
+// namespace's checkpoints put at or before the one it needs, newest first,
+// every+1 at a time (a linear history's walk is one query), and follows the
+// parent links here.
+func walkToSnapshot(ctx context.Context, q querier, thread, ns, id string, every int) ([]walked, error) {
+	var out []walked
+	need := id
+	for need != "" {
+		rows, err := q.Query(ctx, `SELECT id, parent_id, snapshot, vals FROM checkpoints
+			WHERE thread_id = $1 AND ns = $2 AND seq <= (SELECT seq FROM checkpoints WHERE thread_id = $1 AND ns = $2 AND id = $3)
+			ORDER BY seq DESC LIMIT $4`, thread, ns, need, every+1)
+		if err != nil {
+			return nil, err
+		}
+		batch := map[string]walked{}
+		for rows.Next() {
+			var w walked
+			if err := rows.Scan(&w.id, &w.parent, &w.snap, &w.vals); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			batch[w.id] = w
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+		if _, ok := batch[need]; !ok {
+			if len(out) == 0 {
+				return nil, fmt.Errorf("%w: checkpoint %q", checkpoint.ErrNotFound, id)
+			}
+			break // a parent that is gone ends the walk
+		}
+		for {
+			w, ok := batch[need]
+			if !ok {
+				break // not in this batch: read the next one from need
+			}
+			out = append(out, w)
+			if w.snap != nil || w.parent == "" || len(out) > 1<<20 {
+				need = ""
+				break
+			}
+			need = w.parent
+		}
+	}
+	slices.Reverse(out)
+	return out, nil
 }
 
 func applyValues(dst, set map[string]json.RawMessage) {
@@ -336,7 +390,7 @@ func chainMessages(ctx context.Context, q querier, thread, ns string, chain []st
 		if !ok {
 			continue // another branch's message
 		}
-		if err := json.Unmarshal(body, &r.m); err != nil {
+		if r.m, err = checkpoint.DecodeMessage(body); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("a message of checkpoint %q is corrupt: %w", cp, err)
 		}
