@@ -65,6 +65,10 @@ type Config struct {
 	// token budget), for the agent and every subagent whose spec sets none.
 	// Nil leaves the model's default.
 	Reasoning *llm.ReasoningConfig
+	// InterruptOn names the tools whose calls wait for a person's decision
+	// before they run, for the agent and every subagent whose spec sets
+	// none (see agent.Config.InterruptOn; resuming needs a checkpointer).
+	InterruptOn map[string]agent.Approval
 }
 
 // ConfigError is an assembly-time rejection: New returns no other kind of
@@ -137,6 +141,7 @@ func New(cfg Config) (*agent.Agent, error) {
 		MaxParallel:    cfg.MaxParallel,
 		Stream:         cfg.Stream,
 		Reasoning:      cfg.Reasoning,
+		InterruptOn:    cfg.InterruptOn,
 	})
 	if err != nil {
 		return nil, err
@@ -153,7 +158,7 @@ func New(cfg Config) (*agent.Agent, error) {
 	return agent.New(agent.Config{
 		Name: cfg.Name, Model: cfg.Model, System: cfg.SystemPrompt, Tools: tools, Middleware: append(slices.Clone(hooks), off),
 		MaxSteps: cfg.MaxSteps, MaxParallel: cfg.MaxParallel, Backend: cfg.Backend, Response: rf, Stream: cfg.Stream,
-		Reasoning: cfg.Reasoning,
+		Reasoning: cfg.Reasoning, InterruptOn: cfg.InterruptOn,
 	})
 }
 

@@ -87,6 +87,13 @@ type Config struct {
 	// refuses is a *ConfigError, and settings it drops are reported by a
 	// warning event at the start of every run.
 	Reasoning *llm.ReasoningConfig
+	// InterruptOn names the tools whose calls wait for a person's decision
+	// before they run, and what the person may decide. A run that reaches
+	// such a call ends with StatusInterrupted once the step's other calls
+	// are done; resuming its thread with WithDecisions continues it (the
+	// model call that asked is never repeated). Resuming needs a
+	// checkpointer (WithCheckpoints).
+	InterruptOn map[string]Approval
 }
 
 // Middleware extends an agent. Every field is optional.
@@ -103,6 +110,10 @@ type Middleware struct {
 	// WrapTool wraps every tool call; returning without calling next skips
 	// the tool (an approval gate, a cache).
 	WrapTool func(ctx context.Context, call *ToolCall, next ToolFunc) (tool.Result, error)
+	// StepTools adds tools for one step only: they are sent with that
+	// step's request and its calls of them are run. Tools that come and go
+	// (servers that connect later, skills that load) use it.
+	StepTools func(ctx context.Context, step StepInfo) []tool.Tool
 }
 
 // ModelFunc is one model call.
@@ -130,6 +141,23 @@ type StepInfo struct {
 	Files vfs.Backend
 	// Emit adds an event to the run's stream (the agent path is filled in).
 	Emit func(Event)
+	// SetValue stores a middleware's own value in the run's state
+	// (State.Values, as JSON), where it is checkpointed with the step and
+	// restored on resume; nil removes it. Read values back with GetValue.
+	SetValue func(name string, v any) error
+}
+
+// GetValue decodes the state value name into a T; ok is false when the
+// state has no such value.
+func GetValue[T any](s *State, name string) (v T, ok bool, err error) {
+	raw, found := s.Values[name]
+	if !found || len(raw) == 0 {
+		return v, false, nil
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return v, true, fmt.Errorf("state value %q: %w", name, err)
+	}
+	return v, true, nil
 }
 
 // ResponseFormat is a structured final response: a named JSON schema.
@@ -163,6 +191,11 @@ type Host struct {
 	Runtime Runtime
 	// Emit forwards an event to the run's stream. Safe from any goroutine.
 	Emit func(Event)
+	// Options are what a nested run must be started with, after its own
+	// options: the hosting run's runtime, its checkpointer (the nested run
+	// is saved in the same thread, under its own path) and the decisions
+	// for calls waiting in it.
+	Options []RunOption
 }
 
 // Agent is an assembled, immutable agent. It is safe to run concurrently.
@@ -205,6 +238,13 @@ func New(cfg Config) (*Agent, error) {
 	}
 	if err := a.checkSettings(); err != nil {
 		return nil, err
+	}
+	for name, p := range cfg.InterruptOn {
+		for _, d := range p.Allowed {
+			if !slices.Contains(AllDecisions, d) {
+				return nil, configErr("agent %s: interrupt_on %s: decision %q is not one of approve, edit, reject", a.name, name, d)
+			}
+		}
 	}
 	a.caps = llm.CapabilitiesOf(cfg.Model)
 	var sections []string
@@ -309,6 +349,10 @@ const (
 	// StatusRefused: the model declined to answer (Result.Refusal says
 	// why). A refusal is not an empty answer.
 	StatusRefused Status = "refused"
+	// StatusInterrupted: tool calls wait for a person's decision
+	// (Result.Interrupts); the run continues when its thread is resumed
+	// with decisions.
+	StatusInterrupted Status = "interrupted"
 )
 
 // State is what a run owns and returns: the conversation and, with the
@@ -316,7 +360,8 @@ const (
 type State struct {
 	Messages []llm.Message       `json:"messages"`
 	Files    map[string]vfs.File `json:"files,omitzero"`
-	Values   map[string]any      `json:"values,omitempty"`
+	// Values are middleware values by name, as JSON (StepInfo.SetValue).
+	Values map[string]json.RawMessage `json:"values,omitempty"`
 }
 
 // Keys lists the state keys present, sorted.
@@ -369,6 +414,13 @@ type Result struct {
 	// Changed lists the paths this run wrote or deleted (for the default
 	// backend, the net changes merged into its state).
 	Changed []string `json:"changed,omitempty"`
+	// Interrupts are the tool calls waiting for a person's decision
+	// (StatusInterrupted), this run's and its subagents'.
+	Interrupts []Interrupt `json:"interrupts,omitempty"`
+	// Thread is the checkpoint thread the run was saved under, if any.
+	Thread string `json:"thread_id,omitempty"`
+	// Checkpoints counts the checkpoints this run and its subagents wrote.
+	Checkpoints int `json:"checkpoints,omitempty"`
 
 	err error
 }

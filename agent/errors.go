@@ -38,6 +38,10 @@ var (
 	// there is no answer to return. Result.Refusal holds the model's
 	// explanation.
 	ErrRefused = errors.New("the model declined to answer")
+	// ErrInterrupted is wrapped by the error of a run that ended with
+	// StatusInterrupted: tool calls wait for a person's decision
+	// (Result.Interrupts). Resume the thread with WithDecisions.
+	ErrInterrupted = errors.New("the run is waiting for approval")
 )
 
 // RunError is the error of a run that did not end with StatusOK. Its text is
@@ -77,6 +81,8 @@ func statusSentinel(s Status) error {
 		return ErrCancelled
 	case StatusRefused:
 		return ErrRefused
+	case StatusInterrupted:
+		return ErrInterrupted
 	}
 	return ErrFailed
 }

@@ -35,6 +35,9 @@ const (
 	// configuration asked, e.g. a setting the model does not take and that is
 	// dropped from every request. Emitted right after run.start.
 	Warning EventType = "warning"
+	// InterruptEvent: a tool call waits for a person's decision (the run
+	// ends with StatusInterrupted once the step's other calls are done).
+	InterruptEvent EventType = "interrupt"
 )
 
 // Event is one thing that happened in a run. Exactly one of the payload
@@ -61,6 +64,8 @@ type Event struct {
 	Subagent *SubagentInfo    `json:"subagent,omitempty"`
 	Notice   *NoticeInfo      `json:"notice,omitempty"`
 	Warning  *WarningInfo     `json:"warning,omitempty"`
+	// Interrupt is the call waiting for a decision (interrupt events).
+	Interrupt *Interrupt `json:"interrupt,omitempty"`
 }
 
 // RunInfo is the payload of run.start and run.end.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/tool"
 	"github.com/deepagents-go/deepagents/vfs"
 )
 
@@ -25,6 +26,11 @@ type runConfig struct {
 	timeout  time.Duration
 	system   *string
 	runtime  Runtime
+
+	ck        *ckConfig
+	holder    string
+	ttl       time.Duration
+	decisions []Decision
 }
 
 // WithPath sets the run's agent path (default: RootPath of the agent's
@@ -138,6 +144,15 @@ type run struct {
 	respFailures  int
 	respRepaired  bool
 	lastRespError string
+
+	ck        *durable // nil when the run is not checkpointed
+	holder    string
+	ttl       time.Duration
+	decisions []Decision
+	rejected  map[string]string // callKey → the reason a person gave
+	waiting   []Interrupt       // calls waiting for a decision, own and children's
+	stepTools map[string]tool.Tool
+	stepSpecs []llm.ToolSpec
 }
 
 func (a *Agent) newRun(in Input, rc runConfig) *run {
@@ -147,8 +162,9 @@ func (a *Agent) newRun(in Input, rc runConfig) *run {
 		r.system = *rc.system
 	}
 	r.rt, r.custom = rc.runtime, rc.runtime
+	r.holder, r.ttl, r.decisions = rc.holder, rc.ttl, rc.decisions
 	if r.rt == nil {
-		r.rt = inProcess{a}
+		r.rt = inProcess{a: a}
 	}
 	if len(r.path) == 0 {
 		r.path = RootPath(a.name)
@@ -169,6 +185,10 @@ func (a *Agent) newRun(in Input, rc runConfig) *run {
 	default:
 		r.mem = vfs.NewMemory(in.Files)
 		r.backend = r.mem
+	}
+	if rc.ck != nil {
+		r.ck = &durable{ckConfig: *rc.ck, ns: nsOf(r.path), seq: -1}
+		_, _, r.ck.keeps = r.fileView()
 	}
 	if r.task == "" {
 		for _, m := range in.Messages {
@@ -204,11 +224,41 @@ func (r *run) loop(parent context.Context) {
 			Text: fmt.Sprintf("the model does not take %s, so %s not sent with its requests",
 				strings.Join(r.a.dropped, ", "), isAre(len(r.a.dropped)))}})
 	}
-	r.closeDangling()
-	status, err := r.steps(ctx)
+	var pending *StepState
+	if r.ck != nil {
+		if !r.ck.nested {
+			stop, err := r.lease(ctx)
+			if err != nil {
+				r.end(parent, StatusError, err)
+				return
+			}
+			defer stop()
+		}
+		p, done, status, err := r.open(ctx)
+		if done {
+			r.end(parent, status, err)
+			return
+		}
+		pending = p
+	} else {
+		r.closeDangling()
+	}
+	status, err := r.steps(ctx, pending)
+	if r.ck != nil && status != StatusCancelled {
+		sctx, stop := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		if serr := r.save(sctx, "end", status, err); serr != nil {
+			status, err = StatusError, errors.Join(err, serr)
+		}
+		stop()
+	}
+	r.end(parent, status, err)
+}
+
+// end reports how the run ended.
+func (r *run) end(parent context.Context, status Status, err error) {
 	if status == StatusCancelled {
 		if err == nil {
-			err = context.Cause(ctx)
+			err = context.Cause(parent)
 		}
 		// The run's own time budget is a limit, not a cancellation by the caller.
 		var te *timeoutError
@@ -239,6 +289,13 @@ func (r *run) result(status Status, err error) *Result {
 	}
 	if r.output != nil {
 		res.Output = r.output
+	}
+	if status == StatusInterrupted {
+		res.Interrupts = slices.Clone(r.waiting)
+	}
+	if r.ck != nil {
+		res.Thread = r.ck.thread
+		res.Checkpoints = int(r.ck.count.Load())
 	}
 	res.Usage = r.totalUsage()
 	res.UsageByAgent = map[string]llm.Usage{r.where: r.usage}

@@ -1,9 +1,13 @@
 package agent
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/tool"
 )
 
 // Runtime is where a run takes the time, makes ids and fans a step's tool
@@ -13,8 +17,8 @@ import (
 // one a run uses the in-process default: the wall clock, ids "call_R_I", and
 // the agent's pool of worker goroutines.
 //
-// The model and the tools are still called directly by the loop; timeouts
-// (WithTimeout) still use the wall clock.
+// Timeouts (WithTimeout) and lease expiry still use the context's deadline
+// and the wall clock.
 type Runtime interface {
 	// Now is the time events are stamped with and durations measured by.
 	// It may be called from any goroutine.
@@ -26,10 +30,32 @@ type Runtime interface {
 	// the caller's goroutine (the caller reads what they report while they
 	// run). It may return before they finish.
 	Fanout(calls []func())
+	// Model makes one model call; next is the call through the agent's
+	// middleware. A durable-execution runtime records its outcome here.
+	Model(ctx context.Context, req *llm.Request, next ModelFunc) (*llm.Response, error)
+	// Tool runs one tool call; next runs it through the agent's middleware.
+	Tool(ctx context.Context, call *ToolCall, next ToolFunc) (tool.Result, error)
+}
+
+// Direct is embedded by runtimes that make model and tool calls in process:
+// its Model and Tool call next.
+type Direct struct{}
+
+// Model calls next.
+func (Direct) Model(ctx context.Context, req *llm.Request, next ModelFunc) (*llm.Response, error) {
+	return next(ctx, req)
+}
+
+// Tool calls next.
+func (Direct) Tool(ctx context.Context, call *ToolCall, next ToolFunc) (tool.Result, error) {
+	return next(ctx, call)
 }
 
 // inProcess is the default runtime of a run of a.
-type inProcess struct{ a *Agent }
+type inProcess struct {
+	Direct
+	a *Agent
+}
 
 func (inProcess) Now() time.Time { return time.Now() }
 
@@ -50,6 +76,7 @@ func defaultCallID(round, index int) string { return fmt.Sprintf("call_%d_%d", r
 // runs under fresh Sequential runtimes set to the same time give the same
 // event stream, byte for byte.
 type Sequential struct {
+	Direct
 	mu  sync.Mutex
 	now time.Time
 }

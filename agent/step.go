@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -9,17 +10,31 @@ import (
 
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/tokens"
+	"github.com/deepagents-go/deepagents/tool"
 )
 
 // This file is one step of the loop: build the request, run the BeforeModel
 // hooks, call the model through the WrapModel chain, and take in its response.
 
-// steps runs steps until the run ends and says how it ended.
-func (r *run) steps(ctx context.Context) (Status, error) {
+// steps runs steps until the run ends and says how it ended. pending is a
+// step to finish first: one whose model call was made before the run was
+// resumed.
+func (r *run) steps(ctx context.Context, pending *StepState) (Status, error) {
 	a := r.a
 	for {
 		if err := ctx.Err(); err != nil {
 			return StatusCancelled, context.Cause(ctx)
+		}
+		if pending != nil {
+			n := len(r.state.Messages) - 1
+			req := &llm.Request{System: r.system, Messages: r.state.Messages[:n:n], Tools: a.specs, Settings: a.settings}
+			r.addStepTools(ctx, req)
+			status, err, done := r.toolPhase(ctx, req, pending.Calls, pending)
+			pending = nil
+			if done {
+				return status, err
+			}
+			continue
 		}
 		if r.rounds >= r.maxSteps {
 			calls := "model calls"
@@ -30,9 +45,10 @@ func (r *run) steps(ctx context.Context) (Status, error) {
 		}
 		n := len(r.state.Messages)
 		req := &llm.Request{System: r.system, Messages: r.state.Messages[:n:n], Tools: a.specs, Settings: a.settings}
+		r.addStepTools(ctx, req)
 		for _, m := range a.cfg.Middleware {
 			if m.BeforeModel != nil {
-				if err := m.BeforeModel(ctx, StepInfo{Agent: r.where, Path: r.path, Round: r.rounds, State: &r.state, Files: r.backend, Emit: r.emit}, req); err != nil {
+				if err := m.BeforeModel(ctx, r.stepInfo(), req); err != nil {
 					return StatusError, fmt.Errorf("middleware %s: %w", m.Name, err)
 				}
 			}
@@ -77,6 +93,9 @@ func (r *run) steps(ctx context.Context) (Status, error) {
 			}
 		}
 		r.usage = r.usage.Add(resp.Usage)
+		if r.ck != nil {
+			r.ck.usage = r.ck.usage.Add(resp.Usage)
+		}
 		r.state.Messages = append(r.state.Messages, msg)
 		info := &ResponseInfo{Round: r.rounds - 1, Usage: resp.Usage, StopReason: resp.StopReason, Text: msg.Content,
 			Refusal: resp.Refusal, DurationMS: ms(r.rt.Now().Sub(start)), Message: &r.state.Messages[len(r.state.Messages)-1]}
@@ -105,18 +124,105 @@ func (r *run) steps(ctx context.Context) (Status, error) {
 				a.respTool.spec.Name, a.respTool.spec.Name)))
 			continue
 		}
-		stop, err := r.runTools(ctx, req, msg.ToolCalls)
-		if err != nil {
-			if ctx.Err() != nil {
-				return StatusCancelled, context.Cause(ctx)
+		// The response is saved before any of its calls starts, so that a
+		// crash from here on never repeats the model call.
+		if r.ck != nil {
+			r.ck.stepCP = cpID(r.ck.seq + 1)
+			if err := r.save(ctx, "loop", "", nil); err != nil {
+				return StatusError, err
 			}
-			return StatusError, err
 		}
-		if stop {
-			return StatusOK, nil
+		status, err, done := r.toolPhase(ctx, req, msg.ToolCalls, nil)
+		if done {
+			return status, err
 		}
-		if r.respFailures >= 2 {
-			return StatusError, fmt.Errorf("%w: %s", ErrNoStructuredResponse, r.lastRespError)
+	}
+}
+
+// toolPhase runs a step's calls and says whether the run ends there.
+func (r *run) toolPhase(ctx context.Context, req *llm.Request, calls []llm.ToolCall, pending *StepState) (Status, error, bool) {
+	stop, err := r.runTools(ctx, req, calls, pending)
+	if err != nil {
+		if ctx.Err() != nil {
+			return StatusCancelled, context.Cause(ctx), true
+		}
+		return StatusError, err, true
+	}
+	if len(r.waiting) > 0 {
+		return StatusInterrupted, errWaiting{len(r.waiting)}, true
+	}
+	if r.ck != nil {
+		r.ck.stepCP = ""
+	}
+	if stop {
+		return StatusOK, nil, true
+	}
+	if r.respFailures >= 2 {
+		return StatusError, fmt.Errorf("%w: %s", ErrNoStructuredResponse, r.lastRespError), true
+	}
+	return "", nil, false
+}
+
+// stepInfo describes the run to middleware hooks.
+func (r *run) stepInfo() StepInfo {
+	return StepInfo{Agent: r.where, Path: r.path, Round: r.rounds, State: &r.state, Files: r.backend, Emit: r.emit,
+		SetValue: r.setValue}
+}
+
+// setValue stores a middleware value in the run's state.
+func (r *run) setValue(name string, v any) error {
+	if name == "" || strings.HasPrefix(name, "agent.") {
+		return fmt.Errorf("state value name %q is empty or reserved", name)
+	}
+	var raw json.RawMessage
+	if v != nil {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Errorf("state value %q: %w", name, err)
+		}
+		raw = b
+	}
+	if r.state.Values == nil {
+		r.state.Values = map[string]json.RawMessage{}
+	}
+	if raw == nil {
+		delete(r.state.Values, name)
+	} else {
+		r.state.Values[name] = raw
+	}
+	if r.ck != nil {
+		if r.ck.values == nil {
+			r.ck.values = map[string]json.RawMessage{}
+		}
+		r.ck.values[name] = raw
+	}
+	return nil
+}
+
+// addStepTools binds the tools middleware add for this step only.
+func (r *run) addStepTools(ctx context.Context, req *llm.Request) {
+	r.stepTools = nil
+	for _, m := range r.a.cfg.Middleware {
+		if m.StepTools == nil {
+			continue
+		}
+		for _, t := range m.StepTools(ctx, r.stepInfo()) {
+			if t == nil {
+				continue
+			}
+			spec := t.Spec()
+			if _, own := r.a.byName[spec.Name]; own || spec.Name == "" {
+				continue
+			}
+			if _, dup := r.stepTools[spec.Name]; dup {
+				continue
+			}
+			if r.stepTools == nil {
+				r.stepTools = map[string]tool.Tool{}
+				req.Tools = slices.Clone(req.Tools)
+			}
+			r.stepTools[spec.Name] = t
+			req.Tools = append(req.Tools, spec)
 		}
 	}
 }
@@ -174,7 +280,7 @@ func (r *run) callModel(ctx context.Context, req *llm.Request) (*llm.Response, e
 			next = func(ctx context.Context, req *llm.Request) (*llm.Response, error) { return w(ctx, req, inner) }
 		}
 	}
-	resp, err := next(ctx, req)
+	resp, err := r.rt.Model(ctx, req, next)
 	if err == nil && resp == nil {
 		err = errors.New("the model returned no response")
 	}

@@ -2,13 +2,16 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/tool"
 	"github.com/deepagents-go/deepagents/vfs"
@@ -55,10 +58,15 @@ type brancher interface {
 
 // runTools runs one AI message's tool calls concurrently (bounded), appends
 // their results in call order and merges their file changes in call order.
-func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCall) (stop bool, err error) {
+// pending, for a resumed step, holds the calls that finished before and the
+// decisions taken: those calls are not run again. Calls that need a person's
+// decision and have none are not run; the step then stays in progress
+// (r.waiting lists them) and nothing is appended.
+func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCall, pending *StepState) (stop bool, err error) {
 	n := len(calls)
 	results := make([]tool.Result, n)
 	finished := make([]bool, n)
+	deltas := make([]vfs.Delta, n)
 	var fatal error
 	b := &batch{ch: make(chan item, 32), abandoned: make(chan struct{})}
 	defer b.abandon()
@@ -72,8 +80,69 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 	layers := make([]*vfs.Layer, n)
 	tracked := make([]*vfs.Tracked, n)
 	fanout := make([]func(), 0, n)
+	r.waiting = nil
+	host := Host{Path: r.path, Runtime: r.custom, Options: r.nestedOptions(), Emit: func(ev Event) { b.send(item{ev: &ev}) }}
+	running := 0
 
 	for i, c := range calls {
+		if oc, ok := pending.done(c.ID); ok {
+			finished[i] = true
+			results[i] = tool.Result{Content: oc.Content, IsError: oc.IsError, Structured: oc.Structured, Stop: oc.Stop, Parts: oc.Parts}
+			deltas[i] = oc.Files
+			if oc.Child != nil {
+				r.addChild(c.ID, oc.Child)
+			}
+			continue
+		}
+		var note string
+		if policy, gated := r.a.approvalFor(c.Name); gated {
+			dc, decided := pending.decided(c.ID)
+			if !decided {
+				if dc, decided = r.decisionFor(c.ID); decided {
+					if err := r.saveWrite(ctx, decisionWrite(c.ID, dc)); err != nil {
+						return false, err
+					}
+				}
+			}
+			key := callKey(c.Name, c.Args)
+			switch {
+			case decided && dc.Type == Reject:
+				if r.rejected == nil {
+					r.rejected = map[string]string{}
+				}
+				r.rejected[key] = dc.Message
+				finished[i] = true
+				results[i] = tool.Errorf("%s", rejectedText(c.Name, dc.Message))
+				if err := r.finishCall(ctx, c, results[i], nil, nil, 0); err != nil {
+					return false, err
+				}
+				r.emit(Event{Type: ToolEnd, Tool: &ToolInfo{CallID: c.ID, Name: c.Name, Result: results[i].Content, IsError: true}})
+				continue
+			case decided && dc.Type == Edit:
+				c.Args = dc.Args
+				note = editedNote(dc.Args)
+			case decided:
+			case hasKey(r.rejected, key):
+				finished[i] = true
+				results[i] = tool.Errorf("%s", rejectedAgainText(c.Name, r.rejected[key]))
+				if err := r.finishCall(ctx, c, results[i], nil, nil, 0); err != nil {
+					return false, err
+				}
+				r.emit(Event{Type: ToolEnd, Tool: &ToolInfo{CallID: c.ID, Name: c.Name, Result: results[i].Content, IsError: true}})
+				continue
+			default:
+				in := Interrupt{Path: r.where, CallID: c.ID, Tool: c.Name, Args: c.Args, Allowed: policy.Decisions(),
+					Description: describeCall(policy, c.Name, c.Args)}
+				r.waiting = append(r.waiting, in)
+				if _, saved := pending.waits(c.ID); !saved {
+					if err := r.saveWrite(ctx, waitingWrite(in)); err != nil {
+						return false, err
+					}
+				}
+				r.emit(Event{Type: InterruptEvent, Interrupt: &in})
+				continue
+			}
+		}
 		var files vfs.Backend
 		if branching {
 			layers[i] = br.Branch()
@@ -87,8 +156,13 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 			b.send(item{ev: &Event{Type: ToolProgress, Agent: r.where, TaskCall: r.instance, Time: r.rt.Now(),
 				Tool: &ToolInfo{CallID: c.ID, Name: c.Name, Text: text}}})
 		}
-		tc := &ToolCall{Call: c, Tool: r.a.byName[c.Name], Env: env}
+		t := r.a.byName[c.Name]
+		if t == nil {
+			t = r.stepTools[c.Name]
+		}
+		tc := &ToolCall{Call: c, Tool: t, Env: env}
 		r.emit(Event{Type: ToolStart, Tool: &ToolInfo{CallID: c.ID, Name: c.Name, Args: c.Args}})
+		running++
 		fanout = append(fanout, func() {
 			select {
 			case sem <- struct{}{}:
@@ -97,14 +171,20 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 				return
 			}
 			start := r.rt.Now()
-			res, child, ferr, stack := r.invoke(ctx, tc, Host{Path: r.path, Runtime: r.custom, Emit: func(ev Event) { b.send(item{ev: &ev}) }})
+			res, child, ferr, stack := r.invoke(ctx, tc, host)
 			<-sem
+			if note != "" && ferr == nil {
+				res.Content = note + res.Content
+			}
 			b.send(item{done: &callDone{i: i, res: res, fatal: ferr, panic: stack, dur: r.rt.Now().Sub(start), child: child}})
 		})
 	}
-	r.rt.Fanout(fanout)
+	if len(fanout) > 0 {
+		r.rt.Fanout(fanout)
+	}
 
-	for pending := n; pending > 0; {
+	held := false
+	for left := running; left > 0; {
 		select {
 		case it := <-b.ch:
 			if it.ev != nil {
@@ -112,23 +192,41 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 				continue
 			}
 			d := it.done
-			pending--
+			left--
+			c := calls[d.i]
+			if d.child != nil && d.child.Status == StatusInterrupted && d.fatal == nil {
+				// The subagent waits for a person: the call is not finished,
+				// and resuming the thread resumes the subagent.
+				held = true
+				r.waiting = append(r.waiting, d.child.Interrupts...)
+				continue
+			}
 			finished[d.i] = true
 			results[d.i] = d.res
 			if d.child != nil {
-				r.addChild(calls[d.i].ID, d.child)
+				r.addChild(c.ID, d.child)
 			}
 			if d.fatal != nil {
 				if ctx.Err() != nil {
-					results[d.i] = tool.Errorf("Error: cancelled before %s finished.", calls[d.i].Name)
+					results[d.i] = tool.Errorf("Error: cancelled before %s finished.", c.Name)
 				} else {
 					if fatal == nil {
-						fatal = fmt.Errorf("tool %s (call %s) failed fatally: %w", calls[d.i].Name, calls[d.i].ID, d.fatal)
+						fatal = fmt.Errorf("tool %s (call %s) failed fatally: %w", c.Name, c.ID, d.fatal)
 					}
 					results[d.i] = tool.Errorf("Error: %v", d.fatal)
 				}
 			}
-			r.emit(Event{Type: ToolEnd, Tool: &ToolInfo{CallID: calls[d.i].ID, Name: calls[d.i].Name,
+			if branching {
+				deltas[d.i] = layers[d.i].Delta()
+			} else {
+				deltas[d.i] = tracked[d.i].Changes()
+			}
+			if d.fatal == nil {
+				if err := r.finishCall(ctx, c, results[d.i], deltas[d.i], d.child, d.dur); err != nil && fatal == nil {
+					fatal = err
+				}
+			}
+			r.emit(Event{Type: ToolEnd, Tool: &ToolInfo{CallID: c.ID, Name: c.Name,
 				Result: results[d.i].Content, IsError: results[d.i].IsError, Panic: d.panic, DurationMS: ms(d.dur)}})
 		case <-ctx.Done():
 			b.abandon()
@@ -141,13 +239,23 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 			return false, context.Cause(ctx)
 		}
 	}
+	if fatal != nil || held || len(r.waiting) > 0 {
+		if fatal == nil {
+			// The step stays in progress until every call has an answer.
+			return false, nil
+		}
+		for i := range results {
+			if !finished[i] {
+				results[i] = tool.Errorf("Error: %s did not run because another call of the step failed fatally.", calls[i].Name)
+			}
+		}
+		r.waiting = nil
+	}
 
 	// Merge file changes in call order.
 	if branching {
-		deltas := make([]vfs.Delta, n)
 		owners := make([]string, n)
 		for i := range calls {
-			deltas[i] = layers[i].Delta()
 			owners[i] = calls[i].ID
 		}
 		net, conflicts := vfs.Merge(ctx, br.(vfs.Applier), deltas, owners)
@@ -162,8 +270,8 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 			r.emit(Event{Type: FileConflict, Conflict: &c})
 		}
 	} else {
-		for i, t := range tracked {
-			d := t.Changes()
+		for i := range calls {
+			d := slices.Clone(deltas[i])
 			for j := range d {
 				d[j].By = calls[i].ID
 			}
@@ -186,6 +294,65 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 		}
 	}
 	return stop, fatal
+}
+
+func hasKey(m map[string]string, k string) bool {
+	_, ok := m[k]
+	return ok
+}
+
+// finishCall saves a finished call's result under the step in progress.
+func (r *run) finishCall(ctx context.Context, c llm.ToolCall, res tool.Result, files vfs.Delta, child *Result, dur time.Duration) error {
+	if r.ck == nil {
+		return nil
+	}
+	oc := CallOutcome{Content: res.Content, IsError: res.IsError, Structured: res.Structured, Stop: res.Stop, Parts: res.Parts,
+		DurationMS: ms(dur), Child: summary(child)}
+	data, err := json.Marshal(oc)
+	if err != nil {
+		return err
+	}
+	if child != nil {
+		if r.ck.kids == nil {
+			r.ck.kids = map[string]*Result{}
+		}
+		r.ck.kids[c.ID] = child
+	}
+	return r.saveWrite(ctx, checkpoint.Write{CallID: c.ID, Kind: checkpoint.KindResult, Result: res.Message(c), Files: files, Data: data})
+}
+
+func decisionWrite(callID string, d Decision) checkpoint.Write {
+	data, _ := json.Marshal(d)
+	return checkpoint.Write{CallID: callID, Kind: kindDecision, Data: data}
+}
+
+func waitingWrite(in Interrupt) checkpoint.Write {
+	data, _ := json.Marshal(in)
+	return checkpoint.Write{CallID: in.CallID, Kind: kindWaiting, Data: data}
+}
+
+func (s *StepState) done(id string) (CallOutcome, bool) {
+	if s == nil {
+		return CallOutcome{}, false
+	}
+	oc, ok := s.Done[id]
+	return oc, ok
+}
+
+func (s *StepState) decided(id string) (Decision, bool) {
+	if s == nil {
+		return Decision{}, false
+	}
+	d, ok := s.Decided[id]
+	return d, ok
+}
+
+func (s *StepState) waits(id string) (Interrupt, bool) {
+	if s == nil {
+		return Interrupt{}, false
+	}
+	in, ok := s.Waiting[id]
+	return in, ok
 }
 
 func (r *run) appendResults(calls []llm.ToolCall, results []tool.Result) {
@@ -240,7 +407,7 @@ func (r *run) invoke(ctx context.Context, tc *ToolCall, host Host) (res tool.Res
 			next = func(ctx context.Context, tc *ToolCall) (tool.Result, error) { return w(ctx, tc, inner) }
 		}
 	}
-	res, err := next(ctx, tc)
+	res, err := r.rt.Tool(ctx, tc, next)
 	if err != nil {
 		if errors.Is(err, tool.ErrFatal) {
 			return res, child, err, ""

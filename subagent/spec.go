@@ -56,6 +56,10 @@ type Spec struct {
 	// parent's setting (for a fork too). Checked at assembly against the
 	// subagent's model like the parent's.
 	Reasoning *llm.ReasoningConfig
+	// InterruptOn names the subagent's tools whose calls wait for a
+	// person's decision (see agent.Config.InterruptOn). Nil inherits the
+	// parent's; an empty map turns approvals off for this subagent.
+	InterruptOn map[string]agent.Approval
 	// Middleware wrap the subagent's model and tool calls.
 	Middleware []agent.Middleware
 	// ResponseFormat makes the receipt structured JSON. It is a Go struct

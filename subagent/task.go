@@ -115,6 +115,9 @@ type Config struct {
 	// Reasoning is the parent's reasoning setting, used by every child whose
 	// spec sets none (forks included).
 	Reasoning *llm.ReasoningConfig
+	// InterruptOn is the parent's approval policy, used by every child whose
+	// spec sets none.
+	InterruptOn map[string]agent.Approval
 }
 
 // Task is the task tool. It implements agent.Nested, so a child's events
@@ -214,6 +217,10 @@ func NewTask(cfg Config) (*Task, error) {
 		}
 		if ac.Reasoning == nil {
 			ac.Reasoning = cfg.Reasoning
+		}
+		ac.InterruptOn = s.InterruptOn
+		if ac.InterruptOn == nil {
+			ac.InterruptOn = cfg.InterruptOn
 		}
 		if ac.MaxSteps == 0 {
 			ac.MaxSteps = cfg.MaxSteps
@@ -325,7 +332,9 @@ func (t *Task) RunNested(ctx context.Context, env *tool.Env, raw json.RawMessage
 
 	in := agent.Input{Backend: env.Files}
 	opts := []agent.RunOption{agent.WithPath(path), agent.WithInstance(callID), agent.WithTask(args.Description), agent.WithTimeout(c.timeout)}
-	if host.Runtime != nil {
+	if len(host.Options) > 0 {
+		opts = append(opts, host.Options...)
+	} else if host.Runtime != nil {
 		opts = append(opts, agent.WithRuntime(host.Runtime))
 	}
 	if c.mode == Fork {

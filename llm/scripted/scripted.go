@@ -248,6 +248,7 @@ func (m *Model) Reset() {
 // Generate implements llm.Model.
 func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
 	ci, ok := llm.CallInfoFrom(ctx)
+	fromLoop := ok && ci.Agent != "" && ci.Path != ""
 	if !ok || ci.Agent == "" {
 		ci.Agent = "parent"
 	}
@@ -267,8 +268,14 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, 
 		inst = &instance{caseIndex: -1}
 		m.instances[key] = inst
 	}
+	// The step is the caller's round when the agent loop says which it is:
+	// a run resumed from a checkpoint (in this process or another) then gets
+	// the step it would have got had it never stopped.
 	round := inst.calls
-	inst.calls++
+	if fromLoop {
+		round = ci.Round
+	}
+	inst.calls = round + 1
 	rec := Record{Seq: m.seq, Who: ci.Agent, Instance: ci.Instance, Path: ci.Path, Round: round, Request: snapshot(req), Start: time.Since(m.epoch)}
 	m.seq++
 	m.inFlight++

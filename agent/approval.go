@@ -1,0 +1,274 @@
+package agent
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// This file is human approval: which tool calls wait for a person, what a
+// waiting call looks like, and the decisions that release it. The JSON shapes
+// follow LangChain v1's human-in-the-loop payloads (action_requests,
+// review_configs, decisions), so user interfaces written for it can drive a
+// run; docs/APPROVALS.md describes them.
+
+// DecisionType is what a person decided about a call that waited for them.
+type DecisionType string
+
+// The decisions a person may take.
+const (
+	// Approve runs the call as the model asked.
+	Approve DecisionType = "approve"
+	// Edit runs the call with other arguments.
+	Edit DecisionType = "edit"
+	// Reject does not run the call; the model is told why.
+	Reject DecisionType = "reject"
+)
+
+// AllDecisions are the decisions a policy allows when it names none.
+var AllDecisions = []DecisionType{Approve, Edit, Reject}
+
+// Approval says that calls of one tool wait for a person, and what the
+// person may decide. The zero value allows every decision.
+type Approval struct {
+	// Allowed lists the decisions the person may take; empty means all
+	// three.
+	Allowed []DecisionType `json:"allowed_decisions,omitempty"`
+	// Description is shown to the person with each request; empty gives a
+	// default naming the tool.
+	Description string `json:"description,omitempty"`
+}
+
+// Allows reports whether d is one of the policy's decisions.
+func (p Approval) Allows(d DecisionType) bool {
+	if len(p.Allowed) == 0 {
+		return slices.Contains(AllDecisions, d)
+	}
+	return slices.Contains(p.Allowed, d)
+}
+
+// Decisions returns the allowed decisions, in the order approve, edit,
+// reject.
+func (p Approval) Decisions() []DecisionType {
+	var out []DecisionType
+	for _, d := range AllDecisions {
+		if p.Allows(d) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// Interrupt is a tool call waiting for a person's decision.
+type Interrupt struct {
+	// Path is the text of the agent path of the run whose model made the
+	// call: the top-level agent's, or a subagent's.
+	Path    string          `json:"path"`
+	CallID  string          `json:"call_id"`
+	Tool    string          `json:"tool"`
+	Args    json.RawMessage `json:"args"`
+	Allowed []DecisionType  `json:"allowed_decisions"`
+	// Description says what is asked, for the person.
+	Description string `json:"description,omitempty"`
+}
+
+// Decision is a person's answer to one Interrupt. CallID names the call
+// (Path may narrow it down when two agents used one call id); Args are the
+// new arguments of an edit; Message tells the model why a call was rejected.
+type Decision struct {
+	Type    DecisionType    `json:"type"`
+	CallID  string          `json:"call_id,omitempty"`
+	Path    string          `json:"path,omitempty"`
+	Args    json.RawMessage `json:"args,omitempty"`
+	Message string          `json:"message,omitempty"`
+}
+
+// UnmarshalJSON accepts a decision in our shape or in LangChain's, where an
+// edit carries {"edited_action": {"name": ..., "args": {...}}} (older
+// clients send "arguments").
+func (d *Decision) UnmarshalJSON(b []byte) error {
+	var raw struct {
+		Type         DecisionType    `json:"type"`
+		CallID       string          `json:"call_id"`
+		ID           string          `json:"id"`
+		Path         string          `json:"path"`
+		Args         json.RawMessage `json:"args"`
+		Message      string          `json:"message"`
+		EditedAction *struct {
+			Name      string          `json:"name"`
+			Args      json.RawMessage `json:"args"`
+			Arguments json.RawMessage `json:"arguments"`
+		} `json:"edited_action"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	*d = Decision{Type: raw.Type, CallID: raw.CallID, Path: raw.Path, Args: raw.Args, Message: raw.Message}
+	if d.CallID == "" {
+		d.CallID = raw.ID
+	}
+	if ea := raw.EditedAction; ea != nil && len(d.Args) == 0 {
+		d.Args = ea.Args
+		if len(d.Args) == 0 {
+			d.Args = ea.Arguments
+		}
+	}
+	if isJSONNull(d.Args) {
+		d.Args = nil
+	}
+	return nil
+}
+
+func isJSONNull(b json.RawMessage) bool { return string(bytes.TrimSpace(b)) == "null" }
+
+// ParseDecisions reads decisions as JSON: a list of decisions, or an object
+// {"decisions": [...]} as LangChain's resume payload has it. Every decision
+// is checked for shape (a known type, a call id, object arguments for an
+// edit); whether it answers a waiting call is checked when a run resumes.
+func ParseDecisions(b []byte) ([]Decision, error) {
+	b = bytes.TrimSpace(b)
+	var ds []Decision
+	if len(b) > 0 && b[0] == '{' {
+		var wrap struct {
+			Decisions *[]Decision `json:"decisions"`
+		}
+		if err := json.Unmarshal(b, &wrap); err != nil {
+			return nil, fmt.Errorf("decisions: %w", err)
+		}
+		if wrap.Decisions == nil {
+			return nil, errors.New(`decisions: the object has no "decisions" list`)
+		}
+		ds = *wrap.Decisions
+	} else if err := json.Unmarshal(b, &ds); err != nil {
+		return nil, fmt.Errorf("decisions: %w", err)
+	}
+	for i, d := range ds {
+		if err := d.Check(); err != nil {
+			return nil, fmt.Errorf("decision %d: %w", i+1, err)
+		}
+	}
+	return ds, nil
+}
+
+// Check verifies a decision's shape: a known type, a call id, and for an
+// edit arguments that are a JSON object.
+func (d Decision) Check() error {
+	switch d.Type {
+	case Approve, Reject:
+	case Edit:
+		if len(d.Args) == 0 {
+			return fmt.Errorf("an edit of call %q has no arguments", d.CallID)
+		}
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(d.Args, &obj); err != nil || obj == nil {
+			return fmt.Errorf("the arguments of the edit of call %q are not a JSON object", d.CallID)
+		}
+	case "":
+		return errors.New(`the decision has no "type"; it must be approve, edit or reject`)
+	default:
+		return fmt.Errorf("decision type %q is not one of approve, edit, reject", d.Type)
+	}
+	if d.CallID == "" {
+		return fmt.Errorf("a %s decision names no call_id", d.Type)
+	}
+	return nil
+}
+
+// HITLRequest is the LangChain-compatible view of the calls a run stopped
+// at: one action request and one review config per waiting call, in order.
+type HITLRequest struct {
+	ActionRequests []ActionRequest `json:"action_requests"`
+	ReviewConfigs  []ReviewConfig  `json:"review_configs"`
+}
+
+// ActionRequest is one waiting call as LangChain clients show it; ID and
+// Path are ours, so that a client can answer by call id.
+type ActionRequest struct {
+	Name        string          `json:"name"`
+	Args        json.RawMessage `json:"args"`
+	Description string          `json:"description,omitempty"`
+	ID          string          `json:"id"`
+	Path        string          `json:"path"`
+}
+
+// ReviewConfig says which decisions a waiting call allows.
+type ReviewConfig struct {
+	ActionName       string         `json:"action_name"`
+	AllowedDecisions []DecisionType `json:"allowed_decisions"`
+}
+
+// HITL returns the LangChain-compatible request for interrupts.
+func HITL(interrupts []Interrupt) HITLRequest {
+	req := HITLRequest{ActionRequests: []ActionRequest{}, ReviewConfigs: []ReviewConfig{}}
+	for _, in := range interrupts {
+		req.ActionRequests = append(req.ActionRequests, ActionRequest{Name: in.Tool, Args: in.Args,
+			Description: in.Description, ID: in.CallID, Path: in.Path})
+		req.ReviewConfigs = append(req.ReviewConfigs, ReviewConfig{ActionName: in.Tool, AllowedDecisions: in.Allowed})
+	}
+	return req
+}
+
+// approvalFor returns the policy for a call of tool name, if it needs one.
+func (a *Agent) approvalFor(name string) (Approval, bool) {
+	p, ok := a.cfg.InterruptOn[name]
+	return p, ok
+}
+
+func describeCall(p Approval, name string, args json.RawMessage) string {
+	if p.Description != "" {
+		return p.Description
+	}
+	return fmt.Sprintf("The agent wants to call %s with %s.", name, compactArgs(args))
+}
+
+func compactArgs(args json.RawMessage) string {
+	var b bytes.Buffer
+	if err := json.Compact(&b, args); err != nil {
+		return string(args)
+	}
+	return b.String()
+}
+
+// rejectedText is the result a rejected call gets.
+func rejectedText(name, message string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Error: a person reviewing this run rejected the %s call, so it did not run.", name)
+	if m := strings.TrimSpace(message); m != "" {
+		fmt.Fprintf(&b, " Their reason: %s", m)
+	}
+	b.WriteString(" Do not repeat this call with the same arguments; change the approach or ask the user.")
+	return b.String()
+}
+
+// rejectedAgainText answers a call identical to one rejected earlier in the
+// thread, without asking again.
+func rejectedAgainText(name, message string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Error: this exact %s call was already rejected by a person earlier in this conversation, so it was not run and they were not asked again.", name)
+	if m := strings.TrimSpace(message); m != "" {
+		fmt.Fprintf(&b, " Their reason was: %s", m)
+	}
+	b.WriteString(" Try something different.")
+	return b.String()
+}
+
+// editedNote is prefixed to the result of a call a person edited, so the
+// model knows what actually ran.
+func editedNote(args json.RawMessage) string {
+	return "[A person reviewing this run changed the arguments before the call ran; it ran with " + compactArgs(args) + ".]\n"
+}
+
+// callKey identifies a call by tool and arguments, for remembering rejected
+// calls across steps.
+func callKey(name string, args json.RawMessage) string {
+	var v any
+	if err := json.Unmarshal(args, &v); err == nil {
+		if b, err := json.Marshal(v); err == nil { // map keys sorted: one spelling per value
+			return name + " " + string(b)
+		}
+	}
+	return name + " " + string(args)
+}

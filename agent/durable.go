@@ -1,0 +1,654 @@
+package agent
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/vfs"
+)
+
+// This file is what makes a run durable: saving each step to a checkpoint
+// saver, reading a run back, and the thread's lease.
+
+// DefaultLeaseTTL is how long a run's hold on its thread lasts without
+// renewal. A running process renews it every third of that; the lease of a
+// process that died expires after it (at once when the holder was a process
+// on this machine that no longer exists).
+const DefaultLeaseTTL = time.Minute
+
+// Names of the loop's own values in a checkpoint's state.
+const (
+	loopValue     = "agent.loop"
+	childrenValue = "agent.children"
+)
+
+// WithCheckpoints saves the run in saver under thread, step by step: a
+// model response before its tool calls start, each tool call's result as
+// soon as it finishes, and the run's end. Subagent runs are saved under the
+// same thread, each in the namespace of its agent path.
+//
+// A run given input continues the thread's conversation and files (a new
+// thread starts empty); a run given no input resumes the thread's
+// unfinished run from its last checkpoint, repeating no finished model or
+// tool call. A top-level run holds the thread's lease while it runs, so a
+// second run on the thread is refused.
+func WithCheckpoints(saver checkpoint.Saver, thread string) RunOption {
+	return func(c *runConfig) {
+		c.ck = &ckConfig{saver: saver, thread: thread, count: new(atomic.Int64)}
+	}
+}
+
+// WithLease names the holder of the thread's lease (default: this host and
+// process) and its time to live (default DefaultLeaseTTL).
+func WithLease(holder string, ttl time.Duration) RunOption {
+	return func(c *runConfig) { c.holder, c.ttl = holder, ttl }
+}
+
+// WithDecisions answers calls that wait for a person (Result.Interrupts)
+// when a thread is resumed. Decisions may answer some of the waiting calls;
+// the others keep waiting. A decision that answers no waiting call, or takes
+// a decision its call does not allow, is refused with a *DecisionError and
+// nothing runs.
+func WithDecisions(ds ...Decision) RunOption {
+	return func(c *runConfig) { c.decisions = append(c.decisions, ds...) }
+}
+
+type ckConfig struct {
+	saver  checkpoint.Saver
+	thread string
+	count  *atomic.Int64 // checkpoints written by the run tree
+	nested bool          // a subagent run: its parent holds the lease
+}
+
+// DecisionError refuses decisions that do not fit the calls waiting for
+// them. The thread is unchanged and still waits.
+type DecisionError struct{ Msg string }
+
+func (e *DecisionError) Error() string { return e.Msg }
+
+// durable is a checkpointed run's bookkeeping: what is saved already.
+type durable struct {
+	ckConfig
+	ns     string
+	seq    int    // step number of the last checkpoint, -1 before the first
+	last   string // its id
+	stepCP string // checkpoint of the step in progress
+	msgs   int    // messages saved so far
+	files  map[string]vfs.File
+	keeps  bool // the run's files are saved (a branchable backend)
+	usage  llm.Usage
+	values map[string]json.RawMessage // set since the last save
+	kids   map[string]*Result         // children finished since the last save
+}
+
+func nsOf(p Path) string {
+	if !p.IsNested() {
+		return ""
+	}
+	return p.String()
+}
+
+func cpID(step int) string { return fmt.Sprintf("%08d", step) }
+
+func ckStatus(s Status) checkpoint.Status {
+	switch s {
+	case "":
+		return checkpoint.StatusRunning
+	case StatusOK:
+		return checkpoint.StatusDone
+	case StatusInterrupted:
+		return checkpoint.StatusInterrupted
+	}
+	return checkpoint.StatusError
+}
+
+// fileView is the run's files as saved: all of them for an in-state
+// filesystem, the net changes for a layer over given files.
+func (r *run) fileView() (files map[string]vfs.File, deleted []string, ok bool) {
+	switch b := r.backend.(type) {
+	case *vfs.Memory:
+		return b.Files(), nil, true
+	case *vfs.Layer:
+		files = map[string]vfs.File{}
+		for _, c := range b.Delta() {
+			if c.File == nil {
+				deleted = append(deleted, c.Path)
+			} else {
+				files[c.Path] = *c.File
+			}
+		}
+		return files, deleted, true
+	}
+	return nil, nil, false
+}
+
+func diffFiles(prev, cur map[string]vfs.File) vfs.Delta {
+	var d vfs.Delta
+	for p, f := range cur {
+		if old, ok := prev[p]; !ok || old != f {
+			f := f
+			d = append(d, vfs.Change{Path: p, File: &f})
+		}
+	}
+	for p := range prev {
+		if _, ok := cur[p]; !ok {
+			d = append(d, vfs.Change{Path: p})
+		}
+	}
+	slices.SortFunc(d, func(a, b vfs.Change) int { return strings.Compare(a.Path, b.Path) })
+	return d
+}
+
+// loopState is the loop's value as of now.
+func (r *run) loopState(status Status, err error) LoopState {
+	ls := LoopState{Status: status, Rounds: r.rounds, Usage: r.usage, Tree: r.tree, Output: r.output,
+		RespFailures: r.respFailures, RespRepaired: r.respRepaired, LastRespError: r.lastRespError,
+		Rejected: r.rejected, Interrupts: r.waiting}
+	if err != nil {
+		ls.Error = err.Error()
+		var re *refusalError
+		if errors.As(err, &re) {
+			ls.Refusal = re.text
+		}
+	}
+	for p := range r.changed {
+		ls.Changed = append(ls.Changed, p)
+	}
+	slices.Sort(ls.Changed)
+	if r.ck != nil {
+		ls.StepCheckpoint = r.ck.stepCP
+	}
+	return ls
+}
+
+// save puts a checkpoint of everything since the last one. status is "" while
+// the run goes on.
+func (r *run) save(ctx context.Context, source string, status Status, runErr error) error {
+	d := r.ck
+	if d == nil {
+		return nil
+	}
+	st := checkpoint.Step{ThreadID: d.thread, NS: d.ns, ID: cpID(d.seq + 1), ParentID: d.last, Step: d.seq + 1,
+		Metadata: map[string]string{"source": source}, Messages: r.state.Messages[d.msgs:], Usage: d.usage,
+		Status: ckStatus(status), Time: r.rt.Now()}
+	if d.seq < 0 {
+		st.ParentID = ""
+	}
+	var deleted []string
+	if d.keeps {
+		files, del, _ := r.fileView()
+		st.Files = diffFiles(d.files, files)
+		d.files, deleted = files, del
+	}
+	ls := r.loopState(status, runErr)
+	ls.Deleted = deleted
+	lv, err := json.Marshal(ls)
+	if err != nil {
+		return err
+	}
+	st.Values = map[string]json.RawMessage{loopValue: lv}
+	maps.Copy(st.Values, d.values)
+	if len(d.kids) > 0 {
+		kids := map[string]*Result{}
+		for id, c := range r.children {
+			kids[id] = summary(c)
+		}
+		b, err := json.Marshal(kids)
+		if err != nil {
+			return err
+		}
+		st.Values[childrenValue] = b
+	}
+	if err := d.saver.Put(ctx, st); err != nil {
+		return fmt.Errorf("saving checkpoint %d of thread %q: %w", st.Step, d.thread, err)
+	}
+	d.count.Add(1)
+	d.seq, d.last, d.msgs = st.Step, st.ID, len(r.state.Messages)
+	d.usage, d.values, d.kids = llm.Usage{}, nil, nil
+	return nil
+}
+
+// saveWrite saves one finished call, a decision or a waiting call under the
+// step in progress.
+func (r *run) saveWrite(ctx context.Context, w checkpoint.Write) error {
+	d := r.ck
+	if d == nil || d.stepCP == "" {
+		return nil
+	}
+	w.Time = r.rt.Now()
+	if err := d.saver.PutWrite(ctx, checkpoint.Ref{ThreadID: d.thread, NS: d.ns, ID: d.stepCP}, w); err != nil {
+		return fmt.Errorf("saving the result of call %s in thread %q: %w", w.CallID, d.thread, err)
+	}
+	return nil
+}
+
+// Kinds of the writes a step in progress keeps besides results.
+const (
+	kindWaiting  = "interrupt"
+	kindDecision = "decision"
+)
+
+// LoadRunState reads the state of the run at path in thread as of its latest
+// checkpoint. With deep set, the states of subagents started by the step in
+// progress are read too (RunState.Children). It returns checkpoint.ErrNotFound
+// when the run has no checkpoint.
+func LoadRunState(ctx context.Context, saver checkpoint.Saver, thread string, path Path, deep bool) (*RunState, error) {
+	ns := nsOf(path)
+	cp, err := saver.Get(ctx, checkpoint.Ref{ThreadID: thread, NS: ns})
+	if err != nil {
+		return nil, err
+	}
+	rs := &RunState{V: RunStateVersion, Thread: thread, Path: path.String(), Checkpoint: cp.ID, Step: cp.Step,
+		Messages: cp.State.Messages, Files: cp.State.Files, Values: map[string]json.RawMessage{}}
+	for k, v := range cp.State.Values {
+		switch k {
+		case loopValue:
+			if err := json.Unmarshal(v, &rs.Loop); err != nil {
+				return nil, fmt.Errorf("checkpoint %s of thread %q: the loop's value: %w", cp.ID, thread, err)
+			}
+		case childrenValue:
+		default:
+			rs.Values[k] = v
+		}
+	}
+	if len(rs.Values) == 0 {
+		rs.Values = nil
+	}
+	rs.Status = rs.Loop.Status
+	rs.Deleted = rs.Loop.Deleted
+	if rs.Status == "" && cp.Status != checkpoint.StatusRunning && cp.Status != "" {
+		rs.Status = StatusError
+	}
+	// The step in progress: the last assistant message with calls that have
+	// no results after it.
+	if n := len(rs.Messages); n > 0 && rs.Messages[n-1].Role == llm.RoleAssistant && len(rs.Messages[n-1].ToolCalls) > 0 &&
+		rs.Status != StatusOK && rs.Status != StatusError && rs.Status != StatusLimit && rs.Status != StatusRefused {
+		sc := rs.Loop.StepCheckpoint
+		if sc == "" {
+			sc = cp.ID
+		}
+		ss := &StepState{Checkpoint: sc, Calls: rs.Messages[n-1].ToolCalls}
+		pending := cp.Pending
+		if sc != cp.ID {
+			at, err := saver.Get(ctx, checkpoint.Ref{ThreadID: thread, NS: ns, ID: sc})
+			if err != nil {
+				return nil, fmt.Errorf("thread %q: the checkpoint of the step in progress: %w", thread, err)
+			}
+			pending = at.Pending
+		}
+		for _, w := range pending {
+			switch w.Kind {
+			case checkpoint.KindResult, "":
+				var oc CallOutcome
+				if err := json.Unmarshal(w.Data, &oc); err != nil {
+					return nil, fmt.Errorf("thread %q: the saved result of call %s: %w", thread, w.CallID, err)
+				}
+				oc.Files = w.Files
+				if ss.Done == nil {
+					ss.Done = map[string]CallOutcome{}
+				}
+				ss.Done[w.CallID] = oc
+			case kindWaiting:
+				var in Interrupt
+				if err := json.Unmarshal(w.Data, &in); err == nil {
+					if ss.Waiting == nil {
+						ss.Waiting = map[string]Interrupt{}
+					}
+					ss.Waiting[w.CallID] = in
+				}
+			case kindDecision:
+				var dc Decision
+				if err := json.Unmarshal(w.Data, &dc); err == nil {
+					if ss.Decided == nil {
+						ss.Decided = map[string]Decision{}
+					}
+					ss.Decided[w.CallID] = dc
+				}
+			}
+		}
+		rs.InProgress = ss
+		if deep {
+			kids, err := saver.List(ctx, checkpoint.ListOptions{ThreadID: thread, AllNamespaces: true})
+			if err != nil {
+				return nil, err
+			}
+			seen := map[string]bool{}
+			for _, k := range kids {
+				kp, err := ParsePath(k.NS)
+				if k.NS == "" || err != nil || !kp.Parent().Equal(path) || seen[k.NS] {
+					continue
+				}
+				seen[k.NS] = true
+				if _, done := ss.Done[kp.Last().CallID]; done {
+					continue
+				}
+				child, err := LoadRunState(ctx, saver, thread, kp, true)
+				if err != nil {
+					return nil, err
+				}
+				if rs.Children == nil {
+					rs.Children = map[string]*RunState{}
+				}
+				rs.Children[kp.Last().CallID] = child
+			}
+		}
+	}
+	if raw, ok := cp.State.Values[childrenValue]; ok {
+		var kids map[string]*Result
+		if err := json.Unmarshal(raw, &kids); err == nil {
+			rs.Finished = kids
+		}
+	}
+	return rs, nil
+}
+
+// restore takes the run's state from rs.
+func (r *run) restore(rs *RunState) {
+	r.state.Messages = slices.Clip(rs.Messages)
+	r.state.Values = rs.Values
+	ls := rs.Loop
+	r.rounds, r.usage, r.tree, r.output = ls.Rounds, ls.Usage, ls.Tree, ls.Output
+	r.respFailures, r.respRepaired, r.lastRespError = ls.RespFailures, ls.RespRepaired, ls.LastRespError
+	r.rejected = ls.Rejected
+	for _, p := range ls.Changed {
+		if r.changed == nil {
+			r.changed = map[string]bool{}
+		}
+		r.changed[p] = true
+	}
+	r.children = rs.Finished
+	switch b := r.backend.(type) {
+	case *vfs.Memory:
+		if r.mem == b {
+			r.mem = vfs.NewMemory(rs.Files)
+			r.mem.SetClock(r.rt.Now)
+			r.backend = r.mem
+		} else {
+			b.Apply(diffFiles(b.Files(), rs.Files))
+		}
+	case *vfs.Layer:
+		var d vfs.Delta
+		for p, f := range rs.Files {
+			f := f
+			d = append(d, vfs.Change{Path: p, File: &f})
+		}
+		for _, p := range rs.Deleted {
+			d = append(d, vfs.Change{Path: p})
+		}
+		b.Apply(d)
+	}
+	if r.ck != nil {
+		r.ck.seq, r.ck.last, r.ck.msgs = rs.Step, rs.Checkpoint, len(r.state.Messages)
+		if rs.InProgress != nil {
+			r.ck.stepCP = rs.InProgress.Checkpoint
+		}
+		if r.ck.keeps {
+			r.ck.files, _, _ = r.fileView()
+		}
+	}
+}
+
+// storedErr is the error of a run that ended before, rebuilt from its state.
+func storedErr(rs *RunState) error {
+	switch rs.Status {
+	case StatusOK:
+		return nil
+	case StatusRefused:
+		return &refusalError{text: rs.Loop.Refusal}
+	}
+	return errors.New(rs.Loop.Error)
+}
+
+// holderName names this process in a lease: host, process id and a random
+// part, so that a later process with the same id is not mistaken for it.
+func holderName() string {
+	host, _ := os.Hostname()
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}
+
+// deadLocalHolder reports whether holder names a process on this host that
+// no longer exists, so its lease need not run out first.
+func deadLocalHolder(holder string) bool {
+	parts := strings.Split(holder, "/")
+	if len(parts) != 3 {
+		return false
+	}
+	host, _ := os.Hostname()
+	pid, err := strconv.Atoi(parts[1])
+	if parts[0] != host || err != nil || pid <= 0 || pid == os.Getpid() {
+		return false
+	}
+	return !processAlive(pid)
+}
+
+// lease takes the thread for this run and keeps it until stop is called.
+func (r *run) lease(ctx context.Context) (stop func(), err error) {
+	d := r.ck
+	holder, ttl := r.holder, r.ttl
+	if holder == "" {
+		holder = holderName()
+	}
+	if ttl <= 0 {
+		ttl = DefaultLeaseTTL
+	}
+	_, err = d.saver.Acquire(ctx, d.thread, holder, r.rt.Now(), ttl)
+	var le *checkpoint.LeasedError
+	if errors.As(err, &le) && deadLocalHolder(le.Holder) {
+		if rerr := d.saver.Release(ctx, d.thread, le.Holder); rerr == nil {
+			_, err = d.saver.Acquire(ctx, d.thread, holder, r.rt.Now(), ttl)
+		}
+	}
+	if err != nil {
+		if errors.As(err, &le) {
+			return nil, fmt.Errorf("thread %q is being run by another process (%s) until %s; wait for it to finish or for its lease to expire",
+				d.thread, le.Holder, le.Expires.UTC().Format(time.RFC3339))
+		}
+		return nil, fmt.Errorf("taking thread %q: %w", d.thread, err)
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(ttl / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				rctx, cancel := context.WithTimeout(context.Background(), ttl/3)
+				_, _ = d.saver.Renew(rctx, d.thread, holder, r.rt.Now(), ttl)
+				cancel()
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		_ = d.saver.Release(rctx, d.thread, holder)
+	}, nil
+}
+
+// errWaiting is the cause of a run that stopped for approval.
+type errWaiting struct{ n int }
+
+func (e errWaiting) Error() string {
+	if e.n == 1 {
+		return "1 tool call is waiting for approval"
+	}
+	return fmt.Sprintf("%d tool calls are waiting for approval", e.n)
+}
+
+// open starts a checkpointed run: a new thread, a new turn on a thread, or
+// the resumption of an unfinished run. done says the run has nothing more to
+// do (a nested run that had finished already, or input that cannot be
+// taken), with its status and error.
+func (r *run) open(ctx context.Context) (pending *StepState, done bool, status Status, err error) {
+	d := r.ck
+	input := r.state.Messages
+	rs, err := LoadRunState(ctx, d.saver, d.thread, r.path, false)
+	if errors.Is(err, checkpoint.ErrNotFound) {
+		if len(input) == 0 {
+			return nil, true, StatusError, fmt.Errorf("thread %q has no run to resume; start it with a message", d.thread)
+		}
+		if len(r.decisions) > 0 && !d.nested {
+			return nil, true, StatusError, &DecisionError{Msg: fmt.Sprintf("thread %q has no calls waiting for a decision", d.thread)}
+		}
+		r.closeDangling()
+		if err := r.save(ctx, "input", "", nil); err != nil {
+			return nil, true, StatusError, err
+		}
+		return nil, false, "", nil
+	}
+	if err != nil {
+		return nil, true, StatusError, fmt.Errorf("reading thread %q: %w", d.thread, err)
+	}
+	if rs.V > RunStateVersion {
+		return nil, true, StatusError, fmt.Errorf("thread %q was saved by a newer version (state v%d; this one reads v%d)", d.thread, rs.V, RunStateVersion)
+	}
+	unfinished := rs.Status == "" || rs.Status == StatusInterrupted
+	if d.nested {
+		// A subagent's namespace is its call's: whatever it holds is this
+		// very run, started before a crash or an interrupt.
+		r.restore(rs)
+		if !unfinished {
+			return nil, true, rs.Status, storedErr(rs)
+		}
+		r.resumed(rs)
+		return rs.InProgress, false, "", nil
+	}
+	if unfinished {
+		if len(input) > 0 {
+			what := "an unfinished run"
+			if rs.Status == StatusInterrupted {
+				what = "a run waiting for approval"
+			}
+			return nil, true, StatusError, fmt.Errorf("thread %q has %s; resume it before sending new input", d.thread, what)
+		}
+		if err := checkDecisions(r.decisions, rs.Loop.Interrupts); err != nil {
+			r.restore(rs)
+			r.waiting = rs.Loop.Interrupts
+			return nil, true, StatusInterrupted, err
+		}
+		r.restore(rs)
+		r.resumed(rs)
+		return rs.InProgress, false, "", nil
+	}
+	if len(input) == 0 {
+		return nil, true, StatusError, fmt.Errorf("thread %q has no unfinished run to resume (its last run ended %s); send a new message instead", d.thread, rs.Status)
+	}
+	if len(r.decisions) > 0 {
+		return nil, true, StatusError, &DecisionError{Msg: fmt.Sprintf("thread %q has no calls waiting for a decision", d.thread)}
+	}
+	r.restore(rs)
+	r.state.Messages = append(r.state.Messages, input...)
+	r.closeDangling()
+	if err := r.save(ctx, "input", "", nil); err != nil {
+		return nil, true, StatusError, err
+	}
+	return nil, false, "", nil
+}
+
+// resumed reports a resumption.
+func (r *run) resumed(rs *RunState) {
+	text := fmt.Sprintf("resumed from checkpoint %s of thread %q", rs.Checkpoint, r.ck.thread)
+	n := 0
+	if st := rs.InProgress; st != nil {
+		n = len(st.Calls)
+		text += fmt.Sprintf("; %d of the step's %d tool calls had finished and are kept", len(st.Done), len(st.Calls))
+	}
+	r.emit(Event{Type: Notice, Notice: &NoticeInfo{Source: "resume", Count: n, Text: text}})
+}
+
+// checkDecisions refuses decisions that answer no waiting call or take a
+// decision the call does not allow.
+func checkDecisions(ds []Decision, waiting []Interrupt) error {
+	seen := map[string]bool{}
+	for _, d := range ds {
+		if err := d.Check(); err != nil {
+			return &DecisionError{Msg: err.Error()}
+		}
+		var match *Interrupt
+		for i := range waiting {
+			if waiting[i].CallID == d.CallID && (d.Path == "" || d.Path == waiting[i].Path) {
+				if match != nil {
+					return &DecisionError{Msg: fmt.Sprintf("call id %q is waiting in more than one agent (%s and %s); give the decision a path",
+						d.CallID, match.Path, waiting[i].Path)}
+				}
+				match = &waiting[i]
+			}
+		}
+		if match == nil {
+			ids := make([]string, 0, len(waiting))
+			for _, w := range waiting {
+				ids = append(ids, w.CallID)
+			}
+			if len(ids) == 0 {
+				return &DecisionError{Msg: fmt.Sprintf("no call is waiting for a decision, so the decision for %q cannot be taken", d.CallID)}
+			}
+			return &DecisionError{Msg: fmt.Sprintf("no call %q is waiting for a decision; waiting: %s", d.CallID, strings.Join(ids, ", "))}
+		}
+		key := match.Path + "\x00" + match.CallID
+		if seen[key] {
+			return &DecisionError{Msg: fmt.Sprintf("call %q has two decisions", d.CallID)}
+		}
+		seen[key] = true
+		if !slices.Contains(match.Allowed, d.Type) {
+			return &DecisionError{Msg: fmt.Sprintf("call %q (%s) allows %s, not %s", d.CallID, match.Tool, joinDecisions(match.Allowed), d.Type)}
+		}
+	}
+	return nil
+}
+
+func joinDecisions(ds []DecisionType) string {
+	s := make([]string, len(ds))
+	for i, d := range ds {
+		s[i] = string(d)
+	}
+	return strings.Join(s, ", ")
+}
+
+// decisionFor returns the decision given for this run's call id.
+func (r *run) decisionFor(callID string) (Decision, bool) {
+	for _, d := range r.decisions {
+		if d.CallID == callID && (d.Path == "" || d.Path == r.where) {
+			return d, true
+		}
+	}
+	return Decision{}, false
+}
+
+// nestedOptions are the options a nested run is started with: this run's
+// runtime, its checkpointer and the decisions not meant for this run.
+func (r *run) nestedOptions() []RunOption {
+	var opts []RunOption
+	if r.custom != nil {
+		opts = append(opts, WithRuntime(r.custom))
+	}
+	if r.ck != nil {
+		ck := r.ck.ckConfig
+		ck.nested = true
+		opts = append(opts, func(c *runConfig) { c.ck = &ck })
+	}
+	if len(r.decisions) > 0 {
+		opts = append(opts, WithDecisions(r.decisions...))
+	}
+	return opts
+}

@@ -1,0 +1,121 @@
+package agent
+
+import (
+	"encoding/json"
+
+	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/vfs"
+)
+
+// RunStateVersion is the version of the RunState encoding; a reader refuses
+// a newer one instead of guessing.
+const RunStateVersion = 1
+
+// RunState is a run as a value: everything the loop needs to continue it,
+// JSON-serialisable and versioned. A run that is checkpointed
+// (WithCheckpoints) can be continued from the RunState of its last
+// checkpoint, in this process or another, as if it had never stopped;
+// LoadRunState reads one back.
+type RunState struct {
+	V int `json:"v"`
+	// Thread and Path say whose state this is; Checkpoint and Step which
+	// checkpoint it was read from.
+	Thread     string `json:"thread_id,omitempty"`
+	Path       string `json:"path"`
+	Checkpoint string `json:"checkpoint,omitempty"`
+	Step       int    `json:"step"`
+	// Status is how the run stopped; empty while it is still running (or
+	// was cut off by a crash).
+	Status Status `json:"status,omitempty"`
+
+	Messages []llm.Message `json:"messages"`
+	// Files are the run's files: all of them for a run that keeps its files
+	// in its state, else those it wrote on top of the files it was given,
+	// with Deleted naming those it removed. Nil for a run on a real
+	// directory, whose files are on disk.
+	Files   map[string]vfs.File `json:"files,omitempty"`
+	Deleted []string            `json:"deleted,omitempty"`
+	// Values are middleware values by name (StepInfo.SetValue).
+	Values map[string]json.RawMessage `json:"values,omitempty"`
+
+	Loop LoopState `json:"loop"`
+	// Finished are the subagent runs this run started that have ended, by
+	// call id, without their message histories (each is under its own
+	// namespace).
+	Finished map[string]*Result `json:"finished,omitempty"`
+	// InProgress is the step whose tool calls have not all been answered:
+	// the model call that asked for them is never repeated.
+	InProgress *StepState `json:"in_progress,omitempty"`
+	// Children are the states of subagent runs started by calls of the step
+	// in progress, by call id (filled by LoadRunState with deep set).
+	Children map[string]*RunState `json:"children,omitempty"`
+}
+
+// LoopState holds the loop's own counters and memory.
+type LoopState struct {
+	Status        Status               `json:"status,omitempty"`
+	Error         string               `json:"error,omitempty"`
+	Refusal       string               `json:"refusal,omitempty"`
+	Rounds        int                  `json:"rounds"`
+	Usage         llm.Usage            `json:"usage"`
+	Tree          map[string]llm.Usage `json:"tree,omitempty"`
+	Changed       []string             `json:"changed,omitempty"`
+	Output        json.RawMessage      `json:"output,omitempty"`
+	RespFailures  int                  `json:"resp_failures,omitempty"`
+	RespRepaired  bool                 `json:"resp_repaired,omitempty"`
+	LastRespError string               `json:"last_resp_error,omitempty"`
+	// Rejected remembers calls a person rejected (tool and arguments) with
+	// the reason, so the same call is not put to them again.
+	Rejected map[string]string `json:"rejected,omitempty"`
+	// Deleted names files removed from the files the run was given.
+	Deleted []string `json:"deleted,omitempty"`
+	// StepCheckpoint is the checkpoint of the step in progress, under which
+	// the results of its finished calls are saved.
+	StepCheckpoint string `json:"step_checkpoint,omitempty"`
+	// Interrupts are the calls waiting for a decision, this run's and its
+	// subagents'.
+	Interrupts []Interrupt `json:"interrupts,omitempty"`
+}
+
+// StepState is a step whose calls are not all answered yet.
+type StepState struct {
+	Checkpoint string         `json:"checkpoint"`
+	Calls      []llm.ToolCall `json:"calls"`
+	// Done are the calls that finished, by call id.
+	Done map[string]CallOutcome `json:"done,omitempty"`
+	// Waiting are this run's own calls waiting for a decision, by call id.
+	Waiting map[string]Interrupt `json:"waiting,omitempty"`
+	// Decided are the decisions already taken, by call id.
+	Decided map[string]Decision `json:"decided,omitempty"`
+}
+
+// CallOutcome is a finished call as saved: what the model reads, the call's
+// own file changes (merged when the step completes) and the subagent run it
+// started, if any (without its messages, which are under its own namespace).
+type CallOutcome struct {
+	Content    string          `json:"content"`
+	IsError    bool            `json:"is_error,omitempty"`
+	Structured json.RawMessage `json:"structured,omitempty"`
+	Stop       bool            `json:"stop,omitempty"`
+	Parts      []llm.Part      `json:"parts,omitempty"`
+	DurationMS float64         `json:"duration_ms,omitempty"`
+	Child      *Result         `json:"child,omitempty"`
+	Files      vfs.Delta       `json:"-"`
+}
+
+// summary is res without message histories, for saving beside a parent's
+// step: the child's own namespace holds its messages.
+func summary(res *Result) *Result {
+	if res == nil {
+		return nil
+	}
+	s := *res
+	s.State = State{}
+	if len(res.Children) > 0 {
+		s.Children = make(map[string]*Result, len(res.Children))
+		for id, c := range res.Children {
+			s.Children[id] = summary(c)
+		}
+	}
+	return &s
+}
