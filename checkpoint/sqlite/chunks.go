@@ -55,9 +55,11 @@ func (q querier) messages(ctx context.Context, thread, ns string, ranges []check
 
 // pack joins the namespace's unpacked chunks into packs: each run of chunks
 // with consecutive numbers becomes one row (or several of at most maxPack
-// bytes). A run of one chunk is only marked packed.
+// bytes). A run of one chunk is only marked packed. Message numbers only
+// grow and every pack takes all of the unpacked chunks, so those are the
+// namespace's last chunks, after its last packed one.
 func (q querier) pack(ctx context.Context, thread, ns string) error {
-	rows, err := q.stmt(ctx, "unpacked").QueryContext(ctx, thread, ns)
+	rows, err := q.stmt(ctx, "tail").QueryContext(ctx, thread, ns)
 	if err != nil {
 		return err
 	}
@@ -65,12 +67,28 @@ func (q querier) pack(ctx context.Context, thread, ns string) error {
 		from, to int64
 		data     []byte
 	}
-	var runs [][]chunk
-	size := 0
+	var tail []chunk // newest first
 	for rows.Next() {
 		var c chunk
-		if err := rows.Scan(&c.from, &c.to, &c.data); err != nil {
+		var packed bool
+		if err := rows.Scan(&c.from, &c.to, &packed); err != nil {
 			rows.Close()
+			return err
+		}
+		if packed {
+			break
+		}
+		tail = append(tail, c)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	var runs [][]chunk
+	size := 0
+	for i := len(tail) - 1; i >= 0; i-- {
+		c := tail[i]
+		if err := q.stmt(ctx, "chunkdata").QueryRowContext(ctx, thread, ns, c.from).Scan(&c.data); err != nil {
 			return err
 		}
 		n := len(runs)
@@ -81,10 +99,6 @@ func (q querier) pack(ctx context.Context, thread, ns string) error {
 		}
 		runs[n-1] = append(runs[n-1], c)
 		size += len(c.data)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
 	}
 	for _, run := range runs {
 		from, to := run[0].from, run[len(run)-1].to

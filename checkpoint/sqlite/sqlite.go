@@ -9,6 +9,7 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -42,6 +43,7 @@ type Saver struct {
 	w, r  *sql.DB
 	every int
 	stmts map[string]*sql.Stmt
+	tips  tips
 }
 
 var _ checkpoint.Saver = (*Saver)(nil)
@@ -111,8 +113,19 @@ var migrations = []migration{
 		packed   INTEGER NOT NULL DEFAULT 0,
 		data     BLOB NOT NULL,
 		PRIMARY KEY (thread, ns, seq_from)
-	);
-	CREATE INDEX chunks_unpacked ON chunks (thread, ns, seq_from) WHERE packed = 0;`,
+	) WITHOUT ROWID;
+	CREATE TABLE writes2 (
+		thread  TEXT NOT NULL,
+		ns      TEXT NOT NULL,
+		cp      TEXT NOT NULL,
+		call_id TEXT NOT NULL,
+		kind    TEXT NOT NULL,
+		data    BLOB NOT NULL,
+		PRIMARY KEY (thread, ns, cp, call_id, kind)
+	) WITHOUT ROWID;
+	INSERT INTO writes2 SELECT thread, ns, cp, call_id, kind, data FROM writes;
+	DROP TABLE writes;
+	ALTER TABLE writes2 RENAME TO writes;`,
 		fn: migrateMessagesToChunks},
 }
 
@@ -226,10 +239,12 @@ var statements = map[string]string{
 	"nextmsg":     `SELECT COALESCE((SELECT seq_to FROM chunks WHERE thread = ? AND ns = ? ORDER BY seq_from DESC LIMIT 1), 0)`,
 	"insertcp":    `INSERT INTO checkpoints (thread, ns, id, title, record) VALUES (?, ?, ?, ?, ?)`,
 	"insertchunk": `INSERT INTO chunks (thread, ns, seq_from, seq_to, packed, data) VALUES (?, ?, ?, ?, ?, ?)`,
-	"unpacked":    `SELECT seq_from, seq_to, data FROM chunks WHERE thread = ? AND ns = ? AND packed = 0 ORDER BY seq_from`,
+	"tail":        `SELECT seq_from, seq_to, packed FROM chunks WHERE thread = ? AND ns = ? ORDER BY seq_from DESC`,
+	"chunkdata":   `SELECT data FROM chunks WHERE thread = ? AND ns = ? AND seq_from = ?`,
 	"insertblob":  `INSERT INTO blobs (hash, data) VALUES (?, ?) ON CONFLICT (hash) DO NOTHING`,
 	"insertref":   `INSERT INTO refs (thread, ns, cp, hash) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-	"putwrite": `INSERT INTO writes (thread, ns, cp, call_id, kind, data) VALUES (?, ?, ?, ?, ?, ?)
+	"putwrite": `INSERT INTO writes (thread, ns, cp, call_id, kind, data)
+		SELECT ?1, ?2, ?3, ?4, ?5, ?6 WHERE EXISTS (SELECT 1 FROM checkpoints WHERE thread = ?1 AND ns = ?2 AND id = ?3)
 		ON CONFLICT (thread, ns, cp, call_id, kind) DO UPDATE SET data = excluded.data`,
 	"r:record": `SELECT record FROM checkpoints WHERE thread = ? AND ns = ? AND id = ?`,
 	"r:latest": `SELECT record FROM checkpoints WHERE thread = ? AND ns = ? ORDER BY seq DESC LIMIT 1`,
@@ -337,7 +352,8 @@ func (s *Saver) Put(ctx context.Context, st checkpoint.Step) error {
 	if err := checkpoint.ValidateStep(&st); err != nil {
 		return err
 	}
-	return s.writeTx(ctx, func(q querier) error {
+	var put *tip
+	err := s.writeTx(ctx, func(q querier) error {
 		var one int
 		err := q.stmt(ctx, "exists").QueryRowContext(ctx, st.ThreadID, st.NS, st.ID).Scan(&one)
 		if err == nil {
@@ -347,17 +363,29 @@ func (s *Saver) Put(ctx context.Context, st checkpoint.Step) error {
 			return err
 		}
 		var parent *checkpoint.Record
+		var pchain []*checkpoint.Record // the parent's chain when the cache knows it
 		var view *checkpoint.View
 		if st.ParentID != "" {
-			if parent, err = q.record(ctx, "record", st.ThreadID, st.NS, st.ParentID); err != nil {
+			var raw []byte
+			err := q.stmt(ctx, "record").QueryRowContext(ctx, st.ThreadID, st.NS, st.ParentID).Scan(&raw)
+			if errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("parent of %q: %w: thread %q namespace %q checkpoint %q", st.ID, checkpoint.ErrNotFound, st.ThreadID, st.NS, st.ParentID)
+			}
+			if err != nil {
+				return err
+			}
+			if t := s.tips.get(st.ThreadID, st.NS); t != nil && t.rec.ID == st.ParentID && bytes.Equal(t.raw, raw) {
+				parent, pchain = t.rec, t.chain
+			} else if parent, err = checkpoint.Decode(raw); err != nil {
 				return fmt.Errorf("parent of %q: %w", st.ID, err)
 			}
 			if checkpoint.NeedsView(parent, s.every) {
-				chain, err := checkpoint.Chain(ctx, parent, q.loader(st.ThreadID, st.NS, ""))
-				if err != nil {
-					return err
+				if pchain == nil {
+					if pchain, err = checkpoint.Chain(ctx, parent, q.loader(st.ThreadID, st.NS, "")); err != nil {
+						return err
+					}
 				}
-				v := checkpoint.ViewOf(chain)
+				v := checkpoint.ViewOf(pchain)
 				view = &v
 			}
 		}
@@ -369,41 +397,54 @@ func (s *Saver) Put(ctx context.Context, st checkpoint.Step) error {
 		if err != nil {
 			return err
 		}
-		if err := q.insert(ctx, b.Record, b.Messages, b.Blobs); err != nil {
+		raw, err := q.insert(ctx, b.Record, b.Messages, b.Blobs)
+		if err != nil {
 			return err
+		}
+		put = &tip{raw: raw, rec: b.Record}
+		switch {
+		case b.Record.Snapshot != nil:
+			put.chain = []*checkpoint.Record{b.Record}
+		case pchain != nil:
+			put.chain = append([]*checkpoint.Record{b.Record}, pchain...)
 		}
 		if b.Record.Snapshot != nil {
 			return q.pack(ctx, st.ThreadID, st.NS)
 		}
 		return nil
 	})
+	if err == nil && put != nil {
+		s.tips.set(st.ThreadID, st.NS, put)
+	}
+	return err
 }
 
-// insert stores a record with its messages, contents and references.
-func (q querier) insert(ctx context.Context, r *checkpoint.Record, msgs [][]byte, blobs map[string][]byte) error {
+// insert stores a record with its messages, contents and references, and
+// returns the record's stored bytes.
+func (q querier) insert(ctx context.Context, r *checkpoint.Record, msgs [][]byte, blobs map[string][]byte) ([]byte, error) {
 	raw, err := checkpoint.Encode(r)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if _, err := q.stmt(ctx, "insertcp").ExecContext(ctx, r.ThreadID, r.NS, r.ID, r.Title, raw); err != nil {
-		return err
+		return nil, err
 	}
 	if len(msgs) > 0 {
 		if _, err := q.stmt(ctx, "insertchunk").ExecContext(ctx, r.ThreadID, r.NS, r.Messages.From, r.Messages.To, 0, checkpoint.AppendChunk(nil, msgs...)); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	for h, c := range blobs {
 		if _, err := q.stmt(ctx, "insertblob").ExecContext(ctx, h, c); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	for _, h := range r.Refs() {
 		if _, err := q.stmt(ctx, "insertref").ExecContext(ctx, r.ThreadID, r.NS, r.ID, h); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	return raw, nil
 }
 
 // PutWrite implements checkpoint.Saver.
@@ -422,16 +463,14 @@ func (s *Saver) PutWrite(ctx context.Context, ref checkpoint.Ref, w checkpoint.W
 		return err
 	}
 	return s.writeTx(ctx, func(q querier) error {
-		var one int
-		err := q.stmt(ctx, "exists").QueryRowContext(ctx, ref.ThreadID, ref.NS, ref.ID).Scan(&one)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("%w: checkpoint %q in thread %q", checkpoint.ErrNotFound, ref.ID, ref.ThreadID)
-		}
+		res, err := q.stmt(ctx, "putwrite").ExecContext(ctx, ref.ThreadID, ref.NS, ref.ID, w.CallID, w.Kind, data)
 		if err != nil {
 			return err
 		}
-		_, err = q.stmt(ctx, "putwrite").ExecContext(ctx, ref.ThreadID, ref.NS, ref.ID, w.CallID, w.Kind, data)
-		return err
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return fmt.Errorf("%w: checkpoint %q in thread %q", checkpoint.ErrNotFound, ref.ID, ref.ThreadID)
+		}
+		return nil
 	})
 }
 
@@ -573,6 +612,7 @@ func (s *Saver) DeleteThread(ctx context.Context, threadID string) error {
 	if err := checkpoint.ValidateThreadID(threadID); err != nil {
 		return err
 	}
+	defer s.tips.forget(threadID)
 	return s.writeTx(ctx, func(q querier) error {
 		for _, table := range []string{"checkpoints", "chunks", "refs", "writes", "leases"} {
 			if _, err := q.tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE thread = ?`, threadID); err != nil {
@@ -633,6 +673,7 @@ func (s *Saver) CopyThread(ctx context.Context, src checkpoint.Ref, dst string) 
 	if err := checkpoint.ValidateThreadID(dst); err != nil {
 		return err
 	}
+	defer s.tips.forget(dst)
 	return s.writeTx(ctx, func(q querier) error {
 		rows, err := q.all(ctx, src.ThreadID)
 		if err != nil {
@@ -656,7 +697,7 @@ func (s *Saver) CopyThread(ctx context.Context, src checkpoint.Ref, dst string) 
 			}
 			rec := *r.rec
 			rec.ThreadID = dst
-			if err := q.insert(ctx, &rec, nil, nil); err != nil {
+			if _, err := q.insert(ctx, &rec, nil, nil); err != nil {
 				return err
 			}
 			if _, err := q.tx.ExecContext(ctx, `INSERT INTO writes (thread, ns, cp, call_id, kind, data)
@@ -686,6 +727,7 @@ func (s *Saver) Prune(ctx context.Context, threadID string, opts checkpoint.Prun
 	if err := checkpoint.ValidateThreadID(threadID); err != nil {
 		return err
 	}
+	defer s.tips.forget(threadID)
 	return s.writeTx(ctx, func(q querier) error {
 		rows, err := q.all(ctx, threadID)
 		if err != nil {
