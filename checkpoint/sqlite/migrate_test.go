@@ -60,6 +60,13 @@ func TestMigrateFromSchema1(t *testing.T) {
 		want = append(want, st.Messages...)
 		parent = b.Record
 	}
+	w, err := checkpoint.EncodeWrite(checkpoint.Write{CallID: "call_3", Result: llm.Message{Role: llm.RoleTool, ToolCallID: "call_3", Content: "ran"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`INSERT INTO writes (thread, ns, cp, call_id, kind, data) VALUES ('old', '', 'c3', 'call_3', 'result', ?)`, w); err != nil {
+		t.Fatal(err)
+	}
 	db.Close()
 
 	s, err := Open(path, Options{})
@@ -73,6 +80,9 @@ func TestMigrateFromSchema1(t *testing.T) {
 	}
 	if d := cmp.Diff(want, c.State.Messages); d != "" {
 		t.Errorf("migrated messages (-want +got):\n%s", d)
+	}
+	if len(c.Pending) != 1 || c.Pending[0].Result.Content != "ran" {
+		t.Errorf("migrated pending writes: %+v", c.Pending)
 	}
 	if st, _ := s.Stats(ctx, "old"); st.Messages != 6 {
 		t.Errorf("stats after migration: %+v", st)
@@ -89,7 +99,7 @@ func TestMigrateFromSchema1(t *testing.T) {
 		t.Errorf("after a put on the migrated thread (-want +got):\n%s", d)
 	}
 	var v int
-	if err := s.w.QueryRow(`PRAGMA user_version`).Scan(&v); err != nil || v != 2 {
+	if err := s.w.QueryRow(`PRAGMA user_version`).Scan(&v); err != nil || v != SchemaVersion {
 		t.Errorf("schema version %d, %v", v, err)
 	}
 	if err := s.w.QueryRow(`SELECT 1 FROM sqlite_master WHERE name = 'messages'`).Scan(new(int)); err != sql.ErrNoRows {

@@ -125,7 +125,21 @@ var migrations = []migration{
 	) WITHOUT ROWID;
 	INSERT INTO writes2 SELECT thread, ns, cp, call_id, kind, data FROM writes;
 	DROP TABLE writes;
-	ALTER TABLE writes2 RENAME TO writes;`,
+	ALTER TABLE writes2 RENAME TO writes;
+	CREATE TABLE checkpoints2 (
+		seq      INTEGER PRIMARY KEY,
+		thread   TEXT NOT NULL,
+		ns       TEXT NOT NULL,
+		id       TEXT NOT NULL,
+		title    TEXT NOT NULL DEFAULT '',
+		record   BLOB NOT NULL,
+		UNIQUE (thread, ns, id)
+	);
+	INSERT INTO checkpoints2 SELECT seq, thread, ns, id, title, record FROM checkpoints;
+	DROP TABLE checkpoints;
+	ALTER TABLE checkpoints2 RENAME TO checkpoints;
+	CREATE INDEX checkpoints_by_thread ON checkpoints (thread, seq);
+	CREATE INDEX checkpoints_by_ns ON checkpoints (thread, ns, seq);`,
 		fn: migrateMessagesToChunks},
 }
 
@@ -169,10 +183,12 @@ func Open(path string, opts Options) (*Saver, error) {
 	if s.every <= 0 {
 		s.every = checkpoint.DefaultSnapshotEvery
 	}
-	// 8 KiB pages hold three 2 KB tool results where 4 KiB pages hold one.
-	// The page size only takes effect on a new file, so it is set before
-	// WAL mode (which is then stored in the file for every connection).
-	for _, p := range []string{"PRAGMA page_size = 8192", "PRAGMA journal_mode = WAL"} {
+	// 4 KiB pages: every commit writes each page it changed to the WAL, so
+	// smaller pages make a put cheaper; space is not lost on 2 KB tool
+	// results, which packs join into long runs. The page size only takes
+	// effect on a new file, so it is set before WAL mode (which is then
+	// stored in the file for every connection).
+	for _, p := range []string{"PRAGMA page_size = 4096", "PRAGMA journal_mode = WAL"} {
 		if _, err := w.Exec(p); err != nil {
 			w.Close()
 			return nil, fmt.Errorf("open %s: %s: %w", path, p, err)

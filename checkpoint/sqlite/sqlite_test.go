@@ -63,7 +63,7 @@ func TestTwoProcessesShareOneFile(t *testing.T) {
 	if err != nil || len(c.State.Messages) != 1 || c.State.Messages[0].Content != "hi" {
 		t.Fatalf("other process reads %+v, %v", c, err)
 	}
-	// The file is in WAL mode with 8 KiB pages, for any connection.
+	// The file is in WAL mode with 4 KiB pages, for any connection.
 	raw, err := sql.Open("sqlite", path)
 	if err != nil {
 		t.Fatal(err)
@@ -74,8 +74,8 @@ func TestTwoProcessesShareOneFile(t *testing.T) {
 	if err := raw.QueryRow(`PRAGMA journal_mode`).Scan(&mode); err != nil || mode != "wal" {
 		t.Errorf("journal mode = %q, %v; want wal", mode, err)
 	}
-	if err := raw.QueryRow(`PRAGMA page_size`).Scan(&page); err != nil || page != 8192 {
-		t.Errorf("page size = %d, %v; want 8192", page, err)
+	if err := raw.QueryRow(`PRAGMA page_size`).Scan(&page); err != nil || page != 4096 {
+		t.Errorf("page size = %d, %v; want 4096", page, err)
 	}
 	// The holder died: after expiry the other process takes over.
 	if _, err := b.Acquire(ctx, "th", "pid-2", t0.Add(2*time.Minute), time.Minute); err != nil {
