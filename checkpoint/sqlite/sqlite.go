@@ -249,7 +249,8 @@ func (s *Saver) migrate(ctx context.Context) error {
 
 // Statements prepared once on the writer and the readers; "r:" ones read.
 var statements = map[string]string{
-	"exists":      `SELECT 1 FROM checkpoints WHERE thread = ? AND ns = ? AND id = ?`,
+	// A put's checkpoint (when already stored) and its parent, in one query.
+	"selfparent":  `SELECT id, record FROM checkpoints WHERE thread = ?1 AND ns = ?2 AND id IN (?3, ?4)`,
 	"record":      `SELECT record FROM checkpoints WHERE thread = ? AND ns = ? AND id = ?`,
 	"latest":      `SELECT record FROM checkpoints WHERE thread = ? AND ns = ? ORDER BY seq DESC LIMIT 1`,
 	"nextmsg":     `SELECT COALESCE((SELECT seq_to FROM chunks WHERE thread = ? AND ns = ? ORDER BY seq_from DESC LIMIT 1), 0)`,
@@ -370,25 +371,38 @@ func (s *Saver) Put(ctx context.Context, st checkpoint.Step) error {
 	}
 	var put *tip
 	err := s.writeTx(ctx, func(q querier) error {
-		var one int
-		err := q.stmt(ctx, "exists").QueryRowContext(ctx, st.ThreadID, st.NS, st.ID).Scan(&one)
-		if err == nil {
-			return nil // already stored: a put is idempotent
-		}
-		if !errors.Is(err, sql.ErrNoRows) {
+		rows, err := q.stmt(ctx, "selfparent").QueryContext(ctx, st.ThreadID, st.NS, st.ID, st.ParentID)
+		if err != nil {
 			return err
+		}
+		var raw []byte
+		stored := false
+		for rows.Next() {
+			var id string
+			var rec []byte
+			if err := rows.Scan(&id, &rec); err != nil {
+				rows.Close()
+				return err
+			}
+			if id == st.ID {
+				stored = true
+			} else {
+				raw = rec
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if stored {
+			return nil // already stored: a put is idempotent
 		}
 		var parent *checkpoint.Record
 		var pchain []*checkpoint.Record // the parent's chain when the cache knows it
 		var view *checkpoint.View
 		if st.ParentID != "" {
-			var raw []byte
-			err := q.stmt(ctx, "record").QueryRowContext(ctx, st.ThreadID, st.NS, st.ParentID).Scan(&raw)
-			if errors.Is(err, sql.ErrNoRows) {
+			if raw == nil {
 				return fmt.Errorf("parent of %q: %w: thread %q namespace %q checkpoint %q", st.ID, checkpoint.ErrNotFound, st.ThreadID, st.NS, st.ParentID)
-			}
-			if err != nil {
-				return err
 			}
 			if t := s.tips.get(st.ThreadID, st.NS); t != nil && t.rec.ID == st.ParentID && bytes.Equal(t.raw, raw) {
 				parent, pchain = t.rec, t.chain
@@ -413,11 +427,11 @@ func (s *Saver) Put(ctx context.Context, st checkpoint.Step) error {
 		if err != nil {
 			return err
 		}
-		raw, err := q.insert(ctx, b.Record, b.Messages, b.Blobs)
+		newRaw, err := q.insert(ctx, b.Record, b.Messages, b.Blobs)
 		if err != nil {
 			return err
 		}
-		put = &tip{raw: raw, rec: b.Record}
+		put = &tip{raw: newRaw, rec: b.Record}
 		switch {
 		case b.Record.Snapshot != nil:
 			put.chain = []*checkpoint.Record{b.Record}
