@@ -492,16 +492,15 @@ func (s *Saver) PutWrite(ctx context.Context, ref checkpoint.Ref, w checkpoint.W
 	if err != nil {
 		return err
 	}
-	return s.writeTx(ctx, func(q querier) error {
-		res, err := q.stmt(ctx, "putwrite").ExecContext(ctx, ref.ThreadID, ref.NS, ref.ID, w.CallID, w.Kind, data)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
-			return fmt.Errorf("%w: checkpoint %q in thread %q", checkpoint.ErrNotFound, ref.ID, ref.ThreadID)
-		}
-		return nil
-	})
+	// One statement is its own transaction: no BEGIN and COMMIT to send.
+	res, err := s.stmts["putwrite"].ExecContext(ctx, ref.ThreadID, ref.NS, ref.ID, w.CallID, w.Kind, data)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return fmt.Errorf("%w: checkpoint %q in thread %q", checkpoint.ErrNotFound, ref.ID, ref.ThreadID)
+	}
+	return nil
 }
 
 // Get implements checkpoint.Saver.
