@@ -38,6 +38,9 @@ type querier interface {
 // namespaces. Puts hold their thread's lock shared and their namespace's
 // exclusively, so puts of one namespace (which number its messages) take
 // turns; deletes, copies and prunes hold the thread's lock exclusively.
+// Every transaction takes thread and namespace locks before blobLock, and
+// a copy takes its two threads' locks in key order, so no two wait for each
+// other.
 func lockKey(thread string, ns *string) int64 {
 	h := fnv.New64a()
 	h.Write([]byte("deepagents thread\x00" + thread))
@@ -63,9 +66,17 @@ func (s *Saver) Put(ctx context.Context, st checkpoint.Step) error {
 	}
 	every := s.db.opts.SnapshotEvery
 	return s.txWrap(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock_shared($1), pg_advisory_xact_lock_shared($2), pg_advisory_xact_lock($3)",
-			blobLock, lockKey(st.ThreadID, nil), lockKey(st.ThreadID, &st.NS)); err != nil {
-			return err
+		for _, q := range []struct {
+			sql string
+			key int64
+		}{
+			{"SELECT pg_advisory_xact_lock_shared($1)", lockKey(st.ThreadID, nil)},
+			{"SELECT pg_advisory_xact_lock($1)", lockKey(st.ThreadID, &st.NS)},
+			{"SELECT pg_advisory_xact_lock_shared($1)", blobLock},
+		} {
+			if _, err := tx.Exec(ctx, q.sql, q.key); err != nil {
+				return err
+			}
 		}
 		rows, err := tx.Query(ctx, `SELECT id, record FROM cp_records WHERE thread_id = $1 AND ns = $2 AND id = ANY($3)`,
 			st.ThreadID, st.NS, []string{st.ID, st.ParentID})
@@ -664,9 +675,22 @@ func (s *Saver) CopyThread(ctx context.Context, src checkpoint.Ref, dst string) 
 	return s.txWrap(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		// Two copies onto one new thread: the second waits here and then
 		// sees the first's checkpoints.
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock_shared($1), pg_advisory_xact_lock($2), pg_advisory_xact_lock_shared($3)",
-			blobLock, lockKey(dst, nil), lockKey(src.ThreadID, nil)); err != nil {
-			return err
+		dk, sk := lockKey(dst, nil), lockKey(src.ThreadID, nil)
+		locks := []struct {
+			sql string
+			key int64
+		}{{"SELECT pg_advisory_xact_lock($1)", dk}, {"SELECT pg_advisory_xact_lock_shared($1)", sk}}
+		if sk < dk {
+			locks[0], locks[1] = locks[1], locks[0]
+		}
+		locks = append(locks, struct {
+			sql string
+			key int64
+		}{"SELECT pg_advisory_xact_lock_shared($1)", blobLock})
+		for _, l := range locks {
+			if _, err := tx.Exec(ctx, l.sql, l.key); err != nil {
+				return err
+			}
 		}
 		rows, err := all(ctx, tx, src.ThreadID)
 		if err != nil {
