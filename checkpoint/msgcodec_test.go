@@ -254,6 +254,31 @@ func FuzzMessages(f *testing.F) {
 		if err == nil && int64(len(msgs)) != to-from {
 			t.Fatalf("%d messages for the range %d..%d", len(msgs), from, to)
 		}
+		// Cutting the chunk to the range keeps exactly the entries in it.
+		entries, err := checkpoint.ChunkEntries(data)
+		if err != nil {
+			return
+		}
+		parts, err := checkpoint.TrimChunk(checkpoint.Chunk{From: 0, Data: data}, []checkpoint.Range{{From: from, To: to}})
+		if err != nil {
+			t.Fatalf("TrimChunk refused a chunk ChunkEntries read: %v", err)
+		}
+		kept := 0
+		for _, p := range parts {
+			pe, err := checkpoint.ChunkEntries(p.Data)
+			if err != nil {
+				t.Fatalf("a part does not split: %v", err)
+			}
+			for i, e := range pe {
+				if want := entries[p.From+int64(i)]; string(e) != string(want) {
+					t.Fatalf("part entry %d differs", p.From+int64(i))
+				}
+			}
+			kept += len(pe)
+		}
+		if want := max(0, min(to, int64(len(entries)))-from); int64(kept) != want {
+			t.Fatalf("kept %d entries of %d for %d..%d", kept, len(entries), from, to)
+		}
 	})
 }
 
