@@ -392,6 +392,24 @@ func MakeSnapshot(chain []*Record) *Record {
 	return &r
 }
 
+// DeltaRefs lists the content hashes of the files the record's own step
+// changed, without its snapshot's. A saver that tracks which records refer
+// to which contents may store only these for a record it puts: every file of
+// a new snapshot was brought in by an earlier record of the same history,
+// which refers to it. Prune must then store Refs for every record it keeps,
+// and a copy Refs for every record it copies, since the records that
+// brought the files in may be gone.
+func (r *Record) DeltaRefs() []string {
+	var hs []string
+	for _, f := range r.Files {
+		if !f.Deleted {
+			hs = append(hs, f.Hash)
+		}
+	}
+	slices.Sort(hs)
+	return slices.Compact(hs)
+}
+
 // Refs lists the content hashes a record refers to.
 func (r *Record) Refs() []string {
 	var hs []string

@@ -100,7 +100,7 @@ func convertV2(ctx context.Context, tx pgx.Tx, opts Options) error {
 				return fmt.Errorf("usage of checkpoint %q is corrupt: %w", o.id, err)
 			}
 		}
-		if err := insert(ctx, tx, b.Record, b.Messages, b.Blobs); err != nil {
+		if err := insert(ctx, tx, b.Record, b.Messages, b.Blobs, b.Record.Refs()); err != nil {
 			return err
 		}
 		if b.Record.Snapshot != nil {

@@ -132,7 +132,7 @@ func (s *Saver) Put(ctx context.Context, st checkpoint.Step) error {
 		if err != nil {
 			return err
 		}
-		if err := insert(ctx, tx, b.Record, b.Messages, b.Blobs); err != nil {
+		if err := insert(ctx, tx, b.Record, b.Messages, b.Blobs, b.Record.DeltaRefs()); err != nil {
 			return err
 		}
 		if b.Record.Snapshot != nil {
@@ -142,9 +142,9 @@ func (s *Saver) Put(ctx context.Context, st checkpoint.Step) error {
 	})
 }
 
-// insert stores a record with its messages (one chunk), contents and
-// references.
-func insert(ctx context.Context, tx pgx.Tx, r *checkpoint.Record, msgs [][]byte, blobs map[string][]byte) error {
+// insert stores a record with its messages (one chunk), contents and the
+// references given (see checkpoint.Record.DeltaRefs).
+func insert(ctx context.Context, tx pgx.Tx, r *checkpoint.Record, msgs [][]byte, blobs map[string][]byte, refs []string) error {
 	raw, err := checkpoint.Encode(r)
 	if err != nil {
 		return err
@@ -165,7 +165,7 @@ func insert(ctx context.Context, tx pgx.Tx, r *checkpoint.Record, msgs [][]byte,
 	}) {
 		batch.Queue(`INSERT INTO cp_blobs (hash, data) VALUES ($1, $2) ON CONFLICT (hash) DO NOTHING`, h, blobs[h])
 	}
-	for _, h := range r.Refs() {
+	for _, h := range refs {
 		batch.Queue(`INSERT INTO cp_refs (thread_id, ns, cp, hash) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`, r.ThreadID, r.NS, r.ID, h)
 	}
 	return tx.SendBatch(ctx, batch).Close()
@@ -714,7 +714,7 @@ func (s *Saver) CopyThread(ctx context.Context, src checkpoint.Ref, dst string) 
 			}
 			rec := *r.rec
 			rec.ThreadID = dst
-			if err := insert(ctx, tx, &rec, nil, nil); err != nil {
+			if err := insert(ctx, tx, &rec, nil, nil, rec.Refs()); err != nil {
 				return err
 			}
 			if _, err := tx.Exec(ctx, `INSERT INTO cp_writes (thread_id, ns, cp, call_id, kind, data)
@@ -771,15 +771,20 @@ func (s *Saver) Prune(ctx context.Context, threadID string, opts checkpoint.Prun
 				batch.Queue(`DELETE FROM cp_writes WHERE thread_id = $1 AND ns = $2 AND cp = $3`, threadID, r.rec.NS, r.rec.ID)
 				continue
 			}
+			kept := r.rec
 			if nr := plan.Rewrite[i]; nr != nil {
 				raw, err := checkpoint.Encode(nr)
 				if err != nil {
 					return err
 				}
 				batch.Queue(`UPDATE cp_records SET record = $1 WHERE seq = $2`, raw, r.seq)
-				for _, h := range nr.Refs() {
-					batch.Queue(`INSERT INTO cp_refs (thread_id, ns, cp, hash) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`, threadID, nr.NS, nr.ID, h)
-				}
+				kept = nr
+			}
+			// Puts store only a record's own references; the records that
+			// brought a survivor's files in may be going, so it now refers
+			// to all of them itself.
+			for _, h := range kept.Refs() {
+				batch.Queue(`INSERT INTO cp_refs (thread_id, ns, cp, hash) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`, threadID, kept.NS, kept.ID, h)
 			}
 		}
 		if err := tx.SendBatch(ctx, batch).Close(); err != nil {

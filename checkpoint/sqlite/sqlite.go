@@ -427,7 +427,7 @@ func (s *Saver) Put(ctx context.Context, st checkpoint.Step) error {
 		if err != nil {
 			return err
 		}
-		newRaw, err := q.insert(ctx, b.Record, b.Messages, b.Blobs)
+		newRaw, err := q.insert(ctx, b.Record, b.Messages, b.Blobs, b.Record.DeltaRefs())
 		if err != nil {
 			return err
 		}
@@ -449,9 +449,10 @@ func (s *Saver) Put(ctx context.Context, st checkpoint.Step) error {
 	return err
 }
 
-// insert stores a record with its messages, contents and references, and
-// returns the record's stored bytes.
-func (q querier) insert(ctx context.Context, r *checkpoint.Record, msgs [][]byte, blobs map[string][]byte) ([]byte, error) {
+// insert stores a record with its messages, contents and the references
+// given (see checkpoint.Record.DeltaRefs), and returns the record's stored
+// bytes.
+func (q querier) insert(ctx context.Context, r *checkpoint.Record, msgs [][]byte, blobs map[string][]byte, refs []string) ([]byte, error) {
 	raw, err := checkpoint.Encode(r)
 	if err != nil {
 		return nil, err
@@ -469,7 +470,7 @@ func (q querier) insert(ctx context.Context, r *checkpoint.Record, msgs [][]byte
 			return nil, err
 		}
 	}
-	for _, h := range r.Refs() {
+	for _, h := range refs {
 		if _, err := q.stmt(ctx, "insertref").ExecContext(ctx, r.ThreadID, r.NS, r.ID, h); err != nil {
 			return nil, err
 		}
@@ -726,7 +727,7 @@ func (s *Saver) CopyThread(ctx context.Context, src checkpoint.Ref, dst string) 
 			}
 			rec := *r.rec
 			rec.ThreadID = dst
-			if _, err := q.insert(ctx, &rec, nil, nil); err != nil {
+			if _, err := q.insert(ctx, &rec, nil, nil, rec.Refs()); err != nil {
 				return err
 			}
 			if _, err := q.tx.ExecContext(ctx, `INSERT INTO writes (thread, ns, cp, call_id, kind, data)
@@ -779,6 +780,7 @@ func (s *Saver) Prune(ctx context.Context, threadID string, opts checkpoint.Prun
 				}
 				continue
 			}
+			kept := r.rec
 			if nr := plan.Rewrite[i]; nr != nil {
 				raw, err := checkpoint.Encode(nr)
 				if err != nil {
@@ -787,10 +789,14 @@ func (s *Saver) Prune(ctx context.Context, threadID string, opts checkpoint.Prun
 				if _, err := q.tx.ExecContext(ctx, `UPDATE checkpoints SET record = ? WHERE seq = ?`, raw, r.seq); err != nil {
 					return err
 				}
-				for _, h := range nr.Refs() {
-					if _, err := q.stmt(ctx, "insertref").ExecContext(ctx, threadID, nr.NS, nr.ID, h); err != nil {
-						return err
-					}
+				kept = nr
+			}
+			// Puts store only a record's own references; the records that
+			// brought a survivor's files in may be going, so it now
+			// refers to all of them itself.
+			for _, h := range kept.Refs() {
+				if _, err := q.stmt(ctx, "insertref").ExecContext(ctx, threadID, kept.NS, kept.ID, h); err != nil {
+					return err
 				}
 			}
 		}
