@@ -252,7 +252,6 @@ var statements = map[string]string{
 	// A put's checkpoint (when already stored) and its parent, in one query.
 	"selfparent":  `SELECT id, record FROM checkpoints WHERE thread = ?1 AND ns = ?2 AND id IN (?3, ?4)`,
 	"record":      `SELECT record FROM checkpoints WHERE thread = ? AND ns = ? AND id = ?`,
-	"latest":      `SELECT record FROM checkpoints WHERE thread = ? AND ns = ? ORDER BY seq DESC LIMIT 1`,
 	"nextmsg":     `SELECT COALESCE((SELECT seq_to FROM chunks WHERE thread = ? AND ns = ? ORDER BY seq_from DESC LIMIT 1), 0)`,
 	"insertcp":    `INSERT INTO checkpoints (thread, ns, id, title, record) VALUES (?, ?, ?, ?, ?)`,
 	"insertchunk": `INSERT INTO chunks (thread, ns, seq_from, seq_to, packed, data) VALUES (?, ?, ?, ?, ?, ?)`,
@@ -264,6 +263,9 @@ var statements = map[string]string{
 		SELECT ?1, ?2, ?3, ?4, ?5, ?6 WHERE EXISTS (SELECT 1 FROM checkpoints WHERE thread = ?1 AND ns = ?2 AND id = ?3)
 		ON CONFLICT (thread, ns, cp, call_id, kind) DO UPDATE SET data = excluded.data`,
 	"r:record": `SELECT record FROM checkpoints WHERE thread = ? AND ns = ? AND id = ?`,
+	// The namespace's ?4 records put at or before checkpoint ?3.
+	"r:recent": `SELECT record FROM checkpoints WHERE thread = ?1 AND ns = ?2
+		AND seq <= (SELECT seq FROM checkpoints WHERE thread = ?1 AND ns = ?2 AND id = ?3) ORDER BY seq DESC LIMIT ?4`,
 	"r:latest": `SELECT record FROM checkpoints WHERE thread = ? AND ns = ? ORDER BY seq DESC LIMIT 1`,
 	// The chunks holding [?3, ?4): from the last one starting at or before
 	// ?3 (or ?3 itself when none does, so that a gap is seen) to the last
@@ -319,6 +321,43 @@ func (q querier) stmt(ctx context.Context, name string) *sql.Stmt {
 func (q querier) loader(thread, ns, prefix string) checkpoint.Loader {
 	return func(ctx context.Context, id string) (*checkpoint.Record, error) {
 		return q.record(ctx, prefix+"record", thread, ns, id)
+	}
+}
+
+// recentLoader loads records for checkpoint.Chain: the namespace's every+1
+// records put at or before from in one query (a linear history's whole
+// chain), then one by one what that missed.
+func (q querier) recentLoader(thread, ns, from string, every int) checkpoint.Loader {
+	var recent map[string]*checkpoint.Record
+	return func(ctx context.Context, id string) (*checkpoint.Record, error) {
+		if recent == nil {
+			recent = map[string]*checkpoint.Record{}
+			rows, err := q.stmt(ctx, "r:recent").QueryContext(ctx, thread, ns, from, every+1)
+			if err != nil {
+				return nil, err
+			}
+			for rows.Next() {
+				var raw []byte
+				if err := rows.Scan(&raw); err != nil {
+					rows.Close()
+					return nil, err
+				}
+				r, err := checkpoint.Decode(raw)
+				if err != nil {
+					rows.Close()
+					return nil, err
+				}
+				recent[r.ID] = r
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return nil, err
+			}
+		}
+		if r := recent[id]; r != nil {
+			return r, nil
+		}
+		return q.record(ctx, "r:record", thread, ns, id)
 	}
 }
 
@@ -524,7 +563,7 @@ func (s *Saver) Get(ctx context.Context, ref checkpoint.Ref) (*checkpoint.Checkp
 		if err != nil {
 			return err
 		}
-		chain, err := checkpoint.Chain(ctx, rec, q.loader(ref.ThreadID, ref.NS, "r:"))
+		chain, err := checkpoint.Chain(ctx, rec, q.recentLoader(ref.ThreadID, ref.NS, rec.ID, s.every))
 		if err != nil {
 			return err
 		}
