@@ -20,8 +20,10 @@ type tip struct {
 	chain []*checkpoint.Record
 }
 
-// maxTips bounds the cache; when full it starts again empty.
-const maxTips = 4096
+// maxTips bounds the cache (each tip holds up to SnapshotEvery decoded
+// records, and every subagent run has a namespace of its own); when full it
+// starts again empty.
+const maxTips = 256
 
 type tips struct {
 	mu sync.Mutex
