@@ -249,10 +249,11 @@ func (s *Saver) migrate(ctx context.Context) error {
 
 // Statements prepared once on the writer and the readers; "r:" ones read.
 var statements = map[string]string{
-	// A put's checkpoint (when already stored) and its parent, in one query.
-	"selfparent":  `SELECT id, record FROM checkpoints WHERE thread = ?1 AND ns = ?2 AND id IN (?3, ?4)`,
+	// A put's checkpoint (when already stored), its parent, and (in a last
+	// row with a NULL id) the namespace's next message number, in one query.
+	"selfparent": `SELECT id, record FROM checkpoints WHERE thread = ?1 AND ns = ?2 AND id IN (?3, ?4)
+		UNION ALL SELECT NULL, COALESCE((SELECT seq_to FROM chunks WHERE thread = ?1 AND ns = ?2 ORDER BY seq_from DESC LIMIT 1), 0)`,
 	"record":      `SELECT record FROM checkpoints WHERE thread = ? AND ns = ? AND id = ?`,
-	"nextmsg":     `SELECT COALESCE((SELECT seq_to FROM chunks WHERE thread = ? AND ns = ? ORDER BY seq_from DESC LIMIT 1), 0)`,
 	"insertcp":    `INSERT INTO checkpoints (thread, ns, id, title, record) VALUES (?, ?, ?, ?, ?)`,
 	"insertchunk": `INSERT INTO chunks (thread, ns, seq_from, seq_to, packed, data) VALUES (?, ?, ?, ?, ?, ?)`,
 	"tail":        `SELECT seq_from, seq_to, packed FROM chunks WHERE thread = ? AND ns = ? ORDER BY seq_from DESC`,
@@ -415,18 +416,27 @@ func (s *Saver) Put(ctx context.Context, st checkpoint.Step) error {
 			return err
 		}
 		var raw []byte
+		var next int64
 		stored := false
 		for rows.Next() {
-			var id string
-			var rec []byte
-			if err := rows.Scan(&id, &rec); err != nil {
+			var id sql.NullString
+			var val any
+			if err := rows.Scan(&id, &val); err != nil {
 				rows.Close()
 				return err
 			}
-			if id == st.ID {
+			switch {
+			case !id.Valid:
+				n, ok := val.(int64)
+				if !ok {
+					rows.Close()
+					return fmt.Errorf("next message number of thread %q namespace %q: unexpected %T", st.ThreadID, st.NS, val)
+				}
+				next = n
+			case id.String == st.ID:
 				stored = true
-			} else {
-				raw = rec
+			default:
+				raw, _ = val.([]byte)
 			}
 		}
 		rows.Close()
@@ -457,10 +467,6 @@ func (s *Saver) Put(ctx context.Context, st checkpoint.Step) error {
 				v := checkpoint.ViewOf(pchain)
 				view = &v
 			}
-		}
-		var next int64
-		if err := q.stmt(ctx, "nextmsg").QueryRowContext(ctx, st.ThreadID, st.NS).Scan(&next); err != nil {
-			return err
 		}
 		b, err := checkpoint.Build(&st, parent, view, next, s.every)
 		if err != nil {
