@@ -23,7 +23,9 @@
 // messages by per-namespace sequence number and file contents by hash, and
 // uses Build to turn a step into a record, Chain, ViewOf and Assemble to
 // rebuild a state, and PlanPrune and PlanCopy for Prune and CopyThread, as
-// Memory and checkpoint/sqlite do.
+// Memory, checkpoint/sqlite and checkpoint/postgres do. Messages are stored
+// with EncodeMessage, and may be joined into chunks (AppendChunk, Messages)
+// so that a long history reads back in few rows.
 package checkpoint
 
 import (

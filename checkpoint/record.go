@@ -105,6 +105,17 @@ func Decode(data []byte) (*Record, error) {
 	if len(data) > MaxRecordSize {
 		return nil, fmt.Errorf("checkpoint record is %d bytes; at most %d are read", len(data), MaxRecordSize)
 	}
+	// A record of a known version decodes in one pass; anything else is
+	// looked at twice, for an error that says what is wrong.
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var r Record
+	if err := dec.Decode(&r); err == nil && !dec.More() && r.V >= 1 && r.V <= CodecVersion {
+		if err := r.check(); err != nil {
+			return nil, fmt.Errorf("checkpoint record %q: %w", r.ID, err)
+		}
+		return &r, nil
+	}
 	var probe struct {
 		V *int `json:"v"`
 	}
@@ -117,9 +128,9 @@ func Decode(data []byte) (*Record, error) {
 	if *probe.V < 1 || *probe.V > CodecVersion {
 		return nil, fmt.Errorf("checkpoint record has version %d; this build reads versions 1 to %d", *probe.V, CodecVersion)
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
+	dec = json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
-	var r Record
+	r = Record{}
 	if err := dec.Decode(&r); err != nil {
 		return nil, fmt.Errorf("checkpoint record: %w", err)
 	}
@@ -265,8 +276,9 @@ func isNull(v json.RawMessage) bool {
 	return len(v) == 0 || string(bytes.TrimSpace(v)) == "null"
 }
 
-// Built is what a saver stores for one put: the record, the encoded
-// messages numbered from Record.Messages.From, and the file contents by hash.
+// Built is what a saver stores for one put: the record, the stored entries
+// of its messages (see EncodeMessage) numbered from Record.Messages.From,
+// and the file contents by hash.
 type Built struct {
 	Record   *Record
 	Messages [][]byte
@@ -289,9 +301,9 @@ func Build(s *Step, parent *Record, parentView *View, msgFrom int64, every int) 
 	}
 	b := &Built{Record: r, Blobs: map[string][]byte{}}
 	for _, m := range s.Messages {
-		data, err := json.Marshal(m)
+		data, err := EncodeMessage(m)
 		if err != nil {
-			return nil, invalid("a message does not encode: %v", err)
+			return nil, err
 		}
 		b.Messages = append(b.Messages, data)
 	}
@@ -380,6 +392,24 @@ func MakeSnapshot(chain []*Record) *Record {
 	return &r
 }
 
+// DeltaRefs lists the content hashes of the files the record's own step
+// changed, without its snapshot's. A saver that tracks which records refer
+// to which contents may store only these for a record it puts: every file of
+// a new snapshot was brought in by an earlier record of the same history,
+// which refers to it. Prune must then store Refs for every record it keeps,
+// and a copy Refs for every record it copies, since the records that
+// brought the files in may be gone.
+func (r *Record) DeltaRefs() []string {
+	var hs []string
+	for _, f := range r.Files {
+		if !f.Deleted {
+			hs = append(hs, f.Hash)
+		}
+	}
+	slices.Sort(hs)
+	return slices.Compact(hs)
+}
+
 // Refs lists the content hashes a record refers to.
 func (r *Record) Refs() []string {
 	var hs []string
@@ -397,17 +427,28 @@ func (r *Record) Refs() []string {
 	return slices.Compact(hs)
 }
 
-// Assemble builds a Checkpoint from a record, its view, the messages of the
-// view's ranges in order, and the contents of its files by hash.
+// Assemble builds a Checkpoint from a record, its view, the stored entries
+// of the messages of the view's ranges in order (see EncodeMessage), and the
+// contents of its files by hash.
 func Assemble(r *Record, v View, msgs [][]byte, blobs map[string][]byte) (*Checkpoint, error) {
-	c := Header(r)
-	c.State.Messages = make([]llm.Message, 0, len(msgs))
+	decoded := make([]llm.Message, 0, len(msgs))
 	for i, data := range msgs {
-		var m llm.Message
-		if err := json.Unmarshal(data, &m); err != nil {
+		m, err := DecodeMessage(data)
+		if err != nil {
 			return nil, fmt.Errorf("checkpoint %q: message %d does not decode: %w", r.ID, i, err)
 		}
-		c.State.Messages = append(c.State.Messages, m)
+		decoded = append(decoded, m)
+	}
+	return AssembleMessages(r, v, decoded, blobs)
+}
+
+// AssembleMessages is Assemble with the messages already decoded (by
+// Messages, for a saver that stores chunks).
+func AssembleMessages(r *Record, v View, msgs []llm.Message, blobs map[string][]byte) (*Checkpoint, error) {
+	c := Header(r)
+	c.State.Messages = msgs
+	if c.State.Messages == nil {
+		c.State.Messages = []llm.Message{}
 	}
 	c.State.Files = make(map[string]vfs.File, len(v.Files))
 	for p, f := range v.Files {

@@ -2,6 +2,8 @@ package postgres
 
 import (
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/deepagents-go/deepagents/checkpoint"
@@ -76,5 +78,101 @@ func TestConcurrentCopiesOntoOneThread(t *testing.T) {
 	}
 	if won != 1 {
 		t.Errorf("%d copies succeeded, want 1", won)
+	}
+}
+
+// TestConcurrentPutsPrunesCopiesAndDeletes runs puts in three namespaces of
+// one thread (sharing a file content) while the thread is pruned, copied
+// both ways and copies are deleted: the locks are always taken in one order,
+// so nothing fails with a deadlock and every put lands.
+func TestConcurrentPutsPrunesCopiesAndDeletes(t *testing.T) {
+	s := openTest(t, Options{SnapshotEvery: 4})
+	ctx := t.Context()
+	if err := s.Put(ctx, checkpoint.Step{ThreadID: "other", ID: "o1", Files: vfs.Delta{{Path: "/shared", File: &vfs.File{Content: "same"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 200)
+	for _, ns := range []string{"", "a", "b"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			prev := ""
+			for i := range 20 {
+				id := fmt.Sprintf("%s-%d", ns, i)
+				st := checkpoint.Step{ThreadID: "th", NS: ns, ID: id, ParentID: prev, Step: i,
+					Messages: []llm.Message{{Role: llm.RoleUser, Content: id}},
+					Files:    vfs.Delta{{Path: "/shared", File: &vfs.File{Content: "same"}}}}
+				if err := s.Put(ctx, st); err != nil {
+					errs <- fmt.Errorf("put %s: %w", id, err)
+					return
+				}
+				prev = id
+			}
+		}()
+	}
+	for i := range 5 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := s.Prune(ctx, "th", checkpoint.PruneOptions{KeepLast: 5}); err != nil {
+				errs <- fmt.Errorf("prune: %w", err)
+			}
+			dst := fmt.Sprint("copy", i)
+			if err := s.CopyThread(ctx, checkpoint.Ref{ThreadID: "th"}, dst); err != nil && !errors.Is(err, checkpoint.ErrNotFound) {
+				errs <- fmt.Errorf("copy: %w", err)
+			}
+			if err := s.CopyThread(ctx, checkpoint.Ref{ThreadID: "other"}, "th"); !errors.Is(err, checkpoint.ErrThreadExists) {
+				errs <- fmt.Errorf("copy onto the busy thread: %v, want ErrThreadExists", err)
+			}
+			if err := s.DeleteThread(ctx, dst); err != nil {
+				errs <- fmt.Errorf("delete: %w", err)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	for _, ns := range []string{"", "a", "b"} {
+		c, err := s.Get(ctx, checkpoint.Ref{ThreadID: "th", NS: ns})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(c.State.Messages) != 20 || c.State.Files["/shared"].Content != "same" {
+			t.Errorf("namespace %q: %d messages, files %v", ns, len(c.State.Messages), c.State.Files)
+		}
+	}
+}
+
+// A put stores references only for the files its own step changed. When a
+// prune keeps a record that is already a snapshot and drops the records
+// that brought its files in, the contents must survive the sweep.
+func TestPruneKeepsTheContentsOfAKeptSnapshot(t *testing.T) {
+	s := openTest(t, Options{SnapshotEvery: 3})
+	ctx := t.Context()
+	prev := ""
+	for i := 1; i <= 10; i++ {
+		id := fmt.Sprint("c", i)
+		st := checkpoint.Step{ThreadID: "th", ID: id, ParentID: prev, Files: vfs.Delta{{Path: fmt.Sprintf("/f%d", i), File: &vfs.File{Content: fmt.Sprint("content ", i)}}}}
+		if err := s.Put(ctx, st); err != nil {
+			t.Fatal(err)
+		}
+		prev = id
+	}
+	// Snapshots fall on c1, c4, c7 and c10: keeping the newest four keeps
+	// c7, a snapshot, as the oldest survivor.
+	if err := s.Prune(ctx, "th", checkpoint.PruneOptions{KeepLast: 4}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"c7", "c10"} {
+		c, err := s.Get(ctx, checkpoint.Ref{ThreadID: "th", ID: id})
+		if err != nil {
+			t.Fatalf("%s after prune: %v", id, err)
+		}
+		if c.State.Files["/f1"].Content != "content 1" || len(c.State.Files) < 7 {
+			t.Errorf("%s after prune: files %v", id, c.State.Files)
+		}
 	}
 }

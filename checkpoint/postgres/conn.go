@@ -34,9 +34,9 @@ type Options struct {
 	CallTimeout time.Duration
 	// MaxConns caps the pool; zero keeps pgxpool's default.
 	MaxConns int32
-	// SnapshotEvery is how many steps pass between full snapshots of a
-	// thread's messages; between snapshots only each step's new messages
-	// are stored.
+	// SnapshotEvery is how many steps pass between snapshots (records that
+	// hold a whole state by reference); rebuilding a state reads one
+	// snapshot and at most this many steps after it.
 	SnapshotEvery int
 }
 
@@ -150,8 +150,13 @@ func (d *db) migrate(ctx context.Context) error {
 			return fmt.Errorf("postgres checkpoint saver: the database's schema is version %d, newer than this program knows (%d); upgrade the program", have, len(migrations))
 		}
 		for v := have + 1; v <= len(migrations); v++ {
-			if _, err := tx.Exec(ctx, migrations[v-1]); err != nil {
+			if _, err := tx.Exec(ctx, migrations[v-1].sql); err != nil {
 				return fmt.Errorf("postgres checkpoint saver: migration %d: %w", v, err)
+			}
+			if fn := migrations[v-1].fn; fn != nil {
+				if err := fn(ctx, tx, d.opts); err != nil {
+					return fmt.Errorf("postgres checkpoint saver: migration %d: %w", v, err)
+				}
 			}
 			if _, err := tx.Exec(ctx, "INSERT INTO deepagents_migrations (v) VALUES ($1)", v); err != nil {
 				return fmt.Errorf("postgres checkpoint saver: recording migration %d: %w", v, err)

@@ -1,20 +1,28 @@
 package postgres
 
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// A migration takes the schema one version up in one transaction: its
+// SQL, then its Go step (given the saver's options).
+type migration struct {
+	sql string
+	fn  func(ctx context.Context, tx pgx.Tx, opts Options) error
+}
+
 // migrations are the schema's versions in order: migrations[i] takes the
 // schema from version i to i+1. Never edit a released entry; append.
 //
-// The data model: a checkpoint row per step with its own delta (values set,
-// usage, the running total); the step's appended messages and file changes
-// in their own tables; file contents once per SHA-256 in blobs, shared by
-// every thread; every SnapshotEvery steps a checkpoint also records its full
-// state: its values, its files by hash, and its history by reference (the
-// previous snapshot, snap_base, plus the ids after it), so a snapshot's size
-// does not grow with the thread and a state is rebuilt from one snapshot, its
-// chain of earlier snapshots' id lists and at most SnapshotEvery deltas. Times
-// are RFC 3339 text with nanoseconds, so they come back exactly.
-var migrations = []string{
+// Versions 1 and 2 had a model of their own (a row per checkpoint with its
+// delta in columns, messages one row each, snapshots as lists of ids);
+// version 3 moves to the shared record format of package checkpoint (see
+// engine.go) and converts what the old tables hold.
+var migrations = []migration{
 	// 1: the first schema.
-	`CREATE TABLE checkpoints (
+	{sql: `CREATE TABLE checkpoints (
 		seq bigserial PRIMARY KEY,
 		thread_id text NOT NULL,
 		ns text NOT NULL,
@@ -83,5 +91,49 @@ var migrations = []string{
 		thread_id text PRIMARY KEY,
 		holder text NOT NULL,
 		expires_ns bigint NOT NULL
-	)`,
+	)`},
+	// 2: the snapshots of a namespace, read together to expand a history.
+	{sql: `CREATE INDEX checkpoints_snapshots ON checkpoints (thread_id, ns) WHERE snapshot IS NOT NULL`},
+	// 3: the shared record format.
+	{sql: `CREATE TABLE cp_records (
+		seq bigserial PRIMARY KEY,
+		thread_id text NOT NULL,
+		ns text NOT NULL,
+		id text NOT NULL,
+		title text NOT NULL DEFAULT '',
+		record bytea NOT NULL,
+		UNIQUE (thread_id, ns, id)
+	);
+	CREATE INDEX cp_records_by_thread ON cp_records (thread_id, seq);
+	CREATE INDEX cp_records_by_ns ON cp_records (thread_id, ns, seq);
+	CREATE TABLE cp_chunks (
+		thread_id text NOT NULL,
+		ns text NOT NULL,
+		seq_from bigint NOT NULL,
+		seq_to bigint NOT NULL,
+		packed boolean NOT NULL DEFAULT false,
+		data bytea NOT NULL,
+		PRIMARY KEY (thread_id, ns, seq_from)
+	);
+	CREATE TABLE cp_blobs (
+		hash text PRIMARY KEY,
+		data bytea NOT NULL
+	);
+	CREATE TABLE cp_refs (
+		thread_id text NOT NULL,
+		ns text NOT NULL,
+		cp text NOT NULL,
+		hash text NOT NULL,
+		PRIMARY KEY (thread_id, ns, cp, hash)
+	);
+	CREATE INDEX cp_refs_by_hash ON cp_refs (hash);
+	CREATE TABLE cp_writes (
+		thread_id text NOT NULL,
+		ns text NOT NULL,
+		cp text NOT NULL,
+		call_id text NOT NULL,
+		kind text NOT NULL,
+		data bytea NOT NULL,
+		PRIMARY KEY (thread_id, ns, cp, call_id, kind)
+	)`, fn: convertV2},
 }

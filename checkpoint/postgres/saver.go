@@ -1,9 +1,10 @@
 // Package postgres is a checkpoint saver on PostgreSQL, for deployments
-// where several processes or machines share threads. It keeps the same data
-// model as the embedded SQLite saver: each step's new messages appended, a
-// full message snapshot every Options.SnapshotEvery steps, file contents
-// stored once per content hash, and leases that let one run at a time hold
-// a thread while an expired lease can be taken over.
+// where several processes or machines share threads. It stores the shared
+// record format of package checkpoint, as the embedded SQLite saver does:
+// each step's record and its new messages appended, a snapshot by reference
+// every Options.SnapshotEvery steps, file contents stored once per content
+// hash, and leases that let one run at a time hold a thread while an
+// expired lease can be taken over.
 package postgres
 
 import (

@@ -9,6 +9,7 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -42,14 +43,21 @@ type Saver struct {
 	w, r  *sql.DB
 	every int
 	stmts map[string]*sql.Stmt
+	tips  tips
 }
 
 var _ checkpoint.Saver = (*Saver)(nil)
 
+// A migration is applied in one transaction: its SQL, then its Go step.
+type migration struct {
+	sql string
+	fn  func(ctx context.Context, tx *sql.Tx) error
+}
+
 // migrations are applied in order; schema version n means the first n ran.
 // Never edit one that has shipped: append a new one.
-var migrations = []string{
-	`CREATE TABLE checkpoints (
+var migrations = []migration{
+	{sql: `CREATE TABLE checkpoints (
 		seq      INTEGER PRIMARY KEY AUTOINCREMENT,
 		thread   TEXT NOT NULL,
 		ns       TEXT NOT NULL,
@@ -92,7 +100,47 @@ var migrations = []string{
 		thread  TEXT PRIMARY KEY,
 		holder  TEXT NOT NULL,
 		expires INTEGER NOT NULL
-	);`,
+	);`},
+	// 2: messages move into chunks (see chunks.go); a put writes one chunk
+	// and a snapshot put packs the namespace's recent chunks into one, so a
+	// long thread reads back in a few hundred rows instead of one per
+	// message.
+	{sql: `CREATE TABLE chunks (
+		thread   TEXT NOT NULL,
+		ns       TEXT NOT NULL,
+		seq_from INTEGER NOT NULL,
+		seq_to   INTEGER NOT NULL,
+		packed   INTEGER NOT NULL DEFAULT 0,
+		data     BLOB NOT NULL,
+		PRIMARY KEY (thread, ns, seq_from)
+	) WITHOUT ROWID;
+	CREATE TABLE writes2 (
+		thread  TEXT NOT NULL,
+		ns      TEXT NOT NULL,
+		cp      TEXT NOT NULL,
+		call_id TEXT NOT NULL,
+		kind    TEXT NOT NULL,
+		data    BLOB NOT NULL,
+		PRIMARY KEY (thread, ns, cp, call_id, kind)
+	) WITHOUT ROWID;
+	INSERT INTO writes2 SELECT thread, ns, cp, call_id, kind, data FROM writes;
+	DROP TABLE writes;
+	ALTER TABLE writes2 RENAME TO writes;
+	CREATE TABLE checkpoints2 (
+		seq      INTEGER PRIMARY KEY,
+		thread   TEXT NOT NULL,
+		ns       TEXT NOT NULL,
+		id       TEXT NOT NULL,
+		title    TEXT NOT NULL DEFAULT '',
+		record   BLOB NOT NULL,
+		UNIQUE (thread, ns, id)
+	);
+	INSERT INTO checkpoints2 SELECT seq, thread, ns, id, title, record FROM checkpoints;
+	DROP TABLE checkpoints;
+	ALTER TABLE checkpoints2 RENAME TO checkpoints;
+	CREATE INDEX checkpoints_by_thread ON checkpoints (thread, seq);
+	CREATE INDEX checkpoints_by_ns ON checkpoints (thread, ns, seq);`,
+		fn: migrateMessagesToChunks},
 }
 
 // SchemaVersion is the schema version this build writes.
@@ -135,10 +183,12 @@ func Open(path string, opts Options) (*Saver, error) {
 	if s.every <= 0 {
 		s.every = checkpoint.DefaultSnapshotEvery
 	}
-	// 8 KiB pages hold three 2 KB tool results where 4 KiB pages hold one.
-	// The page size only takes effect on a new file, so it is set before
-	// WAL mode (which is then stored in the file for every connection).
-	for _, p := range []string{"PRAGMA page_size = 8192", "PRAGMA journal_mode = WAL"} {
+	// 4 KiB pages: every commit writes each page it changed to the WAL, so
+	// smaller pages make a put cheaper; space is not lost on 2 KB tool
+	// results, which packs join into long runs. The page size only takes
+	// effect on a new file, so it is set before WAL mode (which is then
+	// stored in the file for every connection).
+	for _, p := range []string{"PRAGMA page_size = 4096", "PRAGMA journal_mode = WAL"} {
 		if _, err := w.Exec(p); err != nil {
 			w.Close()
 			return nil, fmt.Errorf("open %s: %s: %w", path, p, err)
@@ -176,9 +226,15 @@ func (s *Saver) migrate(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, migrations[i]); err != nil {
+		if _, err := tx.ExecContext(ctx, migrations[i].sql); err != nil {
 			tx.Rollback()
 			return fmt.Errorf("migrate schema to version %d: %w", i+1, err)
+		}
+		if fn := migrations[i].fn; fn != nil {
+			if err := fn(ctx, tx); err != nil {
+				tx.Rollback()
+				return fmt.Errorf("migrate schema to version %d: %w", i+1, err)
+			}
 		}
 		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", i+1)); err != nil {
 			tx.Rollback()
@@ -193,22 +249,33 @@ func (s *Saver) migrate(ctx context.Context) error {
 
 // Statements prepared once on the writer and the readers; "r:" ones read.
 var statements = map[string]string{
-	"exists":     `SELECT 1 FROM checkpoints WHERE thread = ? AND ns = ? AND id = ?`,
-	"record":     `SELECT record FROM checkpoints WHERE thread = ? AND ns = ? AND id = ?`,
-	"latest":     `SELECT record FROM checkpoints WHERE thread = ? AND ns = ? ORDER BY seq DESC LIMIT 1`,
-	"nextmsg":    `SELECT COALESCE(MAX(seq) + 1, 0) FROM messages WHERE thread = ? AND ns = ?`,
-	"insertcp":   `INSERT INTO checkpoints (thread, ns, id, title, record) VALUES (?, ?, ?, ?, ?)`,
-	"insertmsg":  `INSERT INTO messages (thread, ns, seq, data) VALUES (?, ?, ?, ?)`,
-	"insertblob": `INSERT INTO blobs (hash, data) VALUES (?, ?) ON CONFLICT (hash) DO NOTHING`,
-	"insertref":  `INSERT INTO refs (thread, ns, cp, hash) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-	"putwrite": `INSERT INTO writes (thread, ns, cp, call_id, kind, data) VALUES (?, ?, ?, ?, ?, ?)
+	// A put's checkpoint (when already stored), its parent, and (in a last
+	// row with a NULL id) the namespace's next message number, in one query.
+	"selfparent": `SELECT id, record FROM checkpoints WHERE thread = ?1 AND ns = ?2 AND id IN (?3, ?4)
+		UNION ALL SELECT NULL, COALESCE((SELECT seq_to FROM chunks WHERE thread = ?1 AND ns = ?2 ORDER BY seq_from DESC LIMIT 1), 0)`,
+	"record":      `SELECT record FROM checkpoints WHERE thread = ? AND ns = ? AND id = ?`,
+	"insertcp":    `INSERT INTO checkpoints (thread, ns, id, title, record) VALUES (?, ?, ?, ?, ?)`,
+	"insertchunk": `INSERT INTO chunks (thread, ns, seq_from, seq_to, packed, data) VALUES (?, ?, ?, ?, ?, ?)`,
+	"tail":        `SELECT seq_from, seq_to, packed FROM chunks WHERE thread = ? AND ns = ? ORDER BY seq_from DESC`,
+	"chunkdata":   `SELECT data FROM chunks WHERE thread = ? AND ns = ? AND seq_from = ?`,
+	"insertblob":  `INSERT INTO blobs (hash, data) VALUES (?, ?) ON CONFLICT (hash) DO NOTHING`,
+	"insertref":   `INSERT INTO refs (thread, ns, cp, hash) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+	"putwrite": `INSERT INTO writes (thread, ns, cp, call_id, kind, data)
+		SELECT ?1, ?2, ?3, ?4, ?5, ?6 WHERE EXISTS (SELECT 1 FROM checkpoints WHERE thread = ?1 AND ns = ?2 AND id = ?3)
 		ON CONFLICT (thread, ns, cp, call_id, kind) DO UPDATE SET data = excluded.data`,
-	"r:record":   `SELECT record FROM checkpoints WHERE thread = ? AND ns = ? AND id = ?`,
-	"r:latest":   `SELECT record FROM checkpoints WHERE thread = ? AND ns = ? ORDER BY seq DESC LIMIT 1`,
-	"r:messages": `SELECT seq, data FROM messages WHERE thread = ? AND ns = ? AND seq >= ? AND seq < ? ORDER BY seq`,
-	"r:blob":     `SELECT data FROM blobs WHERE hash = ?`,
-	"r:writes":   `SELECT data FROM writes WHERE thread = ? AND ns = ? AND cp = ? ORDER BY call_id, kind`,
-	"r:seqof":    `SELECT MIN(seq) FROM checkpoints WHERE thread = ? AND id = ?`,
+	"r:record": `SELECT record FROM checkpoints WHERE thread = ? AND ns = ? AND id = ?`,
+	// The namespace's ?4 records put at or before checkpoint ?3.
+	"r:recent": `SELECT record FROM checkpoints WHERE thread = ?1 AND ns = ?2
+		AND seq <= (SELECT seq FROM checkpoints WHERE thread = ?1 AND ns = ?2 AND id = ?3) ORDER BY seq DESC LIMIT ?4`,
+	"r:latest": `SELECT record FROM checkpoints WHERE thread = ? AND ns = ? ORDER BY seq DESC LIMIT 1`,
+	// The chunks holding [?3, ?4): from the last one starting at or before
+	// ?3 (or ?3 itself when none does, so that a gap is seen) to the last
+	// one starting before ?4.
+	"r:chunks": `SELECT seq_from, seq_to, data FROM chunks WHERE thread = ?1 AND ns = ?2 AND seq_from < ?4 AND seq_from >= COALESCE(
+		(SELECT MAX(seq_from) FROM chunks WHERE thread = ?1 AND ns = ?2 AND seq_from <= ?3), ?3) ORDER BY seq_from`,
+	"r:blob":   `SELECT data FROM blobs WHERE hash = ?`,
+	"r:writes": `SELECT data FROM writes WHERE thread = ? AND ns = ? AND cp = ? ORDER BY call_id, kind`,
+	"r:seqof":  `SELECT MIN(seq) FROM checkpoints WHERE thread = ? AND id = ?`,
 }
 
 func (s *Saver) prepare() error {
@@ -255,6 +322,43 @@ func (q querier) stmt(ctx context.Context, name string) *sql.Stmt {
 func (q querier) loader(thread, ns, prefix string) checkpoint.Loader {
 	return func(ctx context.Context, id string) (*checkpoint.Record, error) {
 		return q.record(ctx, prefix+"record", thread, ns, id)
+	}
+}
+
+// recentLoader loads records for checkpoint.Chain: the namespace's every+1
+// records put at or before from in one query (a linear history's whole
+// chain), then one by one what that missed.
+func (q querier) recentLoader(thread, ns, from string, every int) checkpoint.Loader {
+	var recent map[string]*checkpoint.Record
+	return func(ctx context.Context, id string) (*checkpoint.Record, error) {
+		if recent == nil {
+			recent = map[string]*checkpoint.Record{}
+			rows, err := q.stmt(ctx, "r:recent").QueryContext(ctx, thread, ns, from, every+1)
+			if err != nil {
+				return nil, err
+			}
+			for rows.Next() {
+				var raw []byte
+				if err := rows.Scan(&raw); err != nil {
+					rows.Close()
+					return nil, err
+				}
+				r, err := checkpoint.Decode(raw)
+				if err != nil {
+					rows.Close()
+					return nil, err
+				}
+				recent[r.ID] = r
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return nil, err
+			}
+		}
+		if r := recent[id]; r != nil {
+			return r, nil
+		}
+		return q.record(ctx, "r:record", thread, ns, id)
 	}
 }
 
@@ -305,67 +409,118 @@ func (s *Saver) Put(ctx context.Context, st checkpoint.Step) error {
 	if err := checkpoint.ValidateStep(&st); err != nil {
 		return err
 	}
-	return s.writeTx(ctx, func(q querier) error {
-		var one int
-		err := q.stmt(ctx, "exists").QueryRowContext(ctx, st.ThreadID, st.NS, st.ID).Scan(&one)
-		if err == nil {
-			return nil // already stored: a put is idempotent
-		}
-		if !errors.Is(err, sql.ErrNoRows) {
+	var put *tip
+	err := s.writeTx(ctx, func(q querier) error {
+		rows, err := q.stmt(ctx, "selfparent").QueryContext(ctx, st.ThreadID, st.NS, st.ID, st.ParentID)
+		if err != nil {
 			return err
 		}
+		var raw []byte
+		var next int64
+		stored := false
+		for rows.Next() {
+			var id sql.NullString
+			var val any
+			if err := rows.Scan(&id, &val); err != nil {
+				rows.Close()
+				return err
+			}
+			switch {
+			case !id.Valid:
+				n, ok := val.(int64)
+				if !ok {
+					rows.Close()
+					return fmt.Errorf("next message number of thread %q namespace %q: unexpected %T", st.ThreadID, st.NS, val)
+				}
+				next = n
+			case id.String == st.ID:
+				stored = true
+			default:
+				raw, _ = val.([]byte)
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if stored {
+			return nil // already stored: a put is idempotent
+		}
 		var parent *checkpoint.Record
+		var pchain []*checkpoint.Record // the parent's chain when the cache knows it
 		var view *checkpoint.View
 		if st.ParentID != "" {
-			if parent, err = q.record(ctx, "record", st.ThreadID, st.NS, st.ParentID); err != nil {
+			if raw == nil {
+				return fmt.Errorf("parent of %q: %w: thread %q namespace %q checkpoint %q", st.ID, checkpoint.ErrNotFound, st.ThreadID, st.NS, st.ParentID)
+			}
+			if t := s.tips.get(st.ThreadID, st.NS); t != nil && t.rec.ID == st.ParentID && bytes.Equal(t.raw, raw) {
+				parent, pchain = t.rec, t.chain
+			} else if parent, err = checkpoint.Decode(raw); err != nil {
 				return fmt.Errorf("parent of %q: %w", st.ID, err)
 			}
 			if checkpoint.NeedsView(parent, s.every) {
-				chain, err := checkpoint.Chain(ctx, parent, q.loader(st.ThreadID, st.NS, ""))
-				if err != nil {
-					return err
+				if pchain == nil {
+					if pchain, err = checkpoint.Chain(ctx, parent, q.loader(st.ThreadID, st.NS, "")); err != nil {
+						return err
+					}
 				}
-				v := checkpoint.ViewOf(chain)
+				v := checkpoint.ViewOf(pchain)
 				view = &v
 			}
-		}
-		var next int64
-		if err := q.stmt(ctx, "nextmsg").QueryRowContext(ctx, st.ThreadID, st.NS).Scan(&next); err != nil {
-			return err
 		}
 		b, err := checkpoint.Build(&st, parent, view, next, s.every)
 		if err != nil {
 			return err
 		}
-		return q.insert(ctx, b.Record, b.Messages, b.Blobs)
+		newRaw, err := q.insert(ctx, b.Record, b.Messages, b.Blobs, b.Record.DeltaRefs())
+		if err != nil {
+			return err
+		}
+		put = &tip{raw: newRaw, rec: b.Record}
+		switch {
+		case b.Record.Snapshot != nil:
+			put.chain = []*checkpoint.Record{b.Record}
+		case pchain != nil:
+			put.chain = append([]*checkpoint.Record{b.Record}, pchain...)
+		}
+		if b.Record.Snapshot != nil {
+			return q.pack(ctx, st.ThreadID, st.NS)
+		}
+		return nil
 	})
+	if err == nil && put != nil {
+		s.tips.set(st.ThreadID, st.NS, put)
+	}
+	return err
 }
 
-// insert stores a record with its messages, contents and references.
-func (q querier) insert(ctx context.Context, r *checkpoint.Record, msgs [][]byte, blobs map[string][]byte) error {
+// insert stores a record with its messages, contents and the references
+// given (see checkpoint.Record.DeltaRefs), and returns the record's stored
+// bytes.
+func (q querier) insert(ctx context.Context, r *checkpoint.Record, msgs [][]byte, blobs map[string][]byte, refs []string) ([]byte, error) {
 	raw, err := checkpoint.Encode(r)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if _, err := q.stmt(ctx, "insertcp").ExecContext(ctx, r.ThreadID, r.NS, r.ID, r.Title, raw); err != nil {
-		return err
+		return nil, err
 	}
-	for i, m := range msgs {
-		if _, err := q.stmt(ctx, "insertmsg").ExecContext(ctx, r.ThreadID, r.NS, r.Messages.From+int64(i), m); err != nil {
-			return err
+	if len(msgs) > 0 {
+		if _, err := q.stmt(ctx, "insertchunk").ExecContext(ctx, r.ThreadID, r.NS, r.Messages.From, r.Messages.To, 0, checkpoint.AppendChunk(nil, msgs...)); err != nil {
+			return nil, err
 		}
 	}
 	for h, c := range blobs {
 		if _, err := q.stmt(ctx, "insertblob").ExecContext(ctx, h, c); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	for _, h := range r.Refs() {
+	for _, h := range refs {
 		if _, err := q.stmt(ctx, "insertref").ExecContext(ctx, r.ThreadID, r.NS, r.ID, h); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	return raw, nil
 }
 
 // PutWrite implements checkpoint.Saver.
@@ -383,18 +538,15 @@ func (s *Saver) PutWrite(ctx context.Context, ref checkpoint.Ref, w checkpoint.W
 	if err != nil {
 		return err
 	}
-	return s.writeTx(ctx, func(q querier) error {
-		var one int
-		err := q.stmt(ctx, "exists").QueryRowContext(ctx, ref.ThreadID, ref.NS, ref.ID).Scan(&one)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("%w: checkpoint %q in thread %q", checkpoint.ErrNotFound, ref.ID, ref.ThreadID)
-		}
-		if err != nil {
-			return err
-		}
-		_, err = q.stmt(ctx, "putwrite").ExecContext(ctx, ref.ThreadID, ref.NS, ref.ID, w.CallID, w.Kind, data)
+	// One statement is its own transaction: no BEGIN and COMMIT to send.
+	res, err := s.stmts["putwrite"].ExecContext(ctx, ref.ThreadID, ref.NS, ref.ID, w.CallID, w.Kind, data)
+	if err != nil {
 		return err
-	})
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return fmt.Errorf("%w: checkpoint %q in thread %q", checkpoint.ErrNotFound, ref.ID, ref.ThreadID)
+	}
+	return nil
 }
 
 // Get implements checkpoint.Saver.
@@ -417,34 +569,14 @@ func (s *Saver) Get(ctx context.Context, ref checkpoint.Ref) (*checkpoint.Checkp
 		if err != nil {
 			return err
 		}
-		chain, err := checkpoint.Chain(ctx, rec, q.loader(ref.ThreadID, ref.NS, "r:"))
+		chain, err := checkpoint.Chain(ctx, rec, q.recentLoader(ref.ThreadID, ref.NS, rec.ID, s.every))
 		if err != nil {
 			return err
 		}
 		v := checkpoint.ViewOf(chain)
-		var msgs [][]byte
-		for _, rg := range v.Messages {
-			n := len(msgs)
-			rows, err := q.stmt(ctx, "r:messages").QueryContext(ctx, ref.ThreadID, ref.NS, rg.From, rg.To)
-			if err != nil {
-				return err
-			}
-			for rows.Next() {
-				var seq int64
-				var data []byte
-				if err := rows.Scan(&seq, &data); err != nil {
-					rows.Close()
-					return err
-				}
-				msgs = append(msgs, data)
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return err
-			}
-			if int64(len(msgs)-n) != rg.Len() {
-				return fmt.Errorf("checkpoint %q: %d of the messages %d..%d are missing", rec.ID, rg.Len()-int64(len(msgs)-n), rg.From, rg.To)
-			}
+		msgs, err := q.messages(ctx, ref.ThreadID, ref.NS, v.Messages)
+		if err != nil {
+			return fmt.Errorf("checkpoint %q: %w", rec.ID, err)
 		}
 		blobs := map[string][]byte{}
 		for _, f := range v.Files {
@@ -460,7 +592,7 @@ func (s *Saver) Get(ctx context.Context, ref checkpoint.Ref) (*checkpoint.Checkp
 				blobs[f.Hash] = data
 			}
 		}
-		c, err := checkpoint.Assemble(rec, v, msgs, blobs)
+		c, err := checkpoint.AssembleMessages(rec, v, msgs, blobs)
 		if err != nil {
 			return err
 		}
@@ -555,8 +687,9 @@ func (s *Saver) DeleteThread(ctx context.Context, threadID string) error {
 	if err := checkpoint.ValidateThreadID(threadID); err != nil {
 		return err
 	}
+	defer s.tips.forget(threadID)
 	return s.writeTx(ctx, func(q querier) error {
-		for _, table := range []string{"checkpoints", "messages", "refs", "writes", "leases"} {
+		for _, table := range []string{"checkpoints", "chunks", "refs", "writes", "leases"} {
 			if _, err := q.tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE thread = ?`, threadID); err != nil {
 				return err
 			}
@@ -615,6 +748,7 @@ func (s *Saver) CopyThread(ctx context.Context, src checkpoint.Ref, dst string) 
 	if err := checkpoint.ValidateThreadID(dst); err != nil {
 		return err
 	}
+	defer s.tips.forget(dst)
 	return s.writeTx(ctx, func(q querier) error {
 		rows, err := q.all(ctx, src.ThreadID)
 		if err != nil {
@@ -638,7 +772,7 @@ func (s *Saver) CopyThread(ctx context.Context, src checkpoint.Ref, dst string) 
 			}
 			rec := *r.rec
 			rec.ThreadID = dst
-			if err := q.insert(ctx, &rec, nil, nil); err != nil {
+			if _, err := q.insert(ctx, &rec, nil, nil, rec.Refs()); err != nil {
 				return err
 			}
 			if _, err := q.tx.ExecContext(ctx, `INSERT INTO writes (thread, ns, cp, call_id, kind, data)
@@ -652,12 +786,8 @@ func (s *Saver) CopyThread(ctx context.Context, src checkpoint.Ref, dst string) 
 			}
 		}
 		for ns, rgs := range need {
-			for _, rg := range rgs {
-				if _, err := q.tx.ExecContext(ctx, `INSERT INTO messages (thread, ns, seq, data)
-					SELECT ?, ns, seq, data FROM messages WHERE thread = ? AND ns = ? AND seq >= ? AND seq < ?
-					ON CONFLICT DO NOTHING`, dst, src.ThreadID, ns, rg.From, rg.To); err != nil {
-					return err
-				}
+			if err := q.keepMessages(ctx, src.ThreadID, ns, checkpoint.MergeRanges(rgs), dst); err != nil {
+				return err
 			}
 		}
 		return nil
@@ -672,6 +802,7 @@ func (s *Saver) Prune(ctx context.Context, threadID string, opts checkpoint.Prun
 	if err := checkpoint.ValidateThreadID(threadID); err != nil {
 		return err
 	}
+	defer s.tips.forget(threadID)
 	return s.writeTx(ctx, func(q querier) error {
 		rows, err := q.all(ctx, threadID)
 		if err != nil {
@@ -694,6 +825,7 @@ func (s *Saver) Prune(ctx context.Context, threadID string, opts checkpoint.Prun
 				}
 				continue
 			}
+			kept := r.rec
 			if nr := plan.Rewrite[i]; nr != nil {
 				raw, err := checkpoint.Encode(nr)
 				if err != nil {
@@ -702,15 +834,19 @@ func (s *Saver) Prune(ctx context.Context, threadID string, opts checkpoint.Prun
 				if _, err := q.tx.ExecContext(ctx, `UPDATE checkpoints SET record = ? WHERE seq = ?`, raw, r.seq); err != nil {
 					return err
 				}
-				for _, h := range nr.Refs() {
-					if _, err := q.stmt(ctx, "insertref").ExecContext(ctx, threadID, nr.NS, nr.ID, h); err != nil {
-						return err
-					}
+				kept = nr
+			}
+			// Puts store only a record's own references; the records that
+			// brought a survivor's files in may be going, so it now
+			// refers to all of them itself.
+			for _, h := range kept.Refs() {
+				if _, err := q.stmt(ctx, "insertref").ExecContext(ctx, threadID, kept.NS, kept.ID, h); err != nil {
+					return err
 				}
 			}
 		}
 		// Drop the messages no survivor reaches.
-		nsRows, err := q.tx.QueryContext(ctx, `SELECT DISTINCT ns FROM messages WHERE thread = ?`, threadID)
+		nsRows, err := q.tx.QueryContext(ctx, `SELECT DISTINCT ns FROM chunks WHERE thread = ?`, threadID)
 		if err != nil {
 			return err
 		}
@@ -725,14 +861,7 @@ func (s *Saver) Prune(ctx context.Context, threadID string, opts checkpoint.Prun
 		}
 		nsRows.Close()
 		for _, ns := range nss {
-			cond, args := "", []any{threadID, ns}
-			for _, rg := range plan.Keep[ns] {
-				if rg.Len() > 0 {
-					cond += ` AND NOT (seq >= ? AND seq < ?)`
-					args = append(args, rg.From, rg.To)
-				}
-			}
-			if _, err := q.tx.ExecContext(ctx, `DELETE FROM messages WHERE thread = ? AND ns = ?`+cond, args...); err != nil {
+			if err := q.keepMessages(ctx, threadID, ns, plan.Keep[ns], ""); err != nil {
 				return err
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -62,7 +63,7 @@ func TestTwoProcessesShareOneFile(t *testing.T) {
 	if err != nil || len(c.State.Messages) != 1 || c.State.Messages[0].Content != "hi" {
 		t.Fatalf("other process reads %+v, %v", c, err)
 	}
-	// The file is in WAL mode with 8 KiB pages, for any connection.
+	// The file is in WAL mode with 4 KiB pages, for any connection.
 	raw, err := sql.Open("sqlite", path)
 	if err != nil {
 		t.Fatal(err)
@@ -73,8 +74,8 @@ func TestTwoProcessesShareOneFile(t *testing.T) {
 	if err := raw.QueryRow(`PRAGMA journal_mode`).Scan(&mode); err != nil || mode != "wal" {
 		t.Errorf("journal mode = %q, %v; want wal", mode, err)
 	}
-	if err := raw.QueryRow(`PRAGMA page_size`).Scan(&page); err != nil || page != 8192 {
-		t.Errorf("page size = %d, %v; want 8192", page, err)
+	if err := raw.QueryRow(`PRAGMA page_size`).Scan(&page); err != nil || page != 4096 {
+		t.Errorf("page size = %d, %v; want 4096", page, err)
 	}
 	// The holder died: after expiry the other process takes over.
 	if _, err := b.Acquire(ctx, "th", "pid-2", t0.Add(2*time.Minute), time.Minute); err != nil {
@@ -120,5 +121,70 @@ func TestOpenRefuses(t *testing.T) {
 	defer s.Close()
 	if _, err := s.Get(context.Background(), checkpoint.Ref{ThreadID: "t", ID: "a"}); err != nil {
 		t.Errorf("after reopening: %v", err)
+	}
+}
+
+// A saver remembers the last record it put in a namespace so the next put
+// need not decode it; what another process does to the thread meanwhile
+// (delete it and put different steps under the same ids, or prune it) must
+// still be seen.
+func TestPutSeesOtherProcessesChanges(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	a, err := sqlite.Open(path, sqlite.Options{SnapshotEvery: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := sqlite.Open(path, sqlite.Options{SnapshotEvery: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx := context.Background()
+	thread := "th"
+	put := func(s *sqlite.Saver, id, parent string, tokens int) {
+		t.Helper()
+		if err := s.Put(ctx, checkpoint.Step{ThreadID: thread, ID: id, ParentID: parent, Usage: llm.Usage{InputTokens: tokens},
+			Messages: []llm.Message{{Role: llm.RoleUser, Content: id}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(a, "c1", "", 10)
+	if err := b.DeleteThread(ctx, "th"); err != nil {
+		t.Fatal(err)
+	}
+	put(b, "c1", "", 100)
+	put(a, "c2", "c1", 1)
+	c, err := a.Get(ctx, checkpoint.Ref{ThreadID: "th"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Usage.InputTokens != 101 {
+		t.Errorf("usage after the other process replaced c1: %d, want 101", c.Usage.InputTokens)
+	}
+
+	// On a thread a alone wrote, a knows the whole chain; b's prune turns
+	// c4 into a snapshot and drops c1..c3, which a's next snapshot (c7, the
+	// sixth step after c1) must not miss.
+	thread = "th2"
+	put(a, "c1", "", 100)
+	for i := 2; i <= 5; i++ {
+		put(a, fmt.Sprint("c", i), fmt.Sprint("c", i-1), 1)
+	}
+	if err := b.Prune(ctx, thread, checkpoint.PruneOptions{KeepLast: 2}); err != nil {
+		t.Fatal(err)
+	}
+	put(a, "c6", "c5", 1)
+	put(a, "c7", "c6", 1)
+	c, err = a.Get(ctx, checkpoint.Ref{ThreadID: thread})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range c.State.Messages {
+		got = append(got, m.Content)
+	}
+	if want := []string{"c1", "c2", "c3", "c4", "c5", "c6", "c7"}; strings.Join(got, ",") != strings.Join(want, ",") || c.Usage.InputTokens != 106 {
+		t.Errorf("after a prune by the other process: messages %q, usage %d; want %q, 106", got, c.Usage.InputTokens, want)
 	}
 }

@@ -143,10 +143,11 @@ func (s *Saver) Stats(ctx context.Context, threadID string) (checkpoint.Stats, e
 			where, args = " WHERE thread = ?", []any{threadID}
 		}
 		var b1, b2, b3, b4 int64
+		var chunks int
 		if err := q.tx.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(LENGTH(record)), 0) FROM checkpoints`+where, args...).Scan(&st.Checkpoints, &b1); err != nil {
 			return err
 		}
-		if err := q.tx.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(LENGTH(data)), 0) FROM messages`+where, args...).Scan(&st.Messages, &b2); err != nil {
+		if err := q.tx.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(seq_to - seq_from), 0), COALESCE(SUM(LENGTH(data)), 0) FROM chunks`+where, args...).Scan(&chunks, &st.Messages, &b2); err != nil {
 			return err
 		}
 		if err := q.tx.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(LENGTH(data)), 0) FROM writes`+where, args...).Scan(&st.Writes, &b3); err != nil {
@@ -157,7 +158,7 @@ func (s *Saver) Stats(ctx context.Context, threadID string) (checkpoint.Stats, e
 			return err
 		}
 		st.Bytes = b1 + b2 + b3 + b4
-		st.Rows = st.Checkpoints + st.Messages + st.Writes + st.Blobs
+		st.Rows = st.Checkpoints + chunks + st.Writes + st.Blobs
 		return nil
 	})
 	return st, err

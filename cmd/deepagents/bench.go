@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -16,7 +17,7 @@ import (
 	"github.com/deepagents-go/deepagents/internal/safefile"
 )
 
-const benchHelp = `usage: deepagents bench [-k K] [-n N,...] [--sub-rounds R] [--runs RUNS] [--json] [--compare FILE]
+const benchHelp = `usage: deepagents bench [-k K] [-n N,...] [--sub-rounds R] [--checkpointer none|sqlite] [--runs RUNS] [--json] [--compare FILE]
 
 Measures the harness's own overhead per model round, with an instant scripted
 model, in the phases of the JavaScript reference's bench.mjs so the two can be
@@ -24,6 +25,14 @@ compared: "sequential" (K rounds of write_file then read_file, then an answer)
 and "fanout_N" (one message with N task calls, each child making R model
 calls). The step limit is raised to what the phases need, so -k is never cut
 short by the default limit; a phase that still ends early is reported as cut.
+
+With --checkpointer sqlite every run is durable, as with bench.mjs
+--checkpointer sqlite: saved step by step in an SQLite checkpoint store on a
+temporary file (removed afterwards), each phase on a thread of its own. The
+report then adds the checkpoints written, the bytes each phase's thread stores
+(and per model round), how much the database's files grew, and their size at
+the end. Compare -k 50 with -k 200 to see whether a round costs more as a
+thread grows.
 
 With --runs RUNS > 1 it runs RUNS fresh processes and reports the median of
 each figure. The result goes to stdout (a table, or one JSON line with --json);
@@ -56,6 +65,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	runs := fs.Int("runs", 1, "fresh processes to run; the median is reported")
 	asJSON := fs.Bool("json", false, "print one JSON line instead of a table")
 	compare := fs.String("compare", "", "a JSON report of the JS reference (node bench.mjs --runs N > `FILE`) to print ratios against")
+	ckpt := fs.String("checkpointer", "none", "none, or sqlite for durable runs on an SQLite store in a temporary file")
 	operands, code, ok := parseFlags(fs, args, benchHelp, stdout, stderr)
 	if !ok {
 		return code
@@ -70,6 +80,9 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		if c.v < 1 {
 			return usageError(stderr, "bench", fmt.Sprintf("%s must be at least 1, not %d", c.name, c.v))
 		}
+	}
+	if !slices.Contains(bench.Checkpointers, *ckpt) {
+		return usageError(stderr, "bench", fmt.Sprintf("--checkpointer must be one of %s, not %q", strings.Join(bench.Checkpointers, ", "), *ckpt))
 	}
 	var fan []int
 	for _, s := range strings.Split(*ns, ",") {
@@ -94,7 +107,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	var rep *bench.Report
 	if *runs <= 1 {
-		r, err := bench.Run(ctx, bench.Options{K: *k, Fanouts: fan, SubRounds: *sub})
+		r, err := bench.Run(ctx, bench.Options{K: *k, Fanouts: fan, SubRounds: *sub, Checkpointer: *ckpt})
 		if err != nil {
 			fmt.Fprintf(stderr, "deepagents bench: %v\n", err)
 			return 1
@@ -103,7 +116,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	} else {
 		var all []*bench.Report
 		for i := 0; i < *runs; i++ {
-			cmd, err := benchCommand(ctx, "bench", "--json", "-k", strconv.Itoa(*k), "-n", *ns, "--sub-rounds", strconv.Itoa(*sub))
+			cmd, err := benchCommand(ctx, "bench", "--json", "-k", strconv.Itoa(*k), "-n", *ns, "--sub-rounds", strconv.Itoa(*sub), "--checkpointer", *ckpt)
 			if err != nil {
 				fmt.Fprintf(stderr, "deepagents bench: %v\n", err)
 				return 1
@@ -136,7 +149,11 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stdout, "%s\n", data)
 		return code
 	}
-	fmt.Fprintf(stdout, "deepagents-go %s, %d CPUs, build %.2f ms, warm-up %.1f ms, max RSS %.1f MB\n", rep.Go, rep.CPUs, rep.BuildMS, rep.WarmupMS, rep.MaxRSSMB)
+	fmt.Fprintf(stdout, "deepagents-go %s, %d CPUs, load %.2f, build %.2f ms, warm-up %.1f ms, max RSS %.1f MB\n", rep.Go, rep.CPUs, rep.LoadAvg, rep.BuildMS, rep.WarmupMS, rep.MaxRSSMB)
+	durable := rep.Checkpointer != "" && rep.Checkpointer != "none"
+	if durable {
+		fmt.Fprintf(stdout, "checkpointer %s: database %.2f MB at the end (all phases and warm-ups)\n", rep.Checkpointer, float64(rep.DBBytes)/(1<<20))
+	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "phase\tmodel calls\twall ms\twall µs/round\tCPU ms\tCPU µs/round\tallocs/round\tKB/round\tparent msgs\tfiles\t")
 	for _, name := range rep.Order {
@@ -148,6 +165,21 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			p.CPUMS, p.CPUMSPerRound*1000, p.AllocsPerRound, p.BytesPerRound/1024, p.ParentMessages, p.Files)
 	}
 	tw.Flush()
+	if durable {
+		fmt.Fprintln(stdout)
+		tw = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "phase	checkpoints	stored KB	stored B/round	disk KB added	first10 µs/round	last10 µs/round	")
+		for _, name := range rep.Order {
+			p := rep.Phases[name]
+			growth := "\t\t"
+			if p.First10MSPerRound > 0 {
+				growth = fmt.Sprintf("%.1f\t%.1f\t", p.First10MSPerRound*1000, p.Last10MSPerRound*1000)
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.0f\t%.1f\t%s\n", name, p.Checkpoints, float64(p.StoredBytes)/1024, p.StoredBytesPerModelRound,
+				float64(p.DBBytesAdded)/1024, growth)
+		}
+		tw.Flush()
+	}
 	if ref != nil {
 		fmt.Fprintf(stdout, "\nagainst %s %s (%s):\n", ref.Impl, ref.Versions["deepagents"], *compare)
 		tw = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -161,15 +193,21 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 				j.MSPerModelRound, p.MSPerModelRound*1000, j.MSPerModelRound/p.MSPerModelRound)
 		}
 		tw.Flush()
+		if ref.DBBytes > 0 && rep.DBBytes > 0 {
+			fmt.Fprintf(stdout, "database at the end: JS (%s) %.2f MB, Go (%s) %.2f MB: %.0f× smaller\n", ref.Checkpointer, float64(ref.DBBytes)/(1<<20),
+				rep.Checkpointer, float64(rep.DBBytes)/(1<<20), float64(ref.DBBytes)/float64(rep.DBBytes))
+		}
 	}
 	return code
 }
 
 // jsReport is the part of bench.mjs's output the comparison reads.
 type jsReport struct {
-	Impl     string            `json:"impl"`
-	Versions map[string]string `json:"versions"`
-	Phases   map[string]struct {
+	Impl         string            `json:"impl"`
+	Versions     map[string]string `json:"versions"`
+	Checkpointer string            `json:"checkpointer"`
+	DBBytes      int64             `json:"db_bytes"`
+	Phases       map[string]struct {
 		MSPerModelRound float64 `json:"ms_per_model_round"`
 		CPUMSPerRound   float64 `json:"cpu_ms_per_model_round"`
 	} `json:"phases"`

@@ -3,6 +3,12 @@
 // two can be compared side by side: "sequential" (K rounds alternating
 // write_file and read_file, then an answer) and "fanout_N" (one message with
 // N task calls, each child doing a few rounds of file work).
+//
+// In durable mode (Options.Checkpointer "sqlite", like bench.mjs
+// --checkpointer sqlite) every run is saved step by step in an SQLite
+// checkpoint store on a temporary file, each phase on a thread of its own,
+// and the report adds the checkpoints written and the bytes stored and on
+// disk.
 package bench
 
 import (
@@ -11,6 +17,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -20,6 +28,8 @@ import (
 
 	"github.com/deepagents-go/deepagents"
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/checkpoint/sqlite"
+	"github.com/deepagents-go/deepagents/internal/safefile"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
 )
@@ -30,7 +40,13 @@ type Options struct {
 	K         int
 	Fanouts   []int
 	SubRounds int
+	// Checkpointer is "" or "none" for in-memory runs, "sqlite" for durable
+	// runs on an SQLite store in a temporary directory.
+	Checkpointer string
 }
+
+// Checkpointers are the values Options.Checkpointer takes.
+var Checkpointers = []string{"none", "sqlite"}
 
 func (o Options) norm() Options {
 	if o.K == 0 {
@@ -41,6 +57,9 @@ func (o Options) norm() Options {
 	}
 	if o.SubRounds == 0 {
 		o.SubRounds = 3
+	}
+	if o.Checkpointer == "" {
+		o.Checkpointer = "none"
 	}
 	return o
 }
@@ -61,6 +80,19 @@ type Phase struct {
 	// Cut says why the phase stopped before making every model call it was
 	// meant to (a step limit, an error); empty when it ran in full.
 	Cut string `json:"cut,omitempty"`
+	// First10MSPerRound and Last10MSPerRound are the mean gaps between the
+	// starts of the first eleven and the last eleven model calls of a
+	// sequential phase of more than 21 calls: whether a round costs more
+	// as the thread grows.
+	First10MSPerRound float64 `json:"first10_ms_per_round,omitempty"`
+	Last10MSPerRound  float64 `json:"last10_ms_per_round,omitempty"`
+	// Durable mode only: the checkpoints the phase's run wrote, the bytes
+	// its thread stores (records, messages, writes, file contents), and how
+	// much the database's files (with the write-ahead log) grew.
+	Checkpoints              int     `json:"checkpoints,omitempty"`
+	StoredBytes              int64   `json:"stored_bytes,omitempty"`
+	StoredBytesPerModelRound float64 `json:"stored_bytes_per_model_round,omitempty"`
+	DBBytesAdded             int64   `json:"db_bytes_added,omitempty"`
 }
 
 // Report is one run of every phase, shaped like bench.mjs's output.
@@ -75,6 +107,12 @@ type Report struct {
 	Phases    map[string]Phase `json:"phases"`
 	Order     []string         `json:"order"`
 	MaxRSSMB  float64          `json:"max_rss_mb"`
+	// LoadAvg is the machine's one-minute load average when the run
+	// started (0 where it cannot be read).
+	LoadAvg      float64 `json:"loadavg_1m_at_start"`
+	Checkpointer string  `json:"checkpointer"`
+	// DBBytes is the size of the durable store's files at the end.
+	DBBytes int64 `json:"db_bytes,omitempty"`
 }
 
 func fileStep(prefix string, i int) scripted.Step {
@@ -176,15 +214,68 @@ func cpuTime() time.Duration {
 // measured, with Phase.Cut saying why; the error is for a run that produced
 // no result at all.
 func RunPhase(ctx context.Context, a *agent.Agent, m *scripted.Model, name, task string) (Phase, error) {
-	return runPhase(ctx, a, m, name, task, 0)
+	return runPhase(ctx, a, m, name, task, 0, nil)
 }
 
-func runPhase(ctx context.Context, a *agent.Agent, m *scripted.Model, name, task string, subRounds int) (Phase, error) {
+// SQLiteSynchronous is the durable mode's SQLite synchronous setting.
+const SQLiteSynchronous = "NORMAL"
+
+// store is the durable mode's checkpoint store.
+type store struct {
+	saver   *sqlite.Saver
+	path    string
+	threads int
+}
+
+// open opens an SQLite store in a new temporary directory.
+func openStore() (*store, error) {
+	dir, err := os.MkdirTemp("", "deepagents-bench-")
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, "state.db")
+	// NORMAL, as the reference's store runs: LangGraph's SqliteSaver uses
+	// WAL mode, where better-sqlite3's build makes NORMAL the default (a
+	// committed step survives a crash of the process, not of the machine).
+	s, err := sqlite.Open(path, sqlite.Options{Synchronous: SQLiteSynchronous})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return &store{saver: s, path: path}, nil
+}
+
+func (s *store) close() {
+	s.saver.Close()
+	os.RemoveAll(filepath.Dir(s.path))
+}
+
+// bytes is the size of the database file and its write-ahead log.
+func (s *store) bytes() int64 {
+	var n int64
+	for _, p := range []string{s.path, s.path + "-wal"} {
+		if fi, err := os.Stat(p); err == nil {
+			n += fi.Size()
+		}
+	}
+	return n
+}
+
+func runPhase(ctx context.Context, a *agent.Agent, m *scripted.Model, name, task string, subRounds int, st *store) (Phase, error) {
 	m.Reset()
+	var opts []agent.RunOption
+	var thread string
+	var dbBefore int64
+	if st != nil {
+		st.threads++
+		thread = fmt.Sprintf("bench-%d", st.threads)
+		opts = append(opts, agent.WithCheckpoints(st.saver, thread))
+		dbBefore = st.bytes()
+	}
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	c0, t0 := cpuTime(), time.Now()
-	res, err := a.Invoke(ctx, agent.Prompt(task))
+	res, err := a.Invoke(ctx, agent.Prompt(task), opts...)
 	wall, cpu := time.Since(t0), cpuTime()-c0
 	runtime.ReadMemStats(&after)
 	if res == nil {
@@ -219,7 +310,46 @@ func runPhase(ctx context.Context, a *agent.Agent, m *scripted.Model, name, task
 		p.AllocsPerRound = float64(after.Mallocs-before.Mallocs) / float64(calls)
 		p.BytesPerRound = float64(after.TotalAlloc-before.TotalAlloc) / float64(calls)
 	}
+	if strings.HasPrefix(task, "seq") && calls > 21 {
+		p.First10MSPerRound, p.Last10MSPerRound = growth(m.Records())
+	}
+	if st != nil {
+		p.Checkpoints = res.Checkpoints
+		p.DBBytesAdded = st.bytes() - dbBefore
+		stats, err := st.saver.Stats(ctx, thread)
+		if err != nil {
+			return p, fmt.Errorf("stats of thread %s: %w", thread, err)
+		}
+		p.StoredBytes = stats.Bytes
+		if calls > 0 {
+			p.StoredBytesPerModelRound = float64(stats.Bytes) / float64(calls)
+		}
+	}
 	return p, nil
+}
+
+// growth returns the mean gap between model-call starts over the first ten
+// and the last ten gaps, in milliseconds.
+func growth(recs []scripted.Record) (first, last float64) {
+	starts := make([]time.Duration, len(recs))
+	for i, r := range recs {
+		starts[i] = r.Start
+	}
+	slices.Sort(starts)
+	gap := func(a, b int) float64 { return ms(starts[b]-starts[a]) / float64(b-a) }
+	n := len(starts)
+	return gap(0, 10), gap(n-11, n-1)
+}
+
+// loadAvg reads the one-minute load average (Linux); 0 elsewhere.
+func loadAvg() float64 {
+	data, err := safefile.Read("/proc/loadavg", 4096)
+	if err != nil {
+		return 0
+	}
+	f, _, _ := strings.Cut(string(data), " ")
+	v, _ := strconv.ParseFloat(f, 64)
+	return v
 }
 
 // Run builds the agent, warms it up and runs every phase once. The agent's
@@ -227,7 +357,20 @@ func runPhase(ctx context.Context, a *agent.Agent, m *scripted.Model, name, task
 // still ends early is reported with Phase.Cut set.
 func Run(ctx context.Context, o Options) (*Report, error) {
 	o = o.norm()
-	rep := &Report{Impl: "deepagents-go", Go: runtime.Version(), CPUs: runtime.NumCPU(), K: o.K, SubRounds: o.SubRounds, Phases: map[string]Phase{}}
+	rep := &Report{Impl: "deepagents-go", Go: runtime.Version(), CPUs: runtime.NumCPU(), K: o.K, SubRounds: o.SubRounds, Phases: map[string]Phase{},
+		LoadAvg: loadAvg(), Checkpointer: o.Checkpointer}
+	var st *store
+	switch o.Checkpointer {
+	case "none":
+	case "sqlite":
+		var err error
+		if st, err = openStore(); err != nil {
+			return nil, fmt.Errorf("durable mode: %w", err)
+		}
+		defer st.close()
+	default:
+		return nil, fmt.Errorf("unknown checkpointer %q (want one of %s)", o.Checkpointer, strings.Join(Checkpointers, ", "))
+	}
 	t0 := time.Now()
 	a, m, err := NewAgentFor(o)
 	if err != nil {
@@ -237,7 +380,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	t0 = time.Now()
 	for _, w := range [][2]string{{"warmup_seq", fmt.Sprintf("seq %d", warmupSeq)}, {"warmup_fanout", "fan 2"}} {
 		name := w[0]
-		p, err := runPhase(ctx, a, m, name, w[1], o.SubRounds)
+		p, err := runPhase(ctx, a, m, name, w[1], o.SubRounds, st)
 		if err == nil && p.Cut != "" {
 			err = errors.New(p.Cut)
 		}
@@ -247,7 +390,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	rep.WarmupMS = ms(time.Since(t0))
 	add := func(name, task string) error {
-		p, err := runPhase(ctx, a, m, name, task, o.SubRounds)
+		p, err := runPhase(ctx, a, m, name, task, o.SubRounds, st)
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
@@ -266,6 +409,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
 		rep.MaxRSSMB = float64(ru.Maxrss) / 1024
+	}
+	if st != nil {
+		rep.DBBytes = st.bytes()
 	}
 	return rep, nil
 }
@@ -301,6 +447,8 @@ func Median(rs []*Report) *Report {
 	out.BuildMS = med(func(r *Report) float64 { return r.BuildMS })
 	out.WarmupMS = med(func(r *Report) float64 { return r.WarmupMS })
 	out.MaxRSSMB = med(func(r *Report) float64 { return r.MaxRSSMB })
+	out.LoadAvg = med(func(r *Report) float64 { return r.LoadAvg })
+	out.DBBytes = int64(med(func(r *Report) float64 { return float64(r.DBBytes) }))
 	out.Phases = map[string]Phase{}
 	for _, name := range rs[0].Order {
 		p := rs[0].Phases[name]
@@ -312,6 +460,12 @@ func Median(rs []*Report) *Report {
 		p.AllocsPerRound = get(func(p Phase) float64 { return p.AllocsPerRound })
 		p.BytesPerRound = get(func(p Phase) float64 { return p.BytesPerRound })
 		p.HeapAfterMB = get(func(p Phase) float64 { return p.HeapAfterMB })
+		p.First10MSPerRound = get(func(p Phase) float64 { return p.First10MSPerRound })
+		p.Last10MSPerRound = get(func(p Phase) float64 { return p.Last10MSPerRound })
+		p.Checkpoints = int(get(func(p Phase) float64 { return float64(p.Checkpoints) }))
+		p.StoredBytes = int64(get(func(p Phase) float64 { return float64(p.StoredBytes) }))
+		p.StoredBytesPerModelRound = get(func(p Phase) float64 { return p.StoredBytesPerModelRound })
+		p.DBBytesAdded = int64(get(func(p Phase) float64 { return float64(p.DBBytesAdded) }))
 		for _, r := range rs {
 			if p.Cut == "" {
 				p.Cut = r.Phases[name].Cut

@@ -58,7 +58,7 @@ func TestRunPhaseSaysWhenItWasCut(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := runPhase(t.Context(), a, m, "phase", c.task, c.subRounds)
+		p, err := runPhase(t.Context(), a, m, "phase", c.task, c.subRounds, nil)
 		if err != nil {
 			t.Fatalf("%s: a cut run is still measured: %v", c.task, err)
 		}

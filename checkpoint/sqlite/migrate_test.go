@@ -1,0 +1,233 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/vfs"
+	"github.com/google/go-cmp/cmp"
+)
+
+// A database written by the first schema (one JSON message per row) opens,
+// is migrated to chunks, and reads back and grows as before.
+func TestMigrateFromSchema1(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "old.db")
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(migrations[0].sql + `; PRAGMA user_version = 1`); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)
+	var want []llm.Message
+	var parent *checkpoint.Record
+	next := int64(0)
+	for i := 1; i <= 3; i++ {
+		st := checkpoint.Step{ThreadID: "old", ID: fmt.Sprint("c", i), Step: i, Time: at,
+			Messages: []llm.Message{
+				{Role: llm.RoleAssistant, Content: fmt.Sprint("step ", i), ToolCalls: []llm.ToolCall{{ID: fmt.Sprint("call_", i), Name: "ls", Args: json.RawMessage(`{}`)}}},
+				{Role: llm.RoleTool, ToolCallID: fmt.Sprint("call_", i), Name: "ls", Content: "a.txt"},
+			}}
+		if parent != nil {
+			st.ParentID = parent.ID
+		}
+		b, err := checkpoint.Build(&st, parent, nil, next, 50)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := checkpoint.Encode(b.Record)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec(`INSERT INTO checkpoints (thread, ns, id, title, record) VALUES (?, '', ?, '', ?)`, "old", st.ID, raw); err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range st.Messages {
+			data, _ := json.Marshal(m) // the first schema's form
+			if _, err := db.Exec(`INSERT INTO messages (thread, ns, seq, data) VALUES ('old', '', ?, ?)`, next, data); err != nil {
+				t.Fatal(err)
+			}
+			next++
+		}
+		want = append(want, st.Messages...)
+		parent = b.Record
+	}
+	w, err := checkpoint.EncodeWrite(checkpoint.Write{CallID: "call_3", Result: llm.Message{Role: llm.RoleTool, ToolCallID: "call_3", Content: "ran"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`INSERT INTO writes (thread, ns, cp, call_id, kind, data) VALUES ('old', '', 'c3', 'call_3', 'result', ?)`, w); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	s, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c, err := s.Get(ctx, checkpoint.Ref{ThreadID: "old"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(want, c.State.Messages); d != "" {
+		t.Errorf("migrated messages (-want +got):\n%s", d)
+	}
+	if len(c.Pending) != 1 || c.Pending[0].Result.Content != "ran" {
+		t.Errorf("migrated pending writes: %+v", c.Pending)
+	}
+	if st, _ := s.Stats(ctx, "old"); st.Messages != 6 {
+		t.Errorf("stats after migration: %+v", st)
+	}
+	more := llm.Message{Role: llm.RoleUser, Content: "and now?"}
+	if err := s.Put(ctx, checkpoint.Step{ThreadID: "old", ID: "c4", ParentID: "c3", Step: 4, Messages: []llm.Message{more}}); err != nil {
+		t.Fatal(err)
+	}
+	c, err = s.Get(ctx, checkpoint.Ref{ThreadID: "old"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(append(want, more), c.State.Messages); d != "" {
+		t.Errorf("after a put on the migrated thread (-want +got):\n%s", d)
+	}
+	var v int
+	if err := s.w.QueryRow(`PRAGMA user_version`).Scan(&v); err != nil || v != SchemaVersion {
+		t.Errorf("schema version %d, %v", v, err)
+	}
+	if err := s.w.QueryRow(`SELECT 1 FROM sqlite_master WHERE name = 'messages'`).Scan(new(int)); err != sql.ErrNoRows {
+		t.Errorf("the old messages table is still there: %v", err)
+	}
+}
+
+// Packing at snapshots keeps a long history to a few rows, and forks,
+// prunes and copies still see exactly their messages.
+func TestChunksArePacked(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(filepath.Join(t.TempDir(), "state.db"), Options{SnapshotEvery: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	put := func(thread, id, parent string, text string) {
+		t.Helper()
+		if err := s.Put(ctx, checkpoint.Step{ThreadID: thread, ID: id, ParentID: parent, Messages: []llm.Message{{Role: llm.RoleUser, Content: text}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prev := ""
+	for i := 1; i <= 95; i++ {
+		id := fmt.Sprint("c", i)
+		put("th", id, prev, fmt.Sprint("m", i))
+		prev = id
+	}
+	// A branch from c42: its messages are numbered after the main line's.
+	put("th", "b1", "c42", "branch")
+	var rows, unpacked int
+	if err := s.r.QueryRow(`SELECT COUNT(*), COALESCE(SUM(packed = 0), 0) FROM chunks WHERE thread = 'th'`).Scan(&rows, &unpacked); err != nil {
+		t.Fatal(err)
+	}
+	// Snapshots at steps 1, 11, ..., 91 packed everything before them.
+	if rows > 15 || unpacked > 10 {
+		t.Errorf("%d chunk rows (%d unpacked) for 96 puts", rows, unpacked)
+	}
+	texts := func(thread, id string) []string {
+		t.Helper()
+		c, err := s.Get(ctx, checkpoint.Ref{ThreadID: thread, ID: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, m := range c.State.Messages {
+			out = append(out, m.Content)
+		}
+		return out
+	}
+	line := func(n int, extra ...string) []string {
+		var out []string
+		for i := 1; i <= n; i++ {
+			out = append(out, fmt.Sprint("m", i))
+		}
+		return append(out, extra...)
+	}
+	if got := texts("th", "c95"); !cmp.Equal(got, line(95)) {
+		t.Errorf("c95: %q", got)
+	}
+	if got := texts("th", "b1"); !cmp.Equal(got, line(42, "branch")) {
+		t.Errorf("b1: %q", got)
+	}
+	if err := s.CopyThread(ctx, checkpoint.Ref{ThreadID: "th", ID: "b1"}, "fork"); err != nil {
+		t.Fatal(err)
+	}
+	if got := texts("fork", "b1"); !cmp.Equal(got, line(42, "branch")) {
+		t.Errorf("fork b1: %q", got)
+	}
+	if st, _ := s.Stats(ctx, "fork"); st.Messages != 43 {
+		t.Errorf("the fork holds %d messages, want 43", st.Messages)
+	}
+	if err := s.Prune(ctx, "th", checkpoint.PruneOptions{KeepLast: 3}); err != nil {
+		t.Fatal(err)
+	}
+	// The newest three are c94, c95 and b1.
+	if got := texts("th", "c94"); !cmp.Equal(got, line(94)) {
+		t.Errorf("c94 after prune: %q", got)
+	}
+	if got := texts("th", "b1"); !cmp.Equal(got, line(42, "branch")) {
+		t.Errorf("b1 after prune: %q", got)
+	}
+	if st, _ := s.Stats(ctx, "th"); st.Messages != 96 {
+		t.Errorf("after prune the thread holds %d messages, want 96", st.Messages)
+	}
+	if err := s.Prune(ctx, "th", checkpoint.PruneOptions{Before: "b1"}); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := s.Stats(ctx, "th"); st.Messages != 43 {
+		t.Errorf("after pruning the main line the thread holds %d messages, want 43", st.Messages)
+	}
+	if got := texts("th", "b1"); !cmp.Equal(got, line(42, "branch")) {
+		t.Errorf("b1 after the second prune: %q", got)
+	}
+}
+
+// A put stores references only for the files its own step changed. When a
+// prune keeps a record that is already a snapshot and drops the records
+// that brought its files in, the contents must survive the sweep.
+func TestPruneKeepsTheContentsOfAKeptSnapshot(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(filepath.Join(t.TempDir(), "state.db"), Options{SnapshotEvery: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	prev := ""
+	for i := 1; i <= 10; i++ {
+		id := fmt.Sprint("c", i)
+		st := checkpoint.Step{ThreadID: "th", ID: id, ParentID: prev, Files: vfs.Delta{{Path: fmt.Sprintf("/f%d", i), File: &vfs.File{Content: fmt.Sprint("content ", i)}}}}
+		if err := s.Put(ctx, st); err != nil {
+			t.Fatal(err)
+		}
+		prev = id
+	}
+	// Snapshots fall on c1, c4, c7 and c10: keeping the newest four keeps
+	// c7, a snapshot, as the oldest survivor.
+	if err := s.Prune(ctx, "th", checkpoint.PruneOptions{KeepLast: 4}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"c7", "c10"} {
+		c, err := s.Get(ctx, checkpoint.Ref{ThreadID: "th", ID: id})
+		if err != nil {
+			t.Fatalf("%s after prune: %v", id, err)
+		}
+		if c.State.Files["/f1"].Content != "content 1" || len(c.State.Files) < 7 {
+			t.Errorf("%s after prune: files %v", id, c.State.Files)
+		}
+	}
+}
