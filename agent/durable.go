@@ -97,6 +97,9 @@ type durable struct {
 	values map[string]json.RawMessage // set since the last save
 	kids   map[string]*Result         // children finished since the last save
 	input  string                     // the checkpoint of this run's input
+	// tracked: the run's own vfs.Memory tracks its changes since the last
+	// save (files is then unused).
+	tracked bool
 }
 
 func nsOf(p Path) string {
@@ -200,10 +203,21 @@ func (r *run) save(ctx context.Context, source string, status Status, runErr err
 		st.ParentID = ""
 	}
 	var deleted []string
-	if d.keeps {
+	switch {
+	case d.keeps && d.tracked:
+		// The run's own files say what changed: no copy of all of them.
+		st.Files = r.mem.TakeChanges()
+	case d.keeps:
 		files, del, _ := r.fileView()
 		st.Files = diffFiles(d.files, files)
 		d.files, deleted = files, del
+		if r.mem != nil && r.backend == vfs.Backend(r.mem) {
+			// From the first save on, the run's own memory tracks its
+			// changes; what came before is in this save.
+			r.mem.TrackChanges()
+			r.mem.TakeChanges()
+			d.tracked, d.files = true, nil
+		}
 	}
 	ls := r.loopState(status, runErr)
 	ls.Deleted = deleted
@@ -412,7 +426,12 @@ func (r *run) restore(rs *RunState) {
 			r.ck.stepCP = rs.InProgress.Checkpoint
 		}
 		if r.ck.keeps {
-			r.ck.files, _, _ = r.fileView()
+			if r.mem != nil && r.backend == vfs.Backend(r.mem) {
+				r.mem.TrackChanges()
+				r.ck.tracked, r.ck.files = true, nil
+			} else {
+				r.ck.files, _, _ = r.fileView()
+			}
 		}
 	}
 }

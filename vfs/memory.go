@@ -19,6 +19,9 @@ type Memory struct {
 	files map[string]File
 	dirs  map[string]int // directory path -> number of files below it
 	now   func() time.Time
+	// touched are the paths written or deleted since the last
+	// TakeChanges; nil when nobody tracks changes.
+	touched map[string]struct{}
 }
 
 // NewMemory returns a Memory holding a copy of files. Keys are cleaned.
@@ -85,6 +88,38 @@ func (m *Memory) Files() map[string]File {
 	return maps.Clone(m.files)
 }
 
+// TrackChanges makes m remember the paths written or deleted from now on,
+// so that TakeChanges can say what changed without comparing every file.
+// It serves one consumer: the run that owns m saves its changes step by
+// step this way.
+func (m *Memory) TrackChanges() {
+	m.mu.Lock()
+	if m.touched == nil {
+		m.touched = map[string]struct{}{}
+	}
+	m.mu.Unlock()
+}
+
+// TakeChanges returns what changed since the previous call (or since
+// TrackChanges): each path written with its file, each path deleted with a
+// nil File, sorted by path; and forgets it. A path written and deleted in
+// between is reported deleted.
+func (m *Memory) TakeChanges() Delta {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	d := make(Delta, 0, len(m.touched))
+	for p := range m.touched {
+		if f, ok := m.files[p]; ok {
+			d = append(d, Change{Path: p, File: &f})
+		} else {
+			d = append(d, Change{Path: p})
+		}
+	}
+	clear(m.touched)
+	slices.SortFunc(d, func(a, b Change) int { return strings.Compare(a.Path, b.Path) })
+	return d
+}
+
 // Len returns the number of files.
 func (m *Memory) Len() int {
 	m.mu.RLock()
@@ -102,6 +137,9 @@ func (m *Memory) put(p string, f File) {
 		}
 	}
 	m.files[p] = f
+	if m.touched != nil {
+		m.touched[p] = struct{}{}
+	}
 }
 
 func (m *Memory) remove(p string) {
@@ -109,6 +147,9 @@ func (m *Memory) remove(p string) {
 		return
 	}
 	delete(m.files, p)
+	if m.touched != nil {
+		m.touched[p] = struct{}{}
+	}
 	for d := Parent(p); ; d = Parent(d) {
 		if m.dirs[d]--; m.dirs[d] <= 0 {
 			delete(m.dirs, d)
