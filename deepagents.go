@@ -20,6 +20,7 @@ import (
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/offload"
 	"github.com/deepagents-go/deepagents/subagent"
+	"github.com/deepagents-go/deepagents/todos"
 	"github.com/deepagents-go/deepagents/tool"
 	"github.com/deepagents-go/deepagents/vfs"
 )
@@ -69,6 +70,11 @@ type Config struct {
 	// before they run, for the agent and every subagent whose spec sets
 	// none (see agent.Config.InterruptOn; resuming needs a checkpointer).
 	InterruptOn map[string]agent.Approval
+	// Todos binds the write_todos tool (package todos) for the agent and
+	// every subagent: each agent instance keeps its own plan, shown to its
+	// model after the cached part of the prompt, and a run that ends with
+	// items not completed says so in a notice. Off by default.
+	Todos bool
 }
 
 // ConfigError is an assembly-time rejection: New returns no other kind of
@@ -128,6 +134,13 @@ func New(cfg Config) (*agent.Agent, error) {
 	if err != nil {
 		return nil, &ConfigError{Msg: err.Error()}
 	}
+	// Every child gets the shared middleware after its own; the todos
+	// middleware comes last so that a fork's tools are its parent's, in the
+	// same order, and its requests share the parent's cached prefix.
+	shared := []agent.Middleware{off}
+	if cfg.Todos {
+		shared = append(shared, todos.Middleware())
+	}
 	task, err := subagent.NewTask(subagent.Config{
 		Subagents:      WithGeneralPurpose(cfg.Subagents),
 		Model:          cfg.Model,
@@ -136,7 +149,7 @@ func New(cfg Config) (*agent.Agent, error) {
 		ForkBefore:     fs,
 		ForkAfter:      after,
 		ForkMiddleware: hooks,
-		Middleware:     []agent.Middleware{off},
+		Middleware:     shared,
 		MaxSteps:       cfg.MaxSteps,
 		MaxParallel:    cfg.MaxParallel,
 		Stream:         cfg.Stream,
@@ -156,7 +169,7 @@ func New(cfg Config) (*agent.Agent, error) {
 	}
 	tools := append(append(fs, task), after...)
 	return agent.New(agent.Config{
-		Name: cfg.Name, Model: cfg.Model, System: cfg.SystemPrompt, Tools: tools, Middleware: append(slices.Clone(hooks), off),
+		Name: cfg.Name, Model: cfg.Model, System: cfg.SystemPrompt, Tools: tools, Middleware: append(slices.Clone(hooks), shared...),
 		MaxSteps: cfg.MaxSteps, MaxParallel: cfg.MaxParallel, Backend: cfg.Backend, Response: rf, Stream: cfg.Stream,
 		Reasoning: cfg.Reasoning, InterruptOn: cfg.InterruptOn,
 	})

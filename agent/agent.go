@@ -117,6 +117,11 @@ type Middleware struct {
 	// step's request and its calls of them are run. Tools that come and go
 	// (servers that connect later, skills that load) use it.
 	StepTools func(ctx context.Context, step StepInfo) []tool.Tool
+	// AfterRun is called once when a run's steps are over, before its end
+	// is saved and run.end is emitted, with the status it ends with: a hook
+	// may report unfinished work (StepInfo.Emit) or set a last state value,
+	// which reaches the Result and the run's final checkpoint.
+	AfterRun func(ctx context.Context, step StepInfo, status Status)
 }
 
 // ModelFunc is one model call.

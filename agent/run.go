@@ -251,6 +251,11 @@ func (r *run) loop(parent context.Context) {
 	}
 	status, err := r.steps(ctx, pending)
 	status, err = settle(parent, status, err)
+	for _, m := range r.a.cfg.Middleware {
+		if m.AfterRun != nil {
+			m.AfterRun(context.WithoutCancel(ctx), r.stepInfo(), status)
+		}
+	}
 	if r.ck != nil && status != StatusCancelled {
 		sctx, stop := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		if serr := r.save(sctx, "end", status, err); serr != nil {

@@ -427,10 +427,19 @@ func (m *Model) count(req *llm.Request, inst *instance, reply llm.Message) llm.U
 	if uc.counted > len(req.Messages) {
 		uc = usageCache{}
 	}
-	if req.System != uc.system || uc.sysTok == 0 && req.System != "" {
-		uc.system, uc.sysTok = req.System, 0
-		if req.System != "" {
-			uc.sysTok = tokens.SystemPrompt(tokens.O200k, req.System)
+	// The system prompt as a provider sends it to a model without cache
+	// breakpoints: the static part, then the changing tail.
+	system := req.System
+	if strings.TrimSpace(req.SystemTail) != "" {
+		if system != "" {
+			system += "\n\n"
+		}
+		system += req.SystemTail
+	}
+	if system != uc.system || uc.sysTok == 0 && system != "" {
+		uc.system, uc.sysTok = system, 0
+		if system != "" {
+			uc.sysTok = tokens.SystemPrompt(tokens.O200k, system)
 		}
 	}
 	for _, msg := range req.Messages[uc.counted:] {

@@ -178,3 +178,33 @@ func TestEmptyScriptsFailAtTheFirstCall(t *testing.T) {
 		})
 	}
 }
+
+// The system prompt's changing tail is recorded with the request and
+// counted in the input tokens as a provider without breakpoints sends it:
+// after the static prompt and a blank line.
+func TestSystemTailCountedAndRecorded(t *testing.T) {
+	usage := func(req *llm.Request) (int, *Model) {
+		t.Helper()
+		m := New(Script{"parent": {Steps: []Step{{Content: "ok"}}}}, Options{})
+		r, err := m.Generate(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Usage.InputTokens, m
+	}
+	msgs := []llm.Message{llm.User("hello")}
+	tail := "<current_todos>\n[ ] Write the parser\n</current_todos>"
+	plain, _ := usage(&llm.Request{System: "sys", Messages: msgs})
+	withTail, m := usage(&llm.Request{System: "sys", SystemTail: tail, Messages: msgs})
+	joined, _ := usage(&llm.Request{System: "sys\n\n" + tail, Messages: msgs})
+	if withTail <= plain || withTail != joined {
+		t.Fatalf("input tokens: plain %d, with tail %d, joined %d", plain, withTail, joined)
+	}
+	if got := m.Records()[0].Request.SystemTail; got != tail {
+		t.Fatalf("recorded tail %q", got)
+	}
+	blank, _ := usage(&llm.Request{System: "sys", SystemTail: "  ", Messages: msgs})
+	if blank != plain {
+		t.Fatalf("a blank tail counted: %d vs %d", blank, plain)
+	}
+}

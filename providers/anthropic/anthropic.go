@@ -123,7 +123,11 @@ type Config struct {
 	// MaxTokens is the output limit when a request's Settings.MaxTokens is
 	// 0; DefaultMaxTokens when both are 0.
 	MaxTokens int
-	// NoPromptCache turns off the cache_control breakpoints.
+	// NoPromptCache turns off the cache_control breakpoints. By default a
+	// request has up to four: the static system prompt (which caches the
+	// tools before it; without one, the last tool), the system prompt's
+	// changing tail (llm.Request.SystemTail, its own block), and the last two
+	// user turns.
 	NoPromptCache bool
 	// ThinkingBudget > 0 enables extended thinking with that many budget
 	// tokens (at least MinThinkingBudget) for requests whose

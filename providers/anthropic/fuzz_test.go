@@ -166,8 +166,10 @@ func fuzzMessages(data []byte) []llm.Message {
 // pairing and ordering, no blank text, valid unique ids, at most four cache
 // breakpoints, valid images, a tool loop that starts with thinking when
 // thinking is on), that no user text, tool result or sendable image is
-// lost, and that no other provider's reasoning reaches the wire. Inputs
-// whose length is a multiple of three are sent with thinking on.
+// lost, that a system prompt tail is the last system block, and that no
+// other provider's reasoning reaches the wire. Inputs whose length is a
+// multiple of three are sent with thinking on; the length modulo four picks
+// the system prompt's shape.
 func FuzzConvertMessages(f *testing.F) {
 	f.Add([]byte{0, 2, 3, 1, 0, 0, 0, 5, 0, 0, 0, 1, 0})
 	f.Add([]byte{3, 2, 2, 0, 0, 1, 1, 1, 5, 1, 0, 0, 5, 0, 0, 0, 0, 2})
@@ -179,6 +181,16 @@ func FuzzConvertMessages(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		msgs := fuzzMessages(data)
 		req := &llm.Request{System: "sys", Messages: msgs, Tools: specs}
+		// The system prompt's shape varies too: static, static and tail,
+		// tail only, none.
+		switch len(data) % 4 {
+		case 1:
+			req.SystemTail = "<current_todos>\n[ ] tail item\n</current_todos>"
+		case 2:
+			req.System, req.SystemTail = "", "<current_todos>\n[ ] tail item\n</current_todos>"
+		case 3:
+			req.System = ""
+		}
 		if len(data)%3 == 0 {
 			req.Settings.Reasoning = &llm.ReasoningConfig{Effort: llm.EffortLow}
 		}
@@ -205,6 +217,11 @@ func FuzzConvertMessages(f *testing.F) {
 		for _, w := range wire.Messages {
 			for _, blk := range w.Content {
 				texts = append(texts, blk.Text, blk.Content.Text())
+			}
+		}
+		if req.SystemTail != "" {
+			if last := wire.System[len(wire.System)-1]; last.Text != req.SystemTail {
+				t.Fatalf("the tail is not the last system block: %+v", wire.System)
 			}
 		}
 		all := strings.Join(texts, "\x00") + "\x00" + wire.SystemText()

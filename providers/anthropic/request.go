@@ -61,17 +61,27 @@ func (m *Model) build(req *llm.Request) (*built, error) {
 		Messages:  msgs,
 	}
 
+	// The system prompt is one block for its static part and, when the
+	// request has one, a second for its changing tail (todos, memory), each
+	// with a cache breakpoint: the first caches the tools and the static
+	// prompt, which a change in the tail leaves intact.
 	var sys []string
 	if strings.TrimSpace(req.System) != "" {
 		sys = append(sys, req.System)
 	}
 	sys = append(sys, lead...)
-	if len(sys) > 0 {
-		block := anthropic.TextBlockParam{Text: strings.Join(sys, "\n\n")}
-		if cache {
-			block.CacheControl = anthropic.NewCacheControlEphemeralParam()
+	static, tail := len(sys) > 0, strings.TrimSpace(req.SystemTail) != ""
+	structured := req.Response != nil && m.cfg.StructuredOutput == StructuredTool
+	if static {
+		p.System = append(p.System, anthropic.TextBlockParam{Text: strings.Join(sys, "\n\n")})
+	}
+	if tail {
+		p.System = append(p.System, anthropic.TextBlockParam{Text: req.SystemTail})
+	}
+	if cache {
+		for i := range p.System {
+			p.System[i].CacheControl = anthropic.NewCacheControlEphemeralParam()
 		}
-		p.System = []anthropic.TextBlockParam{block}
 	}
 
 	names := map[string]bool{}
@@ -87,10 +97,14 @@ func (m *Model) build(req *llm.Request) (*built, error) {
 		if t.Description != "" {
 			tp.Description = param.NewOpt(t.Description)
 		}
-		// The last caller tool closes the cached prefix; a structured-output
-		// tool appended below stays outside it, so requests with and without
-		// a response schema share the cache.
-		if cache && i == len(req.Tools)-1 {
+		// The API's prefix is tools, system, messages, so the static system
+		// block's breakpoint caches the tools too; the last caller tool gets
+		// its own only when there is no static block, or when a
+		// structured-output tool follows it and there is no tail (requests
+		// with and without a response schema then share the tools). Whether
+		// the tail is there or not never moves it: the prefix stays the same
+		// bytes from the first round on.
+		if cache && i == len(req.Tools)-1 && (!static || structured && !tail) {
 			tp.CacheControl = anthropic.NewCacheControlEphemeralParam()
 		}
 		names[t.Name] = true
@@ -295,8 +309,8 @@ func sanitizeName(s string, max int) string {
 // markConversation puts cache breakpoints on the last block of the last two
 // user turns: the newest one caches the whole conversation for the next
 // round, the one before it is where the previous round wrote its cache, so
-// the lookup hits even when a round added many blocks. With the tools and
-// system breakpoints that makes the API's maximum of four.
+// the lookup hits even when a round added many blocks. With the two of the
+// tools and the system blocks that makes the API's maximum of four.
 func markConversation(msgs []anthropic.MessageParam) {
 	marked := 0
 	for i := len(msgs) - 1; i >= 0 && marked < 2; i-- {

@@ -131,9 +131,10 @@ func TestRequestStructure(t *testing.T) {
 func TestCacheBreakpoints(t *testing.T) {
 	req := &llm.Request{System: "sys", Messages: conversation(), Tools: specs}
 	got := sendAndRecord(t, req)
-	// Last tool, the system prompt, and the last block of the last two user
-	// turns (the previous round's breakpoint and the newest turn).
-	want := []string{"tools[2]", "system[0]", "messages[4].content[0]", "messages[6].content[0]"}
+	// The system prompt (which caches the tools before it too), and the last
+	// block of the last two user turns (the previous round's breakpoint and
+	// the newest turn).
+	want := []string{"system[0]", "messages[4].content[0]", "messages[6].content[0]"}
 	if bp := got.CacheBreakpoints(); !reflect.DeepEqual(bp, want) {
 		t.Fatalf("breakpoints %v, want %v", bp, want)
 	}
@@ -143,8 +144,14 @@ func TestCacheBreakpoints(t *testing.T) {
 
 	// A first request: one user message.
 	got = sendAndRecord(t, &llm.Request{System: "sys", Messages: []llm.Message{llm.User("hi")}, Tools: specs})
-	if bp := got.CacheBreakpoints(); !reflect.DeepEqual(bp, []string{"tools[2]", "system[0]", "messages[0].content[0]"}) {
+	if bp := got.CacheBreakpoints(); !reflect.DeepEqual(bp, []string{"system[0]", "messages[0].content[0]"}) {
 		t.Fatalf("first-request breakpoints %v", bp)
+	}
+
+	// Tools without a system prompt: the last tool closes the prefix.
+	got = sendAndRecord(t, &llm.Request{Messages: []llm.Message{llm.User("hi")}, Tools: specs})
+	if bp := got.CacheBreakpoints(); !reflect.DeepEqual(bp, []string{"tools[2]", "messages[0].content[0]"}) {
+		t.Fatalf("tools-only breakpoints %v", bp)
 	}
 
 	// No tools, no system: only the conversation.

@@ -104,6 +104,11 @@ func (m *Model) prepare(req *llm.Request) (*prepared, error) {
 	if req.System != "" {
 		system = append([]string{req.System}, system...)
 	}
+	// The changing tail goes last, so the prefix Gemini caches implicitly
+	// ends where it begins.
+	if strings.TrimSpace(req.SystemTail) != "" {
+		system = append(system, req.SystemTail)
+	}
 	p := &prepared{contents: contents, ids: newIDGen(req.Messages)}
 	cfg := &p.cfg
 	// The SDK would otherwise re-send a stream that broke (or ended without a

@@ -122,6 +122,10 @@ type Config struct {
 	// max_completion_tokens, for servers that only know the older field.
 	// (OpenAI's reasoning models reject max_tokens.)
 	LegacyMaxTokens bool
+	// NoPromptCacheKey leaves out prompt_cache_key (a hash of the system
+	// prompt and tools that keeps requests sharing a prefix on one cache),
+	// for servers that reject the field.
+	NoPromptCacheKey bool
 
 	// noEnvKey keeps OPENAI_API_KEY from being sent (set by NewCompatible).
 	noEnvKey bool

@@ -26,8 +26,8 @@ func (m *Model) params(req *llm.Request, stream bool) (sdk.ChatCompletionNewPara
 		return p, m.requestError("nil request")
 	}
 
-	if req.System != "" {
-		p.Messages = append(p.Messages, sdk.SystemMessage(req.System))
+	if sys := systemText(req); sys != "" {
+		p.Messages = append(p.Messages, sdk.SystemMessage(sys))
 	}
 	msgs, err := m.chatMessages(req.Messages)
 	if err != nil {
@@ -41,6 +41,9 @@ func (m *Model) params(req *llm.Request, stream bool) (sdk.ChatCompletionNewPara
 			return p, m.requestError(err.Error())
 		}
 		p.Tools = append(p.Tools, tp)
+	}
+	if key := m.promptCacheKey(req); key != "" {
+		p.PromptCacheKey = param.NewOpt(key)
 	}
 	if len(p.Tools) > 0 {
 		// The API rejects tool_choice and parallel_tool_calls without tools.

@@ -42,6 +42,7 @@ type rParams struct {
 	Store             bool        `json:"store"`
 	Stream            bool        `json:"stream,omitempty"`
 	Text              *rText      `json:"text,omitempty"`
+	PromptCacheKey    string      `json:"prompt_cache_key,omitempty"`
 }
 
 type rReasoning struct {
@@ -98,7 +99,7 @@ func (m *Model) responsesParams(req *llm.Request, stream bool) ([]byte, error) {
 	if req == nil {
 		return nil, m.requestError("nil request")
 	}
-	p := rParams{Model: m.cfg.Model, Instructions: req.System, Stream: stream, Input: []rInput{}}
+	p := rParams{Model: m.cfg.Model, Instructions: systemText(req), Stream: stream, Input: []rInput{}}
 	for i, msg := range req.Messages {
 		items, err := m.inputItems(msg)
 		if err != nil {
@@ -120,6 +121,7 @@ func (m *Model) responsesParams(req *llm.Request, stream bool) ([]byte, error) {
 		}
 		p.Tools = append(p.Tools, rTool{Type: "function", Name: t.Name, Description: t.Description, Parameters: compact.Bytes()})
 	}
+	p.PromptCacheKey = m.promptCacheKey(req)
 	if len(p.Tools) > 0 {
 		switch req.ToolChoice.Mode {
 		case llm.ToolChoiceAuto:

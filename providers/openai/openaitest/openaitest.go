@@ -327,6 +327,8 @@ type Request struct {
 	Stop                json.RawMessage `json:"stop"`
 	ResponseFormat      json.RawMessage `json:"response_format"`
 	ReasoningEffort     string          `json:"reasoning_effort"`
+	// PromptCacheKey routes the request to a prompt cache.
+	PromptCacheKey string `json:"prompt_cache_key"`
 
 	// API is "chat" or "responses", the endpoint the request came to.
 	API string `json:"-"`

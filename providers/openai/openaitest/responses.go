@@ -33,6 +33,8 @@ type ResponsesBody struct {
 	Store   *bool           `json:"store"`
 	Stream  bool            `json:"stream"`
 	Text    json.RawMessage `json:"text"`
+	// PromptCacheKey routes the request to a prompt cache.
+	PromptCacheKey string `json:"prompt_cache_key"`
 
 	// Items is Input as a list of items (a string input is one user item).
 	Items []Item `json:"-"`
@@ -163,7 +165,7 @@ func decodeResponses(body []byte) (*Request, error) {
 	}
 	r := &Request{API: "responses", Responses: &rb, Body: append(json.RawMessage(nil), body...),
 		Model: rb.Model, Stream: rb.Stream, ParallelToolCalls: rb.ParallelToolCalls, Temperature: rb.Temperature,
-		TopP: rb.TopP, MaxCompletionTokens: rb.MaxOutputTokens, ToolChoice: rb.ToolChoice}
+		TopP: rb.TopP, MaxCompletionTokens: rb.MaxOutputTokens, ToolChoice: rb.ToolChoice, PromptCacheKey: rb.PromptCacheKey}
 	if rb.Reasoning != nil {
 		r.ReasoningEffort = rb.Reasoning.Effort
 	}
