@@ -54,9 +54,11 @@ func (r *run) steps(ctx context.Context, pending *StepState) (Status, error) {
 				}
 			}
 		}
+		report, est := r.contextReport(req)
+		r.addContext(report)
 		r.emit(Event{Type: ModelRequest, Request: &RequestInfo{
 			Round: r.rounds, MessageCount: len(req.Messages), SystemChars: tokens.Chars(req.System),
-			Tools: r.toolNames(req), ToolTokens: r.toolTokens(req),
+			Tools: r.toolNames(req), ToolTokens: r.toolTokens(req), Context: &report,
 		}})
 		start := r.rt.Now()
 		round := r.rounds
@@ -102,6 +104,7 @@ func (r *run) steps(ctx context.Context, pending *StepState) (Status, error) {
 				}
 			}
 		}
+		r.observe(est.Total, resp.Usage)
 		r.usage = r.usage.Add(resp.Usage)
 		if r.ck != nil {
 			r.ck.usage = r.ck.usage.Add(resp.Usage)
