@@ -52,7 +52,7 @@ func TestExampleConfig(t *testing.T) {
 				RequestTimeout: 5 * time.Minute, StreamIdleTimeout: 90 * time.Second, API: "chat"},
 		},
 		Models: map[string]tokens.Override{
-			"local:qwen3-coder":            {Window: 131_072, MaxOutput: 16_384, Caches: new(false)},
+			"local:qwen3-coder":           {Window: 131_072, MaxOutput: 16_384, Caches: new(false)},
 			"anthropic:claude-sonnet-4-5": {Window: 1_000_000},
 		},
 		Files: []string{"example.toml"},
