@@ -153,6 +153,20 @@ type StepInfo struct {
 	// (State.Values, as JSON), where it is checkpointed with the step and
 	// restored on resume; nil removes it. Read values back with GetValue.
 	SetValue func(name string, v any) error
+
+	measure func(*llm.Request) ContextReport
+}
+
+// Measure returns the context report req would have if it were sent now by
+// this step's agent: its window and calibration, and the previous call's
+// reported usage (see ContextReport.Load). Middleware that rewrite the
+// request, such as compaction, use it to decide and to check the result. A
+// StepInfo not made by the loop measures without a window or calibration.
+func (s StepInfo) Measure(req *llm.Request) ContextReport {
+	if s.measure == nil {
+		return newContextReport(tokens.Estimate(req), 1, 0)
+	}
+	return s.measure(req)
 }
 
 // GetValue decodes the state value name into a T; ok is false when the

@@ -180,6 +180,11 @@ func (r *run) contextReport(req *llm.Request) (ContextReport, tokens.Breakdown) 
 	return rep, b
 }
 
+func (r *run) measure(req *llm.Request) ContextReport {
+	rep, _ := r.contextReport(req)
+	return rep
+}
+
 // observe feeds a response's reported usage to the calibration and the
 // ledger's floor for the next request.
 func (r *run) observe(est int, u llm.Usage) {

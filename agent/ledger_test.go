@@ -252,3 +252,32 @@ func TestContextLedgerPerSubagent(t *testing.T) {
 		t.Errorf("the child's own result ledger: %+v", kid)
 	}
 }
+
+// A BeforeModel hook measures a request as the loop will report it: same
+// window, same calibration, same floor from the previous call's usage.
+func TestStepInfoMeasure(t *testing.T) {
+	m := &ledgerModel{name: "m", factor: 1.5, calls: 2, grow: 800}
+	var measured []agent.ContextReport
+	mw := agent.Middleware{Name: "measure", BeforeModel: func(_ context.Context, st agent.StepInfo, req *llm.Request) error {
+		measured = append(measured, st.Measure(req))
+		return nil
+	}}
+	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{echoTool}, Middleware: []agent.Middleware{mw}, ContextWindow: 20_000})
+	reps, _ := requestReports(t, a, "Go.")
+	got := reps["parent"]
+	if len(got) != 3 || len(measured) != 3 {
+		t.Fatalf("%d reports, %d measured", len(got), len(measured))
+	}
+	for i := range got {
+		if measured[i] != got[i] {
+			t.Errorf("request %d: measured %+v, reported %+v", i, measured[i], got[i])
+		}
+	}
+	if got[1].Ratio < 1.45 || got[1].Ratio > 1.55 || got[1].LastReported == 0 || got[2].Load() < got[1].Load() {
+		t.Errorf("the second request is not calibrated by the first: %+v", got[1])
+	}
+	req := &llm.Request{System: strings.Repeat("s", 400)}
+	if r := (agent.StepInfo{}).Measure(req); r.System != 100 || r.Calibrated != 100 || r.Window != 0 || r.Ratio != 1 {
+		t.Errorf("a hand-made StepInfo measures %+v", r)
+	}
+}
