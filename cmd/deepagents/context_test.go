@@ -110,6 +110,9 @@ func TestRunJSONCarriesTheLedger(t *testing.T) {
 	if p.Calls != 2 || ch.Calls != 2 || p.Last != *c || p.Peak.Calibrated < ch.Peak.Calibrated || ch.Sent <= ch.Peak.Calibrated {
 		t.Errorf("ledgers by agent: %+v", sum.ContextByAgent)
 	}
+	if tot := sum.ContextTotal; tot == nil || tot.Calls != 4 || tot.Sent != p.Sent+ch.Sent || tot.Peak.Calibrated != p.Peak.Calibrated {
+		t.Errorf("tree total %+v", tot)
+	}
 	// The server reports usage: the second request of each agent is
 	// calibrated by the first one's.
 	if p.Last.Ratio == 1 && p.Last.Estimated == p.Last.Calibrated && p.Last.LastReported == 0 {

@@ -574,9 +574,10 @@ type runSummary struct {
 	// Context is the context report of the agent's last model request of
 	// the turn: its tokens by source and the window left; ContextByAgent
 	// sums every agent path's requests (count, tokens sent, last and
-	// largest request).
+	// largest request), and ContextTotal all of them together.
 	Context        *agent.ContextReport           `json:"context,omitempty"`
 	ContextByAgent map[string]agent.ContextLedger `json:"context_by_agent,omitempty"`
+	ContextTotal   *agent.ContextLedger           `json:"context_total,omitempty"`
 }
 
 // actionRequest is a LangChain action request with our call_id beside its
@@ -605,6 +606,10 @@ func summarise(res *agent.Result, transcript string) runSummary {
 		out.Context = &last
 	}
 	out.ContextByAgent = res.ContextByAgent
+	if len(res.ContextByAgent) > 0 {
+		total := res.ContextTotal()
+		out.ContextTotal = &total
+	}
 	for id, c := range res.Children {
 		out.Subagents = append(out.Subagents, subagentSummary{CallID: id, Agent: c.Agent, Status: c.Status, Rounds: c.Rounds, Usage: c.Usage})
 	}
