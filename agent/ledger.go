@@ -47,14 +47,6 @@ type ContextReport struct {
 // that is more. Thresholds (such as compaction's) compare against it.
 func (c ContextReport) Load() int { return max(c.Calibrated, c.LastReported) }
 
-// Share is part's share of the window, 0 when the window is unknown.
-func (c ContextReport) Share(part int) float64 {
-	if c.Window <= 0 {
-		return 0
-	}
-	return float64(part) / float64(c.Window)
-}
-
 // MarshalJSON leaves out Free when the window is unknown.
 func (c ContextReport) MarshalJSON() ([]byte, error) {
 	type plain ContextReport
@@ -66,17 +58,6 @@ func (c ContextReport) MarshalJSON() ([]byte, error) {
 		w.Free = &c.Free
 	}
 	return json.Marshal(w)
-}
-
-// UnmarshalJSON reads what MarshalJSON writes.
-func (c *ContextReport) UnmarshalJSON(b []byte) error {
-	type plain ContextReport
-	var p plain
-	if err := json.Unmarshal(b, &p); err != nil {
-		return err
-	}
-	*c = ContextReport(p)
-	return nil
 }
 
 // newContextReport splits b's estimate scaled by ratio. Each part is
