@@ -38,6 +38,7 @@ import (
 	"sync"
 
 	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/tokens"
 	"github.com/deepagents-go/deepagents/tool"
 	"github.com/deepagents-go/deepagents/vfs"
 )
@@ -97,6 +98,10 @@ type Config struct {
 	// model call that asked is never repeated). Resuming needs a
 	// checkpointer (WithCheckpoints).
 	InterruptOn map[string]Approval
+	// ContextWindow is the model's context window in tokens, 0 when unknown
+	// (see tokens.ProfileFor). The context report of every model request
+	// (RequestInfo.Context) measures the free space against it.
+	ContextWindow int
 }
 
 // Middleware extends an agent. Every field is optional.
@@ -153,6 +158,20 @@ type StepInfo struct {
 	// (State.Values, as JSON), where it is checkpointed with the step and
 	// restored on resume; nil removes it. Read values back with GetValue.
 	SetValue func(name string, v any) error
+
+	measure func(*llm.Request) ContextReport
+}
+
+// Measure returns the context report req would have if it were sent now by
+// this step's agent: its window and calibration, and the previous call's
+// reported usage (see ContextReport.Load). Middleware that rewrite the
+// request, such as compaction, use it to decide and to check the result. A
+// StepInfo not made by the loop measures without a window or calibration.
+func (s StepInfo) Measure(req *llm.Request) ContextReport {
+	if s.measure == nil {
+		return newContextReport(tokens.Estimate(req), 1, 0)
+	}
+	return s.measure(req)
 }
 
 // GetValue decodes the state value name into a T; ok is false when the
@@ -226,6 +245,11 @@ type Agent struct {
 
 	tokOnce  sync.Once
 	tokTotal int
+
+	// calib learns the ratio of reported to estimated input tokens, kept
+	// under calibKey (the model's name, or the agent's).
+	calib    tokens.Calibrator
+	calibKey string
 }
 
 // New validates cfg and assembles an agent. Every rejection is a
@@ -240,10 +264,14 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.MaxParallel < 0 {
 		return nil, configErr("agent: MaxParallel is %d; it must be 0 (the default, %d) or more", cfg.MaxParallel, DefaultMaxParallel)
 	}
+	if cfg.ContextWindow < 0 {
+		return nil, configErr("agent: ContextWindow is %d; it must be 0 (unknown) or more", cfg.ContextWindow)
+	}
 	a := &Agent{cfg: cfg, name: cfg.Name, byName: map[string]tool.Tool{}, idle: make(chan func())}
 	if a.name == "" {
 		a.name = DefaultName
 	}
+	a.calibKey = calibrationKey(cfg.Model, a.name)
 	if err := a.checkSettings(); err != nil {
 		return nil, err
 	}
@@ -429,6 +457,12 @@ type Result struct {
 	Thread string `json:"thread_id,omitempty"`
 	// Checkpoints counts the checkpoints this run and its subagents wrote.
 	Checkpoints int `json:"checkpoints,omitempty"`
+	// Context is the ledger of this run's own model requests (nil when it
+	// made none): the last one, the largest one, and their sum.
+	Context *ContextLedger `json:"context,omitempty"`
+	// ContextByAgent is the ledger of every agent path in the run tree,
+	// this run's and its subagents'; ContextTotal sums it.
+	ContextByAgent map[string]ContextLedger `json:"context_by_agent,omitempty"`
 
 	err error
 }

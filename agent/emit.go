@@ -50,6 +50,7 @@ func (r *run) addChild(callID string, child *Result) {
 	for p, u := range child.UsageByAgent {
 		r.tree[p] = r.tree[p].Add(u)
 	}
+	r.addChildContext(child)
 }
 
 func isAre(n int) string {

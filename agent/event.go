@@ -87,6 +87,9 @@ type RequestInfo struct {
 	SystemChars  int      `json:"system_chars"`
 	Tools        []string `json:"tools"`
 	ToolTokens   int      `json:"tool_tokens"` // o200k tokens of the tool definitions
+	// Context is the request's context report: its estimated tokens by
+	// source and the window left.
+	Context *ContextReport `json:"context,omitempty"`
 }
 
 // ResponseInfo describes one model response.

@@ -157,6 +157,12 @@ type run struct {
 	waiting   []Interrupt       // calls waiting for a decision, own and children's
 	stepTools map[string]tool.Tool
 	stepSpecs []llm.ToolSpec
+
+	// ledger counts this run's model requests, ctxTree its subagents' by
+	// path; lastReported is the previous call's reported input+output.
+	ledger       ContextLedger
+	ctxTree      map[string]ContextLedger
+	lastReported int
 }
 
 func (a *Agent) newRun(in Input, rc runConfig) *run {
@@ -322,5 +328,6 @@ func (r *run) result(status Status, err error) *Result {
 		res.Changed = append(res.Changed, p)
 	}
 	slices.Sort(res.Changed)
+	r.contextResult(res)
 	return res
 }

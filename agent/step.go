@@ -54,9 +54,11 @@ func (r *run) steps(ctx context.Context, pending *StepState) (Status, error) {
 				}
 			}
 		}
+		report, est := r.contextReport(req)
+		r.addContext(report)
 		r.emit(Event{Type: ModelRequest, Request: &RequestInfo{
 			Round: r.rounds, MessageCount: len(req.Messages), SystemChars: tokens.Chars(req.System),
-			Tools: r.toolNames(req), ToolTokens: r.toolTokens(req),
+			Tools: r.toolNames(req), ToolTokens: r.toolTokens(req), Context: &report,
 		}})
 		start := r.rt.Now()
 		round := r.rounds
@@ -102,6 +104,7 @@ func (r *run) steps(ctx context.Context, pending *StepState) (Status, error) {
 				}
 			}
 		}
+		r.observe(est.Total, resp.Usage)
 		r.usage = r.usage.Add(resp.Usage)
 		if r.ck != nil {
 			r.ck.usage = r.ck.usage.Add(resp.Usage)
@@ -191,7 +194,7 @@ func StepFrom(ctx context.Context) (StepInfo, bool) {
 // stepInfo describes the run to middleware hooks.
 func (r *run) stepInfo() StepInfo {
 	return StepInfo{Agent: r.where, Path: r.path, Round: r.rounds, State: &r.state, Files: r.backend, Emit: r.emit,
-		SetValue: r.setValue}
+		SetValue: r.setValue, measure: r.measure}
 }
 
 // setValue stores a middleware value in the run's state.

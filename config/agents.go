@@ -60,6 +60,9 @@ import (
 //	                 mapping of tool names, each true, false or a list of
 //	                 decisions ([approve, edit, reject]); absent: the
 //	                 parent's; {} for none
+//	context_window   the subagent's model's context window in tokens, over
+//	                 the built-in number for its model (or for a model
+//	                 without one); absent: its model's known window
 //
 // Any other key is an error.
 type AgentFile struct {
@@ -92,6 +95,9 @@ type AgentFile struct {
 	// InterruptOn is nil when not set: the subagent inherits the parent's
 	// approvals. An empty map asks about nothing.
 	InterruptOn map[string]agent.Approval
+	// ContextWindow is 0 when not set: the window known for the
+	// subagent's model applies (Config.Profile).
+	ContextWindow int
 	// Prompt is the body after the front matter, without the blank lines
 	// around it; it may be empty.
 	Prompt string
@@ -218,7 +224,7 @@ func pathErrText(err error) string {
 	return err.Error()
 }
 
-var agentKeys = []string{"name", "description", "mode", "tools", "model", "response_format", "max_steps", "timeout", "reasoning", "interrupt_on"}
+var agentKeys = []string{"name", "description", "mode", "tools", "model", "response_format", "max_steps", "timeout", "reasoning", "interrupt_on", "context_window"}
 
 var agentModes = []string{string(subagent.Isolated), string(subagent.Fork), string(subagent.Handoff)}
 
@@ -372,6 +378,12 @@ func parseAgent(p *problems, path string, data []byte) (a AgentFile, nameLine in
 				a.Reasoning = yamlReasoning(p, v, vl, at)
 			case "interrupt_on":
 				a.InterruptOn = yamlInterruptOn(p, v, vl, at)
+			case "context_window":
+				if n := yamlPositiveInt(p, key, v, vl); n > maxWindow {
+					p.add(vl, "context_window is too large: %d tokens", n)
+				} else {
+					a.ContextWindow = n
+				}
 			default:
 				p.add(kl, "%s", unknownKey(key, key, agentKeys))
 			}

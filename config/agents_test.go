@@ -191,7 +191,7 @@ func TestParseAgentFileErrors(t *testing.T) {
 				`:7: unknown key "descripton" (did you mean "description"?)`},
 		{"unknown key by case", "---\ndescription: d\nMax_Steps: 3\n---\n", `:3: unknown key "Max_Steps" (did you mean "max_steps"?)`},
 		{"unknown key without suggestion", "---\ndescription: d\nskills: [x]\n---\n",
-			`:3: unknown key "skills" (known keys: name, description, mode, tools, model, response_format, max_steps, timeout, reasoning, interrupt_on)`},
+			`:3: unknown key "skills" (known keys: name, description, mode, tools, model, response_format, max_steps, timeout, reasoning, interrupt_on, context_window)`},
 		{"duplicate key", "---\ndescription: d\nmode: fork\nmode: isolated\n---\n", `:4: key "mode" is set twice (first on line 3)`},
 		{"bad mode", "---\nname: researcher\ndescription: d\nmode: shared\n---\n", `:4: mode must be "isolated", "fork" or "handoff", got "shared"`},
 		{"wrong type: description", "---\ndescription: 42\n---\n", `:2: description must be a string, got the integer 42; put it in quotes`},
@@ -245,12 +245,15 @@ func TestParseAgentFileErrors(t *testing.T) {
 		{"bad model", "---\ndescription: d\nmodel: \"gpt 4\"\n---\n", `:3: model must be "provider:model" (e.g. "openai:gpt-4.1"), got "gpt 4"`},
 		{"model without model", "---\ndescription: d\nmodel: \"openai:\"\n---\n", `:3: model "openai:" names no model after the ":"`},
 		{"invalid UTF-8", "---\ndescription: d\n---\nok\n\xff\n", `:5: the file is not valid UTF-8 text`},
+		{"context_window a string", "---\ndescription: d\ncontext_window: 128k\n---\n", `:3: context_window must be a whole number, got the string "128k"`},
+		{"context_window zero", "---\ndescription: d\ncontext_window: 0\n---\n", `:3: context_window must be at least 1, got 0`},
+		{"context_window huge", "---\ndescription: d\ncontext_window: 500000000\n---\n", `:3: context_window is too large: 500000000 tokens`},
 		{"several errors at once", "---\nname: \"a b\"\nmode: shared\ntimeout: 1\ncolour: red\n---\n",
 			":1: missing required key \"description\": the model chooses subagents by it\n" +
 				":2: name must be letters, digits, \"_\" and \"-\" only, got \"a b\"\n" +
 				":3: mode must be \"isolated\", \"fork\" or \"handoff\", got \"shared\"\n" +
 				":4: timeout must be a duration like \"90s\" or \"5m\", got the integer 1; add a unit\n" +
-				":5: unknown key \"colour\" (known keys: name, description, mode, tools, model, response_format, max_steps, timeout, reasoning, interrupt_on)"},
+				":5: unknown key \"colour\" (known keys: name, description, mode, tools, model, response_format, max_steps, timeout, reasoning, interrupt_on, context_window)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

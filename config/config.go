@@ -19,6 +19,7 @@ import (
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/internal/safefile"
 	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/tokens"
 )
 
 // Config is the merged settings of the config files. The zero value of a
@@ -42,6 +43,11 @@ import (
 //	type = "openai-compatible"
 //	base_url = "http://localhost:8000/v1"
 //	model = "qwen3"
+//
+//	[models."local:qwen3"]
+//	context_window = 32768
+//	max_output = 8192
+//	caches = false
 //
 // Any other key is an error.
 type Config struct {
@@ -76,6 +82,13 @@ type Config struct {
 	// Providers are the [providers.NAME] tables by lower-case name; use
 	// ProviderFor to look one up.
 	Providers map[string]ProviderConfig
+	// Models are the [models."provider:model"] tables, by "provider:model"
+	// with the provider in lower case: a model's context window (key
+	// context_window), output limit (max_output) and whether its provider
+	// caches prompts (caches), over the built-in numbers or for a model
+	// they do not know; use Profile to look one up. Tables merge by model,
+	// field by field.
+	Models map[string]tokens.Override
 	// Files are the config files read, lowest precedence first.
 	Files []string
 	// ProjectFile is the project's deepagents.toml when Load read one (an
@@ -152,7 +165,7 @@ var builtinKinds = map[string]string{
 }
 
 var (
-	topKeys       = []string{"model", "system_prompt", "max_steps", "max_parallel", "reasoning", "db", "interrupt_on", "providers"}
+	topKeys       = []string{"model", "system_prompt", "max_steps", "max_parallel", "reasoning", "db", "interrupt_on", "providers", "models"}
 	providerKeys  = []string{"type", "base_url", "api_key_env", "model", "headers", "stream_tool_calls", "parallel_tool_calls", "request_timeout", "stream_idle_timeout", "api"}
 	providerTypes = []string{"openai", "anthropic", "gemini", "openai-compatible"}
 	envNameRe     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -306,6 +319,8 @@ func Parse(path string, data []byte) (*Config, error) {
 			c.InterruptOn = tomlInterruptOn(p, v, l, at)
 		case "providers":
 			c.Providers = parseProviders(p, v, l, at, path, c)
+		case "models":
+			c.Models = parseModels(p, v, l, at)
 		default:
 			p.add(l, "%s", unknownKey(key, key, topKeys))
 		}
@@ -550,6 +565,23 @@ func (c *Config) Merge(other *Config) {
 	}
 	if other.InterruptOn != nil {
 		c.InterruptOn = cloneApprovals(other.InterruptOn)
+	}
+	for key, o := range other.Models {
+		if c.Models == nil {
+			c.Models = map[string]tokens.Override{}
+		}
+		cur := c.Models[key]
+		if o.Window > 0 {
+			cur.Window = o.Window
+		}
+		if o.MaxOutput > 0 {
+			cur.MaxOutput = o.MaxOutput
+		}
+		if o.Caches != nil {
+			b := *o.Caches
+			cur.Caches = &b
+		}
+		c.Models[key] = cur
 	}
 	for name, o := range other.Providers {
 		name = strings.ToLower(name)

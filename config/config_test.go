@@ -11,6 +11,7 @@ import (
 
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/providers"
+	"github.com/deepagents-go/deepagents/tokens"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
@@ -49,6 +50,10 @@ func TestExampleConfig(t *testing.T) {
 				Model: "qwen3-coder", Headers: map[string]string{"X-Team": "platform"},
 				StreamToolCalls: new(false), ParallelToolCalls: new(false),
 				RequestTimeout: 5 * time.Minute, StreamIdleTimeout: 90 * time.Second, API: "chat"},
+		},
+		Models: map[string]tokens.Override{
+			"local:qwen3-coder":           {Window: 131_072, MaxOutput: 16_384, Caches: new(false)},
+			"anthropic:claude-sonnet-4-5": {Window: 1_000_000},
 		},
 		Files: []string{"example.toml"},
 	}
@@ -172,7 +177,7 @@ func TestParseErrors(t *testing.T) {
 		{"duplicate key", "model = \"a:b\"\n\nmodel = \"c:d\"\n", `:3: Key 'model' has already been defined.`},
 		{"unknown top-level key", "model = \"a:b\"\nmax_step = 3\n", `:2: unknown key "max_step" (did you mean "max_steps"?)`},
 		{"unknown key, no suggestion", "temperature = 0.2\n",
-			`:1: unknown key "temperature" (known keys: model, system_prompt, max_steps, max_parallel, reasoning, db, interrupt_on, providers)`},
+			`:1: unknown key "temperature" (known keys: model, system_prompt, max_steps, max_parallel, reasoning, db, interrupt_on, providers, models)`},
 		{"unknown provider key", "[providers.openai]\napi_key_env = \"K\"\n\nbase_ulr = \"http://x\"\n",
 			`:4: unknown key "providers.openai.base_ulr" (did you mean "base_url"?)`},
 		{"unknown key in a dotted table", "[providers]\nopenai.modle = \"x\"\n",

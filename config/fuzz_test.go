@@ -76,6 +76,9 @@ func FuzzParseAgentFile(f *testing.F) {
 		if a.Mode == "fork" && a.Tools != nil {
 			t.Fatalf("fork with tools %q", a.Tools)
 		}
+		if a.ContextWindow < 0 || a.ContextWindow > maxWindow {
+			t.Fatalf("context_window %d", a.ContextWindow)
+		}
 		for _, tool := range a.Tools {
 			if !nameRe.MatchString(tool) {
 				t.Fatalf("tool name %q", tool)
@@ -112,6 +115,7 @@ func FuzzParseAgentFile(f *testing.F) {
 func FuzzLoadConfig(f *testing.F) {
 	f.Add([]byte("model = \"openai:gpt-4.1\"\n"), []byte("[providers.local]\ntype = \"openai-compatible\"\nbase_url = \"http://x/v1\"\n"))
 	f.Add([]byte("max_steps = 0\n"), []byte("[providers.x]\n"))
+	f.Add([]byte("[models.\"local:q\"]\ncontext_window = 32768\n"), []byte("[models.\"LOCAL:q\"]\nmax_output = 8192\ncaches = true\n"))
 	f.Fuzz(func(t *testing.T, user, project []byte) {
 		const up, pp = "home/.deepagents/config.toml", "project/deepagents.toml"
 		c, err := load([]file{{up, user}, {pp, project}})
@@ -140,6 +144,19 @@ func FuzzLoadConfig(f *testing.F) {
 			}
 			if got := c.ProviderFor(strings.ToUpper(name)); got.Type != pc.Type || got.BaseURL != pc.BaseURL {
 				t.Fatalf("ProviderFor(%q) = %+v, want %+v", name, got, pc)
+			}
+		}
+		for key, o := range c.Models {
+			if k, msg := modelKey(key); msg != "" || k != key {
+				t.Fatalf("models key %q is not canonical (%q, %s)", key, k, msg)
+			}
+			if o.Window < 0 || o.Window > maxWindow || o.MaxOutput < 0 || o.MaxOutput > maxWindow {
+				t.Fatalf("models.%q: %+v", key, o)
+			}
+			provider, model, _ := strings.Cut(key, ":")
+			p := c.Profile(strings.ToUpper(provider), model)
+			if (o.Window > 0 && p.Window != o.Window) || (o.MaxOutput > 0 && p.MaxOutput != o.MaxOutput) || (o.Caches != nil && p.Caches != *o.Caches) {
+				t.Fatalf("Profile(%s) = %+v ignores %+v", key, p, o)
 			}
 		}
 		// Each file alone parses the same way it did inside the merge.

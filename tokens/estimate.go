@@ -76,12 +76,12 @@ func EstimateMessage(m llm.Message) int {
 }
 
 // Estimate splits req's estimated tokens. Tool definitions are counted from
-// their JSON (memoised per definition, as ToolJSON).
+// their JSON (memoised per definition, see EstimateTool).
 func Estimate(req *llm.Request) Breakdown {
 	var b Breakdown
 	b.System = EstimateText(req.System) + EstimateText(req.SystemTail)
 	for _, t := range req.Tools {
-		b.Tools += (len(ToolJSON(t)) + 3) / 4
+		b.Tools += EstimateTool(t)
 	}
 	for _, m := range req.Messages {
 		if m.Role == llm.RoleTool {
@@ -138,4 +138,19 @@ func (c *Calibrator) Ratio(model string) float64 {
 // Calibrated returns est scaled by the model's ratio.
 func (c *Calibrator) Calibrated(model string, est int) int {
 	return int(float64(est)*c.Ratio(model) + 0.5)
+}
+
+var toolEstimates sync.Map // toolKey → int
+
+// EstimateTool is the fast estimate of one tool definition: a quarter of
+// the bytes of its OpenAI function-tool JSON, memoised because the same
+// definitions are sent with every request.
+func EstimateTool(spec llm.ToolSpec) int {
+	key := toolKey(spec)
+	if v, ok := toolEstimates.Load(key); ok {
+		return v.(int)
+	}
+	n := (len(ToolJSON(spec)) + 3) / 4
+	toolEstimates.Store(key, n)
+	return n
 }

@@ -63,4 +63,50 @@ func TestProfileFor(t *testing.T) {
 	if p, ok := tokens.ProfileFor("openai", "my-local-model"); ok || p.Window != 0 {
 		t.Errorf("an unknown model: %+v %v", p, ok)
 	}
+	tests := []struct {
+		provider, model string
+		want            tokens.Profile
+	}{
+		{"anthropic", "claude-opus-4-1-20250805", tokens.Profile{Window: 200_000, MaxOutput: 32_000, Caches: true}},
+		{"anthropic", "claude-opus-4-5", tokens.Profile{Window: 200_000, MaxOutput: 64_000, Caches: true}},
+		{"anthropic", "claude-3-5-haiku-latest", tokens.Profile{Window: 200_000, MaxOutput: 8_192, Caches: true}},
+		{"openai", "gpt-4o-mini", tokens.Profile{Window: 128_000, MaxOutput: 16_384, Caches: true}},
+		{"openai", "gpt-4-0613", tokens.Profile{Window: 8_192, MaxOutput: 8_192}},
+		{"openai", "gpt-5-mini", tokens.Profile{Window: 400_000, MaxOutput: 128_000, Caches: true}},
+		{"openai", "gpt-5-chat-latest", tokens.Profile{Window: 128_000, MaxOutput: 16_384, Caches: true}},
+		{"OpenAI", "o1-mini", tokens.Profile{Window: 128_000, MaxOutput: 65_536, Caches: true}},
+		{"gemini", "gemini-2.5-flash", tokens.Profile{Window: 1_048_576, MaxOutput: 65_536, Caches: true}},
+		{"google", "models/gemini-1.5-pro-002", tokens.Profile{Window: 2_097_152, MaxOutput: 8_192}},
+		{"ollama", "gpt-4o", tokens.Profile{}},
+	}
+	for _, tt := range tests {
+		if got, _ := tokens.ProfileFor(tt.provider, tt.model); got != tt.want {
+			t.Errorf("ProfileFor(%s, %s) = %+v, want %+v", tt.provider, tt.model, got, tt.want)
+		}
+	}
+}
+
+func TestOverrideApply(t *testing.T) {
+	base := tokens.Profile{Window: 200_000, MaxOutput: 64_000, Caches: true}
+	no := false
+	if got := (tokens.Override{MaxOutput: 8000}).Apply(base); got != (tokens.Profile{Window: 200_000, MaxOutput: 8000, Caches: true}) {
+		t.Errorf("max_output only: %+v", got)
+	}
+	if got := (tokens.Override{Window: 32_768, Caches: &no}).Apply(base); got != (tokens.Profile{Window: 32_768, MaxOutput: 64_000}) {
+		t.Errorf("window and caches: %+v", got)
+	}
+	if got := (tokens.Override{}).Apply(base); got != base {
+		t.Errorf("an empty override changed %+v", got)
+	}
+}
+
+func TestEstimateTool(t *testing.T) {
+	spec := llm.ToolSpec{Name: "ls", Description: "List files.", Parameters: []byte(`{"type":"object","properties":{}}`)}
+	js := `{"type":"function","function":{"name":"ls","description":"List files.","parameters":{"type":"object","properties":{}}}}`
+	if got := tokens.EstimateTool(spec); got != (len(js)+3)/4 || tokens.EstimateTool(spec) != got {
+		t.Errorf("EstimateTool = %d, want %d", got, (len(js)+3)/4)
+	}
+	if b := tokens.Estimate(&llm.Request{Tools: []llm.ToolSpec{spec, spec}}); b.Tools != 2*((len(js)+3)/4) || b.Total != b.Tools {
+		t.Errorf("tools in a request: %+v", b)
+	}
 }

@@ -248,6 +248,8 @@ type session struct {
 	// told are the warnings and notices already shown in this session,
 	// so that one repeated by every subagent run is shown once.
 	told map[string]bool
+	// context is what /context shows: the last request's tokens by source.
+	context contextLog
 }
 
 func (s *session) interactive(ctx context.Context, stdin io.Reader) int {
@@ -259,7 +261,7 @@ func (s *session) interactive(ctx context.Context, stdin io.Reader) int {
 	if s.askAtPrompt {
 		s.ask = askApprovals(lines, s.stderr)
 	}
-	fmt.Fprintf(s.stderr, "deepagents — %s. Type your message; an empty line does nothing, /resume continues a stopped turn, Ctrl-D ends the session, Ctrl-C stops the current turn.\n", model)
+	fmt.Fprintf(s.stderr, "deepagents — %s. Type your message; an empty line does nothing, /resume continues a stopped turn, /context shows what the last model call was sent, Ctrl-D ends the session, Ctrl-C stops the current turn.\n", model)
 	code := 0
 	for {
 		fmt.Fprint(s.stderr, "> ")
@@ -279,10 +281,15 @@ func (s *session) interactive(ctx context.Context, stdin io.Reader) int {
 		if line == "/exit" || line == "/quit" {
 			return code
 		}
+		if line == "/context" {
+			s.context.write(s.stderr)
+			continue
+		}
 		// Ctrl-C stops this turn only.
 		tctx, cancel := context.WithCancelCause(ctx)
 		restore := interrupts.route(func() { cancel(errInterrupted) })
 		if line == "/resume" {
+			s.context.startTurn()
 			code = s.drive(tctx, agent.Input{}, nil)
 		} else {
 			code = s.turn(tctx, line)
@@ -299,6 +306,7 @@ func (s *session) interactive(ctx context.Context, stdin io.Reader) int {
 // prints the outcome in the chosen format.
 func (s *session) turn(ctx context.Context, prompt string) int {
 	in := agent.Input{Messages: []llm.Message{llm.User(prompt)}}
+	s.context.startTurn()
 	// A turn stopped with Ctrl-C stays unfinished in the thread; a new
 	// message closes it (its finished calls keep their results) and goes
 	// on in the same thread, and /resume instead continues it.
@@ -340,6 +348,7 @@ func (s *session) drive(ctx context.Context, in agent.Input, decisions []agent.D
 			if prog != nil {
 				prog.event(ev)
 			}
+			s.context.note(ev)
 			s.tell(ev, prog)
 			if s.flags.output == "stream-json" {
 				_ = enc.Encode(ev)
@@ -562,6 +571,13 @@ type runSummary struct {
 	Interrupts     []agent.Interrupt    `json:"interrupts,omitempty"`
 	ActionRequests []actionRequest      `json:"action_requests,omitempty"`
 	ReviewConfigs  []agent.ReviewConfig `json:"review_configs,omitempty"`
+	// Context is the context report of the agent's last model request of
+	// the turn: its tokens by source and the window left; ContextByAgent
+	// sums every agent path's requests (count, tokens sent, last and
+	// largest request), and ContextTotal all of them together.
+	Context        *agent.ContextReport           `json:"context,omitempty"`
+	ContextByAgent map[string]agent.ContextLedger `json:"context_by_agent,omitempty"`
+	ContextTotal   *agent.ContextLedger           `json:"context_total,omitempty"`
 }
 
 // actionRequest is a LangChain action request with our call_id beside its
@@ -584,6 +600,15 @@ func summarise(res *agent.Result, transcript string) runSummary {
 		Usage: res.Usage, UsageByAgent: res.UsageByAgent, FilesChanged: res.Changed, Transcript: transcript}
 	if out.FilesChanged == nil {
 		out.FilesChanged = []string{}
+	}
+	if res.Context != nil {
+		last := res.Context.Last
+		out.Context = &last
+	}
+	out.ContextByAgent = res.ContextByAgent
+	if len(res.ContextByAgent) > 0 {
+		total := res.ContextTotal()
+		out.ContextTotal = &total
 	}
 	for id, c := range res.Children {
 		out.Subagents = append(out.Subagents, subagentSummary{CallID: id, Agent: c.Agent, Status: c.Status, Rounds: c.Rounds, Usage: c.Usage})

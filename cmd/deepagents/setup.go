@@ -35,6 +35,12 @@ type setup struct {
 	saver   checkpoint.Saver
 	db      config.Database
 	closers []func() error
+	// contextWindow is the model's context window from its profile and
+	// the config's [models] tables (0: unknown), and subagentWindows each
+	// agent file's, by subagent name. The lead wires them into the
+	// library's configuration (deepagents.Config, subagent.Spec).
+	contextWindow   int
+	subagentWindows map[string]int
 }
 
 func (s *setup) close() {
@@ -164,6 +170,7 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
+	s.contextWindow, s.subagentWindows = contextWindows(cfg, spec, files)
 
 	if s.db, err = chooseDatabase(f.db, f.set["db"], cfg, cwd, home); err != nil {
 		return nil, err

@@ -1,0 +1,210 @@
+package agent
+
+import (
+	"encoding/json"
+	"maps"
+
+	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/tokens"
+)
+
+// This file is the context ledger: for every model call, where the
+// request's tokens come from and how much of the model's window is left,
+// summed per agent and per run tree.
+
+// ContextReport is how one model request's tokens split by source. The
+// parts are fast estimates (package tokens) scaled by the agent's
+// calibration ratio, so they add up to Calibrated; Free is what is left of
+// the window. Memory and Skills are the parts of the system prompt those
+// features add (0 while an agent has neither).
+type ContextReport struct {
+	System      int `json:"system"`
+	Tools       int `json:"tools"`
+	Messages    int `json:"messages"` // user and assistant messages
+	ToolResults int `json:"tool_results"`
+	Memory      int `json:"memory"`
+	Skills      int `json:"skills"`
+	// Free is Window − Calibrated (negative when the request does not fit);
+	// left out of the JSON when the window is unknown.
+	Free int `json:"free"`
+	// Window is the model's context window, 0 when unknown
+	// (Config.ContextWindow).
+	Window int `json:"window,omitempty"`
+	// Estimated is the request's uncalibrated estimate; Calibrated is the
+	// sum of the parts, the estimate scaled by Ratio, the agent's ratio of
+	// reported to estimated input tokens so far (1 before any report).
+	Estimated  int     `json:"estimated"`
+	Calibrated int     `json:"calibrated"`
+	Ratio      float64 `json:"ratio"`
+	// LastReported is the input plus output tokens the provider reported
+	// for this agent's previous call of the run (0 before one): a floor for
+	// this request, which resends all of it.
+	LastReported int `json:"last_reported,omitempty"`
+}
+
+// Load is the size the request is taken to have: the calibrated estimate,
+// or what the provider reported for the previous call and its answer if
+// that is more. Thresholds (such as compaction's) compare against it.
+func (c ContextReport) Load() int { return max(c.Calibrated, c.LastReported) }
+
+// MarshalJSON leaves out Free when the window is unknown.
+func (c ContextReport) MarshalJSON() ([]byte, error) {
+	type plain ContextReport
+	w := struct {
+		plain
+		Free *int `json:"free,omitempty"`
+	}{plain: plain(c)}
+	if c.Window > 0 {
+		w.Free = &c.Free
+	}
+	return json.Marshal(w)
+}
+
+// newContextReport splits b's estimate scaled by ratio. Each part is
+// rounded on its own and Calibrated is their sum, so that the parts and
+// Free always add up to the window.
+func newContextReport(b tokens.Breakdown, ratio float64, window int) ContextReport {
+	scale := func(n int) int { return int(float64(n)*ratio + 0.5) }
+	c := ContextReport{System: scale(b.System), Tools: scale(b.Tools), Messages: scale(b.Messages),
+		ToolResults: scale(b.ToolResults), Window: window, Estimated: b.Total, Ratio: ratio}
+	c.Calibrated = c.System + c.Tools + c.Messages + c.ToolResults + c.Memory + c.Skills
+	if window > 0 {
+		c.Free = window - c.Calibrated
+	}
+	return c
+}
+
+// ContextLedger sums the model requests of one agent (or, merged, of a run
+// tree): how many there were, their calibrated tokens together, the last
+// one and the largest one.
+type ContextLedger struct {
+	Calls int `json:"calls"`
+	// Sent is the calibrated tokens of all the requests together.
+	Sent int           `json:"sent"`
+	Last ContextReport `json:"last"`
+	// Peak is the request with the most calibrated tokens.
+	Peak ContextReport `json:"peak"`
+}
+
+// Add counts one request.
+func (l *ContextLedger) Add(c ContextReport) {
+	l.Calls++
+	l.Sent += c.Calibrated
+	l.Last = c
+	if l.Calls == 1 || c.Calibrated > l.Peak.Calibrated {
+		l.Peak = c
+	}
+}
+
+// Merge returns l and o together: calls and tokens summed, the larger peak;
+// Last stays l's unless l has no calls.
+func (l ContextLedger) Merge(o ContextLedger) ContextLedger {
+	if o.Calls == 0 {
+		return l
+	}
+	if l.Calls == 0 {
+		return o
+	}
+	out := l
+	out.Calls += o.Calls
+	out.Sent += o.Sent
+	if o.Peak.Calibrated > l.Peak.Calibrated {
+		out.Peak = o.Peak
+	}
+	return out
+}
+
+// ContextTotal is the ledger of the whole run tree: this run's requests
+// and every subagent's below it (ContextByAgent merged, this run's Last).
+func (r *Result) ContextTotal() ContextLedger {
+	var total ContextLedger
+	if own, ok := r.ContextByAgent[r.Agent]; ok {
+		total = own
+	}
+	for p, l := range r.ContextByAgent {
+		if p != r.Agent {
+			total = total.Merge(l)
+		}
+	}
+	return total
+}
+
+// Calibrator returns the agent's calibration: per model, the ratio between
+// the input tokens its provider reported and the loop's estimate of the
+// same requests. Every run of the agent feeds it after each response.
+func (a *Agent) Calibrator() *tokens.Calibrator { return &a.calib }
+
+// CalibrationKey is the key the agent's calibration is kept under: the
+// model's name when the model tells it (a Name() string method, as the
+// providers' models have), else the agent's name.
+func (a *Agent) CalibrationKey() string { return a.calibKey }
+
+// ContextWindow is the window the agent's ledger measures against
+// (Config.ContextWindow; 0 when unknown).
+func (a *Agent) ContextWindow() int { return a.cfg.ContextWindow }
+
+func calibrationKey(m llm.Model, agentName string) string {
+	if n, ok := m.(interface{ Name() string }); ok {
+		if name := n.Name(); name != "" {
+			return name
+		}
+	}
+	return agentName
+}
+
+// contextReport measures req as it is about to be sent.
+func (r *run) contextReport(req *llm.Request) (ContextReport, tokens.Breakdown) {
+	a := r.a
+	b := tokens.Estimate(req)
+	rep := newContextReport(b, a.calib.Ratio(a.calibKey), a.cfg.ContextWindow)
+	rep.LastReported = r.lastReported
+	return rep, b
+}
+
+func (r *run) measure(req *llm.Request) ContextReport {
+	rep, _ := r.contextReport(req)
+	return rep
+}
+
+// observe feeds a response's reported usage to the calibration and the
+// ledger's floor for the next request.
+func (r *run) observe(est int, u llm.Usage) {
+	if u.Unknown || u.InputTokens <= 0 {
+		r.lastReported = 0
+		return
+	}
+	r.a.calib.Observe(r.a.calibKey, est, u.InputTokens)
+	r.lastReported = u.InputTokens + u.OutputTokens
+}
+
+// addContext counts a request in this run's ledger.
+func (r *run) addContext(c ContextReport) {
+	r.ledger.Add(c)
+}
+
+// addChildContext rolls a finished child's ledgers up into the tree.
+func (r *run) addChildContext(child *Result) {
+	if len(child.ContextByAgent) == 0 {
+		return
+	}
+	if r.ctxTree == nil {
+		r.ctxTree = map[string]ContextLedger{}
+	}
+	for p, l := range child.ContextByAgent {
+		r.ctxTree[p] = r.ctxTree[p].Merge(l)
+	}
+}
+
+// contextResult fills the ledger fields of a finished run's result.
+func (r *run) contextResult(res *Result) {
+	if r.ledger.Calls == 0 && len(r.ctxTree) == 0 {
+		return
+	}
+	res.ContextByAgent = map[string]ContextLedger{}
+	maps.Copy(res.ContextByAgent, r.ctxTree)
+	if r.ledger.Calls > 0 {
+		own := r.ledger
+		res.Context = &own
+		res.ContextByAgent[r.where] = res.ContextByAgent[r.where].Merge(own)
+	}
+}

@@ -1,0 +1,283 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"iter"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/tokens"
+	"github.com/deepagents-go/deepagents/tool"
+)
+
+// ledgerModel is a model whose provider reports `factor` times our own
+// estimate of each request as its input tokens. Each answer asks for one
+// call of the "echo" tool with `grow` bytes of text (or, when grow is
+// negative, with as many bytes as the request is estimated to hold, which
+// doubles the history on every step), until `calls` answers have been given.
+type ledgerModel struct {
+	name   string
+	factor float64
+	calls  int
+	grow   int
+	// nest, when set, is the args of a "nest" call made on the first step.
+	nest string
+
+	mu   sync.Mutex
+	seen map[string]int
+}
+
+func (m *ledgerModel) Name() string { return m.name }
+
+func (m *ledgerModel) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	ci, _ := llm.CallInfoFrom(ctx)
+	m.mu.Lock()
+	if m.seen == nil {
+		m.seen = map[string]int{}
+	}
+	n := m.seen[ci.Path]
+	m.seen[ci.Path]++
+	m.mu.Unlock()
+	est := tokens.Estimate(req).Total
+	usage := llm.Usage{InputTokens: int(float64(est)*m.factor + 0.5), OutputTokens: 7}
+	if n >= m.calls {
+		return &llm.Response{Message: llm.Assistant("done"), Usage: usage, StopReason: llm.StopEnd}, nil
+	}
+	if m.nest != "" && n == 0 && !strings.Contains(ci.Path, "/") {
+		return &llm.Response{Message: llm.Assistant("", llm.ToolCall{Name: "nest", Args: json.RawMessage(m.nest)}),
+			Usage: usage, StopReason: llm.StopToolCalls}, nil
+	}
+	size := m.grow
+	if size < 0 {
+		size = est * 4
+	}
+	args, _ := json.Marshal(map[string]string{"text": strings.Repeat("x", size)})
+	return &llm.Response{Message: llm.Assistant("", llm.ToolCall{Name: "echo", Args: args}),
+		Usage: usage, StopReason: llm.StopToolCalls}, nil
+}
+
+func (m *ledgerModel) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.StreamEvent, error] {
+	return llm.StreamOf(ctx, req, m.Generate)
+}
+
+type echoIn struct {
+	Text string `json:"text"`
+}
+
+var echoTool = tool.MustFunc("echo", "Say it back.", func(_ context.Context, _ *tool.Env, in echoIn) (string, error) {
+	return "ok", nil
+})
+
+// requestReports runs a and returns the context reports of its model
+// requests, in order, by agent path.
+func requestReports(t *testing.T, a *agent.Agent, prompt string) (map[string][]agent.ContextReport, *agent.Result) {
+	t.Helper()
+	reps := map[string][]agent.ContextReport{}
+	var mu sync.Mutex
+	res, err := agent.Drain(a.Run(context.Background(), agent.Prompt(prompt)), func(ev agent.Event) {
+		if ev.Type == agent.ModelRequest {
+			if ev.Request.Context == nil {
+				t.Errorf("model.request of %s without a context report", ev.Agent)
+				return
+			}
+			mu.Lock()
+			reps[ev.Agent] = append(reps[ev.Agent], *ev.Request.Context)
+			mu.Unlock()
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reps, res
+}
+
+// A provider that reports twice our estimate moves the agent's ratio into
+// [1.8, 2.0] within three calls, and the calibrated size of a doubling
+// history crosses 0.85 of the window one call before the raw estimate does.
+func TestCalibrationInTheLoop(t *testing.T) {
+	const window = 40_000
+	m := &ledgerModel{name: "double-counter", factor: 2, calls: 7, grow: -1}
+	a := newAgent(t, agent.Config{Model: m, System: "Be brief.", Tools: []tool.Tool{echoTool}, ContextWindow: window})
+	if a.CalibrationKey() != "double-counter" {
+		t.Fatalf("calibration key %q; the model's name expected", a.CalibrationKey())
+	}
+	reps, _ := requestReports(t, a, strings.Repeat("Please look at this. ", 40))
+	got := reps["parent"]
+	if len(got) != 8 {
+		t.Fatalf("%d requests, want 8", len(got))
+	}
+	if got[0].Ratio != 1 || got[0].Calibrated != got[0].Estimated {
+		t.Errorf("the first request is not at ratio 1: %+v", got[0])
+	}
+	for i, r := range got[3:] {
+		if r.Ratio < 1.8 || r.Ratio > 2.0 {
+			t.Errorf("request %d: ratio %.3f after %d reports", i+3, r.Ratio, i+3)
+		}
+	}
+	if r := a.Calibrator().Ratio(a.CalibrationKey()); r < 1.8 || r > 2.0 {
+		t.Errorf("agent's ratio after the run: %.3f", r)
+	}
+	threshold := window * 85 / 100
+	first := func(size func(agent.ContextReport) int) int {
+		for i, r := range got {
+			if size(r) >= threshold {
+				return i
+			}
+		}
+		return -1
+	}
+	calibrated := first(func(r agent.ContextReport) int { return r.Load() })
+	raw := first(func(r agent.ContextReport) int { return r.Estimated })
+	if calibrated < 0 || raw < 0 || calibrated != raw-1 {
+		var sizes []int
+		for _, r := range got {
+			sizes = append(sizes, r.Estimated, r.Calibrated)
+		}
+		t.Fatalf("threshold %d crossed at call %d calibrated and %d uncalibrated; one call earlier expected (estimated, calibrated: %v)", threshold, calibrated, raw, sizes)
+	}
+}
+
+// Every report adds up: the parts are the calibrated total, and the parts
+// plus the free space are the window. Without a window, free is left out of
+// the JSON.
+func TestContextReportAddsUp(t *testing.T) {
+	m := &ledgerModel{name: "m", factor: 1.37, calls: 3, grow: 2000}
+	a := newAgent(t, agent.Config{Model: m, System: strings.Repeat("Rules. ", 50), Tools: []tool.Tool{echoTool}, ContextWindow: 100_000})
+	reps, res := requestReports(t, a, "Go.")
+	got := reps["parent"]
+	if len(got) != 4 {
+		t.Fatalf("%d requests", len(got))
+	}
+	for i, r := range got {
+		parts := r.System + r.Tools + r.Messages + r.ToolResults + r.Memory + r.Skills
+		if parts != r.Calibrated || parts+r.Free != 100_000 || r.Window != 100_000 {
+			t.Errorf("request %d does not add up: %+v", i, r)
+		}
+		if r.System == 0 || r.Tools == 0 || r.Messages == 0 {
+			t.Errorf("request %d: an empty part: %+v", i, r)
+		}
+	}
+	if got[0].ToolResults != 0 || got[1].ToolResults == 0 || got[3].Messages <= got[0].Messages+3*400 {
+		t.Errorf("tool results and messages are not where they belong: %+v", got)
+	}
+	// The result carries the last and the largest request.
+	if res.Context == nil || res.Context.Calls != 4 || res.Context.Last != got[3] {
+		t.Fatalf("result ledger %+v", res.Context)
+	}
+	sum := 0
+	for _, r := range got {
+		sum += r.Calibrated
+	}
+	if res.Context.Sent != sum || res.Context.Peak != got[3] || res.ContextByAgent["parent"] != *res.Context {
+		t.Errorf("ledger sums %+v, want sent %d", res.Context, sum)
+	}
+
+	b, _ := json.Marshal(got[0])
+	if !strings.Contains(string(b), `"free":`) {
+		t.Errorf("a report with a window has no free space in JSON: %s", b)
+	}
+	var back agent.ContextReport
+	if err := json.Unmarshal(b, &back); err != nil || back != got[0] {
+		t.Errorf("JSON round trip: %+v, %v", back, err)
+	}
+	noWindow := newAgent(t, agent.Config{Model: &ledgerModel{name: "m", factor: 1}})
+	reps, _ = requestReports(t, noWindow, "Go.")
+	r := reps["parent"][0]
+	b, _ = json.Marshal(r)
+	if r.Window != 0 || r.Free != 0 || strings.Contains(string(b), "free") || strings.Contains(string(b), "window") {
+		t.Errorf("unknown window: %+v %s", r, b)
+	}
+}
+
+// nestTool runs a real child agent under the calling run's path.
+type nestTool struct{ child *agent.Agent }
+
+func (nestTool) Spec() llm.ToolSpec {
+	return llm.ToolSpec{Name: "nest", Description: "Run a child.", Parameters: json.RawMessage(`{"type":"object"}`)}
+}
+
+func (n nestTool) Run(ctx context.Context, env *tool.Env, args json.RawMessage) (tool.Result, error) {
+	res, _, err := n.RunNested(ctx, env, args, agent.Host{})
+	return res, err
+}
+
+func (n nestTool) RunNested(ctx context.Context, env *tool.Env, _ json.RawMessage, host agent.Host) (tool.Result, *agent.Result, error) {
+	res, err := agent.Drain(n.child.Run(ctx, agent.Prompt("child work"), agent.WithPath(host.Path.Child("helper", env.CallID)),
+		agent.WithInstance(env.CallID)), host.Emit)
+	if res == nil {
+		return tool.Result{}, nil, err
+	}
+	return tool.Text(res.FinalText()), res, nil
+}
+
+// A subagent's requests are measured against its own window and summed
+// under its own path; the parent's result carries every path and the tree
+// total.
+func TestContextLedgerPerSubagent(t *testing.T) {
+	m := &ledgerModel{name: "m", factor: 1, calls: 2, grow: 400, nest: `{}`}
+	child := newAgent(t, agent.Config{Name: "helper", Model: m, Tools: []tool.Tool{echoTool}, ContextWindow: 8_000})
+	parent := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{echoTool, nestTool{child}}, ContextWindow: 50_000})
+	reps, res := requestReports(t, parent, "Delegate.")
+	var cp string
+	for p := range reps {
+		if p != "parent" {
+			cp = p
+		}
+	}
+	if cp == "" || len(reps) != 2 {
+		t.Fatalf("reports by path: %v", reps)
+	}
+	for _, r := range reps[cp] {
+		if r.Window != 8_000 || r.Free != 8_000-r.Calibrated {
+			t.Errorf("child report against the wrong window: %+v", r)
+		}
+	}
+	pl, cl := res.ContextByAgent["parent"], res.ContextByAgent[cp]
+	if pl.Calls != len(reps["parent"]) || cl.Calls != len(reps[cp]) || cl.Calls != 3 {
+		t.Fatalf("calls by path: parent %d (%d seen), child %d (%d seen)", pl.Calls, len(reps["parent"]), cl.Calls, len(reps[cp]))
+	}
+	total := res.ContextTotal()
+	if total.Calls != pl.Calls+cl.Calls || total.Sent != pl.Sent+cl.Sent || total.Last != pl.Last {
+		t.Errorf("tree total %+v from parent %+v and child %+v", total, pl, cl)
+	}
+	if want := max(pl.Peak.Calibrated, cl.Peak.Calibrated); total.Peak.Calibrated != want {
+		t.Errorf("tree peak %d, want %d", total.Peak.Calibrated, want)
+	}
+	kid, ok := res.Child(strings.TrimPrefix(cp, "parent / helper#"))
+	if !ok || kid.Context == nil || *kid.Context != cl {
+		t.Errorf("the child's own result ledger: %+v", kid)
+	}
+}
+
+// A BeforeModel hook measures a request as the loop will report it: same
+// window, same calibration, same floor from the previous call's usage.
+func TestStepInfoMeasure(t *testing.T) {
+	m := &ledgerModel{name: "m", factor: 1.5, calls: 2, grow: 800}
+	var measured []agent.ContextReport
+	mw := agent.Middleware{Name: "measure", BeforeModel: func(_ context.Context, st agent.StepInfo, req *llm.Request) error {
+		measured = append(measured, st.Measure(req))
+		return nil
+	}}
+	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{echoTool}, Middleware: []agent.Middleware{mw}, ContextWindow: 20_000})
+	reps, _ := requestReports(t, a, "Go.")
+	got := reps["parent"]
+	if len(got) != 3 || len(measured) != 3 {
+		t.Fatalf("%d reports, %d measured", len(got), len(measured))
+	}
+	for i := range got {
+		if measured[i] != got[i] {
+			t.Errorf("request %d: measured %+v, reported %+v", i, measured[i], got[i])
+		}
+	}
+	if got[1].Ratio < 1.45 || got[1].Ratio > 1.55 || got[1].LastReported == 0 || got[2].Load() < got[1].Load() {
+		t.Errorf("the second request is not calibrated by the first: %+v", got[1])
+	}
+	req := &llm.Request{System: strings.Repeat("s", 400)}
+	if r := (agent.StepInfo{}).Measure(req); r.System != 100 || r.Calibrated != 100 || r.Window != 0 || r.Ratio != 1 {
+		t.Errorf("a hand-made StepInfo measures %+v", r)
+	}
+}
