@@ -406,4 +406,3 @@ func TestCompactConversationTool(t *testing.T) {
 		})
 	}
 }
-
