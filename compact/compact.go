@@ -266,8 +266,8 @@ func (c *compactor) wrapModel(ctx context.Context, req *llm.Request, next agent.
 
 // IsOverflow reports whether err says a request did not fit the model's
 // context: an llm.APIError of kind context_length, an HTTP 400 or 413 whose
-// text speaks of the context or a length exceeded, or any error whose text
-// names the context length or window.
+// text speaks of the context, a length exceeded or a prompt too long, or
+// another error whose text names the context length or window.
 func IsOverflow(err error) bool {
 	if err == nil {
 		return false
@@ -283,10 +283,13 @@ func IsOverflow(err error) bool {
 		}
 		return false
 	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return false
+	}
 	t := strings.ToLower(err.Error())
-	return strings.Contains(t, "context") &&
-		(strings.Contains(t, "too long") || strings.Contains(t, "exceed") || strings.Contains(t, "context length") ||
-			strings.Contains(t, "context_length") || strings.Contains(t, "context window"))
+	return strings.Contains(t, "context length") || strings.Contains(t, "context_length") ||
+		strings.Contains(t, "context window") || strings.Contains(t, "maximum context") ||
+		strings.Contains(t, "prompt is too long")
 }
 
 // outcome of one attempt, for the manual tool's answer.

@@ -32,7 +32,7 @@ func keepFrom(msgs []llm.Message, start int, cfg Config) int {
 	default:
 		cut = n - DefaultKeepMessages
 	}
-	cut = min(cut, n-1)
+	cut = max(min(cut, n-1), start)
 	// Never split a call from its results: a kept tool result takes its
 	// assistant message (and that message's other results) with it.
 	for cut > start && cut < n && msgs[cut].Role == llm.RoleTool {

@@ -17,7 +17,7 @@ var (
 	// An identifier in capitals: MAX_RETRIES, HTTP2.
 	capsRe = regexp.MustCompile(`\b[A-Z0-9_]{4,}\b`)
 	// A number with a unit: 30 s, 2.5GB, 80%, 512 tokens.
-	unitRe   = regexp.MustCompile(`(?i)(?:^|[^\w.])(\d+(?:\.\d+)?\s?(?:ms|s|sec|secs|seconds?|min|mins|minutes?|h|hrs?|hours?|days?|weeks?|kb|mb|gb|tb|kib|mib|gib|bytes?|tokens?|px|%|usd|eur|k|m))\b`)
+	unitRe   = regexp.MustCompile(`(?i)(?:^|[^\w.])(\d+(?:\.\d+)?\s?(?:%|(?:ms|s|sec|secs|seconds?|min|mins|minutes?|h|hrs?|hours?|days?|weeks?|kb|mb|gb|tb|kib|mib|gib|bytes?|tokens?|px|usd|eur|k|m)\b))`)
 	quotedRe = regexp.MustCompile("\"([^\"\\n]{1,80})\"|`([^`\\n]{1,80})`")
 )
 
@@ -46,7 +46,7 @@ func Facts(text string) []string {
 		add(m[1])
 	}
 	noPaths := pathRe.ReplaceAllString(rest, " ")
-	for _, m := range quotedRe.FindAllStringSubmatch(rest, -1) {
+	for _, m := range quotedRe.FindAllStringSubmatch(text, -1) {
 		add(m[1] + m[2])
 	}
 	for _, n := range nameRe.FindAllString(noPaths, -1) {
