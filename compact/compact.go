@@ -88,6 +88,11 @@ type Config struct {
 	// Tool binds the compact_conversation tool, which lets the model
 	// compact when the request is at least half the trigger.
 	Tool bool
+	// NoCalibration compares the trigger with the plain estimate of each
+	// request instead of one scaled by the input tokens the provider
+	// reported for earlier calls (replays use it, so that a threshold
+	// matches the estimate their transcript shows).
+	NoCalibration bool
 	// Now stamps the sections of the history file; nil is time.Now.
 	Now func() time.Time
 }
@@ -176,6 +181,9 @@ func calibKey(ctx context.Context) string {
 
 // estimate is req's calibrated size in tokens.
 func (c *compactor) estimate(key string, req *llm.Request) int {
+	if c.cfg.NoCalibration {
+		return tokens.Estimate(req).Total
+	}
 	return c.calib.Calibrated(key, tokens.Estimate(req).Total)
 }
 
