@@ -149,6 +149,10 @@ type State struct {
 	// Todos is the todo list as it was at the last compaction, as text,
 	// re-injected with the summary.
 	Todos string `json:"todos,omitempty"`
+
+	// kept is, right after a compaction, the index into the request it
+	// compacted of the first message kept as it is (not saved).
+	kept int
 }
 
 // compactor is one middleware instance. It keeps no run data: everything a
@@ -350,7 +354,7 @@ func (c *compactor) run(ctx context.Context, step agent.StepInfo, req *llm.Reque
 			return false, err
 		}
 	}
-	req.Messages = rewrite(next, req.Messages, prior)
+	req.Messages = rewrite(next, req.Messages)
 	info.TokensAfter = c.estimate(calibKey(ctx), req)
 	emit(agent.Event{Type: agent.CompactionEnd, Compaction: info})
 	return true, nil
@@ -358,13 +362,8 @@ func (c *compactor) run(ctx context.Context, step agent.StepInfo, req *llm.Reque
 
 // rewrite builds the compacted message list: the new summary message plus
 // the part of eff that is kept.
-func rewrite(next State, eff []llm.Message, prior State) []llm.Message {
-	start := 0
-	if prior.Summary != "" {
-		start = 1
-	}
-	kept := next.Cutoff - prior.Cutoff + start // index into eff of the first kept message
-	kept = min(max(kept, start), len(eff))
+func rewrite(next State, eff []llm.Message) []llm.Message {
+	kept := min(max(next.kept, 0), len(eff))
 	out := make([]llm.Message, 0, len(eff)-kept+1)
 	out = append(out, summaryMessage(next))
 	out = append(out, eff[kept:]...)

@@ -406,3 +406,55 @@ func TestCompactConversationTool(t *testing.T) {
 		})
 	}
 }
+
+// Without a summariser model the agent's own model writes the summary,
+// inside the model call, under the "summarizer" call name.
+func TestNoModelUsesTheAgentsOwnModel(t *testing.T) {
+	m := scripted.New(scripted.Script{
+		"parent":     steps(batch(0, 1), batch(1, 1), batch(2, 1), scripted.Step{Content: "done"}),
+		"summarizer": steps(scripted.Step{Content: "summary: src/a.go, 30 s"}),
+	}, scripted.Options{})
+	mw, err := compact.New(compact.Config{TriggerTokens: 250, KeepMessages: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := agent.New(agent.Config{Model: m, Tools: []tool.Tool{echo}, Middleware: []agent.Middleware{mw}})
+	res, err := a.Invoke(t.Context(), agent.Prompt("Please edit src/a.go and keep the limit at 30 s."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := parentRequests(m)
+	if !compact.IsSummary(reqs[len(reqs)-1].Messages[0]) {
+		t.Fatal("the last request is not compacted")
+	}
+	st, ok, err := agent.GetValue[compact.State](&res.State, compact.StateKey)
+	if !ok || err != nil || st.Count != 1 || st.Summary != "summary: src/a.go, 30 s" {
+		t.Fatalf("state %+v %v %v", st, ok, err)
+	}
+}
+
+func TestConfigDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  compact.Config
+		want int
+	}{
+		{compact.Config{}, 170_000},
+		{compact.Config{Window: 10_000}, 8_500},
+		{compact.Config{Window: 10_000, TriggerTokens: 5}, 5},
+	} {
+		if got := tc.cfg.Trigger(); got != tc.want {
+			t.Errorf("%+v: trigger %d, want %d", tc.cfg, got, tc.want)
+		}
+	}
+	if _, err := compact.New(compact.Config{KeepMessages: -1}); err == nil {
+		t.Error("a negative keep was taken")
+	}
+	m, err := compact.New(compact.Config{})
+	if err != nil || m.BeforeModel == nil || m.WrapModel == nil || len(m.Tools) != 0 {
+		t.Fatalf("zero config: %+v %v", m, err)
+	}
+	m, _ = compact.New(compact.Config{Tool: true})
+	if len(m.Tools) != 1 || m.Tools[0].Spec().Name != "compact_conversation" {
+		t.Fatal("Tool does not bind compact_conversation")
+	}
+}

@@ -75,7 +75,7 @@ func (c *compactor) compact(ctx context.Context, in compactInput) (State, *agent
 	info.SummarizerCalls = calls
 	if err == nil {
 		var verbatim []string
-		sum, verbatim, calls, err = c.gate(ctx, in.gen, sum, evicted)
+		sum, verbatim, calls, err = c.gate(ctx, in.gen, c.capSummary(sum), evicted)
 		info.SummarizerCalls += calls
 		info.Verbatim = verbatim
 	}
@@ -84,9 +84,16 @@ func (c *compactor) compact(ctx context.Context, in compactInput) (State, *agent
 		return in.prior, info, failed, err
 	}
 
+	// The request's messages after the summary are the run's from the
+	// prior cutoff on; without a summary in front they are the run's own.
+	base := 0
+	if start == 1 {
+		base = in.prior.Cutoff
+	}
 	next := cloneState(in.prior)
 	next.Summary = sum
-	next.Cutoff = in.prior.Cutoff + (cut - start)
+	next.Cutoff = base + (cut - start)
+	next.kept = cut
 	next.Count++
 	next.Evicted += cut - start
 	next.Failures = 0
@@ -310,6 +317,7 @@ func (c *compactor) gate(ctx context.Context, gen agent.ModelFunc, sum string, m
 	if err != nil {
 		return "", nil, 1, fmt.Errorf("asking again for missing details: %w", err)
 	}
+	again = c.capSummary(again)
 	still := missingFacts(again, facts)
 	if len(still) == 0 {
 		return again, nil, 1, nil
@@ -321,6 +329,13 @@ func (c *compactor) gate(ctx context.Context, gen agent.ModelFunc, sum string, m
 		v.WriteString("- " + f + "\n")
 	}
 	return strings.TrimRight(v.String(), "\n"), still, 1, nil
+}
+
+// capSummary keeps a summary to a fifth of the trigger (at least 1,000
+// tokens), so that a summariser that writes too much cannot keep the
+// request over the trigger.
+func (c *compactor) capSummary(s string) string {
+	return clipTokens(s, max(c.cfg.Trigger()/5, 1000))
 }
 
 func missingFacts(sum string, facts []string) []string {

@@ -65,7 +65,7 @@ func (c *compactor) manual(ctx context.Context, env *tool.Env) tool.Result {
 			IsError: true, State: stateValue(prior)}
 	}
 	after := req
-	after.Messages = rewrite(next, eff, prior)
+	after.Messages = rewrite(next, eff)
 	tokensAfter := c.estimate(key, &after)
 	if env.Progress != nil {
 		env.Progress(fmt.Sprintf("compacted %d messages: about %d tokens before, %d after", info.Evicted, est, tokensAfter))
