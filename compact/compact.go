@@ -175,12 +175,14 @@ func New(cfg Config) (agent.Middleware, error) {
 	return m, nil
 }
 
-// calibKey names the calibration series of a call: the agent's name.
-func calibKey(ctx context.Context) string {
-	if ci, ok := llm.CallInfoFrom(ctx); ok && ci.Agent != "" {
-		return ci.Agent
+// calibKey names the calibration series of a step: its agent's name, so
+// that every instance of one subagent type shares what is learnt about its
+// model.
+func calibKey(agentPath string) string {
+	if agentPath == "" {
+		return "agent"
 	}
-	return "agent"
+	return agentName(agentPath)
 }
 
 // estimate is req's calibrated size in tokens.
@@ -220,7 +222,7 @@ func (c *compactor) beforeModel(ctx context.Context, step agent.StepInfo, req *l
 	if c.cfg.Model == nil {
 		return nil // compacted in wrapModel, with the agent's own model
 	}
-	est := c.estimate(calibKey(ctx), req)
+	est := c.estimate(calibKey(step.Agent), req)
 	if est < c.cfg.Trigger() {
 		return nil
 	}
@@ -229,8 +231,8 @@ func (c *compactor) beforeModel(ctx context.Context, step agent.StepInfo, req *l
 }
 
 func (c *compactor) wrapModel(ctx context.Context, req *llm.Request, next agent.ModelFunc) (*llm.Response, error) {
-	key := calibKey(ctx)
 	step, hasStep := agent.StepFrom(ctx)
+	key := calibKey(step.Agent)
 	summarise := next
 	if c.cfg.Model != nil {
 		summarise = c.cfg.Model.Generate
@@ -355,7 +357,7 @@ func (c *compactor) run(ctx context.Context, step agent.StepInfo, req *llm.Reque
 		}
 	}
 	req.Messages = rewrite(next, req.Messages)
-	info.TokensAfter = c.estimate(calibKey(ctx), req)
+	info.TokensAfter = c.estimate(calibKey(step.Agent), req)
 	emit(agent.Event{Type: agent.CompactionEnd, Compaction: info})
 	return true, nil
 }

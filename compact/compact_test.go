@@ -458,3 +458,38 @@ func TestConfigDefaults(t *testing.T) {
 		t.Fatal("Tool does not bind compact_conversation")
 	}
 }
+
+// Estimates are scaled by what the provider reports: a model that reports
+// twice the estimate reaches the trigger rounds earlier than one that
+// reports the estimate itself.
+func TestCalibrationFiresEarlier(t *testing.T) {
+	firstCompaction := func(factor float64) int {
+		m := scripted.New(nil, scripted.Options{Func: func(ci llm.CallInfo, req *llm.Request) (scripted.Step, error) {
+			if ci.Agent == compact.SummarizerAgent {
+				return scripted.Step{Content: "summary: src/a.go, 30 s"}, nil
+			}
+			use := &llm.Usage{InputTokens: int(float64(tokens.Estimate(req).Total) * factor)}
+			if ci.Round >= 12 {
+				return scripted.Step{Content: "done", Usage: use}, nil
+			}
+			st := batch(ci.Round, 1)
+			st.Usage = use
+			return st, nil
+		}})
+		mw, _ := compact.New(compact.Config{TriggerTokens: 700, KeepMessages: 2, Model: m})
+		a, _ := agent.New(agent.Config{Model: m, Tools: []tool.Tool{echo}, Middleware: []agent.Middleware{mw}})
+		for ev, err := range a.Run(t.Context(), agent.Prompt("Please edit src/a.go and keep the limit at 30 s.")) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ev.Type == agent.CompactionStart {
+				return len(parentRequests(m))
+			}
+		}
+		return -1
+	}
+	plain, doubled := firstCompaction(1), firstCompaction(2)
+	if plain < 0 || doubled < 0 || doubled >= plain {
+		t.Fatalf("first compaction before call %d with a true estimate, %d with a doubled report", plain, doubled)
+	}
+}

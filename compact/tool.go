@@ -35,10 +35,7 @@ func (c *compactor) manual(ctx context.Context, env *tool.Env) tool.Result {
 		return tool.Result{Content: "Compaction failed: this call has no conversation to compact.", IsError: true}
 	}
 	req := *env.Request
-	key := calibKey(ctx)
-	if a := env.Agent; a != "" {
-		key = agentName(a)
-	}
+	key := calibKey(env.Agent)
 	est := c.estimate(key, &req)
 	need := c.cfg.Trigger() / 2
 	if est < need {
