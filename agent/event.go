@@ -95,6 +95,9 @@ type CompactionInfo struct {
 	File string `json:"file,omitempty"`
 	// SummarizerCalls counts the summariser's calls (chunks, merge, re-prompt).
 	SummarizerCalls int `json:"summarizer_calls,omitempty"`
+	// Usage is what the summariser's calls used (end only). It is not part
+	// of the run's usage, which counts the agent's own model calls.
+	Usage llm.Usage `json:"usage,omitzero"`
 	// Verbatim lists facts the summary lost that were appended as written.
 	Verbatim []string `json:"verbatim,omitempty"`
 	// Error (end only) says why the compaction did not happen, or what went

@@ -71,11 +71,20 @@ func (c *compactor) compact(ctx context.Context, in compactInput) (State, *agent
 	in.emit(agent.Event{Type: agent.CompactionStart, Compaction: &agent.CompactionInfo{Trigger: in.trigger, TokensBefore: in.before}})
 	evicted := shortenArgs(in.eff[start:cut])
 
-	sum, calls, err := c.summarise(ctx, in.gen, in.prior.Summary, evicted)
+	// The summariser's usage is reported with the compaction: it is not
+	// the agent's model call, so the run's usage does not include it.
+	gen := func(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+		resp, err := in.gen(ctx, req)
+		if resp != nil {
+			info.Usage = info.Usage.Add(resp.Usage)
+		}
+		return resp, err
+	}
+	sum, calls, err := c.summarise(ctx, gen, in.prior.Summary, evicted)
 	info.SummarizerCalls = calls
 	if err == nil {
 		var verbatim []string
-		sum, verbatim, calls, err = c.gate(ctx, in.gen, c.capSummary(sum), evicted)
+		sum, verbatim, calls, err = c.gate(ctx, gen, c.capSummary(sum), evicted)
 		info.SummarizerCalls += calls
 		info.Verbatim = verbatim
 	}
