@@ -207,8 +207,12 @@ func apply(s State, req *llm.Request) {
 	if s.Summary == "" || s.Cutoff > len(req.Messages) {
 		return
 	}
+	sm := summaryMessage(s)
+	if len(req.Messages) > 0 && req.Messages[0].Content == sm.Content {
+		return // already applied (the middleware is bound twice, e.g. in a fork)
+	}
 	out := make([]llm.Message, 0, len(req.Messages)-s.Cutoff+1)
-	out = append(out, summaryMessage(s))
+	out = append(out, sm)
 	out = append(out, req.Messages[s.Cutoff:]...)
 	req.Messages = balance(out)
 }

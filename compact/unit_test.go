@@ -214,3 +214,19 @@ func TestShortenArgs(t *testing.T) {
 		t.Fatal("another tool's arguments, or the original message, changed")
 	}
 }
+
+// Applying the same state twice (the middleware bound twice) changes the
+// request once.
+func TestApplyIsIdempotent(t *testing.T) {
+	msgs := []llm.Message{llm.User("a"), llm.Assistant("b"), llm.User("c"), llm.Assistant("d")}
+	s := State{Summary: "sum", Cutoff: 2, File: "/conversation_history/x.md"}
+	req := &llm.Request{Messages: msgs}
+	apply(s, req)
+	apply(s, req)
+	if len(req.Messages) != 3 || !IsSummary(req.Messages[0]) || req.Messages[1].Content != "c" {
+		t.Fatalf("%+v", req.Messages)
+	}
+	if !strings.Contains(req.Messages[0].Content, "/conversation_history/x.md") || !strings.Contains(req.Messages[0].Content, "<summary>\nsum\n</summary>") {
+		t.Fatalf("summary message %q", req.Messages[0].Content)
+	}
+}
