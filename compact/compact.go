@@ -150,6 +150,11 @@ type State struct {
 	// re-injected with the summary.
 	Todos string `json:"todos,omitempty"`
 
+	// Announce is a compaction the compact_conversation tool made (or
+	// tried), whose events the next model call emits: a tool cannot emit
+	// events itself.
+	Announce *agent.CompactionInfo `json:"announce,omitempty"`
+
 	// kept is, right after a compaction, the index into the request it
 	// compacted of the first message kept as it is (not saved).
 	kept int
@@ -221,6 +226,15 @@ func (c *compactor) beforeModel(ctx context.Context, step agent.StepInfo, req *l
 	s, err := loadState(step.State)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrCompactionFailed, err)
+	}
+	if s.Announce != nil {
+		announce(step, s.Announce)
+		s.Announce = nil
+		if step.SetValue != nil {
+			if err := step.SetValue(StateKey, s); err != nil {
+				return err
+			}
+		}
 	}
 	apply(s, req)
 	if c.cfg.Model == nil {
@@ -308,6 +322,17 @@ func IsOverflow(err error) bool {
 	return strings.Contains(t, "context length") || strings.Contains(t, "context_length") ||
 		strings.Contains(t, "context window") || strings.Contains(t, "maximum context") ||
 		strings.Contains(t, "prompt is too long")
+}
+
+// announce emits the events of a compaction made by the tool.
+func announce(step agent.StepInfo, info *agent.CompactionInfo) {
+	if step.Emit == nil {
+		return
+	}
+	now := time.Now()
+	step.Emit(agent.Event{Type: agent.CompactionStart, Time: now,
+		Compaction: &agent.CompactionInfo{Trigger: info.Trigger, TokensBefore: info.TokensBefore}})
+	step.Emit(agent.Event{Type: agent.CompactionEnd, Time: now, Compaction: info})
 }
 
 // outcome of one attempt, for the manual tool's answer.

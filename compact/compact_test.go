@@ -376,7 +376,7 @@ func TestCompactConversationTool(t *testing.T) {
 		want    string
 	}{
 		{"not needed", 100_000, "Not compacted: the conversation is about"},
-		{"compacts", 300, "Compacted: 3 earlier messages were summarised"},
+		{"compacts", 400, "Compacted: 3 earlier messages were summarised"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := scripted.New(scripted.Script{
@@ -385,9 +385,29 @@ func TestCompactConversationTool(t *testing.T) {
 			}, scripted.Options{})
 			mw, _ := compact.New(compact.Config{TriggerTokens: tc.trigger, KeepMessages: 2, Model: m, Tool: true})
 			a, _ := agent.New(agent.Config{Model: m, Tools: []tool.Tool{echo}, Middleware: []agent.Middleware{mw}})
-			res, err := a.Invoke(t.Context(), agent.Prompt("Please edit src/a.go, limit 30 s."))
-			if err != nil {
-				t.Fatal(err)
+			var res *agent.Result
+			var manual []*agent.CompactionInfo
+			for ev, err := range a.Run(t.Context(), agent.Prompt("Please edit src/a.go, limit 30 s.")) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ev.Type == agent.CompactionEnd {
+					manual = append(manual, ev.Compaction)
+				}
+				if ev.Type == agent.RunEnd {
+					res = ev.Run.Result
+				}
+			}
+			compacts := tc.name == "compacts"
+			if compacts != (len(manual) == 1) || compacts && (manual[0].Trigger != "manual" || manual[0].Evicted != 3 || manual[0].TokensAfter == 0) {
+				for _, m := range manual {
+					t.Logf("%+v", *m)
+				}
+				t.Fatal("compaction events")
+			}
+			st, _, _ := agent.GetValue[compact.State](&res.State, compact.StateKey)
+			if st.Announce != nil {
+				t.Fatal("the announcement stays in the state after its events")
 			}
 			var answer string
 			for _, msg := range res.State.Messages {

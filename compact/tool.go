@@ -58,6 +58,7 @@ func (c *compactor) manual(ctx context.Context, env *tool.Env) tool.Result {
 		return tool.Result{Content: "Not compacted: the conversation has too few messages before the part that is always kept."}
 	case failed:
 		prior.Failures++
+		prior.Announce = info
 		return tool.Result{Content: "Compaction failed; nothing was lost and the conversation goes on unchanged: " + cerr.Error(),
 			IsError: true, State: stateValue(prior)}
 	}
@@ -67,6 +68,8 @@ func (c *compactor) manual(ctx context.Context, env *tool.Env) tool.Result {
 	if env.Progress != nil {
 		env.Progress(fmt.Sprintf("compacted %d messages: about %d tokens before, %d after", info.Evicted, est, tokensAfter))
 	}
+	info.TokensAfter = tokensAfter
+	next.Announce = info
 	text := fmt.Sprintf("Compacted: %d earlier messages were summarised (about %d tokens before, %d after).", info.Evicted, est, tokensAfter)
 	if next.File != "" {
 		text += " They are saved in full in " + next.File + "."
