@@ -64,3 +64,33 @@ func TestRoundsShowInputTokensOnlyWithCompaction(t *testing.T) {
 		}
 	}
 }
+
+// A summariser that fails three times in a row ends the run with a clear
+// error; every failure is in the events and no message is lost.
+func TestFailingSummarizerEndsTheRun(t *testing.T) {
+	s, err := Load("testdata/compaction-failing-summarizer.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := s.Run(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.Status != "error" || tr.Error == nil || !strings.Contains(*tr.Error, "compaction failed: the summariser failed 3 times in a row") {
+		t.Fatalf("status %s, error %v", tr.Status, tr.Error)
+	}
+	for _, c := range tr.Checks {
+		if !c.Pass {
+			t.Errorf("check %s failed (got %v)", c.Name, c.Got)
+		}
+	}
+	failures := 0
+	for _, e := range tr.Events {
+		if e.Type == "compaction.end" && strings.Contains(e.Compaction.Error, "summariser service unavailable") {
+			failures++
+		}
+	}
+	if failures != 3 {
+		t.Fatalf("%d failed compactions in the events", failures)
+	}
+}
