@@ -362,7 +362,8 @@ func (c *compactor) run(ctx context.Context, step agent.StepInfo, req *llm.Reque
 			step.Emit(e)
 		}
 	}
-	next, info, res, cerr := c.compact(ctx, compactInput{prior: prior, eff: req.Messages, raw: raw, agent: step.Agent,
+	eff := aligned(prior, req.Messages, raw)
+	next, info, res, cerr := c.compact(ctx, compactInput{prior: prior, eff: eff, raw: raw, agent: step.Agent,
 		files: step.Files, gen: gen, trigger: trigger, before: before, emit: emit, state: step.State})
 	switch res {
 	case notNeeded:
@@ -385,10 +386,32 @@ func (c *compactor) run(ctx context.Context, step agent.StepInfo, req *llm.Reque
 			return false, err
 		}
 	}
-	req.Messages = rewrite(next, req.Messages)
+	req.Messages = rewrite(next, eff)
 	info.TokensAfter = c.estimate(calibKey(step.Agent), req)
 	emit(agent.Event{Type: agent.CompactionEnd, Compaction: info})
 	return true, nil
+}
+
+// aligned returns the request's messages when they line up with the run's
+// (the summary, then the run's messages from the cutoff on; or the run's
+// own), so that an index into them maps to the run's messages. When they do
+// not (a call without its result was balanced, or a middleware added or
+// dropped a message) it returns that view built from the run's messages.
+func aligned(prior State, eff, raw []llm.Message) []llm.Message {
+	if raw == nil {
+		return eff
+	}
+	base, start := 0, 0
+	if prior.Summary != "" && len(eff) > 0 && IsSummary(eff[0]) {
+		base, start = prior.Cutoff, 1
+	}
+	if base <= len(raw) && len(eff)-start == len(raw)-base {
+		return eff
+	}
+	if prior.Summary == "" || prior.Cutoff > len(raw) {
+		return raw
+	}
+	return append([]llm.Message{summaryMessage(prior)}, raw[prior.Cutoff:]...)
 }
 
 // rewrite builds the compacted message list: the new summary message plus

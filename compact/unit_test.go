@@ -230,3 +230,20 @@ func TestApplyIsIdempotent(t *testing.T) {
 		t.Fatalf("summary message %q", req.Messages[0].Content)
 	}
 }
+
+func TestAlignedMapsToTheRunsMessages(t *testing.T) {
+	raw := []llm.Message{llm.User("a"), llm.Assistant("", call("x")), llm.User("b"), llm.Assistant("c")}
+	prior := State{Summary: "s", Cutoff: 1}
+	view := []llm.Message{summaryMessage(prior), raw[1], llm.ToolResult(call("x"), cancelledText, true), raw[2], raw[3]}
+	got := aligned(prior, view, raw)
+	if len(got) != 4 || got[1].Role != llm.RoleAssistant || got[2].Content != "b" {
+		t.Fatalf("balanced view not realigned: %+v", got)
+	}
+	ok := []llm.Message{summaryMessage(prior), raw[1], raw[2], raw[3]}
+	if got := aligned(prior, ok, raw); &got[0] != &ok[0] {
+		t.Fatal("an aligned view was rebuilt")
+	}
+	if got := aligned(State{}, raw[:2], raw); len(got) != 4 {
+		t.Fatalf("without a summary the run's messages are used: %d", len(got))
+	}
+}
