@@ -9,6 +9,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/llm"
 )
 
@@ -247,3 +248,44 @@ func TestAlignedMapsToTheRunsMessages(t *testing.T) {
 		t.Fatalf("without a summary the run's messages are used: %d", len(got))
 	}
 }
+
+func TestSessionIDIsPerAgentInstance(t *testing.T) {
+	msgs := []llm.Message{llm.User("task one")}
+	a := sessionID("parent / researcher#call_1", msgs)
+	if a != sessionID("parent / researcher#call_1", msgs) {
+		t.Fatal("not stable")
+	}
+	if a == sessionID("parent / researcher#call_2", msgs) || a == sessionID("parent / researcher#call_1", []llm.Message{llm.User("task two")}) {
+		t.Fatal("two instances share a history file")
+	}
+	if len(a) != len("session_")+32 || !strings.HasPrefix(a, "session_") || strings.Trim(a[8:], "0123456789abcdef") != "" {
+		t.Fatalf("session id %q", a)
+	}
+}
+
+func TestOffloadedFilesAndTodos(t *testing.T) {
+	msgs := []llm.Message{
+		llm.User("saved to /conversation_history/ab12.md."),
+		llm.ToolResult(call("r"), "Output saved to /large_tool_results/call_7; read it with read_file.", false),
+		llm.Assistant("", llm.ToolCall{ID: "q", Name: "read_file", Args: json.RawMessage(`{"file_path":"/large_tool_results/call_7"}`)}),
+	}
+	got := offloadedFiles([]string{"/large_tool_results/old"}, msgs, "/conversation_history/session_x.md")
+	if want := []string{"/large_tool_results/old", "/conversation_history/ab12.md", "/large_tool_results/call_7"}; !slices.Equal(got, want) {
+		t.Fatalf("offloaded %q, want %q", got, want)
+	}
+	for _, tc := range []struct{ raw, want string }{
+		{`[{"content":"a","status":"completed"},{"content":"b","status":"in_progress"},{"content":"c","status":"pending"}]`, "[x] a\n[~] b\n[ ] c"},
+		{`{"todos":[{"content":"a","status":"pending"}]}`, "[ ] a"},
+		{`"free text"`, `"free text"`},
+	} {
+		st := &agentState{Values: map[string]json.RawMessage{"todos": json.RawMessage(tc.raw)}}
+		if got := todoText(st); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.raw, got, tc.want)
+		}
+	}
+	if todoText(&agentState{}) != "" {
+		t.Error("no list, yet a block")
+	}
+}
+
+type agentState = agent.State
