@@ -38,6 +38,11 @@ const (
 	// InterruptEvent: a tool call waits for a person's decision (the run
 	// ends with StatusInterrupted once the step's other calls are done).
 	InterruptEvent EventType = "interrupt"
+	// CompactionStart and CompactionEnd bracket a compaction of the history
+	// the model is sent (a summary of the older messages replaces them in
+	// every later request; the thread itself keeps every message).
+	CompactionStart EventType = "compaction.start"
+	CompactionEnd   EventType = "compaction.end"
 )
 
 // Event is one thing that happened in a run. Exactly one of the payload
@@ -66,6 +71,38 @@ type Event struct {
 	Warning  *WarningInfo     `json:"warning,omitempty"`
 	// Interrupt is the call waiting for a decision (interrupt events).
 	Interrupt *Interrupt `json:"interrupt,omitempty"`
+	// Compaction is the payload of compaction.start and compaction.end.
+	Compaction *CompactionInfo `json:"compaction,omitempty"`
+}
+
+// CompactionInfo describes a compaction of the history sent to the model.
+type CompactionInfo struct {
+	// Trigger says why: "auto" (the request reached the threshold),
+	// "overflow" (the provider said the request was too long) or "manual"
+	// (the compact_conversation tool).
+	Trigger string `json:"trigger"`
+	// TokensBefore is the estimated size of the request before compaction;
+	// TokensAfter (end only) its size after.
+	TokensBefore int `json:"tokens_before"`
+	TokensAfter  int `json:"tokens_after,omitempty"`
+	// Cutoff (end only) is the index into the thread's messages from which
+	// messages are still sent as they are; the ones before it are summarised.
+	Cutoff int `json:"cutoff,omitempty"`
+	// Evicted (end only) is how many messages this compaction summarised.
+	Evicted int `json:"evicted,omitempty"`
+	// File is where the summarised messages were saved in full (end only;
+	// empty when saving failed).
+	File string `json:"file,omitempty"`
+	// SummarizerCalls counts the summariser's calls (chunks, merge, re-prompt).
+	SummarizerCalls int `json:"summarizer_calls,omitempty"`
+	// Usage is what the summariser's calls used (end only). It is not part
+	// of the run's usage, which counts the agent's own model calls.
+	Usage llm.Usage `json:"usage,omitzero"`
+	// Verbatim lists facts the summary lost that were appended as written.
+	Verbatim []string `json:"verbatim,omitempty"`
+	// Error (end only) says why the compaction did not happen, or what went
+	// wrong around it (a history file that could not be written).
+	Error string `json:"error,omitempty"`
 }
 
 // RunInfo is the payload of run.start and run.end.

@@ -162,6 +162,10 @@ type CallInfo struct {
 	Task string
 	// Round is the number of model calls this run made before this one.
 	Round int
+	// Resent is set on a call that repeats the round's request after it was
+	// made smaller (a compaction after the provider said it was too long),
+	// so a scripted model answers it with its next step.
+	Resent bool
 	// OnRetry, when set, is told about every failed attempt of this call that
 	// will be tried again, before the wait. Providers report through
 	// NotifyRetry; the agent loop turns each notice into an event.

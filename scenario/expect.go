@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/llm/scripted"
 )
 
@@ -32,12 +33,13 @@ var expectShapes = map[string]string{
 	"model_calls":                "a whole number",
 	"interrupted_calls":          "a list of call ids",
 	"crashes":                    "a whole number",
+	"compactions":                "a whole number",
 }
 
 // knownOrder is the order in which known keys are reported.
 var knownOrder = []string{"parent_message_count", "files_include", "files_exclude", "tool_message_contains",
 	"subagent_message_contains", "parent_messages_exclude", "error_contains", "no_error", "status", "max_concurrent_model_calls", "final_state_keys",
-	"model_calls", "interrupted_calls", "crashes"}
+	"model_calls", "interrupted_calls", "crashes", "compactions"}
 
 // strs reads a string or a list of strings.
 func strs(raw json.RawMessage) ([]string, bool) {
@@ -257,6 +259,18 @@ func (s *Scenario) checkKey(key string, v json.RawMessage, t *Transcript, model 
 			return false
 		}
 		add(fmt.Sprintf("%d model calls", n), t.Timing.ModelCalls == n, t.Timing.ModelCalls)
+	case "compactions":
+		n, ok := wholeNumber(v)
+		if !ok {
+			return false
+		}
+		got := 0
+		for _, e := range t.Events {
+			if e.Type == agent.CompactionEnd && e.Compaction != nil && e.Compaction.Cutoff > 0 {
+				got++
+			}
+		}
+		add(fmt.Sprintf("%d compactions", n), got == n, got)
 	case "crashes":
 		n, ok := wholeNumber(v)
 		if !ok {

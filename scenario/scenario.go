@@ -141,6 +141,11 @@ type AgentSpec struct {
 	// InterruptOn names the tools whose calls wait for a person's decision,
 	// for the agent and every subagent that sets none.
 	InterruptOn InterruptOn `json:"interrupt_on,omitempty"`
+	// ContextWindow is the agent's context window in tokens (0: unknown).
+	// Setting it turns compaction on at 0.85 of it.
+	ContextWindow int `json:"context_window,omitempty"`
+	// Compaction sets or turns off compaction; see Compaction.
+	Compaction *Compaction `json:"compaction,omitempty"`
 }
 
 // OffloadSpec sets when large texts are saved to files (offload.Config):
@@ -193,6 +198,10 @@ type SubagentSpec struct {
 	// inherits the agent's, {} gates nothing (so it is written even when
 	// empty).
 	InterruptOn InterruptOn `json:"interrupt_on"`
+	// ContextWindow and Compaction are the subagent's own: it compacts
+	// against its own window (absent: no compaction of its own).
+	ContextWindow int         `json:"context_window,omitempty"`
+	Compaction    *Compaction `json:"compaction,omitempty"`
 }
 
 // aliases are the JavaScript reference harness's camelCase spellings,
@@ -297,6 +306,7 @@ var hooks = map[reflect.Type]func(d *decoder, n *node, v reflect.Value, path str
 	reflect.TypeFor[scripted.AgentScript](): decodeAgentScript,
 	reflect.TypeFor[Gate]():                 decodeGate,
 	reflect.TypeFor[Decision]():             decodeDecision,
+	reflect.TypeFor[Compaction]():           decodeCompaction,
 }
 
 func decodeInput(d *decoder, n *node, v reflect.Value, path string) error {
@@ -448,6 +458,9 @@ func (s *Scenario) validate(pos map[string]int) error {
 	if s.Agent.MaxSteps < 0 {
 		return errAt(at("agent.max_steps"), "agent.max_steps must not be negative (0 means the default)")
 	}
+	if s.Agent.ContextWindow < 0 {
+		return errAt(at("agent.context_window"), "agent.context_window must not be negative (0 means unknown)")
+	}
 	if s.Agent.MaxParallel < 0 {
 		return errAt(at("agent.max_parallel"), "agent.max_parallel must not be negative (0 means the default)")
 	}
@@ -457,6 +470,9 @@ func (s *Scenario) validate(pos map[string]int) error {
 		case "", subagent.Isolated, subagent.Fork, subagent.Handoff:
 		default:
 			return errAt(at(p+".mode"), `%s.mode is %q; use "isolated", "fork" or "handoff"`, p, sa.Mode)
+		}
+		if sa.ContextWindow < 0 {
+			return errAt(at(p+".context_window"), "%s.context_window must not be negative (0 means unknown)", p)
 		}
 		if sa.MaxSteps < 0 {
 			return errAt(at(p+".max_steps"), "%s.max_steps must not be negative (0 means the parent's limit)", p)
@@ -537,6 +553,11 @@ func (s *Scenario) Build(model llm.Model) (*agent.Agent, error) {
 			Timeout:   time.Duration(sa.TimeoutMS * float64(time.Millisecond)),
 			Reasoning: sa.Reasoning, InterruptOn: sa.InterruptOn.approvals(),
 		}
+		mw, err := compactionMiddleware(sa.ContextWindow, sa.Compaction, model)
+		if err != nil {
+			return nil, err
+		}
+		spec.Middleware = mw
 		if sa.Tools != nil {
 			spec.Tools = []tool.Tool{}
 			for _, name := range *sa.Tools {
@@ -564,8 +585,12 @@ func (s *Scenario) Build(model llm.Model) (*agent.Agent, error) {
 		}
 		specs = append(specs, spec)
 	}
+	mw, err := compactionMiddleware(s.Agent.ContextWindow, s.Agent.Compaction, model)
+	if err != nil {
+		return nil, err
+	}
 	return deepagents.New(deepagents.Config{
-		Model: model, SystemPrompt: s.Agent.SystemPrompt, Tools: custom, Subagents: specs,
+		Model: model, SystemPrompt: s.Agent.SystemPrompt, Tools: custom, Subagents: specs, Middleware: mw,
 		MaxSteps: s.Agent.MaxSteps, MaxParallel: s.Agent.MaxParallel, Offload: s.Agent.Offload.config(),
 		Reasoning: s.Agent.Reasoning, InterruptOn: s.Agent.InterruptOn.approvals(),
 	})

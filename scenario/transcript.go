@@ -16,6 +16,7 @@ import (
 
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/checkpoint"
+	compaction "github.com/deepagents-go/deepagents/compact"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
 	"github.com/deepagents-go/deepagents/subagent"
@@ -66,6 +67,12 @@ type Round struct {
 	TEndMS         float64  `json:"t_end_ms"`
 	// Reasoning is the reasoning setting the request carried, if any.
 	Reasoning *llm.ReasoningConfig `json:"reasoning,omitempty"`
+	// InputTokens is the request's estimated size, the number compaction
+	// compares with its trigger; Compacted says whether the request began
+	// with a summary of earlier messages. Both are shown only when the
+	// scenario sets a context window or compaction.
+	InputTokens int   `json:"input_tokens,omitempty"`
+	Compacted   *bool `json:"compacted,omitempty"`
 }
 
 // TaskTool describes the task tool as the parent saw it.
@@ -233,6 +240,11 @@ func (s *Scenario) fillRounds(t *Transcript, model *scripted.Model, a *agent.Age
 		for _, m := range r.Request.Messages {
 			round.Roles = append(round.Roles, string(m.Role))
 		}
+		if s.contextManaged() {
+			round.InputTokens = tokens.Estimate(r.Request).Total
+			c := len(r.Request.Messages) > 0 && compaction.IsSummary(r.Request.Messages[0])
+			round.Compacted = &c
+		}
 		perTool := map[string]int{}
 		for _, spec := range r.Request.Tools {
 			tc := tokens.Tool(spec)
@@ -317,6 +329,20 @@ var eventRank = map[agent.EventType]int{
 	agent.Warning: 0,
 }
 
+// rankOf is an event's place within its step. A compaction before a model
+// call comes after the step before it (its events are emitted before the
+// next model.request); one forced by an overflow error happens inside the
+// model call.
+func rankOf(e agent.Event) int {
+	if e.Type == agent.CompactionStart || e.Type == agent.CompactionEnd {
+		if e.Compaction != nil && e.Compaction.Trigger == "overflow" {
+			return eventRank[agent.ModelDelta]
+		}
+		return eventRank[agent.FileConflict]
+	}
+	return eventRank[e.Type]
+}
+
 func eventCall(e agent.Event) string {
 	switch {
 	case e.Tool != nil:
@@ -345,7 +371,7 @@ func canonicalEvents(evs []agent.Event) []agent.Event {
 	}
 	slices.SortStableFunc(ks, func(a, b keyed) int {
 		return cmp.Or(cmp.Compare(a.e.Agent, b.e.Agent), cmp.Compare(a.step, b.step),
-			cmp.Compare(eventRank[a.e.Type], eventRank[b.e.Type]), cmp.Compare(eventCall(a.e), eventCall(b.e)), cmp.Compare(a.i, b.i))
+			cmp.Compare(rankOf(a.e), rankOf(b.e)), cmp.Compare(eventCall(a.e), eventCall(b.e)), cmp.Compare(a.i, b.i))
 	})
 	out := make([]agent.Event, len(ks))
 	for i, k := range ks {
@@ -371,6 +397,7 @@ func (t *Transcript) Normalize() {
 		t.Rounds[i].Seq, t.Rounds[i].TStartMS, t.Rounds[i].TEndMS = 0, 0, 0
 	}
 	t.Events = canonicalEvents(t.Events)
+	normalizeHistory(t.Files)
 	// Parallel subagents can stop for approval in either order.
 	slices.SortStableFunc(t.Interrupts, func(a, b Interrupt) int {
 		return cmp.Or(cmp.Compare(a.Stop, b.Stop), cmp.Compare(a.Path, b.Path), cmp.Compare(a.CallID, b.CallID))

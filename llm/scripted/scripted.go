@@ -199,6 +199,7 @@ type Model struct {
 
 type instance struct {
 	calls     int
+	resent    int // calls that repeated a round (CallInfo.Resent): later rounds shift by this many steps
 	caseIndex int
 	usage     usageCache
 }
@@ -273,7 +274,10 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, 
 	// the step it would have got had it never stopped.
 	round := inst.calls
 	if fromLoop {
-		round = ci.Round
+		if ci.Resent {
+			inst.resent++
+		}
+		round = ci.Round + inst.resent
 	}
 	inst.calls = round + 1
 	rec := Record{Seq: m.seq, Who: ci.Agent, Instance: ci.Instance, Path: ci.Path, Round: round, Request: snapshot(req), Start: time.Since(m.epoch)}

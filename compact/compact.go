@@ -1,0 +1,482 @@
+// Package compact keeps an agent's requests inside its model's context
+// window by summarising older messages.
+//
+// Nothing in the thread is rewritten: the run keeps every message, and the
+// middleware stores where the summarised part ends (a cutoff into the run's
+// messages) and the summary as a run state value. Every request is then sent
+// as one summary message followed by the messages from the cutoff on. The
+// summarised messages are appended, in full, to a markdown file under
+// /conversation_history in the run's files, and the summary message names it
+// so the model can read details back.
+//
+// Compaction fires when a request's estimated size reaches the trigger
+// (0.85 of the window, or 170,000 tokens when the window is unknown), when
+// the provider answers that a request is too long (then the call is retried
+// once), or when the model calls the opt-in compact_conversation tool.
+package compact
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/tokens"
+)
+
+// Name is the middleware's name, used in events and errors.
+const Name = "compaction"
+
+// StateKey is the name of the run state value holding the compaction State.
+const StateKey = "compaction"
+
+// HistoryDir is the directory of the files summarised messages are saved to.
+const HistoryDir = "/conversation_history"
+
+// Defaults used when a Config field is zero.
+const (
+	// DefaultTrigger is the trigger when the window is unknown.
+	DefaultTrigger = 170_000
+	// DefaultKeepMessages is how many messages are kept when the window is
+	// unknown.
+	DefaultKeepMessages = 6
+	// maxChunkTokens caps one summariser input whatever its window.
+	maxChunkTokens = 100_000
+	// defaultSummarizerWindow is assumed for the summariser when neither
+	// its window nor the agent's is known.
+	defaultSummarizerWindow = 200_000
+	// maxFailures consecutive summariser failures end the run.
+	maxFailures = 3
+	// maxHistoryFile caps the history file read back before appending.
+	maxHistoryFile = 64 << 20
+	// maxOffloaded is how many offloaded files the summary message lists.
+	maxOffloaded = 20
+)
+
+// ErrCompactionFailed ends a run whose summariser failed three times in a
+// row. The thread keeps every message.
+var ErrCompactionFailed = errors.New("compaction failed")
+
+// Config sets when and how compaction happens. The zero value works: the
+// trigger is 170,000 tokens, the last 6 messages are kept, and the agent's
+// own model writes the summaries.
+type Config struct {
+	// Window is the agent's context window in tokens; 0 means unknown.
+	Window int
+	// TriggerTokens overrides the threshold (estimated request tokens) at
+	// which compaction fires; 0 means 0.85 × Window, or 170,000.
+	TriggerTokens int
+	// KeepMessages, when positive, keeps exactly the newest that many
+	// messages (moved back so a tool call keeps its results); 0 keeps the
+	// newest tenth of the window, or the last 6 messages when the window is
+	// unknown.
+	KeepMessages int
+	// Model writes the summaries. It is called with llm.CallInfo{Agent:
+	// "summarizer"}. Nil uses the agent's own model: compaction then happens
+	// inside the model call, just before the request is sent.
+	Model llm.Model
+	// SummarizerWindow is the summariser's context window; 0 uses Window
+	// (or 200,000). Each summariser input is at most half of it, and at
+	// most 100,000 tokens.
+	SummarizerWindow int
+	// Tool binds the compact_conversation tool, which lets the model
+	// compact when the request is at least half the trigger.
+	Tool bool
+	// NoCalibration compares the trigger with the plain estimate of each
+	// request instead of one scaled by the input tokens the provider
+	// reported for earlier calls (replays use it, so that a threshold
+	// matches the estimate their transcript shows).
+	NoCalibration bool
+	// Now stamps the sections of the history file; nil is time.Now.
+	Now func() time.Time
+}
+
+// Trigger returns the request size, in estimated tokens, at which
+// compaction fires.
+func (c Config) Trigger() int {
+	switch {
+	case c.TriggerTokens > 0:
+		return c.TriggerTokens
+	case c.Window > 0:
+		return c.Window * 85 / 100
+	}
+	return DefaultTrigger
+}
+
+func (c Config) chunkTokens() int {
+	w := c.SummarizerWindow
+	if w <= 0 {
+		w = c.Window
+	}
+	if w <= 0 {
+		w = defaultSummarizerWindow
+	}
+	return max(min(w/2, maxChunkTokens), 256)
+}
+
+func (c Config) now() time.Time {
+	if c.Now != nil {
+		return c.Now()
+	}
+	return time.Now()
+}
+
+// State is what the middleware keeps in the run's state (StateKey).
+type State struct {
+	// Summary is the latest summary; empty before the first compaction.
+	Summary string `json:"summary,omitempty"`
+	// Cutoff is the index into the run's messages of the first message
+	// still sent as it is.
+	Cutoff int `json:"cutoff,omitempty"`
+	// Session names the history file: /conversation_history/<Session>.md.
+	Session string `json:"session,omitempty"`
+	// File is the history file, empty when it could not be written.
+	File string `json:"file,omitempty"`
+	// Count is how many compactions happened; Evicted how many messages
+	// they summarised in all.
+	Count   int `json:"count,omitempty"`
+	Evicted int `json:"evicted,omitempty"`
+	// Failures counts the summariser's consecutive failures.
+	Failures int `json:"failures,omitempty"`
+	// Offloaded are the offloaded files seen in summarised messages.
+	Offloaded []string `json:"offloaded,omitempty"`
+	// Todos is the todo list as it was at the last compaction, as text,
+	// re-injected with the summary.
+	Todos string `json:"todos,omitempty"`
+
+	// Announce is a compaction the compact_conversation tool made (or
+	// tried), whose events the next model call emits: a tool cannot emit
+	// events itself.
+	Announce *agent.CompactionInfo `json:"announce,omitempty"`
+
+	// kept is, right after a compaction, the index into the request it
+	// compacted of the first message kept as it is (not saved).
+	kept int
+}
+
+// compactor is one middleware instance. It keeps no run data: everything a
+// run needs is in its state, so one instance serves concurrent runs.
+type compactor struct {
+	cfg   Config
+	calib tokens.Calibrator
+}
+
+// New returns the compaction middleware.
+func New(cfg Config) (agent.Middleware, error) {
+	if cfg.Window < 0 || cfg.TriggerTokens < 0 || cfg.KeepMessages < 0 || cfg.SummarizerWindow < 0 {
+		return agent.Middleware{}, errors.New("compaction: window, trigger, keep and summariser window must not be negative")
+	}
+	c := &compactor{cfg: cfg}
+	m := agent.Middleware{Name: Name, BeforeModel: c.beforeModel, WrapModel: c.wrapModel}
+	if cfg.Tool {
+		m.Tools = append(m.Tools, c.tool())
+	}
+	return m, nil
+}
+
+// calibKey names the calibration series of a step: its agent's name, so
+// that every instance of one subagent type shares what is learnt about its
+// model.
+func calibKey(agentPath string) string {
+	if agentPath == "" {
+		return "agent"
+	}
+	return agentName(agentPath)
+}
+
+// estimate is req's calibrated size in tokens.
+func (c *compactor) estimate(key string, req *llm.Request) int {
+	if c.cfg.NoCalibration {
+		return tokens.Estimate(req).Total
+	}
+	return c.calib.Calibrated(key, tokens.Estimate(req).Total)
+}
+
+func loadState(st *agent.State) (State, error) {
+	if st == nil {
+		return State{}, nil
+	}
+	s, _, err := agent.GetValue[State](st, StateKey)
+	return s, err
+}
+
+// apply rewrites req to the summary message plus the messages from the
+// cutoff on, balancing any tool call in them that has no result.
+func apply(s State, req *llm.Request) {
+	if s.Summary == "" || s.Cutoff > len(req.Messages) {
+		return
+	}
+	sm := summaryMessage(s)
+	if len(req.Messages) > 0 && req.Messages[0].Content == sm.Content {
+		return // already applied (the middleware is bound twice, e.g. in a fork)
+	}
+	out := make([]llm.Message, 0, len(req.Messages)-s.Cutoff+1)
+	out = append(out, sm)
+	out = append(out, req.Messages[s.Cutoff:]...)
+	req.Messages = balance(out)
+}
+
+func (c *compactor) beforeModel(ctx context.Context, step agent.StepInfo, req *llm.Request) error {
+	s, err := loadState(step.State)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrCompactionFailed, err)
+	}
+	if s.Announce != nil {
+		announce(step, s.Announce)
+		s.Announce = nil
+		if step.SetValue != nil {
+			if err := step.SetValue(StateKey, s); err != nil {
+				return err
+			}
+		}
+	}
+	apply(s, req)
+	if c.cfg.Model == nil {
+		return nil // compacted in wrapModel, with the agent's own model
+	}
+	est := c.estimate(calibKey(step.Agent), req)
+	if est < c.cfg.Trigger() {
+		return nil
+	}
+	_, err = c.run(ctx, step, req, "auto", est, c.cfg.Model.Generate)
+	return err
+}
+
+func (c *compactor) wrapModel(ctx context.Context, req *llm.Request, next agent.ModelFunc) (*llm.Response, error) {
+	step, hasStep := agent.StepFrom(ctx)
+	key := calibKey(step.Agent)
+	summarise := next
+	if c.cfg.Model != nil {
+		summarise = c.cfg.Model.Generate
+	}
+	if c.cfg.Model == nil && hasStep {
+		if est := c.estimate(key, req); est >= c.cfg.Trigger() {
+			r := *req
+			if _, err := c.run(ctx, step, &r, "auto", est, summarise); err != nil {
+				return nil, err
+			}
+			req = &r
+		}
+	}
+	resp, err := next(ctx, req)
+	if err == nil {
+		if resp != nil {
+			c.calib.Observe(key, tokens.Estimate(req).Total, resp.Usage.InputTokens)
+		}
+		return resp, nil
+	}
+	if !IsOverflow(err) || !hasStep || ctx.Err() != nil {
+		return resp, err
+	}
+	// The provider says the request is too long: compact once and try once
+	// more. A second overflow is the run's error.
+	r := *req
+	done, cerr := c.run(ctx, step, &r, "overflow", c.estimate(key, req), summarise)
+	if cerr != nil {
+		return nil, errors.Join(err, cerr)
+	}
+	if !done {
+		return resp, err
+	}
+	rctx := ctx
+	if ci, ok := llm.CallInfoFrom(ctx); ok {
+		ci.Resent = true
+		rctx = llm.WithCallInfo(ctx, ci)
+	}
+	resp, err = next(rctx, &r)
+	if err == nil && resp != nil {
+		c.calib.Observe(key, tokens.Estimate(&r).Total, resp.Usage.InputTokens)
+	}
+	return resp, err
+}
+
+// IsOverflow reports whether err says a request did not fit the model's
+// context: an llm.APIError of kind context_length, an HTTP 400 or 413 whose
+// text speaks of the context, a length exceeded or a prompt too long, or
+// another error whose text names the context length or window.
+func IsOverflow(err error) bool {
+	if err == nil {
+		return false
+	}
+	var ae *llm.APIError
+	if errors.As(err, &ae) {
+		if ae.Kind == llm.ErrKindContextLength {
+			return true
+		}
+		if ae.StatusCode == 400 || ae.StatusCode == 413 {
+			t := strings.ToLower(ae.Error())
+			return strings.Contains(t, "context") || strings.Contains(t, "too long") || strings.Contains(t, "exceed")
+		}
+		return false
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return false
+	}
+	t := strings.ToLower(err.Error())
+	return strings.Contains(t, "context length") || strings.Contains(t, "context_length") ||
+		strings.Contains(t, "context window") || strings.Contains(t, "maximum context") ||
+		strings.Contains(t, "prompt is too long")
+}
+
+// announce emits the events of a compaction made by the tool.
+func announce(step agent.StepInfo, info *agent.CompactionInfo) {
+	if step.Emit == nil {
+		return
+	}
+	now := time.Now()
+	step.Emit(agent.Event{Type: agent.CompactionStart, Time: now,
+		Compaction: &agent.CompactionInfo{Trigger: info.Trigger, TokensBefore: info.TokensBefore}})
+	step.Emit(agent.Event{Type: agent.CompactionEnd, Time: now, Compaction: info})
+}
+
+// outcome of one attempt, for the manual tool's answer.
+type outcome int
+
+const (
+	compacted outcome = iota
+	notNeeded
+	failed
+)
+
+// run compacts req (already rewritten by apply) and records the new state.
+// It reports whether it compacted. A summariser failure leaves everything
+// as it was and counts; the third in a row is ErrCompactionFailed.
+func (c *compactor) run(ctx context.Context, step agent.StepInfo, req *llm.Request, trigger string, before int, gen agent.ModelFunc) (bool, error) {
+	prior, err := loadState(step.State)
+	if err != nil {
+		return false, fmt.Errorf("%w: %v", ErrCompactionFailed, err)
+	}
+	var raw []llm.Message
+	if step.State != nil {
+		raw = step.State.Messages
+	}
+	emit := func(e agent.Event) {
+		if step.Emit != nil {
+			e.Time = time.Now()
+			step.Emit(e)
+		}
+	}
+	eff := aligned(prior, req.Messages, raw)
+	next, info, res, cerr := c.compact(ctx, compactInput{prior: prior, eff: eff, raw: raw, agent: step.Agent,
+		files: step.Files, gen: gen, trigger: trigger, before: before, emit: emit, state: step.State})
+	switch res {
+	case notNeeded:
+		return false, nil
+	case failed:
+		emit(agent.Event{Type: agent.CompactionEnd, Compaction: info})
+		prior.Failures++
+		if step.SetValue != nil {
+			if err := step.SetValue(StateKey, prior); err != nil {
+				return false, err
+			}
+		}
+		if prior.Failures >= maxFailures {
+			return false, fmt.Errorf("%w: the summariser failed %d times in a row (last: %v); no message was lost", ErrCompactionFailed, prior.Failures, cerr)
+		}
+		return false, nil
+	}
+	if step.SetValue != nil {
+		if err := step.SetValue(StateKey, next); err != nil {
+			return false, err
+		}
+	}
+	req.Messages = rewrite(next, eff)
+	info.TokensAfter = c.estimate(calibKey(step.Agent), req)
+	emit(agent.Event{Type: agent.CompactionEnd, Compaction: info})
+	return true, nil
+}
+
+// aligned returns the request's messages when they line up with the run's
+// (the summary, then the run's messages from the cutoff on; or the run's
+// own), so that an index into them maps to the run's messages. When they do
+// not (a call without its result was balanced, or a middleware added or
+// dropped a message) it returns that view built from the run's messages.
+func aligned(prior State, eff, raw []llm.Message) []llm.Message {
+	if raw == nil {
+		return eff
+	}
+	base, start := 0, 0
+	if prior.Summary != "" && len(eff) > 0 && IsSummary(eff[0]) {
+		base, start = prior.Cutoff, 1
+	}
+	if base <= len(raw) && len(eff)-start == len(raw)-base {
+		return eff
+	}
+	if prior.Summary == "" || prior.Cutoff > len(raw) {
+		return raw
+	}
+	return append([]llm.Message{summaryMessage(prior)}, raw[prior.Cutoff:]...)
+}
+
+// rewrite builds the compacted message list: the new summary message plus
+// the part of eff that is kept.
+func rewrite(next State, eff []llm.Message) []llm.Message {
+	kept := min(max(next.kept, 0), len(eff))
+	out := make([]llm.Message, 0, len(eff)-kept+1)
+	out = append(out, summaryMessage(next))
+	out = append(out, eff[kept:]...)
+	return balance(out)
+}
+
+// sessionID names the history file of one agent instance: stable for the
+// same agent path and first message, so a resumed run appends to the same
+// file.
+func sessionID(agentPath string, raw []llm.Message) string {
+	h := sha256.New()
+	h.Write([]byte(agentPath))
+	h.Write([]byte{0})
+	for _, m := range raw {
+		if m.Role == llm.RoleUser {
+			h.Write([]byte(m.Content))
+			break
+		}
+	}
+	return "session_" + hex.EncodeToString(h.Sum(nil))[:32]
+}
+
+// IsSummary reports whether m is a summary message this package wrote.
+func IsSummary(m llm.Message) bool {
+	return m.Role == llm.RoleUser && strings.HasPrefix(m.Content, summaryLead)
+}
+
+const summaryLead = "[Conversation summary] "
+
+// summaryMessage is the user-role message that stands for the summarised
+// messages.
+func summaryMessage(s State) llm.Message {
+	var b strings.Builder
+	b.WriteString(summaryLead)
+	b.WriteString("The earlier part of this conversation was summarised to keep it within the context window.")
+	if s.File != "" {
+		fmt.Fprintf(&b, " The summarised messages are saved in full in %s; read that file when you need a detail the summary leaves out.", s.File)
+	}
+	b.WriteString("\n\n<summary>\n")
+	b.WriteString(strings.TrimSpace(s.Summary))
+	b.WriteString("\n</summary>")
+	if s.Todos != "" {
+		b.WriteString("\n\n<current_todos>\n")
+		b.WriteString(s.Todos)
+		b.WriteString("\n</current_todos>")
+	}
+	if len(s.Offloaded) > 0 {
+		b.WriteString("\n\n<offloaded_files>\n")
+		for _, p := range s.Offloaded {
+			b.WriteString(p)
+			b.WriteByte('\n')
+		}
+		b.WriteString("</offloaded_files>")
+	}
+	return llm.User(b.String())
+}
+
+// cloneState copies s so that later edits do not share slices.
+func cloneState(s State) State {
+	s.Offloaded = slices.Clone(s.Offloaded)
+	return s
+}
