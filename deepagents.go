@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/compact"
 	"github.com/deepagents-go/deepagents/fstools"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/offload"
@@ -75,6 +76,17 @@ type Config struct {
 	// model after the cached part of the prompt, and a run that ends with
 	// items not completed says so in a notice. Off by default.
 	Todos bool
+	// ContextWindow is the model's context window in tokens (0: unknown);
+	// tokens.ProfileFor knows the providers' models. Subagents on the same
+	// model inherit it; a spec on another model sets its own. Context
+	// reports and compaction use it.
+	ContextWindow int
+	// Compaction sets how a long conversation is summarised to stay within
+	// the context window (package compact): nil means the defaults — on,
+	// at 0.85 of each agent's window (170,000 tokens when unknown), each
+	// subagent against its own window. NoCompaction turns it off.
+	Compaction   *compact.Config
+	NoCompaction bool
 }
 
 // ConfigError is an assembly-time rejection: New returns no other kind of
@@ -141,8 +153,52 @@ func New(cfg Config) (*agent.Agent, error) {
 	if cfg.Todos {
 		shared = append(shared, todos.Middleware())
 	}
+	// Compaction is per agent: each measures against its own model's
+	// window. The top-level agent's also serves its forks (same model,
+	// same history).
+	specs := WithGeneralPurpose(cfg.Subagents)
+	if !cfg.NoCompaction {
+		cc := compact.Config{}
+		if cfg.Compaction != nil {
+			cc = *cfg.Compaction
+		}
+		cc.TodosInTail = cc.TodosInTail || cfg.Todos
+		mk := func(window int) (agent.Middleware, error) {
+			c := cc
+			if c.Window == 0 {
+				c.Window = window
+			}
+			m, err := compact.New(c)
+			if err != nil {
+				return m, &ConfigError{Msg: "deepagents: " + err.Error(), Err: err}
+			}
+			return m, nil
+		}
+		top, err := mk(cfg.ContextWindow)
+		if err != nil {
+			return nil, err
+		}
+		after = append(after, top.Tools...) // compact_conversation, when asked for
+		top.Tools = nil
+		hooks = append(hooks, top)
+		specs = slices.Clone(specs)
+		for i := range specs {
+			if specs[i].Mode == subagent.Fork {
+				continue // forks run the parent's hooks, compaction included
+			}
+			w := specs[i].ContextWindow
+			if w == 0 && specs[i].Model == nil {
+				w = cfg.ContextWindow
+			}
+			m, err := mk(w)
+			if err != nil {
+				return nil, err
+			}
+			specs[i].Middleware = append(slices.Clone(specs[i].Middleware), m)
+		}
+	}
 	task, err := subagent.NewTask(subagent.Config{
-		Subagents:      WithGeneralPurpose(cfg.Subagents),
+		Subagents:      specs,
 		Model:          cfg.Model,
 		BaseTools:      fs,
 		DefaultTools:   cfg.Tools,
@@ -155,6 +211,7 @@ func New(cfg Config) (*agent.Agent, error) {
 		Stream:         cfg.Stream,
 		Reasoning:      cfg.Reasoning,
 		InterruptOn:    cfg.InterruptOn,
+		ContextWindow:  cfg.ContextWindow,
 	})
 	if err != nil {
 		return nil, err
@@ -171,7 +228,7 @@ func New(cfg Config) (*agent.Agent, error) {
 	return agent.New(agent.Config{
 		Name: cfg.Name, Model: cfg.Model, System: cfg.SystemPrompt, Tools: tools, Middleware: append(slices.Clone(hooks), shared...),
 		MaxSteps: cfg.MaxSteps, MaxParallel: cfg.MaxParallel, Backend: cfg.Backend, Response: rf, Stream: cfg.Stream,
-		Reasoning: cfg.Reasoning, InterruptOn: cfg.InterruptOn,
+		Reasoning: cfg.Reasoning, InterruptOn: cfg.InterruptOn, ContextWindow: cfg.ContextWindow,
 	})
 }
 

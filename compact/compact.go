@@ -95,6 +95,10 @@ type Config struct {
 	NoCalibration bool
 	// Now stamps the sections of the history file; nil is time.Now.
 	Now func() time.Time
+	// TodosInTail says the todo list is shown after the cached part of
+	// every request already (todos.Middleware), so a summary does not
+	// carry a copy of it.
+	TodosInTail bool
 }
 
 // Trigger returns the request size, in estimated tokens, at which

@@ -117,7 +117,9 @@ func (c *compactor) compact(ctx context.Context, in compactInput) (State, *agent
 		next.File = file
 	}
 	next.Offloaded = offloadedFiles(next.Offloaded, evicted, file)
-	next.Todos = todoText(in.state)
+	if !c.cfg.TodosInTail {
+		next.Todos = todoText(in.state)
+	}
 	info.Cutoff, info.Evicted, info.File = next.Cutoff, cut-start, next.File
 	return next, info, compacted, nil
 }

@@ -146,6 +146,9 @@ type AgentSpec struct {
 	ContextWindow int `json:"context_window,omitempty"`
 	// Compaction sets or turns off compaction; see Compaction.
 	Compaction *Compaction `json:"compaction,omitempty"`
+	// Todos binds write_todos for the agent and every subagent, each
+	// instance with its own list (package todos).
+	Todos bool `json:"todos,omitempty"`
 }
 
 // OffloadSpec sets when large texts are saved to files (offload.Config):
@@ -592,7 +595,10 @@ func (s *Scenario) Build(model llm.Model) (*agent.Agent, error) {
 	return deepagents.New(deepagents.Config{
 		Model: model, SystemPrompt: s.Agent.SystemPrompt, Tools: custom, Subagents: specs, Middleware: mw,
 		MaxSteps: s.Agent.MaxSteps, MaxParallel: s.Agent.MaxParallel, Offload: s.Agent.Offload.config(),
-		Reasoning: s.Agent.Reasoning, InterruptOn: s.Agent.InterruptOn.approvals(),
+		Reasoning: s.Agent.Reasoning, InterruptOn: s.Agent.InterruptOn.approvals(), Todos: s.Agent.Todos,
+		// A scenario compacts only when it says so (agent.context_window or
+		// agent.compaction), through the middleware built above.
+		NoCompaction: true,
 	})
 }
 

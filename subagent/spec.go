@@ -56,6 +56,10 @@ type Spec struct {
 	// parent's setting (for a fork too). Checked at assembly against the
 	// subagent's model like the parent's.
 	Reasoning *llm.ReasoningConfig
+	// ContextWindow is the subagent's model's context window in tokens; 0
+	// takes the parent's when the subagent uses the parent's model, else
+	// unknown. The subagent's context report and compaction use it.
+	ContextWindow int
 	// InterruptOn names the subagent's tools whose calls wait for a
 	// person's decision (see agent.Config.InterruptOn). Nil inherits the
 	// parent's; an empty map turns approvals off for this subagent.

@@ -118,6 +118,9 @@ type Config struct {
 	// InterruptOn is the parent's approval policy, used by every child whose
 	// spec sets none.
 	InterruptOn map[string]agent.Approval
+	// ContextWindow is the parent's model's context window, used by every
+	// child on the parent's model whose spec sets none.
+	ContextWindow int
 }
 
 // Task is the task tool. It implements agent.Nested, so a child's events
@@ -224,6 +227,10 @@ func NewTask(cfg Config) (*Task, error) {
 		}
 		if ac.MaxSteps == 0 {
 			ac.MaxSteps = cfg.MaxSteps
+		}
+		ac.ContextWindow = s.ContextWindow
+		if ac.ContextWindow == 0 && s.Model == nil {
+			ac.ContextWindow = cfg.ContextWindow
 		}
 		c := &child{name: s.Name, mode: s.Mode, timeout: s.Timeout}
 		if s.Mode == Fork {
