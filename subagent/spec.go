@@ -48,7 +48,8 @@ type Spec struct {
 	// parent's exact tool list.
 	Tools []tool.Tool
 	// ExactTools makes Tools the subagent's complete tool list: the file
-	// tools are not added (agent files that name the tools they allow).
+	// tools are not added, nor the tools of shared middleware such as
+	// write_todos (agent files that name the tools they allow).
 	ExactTools bool
 	// Model answers the subagent; nil means the parent's model.
 	Model llm.Model

@@ -247,7 +247,17 @@ func NewTask(cfg Config) (*Task, error) {
 			} else {
 				ac.Tools = append(append([]tool.Tool{}, cfg.BaseTools...), own...)
 			}
-			ac.Middleware = append(append([]agent.Middleware{}, s.Middleware...), cfg.Middleware...)
+			shared := cfg.Middleware
+			if s.ExactTools {
+				// The spec names every tool it has: the shared middleware
+				// keep their hooks but bind no tools of their own.
+				shared = make([]agent.Middleware, len(cfg.Middleware))
+				for j, m := range cfg.Middleware {
+					m.Tools = nil
+					shared[j] = m
+				}
+			}
+			ac.Middleware = append(append([]agent.Middleware{}, s.Middleware...), shared...)
 			ac.System = s.SystemPrompt
 		}
 		a, err := agent.New(ac)

@@ -171,6 +171,11 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 		return nil, errors.Join(errs...)
 	}
 	s.contextWindow, s.subagentWindows = contextWindows(cfg, spec, files)
+	for i := range specs {
+		if w, ok := s.subagentWindows[specs[i].Name]; ok {
+			specs[i].ContextWindow = w
+		}
+	}
 
 	if s.db, err = chooseDatabase(f.db, f.set["db"], cfg, cwd, home); err != nil {
 		return nil, err
@@ -185,6 +190,9 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 	s.config = deepagents.Config{
 		Model: model, SystemPrompt: system, Subagents: specs, Backend: backend,
 		MaxSteps: maxSteps, MaxParallel: maxParallel, Stream: true, Reasoning: reasoning, InterruptOn: gates,
+		// The CLI plans with write_todos and compacts long conversations
+		// against each model's window.
+		Todos: true, ContextWindow: s.contextWindow,
 	}
 	a, err := deepagents.New(s.config)
 	if err != nil {
