@@ -155,7 +155,7 @@ func calibrationKey(m llm.Model, agentName string) string {
 // contextReport measures req as it is about to be sent.
 func (r *run) contextReport(req *llm.Request) (ContextReport, tokens.Breakdown) {
 	a := r.a
-	b := tokens.Estimate(req)
+	b := r.estimates.Estimate(req)
 	rep := newContextReport(b, a.calib.Ratio(a.calibKey), a.cfg.ContextWindow)
 	rep.LastReported = r.lastReported
 	return rep, b

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/tokens"
 	"github.com/deepagents-go/deepagents/tool"
 	"github.com/deepagents-go/deepagents/vfs"
 )
@@ -137,6 +138,8 @@ type run struct {
 	backend vfs.Backend
 	mem     *vfs.Memory
 	rounds  int
+	// estimates remembers message estimates for this run's requests.
+	estimates tokens.Cache
 	// turnStart is rounds when this run (a turn on a thread) began.
 	turnStart int
 	usage     llm.Usage // own model calls

@@ -194,12 +194,15 @@ func calibKey(agentPath string) string {
 	return agentName(agentPath)
 }
 
-// estimate is req's calibrated size in tokens.
-func (c *compactor) estimate(key string, req *llm.Request) int {
+// estimate is req's calibrated size in tokens. The plain estimate comes
+// from the loop (StepInfo.Measure), which remembers the estimates of the
+// run's messages, so measuring every request of a long run stays cheap.
+func (c *compactor) estimate(step agent.StepInfo, key string, req *llm.Request) int {
+	est := step.Measure(req).Estimated
 	if c.cfg.NoCalibration {
-		return tokens.Estimate(req).Total
+		return est
 	}
-	return c.calib.Calibrated(key, tokens.Estimate(req).Total)
+	return c.calib.Calibrated(key, est)
 }
 
 func loadState(st *agent.State) (State, error) {
@@ -244,7 +247,7 @@ func (c *compactor) beforeModel(ctx context.Context, step agent.StepInfo, req *l
 	if c.cfg.Model == nil {
 		return nil // compacted in wrapModel, with the agent's own model
 	}
-	est := c.estimate(calibKey(step.Agent), req)
+	est := c.estimate(step, calibKey(step.Agent), req)
 	if est < c.cfg.Trigger() {
 		return nil
 	}
@@ -260,7 +263,7 @@ func (c *compactor) wrapModel(ctx context.Context, req *llm.Request, next agent.
 		summarise = c.cfg.Model.Generate
 	}
 	if c.cfg.Model == nil && hasStep {
-		if est := c.estimate(key, req); est >= c.cfg.Trigger() {
+		if est := c.estimate(step, key, req); est >= c.cfg.Trigger() {
 			r := *req
 			if _, err := c.run(ctx, step, &r, "auto", est, summarise); err != nil {
 				return nil, err
@@ -271,7 +274,7 @@ func (c *compactor) wrapModel(ctx context.Context, req *llm.Request, next agent.
 	resp, err := next(ctx, req)
 	if err == nil {
 		if resp != nil {
-			c.calib.Observe(key, tokens.Estimate(req).Total, resp.Usage.InputTokens)
+			c.calib.Observe(key, step.Measure(req).Estimated, resp.Usage.InputTokens)
 		}
 		return resp, nil
 	}
@@ -281,7 +284,7 @@ func (c *compactor) wrapModel(ctx context.Context, req *llm.Request, next agent.
 	// The provider says the request is too long: compact once and try once
 	// more. A second overflow is the run's error.
 	r := *req
-	done, cerr := c.run(ctx, step, &r, "overflow", c.estimate(key, req), summarise)
+	done, cerr := c.run(ctx, step, &r, "overflow", c.estimate(step, key, req), summarise)
 	if cerr != nil {
 		return nil, errors.Join(err, cerr)
 	}
@@ -391,7 +394,7 @@ func (c *compactor) run(ctx context.Context, step agent.StepInfo, req *llm.Reque
 		}
 	}
 	req.Messages = rewrite(next, eff)
-	info.TokensAfter = c.estimate(calibKey(step.Agent), req)
+	info.TokensAfter = c.estimate(step, calibKey(step.Agent), req)
 	emit(agent.Event{Type: agent.CompactionEnd, Compaction: info})
 	return true, nil
 }

@@ -36,7 +36,7 @@ func (c *compactor) manual(ctx context.Context, env *tool.Env) tool.Result {
 	}
 	req := *env.Request
 	key := calibKey(env.Agent)
-	est := c.estimate(key, &req)
+	est := c.estimate(agent.StepInfo{}, key, &req)
 	need := c.cfg.Trigger() / 2
 	if est < need {
 		return tool.Result{Content: fmt.Sprintf("Not compacted: the conversation is about %d tokens, and compaction is available from %d (half of the %d-token threshold). Carry on.", est, need, c.cfg.Trigger())}
@@ -64,7 +64,7 @@ func (c *compactor) manual(ctx context.Context, env *tool.Env) tool.Result {
 	}
 	after := req
 	after.Messages = rewrite(next, eff)
-	tokensAfter := c.estimate(key, &after)
+	tokensAfter := c.estimate(agent.StepInfo{}, key, &after)
 	if env.Progress != nil {
 		env.Progress(fmt.Sprintf("compacted %d messages: about %d tokens before, %d after", info.Evicted, est, tokensAfter))
 	}

@@ -4,6 +4,7 @@ import (
 	"sync"
 	"unicode"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/deepagents-go/deepagents/llm"
 )
@@ -77,22 +78,7 @@ func EstimateMessage(m llm.Message) int {
 
 // Estimate splits req's estimated tokens. Tool definitions are counted from
 // their JSON (memoised per definition, see EstimateTool).
-func Estimate(req *llm.Request) Breakdown {
-	var b Breakdown
-	b.System = EstimateText(req.System) + EstimateText(req.SystemTail)
-	for _, t := range req.Tools {
-		b.Tools += EstimateTool(t)
-	}
-	for _, m := range req.Messages {
-		if m.Role == llm.RoleTool {
-			b.ToolResults += EstimateMessage(m)
-		} else {
-			b.Messages += EstimateMessage(m)
-		}
-	}
-	b.Total = b.System + b.Tools + b.Messages + b.ToolResults
-	return b
-}
+func Estimate(req *llm.Request) Breakdown { return (*Cache)(nil).Estimate(req) }
 
 // Calibrator keeps, per model, the ratio between the input tokens the
 // provider reported and our estimate of the same request, as a moving
@@ -153,4 +139,104 @@ func EstimateTool(spec llm.ToolSpec) int {
 	n := (len(ToolJSON(spec)) + 3) / 4
 	toolEstimates.Store(key, n)
 	return n
+}
+
+// Cache remembers message estimates for one conversation, so that a run
+// that measures every request does not re-read its whole history each time
+// (which would make a long run quadratic). A request that extends the
+// previous one's messages in the same backing array costs only its new
+// messages; otherwise a message is known by the identity of its text and of
+// its first tool call's arguments. Both rest on a run's history being
+// append-only: messages are not changed in place after they are appended,
+// and a rewritten message has new strings. Use one Cache per run; it is not safe for
+// concurrent use. The nil Cache estimates without remembering.
+type Cache struct {
+	m map[cacheKey]int
+	// The last request's messages, summed: a request whose messages start
+	// with the same backing array (a run's history only grows) adds only
+	// its new messages.
+	head         *llm.Message
+	n, msgs, res int
+	// The last request's tool definitions (the agent's own list is the
+	// same slice on every step).
+	toolsHead *llm.ToolSpec
+	toolsN    int
+	tools     int
+}
+
+type cacheKey struct {
+	text  *byte
+	n     int
+	args  *byte
+	part  *byte
+	calls int
+	parts int
+}
+
+func keyOf(m llm.Message) (cacheKey, bool) {
+	k := cacheKey{text: unsafe.StringData(m.Content), n: len(m.Content), calls: len(m.ToolCalls), parts: len(m.Parts)}
+	if len(m.ToolCalls) > 0 && len(m.ToolCalls[0].Args) > 0 {
+		k.args = &m.ToolCalls[0].Args[0]
+	}
+	for _, p := range m.Parts {
+		if p.Type == llm.PartReasoning && p.Text != "" {
+			k.part = unsafe.StringData(p.Text)
+			break
+		}
+	}
+	// Short messages are cheap to estimate and their strings may be shared
+	// literals: not worth remembering.
+	return k, len(m.Content) >= 64 || k.args != nil
+}
+
+// Message estimates m, remembering the result.
+func (c *Cache) Message(m llm.Message) int {
+	if c == nil {
+		return EstimateMessage(m)
+	}
+	k, ok := keyOf(m)
+	if !ok {
+		return EstimateMessage(m)
+	}
+	if n, hit := c.m[k]; hit {
+		return n
+	}
+	n := EstimateMessage(m)
+	if c.m == nil {
+		c.m = map[cacheKey]int{}
+	}
+	c.m[k] = n
+	return n
+}
+
+// Estimate is tokens.Estimate with the messages' estimates remembered.
+func (c *Cache) Estimate(req *llm.Request) Breakdown {
+	var b Breakdown
+	b.System = EstimateText(req.System) + EstimateText(req.SystemTail)
+	if c != nil && len(req.Tools) > 0 && c.toolsHead == &req.Tools[0] && c.toolsN == len(req.Tools) {
+		b.Tools = c.tools
+	} else {
+		for _, t := range req.Tools {
+			b.Tools += EstimateTool(t)
+		}
+		if c != nil && len(req.Tools) > 0 {
+			c.toolsHead, c.toolsN, c.tools = &req.Tools[0], len(req.Tools), b.Tools
+		}
+	}
+	msgs, start := req.Messages, 0
+	if c != nil && len(msgs) > 0 && c.head == &msgs[0] && len(msgs) >= c.n {
+		start, b.Messages, b.ToolResults = c.n, c.msgs, c.res
+	}
+	for _, m := range msgs[start:] {
+		if m.Role == llm.RoleTool {
+			b.ToolResults += c.Message(m)
+		} else {
+			b.Messages += c.Message(m)
+		}
+	}
+	if c != nil && len(msgs) > 0 {
+		c.head, c.n, c.msgs, c.res = &msgs[0], len(msgs), b.Messages, b.ToolResults
+	}
+	b.Total = b.System + b.Tools + b.Messages + b.ToolResults
+	return b
 }

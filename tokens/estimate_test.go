@@ -110,3 +110,36 @@ func TestEstimateTool(t *testing.T) {
 		t.Errorf("tools in a request: %+v", b)
 	}
 }
+
+// The cache gives the same estimates as Estimate and remembers long
+// messages, so a request measured twice is read once.
+func TestCacheMatchesEstimate(t *testing.T) {
+	long := strings.Repeat("a line of a tool result\n", 40)
+	req := &llm.Request{System: "sys", Messages: []llm.Message{llm.User("hi"),
+		{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "1", Name: "ls", Args: []byte(`{"path":"/"}`)}}},
+		{Role: llm.RoleTool, ToolCallID: "1", Content: long}}}
+	var c tokens.Cache
+	want := tokens.Estimate(req)
+	if got := c.Estimate(req); got != want {
+		t.Fatalf("cache %+v, plain %+v", got, want)
+	}
+	if got := c.Estimate(req); got != want {
+		t.Fatalf("second measure %+v, want %+v", got, want)
+	}
+	// A history that grows in place adds only its new messages.
+	grown := make([]llm.Message, 3, 8)
+	copy(grown, req.Messages)
+	req.Messages = grown
+	c.Estimate(req)
+	req.Messages = append(req.Messages, llm.User(long))
+	if got, plain := c.Estimate(req), tokens.Estimate(req); got != plain {
+		t.Fatalf("after an append %+v, want %+v", got, plain)
+	}
+	// A rewritten history (a new slice, a changed message with a new
+	// string) is estimated anew.
+	rewritten := []llm.Message{req.Messages[0], req.Messages[1], {Role: llm.RoleTool, ToolCallID: "1", Content: long + long}}
+	req.Messages = rewritten
+	if got, plain := c.Estimate(req), tokens.Estimate(req); got != plain {
+		t.Fatalf("after a rewrite %+v, want %+v", got, plain)
+	}
+}
