@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/checkpoint/internal/engine"
 	"github.com/deepagents-go/deepagents/vfs"
 	"github.com/jackc/pgx/v5"
 )
@@ -100,11 +101,15 @@ func convertV2(ctx context.Context, tx pgx.Tx, opts Options) error {
 				return fmt.Errorf("usage of checkpoint %q is corrupt: %w", o.id, err)
 			}
 		}
-		if err := insert(ctx, tx, b.Record, b.Messages, b.Blobs, b.Record.Refs()); err != nil {
+		raw, err := checkpoint.Encode(b.Record)
+		if err != nil {
+			return err
+		}
+		if err := (store{tx}).Insert(ctx, b.Record, raw, b.Messages, b.Blobs, b.Record.Refs()); err != nil {
 			return err
 		}
 		if b.Record.Snapshot != nil {
-			if err := pack(ctx, tx, o.thread, o.ns); err != nil {
+			if err := engine.PackChunks(ctx, store{tx}, o.thread, o.ns); err != nil {
 				return err
 			}
 		}
