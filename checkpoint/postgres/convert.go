@@ -76,19 +76,14 @@ func convertV2(ctx context.Context, tx pgx.Tx, opts Options) error {
 		if !rebased && o.parent != "" {
 			parent = recs[key{o.thread, o.ns, o.parent}]
 		}
-		var view *checkpoint.View
-		if checkpoint.NeedsView(parent, every) {
-			chain, err := checkpoint.Chain(ctx, parent, func(_ context.Context, id string) (*checkpoint.Record, error) {
-				if r := recs[key{o.thread, o.ns, id}]; r != nil {
-					return r, nil
-				}
-				return nil, fmt.Errorf("%w: checkpoint %q", checkpoint.ErrNotFound, id)
-			})
-			if err != nil {
-				return err
+		view, err := checkpoint.ParentView(ctx, parent, every, func(_ context.Context, id string) (*checkpoint.Record, error) {
+			if r := recs[key{o.thread, o.ns, id}]; r != nil {
+				return r, nil
 			}
-			v := checkpoint.ViewOf(chain)
-			view = &v
+			return nil, fmt.Errorf("%w: checkpoint %q", checkpoint.ErrNotFound, id)
+		})
+		if err != nil {
+			return err
 		}
 		nk := [2]string{o.thread, o.ns}
 		b, err := checkpoint.Build(st, parent, view, next[nk], every)
