@@ -8,7 +8,10 @@ import (
 
 // Rows is what the result sets of both drivers (database/sql and pgx)
 // offer; the helpers below read the few row shapes the savers' queries
-// return. The caller closes the rows.
+// return. The caller closes the rows. Both drivers copy a bytes column into
+// a new slice on every Scan, so the helpers scan into variables declared
+// once: a call through the interface makes them escape, and declared in
+// the loop they would cost an allocation a row.
 type Rows interface {
 	Next() bool
 	Scan(dest ...any) error
@@ -18,8 +21,8 @@ type Rows interface {
 // EachBytes calls each with the single bytes column of every row, until it
 // returns false.
 func EachBytes(rows Rows, each func([]byte) bool) error {
+	var data []byte
 	for rows.Next() {
-		var data []byte
 		if err := rows.Scan(&data); err != nil {
 			return err
 		}
@@ -43,8 +46,8 @@ func Bytes(rows Rows) ([][]byte, error) {
 // Strings returns the single text column of every row.
 func Strings(rows Rows) ([]string, error) {
 	var out []string
+	var s string
 	for rows.Next() {
-		var s string
 		if err := rows.Scan(&s); err != nil {
 			return nil, err
 		}
@@ -56,8 +59,8 @@ func Strings(rows Rows) ([]string, error) {
 // Ranges returns the (from, to) columns of every row as ranges.
 func Ranges(rows Rows) ([]checkpoint.Range, error) {
 	var out []checkpoint.Range
+	var r checkpoint.Range
 	for rows.Next() {
-		var r checkpoint.Range
 		if err := rows.Scan(&r.From, &r.To); err != nil {
 			return nil, err
 		}
@@ -68,8 +71,8 @@ func Ranges(rows Rows) ([]checkpoint.Range, error) {
 
 // EachChunk calls add with the (from, to, data) columns of every row.
 func EachChunk(rows Rows, add func(checkpoint.Chunk)) error {
+	var c checkpoint.Chunk
 	for rows.Next() {
-		var c checkpoint.Chunk
 		if err := rows.Scan(&c.From, &c.To, &c.Data); err != nil {
 			return err
 		}
@@ -80,9 +83,9 @@ func EachChunk(rows Rows, add func(checkpoint.Chunk)) error {
 
 // EachRecord calls each with the (seq, record) columns of every row.
 func EachRecord(rows Rows, each func(seq int64, raw []byte) error) error {
+	var seq int64
+	var raw []byte
 	for rows.Next() {
-		var seq int64
-		var raw []byte
 		if err := rows.Scan(&seq, &raw); err != nil {
 			return err
 		}
@@ -97,9 +100,9 @@ func EachRecord(rows Rows, each func(seq int64, raw []byte) error) error {
 // packed one, and returns those chunks oldest first, without their data.
 func Unpacked(rows Rows) ([]checkpoint.Chunk, error) {
 	var tail []checkpoint.Chunk // newest first
+	var c checkpoint.Chunk
+	var packed bool
 	for rows.Next() {
-		var c checkpoint.Chunk
-		var packed bool
 		if err := rows.Scan(&c.From, &c.To, &packed); err != nil {
 			return nil, err
 		}
