@@ -105,13 +105,9 @@ func (m *Memory) Put(ctx context.Context, s Step) error {
 			return fmt.Errorf("%w: parent checkpoint %q of %q in thread %q", ErrNotFound, s.ParentID, s.ID, s.ThreadID)
 		}
 		parent = th.byKey[nsID{s.NS, s.ParentID}].rec
-		if NeedsView(parent, m.every) {
-			chain, err := Chain(ctx, parent, th.loader(s.NS))
-			if err != nil {
-				return err
-			}
-			v := ViewOf(chain)
-			view = &v
+		var err error
+		if view, err = ParentView(ctx, parent, m.every, th.loader(s.NS)); err != nil {
+			return err
 		}
 	}
 	if th == nil {

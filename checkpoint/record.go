@@ -373,6 +373,21 @@ func NeedsView(parent *Record, every int) bool {
 	return parent != nil && parent.Depth+1 >= every
 }
 
+// ParentView returns the view of parent that Build needs for the step
+// after it (see NeedsView), reading parent's chain through load, or nil
+// when Build needs none.
+func ParentView(ctx context.Context, parent *Record, every int, load Loader) (*View, error) {
+	if !NeedsView(parent, every) {
+		return nil, nil
+	}
+	chain, err := Chain(ctx, parent, load)
+	if err != nil {
+		return nil, err
+	}
+	v := ViewOf(chain)
+	return &v, nil
+}
+
 // MakeSnapshot rewrites rec (whose chain is given) as a snapshot, for a
 // prune that drops its ancestors.
 func MakeSnapshot(chain []*Record) *Record {

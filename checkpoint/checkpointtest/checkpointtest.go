@@ -55,6 +55,7 @@ func Run(t *testing.T, newSaver Factory) {
 		{"CopyThread", testCopyThread},
 		{"PruneKeepLast", testPruneKeepLast},
 		{"PruneBefore", testPruneBefore},
+		{"PruneKeepsSnapshotContents", testPruneKeepsSnapshotContents},
 		{"Leases", testLeases},
 		{"Threads", testThreads},
 		{"Concurrency", testConcurrency},
@@ -796,6 +797,43 @@ func testPruneKeepLast(t *testing.T, s checkpoint.Saver) {
 	}
 	if n := len(get(t, s, "th", "", "").State.Messages); n != 71 {
 		t.Errorf("after prune and put: %d messages", n)
+	}
+}
+
+// A put stores references only for the files its own step changed. When a
+// prune keeps a record that is already a snapshot and drops the records
+// that brought its files in, the contents must survive the sweep. With a
+// snapshot every 3 steps, snapshots fall on c1, c4, c7 and c10, and keeping
+// the newest four keeps c7, a snapshot, as the oldest survivor; with other
+// intervals the case still checks that a prune keeps every file.
+func testPruneKeepsSnapshotContents(t *testing.T, s checkpoint.Saver) {
+	ctx := context.Background()
+	prev := ""
+	for i := 1; i <= 10; i++ {
+		id := fmt.Sprint("c", i)
+		st := checkpoint.Step{ThreadID: "th", ID: id, ParentID: prev, Files: vfs.Delta{{Path: fmt.Sprintf("/f%d", i), File: &vfs.File{Content: fmt.Sprint("content ", i)}}}}
+		if err := s.Put(ctx, st); err != nil {
+			t.Fatal(err)
+		}
+		prev = id
+	}
+	if err := s.Prune(ctx, "th", checkpoint.PruneOptions{KeepLast: 4}); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{7, 10} {
+		c, err := s.Get(ctx, checkpoint.Ref{ThreadID: "th", ID: fmt.Sprint("c", n)})
+		if err != nil {
+			t.Fatalf("c%d after prune: %v", n, err)
+		}
+		if len(c.State.Files) != n {
+			t.Errorf("c%d after prune has %d files, want %d", n, len(c.State.Files), n)
+		}
+		for i := 1; i <= n; i++ {
+			path := fmt.Sprintf("/f%d", i)
+			if f, ok := c.State.Files[path]; !ok || f.Content != fmt.Sprint("content ", i) {
+				t.Errorf("c%d after prune: %s = %+v", n, path, f)
+			}
+		}
 	}
 }
 

@@ -145,34 +145,3 @@ func TestConcurrentPutsPrunesCopiesAndDeletes(t *testing.T) {
 		}
 	}
 }
-
-// A put stores references only for the files its own step changed. When a
-// prune keeps a record that is already a snapshot and drops the records
-// that brought its files in, the contents must survive the sweep.
-func TestPruneKeepsTheContentsOfAKeptSnapshot(t *testing.T) {
-	s := openTest(t, Options{SnapshotEvery: 3})
-	ctx := t.Context()
-	prev := ""
-	for i := 1; i <= 10; i++ {
-		id := fmt.Sprint("c", i)
-		st := checkpoint.Step{ThreadID: "th", ID: id, ParentID: prev, Files: vfs.Delta{{Path: fmt.Sprintf("/f%d", i), File: &vfs.File{Content: fmt.Sprint("content ", i)}}}}
-		if err := s.Put(ctx, st); err != nil {
-			t.Fatal(err)
-		}
-		prev = id
-	}
-	// Snapshots fall on c1, c4, c7 and c10: keeping the newest four keeps
-	// c7, a snapshot, as the oldest survivor.
-	if err := s.Prune(ctx, "th", checkpoint.PruneOptions{KeepLast: 4}); err != nil {
-		t.Fatal(err)
-	}
-	for _, id := range []string{"c7", "c10"} {
-		c, err := s.Get(ctx, checkpoint.Ref{ThreadID: "th", ID: id})
-		if err != nil {
-			t.Fatalf("%s after prune: %v", id, err)
-		}
-		if c.State.Files["/f1"].Content != "content 1" || len(c.State.Files) < 7 {
-			t.Errorf("%s after prune: files %v", id, c.State.Files)
-		}
-	}
-}

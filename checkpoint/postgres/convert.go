@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/checkpoint/internal/engine"
 	"github.com/deepagents-go/deepagents/vfs"
 	"github.com/jackc/pgx/v5"
 )
@@ -75,19 +76,14 @@ func convertV2(ctx context.Context, tx pgx.Tx, opts Options) error {
 		if !rebased && o.parent != "" {
 			parent = recs[key{o.thread, o.ns, o.parent}]
 		}
-		var view *checkpoint.View
-		if checkpoint.NeedsView(parent, every) {
-			chain, err := checkpoint.Chain(ctx, parent, func(_ context.Context, id string) (*checkpoint.Record, error) {
-				if r := recs[key{o.thread, o.ns, id}]; r != nil {
-					return r, nil
-				}
-				return nil, fmt.Errorf("%w: checkpoint %q", checkpoint.ErrNotFound, id)
-			})
-			if err != nil {
-				return err
+		view, err := checkpoint.ParentView(ctx, parent, every, func(_ context.Context, id string) (*checkpoint.Record, error) {
+			if r := recs[key{o.thread, o.ns, id}]; r != nil {
+				return r, nil
 			}
-			v := checkpoint.ViewOf(chain)
-			view = &v
+			return nil, fmt.Errorf("%w: checkpoint %q", checkpoint.ErrNotFound, id)
+		})
+		if err != nil {
+			return err
 		}
 		nk := [2]string{o.thread, o.ns}
 		b, err := checkpoint.Build(st, parent, view, next[nk], every)
@@ -100,11 +96,15 @@ func convertV2(ctx context.Context, tx pgx.Tx, opts Options) error {
 				return fmt.Errorf("usage of checkpoint %q is corrupt: %w", o.id, err)
 			}
 		}
-		if err := insert(ctx, tx, b.Record, b.Messages, b.Blobs, b.Record.Refs()); err != nil {
+		raw, err := checkpoint.Encode(b.Record)
+		if err != nil {
+			return err
+		}
+		if err := (store{tx}).Insert(ctx, b.Record, raw, b.Messages, b.Blobs, b.Record.Refs()); err != nil {
 			return err
 		}
 		if b.Record.Snapshot != nil {
-			if err := pack(ctx, tx, o.thread, o.ns); err != nil {
+			if err := engine.PackChunks(ctx, store{tx}, o.thread, o.ns); err != nil {
 				return err
 			}
 		}

@@ -9,7 +9,6 @@
 package sqlite
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/checkpoint/internal/engine"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
@@ -43,7 +43,7 @@ type Saver struct {
 	w, r  *sql.DB
 	every int
 	stmts map[string]*sql.Stmt
-	tips  tips
+	tips  engine.Tips
 }
 
 var _ checkpoint.Saver = (*Saver)(nil)
@@ -309,69 +309,17 @@ func (s *Saver) Close() error {
 	return err
 }
 
-// querier is a transaction's view of the prepared statements.
+// querier is a transaction's view of the prepared statements; it gives the
+// shared engine its queries (store.go, chunks.go). read marks a
+// transaction on the read pool, whose statements are the "r:" ones.
 type querier struct {
-	tx *sql.Tx
-	s  *Saver
+	tx   *sql.Tx
+	s    *Saver
+	read bool
 }
 
 func (q querier) stmt(ctx context.Context, name string) *sql.Stmt {
 	return q.tx.StmtContext(ctx, q.s.stmts[name])
-}
-
-func (q querier) loader(thread, ns, prefix string) checkpoint.Loader {
-	return func(ctx context.Context, id string) (*checkpoint.Record, error) {
-		return q.record(ctx, prefix+"record", thread, ns, id)
-	}
-}
-
-// recentLoader loads records for checkpoint.Chain: the namespace's every+1
-// records put at or before from in one query (a linear history's whole
-// chain), then one by one what that missed.
-func (q querier) recentLoader(thread, ns, from string, every int) checkpoint.Loader {
-	var recent map[string]*checkpoint.Record
-	return func(ctx context.Context, id string) (*checkpoint.Record, error) {
-		if recent == nil {
-			recent = map[string]*checkpoint.Record{}
-			rows, err := q.stmt(ctx, "r:recent").QueryContext(ctx, thread, ns, from, every+1)
-			if err != nil {
-				return nil, err
-			}
-			for rows.Next() {
-				var raw []byte
-				if err := rows.Scan(&raw); err != nil {
-					rows.Close()
-					return nil, err
-				}
-				r, err := checkpoint.Decode(raw)
-				if err != nil {
-					rows.Close()
-					return nil, err
-				}
-				recent[r.ID] = r
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return nil, err
-			}
-		}
-		if r := recent[id]; r != nil {
-			return r, nil
-		}
-		return q.record(ctx, "r:record", thread, ns, id)
-	}
-}
-
-func (q querier) record(ctx context.Context, stmt string, args ...any) (*checkpoint.Record, error) {
-	var raw []byte
-	err := q.stmt(ctx, stmt).QueryRowContext(ctx, args...).Scan(&raw)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("%w: thread %q namespace %q checkpoint %v", checkpoint.ErrNotFound, args[0], args[1], args[2:])
-	}
-	if err != nil {
-		return nil, err
-	}
-	return checkpoint.Decode(raw)
 }
 
 func (s *Saver) writeTx(ctx context.Context, fn func(q querier) error) error {
@@ -382,7 +330,7 @@ func (s *Saver) writeTx(ctx context.Context, fn func(q querier) error) error {
 	if err != nil {
 		return err
 	}
-	if err := fn(querier{tx, s}); err != nil {
+	if err := fn(querier{tx: tx, s: s}); err != nil {
 		tx.Rollback()
 		return err
 	}
@@ -398,7 +346,7 @@ func (s *Saver) readTx(ctx context.Context, fn func(q querier) error) error {
 		return err
 	}
 	defer tx.Rollback()
-	return fn(querier{tx, s})
+	return fn(querier{tx: tx, s: s, read: true})
 }
 
 // Put implements checkpoint.Saver.
@@ -409,118 +357,16 @@ func (s *Saver) Put(ctx context.Context, st checkpoint.Step) error {
 	if err := checkpoint.ValidateStep(&st); err != nil {
 		return err
 	}
-	var put *tip
+	var put *engine.Tip
 	err := s.writeTx(ctx, func(q querier) error {
-		rows, err := q.stmt(ctx, "selfparent").QueryContext(ctx, st.ThreadID, st.NS, st.ID, st.ParentID)
-		if err != nil {
-			return err
-		}
-		var raw []byte
-		var next int64
-		stored := false
-		for rows.Next() {
-			var id sql.NullString
-			var val any
-			if err := rows.Scan(&id, &val); err != nil {
-				rows.Close()
-				return err
-			}
-			switch {
-			case !id.Valid:
-				n, ok := val.(int64)
-				if !ok {
-					rows.Close()
-					return fmt.Errorf("next message number of thread %q namespace %q: unexpected %T", st.ThreadID, st.NS, val)
-				}
-				next = n
-			case id.String == st.ID:
-				stored = true
-			default:
-				raw, _ = val.([]byte)
-			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		if stored {
-			return nil // already stored: a put is idempotent
-		}
-		var parent *checkpoint.Record
-		var pchain []*checkpoint.Record // the parent's chain when the cache knows it
-		var view *checkpoint.View
-		if st.ParentID != "" {
-			if raw == nil {
-				return fmt.Errorf("parent of %q: %w: thread %q namespace %q checkpoint %q", st.ID, checkpoint.ErrNotFound, st.ThreadID, st.NS, st.ParentID)
-			}
-			if t := s.tips.get(st.ThreadID, st.NS); t != nil && t.rec.ID == st.ParentID && bytes.Equal(t.raw, raw) {
-				parent, pchain = t.rec, t.chain
-			} else if parent, err = checkpoint.Decode(raw); err != nil {
-				return fmt.Errorf("parent of %q: %w", st.ID, err)
-			}
-			if checkpoint.NeedsView(parent, s.every) {
-				if pchain == nil {
-					if pchain, err = checkpoint.Chain(ctx, parent, q.loader(st.ThreadID, st.NS, "")); err != nil {
-						return err
-					}
-				}
-				v := checkpoint.ViewOf(pchain)
-				view = &v
-			}
-		}
-		b, err := checkpoint.Build(&st, parent, view, next, s.every)
-		if err != nil {
-			return err
-		}
-		newRaw, err := q.insert(ctx, b.Record, b.Messages, b.Blobs, b.Record.DeltaRefs())
-		if err != nil {
-			return err
-		}
-		put = &tip{raw: newRaw, rec: b.Record}
-		switch {
-		case b.Record.Snapshot != nil:
-			put.chain = []*checkpoint.Record{b.Record}
-		case pchain != nil:
-			put.chain = append([]*checkpoint.Record{b.Record}, pchain...)
-		}
-		if b.Record.Snapshot != nil {
-			return q.pack(ctx, st.ThreadID, st.NS)
-		}
-		return nil
+		var err error
+		put, err = engine.Put(ctx, q, &st, s.every, &s.tips)
+		return err
 	})
-	if err == nil && put != nil {
-		s.tips.set(st.ThreadID, st.NS, put)
+	if err == nil {
+		s.tips.Set(st.ThreadID, st.NS, put)
 	}
 	return err
-}
-
-// insert stores a record with its messages, contents and the references
-// given (see checkpoint.Record.DeltaRefs), and returns the record's stored
-// bytes.
-func (q querier) insert(ctx context.Context, r *checkpoint.Record, msgs [][]byte, blobs map[string][]byte, refs []string) ([]byte, error) {
-	raw, err := checkpoint.Encode(r)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := q.stmt(ctx, "insertcp").ExecContext(ctx, r.ThreadID, r.NS, r.ID, r.Title, raw); err != nil {
-		return nil, err
-	}
-	if len(msgs) > 0 {
-		if _, err := q.stmt(ctx, "insertchunk").ExecContext(ctx, r.ThreadID, r.NS, r.Messages.From, r.Messages.To, 0, checkpoint.AppendChunk(nil, msgs...)); err != nil {
-			return nil, err
-		}
-	}
-	for h, c := range blobs {
-		if _, err := q.stmt(ctx, "insertblob").ExecContext(ctx, h, c); err != nil {
-			return nil, err
-		}
-	}
-	for _, h := range refs {
-		if _, err := q.stmt(ctx, "insertref").ExecContext(ctx, r.ThreadID, r.NS, r.ID, h); err != nil {
-			return nil, err
-		}
-	}
-	return raw, nil
 }
 
 // PutWrite implements checkpoint.Saver.
@@ -559,64 +405,9 @@ func (s *Saver) Get(ctx context.Context, ref checkpoint.Ref) (*checkpoint.Checkp
 	}
 	var out *checkpoint.Checkpoint
 	err := s.readTx(ctx, func(q querier) error {
-		var rec *checkpoint.Record
 		var err error
-		if ref.ID == "" {
-			rec, err = q.record(ctx, "r:latest", ref.ThreadID, ref.NS)
-		} else {
-			rec, err = q.record(ctx, "r:record", ref.ThreadID, ref.NS, ref.ID)
-		}
-		if err != nil {
-			return err
-		}
-		chain, err := checkpoint.Chain(ctx, rec, q.recentLoader(ref.ThreadID, ref.NS, rec.ID, s.every))
-		if err != nil {
-			return err
-		}
-		v := checkpoint.ViewOf(chain)
-		msgs, err := q.messages(ctx, ref.ThreadID, ref.NS, v.Messages)
-		if err != nil {
-			return fmt.Errorf("checkpoint %q: %w", rec.ID, err)
-		}
-		blobs := map[string][]byte{}
-		for _, f := range v.Files {
-			if _, ok := blobs[f.Hash]; ok {
-				continue
-			}
-			var data []byte
-			err := q.stmt(ctx, "r:blob").QueryRowContext(ctx, f.Hash).Scan(&data)
-			if err != nil && !errors.Is(err, sql.ErrNoRows) {
-				return err
-			}
-			if err == nil {
-				blobs[f.Hash] = data
-			}
-		}
-		c, err := checkpoint.AssembleMessages(rec, v, msgs, blobs)
-		if err != nil {
-			return err
-		}
-		rows, err := q.stmt(ctx, "r:writes").QueryContext(ctx, ref.ThreadID, ref.NS, rec.ID)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var data []byte
-			if err := rows.Scan(&data); err != nil {
-				return err
-			}
-			w, err := checkpoint.DecodeWrite(data)
-			if err != nil {
-				return err
-			}
-			c.Pending = append(c.Pending, w)
-		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		out = c
-		return nil
+		out, err = engine.Get(ctx, q, ref, s.every)
+		return err
 	})
 	return out, err
 }
@@ -631,50 +422,9 @@ func (s *Saver) List(ctx context.Context, opts checkpoint.ListOptions) ([]checkp
 	}
 	var out []checkpoint.Checkpoint
 	err := s.readTx(ctx, func(q querier) error {
-		query := `SELECT record FROM checkpoints WHERE thread = ?`
-		args := []any{opts.ThreadID}
-		if !opts.AllNamespaces {
-			query += ` AND ns = ?`
-			args = append(args, opts.NS)
-		}
-		if opts.Before != "" {
-			var seq sql.NullInt64
-			if err := q.stmt(ctx, "r:seqof").QueryRowContext(ctx, opts.ThreadID, opts.Before).Scan(&seq); err != nil {
-				return err
-			}
-			if !seq.Valid {
-				return fmt.Errorf("%w: checkpoint %q in thread %q", checkpoint.ErrNotFound, opts.Before, opts.ThreadID)
-			}
-			query += ` AND seq < ?`
-			args = append(args, seq.Int64)
-		}
-		query += ` ORDER BY seq DESC`
-		if opts.Limit > 0 && len(opts.Metadata) == 0 {
-			query += fmt.Sprintf(` LIMIT %d`, opts.Limit)
-		}
-		rows, err := q.tx.QueryContext(ctx, query, args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var raw []byte
-			if err := rows.Scan(&raw); err != nil {
-				return err
-			}
-			r, err := checkpoint.Decode(raw)
-			if err != nil {
-				return err
-			}
-			if !checkpoint.MatchMetadata(r.Metadata, opts.Metadata) {
-				continue
-			}
-			out = append(out, *checkpoint.Header(r))
-			if opts.Limit > 0 && len(out) >= opts.Limit {
-				break
-			}
-		}
-		return rows.Err()
+		var err error
+		out, err = engine.List(ctx, q, opts)
+		return err
 	})
 	return out, err
 }
@@ -687,54 +437,15 @@ func (s *Saver) DeleteThread(ctx context.Context, threadID string) error {
 	if err := checkpoint.ValidateThreadID(threadID); err != nil {
 		return err
 	}
-	defer s.tips.forget(threadID)
+	defer s.tips.Forget(threadID)
 	return s.writeTx(ctx, func(q querier) error {
 		for _, table := range []string{"checkpoints", "chunks", "refs", "writes", "leases"} {
 			if _, err := q.tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE thread = ?`, threadID); err != nil {
 				return err
 			}
 		}
-		return gcBlobs(ctx, q)
+		return q.SweepBlobs(ctx)
 	})
-}
-
-func gcBlobs(ctx context.Context, q querier) error {
-	_, err := q.tx.ExecContext(ctx, `DELETE FROM blobs WHERE NOT EXISTS (SELECT 1 FROM refs WHERE refs.hash = blobs.hash)`)
-	return err
-}
-
-type row struct {
-	seq int64
-	rec *checkpoint.Record
-}
-
-func (q querier) all(ctx context.Context, thread string) ([]row, error) {
-	rows, err := q.tx.QueryContext(ctx, `SELECT seq, record FROM checkpoints WHERE thread = ? ORDER BY seq`, thread)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []row
-	for rows.Next() {
-		var r row
-		var raw []byte
-		if err := rows.Scan(&r.seq, &raw); err != nil {
-			return nil, err
-		}
-		if r.rec, err = checkpoint.Decode(raw); err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
-}
-
-func recsOf(rows []row) []*checkpoint.Record {
-	out := make([]*checkpoint.Record, len(rows))
-	for i, r := range rows {
-		out[i] = r.rec
-	}
-	return out
 }
 
 // CopyThread implements checkpoint.Saver.
@@ -748,49 +459,9 @@ func (s *Saver) CopyThread(ctx context.Context, src checkpoint.Ref, dst string) 
 	if err := checkpoint.ValidateThreadID(dst); err != nil {
 		return err
 	}
-	defer s.tips.forget(dst)
+	defer s.tips.Forget(dst)
 	return s.writeTx(ctx, func(q querier) error {
-		rows, err := q.all(ctx, src.ThreadID)
-		if err != nil {
-			return err
-		}
-		keep, err := checkpoint.PlanCopy(recsOf(rows), src)
-		if err != nil {
-			return err
-		}
-		var n int
-		if err := q.tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM checkpoints WHERE thread = ?`, dst).Scan(&n); err != nil {
-			return err
-		}
-		if n > 0 {
-			return fmt.Errorf("%w: %q", checkpoint.ErrThreadExists, dst)
-		}
-		need := map[string][]checkpoint.Range{}
-		for i, r := range rows {
-			if !keep[i] {
-				continue
-			}
-			rec := *r.rec
-			rec.ThreadID = dst
-			if _, err := q.insert(ctx, &rec, nil, nil, rec.Refs()); err != nil {
-				return err
-			}
-			if _, err := q.tx.ExecContext(ctx, `INSERT INTO writes (thread, ns, cp, call_id, kind, data)
-				SELECT ?, ns, cp, call_id, kind, data FROM writes WHERE thread = ? AND ns = ? AND cp = ?`,
-				dst, src.ThreadID, rec.NS, rec.ID); err != nil {
-				return err
-			}
-			need[rec.NS] = append(need[rec.NS], rec.Messages)
-			if rec.Snapshot != nil {
-				need[rec.NS] = append(need[rec.NS], rec.Snapshot.Messages...)
-			}
-		}
-		for ns, rgs := range need {
-			if err := q.keepMessages(ctx, src.ThreadID, ns, checkpoint.MergeRanges(rgs), dst); err != nil {
-				return err
-			}
-		}
-		return nil
+		return engine.CopyThread(ctx, q, src, dst)
 	})
 }
 
@@ -802,69 +473,8 @@ func (s *Saver) Prune(ctx context.Context, threadID string, opts checkpoint.Prun
 	if err := checkpoint.ValidateThreadID(threadID); err != nil {
 		return err
 	}
-	defer s.tips.forget(threadID)
+	defer s.tips.Forget(threadID)
 	return s.writeTx(ctx, func(q querier) error {
-		rows, err := q.all(ctx, threadID)
-		if err != nil {
-			return err
-		}
-		plan, err := checkpoint.PlanPrune(ctx, recsOf(rows), opts)
-		if err != nil {
-			return fmt.Errorf("prune thread %q: %w", threadID, err)
-		}
-		for i, r := range rows {
-			if plan.Drop[i] {
-				for _, table := range []string{"checkpoints", "refs", "writes"} {
-					col := "cp"
-					if table == "checkpoints" {
-						col = "id"
-					}
-					if _, err := q.tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE thread = ? AND ns = ? AND `+col+` = ?`, threadID, r.rec.NS, r.rec.ID); err != nil {
-						return err
-					}
-				}
-				continue
-			}
-			kept := r.rec
-			if nr := plan.Rewrite[i]; nr != nil {
-				raw, err := checkpoint.Encode(nr)
-				if err != nil {
-					return err
-				}
-				if _, err := q.tx.ExecContext(ctx, `UPDATE checkpoints SET record = ? WHERE seq = ?`, raw, r.seq); err != nil {
-					return err
-				}
-				kept = nr
-			}
-			// Puts store only a record's own references; the records that
-			// brought a survivor's files in may be going, so it now
-			// refers to all of them itself.
-			for _, h := range kept.Refs() {
-				if _, err := q.stmt(ctx, "insertref").ExecContext(ctx, threadID, kept.NS, kept.ID, h); err != nil {
-					return err
-				}
-			}
-		}
-		// Drop the messages no survivor reaches.
-		nsRows, err := q.tx.QueryContext(ctx, `SELECT DISTINCT ns FROM chunks WHERE thread = ?`, threadID)
-		if err != nil {
-			return err
-		}
-		var nss []string
-		for nsRows.Next() {
-			var ns string
-			if err := nsRows.Scan(&ns); err != nil {
-				nsRows.Close()
-				return err
-			}
-			nss = append(nss, ns)
-		}
-		nsRows.Close()
-		for _, ns := range nss {
-			if err := q.keepMessages(ctx, threadID, ns, plan.Keep[ns], ""); err != nil {
-				return err
-			}
-		}
-		return gcBlobs(ctx, q)
+		return engine.Prune(ctx, q, threadID, opts)
 	})
 }

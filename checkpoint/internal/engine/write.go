@@ -1,0 +1,295 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	"github.com/deepagents-go/deepagents/checkpoint"
+)
+
+// Put stores step st through w, in the caller's transaction: a checkpoint
+// id already stored in its namespace is left as it is. With tips (nil
+// for none), the parent's decoded record and chain are taken from the last
+// put in the namespace when its stored bytes still match; Put then returns
+// the tip of this put, which the caller records with Tips.Set once the
+// transaction has committed (nil when nothing was stored).
+func Put(ctx context.Context, w Writer, st *checkpoint.Step, every int, tips *Tips) (*Tip, error) {
+	stored, raw, next, err := w.Begin(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	if stored {
+		return nil, nil // a put is idempotent
+	}
+	var parent *checkpoint.Record
+	var pchain []*checkpoint.Record // the parent's chain, when known
+	var view *checkpoint.View
+	if st.ParentID != "" {
+		if raw == nil {
+			return nil, fmt.Errorf("parent of %q: %w: thread %q namespace %q checkpoint %q", st.ID, checkpoint.ErrNotFound, st.ThreadID, st.NS, st.ParentID)
+		}
+		if t := tips.Get(st.ThreadID, st.NS); t != nil && t.rec.ID == st.ParentID && bytes.Equal(t.raw, raw) {
+			parent, pchain = t.rec, t.chain
+		} else if parent, err = checkpoint.Decode(raw); err != nil {
+			return nil, fmt.Errorf("parent of %q: %w", st.ID, err)
+		}
+		if checkpoint.NeedsView(parent, every) {
+			if pchain == nil {
+				if pchain, err = checkpoint.Chain(ctx, parent, RecentLoader(w, st.ThreadID, st.NS, parent.ID, every)); err != nil {
+					return nil, err
+				}
+			}
+			v := checkpoint.ViewOf(pchain)
+			view = &v
+		}
+	}
+	b, err := checkpoint.Build(st, parent, view, next, every)
+	if err != nil {
+		return nil, err
+	}
+	newRaw, err := checkpoint.Encode(b.Record)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.Insert(ctx, b.Record, newRaw, b.Messages, b.Blobs, b.Record.DeltaRefs()); err != nil {
+		return nil, err
+	}
+	if b.Record.Snapshot != nil {
+		if err := PackChunks(ctx, w, st.ThreadID, st.NS); err != nil {
+			return nil, err
+		}
+	}
+	if tips == nil {
+		return nil, nil
+	}
+	put := &Tip{raw: newRaw, rec: b.Record}
+	switch {
+	case b.Record.Snapshot != nil:
+		put.chain = []*checkpoint.Record{b.Record}
+	case pchain != nil:
+		put.chain = append([]*checkpoint.Record{b.Record}, pchain...)
+	}
+	return put, nil
+}
+
+// PackChunks joins the namespace's unpacked chunks into packs: each run of
+// chunks with consecutive numbers becomes one packed chunk (or several of
+// at most MaxPack bytes); a run of one chunk is only marked packed. Message
+// numbers only grow and every pack takes all unpacked chunks, so those are
+// the namespace's last chunks, after its last packed one.
+func PackChunks(ctx context.Context, w Writer, thread, ns string) error {
+	tail, err := w.Unpacked(ctx, thread, ns)
+	if err != nil {
+		return err
+	}
+	if len(tail) == 0 {
+		return nil
+	}
+	var runs [][]checkpoint.Chunk
+	size := 0
+	for _, c := range tail {
+		n := len(runs)
+		if n == 0 || runs[n-1][len(runs[n-1])-1].To != c.From || size+len(c.Data) > MaxPack {
+			runs = append(runs, nil)
+			n++
+			size = 0
+		}
+		runs[n-1] = append(runs[n-1], c)
+		size += len(c.Data)
+	}
+	packs := make([]Pack, 0, len(runs))
+	for _, run := range runs {
+		p := Pack{From: run[0].From, To: run[len(run)-1].To, Chunks: len(run)}
+		if len(run) > 1 {
+			for _, c := range run {
+				p.Data = append(p.Data, c.Data...)
+			}
+		}
+		packs = append(packs, p)
+	}
+	return w.WritePacks(ctx, thread, ns, packs)
+}
+
+// Row is a stored record with its put order.
+type Row struct {
+	Seq int64
+	Rec *checkpoint.Record
+}
+
+// All returns a thread's records in put order.
+func All(ctx context.Context, w Writer, thread string) ([]Row, error) {
+	var out []Row
+	err := w.Rows(ctx, thread, func(seq int64, raw []byte) error {
+		rec, err := checkpoint.Decode(raw)
+		if err != nil {
+			return err
+		}
+		out = append(out, Row{Seq: seq, Rec: rec})
+		return nil
+	})
+	return out, err
+}
+
+// RecordsOf returns the records of rows.
+func RecordsOf(rows []Row) []*checkpoint.Record {
+	out := make([]*checkpoint.Record, len(rows))
+	for i, r := range rows {
+		out[i] = r.Rec
+	}
+	return out
+}
+
+// CopyThread forks src into the new thread dst (see checkpoint.Saver), in
+// the caller's transaction, which holds whatever locks the saver needs.
+func CopyThread(ctx context.Context, w Writer, src checkpoint.Ref, dst string) error {
+	rows, err := All(ctx, w, src.ThreadID)
+	if err != nil {
+		return err
+	}
+	keep, err := checkpoint.PlanCopy(RecordsOf(rows), src)
+	if err != nil {
+		return err
+	}
+	taken, err := w.ThreadExists(ctx, dst)
+	if err != nil {
+		return err
+	}
+	if taken {
+		return fmt.Errorf("%w: thread %q", checkpoint.ErrThreadExists, dst)
+	}
+	need := map[string][]checkpoint.Range{}
+	for i, r := range rows {
+		if !keep[i] {
+			continue
+		}
+		rec := *r.Rec
+		rec.ThreadID = dst
+		raw, err := checkpoint.Encode(&rec)
+		if err != nil {
+			return err
+		}
+		if err := w.Insert(ctx, &rec, raw, nil, nil, rec.Refs()); err != nil {
+			return err
+		}
+		if err := w.CopyWrites(ctx, src.ThreadID, dst, rec.NS, rec.ID); err != nil {
+			return err
+		}
+		need[rec.NS] = append(need[rec.NS], rec.Messages)
+		if rec.Snapshot != nil {
+			need[rec.NS] = append(need[rec.NS], rec.Snapshot.Messages...)
+		}
+	}
+	for ns, rgs := range need {
+		if err := KeepMessages(ctx, w, src.ThreadID, ns, checkpoint.MergeRanges(rgs), dst); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Prune drops history of a thread (see checkpoint.Saver), in the caller's
+// transaction. Each surviving checkpoint whose parent is dropped becomes a
+// snapshot, so every survivor keeps its state.
+func Prune(ctx context.Context, w Writer, thread string, opts checkpoint.PruneOptions) error {
+	rows, err := All(ctx, w, thread)
+	if err != nil {
+		return err
+	}
+	plan, err := checkpoint.PlanPrune(ctx, RecordsOf(rows), opts)
+	if err != nil {
+		return fmt.Errorf("prune thread %q: %w", thread, err)
+	}
+	ops := make([]PruneOp, 0, len(rows))
+	for i, r := range rows {
+		op := PruneOp{Seq: r.Seq, NS: r.Rec.NS, ID: r.Rec.ID, Drop: plan.Drop[i]}
+		if !op.Drop {
+			kept := r.Rec
+			if nr := plan.Rewrite[i]; nr != nil {
+				if op.Raw, err = checkpoint.Encode(nr); err != nil {
+					return err
+				}
+				kept = nr
+			}
+			// Puts store only a record's own references; the records that
+			// brought a survivor's files in may be going, so it now refers
+			// to all of them itself.
+			op.Refs = kept.Refs()
+		}
+		ops = append(ops, op)
+	}
+	if err := w.ApplyPrune(ctx, thread, ops); err != nil {
+		return err
+	}
+	// Drop the messages no survivor reaches.
+	nss, err := w.Namespaces(ctx, thread)
+	if err != nil {
+		return err
+	}
+	for _, ns := range nss {
+		if err := KeepMessages(ctx, w, thread, ns, plan.Keep[ns], ""); err != nil {
+			return err
+		}
+	}
+	return w.SweepBlobs(ctx)
+}
+
+// KeepMessages rewrites the chunks of (thread, ns) to hold only the
+// messages of keep (merged ranges): chunks outside it are deleted, chunks
+// partly inside are cut. With dst set, the kept messages are copied to
+// thread dst instead and the source is left alone.
+func KeepMessages(ctx context.Context, w Writer, thread, ns string, keep []checkpoint.Range, dst string) error {
+	spans, err := w.Spans(ctx, thread, ns)
+	if err != nil {
+		return err
+	}
+	for _, sp := range spans {
+		whole, some := false, false
+		for _, r := range keep {
+			if r.From <= sp.From && sp.To <= r.To {
+				whole = true
+			}
+			if r.From < sp.To && sp.From < r.To {
+				some = true
+			}
+		}
+		switch {
+		case whole && dst != "":
+			if err := w.CopyChunk(ctx, thread, ns, sp.From, dst); err != nil {
+				return err
+			}
+		case whole:
+		case !some && dst == "":
+			if err := w.DeleteChunk(ctx, thread, ns, sp.From); err != nil {
+				return err
+			}
+		case !some:
+		default:
+			data, err := w.ChunkData(ctx, thread, ns, sp.From)
+			if err != nil {
+				return err
+			}
+			parts, err := checkpoint.TrimChunk(checkpoint.Chunk{From: sp.From, Data: data}, keep)
+			if err != nil {
+				return fmt.Errorf("message chunk from %d: %w", sp.From, err)
+			}
+			to := thread
+			if dst != "" {
+				to = dst
+			} else if err := w.DeleteChunk(ctx, thread, ns, sp.From); err != nil {
+				return err
+			}
+			for _, p := range parts {
+				entries, err := checkpoint.ChunkEntries(p.Data)
+				if err != nil {
+					return err
+				}
+				p.To = p.From + int64(len(entries))
+				if err := w.InsertChunk(ctx, to, ns, p, true); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
