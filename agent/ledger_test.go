@@ -281,3 +281,22 @@ func TestStepInfoMeasure(t *testing.T) {
 		t.Errorf("a hand-made StepInfo measures %+v", r)
 	}
 }
+
+// A middleware that shrinks the request inside the model call (as
+// compaction does) does not skew the calibration: the loop compares the
+// provider's count with the request that reached the model.
+func TestCalibrationUsesTheRequestSent(t *testing.T) {
+	m := &ledgerModel{name: "double-counter", factor: 2, calls: 5, grow: -1}
+	shrink := agent.Middleware{Name: "shrink", WrapModel: func(ctx context.Context, req *llm.Request, next agent.ModelFunc) (*llm.Response, error) {
+		r := *req
+		r.Messages = r.Messages[len(r.Messages)-1:]
+		return next(ctx, &r)
+	}}
+	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{echoTool}, Middleware: []agent.Middleware{shrink}})
+	if _, err := a.Invoke(t.Context(), agent.Prompt(strings.Repeat("Please look at this. ", 40))); err != nil {
+		t.Fatal(err)
+	}
+	if r := a.Calibrator().Ratio(a.CalibrationKey()); r < 1.8 || r > 2.0 {
+		t.Fatalf("ratio %.3f; the model reports 2× what it was sent", r)
+	}
+}

@@ -140,6 +140,9 @@ type run struct {
 	rounds  int
 	// estimates remembers message estimates for this run's requests.
 	estimates tokens.Cache
+	// sent is the request the model call actually sent (middleware may
+	// rewrite it), for calibration.
+	sent *llm.Request
 	// turnStart is rounds when this run (a turn on a thread) began.
 	turnStart int
 	usage     llm.Usage // own model calls

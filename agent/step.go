@@ -104,6 +104,10 @@ func (r *run) steps(ctx context.Context, pending *StepState) (Status, error) {
 				}
 			}
 		}
+		if r.sent != nil && r.sent != req {
+			est = r.estimates.Estimate(r.sent)
+		}
+		r.sent = nil
 		r.observe(est.Total, resp.Usage)
 		r.usage = r.usage.Add(resp.Usage)
 		if r.ck != nil {
@@ -294,6 +298,9 @@ func (a *Agent) toolTokens() int {
 func (r *run) callModel(ctx context.Context, req *llm.Request) (*llm.Response, error) {
 	model := r.a.cfg.Model
 	next := ModelFunc(func(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+		// Calibration compares the provider's count with the request that
+		// reached the model, after any middleware rewrote it.
+		r.sent = req
 		if !r.a.cfg.Stream {
 			return model.Generate(ctx, req)
 		}

@@ -27,7 +27,6 @@ import (
 
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/llm"
-	"github.com/deepagents-go/deepagents/tokens"
 )
 
 // Name is the middleware's name, used in events and errors.
@@ -167,8 +166,7 @@ type State struct {
 // compactor is one middleware instance. It keeps no run data: everything a
 // run needs is in its state, so one instance serves concurrent runs.
 type compactor struct {
-	cfg   Config
-	calib tokens.Calibrator
+	cfg Config
 }
 
 // New returns the compaction middleware.
@@ -184,25 +182,15 @@ func New(cfg Config) (agent.Middleware, error) {
 	return m, nil
 }
 
-// calibKey names the calibration series of a step: its agent's name, so
-// that every instance of one subagent type shares what is learnt about its
-// model.
-func calibKey(agentPath string) string {
-	if agentPath == "" {
-		return "agent"
-	}
-	return agentName(agentPath)
-}
-
-// estimate is req's calibrated size in tokens. The plain estimate comes
-// from the loop (StepInfo.Measure), which remembers the estimates of the
-// run's messages, so measuring every request of a long run stays cheap.
-func (c *compactor) estimate(step agent.StepInfo, key string, req *llm.Request) int {
-	est := step.Measure(req).Estimated
+// estimate is req's size in tokens as the loop measures it
+// (StepInfo.Measure): calibrated by the agent's own ratio of reported to
+// estimated input tokens, unless NoCalibration asks for the plain estimate.
+func (c *compactor) estimate(step agent.StepInfo, req *llm.Request) int {
+	rep := step.Measure(req)
 	if c.cfg.NoCalibration {
-		return est
+		return rep.Estimated
 	}
-	return c.calib.Calibrated(key, est)
+	return rep.Calibrated
 }
 
 func loadState(st *agent.State) (State, error) {
@@ -247,7 +235,7 @@ func (c *compactor) beforeModel(ctx context.Context, step agent.StepInfo, req *l
 	if c.cfg.Model == nil {
 		return nil // compacted in wrapModel, with the agent's own model
 	}
-	est := c.estimate(step, calibKey(step.Agent), req)
+	est := c.estimate(step, req)
 	if est < c.cfg.Trigger() {
 		return nil
 	}
@@ -257,13 +245,12 @@ func (c *compactor) beforeModel(ctx context.Context, step agent.StepInfo, req *l
 
 func (c *compactor) wrapModel(ctx context.Context, req *llm.Request, next agent.ModelFunc) (*llm.Response, error) {
 	step, hasStep := agent.StepFrom(ctx)
-	key := calibKey(step.Agent)
 	summarise := next
 	if c.cfg.Model != nil {
 		summarise = c.cfg.Model.Generate
 	}
 	if c.cfg.Model == nil && hasStep {
-		if est := c.estimate(step, key, req); est >= c.cfg.Trigger() {
+		if est := c.estimate(step, req); est >= c.cfg.Trigger() {
 			r := *req
 			if _, err := c.run(ctx, step, &r, "auto", est, summarise); err != nil {
 				return nil, err
@@ -273,9 +260,6 @@ func (c *compactor) wrapModel(ctx context.Context, req *llm.Request, next agent.
 	}
 	resp, err := next(ctx, req)
 	if err == nil {
-		if resp != nil {
-			c.calib.Observe(key, step.Measure(req).Estimated, resp.Usage.InputTokens)
-		}
 		return resp, nil
 	}
 	if !IsOverflow(err) || !hasStep || ctx.Err() != nil {
@@ -284,7 +268,7 @@ func (c *compactor) wrapModel(ctx context.Context, req *llm.Request, next agent.
 	// The provider says the request is too long: compact once and try once
 	// more. A second overflow is the run's error.
 	r := *req
-	done, cerr := c.run(ctx, step, &r, "overflow", c.estimate(step, key, req), summarise)
+	done, cerr := c.run(ctx, step, &r, "overflow", c.estimate(step, req), summarise)
 	if cerr != nil {
 		return nil, errors.Join(err, cerr)
 	}
@@ -297,9 +281,6 @@ func (c *compactor) wrapModel(ctx context.Context, req *llm.Request, next agent.
 		rctx = llm.WithCallInfo(ctx, ci)
 	}
 	resp, err = next(rctx, &r)
-	if err == nil && resp != nil {
-		c.calib.Observe(key, tokens.Estimate(&r).Total, resp.Usage.InputTokens)
-	}
 	return resp, err
 }
 
@@ -394,7 +375,7 @@ func (c *compactor) run(ctx context.Context, step agent.StepInfo, req *llm.Reque
 		}
 	}
 	req.Messages = rewrite(next, eff)
-	info.TokensAfter = c.estimate(step, calibKey(step.Agent), req)
+	info.TokensAfter = c.estimate(step, req)
 	emit(agent.Event{Type: agent.CompactionEnd, Compaction: info})
 	return true, nil
 }

@@ -35,8 +35,7 @@ func (c *compactor) manual(ctx context.Context, env *tool.Env) tool.Result {
 		return tool.Result{Content: "Compaction failed: this call has no conversation to compact.", IsError: true}
 	}
 	req := *env.Request
-	key := calibKey(env.Agent)
-	est := c.estimate(agent.StepInfo{}, key, &req)
+	est := c.estimate(agent.StepInfo{}, &req)
 	need := c.cfg.Trigger() / 2
 	if est < need {
 		return tool.Result{Content: fmt.Sprintf("Not compacted: the conversation is about %d tokens, and compaction is available from %d (half of the %d-token threshold). Carry on.", est, need, c.cfg.Trigger())}
@@ -64,7 +63,7 @@ func (c *compactor) manual(ctx context.Context, env *tool.Env) tool.Result {
 	}
 	after := req
 	after.Messages = rewrite(next, eff)
-	tokensAfter := c.estimate(agent.StepInfo{}, key, &after)
+	tokensAfter := c.estimate(agent.StepInfo{}, &after)
 	if env.Progress != nil {
 		env.Progress(fmt.Sprintf("compacted %d messages: about %d tokens before, %d after", info.Evicted, est, tokensAfter))
 	}
@@ -83,14 +82,4 @@ func stateValue(s State) map[string]json.RawMessage {
 		return nil
 	}
 	return map[string]json.RawMessage{StateKey: b}
-}
-
-// agentName is the name of the agent at the end of a path such as
-// "parent / researcher#call_1".
-func agentName(path string) string {
-	p, err := agent.ParsePath(path)
-	if err != nil || len(p) == 0 {
-		return path
-	}
-	return p[len(p)-1].Name
 }
