@@ -84,6 +84,11 @@ type ContextLedger struct {
 	Last ContextReport `json:"last"`
 	// Peak is the request with the most calibrated tokens.
 	Peak ContextReport `json:"peak"`
+	// SummarizerCalls and Summarizer are the calls compaction made to
+	// summarise this agent's history and what they used as the provider
+	// reported it. That usage is also in the run's (Result.Usage).
+	SummarizerCalls int       `json:"summarizer_calls,omitempty"`
+	Summarizer      llm.Usage `json:"summarizer,omitzero"`
 }
 
 // Add counts one request.
@@ -99,18 +104,16 @@ func (l *ContextLedger) Add(c ContextReport) {
 // Merge returns l and o together: calls and tokens summed, the larger peak;
 // Last stays l's unless l has no calls.
 func (l ContextLedger) Merge(o ContextLedger) ContextLedger {
-	if o.Calls == 0 {
-		return l
-	}
-	if l.Calls == 0 {
-		return o
-	}
 	out := l
-	out.Calls += o.Calls
-	out.Sent += o.Sent
-	if o.Peak.Calibrated > l.Peak.Calibrated {
+	if l.Calls == 0 {
+		out.Last, out.Peak = o.Last, o.Peak
+	} else if o.Calls > 0 && o.Peak.Calibrated > l.Peak.Calibrated {
 		out.Peak = o.Peak
 	}
+	out.Calls += o.Calls
+	out.Sent += o.Sent
+	out.SummarizerCalls += o.SummarizerCalls
+	out.Summarizer = out.Summarizer.Add(o.Summarizer)
 	return out
 }
 
@@ -177,6 +180,22 @@ func (r *run) observe(est int, u llm.Usage) {
 	r.lastReported = u.InputTokens + u.OutputTokens
 }
 
+// countSummarizer adds what a compaction's summariser calls used (the
+// compaction.end event this run emits) to the run's usage, the step's
+// checkpointed usage and the ledger: they are model calls made for this
+// agent, paid like its own.
+func (r *run) countSummarizer(info *CompactionInfo) {
+	if info == nil || (info.SummarizerCalls == 0 && info.Usage == (llm.Usage{})) {
+		return
+	}
+	r.usage = r.usage.Add(info.Usage)
+	if r.ck != nil {
+		r.ck.usage = r.ck.usage.Add(info.Usage)
+	}
+	r.ledger.SummarizerCalls += info.SummarizerCalls
+	r.ledger.Summarizer = r.ledger.Summarizer.Add(info.Usage)
+}
+
 // addContext counts a request in this run's ledger.
 func (r *run) addContext(c ContextReport) {
 	r.ledger.Add(c)
@@ -197,12 +216,12 @@ func (r *run) addChildContext(child *Result) {
 
 // contextResult fills the ledger fields of a finished run's result.
 func (r *run) contextResult(res *Result) {
-	if r.ledger.Calls == 0 && len(r.ctxTree) == 0 {
+	if r.ledger.Calls == 0 && r.ledger.SummarizerCalls == 0 && len(r.ctxTree) == 0 {
 		return
 	}
 	res.ContextByAgent = map[string]ContextLedger{}
 	maps.Copy(res.ContextByAgent, r.ctxTree)
-	if r.ledger.Calls > 0 {
+	if r.ledger.Calls > 0 || r.ledger.SummarizerCalls > 0 {
 		own := r.ledger
 		res.Context = &own
 		res.ContextByAgent[r.where] = res.ContextByAgent[r.where].Merge(own)

@@ -1,0 +1,105 @@
+package compact_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/compact"
+	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/llm/scripted"
+	"github.com/deepagents-go/deepagents/tool"
+)
+
+// The summariser's calls are paid like the agent's own: their usage is in
+// the run's usage, the agent's entry of UsageByAgent and its ledger, for
+// automatic compaction (summariser model or the agent's own) and for the
+// compact_conversation tool.
+func TestSummarizerUsageIsInTheRunsUsage(t *testing.T) {
+	withUsage := func(s scripted.Step, in, out int) scripted.Step {
+		s.Usage = &llm.Usage{InputTokens: in, OutputTokens: out}
+		return s
+	}
+	manual := scripted.Step{ToolCalls: []scripted.StepCall{{ID: "k", Name: compact.ToolName, Args: json.RawMessage(`{}`)}}}
+	for _, tc := range []struct {
+		name     string
+		cfg      compact.Config
+		ownModel bool
+		parent   []scripted.Step
+	}{
+		{name: "auto, summariser model", cfg: compact.Config{TriggerTokens: 250, KeepMessages: 2},
+			parent: []scripted.Step{withUsage(batch(0, 1), 100, 10), withUsage(batch(1, 1), 200, 20),
+				withUsage(batch(2, 1), 300, 30), withUsage(scripted.Step{Content: "done"}, 400, 40)}},
+		{name: "auto, the agent's own model", cfg: compact.Config{TriggerTokens: 250, KeepMessages: 2}, ownModel: true,
+			parent: []scripted.Step{withUsage(batch(0, 1), 100, 10), withUsage(batch(1, 1), 200, 20),
+				withUsage(batch(2, 1), 300, 30), withUsage(scripted.Step{Content: "done"}, 400, 40)}},
+		{name: "manual tool", cfg: compact.Config{TriggerTokens: 400, KeepMessages: 2, Tool: true},
+			parent: []scripted.Step{withUsage(batch(0, 1), 100, 10), withUsage(batch(1, 1), 200, 20),
+				withUsage(manual, 300, 30), withUsage(scripted.Step{Content: "done"}, 400, 40)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := scripted.New(scripted.Script{
+				"parent": steps(tc.parent...),
+				"summarizer": steps(withUsage(scripted.Step{Content: "summary: src/a.go, 30 s"}, 5000, 700),
+					withUsage(scripted.Step{Content: "summary again: src/a.go, 30 s"}, 6000, 800)),
+			}, scripted.Options{})
+			cfg := tc.cfg
+			if !tc.ownModel {
+				cfg.Model = m
+			}
+			if tc.name == "manual tool" {
+				// The tool needs a summariser model; no automatic compaction.
+				cfg.Model = m
+			}
+			mw, err := compact.New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, err := agent.New(agent.Config{Model: m, Tools: []tool.Tool{echo}, Middleware: []agent.Middleware{mw}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var summed llm.Usage
+			var calls int
+			var res *agent.Result
+			for ev, err := range a.Run(t.Context(), agent.Prompt("Please edit src/a.go and keep the limit at 30 s.")) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ev.Type == agent.CompactionEnd {
+					summed = summed.Add(ev.Compaction.Usage)
+					calls += ev.Compaction.SummarizerCalls
+				}
+				if ev.Type == agent.RunEnd {
+					res = ev.Run.Result
+				}
+			}
+			if calls == 0 || summed.InputTokens < 5000 {
+				t.Fatalf("no summariser call reported: %d calls, %+v", calls, summed)
+			}
+			// The agent's own four calls: 1000 in, 100 out.
+			want := llm.Usage{InputTokens: 1000 + summed.InputTokens, OutputTokens: 100 + summed.OutputTokens}
+			if res.Usage != want {
+				t.Fatalf("run usage %+v, want %+v (agent's calls plus the summariser's)", res.Usage, want)
+			}
+			if got := res.UsageByAgent["parent"]; got != want {
+				t.Fatalf("usage of parent %+v, want %+v", got, want)
+			}
+			led := res.ContextTotal()
+			if led.SummarizerCalls != calls || led.Summarizer != summed || led.Calls != 4 {
+				t.Fatalf("ledger %d calls, summariser %d calls %+v; want 4, %d, %+v", led.Calls, led.SummarizerCalls, led.Summarizer, calls, summed)
+			}
+		})
+	}
+}
+
+// A ledger merged from agents keeps every summariser call.
+func TestLedgerMergeKeepsSummarizerUsage(t *testing.T) {
+	a := agent.ContextLedger{Calls: 2, Sent: 10, SummarizerCalls: 1, Summarizer: llm.Usage{InputTokens: 7, OutputTokens: 1}}
+	b := agent.ContextLedger{SummarizerCalls: 2, Summarizer: llm.Usage{InputTokens: 5, OutputTokens: 2}}
+	for _, got := range []agent.ContextLedger{a.Merge(b), b.Merge(a)} {
+		if got.Calls != 2 || got.Sent != 10 || got.SummarizerCalls != 3 || got.Summarizer != (llm.Usage{InputTokens: 12, OutputTokens: 3}) {
+			t.Fatalf("merged %+v", got)
+		}
+	}
+}
