@@ -170,7 +170,9 @@ func (r *run) measure(req *llm.Request) ContextReport {
 }
 
 // observe feeds a response's reported usage to the calibration and the
-// ledger's floor for the next request.
+// ledger's floor for the next request. A checkpointed run also keeps the
+// new ratio in its state, so that a resumed run (in a process whose agent
+// has seen no response yet) measures with it from its first request.
 func (r *run) observe(est int, u llm.Usage) {
 	if u.Unknown || u.InputTokens <= 0 {
 		r.lastReported = 0
@@ -178,6 +180,60 @@ func (r *run) observe(est int, u llm.Usage) {
 	}
 	r.a.calib.Observe(r.a.calibKey, est, u.InputTokens)
 	r.lastReported = u.InputTokens + u.OutputTokens
+	if r.ck != nil {
+		r.saveCalibration()
+	}
+}
+
+// calibrationValue is the checkpointed value that keeps the agent's
+// calibration ratio across a resume. Like the loop's own value it is saved
+// with the step but kept out of the run's State.Values, so results and
+// transcripts show only what middleware stored.
+const calibrationValue = "agent.calibration"
+
+// savedCalibration is the calibrationValue: the ratio and the model it was
+// measured for.
+type savedCalibration struct {
+	Model string  `json:"model"`
+	Ratio float64 `json:"ratio"`
+}
+
+// saveCalibration marks the agent's current ratio for the next checkpoint
+// when it differs from the one saved last.
+func (r *run) saveCalibration() {
+	ratio := r.a.calib.Ratio(r.a.calibKey)
+	if ratio == r.calibSaved {
+		return
+	}
+	b, err := json.Marshal(savedCalibration{Model: r.a.calibKey, Ratio: ratio})
+	if err != nil {
+		return
+	}
+	if r.ck.values == nil {
+		r.ck.values = map[string]json.RawMessage{}
+	}
+	r.ck.values[calibrationValue] = b
+	r.calibSaved = ratio
+}
+
+// restoreCalibration takes the saved ratio out of a resumed run's values
+// and gives it to the agent, unless the agent has measured this model
+// itself already (its ratio is newer) or the run now has another model.
+func (r *run) restoreCalibration() {
+	raw, ok := r.state.Values[calibrationValue]
+	if !ok {
+		return
+	}
+	delete(r.state.Values, calibrationValue)
+	if len(r.state.Values) == 0 {
+		r.state.Values = nil
+	}
+	var saved savedCalibration
+	if json.Unmarshal(raw, &saved) != nil || saved.Model != r.a.calibKey {
+		return
+	}
+	r.calibSaved = saved.Ratio
+	r.a.calib.Seed(saved.Model, saved.Ratio)
 }
 
 // countSummarizer adds what a compaction's summariser calls used (the

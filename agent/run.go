@@ -169,6 +169,8 @@ type run struct {
 	ledger       ContextLedger
 	ctxTree      map[string]ContextLedger
 	lastReported int
+	// calibSaved is the calibration ratio last checkpointed.
+	calibSaved float64
 }
 
 func (a *Agent) newRun(in Input, rc runConfig) *run {
@@ -258,6 +260,7 @@ func (r *run) loop(parent context.Context) {
 			return
 		}
 		pending = p
+		r.restoreCalibration()
 	} else {
 		r.closeDangling()
 	}

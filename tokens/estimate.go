@@ -1,6 +1,7 @@
 package tokens
 
 import (
+	"math"
 	"sync"
 	"unicode"
 	"unicode/utf8"
@@ -106,6 +107,26 @@ func (c *Calibrator) Observe(model string, est, reported int) {
 		r = 0.7*old + 0.3*r
 	}
 	c.ratios[model] = min(max(r, 0.5), 2.0)
+}
+
+// Seed sets the model's ratio to one learnt earlier (by a run that is
+// being resumed, say) unless the calibrator has one of its own already,
+// which is newer. It reports whether it set it; a ratio that is not a
+// positive number is ignored, and one outside 0.5 to 2 is held to them.
+func (c *Calibrator) Seed(model string, ratio float64) bool {
+	if !(ratio > 0) || math.IsInf(ratio, 0) {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.ratios[model]; ok {
+		return false
+	}
+	if c.ratios == nil {
+		c.ratios = map[string]float64{}
+	}
+	c.ratios[model] = min(max(ratio, 0.5), 2.0)
+	return true
 }
 
 // Ratio returns the model's ratio (1 before any report).

@@ -1,6 +1,7 @@
 package tokens_test
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -141,5 +142,33 @@ func TestCacheMatchesEstimate(t *testing.T) {
 	req.Messages = rewritten
 	if got, plain := c.Estimate(req), tokens.Estimate(req); got != plain {
 		t.Fatalf("after a rewrite %+v, want %+v", got, plain)
+	}
+}
+
+// Seed sets a ratio only where the calibrator has none, held to 0.5..2,
+// and ignores what is not a positive number.
+func TestCalibratorSeed(t *testing.T) {
+	var c tokens.Calibrator
+	for _, tc := range []struct {
+		model string
+		ratio float64
+		set   bool
+		want  float64
+	}{
+		{"m", 1.5, true, 1.5},
+		{"m", 1.2, false, 1.5}, // already known: the calibrator's own ratio stays
+		{"big", 7, true, 2},
+		{"small", 0.1, true, 0.5},
+		{"zero", 0, false, 1},
+		{"neg", -1, false, 1},
+		{"nan", math.NaN(), false, 1},
+		{"inf", math.Inf(1), false, 1},
+	} {
+		if got := c.Seed(tc.model, tc.ratio); got != tc.set {
+			t.Errorf("Seed(%s, %v) = %v, want %v", tc.model, tc.ratio, got, tc.set)
+		}
+		if got := c.Ratio(tc.model); got != tc.want {
+			t.Errorf("Ratio(%s) = %v, want %v", tc.model, got, tc.want)
+		}
 	}
 }

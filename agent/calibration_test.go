@@ -1,0 +1,83 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/llm/scripted"
+	"github.com/deepagents-go/deepagents/tool"
+)
+
+// The calibration ratio an agent learnt survives a crash: a new agent (a
+// new process) resuming the thread measures its first request with the
+// saved ratio, not 1, and an agent without the saved value starts at 1.
+func TestCalibrationSurvivesResume(t *testing.T) {
+	// The provider reports far more input tokens than the estimate, so the
+	// ratio moves to its bound of 2 on the first response.
+	script := func() scripted.Script {
+		return scripted.Script{"parent": steps(
+			scripted.Step{ToolCalls: []scripted.StepCall{{ID: "c1", Name: "crash", Args: json.RawMessage(`{}`)}},
+				Usage: &llm.Usage{InputTokens: 1_000_000, OutputTokens: 5}},
+			scripted.Step{Content: "done"},
+		)}
+	}
+	var crashNow context.CancelFunc
+	crash := tool.MustFunc("crash", "Stop the process.", func(context.Context, *tool.Env, struct{}) (string, error) {
+		crashNow() // the process dies while the call runs
+		return "", errors.New("killed")
+	})
+	saver := checkpoint.NewMemory(0)
+
+	first := newAgent(t, agent.Config{Model: scripted.New(script(), scripted.Options{}), Tools: []tool.Tool{crash}})
+	ctx, cancel := context.WithCancel(t.Context())
+	crashNow = cancel
+	_, err := first.Invoke(ctx, agent.Prompt("go"), agent.WithCheckpoints(saver, "cal"))
+	if !errors.Is(err, agent.ErrCancelled) {
+		t.Fatalf("first run: %v, want cancelled", err)
+	}
+	learnt := first.Calibrator().Ratio(first.CalibrationKey())
+	if learnt != 2 {
+		t.Fatalf("learnt ratio %v, want 2", learnt)
+	}
+
+	firstReport := func(a *agent.Agent, in agent.Input, opts ...agent.RunOption) *agent.ContextReport {
+		t.Helper()
+		var rep *agent.ContextReport
+		_, err := agent.Drain(a.Run(t.Context(), in, opts...), func(ev agent.Event) {
+			if rep == nil && ev.Type == agent.ModelRequest {
+				rep = ev.Request.Context
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep == nil {
+			t.Fatal("no model request")
+		}
+		return rep
+	}
+	if rs, err := agent.LoadRunState(t.Context(), saver, "cal", agent.RootPath("parent"), false); err != nil || rs.Values["agent.calibration"] == nil {
+		t.Fatalf("the checkpoint keeps no calibration: %v %v", rs, err)
+	}
+	crashNow = func() {}
+	resumed := newAgent(t, agent.Config{Model: scripted.New(script(), scripted.Options{}), Tools: []tool.Tool{crash}})
+	// The crashed step's call runs again, then the next request is measured.
+	rep := firstReport(resumed, agent.Input{}, agent.WithCheckpoints(saver, "cal"))
+	if rep.Ratio != learnt {
+		t.Fatalf("resumed run's first report has ratio %v, want the saved %v", rep.Ratio, learnt)
+	}
+	if rep.Calibrated == rep.Estimated {
+		t.Fatalf("report not scaled: %+v", rep)
+	}
+
+	// Control: a fresh agent on a new thread starts at 1.
+	fresh := newAgent(t, agent.Config{Model: scripted.New(script(), scripted.Options{}), Tools: []tool.Tool{crash}})
+	if rep := firstReport(fresh, agent.Prompt("go"), agent.WithCheckpoints(saver, "other")); rep.Ratio != 1 {
+		t.Fatalf("fresh run's ratio %v, want 1", rep.Ratio)
+	}
+}
