@@ -231,6 +231,9 @@ func (c *compactor) beforeModel(ctx context.Context, step agent.StepInfo, req *l
 			}
 		}
 	}
+	if s, err = c.takeManual(ctx, step, s); err != nil {
+		return err
+	}
 	apply(s, req)
 	if c.cfg.Model == nil {
 		return nil // compacted in wrapModel, with the agent's own model

@@ -30,6 +30,9 @@ const (
 	argCutNote  = "...(argument truncated)"
 )
 
+// maxFocus caps the focus text given to the summariser, in bytes.
+const maxFocus = 2000
+
 const summaryPrompt = `You compress the earlier part of a conversation between a user and an AI agent that uses tools, so the agent can carry on without it. Write a summary in these sections:
 1. Requests: what the user asked for, in order, and any change of mind.
 2. Constraints: rules, limits and preferences the user set, quoted exactly.
@@ -54,6 +57,12 @@ type compactInput struct {
 	before  int
 	emit    func(agent.Event)
 	state   *agent.State
+	// focus is what the person (or a PreCompact hook) asked the summary
+	// to keep in detail; empty for none.
+	focus string
+	// deferHistory leaves the history file to the caller: the state names
+	// the file it will be written to.
+	deferHistory bool
 }
 
 // compact summarises what falls before the keep window of in.eff. It
@@ -80,7 +89,7 @@ func (c *compactor) compact(ctx context.Context, in compactInput) (State, *agent
 		}
 		return resp, err
 	}
-	sum, calls, err := c.summarise(ctx, gen, in.prior.Summary, evicted)
+	sum, calls, err := c.summarise(ctx, gen, in.prior.Summary, evicted, in.focus)
 	info.SummarizerCalls = calls
 	if err == nil {
 		var verbatim []string
@@ -110,7 +119,9 @@ func (c *compactor) compact(ctx context.Context, in compactInput) (State, *agent
 		next.Session = sessionID(in.agent, in.raw)
 	}
 	file := HistoryDir + "/" + next.Session + ".md"
-	if err := appendHistory(ctx, in.files, file, c.cfg.now(), in.eff[start:cut]); err != nil {
+	if in.deferHistory {
+		next.File = file
+	} else if err := appendHistory(ctx, in.files, file, c.cfg.now(), in.eff[start:cut]); err != nil {
 		next.File = ""
 		info.Error = fmt.Sprintf("the summarised messages could not be saved to %s: %v", file, err)
 	} else {
@@ -255,14 +266,19 @@ func clipTokens(s string, limit int) string {
 
 // summarise asks the summariser for one summary of prev and msgs, in chunks
 // that each fit its window, merged by one more call when there are several.
-func (c *compactor) summarise(ctx context.Context, gen agent.ModelFunc, prev string, msgs []llm.Message) (string, int, error) {
-	limit := max(c.cfg.chunkTokens()-tokens.EstimateText(summaryPrompt)-64, 128)
+func (c *compactor) summarise(ctx context.Context, gen agent.ModelFunc, prev string, msgs []llm.Message, focus string) (string, int, error) {
+	lead := ""
+	if focus = strings.TrimSpace(focus); focus != "" {
+		focus = clipRunes(focus, maxFocus)
+		lead = "Give most room in the summary to what concerns this: " + focus + "\n\n"
+	}
+	limit := max(c.cfg.chunkTokens()-tokens.EstimateText(summaryPrompt)-tokens.EstimateText(lead)-64, 128)
 	parts := chunks(prev, msgs, limit)
 	calls := 0
 	var sums []string
 	for i, p := range parts {
 		calls++
-		s, err := ask(ctx, gen, summaryPrompt, "Summarise this part of the conversation:\n\n"+p)
+		s, err := ask(ctx, gen, summaryPrompt, lead+"Summarise this part of the conversation:\n\n"+p)
 		if err != nil {
 			return "", calls, fmt.Errorf("part %d of %d: %w", i+1, len(parts), err)
 		}
@@ -276,7 +292,7 @@ func (c *compactor) summarise(ctx context.Context, gen agent.ModelFunc, prev str
 		fmt.Fprintf(&b, "<part n=%d>\n%s\n</part>\n", i+1, s)
 	}
 	calls++
-	s, err := ask(ctx, gen, mergePrompt, clipTokens(b.String(), limit))
+	s, err := ask(ctx, gen, mergePrompt, lead+clipTokens(b.String(), limit))
 	if err != nil {
 		return "", calls, fmt.Errorf("merging %d parts: %w", len(sums), err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/compact"
 	"github.com/deepagents-go/deepagents/config"
 	"github.com/deepagents-go/deepagents/internal/safefile"
 	"github.com/deepagents-go/deepagents/llm"
@@ -250,6 +251,8 @@ type session struct {
 	told map[string]bool
 	// context is what /context shows: the last request's tokens by source.
 	context contextLog
+	// compaction is a /compact the next turn records in the thread.
+	compaction *compact.Manual
 }
 
 func (s *session) interactive(ctx context.Context, stdin io.Reader) int {
@@ -261,7 +264,7 @@ func (s *session) interactive(ctx context.Context, stdin io.Reader) int {
 	if s.askAtPrompt {
 		s.ask = askApprovals(lines, s.stderr)
 	}
-	fmt.Fprintf(s.stderr, "deepagents — %s. Type your message; an empty line does nothing, /resume continues a stopped turn, /context shows what the last model call was sent, Ctrl-D ends the session, Ctrl-C stops the current turn.\n", model)
+	fmt.Fprintf(s.stderr, "deepagents — %s. Type your message; an empty line does nothing, /resume continues a stopped turn, /context shows what the last model call was sent, /compact [focus] summarises the older messages, Ctrl-D ends the session, Ctrl-C stops the current turn.\n", model)
 	code := 0
 	for {
 		fmt.Fprint(s.stderr, "> ")
@@ -285,8 +288,20 @@ func (s *session) interactive(ctx context.Context, stdin io.Reader) int {
 			s.context.write(s.stderr)
 			continue
 		}
+		if focus, ok := compactCommand(line); ok {
+			// Ctrl-C stops the summary, not the session.
+			cctx, cancel := context.WithCancelCause(ctx)
+			restore := interrupts.route(func() { cancel(errInterrupted) })
+			s.compactNow(cctx, focus)
+			restore()
+			cancel(nil)
+			if ctx.Err() != nil {
+				return code
+			}
+			continue
+		}
 		// Ctrl-C stops this turn only.
-		tctx, cancel := context.WithCancelCause(ctx)
+		tctx, cancel := context.WithCancelCause(s.withCompaction(ctx))
 		restore := interrupts.route(func() { cancel(errInterrupted) })
 		if line == "/resume" {
 			s.context.startTurn()
@@ -296,6 +311,7 @@ func (s *session) interactive(ctx context.Context, stdin io.Reader) int {
 		}
 		restore()
 		cancel(nil)
+		s.settleCompaction(ctx)
 		if ctx.Err() != nil {
 			return code
 		}
