@@ -36,11 +36,14 @@ func firstBreakpoint(t *testing.T, raw []byte) string {
 }
 
 // Over the Anthropic wire, with todos on: a fork sends its parent's bytes up
-// to the first breakpoint (its own, empty, todo list comes after it), and
-// two subagents of one type send each other's.
+// to the first breakpoint (its own, empty, todo list comes after it, and so
+// does the fork spec's own prompt), and two subagents of one type send each
+// other's.
 func TestForksAndSameTypeSubagentsShareTheCachedPrefix(t *testing.T) {
-	for _, system := range []string{"You lead the work.", ""} {
-		t.Run("system="+system, func(t *testing.T) {
+	type variant struct{ system, forkPrompt string }
+	for _, v := range []variant{{"You lead the work.", ""}, {"", ""}, {"You lead the work.", "Stay on part three."}, {"", "Stay on part three."}} {
+		system := v.system
+		t.Run("system="+system+",fork="+v.forkPrompt, func(t *testing.T) {
 			todo := at.Call("write_todos", map[string]any{"todos": []map[string]string{{"content": "Split the work", "status": "in_progress"}}})
 			task := func(id, typ string) at.ToolCall {
 				c := at.Call("task", map[string]string{"description": "Do part " + id + ".", "subagent_type": typ})
@@ -60,7 +63,7 @@ func TestForksAndSameTypeSubagentsShareTheCachedPrefix(t *testing.T) {
 				t.Fatal(err)
 			}
 			a, err := deepagents.New(deepagents.Config{Model: m, SystemPrompt: system, Todos: true,
-				Subagents: []subagent.Spec{{Name: "forker", Description: "Continues the work.", Mode: subagent.Fork}}})
+				Subagents: []subagent.Spec{{Name: "forker", Description: "Continues the work.", Mode: subagent.Fork, SystemPrompt: v.forkPrompt}}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -93,6 +96,16 @@ func TestForksAndSameTypeSubagentsShareTheCachedPrefix(t *testing.T) {
 			}
 			if f := firstBreakpoint(t, fork[0].Raw); f != p1 {
 				t.Fatalf("fork prefix differs from the parent's:\n%s\n%s", f, p1)
+			}
+			if v.forkPrompt != "" {
+				// The fork's own prompt is sent, after the parent's prompt.
+				ft := fork[0].SystemText()
+				if i := strings.Index(ft, v.forkPrompt); i < 0 || system != "" && i < strings.Index(ft, system) {
+					t.Fatalf("fork system text %q lacks its own prompt after the parent's", ft)
+				}
+				if strings.Contains(parent[0].SystemText(), v.forkPrompt) {
+					t.Fatal("the fork's prompt reached the parent")
+				}
 			}
 			if c1, c2 := firstBreakpoint(t, children[0].Raw), firstBreakpoint(t, children[1].Raw); c1 != c2 {
 				t.Fatalf("same-type subagents' prefixes differ:\n%s\n%s", c1, c2)

@@ -24,8 +24,9 @@
 //     the parent's messages, not even the user's question. Its tools are the
 //     file tools plus its spec's tools (the parent's custom tools when the
 //     spec names none); never `task`, so it cannot delegate further.
-//   - Fork: the parent's system prompt as sent (plus the spec's own prompt as
-//     an addendum), the parent's messages as sent on the step that called
+//   - Fork: the parent's system prompt as sent (the spec's own prompt, if
+//     any, opens the request's SystemTail, after the cached prefix), the
+//     parent's messages as sent on the step that called
 //     `task` (so without the in-flight assistant message holding the call),
 //     then one user message: a short preamble and the description. Its tools
 //     are the parent's, in the same order, `task` included, so the request

@@ -38,8 +38,11 @@ type Spec struct {
 	Name string
 	// Description is the subagent's line in the task tool's listing.
 	Description string
-	// SystemPrompt is the subagent's own prompt. For a fork it is appended to
-	// the parent's prompt. Empty: no system prompt (isolated) or none added.
+	// SystemPrompt is the subagent's own prompt. For a fork it is sent after
+	// the parent's prompt, at the start of the changing part of the system
+	// prompt (llm.Request.SystemTail), so that the fork's requests still
+	// begin with the parent's cached prefix. Empty: no system prompt
+	// (isolated) or none added.
 	SystemPrompt string
 	// Mode is Isolated (default), Fork, or Handoff (= Isolated).
 	Mode Mode

@@ -133,11 +133,26 @@ type Task struct {
 }
 
 type child struct {
-	name     string
-	mode     Mode
-	agent    *agent.Agent
-	addendum string
-	timeout  time.Duration
+	name    string
+	mode    Mode
+	agent   *agent.Agent
+	timeout time.Duration
+}
+
+// forkPrompt puts a fork spec's own prompt at the start of every request's
+// SystemTail. The static System stays the parent's prompt as sent, so the
+// fork's requests begin with the parent's bytes (system prompt and tools)
+// and reuse its cached prefix; the fork's prompt comes after the cache
+// breakpoint, ahead of anything else the tail holds.
+func forkPrompt(text string) agent.Middleware {
+	return agent.Middleware{Name: "fork-prompt", BeforeModel: func(_ context.Context, _ agent.StepInfo, req *llm.Request) error {
+		if req.SystemTail == "" {
+			req.SystemTail = text
+		} else {
+			req.SystemTail = text + "\n\n" + req.SystemTail
+		}
+		return nil
+	}}
 }
 
 // NewTask validates the subagent specs and assembles every child agent.
@@ -236,7 +251,10 @@ func NewTask(cfg Config) (*Task, error) {
 		if s.Mode == Fork {
 			ac.Tools = append(append(append([]tool.Tool{}, cfg.ForkBefore...), twin), cfg.ForkAfter...)
 			ac.Middleware = append(append(append([]agent.Middleware{}, cfg.ForkMiddleware...), s.Middleware...), cfg.Middleware...)
-			c.addendum = s.SystemPrompt
+			if s.SystemPrompt != "" {
+				// Last, so that it opens the tail whatever the others add.
+				ac.Middleware = append(ac.Middleware, forkPrompt(s.SystemPrompt))
+			}
 		} else {
 			own := s.Tools
 			if own == nil {
@@ -360,12 +378,6 @@ func (t *Task) RunNested(ctx context.Context, env *tool.Env, raw json.RawMessage
 		if env.Request != nil {
 			history = env.Request.Messages
 			system = env.Request.System
-		}
-		if c.addendum != "" {
-			if system != "" {
-				system += "\n\n"
-			}
-			system += c.addendum
 		}
 		in.Messages = append(append(make([]llm.Message, 0, len(history)+1), history...), llm.User(ForkPreamble+args.Description))
 		opts = append(opts, agent.WithSystem(system))

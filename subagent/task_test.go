@@ -338,8 +338,9 @@ func TestForkRefusesToDelegate(t *testing.T) {
 		t.Fatalf("%d model calls; the fork's own task call must start nothing", len(recs))
 	}
 	first := recs[0].Request
-	if first.System != "Parent prompt.\n\nBe brief." {
-		t.Errorf("fork system = %q", first.System)
+	// The fork's own prompt comes after the parent's cached prefix.
+	if first.System != "Parent prompt." || first.SystemTail != "Be brief." {
+		t.Errorf("fork system = %q, tail = %q", first.System, first.SystemTail)
 	}
 	if len(first.Messages) != 2 || first.Messages[0].Content != "question" ||
 		!strings.HasSuffix(first.Messages[1].Content, "\n\nTask: Do the rest.") {
