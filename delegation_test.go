@@ -313,8 +313,10 @@ func TestForkInheritsAndRefuses(t *testing.T) {
 	if recs[1].Who != "forker" {
 		t.Fatalf("second call by %s", recs[1].Who)
 	}
-	if fork.System != parent.System+"\n\nFork note: be brief." {
-		t.Errorf("fork system = %q", fork.System)
+	// The fork keeps the parent's static prompt (its cached prefix); its
+	// own prompt comes after it, in the changing part.
+	if fork.System != parent.System || !strings.HasPrefix(fork.SystemTail, "Fork note: be brief.") {
+		t.Errorf("fork system = %q, tail = %q", fork.System, fork.SystemTail)
 	}
 	pj, _ := json.Marshal(parent.Tools)
 	fj, _ := json.Marshal(fork.Tools)
