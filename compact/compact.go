@@ -98,6 +98,19 @@ type Config struct {
 	// every request already (todos.Middleware), so a summary does not
 	// carry a copy of it.
 	TodosInTail bool
+
+	// PreCompact, when set, is called with what a compaction is about to
+	// summarise, before the summariser runs. Text it returns is added to
+	// the instructions for the summary (after a person's focus). An error
+	// vetoes this compaction: nothing is summarised and the compaction.end
+	// event gives the error; an automatic compaction is asked again at the
+	// next request over the threshold, an overflow's error stands, and a
+	// veto never counts as a summariser failure.
+	PreCompact func(ctx context.Context, cut Cut) (focus string, err error)
+	// PostCompact, when set, is called after each compaction with the
+	// summary made and the compaction's numbers. For Compact it is called
+	// when the summary is made, before a run records it.
+	PostCompact func(ctx context.Context, done Compacted)
 }
 
 // Trigger returns the request size, in estimated tokens, at which
@@ -333,6 +346,7 @@ const (
 	compacted outcome = iota
 	notNeeded
 	failed
+	vetoed
 )
 
 // run compacts req (already rewritten by apply) and records the new state.
@@ -359,6 +373,9 @@ func (c *compactor) run(ctx context.Context, step agent.StepInfo, req *llm.Reque
 	switch res {
 	case notNeeded:
 		return false, nil
+	case vetoed:
+		emit(agent.Event{Type: agent.CompactionEnd, Compaction: info})
+		return false, nil
 	case failed:
 		emit(agent.Event{Type: agent.CompactionEnd, Compaction: info})
 		prior.Failures++
@@ -380,6 +397,7 @@ func (c *compactor) run(ctx context.Context, step agent.StepInfo, req *llm.Reque
 	req.Messages = rewrite(next, eff)
 	info.TokensAfter = c.estimate(step, req)
 	emit(agent.Event{Type: agent.CompactionEnd, Compaction: info})
+	c.postCompact(ctx, step.Agent, next, info, summarised(prior, eff, next))
 	return true, nil
 }
 
@@ -470,4 +488,15 @@ func summaryMessage(s State) llm.Message {
 func cloneState(s State) State {
 	s.Offloaded = slices.Clone(s.Offloaded)
 	return s
+}
+
+// summarised returns the messages of eff that next summarised: after the
+// prior summary, if any, up to the first message kept.
+func summarised(prior State, eff []llm.Message, next State) []llm.Message {
+	start := 0
+	if prior.Summary != "" && len(eff) > 0 && IsSummary(eff[0]) {
+		start = 1
+	}
+	end := min(max(next.kept, start), len(eff))
+	return eff[start:end]
 }

@@ -71,6 +71,8 @@ func Compact(ctx context.Context, cfg Config, rs *agent.RunState, focus string) 
 	switch res {
 	case notNeeded:
 		return nil, ErrNothingToCompact
+	case vetoed:
+		return nil, fmt.Errorf("%w: %v", ErrVetoed, cerr)
 	case failed:
 		return nil, fmt.Errorf("%w: %v; nothing was changed", ErrCompactionFailed, cerr)
 	}
@@ -79,6 +81,7 @@ func Compact(ctx context.Context, cfg Config, rs *agent.RunState, focus string) 
 		start = 1
 	}
 	info.TokensAfter = tokens.Estimate(&llm.Request{Messages: rewrite(next, eff)}).Total
+	c.postCompact(ctx, rs.Path, next, info, eff[start:next.kept])
 	return &Manual{agent: rs.Path, base: prior.Count, next: next, prefix: fingerprint(rs.Messages[:next.Cutoff]),
 		evicted: slices.Clone(eff[start:next.kept]), info: *info}, nil
 }

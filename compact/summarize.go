@@ -78,6 +78,12 @@ func (c *compactor) compact(ctx context.Context, in compactInput) (State, *agent
 	}
 	info := &agent.CompactionInfo{Trigger: in.trigger, TokensBefore: in.before}
 	in.emit(agent.Event{Type: agent.CompactionStart, Compaction: &agent.CompactionInfo{Trigger: in.trigger, TokensBefore: in.before}})
+	focus, veto := c.preCompact(ctx, in, start, cut)
+	if veto != nil {
+		info.Error = vetoText(veto)
+		return in.prior, info, vetoed, veto
+	}
+	in.focus = focus
 	evicted := shortenArgs(in.eff[start:cut])
 
 	// The summariser's usage is reported with the compaction: it is not

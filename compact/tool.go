@@ -55,6 +55,9 @@ func (c *compactor) manual(ctx context.Context, env *tool.Env) tool.Result {
 	switch res {
 	case notNeeded:
 		return tool.Result{Content: "Not compacted: the conversation has too few messages before the part that is always kept."}
+	case vetoed:
+		prior.Announce = info
+		return tool.Result{Content: "Not compacted: " + cerr.Error() + ". Carry on.", State: stateValue(prior)}
 	case failed:
 		prior.Failures++
 		prior.Announce = info
@@ -68,6 +71,7 @@ func (c *compactor) manual(ctx context.Context, env *tool.Env) tool.Result {
 		env.Progress(fmt.Sprintf("compacted %d messages: about %d tokens before, %d after", info.Evicted, est, tokensAfter))
 	}
 	info.TokensAfter = tokensAfter
+	c.postCompact(ctx, env.Agent, next, info, summarised(prior, eff, next))
 	next.Announce = info
 	text := fmt.Sprintf("Compacted: %d earlier messages were summarised (about %d tokens before, %d after).", info.Evicted, est, tokensAfter)
 	if next.File != "" {
