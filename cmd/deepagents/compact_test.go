@@ -95,3 +95,27 @@ func TestInteractiveCompactCommand(t *testing.T) {
 		t.Errorf("the compacted request has %d user messages, want 5", users)
 	}
 }
+
+// Whatever line is typed, compactCommand never panics, matches only the
+// /compact command (alone or followed by blank space), and returns trimmed
+// focus text that is part of the line.
+func FuzzCompactCommand(f *testing.F) {
+	for _, s := range []string{"/compact", "/compact the db", "/compacted", "/compact\t\tx ", "/context", "", "/compact\u00a0x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		focus, ok := compactCommand(line)
+		if !ok {
+			if focus != "" {
+				t.Fatalf("focus %q for a line that is not /compact", focus)
+			}
+			return
+		}
+		if !strings.HasPrefix(line, "/compact") || focus != strings.TrimSpace(focus) || !strings.Contains(line, focus) {
+			t.Fatalf("line %q gave focus %q", line, focus)
+		}
+		if rest := line[len("/compact"):]; rest != "" && rest[0] != ' ' && rest[0] != '\t' {
+			t.Fatalf("%q taken for /compact", line)
+		}
+	})
+}
