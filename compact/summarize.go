@@ -86,8 +86,8 @@ func (c *compactor) compact(ctx context.Context, in compactInput) (State, *agent
 	in.focus = focus
 	evicted := shortenArgs(in.eff[start:cut])
 
-	// The summariser's usage is reported with the compaction: it is not
-	// the agent's model call, so the run's usage does not include it.
+	// The summariser's usage rides on the compaction.end event, from which
+	// the loop adds it to the run's usage.
 	gen := func(ctx context.Context, req *llm.Request) (*llm.Response, error) {
 		resp, err := in.gen(ctx, req)
 		if resp != nil {

@@ -46,7 +46,7 @@ func TestInteractiveCompactCommand(t *testing.T) {
 	defer s.close()
 	var out strings.Builder
 	sess := &session{setup: s, flags: f, stdout: &out, stderr: &errb}
-	in := "/compact\nm1 port 8443\nm2\nm3\nm4\nm5\n/compact keep the port numbers\nm6\n/compact\n"
+	in := "/compact\nm1 port 8443\nm2\nm3\nm4\nm5\n/compact keep the port numbers\nm6\n/context\n/compact\n"
 	if code := sess.interactive(t.Context(), strings.NewReader(in)); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
@@ -59,6 +59,11 @@ func TestInteractiveCompactCommand(t *testing.T) {
 	if !strings.Contains(got, "Compacted: 4 earlier messages summarised; the conversation is about ") ||
 		!strings.Contains(got, " tokens instead of ") || !strings.Contains(got, "Your next message continues from the summary.") {
 		t.Errorf("what /compact saved:\n%s", got)
+	}
+	// The turn that recorded it counted the summariser's call; /context
+	// shows it.
+	if !strings.Contains(got, "Compaction in this session: 1 compaction(s), 1 summariser call(s) using ") {
+		t.Errorf("/context after the compaction:\n%s", got)
 	}
 	if !strings.Contains(out.String(), "ok m6\n") {
 		t.Errorf("answers:\n%s", out.String())

@@ -44,14 +44,26 @@ type contextLog struct {
 	root    string
 	last    *agent.ContextReport
 	byAgent map[string]agent.ContextLedger
+	// compactions and summarizer count the session's compactions and what
+	// their summariser calls used (also in each turn's usage).
+	compactions int
+	summarizer  agent.ContextLedger
 }
 
 // startTurn forgets the previous turn's subagents (the last request of
 // the agent itself stays until a new one is made).
 func (l *contextLog) startTurn() { l.byAgent = nil }
 
-// note takes in a model.request event.
+// note takes in a model.request or compaction.end event.
 func (l *contextLog) note(ev agent.Event) {
+	if ev.Type == agent.CompactionEnd && ev.Compaction != nil {
+		if ev.Compaction.Error == "" || ev.Compaction.Evicted > 0 {
+			l.compactions++
+		}
+		l.summarizer.SummarizerCalls += ev.Compaction.SummarizerCalls
+		l.summarizer.Summarizer = l.summarizer.Summarizer.Add(ev.Compaction.Usage)
+		return
+	}
 	if ev.Type != agent.ModelRequest || ev.Request == nil || ev.Request.Context == nil {
 		return
 	}
@@ -75,6 +87,11 @@ func (l *contextLog) write(w io.Writer) {
 		return
 	}
 	writeContextTable(w, l.root, *l.last)
+	if n := l.summarizer.SummarizerCalls; n > 0 {
+		u := l.summarizer.Summarizer
+		fmt.Fprintf(w, "Compaction in this session: %d compaction(s), %d summariser call(s) using %s input and %s output tokens (counted in the turns' usage).\n",
+			l.compactions, n, thousands(u.InputTokens), thousands(u.OutputTokens))
+	}
 	var subs []string
 	for p := range maps.Keys(l.byAgent) {
 		if p != l.root {
