@@ -188,7 +188,7 @@ func New(cfg Config) (agent.Middleware, error) {
 		return agent.Middleware{}, errors.New("compaction: window, trigger, keep and summariser window must not be negative")
 	}
 	c := &compactor{cfg: cfg}
-	m := agent.Middleware{Name: Name, BeforeModel: c.beforeModel, WrapModel: c.wrapModel}
+	m := agent.Middleware{Name: Name, BeforeModel: c.beforeModel, WrapModel: c.wrapModel, AfterRun: c.afterRun}
 	if cfg.Tool {
 		m.Tools = append(m.Tools, c.tool())
 	}
@@ -257,6 +257,21 @@ func (c *compactor) beforeModel(ctx context.Context, step agent.StepInfo, req *l
 	}
 	_, err = c.run(ctx, step, req, "auto", est, c.cfg.Model.Generate)
 	return err
+}
+
+// afterRun emits the events of a compaction the tool made in the run's
+// last step, which no model call followed (the step limit, say), so that
+// its summariser usage still counts in the run's.
+func (c *compactor) afterRun(_ context.Context, step agent.StepInfo, _ agent.Status) {
+	s, err := loadState(step.State)
+	if err != nil || s.Announce == nil {
+		return
+	}
+	announce(step, s.Announce)
+	s.Announce = nil
+	if step.SetValue != nil {
+		_ = step.SetValue(StateKey, s)
+	}
 }
 
 func (c *compactor) wrapModel(ctx context.Context, req *llm.Request, next agent.ModelFunc) (*llm.Response, error) {

@@ -103,3 +103,33 @@ func TestLedgerMergeKeepsSummarizerUsage(t *testing.T) {
 		}
 	}
 }
+
+// A compaction the tool made in a run's last step (the step limit ends the
+// run before another model call) is still announced and counted.
+func TestToolCompactionInTheLastStepIsCounted(t *testing.T) {
+	call := scripted.Step{ToolCalls: []scripted.StepCall{{ID: "k", Name: compact.ToolName, Args: json.RawMessage(`{}`)}},
+		Usage: &llm.Usage{InputTokens: 10, OutputTokens: 1}}
+	withUsage := func(s scripted.Step) scripted.Step { s.Usage = &llm.Usage{InputTokens: 10, OutputTokens: 1}; return s }
+	m := scripted.New(scripted.Script{
+		"parent":     steps(withUsage(batch(0, 1)), withUsage(batch(1, 1)), call),
+		"summarizer": steps(scripted.Step{Content: "summary: src/a.go, 30 s", Usage: &llm.Usage{InputTokens: 500, OutputTokens: 50}}),
+	}, scripted.Options{})
+	mw, _ := compact.New(compact.Config{TriggerTokens: 400, KeepMessages: 2, Model: m, Tool: true})
+	a, _ := agent.New(agent.Config{Model: m, Tools: []tool.Tool{echo}, Middleware: []agent.Middleware{mw}, MaxSteps: 3})
+	var ends int
+	res, _ := agent.Drain(a.Run(t.Context(), agent.Prompt("Please edit src/a.go, limit 30 s.")), func(ev agent.Event) {
+		if ev.Type == agent.CompactionEnd {
+			ends++
+		}
+	})
+	if res == nil || res.Status != agent.StatusLimit {
+		t.Fatalf("result %+v", res)
+	}
+	if ends != 1 || res.Usage != (llm.Usage{InputTokens: 530, OutputTokens: 53}) {
+		t.Fatalf("%d compaction.end events, usage %+v; want 1 and the summariser's counted", ends, res.Usage)
+	}
+	st, _, _ := agent.GetValue[compact.State](&res.State, compact.StateKey)
+	if st.Announce != nil || st.Count != 1 {
+		t.Fatalf("state %+v", st)
+	}
+}
