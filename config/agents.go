@@ -63,6 +63,8 @@ import (
 //	context_window   the subagent's model's context window in tokens, over
 //	                 the built-in number for its model (or for a model
 //	                 without one); absent: its model's known window
+//	mcpServers       the MCP servers whose tools the subagent gets from its
+//	                 parent (a list, like tools); absent: all of them
 //
 // Any other key is an error.
 type AgentFile struct {
@@ -98,6 +100,9 @@ type AgentFile struct {
 	// ContextWindow is 0 when not set: the window known for the
 	// subagent's model applies (Config.Profile).
 	ContextWindow int
+	// MCPServers (key mcpServers) narrows the parent's MCP tools to those
+	// of the named servers; nil when not set (all of them).
+	MCPServers []string
 	// Prompt is the body after the front matter, without the blank lines
 	// around it; it may be empty.
 	Prompt string
@@ -126,6 +131,7 @@ func (a AgentFile) Spec() subagent.Spec {
 		s.Reasoning = &r
 	}
 	s.InterruptOn = cloneApprovals(a.InterruptOn)
+	s.MCPServers = slices.Clone(a.MCPServers)
 	return s
 }
 
@@ -224,7 +230,7 @@ func pathErrText(err error) string {
 	return err.Error()
 }
 
-var agentKeys = []string{"name", "description", "mode", "tools", "model", "response_format", "max_steps", "timeout", "reasoning", "interrupt_on", "context_window"}
+var agentKeys = []string{"name", "description", "mode", "tools", "model", "response_format", "max_steps", "timeout", "reasoning", "interrupt_on", "context_window", "mcpServers"}
 
 var agentModes = []string{string(subagent.Isolated), string(subagent.Fork), string(subagent.Handoff)}
 
@@ -378,6 +384,8 @@ func parseAgent(p *problems, path string, data []byte) (a AgentFile, nameLine in
 				a.Reasoning = yamlReasoning(p, v, vl, at)
 			case "interrupt_on":
 				a.InterruptOn = yamlInterruptOn(p, v, vl, at)
+			case "mcpServers":
+				a.MCPServers, _ = yamlTools(p, v, vl, at)
 			case "context_window":
 				if n := yamlPositiveInt(p, key, v, vl); n > maxWindow {
 					p.add(vl, "context_window is too large: %d tokens", n)

@@ -364,3 +364,31 @@ func Load(sources []Source) ([]Server, error) {
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
 }
+
+// ProjectServers returns the servers of project scope, which start only
+// when the user trusts the project.
+func ProjectServers(servers []Server) []Server {
+	var out []Server
+	for _, s := range servers {
+		if s.Scope == ScopeProject {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// ProjectHash is the SHA-256 (hex) of the project-scope servers' configs,
+// as they are written (before ${VAR} expansion): an approval stored for
+// one hash does not cover an edited config.
+func ProjectHash(servers []Server) string {
+	h := sha256.New()
+	for _, s := range ProjectServers(servers) {
+		b, _ := json.Marshal(s.Config)
+		fmt.Fprintf(h, "%s\x00%s\x00%s\x00", s.Name, s.Source, b)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// TrustKey is the key under which the approval of a project's MCP servers
+// is stored in the user's trust store (config.TrustStore).
+func TrustKey(project string) string { return "mcp:" + project }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/subagent"
 	"github.com/deepagents-go/deepagents/tool"
 )
 
@@ -200,6 +201,49 @@ func (s *searchTool) find(query string) []*Tool {
 	var out []*Tool
 	for _, h := range hits[:min(len(hits), maxFound)] {
 		out = append(out, h.t)
+	}
+	return out
+}
+
+// Subagents fits the MCP tools to the subagent specs (the general-purpose
+// one included: pass deepagents.WithGeneralPurpose(specs)). parentTools are
+// the parent's deepagents.Config.Tools, the MCP tools the parent binds among
+// them; tools are all the MCP tools. Each isolated subagent gets the MCP
+// tools it may use (its spec's servers, or all) bound the way Bind decides
+// for its own window: directly, or through an mcp_search of its own whose
+// finds are bound from its next step on. A spec that lists its exact tools
+// gets MCP tools only when it names servers. Forks keep their parent's.
+func Subagents(specs []subagent.Spec, parentTools []tool.Tool, tools []*Tool, parentWindow int, pinned []string) []subagent.Spec {
+	out := slices.Clone(specs)
+	for i, s := range out {
+		if s.Mode == subagent.Fork || s.ExactTools && s.MCPServers == nil {
+			continue
+		}
+		var mine []*Tool
+		for _, t := range tools {
+			if s.MCPServers == nil || slices.Contains(s.MCPServers, t.Server()) {
+				mine = append(mine, t)
+			}
+		}
+		w := s.ContextWindow
+		if w == 0 {
+			w = parentWindow
+		}
+		b := Bind(mine, w, pinned)
+		own := s.Tools
+		if own == nil {
+			own = parentTools
+		}
+		list := []tool.Tool{}
+		for _, t := range own {
+			if _, isMCP := t.(interface{ MCPServers() []string }); !isMCP {
+				list = append(list, t)
+			}
+		}
+		out[i].Tools = append(list, b.Tools...)
+		if b.Middleware != nil {
+			out[i].Middleware = append(slices.Clone(s.Middleware), *b.Middleware)
+		}
 	}
 	return out
 }
