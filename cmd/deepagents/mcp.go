@@ -252,4 +252,3 @@ func cmdMCP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "The tools' definitions cost about %d tokens in all.\n", total)
 	return exitOK
 }
-
