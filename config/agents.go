@@ -385,7 +385,7 @@ func parseAgent(p *problems, path string, data []byte) (a AgentFile, nameLine in
 			case "interrupt_on":
 				a.InterruptOn = yamlInterruptOn(p, v, vl, at)
 			case "mcpServers":
-				a.MCPServers, _ = yamlTools(p, v, vl, at)
+				a.MCPServers = yamlServerNames(p, v, vl, at)
 			case "context_window":
 				if n := yamlPositiveInt(p, key, v, vl); n > maxWindow {
 					p.add(vl, "context_window is too large: %d tokens", n)
@@ -578,6 +578,42 @@ func positiveDuration(p *problems, key, text string, line int) time.Duration {
 		return 0
 	}
 	return d
+}
+
+// yamlServerNames reads mcpServers: a list of MCP server names (letters,
+// digits, '_', '-' and '.'), or one comma-separated string.
+func yamlServerNames(p *problems, v *yaml.Node, line int, at func(*yaml.Node) int) []string {
+	var names []string
+	add := func(s string, l int) {
+		s = strings.TrimSpace(s)
+		switch {
+		case s == "" || strings.ContainsFunc(s, func(r rune) bool {
+			return !(r == '_' || r == '-' || r == '.' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
+		}):
+			p.add(l, `mcpServers: %q is not a server name (letters, digits, "_", "-" and ".")`, s)
+		case !slices.Contains(names, s):
+			names = append(names, s)
+		}
+	}
+	switch {
+	case v.Kind == yaml.SequenceNode:
+		names = []string{}
+		for _, en := range v.Content {
+			if e := deref(en); e.Kind == yaml.ScalarNode && e.ShortTag() == "!!str" {
+				add(e.Value, at(en))
+			} else {
+				p.add(at(en), "mcpServers items must be server names, got %s", describe(e))
+			}
+		}
+	case v.Kind == yaml.ScalarNode && v.ShortTag() == "!!str":
+		names = []string{}
+		for _, s := range strings.Split(v.Value, ",") {
+			add(s, line)
+		}
+	default:
+		p.add(line, "mcpServers must be a list of MCP server names, got %s", describe(v))
+	}
+	return names
 }
 
 func yamlTools(p *problems, v *yaml.Node, line int, at func(*yaml.Node) int) ([]string, []int) {
