@@ -1,11 +1,14 @@
 package mcp
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"github.com/deepagents-go/deepagents/tool"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/deepagents-go/deepagents"
 	"github.com/deepagents-go/deepagents/agent"
@@ -239,5 +242,53 @@ func TestSubagentsUnderDisclosure(t *testing.T) {
 	child := res.Children["t2"]
 	if child == nil || !strings.Contains(child.State.Messages[len(child.State.Messages)-2].Content, "tool_042 did it") {
 		t.Errorf("wide's call of the found tool: %+v", child)
+	}
+}
+
+// With Manager.Bind, a tool a server adds (tools/list_changed) is bound
+// from the agent's next step on.
+func TestNewToolBoundAfterListChanged(t *testing.T) {
+	changed := make(chan struct{}, 1)
+	m := started(t, []Server{{Name: "live"}}, Options{
+		Transport:     inMemory(t, mcptest.Options{}),
+		OnListChanged: func(string) { changed <- struct{}{} },
+	})
+	b := m.Bind(100_000, nil)
+	if b.Deferred || b.Middleware == nil || len(b.Tools) != 10 {
+		t.Fatalf("binding: deferred %v, middleware %v, %d tools", b.Deferred, b.Middleware != nil, len(b.Tools))
+	}
+	// Holds the second step until the client has listed the tools again,
+	// so the test does not depend on how fast the notification arrives.
+	var waited bool
+	wait := agent.Middleware{Name: "wait", StepTools: func(ctx context.Context, step agent.StepInfo) []tool.Tool {
+		if step.Round >= 1 && !waited {
+			waited = true
+			select {
+			case <-changed:
+			case <-time.After(10 * time.Second):
+				t.Error("no tools/list_changed within 10 s")
+			}
+		}
+		return nil
+	}}
+	model := scripted.New(scripted.Script{"parent": {Steps: []scripted.Step{
+		{ToolCalls: []scripted.StepCall{scall("g1", "mcp__live__grow", `{}`)}},
+		{ToolCalls: []scripted.StepCall{scall("g2", "mcp__live__grown", `{}`)}},
+		{Content: "done"},
+	}}}, scripted.Options{NoUsage: true})
+	a, err := deepagents.New(deepagents.Config{Model: model, Tools: b.Tools, Middleware: []agent.Middleware{wait, *b.Middleware}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.Invoke(t.Context(), agent.Prompt("grow"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := model.Records()
+	if slices.Contains(specNames(recs[0].Request), "mcp__live__grown") || !slices.Contains(specNames(recs[1].Request), "mcp__live__grown") {
+		t.Errorf("grown in the first request %v, in the second %v", slices.Contains(specNames(recs[0].Request), "mcp__live__grown"), slices.Contains(specNames(recs[1].Request), "mcp__live__grown"))
+	}
+	if got := res.State.Messages[4]; got.ToolCallID != "g2" || got.Content != "grown here" {
+		t.Errorf("the new tool answered %+v", got)
 	}
 }

@@ -52,44 +52,76 @@ type Binding struct {
 // (by mcp__ name or by server name) are bound directly, with mcp_search,
 // whose finds are bound from the next model call on.
 func Bind(tools []*Tool, window int, pinned []string) Binding {
+	return bind(tools, nil, window, pinned)
+}
+
+// Bind is the package's Bind over the manager's tools, kept live: when a
+// server's tools change (tools/list_changed), a tool that appeared is bound
+// from the agent's next step on (or, behind mcp_search, can be found).
+// Middleware is then always set.
+func (m *Manager) Bind(window int, pinned []string) Binding {
+	return bind(m.Tools(), m.Tools, window, pinned)
+}
+
+func bind(tools []*Tool, live func() []*Tool, window int, pinned []string) Binding {
 	if window <= 0 {
 		window = UnknownWindow
 	}
 	b := Binding{Tokens: specTokens(tools), Limit: int(float64(window) * DisclosureShare)}
-	if b.Tokens <= b.Limit {
-		for _, t := range tools {
-			b.Tools = append(b.Tools, t)
+	isPinned := func(t *Tool) bool { return slices.Contains(pinned, t.spec.Name) || slices.Contains(pinned, t.Server()) }
+	current := func() []*Tool {
+		if live != nil {
+			return live()
 		}
+		return tools
+	}
+	bound := map[string]bool{}
+	b.Deferred = b.Tokens > b.Limit
+	for _, t := range tools {
+		if !b.Deferred || isPinned(t) {
+			b.Tools = append(b.Tools, t)
+			bound[t.spec.Name] = true
+		}
+	}
+	if !b.Deferred && live == nil {
 		return b
 	}
-	b.Deferred = true
-	byName := map[string]*Tool{}
-	var deferred []*Tool
-	for _, t := range tools {
-		if slices.Contains(pinned, t.spec.Name) || slices.Contains(pinned, t.Server()) {
-			b.Tools = append(b.Tools, t)
-			continue
+	// deferred lists the tools the search covers: all but those bound.
+	deferred := func() []*Tool {
+		var out []*Tool
+		for _, t := range current() {
+			if !bound[t.spec.Name] && !isPinned(t) {
+				out = append(out, t)
+			}
 		}
-		deferred = append(deferred, t)
-		byName[t.spec.Name] = t
+		return out
 	}
-	search := &searchTool{tools: deferred}
 	mw := agent.Middleware{
-		Name:  "mcp",
-		Tools: []tool.Tool{search},
+		Name: "mcp",
 		StepTools: func(_ context.Context, step agent.StepInfo) []tool.Tool {
+			var out []tool.Tool
+			if !b.Deferred {
+				// Tools that appeared after binding; the agent's own are
+				// skipped by the loop.
+				for _, t := range deferred() {
+					out = append(out, t)
+				}
+				return out
+			}
 			names, _, err := agent.GetValue[[]string](step.State, FoundValue)
-			if err != nil {
+			if err != nil || len(names) == 0 {
 				return nil
 			}
-			var out []tool.Tool
-			for _, n := range names {
-				if t, ok := byName[n]; ok {
+			for _, t := range deferred() {
+				if slices.Contains(names, t.spec.Name) {
 					out = append(out, t)
 				}
 			}
 			return out
 		},
+	}
+	if b.Deferred {
+		mw.Tools = []tool.Tool{&searchTool{tools: deferred}}
 	}
 	b.Middleware = &mw
 	return b
@@ -98,7 +130,7 @@ func Bind(tools []*Tool, window int, pinned []string) Binding {
 // searchTool finds deferred MCP tools by words of their names and
 // descriptions and binds them from the next step on.
 type searchTool struct {
-	tools []*Tool
+	tools func() []*Tool
 }
 
 var searchSchema = json.RawMessage(`{"type":"object","properties":{"query":{"type":"string","description":"Words describing what you want to do, or a tool's exact name."}},"required":["query"],"additionalProperties":false}`)
@@ -112,7 +144,7 @@ func (s *searchTool) Spec() llm.ToolSpec {
 // MCPServers names every server the search covers.
 func (s *searchTool) MCPServers() []string {
 	var out []string
-	for _, t := range s.tools {
+	for _, t := range s.tools() {
 		if !slices.Contains(out, t.Server()) {
 			out = append(out, t.Server())
 		}
@@ -164,7 +196,8 @@ func (s *searchTool) Run(_ context.Context, env *tool.Env, args json.RawMessage)
 // more) and descriptions; an exact name wins outright.
 func (s *searchTool) find(query string) []*Tool {
 	q := strings.ToLower(strings.TrimSpace(query))
-	for _, t := range s.tools {
+	tools := s.tools()
+	for _, t := range tools {
 		if strings.ToLower(t.spec.Name) == q || strings.ToLower(t.remote) == q {
 			return []*Tool{t}
 		}
@@ -181,7 +214,7 @@ func (s *searchTool) find(query string) []*Tool {
 		i     int
 	}
 	var hits []hit
-	for i, t := range s.tools {
+	for i, t := range tools {
 		name := strings.ToLower(t.spec.Name)
 		desc := strings.ToLower(t.spec.Description)
 		score := 0

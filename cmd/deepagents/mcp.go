@@ -167,7 +167,7 @@ func applyMCP(cfg *deepagents.Config, m *mcp.Manager, f mcpFlags) {
 	if len(tools) == 0 {
 		return
 	}
-	b := mcp.Bind(tools, cfg.ContextWindow, f.pins())
+	b := m.Bind(cfg.ContextWindow, f.pins())
 	parentTools := cfg.Tools
 	cfg.Tools = append(cfg.Tools, b.Tools...)
 	if b.Middleware != nil {
