@@ -122,14 +122,17 @@ func (m *Manager) Close() error {
 	var first error
 	for _, c := range m.servers {
 		c.mu.Lock()
-		sess := c.sess
-		c.sess = nil
+		sess, stops := c.sess, c.stops
+		c.sess, c.stops = nil, nil
 		c.closed = true
 		c.mu.Unlock()
 		if sess != nil {
 			if err := sess.Close(); err != nil && first == nil && !errors.Is(err, sdk.ErrConnectionClosed) {
 				first = fmt.Errorf("closing MCP server %s: %w", c.srv.Name, err)
 			}
+		}
+		for _, stop := range stops {
+			stop()
 		}
 	}
 	return first
@@ -195,6 +198,8 @@ type conn struct {
 	reconnects int
 	// reconnectMu lets one call at a time replace a broken session.
 	reconnectMu sync.Mutex
+	// stops end the contexts the sessions were connected with.
+	stops []func()
 }
 
 func (c *conn) fail(err error) {
@@ -267,15 +272,30 @@ func (c *conn) connect(ctx context.Context) (*sdk.ClientSession, error) {
 			go c.relist()
 		},
 	})
-	cctx, cancel := context.WithTimeout(ctx, c.m.opts.ConnectTimeout)
-	defer cancel()
-	sess, err := client.Connect(cctx, tr, nil)
+	// Some transports (SSE) keep using the context they were connected
+	// with for the life of the session, so it must outlive the connect:
+	// the timeout and the caller's cancellation end it only until then.
+	sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	timedOut := make(chan struct{})
+	timer := time.AfterFunc(c.m.opts.ConnectTimeout, func() { close(timedOut); stop() })
+	unhook := context.AfterFunc(ctx, stop)
+	sess, err := client.Connect(sctx, tr, nil)
+	timer.Stop()
+	unhook()
 	if err != nil {
-		if cctx.Err() != nil && ctx.Err() == nil {
-			return nil, fmt.Errorf("no answer within %s (the connect timeout)", c.m.opts.ConnectTimeout)
+		stop()
+		select {
+		case <-timedOut:
+			if ctx.Err() == nil {
+				return nil, fmt.Errorf("no answer within %s (the connect timeout)", c.m.opts.ConnectTimeout)
+			}
+		default:
 		}
 		return nil, fmt.Errorf("cannot connect: %w", err)
 	}
+	c.mu.Lock()
+	c.stops = append(c.stops, stop)
+	c.mu.Unlock()
 	if cmd != nil {
 		c.mu.Lock()
 		c.cmd = cmd

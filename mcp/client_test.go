@@ -391,3 +391,34 @@ func TestToolName(t *testing.T) {
 		t.Errorf("no hash suffix in %q", a)
 	}
 }
+
+// An SSE server (the older HTTP transport) works too.
+func TestSSEServer(t *testing.T) {
+	srv := mcptest.NewServer(mcptest.Options{})
+	hs := httptest.NewServer(sdk.NewSSEHandler(func(*http.Request) *sdk.Server { return srv }, nil))
+	defer hs.Close()
+	m := started(t, []Server{{Name: "old", Config: ServerConfig{Type: "sse", URL: hs.URL}}}, Options{})
+	if res := run(t, toolNamed(t, m, "mcp__old__echo"), `{"text":"over sse"}`); res.Content != "over sse" {
+		t.Fatalf("echo: %+v", res)
+	}
+	m.Close()
+}
+
+// A server that never answers the handshake fails after the connect
+// timeout, with a reason that says so.
+func TestConnectTimeout(t *testing.T) {
+	release := make(chan struct{})
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer hs.Close()
+	defer close(release)
+	m := started(t, []Server{{Name: "mute", Config: ServerConfig{URL: hs.URL}}}, Options{ConnectTimeout: 300 * time.Millisecond})
+	st := m.Statuses()[0]
+	if st.Status != StatusFailed || !strings.Contains(st.Error, "no answer within 300ms (the connect timeout)") {
+		t.Errorf("status %+v", st)
+	}
+}
