@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"slices"
@@ -487,14 +489,35 @@ func (c *conn) reconnect(ctx context.Context, old *sdk.ClientSession) (*sdk.Clie
 
 // isTransportError tells a broken connection from an answer: an error
 // response of the server (a JSON-RPC error), a timeout or the caller's
-// cancellation is not a transport error.
+// cancellation is not a transport error. The SDK reports a request its
+// transport could not send (a refused connection, a session the HTTP server
+// no longer knows) as a JSON-RPC error of its own, which is one.
 func isTransportError(ctx context.Context, err error) bool {
 	if ctx.Err() != nil || errors.Is(err, errTimeout) {
 		return false
 	}
 	var werr *jsonrpc.Error
-	return !errors.As(err, &werr)
+	if !errors.As(err, &werr) {
+		return true
+	}
+	switch werr.Code {
+	case codeServerClosing, codeClientClosing:
+		return true
+	case codeRejected:
+		var ne net.Error
+		var ue *url.Error
+		return errors.As(err, &ne) || errors.As(err, &ue) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+			errors.Is(err, sdk.ErrConnectionClosed) || errors.Is(err, sdk.ErrSessionMissing)
+	}
+	return false
 }
+
+// JSON-RPC error codes the SDK uses for its own transport failures.
+const (
+	codeClientClosing = -32003
+	codeServerClosing = -32004
+	codeRejected      = -32005
+)
 
 // serverDownError is a call to a server that failed.
 type serverDownError struct {

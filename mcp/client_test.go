@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -420,5 +421,57 @@ func TestConnectTimeout(t *testing.T) {
 	st := m.Statuses()[0]
 	if st.Status != StatusFailed || !strings.Contains(st.Error, "no answer within 300ms (the connect timeout)") {
 		t.Errorf("status %+v", st)
+	}
+}
+
+// swappable serves with whichever handler is current.
+type swappable struct {
+	mu sync.Mutex
+	h  http.Handler
+}
+
+func (s *swappable) set(h http.Handler) { s.mu.Lock(); s.h = h; s.mu.Unlock() }
+func (s *swappable) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	h := s.h
+	s.mu.Unlock()
+	h.ServeHTTP(w, r)
+}
+
+func streamable() http.Handler {
+	srv := mcptest.NewServer(mcptest.Options{})
+	return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)
+}
+
+// Over HTTP: a server that forgot the session (it restarted) is
+// reconnected once and the call repeated; a server that is gone fails, and
+// its tools answer at once; a server's own error answer (an unknown tool)
+// is an error result that leaves the session alone.
+func TestHTTPReconnectAndFailure(t *testing.T) {
+	sw := &swappable{h: streamable()}
+	hs := httptest.NewServer(sw)
+	defer hs.Close()
+	m := started(t, []Server{{Name: "web", Config: ServerConfig{URL: hs.URL}}}, Options{})
+	c := m.servers[0]
+	echo := toolNamed(t, m, "mcp__web__echo")
+
+	ghost := &Tool{c: c, remote: "nosuch", spec: echo.spec}
+	if res := run(t, ghost, `{}`); !res.IsError || !strings.Contains(res.Content, `unknown tool "nosuch"`) || c.reconnects != 0 {
+		t.Errorf("unknown tool: %+v, reconnects %d", res, c.reconnects)
+	}
+
+	sw.set(streamable()) // a restarted server knows no sessions
+	if res := run(t, echo, `{"text":"again"}`); res.Content != "again" || c.reconnects != 1 {
+		t.Errorf("after the restart: %+v, reconnects %d", res, c.reconnects)
+	}
+
+	hs.CloseClientConnections()
+	hs.Close()
+	res := run(t, echo, `{"text":"x"}`)
+	if !res.IsError || !strings.Contains(res.Content, "MCP server web is unavailable") || !strings.Contains(res.Content, "connection refused") {
+		t.Errorf("server gone: %+v", res)
+	}
+	if res := run(t, echo, `{"text":"x"}`); !res.IsError || !strings.Contains(res.Content, "unavailable") || c.reconnects != 1 {
+		t.Errorf("the next call: %+v, reconnects %d", res, c.reconnects)
 	}
 }
