@@ -135,7 +135,7 @@ func TestResultsFromARealServer(t *testing.T) {
 	}
 	// The schema is the server's own, the description too.
 	echo := toolNamed(t, m, "mcp__test__echo").Spec()
-	if echo.Description != "Echoes the text back." || !strings.Contains(string(echo.Parameters), `"the text to echo"`) {
+	if echo.Description != "Echoes the text back." || !strings.Contains(string(echo.Parameters), `"the text to echo (<= 1000 characters)"`) {
 		t.Errorf("echo spec %+v", echo)
 	}
 	// Arguments that are not an object are refused before any call.

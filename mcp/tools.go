@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -174,14 +175,32 @@ func (c *conn) wrap(list []*sdk.Tool) []*Tool {
 		}
 		seen[name] = true
 		schema := json.RawMessage(`{"type":"object"}`)
-		if st.InputSchema != nil {
-			if b, err := json.Marshal(st.InputSchema); err == nil && string(b) != "null" {
-				schema = b
-			}
+		if b := schemaJSON(st.InputSchema); b != nil {
+			schema = b
 		}
 		out = append(out, &Tool{c: c, remote: st.Name, spec: llm.ToolSpec{Name: name, Description: st.Description, Parameters: schema}})
 	}
 	return out
+}
+
+// schemaJSON is the server's input schema as JSON, its content unchanged
+// (the SDK hands it over decoded, so keys come back in sorted order); nil
+// when there is none.
+func schemaJSON(v any) json.RawMessage {
+	if v == nil {
+		return nil
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil
+	}
+	b := bytes.TrimSpace(buf.Bytes())
+	if string(b) == "null" {
+		return nil
+	}
+	return b
 }
 
 // Tools returns the tools of every connected server, server by server in

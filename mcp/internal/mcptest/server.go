@@ -28,7 +28,7 @@ type Options struct {
 var PNG = []byte{0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 1, 2, 3}
 
 type textIn struct {
-	Text string `json:"text" jsonschema:"the text to echo"`
+	Text string `json:"text" jsonschema:"the text to echo (<= 1000 characters)"`
 }
 
 type sizeIn struct {
