@@ -91,7 +91,7 @@ func run(t *testing.T, tl tool.Tool, args string) tool.Result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	res, err := tl.Run(ctx, &tool.Env{}, json.RawMessage(args))
+	res, err := tl.Run(ctx, &tool.Env{Capabilities: llm.Capabilities{Images: true}}, json.RawMessage(args))
 	if err != nil {
 		t.Fatalf("%s: Go error %v", tl.Spec().Name, err)
 	}
@@ -137,6 +137,11 @@ func TestResultsFromARealServer(t *testing.T) {
 	echo := toolNamed(t, m, "mcp__test__echo").Spec()
 	if echo.Description != "Echoes the text back." || !strings.Contains(string(echo.Parameters), `"the text to echo (<= 1000 characters)"`) {
 		t.Errorf("echo spec %+v", echo)
+	}
+	// A model that reads no images gets a line naming the image.
+	res, err := toolNamed(t, m, "mcp__test__picture").Run(t.Context(), &tool.Env{}, nil)
+	if err != nil || len(res.Parts) != 0 || res.Content != "a tiny picture\n[image] image/png, 11 bytes (not shown: this model does not read images)" {
+		t.Errorf("picture for a text-only model: %+v, %v", res, err)
 	}
 	// Arguments that are not an object are refused before any call.
 	if res := run(t, toolNamed(t, m, "mcp__test__echo"), `[1,2]`); !res.IsError || !strings.Contains(res.Content, "one JSON object") {
@@ -473,5 +478,30 @@ func TestHTTPReconnectAndFailure(t *testing.T) {
 	}
 	if res := run(t, echo, `{"text":"x"}`); !res.IsError || !strings.Contains(res.Content, "unavailable") || c.reconnects != 1 {
 		t.Errorf("the next call: %+v, reconnects %d", res, c.reconnects)
+	}
+}
+
+// Content kinds the test server does not send, converted directly.
+func TestConvertResult(t *testing.T) {
+	big := make([]byte, MaxImageBytes+1)
+	cases := []struct {
+		name string
+		res  *sdk.CallToolResult
+		want string
+	}{
+		{"audio", &sdk.CallToolResult{Content: []sdk.Content{&sdk.AudioContent{MIMEType: "audio/wav", Data: []byte{1, 2}}}}, "[audio] audio/wav, 2 bytes (not shown)"},
+		{"embedded text", &sdk.CallToolResult{Content: []sdk.Content{&sdk.EmbeddedResource{Resource: &sdk.ResourceContents{URI: "file:///a", Text: "inside"}}}}, "inside"},
+		{"embedded blob", &sdk.CallToolResult{Content: []sdk.Content{&sdk.EmbeddedResource{Resource: &sdk.ResourceContents{URI: "file:///b", Blob: []byte{1}}}}}, "[resource] file:///b"},
+		{"huge image", &sdk.CallToolResult{Content: []sdk.Content{&sdk.ImageContent{MIMEType: "image/png", Data: big}}}, "[image] image/png, 5242881 bytes (not shown: larger than 5242880 bytes)"},
+		{"nothing", &sdk.CallToolResult{}, "(the tool returned no content)"},
+		{"text and structured", &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "t"}}, StructuredContent: map[string]int{"n": 1}}, "t"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := convertResult(tc.res, true)
+			if got.Content != tc.want || len(got.Parts) != 0 {
+				t.Errorf("got %q (%d parts), want %q", got.Content, len(got.Parts), tc.want)
+			}
+		})
 	}
 }

@@ -85,14 +85,19 @@ func (t *Tool) Run(ctx context.Context, env *tool.Env, args json.RawMessage) (to
 		}
 		return tool.Errorf("The MCP tool %s failed: %v", t.spec.Name, err), nil
 	}
-	return convertResult(res), nil
+	return convertResult(res, env != nil && env.Capabilities.Images), nil
 }
+
+// MaxImageBytes caps an image kept from a result; a larger one is named
+// in the text instead.
+const MaxImageBytes = 5 << 20
 
 // convertResult turns a tools/call answer into a tool result: text blocks
 // joined by newlines, images kept as image parts, resource links as
 // "[resource] URI", the structured content's JSON when there is no text, and
-// IsError as an error result.
-func convertResult(res *sdk.CallToolResult) tool.Result {
+// IsError as an error result. Images reach only a model that reads them
+// (images), and only up to MaxImageBytes; otherwise a line names them.
+func convertResult(res *sdk.CallToolResult, images bool) tool.Result {
 	var parts []llm.Part
 	hasText, hasImage := false, false
 	addText := func(s string) {
@@ -107,8 +112,15 @@ func convertResult(res *sdk.CallToolResult) tool.Result {
 		case *sdk.TextContent:
 			addText(v.Text)
 		case *sdk.ImageContent:
-			hasImage = true
-			parts = append(parts, llm.ImagePart(v.MIMEType, v.Data))
+			switch {
+			case !images:
+				addText(fmt.Sprintf("[image] %s, %d bytes (not shown: this model does not read images)", v.MIMEType, len(v.Data)))
+			case len(v.Data) > MaxImageBytes:
+				addText(fmt.Sprintf("[image] %s, %d bytes (not shown: larger than %d bytes)", v.MIMEType, len(v.Data), MaxImageBytes))
+			default:
+				hasImage = true
+				parts = append(parts, llm.ImagePart(v.MIMEType, v.Data))
+			}
 		case *sdk.AudioContent:
 			// Messages carry no audio: the model learns that there was some.
 			addText(fmt.Sprintf("[audio] %s, %d bytes (not shown)", v.MIMEType, len(v.Data)))
