@@ -141,3 +141,28 @@ func TestRunCallsAnMCPTool(t *testing.T) {
 		t.Errorf("exit %d, out %q, stderr %s", code, out, errs)
 	}
 }
+
+// On a terminal the user is asked, with what each project server runs; a
+// yes starts them and is remembered, a no skips them.
+func TestMCPTrustAskedOnTheTerminal(t *testing.T) {
+	project, home := runEnv(t, nil)
+	writeMCPFile(t, filepath.Join(project, ".deepagents", ".mcp.json"), `{"mcpServers":{"tool":{"command":"./bin/tool","args":["--fast"]}}}`)
+	var asked []string
+	no := func(q string) bool { asked = append(asked, q); return false }
+	var errb bytes.Buffer
+	start, untrusted, err := loadMCP(mcpFlags{}, project, home, no, &errb)
+	if err != nil || len(start) != 0 || len(untrusted) != 1 {
+		t.Fatalf("after no: %v, %d started, %d untrusted", err, len(start), len(untrusted))
+	}
+	if len(asked) != 1 || !strings.Contains(asked[0], "tool: runs ./bin/tool --fast") || !strings.HasSuffix(asked[0], "[y/N] ") {
+		t.Errorf("question %q", asked)
+	}
+	yes := func(string) bool { return true }
+	if start, _, err := loadMCP(mcpFlags{}, project, home, yes, &errb); err != nil || len(start) != 1 {
+		t.Fatalf("after yes: %v, %d started", err, len(start))
+	}
+	never := func(string) bool { t.Error("asked again after a remembered yes"); return false }
+	if start, _, err := loadMCP(mcpFlags{}, project, home, never, &errb); err != nil || len(start) != 1 {
+		t.Errorf("remembered: %v, %d started", err, len(start))
+	}
+}
