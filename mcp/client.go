@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -202,6 +203,50 @@ type conn struct {
 	reconnectMu sync.Mutex
 	// stops end the contexts the sessions were connected with.
 	stops []func()
+	// tail keeps the end of a stdio server's stderr, for failure reasons.
+	tail *tailBuffer
+}
+
+// stderrTail is how much of a stdio server's stderr is kept.
+const stderrTail = 2048
+
+// stderrNote is the end of the server's stderr as a note for an error, or
+// "" when it wrote nothing.
+func (c *conn) stderrNote() string {
+	c.mu.Lock()
+	t := c.tail
+	c.mu.Unlock()
+	if t == nil {
+		return ""
+	}
+	text := strings.TrimSpace(t.String())
+	if text == "" {
+		return ""
+	}
+	return "; its stderr ends with: " + text
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, p...)
+	if over := len(b.buf) - b.max; over > 0 {
+		b.buf = append(b.buf[:0], b.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (b *tailBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return strings.ToValidUTF8(string(b.buf), "")
 }
 
 func (c *conn) fail(err error) {
@@ -266,7 +311,18 @@ func (c *conn) connect(ctx context.Context) (*sdk.ClientSession, error) {
 			return nil, err
 		}
 	} else {
-		tr, cmd = transportFor(cfg, c.m.opts.Stderr)
+		var errw io.Writer
+		if cfg.Kind() == KindStdio {
+			tail := &tailBuffer{max: stderrTail} // this process's own
+			c.mu.Lock()
+			c.tail = tail
+			c.mu.Unlock()
+			errw = tail
+			if c.m.opts.Stderr != nil {
+				errw = io.MultiWriter(c.m.opts.Stderr, tail)
+			}
+		}
+		tr, cmd = transportFor(cfg, errw)
 	}
 	client := sdk.NewClient(&sdk.Implementation{Name: "deepagents", Version: "1"}, &sdk.ClientOptions{
 		Capabilities: &sdk.ClientCapabilities{},
@@ -293,7 +349,7 @@ func (c *conn) connect(ctx context.Context) (*sdk.ClientSession, error) {
 			}
 		default:
 		}
-		return nil, fmt.Errorf("cannot connect: %w", err)
+		return nil, fmt.Errorf("cannot connect: %w%s", err, c.stderrNote())
 	}
 	c.mu.Lock()
 	c.stops = append(c.stops, stop)

@@ -505,3 +505,13 @@ func TestConvertResult(t *testing.T) {
 		})
 	}
 }
+
+// A stdio server that dies at start is failed with the end of what it
+// wrote on stderr, so the user sees why.
+func TestStdioServerThatDiesAtStart(t *testing.T) {
+	m := started(t, []Server{{Name: "dies", Config: ServerConfig{Command: serverBin, Args: []string{"-fail", "missing API token FOO"}}}}, Options{})
+	st := m.Statuses()[0]
+	if st.Status != StatusFailed || !strings.Contains(st.Error, "its stderr ends with: missing API token FOO") {
+		t.Errorf("status %+v", st)
+	}
+}

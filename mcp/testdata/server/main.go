@@ -16,7 +16,12 @@ import (
 func main() {
 	extra := flag.Int("extra", 0, "extra tools")
 	page := flag.Int("page", 0, "tools/list page size")
+	fail := flag.String("fail", "", "write this on stderr and exit 1 at once")
 	flag.Parse()
+	if *fail != "" {
+		fmt.Fprintln(os.Stderr, *fail)
+		os.Exit(1)
+	}
 	s := mcptest.NewServer(mcptest.Options{Extra: *extra, PageSize: *page, OnHang: func() {
 		fmt.Fprintln(os.Stderr, "hang started")
 	}})
