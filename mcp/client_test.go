@@ -515,3 +515,13 @@ func TestStdioServerThatDiesAtStart(t *testing.T) {
 		t.Errorf("status %+v", st)
 	}
 }
+
+func TestTailBufferKeepsTheEnd(t *testing.T) {
+	b := &tailBuffer{max: 8}
+	for _, w := range []string{"abc", "defgh", "ijklmnop", "qr"} {
+		b.Write([]byte(w))
+	}
+	if got := b.String(); got != "klmnopqr" {
+		t.Errorf("tail %q, want %q", got, "klmnopqr")
+	}
+}
