@@ -197,6 +197,9 @@ func New(cfg Config) (*agent.Agent, error) {
 			specs[i].Middleware = append(slices.Clone(specs[i].Middleware), m)
 		}
 	}
+	if specs, err = narrowMCP(specs, cfg.Tools); err != nil {
+		return nil, err
+	}
 	task, err := subagent.NewTask(subagent.Config{
 		Subagents:      specs,
 		Model:          cfg.Model,
@@ -230,6 +233,34 @@ func New(cfg Config) (*agent.Agent, error) {
 		MaxSteps: cfg.MaxSteps, MaxParallel: cfg.MaxParallel, Backend: cfg.Backend, Response: rf, Stream: cfg.Stream,
 		Reasoning: cfg.Reasoning, InterruptOn: cfg.InterruptOn, ContextWindow: cfg.ContextWindow,
 	})
+}
+
+// narrowMCP gives each subagent whose spec names MCP servers only those
+// servers' tools among its own (or the parent's): a tool that says which
+// servers it serves is kept when the spec names all of them.
+// specs is New's own copy and is changed in place.
+func narrowMCP(specs []subagent.Spec, parent []tool.Tool) ([]subagent.Spec, error) {
+	for i, s := range specs {
+		if s.MCPServers == nil {
+			continue
+		}
+		if s.Mode == subagent.Fork {
+			return nil, &ConfigError{Subagent: s.Name, Msg: fmt.Sprintf("SubAgent '%s': MCPServers cannot be set on a fork, which runs with its parent's exact tools", s.Name)}
+		}
+		own := s.Tools
+		if own == nil {
+			own = parent
+		}
+		kept := []tool.Tool{}
+		for _, t := range own {
+			if m, ok := t.(interface{ MCPServers() []string }); ok && slices.ContainsFunc(m.MCPServers(), func(n string) bool { return !slices.Contains(s.MCPServers, n) }) {
+				continue
+			}
+			kept = append(kept, t)
+		}
+		specs[i].Tools = kept
+	}
+	return specs, nil
 }
 
 // WithGeneralPurpose returns specs with the default general-purpose subagent

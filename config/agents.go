@@ -63,6 +63,8 @@ import (
 //	context_window   the subagent's model's context window in tokens, over
 //	                 the built-in number for its model (or for a model
 //	                 without one); absent: its model's known window
+//	mcpServers       the MCP servers whose tools the subagent gets from its
+//	                 parent (a list, like tools); absent: all of them
 //
 // Any other key is an error.
 type AgentFile struct {
@@ -98,6 +100,9 @@ type AgentFile struct {
 	// ContextWindow is 0 when not set: the window known for the
 	// subagent's model applies (Config.Profile).
 	ContextWindow int
+	// MCPServers (key mcpServers) narrows the parent's MCP tools to those
+	// of the named servers; nil when not set (all of them).
+	MCPServers []string
 	// Prompt is the body after the front matter, without the blank lines
 	// around it; it may be empty.
 	Prompt string
@@ -126,6 +131,7 @@ func (a AgentFile) Spec() subagent.Spec {
 		s.Reasoning = &r
 	}
 	s.InterruptOn = cloneApprovals(a.InterruptOn)
+	s.MCPServers = slices.Clone(a.MCPServers)
 	return s
 }
 
@@ -224,7 +230,7 @@ func pathErrText(err error) string {
 	return err.Error()
 }
 
-var agentKeys = []string{"name", "description", "mode", "tools", "model", "response_format", "max_steps", "timeout", "reasoning", "interrupt_on", "context_window"}
+var agentKeys = []string{"name", "description", "mode", "tools", "model", "response_format", "max_steps", "timeout", "reasoning", "interrupt_on", "context_window", "mcpServers"}
 
 var agentModes = []string{string(subagent.Isolated), string(subagent.Fork), string(subagent.Handoff)}
 
@@ -378,6 +384,8 @@ func parseAgent(p *problems, path string, data []byte) (a AgentFile, nameLine in
 				a.Reasoning = yamlReasoning(p, v, vl, at)
 			case "interrupt_on":
 				a.InterruptOn = yamlInterruptOn(p, v, vl, at)
+			case "mcpServers":
+				a.MCPServers = yamlServerNames(p, v, vl, at)
 			case "context_window":
 				if n := yamlPositiveInt(p, key, v, vl); n > maxWindow {
 					p.add(vl, "context_window is too large: %d tokens", n)
@@ -570,6 +578,42 @@ func positiveDuration(p *problems, key, text string, line int) time.Duration {
 		return 0
 	}
 	return d
+}
+
+// yamlServerNames reads mcpServers: a list of MCP server names (letters,
+// digits, '_', '-' and '.'), or one comma-separated string.
+func yamlServerNames(p *problems, v *yaml.Node, line int, at func(*yaml.Node) int) []string {
+	var names []string
+	add := func(s string, l int) {
+		s = strings.TrimSpace(s)
+		switch {
+		case s == "" || strings.ContainsFunc(s, func(r rune) bool {
+			return !(r == '_' || r == '-' || r == '.' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
+		}):
+			p.add(l, `mcpServers: %q is not a server name (letters, digits, "_", "-" and ".")`, s)
+		case !slices.Contains(names, s):
+			names = append(names, s)
+		}
+	}
+	switch {
+	case v.Kind == yaml.SequenceNode:
+		names = []string{}
+		for _, en := range v.Content {
+			if e := deref(en); e.Kind == yaml.ScalarNode && e.ShortTag() == "!!str" {
+				add(e.Value, at(en))
+			} else {
+				p.add(at(en), "mcpServers items must be server names, got %s", describe(e))
+			}
+		}
+	case v.Kind == yaml.ScalarNode && v.ShortTag() == "!!str":
+		names = []string{}
+		for _, s := range strings.Split(v.Value, ",") {
+			add(s, line)
+		}
+	default:
+		p.add(line, "mcpServers must be a list of MCP server names, got %s", describe(v))
+	}
+	return names
 }
 
 func yamlTools(p *problems, v *yaml.Node, line int, at func(*yaml.Node) int) ([]string, []int) {

@@ -54,6 +54,11 @@ type Spec struct {
 	// tools are not added, nor the tools of shared middleware such as
 	// write_todos (agent files that name the tools they allow).
 	ExactTools bool
+	// MCPServers, when set, narrows the MCP tools the subagent gets from
+	// its parent to those of the named servers (tools that name their
+	// servers through an MCPServers() []string method). Nil: all of them.
+	// A fork cannot narrow: it runs with its parent's exact tools.
+	MCPServers []string
 	// Model answers the subagent; nil means the parent's model.
 	Model llm.Model
 	// Reasoning asks the subagent's model to think first; nil inherits the

@@ -53,6 +53,8 @@ type runFlags struct {
 	// confirm asks the user a yes/no question on the terminal; nil when
 	// there is no terminal to ask on.
 	confirm func(question string) bool
+	// mcp are the MCP flags (cmd/deepagents/mcp.go).
+	mcp mcpFlags
 }
 
 // errInterrupted is the cause of a run stopped by Ctrl-C, so that the user
@@ -130,6 +132,7 @@ func agentFlags(fs *flag.FlagSet, f *runFlags) {
 	fs.StringVar(&f.reasoning, "reasoning", "", "how much the model thinks before it answers: low | medium | high, or N thinking tokens (default from the config, else the model's own)")
 	fs.StringVar(&f.threadDir, "thread-dir", "", "where the thread's transcript is saved (default ~/.deepagents/threads)")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress or notices on stderr (warnings and the notice of a non-default endpoint are still shown)")
+	addMCPFlags(fs, &f.mcp)
 	fs.BoolVar(&f.trustProject, "trust-project", false, "trust the project's deepagents.toml to set where requests, API keys and conversations go (base_url, api_key_env, headers, a PostgreSQL db); remembered for the file as it is now")
 }
 

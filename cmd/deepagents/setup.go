@@ -177,6 +177,14 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 		}
 	}
 
+	mcps, err := startMCP(ctx, f.mcp, cwd, home, f.confirm, stderr)
+	if err != nil {
+		return nil, err
+	}
+	if mcps != nil {
+		s.closers = append(s.closers, mcps.Close)
+	}
+
 	if s.db, err = chooseDatabase(f.db, f.set["db"], cfg, cwd, home); err != nil {
 		return nil, err
 	}
@@ -194,6 +202,7 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 		// against each model's window.
 		Todos: true, ContextWindow: s.contextWindow,
 	}
+	applyMCP(&s.config, mcps, f.mcp)
 	a, err := deepagents.New(s.config)
 	if err != nil {
 		return nil, err
