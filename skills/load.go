@@ -15,6 +15,7 @@ import (
 	"sync"
 
 	"github.com/deepagents-go/deepagents/internal/safefile"
+	"github.com/deepagents-go/deepagents/vfs"
 )
 
 // Source is a directory whose sub-directories holding a SKILL.md are
@@ -151,13 +152,18 @@ func (l *Loader) FS() *FS {
 	return l.fs
 }
 
-// NewLoader returns a loader of sources; prefix is where the agent reads
-// the skills (DefaultPrefix when empty).
-func NewLoader(prefix string, sources ...Source) *Loader {
+// NewLoader returns a loader of sources; prefix is the directory where the
+// agent reads the skills (DefaultPrefix when empty). It fails on a prefix
+// that is not an absolute directory path below the root.
+func NewLoader(prefix string, sources ...Source) (*Loader, error) {
 	if prefix == "" {
 		prefix = DefaultPrefix
 	}
-	return &Loader{prefix: prefix, sources: slices.Clone(sources)}
+	p, err := vfs.Clean(prefix)
+	if err != nil || p == "/" || !strings.HasPrefix(prefix, "/") {
+		return nil, fmt.Errorf("skills: the prefix %q is not a directory below the root, such as %s", prefix, DefaultPrefix)
+	}
+	return &Loader{prefix: p + "/", sources: slices.Clone(sources)}, nil
 }
 
 // Prefix is where the agent reads the skills.

@@ -12,6 +12,7 @@ import (
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/tool"
+	"github.com/deepagents-go/deepagents/vfs"
 )
 
 // StateName is the run-state value in which the middleware remembers which
@@ -55,10 +56,15 @@ type Config struct {
 //
 // Every tool call except those that run agents (task) sees the skill
 // folders read-only under the prefix, over whatever backend the agent has.
-func Middleware(cfg Config) agent.Middleware {
+//
+// It fails only on an invalid Prefix.
+func Middleware(cfg Config) (agent.Middleware, error) {
 	l := cfg.Loader
 	if l == nil {
-		l = NewLoader(cfg.Prefix, cfg.Sources...)
+		var err error
+		if l, err = NewLoader(cfg.Prefix, cfg.Sources...); err != nil {
+			return agent.Middleware{}, err
+		}
 	}
 	m := &mw{l: l, window: cfg.Window}
 	if cfg.Only != nil {
@@ -70,7 +76,7 @@ func Middleware(cfg Config) agent.Middleware {
 	if !cfg.NoMount {
 		out.WrapTool = m.wrapTool
 	}
-	return out
+	return out, nil
 }
 
 type mw struct {
@@ -208,8 +214,12 @@ func usage(msgs []llm.Message, prefix string) (turn int, last map[string]int) {
 func (m *mw) wrapTool(ctx context.Context, call *agent.ToolCall, next agent.ToolFunc) (tool.Result, error) {
 	if call.Env != nil && call.Env.Files != nil {
 		if _, nested := call.Tool.(agent.Nested); !nested {
+			files, err := vfs.NewComposite(call.Env.Files, vfs.Route{Prefix: m.l.prefix, Backend: m.l.FS(), ReadOnly: true})
+			if err != nil {
+				return tool.Result{}, err
+			}
 			env := *call.Env
-			env.Files = mount(env.Files, m.l.prefix, m.l.FS())
+			env.Files = files
 			c := *call
 			c.Env = &env
 			return next(ctx, &c)

@@ -32,6 +32,27 @@ func newAgent(t *testing.T, m llm.Model, mw agent.Middleware, backend vfs.Backen
 	return a
 }
 
+func mustMW(t *testing.T, cfg skills.Config) agent.Middleware {
+	t.Helper()
+	mw, err := skills.Middleware(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mw
+}
+
+func TestMiddlewareRefusesABadPrefix(t *testing.T) {
+	for _, p := range []string{"/", "rel/", "/a/../..", "~/x"} {
+		if _, err := skills.Middleware(skills.Config{Prefix: p}); err == nil {
+			t.Errorf("prefix %q accepted", p)
+		}
+	}
+	l, err := skills.NewLoader("/tools//skills")
+	if err != nil || l.Prefix() != "/tools/skills/" {
+		t.Fatalf("prefix %q (%v)", l.Prefix(), err)
+	}
+}
+
 func toolResults(res *agent.Result) []string {
 	var out []string
 	for _, m := range res.State.Messages {
@@ -60,7 +81,7 @@ func TestAgentReadsASkillAtItsListedPath(t *testing.T) {
 		}},
 		{Content: "done"},
 	}}}, scripted.Options{})
-	a := newAgent(t, m, skills.Middleware(skills.Config{Sources: []skills.Source{{Label: "user", Dir: dir}}}), nil)
+	a := newAgent(t, m, mustMW(t, skills.Config{Sources: []skills.Source{{Label: "user", Dir: dir}}}), nil)
 	res, err := a.Invoke(t.Context(), agent.Prompt("fill the form"))
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +116,7 @@ func TestListingIsStableAcrossRunsAndSeesNewSkills(t *testing.T) {
 		{ToolCalls: []scripted.StepCall{call("read_file", `{"file_path":"/skills/pdf/SKILL.md"}`)}},
 		{Content: "one"}, {Content: "two"}, {Content: "three"},
 	}}}, scripted.Options{})
-	a := newAgent(t, m, skills.Middleware(skills.Config{Sources: []skills.Source{{Label: "user", Dir: dir}}}), nil)
+	a := newAgent(t, m, mustMW(t, skills.Config{Sources: []skills.Source{{Label: "user", Dir: dir}}}), nil)
 	saver := checkpoint.NewMemory(0)
 	for _, p := range []string{"first", "second"} {
 		if _, err := a.Invoke(t.Context(), agent.Prompt(p), agent.WithCheckpoints(saver, "th")); err != nil {
@@ -131,7 +152,7 @@ func TestLargeSetKeepsToTheBudgetAndSaysWhatItCut(t *testing.T) {
 		{ToolCalls: []scripted.StepCall{call("ls", `{"path":"/"}`)}},
 		{Content: "done"},
 	}}}, scripted.Options{})
-	a := newAgent(t, m, skills.Middleware(skills.Config{Sources: []skills.Source{{Label: "user", Dir: dir}}, Window: 200_000}), nil)
+	a := newAgent(t, m, mustMW(t, skills.Config{Sources: []skills.Source{{Label: "user", Dir: dir}}, Window: 200_000}), nil)
 	var warns []*agent.WarningInfo
 	_, err := agent.Drain(a.Run(t.Context(), agent.Prompt("go")), func(ev agent.Event) {
 		if ev.Type == agent.Warning {
@@ -176,7 +197,7 @@ func TestLoadWarningsAreReportedOncePerRun(t *testing.T) {
 		{ToolCalls: []scripted.StepCall{call("ls", `{"path":"/"}`)}},
 		{Content: "done"}, {Content: "again"},
 	}}}, scripted.Options{})
-	a := newAgent(t, m, skills.Middleware(skills.Config{Sources: []skills.Source{{Label: "user", Dir: dir}}}), nil)
+	a := newAgent(t, m, mustMW(t, skills.Config{Sources: []skills.Source{{Label: "user", Dir: dir}}}), nil)
 	saver := checkpoint.NewMemory(0)
 	count := 0
 	for _, p := range []string{"one", "two"} {
@@ -212,7 +233,7 @@ func TestOnlyListsTheNamedSkills(t *testing.T) {
 		{ToolCalls: []scripted.StepCall{call("read_file", `{"file_path":"/skills/pdf/SKILL.md"}`)}},
 		{Content: "done"},
 	}}}, scripted.Options{})
-	a := newAgent(t, m, skills.Middleware(skills.Config{Sources: []skills.Source{{Label: "user", Dir: dir}}, Only: []string{"csv", "xls"}}), nil)
+	a := newAgent(t, m, mustMW(t, skills.Config{Sources: []skills.Source{{Label: "user", Dir: dir}}, Only: []string{"csv", "xls"}}), nil)
 	res, err := a.Invoke(t.Context(), agent.Prompt("go"))
 	if err != nil {
 		t.Fatal(err)

@@ -141,7 +141,10 @@ func TestLoadRefusesAnOversizedSkillFile(t *testing.T) {
 func TestLoaderRereadsOnlyOnChange(t *testing.T) {
 	dir := t.TempDir()
 	writeSkill(t, dir, "a", "name: a\ndescription: first")
-	l := skills.NewLoader("/sk/", skills.Source{Label: "user", Dir: dir})
+	l, err := skills.NewLoader("/sk/", skills.Source{Label: "user", Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
 	one := l.Current()
 	if two := l.Current(); two != one {
 		t.Fatal("an unchanged source was read again")
