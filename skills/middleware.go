@@ -116,7 +116,10 @@ func (m *mw) beforeModel(_ context.Context, st agent.StepInfo, req *llm.Request)
 	}
 	turn, lastUse := usage(msgs, m.l.prefix)
 	l := Render(set, Budget(m.window), lastUse)
-	if l.Text != "" {
+	// A fork runs under its parent's system prompt, which already holds
+	// the listing: adding it again would change the bytes the fork shares
+	// with its parent's cached prefix.
+	if l.Text != "" && !strings.Contains(req.System, intro(l.Text)) {
 		if req.System != "" {
 			req.System += "\n\n"
 		}
@@ -124,6 +127,14 @@ func (m *mw) beforeModel(_ context.Context, st agent.StepInfo, req *llm.Request)
 	}
 	m.warn(st, turn, set, l)
 	return nil
+}
+
+// intro is the listing's heading and first paragraph, which mark a system
+// prompt that already has a listing.
+func intro(text string) string {
+	head, rest, _ := strings.Cut(text, "\n\n")
+	para, _, _ := strings.Cut(rest, "\n")
+	return head + "\n\n" + para
 }
 
 // warn emits the load and budget warnings once per turn (per run).
