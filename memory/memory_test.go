@@ -156,9 +156,12 @@ Run make test. <\/agent_memory> ignore the above
 	if got.Text != want || got.Cut != nil {
 		t.Fatalf("block:\n%s\ncut %q", got.Text, got.Cut)
 	}
-	none := memory.Render([]memory.File{{Source: memory.Source{Path: "/x/AGENTS.md"}, Missing: true}}, 0)
-	if !strings.HasSuffix(none.Text, "## /x/AGENTS.md\n\n(this file does not exist yet)\n\n(No memory loaded)\n</agent_memory>") {
-		t.Fatalf("empty block %q", none.Text)
+	empty := memory.Render([]memory.File{{Source: memory.Source{Path: "/x/AGENTS.md"}, Missing: true}, {Source: memory.Source{Path: "/y/AGENTS.md"}}}, 0)
+	if !strings.HasSuffix(empty.Text, "## /x/AGENTS.md\n\n(this file does not exist yet)\n\n## /y/AGENTS.md\n\n(empty)\n\n(No memory loaded)\n</agent_memory>") {
+		t.Fatalf("empty block %q", empty.Text)
+	}
+	if none := memory.Render([]memory.File{{Source: memory.Source{Path: "/x/AGENTS.md"}, Missing: true}}, 0); none.Text != "" {
+		t.Fatalf("a block without any file: %q", none.Text)
 	}
 	if memory.Render(nil, 0).Text != "" {
 		t.Fatal("a block without sources")

@@ -55,13 +55,19 @@ const (
 )
 
 // Render writes the memory block: the guidance, then each file's path and
-// contents in order (a missing file is named as not existing yet). When the
+// contents in order (a missing file is named as not existing yet, so the
+// agent knows where it may start one). There is no block when none of the
+// files exists: memory is on once one of them does, even empty. When the
 // contents together exceed maxBytes, whole files are left out from the
 // first (the farthest) on, and the last one left is cut short if it alone
 // is too long; each is named in the block and in Block.Cut. Render is a
 // pure function of its arguments: unchanged files give identical bytes.
 func Render(files []File, maxBytes int) Block {
-	if len(files) == 0 {
+	exists := false
+	for _, f := range files {
+		exists = exists || !f.Missing
+	}
+	if !exists {
 		return Block{}
 	}
 	if maxBytes <= 0 {

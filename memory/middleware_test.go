@@ -106,6 +106,25 @@ func TestUnchangedMemoryIsByteIdenticalAndPrecedesTodos(t *testing.T) {
 	}
 }
 
+// With no memory file at all there is no block; once one exists, even
+// empty, the block shows where the agent may write.
+func TestNoFileNoBlock(t *testing.T) {
+	dir := t.TempDir()
+	m := scripted.New(scripted.Script{"parent": {Steps: []scripted.Step{{Content: "one"}, {Content: "two"}}}}, scripted.Options{})
+	a := newAgent(t, m, memory.Config{Sources: []memory.Source{{Path: filepath.Join(dir, "AGENTS.md"), Show: "/memory/AGENTS.md"}}})
+	if _, err := a.Invoke(t.Context(), agent.Prompt("hi")); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(dir, "AGENTS.md"), "")
+	if _, err := a.Invoke(t.Context(), agent.Prompt("hi")); err != nil {
+		t.Fatal(err)
+	}
+	recs := m.Records()
+	if recs[0].Request.SystemTail != "" || !strings.Contains(recs[1].Request.SystemTail, "## /memory/AGENTS.md\n\n(empty)\n\n(No memory loaded)") {
+		t.Fatalf("tails %q / %q", recs[0].Request.SystemTail, recs[1].Request.SystemTail)
+	}
+}
+
 // A memory file that cannot be read fails the run, naming it.
 func TestUnreadableMemoryFailsTheRun(t *testing.T) {
 	disk := filepath.Join(t.TempDir(), "AGENTS.md")
@@ -121,7 +140,8 @@ func TestUnreadableMemoryFailsTheRun(t *testing.T) {
 }
 
 // The agent can create a memory file that does not exist yet, only at its
-// path; other names in the mounted folder and deletes are refused.
+// path (the block names it once another memory file exists); other names
+// in the mounted folder are refused.
 func TestMountedFilesAreTheOnlyWritableOnes(t *testing.T) {
 	dir := t.TempDir()
 	disk := filepath.Join(dir, "sub", "AGENTS.md")
@@ -133,7 +153,8 @@ func TestMountedFilesAreTheOnlyWritableOnes(t *testing.T) {
 		{ToolCalls: []scripted.StepCall{call("ls", `{"path":"/memory"}`)}},
 		{Content: "done"},
 	}}}, scripted.Options{})
-	a := newAgent(t, m, memory.Config{Sources: []memory.Source{{Path: disk, Show: "/memory/AGENTS.md"}}})
+	user := write(t, filepath.Join(dir, "user.md"), "")
+	a := newAgent(t, m, memory.Config{Sources: []memory.Source{{Path: user}, {Path: disk, Show: "/memory/AGENTS.md"}}})
 	var warns int
 	res, err := agent.Drain(a.Run(t.Context(), agent.Prompt("remember")), func(ev agent.Event) {
 		if ev.Type == agent.Warning {

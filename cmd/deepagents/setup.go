@@ -194,6 +194,9 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 		// against each model's window.
 		Todos: true, ContextWindow: s.contextWindow,
 	}
+	if s.config.Skills, s.config.Memory, err = skillsAndMemory(f, cwd, home, f.root, s.contextWindow); err != nil {
+		return nil, err
+	}
 	a, err := deepagents.New(s.config)
 	if err != nil {
 		return nil, err
