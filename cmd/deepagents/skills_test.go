@@ -172,3 +172,32 @@ func TestSkillSources(t *testing.T) {
 		t.Fatalf("%d sources without the flag", n)
 	}
 }
+
+// An agent file's skills key gives that subagent those skills only; the
+// agent lists them all.
+func TestRunAgentFileSkills(t *testing.T) {
+	srv := ot.NewServer(t, func(r *ot.Request) ot.Reply {
+		if r.HasTool("task") {
+			if r.Round() == 0 {
+				return ot.Tools(ot.Call{ID: "t1", Name: "task", Args: `{"description":"fill the form","subagent_type":"filler"}`})
+			}
+			return ot.Text("done")
+		}
+		return ot.Text("filled")
+	})
+	project, home := runEnv(t, srv)
+	skillFile(t, filepath.Join(home, ".deepagents", "skills"), "pdf", "pdf forms")
+	skillFile(t, filepath.Join(home, ".deepagents", "skills"), "csv", "csv files")
+	writeFileAt(t, filepath.Join(project, ".deepagents", "agents", "filler.md"), "---\ndescription: Fills forms.\nskills: [pdf]\n---\nYou fill forms.\n")
+	if code, _, errs := runCLI(t, "run", "-p", "go", "--model", "openai:gpt-test"); code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	reqs := srv.Requests()
+	parent, child := reqs[0].System(), reqs[1].System()
+	if !strings.Contains(parent, "- csv: csv files") || !strings.Contains(parent, "- pdf: pdf forms") {
+		t.Fatalf("parent:\n%s", parent)
+	}
+	if !strings.HasPrefix(child, "You fill forms.\n\n## Skills") || !strings.Contains(child, "- pdf: pdf forms") || strings.Contains(child, "csv") {
+		t.Fatalf("child:\n%s", child)
+	}
+}
