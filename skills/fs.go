@@ -11,7 +11,8 @@ import (
 	"github.com/deepagents-go/deepagents/vfs/osfs"
 )
 
-// FS is a read-only vfs.Backend of the loader's current skills: the file
+// FS is a read-only vfs.Backend of the loader's skills as last loaded (the
+// middleware checks the sources before each model call): the file
 // REST of skill NAME is at /NAME/REST, served from the skill's folder on
 // disk (confined to it, symbolic links included, as package osfs does).
 // Mount it at the loader's prefix (the middleware does so for every tool
@@ -21,6 +22,7 @@ type FS struct {
 	l *Loader
 
 	mu    sync.Mutex
+	seen  *Set                // the set roots were opened for
 	roots map[string]*osfs.FS // by skill folder
 }
 
@@ -51,12 +53,19 @@ func (f *FS) split(path string) (name string, root *osfs.FS, inner string, err e
 		return "", nil, "/", nil
 	}
 	name, rest, _ := strings.Cut(p[1:], "/")
-	sk, ok := f.l.Current().Lookup(name)
+	set := f.l.last()
+	sk, ok := set.Lookup(name)
 	if !ok {
 		return name, nil, "", fmt.Errorf("%s: there is no skill %q: %w", path, name, vfs.ErrNotFound)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if set != f.seen {
+		// The skills were read again: a folder may have been replaced,
+		// so open each one afresh. The old handles are not closed here,
+		// since a call of another agent may still be using one.
+		f.seen, f.roots = set, map[string]*osfs.FS{}
+	}
 	root = f.roots[sk.Dir]
 	if root == nil {
 		if root, err = osfs.New(sk.Dir, osfs.NoSweep(), osfs.MaxFileBytes(MaxFileSize)); err != nil {
@@ -107,7 +116,7 @@ func (f *FS) List(ctx context.Context, dir string) ([]vfs.Entry, error) {
 		return nil, err
 	}
 	if name == "" {
-		set := f.l.Current()
+		set := f.l.last()
 		out := make([]vfs.Entry, 0, len(set.Skills))
 		for _, s := range set.Skills {
 			out = append(out, vfs.Entry{Path: "/" + s.Name, IsDir: true})
@@ -137,7 +146,7 @@ func (f *FS) Walk(ctx context.Context, dir string) iter.Seq2[vfs.Entry, error] {
 			}
 			return
 		}
-		for _, s := range f.l.Current().Skills {
+		for _, s := range f.l.last().Skills {
 			for e, err := range f.Walk(ctx, "/"+s.Name) {
 				if !yield(e, err) {
 					return

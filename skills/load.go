@@ -182,6 +182,20 @@ func (l *Loader) Current() *Set {
 	return l.set
 }
 
+// last returns the set of the latest Current call without checking the
+// sources again (Current when there is none yet): the backend uses it for
+// every file operation, and the middleware refreshes the set before each
+// model call.
+func (l *Loader) last() *Set {
+	l.mu.Lock()
+	set := l.set
+	l.mu.Unlock()
+	if set == nil {
+		return l.Current()
+	}
+	return set
+}
+
 // fingerprint hashes what decides a load: for each source, whether it
 // exists and its entries; for each entry, its SKILL.md's size and
 // modification time.

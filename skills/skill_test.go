@@ -161,3 +161,30 @@ func TestLoaderRereadsOnlyOnChange(t *testing.T) {
 		t.Fatalf("a new skill was not seen: %+v", s.Skills)
 	}
 }
+
+// A skill folder replaced on disk is served afresh once the loader has
+// read the sources again.
+func TestFSFollowsAReplacedFolder(t *testing.T) {
+	dir := t.TempDir()
+	writeSkill(t, dir, "a", "name: a\ndescription: first")
+	l, err := skills.NewLoader("", skills.Source{Label: "user", Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Current()
+	fs := l.FS()
+	if s, err := fs.Read(t.Context(), "/a/SKILL.md"); err != nil || !strings.Contains(s, "first") {
+		t.Fatalf("%q %v", s, err)
+	}
+	if err := os.RemoveAll(filepath.Join(dir, "a")); err != nil {
+		t.Fatal(err)
+	}
+	writeSkill(t, dir, "a", "name: a\ndescription: second one")
+	l.Current()
+	if s, err := fs.Read(t.Context(), "/a/SKILL.md"); err != nil || !strings.Contains(s, "second one") {
+		t.Fatalf("%q %v", s, err)
+	}
+	if _, err := fs.Read(t.Context(), "/b/SKILL.md"); err == nil {
+		t.Fatal("a skill that does not exist was read")
+	}
+}
