@@ -25,7 +25,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/deepagents-go/deepagents/internal/safefile"
 )
@@ -81,8 +80,7 @@ type reader struct {
 }
 
 type cached struct {
-	size int64
-	mod  time.Time
+	info os.FileInfo
 	text string
 }
 
@@ -98,7 +96,9 @@ func (r *reader) read(path string) (text string, ok bool, err error) {
 	r.mu.Lock()
 	c, hit := r.cache[path]
 	r.mu.Unlock()
-	if hit && c.size == st.Size() && c.mod.Equal(st.ModTime()) {
+	// A write by rename (ours, osfs's, most editors') makes a new file,
+	// which SameFile tells apart even within one tick of a coarse clock.
+	if hit && os.SameFile(c.info, st) && c.info.Size() == st.Size() && c.info.ModTime().Equal(st.ModTime()) {
 		return c.text, true, nil
 	}
 	data, err := safefile.Read(path, MaxFileBytes)
@@ -113,7 +113,7 @@ func (r *reader) read(path string) (text string, ok bool, err error) {
 	if r.cache == nil {
 		r.cache = map[string]cached{}
 	}
-	r.cache[path] = cached{size: st.Size(), mod: st.ModTime(), text: text}
+	r.cache[path] = cached{info: st, text: text}
 	r.mu.Unlock()
 	return text, true, nil
 }

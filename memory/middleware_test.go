@@ -223,3 +223,33 @@ func TestMiddlewareRefusesBadSources(t *testing.T) {
 		}
 	}
 }
+
+// A file replaced by one of the same size and modification time (a rename,
+// as editors and the agent's own writes do) is still read again.
+func TestSameSizeReplacementIsSeen(t *testing.T) {
+	dir := t.TempDir()
+	disk := write(t, filepath.Join(dir, "AGENTS.md"), "alpha")
+	st, err := os.Stat(disk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := scripted.New(scripted.Script{"parent": {Steps: []scripted.Step{{Content: "one"}, {Content: "two"}}}}, scripted.Options{})
+	a := newAgent(t, m, memory.Config{Sources: []memory.Source{{Path: disk}}})
+	if _, err := a.Invoke(t.Context(), agent.Prompt("hi")); err != nil {
+		t.Fatal(err)
+	}
+	tmp := write(t, filepath.Join(dir, "new.md"), "omega")
+	if err := os.Chtimes(tmp, st.ModTime(), st.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, disk); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Invoke(t.Context(), agent.Prompt("hi")); err != nil {
+		t.Fatal(err)
+	}
+	recs := m.Records()
+	if !strings.Contains(recs[0].Request.SystemTail, "alpha") || !strings.Contains(recs[1].Request.SystemTail, "omega") {
+		t.Fatalf("tails %q / %q", recs[0].Request.SystemTail, recs[1].Request.SystemTail)
+	}
+}
