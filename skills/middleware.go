@@ -38,7 +38,7 @@ type Config struct {
 	// (a subagent's spec); a name no source has is reported in a warning.
 	Only []string
 	// NoMount leaves the agent's backend as it is: the caller serves the
-	// prefix itself (for instance with a vfs route to NewFS(Loader)).
+	// prefix itself (for instance with a vfs.Route to Loader.FS()).
 	NoMount bool
 }
 
