@@ -19,7 +19,9 @@ import (
 	"github.com/deepagents-go/deepagents/compact"
 	"github.com/deepagents-go/deepagents/fstools"
 	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/memory"
 	"github.com/deepagents-go/deepagents/offload"
+	"github.com/deepagents-go/deepagents/skills"
 	"github.com/deepagents-go/deepagents/subagent"
 	"github.com/deepagents-go/deepagents/todos"
 	"github.com/deepagents-go/deepagents/tool"
@@ -87,6 +89,16 @@ type Config struct {
 	// subagent against its own window. NoCompaction turns it off.
 	Compaction   *compact.Config
 	NoCompaction bool
+	// Skills lists skills (package skills) in the prompt of the agent and
+	// its forks, and makes their folders readable under the prefix (by
+	// default /skills/); an isolated subagent gets the skills its spec
+	// names (Spec.Skills), from the same sources. Window 0 takes
+	// ContextWindow. Nil: no skills.
+	Skills *skills.Config
+	// Memory shows AGENTS.md files (package memory) to the agent and its
+	// forks after the cached part of the prompt, and mounts them where the
+	// agent can edit them. Isolated subagents get none. Nil: no memory.
+	Memory *memory.Config
 }
 
 // ConfigError is an assembly-time rejection: New returns no other kind of
@@ -123,6 +135,39 @@ func New(cfg Config) (*agent.Agent, error) {
 	for _, m := range cfg.Middleware {
 		mwTools = append(mwTools, m.Tools...)
 		m.Tools = nil
+		hooks = append(hooks, m)
+	}
+	// Skills and memory come after your middleware and before compaction,
+	// which measures the request they complete.
+	var skillsFor func(names []string, window int) (agent.Middleware, error)
+	if cfg.Skills != nil {
+		sc := *cfg.Skills
+		if sc.Loader == nil {
+			l, err := skills.NewLoader(sc.Prefix, sc.Sources...)
+			if err != nil {
+				return nil, &ConfigError{Msg: "deepagents: " + err.Error(), Err: err}
+			}
+			sc.Loader = l
+		}
+		if sc.Window == 0 {
+			sc.Window = cfg.ContextWindow
+		}
+		m, err := skills.Middleware(sc)
+		if err != nil {
+			return nil, &ConfigError{Msg: "deepagents: " + err.Error(), Err: err}
+		}
+		hooks = append(hooks, m)
+		skillsFor = func(names []string, window int) (agent.Middleware, error) {
+			c := sc
+			c.Window, c.Only = window, names
+			return skills.Middleware(c)
+		}
+	}
+	if cfg.Memory != nil {
+		m, err := memory.Middleware(*cfg.Memory)
+		if err != nil {
+			return nil, &ConfigError{Msg: "deepagents: " + err.Error(), Err: err}
+		}
 		hooks = append(hooks, m)
 	}
 	after := append(slices.Clone(cfg.Tools), mwTools...)
@@ -215,6 +260,7 @@ func New(cfg Config) (*agent.Agent, error) {
 		Reasoning:      cfg.Reasoning,
 		InterruptOn:    cfg.InterruptOn,
 		ContextWindow:  cfg.ContextWindow,
+		Skills:         skillsFor,
 	})
 	if err != nil {
 		return nil, err

@@ -368,7 +368,7 @@ func TestAssemblyRejections(t *testing.T) {
 		{"F24 fork with skills", deepagents.Config{Subagents: []subagent.Spec{{Name: "x", Description: "d", Mode: subagent.Fork, Skills: []string{"s"}}}},
 			"SubAgent 'x' cannot set skills under mode='fork'; the parent's skills are inherited instead.", "x"},
 		{"skills on an isolated subagent are refused, not ignored", deepagents.Config{Subagents: []subagent.Spec{{Name: "x", Description: "d", Skills: []string{"s"}}}},
-			"SubAgent 'x' sets skills (s), but skills are not supported yet and would be ignored; remove them from its spec.", "x"},
+			"SubAgent 'x' sets skills (s), but the agent has no skill sources, so they would be ignored; configure skills or remove them from its spec.", "x"},
 		{"F25 string schema", deepagents.Config{Subagents: []subagent.Spec{{Name: "x", Description: "d", ResponseFormat: "Findings"}}},
 			"Unsupported schema type: string", "x"},
 		{"F25 number schema", deepagents.Config{Subagents: []subagent.Spec{{Name: "x", Description: "d", ResponseFormat: 42}}},

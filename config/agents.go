@@ -65,6 +65,9 @@ import (
 //	                 without one); absent: its model's known window
 //	mcpServers       the MCP servers whose tools the subagent gets from its
 //	                 parent (a list, like tools); absent: all of them
+//	skills           the names of the skills the subagent may use: a list
+//	                 or a comma-separated string. Not for forks (they have
+//	                 their parent's).
 //
 // Any other key is an error.
 type AgentFile struct {
@@ -103,6 +106,8 @@ type AgentFile struct {
 	// MCPServers (key mcpServers) narrows the parent's MCP tools to those
 	// of the named servers; nil when not set (all of them).
 	MCPServers []string
+	// Skills are the skill names of the skills key, nil when it is absent.
+	Skills []string
 	// Prompt is the body after the front matter, without the blank lines
 	// around it; it may be empty.
 	Prompt string
@@ -132,6 +137,7 @@ func (a AgentFile) Spec() subagent.Spec {
 	}
 	s.InterruptOn = cloneApprovals(a.InterruptOn)
 	s.MCPServers = slices.Clone(a.MCPServers)
+	s.Skills = slices.Clone(a.Skills)
 	return s
 }
 
@@ -230,7 +236,7 @@ func pathErrText(err error) string {
 	return err.Error()
 }
 
-var agentKeys = []string{"name", "description", "mode", "tools", "model", "response_format", "max_steps", "timeout", "reasoning", "interrupt_on", "context_window", "mcpServers"}
+var agentKeys = []string{"name", "description", "mode", "tools", "model", "response_format", "max_steps", "timeout", "reasoning", "interrupt_on", "context_window", "mcpServers", "skills"}
 
 var agentModes = []string{string(subagent.Isolated), string(subagent.Fork), string(subagent.Handoff)}
 
@@ -315,7 +321,7 @@ func parseAgent(p *problems, path string, data []byte) (a AgentFile, nameLine in
 	}
 
 	seen := map[string]int{}
-	var toolsLine int
+	var toolsLine, skillsLine int
 	if root != nil {
 		for i := 0; i+1 < len(root.Content); i += 2 {
 			kn, vn := root.Content[i], root.Content[i+1]
@@ -392,6 +398,9 @@ func parseAgent(p *problems, path string, data []byte) (a AgentFile, nameLine in
 				} else {
 					a.ContextWindow = n
 				}
+			case "skills":
+				a.Skills = yamlSkills(p, v, vl, at)
+				skillsLine = kl
 			default:
 				p.add(kl, "%s", unknownKey(key, key, agentKeys))
 			}
@@ -409,6 +418,9 @@ func parseAgent(p *problems, path string, data []byte) (a AgentFile, nameLine in
 	}
 	if a.Mode == string(subagent.Fork) && a.Tools != nil {
 		p.add(toolsLine, `tools cannot be set for mode "fork": a fork runs with its parent's exact tools`)
+	}
+	if a.Mode == string(subagent.Fork) && a.Skills != nil {
+		p.add(skillsLine, `skills cannot be set for mode "fork": a fork has its parent's skills`)
 	}
 	return a, nameLine
 }
@@ -614,6 +626,45 @@ func yamlServerNames(p *problems, v *yaml.Node, line int, at func(*yaml.Node) in
 		p.add(line, "mcpServers must be a list of MCP server names, got %s", describe(v))
 	}
 	return names
+}
+
+// yamlSkills reads the skills key: a list of skill names or a
+// comma-separated string of them.
+func yamlSkills(p *problems, v *yaml.Node, line int, at func(*yaml.Node) int) []string {
+	var names []string
+	var lines []int
+	switch {
+	case v.Kind == yaml.SequenceNode:
+		for i, en := range v.Content {
+			e := deref(en)
+			if e.Kind != yaml.ScalarNode || e.ShortTag() != "!!str" {
+				p.add(at(en), "skills item %d must be a skill name, got %s", i+1, describe(e))
+				continue
+			}
+			names, lines = append(names, strings.TrimSpace(e.Value)), append(lines, at(en))
+		}
+	case v.Kind == yaml.ScalarNode && v.ShortTag() == "!!str":
+		for _, s := range strings.Split(v.Value, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				names, lines = append(names, s), append(lines, line)
+			}
+		}
+	default:
+		p.add(line, "skills must be a list of skill names or a comma-separated string, got %s", describe(v))
+		return nil
+	}
+	out := []string{}
+	for i, n := range names {
+		switch {
+		case !nameRe.MatchString(n):
+			p.add(lines[i], `skill name %q must be letters, digits, "_" and "-" only`, n)
+		case slices.Contains(out, n):
+			p.add(lines[i], "skill %q is listed twice", n)
+		default:
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 func yamlTools(p *problems, v *yaml.Node, line int, at func(*yaml.Node) int) ([]string, []int) {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -163,8 +164,17 @@ func TestAgentFileSpec(t *testing.T) {
 		t.Errorf("ResolveFormat: %v", err)
 	}
 	b, _ := ParseAgentFile("b.md", []byte("---\ndescription: d\n---\n"))
-	if b.Spec().ResponseFormat != nil {
-		t.Errorf("ResponseFormat = %#v, want nil", b.Spec().ResponseFormat)
+	if b.Spec().ResponseFormat != nil || b.Spec().Skills != nil {
+		t.Errorf("ResponseFormat = %#v, Skills = %q, want nil", b.Spec().ResponseFormat, b.Spec().Skills)
+	}
+	for _, src := range []string{"skills: [pdf, csv-tools]", "skills: pdf, csv-tools", "skills:\n  - pdf\n  - csv-tools"} {
+		c, err := ParseAgentFile("c.md", []byte("---\ndescription: d\n"+src+"\n---\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.Spec().Skills; !slices.Equal(got, []string{"pdf", "csv-tools"}) {
+			t.Errorf("%q: skills %q", src, got)
+		}
 	}
 }
 
@@ -190,8 +200,12 @@ func TestParseAgentFileErrors(t *testing.T) {
 			":1: missing required key \"description\": the model chooses subagents by it\n" +
 				`:7: unknown key "descripton" (did you mean "description"?)`},
 		{"unknown key by case", "---\ndescription: d\nMax_Steps: 3\n---\n", `:3: unknown key "Max_Steps" (did you mean "max_steps"?)`},
-		{"unknown key without suggestion", "---\ndescription: d\nskills: [x]\n---\n",
-			`:3: unknown key "skills" (known keys: name, description, mode, tools, model, response_format, max_steps, timeout, reasoning, interrupt_on, context_window, mcpServers)`},
+		{"unknown key without suggestion", "---\ndescription: d\nplugins: [x]\n---\n",
+			`:3: unknown key "plugins" (known keys: name, description, mode, tools, model, response_format, max_steps, timeout, reasoning, interrupt_on, context_window, mcpServers, skills)`},
+		{"skills on a fork", "---\ndescription: d\nmode: fork\nskills: [pdf]\n---\n", `:4: skills cannot be set for mode "fork": a fork has its parent's skills`},
+		{"skills: bad name", "---\ndescription: d\nskills: [pdf, \"a b\"]\n---\n", `:3: skill name "a b" must be letters, digits, "_" and "-" only`},
+		{"skills: twice", "---\ndescription: d\nskills: pdf, pdf\n---\n", `:3: skill "pdf" is listed twice`},
+		{"skills: a number", "---\ndescription: d\nskills: 3\n---\n", `:3: skills must be a list of skill names or a comma-separated string, got the integer 3`},
 		{"duplicate key", "---\ndescription: d\nmode: fork\nmode: isolated\n---\n", `:4: key "mode" is set twice (first on line 3)`},
 		{"bad mode", "---\nname: researcher\ndescription: d\nmode: shared\n---\n", `:4: mode must be "isolated", "fork" or "handoff", got "shared"`},
 		{"wrong type: description", "---\ndescription: 42\n---\n", `:2: description must be a string, got the integer 42; put it in quotes`},
@@ -253,7 +267,7 @@ func TestParseAgentFileErrors(t *testing.T) {
 				":2: name must be letters, digits, \"_\" and \"-\" only, got \"a b\"\n" +
 				":3: mode must be \"isolated\", \"fork\" or \"handoff\", got \"shared\"\n" +
 				":4: timeout must be a duration like \"90s\" or \"5m\", got the integer 1; add a unit\n" +
-				":5: unknown key \"colour\" (known keys: name, description, mode, tools, model, response_format, max_steps, timeout, reasoning, interrupt_on, context_window, mcpServers)"},
+				":5: unknown key \"colour\" (known keys: name, description, mode, tools, model, response_format, max_steps, timeout, reasoning, interrupt_on, context_window, mcpServers, skills)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -36,6 +36,10 @@
 //   - Both see the parent's files as they were when the step began: the
 //     child works on the copy-on-write layer of its own tool call. Todos,
 //     structured responses and the parent's private state are not passed.
+//   - Skills and memory (deepagents.Config.Skills, Memory): a fork has the
+//     parent's skills listing (in the inherited prompt) and memory block; an
+//     isolated child lists only the skills its spec names (Spec.Skills) and
+//     has no memory block.
 //
 // What a child may change: files, in its own layer only. Its writes and
 // deletes become visible to the parent when the parent's step ends, merged

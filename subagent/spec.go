@@ -81,9 +81,11 @@ type Spec struct {
 	// object. The subagent gets one extra tool named after the type (or the
 	// schema's title) whose parameters are the schema.
 	ResponseFormat any
-	// Skills are skill names for the subagent. There is no skills system
-	// yet, so assembly refuses a spec that sets them rather than ignore them
-	// silently; a fork never may (it inherits the parent's skills).
+	// Skills are the names of the skills an isolated subagent may use,
+	// listed in its prompt (see package skills); nil gives it none. They
+	// come from the parent's skill sources, so a spec that names skills is
+	// refused when the parent has none. A fork never may set them: it
+	// inherits the parent's.
 	Skills []string
 	// MaxSteps bounds the model calls of each run of the subagent (0: the
 	// parent's limit, else agent.DefaultMaxSteps). Every instance, that is

@@ -121,6 +121,11 @@ type Config struct {
 	// ContextWindow is the parent's model's context window, used by every
 	// child on the parent's model whose spec sets none.
 	ContextWindow int
+	// Skills builds the skills middleware of an isolated child whose spec
+	// names skills (Spec.Skills), given the names and the child's context
+	// window. Nil: the parent has no skills, and a spec that names some is
+	// refused.
+	Skills func(names []string, window int) (agent.Middleware, error)
 }
 
 // Task is the task tool. It implements agent.Nested, so a child's events
@@ -190,8 +195,8 @@ func NewTask(cfg Config) (*Task, error) {
 		if mode == Fork && len(s.Skills) > 0 {
 			return nil, configErr(s.Name, "SubAgent '%s' cannot set skills under mode='fork'; the parent's skills are inherited instead.", s.Name)
 		}
-		if len(s.Skills) > 0 {
-			return nil, configErr(s.Name, "SubAgent '%s' sets skills (%s), but skills are not supported yet and would be ignored; remove them from its spec.",
+		if len(s.Skills) > 0 && cfg.Skills == nil {
+			return nil, configErr(s.Name, "SubAgent '%s' sets skills (%s), but the agent has no skill sources, so they would be ignored; configure skills or remove them from its spec.",
 				s.Name, strings.Join(s.Skills, ", "))
 		}
 		if s.MaxSteps < 0 {
@@ -275,7 +280,16 @@ func NewTask(cfg Config) (*Task, error) {
 					shared[j] = m
 				}
 			}
-			ac.Middleware = append(append([]agent.Middleware{}, s.Middleware...), shared...)
+			ac.Middleware = append([]agent.Middleware{}, s.Middleware...)
+			if len(s.Skills) > 0 {
+				// The skills its spec names, listed against its own window.
+				m, err := cfg.Skills(s.Skills, ac.ContextWindow)
+				if err != nil {
+					return nil, &ConfigError{Subagent: s.Name, Msg: fmt.Sprintf("SubAgent '%s': skills: %v", s.Name, err), Err: err}
+				}
+				ac.Middleware = append(ac.Middleware, m)
+			}
+			ac.Middleware = append(ac.Middleware, shared...)
 			ac.System = s.SystemPrompt
 		}
 		a, err := agent.New(ac)

@@ -437,7 +437,7 @@ func TestAssemblyErrors(t *testing.T) {
 	}{
 		{"empty list", subagent.Config{Model: m}, "At least one subagent must be specified", ""},
 		{"skills on an isolated subagent", subagent.Config{Model: m, Subagents: []subagent.Spec{{Name: "x", Description: "d", Skills: []string{"pdf", "csv"}}}},
-			"SubAgent 'x' sets skills (pdf, csv), but skills are not supported yet and would be ignored; remove them from its spec.", "x"},
+			"SubAgent 'x' sets skills (pdf, csv), but the agent has no skill sources, so they would be ignored; configure skills or remove them from its spec.", "x"},
 		{"skills on a fork", subagent.Config{Model: m, Subagents: []subagent.Spec{{Name: "x", Description: "d", Mode: subagent.Fork, Skills: []string{"s"}}}},
 			"SubAgent 'x' cannot set skills under mode='fork'; the parent's skills are inherited instead.", "x"},
 		{"invalid mode", subagent.Config{Model: m, Subagents: []subagent.Spec{{Name: "x", Description: "d", Mode: "shared"}}},

@@ -24,6 +24,10 @@ type Layer struct {
 	// wmu serialises writes and deletes, so a check that a path is not a
 	// directory (or below a file) still holds when the change is stored.
 	wmu sync.Mutex
+	// guard, when set, vets a write, edit or delete before the layer
+	// takes it (a composite's read-only routes), so a refusal reaches the
+	// caller instead of being dropped at merge.
+	guard func(op, path string) error
 }
 
 func newLayer(base Backend, now func() time.Time) *Layer {
@@ -37,7 +41,18 @@ func newLayer(base Backend, now func() time.Time) *Layer {
 func NewLayer(base Backend) *Layer { return newLayer(base, nil) }
 
 // Branch implements Brancher: a layer over this layer.
-func (l *Layer) Branch() *Layer { return newLayer(l, l.now) }
+func (l *Layer) Branch() *Layer {
+	nl := newLayer(l, l.now)
+	nl.guard = l.guard
+	return nl
+}
+
+func (l *Layer) vet(op, p string) error {
+	if l.guard == nil {
+		return nil
+	}
+	return l.guard(op, p)
+}
 
 type fileSource interface {
 	file(p string) (File, bool)
@@ -172,6 +187,9 @@ func (l *Layer) Write(ctx context.Context, path, content string) error {
 	if err != nil {
 		return err
 	}
+	if err := l.vet("write", p); err != nil {
+		return err
+	}
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
 	if p == "/" {
@@ -205,6 +223,9 @@ func (l *Layer) Write(ctx context.Context, path, content string) error {
 func (l *Layer) Delete(ctx context.Context, path string) (int, error) {
 	p, err := Clean(path)
 	if err != nil {
+		return 0, err
+	}
+	if err := l.vet("delete", p); err != nil {
 		return 0, err
 	}
 	l.wmu.Lock()

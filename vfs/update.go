@@ -96,6 +96,9 @@ func (l *Layer) Update(ctx context.Context, path string, fn UpdateFunc) error {
 	if err != nil {
 		return err
 	}
+	if err := l.vet("edit", p); err != nil {
+		return err
+	}
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
 	prev, ok := l.file(p)

@@ -40,7 +40,9 @@ type runFlags struct {
 	interruptOn  string
 	quiet        bool
 	trustProject bool
-	set          map[string]bool // flags given on the command line
+	// claudeSkills, noSkills and noMemory are the flags of skills.go.
+	claudeSkills, noSkills, noMemory bool
+	set                              map[string]bool // flags given on the command line
 	// gates is --interrupt-on, parsed; nil when the flag is not given.
 	gates map[string]agent.Approval
 	// decisions are resume's --approve, --reject, --edit and --decisions,
@@ -133,6 +135,7 @@ func agentFlags(fs *flag.FlagSet, f *runFlags) {
 	fs.StringVar(&f.threadDir, "thread-dir", "", "where the thread's transcript is saved (default ~/.deepagents/threads)")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress or notices on stderr (warnings and the notice of a non-default endpoint are still shown)")
 	addMCPFlags(fs, &f.mcp)
+	skillsFlags(fs, f)
 	fs.BoolVar(&f.trustProject, "trust-project", false, "trust the project's deepagents.toml to set where requests, API keys and conversations go (base_url, api_key_env, headers, a PostgreSQL db); remembered for the file as it is now")
 }
 

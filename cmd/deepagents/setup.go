@@ -203,6 +203,9 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 		Todos: true, ContextWindow: s.contextWindow,
 	}
 	applyMCP(&s.config, mcps, f.mcp)
+	if s.config.Skills, s.config.Memory, err = skillsAndMemory(f, cwd, home, f.root, s.contextWindow); err != nil {
+		return nil, err
+	}
 	a, err := deepagents.New(s.config)
 	if err != nil {
 		return nil, err

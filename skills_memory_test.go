@@ -1,0 +1,139 @@
+package deepagents_test
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/deepagents-go/deepagents"
+	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/llm/scripted"
+	"github.com/deepagents-go/deepagents/memory"
+	"github.com/deepagents-go/deepagents/skills"
+	"github.com/deepagents-go/deepagents/subagent"
+)
+
+func skillDir(t *testing.T, names ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, n := range names {
+		if err := os.MkdirAll(filepath.Join(dir, n), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		body := "---\nname: " + n + "\ndescription: The " + n + " skill.\n---\nHow to " + n + ".\n"
+		if err := os.WriteFile(filepath.Join(dir, n, "SKILL.md"), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// The agent and its fork list every skill (the fork's system prompt is the
+// parent's, byte for byte); an isolated subagent lists only the skills its
+// spec names and can read them; one that names none lists none. Memory is
+// the agent's and its fork's only.
+func TestSkillsAndMemoryReachTheRightAgents(t *testing.T) {
+	dir := skillDir(t, "pdf", "csv")
+	mem := filepath.Join(t.TempDir(), "AGENTS.md")
+	if err := os.WriteFile(mem, []byte("Team fact: ship on Fridays."), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	task := func(typ, what string) scripted.StepCall {
+		args, _ := json.Marshal(map[string]string{"description": what, "subagent_type": typ})
+		return scripted.StepCall{Name: "task", Args: args}
+	}
+	m := scripted.New(scripted.Script{
+		"parent": {Steps: []scripted.Step{
+			{ToolCalls: []scripted.StepCall{task("reader", "Read the pdf skill."), task("plain", "Do a plain job."), task("forker", "Carry on.")}},
+			{Content: "all done"},
+		}},
+		"reader": {Steps: []scripted.Step{
+			{ToolCalls: []scripted.StepCall{{Name: "read_file", Args: json.RawMessage(`{"file_path":"/skills/pdf/SKILL.md"}`)}}},
+			{Content: "read it"},
+		}},
+		"plain":  {Steps: []scripted.Step{{Content: "plain done"}}},
+		"forker": {Steps: []scripted.Step{{Content: "fork done"}}},
+	}, scripted.Options{})
+	a, err := deepagents.New(deepagents.Config{Model: m, SystemPrompt: "You lead.",
+		Skills: &skills.Config{Sources: []skills.Source{{Label: "user", Dir: dir}}},
+		Memory: &memory.Config{Sources: []memory.Source{{Path: mem, Show: "/memory/AGENTS.md"}}},
+		Subagents: []subagent.Spec{
+			{Name: "reader", Description: "Reads.", Skills: []string{"pdf"}},
+			{Name: "plain", Description: "Plain."},
+			{Name: "forker", Description: "Continues.", Mode: subagent.Fork},
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.Invoke(t.Context(), agent.Prompt("Start."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := map[string]*scripted.Record{}
+	recs := m.Records()
+	for i := range recs {
+		if first[recs[i].Who] == nil {
+			first[recs[i].Who] = &recs[i]
+		}
+	}
+	parent := first["parent"].Request
+	if !strings.Contains(parent.System, "- csv: The csv skill.") || !strings.Contains(parent.System, "- pdf: The pdf skill.") ||
+		!strings.Contains(parent.SystemTail, "ship on Fridays") {
+		t.Fatalf("parent system %q tail %q", parent.System, parent.SystemTail)
+	}
+	if f := first["forker"].Request; f.System != parent.System || !strings.Contains(f.SystemTail, "ship on Fridays") {
+		t.Fatalf("fork system %q tail %q", f.System, f.SystemTail)
+	}
+	reader := first["reader"].Request
+	if !strings.Contains(reader.System, "- pdf: The pdf skill.") || strings.Contains(reader.System, "csv") || strings.Contains(reader.SystemTail, "Fridays") {
+		t.Fatalf("reader system %q tail %q", reader.System, reader.SystemTail)
+	}
+	if p := first["plain"].Request; strings.Contains(p.System, "## Skills") || strings.Contains(p.SystemTail, "Fridays") {
+		t.Fatalf("plain system %q tail %q", p.System, p.SystemTail)
+	}
+	var readerRes *agent.Result
+	for _, c := range res.Children {
+		if c.Agent != "" && strings.Contains(c.Agent, "reader") {
+			readerRes = c
+		}
+	}
+	if readerRes == nil {
+		t.Fatalf("no reader run among %d children", len(res.Children))
+	}
+	found := false
+	for _, msg := range readerRes.State.Messages {
+		if strings.Contains(msg.Content, "How to pdf.") {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatal("the reader could not read its skill")
+	}
+}
+
+func TestSkillsConfigErrors(t *testing.T) {
+	m := scripted.New(nil, scripted.Options{})
+	_, err := deepagents.New(deepagents.Config{Model: m, Skills: &skills.Config{Prefix: "/"}})
+	var ce *deepagents.ConfigError
+	if err == nil || !errors.As(err, &ce) || !strings.Contains(err.Error(), `the prefix "/" is not a directory below the root`) {
+		t.Fatalf("err %v", err)
+	}
+	_, err = deepagents.New(deepagents.Config{Model: m, Memory: &memory.Config{Sources: []memory.Source{{Path: "/x", Show: "rel"}}}})
+	if err == nil || !errors.As(err, &ce) {
+		t.Fatalf("err %v", err)
+	}
+	// With skills configured, a spec that names them is accepted; a fork
+	// that does is still refused.
+	if _, err := deepagents.New(deepagents.Config{Model: m, Skills: &skills.Config{},
+		Subagents: []subagent.Spec{{Name: "x", Description: "d", Skills: []string{"pdf"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = deepagents.New(deepagents.Config{Model: m, Skills: &skills.Config{},
+		Subagents: []subagent.Spec{{Name: "x", Description: "d", Mode: subagent.Fork, Skills: []string{"pdf"}}}})
+	if err == nil || err.Error() != "SubAgent 'x' cannot set skills under mode='fork'; the parent's skills are inherited instead." {
+		t.Fatalf("err %v", err)
+	}
+}
