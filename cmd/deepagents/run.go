@@ -39,6 +39,7 @@ type runFlags struct {
 	interruptOn  string
 	quiet        bool
 	trustProject bool
+	shell        shellOptions    // --allow, --no-sandbox, --sandbox-network (shell.go)
 	set          map[string]bool // flags given on the command line
 	// gates is --interrupt-on, parsed; nil when the flag is not given.
 	gates map[string]agent.Approval
@@ -129,6 +130,7 @@ func agentFlags(fs *flag.FlagSet, f *runFlags) {
 	fs.StringVar(&f.reasoning, "reasoning", "", "how much the model thinks before it answers: low | medium | high, or N thinking tokens (default from the config, else the model's own)")
 	fs.StringVar(&f.threadDir, "thread-dir", "", "where the thread's transcript is saved (default ~/.deepagents/threads)")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress or notices on stderr (warnings and the notice of a non-default endpoint are still shown)")
+	shellFlags(fs, &f.shell)
 	fs.BoolVar(&f.trustProject, "trust-project", false, "trust the project's deepagents.toml to set where requests, API keys and conversations go (base_url, api_key_env, headers, a PostgreSQL db); remembered for the file as it is now")
 }
 
