@@ -23,6 +23,9 @@ import (
 func sandboxed(t *testing.T, opts sandbox.Options) *sandbox.Runner {
 	t.Helper()
 	if _, err := exec.LookPath("bwrap"); err != nil {
+		if os.Getenv("DEEPAGENTS_TEST_SANDBOX_REQUIRED") != "" {
+			t.Fatal("bubblewrap (bwrap) is not installed, and DEEPAGENTS_TEST_SANDBOX_REQUIRED says the sandbox must be tested")
+		}
 		t.Skip("bubblewrap (bwrap) is not installed, so the sandbox cannot be tested here; install Debian's bubblewrap package (CI does)")
 	}
 	r, err := sandbox.New(context.Background(), opts)

@@ -32,6 +32,9 @@ func shellServer(t *testing.T) *ot.Server {
 func needBwrap(t *testing.T) {
 	t.Helper()
 	if _, err := exec.LookPath("bwrap"); err != nil {
+		if os.Getenv("DEEPAGENTS_TEST_SANDBOX_REQUIRED") != "" {
+			t.Fatal("bubblewrap (bwrap) is not installed, and DEEPAGENTS_TEST_SANDBOX_REQUIRED says the sandbox must be tested")
+		}
 		t.Skip("bubblewrap (bwrap) is not installed; install Debian's bubblewrap package (CI does)")
 	}
 }
