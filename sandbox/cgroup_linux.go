@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -80,14 +79,39 @@ func (c *cgroup) remove() {
 // hierarchy: cgroup v1's pids controller, or the v2 unified hierarchy when
 // the pids controller is available below this process's cgroup.
 func pidsCgroupDir() (dir string, v2 bool) {
-	paths := map[string]string{} // controller (or "" for v2) -> path
-	f, err := os.Open("/proc/self/cgroup")
+	cg, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {
 		return "", false
 	}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		parts := strings.SplitN(sc.Text(), ":", 3)
+	mi, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return "", false
+	}
+	v1Dir, v2Dir := pidsDirs(string(cg), string(mi))
+	if v1Dir != "" && writable(v1Dir) {
+		return v1Dir, false
+	}
+	if v2Dir != "" && writable(v2Dir) {
+		ctl, _ := os.ReadFile(filepath.Join(v2Dir, "cgroup.subtree_control"))
+		if !hasWord(string(ctl), "pids") {
+			// Enabling it fails when this cgroup has processes of its own
+			// (v2's no-internal-process rule), as it usually does.
+			if os.WriteFile(filepath.Join(v2Dir, "cgroup.subtree_control"), []byte("+pids"), 0) != nil {
+				return "", false
+			}
+		}
+		return v2Dir, true
+	}
+	return "", false
+}
+
+// pidsDirs reads /proc/self/cgroup and /proc/self/mountinfo (given as
+// text) and returns this process's cgroup directory in the v1 pids
+// hierarchy and in the v2 unified one; "" for one that is not mounted.
+func pidsDirs(cgroups, mountinfo string) (v1Dir, v2Dir string) {
+	paths := map[string]string{} // controller (or "" for v2) -> path
+	for line := range strings.Lines(cgroups) {
+		parts := strings.SplitN(strings.TrimRight(line, "\n"), ":", 3)
 		if len(parts) != 3 {
 			continue
 		}
@@ -99,17 +123,9 @@ func pidsCgroupDir() (dir string, v2 bool) {
 			paths[c] = parts[2]
 		}
 	}
-	f.Close()
-	mf, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return "", false
-	}
-	defer mf.Close()
-	var v1Dir, v2Dir string
-	sc = bufio.NewScanner(mf)
-	for sc.Scan() {
+	for line := range strings.Lines(mountinfo) {
 		// id parent dev root mountpoint opts [optional...] - fstype source superopts
-		pre, post, ok := strings.Cut(sc.Text(), " - ")
+		pre, post, ok := strings.Cut(strings.TrimRight(line, "\n"), " - ")
 		if !ok {
 			continue
 		}
@@ -129,26 +145,18 @@ func pidsCgroupDir() (dir string, v2 bool) {
 			}
 		}
 	}
-	if v1Dir != "" && writable(v1Dir) {
-		return v1Dir, false
-	}
-	if v2Dir != "" && writable(v2Dir) {
-		ctl, _ := os.ReadFile(filepath.Join(v2Dir, "cgroup.subtree_control"))
-		if !hasWord(string(ctl), "pids") {
-			// Enabling it fails when this cgroup has processes of its own
-			// (v2's no-internal-process rule), as it usually does.
-			if os.WriteFile(filepath.Join(v2Dir, "cgroup.subtree_control"), []byte("+pids"), 0) != nil {
-				return "", false
-			}
-		}
-		return v2Dir, true
-	}
-	return "", false
+	return v1Dir, v2Dir
 }
 
+// under is the directory of cgroup path p in a hierarchy mounted at mnt
+// from its directory root, or "" when p is not below root or the result
+// would not be an absolute path below mnt.
 func under(mnt, root, p string) string {
-	rel, ok := strings.CutPrefix(p, root)
-	if !ok {
+	if !filepath.IsAbs(mnt) || !filepath.IsAbs(root) || !filepath.IsAbs(p) {
+		return ""
+	}
+	rel, err := filepath.Rel(filepath.Clean(root), filepath.Clean(p))
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
 		return ""
 	}
 	return filepath.Join(mnt, rel)
