@@ -2,13 +2,17 @@ package deepagents_test
 
 import (
 	"context"
+	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/deepagents-go/deepagents"
+	"github.com/deepagents-go/deepagents/fstools"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
 	"github.com/deepagents-go/deepagents/subagent"
+	"github.com/deepagents-go/deepagents/tool"
 	"github.com/deepagents-go/deepagents/vfs"
 	"github.com/deepagents-go/deepagents/vfs/osfs"
 )
@@ -70,5 +74,29 @@ func TestExecuteBoundForExecutors(t *testing.T) {
 				t.Errorf("%s: subagent %s has execute = %v, want %v", tc.name, sub, got, tc.want)
 			}
 		}
+	}
+}
+
+// A tool of yours named execute collides with the bound one.
+func TestExecuteNameCollision(t *testing.T) {
+	f, err := osfs.New(t.TempDir(), osfs.NoSweep())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	m := scripted.New(scripted.Script{}, scripted.Options{})
+	mine := fstools.Execute(fstools.ExecuteOptions{Description: "mine"})
+	_, err = deepagents.New(deepagents.Config{Model: m, Backend: f.WithRunner(echoRunner{}), Tools: []tool.Tool{mine}})
+	var ce *deepagents.ConfigError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "execute") {
+		t.Fatalf("err = %v, want a ConfigError naming execute", err)
+	}
+	// Without a runner there is no built-in execute, so yours is bound.
+	a, err := deepagents.New(deepagents.Config{Model: m, Backend: f, Tools: []tool.Tool{mine}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(toolNames(a.ToolSpecs()), "execute") {
+		t.Error("your execute tool is missing")
 	}
 }
