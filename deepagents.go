@@ -137,11 +137,12 @@ func New(cfg Config) (*agent.Agent, error) {
 	}
 	after := append(append(shell, cfg.Tools...), mwTools...)
 	var clash []string
-	for _, t := range after {
+	for _, t := range after[len(shell):] {
 		if t == nil {
 			return nil, &ConfigError{Msg: "deepagents: nil tool in Config.Tools or a middleware"}
 		}
-		if name := t.Spec().Name; slices.Contains(BuiltinToolNames, name) && !slices.Contains(clash, name) {
+		name := t.Spec().Name
+		if (slices.Contains(BuiltinToolNames, name) || len(shell) > 0 && name == fstools.ExecuteName) && !slices.Contains(clash, name) {
 			clash = append(clash, name)
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/deepagents-go/deepagents"
@@ -88,7 +87,7 @@ func TestExecuteNameCollision(t *testing.T) {
 	mine := fstools.Execute(fstools.ExecuteOptions{Description: "mine"})
 	_, err = deepagents.New(deepagents.Config{Model: m, Backend: f.WithRunner(echoRunner{}), Tools: []tool.Tool{mine}})
 	var ce *deepagents.ConfigError
-	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "execute") {
+	if !errors.As(err, &ce) || err.Error() != "Tool name(s) execute collide with built-in tools; rename your tools." {
 		t.Fatalf("err = %v, want a ConfigError naming execute", err)
 	}
 	// Without a runner there is no built-in execute, so yours is bound.
