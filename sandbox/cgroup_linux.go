@@ -75,6 +75,12 @@ func (c *cgroup) remove() {
 	}
 }
 
+// cgroupsAvailable reports whether commands can get a pids cgroup.
+func cgroupsAvailable() bool {
+	dir, _ := pidsCgroupDir()
+	return dir != ""
+}
+
 // pidsCgroupDir finds the directory of this process's cgroup in the pids
 // hierarchy: cgroup v1's pids controller, or the v2 unified hierarchy when
 // the pids controller is available below this process's cgroup.

@@ -117,6 +117,9 @@ var ErrUnavailable = errors.New("no sandbox available")
 type Runner struct {
 	opts  Options
 	bwrap string // "" when unsandboxed
+	// bounded: the process limit holds (a pids cgroup can be made, or the
+	// sandbox's RLIMIT_NPROC applies because this is not root).
+	bounded bool
 }
 
 // New returns a runner. Unless opts.Unsandboxed, it finds bwrap and makes a
@@ -136,6 +139,7 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 	if err := r.probe(ctx); err != nil {
 		return nil, err
 	}
+	r.bounded = os.Geteuid() != 0 || cgroupsAvailable()
 	return r, nil
 }
 
@@ -191,8 +195,12 @@ func (r *Runner) Describe() string {
 	if r.opts.Network {
 		net = "network allowed"
 	}
-	return fmt.Sprintf("commands run in a bubblewrap sandbox (%s): writes only inside the root, %s, at most %d processes, timeout %s (max %s)",
-		r.bwrap, net, r.opts.MaxProcs, r.opts.Timeout, r.opts.MaxTimeout)
+	procs := fmt.Sprintf("at most %d processes", r.opts.MaxProcs)
+	if !r.bounded {
+		procs = "processes NOT bounded (root without a pids cgroup: a fork bomb runs until the timeout)"
+	}
+	return fmt.Sprintf("commands run in a bubblewrap sandbox (%s): writes only inside the root, %s, %s, timeout %s (max %s)",
+		r.bwrap, net, procs, r.opts.Timeout, r.opts.MaxTimeout)
 }
 
 // Timeout returns the timeout a request runs under: its own, capped at the
