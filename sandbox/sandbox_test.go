@@ -511,3 +511,35 @@ func TestProcessLimit(t *testing.T) {
 		t.Fatalf("%d processes ran with a limit of %d (100 asked for)", n, limit)
 	}
 }
+
+// A host process cannot be signalled from the sandbox (it has a pid
+// namespace of its own); unsandboxed the same command kills it.
+func TestEscapeSignal(t *testing.T) {
+	for _, r := range []*sandbox.Runner{sandboxed(t, sandbox.Options{}), unsandboxed(t, sandbox.Options{})} {
+		victim := exec.Command("sleep", "60")
+		if err := victim.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- victim.Wait() }()
+		res := run(t, r, t.TempDir(), fmt.Sprintf("kill -KILL %d", victim.Process.Pid), 10*time.Second)
+		if r.Sandboxed() {
+			if res.ExitCode == 0 {
+				t.Errorf("the sandboxed kill succeeded: %q", res.Output)
+			}
+			// A killed child is a zombie or, once reaped, gone.
+			stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", victim.Process.Pid))
+			_, after, _ := strings.Cut(string(stat), ") ")
+			if err != nil || strings.HasPrefix(after, "Z") {
+				t.Errorf("the host process died after the sandboxed kill (%v, %q)", err, after)
+			}
+			victim.Process.Kill()
+			<-exited
+			continue
+		}
+		// Control: unsandboxed the victim dies of the command's kill.
+		if err := <-exited; res.ExitCode != 0 || err == nil {
+			t.Errorf("control: unsandboxed kill: exit %d %q, victim %v", res.ExitCode, res.Output, err)
+		}
+	}
+}
