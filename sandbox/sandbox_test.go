@@ -200,7 +200,9 @@ func TestEscapeRead(t *testing.T) {
 		{"the test's own source", "cat " + src, "func TestEscapeRead"},
 		{"listing the other directory", "ls " + other, "secret.txt"},
 	}
-	if home, err := os.UserHomeDir(); err == nil && home != "/" {
+	// (Not when the test's temporary directories, and so the root, are in
+	// the home: the sandbox then shows the root's ancestors.)
+	if home, err := os.UserHomeDir(); err == nil && home != "/" && !strings.HasPrefix(os.TempDir()+"/", home+"/") {
 		if entries, err := os.ReadDir(home); err == nil && len(entries) > 0 {
 			cases = append(cases, struct{ name, command, marker string }{"listing the home", "ls -a " + home, entries[0].Name()})
 		}
