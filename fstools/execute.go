@@ -24,14 +24,21 @@ const MaxCommandBytes = 64 << 10
 // that no conversion overflows.
 const maxTimeoutArg = 365 * 24 * 3600
 
-const executeDescription = "Run a shell command (sh -c) in the root directory of the files and get back what it printed " +
-	"(stdout and stderr together, in order) followed by its exit code. Use it to build, test, run programs and use " +
-	"version control; use the file tools to read, search and edit files. Files the command writes are seen by the " +
-	"file tools at once. Commands usually run in a sandbox: files can be written only below the root, there is no " +
-	"network, and a command still running after its timeout (default 120 seconds; pass timeout in seconds for a " +
-	"longer one, up to the configured maximum) is killed with everything it started. Very long output is cut in " +
-	"the middle: redirect it to a file and read that with read_file when you need all of it. Nothing is read from " +
-	"stdin, so interactive programs get end-of-file."
+// The execute tool's description is put together from these parts, to
+// match how commands run.
+const (
+	executeIntro = "Run a shell command (sh -c) in the root directory of the files and get back what it printed " +
+		"(stdout and stderr together, in order) followed by its exit code. Use it to build, test, run programs and use " +
+		"version control; use the file tools to read, search and edit files. Files the command writes are seen by the " +
+		"file tools at once. "
+	executeSandboxed   = "Commands run in a sandbox: files can be written only below the root, and %s. "
+	executeUnsandboxed = "Commands run directly on the user's machine, NOT in a sandbox: stay inside the root and do " +
+		"nothing you were not asked to. "
+	executeLimits = "A command still running after its timeout (default 120 seconds; pass timeout in seconds for a " +
+		"longer one, up to the configured maximum) is killed with everything it started. Very long output is cut in " +
+		"the middle: redirect it to a file and read that with read_file when you need all of it. Nothing is read from " +
+		"stdin, so interactive programs get end-of-file."
+)
 
 const executeSchema = `{"type":"object","properties":{` +
 	`"command":{"type":"string","description":"The shell command to run, in the root directory."},` +
@@ -76,11 +83,28 @@ func DecodeExecuteArgs(raw json.RawMessage) (ExecuteArgs, error) {
 	return in, nil
 }
 
-// ExecuteOptions tune the execute tool.
+// ExecuteOptions tune the execute tool's description to how its commands
+// run, so the model knows what to expect. The zero value describes a
+// sandbox without network.
 type ExecuteOptions struct {
-	// Description replaces the tool's description, for a setup whose
-	// commands run under other rules (unsandboxed, with network...).
+	// Network says the sandbox lets commands use the network.
+	Network bool
+	// Unsandboxed says commands run without a sandbox.
+	Unsandboxed bool
+	// Description replaces the whole description.
 	Description string
+}
+
+func (o ExecuteOptions) description() string {
+	switch {
+	case o.Description != "":
+		return o.Description
+	case o.Unsandboxed:
+		return executeIntro + executeUnsandboxed + executeLimits
+	case o.Network:
+		return executeIntro + fmt.Sprintf(executeSandboxed, "the network is available") + executeLimits
+	}
+	return executeIntro + fmt.Sprintf(executeSandboxed, "there is no network") + executeLimits
 }
 
 // Execute returns the execute tool: it runs a shell command through the
@@ -91,11 +115,7 @@ type ExecuteOptions struct {
 // saying the command was killed. Large results are left to the offload
 // middleware, like any tool's.
 func Execute(opts ExecuteOptions) tool.Tool {
-	desc := opts.Description
-	if desc == "" {
-		desc = executeDescription
-	}
-	return &executeTool{spec: llm.ToolSpec{Name: ExecuteName, Description: desc, Parameters: executeSchemaCompiled.Raw()}}
+	return &executeTool{spec: llm.ToolSpec{Name: ExecuteName, Description: opts.description(), Parameters: executeSchemaCompiled.Raw()}}
 }
 
 type executeTool struct{ spec llm.ToolSpec }

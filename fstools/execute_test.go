@@ -142,3 +142,25 @@ func FuzzExecuteArgs(f *testing.F) {
 		}
 	})
 }
+
+// The description tells the model how its commands run.
+func TestExecuteDescription(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		opts     ExecuteOptions
+		has, not string
+	}{
+		{"sandbox", ExecuteOptions{}, "Commands run in a sandbox: files can be written only below the root, and there is no network.", "NOT in a sandbox"},
+		{"sandbox with network", ExecuteOptions{Network: true}, "Commands run in a sandbox: files can be written only below the root, and the network is available.", "no network"},
+		{"unsandboxed", ExecuteOptions{Unsandboxed: true, Network: true}, "Commands run directly on the user's machine, NOT in a sandbox", "Commands run in a sandbox"},
+		{"replaced", ExecuteOptions{Description: "Mine."}, "Mine.", "sandbox"},
+	} {
+		d := Execute(tc.opts).Spec().Description
+		if !strings.Contains(d, tc.has) || strings.Contains(d, tc.not) {
+			t.Errorf("%s: %q", tc.name, d)
+		}
+		if tc.opts.Description == "" && !strings.HasPrefix(d, "Run a shell command (sh -c) in the root directory") || !strings.HasSuffix(d, ".") {
+			t.Errorf("%s: %q", tc.name, d)
+		}
+	}
+}

@@ -44,15 +44,6 @@ func shellFlags(fs *flag.FlagSet, o *shellOptions) {
 	fs.BoolVar(&o.network, "sandbox-network", false, "let execute's sandboxed commands use the network (off by default)")
 }
 
-// unsandboxedDescription describes the execute tool to a model whose commands run
-// without a sandbox, so it does not count on one.
-const unsandboxedDescription = "Run a shell command (sh -c) in the root directory of the files and get back what it printed " +
-	"(stdout and stderr together, in order) followed by its exit code. Use it to build, test, run programs and use " +
-	"version control; use the file tools to read, search and edit files. Files the command writes are seen by the " +
-	"file tools at once. Commands run directly on the user's machine, NOT in a sandbox: stay inside the root and " +
-	"do nothing you were not asked to. A command still running after its timeout (default 120 seconds; pass timeout " +
-	"in seconds for a longer one) is killed. Very long output is cut in the middle. Nothing is read from stdin."
-
 // wireShell gives the agent the execute tool when it works on a real
 // directory (root non-nil): it looks for a sandbox and, when there is one
 // (or the user passed --no-sandbox), returns root as a backend that runs
@@ -62,7 +53,7 @@ const unsandboxedDescription = "Run a shell command (sh -c) in the root director
 // why execute is absent. Without a root it returns a nil backend and the
 // gates unchanged.
 func wireShell(ctx context.Context, o shellOptions, quiet bool, root *osfs.FS, gates map[string]agent.Approval, specs []subagent.Spec, stderr io.Writer) (vfs.Backend, map[string]agent.Approval, fstools.ExecuteOptions, error) {
-	var opts fstools.ExecuteOptions
+	opts := fstools.ExecuteOptions{Network: o.network}
 	if root == nil {
 		if o.allowExecute || o.noSandbox || o.network {
 			fmt.Fprintln(stderr, "deepagents: note: there is no execute tool without --root (commands need a real directory), so --allow execute, --no-sandbox and --sandbox-network do nothing")
@@ -81,7 +72,7 @@ func wireShell(ctx context.Context, o shellOptions, quiet bool, root *osfs.FS, g
 		if runner, err = sandbox.New(ctx, sandbox.Options{Unsandboxed: true}); err != nil {
 			return nil, nil, opts, err
 		}
-		opts.Description = unsandboxedDescription
+		opts = fstools.ExecuteOptions{Unsandboxed: true}
 		fmt.Fprintf(stderr, "deepagents: WARNING: --no-sandbox: execute runs commands UNSANDBOXED in %s, with your full access to every file and to the network.\n", root.Dir())
 	}
 	asking := "each command waits for your approval (--allow execute to skip that)"
