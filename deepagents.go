@@ -48,7 +48,9 @@ type Config struct {
 	// backend that can run commands (a vfs.Executor, such as osfs.Shell)
 	// also gets the execute tool, for the agent and every subagent.
 	Backend vfs.Backend
-	// Execute tunes the execute tool bound for such a backend.
+	// Execute tunes the execute tool bound for such a backend: its
+	// description tells the model whether commands run sandboxed and with
+	// network.
 	Execute fstools.ExecuteOptions
 	// MaxSteps bounds model calls per run (agent.DefaultMaxSteps, 500, when
 	// 0), for the agent and each subagent whose spec sets none; every
