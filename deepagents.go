@@ -46,8 +46,14 @@ type Config struct {
 	// Middleware wrap the agent's model and tool calls; their tools are bound
 	// after Tools.
 	Middleware []agent.Middleware
-	// Backend is the filesystem; nil keeps files in the run's state.
+	// Backend is the filesystem; nil keeps files in the run's state. A
+	// backend that can run commands (a vfs.Executor, such as osfs.Shell)
+	// also gets the execute tool, for the agent and every subagent.
 	Backend vfs.Backend
+	// Execute tunes the execute tool bound for such a backend: its
+	// description tells the model whether commands run sandboxed and with
+	// network.
+	Execute fstools.ExecuteOptions
 	// MaxSteps bounds model calls per run (agent.DefaultMaxSteps, 500, when
 	// 0), for the agent and each subagent whose spec sets none; every
 	// subagent instance has a budget of its own.
@@ -130,6 +136,12 @@ func New(cfg Config) (*agent.Agent, error) {
 		return nil, err
 	}
 	fs := fstools.Tools()
+	// execute comes after the task tool, so the built-in tools keep their
+	// places; isolated subagents get it with the file tools.
+	var shell []tool.Tool
+	if _, ok := vfs.AsExecutor(cfg.Backend); ok {
+		shell = []tool.Tool{fstools.Execute(cfg.Execute)}
+	}
 	var hooks []agent.Middleware
 	var mwTools []tool.Tool
 	for _, m := range cfg.Middleware {
@@ -170,13 +182,14 @@ func New(cfg Config) (*agent.Agent, error) {
 		}
 		hooks = append(hooks, m)
 	}
-	after := append(slices.Clone(cfg.Tools), mwTools...)
+	after := append(append(shell, cfg.Tools...), mwTools...)
 	var clash []string
-	for _, t := range after {
+	for _, t := range after[len(shell):] {
 		if t == nil {
 			return nil, &ConfigError{Msg: "deepagents: nil tool in Config.Tools or a middleware"}
 		}
-		if name := t.Spec().Name; slices.Contains(BuiltinToolNames, name) && !slices.Contains(clash, name) {
+		name := t.Spec().Name
+		if (slices.Contains(BuiltinToolNames, name) || len(shell) > 0 && name == fstools.ExecuteName) && !slices.Contains(clash, name) {
 			clash = append(clash, name)
 		}
 	}
@@ -248,7 +261,7 @@ func New(cfg Config) (*agent.Agent, error) {
 	task, err := subagent.NewTask(subagent.Config{
 		Subagents:      specs,
 		Model:          cfg.Model,
-		BaseTools:      fs,
+		BaseTools:      append(slices.Clone(fs), shell...),
 		DefaultTools:   cfg.Tools,
 		ForkBefore:     fs,
 		ForkAfter:      after,

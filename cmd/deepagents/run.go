@@ -42,6 +42,7 @@ type runFlags struct {
 	trustProject bool
 	// claudeSkills, noSkills and noMemory are the flags of skills.go.
 	claudeSkills, noSkills, noMemory bool
+	shell                            shellOptions    // --allow, --no-sandbox, --sandbox-network (shell.go)
 	set                              map[string]bool // flags given on the command line
 	// gates is --interrupt-on, parsed; nil when the flag is not given.
 	gates map[string]agent.Approval
@@ -136,6 +137,7 @@ func agentFlags(fs *flag.FlagSet, f *runFlags) {
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress or notices on stderr (warnings and the notice of a non-default endpoint are still shown)")
 	addMCPFlags(fs, &f.mcp)
 	skillsFlags(fs, f)
+	shellFlags(fs, &f.shell)
 	fs.BoolVar(&f.trustProject, "trust-project", false, "trust the project's deepagents.toml to set where requests, API keys and conversations go (base_url, api_key_env, headers, a PostgreSQL db); remembered for the file as it is now")
 }
 

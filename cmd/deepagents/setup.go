@@ -136,13 +136,14 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 	}
 
 	var backend vfs.Backend
+	var rootFS *osfs.FS
 	if f.root != "" {
 		root, err := osfs.New(f.root)
 		if err != nil {
 			return nil, fmt.Errorf("--root: %w", err)
 		}
 		s.closers = append(s.closers, root.Close)
-		backend = root
+		backend, rootFS = root, root
 	}
 
 	dirs := config.AgentDirs(cwd, home)
@@ -184,6 +185,11 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 	if mcps != nil {
 		s.closers = append(s.closers, mcps.Close)
 	}
+	// With --root, execute (shell.go): sandboxed, or absent, or unsandboxed.
+	backend, gates, execOpts, err := wireShell(ctx, f.shell, f.quiet, rootFS, gates, specs, stderr)
+	if err != nil {
+		return nil, err
+	}
 
 	if s.db, err = chooseDatabase(f.db, f.set["db"], cfg, cwd, home); err != nil {
 		return nil, err
@@ -196,7 +202,7 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 	s.closers = append(s.closers, saver.Close)
 
 	s.config = deepagents.Config{
-		Model: model, SystemPrompt: system, Subagents: specs, Backend: backend,
+		Model: model, SystemPrompt: system, Subagents: specs, Backend: backend, Execute: execOpts,
 		MaxSteps: maxSteps, MaxParallel: maxParallel, Stream: true, Reasoning: reasoning, InterruptOn: gates,
 		// The CLI plans with write_todos and compacts long conversations
 		// against each model's window.

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"strings"
+
+	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/fstools"
+	"github.com/deepagents-go/deepagents/sandbox"
+	"github.com/deepagents-go/deepagents/subagent"
+	"github.com/deepagents-go/deepagents/vfs"
+	"github.com/deepagents-go/deepagents/vfs/osfs"
+)
+
+// shellOptions are the flags of the execute tool, shared by run and resume.
+type shellOptions struct {
+	// allowExecute is --allow execute: its calls run without asking.
+	allowExecute bool
+	// noSandbox is --no-sandbox: commands run without bubblewrap.
+	noSandbox bool
+	// network is --sandbox-network: commands may use the network.
+	network bool
+}
+
+// shellFlags declares --allow, --no-sandbox and --sandbox-network.
+func shellFlags(fs *flag.FlagSet, o *shellOptions) {
+	fs.Func("allow", "TOOL[,TOOL]: let these tools' calls run without asking; only execute asks by default (--allow execute)", func(s string) error {
+		for name := range strings.SplitSeq(s, ",") {
+			switch name = strings.TrimSpace(name); name {
+			case "":
+			case fstools.ExecuteName:
+				o.allowExecute = true
+			default:
+				return fmt.Errorf("%q cannot be allowed: only execute asks for approval by default (tools named by interrupt_on or --interrupt-on keep asking)", name)
+			}
+		}
+		return nil
+	})
+	fs.BoolVar(&o.noSandbox, "no-sandbox", false, "with --root, let execute run commands WITHOUT a sandbox (full access to your files and network); for machines without bubblewrap")
+	fs.BoolVar(&o.network, "sandbox-network", false, "let execute's sandboxed commands use the network (off by default)")
+}
+
+// wireShell gives the agent the execute tool when it works on a real
+// directory (root non-nil): it looks for a sandbox and, when there is one
+// (or the user passed --no-sandbox), returns root as a backend that runs
+// commands, with the tool's options; unless --allow execute, execute's calls
+// wait for approval, in the agent's gates and in those of every subagent
+// that has gates of its own. It says on stderr which way commands run, or
+// why execute is absent. Without a root it returns a nil backend and the
+// gates unchanged.
+func wireShell(ctx context.Context, o shellOptions, quiet bool, root *osfs.FS, gates map[string]agent.Approval, specs []subagent.Spec, stderr io.Writer) (vfs.Backend, map[string]agent.Approval, fstools.ExecuteOptions, error) {
+	opts := fstools.ExecuteOptions{Network: o.network}
+	if root == nil {
+		if o.allowExecute || o.noSandbox || o.network {
+			fmt.Fprintln(stderr, "deepagents: note: there is no execute tool without --root (commands need a real directory), so --allow execute, --no-sandbox and --sandbox-network do nothing")
+		}
+		return nil, gates, opts, nil
+	}
+	var runner *sandbox.Runner
+	var err error
+	if !o.noSandbox {
+		runner, err = sandbox.New(ctx, sandbox.Options{Network: o.network})
+		if err != nil {
+			fmt.Fprintf(stderr, "deepagents: execute is not available: %v. Pass --no-sandbox to run commands without a sandbox, with your full access to files and network.\n", err)
+			return root, gates, opts, nil
+		}
+	} else {
+		if runner, err = sandbox.New(ctx, sandbox.Options{Unsandboxed: true}); err != nil {
+			return nil, nil, opts, err
+		}
+		opts = fstools.ExecuteOptions{Unsandboxed: true}
+		fmt.Fprintf(stderr, "deepagents: WARNING: --no-sandbox: execute runs commands UNSANDBOXED in %s, with your full access to every file and to the network.\n", root.Dir())
+	}
+	asking := "each command waits for your approval (--allow execute to skip that)"
+	if o.allowExecute {
+		asking = "commands run without asking (--allow execute)"
+		if !runner.Sandboxed() {
+			fmt.Fprintln(stderr, "deepagents: WARNING: --allow execute with --no-sandbox: the model runs any command it likes, unsandboxed and without asking.")
+		}
+	} else {
+		gates = withExecuteGate(gates)
+		for i := range specs {
+			if specs[i].InterruptOn != nil {
+				specs[i].InterruptOn = withExecuteGate(specs[i].InterruptOn)
+			}
+		}
+	}
+	if !quiet || !runner.Sandboxed() {
+		fmt.Fprintf(stderr, "deepagents: execute: %s; %s.\n", runner.Describe(), asking)
+	}
+	return root.WithRunner(runner), gates, opts, nil
+}
+
+// withExecuteGate returns a copy of gates in which execute waits for
+// approval, keeping a policy for it that is already there.
+func withExecuteGate(gates map[string]agent.Approval) map[string]agent.Approval {
+	out := make(map[string]agent.Approval, len(gates)+1)
+	maps.Copy(out, gates)
+	if _, ok := out[fstools.ExecuteName]; !ok {
+		out[fstools.ExecuteName] = agent.Approval{}
+	}
+	return out
+}

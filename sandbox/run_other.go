@@ -1,0 +1,15 @@
+//go:build !unix
+
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/deepagents-go/deepagents/vfs"
+)
+
+func (r *Runner) run(context.Context, string, string, time.Duration) (vfs.ExecResult, error) {
+	return vfs.ExecResult{}, errors.New("running commands is not supported on this system")
+}

@@ -1,0 +1,4 @@
+package sandbox
+
+// supported reports whether bubblewrap can run here.
+const supported = true
