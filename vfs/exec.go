@@ -58,6 +58,10 @@ func AsExecutor(b Backend) (ex Executor, ok bool) {
 		switch w := b.(type) {
 		case *Tracked:
 			b = w.Backend
+		case *Composite:
+			// Commands run in the fallback's directory; mounted routes
+			// (skills, memory files) are not part of it.
+			b = w.fallback
 		case interface{ Unwrap() Backend }:
 			b = w.Unwrap()
 		default:

@@ -23,6 +23,14 @@ func (l *loop) Unwrap() vfs.Backend { return l }
 
 func TestAsExecutor(t *testing.T) {
 	ex := runsCommands{vfs.NewMemory(nil)}
+	mounted, err := vfs.NewComposite(vfs.Track(ex), vfs.Route{Prefix: "/skills/", Backend: vfs.NewMemory(nil), ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	overMemory, err := vfs.NewComposite(vfs.NewMemory(nil), vfs.Route{Prefix: "/x/", Backend: ex})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		b    vfs.Backend
@@ -36,6 +44,8 @@ func TestAsExecutor(t *testing.T) {
 		{"tracked twice", vfs.Track(vfs.Track(ex)), true},
 		{"behind an Unwrap", wrapper{vfs.Track(ex)}, true},
 		{"tracked memory", vfs.Track(vfs.NewMemory(nil)), false},
+		{"a composite over the executor", mounted, true},
+		{"a composite that only mounts one", overMemory, false},
 		{"a wrapper that unwraps to itself", &loop{vfs.NewMemory(nil)}, false},
 	} {
 		got, ok := vfs.AsExecutor(tc.b)
