@@ -21,7 +21,8 @@ import (
 // stripped: with Prefix "/skills/", the composite's /skills/web/SKILL.md is
 // the backend's /web/SKILL.md, so a disk backend opened at a host
 // directory serves that directory's files under /skills/. ReadOnly routes
-// refuse writes, edits and deletes with an error matching ErrPermission.
+// refuse writes, edits and deletes with a *DeniedError (it matches
+// ErrPermission) that names the route.
 type Route struct {
 	Prefix   string
 	Backend  Backend
@@ -187,27 +188,12 @@ func (c *Composite) outerEntry(r *route, e Entry) Entry {
 	return e
 }
 
-// ReadOnlyError is the error of a change to a read-only route. It matches
-// ErrPermission.
-type ReadOnlyError struct {
-	Op    string // "write", "delete" or "edit"
-	Path  string
-	Route string // the route's prefix, such as "/skills/"
-}
-
-func (e *ReadOnlyError) Error() string {
-	return fmt.Sprintf("%s %s: %s is mounted read-only", e.Op, e.Path, e.Route)
-}
-
-// Is reports whether target is ErrPermission.
-func (e *ReadOnlyError) Is(target error) bool { return target == ErrPermission }
-
 // guard refuses a change of p that would touch a read-only route, and a
 // file written at a mount point or at a parent of one.
 func (c *Composite) guard(op, p string) error {
 	r, inner := c.find(p)
 	if r != nil && r.ro {
-		return &ReadOnlyError{Op: op, Path: p, Route: r.label()}
+		return &DeniedError{Op: op, Path: p, Reason: r.label() + " is mounted read-only"}
 	}
 	if op != "delete" && (r != nil && inner == "/" || len(c.below(p)) > 0) {
 		return &fs.PathError{Op: op, Path: p, Err: ErrIsDir}
@@ -215,7 +201,7 @@ func (c *Composite) guard(op, p string) error {
 	if op == "delete" {
 		for _, r := range c.below(p) {
 			if r.ro {
-				return &ReadOnlyError{Op: op, Path: p, Route: r.label()}
+				return &DeniedError{Op: op, Path: p, Reason: r.label() + " is mounted read-only"}
 			}
 		}
 	}
