@@ -24,6 +24,7 @@ import (
 	"github.com/deepagents-go/deepagents/todos"
 	"github.com/deepagents-go/deepagents/tool"
 	"github.com/deepagents-go/deepagents/vfs"
+	"github.com/deepagents-go/deepagents/vfs/perm"
 )
 
 // Config describes a deep agent. Only Model is required.
@@ -44,8 +45,14 @@ type Config struct {
 	// Middleware wrap the agent's model and tool calls; their tools are bound
 	// after Tools.
 	Middleware []agent.Middleware
-	// Backend is the filesystem; nil keeps files in the run's state.
+	// Backend is the filesystem; nil keeps files in the run's state. A
+	// vfs.Composite made with a nil fallback mounts its routes (a store at
+	// /memories/, say) over the run's state.
 	Backend vfs.Backend
+	// Permissions are allow/deny rules on the file tools' access by path
+	// glob (package vfs/perm): first match wins, no match allows. Subagents
+	// inherit them unless their spec sets its own.
+	Permissions perm.Rules
 	// MaxSteps bounds model calls per run (agent.DefaultMaxSteps, 500, when
 	// 0), for the agent and each subagent whose spec sets none; every
 	// subagent instance has a budget of its own.
@@ -125,6 +132,11 @@ func New(cfg Config) (*agent.Agent, error) {
 		m.Tools = nil
 		hooks = append(hooks, m)
 	}
+	if len(cfg.Permissions) > 0 {
+		// Outermost, so every tool and every hook's file access in the
+		// call (offloading a large result) goes through the rules.
+		hooks = append([]agent.Middleware{perm.Middleware(cfg.Permissions)}, hooks...)
+	}
 	after := append(slices.Clone(cfg.Tools), mwTools...)
 	var clash []string
 	for _, t := range after {
@@ -197,6 +209,9 @@ func New(cfg Config) (*agent.Agent, error) {
 			specs[i].Middleware = append(slices.Clone(specs[i].Middleware), m)
 		}
 	}
+	if specs, err = withPermissions(specs, cfg.Permissions); err != nil {
+		return nil, err
+	}
 	task, err := subagent.NewTask(subagent.Config{
 		Subagents:      specs,
 		Model:          cfg.Model,
@@ -241,4 +256,27 @@ func WithGeneralPurpose(specs []subagent.Spec) []subagent.Spec {
 		}
 	}
 	return append([]subagent.Spec{subagent.GeneralPurpose()}, specs...)
+}
+
+// withPermissions gives each isolated subagent the rules of its spec, or
+// else cfg's; a fork runs its parent's hooks, rules included, and may not
+// set its own.
+func withPermissions(specs []subagent.Spec, rules perm.Rules) ([]subagent.Spec, error) {
+	specs = slices.Clone(specs)
+	for i, s := range specs {
+		own := s.Permissions
+		if s.Mode == subagent.Fork {
+			if own != nil {
+				return nil, &ConfigError{Subagent: s.Name, Msg: fmt.Sprintf("SubAgent '%s': a fork shares its parent's permissions; it cannot set its own", s.Name)}
+			}
+			continue
+		}
+		if own == nil {
+			own = rules
+		}
+		if len(own) > 0 {
+			specs[i].Middleware = append([]agent.Middleware{perm.Middleware(own)}, s.Middleware...)
+		}
+	}
+	return specs, nil
 }

@@ -1,0 +1,120 @@
+package deepagents_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/deepagents-go/deepagents"
+	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/llm/scripted"
+	"github.com/deepagents-go/deepagents/subagent"
+	"github.com/deepagents-go/deepagents/vfs"
+	"github.com/deepagents-go/deepagents/vfs/perm"
+)
+
+func rules(t *testing.T, lines ...string) perm.Rules {
+	t.Helper()
+	rs, err := perm.ParseRules(lines)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rs
+}
+
+// The agent's rules hold for its tool calls; a subagent inherits them
+// unless its spec sets its own.
+func TestPermissions(t *testing.T) {
+	probe := func(p string) []scripted.StepCall {
+		return []scripted.StepCall{
+			call(p+"w", "write_file", `{"file_path":"/etc/hosts","content":"x"}`),
+			call(p+"r", "read_file", `{"file_path":"/secrets/key"}`),
+			call(p+"l", "ls", `{"path":"/"}`),
+			call(p+"g", "glob", `{"pattern":"**"}`),
+			call(p+"s", "grep", `{"pattern":"k","output_mode":"files_with_matches"}`),
+			call(p+"e", "edit_file", `{"file_path":"/notes.md","old_string":"n","new_string":"m"}`),
+		}
+	}
+	m := scripted.New(scripted.Script{
+		"parent": {Steps: []scripted.Step{
+			{ToolCalls: probe("p")},
+			{ToolCalls: []scripted.StepCall{
+				call("t1", "task", `{"description":"probe","subagent_type":"general-purpose"}`),
+				call("t2", "task", `{"description":"probe","subagent_type":"trusted"}`),
+			}},
+			{Content: "done"},
+		}},
+		"general-purpose": {Steps: []scripted.Step{{ToolCalls: probe("c")}, {Content: "ok"}}},
+		"trusted":         {Steps: []scripted.Step{{ToolCalls: probe("u")}, {Content: "ok"}}},
+	}, scripted.Options{})
+	a, err := deepagents.New(deepagents.Config{
+		Model:       m,
+		Permissions: rules(t, "deny write /etc/**", "deny all /secrets/**"),
+		Subagents: []subagent.Spec{{Name: "trusted", Description: "Sees everything.",
+			Permissions: rules(t, "deny write /notes.md")}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := agent.Prompt("go")
+	in.Files = map[string]vfs.File{"/secrets/key": {Content: "k=1"}, "/notes.md": {Content: "n"}, "/etc/motd": {Content: "hi"}}
+	res, err := a.Invoke(t.Context(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []string
+	got := map[string]string{}
+	collect := func(r *agent.Result) {
+		for id, c := range toolResults(r.State.Messages) {
+			got[id] = c
+			all = append(all, id)
+		}
+	}
+	collect(res)
+	for _, c := range res.Children {
+		collect(c)
+	}
+	denied := func(id, rule string) {
+		t.Helper()
+		if want := `permission denied by rule "` + rule + `"`; !strings.Contains(got[id], want) {
+			t.Errorf("%s = %q; want it to contain %s", id, got[id], want)
+		}
+	}
+	hidden := func(id string) {
+		t.Helper()
+		if strings.Contains(got[id], "secrets") {
+			t.Errorf("%s leaks a denied path: %q", id, got[id])
+		}
+	}
+	for _, who := range []string{"p", "c"} { // the agent, and a subagent inheriting
+		denied(who+"w", "deny write /etc/**")
+		denied(who+"r", "deny all /secrets/**")
+		hidden(who + "l")
+		hidden(who + "g")
+		hidden(who + "s")
+		if !strings.Contains(got[who+"l"], "/etc/") || !strings.Contains(got[who+"g"], "/notes.md") {
+			t.Errorf("%s: allowed paths missing: ls %q, glob %q", who, got[who+"l"], got[who+"g"])
+		}
+	}
+	// The parent's edit ran first; the trusted subagent's own rules
+	// replace the parent's.
+	if strings.Contains(got["pe"], "Error") || !strings.Contains(got["ur"], "k=1") || strings.Contains(got["uw"], "Error") {
+		t.Errorf("own rules: edit %q, read %q, write %q", got["pe"], got["ur"], got["uw"])
+	}
+	denied("ue", "deny write /notes.md")
+	if len(all) < 18 {
+		t.Errorf("only %d tool results: %v", len(all), all)
+	}
+}
+
+func TestForkCannotSetPermissions(t *testing.T) {
+	_, err := deepagents.New(deepagents.Config{
+		Model:     scripted.New(nil, scripted.Options{}),
+		Subagents: []subagent.Spec{{Name: "f", Description: "A fork.", Mode: subagent.Fork, Permissions: perm.Rules{}}},
+	})
+	var ce *deepagents.ConfigError
+	if !errors.As(err, &ce) || ce.Subagent != "f" || !strings.Contains(err.Error(), "a fork shares its parent's permissions") {
+		t.Errorf("New = %v", err)
+	}
+}
+
