@@ -117,4 +117,3 @@ func TestForkCannotSetPermissions(t *testing.T) {
 		t.Errorf("New = %v", err)
 	}
 }
-
