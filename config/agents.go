@@ -21,6 +21,7 @@ import (
 	"github.com/deepagents-go/deepagents/internal/safefile"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/subagent"
+	"github.com/deepagents-go/deepagents/vfs/perm"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -60,6 +61,9 @@ import (
 //	                 mapping of tool names, each true, false or a list of
 //	                 decisions ([approve, edit, reject]); absent: the
 //	                 parent's; {} for none
+//	permissions      rules on the subagent's file access, a list such as
+//	                 ["deny write /**"] (see package vfs/perm); absent: the
+//	                 parent's; [] for none. Not for forks.
 //	context_window   the subagent's model's context window in tokens, over
 //	                 the built-in number for its model (or for a model
 //	                 without one); absent: its model's known window
@@ -95,6 +99,9 @@ type AgentFile struct {
 	// InterruptOn is nil when not set: the subagent inherits the parent's
 	// approvals. An empty map asks about nothing.
 	InterruptOn map[string]agent.Approval
+	// Permissions is nil when not set: the subagent inherits the parent's
+	// rules. An empty list lifts them.
+	Permissions perm.Rules
 	// ContextWindow is 0 when not set: the window known for the
 	// subagent's model applies (Config.Profile).
 	ContextWindow int
@@ -126,6 +133,9 @@ func (a AgentFile) Spec() subagent.Spec {
 		s.Reasoning = &r
 	}
 	s.InterruptOn = cloneApprovals(a.InterruptOn)
+	if a.Permissions != nil {
+		s.Permissions = slices.Clone(a.Permissions)
+	}
 	return s
 }
 
@@ -224,7 +234,7 @@ func pathErrText(err error) string {
 	return err.Error()
 }
 
-var agentKeys = []string{"name", "description", "mode", "tools", "model", "response_format", "max_steps", "timeout", "reasoning", "interrupt_on", "context_window"}
+var agentKeys = []string{"name", "description", "mode", "tools", "model", "response_format", "max_steps", "timeout", "reasoning", "interrupt_on", "permissions", "context_window"}
 
 var agentModes = []string{string(subagent.Isolated), string(subagent.Fork), string(subagent.Handoff)}
 
@@ -378,6 +388,8 @@ func parseAgent(p *problems, path string, data []byte) (a AgentFile, nameLine in
 				a.Reasoning = yamlReasoning(p, v, vl, at)
 			case "interrupt_on":
 				a.InterruptOn = yamlInterruptOn(p, v, vl, at)
+			case "permissions":
+				a.Permissions = yamlPermissions(p, v, vl, at)
 			case "context_window":
 				if n := yamlPositiveInt(p, key, v, vl); n > maxWindow {
 					p.add(vl, "context_window is too large: %d tokens", n)

@@ -191,7 +191,7 @@ func TestParseAgentFileErrors(t *testing.T) {
 				`:7: unknown key "descripton" (did you mean "description"?)`},
 		{"unknown key by case", "---\ndescription: d\nMax_Steps: 3\n---\n", `:3: unknown key "Max_Steps" (did you mean "max_steps"?)`},
 		{"unknown key without suggestion", "---\ndescription: d\nskills: [x]\n---\n",
-			`:3: unknown key "skills" (known keys: name, description, mode, tools, model, response_format, max_steps, timeout, reasoning, interrupt_on, context_window)`},
+			`:3: unknown key "skills" (known keys: name, description, mode, tools, model, response_format, max_steps, timeout, reasoning, interrupt_on, permissions, context_window)`},
 		{"duplicate key", "---\ndescription: d\nmode: fork\nmode: isolated\n---\n", `:4: key "mode" is set twice (first on line 3)`},
 		{"bad mode", "---\nname: researcher\ndescription: d\nmode: shared\n---\n", `:4: mode must be "isolated", "fork" or "handoff", got "shared"`},
 		{"wrong type: description", "---\ndescription: 42\n---\n", `:2: description must be a string, got the integer 42; put it in quotes`},
@@ -253,7 +253,7 @@ func TestParseAgentFileErrors(t *testing.T) {
 				":2: name must be letters, digits, \"_\" and \"-\" only, got \"a b\"\n" +
 				":3: mode must be \"isolated\", \"fork\" or \"handoff\", got \"shared\"\n" +
 				":4: timeout must be a duration like \"90s\" or \"5m\", got the integer 1; add a unit\n" +
-				":5: unknown key \"colour\" (known keys: name, description, mode, tools, model, response_format, max_steps, timeout, reasoning, interrupt_on, context_window)"},
+				":5: unknown key \"colour\" (known keys: name, description, mode, tools, model, response_format, max_steps, timeout, reasoning, interrupt_on, permissions, context_window)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
