@@ -118,12 +118,32 @@ type StateMounter interface {
 }
 
 // MountState implements StateMounter: a composite made with a nil fallback
-// returns a copy of itself over state; any other returns false.
+// returns a copy of itself over state, and so does one whose fallback is
+// such a composite (composites nest); any other returns false.
 func (c *Composite) MountState(state *Memory) (Backend, bool) {
-	if !c.state || state == nil {
+	if state == nil {
 		return c, false
 	}
-	return &Composite{fallback: state, routes: c.routes}, true
+	if c.state {
+		return &Composite{fallback: state, routes: c.routes}, true
+	}
+	if sm, ok := c.fallback.(StateMounter); ok {
+		if b, ok := sm.MountState(state); ok {
+			return &Composite{fallback: b, routes: c.routes}, true
+		}
+	}
+	return c, false
+}
+
+// With returns a composite with c's fallback (or its place for the run's
+// state) and c's routes plus routes; c is unchanged. NewComposite's rules
+// apply to the whole set.
+func (c *Composite) With(routes ...Route) (*Composite, error) {
+	var fallback Backend
+	if !c.state {
+		fallback = c.fallback
+	}
+	return NewComposite(fallback, append(c.Routes(), routes...)...)
 }
 
 // find returns the route owning p (nil: the fallback) and p as that
@@ -544,10 +564,13 @@ func (c *Composite) Branch() *Layer {
 // clock is the fallback's clock when it is a Memory, so layers stamp times
 // as the run's own files do.
 func (c *Composite) clock() func() time.Time {
-	if m, ok := c.fallback.(*Memory); ok {
-		m.mu.RLock()
-		defer m.mu.RUnlock()
-		return m.now
+	switch f := c.fallback.(type) {
+	case *Memory:
+		f.mu.RLock()
+		defer f.mu.RUnlock()
+		return f.now
+	case *Composite:
+		return f.clock()
 	}
 	return nil
 }
