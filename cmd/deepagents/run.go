@@ -39,6 +39,7 @@ type runFlags struct {
 	interruptOn  string
 	quiet        bool
 	trustProject bool
+	backends     backendFlags    // --no-store, --store-namespace, --permission (backends.go)
 	set          map[string]bool // flags given on the command line
 	// gates is --interrupt-on, parsed; nil when the flag is not given.
 	gates map[string]agent.Approval
@@ -130,6 +131,7 @@ func agentFlags(fs *flag.FlagSet, f *runFlags) {
 	fs.StringVar(&f.threadDir, "thread-dir", "", "where the thread's transcript is saved (default ~/.deepagents/threads)")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress or notices on stderr (warnings and the notice of a non-default endpoint are still shown)")
 	fs.BoolVar(&f.trustProject, "trust-project", false, "trust the project's deepagents.toml to set where requests, API keys and conversations go (base_url, api_key_env, headers, a PostgreSQL db); remembered for the file as it is now")
+	addBackendFlags(fs, &f.backends)
 }
 
 // check reads the flags given and checks their values.
