@@ -51,6 +51,7 @@ func TestCompositeOverRunState(t *testing.T) {
 					call("w2", "write_file", `{"file_path":"/notes.md","content":"draft one"}`),
 					call("w3", "write_file", `{"file_path":"/notes.md","content":"draft two"}`),
 					call("w4", "write_file", `{"file_path":"/skills/web/SKILL.md","content":"hacked"}`),
+					call("t1", "task", `{"description":"note it","subagent_type":"general-purpose"}`),
 				}},
 				{Content: "done"},
 				reads, {Content: "done"},
@@ -58,6 +59,12 @@ func TestCompositeOverRunState(t *testing.T) {
 			{Match: "second", Steps: []scripted.Step{
 				reads, {Content: "done"},
 			}},
+		}},
+		// The subagent writes through its call's layer; the merge takes
+		// the file to the store.
+		"general-purpose": {Steps: []scripted.Step{
+			{ToolCalls: []scripted.StepCall{call("c1", "write_file", `{"file_path":"/memories/child.md","content":"from the child"}`)}},
+			{Content: "noted"},
 		}},
 	}, scripted.Options{})
 	a, err := deepagents.New(deepagents.Config{Model: m, Backend: files})
@@ -75,6 +82,9 @@ func TestCompositeOverRunState(t *testing.T) {
 	}
 	if s, err := store.Read(t.Context(), "/prefs.md"); err != nil || s != "likes tea" {
 		t.Errorf("store /prefs.md = %q, %v", s, err)
+	}
+	if s, err := store.Read(t.Context(), "/child.md"); err != nil || s != "from the child" {
+		t.Errorf("store /child.md = %q, %v", s, err)
 	}
 	if s, _ := skills.Read(t.Context(), "/web/SKILL.md"); s != "how to browse" {
 		t.Errorf("the read-only route changed: %q", s)
