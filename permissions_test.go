@@ -1,6 +1,7 @@
 package deepagents_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/llm/scripted"
 	"github.com/deepagents-go/deepagents/subagent"
+	"github.com/deepagents-go/deepagents/tool"
 	"github.com/deepagents-go/deepagents/vfs"
 	"github.com/deepagents-go/deepagents/vfs/perm"
 )
@@ -115,5 +117,50 @@ func TestForkCannotSetPermissions(t *testing.T) {
 	var ce *deepagents.ConfigError
 	if !errors.As(err, &ce) || ce.Subagent != "f" || !strings.Contains(err.Error(), "a fork shares its parent's permissions") {
 		t.Errorf("New = %v", err)
+	}
+}
+
+// The rules see the files a tool finally gets: a mount another middleware
+// adds on the way (as skills and memory do) is covered too, wherever that
+// middleware sits.
+func TestPermissionsCoverMountsOfOtherMiddleware(t *testing.T) {
+	extra := vfs.NewMemory(map[string]vfs.File{"/x.md": {Content: "mounted"}, "/ok.md": {Content: "fine"}})
+	mount := agent.Middleware{Name: "mount", WrapTool: func(ctx context.Context, call *agent.ToolCall, next agent.ToolFunc) (tool.Result, error) {
+		if call.Env == nil || call.Env.Files == nil {
+			return next(ctx, call)
+		}
+		files, err := vfs.NewComposite(call.Env.Files, vfs.Route{Prefix: "/extra/", Backend: extra})
+		if err != nil {
+			return tool.Result{}, err
+		}
+		env := *call.Env
+		env.Files = files
+		c := *call
+		c.Env = &env
+		return next(ctx, &c)
+	}}
+	m := scripted.New(scripted.Script{"parent": {Steps: []scripted.Step{
+		{ToolCalls: []scripted.StepCall{
+			call("r1", "read_file", `{"file_path":"/extra/x.md"}`),
+			call("r2", "read_file", `{"file_path":"/extra/ok.md"}`),
+			call("g1", "glob", `{"pattern":"/extra/*"}`),
+		}},
+		{Content: "done"},
+	}}}, scripted.Options{})
+	a, err := deepagents.New(deepagents.Config{Model: m, Middleware: []agent.Middleware{mount},
+		Permissions: rules(t, "deny read /extra/x.md")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.Invoke(t.Context(), agent.Prompt("go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := toolResults(res.State.Messages)
+	if !strings.Contains(got["r1"], `permission denied by rule "deny read /extra/x.md"`) || !strings.Contains(got["r2"], "fine") {
+		t.Errorf("reads through another middleware's mount: %q, %q", got["r1"], got["r2"])
+	}
+	if strings.Contains(got["g1"], "x.md") || !strings.Contains(got["g1"], "/extra/ok.md") {
+		t.Errorf("glob = %q", got["g1"])
 	}
 }
