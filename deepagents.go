@@ -133,8 +133,8 @@ func New(cfg Config) (*agent.Agent, error) {
 		hooks = append(hooks, m)
 	}
 	if len(cfg.Permissions) > 0 {
-		// Outermost, so every tool and every hook's file access in the
-		// call (offloading a large result) goes through the rules.
+		// It checks at the tool itself, so its place in the list does not
+		// matter; forks run these hooks and so share the rules.
 		hooks = append([]agent.Middleware{perm.Middleware(cfg.Permissions)}, hooks...)
 	}
 	after := append(slices.Clone(cfg.Tools), mwTools...)
