@@ -131,3 +131,55 @@ func TestCompositeOverRunState(t *testing.T) {
 		t.Errorf("thread B read %q and %q", got["r1"], got["r2"])
 	}
 }
+
+// A step that stops for an approval keeps its finished calls' changes,
+// routes included, until the step is merged on resume; the run's own files
+// come back from the checkpoint.
+func TestCompositeAcrossAnApproval(t *testing.T) {
+	store := vfs.NewMemory(nil)
+	files, err := vfs.NewComposite(nil, vfs.Route{Prefix: "/memories/", Backend: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := scripted.New(scripted.Script{"parent": {Steps: []scripted.Step{
+		{ToolCalls: []scripted.StepCall{
+			call("w1", "write_file", `{"file_path":"/memories/x","content":"kept"}`),
+			call("w2", "write_file", `{"file_path":"/own.md","content":"mine"}`),
+			call("d1", "delete", `{"file_path":"/old.md"}`),
+		}},
+		{ToolCalls: []scripted.StepCall{
+			call("r1", "read_file", `{"file_path":"/own.md"}`),
+			call("r2", "read_file", `{"file_path":"/memories/x"}`),
+		}},
+		{Content: "done"},
+	}}}, scripted.Options{})
+	a, err := deepagents.New(deepagents.Config{Model: m, Backend: files, InterruptOn: map[string]agent.Approval{"delete": {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	saver := checkpoint.NewMemory(0)
+	in := agent.Prompt("go")
+	in.Files = map[string]vfs.File{"/old.md": {Content: "old"}}
+	res, err := a.Invoke(t.Context(), in, agent.WithCheckpoints(saver, "T"))
+	if res == nil || res.Status != agent.StatusInterrupted {
+		t.Fatalf("first run: %v, %v", res, err)
+	}
+	if _, err := store.Read(t.Context(), "/x"); err == nil {
+		t.Error("a call's write reached the store before its step was merged")
+	}
+	res, err = a.Invoke(t.Context(), agent.Input{}, agent.WithCheckpoints(saver, "T"),
+		agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "d1"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := toolResults(res.State.Messages)
+	if !strings.Contains(got["r1"], "mine") || !strings.Contains(got["r2"], "kept") {
+		t.Errorf("after the approval: %q, %q", got["r1"], got["r2"])
+	}
+	if s, err := store.Read(t.Context(), "/x"); err != nil || s != "kept" {
+		t.Errorf("store /x = %q, %v", s, err)
+	}
+	if _, ok := res.State.Files["/old.md"]; ok || res.State.Files["/own.md"].Content != "mine" {
+		t.Errorf("run files = %v", res.State.Files)
+	}
+}
