@@ -582,3 +582,36 @@ var (
 	_ Opener       = (*Composite)(nil)
 	_ StateMounter = (*Composite)(nil)
 )
+
+// Unlayered returns c as a backend that cannot branch: for a fallback that
+// writes through, such as a real directory, so that the agent loop tracks
+// each call's changes as they happen (and edits of one file stay atomic on
+// disk) instead of holding them in layers until the step ends. It keeps
+// every other method of c.
+func (c *Composite) Unlayered() Backend { return unlayered{c} }
+
+type unlayered struct{ c *Composite }
+
+func (u unlayered) Stat(ctx context.Context, path string) (Entry, error) { return u.c.Stat(ctx, path) }
+func (u unlayered) Read(ctx context.Context, path string) (string, error) {
+	return u.c.Read(ctx, path)
+}
+func (u unlayered) Write(ctx context.Context, path, content string) error {
+	return u.c.Write(ctx, path, content)
+}
+func (u unlayered) Delete(ctx context.Context, path string) (int, error) {
+	return u.c.Delete(ctx, path)
+}
+func (u unlayered) List(ctx context.Context, dir string) ([]Entry, error) { return u.c.List(ctx, dir) }
+func (u unlayered) Walk(ctx context.Context, dir string) iter.Seq2[Entry, error] {
+	return u.c.Walk(ctx, dir)
+}
+func (u unlayered) Update(ctx context.Context, path string, fn UpdateFunc) error {
+	return u.c.Update(ctx, path, fn)
+}
+func (u unlayered) Open(ctx context.Context, path string) (io.ReadCloser, Entry, error) {
+	return u.c.Open(ctx, path)
+}
+
+// Composite returns the composite itself.
+func (u unlayered) Composite() *Composite { return u.c }

@@ -59,6 +59,20 @@ func TestCompositeLayerConformance(t *testing.T) {
 	})
 }
 
+// The unlayered view of a composite over a real directory.
+func TestCompositeUnlayeredConformance(t *testing.T) {
+	vfstest.Run(t, func(t *testing.T, files map[string]string) vfs.Backend {
+		u := seeded(t, files, suiteRoutes...).Unlayered()
+		if _, ok := u.(vfs.Brancher); ok {
+			t.Fatal("the unlayered view can branch")
+		}
+		if _, ok := u.(vfs.Updater); !ok {
+			t.Fatal("the unlayered view lost Update")
+		}
+		return u
+	})
+}
+
 // A route to a real directory: the prefix is stripped, so /d/e/x is DIR/x.
 func TestCompositeOSFSConformance(t *testing.T) {
 	vfstest.Run(t, func(t *testing.T, files map[string]string) vfs.Backend {

@@ -82,6 +82,11 @@ func wireBackends(ctx context.Context, s *setup, b backendFlags, cfg *config.Con
 	if err != nil {
 		return nil, nil, err
 	}
+	if files != nil {
+		// A real directory writes through, as without the store: no
+		// layers holding its changes until the step ends.
+		return c.Unlayered(), rules, nil
+	}
 	return c, rules, nil
 }
 

@@ -66,6 +66,21 @@ func TestStoreSharedAcrossThreads(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "r1: Error: file /memories/note.md does not exist") {
 		t.Errorf("--no-store: exit %d\n%s\n%s", code, out, errs)
 	}
+	// With --root the rest is the real directory, and the store stays.
+	root := t.TempDir()
+	code, out, errs = runCLI(t, "run", "-p", "remember", "--model", "openai:gpt-test", "--root", root, "--store-namespace", "rooted")
+	if code != 0 || strings.Contains(out, "Error") {
+		t.Fatalf("--root: exit %d\n%s\n%s", code, out, errs)
+	}
+	if data, err := os.ReadFile(filepath.Join(root, "scratch.md")); err != nil || string(data) != "this thread only" {
+		t.Errorf("--root: scratch.md on disk = %q, %v", data, err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "memories")); err == nil {
+		t.Error("--root: /memories/ went to disk, not to the store")
+	}
+	if f, ok, err := ft.Get(t.Context(), "rooted", "/note.md"); !ok || err != nil || f.Content != "likes tea" {
+		t.Errorf("--root: the store holds %+v, %v, %v", f, ok, err)
+	}
 	if code, _, errs := runCLI(t, "run", "-p", "x", "--model", "openai:gpt-test", "--store-namespace", "a b"); code != 2 || !strings.Contains(errs, "--store-namespace") {
 		t.Errorf("bad namespace: exit %d: %s", code, errs)
 	}
