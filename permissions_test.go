@@ -43,17 +43,20 @@ func TestPermissions(t *testing.T) {
 			{ToolCalls: []scripted.StepCall{
 				call("t1", "task", `{"description":"probe","subagent_type":"general-purpose"}`),
 				call("t2", "task", `{"description":"probe","subagent_type":"trusted"}`),
+				call("t3", "task", `{"description":"probe","subagent_type":"forky"}`),
 			}},
 			{Content: "done"},
 		}},
 		"general-purpose": {Steps: []scripted.Step{{ToolCalls: probe("c")}, {Content: "ok"}}},
 		"trusted":         {Steps: []scripted.Step{{ToolCalls: probe("u")}, {Content: "ok"}}},
+		"forky":           {Steps: []scripted.Step{{ToolCalls: probe("f")}, {Content: "ok"}}},
 	}, scripted.Options{})
 	a, err := deepagents.New(deepagents.Config{
 		Model:       m,
 		Permissions: rules(t, "deny write /etc/**", "deny all /secrets/**"),
 		Subagents: []subagent.Spec{{Name: "trusted", Description: "Sees everything.",
-			Permissions: rules(t, "deny write /notes.md")}},
+			Permissions: rules(t, "deny write /notes.md")},
+			{Name: "forky", Description: "A fork.", Mode: subagent.Fork}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +91,7 @@ func TestPermissions(t *testing.T) {
 			t.Errorf("%s leaks a denied path: %q", id, got[id])
 		}
 	}
-	for _, who := range []string{"p", "c"} { // the agent, and a subagent inheriting
+	for _, who := range []string{"p", "c", "f"} { // the agent, a subagent inheriting, a fork
 		denied(who+"w", "deny write /etc/**")
 		denied(who+"r", "deny all /secrets/**")
 		hidden(who + "l")
@@ -104,7 +107,7 @@ func TestPermissions(t *testing.T) {
 		t.Errorf("own rules: edit %q, read %q, write %q", got["pe"], got["ur"], got["uw"])
 	}
 	denied("ue", "deny write /notes.md")
-	if len(all) < 18 {
+	if len(all) < 24 {
 		t.Errorf("only %d tool results: %v", len(all), all)
 	}
 }
