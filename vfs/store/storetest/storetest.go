@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -156,4 +157,100 @@ func acrossThreads(t *testing.T, tab store.Table, saver checkpoint.Saver) {
 	if !strings.Contains(got["r2"], "does not exist") {
 		t.Errorf("thread B reading thread A's /scratch.md got %q", got["r2"])
 	}
+}
+
+// Script runs a script of operations on b and on ref, the reference (a
+// vfs.Memory, say), and fails t when an operation fails differently or
+// returns something different, or when the files end different. Lines are
+// "w PATH" (write the line as content), "d PATH", "r PATH", "s PATH" or
+// "l PATH"; others are skipped, and only the first 40 lines count. Fuzz
+// targets feed it.
+func Script(t *testing.T, s, m vfs.Backend, script string) {
+	t.Helper()
+	ctx := context.Background()
+	lines := strings.Split(script, "\n")
+	if len(lines) > 40 {
+		lines = lines[:40]
+	}
+	for i, line := range lines {
+		op, p, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		var es, em error
+		switch op {
+		case "w":
+			es, em = s.Write(ctx, p, line), m.Write(ctx, p, line)
+		case "d":
+			var ns, nm int
+			ns, es = s.Delete(ctx, p)
+			nm, em = m.Delete(ctx, p)
+			if ns != nm {
+				t.Fatalf("line %d %q: store deleted %d, memory %d", i+1, line, ns, nm)
+			}
+		case "r":
+			var cs, cm string
+			cs, es = s.Read(ctx, p)
+			cm, em = m.Read(ctx, p)
+			if cs != cm {
+				t.Fatalf("line %d %q: store read %q, memory %q", i+1, line, cs, cm)
+			}
+		case "s":
+			var xs, xm vfs.Entry
+			xs, es = s.Stat(ctx, p)
+			xm, em = m.Stat(ctx, p)
+			if xs.Path != xm.Path || xs.IsDir != xm.IsDir || xs.Size != xm.Size {
+				t.Fatalf("line %d %q: store stat %+v, memory %+v", i+1, line, xs, xm)
+			}
+		case "l":
+			var ls, lm []vfs.Entry
+			ls, es = s.List(ctx, p)
+			lm, em = m.List(ctx, p)
+			if len(ls) != len(lm) {
+				t.Fatalf("line %d %q: store lists %v, memory %v", i+1, line, ls, lm)
+			}
+			for j := range ls {
+				if ls[j].Path != lm[j].Path || ls[j].IsDir != lm[j].IsDir || ls[j].Size != lm[j].Size {
+					t.Fatalf("line %d %q: store lists %v, memory %v", i+1, line, ls, lm)
+				}
+			}
+		default:
+			continue
+		}
+		if ks, km := errKind(es), errKind(em); ks != km {
+			t.Fatalf("line %d %q: store error %v, memory error %v", i+1, line, es, em)
+		}
+	}
+	if a, b := snapshot(t, s), snapshot(t, m); !maps.Equal(a, b) {
+		t.Fatalf("files differ: store %v, memory %v", a, b)
+	}
+}
+
+// errKind names the vfs error an operation failed with.
+func errKind(err error) string {
+	for _, k := range []struct {
+		name string
+		err  error
+	}{{"none", nil}, {"notfound", vfs.ErrNotFound}, {"isdir", vfs.ErrIsDir}, {"notdir", vfs.ErrNotDir}, {"invalid", vfs.ErrInvalidPath}} {
+		if k.err == nil && err == nil || k.err != nil && errors.Is(err, k.err) {
+			return k.name
+		}
+	}
+	return "other: " + err.Error()
+}
+
+func snapshot(t *testing.T, b vfs.Backend) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for e, err := range b.Walk(context.Background(), "/") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := b.Read(context.Background(), e.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[e.Path] = s
+	}
+	return out
 }
