@@ -319,7 +319,7 @@ func parseAgent(p *problems, path string, data []byte) (a AgentFile, nameLine in
 	}
 
 	seen := map[string]int{}
-	var toolsLine int
+	var toolsLine, permissionsLine int
 	if root != nil {
 		for i := 0; i+1 < len(root.Content); i += 2 {
 			kn, vn := root.Content[i], root.Content[i+1]
@@ -390,6 +390,7 @@ func parseAgent(p *problems, path string, data []byte) (a AgentFile, nameLine in
 				a.InterruptOn = yamlInterruptOn(p, v, vl, at)
 			case "permissions":
 				a.Permissions = yamlPermissions(p, v, vl, at)
+				permissionsLine = kl
 			case "context_window":
 				if n := yamlPositiveInt(p, key, v, vl); n > maxWindow {
 					p.add(vl, "context_window is too large: %d tokens", n)
@@ -413,6 +414,9 @@ func parseAgent(p *problems, path string, data []byte) (a AgentFile, nameLine in
 	}
 	if a.Mode == string(subagent.Fork) && a.Tools != nil {
 		p.add(toolsLine, `tools cannot be set for mode "fork": a fork runs with its parent's exact tools`)
+	}
+	if a.Mode == string(subagent.Fork) && a.Permissions != nil {
+		p.add(permissionsLine, `permissions cannot be set for mode "fork": a fork shares its parent's rules`)
 	}
 	return a, nameLine
 }

@@ -74,6 +74,7 @@ func TestPermissionsAgentFile(t *testing.T) {
 	for _, tc := range []struct{ src, want string }{
 		{"---\ndescription: d\npermissions: deny write /x\n---\n", "r.md:3: permissions must be a list"},
 		{"---\ndescription: d\npermissions:\n  - deny write /x\n  - nope\n---\n", `r.md:5: permission rule "nope"`},
+		{"---\ndescription: d\nmode: fork\npermissions: []\n---\n", `r.md:4: permissions cannot be set for mode "fork"`},
 	} {
 		_, err := ParseAgentFile("r.md", []byte(tc.src))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
