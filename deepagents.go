@@ -26,6 +26,7 @@ import (
 	"github.com/deepagents-go/deepagents/todos"
 	"github.com/deepagents-go/deepagents/tool"
 	"github.com/deepagents-go/deepagents/vfs"
+	"github.com/deepagents-go/deepagents/vfs/perm"
 )
 
 // Config describes a deep agent. Only Model is required.
@@ -48,12 +49,18 @@ type Config struct {
 	Middleware []agent.Middleware
 	// Backend is the filesystem; nil keeps files in the run's state. A
 	// backend that can run commands (a vfs.Executor, such as osfs.Shell)
-	// also gets the execute tool, for the agent and every subagent.
+	// also gets the execute tool, for the agent and every subagent. A
+	// vfs.Composite made with a nil fallback mounts its routes (a store at
+	// /memories/, say) over the run's state.
 	Backend vfs.Backend
 	// Execute tunes the execute tool bound for such a backend: its
 	// description tells the model whether commands run sandboxed and with
 	// network.
 	Execute fstools.ExecuteOptions
+	// Permissions are allow/deny rules on the file tools' access by path
+	// glob (package vfs/perm): first match wins, no match allows. Subagents
+	// inherit them unless their spec sets its own.
+	Permissions perm.Rules
 	// MaxSteps bounds model calls per run (agent.DefaultMaxSteps, 500, when
 	// 0), for the agent and each subagent whose spec sets none; every
 	// subagent instance has a budget of its own.
@@ -148,6 +155,11 @@ func New(cfg Config) (*agent.Agent, error) {
 		mwTools = append(mwTools, m.Tools...)
 		m.Tools = nil
 		hooks = append(hooks, m)
+	}
+	if len(cfg.Permissions) > 0 {
+		// It checks at the tool itself, so its place in the list does not
+		// matter; forks run these hooks and so share the rules.
+		hooks = append([]agent.Middleware{perm.Middleware(cfg.Permissions)}, hooks...)
 	}
 	// Skills and memory come after your middleware and before compaction,
 	// which measures the request they complete.
@@ -258,6 +270,9 @@ func New(cfg Config) (*agent.Agent, error) {
 	if specs, err = narrowMCP(specs, cfg.Tools); err != nil {
 		return nil, err
 	}
+	if specs, err = withPermissions(specs, cfg.Permissions); err != nil {
+		return nil, err
+	}
 	task, err := subagent.NewTask(subagent.Config{
 		Subagents:      specs,
 		Model:          cfg.Model,
@@ -331,4 +346,27 @@ func WithGeneralPurpose(specs []subagent.Spec) []subagent.Spec {
 		}
 	}
 	return append([]subagent.Spec{subagent.GeneralPurpose()}, specs...)
+}
+
+// withPermissions gives each isolated subagent the rules of its spec, or
+// else cfg's; a fork runs its parent's hooks, rules included, and may not
+// set its own.
+func withPermissions(specs []subagent.Spec, rules perm.Rules) ([]subagent.Spec, error) {
+	specs = slices.Clone(specs)
+	for i, s := range specs {
+		own := s.Permissions
+		if s.Mode == subagent.Fork {
+			if own != nil {
+				return nil, &ConfigError{Subagent: s.Name, Msg: fmt.Sprintf("SubAgent '%s': a fork shares its parent's permissions; it cannot set its own", s.Name)}
+			}
+			continue
+		}
+		if own == nil {
+			own = rules
+		}
+		if len(own) > 0 {
+			specs[i].Middleware = append([]agent.Middleware{perm.Middleware(own)}, s.Middleware...)
+		}
+	}
+	return specs, nil
 }

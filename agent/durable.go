@@ -126,6 +126,9 @@ func ckStatus(s Status) checkpoint.Status {
 // fileView is the run's files as saved: all of them for an in-state
 // filesystem, the net changes for a layer over given files.
 func (r *run) fileView() (files map[string]vfs.File, deleted []string, ok bool) {
+	if r.mem != nil { // the run's own files, maybe under mounts
+		return r.mem.Files(), nil, true
+	}
 	switch b := r.backend.(type) {
 	case *vfs.Memory:
 		return b.Files(), nil, true
@@ -408,6 +411,10 @@ func (r *run) restore(rs *RunState) {
 			r.backend = r.mem
 		} else {
 			b.Apply(diffFiles(b.Files(), rs.Files))
+		}
+	case vfs.StateMounter:
+		if r.mem != nil {
+			r.mem.Apply(diffFiles(r.mem.Files(), rs.Files))
 		}
 	case *vfs.Layer:
 		var d vfs.Delta
@@ -707,7 +714,7 @@ func (r *run) rebuildChanged(ctx context.Context, rs *RunState) error {
 		return nil
 	}
 	var before map[string]vfs.File
-	if _, own := r.backend.(*vfs.Memory); own && rs.Loop.Input != "" {
+	if _, own := r.backend.(*vfs.Memory); (own || r.mem != nil) && rs.Loop.Input != "" {
 		cp, err := r.ck.saver.Get(ctx, checkpoint.Ref{ThreadID: r.ck.thread, NS: r.ck.ns, ID: rs.Loop.Input})
 		if err != nil {
 			return fmt.Errorf("thread %q: the run's input checkpoint: %w", r.ck.thread, err)

@@ -205,6 +205,15 @@ func (a *Agent) newRun(in Input, rc runConfig) *run {
 		r.mem.SetClock(r.rt.Now)
 		r.backend = r.mem
 	}
+	if sm, ok := r.backend.(vfs.StateMounter); ok {
+		// Mounts over the run's own files (a vfs.Composite without a
+		// fallback): those files stay in the run's state, as by default.
+		mem := vfs.NewMemory(in.Files)
+		mem.SetClock(r.rt.Now)
+		if b, ok := sm.MountState(mem); ok {
+			r.mem, r.backend = mem, b
+		}
+	}
 	if rc.ck != nil {
 		r.ck = &durable{ckConfig: *rc.ck, ns: nsOf(r.path), seq: -1}
 		_, _, r.ck.keeps = r.fileView()

@@ -21,6 +21,7 @@ import (
 	"github.com/deepagents-go/deepagents/internal/safefile"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/subagent"
+	"github.com/deepagents-go/deepagents/vfs/perm"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -60,6 +61,9 @@ import (
 //	                 mapping of tool names, each true, false or a list of
 //	                 decisions ([approve, edit, reject]); absent: the
 //	                 parent's; {} for none
+//	permissions      rules on the subagent's file access, a list such as
+//	                 ["deny write /**"] (see package vfs/perm); absent: the
+//	                 parent's; [] for none. Not for forks.
 //	context_window   the subagent's model's context window in tokens, over
 //	                 the built-in number for its model (or for a model
 //	                 without one); absent: its model's known window
@@ -100,6 +104,9 @@ type AgentFile struct {
 	// InterruptOn is nil when not set: the subagent inherits the parent's
 	// approvals. An empty map asks about nothing.
 	InterruptOn map[string]agent.Approval
+	// Permissions is nil when not set: the subagent inherits the parent's
+	// rules. An empty list lifts them.
+	Permissions perm.Rules
 	// ContextWindow is 0 when not set: the window known for the
 	// subagent's model applies (Config.Profile).
 	ContextWindow int
@@ -138,6 +145,9 @@ func (a AgentFile) Spec() subagent.Spec {
 	s.InterruptOn = cloneApprovals(a.InterruptOn)
 	s.MCPServers = slices.Clone(a.MCPServers)
 	s.Skills = slices.Clone(a.Skills)
+	if a.Permissions != nil {
+		s.Permissions = slices.Clone(a.Permissions)
+	}
 	return s
 }
 
@@ -236,7 +246,7 @@ func pathErrText(err error) string {
 	return err.Error()
 }
 
-var agentKeys = []string{"name", "description", "mode", "tools", "model", "response_format", "max_steps", "timeout", "reasoning", "interrupt_on", "context_window", "mcpServers", "skills"}
+var agentKeys = []string{"name", "description", "mode", "tools", "model", "response_format", "max_steps", "timeout", "reasoning", "interrupt_on", "permissions", "context_window", "mcpServers", "skills"}
 
 var agentModes = []string{string(subagent.Isolated), string(subagent.Fork), string(subagent.Handoff)}
 
@@ -321,7 +331,7 @@ func parseAgent(p *problems, path string, data []byte) (a AgentFile, nameLine in
 	}
 
 	seen := map[string]int{}
-	var toolsLine, skillsLine int
+	var toolsLine, skillsLine, permissionsLine int
 	if root != nil {
 		for i := 0; i+1 < len(root.Content); i += 2 {
 			kn, vn := root.Content[i], root.Content[i+1]
@@ -392,6 +402,9 @@ func parseAgent(p *problems, path string, data []byte) (a AgentFile, nameLine in
 				a.InterruptOn = yamlInterruptOn(p, v, vl, at)
 			case "mcpServers":
 				a.MCPServers = yamlServerNames(p, v, vl, at)
+			case "permissions":
+				a.Permissions = yamlPermissions(p, v, vl, at)
+				permissionsLine = kl
 			case "context_window":
 				if n := yamlPositiveInt(p, key, v, vl); n > maxWindow {
 					p.add(vl, "context_window is too large: %d tokens", n)
@@ -421,6 +434,9 @@ func parseAgent(p *problems, path string, data []byte) (a AgentFile, nameLine in
 	}
 	if a.Mode == string(subagent.Fork) && a.Skills != nil {
 		p.add(skillsLine, `skills cannot be set for mode "fork": a fork has its parent's skills`)
+	}
+	if a.Mode == string(subagent.Fork) && a.Permissions != nil {
+		p.add(permissionsLine, `permissions cannot be set for mode "fork": a fork shares its parent's rules`)
 	}
 	return a, nameLine
 }

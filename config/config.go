@@ -20,6 +20,7 @@ import (
 	"github.com/deepagents-go/deepagents/internal/safefile"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/tokens"
+	"github.com/deepagents-go/deepagents/vfs/perm"
 )
 
 // Config is the merged settings of the config files. The zero value of a
@@ -35,6 +36,9 @@ import (
 //	reasoning = "high"     # or a budget of thinking tokens: reasoning = 8000
 //	db = "sqlite:.deepagents/state.db"   # or "postgres://user@host/db"
 //	interrupt_on = { write_file = true, edit_file = ["approve", "reject"] }
+//
+//	[permissions]
+//	rules = ["deny all /secrets/**", "deny write /etc/**"]
 //
 //	[providers.openai]
 //	api_key_env = "MY_OPENAI_KEY"
@@ -79,6 +83,10 @@ type Config struct {
 	// of the decisions allowed ("approve", "edit", "reject"). Nil when no
 	// file sets it; a project file's table replaces the user's whole.
 	InterruptOn map[string]agent.Approval
+	// Permissions are the rules of the [permissions] table (rules = [...],
+	// see package vfs/perm): nil when no file sets it. The user's rules
+	// come before the project's, so a project file cannot lift them.
+	Permissions perm.Rules
 	// Providers are the [providers.NAME] tables by lower-case name; use
 	// ProviderFor to look one up.
 	Providers map[string]ProviderConfig
@@ -165,7 +173,7 @@ var builtinKinds = map[string]string{
 }
 
 var (
-	topKeys       = []string{"model", "system_prompt", "max_steps", "max_parallel", "reasoning", "db", "interrupt_on", "providers", "models"}
+	topKeys       = []string{"model", "system_prompt", "max_steps", "max_parallel", "reasoning", "db", "interrupt_on", "permissions", "providers", "models"}
 	providerKeys  = []string{"type", "base_url", "api_key_env", "model", "headers", "stream_tool_calls", "parallel_tool_calls", "request_timeout", "stream_idle_timeout", "api"}
 	providerTypes = []string{"openai", "anthropic", "gemini", "openai-compatible"}
 	envNameRe     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -317,6 +325,8 @@ func Parse(path string, data []byte) (*Config, error) {
 			}
 		case "interrupt_on":
 			c.InterruptOn = tomlInterruptOn(p, v, l, at)
+		case "permissions":
+			c.Permissions = tomlPermissions(p, v, l, at)
 		case "providers":
 			c.Providers = parseProviders(p, v, l, at, path, c)
 		case "models":
@@ -565,6 +575,9 @@ func (c *Config) Merge(other *Config) {
 	}
 	if other.InterruptOn != nil {
 		c.InterruptOn = cloneApprovals(other.InterruptOn)
+	}
+	if other.Permissions != nil {
+		c.Permissions = append(slices.Clip(c.Permissions), other.Permissions...)
 	}
 	for key, o := range other.Models {
 		if c.Models == nil {

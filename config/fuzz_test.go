@@ -12,6 +12,7 @@ import (
 	"github.com/BurntSushi/toml"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/subagent"
+	"github.com/deepagents-go/deepagents/vfs/perm"
 )
 
 // checkErrors fails unless err is made of FileErrors on one of paths, each
@@ -130,6 +131,11 @@ func FuzzLoadConfig(f *testing.F) {
 		for name, a := range c.InterruptOn {
 			if !nameRe.MatchString(name) || len(a.Allowed) > 3 {
 				t.Fatalf("interrupt_on %q: %+v", name, a)
+			}
+		}
+		for _, r := range c.Permissions {
+			if again, err := perm.Parse(r.String()); err != nil || again != r {
+				t.Fatalf("permission rule %q does not read back: %v", r, err)
 			}
 		}
 		if c.Database != nil && c.Database.Kind != SQLite && c.Database.Kind != Postgres {

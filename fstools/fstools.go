@@ -173,6 +173,10 @@ func failed(ctx context.Context, what string, err error) (tool.Result, error) {
 	if ctx.Err() != nil {
 		return tool.Result{}, context.Cause(ctx)
 	}
+	var denied *vfs.DeniedError
+	if errors.As(err, &denied) {
+		return tool.Errorf("Error: %s: %s.", what, denied.Reason), nil
+	}
 	if errors.Is(err, vfs.ErrPermission) {
 		return tool.Errorf("Error: %s: permission denied. This path cannot be used; try another.", what), nil
 	}

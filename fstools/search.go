@@ -603,6 +603,10 @@ func binaryWhy(kind string, size int64) string {
 
 // unreadable says in a few words why a file could not be read.
 func unreadable(err error) string {
+	var denied *vfs.DeniedError
+	if errors.As(err, &denied) {
+		return denied.Reason
+	}
 	if errors.Is(err, vfs.ErrPermission) {
 		return "permission denied"
 	}

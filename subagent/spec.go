@@ -13,6 +13,7 @@ import (
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/tool"
+	"github.com/deepagents-go/deepagents/vfs/perm"
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
@@ -75,6 +76,10 @@ type Spec struct {
 	InterruptOn map[string]agent.Approval
 	// Middleware wrap the subagent's model and tool calls.
 	Middleware []agent.Middleware
+	// Permissions are the rules on the subagent's file access (package
+	// vfs/perm), applied by deepagents.New. Nil inherits the parent's; an
+	// empty list lifts them. A fork always has its parent's.
+	Permissions perm.Rules
 	// ResponseFormat makes the receipt structured JSON. It is a Go struct
 	// type (a reflect.Type, or As[T]()), a *jsonschema.Schema, or a JSON
 	// schema document (json.RawMessage, []byte, map[string]any) of an

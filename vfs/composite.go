@@ -21,7 +21,8 @@ import (
 // stripped: with Prefix "/skills/", the composite's /skills/web/SKILL.md is
 // the backend's /web/SKILL.md, so a disk backend opened at a host
 // directory serves that directory's files under /skills/. ReadOnly routes
-// refuse writes, edits and deletes with an error matching ErrPermission.
+// refuse writes, edits and deletes with a *DeniedError (it matches
+// ErrPermission) that names the route.
 type Route struct {
 	Prefix   string
 	Backend  Backend
@@ -117,12 +118,32 @@ type StateMounter interface {
 }
 
 // MountState implements StateMounter: a composite made with a nil fallback
-// returns a copy of itself over state; any other returns false.
+// returns a copy of itself over state, and so does one whose fallback is
+// such a composite (composites nest); any other returns false.
 func (c *Composite) MountState(state *Memory) (Backend, bool) {
-	if !c.state || state == nil {
+	if state == nil {
 		return c, false
 	}
-	return &Composite{fallback: state, routes: c.routes}, true
+	if c.state {
+		return &Composite{fallback: state, routes: c.routes}, true
+	}
+	if sm, ok := c.fallback.(StateMounter); ok {
+		if b, ok := sm.MountState(state); ok {
+			return &Composite{fallback: b, routes: c.routes}, true
+		}
+	}
+	return c, false
+}
+
+// With returns a composite with c's fallback (or its place for the run's
+// state) and c's routes plus routes; c is unchanged. NewComposite's rules
+// apply to the whole set.
+func (c *Composite) With(routes ...Route) (*Composite, error) {
+	var fallback Backend
+	if !c.state {
+		fallback = c.fallback
+	}
+	return NewComposite(fallback, append(c.Routes(), routes...)...)
 }
 
 // find returns the route owning p (nil: the fallback) and p as that
@@ -187,27 +208,12 @@ func (c *Composite) outerEntry(r *route, e Entry) Entry {
 	return e
 }
 
-// ReadOnlyError is the error of a change to a read-only route. It matches
-// ErrPermission.
-type ReadOnlyError struct {
-	Op    string // "write", "delete" or "edit"
-	Path  string
-	Route string // the route's prefix, such as "/skills/"
-}
-
-func (e *ReadOnlyError) Error() string {
-	return fmt.Sprintf("%s %s: %s is mounted read-only", e.Op, e.Path, e.Route)
-}
-
-// Is reports whether target is ErrPermission.
-func (e *ReadOnlyError) Is(target error) bool { return target == ErrPermission }
-
 // guard refuses a change of p that would touch a read-only route, and a
 // file written at a mount point or at a parent of one.
 func (c *Composite) guard(op, p string) error {
 	r, inner := c.find(p)
 	if r != nil && r.ro {
-		return &ReadOnlyError{Op: op, Path: p, Route: r.label()}
+		return &DeniedError{Op: op, Path: p, Reason: r.label() + " is mounted read-only"}
 	}
 	if op != "delete" && (r != nil && inner == "/" || len(c.below(p)) > 0) {
 		return &fs.PathError{Op: op, Path: p, Err: ErrIsDir}
@@ -215,7 +221,7 @@ func (c *Composite) guard(op, p string) error {
 	if op == "delete" {
 		for _, r := range c.below(p) {
 			if r.ro {
-				return &ReadOnlyError{Op: op, Path: p, Route: r.label()}
+				return &DeniedError{Op: op, Path: p, Reason: r.label() + " is mounted read-only"}
 			}
 		}
 	}
@@ -558,10 +564,13 @@ func (c *Composite) Branch() *Layer {
 // clock is the fallback's clock when it is a Memory, so layers stamp times
 // as the run's own files do.
 func (c *Composite) clock() func() time.Time {
-	if m, ok := c.fallback.(*Memory); ok {
-		m.mu.RLock()
-		defer m.mu.RUnlock()
-		return m.now
+	switch f := c.fallback.(type) {
+	case *Memory:
+		f.mu.RLock()
+		defer f.mu.RUnlock()
+		return f.now
+	case *Composite:
+		return f.clock()
 	}
 	return nil
 }
@@ -573,3 +582,36 @@ var (
 	_ Opener       = (*Composite)(nil)
 	_ StateMounter = (*Composite)(nil)
 )
+
+// Unlayered returns c as a backend that cannot branch: for a fallback that
+// writes through, such as a real directory, so that the agent loop tracks
+// each call's changes as they happen (and edits of one file stay atomic on
+// disk) instead of holding them in layers until the step ends. It keeps
+// every other method of c.
+func (c *Composite) Unlayered() Backend { return unlayered{c} }
+
+type unlayered struct{ c *Composite }
+
+func (u unlayered) Stat(ctx context.Context, path string) (Entry, error) { return u.c.Stat(ctx, path) }
+func (u unlayered) Read(ctx context.Context, path string) (string, error) {
+	return u.c.Read(ctx, path)
+}
+func (u unlayered) Write(ctx context.Context, path, content string) error {
+	return u.c.Write(ctx, path, content)
+}
+func (u unlayered) Delete(ctx context.Context, path string) (int, error) {
+	return u.c.Delete(ctx, path)
+}
+func (u unlayered) List(ctx context.Context, dir string) ([]Entry, error) { return u.c.List(ctx, dir) }
+func (u unlayered) Walk(ctx context.Context, dir string) iter.Seq2[Entry, error] {
+	return u.c.Walk(ctx, dir)
+}
+func (u unlayered) Update(ctx context.Context, path string, fn UpdateFunc) error {
+	return u.c.Update(ctx, path, fn)
+}
+func (u unlayered) Open(ctx context.Context, path string) (io.ReadCloser, Entry, error) {
+	return u.c.Open(ctx, path)
+}
+
+// Composite returns the composite itself.
+func (u unlayered) Composite() *Composite { return u.c }

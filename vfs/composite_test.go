@@ -59,6 +59,20 @@ func TestCompositeLayerConformance(t *testing.T) {
 	})
 }
 
+// The unlayered view of a composite over a real directory.
+func TestCompositeUnlayeredConformance(t *testing.T) {
+	vfstest.Run(t, func(t *testing.T, files map[string]string) vfs.Backend {
+		u := seeded(t, files, suiteRoutes...).Unlayered()
+		if _, ok := u.(vfs.Brancher); ok {
+			t.Fatal("the unlayered view can branch")
+		}
+		if _, ok := u.(vfs.Updater); !ok {
+			t.Fatal("the unlayered view lost Update")
+		}
+		return u
+	})
+}
+
 // A route to a real directory: the prefix is stripped, so /d/e/x is DIR/x.
 func TestCompositeOSFSConformance(t *testing.T) {
 	vfstest.Run(t, func(t *testing.T, files map[string]string) vfs.Backend {
@@ -258,6 +272,37 @@ func TestCompositeMountState(t *testing.T) {
 	}
 	if got := vfstest.Paths(t, c, "/"); !slices.Equal(got, []string{"/memories/m"}) {
 		t.Errorf("the unmounted composite sees %v; want only the shared route", got)
+	}
+	// Composites nest: one over a state composite mounts the state too.
+	skills := vfs.NewMemory(vfstest.Files(map[string]string{"/s/SKILL.md": "s"}))
+	outer, err := vfs.NewComposite(c, vfs.Route{Prefix: "/skills/", Backend: skills, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	state2 := vfs.NewMemory(nil)
+	nb, ok := outer.MountState(state2)
+	if !ok {
+		t.Fatal("a composite over a state composite does not mount the run's state")
+	}
+	if err := nb.Write(bg, "/b", "b"); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := vfstest.Paths(t, nb, "/"), []string{"/b", "/memories/m", "/skills/s/SKILL.md"}; !slices.Equal(got, want) {
+		t.Errorf("nested mount sees %v, want %v", got, want)
+	}
+	if got := vfstest.Paths(t, state2, "/"); !slices.Equal(got, []string{"/b"}) {
+		t.Errorf("nested mount's state holds %v", got)
+	}
+	// With adds routes and keeps the state placeholder.
+	more, err := c.With(vfs.Route{Prefix: "/skills/", Backend: skills, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, ok := more.MountState(vfs.NewMemory(nil)); !ok || !slices.Equal(vfstest.Paths(t, b, "/skills"), []string{"/skills/s/SKILL.md"}) {
+		t.Errorf("With lost the state placeholder or the new route (%v)", ok)
+	}
+	if _, err := c.With(vfs.Route{Prefix: "/memories", Backend: skills}); err == nil {
+		t.Error("With accepted a second route at /memories/")
 	}
 	own, _ := vfs.NewComposite(vfs.NewMemory(nil))
 	if _, ok := own.MountState(state); ok {

@@ -43,6 +43,7 @@ type runFlags struct {
 	// claudeSkills, noSkills and noMemory are the flags of skills.go.
 	claudeSkills, noSkills, noMemory bool
 	shell                            shellOptions    // --allow, --no-sandbox, --sandbox-network (shell.go)
+	backends                         backendFlags    // --no-store, --store-namespace, --permission (backends.go)
 	set                              map[string]bool // flags given on the command line
 	// gates is --interrupt-on, parsed; nil when the flag is not given.
 	gates map[string]agent.Approval
@@ -139,6 +140,7 @@ func agentFlags(fs *flag.FlagSet, f *runFlags) {
 	skillsFlags(fs, f)
 	shellFlags(fs, &f.shell)
 	fs.BoolVar(&f.trustProject, "trust-project", false, "trust the project's deepagents.toml to set where requests, API keys and conversations go (base_url, api_key_env, headers, a PostgreSQL db); remembered for the file as it is now")
+	addBackendFlags(fs, &f.backends)
 }
 
 // check reads the flags given and checks their values.

@@ -200,13 +200,17 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 	}
 	s.saver = saver
 	s.closers = append(s.closers, saver.Close)
+	backend, rules, err := wireBackends(ctx, s, f.backends, cfg, backend)
+	if err != nil {
+		return nil, err
+	}
 
 	s.config = deepagents.Config{
 		Model: model, SystemPrompt: system, Subagents: specs, Backend: backend, Execute: execOpts,
 		MaxSteps: maxSteps, MaxParallel: maxParallel, Stream: true, Reasoning: reasoning, InterruptOn: gates,
 		// The CLI plans with write_todos and compacts long conversations
 		// against each model's window.
-		Todos: true, ContextWindow: s.contextWindow,
+		Todos: true, ContextWindow: s.contextWindow, Permissions: rules,
 	}
 	applyMCP(&s.config, mcps, f.mcp)
 	if s.config.Skills, s.config.Memory, err = skillsAndMemory(f, cwd, home, f.root, s.contextWindow); err != nil {
