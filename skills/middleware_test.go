@@ -88,7 +88,7 @@ func TestAgentReadsASkillAtItsListedPath(t *testing.T) {
 	}
 	r := toolResults(res)
 	if len(r) != 5 || !strings.Contains(r[0], "Steps for pdf.") || r[1] != "/skills/" ||
-		!strings.Contains(r[2], "/skills/pdf/forms.md") || !strings.Contains(r[3], "permission denied") {
+		!strings.Contains(r[2], "/skills/pdf/forms.md") || !strings.Contains(r[3], "mounted read-only") {
 		t.Fatalf("results %q", r)
 	}
 	if !strings.Contains(m.Records()[0].Request.System, "- pdf: Fill PDF forms. — read /skills/pdf/SKILL.md") {

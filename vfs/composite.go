@@ -613,5 +613,9 @@ func (u unlayered) Open(ctx context.Context, path string) (io.ReadCloser, Entry,
 	return u.c.Open(ctx, path)
 }
 
+// Unwrap returns the composite, so that vfs.AsExecutor finds a fallback
+// that runs commands.
+func (u unlayered) Unwrap() Backend { return u.c }
+
 // Composite returns the composite itself.
 func (u unlayered) Composite() *Composite { return u.c }

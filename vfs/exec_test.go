@@ -46,6 +46,7 @@ func TestAsExecutor(t *testing.T) {
 		{"tracked memory", vfs.Track(vfs.NewMemory(nil)), false},
 		{"a composite over the executor", mounted, true},
 		{"a composite that only mounts one", overMemory, false},
+		{"an unlayered composite", mounted.Unlayered(), true},
 		{"a wrapper that unwraps to itself", &loop{vfs.NewMemory(nil)}, false},
 	} {
 		got, ok := vfs.AsExecutor(tc.b)
