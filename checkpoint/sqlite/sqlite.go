@@ -253,8 +253,10 @@ var statements = map[string]string{
 	// row with a NULL id) the namespace's next message number, in one query.
 	"selfparent": `SELECT id, record FROM checkpoints WHERE thread = ?1 AND ns = ?2 AND id IN (?3, ?4)
 		UNION ALL SELECT NULL, COALESCE((SELECT seq_to FROM chunks WHERE thread = ?1 AND ns = ?2 ORDER BY seq_from DESC LIMIT 1), 0)`,
-	"record":      `SELECT record FROM checkpoints WHERE thread = ? AND ns = ? AND id = ?`,
-	"insertcp":    `INSERT INTO checkpoints (thread, ns, id, title, record) VALUES (?, ?, ?, ?, ?)`,
+	"record":   `SELECT record FROM checkpoints WHERE thread = ? AND ns = ? AND id = ?`,
+	"insertcp": `INSERT INTO checkpoints (thread, ns, id, title, record) VALUES (?, ?, ?, ?, ?) ON CONFLICT (thread, ns, id) DO NOTHING`,
+	// Changes only when another connection commits (see querier.era).
+	"dataversion": `PRAGMA data_version`,
 	"insertchunk": `INSERT INTO chunks (thread, ns, seq_from, seq_to, packed, data) VALUES (?, ?, ?, ?, ?, ?)`,
 	"tail":        `SELECT seq_from, seq_to, packed FROM chunks WHERE thread = ? AND ns = ? ORDER BY seq_from DESC`,
 	"chunkdata":   `SELECT data FROM chunks WHERE thread = ? AND ns = ? AND seq_from = ?`,
@@ -337,6 +339,19 @@ func (s *Saver) writeTx(ctx context.Context, fn func(q querier) error) error {
 	return tx.Commit()
 }
 
+// era is the writer connection's data version, read in a write transaction.
+// SQLite changes it only when another connection (another process, or
+// another Saver on the same file) commits, never for this connection's own
+// commits, so while it stays the same the tips this saver recorded are still
+// what is stored, and a put continuing from one skips reading its parent.
+func (q querier) era(ctx context.Context) (int64, error) {
+	var v int64
+	if err := q.stmt(ctx, "dataversion").QueryRowContext(ctx).Scan(&v); err != nil {
+		return 0, err
+	}
+	return v, nil
+}
+
 func (s *Saver) readTx(ctx context.Context, fn func(q querier) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -359,8 +374,11 @@ func (s *Saver) Put(ctx context.Context, st checkpoint.Step) error {
 	}
 	var put *engine.Tip
 	err := s.writeTx(ctx, func(q querier) error {
-		var err error
-		put, err = engine.Put(ctx, q, &st, s.every, &s.tips)
+		era, err := q.era(ctx)
+		if err != nil {
+			return err
+		}
+		put, err = engine.Put(ctx, q, &st, s.every, &s.tips, era)
 		return err
 	})
 	if err == nil {

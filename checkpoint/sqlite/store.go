@@ -144,8 +144,14 @@ func (q querier) Begin(ctx context.Context, st *checkpoint.Step) (stored bool, p
 
 // Insert implements engine.Writer.
 func (q querier) Insert(ctx context.Context, r *checkpoint.Record, raw []byte, msgs [][]byte, blobs map[string][]byte, refs []string) error {
-	if _, err := q.stmt(ctx, "insertcp").ExecContext(ctx, r.ThreadID, r.NS, r.ID, r.Title, raw); err != nil {
+	res, err := q.stmt(ctx, "insertcp").ExecContext(ctx, r.ThreadID, r.NS, r.ID, r.Title, raw)
+	if err != nil {
 		return err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n == 0 {
+		return engine.ErrStored
 	}
 	if len(msgs) > 0 {
 		if _, err := q.stmt(ctx, "insertchunk").ExecContext(ctx, r.ThreadID, r.NS, r.Messages.From, r.Messages.To, 0, checkpoint.AppendChunk(nil, msgs...)); err != nil {
