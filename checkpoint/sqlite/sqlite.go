@@ -260,6 +260,7 @@ var statements = map[string]string{
 	"insertchunk": `INSERT INTO chunks (thread, ns, seq_from, seq_to, packed, data) VALUES (?, ?, ?, ?, ?, ?)`,
 	"tail":        `SELECT seq_from, seq_to, packed FROM chunks WHERE thread = ? AND ns = ? ORDER BY seq_from DESC`,
 	"chunkdata":   `SELECT data FROM chunks WHERE thread = ? AND ns = ? AND seq_from = ?`,
+	"taildata":    `SELECT seq_from, data FROM chunks WHERE thread = ? AND ns = ? AND seq_from >= ? ORDER BY seq_from`,
 	"insertblob":  `INSERT INTO blobs (hash, data) VALUES (?, ?) ON CONFLICT (hash) DO NOTHING`,
 	"insertref":   `INSERT INTO refs (thread, ns, cp, hash) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`,
 	"putwrite": `INSERT INTO writes (thread, ns, cp, call_id, kind, data)
