@@ -44,6 +44,7 @@ type Saver struct {
 	every int
 	stmts map[string]*sql.Stmt
 	tips  engine.Tips
+	group group // puts and writes waiting for the writer (group.go)
 }
 
 var _ checkpoint.Saver = (*Saver)(nil)
@@ -373,19 +374,13 @@ func (s *Saver) Put(ctx context.Context, st checkpoint.Step) error {
 	if err := checkpoint.ValidateStep(&st); err != nil {
 		return err
 	}
-	var put *engine.Tip
-	err := s.writeTx(ctx, func(q querier) error {
-		era, err := q.era(ctx)
-		if err != nil {
-			return err
+	return s.commit(&op{ctx: ctx, put: true, run: func(ctx context.Context, q querier, era int64) (func(), error) {
+		put, err := engine.Put(ctx, q, &st, s.every, &s.tips, era)
+		if err != nil || put == nil {
+			return nil, err
 		}
-		put, err = engine.Put(ctx, q, &st, s.every, &s.tips, era)
-		return err
-	})
-	if err == nil {
-		s.tips.Set(st.ThreadID, st.NS, put)
-	}
-	return err
+		return func() { s.tips.Set(st.ThreadID, st.NS, put) }, nil
+	}})
 }
 
 // PutWrite implements checkpoint.Saver.
@@ -403,15 +398,26 @@ func (s *Saver) PutWrite(ctx context.Context, ref checkpoint.Ref, w checkpoint.W
 	if err != nil {
 		return err
 	}
-	// One statement is its own transaction: no BEGIN and COMMIT to send.
-	res, err := s.stmts["putwrite"].ExecContext(ctx, ref.ThreadID, ref.NS, ref.ID, w.CallID, w.Kind, data)
-	if err != nil {
-		return err
+	args := []any{ref.ThreadID, ref.NS, ref.ID, w.CallID, w.Kind, data}
+	check := func(res sql.Result, err error) error {
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return fmt.Errorf("%w: checkpoint %q in thread %q", checkpoint.ErrNotFound, ref.ID, ref.ThreadID)
+		}
+		return nil
 	}
-	if n, err := res.RowsAffected(); err != nil || n == 0 {
-		return fmt.Errorf("%w: checkpoint %q in thread %q", checkpoint.ErrNotFound, ref.ID, ref.ThreadID)
-	}
-	return nil
+	return s.commit(&op{ctx: ctx,
+		run: func(ctx context.Context, q querier, _ int64) (func(), error) {
+			return nil, check(q.stmt(ctx, "putwrite").ExecContext(ctx, args...))
+		},
+		// Alone, the statement is its own transaction: no BEGIN and
+		// COMMIT to send.
+		alone: func(ctx context.Context) error {
+			return check(s.stmts["putwrite"].ExecContext(ctx, args...))
+		},
+	})
 }
 
 // Get implements checkpoint.Saver.

@@ -1,0 +1,164 @@
+package sqlite
+
+import (
+	"context"
+	"sync"
+)
+
+// Group commit: puts and writes that arrive while another commit runs (the
+// parallel tool calls of one step, subagents fanned out together) wait in a
+// queue, and the caller that finds the writer free commits the whole queue
+// in one transaction. Every caller returns only once its own put or write
+// is committed, or has failed; a batch in which one operation fails is
+// rolled back and its operations run again one transaction each, so an
+// operation fails or succeeds on its own, as without batching.
+
+// op is one put or write waiting to be committed.
+type op struct {
+	ctx context.Context
+	// run does the operation's statements in the batch's transaction; era
+	// is the transaction's era (see querier.era). It returns what to do
+	// once the transaction has committed.
+	run func(ctx context.Context, q querier, era int64) (after func(), err error)
+	// alone, when set, does the whole operation in a transaction of its
+	// own (used when the batch is this operation only).
+	alone func(ctx context.Context) error
+	put   bool // needs the era
+	err   error
+	// done receives once: when the operation is finished, or when its
+	// caller is to commit the next batch.
+	done chan struct{}
+	lead bool
+}
+
+// group is a saver's queue of operations waiting for the writer.
+type group struct {
+	mu    sync.Mutex
+	queue []*op
+	busy  bool // a caller is committing a batch
+	// together counts the transactions of more than one operation (for
+	// tests).
+	together int
+}
+
+// commit queues o and returns once it is committed (or failed).
+func (s *Saver) commit(o *op) error {
+	o.done = make(chan struct{}, 1)
+	g := &s.group
+	g.mu.Lock()
+	g.queue = append(g.queue, o)
+	lead := !g.busy
+	g.busy = true
+	g.mu.Unlock()
+	if !lead {
+		<-o.done
+		if !o.lead {
+			return o.err
+		}
+	}
+	// This caller commits what has queued, its own operation first.
+	g.mu.Lock()
+	batch := g.queue
+	g.queue = nil
+	g.mu.Unlock()
+	s.runBatch(batch)
+	for _, b := range batch {
+		if b != o {
+			b.done <- struct{}{}
+		}
+	}
+	// Whoever queued meanwhile commits the next batch.
+	g.mu.Lock()
+	if len(g.queue) > 0 {
+		next := g.queue[0]
+		next.lead = true
+		next.done <- struct{}{}
+	} else {
+		g.busy = false
+	}
+	g.mu.Unlock()
+	return o.err
+}
+
+// runBatch commits batch in one transaction, or each of its operations in
+// one of its own when the batch fails.
+func (s *Saver) runBatch(batch []*op) {
+	if len(batch) == 1 {
+		o := batch[0]
+		if o.alone != nil {
+			o.err = o.alone(o.ctx)
+		} else {
+			o.err = s.runOne(o)
+		}
+		return
+	}
+	live := batch[:0:0]
+	for _, o := range batch {
+		if o.err = o.ctx.Err(); o.err == nil {
+			live = append(live, o)
+		}
+	}
+	if len(live) == 0 {
+		return
+	}
+	afters, err := s.runTogether(live)
+	if err == nil {
+		for _, after := range afters {
+			if after != nil {
+				after()
+			}
+		}
+		return
+	}
+	for _, o := range live {
+		o.err = s.runOne(o)
+	}
+}
+
+// runTogether runs ops in one transaction and commits it.
+func (s *Saver) runTogether(ops []*op) ([]func(), error) {
+	// The transaction belongs to no single caller: a caller that gives up
+	// makes its own operation fail, which sends the batch to runOne.
+	ctx := context.Background()
+	s.group.together++
+	afters := make([]func(), 0, len(ops))
+	err := s.writeTx(ctx, func(q querier) error {
+		era := int64(-1)
+		for _, o := range ops {
+			if o.put && era < 0 {
+				var err error
+				if era, err = q.era(ctx); err != nil {
+					return err
+				}
+			}
+			after, err := o.run(o.ctx, q, era)
+			if err != nil {
+				return err
+			}
+			afters = append(afters, after)
+		}
+		return nil
+	})
+	return afters, err
+}
+
+// runOne runs o in a transaction of its own.
+func (s *Saver) runOne(o *op) error {
+	var after func()
+	err := s.writeTx(o.ctx, func(q querier) error {
+		era := int64(-1)
+		if o.put {
+			var err error
+			if era, err = q.era(o.ctx); err != nil {
+				return err
+			}
+		}
+		var err error
+		after, err = o.run(o.ctx, q, era)
+		return err
+	})
+	if err == nil && after != nil {
+		after()
+	}
+	return err
+}
