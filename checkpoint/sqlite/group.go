@@ -15,6 +15,9 @@ import (
 
 // op is one put or write waiting to be committed.
 type op struct {
+	// ctx is the caller's context, checked before the operation starts.
+	// Once started, it runs to its commit on a context that cannot be
+	// cancelled (see still).
 	ctx context.Context
 	// run does the operation's statements in the batch's transaction; era
 	// is the transaction's era (see querier.era). It returns what to do
@@ -85,8 +88,11 @@ func (s *Saver) commit(o *op) error {
 func (s *Saver) runBatch(batch []*op) {
 	if len(batch) == 1 {
 		o := batch[0]
+		if o.err = o.ctx.Err(); o.err != nil {
+			return
+		}
 		if o.alone != nil {
-			o.err = o.alone(o.ctx)
+			o.err = o.alone(still(o.ctx))
 		} else {
 			o.err = s.runOne(o)
 		}
@@ -115,6 +121,14 @@ func (s *Saver) runBatch(batch []*op) {
 	}
 }
 
+// still returns ctx without its cancellation, for the statements of a put
+// or write that has started. Such a write is short, and one cancelled
+// halfway would be rolled back anyway; with a context that can be
+// cancelled, database/sql and the driver watch it from a goroutine of their
+// own for every transaction and every statement, which cost more CPU than
+// the statements of a small write themselves.
+func still(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
+
 // runTogether runs ops in one transaction and commits it.
 func (s *Saver) runTogether(ops []*op) ([]func(), error) {
 	// The transaction belongs to no single caller: a caller that gives up
@@ -131,7 +145,7 @@ func (s *Saver) runTogether(ops []*op) ([]func(), error) {
 					return err
 				}
 			}
-			after, err := o.run(o.ctx, q, era)
+			after, err := o.run(still(o.ctx), q, era)
 			if err != nil {
 				return err
 			}
@@ -144,17 +158,21 @@ func (s *Saver) runTogether(ops []*op) ([]func(), error) {
 
 // runOne runs o in a transaction of its own.
 func (s *Saver) runOne(o *op) error {
+	if err := o.ctx.Err(); err != nil {
+		return err
+	}
+	ctx := still(o.ctx)
 	var after func()
-	err := s.writeTx(o.ctx, func(q querier) error {
+	err := s.writeTx(ctx, func(q querier) error {
 		era := int64(-1)
 		if o.put {
 			var err error
-			if era, err = q.era(o.ctx); err != nil {
+			if era, err = q.era(ctx); err != nil {
 				return err
 			}
 		}
 		var err error
-		after, err = o.run(o.ctx, q, era)
+		after, err = o.run(ctx, q, era)
 		return err
 	})
 	if err == nil && after != nil {
