@@ -79,7 +79,10 @@ func Put(ctx context.Context, w Writer, st *checkpoint.Step, every int, tips *Ti
 		}
 		return nil, err
 	}
-	if b.Record.Snapshot != nil {
+	// The first put of a namespace (a subagent run's input, a new thread)
+	// has no earlier chunk to pack its own with: that one joins the next
+	// snapshot's pack instead.
+	if b.Record.Snapshot != nil && next > 0 {
 		if err := PackChunks(ctx, w, st.ThreadID, st.NS); err != nil {
 			return nil, err
 		}
