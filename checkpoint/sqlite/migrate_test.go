@@ -100,10 +100,10 @@ func TestMigrateFromSchema1(t *testing.T) {
 		t.Errorf("after a put on the migrated thread (-want +got):\n%s", d)
 	}
 	var v int
-	if err := s.w.QueryRow(`PRAGMA user_version`).Scan(&v); err != nil || v != SchemaVersion {
+	if err := s.r.QueryRow(`PRAGMA user_version`).Scan(&v); err != nil || v != SchemaVersion {
 		t.Errorf("schema version %d, %v", v, err)
 	}
-	if err := s.w.QueryRow(`SELECT 1 FROM sqlite_master WHERE name = 'messages'`).Scan(new(int)); err != sql.ErrNoRows {
+	if err := s.r.QueryRow(`SELECT 1 FROM sqlite_master WHERE name = 'messages'`).Scan(new(int)); err != sql.ErrNoRows {
 		t.Errorf("the old messages table is still there: %v", err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/deepagents-go/deepagents/checkpoint"
@@ -40,7 +41,13 @@ type Options struct {
 
 // Saver is a checkpoint.Saver on one SQLite file.
 type Saver struct {
-	w, r  *sql.DB
+	w, r *sql.DB
+	// wc is the writer's one connection, held for the saver's life. Its
+	// transactions are run by hand (see writeTx) under wmu, so that its
+	// prepared statements run as they are, without database/sql's
+	// per-transaction copies of them.
+	wc    *sql.Conn
+	wmu   sync.Mutex
 	every int
 	stmts map[string]*sql.Stmt
 	tips  engine.Tips
@@ -199,8 +206,13 @@ func Open(path string, opts Options) (*Saver, error) {
 		w.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
+	if s.wc, err = w.Conn(context.Background()); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
 	r, err := sql.Open("sqlite", dsn+"&_pragma=query_only(1)")
 	if err != nil {
+		s.wc.Close()
 		w.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
@@ -267,6 +279,9 @@ var statements = map[string]string{
 	"putwrite": `INSERT INTO writes (thread, ns, cp, call_id, kind, data)
 		SELECT ?1, ?2, ?3, ?4, ?5, ?6 WHERE EXISTS (SELECT 1 FROM checkpoints WHERE thread = ?1 AND ns = ?2 AND id = ?3)
 		ON CONFLICT (thread, ns, cp, call_id, kind) DO UPDATE SET data = excluded.data`,
+	"begin":    `BEGIN IMMEDIATE`,
+	"commit":   `COMMIT`,
+	"rollback": `ROLLBACK`,
 	"r:record": `SELECT record FROM checkpoints WHERE thread = ? AND ns = ? AND id = ?`,
 	// The namespace's ?4 records put at or before checkpoint ?3.
 	"r:recent": `SELECT record FROM checkpoints WHERE thread = ?1 AND ns = ?2
@@ -285,11 +300,13 @@ var statements = map[string]string{
 func (s *Saver) prepare() error {
 	s.stmts = map[string]*sql.Stmt{}
 	for name, q := range statements {
-		db := s.w
+		var st *sql.Stmt
+		var err error
 		if strings.HasPrefix(name, "r:") {
-			db = s.r
+			st, err = s.r.Prepare(q)
+		} else {
+			st, err = s.wc.PrepareContext(context.Background(), q)
 		}
-		st, err := db.Prepare(q)
 		if err != nil {
 			return fmt.Errorf("prepare %s: %w", name, err)
 		}
@@ -307,6 +324,11 @@ func (s *Saver) Close() error {
 	if s.r != nil {
 		err = s.r.Close()
 	}
+	if s.wc != nil {
+		s.wmu.Lock()
+		s.wc.Close()
+		s.wmu.Unlock()
+	}
 	if e := s.w.Close(); e != nil {
 		err = e
 	}
@@ -317,28 +339,51 @@ func (s *Saver) Close() error {
 // shared engine its queries (store.go, chunks.go). read marks a
 // transaction on the read pool, whose statements are the "r:" ones.
 type querier struct {
-	tx   *sql.Tx
+	tx   execer
 	s    *Saver
-	read bool
+	read *sql.Tx // the read transaction, or nil for the writer
+}
+
+// execer is a read transaction or the writer's connection.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
 func (q querier) stmt(ctx context.Context, name string) *sql.Stmt {
-	return q.tx.StmtContext(ctx, q.s.stmts[name])
+	if q.read != nil {
+		return q.read.StmtContext(ctx, q.s.stmts[name])
+	}
+	return q.s.stmts[name] // prepared on the writer's connection
 }
 
+// writeTx runs fn in a write transaction on the writer's connection:
+// BEGIN IMMEDIATE (the write lock at once, waiting up to the busy timeout
+// for another process), then COMMIT, or ROLLBACK when fn fails.
 func (s *Saver) writeTx(ctx context.Context, fn func(q querier) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if _, err := s.stmts["begin"].ExecContext(ctx); err != nil {
 		return err
 	}
-	if err := fn(querier{tx: tx, s: s}); err != nil {
-		tx.Rollback()
+	if err := fn(querier{tx: s.wc, s: s}); err != nil {
+		s.rollback()
 		return err
 	}
-	return tx.Commit()
+	if _, err := s.stmts["commit"].ExecContext(ctx); err != nil {
+		s.rollback()
+		return err
+	}
+	return nil
+}
+
+// rollback ends the writer's transaction, if one is still open.
+func (s *Saver) rollback() {
+	s.stmts["rollback"].ExecContext(context.Background())
 }
 
 // era is the writer connection's data version, read in a write transaction.
@@ -363,7 +408,7 @@ func (s *Saver) readTx(ctx context.Context, fn func(q querier) error) error {
 		return err
 	}
 	defer tx.Rollback()
-	return fn(querier{tx: tx, s: s, read: true})
+	return fn(querier{tx: tx, s: s, read: tx})
 }
 
 // Put implements checkpoint.Saver.
@@ -415,6 +460,8 @@ func (s *Saver) PutWrite(ctx context.Context, ref checkpoint.Ref, w checkpoint.W
 		// Alone, the statement is its own transaction: no BEGIN and
 		// COMMIT to send.
 		alone: func(ctx context.Context) error {
+			s.wmu.Lock()
+			defer s.wmu.Unlock()
 			return check(s.stmts["putwrite"].ExecContext(ctx, args...))
 		},
 	})
