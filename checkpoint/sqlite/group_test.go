@@ -127,3 +127,37 @@ func TestGroupCommit(t *testing.T) {
 		})
 	}
 }
+
+// The writer's transactions run by hand on one held connection: one whose
+// context is cancelled halfway is rolled back, and the next write starts a
+// transaction of its own (a transaction left open would swallow it).
+func TestCancelledWriteLeavesNoTransactionOpen(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "state.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	err = s.writeTx(ctx, func(q querier) error {
+		if _, err := q.tx.ExecContext(ctx, `INSERT INTO leases (thread, holder, expires) VALUES ('a', 'h', 1)`); err != nil {
+			return err
+		}
+		cancel()
+		_, err := q.tx.ExecContext(ctx, `INSERT INTO leases (thread, holder, expires) VALUES ('b', 'h', 1)`)
+		return err
+	})
+	if err == nil {
+		t.Fatal("a write whose context was cancelled halfway succeeded")
+	}
+	bg := context.Background()
+	if err := s.Put(bg, checkpoint.Step{ThreadID: "th", ID: "c1"}); err != nil {
+		t.Fatalf("the next put: %v", err)
+	}
+	var n int
+	if err := s.r.QueryRow(`SELECT COUNT(*) FROM leases`).Scan(&n); err != nil || n != 0 {
+		t.Errorf("leases after the cancelled write: %d (%v), want 0", n, err)
+	}
+	if _, err := s.Get(bg, checkpoint.Ref{ThreadID: "th"}); err != nil {
+		t.Errorf("the put is not readable: %v", err)
+	}
+}

@@ -367,14 +367,18 @@ func (s *Saver) writeTx(ctx context.Context, fn func(q querier) error) error {
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	if _, err := s.stmts["begin"].ExecContext(ctx); err != nil {
+	// BEGIN and COMMIT are not interrupted by ctx: an interrupted one may
+	// still have taken effect, and a transaction left open on the held
+	// connection would swallow the next one.
+	if _, err := s.stmts["begin"].ExecContext(still(ctx)); err != nil {
+		s.rollback()
 		return err
 	}
 	if err := fn(querier{tx: s.wc, s: s}); err != nil {
 		s.rollback()
 		return err
 	}
-	if _, err := s.stmts["commit"].ExecContext(ctx); err != nil {
+	if _, err := s.stmts["commit"].ExecContext(still(ctx)); err != nil {
 		s.rollback()
 		return err
 	}
