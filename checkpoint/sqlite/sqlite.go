@@ -3,9 +3,10 @@
 //
 // The database runs in WAL mode with a busy timeout, so readers never wait
 // for the writer and several processes may share one file. All writes go
-// through one connection, each put in one transaction; reads use a small pool
-// of their own. The schema is versioned (PRAGMA user_version) and migrated
-// forward on Open.
+// through one held connection, each put or write in one transaction (puts
+// and writes that arrive together share one, see group.go); reads use a
+// small pool of their own. The schema is versioned (PRAGMA user_version)
+// and migrated forward on Open.
 package sqlite
 
 import (
