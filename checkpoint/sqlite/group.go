@@ -27,7 +27,11 @@ type op struct {
 	// own (used when the batch is this operation only).
 	alone func(ctx context.Context) error
 	put   bool // needs the era
-	err   error
+	// ns is a put's thread and namespace: a second put in the same
+	// namespace in one batch gets no era, so it reads the namespace as
+	// the first left it instead of trusting the tip recorded before it.
+	ns  [2]string
+	err error
 	// done receives once: when the operation is finished, or when its
 	// caller is to commit the next batch.
 	done chan struct{}
@@ -138,6 +142,7 @@ func (s *Saver) runTogether(ops []*op) ([]func(), error) {
 	afters := make([]func(), 0, len(ops))
 	err := s.writeTx(ctx, func(q querier) error {
 		era := int64(-1)
+		seen := map[[2]string]bool{}
 		for _, o := range ops {
 			if o.put && era < 0 {
 				var err error
@@ -145,7 +150,14 @@ func (s *Saver) runTogether(ops []*op) ([]func(), error) {
 					return err
 				}
 			}
-			after, err := o.run(still(o.ctx), q, era)
+			opEra := era
+			if o.put {
+				if seen[o.ns] {
+					opEra = -1
+				}
+				seen[o.ns] = true
+			}
+			after, err := o.run(still(o.ctx), q, opEra)
 			if err != nil {
 				return err
 			}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 
@@ -159,5 +160,72 @@ func TestCancelledWriteLeavesNoTransactionOpen(t *testing.T) {
 	}
 	if _, err := s.Get(bg, checkpoint.Ref{ThreadID: "th"}); err != nil {
 		t.Errorf("the put is not readable: %v", err)
+	}
+}
+
+// Two puts in one namespace in one batch: the second must not trust the tip
+// recorded before the batch, which the first has moved on (here a fork with
+// messages, then a fork without any; the thread then continues from the
+// second).
+func TestGroupCommitTwoPutsInOneNamespace(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "state.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	msg := func(text string) []llm.Message { return []llm.Message{{Role: llm.RoleUser, Content: text}} }
+	if err := s.Put(ctx, checkpoint.Step{ThreadID: "th", ID: "c1", Messages: msg("m1")}); err != nil {
+		t.Fatal(err)
+	}
+	g := &s.group
+	g.mu.Lock()
+	g.busy = true
+	g.mu.Unlock()
+	waitQueued := func(n int) {
+		for {
+			g.mu.Lock()
+			l := len(g.queue)
+			g.mu.Unlock()
+			if l == n {
+				return
+			}
+			runtime.Gosched()
+		}
+	}
+	errs := make(chan error, 2)
+	go func() {
+		errs <- s.Put(ctx, checkpoint.Step{ThreadID: "th", ID: "f1", ParentID: "c1", Messages: msg("f1")})
+	}()
+	waitQueued(1)
+	go func() { errs <- s.Put(ctx, checkpoint.Step{ThreadID: "th", ID: "f2", ParentID: "c1"}) }()
+	waitQueued(2)
+	g.mu.Lock()
+	g.queue[0].lead = true
+	g.queue[0].done <- struct{}{}
+	g.mu.Unlock()
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if g.together != 1 {
+		t.Fatalf("%d transactions of several operations, want 1", g.together)
+	}
+	if err := s.Put(ctx, checkpoint.Step{ThreadID: "th", ID: "c3", ParentID: "f2", Messages: msg("m3")}); err != nil {
+		t.Fatalf("continuing from the second fork: %v", err)
+	}
+	for id, want := range map[string]string{"c3": "m1,m3", "f1": "m1,f1"} {
+		c, err := s.Get(ctx, checkpoint.Ref{ThreadID: "th", ID: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, m := range c.State.Messages {
+			got = append(got, m.Content)
+		}
+		if strings.Join(got, ",") != want {
+			t.Errorf("%s: messages %q, want %s", id, got, want)
+		}
 	}
 }

@@ -424,7 +424,7 @@ func (s *Saver) Put(ctx context.Context, st checkpoint.Step) error {
 	if err := checkpoint.ValidateStep(&st); err != nil {
 		return err
 	}
-	return s.commit(&op{ctx: ctx, put: true, run: func(ctx context.Context, q querier, era int64) (func(), error) {
+	return s.commit(&op{ctx: ctx, put: true, ns: [2]string{st.ThreadID, st.NS}, run: func(ctx context.Context, q querier, era int64) (func(), error) {
 		put, err := engine.Put(ctx, q, &st, s.every, &s.tips, era)
 		if err != nil || put == nil {
 			return nil, err
