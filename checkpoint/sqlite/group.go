@@ -111,13 +111,7 @@ func (s *Saver) runBatch(batch []*op) {
 	if len(live) == 0 {
 		return
 	}
-	afters, err := s.runTogether(live)
-	if err == nil {
-		for _, after := range afters {
-			if after != nil {
-				after()
-			}
-		}
+	if s.runTogether(live) == nil {
 		return
 	}
 	for _, o := range live {
@@ -134,13 +128,13 @@ func (s *Saver) runBatch(batch []*op) {
 func still(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
 
 // runTogether runs ops in one transaction and commits it.
-func (s *Saver) runTogether(ops []*op) ([]func(), error) {
+func (s *Saver) runTogether(ops []*op) error {
 	// The transaction belongs to no single caller: a caller that gives up
 	// makes its own operation fail, which sends the batch to runOne.
 	ctx := context.Background()
 	s.group.together++
 	afters := make([]func(), 0, len(ops))
-	err := s.writeTx(ctx, func(q querier) error {
+	return s.writeTxThen(ctx, func(q querier) error {
 		era := int64(-1)
 		seen := map[[2]string]bool{}
 		for _, o := range ops {
@@ -164,8 +158,13 @@ func (s *Saver) runTogether(ops []*op) ([]func(), error) {
 			afters = append(afters, after)
 		}
 		return nil
+	}, func() {
+		for _, after := range afters {
+			if after != nil {
+				after()
+			}
+		}
 	})
-	return afters, err
 }
 
 // runOne runs o in a transaction of its own.
@@ -175,7 +174,7 @@ func (s *Saver) runOne(o *op) error {
 	}
 	ctx := still(o.ctx)
 	var after func()
-	err := s.writeTx(ctx, func(q querier) error {
+	return s.writeTxThen(ctx, func(q querier) error {
 		era := int64(-1)
 		if o.put {
 			var err error
@@ -186,9 +185,9 @@ func (s *Saver) runOne(o *op) error {
 		var err error
 		after, err = o.run(ctx, q, era)
 		return err
+	}, func() {
+		if after != nil {
+			after()
+		}
 	})
-	if err == nil && after != nil {
-		after()
-	}
-	return err
 }

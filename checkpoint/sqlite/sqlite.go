@@ -363,6 +363,14 @@ func (q querier) stmt(ctx context.Context, name string) *sql.Stmt {
 // BEGIN IMMEDIATE (the write lock at once, waiting up to the busy timeout
 // for another process), then COMMIT, or ROLLBACK when fn fails.
 func (s *Saver) writeTx(ctx context.Context, fn func(q querier) error) error {
+	return s.writeTxThen(ctx, fn, nil)
+}
+
+// writeTxThen is writeTx that calls then (when not nil) once the
+// transaction has committed, still holding the writer: what it records
+// about the store (the tips) is then ordered with every other write of
+// this saver, which forgets tips inside its own transactions.
+func (s *Saver) writeTxThen(ctx context.Context, fn func(q querier) error, then func()) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -382,6 +390,9 @@ func (s *Saver) writeTx(ctx context.Context, fn func(q querier) error) error {
 	if _, err := s.stmts["commit"].ExecContext(still(ctx)); err != nil {
 		s.rollback()
 		return err
+	}
+	if then != nil {
+		then()
 	}
 	return nil
 }
@@ -514,8 +525,8 @@ func (s *Saver) DeleteThread(ctx context.Context, threadID string) error {
 	if err := checkpoint.ValidateThreadID(threadID); err != nil {
 		return err
 	}
-	defer s.tips.Forget(threadID)
 	return s.writeTx(ctx, func(q querier) error {
+		s.tips.Forget(threadID)
 		for _, table := range []string{"checkpoints", "chunks", "refs", "writes", "leases"} {
 			if _, err := q.tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE thread = ?`, threadID); err != nil {
 				return err
@@ -536,8 +547,8 @@ func (s *Saver) CopyThread(ctx context.Context, src checkpoint.Ref, dst string) 
 	if err := checkpoint.ValidateThreadID(dst); err != nil {
 		return err
 	}
-	defer s.tips.Forget(dst)
 	return s.writeTx(ctx, func(q querier) error {
+		s.tips.Forget(dst)
 		return engine.CopyThread(ctx, q, src, dst)
 	})
 }
@@ -550,8 +561,8 @@ func (s *Saver) Prune(ctx context.Context, threadID string, opts checkpoint.Prun
 	if err := checkpoint.ValidateThreadID(threadID); err != nil {
 		return err
 	}
-	defer s.tips.Forget(threadID)
 	return s.writeTx(ctx, func(q querier) error {
+		s.tips.Forget(threadID)
 		return engine.Prune(ctx, q, threadID, opts)
 	})
 }
