@@ -54,7 +54,7 @@ func (s *Saver) Put(ctx context.Context, st checkpoint.Step) error {
 		return err
 	}
 	return s.txWrap(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		_, err := engine.Put(ctx, store{tx}, &st, s.db.opts.SnapshotEvery, nil)
+		_, err := engine.Put(ctx, store{tx}, &st, s.db.opts.SnapshotEvery, nil, -1)
 		return err
 	})
 }

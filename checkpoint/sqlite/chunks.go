@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"fmt"
 
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/checkpoint/internal/engine"
@@ -38,10 +39,33 @@ func (q querier) Unpacked(ctx context.Context, thread, ns string) ([]checkpoint.
 	if err != nil {
 		return nil, err
 	}
-	for i := range tail {
-		if err := q.stmt(ctx, "chunkdata").QueryRowContext(ctx, thread, ns, tail[i].From).Scan(&tail[i].Data); err != nil {
+	if len(tail) == 0 {
+		return nil, nil
+	}
+	// The data of all of them in one query, in the same order.
+	rows, err = q.stmt(ctx, "taildata").QueryContext(ctx, thread, ns, tail[0].From)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	i := 0
+	for rows.Next() {
+		var from int64
+		var data []byte
+		if err := rows.Scan(&from, &data); err != nil {
 			return nil, err
 		}
+		if i >= len(tail) || tail[i].From != from {
+			return nil, fmt.Errorf("message chunks of thread %q namespace %q changed while packing them", thread, ns)
+		}
+		tail[i].Data = data
+		i++
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if i != len(tail) {
+		return nil, fmt.Errorf("message chunks of thread %q namespace %q changed while packing them", thread, ns)
 	}
 	return tail, nil
 }

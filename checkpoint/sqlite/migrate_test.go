@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -99,10 +100,10 @@ func TestMigrateFromSchema1(t *testing.T) {
 		t.Errorf("after a put on the migrated thread (-want +got):\n%s", d)
 	}
 	var v int
-	if err := s.w.QueryRow(`PRAGMA user_version`).Scan(&v); err != nil || v != SchemaVersion {
+	if err := s.r.QueryRow(`PRAGMA user_version`).Scan(&v); err != nil || v != SchemaVersion {
 		t.Errorf("schema version %d, %v", v, err)
 	}
-	if err := s.w.QueryRow(`SELECT 1 FROM sqlite_master WHERE name = 'messages'`).Scan(new(int)); err != sql.ErrNoRows {
+	if err := s.r.QueryRow(`SELECT 1 FROM sqlite_master WHERE name = 'messages'`).Scan(new(int)); err != sql.ErrNoRows {
 		t.Errorf("the old messages table is still there: %v", err)
 	}
 }
@@ -193,5 +194,64 @@ func TestChunksArePacked(t *testing.T) {
 	}
 	if got := texts("th", "b1"); !cmp.Equal(got, line(42, "branch")) {
 		t.Errorf("b1 after the second prune: %q", got)
+	}
+}
+
+// A namespace's first put (a snapshot) leaves its chunk for the next
+// snapshot to pack: nothing is read back or rewritten for it.
+func TestFirstChunkJoinsTheNextPack(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(filepath.Join(t.TempDir(), "state.db"), Options{SnapshotEvery: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	chunks := func() string {
+		t.Helper()
+		rows, err := s.r.Query(`SELECT seq_from, seq_to, packed FROM chunks WHERE thread = 'th' ORDER BY seq_from`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var out []string
+		for rows.Next() {
+			var from, to, packed int
+			if err := rows.Scan(&from, &to, &packed); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, fmt.Sprintf("%d-%d:%d", from, to, packed))
+		}
+		return strings.Join(out, " ")
+	}
+	prev := ""
+	var want []string
+	for i := 1; i <= 4; i++ {
+		id := fmt.Sprint("c", i)
+		text := fmt.Sprint("m", i)
+		if err := s.Put(ctx, checkpoint.Step{ThreadID: "th", ID: id, ParentID: prev, Messages: []llm.Message{{Role: llm.RoleUser, Content: text}}}); err != nil {
+			t.Fatal(err)
+		}
+		prev = id
+		want = append(want, text)
+		if i == 1 {
+			if got := chunks(); got != "0-1:0" {
+				t.Errorf("after the first put: chunks %q, want 0-1:0", got)
+			}
+		}
+	}
+	// c4 is the next snapshot (depth 3): one pack of all four messages.
+	if got := chunks(); got != "0-4:1" {
+		t.Errorf("after the snapshot: chunks %q, want 0-4:1", got)
+	}
+	c, err := s.Get(ctx, checkpoint.Ref{ThreadID: "th"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range c.State.Messages {
+		got = append(got, m.Content)
+	}
+	if !cmp.Equal(got, want) {
+		t.Errorf("messages %q, want %q", got, want)
 	}
 }

@@ -3,9 +3,10 @@
 //
 // The database runs in WAL mode with a busy timeout, so readers never wait
 // for the writer and several processes may share one file. All writes go
-// through one connection, each put in one transaction; reads use a small pool
-// of their own. The schema is versioned (PRAGMA user_version) and migrated
-// forward on Open.
+// through one held connection, each put or write in one transaction (puts
+// and writes that arrive together share one, see group.go); reads use a
+// small pool of their own. The schema is versioned (PRAGMA user_version)
+// and migrated forward on Open.
 package sqlite
 
 import (
@@ -15,6 +16,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/deepagents-go/deepagents/checkpoint"
@@ -40,10 +42,17 @@ type Options struct {
 
 // Saver is a checkpoint.Saver on one SQLite file.
 type Saver struct {
-	w, r  *sql.DB
+	w, r *sql.DB
+	// wc is the writer's one connection, held for the saver's life. Its
+	// transactions are run by hand (see writeTx) under wmu, so that its
+	// prepared statements run as they are, without database/sql's
+	// per-transaction copies of them.
+	wc    *sql.Conn
+	wmu   sync.Mutex
 	every int
 	stmts map[string]*sql.Stmt
 	tips  engine.Tips
+	group group // puts and writes waiting for the writer (group.go)
 }
 
 var _ checkpoint.Saver = (*Saver)(nil)
@@ -198,8 +207,13 @@ func Open(path string, opts Options) (*Saver, error) {
 		w.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
+	if s.wc, err = w.Conn(context.Background()); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
 	r, err := sql.Open("sqlite", dsn+"&_pragma=query_only(1)")
 	if err != nil {
+		s.wc.Close()
 		w.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
@@ -253,16 +267,22 @@ var statements = map[string]string{
 	// row with a NULL id) the namespace's next message number, in one query.
 	"selfparent": `SELECT id, record FROM checkpoints WHERE thread = ?1 AND ns = ?2 AND id IN (?3, ?4)
 		UNION ALL SELECT NULL, COALESCE((SELECT seq_to FROM chunks WHERE thread = ?1 AND ns = ?2 ORDER BY seq_from DESC LIMIT 1), 0)`,
-	"record":      `SELECT record FROM checkpoints WHERE thread = ? AND ns = ? AND id = ?`,
-	"insertcp":    `INSERT INTO checkpoints (thread, ns, id, title, record) VALUES (?, ?, ?, ?, ?)`,
+	"record":   `SELECT record FROM checkpoints WHERE thread = ? AND ns = ? AND id = ?`,
+	"insertcp": `INSERT INTO checkpoints (thread, ns, id, title, record) VALUES (?, ?, ?, ?, ?) ON CONFLICT (thread, ns, id) DO NOTHING`,
+	// Changes only when another connection commits (see querier.era).
+	"dataversion": `PRAGMA data_version`,
 	"insertchunk": `INSERT INTO chunks (thread, ns, seq_from, seq_to, packed, data) VALUES (?, ?, ?, ?, ?, ?)`,
 	"tail":        `SELECT seq_from, seq_to, packed FROM chunks WHERE thread = ? AND ns = ? ORDER BY seq_from DESC`,
 	"chunkdata":   `SELECT data FROM chunks WHERE thread = ? AND ns = ? AND seq_from = ?`,
+	"taildata":    `SELECT seq_from, data FROM chunks WHERE thread = ? AND ns = ? AND seq_from >= ? ORDER BY seq_from`,
 	"insertblob":  `INSERT INTO blobs (hash, data) VALUES (?, ?) ON CONFLICT (hash) DO NOTHING`,
 	"insertref":   `INSERT INTO refs (thread, ns, cp, hash) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`,
 	"putwrite": `INSERT INTO writes (thread, ns, cp, call_id, kind, data)
 		SELECT ?1, ?2, ?3, ?4, ?5, ?6 WHERE EXISTS (SELECT 1 FROM checkpoints WHERE thread = ?1 AND ns = ?2 AND id = ?3)
 		ON CONFLICT (thread, ns, cp, call_id, kind) DO UPDATE SET data = excluded.data`,
+	"begin":    `BEGIN IMMEDIATE`,
+	"commit":   `COMMIT`,
+	"rollback": `ROLLBACK`,
 	"r:record": `SELECT record FROM checkpoints WHERE thread = ? AND ns = ? AND id = ?`,
 	// The namespace's ?4 records put at or before checkpoint ?3.
 	"r:recent": `SELECT record FROM checkpoints WHERE thread = ?1 AND ns = ?2
@@ -281,11 +301,13 @@ var statements = map[string]string{
 func (s *Saver) prepare() error {
 	s.stmts = map[string]*sql.Stmt{}
 	for name, q := range statements {
-		db := s.w
+		var st *sql.Stmt
+		var err error
 		if strings.HasPrefix(name, "r:") {
-			db = s.r
+			st, err = s.r.Prepare(q)
+		} else {
+			st, err = s.wc.PrepareContext(context.Background(), q)
 		}
-		st, err := db.Prepare(q)
 		if err != nil {
 			return fmt.Errorf("prepare %s: %w", name, err)
 		}
@@ -303,6 +325,11 @@ func (s *Saver) Close() error {
 	if s.r != nil {
 		err = s.r.Close()
 	}
+	if s.wc != nil {
+		s.wmu.Lock()
+		s.wc.Close()
+		s.wmu.Unlock()
+	}
 	if e := s.w.Close(); e != nil {
 		err = e
 	}
@@ -313,28 +340,79 @@ func (s *Saver) Close() error {
 // shared engine its queries (store.go, chunks.go). read marks a
 // transaction on the read pool, whose statements are the "r:" ones.
 type querier struct {
-	tx   *sql.Tx
+	tx   execer
 	s    *Saver
-	read bool
+	read *sql.Tx // the read transaction, or nil for the writer
+}
+
+// execer is a read transaction or the writer's connection.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
 func (q querier) stmt(ctx context.Context, name string) *sql.Stmt {
-	return q.tx.StmtContext(ctx, q.s.stmts[name])
+	if q.read != nil {
+		return q.read.StmtContext(ctx, q.s.stmts[name])
+	}
+	return q.s.stmts[name] // prepared on the writer's connection
 }
 
+// writeTx runs fn in a write transaction on the writer's connection:
+// BEGIN IMMEDIATE (the write lock at once, waiting up to the busy timeout
+// for another process), then COMMIT, or ROLLBACK when fn fails.
 func (s *Saver) writeTx(ctx context.Context, fn func(q querier) error) error {
+	return s.writeTxThen(ctx, fn, nil)
+}
+
+// writeTxThen is writeTx that calls then (when not nil) once the
+// transaction has committed, still holding the writer: what it records
+// about the store (the tips) is then ordered with every other write of
+// this saver, which forgets tips inside its own transactions.
+func (s *Saver) writeTxThen(ctx context.Context, fn func(q querier) error, then func()) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	// BEGIN and COMMIT are not interrupted by ctx: an interrupted one may
+	// still have taken effect, and a transaction left open on the held
+	// connection would swallow the next one.
+	if _, err := s.stmts["begin"].ExecContext(still(ctx)); err != nil {
+		s.rollback()
 		return err
 	}
-	if err := fn(querier{tx: tx, s: s}); err != nil {
-		tx.Rollback()
+	if err := fn(querier{tx: s.wc, s: s}); err != nil {
+		s.rollback()
 		return err
 	}
-	return tx.Commit()
+	if _, err := s.stmts["commit"].ExecContext(still(ctx)); err != nil {
+		s.rollback()
+		return err
+	}
+	if then != nil {
+		then()
+	}
+	return nil
+}
+
+// rollback ends the writer's transaction, if one is still open.
+func (s *Saver) rollback() {
+	s.stmts["rollback"].ExecContext(context.Background())
+}
+
+// era is the writer connection's data version, read in a write transaction.
+// SQLite changes it only when another connection (another process, or
+// another Saver on the same file) commits, never for this connection's own
+// commits, so while it stays the same the tips this saver recorded are still
+// what is stored, and a put continuing from one skips reading its parent.
+func (q querier) era(ctx context.Context) (int64, error) {
+	var v int64
+	if err := q.stmt(ctx, "dataversion").QueryRowContext(ctx).Scan(&v); err != nil {
+		return 0, err
+	}
+	return v, nil
 }
 
 func (s *Saver) readTx(ctx context.Context, fn func(q querier) error) error {
@@ -346,7 +424,7 @@ func (s *Saver) readTx(ctx context.Context, fn func(q querier) error) error {
 		return err
 	}
 	defer tx.Rollback()
-	return fn(querier{tx: tx, s: s, read: true})
+	return fn(querier{tx: tx, s: s, read: tx})
 }
 
 // Put implements checkpoint.Saver.
@@ -357,16 +435,13 @@ func (s *Saver) Put(ctx context.Context, st checkpoint.Step) error {
 	if err := checkpoint.ValidateStep(&st); err != nil {
 		return err
 	}
-	var put *engine.Tip
-	err := s.writeTx(ctx, func(q querier) error {
-		var err error
-		put, err = engine.Put(ctx, q, &st, s.every, &s.tips)
-		return err
-	})
-	if err == nil {
-		s.tips.Set(st.ThreadID, st.NS, put)
-	}
-	return err
+	return s.commit(&op{ctx: ctx, put: true, ns: [2]string{st.ThreadID, st.NS}, run: func(ctx context.Context, q querier, era int64) (func(), error) {
+		put, err := engine.Put(ctx, q, &st, s.every, &s.tips, era)
+		if err != nil || put == nil {
+			return nil, err
+		}
+		return func() { s.tips.Set(st.ThreadID, st.NS, put) }, nil
+	}})
 }
 
 // PutWrite implements checkpoint.Saver.
@@ -384,15 +459,28 @@ func (s *Saver) PutWrite(ctx context.Context, ref checkpoint.Ref, w checkpoint.W
 	if err != nil {
 		return err
 	}
-	// One statement is its own transaction: no BEGIN and COMMIT to send.
-	res, err := s.stmts["putwrite"].ExecContext(ctx, ref.ThreadID, ref.NS, ref.ID, w.CallID, w.Kind, data)
-	if err != nil {
-		return err
+	args := []any{ref.ThreadID, ref.NS, ref.ID, w.CallID, w.Kind, data}
+	check := func(res sql.Result, err error) error {
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return fmt.Errorf("%w: checkpoint %q in thread %q", checkpoint.ErrNotFound, ref.ID, ref.ThreadID)
+		}
+		return nil
 	}
-	if n, err := res.RowsAffected(); err != nil || n == 0 {
-		return fmt.Errorf("%w: checkpoint %q in thread %q", checkpoint.ErrNotFound, ref.ID, ref.ThreadID)
-	}
-	return nil
+	return s.commit(&op{ctx: ctx,
+		run: func(ctx context.Context, q querier, _ int64) (func(), error) {
+			return nil, check(q.stmt(ctx, "putwrite").ExecContext(ctx, args...))
+		},
+		// Alone, the statement is its own transaction: no BEGIN and
+		// COMMIT to send.
+		alone: func(ctx context.Context) error {
+			s.wmu.Lock()
+			defer s.wmu.Unlock()
+			return check(s.stmts["putwrite"].ExecContext(ctx, args...))
+		},
+	})
 }
 
 // Get implements checkpoint.Saver.
@@ -437,8 +525,8 @@ func (s *Saver) DeleteThread(ctx context.Context, threadID string) error {
 	if err := checkpoint.ValidateThreadID(threadID); err != nil {
 		return err
 	}
-	defer s.tips.Forget(threadID)
 	return s.writeTx(ctx, func(q querier) error {
+		s.tips.Forget(threadID)
 		for _, table := range []string{"checkpoints", "chunks", "refs", "writes", "leases"} {
 			if _, err := q.tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE thread = ?`, threadID); err != nil {
 				return err
@@ -459,8 +547,8 @@ func (s *Saver) CopyThread(ctx context.Context, src checkpoint.Ref, dst string) 
 	if err := checkpoint.ValidateThreadID(dst); err != nil {
 		return err
 	}
-	defer s.tips.Forget(dst)
 	return s.writeTx(ctx, func(q querier) error {
+		s.tips.Forget(dst)
 		return engine.CopyThread(ctx, q, src, dst)
 	})
 }
@@ -473,8 +561,8 @@ func (s *Saver) Prune(ctx context.Context, threadID string, opts checkpoint.Prun
 	if err := checkpoint.ValidateThreadID(threadID); err != nil {
 		return err
 	}
-	defer s.tips.Forget(threadID)
 	return s.writeTx(ctx, func(q querier) error {
+		s.tips.Forget(threadID)
 		return engine.Prune(ctx, q, threadID, opts)
 	})
 }

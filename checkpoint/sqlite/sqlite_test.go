@@ -188,3 +188,40 @@ func TestPutSeesOtherProcessesChanges(t *testing.T) {
 		t.Errorf("after a prune by the other process: messages %q, usage %d; want %q, 106", got, c.Usage.InputTokens, want)
 	}
 }
+
+// A put continuing from the saver's last record skips reading the
+// namespace; one whose id is already stored must still change nothing.
+func TestPutAfterTipOfStoredIDChangesNothing(t *testing.T) {
+	s := open(t, sqlite.Options{})
+	defer s.Close()
+	ctx := context.Background()
+	put := func(id, parent, text string) {
+		t.Helper()
+		if err := s.Put(ctx, checkpoint.Step{ThreadID: "th", ID: id, ParentID: parent,
+			Messages: []llm.Message{{Role: llm.RoleUser, Content: text}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("x", "", "first x")
+	put("y", "x", "y")
+	put("x", "y", "second x") // x is stored: a no-op
+	put("z", "y", "z")
+	c, err := s.Get(ctx, checkpoint.Ref{ThreadID: "th", ID: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ParentID != "" || len(c.State.Messages) != 1 || c.State.Messages[0].Content != "first x" {
+		t.Errorf("x after a second put: parent %q, messages %+v", c.ParentID, c.State.Messages)
+	}
+	c, err = s.Get(ctx, checkpoint.Ref{ThreadID: "th"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range c.State.Messages {
+		got = append(got, m.Content)
+	}
+	if c.ID != "z" || strings.Join(got, ",") != "first x,y,z" {
+		t.Errorf("latest %q with messages %q, want z with first x,y,z", c.ID, got)
+	}
+}

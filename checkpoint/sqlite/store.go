@@ -29,7 +29,7 @@ func (q querier) raw(ctx context.Context, stmt string, args ...any) ([]byte, err
 // Record implements engine.Records.
 func (q querier) Record(ctx context.Context, thread, ns, id string) ([]byte, error) {
 	name := "record"
-	if q.read {
+	if q.read != nil {
 		name = "r:record"
 	}
 	return q.raw(ctx, name, thread, ns, id)
@@ -43,7 +43,7 @@ func (q querier) Latest(ctx context.Context, thread, ns string) ([]byte, error) 
 // Recent implements engine.Records. The writer reads a put's chain one
 // record at a time: it is usually in the tip cache.
 func (q querier) Recent(ctx context.Context, thread, ns, from string, n int) ([][]byte, error) {
-	if !q.read {
+	if q.read == nil {
 		return nil, nil
 	}
 	rows, err := q.stmt(ctx, "r:recent").QueryContext(ctx, thread, ns, from, n)
@@ -144,8 +144,14 @@ func (q querier) Begin(ctx context.Context, st *checkpoint.Step) (stored bool, p
 
 // Insert implements engine.Writer.
 func (q querier) Insert(ctx context.Context, r *checkpoint.Record, raw []byte, msgs [][]byte, blobs map[string][]byte, refs []string) error {
-	if _, err := q.stmt(ctx, "insertcp").ExecContext(ctx, r.ThreadID, r.NS, r.ID, r.Title, raw); err != nil {
+	res, err := q.stmt(ctx, "insertcp").ExecContext(ctx, r.ThreadID, r.NS, r.ID, r.Title, raw)
+	if err != nil {
 		return err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n == 0 {
+		return engine.ErrStored
 	}
 	if len(msgs) > 0 {
 		if _, err := q.stmt(ctx, "insertchunk").ExecContext(ctx, r.ThreadID, r.NS, r.Messages.From, r.Messages.To, 0, checkpoint.AppendChunk(nil, msgs...)); err != nil {

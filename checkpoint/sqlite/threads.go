@@ -167,14 +167,16 @@ func (s *Saver) Stats(ctx context.Context, threadID string) (checkpoint.Stats, e
 // DiskSize checkpoints the write-ahead log into the database file and
 // returns the file's size in bytes.
 func (s *Saver) DiskSize(ctx context.Context) (int64, error) {
-	if _, err := s.w.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if _, err := s.wc.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
 		return 0, err
 	}
 	var pages, size int64
-	if err := s.w.QueryRowContext(ctx, `PRAGMA page_count`).Scan(&pages); err != nil {
+	if err := s.wc.QueryRowContext(ctx, `PRAGMA page_count`).Scan(&pages); err != nil {
 		return 0, err
 	}
-	if err := s.w.QueryRowContext(ctx, `PRAGMA page_size`).Scan(&size); err != nil {
+	if err := s.wc.QueryRowContext(ctx, `PRAGMA page_size`).Scan(&size); err != nil {
 		return 0, err
 	}
 	return pages * size, nil

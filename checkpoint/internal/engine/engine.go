@@ -101,7 +101,9 @@ type Writer interface {
 	Begin(ctx context.Context, st *checkpoint.Step) (stored bool, parent []byte, next int64, err error)
 	// Insert stores record r (raw is its encoding) with msgs as one
 	// unpacked chunk of r.Messages when there are any, the contents blobs
-	// by hash, and the references refs.
+	// by hash, and the references refs. A saver whose Put passes an era
+	// (see Put) returns ErrStored, having written nothing, when r's id is
+	// already stored in its namespace.
 	Insert(ctx context.Context, r *checkpoint.Record, raw []byte, msgs [][]byte, blobs map[string][]byte, refs []string) error
 	// Unpacked returns the namespace's chunks after its last packed one,
 	// oldest first, with their data.

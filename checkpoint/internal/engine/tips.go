@@ -18,6 +18,10 @@ type Tip struct {
 	raw   []byte
 	rec   *checkpoint.Record
 	chain []*checkpoint.Record
+	// next is the namespace's next message number after this put, and era
+	// the saver's era it was put in (see Put).
+	next int64
+	era  int64
 }
 
 // maxTips bounds the cache (each tip holds up to SnapshotEvery decoded

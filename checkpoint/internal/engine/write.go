@@ -3,10 +3,16 @@ package engine
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/deepagents-go/deepagents/checkpoint"
 )
+
+// ErrStored is what Writer.Insert returns, having written nothing, when the
+// record's id is already stored in its namespace (a put that skipped
+// Writer.Begin learns so only then).
+var ErrStored = errors.New("checkpoint already stored")
 
 // Put stores step st through w, in the caller's transaction: a checkpoint
 // id already stored in its namespace is left as it is. With tips (nil
@@ -14,35 +20,50 @@ import (
 // put in the namespace when its stored bytes still match; Put then returns
 // the tip of this put, which the caller records with Tips.Set once the
 // transaction has committed (nil when nothing was stored).
-func Put(ctx context.Context, w Writer, st *checkpoint.Step, every int, tips *Tips) (*Tip, error) {
-	stored, raw, next, err := w.Begin(ctx, st)
-	if err != nil {
-		return nil, err
-	}
-	if stored {
-		return nil, nil // a put is idempotent
-	}
+//
+// era is the saver's proof that no one else has written to the store since
+// the tips of the same era were recorded (for SQLite, the writer
+// connection's data version); a negative era proves nothing. When the
+// parent is the namespace's tip of the current era, Put skips
+// Writer.Begin: the tip knows the parent's record and the next message
+// number, and Insert reports an id already stored.
+func Put(ctx context.Context, w Writer, st *checkpoint.Step, every int, tips *Tips, era int64) (*Tip, error) {
 	var parent *checkpoint.Record
 	var pchain []*checkpoint.Record // the parent's chain, when known
 	var view *checkpoint.View
-	if st.ParentID != "" {
-		if raw == nil {
-			return nil, fmt.Errorf("parent of %q: %w: thread %q namespace %q checkpoint %q", st.ID, checkpoint.ErrNotFound, st.ThreadID, st.NS, st.ParentID)
+	var next int64
+	fast := false
+	if t := tips.Get(st.ThreadID, st.NS); era >= 0 && t != nil && t.era == era && st.ParentID != "" && t.rec.ID == st.ParentID {
+		parent, pchain, next, fast = t.rec, t.chain, t.next, true
+	} else {
+		stored, raw, n, err := w.Begin(ctx, st)
+		if err != nil {
+			return nil, err
 		}
-		if t := tips.Get(st.ThreadID, st.NS); t != nil && t.rec.ID == st.ParentID && bytes.Equal(t.raw, raw) {
-			parent, pchain = t.rec, t.chain
-		} else if parent, err = checkpoint.Decode(raw); err != nil {
-			return nil, fmt.Errorf("parent of %q: %w", st.ID, err)
+		if stored {
+			return nil, nil // a put is idempotent
 		}
-		if checkpoint.NeedsView(parent, every) {
-			if pchain == nil {
-				if pchain, err = checkpoint.Chain(ctx, parent, RecentLoader(w, st.ThreadID, st.NS, parent.ID, every)); err != nil {
-					return nil, err
-				}
+		next = n
+		if st.ParentID != "" {
+			if raw == nil {
+				return nil, fmt.Errorf("parent of %q: %w: thread %q namespace %q checkpoint %q", st.ID, checkpoint.ErrNotFound, st.ThreadID, st.NS, st.ParentID)
 			}
-			v := checkpoint.ViewOf(pchain)
-			view = &v
+			if t != nil && t.rec.ID == st.ParentID && bytes.Equal(t.raw, raw) {
+				parent, pchain = t.rec, t.chain
+			} else if parent, err = checkpoint.Decode(raw); err != nil {
+				return nil, fmt.Errorf("parent of %q: %w", st.ID, err)
+			}
 		}
+	}
+	if parent != nil && checkpoint.NeedsView(parent, every) {
+		if pchain == nil {
+			var err error
+			if pchain, err = checkpoint.Chain(ctx, parent, RecentLoader(w, st.ThreadID, st.NS, parent.ID, every)); err != nil {
+				return nil, err
+			}
+		}
+		v := checkpoint.ViewOf(pchain)
+		view = &v
 	}
 	b, err := checkpoint.Build(st, parent, view, next, every)
 	if err != nil {
@@ -53,9 +74,15 @@ func Put(ctx context.Context, w Writer, st *checkpoint.Step, every int, tips *Ti
 		return nil, err
 	}
 	if err := w.Insert(ctx, b.Record, newRaw, b.Messages, b.Blobs, b.Record.DeltaRefs()); err != nil {
+		if fast && errors.Is(err, ErrStored) {
+			return nil, nil // a put is idempotent
+		}
 		return nil, err
 	}
-	if b.Record.Snapshot != nil {
+	// The first put of a namespace (a subagent run's input, a new thread)
+	// has no earlier chunk to pack its own with: that one joins the next
+	// snapshot's pack instead.
+	if b.Record.Snapshot != nil && next > 0 {
 		if err := PackChunks(ctx, w, st.ThreadID, st.NS); err != nil {
 			return nil, err
 		}
@@ -63,7 +90,7 @@ func Put(ctx context.Context, w Writer, st *checkpoint.Step, every int, tips *Ti
 	if tips == nil {
 		return nil, nil
 	}
-	put := &Tip{raw: newRaw, rec: b.Record}
+	put := &Tip{raw: newRaw, rec: b.Record, next: b.Record.Messages.To, era: era}
 	switch {
 	case b.Record.Snapshot != nil:
 		put.chain = []*checkpoint.Record{b.Record}

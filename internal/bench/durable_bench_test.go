@@ -1,0 +1,45 @@
+package bench
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/deepagents-go/deepagents/agent"
+)
+
+// BenchmarkDurable runs the phases of durable mode (an SQLite store on a
+// temporary file, each iteration on a thread of its own) for profiling the
+// save path: go test -run XXX -bench Durable -cpuprofile cpu.out
+// ./internal/bench. ns/round and cpu-ns/round (the process's
+// CPU time, GC included) are per model call.
+func BenchmarkDurable(b *testing.B) {
+	for _, c := range []struct {
+		task  string
+		calls int
+	}{{"seq 50", 51}, {"seq 200", 201}, {"fan 8", 2 + 3*8}} {
+		b.Run(c.task, func(b *testing.B) {
+			st, err := openStore()
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.close()
+			a, m, err := NewAgentFor(Options{K: 200, Fanouts: []int{8}, SubRounds: 3}.norm())
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			c0 := cpuTime()
+			i := 0
+			for b.Loop() {
+				i++
+				m.Reset()
+				res, err := a.Invoke(b.Context(), agent.Prompt(c.task), agent.WithCheckpoints(st.saver, fmt.Sprintf("b-%d", i)))
+				if err != nil || res.Status != agent.StatusOK {
+					b.Fatalf("%v %v", err, res.Status)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*c.calls), "ns/round")
+			b.ReportMetric(float64((cpuTime()-c0).Nanoseconds())/float64(b.N*c.calls), "cpu-ns/round")
+		})
+	}
+}
