@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -378,3 +379,84 @@ func TestErrors(t *testing.T) {
 }
 
 func emptyConfig() deepagents.Config { return deepagents.Config{} }
+
+// Content is recorded only when opted in (the environment variable or the
+// Config field), redacted by the hook and cut to the limit on a UTF-8
+// boundary.
+func TestContentCapture(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	long := strings.Repeat("é", 40) // 80 bytes
+	events := []agent.Event{
+		{Type: agent.RunStart, Agent: "parent", Time: at, Run: &agent.RunInfo{}},
+		{Type: agent.ToolStart, Agent: "parent", Time: at.Add(time.Second), Tool: &agent.ToolInfo{CallID: "c1", Name: "echo", Args: json.RawMessage(`{"secret":"s3cr3t"}`)}},
+		{Type: agent.ToolEnd, Agent: "parent", Time: at.Add(2 * time.Second), Tool: &agent.ToolInfo{CallID: "c1", Name: "echo", Result: long}},
+		{Type: agent.RunEnd, Agent: "parent", Time: at.Add(3 * time.Second), Run: &agent.RunInfo{Status: agent.StatusOK}},
+	}
+	on, off := true, false
+	cases := []struct {
+		name     string
+		env      string
+		capture  *bool
+		wantArgs string
+		wantRes  string
+	}{
+		{"default is off", "", nil, "", ""},
+		{"environment turns it on", "true", nil, `{"secret":"[redacted]"}`, strings.Repeat("é", 5)},
+		{"environment TRUE", "TRUE", nil, `{"secret":"[redacted]"}`, strings.Repeat("é", 5)},
+		{"other values keep it off", "1", nil, "", ""},
+		{"config wins over environment", "true", &off, "", ""},
+		{"config turns it on", "", &on, `{"secret":"[redacted]"}`, strings.Repeat("é", 5)},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", c.env)
+			h := newHarness(t)
+			rec := daotel.NewRecorder(context.Background(), daotel.Config{
+				TracerProvider: h.tp, CaptureContent: c.capture, MaxAttributeBytes: 11,
+				Redact: func(key attribute.Key, v string) string { return strings.ReplaceAll(v, "s3cr3t", "[redacted]") },
+			})
+			for _, ev := range events {
+				rec.Record(ev)
+			}
+			tool := one(t, h.exp.GetSpans(), "execute_tool echo")
+			// The redacted arguments are 23 bytes: the limit of 11 cuts them.
+			wantArgs := c.wantArgs
+			if wantArgs != "" {
+				wantArgs = wantArgs[:11]
+			}
+			if got := attrOf(tool, "gen_ai.tool.call.arguments"); got != wantArgs {
+				t.Errorf("arguments %q, want %q", got, wantArgs)
+			}
+			if got := attrOf(tool, "gen_ai.tool.call.result"); got != c.wantRes {
+				t.Errorf("result %q, want %q", got, c.wantRes)
+			}
+			if !tool.StartTime.Equal(at.Add(time.Second)) || !tool.EndTime.Equal(at.Add(2*time.Second)) {
+				t.Errorf("tool span times %v..%v are not the events' times", tool.StartTime, tool.EndTime)
+			}
+		})
+	}
+}
+
+// A consumer that stops reading a run ends its open spans, marked
+// incomplete, instead of leaking them.
+func TestAbandonedStreamEndsSpans(t *testing.T) {
+	h := newHarness(t)
+	const script = `{"parent": [
+	  {"tool_calls": [{"id": "w1", "name": "write_file", "args": {"file_path": "/a.md", "content": "A"}}]},
+	  {"content": "done"}]}`
+	a := buildAgent(t, script, deepagents.Config{})
+	rec := daotel.NewRecorder(context.Background(), daotel.Config{TracerProvider: h.tp})
+	for ev := range rec.Observe(a.Run(context.Background(), agent.Prompt("go"))) {
+		if ev.Type == agent.ToolStart {
+			break
+		}
+	}
+	spans := h.exp.GetSpans()
+	root := one(t, spans, "invoke_agent parent")
+	if attrOf(root, "error.type") != "incomplete" || root.Status.Code.String() != "Error" {
+		t.Errorf("abandoned run span %v %v", root.Attributes, root.Status)
+	}
+	if tool := one(t, spans, "execute_tool write_file"); tool.EndTime.IsZero() {
+		t.Error("the open tool span was not ended")
+	}
+}
