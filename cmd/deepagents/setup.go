@@ -41,6 +41,8 @@ type setup struct {
 	// library's configuration (deepagents.Config, subagent.Spec).
 	contextWindow   int
 	subagentWindows map[string]int
+	// tracing is set when OTEL_* variables ask for traces (otel.go).
+	tracing *cliTracing
 }
 
 func (s *setup) close() {
@@ -193,6 +195,9 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 		// The CLI plans with write_todos and compacts long conversations
 		// against each model's window.
 		Todos: true, ContextWindow: s.contextWindow,
+	}
+	if err := s.startTracing(ctx, stderr); err != nil {
+		return nil, err
 	}
 	a, err := deepagents.New(s.config)
 	if err != nil {
