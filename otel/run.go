@@ -21,7 +21,7 @@ func Run(ctx context.Context, cfg Config, a *agent.Agent, in agent.Input, opts .
 // conventions do not name is returned as it is.
 func ProviderName(provider string) string {
 	switch provider {
-	case "gemini":
+	case "gemini", "google":
 		return "gcp.gemini"
 	case "vertex", "vertexai":
 		return "gcp.vertex_ai"
