@@ -460,3 +460,42 @@ func TestAbandonedStreamEndsSpans(t *testing.T) {
 		t.Error("the open tool span was not ended")
 	}
 }
+
+// A subagent's call waits for approval: the interrupted trace ends with the
+// child's span under the task call, and the resumed trace nests the
+// continued child under a task span again.
+func TestSubagentInterruptedAndResumed(t *testing.T) {
+	h := newHarness(t)
+	const script = `{
+	  "parent": [
+	    {"tool_calls": [{"id": "t1", "name": "task", "args": {"description": "write the note", "subagent_type": "general-purpose"}}], "usage": {"input_tokens": 30, "output_tokens": 5}},
+	    {"content": "the child wrote it", "usage": {"input_tokens": 40, "output_tokens": 5}}],
+	  "general-purpose": [
+	    {"tool_calls": [{"id": "c1", "name": "write_file", "args": {"file_path": "/note.md", "content": "N"}}], "usage": {"input_tokens": 10, "output_tokens": 3}},
+	    {"content": "note written", "usage": {"input_tokens": 12, "output_tokens": 2}}]}`
+	a := buildAgent(t, script, deepagents.Config{InterruptOn: map[string]agent.Approval{"write_file": {}}})
+	saver := checkpoint.NewMemory(0)
+	res, err, _ := h.run(a, saver, "thread-6", agent.Prompt("delegate"), false)
+	if !errors.Is(err, agent.ErrInterrupted) {
+		t.Fatalf("first run: %v %v", res.Status, err)
+	}
+	if _, err, _ := h.run(a, saver, "thread-6", agent.Input{}, false, agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "c1"})); err != nil {
+		t.Fatal(err)
+	}
+	spans := h.exp.GetSpans()
+	golden(t, "subagent_interrupted_resumed", tree(spans))
+	for _, child := range find(spans, "invoke_agent general-purpose") {
+		var parent *tracetest.SpanStub
+		for i := range spans {
+			if spans[i].SpanContext.SpanID() == child.Parent.SpanID() {
+				parent = &spans[i]
+			}
+		}
+		if parent == nil || parent.Name != "execute_tool task" || parent.SpanContext.TraceID() != child.SpanContext.TraceID() {
+			t.Errorf("a run of the subagent is not under a task span of its trace:\n%s", tree(spans))
+		}
+	}
+	if n := len(find(spans, "execute_tool write_file")); n != 1 {
+		t.Errorf("%d write_file spans: the approved call ran once", n)
+	}
+}
