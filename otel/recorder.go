@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
 
@@ -85,6 +86,10 @@ type Config struct {
 	// Links are added to the top-level invoke_agent span, e.g. the spans of
 	// earlier runs this one continues.
 	Links []trace.Link
+	// MeterProvider records the GenAI client metrics (token usage,
+	// operation duration, time to first chunk); nil means
+	// otel.GetMeterProvider(), which records nothing until one is set.
+	MeterProvider metric.MeterProvider
 }
 
 // Recorder builds spans from the events of one run (and of the runs of its
@@ -96,6 +101,8 @@ type Recorder struct {
 	tracer  trace.Tracer
 	capture bool
 	max     int
+
+	metrics metrics
 
 	mu     sync.Mutex
 	parent context.Context
@@ -110,7 +117,11 @@ type agentSpans struct {
 	ctx   context.Context
 	chat  trace.Span
 	round int
-	tools map[string]trace.Span
+	// chatStart is when the open chat span started; chunked is set once its
+	// first streamed chunk came.
+	chatStart time.Time
+	chunked   bool
+	tools     map[string]trace.Span
 	// waiting are the call ids waiting for a decision.
 	waiting map[string]bool
 }
@@ -143,6 +154,11 @@ func NewRecorder(ctx context.Context, cfg Config) *Recorder {
 		models: map[modelKey]*modelNote{},
 		max:    cfg.MaxAttributeBytes,
 	}
+	mp := cfg.MeterProvider
+	if mp == nil {
+		mp = otel.GetMeterProvider()
+	}
+	r.metrics = newMetrics(mp)
 	if r.max <= 0 {
 		r.max = DefaultMaxAttributeBytes
 	}
@@ -218,6 +234,11 @@ func (r *Recorder) Record(ev agent.Event) {
 		r.modelRequest(ev, at)
 	case agent.ModelResponse:
 		r.modelResponse(ev, at)
+	case agent.ModelDelta:
+		if a := r.agents[ev.Agent]; a != nil && a.chat != nil && !a.chunked {
+			a.chunked = true
+			r.metrics.firstChunk(a.ctx, at.Sub(a.chatStart), r.opAttrs(ev.Agent, ""))
+		}
 	case agent.ModelRetry:
 		if a := r.agents[ev.Agent]; a != nil && a.chat != nil && ev.Retry != nil {
 			a.chat.AddEvent("deepagents.model.retry", trace.WithTimestamp(at), trace.WithAttributes(
@@ -405,6 +426,7 @@ func (r *Recorder) closeOpen(a *agentSpans, at time.Time, reason string) {
 		}
 		a.chat.SetAttributes(semconv.ErrorTypeKey.String(typ))
 		a.chat.SetStatus(codes.Error, reason)
+		r.metrics.duration(a.ctx, at.Sub(a.chatStart), append(r.opAttrs(a.path, ""), semconv.ErrorTypeKey.String(typ)))
 		a.chat.End(trace.WithTimestamp(at))
 		a.chat = nil
 	}
@@ -439,6 +461,22 @@ func (r *Recorder) modelRequest(ev agent.Event, at time.Time) {
 	_, a.chat = r.tracer.Start(a.ctx, span, trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithTimestamp(at), trace.WithAttributes(attrs...))
 	a.round = ev.Request.Round
+	a.chatStart, a.chunked = at, false
+}
+
+// opAttrs are the attributes of a model call's metrics.
+func (r *Recorder) opAttrs(path, responseModel string) []attribute.KeyValue {
+	kv := []attribute.KeyValue{semconv.GenAIOperationNameChat}
+	if r.cfg.Provider != "" {
+		kv = append(kv, semconv.GenAIProviderNameKey.String(r.cfg.Provider))
+	}
+	if m := r.modelFor(agentName(path)); m != "" {
+		kv = append(kv, semconv.GenAIRequestModel(m))
+	}
+	if responseModel != "" {
+		kv = append(kv, semconv.GenAIResponseModel(responseModel))
+	}
+	return kv
 }
 
 func agentName(path string) string {
@@ -460,7 +498,9 @@ func (r *Recorder) modelResponse(ev agent.Event, at time.Time) {
 		attrs = append(attrs, semconv.GenAIResponseFinishReasons(finishReason(resp.StopReason)))
 	}
 	key := modelKey{ev.Agent, resp.Round}
+	responseModel := ""
 	if note := r.models[key]; note != nil {
+		responseModel = note.responseModel
 		delete(r.models, key)
 		if note.responseModel != "" {
 			attrs = append(attrs, semconv.GenAIResponseModel(note.responseModel))
@@ -476,6 +516,12 @@ func (r *Recorder) modelResponse(ev agent.Event, at time.Time) {
 		attrs = append(attrs, r.content(semconv.GenAIOutputMessagesKey, outputMessages(resp)))
 	}
 	a.chat.SetAttributes(attrs...)
+	mattrs := r.opAttrs(ev.Agent, responseModel)
+	r.metrics.tokens(a.ctx, resp.Usage, mattrs)
+	if resp.StopReason == llm.StopRefusal {
+		mattrs = append(mattrs, semconv.ErrorTypeKey.String("refusal"))
+	}
+	r.metrics.duration(a.ctx, at.Sub(a.chatStart), mattrs)
 	if resp.StopReason == llm.StopRefusal {
 		a.chat.SetAttributes(semconv.ErrorTypeKey.String("refusal"))
 		a.chat.SetStatus(codes.Error, "the model refused to answer")
