@@ -67,7 +67,7 @@ func TestExporterNames(t *testing.T) {
 		{map[string]string{"OTEL_TRACES_EXPORTER": "none,otlp"}, "", `OTEL_TRACES_EXPORTER: "none" cannot be combined with other exporters`},
 	}
 	for _, c := range cases {
-		got, err := exporterNames(func(k string) string { return c.env[k] })
+		got, err := exporterNames(func(k string) string { return c.env[k] }, "OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
 		msg := ""
 		if err != nil {
 			msg = err.Error()
@@ -88,7 +88,7 @@ func FuzzExporterNames(f *testing.F) {
 				return s
 			}
 			return ""
-		})
+		}, "OTEL_TRACES_EXPORTER")
 		if err != nil && names != nil {
 			t.Fatalf("names %v with error %v", names, err)
 		}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	collectormetrics "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
@@ -26,6 +27,7 @@ type receiver struct {
 	requests []*collectortrace.ExportTraceServiceRequest
 	paths    []string
 	types    []string
+	metrics  []string
 }
 
 func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -43,17 +45,38 @@ func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	req := &collectortrace.ExportTraceServiceRequest{}
-	if err := proto.Unmarshal(data, req); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
 	rc.mu.Lock()
-	rc.requests = append(rc.requests, req)
+	defer rc.mu.Unlock()
 	rc.paths = append(rc.paths, r.URL.Path)
 	rc.types = append(rc.types, r.Header.Get("Content-Type"))
-	rc.mu.Unlock()
-	out, _ := proto.Marshal(&collectortrace.ExportTraceServiceResponse{})
+	var out []byte
+	switch r.URL.Path {
+	case "/v1/traces":
+		req := &collectortrace.ExportTraceServiceRequest{}
+		if err := proto.Unmarshal(data, req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		rc.requests = append(rc.requests, req)
+		out, _ = proto.Marshal(&collectortrace.ExportTraceServiceResponse{})
+	case "/v1/metrics":
+		req := &collectormetrics.ExportMetricsServiceRequest{}
+		if err := proto.Unmarshal(data, req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		for _, rm := range req.GetResourceMetrics() {
+			for _, sm := range rm.GetScopeMetrics() {
+				for _, m := range sm.GetMetrics() {
+					rc.metrics = append(rc.metrics, m.GetName())
+				}
+			}
+		}
+		out, _ = proto.Marshal(&collectormetrics.ExportMetricsServiceResponse{})
+	default:
+		http.NotFound(w, r)
+		return
+	}
 	w.Header().Set("Content-Type", "application/x-protobuf")
 	_, _ = w.Write(out)
 }
@@ -102,14 +125,14 @@ func TestOTLPHTTPExport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tr == nil || !slices.Equal(tr.Exporters, []string{"otlp"}) {
+	if tr == nil || !slices.Equal(tr.Exporters, []string{"otlp"}) || tr.Meters == nil {
 		t.Fatalf("tracing %+v: want the otlp exporter from OTEL_EXPORTER_OTLP_ENDPOINT", tr)
 	}
 	const script = `{"parent": [
 	  {"tool_calls": [{"id": "w1", "name": "write_file", "args": {"file_path": "/a.md", "content": "A"}}], "usage": {"input_tokens": 50, "output_tokens": 9, "cached_input_tokens": 40}},
 	  {"content": "written", "usage": {"input_tokens": 70, "output_tokens": 3}}]}`
 	a := buildAgent(t, script, emptyConfig())
-	rec := daotel.NewRecorder(ctx, daotel.Config{TracerProvider: tr.Provider, ConversationID: "thread-otlp", Model: "m1"})
+	rec := daotel.NewRecorder(ctx, daotel.Config{TracerProvider: tr.Provider, MeterProvider: tr.Meters, ConversationID: "thread-otlp", Model: "m1"})
 	if _, err := agent.Drain(rec.Observe(a.Run(daotel.WithRecorder(ctx, rec), agent.Prompt("go"),
 		agent.WithCheckpoints(checkpoint.NewMemory(0), "thread-otlp"))), nil); err != nil {
 		t.Fatal(err)
@@ -122,8 +145,16 @@ func TestOTLPHTTPExport(t *testing.T) {
 	if service != "otlp-test" {
 		t.Errorf("service.name %q", service)
 	}
-	if len(rc.paths) == 0 || rc.paths[0] != "/v1/traces" || rc.types[0] != "application/x-protobuf" {
-		t.Fatalf("requests to %v with types %v", rc.paths, rc.types)
+	rc.mu.Lock()
+	paths, types, metrics := slices.Clone(rc.paths), slices.Clone(rc.types), slices.Clone(rc.metrics)
+	rc.mu.Unlock()
+	slices.Sort(paths)
+	if !slices.Equal(slices.Compact(paths), []string{"/v1/metrics", "/v1/traces"}) || types[0] != "application/x-protobuf" {
+		t.Fatalf("requests to %v with types %v", paths, types)
+	}
+	slices.Sort(metrics)
+	if !slices.Equal(metrics, []string{"gen_ai.client.operation.duration", "gen_ai.client.token.usage"}) {
+		t.Errorf("metrics received %v", metrics)
 	}
 	byName := map[string][]*tracepb.Span{}
 	for _, s := range spans {

@@ -11,8 +11,10 @@ import (
 	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
@@ -29,21 +31,34 @@ type SetupOptions struct {
 	Getenv func(string) string
 }
 
-// Tracing is a configured tracer provider and what shuts it down.
+// Tracing is a configured tracer provider (and meter provider) and what
+// shuts them down.
 type Tracing struct {
-	// Provider makes the spans; pass it as Config.TracerProvider.
+	// Provider makes the spans; pass it as Config.TracerProvider. It is a
+	// provider without exporters when only metrics were asked for.
 	Provider *sdktrace.TracerProvider
-	// Exporters names the exporters in use, e.g. ["otlp"].
+	// Exporters names the trace exporters in use, e.g. ["otlp"].
 	Exporters []string
+	// Meters records the GenAI metrics, nil when no metrics exporter was
+	// asked for; pass it as Config.MeterProvider when it is not nil (a nil
+	// *MeterProvider in the interface field would be used, and fail).
+	Meters *sdkmetric.MeterProvider
 }
 
-// Shutdown flushes the spans still buffered and stops the exporters, giving
-// up when ctx ends. It is safe on a nil Tracing.
+// Shutdown flushes the spans and metrics still buffered and stops the
+// exporters, giving up when ctx ends. It is safe on a nil Tracing.
 func (t *Tracing) Shutdown(ctx context.Context) error {
-	if t == nil || t.Provider == nil {
+	if t == nil {
 		return nil
 	}
-	return t.Provider.Shutdown(ctx)
+	var errs []error
+	if t.Provider != nil {
+		errs = append(errs, t.Provider.Shutdown(ctx))
+	}
+	if t.Meters != nil {
+		errs = append(errs, t.Meters.Shutdown(ctx))
+	}
+	return errors.Join(errs...)
 }
 
 // Setup builds a tracer provider from the standard OpenTelemetry
@@ -55,7 +70,11 @@ func (t *Tracing) Shutdown(ctx context.Context) error {
 //     OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is
 //     set, so that a plain run never tries to reach a collector nobody
 //     started.
-//   - OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL must be "http/protobuf" (the
+//   - OTEL_METRICS_EXPORTER is "otlp" or "none" for the GenAI metrics, with
+//     the same default (OTLP when OTEL_EXPORTER_OTLP_ENDPOINT or
+//     OTEL_EXPORTER_OTLP_METRICS_ENDPOINT is set); the interval comes from
+//     OTEL_METRIC_EXPORT_INTERVAL.
+//   - OTEL_EXPORTER_OTLP_(TRACES_|METRICS_)PROTOCOL must be "http/protobuf" (the
 //     default); the gRPC and JSON protocols are not built in.
 //   - The OTLP exporter reads its endpoint, headers, timeout, compression
 //     and certificates from the OTEL_EXPORTER_OTLP_* variables itself; the
@@ -71,9 +90,16 @@ func Setup(ctx context.Context, opts SetupOptions) (*Tracing, error) {
 	if strings.EqualFold(strings.TrimSpace(env("OTEL_SDK_DISABLED")), "true") {
 		return nil, nil
 	}
-	names, err := exporterNames(env)
-	if err != nil || len(names) == 0 {
+	names, err := exporterNames(env, "OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+	if err != nil {
 		return nil, err
+	}
+	metricNames, err := exporterNames(env, "OTEL_METRICS_EXPORTER", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+	if err != nil {
+		return nil, err
+	}
+	if len(names) == 0 && len(metricNames) == 0 {
+		return nil, nil
 	}
 	var tpOpts []sdktrace.TracerProviderOption
 	var used []string
@@ -118,14 +144,31 @@ func Setup(ctx context.Context, opts SetupOptions) (*Tracing, error) {
 		return nil, fmt.Errorf("the trace resource: %w", err)
 	}
 	tpOpts = append(tpOpts, sdktrace.WithResource(res))
-	return &Tracing{Provider: sdktrace.NewTracerProvider(tpOpts...), Exporters: used}, nil
+	t := &Tracing{Exporters: used}
+	for _, name := range metricNames {
+		if name != "otlp" {
+			return nil, fmt.Errorf("OTEL_METRICS_EXPORTER names %q, which deepagents does not have: use otlp or none", name)
+		}
+		proto := firstSet(env, "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL")
+		if proto != "" && proto != "http/protobuf" {
+			return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL %q is not supported: deepagents exports OTLP over HTTP with protobuf only (set it to http/protobuf)", proto)
+		}
+		exp, err := otlpmetrichttp.New(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("the OTLP metric exporter: %w", err)
+		}
+		t.Meters = sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp)), sdkmetric.WithResource(res))
+	}
+	t.Provider = sdktrace.NewTracerProvider(tpOpts...)
+	return t, nil
 }
 
-// exporterNames reads OTEL_TRACES_EXPORTER; see Setup.
-func exporterNames(env func(string) string) ([]string, error) {
-	raw := strings.TrimSpace(env("OTEL_TRACES_EXPORTER"))
+// exporterNames reads the exporter list in the variable key; when it is
+// unset, OTLP is chosen if one of the endpoint variables is set. See Setup.
+func exporterNames(env func(string) string, key string, endpoints ...string) ([]string, error) {
+	raw := strings.TrimSpace(env(key))
 	if raw == "" {
-		if firstSet(env, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT") != "" {
+		if firstSet(env, endpoints...) != "" {
 			return []string{"otlp"}, nil
 		}
 		return nil, nil
@@ -138,7 +181,7 @@ func exporterNames(env func(string) string) ([]string, error) {
 			continue
 		case "none":
 			if len(strings.Split(raw, ",")) > 1 {
-				return nil, errors.New(`OTEL_TRACES_EXPORTER: "none" cannot be combined with other exporters`)
+				return nil, fmt.Errorf(`%s: "none" cannot be combined with other exporters`, key)
 			}
 			return nil, nil
 		}

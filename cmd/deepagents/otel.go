@@ -64,5 +64,8 @@ func (s *setup) run(ctx context.Context, thread string, in agent.Input, opts ...
 		Model:          s.tracing.model,
 		Provider:       s.tracing.provider,
 	}
+	if m := s.tracing.tracing.Meters; m != nil {
+		cfg.MeterProvider = m
+	}
 	return daotel.Run(ctx, cfg, s.agent, in, opts...)
 }

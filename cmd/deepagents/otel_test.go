@@ -21,6 +21,12 @@ type otlpSink struct {
 }
 
 func (o *otlpSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/v1/traces" {
+		// Metrics are not looked at here; an empty body is an empty
+		// protobuf response.
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		return
+	}
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 8<<20))
 	req := &collectortrace.ExportTraceServiceRequest{}
 	if err == nil {
