@@ -499,3 +499,40 @@ func TestSubagentInterruptedAndResumed(t *testing.T) {
 		t.Errorf("%d write_file spans: the approved call ran once", n)
 	}
 }
+
+// A run started inside another span (a server's request span) is its child;
+// retried model attempts are events of the chat span; a refusal is an error
+// of the chat span but not a failure of the call's duration.
+func TestParentSpanRetriesAndProviderNames(t *testing.T) {
+	h := newHarness(t)
+	ctx, server := h.tp.Tracer("test").Start(context.Background(), "POST /runs")
+	rec := daotel.NewRecorder(ctx, daotel.Config{TracerProvider: h.tp, Model: "m"})
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, ev := range []agent.Event{
+		{Type: agent.RunStart, Agent: "parent", Time: t0, Run: &agent.RunInfo{}},
+		{Type: agent.ModelRequest, Agent: "parent", Time: t0.Add(time.Second), Request: &agent.RequestInfo{}},
+		{Type: agent.ModelRetry, Agent: "parent", Time: t0.Add(2 * time.Second), Retry: &agent.RetryInfo{Attempt: 1, WaitMS: 500, Kind: "rate_limit", Error: "slow down"}},
+		{Type: agent.ModelResponse, Agent: "parent", Time: t0.Add(3 * time.Second), Response: &agent.ResponseInfo{StopReason: "refusal", Refusal: "no"}},
+		{Type: agent.RunEnd, Agent: "parent", Time: t0.Add(4 * time.Second), Run: &agent.RunInfo{Status: agent.StatusRefused, Error: "the model refused"}},
+	} {
+		rec.Record(ev)
+	}
+	server.End()
+	spans := h.exp.GetSpans()
+	root := one(t, spans, "invoke_agent parent")
+	if root.Parent.SpanID() != server.SpanContext().SpanID() || rec.SpanContext().SpanID() != root.SpanContext.SpanID() {
+		t.Errorf("the run's span is not under the server's span")
+	}
+	chat := one(t, spans, "chat m")
+	if len(chat.Events) != 1 || chat.Events[0].Name != "deepagents.model.retry" || !chat.Events[0].Time.Equal(t0.Add(2*time.Second)) {
+		t.Errorf("chat events %+v", chat.Events)
+	}
+	if attrOf(chat, "error.type") != "refusal" || attrOf(root, "error.type") != "refused" {
+		t.Errorf("refusal: chat %q, run %q", attrOf(chat, "error.type"), attrOf(root, "error.type"))
+	}
+	for in, want := range map[string]string{"openai": "openai", "anthropic": "anthropic", "gemini": "gcp.gemini", "google": "gcp.gemini", "ollama": "ollama"} {
+		if got := daotel.ProviderName(in); got != want {
+			t.Errorf("ProviderName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
