@@ -370,7 +370,7 @@ func (s *session) drive(ctx context.Context, in agent.Input, decisions []agent.D
 		if len(decisions) > 0 {
 			opts = append(opts, agent.WithDecisions(decisions...))
 		}
-		res, runErr := agent.Drain(s.setup.agent.Run(ctx, in, opts...), func(ev agent.Event) {
+		res, runErr := agent.Drain(s.setup.run(ctx, s.thread, in, opts...), func(ev agent.Event) {
 			if prog != nil {
 				prog.event(ev)
 			}

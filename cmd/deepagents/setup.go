@@ -41,6 +41,8 @@ type setup struct {
 	// library's configuration (deepagents.Config, subagent.Spec).
 	contextWindow   int
 	subagentWindows map[string]int
+	// tracing is set when OTEL_* variables ask for traces (otel.go).
+	tracing *cliTracing
 }
 
 func (s *setup) close() {
@@ -214,6 +216,9 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 	}
 	applyMCP(&s.config, mcps, f.mcp)
 	if s.config.Skills, s.config.Memory, err = skillsAndMemory(f, cwd, home, f.root, s.contextWindow); err != nil {
+		return nil, err
+	}
+	if err := s.startTracing(ctx, stderr); err != nil {
 		return nil, err
 	}
 	a, err := deepagents.New(s.config)

@@ -1,0 +1,22 @@
+// Package daotel turns the event stream of a deepagents run into
+// OpenTelemetry spans that follow the GenAI semantic conventions: one
+// "invoke_agent NAME" span per agent and subagent run, one "chat MODEL" span
+// per model call and one "execute_tool TOOL" span per tool call. A subagent's
+// run is nested under the "execute_tool task" span of the call that started
+// it.
+//
+// The package lives beside the core on purpose: the agent loop knows nothing
+// about OpenTelemetry and only emits events. A Recorder reads those events
+// (Recorder.Observe wraps a run's stream) and builds the spans from their
+// times, so the spans show what the run did even when events reach the
+// consumer later than they happened.
+//
+// Message content (model output, tool arguments and results, and with
+// Middleware the model's input) is recorded only when the user opts in with
+// OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true or
+// Config.CaptureContent, and every such attribute is cut to
+// Config.MaxAttributeBytes (16 KiB by default).
+//
+// Setup builds a tracer provider from the standard OTEL_* environment
+// variables, for the deepagents CLI and for servers embedding the library.
+package daotel

@@ -1,0 +1,152 @@
+package daotel
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestTruncate(t *testing.T) {
+	cases := []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"hello", 10, "hello"},
+		{"hello", 5, "hello"},
+		{"hello", 3, "hel"},
+		{"héllo", 2, "h"}, // é is two bytes: not split
+		{"日本語", 4, "日"},
+		{"日本語", 6, "日本"},
+		{"", 0, ""},
+	}
+	for _, c := range cases {
+		if got := truncate(c.in, c.n); got != c.want {
+			t.Errorf("truncate(%q, %d) = %q, want %q", c.in, c.n, got, c.want)
+		}
+	}
+}
+
+func TestResumedFrom(t *testing.T) {
+	cases := map[string]string{
+		`resumed from checkpoint 00000007 of thread "t1"`:                                           "00000007",
+		`resumed from checkpoint 0000000a of thread "x"; 1 of the step's 2 tool calls had finished`: "0000000a",
+		`resumed from checkpoint`:            "",
+		`something else`:                     "",
+		`resumed from checkpoint  of thread`: "",
+	}
+	for in, want := range cases {
+		if got := resumedFrom(in); got != want {
+			t.Errorf("resumedFrom(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func FuzzResumedFrom(f *testing.F) {
+	f.Add(`resumed from checkpoint 00000007 of thread "t1"`)
+	f.Add("resumed from checkpoint \xff of thread")
+	f.Fuzz(func(t *testing.T, s string) {
+		id := resumedFrom(s)
+		if id != "" && (!strings.Contains(s, id) || strings.ContainsAny(id, " ") || !utf8.ValidString(id)) {
+			t.Fatalf("resumedFrom(%q) = %q", s, id)
+		}
+	})
+}
+
+func TestExporterNames(t *testing.T) {
+	cases := []struct {
+		env     map[string]string
+		want    string
+		wantErr string
+	}{
+		{map[string]string{}, "", ""},
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://x:4318"}, "otlp", ""},
+		{map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://x:4318/v1/traces"}, "otlp", ""},
+		{map[string]string{"OTEL_TRACES_EXPORTER": "none", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://x"}, "", ""},
+		{map[string]string{"OTEL_TRACES_EXPORTER": " Console , otlp,console"}, "console,otlp", ""},
+		{map[string]string{"OTEL_TRACES_EXPORTER": "none,otlp"}, "", `OTEL_TRACES_EXPORTER: "none" cannot be combined with other exporters`},
+	}
+	for _, c := range cases {
+		got, err := exporterNames(func(k string) string { return c.env[k] }, "OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+		msg := ""
+		if err != nil {
+			msg = err.Error()
+		}
+		if strings.Join(got, ",") != c.want || msg != c.wantErr {
+			t.Errorf("%v: got %v, %q; want %q, %q", c.env, got, msg, c.want, c.wantErr)
+		}
+	}
+}
+
+func FuzzExporterNames(f *testing.F) {
+	f.Add("otlp")
+	f.Add("none, console")
+	f.Add(" ,,OTLP ,")
+	f.Fuzz(func(t *testing.T, s string) {
+		names, err := exporterNames(func(k string) string {
+			if k == "OTEL_TRACES_EXPORTER" {
+				return s
+			}
+			return ""
+		}, "OTEL_TRACES_EXPORTER")
+		if err != nil && names != nil {
+			t.Fatalf("names %v with error %v", names, err)
+		}
+		seen := map[string]bool{}
+		for _, n := range names {
+			if n == "" || n == "none" || seen[n] || n != strings.ToLower(strings.TrimSpace(n)) {
+				t.Fatalf("exporterNames(%q) = %q", s, names)
+			}
+			seen[n] = true
+		}
+	})
+}
+
+func TestEnvResource(t *testing.T) {
+	env := map[string]string{
+		"OTEL_RESOURCE_ATTRIBUTES": "deployment.environment=prod, team=a%20b,broken,=x,service.name=from-attrs",
+		"OTEL_SERVICE_NAME":        "from-name",
+	}
+	res := envResource(func(k string) string { return env[k] })
+	got := map[string]string{}
+	for _, kv := range res.Attributes() {
+		got[string(kv.Key)] = kv.Value.AsString()
+	}
+	want := map[string]string{"deployment.environment": "prod", "team": "a b", "service.name": "from-name"}
+	if len(got) != len(want) {
+		t.Fatalf("attributes %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %q, want %q", k, got[k], v)
+		}
+	}
+}
+
+func FuzzEnvResource(f *testing.F) {
+	f.Add("a=b,c=d%20e", "svc")
+	f.Add("=,,%zz=%", "")
+	f.Add("k=\xff%ff", "x")
+	f.Fuzz(func(t *testing.T, attrs, name string) {
+		res := envResource(func(k string) string {
+			switch k {
+			case "OTEL_RESOURCE_ATTRIBUTES":
+				return attrs
+			case "OTEL_SERVICE_NAME":
+				return name
+			}
+			return ""
+		})
+		for _, kv := range res.Attributes() {
+			if kv.Key == "" {
+				t.Fatalf("an empty key from %q", attrs)
+			}
+		}
+		if n := strings.TrimSpace(name); n != "" {
+			v, ok := res.Set().Value("service.name")
+			if !ok || v.AsString() != n {
+				t.Fatalf("service.name %q, want %q", v.AsString(), n)
+			}
+		}
+	})
+}

@@ -1,0 +1,780 @@
+package daotel
+
+import (
+	"context"
+	"encoding/json"
+	"iter"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/llm"
+)
+
+// ScopeName is the instrumentation scope of the spans this package makes.
+const ScopeName = "github.com/deepagents-go/deepagents/otel"
+
+// DefaultMaxAttributeBytes is the length at which a content attribute is
+// cut when Config.MaxAttributeBytes is 0.
+const DefaultMaxAttributeBytes = 16 << 10
+
+// CaptureContentEnv is the environment variable that turns on the recording
+// of message content when Config.CaptureContent is nil.
+const CaptureContentEnv = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+
+// Attribute keys of this package that the GenAI conventions do not define.
+const (
+	// PathKey is the agent path of the run a span belongs to, e.g.
+	// "parent / researcher#call_1".
+	PathKey = attribute.Key("deepagents.path")
+	// CheckpointKey is, on the invoke_agent span of a resumed run, the
+	// checkpoint the run continued from.
+	CheckpointKey = attribute.Key("deepagents.checkpoint.id")
+	// StatusKey is the status a run ended with (ok, error, limit, cancelled,
+	// refused, interrupted) or, on a subagent's task span, the child's.
+	StatusKey = attribute.Key("deepagents.run.status")
+	// RoundKey is the model call's round within its run (chat spans).
+	RoundKey = attribute.Key("deepagents.round")
+	// InterruptedKey marks a tool span that ended because its call waits for
+	// a person's decision.
+	InterruptedKey = attribute.Key("deepagents.tool.interrupted")
+	// SubagentKey and ModeKey name the subagent a task call started.
+	SubagentKey = attribute.Key("deepagents.subagent.name")
+	ModeKey     = attribute.Key("deepagents.subagent.mode")
+	// LinkKindKey says why a span links to another: "resume" for the run
+	// that continued an interrupted one, "previous_turn" for the next turn
+	// of a thread.
+	LinkKindKey = attribute.Key("deepagents.link.kind")
+)
+
+// Config says how a Recorder names and fills its spans. The zero value is
+// usable: the global tracer provider, no conversation id, content capture
+// from the environment.
+type Config struct {
+	// TracerProvider makes the spans; nil means otel.GetTracerProvider().
+	TracerProvider trace.TracerProvider
+	// ConversationID is the thread id; it becomes gen_ai.conversation.id on
+	// every span.
+	ConversationID string
+	// Model is the requested model, used for chat span names
+	// ("chat MODEL") and gen_ai.request.model; AgentModels overrides it by
+	// agent name (a subagent on another model).
+	Model       string
+	AgentModels map[string]string
+	// Provider is gen_ai.provider.name, e.g. "openai" or "anthropic".
+	Provider string
+	// CaptureContent turns content recording on or off; nil reads
+	// OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT ("true" turns it on).
+	CaptureContent *bool
+	// MaxAttributeBytes cuts every content attribute to this many bytes (on
+	// a UTF-8 boundary); 0 means DefaultMaxAttributeBytes.
+	MaxAttributeBytes int
+	// Redact, when set, rewrites content before it is recorded (key is the
+	// attribute it goes to); it runs before the cut.
+	Redact func(key attribute.Key, value string) string
+	// Links are added to the top-level invoke_agent span, e.g. the spans of
+	// earlier runs this one continues.
+	Links []trace.Link
+	// MeterProvider records the GenAI client metrics (token usage,
+	// operation duration, time to first chunk); nil means
+	// otel.GetMeterProvider(), which records nothing until one is set.
+	MeterProvider metric.MeterProvider
+}
+
+// Recorder builds spans from the events of one run (and of the runs of its
+// subagents). Feed it every event of the run in order, with Record or by
+// wrapping the stream with Observe. It is safe for concurrent use, so that
+// Middleware may reach it from the agent's goroutines.
+type Recorder struct {
+	cfg     Config
+	tracer  trace.Tracer
+	capture bool
+	max     int
+
+	metrics metrics
+
+	mu     sync.Mutex
+	parent context.Context
+	agents map[string]*agentSpans
+	models map[modelKey]*modelNote
+	root   trace.Span
+}
+
+type agentSpans struct {
+	path  string
+	span  trace.Span
+	ctx   context.Context
+	chat  trace.Span
+	round int
+	// chatStart is when the open chat span started; chunked is set once its
+	// first streamed chunk came.
+	chatStart time.Time
+	chunked   bool
+	tools     map[string]trace.Span
+	// waiting are the call ids waiting for a decision.
+	waiting map[string]bool
+}
+
+type modelKey struct {
+	path  string
+	round int
+}
+
+// modelNote is what Middleware learned about one model call.
+type modelNote struct {
+	responseModel string
+	input         string
+	system        string
+	errType       string
+}
+
+// NewRecorder returns a Recorder whose top-level span is a child of the span
+// in ctx, if any.
+func NewRecorder(ctx context.Context, cfg Config) *Recorder {
+	tp := cfg.TracerProvider
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	r := &Recorder{
+		cfg:    cfg,
+		tracer: tp.Tracer(ScopeName),
+		parent: context.WithoutCancel(ctx),
+		agents: map[string]*agentSpans{},
+		models: map[modelKey]*modelNote{},
+		max:    cfg.MaxAttributeBytes,
+	}
+	mp := cfg.MeterProvider
+	if mp == nil {
+		mp = otel.GetMeterProvider()
+	}
+	r.metrics = newMetrics(mp)
+	if r.max <= 0 {
+		r.max = DefaultMaxAttributeBytes
+	}
+	if cfg.CaptureContent != nil {
+		r.capture = *cfg.CaptureContent
+	} else {
+		r.capture = strings.EqualFold(strings.TrimSpace(os.Getenv(CaptureContentEnv)), "true")
+	}
+	return r
+}
+
+// Observe records every event of seq as it passes and yields it on
+// unchanged. When the consumer stops early, the spans still open are ended.
+func (r *Recorder) Observe(seq iter.Seq2[agent.Event, error]) iter.Seq2[agent.Event, error] {
+	return func(yield func(agent.Event, error) bool) {
+		defer r.Close()
+		for ev, err := range seq {
+			r.Record(ev)
+			if !yield(ev, err) {
+				return
+			}
+		}
+	}
+}
+
+// SpanContext is the span context of the top-level invoke_agent span, once
+// its run.start was recorded; a later run may link to it.
+func (r *Recorder) SpanContext() trace.SpanContext {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.root == nil {
+		return trace.SpanContext{}
+	}
+	return r.root.SpanContext()
+}
+
+// Close ends every span still open (a run whose stream was abandoned) at
+// the current time, marked as not finished.
+func (r *Recorder) Close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := time.Now()
+	paths := make([]string, 0, len(r.agents))
+	for p := range r.agents {
+		paths = append(paths, p)
+	}
+	// Deepest first, so children end before their parents.
+	slices.SortFunc(paths, func(a, b string) int { return len(b) - len(a) })
+	for _, p := range paths {
+		a := r.agents[p]
+		r.closeOpen(a, now, "the run's events stopped before its end")
+		a.span.SetStatus(codes.Error, "the run's events stopped before its end")
+		a.span.SetAttributes(semconv.ErrorTypeKey.String("incomplete"))
+		a.span.End(trace.WithTimestamp(now))
+		delete(r.agents, p)
+	}
+}
+
+// Record turns one event into span starts, ends and attributes.
+func (r *Recorder) Record(ev agent.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	at := ev.Time
+	if at.IsZero() {
+		at = time.Now()
+	}
+	switch ev.Type {
+	case agent.RunStart:
+		r.runStart(ev, at)
+	case agent.RunEnd:
+		r.runEnd(ev, at)
+	case agent.ModelRequest:
+		r.modelRequest(ev, at)
+	case agent.ModelResponse:
+		r.modelResponse(ev, at)
+	case agent.ModelDelta:
+		if a := r.agents[ev.Agent]; a != nil && a.chat != nil && !a.chunked {
+			a.chunked = true
+			r.metrics.firstChunk(a.ctx, at.Sub(a.chatStart), r.opAttrs(ev.Agent, ""))
+		}
+	case agent.ModelRetry:
+		if a := r.agents[ev.Agent]; a != nil && a.chat != nil && ev.Retry != nil {
+			a.chat.AddEvent("deepagents.model.retry", trace.WithTimestamp(at), trace.WithAttributes(
+				attribute.Int("deepagents.retry.attempt", ev.Retry.Attempt),
+				attribute.Float64("deepagents.retry.wait_ms", ev.Retry.WaitMS),
+				semconv.ErrorTypeKey.String(errKind(string(ev.Retry.Kind))),
+			))
+		}
+	case agent.ToolStart:
+		r.toolStart(ev, at)
+	case agent.ToolEnd:
+		r.toolEnd(ev, at)
+	case agent.SubagentStart:
+		if a := r.agents[ev.Agent]; a != nil && ev.Subagent != nil {
+			if s := a.tools[ev.Subagent.CallID]; s != nil {
+				s.SetAttributes(SubagentKey.String(ev.Subagent.Name), ModeKey.String(ev.Subagent.Mode))
+			}
+		}
+	case agent.SubagentEnd:
+		if a := r.agents[ev.Agent]; a != nil && ev.Subagent != nil {
+			if s := a.tools[ev.Subagent.CallID]; s != nil && ev.Subagent.Status != "" {
+				s.SetAttributes(StatusKey.String(string(ev.Subagent.Status)))
+			}
+		}
+	case agent.InterruptEvent:
+		r.interrupt(ev, at)
+	case agent.Notice:
+		if a := r.agents[ev.Agent]; a != nil && ev.Notice != nil && ev.Notice.Source == "resume" {
+			if id := resumedFrom(ev.Notice.Text); id != "" {
+				a.span.SetAttributes(CheckpointKey.String(id))
+			}
+			a.span.AddEvent("deepagents.resume", trace.WithTimestamp(at))
+		}
+	case agent.CompactionEnd:
+		if a := r.agents[ev.Agent]; a != nil && ev.Compaction != nil {
+			attrs := []attribute.KeyValue{
+				attribute.String("deepagents.compaction.trigger", ev.Compaction.Trigger),
+				attribute.Int("deepagents.compaction.tokens_before", ev.Compaction.TokensBefore),
+				attribute.Int("deepagents.compaction.tokens_after", ev.Compaction.TokensAfter),
+			}
+			a.span.AddEvent("deepagents.compaction", trace.WithTimestamp(at), trace.WithAttributes(attrs...))
+		}
+	}
+}
+
+// resumedFrom reads the checkpoint id out of the loop's resume notice
+// ("resumed from checkpoint ID of thread ...").
+func resumedFrom(text string) string {
+	const prefix = "resumed from checkpoint "
+	rest, ok := strings.CutPrefix(text, prefix)
+	if !ok {
+		return ""
+	}
+	id, _, ok := strings.Cut(rest, " ")
+	if !ok || id == "" || !utf8.ValidString(id) {
+		return ""
+	}
+	return id
+}
+
+func (r *Recorder) common() []attribute.KeyValue {
+	var kv []attribute.KeyValue
+	if r.cfg.ConversationID != "" {
+		kv = append(kv, semconv.GenAIConversationID(r.cfg.ConversationID))
+	}
+	if r.cfg.Provider != "" {
+		kv = append(kv, semconv.GenAIProviderNameKey.String(r.cfg.Provider))
+	}
+	return kv
+}
+
+func (r *Recorder) runStart(ev agent.Event, at time.Time) {
+	if old := r.agents[ev.Agent]; old != nil {
+		// A second start on one path without an end: close the first.
+		r.closeOpen(old, at, "the run started again")
+		old.span.End(trace.WithTimestamp(at))
+	}
+	path, err := agent.ParsePath(ev.Agent)
+	name := ev.Agent
+	if err == nil && len(path) > 0 {
+		name = path.Last().Name
+	}
+	parent := r.parent
+	nested := err == nil && path.IsNested()
+	if nested {
+		parent = r.parentOf(path.Parent().String(), ev.TaskCall)
+	}
+	attrs := append([]attribute.KeyValue{
+		semconv.GenAIOperationNameInvokeAgent,
+		semconv.GenAIAgentName(name),
+		PathKey.String(ev.Agent),
+	}, r.common()...)
+	if m := r.modelFor(name); m != "" {
+		attrs = append(attrs, semconv.GenAIRequestModel(m))
+	}
+	opts := []trace.SpanStartOption{
+		trace.WithSpanKind(trace.SpanKindInternal),
+		trace.WithTimestamp(at),
+		trace.WithAttributes(attrs...),
+	}
+	if !nested {
+		opts = append(opts, trace.WithLinks(r.cfg.Links...))
+	}
+	ctx, span := r.tracer.Start(parent, "invoke_agent "+name, opts...)
+	a := &agentSpans{path: ev.Agent, span: span, ctx: ctx, tools: map[string]trace.Span{}, waiting: map[string]bool{}}
+	r.agents[ev.Agent] = a
+	if !nested && r.root == nil {
+		r.root = span
+	}
+}
+
+// parentOf is the context a subagent's span starts in: its task call's
+// span, else its parent agent's span, else the recorder's parent.
+func (r *Recorder) parentOf(parentPath, taskCall string) context.Context {
+	p := r.agents[parentPath]
+	if p == nil {
+		return r.parent
+	}
+	if s := p.tools[taskCall]; s != nil {
+		return trace.ContextWithSpan(p.ctx, s)
+	}
+	return p.ctx
+}
+
+func (r *Recorder) modelFor(agentName string) string {
+	if m, ok := r.cfg.AgentModels[agentName]; ok && m != "" {
+		return m
+	}
+	return r.cfg.Model
+}
+
+func (r *Recorder) runEnd(ev agent.Event, at time.Time) {
+	a := r.agents[ev.Agent]
+	if a == nil {
+		return
+	}
+	delete(r.agents, ev.Agent)
+	// Subagents still open under this path (their end never came) end first.
+	prefix := ev.Agent + " / "
+	for p, c := range r.agents {
+		if strings.HasPrefix(p, prefix) {
+			r.closeOpen(c, at, "the parent run ended first")
+			c.span.End(trace.WithTimestamp(at))
+			delete(r.agents, p)
+		}
+	}
+	var status agent.Status
+	if ev.Run != nil {
+		status = ev.Run.Status
+		u := ev.Run.Usage
+		a.span.SetAttributes(StatusKey.String(string(status)))
+		a.span.SetAttributes(usageAttrs(u)...)
+	}
+	reason := ""
+	if ev.Run != nil {
+		reason = ev.Run.Error
+	}
+	if status == agent.StatusInterrupted {
+		for id := range a.tools {
+			if a.waiting[id] {
+				a.tools[id].SetAttributes(InterruptedKey.Bool(true))
+			}
+		}
+	}
+	r.closeOpen(a, at, reason)
+	switch status {
+	case agent.StatusOK, agent.StatusInterrupted, "":
+	default:
+		a.span.SetAttributes(semconv.ErrorTypeKey.String(string(status)))
+		a.span.SetStatus(codes.Error, reason)
+	}
+	a.span.End(trace.WithTimestamp(at))
+}
+
+// closeOpen ends a's chat and tool spans that are still open. A chat span
+// open at the end of a run is a model call that failed for good.
+func (r *Recorder) closeOpen(a *agentSpans, at time.Time, reason string) {
+	if a.chat != nil {
+		k := modelKey{a.path, a.round}
+		note := r.models[k]
+		delete(r.models, k)
+		typ := "_OTHER"
+		if note != nil && note.errType != "" {
+			typ = note.errType
+		}
+		a.chat.SetAttributes(semconv.ErrorTypeKey.String(typ))
+		a.chat.SetStatus(codes.Error, reason)
+		r.metrics.duration(a.ctx, at.Sub(a.chatStart), append(r.opAttrs(a.path, ""), semconv.ErrorTypeKey.String(typ)))
+		a.chat.End(trace.WithTimestamp(at))
+		a.chat = nil
+	}
+	ids := make([]string, 0, len(a.tools))
+	for id := range a.tools {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		a.tools[id].End(trace.WithTimestamp(at))
+		delete(a.tools, id)
+	}
+}
+
+func (r *Recorder) modelRequest(ev agent.Event, at time.Time) {
+	a := r.agents[ev.Agent]
+	if a == nil || ev.Request == nil {
+		return
+	}
+	if a.chat != nil {
+		a.chat.End(trace.WithTimestamp(at))
+	}
+	name := agentName(ev.Agent)
+	model := r.modelFor(name)
+	span := "chat"
+	attrs := append([]attribute.KeyValue{semconv.GenAIOperationNameChat, PathKey.String(ev.Agent),
+		RoundKey.Int(ev.Request.Round)}, r.common()...)
+	if model != "" {
+		span += " " + model
+		attrs = append(attrs, semconv.GenAIRequestModel(model))
+	}
+	_, a.chat = r.tracer.Start(a.ctx, span, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithTimestamp(at), trace.WithAttributes(attrs...))
+	a.round = ev.Request.Round
+	a.chatStart, a.chunked = at, false
+}
+
+// opAttrs are the attributes of a model call's metrics.
+func (r *Recorder) opAttrs(path, responseModel string) []attribute.KeyValue {
+	kv := []attribute.KeyValue{semconv.GenAIOperationNameChat}
+	if r.cfg.Provider != "" {
+		kv = append(kv, semconv.GenAIProviderNameKey.String(r.cfg.Provider))
+	}
+	if m := r.modelFor(agentName(path)); m != "" {
+		kv = append(kv, semconv.GenAIRequestModel(m))
+	}
+	if responseModel != "" {
+		kv = append(kv, semconv.GenAIResponseModel(responseModel))
+	}
+	return kv
+}
+
+func agentName(path string) string {
+	p, err := agent.ParsePath(path)
+	if err != nil || len(p) == 0 {
+		return path
+	}
+	return p.Last().Name
+}
+
+func (r *Recorder) modelResponse(ev agent.Event, at time.Time) {
+	a := r.agents[ev.Agent]
+	if a == nil || a.chat == nil || ev.Response == nil {
+		return
+	}
+	resp := ev.Response
+	attrs := usageAttrs(resp.Usage)
+	if resp.StopReason != "" {
+		attrs = append(attrs, semconv.GenAIResponseFinishReasons(finishReason(resp.StopReason)))
+	}
+	key := modelKey{ev.Agent, resp.Round}
+	responseModel := ""
+	if note := r.models[key]; note != nil {
+		responseModel = note.responseModel
+		delete(r.models, key)
+		if note.responseModel != "" {
+			attrs = append(attrs, semconv.GenAIResponseModel(note.responseModel))
+		}
+		if r.capture && note.input != "" {
+			attrs = append(attrs, r.content(semconv.GenAIInputMessagesKey, note.input))
+		}
+		if r.capture && note.system != "" {
+			attrs = append(attrs, r.content(semconv.GenAISystemInstructionsKey, note.system))
+		}
+	}
+	if r.capture {
+		attrs = append(attrs, r.content(semconv.GenAIOutputMessagesKey, outputMessages(resp)))
+	}
+	a.chat.SetAttributes(attrs...)
+	mattrs := r.opAttrs(ev.Agent, responseModel)
+	r.metrics.tokens(a.ctx, resp.Usage, mattrs)
+	if resp.StopReason == llm.StopRefusal {
+		mattrs = append(mattrs, semconv.ErrorTypeKey.String("refusal"))
+	}
+	r.metrics.duration(a.ctx, at.Sub(a.chatStart), mattrs)
+	if resp.StopReason == llm.StopRefusal {
+		a.chat.SetAttributes(semconv.ErrorTypeKey.String("refusal"))
+		a.chat.SetStatus(codes.Error, "the model refused to answer")
+	}
+	a.chat.End(trace.WithTimestamp(at))
+	a.chat = nil
+}
+
+// finishReason maps a stop reason to the conventions' finish reasons.
+func finishReason(s llm.StopReason) string {
+	switch s {
+	case llm.StopEnd:
+		return "stop"
+	case llm.StopToolCalls:
+		return "tool_call"
+	case llm.StopMaxTokens:
+		return "length"
+	case llm.StopFiltered:
+		return "content_filter"
+	}
+	return string(s)
+}
+
+func usageAttrs(u llm.Usage) []attribute.KeyValue {
+	if u.Unknown && u.InputTokens == 0 && u.OutputTokens == 0 {
+		return nil
+	}
+	kv := []attribute.KeyValue{
+		semconv.GenAIUsageInputTokens(u.InputTokens),
+		semconv.GenAIUsageOutputTokens(u.OutputTokens),
+	}
+	if u.CachedInputTokens > 0 {
+		kv = append(kv, semconv.GenAIUsageCacheReadInputTokens(u.CachedInputTokens))
+	}
+	if u.CacheWriteTokens > 0 {
+		kv = append(kv, semconv.GenAIUsageCacheCreationInputTokens(u.CacheWriteTokens))
+	}
+	if u.ReasoningTokens > 0 {
+		kv = append(kv, semconv.GenAIUsageReasoningOutputTokens(u.ReasoningTokens))
+	}
+	return kv
+}
+
+func (r *Recorder) toolStart(ev agent.Event, at time.Time) {
+	a := r.agents[ev.Agent]
+	if a == nil || ev.Tool == nil {
+		return
+	}
+	if old := a.tools[ev.Tool.CallID]; old != nil {
+		old.End(trace.WithTimestamp(at))
+	}
+	attrs := append([]attribute.KeyValue{
+		semconv.GenAIOperationNameExecuteTool,
+		semconv.GenAIToolName(ev.Tool.Name),
+		semconv.GenAIToolCallID(ev.Tool.CallID),
+		semconv.GenAIToolType("function"),
+		PathKey.String(ev.Agent),
+	}, r.common()...)
+	if r.capture && len(ev.Tool.Args) > 0 {
+		attrs = append(attrs, r.content(semconv.GenAIToolCallArgumentsKey, string(ev.Tool.Args)))
+	}
+	_, s := r.tracer.Start(a.ctx, "execute_tool "+ev.Tool.Name, trace.WithSpanKind(trace.SpanKindInternal),
+		trace.WithTimestamp(at), trace.WithAttributes(attrs...))
+	a.tools[ev.Tool.CallID] = s
+}
+
+func (r *Recorder) toolEnd(ev agent.Event, at time.Time) {
+	a := r.agents[ev.Agent]
+	if a == nil || ev.Tool == nil {
+		return
+	}
+	s := a.tools[ev.Tool.CallID]
+	if s == nil {
+		return
+	}
+	delete(a.tools, ev.Tool.CallID)
+	delete(a.waiting, ev.Tool.CallID)
+	if r.capture {
+		s.SetAttributes(r.content(semconv.GenAIToolCallResultKey, ev.Tool.Result))
+	}
+	if ev.Tool.IsError {
+		typ := "tool_error"
+		if ev.Tool.Panic != "" {
+			typ = "panic"
+		}
+		s.SetAttributes(semconv.ErrorTypeKey.String(typ))
+		// The status message is the start of the result: what went wrong,
+		// without the content a user did not opt in to record.
+		msg := "the tool call failed"
+		if r.capture {
+			msg = truncate(ev.Tool.Result, 256)
+		}
+		s.SetStatus(codes.Error, msg)
+	}
+	s.End(trace.WithTimestamp(at))
+}
+
+func (r *Recorder) interrupt(ev agent.Event, at time.Time) {
+	in := ev.Interrupt
+	if in == nil {
+		return
+	}
+	path := in.Path
+	if path == "" {
+		path = ev.Agent
+	}
+	attrs := []attribute.KeyValue{semconv.GenAIToolName(in.Tool), semconv.GenAIToolCallID(in.CallID), PathKey.String(path)}
+	if a := r.agents[path]; a != nil {
+		a.waiting[in.CallID] = true
+		if s := a.tools[in.CallID]; s != nil {
+			s.AddEvent("deepagents.interrupt", trace.WithTimestamp(at))
+			return
+		}
+		a.span.AddEvent("deepagents.interrupt", trace.WithTimestamp(at), trace.WithAttributes(attrs...))
+		return
+	}
+	if a := r.agents[ev.Agent]; a != nil {
+		a.span.AddEvent("deepagents.interrupt", trace.WithTimestamp(at), trace.WithAttributes(attrs...))
+	}
+}
+
+// content is a content attribute, redacted and cut to the limit.
+func (r *Recorder) content(key attribute.Key, v string) attribute.KeyValue {
+	if r.cfg.Redact != nil {
+		v = r.cfg.Redact(key, v)
+	}
+	return key.String(truncate(v, r.max))
+}
+
+// truncate cuts s to at most n bytes without splitting a UTF-8 sequence.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
+}
+
+// Message shapes of the GenAI conventions (gen_ai.input.messages,
+// gen_ai.output.messages).
+type part struct {
+	Type      string          `json:"type"`
+	Content   string          `json:"content,omitempty"`
+	ID        string          `json:"id,omitempty"`
+	Name      string          `json:"name,omitempty"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	Response  string          `json:"response,omitempty"`
+}
+
+type message struct {
+	Role         string `json:"role"`
+	Parts        []part `json:"parts"`
+	FinishReason string `json:"finish_reason,omitempty"`
+}
+
+func outputMessages(resp *agent.ResponseInfo) string {
+	m := message{Role: "assistant", FinishReason: finishReason(resp.StopReason)}
+	if resp.Message != nil {
+		m.Parts = parts(*resp.Message)
+	} else if resp.Text != "" {
+		m.Parts = []part{{Type: "text", Content: resp.Text}}
+	}
+	if m.Parts == nil {
+		m.Parts = []part{}
+	}
+	b, _ := json.Marshal([]message{m})
+	return string(b)
+}
+
+func parts(msg llm.Message) []part {
+	var ps []part
+	if len(msg.Parts) > 0 {
+		for _, p := range msg.Parts {
+			switch p.Type {
+			case llm.PartText:
+				ps = append(ps, part{Type: "text", Content: p.Text})
+			case llm.PartReasoning:
+				ps = append(ps, part{Type: "reasoning", Content: p.Text})
+			default:
+				ps = append(ps, part{Type: string(p.Type)})
+			}
+		}
+	} else if msg.Content != "" {
+		typ := "text"
+		if msg.Role == llm.RoleTool {
+			typ = "tool_call_response"
+		}
+		if typ == "text" {
+			ps = append(ps, part{Type: typ, Content: msg.Content})
+		} else {
+			ps = append(ps, part{Type: typ, ID: msg.ToolCallID, Response: msg.Content})
+		}
+	}
+	for _, c := range msg.ToolCalls {
+		args := json.RawMessage(c.Args)
+		if !json.Valid(args) {
+			b, _ := json.Marshal(string(c.Args))
+			args = b
+		}
+		ps = append(ps, part{Type: "tool_call", ID: c.ID, Name: c.Name, Arguments: args})
+	}
+	return ps
+}
+
+// systemInstructions is gen_ai.system_instructions: the system prompt's
+// parts as JSON, empty when there is none.
+func systemInstructions(texts ...string) string {
+	var ps []part
+	for _, t := range texts {
+		if t != "" {
+			ps = append(ps, part{Type: "text", Content: t})
+		}
+	}
+	if ps == nil {
+		return ""
+	}
+	b, _ := json.Marshal(ps)
+	return string(b)
+}
+
+func inputMessages(msgs []llm.Message) string {
+	out := make([]message, 0, len(msgs))
+	for _, m := range msgs {
+		ps := parts(m)
+		if ps == nil {
+			ps = []part{}
+		}
+		out = append(out, message{Role: string(m.Role), Parts: ps})
+	}
+	b, _ := json.Marshal(out)
+	return string(b)
+}
+
+// errKind is an error.type value for a provider error kind.
+func errKind(kind string) string {
+	if kind == "" {
+		return "_OTHER"
+	}
+	return kind
+}
+
+// noteModel records what Middleware saw of one model call.
+func (r *Recorder) noteModel(path string, round int, f func(*modelNote)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := modelKey{path, round}
+	n := r.models[k]
+	if n == nil {
+		n = &modelNote{}
+		r.models[k] = n
+	}
+	f(n)
+}
