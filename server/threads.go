@@ -1,0 +1,359 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/llm"
+)
+
+// Thread statuses.
+const (
+	threadIdle        = "idle"
+	threadBusy        = "busy"
+	threadInterrupted = "interrupted"
+	threadError       = "error"
+)
+
+func now() time.Time { return time.Now().UTC() }
+
+func (s *Server) createThread(w http.ResponseWriter, r *http.Request) {
+	var req ThreadCreate
+	if err := decode(r, &req); err != nil {
+		s.fail(w, err)
+		return
+	}
+	if req.ThreadID == "" {
+		req.ThreadID = uuid.NewString()
+	}
+	if err := checkpoint.ValidateThreadID(req.ThreadID); err != nil {
+		s.fail(w, errf(http.StatusUnprocessableEntity, "%v", err))
+		return
+	}
+	if req.Metadata == nil {
+		req.Metadata = map[string]any{}
+	}
+	t := now()
+	rec := ThreadRecord{ID: req.ThreadID, CreatedAt: t, UpdatedAt: t, Metadata: req.Metadata, Status: threadIdle}
+	err := s.store.CreateThread(r.Context(), rec)
+	if errors.Is(err, ErrExists) {
+		if req.IfExists == "do_nothing" {
+			rec, err = s.store.GetThread(r.Context(), req.ThreadID)
+		} else {
+			err = errf(http.StatusConflict, "thread %q already exists", req.ThreadID)
+		}
+	}
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	th, err := s.threadView(r.Context(), rec)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	writeJSON(w, 200, th)
+}
+
+func (s *Server) searchThreads(w http.ResponseWriter, r *http.Request) {
+	var q ThreadSearch
+	if err := decode(r, &q); err != nil {
+		s.fail(w, err)
+		return
+	}
+	if q.Limit <= 0 {
+		q.Limit = 10
+	}
+	if q.Limit > 1000 {
+		q.Limit = 1000
+	}
+	switch q.SortBy {
+	case "", "created_at", "updated_at", "thread_id":
+	default:
+		s.fail(w, errf(http.StatusUnprocessableEntity, "sort_by %q is not one of created_at, updated_at, thread_id", q.SortBy))
+		return
+	}
+	recs, total, err := s.store.SearchThreads(r.Context(), ThreadQuery{Metadata: q.Metadata, Status: q.Status,
+		Limit: q.Limit, Offset: q.Offset, SortBy: q.SortBy, SortOrder: q.SortOrder})
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	out := []Thread{}
+	for _, rec := range recs {
+		th, err := s.threadView(r.Context(), rec)
+		if err != nil {
+			s.fail(w, err)
+			return
+		}
+		out = append(out, th)
+	}
+	w.Header().Set("X-Pagination-Total", fmt.Sprint(total))
+	writeJSON(w, 200, out)
+}
+
+// thread reads the record of the request's thread.
+func (s *Server) thread(r *http.Request) (ThreadRecord, error) {
+	id := r.PathValue("thread")
+	rec, err := s.store.GetThread(r.Context(), id)
+	if errors.Is(err, ErrNotFound) {
+		return rec, errf(http.StatusNotFound, "thread %q not found", id)
+	}
+	return rec, err
+}
+
+func (s *Server) getThread(w http.ResponseWriter, r *http.Request) {
+	rec, err := s.thread(r)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	th, err := s.threadView(r.Context(), rec)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	writeJSON(w, 200, th)
+}
+
+func (s *Server) patchThread(w http.ResponseWriter, r *http.Request) {
+	var req ThreadPatch
+	if err := decode(r, &req); err != nil {
+		s.fail(w, err)
+		return
+	}
+	unlock := s.lockThread(r.PathValue("thread"))
+	rec, err := s.thread(r)
+	if err == nil {
+		for k, v := range req.Metadata {
+			rec.Metadata[k] = v
+		}
+		rec.UpdatedAt = now()
+		err = s.store.UpdateThread(r.Context(), rec)
+	}
+	unlock()
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	th, err := s.threadView(r.Context(), rec)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	writeJSON(w, 200, th)
+}
+
+func (s *Server) deleteThread(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("thread")
+	if _, err := s.thread(r); err != nil {
+		s.fail(w, err)
+		return
+	}
+	s.cancelThreadRuns(id, "thread deleted")
+	if err := s.store.DeleteThread(r.Context(), id); err != nil && !errors.Is(err, ErrNotFound) {
+		s.fail(w, err)
+		return
+	}
+	if err := s.cfg.Saver.DeleteThread(r.Context(), id); err != nil && !errors.Is(err, checkpoint.ErrNotFound) {
+		s.fail(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// values is the thread's state as LangGraph clients read it: messages in
+// LangChain's shape, files, todos and the other middleware values by name.
+func values(rs *agent.RunState) map[string]any {
+	v := map[string]any{"messages": lcMessages(rs.Messages, "")}
+	if rs.Files != nil {
+		v["files"] = rs.Files
+	}
+	for k, raw := range rs.Values {
+		v[k] = raw
+	}
+	return v
+}
+
+func lcMessages(ms []llm.Message, prefix string) []LCMessage {
+	out := make([]LCMessage, 0, len(ms))
+	for i, m := range ms {
+		out = append(out, toLC(m, messageID(prefix, i)))
+	}
+	return out
+}
+
+// messageID is a message's stable id: its position in its agent's history.
+func messageID(prefix string, i int) string {
+	if prefix == "" {
+		return fmt.Sprintf("msg-%d", i)
+	}
+	return fmt.Sprintf("%s-msg-%d", prefix, i)
+}
+
+// loadState reads the thread's latest top-level state; nil when the thread
+// has no checkpoint yet.
+func (s *Server) loadState(ctx context.Context, thread string) (*agent.RunState, error) {
+	rs, err := agent.LoadRunState(ctx, s.cfg.Saver, thread, agent.RootPath("agent"), false)
+	if errors.Is(err, checkpoint.ErrNotFound) {
+		return nil, nil
+	}
+	return rs, err
+}
+
+func interruptsOf(rs *agent.RunState) []InterruptRecord {
+	if rs == nil || rs.Status != agent.StatusInterrupted || len(rs.Loop.Interrupts) == 0 {
+		return []InterruptRecord{}
+	}
+	return []InterruptRecord{{ID: rs.Checkpoint, Value: agent.HITL(rs.Loop.Interrupts)}}
+}
+
+func (s *Server) threadView(ctx context.Context, rec ThreadRecord) (Thread, error) {
+	th := Thread{ThreadID: rec.ID, CreatedAt: rec.CreatedAt, UpdatedAt: rec.UpdatedAt, StateUpdatedAt: rec.UpdatedAt,
+		Metadata: rec.Metadata, Status: rec.Status, Error: rec.Error, Interrupts: map[string][]InterruptRecord{}}
+	if th.Metadata == nil {
+		th.Metadata = map[string]any{}
+	}
+	rs, err := s.loadState(ctx, rec.ID)
+	if err != nil {
+		return th, err
+	}
+	if rs == nil {
+		th.Values = json.RawMessage("{}")
+		return th, nil
+	}
+	th.Values, err = json.Marshal(values(rs))
+	if err != nil {
+		return th, err
+	}
+	if in := interruptsOf(rs); len(in) > 0 {
+		th.Interrupts[rs.Checkpoint] = in
+	}
+	return th, nil
+}
+
+func (s *Server) stateView(thread string, cp *checkpoint.Checkpoint) (ThreadState, error) {
+	rs := &agent.RunState{Messages: cp.State.Messages, Files: cp.State.Files, Values: map[string]json.RawMessage{}, Checkpoint: cp.ID}
+	for k, v := range cp.State.Values {
+		if k == "agent.loop" {
+			if err := json.Unmarshal(v, &rs.Loop); err != nil {
+				return ThreadState{}, fmt.Errorf("checkpoint %s: %w", cp.ID, err)
+			}
+			rs.Status = rs.Loop.Status
+			continue
+		}
+		if k == "agent.children" {
+			continue
+		}
+		rs.Values[k] = v
+	}
+	vals, err := json.Marshal(values(rs))
+	if err != nil {
+		return ThreadState{}, err
+	}
+	t := cp.Time.UTC()
+	st := ThreadState{Values: vals, Next: []string{}, Tasks: []StateTask{}, Interrupts: interruptsOf(rs),
+		Checkpoint: CheckpointRef{ThreadID: thread, CheckpointID: cp.ID}, CreatedAt: &t,
+		Metadata: map[string]any{"step": cp.Step, "source": cp.Metadata["source"]}}
+	for k, v := range cp.Metadata {
+		st.Metadata[k] = v
+	}
+	st.Metadata["step"] = cp.Step
+	if cp.ParentID != "" {
+		st.ParentCheckpoint = &CheckpointRef{ThreadID: thread, CheckpointID: cp.ParentID}
+	}
+	if len(st.Interrupts) > 0 {
+		st.Next = []string{"tools"}
+		st.Tasks = []StateTask{{ID: cp.ID, Name: "tools", Interrupts: st.Interrupts}}
+	}
+	return st, nil
+}
+
+func (s *Server) getState(w http.ResponseWriter, r *http.Request) {
+	rec, err := s.thread(r)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	cp, err := s.cfg.Saver.Get(r.Context(), checkpoint.Ref{ThreadID: rec.ID, ID: r.PathValue("checkpoint")})
+	if errors.Is(err, checkpoint.ErrNotFound) {
+		if r.PathValue("checkpoint") != "" {
+			s.fail(w, errf(http.StatusNotFound, "checkpoint %q of thread %q not found", r.PathValue("checkpoint"), rec.ID))
+			return
+		}
+		writeJSON(w, 200, ThreadState{Values: json.RawMessage("{}"), Next: []string{}, Tasks: []StateTask{},
+			Interrupts: []InterruptRecord{}, Metadata: map[string]any{}, Checkpoint: CheckpointRef{ThreadID: rec.ID}})
+		return
+	}
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	st, err := s.stateView(rec.ID, cp)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	writeJSON(w, 200, st)
+}
+
+func (s *Server) history(w http.ResponseWriter, r *http.Request) {
+	rec, err := s.thread(r)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	var req HistoryRequest
+	if r.Method == http.MethodPost {
+		if err := decode(r, &req); err != nil {
+			s.fail(w, err)
+			return
+		}
+	} else if l := r.URL.Query().Get("limit"); l != "" {
+		fmt.Sscan(l, &req.Limit)
+	}
+	if req.Limit <= 0 {
+		req.Limit = 10
+	}
+	if req.Limit > 1000 {
+		req.Limit = 1000
+	}
+	opts := checkpoint.ListOptions{ThreadID: rec.ID, Limit: req.Limit}
+	if req.Before != nil {
+		opts.Before = req.Before.CheckpointID
+	}
+	list, err := s.cfg.Saver.List(r.Context(), opts)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	out := []ThreadState{}
+	for _, c := range list {
+		cp, err := s.cfg.Saver.Get(r.Context(), c.Ref())
+		if err != nil {
+			s.fail(w, err)
+			return
+		}
+		st, err := s.stateView(rec.ID, cp)
+		if err != nil {
+			s.fail(w, err)
+			return
+		}
+		out = append(out, st)
+	}
+	writeJSON(w, 200, out)
+}
+
+// updateState is POST /threads/{id}/state. Only the files may be changed
+// (the UI's file editor); the conversation is changed by runs.
+func (s *Server) updateState(w http.ResponseWriter, r *http.Request) {
+	s.fail(w, errf(http.StatusNotImplemented, "changing a thread's state directly is not supported yet; start a run instead"))
+}
