@@ -62,6 +62,11 @@ type Server struct {
 	store  Store
 	agents map[string]*assistant // by assistant id and by graph id
 
+	mu     sync.Mutex
+	live   map[string]*liveRun   // runs accepted and not finished, by run id
+	active map[string]*liveRun   // the running run of each busy thread
+	queue  map[string][]*liveRun // runs waiting for their thread, in order
+
 	ctx    context.Context // cancelled by Shutdown: ends streams and runs
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -75,7 +80,8 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Saver == nil {
 		return nil, errors.New("server: no checkpoint saver configured")
 	}
-	s := &Server{cfg: cfg, mux: http.NewServeMux(), log: cfg.Logger, store: cfg.Store}
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), log: cfg.Logger, store: cfg.Store,
+		live: map[string]*liveRun{}, active: map[string]*liveRun{}, queue: map[string][]*liveRun{}}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
