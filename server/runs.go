@@ -370,15 +370,19 @@ func (s *Server) lookup(r *http.Request) (*liveRun, RunRecord, error) {
 	thread, runID := r.PathValue("thread"), r.PathValue("run")
 	s.mu.Lock()
 	lr := s.live[runID]
+	var live RunRecord
+	if lr != nil {
+		live = lr.rec
+	}
 	s.mu.Unlock()
-	if lr != nil && lr.rec.ThreadID == thread {
-		return lr, s.current(RunRecord{Run: Run{RunID: runID}}), nil
+	if lr != nil && live.ThreadID == thread {
+		return lr, live, nil
 	}
 	rec, err := s.store.GetRun(r.Context(), thread, runID)
 	if errors.Is(err, ErrNotFound) {
 		return nil, rec, errf(http.StatusNotFound, "run %q of thread %q not found", runID, thread)
 	}
-	return nil, rec, err
+	return nil, s.current(rec), err
 }
 
 func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
@@ -534,6 +538,7 @@ func (s *Server) writeResult(w http.ResponseWriter, r *http.Request, thread, run
 		s.fail(w, err)
 		return
 	}
+	rec = s.current(rec)
 	if rec.Status == runError {
 		writeJSON(w, 200, map[string]string{"__error__": rec.Error})
 		return
@@ -590,14 +595,23 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 }
 
 // current is the freshest record of a run: the live one when it runs here.
+// A stored run that says it is pending or running but does not run here was
+// cut off by a stop of the server: it is reported as an error.
 func (s *Server) current(rec RunRecord) RunRecord {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if lr := s.live[rec.RunID]; lr != nil {
 		return lr.rec
 	}
+	if rec.Status == runPending || rec.Status == runRunning {
+		rec.Status = runError
+		rec.Error = errOrphan
+	}
 	return rec
 }
+
+// errOrphan is the error of a run the server stopped during.
+const errOrphan = "the server stopped while the run was going on; send the thread a new message or resume it"
 
 func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
 	_, rec, err := s.lookup(r)
@@ -609,20 +623,13 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
-	lr, rec, err := s.lookup(r)
+	lr, _, err := s.lookup(r)
 	if err != nil {
 		s.fail(w, err)
 		return
 	}
 	if lr == nil {
-		if rec.Status == runPending || rec.Status == runRunning {
-			// Orphaned by a restart: nothing runs it any more.
-			rec.Status, rec.CancelReason, rec.UpdatedAt = runInterrupted, "cancelled", now()
-			if err := s.store.PutRun(r.Context(), rec); err != nil {
-				s.fail(w, err)
-				return
-			}
-		}
+		// Finished, or cut off by a stop of the server: nothing to stop.
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}

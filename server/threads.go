@@ -222,6 +222,15 @@ func (s *Server) threadView(ctx context.Context, rec ThreadRecord) (Thread, erro
 	if th.Metadata == nil {
 		th.Metadata = map[string]any{}
 	}
+	if th.Status == threadBusy {
+		s.mu.Lock()
+		if s.active[rec.ID] == nil {
+			// Busy with a run the server stopped during (see current).
+			th.Status = threadError
+			th.Error = errOrphan
+		}
+		s.mu.Unlock()
+	}
 	rs, err := s.loadState(ctx, rec.ID)
 	if err != nil {
 		return th, err
