@@ -101,7 +101,7 @@ func (s *SQLStore) exec(ctx context.Context, query string, args ...any) (sql.Res
 	return s.db.ExecContext(ctx, s.q(query), args...)
 }
 
-func nanos(t time.Time) int64      { return t.UnixNano() }
+func nanos(t time.Time) int64     { return t.UnixNano() }
 func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
 
 func (s *SQLStore) CreateThread(ctx context.Context, t ThreadRecord) error {
