@@ -25,6 +25,7 @@ Usage:
   deepagents resume --thread ID [flags]  continue a stopped run; answer calls waiting for approval
   deepagents threads [show ID | rm ID]   list threads, print one's transcript, or delete one
   deepagents bench [flags]               measure framework overhead per model round
+  deepagents serve [flags]               serve the agent over HTTP (LangGraph API, SSE streams)
 
 Run 'deepagents COMMAND -h' (or 'deepagents help COMMAND') for what a command does, its flags and
 its exit status. Flags may come before or after a command's file arguments.
@@ -98,6 +99,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdResume(ctx, args[1:], stdin, stdout, stderr)
 	case "threads":
 		return cmdThreads(ctx, args[1:], stdin, stdout, stderr)
+	case "serve":
+		return cmdServe(ctx, args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		if len(args) > 1 && args[0] == "help" {
 			return run(ctx, []string{args[1], "-h"}, stdin, stdout, stderr)
