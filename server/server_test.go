@@ -1,10 +1,16 @@
 package server
 
 import (
+	"bufio"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/deepagents-go/deepagents/checkpoint"
 )
 
 func TestOkInfoAssistants(t *testing.T) {
@@ -320,5 +326,48 @@ func TestOpenAPI(t *testing.T) {
 	}
 	if len(doc.Paths) != 16 {
 		t.Errorf("%d paths", len(doc.Paths))
+	}
+}
+
+// TestShutdownEndsStreams: Shutdown ends an open stream (the client sees
+// the end of the body after the events so far) and stops the run.
+func TestShutdownEndsStreams(t *testing.T) {
+	a, err := DemoAgent("researcher", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{Agents: []AgentSpec{{Name: "researcher", Agent: a}}, Saver: checkpoint.NewMemory(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s)
+	defer hs.Close()
+	body := `{"assistant_id":"researcher","if_not_exists":"create","input":{"messages":[{"role":"user","content":"slow"}]}}`
+	resp, err := http.Post(hs.URL+"/threads/t/runs/stream", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	r := bufio.NewReader(resp.Body)
+	// The first event (metadata) arrives: the run is under way.
+	if line, err := r.ReadString('\n'); err != nil || line != "event: metadata\n" {
+		t.Fatalf("first line %q, %v", line, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Shutdown(t.Context()) }()
+	rest, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatalf("the stream did not end cleanly: %v (read %q)", err, rest)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	resp2, err := http.Post(hs.URL+"/threads/t/runs", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp2.Body.Close()
+	if resp2.StatusCode != 503 {
+		t.Errorf("a run after shutdown: status %d, want 503", resp2.StatusCode)
 	}
 }

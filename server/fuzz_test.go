@@ -1,0 +1,70 @@
+package server
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/deepagents-go/deepagents/agent"
+)
+
+// FuzzParseResume: any command.resume either fails with an error or gives
+// decisions that pass their own shape check.
+func FuzzParseResume(f *testing.F) {
+	waiting := []agent.Interrupt{{Path: "agent", CallID: "w1", Tool: "write_file"}, {Path: "agent", CallID: "w2", Tool: "edit_file"}}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		ds, err := parseResume(raw, waiting)
+		if err != nil {
+			if ds != nil {
+				t.Fatalf("decisions %v with error %v", ds, err)
+			}
+			return
+		}
+		for _, d := range ds {
+			if err := d.Check(); err != nil {
+				t.Fatalf("decision %+v passed but fails its check: %v", d, err)
+			}
+		}
+	})
+}
+
+// FuzzParseInput: any run input either fails or gives messages whose roles
+// are user, assistant or tool (never system), tool messages with a call id.
+func FuzzParseInput(f *testing.F) {
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		msgs, err := parseInput(json.RawMessage(raw))
+		if err != nil {
+			return
+		}
+		for _, m := range msgs {
+			switch m.Role {
+			case "user", "assistant":
+			case "tool":
+				if m.ToolCallID == "" {
+					t.Fatalf("tool message without a call id from %q", raw)
+				}
+			default:
+				t.Fatalf("role %q from %q", m.Role, raw)
+			}
+		}
+	})
+}
+
+// FuzzParseModes: the modes accepted are only those served.
+func FuzzParseModes(f *testing.F) {
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		modes, err := parseModes(json.RawMessage(raw))
+		if err != nil {
+			return
+		}
+		if len(modes) == 0 {
+			t.Fatalf("no modes and no error from %q", raw)
+		}
+		for m := range modes {
+			switch m {
+			case "values", "updates", "messages-tuple", "custom":
+			default:
+				t.Fatalf("mode %q accepted from %q", m, raw)
+			}
+		}
+	})
+}
