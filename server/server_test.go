@@ -371,3 +371,56 @@ func TestShutdownEndsStreams(t *testing.T) {
 		t.Errorf("a run after shutdown: status %d, want 503", resp2.StatusCode)
 	}
 }
+
+// TestUpdateStateFiles: POST /state changes the thread's files in a new
+// checkpoint that the next run starts from.
+func TestUpdateStateFiles(t *testing.T) {
+	h := newHarness(t, Config{})
+	var th Thread
+	h.json("POST", "/threads", map[string]any{"thread_id": "f"}, 200, &th)
+	h.json("POST", "/threads/f/state", map[string]any{"values": map[string]any{"files": map[string]any{"/a.txt": "x"}}}, 409, nil)
+	msg := map[string]any{"messages": []any{map[string]any{"role": "user", "content": "go"}}}
+	h.json("POST", "/threads/f/runs/wait", map[string]any{"assistant_id": "researcher", "input": msg}, 200, nil)
+	// Waiting for approval: not now.
+	h.json("POST", "/threads/f/state", map[string]any{"values": map[string]any{"files": map[string]any{"/a.txt": "x"}}}, 409, nil)
+	h.json("POST", "/threads/f/runs/wait", map[string]any{"assistant_id": "researcher",
+		"command": map[string]any{"resume": []any{map[string]any{"type": "approve"}}}}, 200, nil)
+	for name, values := range map[string]any{
+		"messages":  map[string]any{"messages": []any{}},
+		"bad path":  map[string]any{"files": map[string]any{"../x": "y"}},
+		"bad value": map[string]any{"files": map[string]any{"/x": 3}},
+		"no files":  map[string]any{"files": map[string]any{}},
+	} {
+		if resp, b := h.do("POST", "/threads/f/state", map[string]any{"values": values}); resp.StatusCode != 422 {
+			t.Errorf("%s: status %d (%s)", name, resp.StatusCode, b)
+		}
+	}
+	var out struct {
+		Checkpoint CheckpointRef `json:"checkpoint"`
+	}
+	h.json("POST", "/threads/f/state", map[string]any{"values": map[string]any{"files": map[string]any{
+		"/notes.md": "hello", "/report.md": nil, "/b.md": map[string]any{"content": "bee"}}}}, 200, &out)
+	var st ThreadState
+	h.json("GET", "/threads/f/state", nil, 200, &st)
+	if st.Checkpoint.CheckpointID != out.Checkpoint.CheckpointID {
+		t.Errorf("latest checkpoint %q, update made %q", st.Checkpoint.CheckpointID, out.Checkpoint.CheckpointID)
+	}
+	var v struct {
+		Files map[string]struct {
+			Content string `json:"content"`
+		} `json:"files"`
+		Messages []LCMessage `json:"messages"`
+	}
+	if err := json.Unmarshal(st.Values, &v); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := v.Files["/report.md"]; ok || v.Files["/notes.md"].Content != "hello" || v.Files["/b.md"].Content != "bee" {
+		t.Errorf("files after the update: %+v", v.Files)
+	}
+	// The next turn runs on top of the changed files and keeps them.
+	var res map[string]json.RawMessage
+	h.json("POST", "/threads/f/runs/wait", map[string]any{"assistant_id": "researcher", "input": msg}, 200, &res)
+	if !strings.Contains(string(res["files"]), `"/notes.md"`) || len(v.Messages) == 0 {
+		t.Errorf("files after the next run: %s", res["files"])
+	}
+}
