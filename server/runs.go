@@ -68,6 +68,10 @@ func (lr *liveRun) snapshot(after int64) (evs []StoredEvent, changed <-chan stru
 // "messages-tuple".
 var knownModes = []string{"values", "updates", "messages-tuple", "messages", "custom"}
 
+// unservedModes are LangGraph stream modes that clients may ask for along
+// with others; they are accepted and send nothing.
+var unservedModes = []string{"events", "debug", "tasks", "checkpoints"}
+
 func parseModes(raw json.RawMessage) (map[string]bool, error) {
 	var list []string
 	if len(raw) > 0 && string(raw) != "null" {
@@ -83,6 +87,9 @@ func parseModes(raw json.RawMessage) (map[string]bool, error) {
 	}
 	modes := map[string]bool{}
 	for _, m := range list {
+		if slices.Contains(unservedModes, m) {
+			continue
+		}
 		if !slices.Contains(knownModes, m) {
 			return nil, fmt.Errorf("stream_mode %q is not served; use values, updates, messages-tuple or custom", m)
 		}
