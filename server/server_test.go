@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -422,5 +423,87 @@ func TestUpdateStateFiles(t *testing.T) {
 	h.json("POST", "/threads/f/runs/wait", map[string]any{"assistant_id": "researcher", "input": msg}, 200, &res)
 	if !strings.Contains(string(res["files"]), `"/notes.md"`) || len(v.Messages) == 0 {
 		t.Errorf("files after the next run: %s", res["files"])
+	}
+}
+
+// TestInterruptStrategyAndDisconnect: multitask_strategy interrupt cancels
+// the running run and starts the new one; on_disconnect cancel stops a run
+// whose streaming client went away.
+func TestInterruptStrategyAndDisconnect(t *testing.T) {
+	h := newHarness(t, Config{})
+	slow := map[string]any{"messages": []any{map[string]any{"role": "user", "content": "slow"}}}
+	var first Run
+	h.json("POST", "/threads/i/runs", map[string]any{"assistant_id": "researcher", "input": slow, "if_not_exists": "create"}, 200, &first)
+	var second Run
+	h.json("POST", "/threads/i/runs", map[string]any{"assistant_id": "researcher", "multitask_strategy": "interrupt",
+		"input": map[string]any{"messages": []any{map[string]any{"role": "user", "content": "quick"}}}}, 200, &second)
+	var res map[string]json.RawMessage
+	h.json("GET", "/threads/i/runs/"+second.RunID+"/join", nil, 200, &res)
+	if _, ok := res["__interrupt__"]; !ok {
+		t.Errorf("the second run did not run to its approval: %v", res)
+	}
+	var got Run
+	h.json("GET", "/threads/i/runs/"+first.RunID, nil, 200, &got)
+	if got.Status != "interrupted" || !strings.Contains(got.CancelReason, second.RunID) {
+		t.Errorf("the first run: %+v", got)
+	}
+	var runs []Run
+	h.json("GET", "/threads/i/runs?limit=1", nil, 200, &runs)
+	if len(runs) != 1 || runs[0].RunID != second.RunID {
+		t.Errorf("runs?limit=1 = %+v", runs)
+	}
+	h.json("GET", "/threads/i/runs?limit=1&offset=1", nil, 200, &runs)
+	if len(runs) != 1 || runs[0].RunID != first.RunID {
+		t.Errorf("runs?limit=1&offset=1 = %+v", runs)
+	}
+
+	// A streamed run with on_disconnect cancel, whose client leaves after
+	// the first event.
+	h.json("POST", "/threads", map[string]any{"thread_id": "d"}, 200, nil)
+	ctx, cancel := context.WithCancel(t.Context())
+	body := `{"assistant_id":"researcher","on_disconnect":"cancel","input":{"messages":[{"role":"user","content":"slow"}]}}`
+	req, _ := http.NewRequestWithContext(ctx, "POST", h.http.URL+"/threads/d/runs/stream", strings.NewReader(body))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loc := resp.Header.Get("Content-Location")
+	if line, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil || line != "event: metadata\n" {
+		t.Fatalf("first line %q, %v", line, err)
+	}
+	cancel()
+	resp.Body.Close()
+	// Joining waits for the run's end, which the disconnect brings.
+	h.json("GET", loc+"/join", nil, 200, nil)
+	h.json("GET", loc, nil, 200, &got)
+	if got.Status != "interrupted" || !strings.Contains(got.CancelReason, "disconnected") {
+		t.Errorf("the run after its client left: %+v", got)
+	}
+}
+
+func TestStateByCheckpointAndHistoryGet(t *testing.T) {
+	h := newHarness(t, Config{})
+	msg := map[string]any{"messages": []any{map[string]any{"role": "user", "content": "go"}}}
+	h.json("POST", "/threads/s/runs/wait", map[string]any{"assistant_id": "researcher", "input": msg, "if_not_exists": "create"}, 200, nil)
+	var hist []ThreadState
+	h.json("GET", "/threads/s/history?limit=2", nil, 200, &hist)
+	if len(hist) != 2 {
+		t.Fatalf("history: %d states", len(hist))
+	}
+	var older ThreadState
+	h.json("GET", "/threads/s/state/"+hist[1].Checkpoint.CheckpointID, nil, 200, &older)
+	if older.Checkpoint.CheckpointID != hist[1].Checkpoint.CheckpointID || string(older.Values) != string(hist[1].Values) {
+		t.Errorf("state at %s = %+v", hist[1].Checkpoint.CheckpointID, older.Checkpoint)
+	}
+	h.json("GET", "/threads/s/state/99999999", nil, 404, nil)
+	var before []ThreadState
+	h.json("POST", "/threads/s/history", map[string]any{"limit": 1, "before": map[string]any{"checkpoint_id": hist[0].Checkpoint.CheckpointID}}, 200, &before)
+	if len(before) != 1 || before[0].Checkpoint.CheckpointID != hist[1].Checkpoint.CheckpointID {
+		t.Errorf("history before %s = %+v", hist[0].Checkpoint.CheckpointID, before)
+	}
+	var last ThreadState
+	h.json("GET", "/threads/s/state", nil, 200, &last)
+	if len(last.Interrupts) != 1 || len(last.Tasks) != 1 || len(last.Next) != 1 {
+		t.Errorf("a state waiting for approval: next %v, tasks %+v, interrupts %+v", last.Next, last.Tasks, last.Interrupts)
 	}
 }
