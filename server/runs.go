@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -421,6 +423,9 @@ func (s *Server) streamRun(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// defaultHeartbeat is how often a quiet stream gets a comment line.
+const defaultHeartbeat = 10 * time.Second
+
 // lastEventID reads the Last-Event-ID header: the stream continues after
 // that event (all events when it is absent, -1 or not a number).
 func lastEventID(r *http.Request) int64 {
@@ -468,6 +473,10 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, lr *liveRun, run
 		_ = rc.Flush()
 		return
 	}
+	// A comment line now and then keeps proxies from closing a quiet
+	// stream (a long model call) and tells clients it is alive.
+	beat := time.NewTicker(s.heartbeat)
+	defer beat.Stop()
 	for {
 		evs, changed, done := lr.snapshot(after)
 		for _, ev := range evs {
@@ -489,6 +498,10 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, lr *liveRun, run
 		}
 		select {
 		case <-changed:
+		case <-beat.C:
+			if _, err := io.WriteString(w, ": heartbeat\n\n"); err != nil || rc.Flush() != nil {
+				return
+			}
 		case <-r.Context().Done():
 			return
 		case <-s.ctx.Done():

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/deepagents-go/deepagents/checkpoint"
 )
@@ -506,4 +507,29 @@ func TestStateByCheckpointAndHistoryGet(t *testing.T) {
 	if len(last.Interrupts) != 1 || len(last.Tasks) != 1 || len(last.Next) != 1 {
 		t.Errorf("a state waiting for approval: next %v, tasks %+v, interrupts %+v", last.Next, last.Tasks, last.Interrupts)
 	}
+}
+
+// TestHeartbeat: a stream with nothing to send gets comment lines.
+func TestHeartbeat(t *testing.T) {
+	h := newHarness(t, Config{Heartbeat: time.Millisecond})
+	body := `{"assistant_id":"researcher","if_not_exists":"create","input":{"messages":[{"role":"user","content":"slow"}]}}`
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "POST", h.http.URL+"/threads/hb/runs/stream", strings.NewReader(body))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	r := bufio.NewReader(resp.Body)
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("the stream ended without a heartbeat: %v", err)
+		}
+		if line == ": heartbeat\n" {
+			break
+		}
+	}
+	h.json("POST", resp.Header.Get("Content-Location")+"/cancel?wait=1", nil, 202, nil)
 }
