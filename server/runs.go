@@ -128,12 +128,18 @@ func (s *Server) submit(r *http.Request) (*liveRun, error) {
 	}
 	var decisions []agent.Decision
 	if req.Command != nil && len(req.Command.Resume) > 0 && string(req.Command.Resume) != "null" {
-		var waiting []agent.Interrupt
-		if rs, err := s.loadState(ctx, threadID); err == nil && rs != nil {
-			waiting = rs.Loop.Interrupts
-		}
-		decisions, err = parseResume(req.Command.Resume, waiting)
+		rs, err := s.loadState(ctx, threadID)
 		if err != nil {
+			return nil, err
+		}
+		if rs == nil || rs.Status != agent.StatusInterrupted || len(rs.Loop.Interrupts) == 0 {
+			return nil, errf(http.StatusUnprocessableEntity, "thread %q has no calls waiting for a decision; send input messages instead", threadID)
+		}
+		decisions, err = parseResume(req.Command.Resume, rs.Loop.Interrupts)
+		if err != nil {
+			return nil, errf(http.StatusUnprocessableEntity, "%v", err)
+		}
+		if err := answersWaiting(decisions, rs.Loop.Interrupts); err != nil {
 			return nil, errf(http.StatusUnprocessableEntity, "%v", err)
 		}
 	}
@@ -215,6 +221,23 @@ func (s *Server) submit(r *http.Request) (*liveRun, error) {
 	return lr, nil
 }
 
+// answersWaiting checks that every decision names a waiting call, so that
+// a wrong id is refused before a run starts.
+func answersWaiting(ds []agent.Decision, waiting []agent.Interrupt) error {
+	for _, d := range ds {
+		if !slices.ContainsFunc(waiting, func(in agent.Interrupt) bool {
+			return in.CallID == d.CallID && (d.Path == "" || d.Path == in.Path)
+		}) {
+			ids := make([]string, len(waiting))
+			for i, in := range waiting {
+				ids[i] = in.CallID
+			}
+			return fmt.Errorf("decision for call %q: no such call waits; the waiting calls are %s", d.CallID, strings.Join(ids, ", "))
+		}
+	}
+	return nil
+}
+
 // start runs lr in the background; s.mu is held.
 func (s *Server) start(lr *liveRun) {
 	s.active[lr.rec.ThreadID] = lr
@@ -292,6 +315,13 @@ func (s *Server) execute(ctx context.Context, lr *liveRun) {
 	defer s.finish(lr)
 	bg := context.Background()
 	s.update(lr, func(r *RunRecord) { r.Status = runRunning })
+	s.mu.Lock()
+	if th, err := s.store.GetThread(bg, lr.rec.ThreadID); err == nil && th.Status != threadBusy {
+		// A queued run starts after the one before set the thread's status.
+		th.Status, th.Error, th.UpdatedAt = threadBusy, "", now()
+		_ = s.store.UpdateThread(bg, th)
+	}
+	s.mu.Unlock()
 	s.emit(lr, "metadata", map[string]any{"run_id": lr.rec.RunID, "thread_id": lr.rec.ThreadID, "attempt": 1})
 	tr, err := s.newTranslator(bg, lr)
 	var res *agent.Result

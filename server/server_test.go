@@ -167,6 +167,17 @@ func TestStreamInterruptResume(t *testing.T) {
 		t.Errorf("thread status %q, interrupts %v", got.Status, got.Interrupts)
 	}
 
+	for name, resume := range map[string]any{
+		"unknown type": map[string]any{"decisions": []any{map[string]any{"type": "maybe"}}},
+		"unknown call": []any{map[string]any{"type": "approve", "id": "nope"}},
+		"edit no args": []any{map[string]any{"type": "edit", "id": "write_1"}},
+	} {
+		resp, b := h.do("POST", "/threads/"+th.ThreadID+"/runs", map[string]any{"assistant_id": "researcher", "command": map[string]any{"resume": resume}})
+		if resp.StatusCode != 422 {
+			t.Errorf("resume with %s: status %d (%s)", name, resp.StatusCode, b)
+		}
+	}
+
 	// Resume with LangChain's decision shape: no call id, answered in order.
 	var res map[string]json.RawMessage
 	h.json("POST", "/threads/"+th.ThreadID+"/runs/wait", map[string]any{
@@ -262,7 +273,7 @@ func TestBadRunRequests(t *testing.T) {
 		"bad strategy":  map[string]any{"assistant_id": "researcher", "input": msg, "multitask_strategy": "shout"},
 		"bad message":   map[string]any{"assistant_id": "researcher", "input": map[string]any{"messages": []any{map[string]any{"role": "wizard", "content": "x"}}}},
 		"system input":  map[string]any{"assistant_id": "researcher", "input": map[string]any{"messages": []any{map[string]any{"role": "system", "content": "x"}}}},
-		"bad decisions": map[string]any{"assistant_id": "researcher", "command": map[string]any{"resume": map[string]any{"decisions": []any{map[string]any{"type": "maybe", "id": "x"}}}}},
+		"nothing waits": map[string]any{"assistant_id": "researcher", "command": map[string]any{"resume": map[string]any{"decisions": []any{map[string]any{"type": "approve", "id": "x"}}}}},
 	} {
 		resp, b := h.do("POST", p, body)
 		if resp.StatusCode != 422 {
