@@ -291,7 +291,15 @@ func (s *SQLStore) ListRuns(ctx context.Context, threadID string, limit, offset 
 	return out, rows.Err()
 }
 
+const insertEvent = `INSERT INTO server_events (run_id, seq, event, data) VALUES (?, ?, ?, ?)
+	ON CONFLICT (run_id, seq) DO NOTHING`
+
 func (s *SQLStore) AppendEvents(ctx context.Context, runID string, evs []StoredEvent) error {
+	if len(evs) == 1 {
+		// One statement is its own transaction: one round trip.
+		_, err := s.exec(ctx, insertEvent, runID, evs[0].Seq, evs[0].Event, evs[0].Data)
+		return err
+	}
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	tx, err := s.db.BeginTx(ctx, nil)
@@ -301,8 +309,7 @@ func (s *SQLStore) AppendEvents(ctx context.Context, runID string, evs []StoredE
 	defer tx.Rollback()
 	for _, e := range evs {
 		// A retried append after a crash may repeat an event: keep the first.
-		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO server_events (run_id, seq, event, data) VALUES (?, ?, ?, ?)
-			ON CONFLICT (run_id, seq) DO NOTHING`), runID, e.Seq, e.Event, e.Data); err != nil {
+		if _, err := tx.ExecContext(ctx, s.q(insertEvent), runID, e.Seq, e.Event, e.Data); err != nil {
 			return err
 		}
 	}
