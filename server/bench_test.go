@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -80,7 +81,15 @@ func BenchmarkStreams(b *testing.B) {
 	const streams, events = 200, 1000
 	before := runtime.NumGoroutine()
 	a := burstAgent(b, events, *benchInterval)
-	s, err := New(Config{Agents: []AgentSpec{{Name: "burst", Agent: a}}, Saver: checkpoint.NewMemory(0)})
+	cfg := Config{Agents: []AgentSpec{{Name: "burst", Agent: a}}, Saver: checkpoint.NewMemory(0)}
+	if *benchStore == "sqlite" {
+		st, err := OpenSQLStore(context.Background(), "sqlite", filepath.Join(b.TempDir(), "events.db"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		cfg.Store = st
+	}
+	s, err := New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -119,6 +128,9 @@ func BenchmarkStreams(b *testing.B) {
 	client.CloseIdleConnections()
 	_ = s.Close()
 	_ = srv.Close()
+	if cfg.Store != nil {
+		_ = cfg.Store.Close()
+	}
 	// Goroutines end asynchronously after their connections close: wait
 	// for the count to come back, up to a deadline.
 	deadline := time.Now().Add(10 * time.Second)
@@ -131,6 +143,8 @@ func BenchmarkStreams(b *testing.B) {
 		b.Fatalf("%d goroutines leaked:\n%s", n-before, buf[:runtime.Stack(buf, true)])
 	}
 }
+
+var benchStore = flag.String("bench.store", "memory", "BenchmarkStreams: where run events are kept, memory or sqlite")
 
 var benchInterval = flag.Duration("bench.interval", 10*time.Millisecond, "BenchmarkStreams: time between two events of a run")
 

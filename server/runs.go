@@ -47,11 +47,17 @@ type liveRun struct {
 	// creating stream's client goes away.
 	cancelOnDisconnect bool
 
-	mu       sync.Mutex
-	events   []StoredEvent // events[i].Seq == i+1
-	changed  chan struct{}
-	done     bool
-	finished chan struct{}
+	mu     sync.Mutex
+	events []StoredEvent // events[i].Seq == i+1
+	// persisted counts the events stored: only those are sent, so that a
+	// client never sees an event a restarted server would not have.
+	persisted int64
+	changed   chan struct{} // closed when persisted grows or the run ends
+	done      bool
+	closing   bool          // the run has emitted its last event
+	wake      chan struct{} // tells the persister there are new events
+	persister chan struct{} // closed when the persister has stored all
+	finished  chan struct{}
 }
 
 func (lr *liveRun) snapshot(after int64) (evs []StoredEvent, changed <-chan struct{}, done bool) {
@@ -60,8 +66,8 @@ func (lr *liveRun) snapshot(after int64) (evs []StoredEvent, changed <-chan stru
 	if after < 0 {
 		after = 0
 	}
-	if after < int64(len(lr.events)) {
-		evs = lr.events[after:]
+	if after < lr.persisted {
+		evs = lr.events[after:lr.persisted]
 	}
 	return evs, lr.changed, lr.done
 }
@@ -194,6 +200,7 @@ func (s *Server) submit(r *http.Request) (*liveRun, error) {
 			Status: runPending, Metadata: meta, MultitaskStrategy: strategy}},
 		asst: asst, input: input, cancelOnDisconnect: req.OnDisconnect == "cancel", decisions: decisions, modes: modes, subgraphs: req.StreamSubgraphs,
 		changed: make(chan struct{}), finished: make(chan struct{}),
+		wake: make(chan struct{}, 1), persister: make(chan struct{}),
 	}
 	if err := s.store.PutRun(ctx, lr.rec); err != nil {
 		return nil, err
@@ -243,7 +250,11 @@ func (s *Server) start(lr *liveRun) {
 	s.active[lr.rec.ThreadID] = lr
 	ctx, cancel := context.WithCancelCause(s.ctx)
 	lr.cancel = cancel
-	s.wg.Add(1)
+	s.wg.Add(2)
+	go func() {
+		defer s.wg.Done()
+		s.persist(lr)
+	}()
 	go func() {
 		defer s.wg.Done()
 		defer cancel(nil)
@@ -251,13 +262,21 @@ func (s *Server) start(lr *liveRun) {
 	}()
 }
 
-// finish records lr's end and starts the thread's next queued run.
+// finish records lr's end, once its events are stored, and starts the
+// thread's next queued run.
 func (s *Server) finish(lr *liveRun) {
+	lr.mu.Lock()
+	lr.closing = true
+	lr.mu.Unlock()
+	lr.poke()
+	<-lr.persister
 	lr.mu.Lock()
 	lr.done = true
 	close(lr.changed)
 	lr.mu.Unlock()
-	close(lr.finished)
+	// Whoever waits on finished sees the thread free (or busy with the
+	// next run), never still busy with this one.
+	defer close(lr.finished)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.live, lr.rec.RunID)
@@ -293,21 +312,54 @@ func (s *Server) abandon(lr *liveRun) {
 	close(lr.finished)
 }
 
-// emit stores one event of lr and wakes its streams.
+// emit numbers one event of lr and hands it to the persister; streams
+// send it once it is stored. The run does not wait for the database.
 func (s *Server) emit(lr *liveRun, event string, data any) {
 	b, err := json.Marshal(data)
 	if err != nil {
 		b, _ = json.Marshal(map[string]string{"error": "encoding the event: " + err.Error()})
 	}
 	lr.mu.Lock()
-	defer lr.mu.Unlock()
-	ev := StoredEvent{Seq: int64(len(lr.events)) + 1, Event: event, Data: b}
-	if err := s.store.AppendEvents(context.Background(), lr.rec.RunID, []StoredEvent{ev}); err != nil {
-		s.log.Error("storing a run event", "run", lr.rec.RunID, "err", err)
+	lr.events = append(lr.events, StoredEvent{Seq: int64(len(lr.events)) + 1, Event: event, Data: b})
+	lr.mu.Unlock()
+	lr.poke()
+}
+
+func (lr *liveRun) poke() {
+	select {
+	case lr.wake <- struct{}{}:
+	default:
 	}
-	lr.events = append(lr.events, ev)
-	close(lr.changed)
-	lr.changed = make(chan struct{})
+}
+
+// persist stores lr's events in order, as many at a time as have come,
+// and wakes the streams after each write, until the run has ended and all
+// are stored.
+func (s *Server) persist(lr *liveRun) {
+	defer close(lr.persister)
+	for {
+		lr.mu.Lock()
+		batch := lr.events[lr.persisted:]
+		closing := lr.closing
+		lr.mu.Unlock()
+		if len(batch) == 0 {
+			if closing {
+				return
+			}
+			<-lr.wake
+			continue
+		}
+		if err := s.store.AppendEvents(context.Background(), lr.rec.RunID, batch); err != nil {
+			// The events are still sent: a client should not stall on a
+			// database error, though a rejoin after a restart may miss them.
+			s.log.Error("storing run events", "run", lr.rec.RunID, "err", err)
+		}
+		lr.mu.Lock()
+		lr.persisted += int64(len(batch))
+		close(lr.changed)
+		lr.changed = make(chan struct{})
+		lr.mu.Unlock()
+	}
 }
 
 // execute runs lr to its end, translating its events.

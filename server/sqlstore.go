@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
@@ -23,6 +24,11 @@ const callTimeout = 30 * time.Second
 type SQLStore struct {
 	db *sql.DB
 	pg bool
+
+	appends   chan appendReq
+	closed    chan struct{} // closed by Close
+	stopped   chan struct{} // closed when the writer has stopped
+	closeOnce sync.Once
 }
 
 // OpenSQLStore opens the store: kind "sqlite" with a file path, or
@@ -51,6 +57,8 @@ func OpenSQLStore(ctx context.Context, kind, dsn string) (*SQLStore, error) {
 		s.db.Close()
 		return nil, fmt.Errorf("server store: creating tables: %w", err)
 	}
+	s.appends, s.closed, s.stopped = make(chan appendReq), make(chan struct{}), make(chan struct{})
+	go s.writer()
 	return &s, nil
 }
 
@@ -294,23 +302,85 @@ func (s *SQLStore) ListRuns(ctx context.Context, threadID string, limit, offset 
 const insertEvent = `INSERT INTO server_events (run_id, seq, event, data) VALUES (?, ?, ?, ?)
 	ON CONFLICT (run_id, seq) DO NOTHING`
 
+// appendReq is one AppendEvents call waiting for the writer.
+type appendReq struct {
+	runID string
+	evs   []StoredEvent
+	done  chan error
+}
+
+// maxBatch caps the events the writer commits in one transaction.
+const maxBatch = 2000
+
+// AppendEvents stores events and returns once they are committed. Calls
+// from concurrent runs are committed together (a group commit), so that
+// many streams do not queue behind one transaction each.
 func (s *SQLStore) AppendEvents(ctx context.Context, runID string, evs []StoredEvent) error {
-	if len(evs) == 1 {
+	req := appendReq{runID: runID, evs: evs, done: make(chan error, 1)}
+	select {
+	case s.appends <- req:
+	case <-s.closed:
+		return errors.New("server store: closed")
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return <-req.done
+}
+
+// writer commits queued appends, as many as are waiting in one transaction.
+func (s *SQLStore) writer() {
+	defer close(s.stopped)
+	for {
+		var batch []appendReq
+		select {
+		case r := <-s.appends:
+			batch = append(batch, r)
+		case <-s.closed:
+			return
+		}
+		n := len(batch[0].evs)
+	more:
+		for n < maxBatch {
+			select {
+			case r := <-s.appends:
+				batch = append(batch, r)
+				n += len(r.evs)
+			default:
+				break more
+			}
+		}
+		err := s.commit(batch)
+		for _, r := range batch {
+			r.done <- err
+		}
+	}
+}
+
+func (s *SQLStore) commit(batch []appendReq) error {
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	if len(batch) == 1 && len(batch[0].evs) == 1 {
 		// One statement is its own transaction: one round trip.
-		_, err := s.exec(ctx, insertEvent, runID, evs[0].Seq, evs[0].Event, evs[0].Data)
+		e := batch[0].evs[0]
+		_, err := s.db.ExecContext(ctx, s.q(insertEvent), batch[0].runID, e.Seq, e.Event, e.Data)
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, callTimeout)
-	defer cancel()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	for _, e := range evs {
-		// A retried append after a crash may repeat an event: keep the first.
-		if _, err := tx.ExecContext(ctx, s.q(insertEvent), runID, e.Seq, e.Event, e.Data); err != nil {
-			return err
+	stmt, err := tx.PrepareContext(ctx, s.q(insertEvent))
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	for _, r := range batch {
+		for _, e := range r.evs {
+			// A retried append may repeat an event: the first one stays.
+			if _, err := stmt.ExecContext(ctx, r.runID, e.Seq, e.Event, e.Data); err != nil {
+				return err
+			}
 		}
 	}
 	return tx.Commit()
@@ -335,5 +405,9 @@ func (s *SQLStore) Events(ctx context.Context, runID string, after int64) ([]Sto
 	return out, rows.Err()
 }
 
-// Close closes the database.
-func (s *SQLStore) Close() error { return s.db.Close() }
+// Close stops the writer and closes the database.
+func (s *SQLStore) Close() error {
+	s.closeOnce.Do(func() { close(s.closed) })
+	<-s.stopped
+	return s.db.Close()
+}
