@@ -299,9 +299,6 @@ func (s *SQLStore) ListRuns(ctx context.Context, threadID string, limit, offset 
 	return out, rows.Err()
 }
 
-const insertEvent = `INSERT INTO server_events (run_id, seq, event, data) VALUES (?, ?, ?, ?)
-	ON CONFLICT (run_id, seq) DO NOTHING`
-
 // appendReq is one AppendEvents call waiting for the writer.
 type appendReq struct {
 	runID string
@@ -356,32 +353,35 @@ func (s *SQLStore) writer() {
 	}
 }
 
+// rowsPerInsert is how many events one INSERT statement carries.
+const rowsPerInsert = 200
+
 func (s *SQLStore) commit(batch []appendReq) error {
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
-	if len(batch) == 1 && len(batch[0].evs) == 1 {
-		// One statement is its own transaction: one round trip.
-		e := batch[0].evs[0]
-		_, err := s.db.ExecContext(ctx, s.q(insertEvent), batch[0].runID, e.Seq, e.Event, e.Data)
-		return err
+	var args []any
+	for _, r := range batch {
+		for _, e := range r.evs {
+			args = append(args, r.runID, e.Seq, e.Event, e.Data)
+		}
+	}
+	if len(args) == 0 {
+		return nil
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	stmt, err := tx.PrepareContext(ctx, s.q(insertEvent))
-	if err != nil {
-		return err
-	}
-	defer stmt.Close()
-	for _, r := range batch {
-		for _, e := range r.evs {
-			// A retried append may repeat an event: the first one stays.
-			if _, err := stmt.ExecContext(ctx, r.runID, e.Seq, e.Event, e.Data); err != nil {
-				return err
-			}
+	for len(args) > 0 {
+		n := min(len(args)/4, rowsPerInsert)
+		// A retried append may repeat an event: the first one stays.
+		q := `INSERT INTO server_events (run_id, seq, event, data) VALUES ` +
+			strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?), ", n), ", ") + ` ON CONFLICT (run_id, seq) DO NOTHING`
+		if _, err := tx.ExecContext(ctx, s.q(q), args[:4*n]...); err != nil {
+			return err
 		}
+		args = args[4*n:]
 	}
 	return tx.Commit()
 }
