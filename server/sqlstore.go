@@ -112,6 +112,7 @@ func (s *SQLStore) exec(ctx context.Context, query string, args ...any) (sql.Res
 func nanos(t time.Time) int64     { return t.UnixNano() }
 func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
 
+// CreateThread implements Store.
 func (s *SQLStore) CreateThread(ctx context.Context, t ThreadRecord) error {
 	meta, err := json.Marshal(orEmpty(t.Metadata))
 	if err != nil {
@@ -152,6 +153,7 @@ func scanThread(sc interface{ Scan(...any) error }) (ThreadRecord, error) {
 	return t, nil
 }
 
+// GetThread implements Store.
 func (s *SQLStore) GetThread(ctx context.Context, id string) (ThreadRecord, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
@@ -162,6 +164,7 @@ func (s *SQLStore) GetThread(ctx context.Context, id string) (ThreadRecord, erro
 	return t, err
 }
 
+// UpdateThread implements Store.
 func (s *SQLStore) UpdateThread(ctx context.Context, t ThreadRecord) error {
 	meta, err := json.Marshal(orEmpty(t.Metadata))
 	if err != nil {
@@ -178,6 +181,7 @@ func (s *SQLStore) UpdateThread(ctx context.Context, t ThreadRecord) error {
 	return nil
 }
 
+// DeleteThread implements Store.
 func (s *SQLStore) DeleteThread(ctx context.Context, id string) error {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
@@ -235,6 +239,7 @@ func (s *SQLStore) SearchThreads(ctx context.Context, q ThreadQuery) ([]ThreadRe
 	return page(all, q.Limit, q.Offset), len(all), nil
 }
 
+// PutRun implements Store.
 func (s *SQLStore) PutRun(ctx context.Context, r RunRecord) error {
 	rec, err := json.Marshal(storedRun{Run: r.Run, Error: r.Error})
 	if err != nil {
@@ -267,6 +272,7 @@ func (s *SQLStore) scanRun(sc interface{ Scan(...any) error }) (RunRecord, error
 	return r, nil
 }
 
+// GetRun implements Store.
 func (s *SQLStore) GetRun(ctx context.Context, threadID, runID string) (RunRecord, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
@@ -277,6 +283,7 @@ func (s *SQLStore) GetRun(ctx context.Context, threadID, runID string) (RunRecor
 	return r, err
 }
 
+// ListRuns implements Store.
 func (s *SQLStore) ListRuns(ctx context.Context, threadID string, limit, offset int) ([]RunRecord, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
@@ -386,6 +393,7 @@ func (s *SQLStore) commit(batch []appendReq) error {
 	return tx.Commit()
 }
 
+// Events implements Store.
 func (s *SQLStore) Events(ctx context.Context, runID string, after int64) ([]StoredEvent, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
