@@ -499,7 +499,7 @@ func (s *Server) streamRun(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Location", runPath(lr.rec.ThreadID, lr.rec.RunID))
 	w.Header().Set("Location", runPath(lr.rec.ThreadID, lr.rec.RunID)+"/stream")
-	s.follow(w, r, lr, lr.rec.RunID, 0)
+	s.follow(w, r, lr, lr.rec.RunID, 0, nil)
 	if lr.cancelOnDisconnect && r.Context().Err() != nil {
 		s.cancelLive(lr, fmt.Errorf("%w: the client disconnected", errRunCancelled))
 	}
@@ -527,13 +527,31 @@ func (s *Server) joinStream(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Location", runPath(rec.ThreadID, rec.RunID))
 	w.Header().Set("Location", runPath(rec.ThreadID, rec.RunID)+"/stream")
-	s.follow(w, r, lr, rec.RunID, lastEventID(r))
+	var only map[string]bool
+	if q := r.URL.Query()["stream_mode"]; len(q) > 0 {
+		// A join may narrow the run's modes; events of other modes are
+		// skipped (their ids still count).
+		raw, _ := json.Marshal(q)
+		modes, err := parseModes(raw)
+		if err != nil {
+			s.fail(w, errf(http.StatusUnprocessableEntity, "%v", err))
+			return
+		}
+		only = modes
+	}
+	s.follow(w, r, lr, rec.RunID, lastEventID(r), only)
 }
 
 // follow writes a run's events after seq `after` as server-sent events,
 // flushing each, until the run ends, the client leaves or the server shuts
 // down.
-func (s *Server) follow(w http.ResponseWriter, r *http.Request, lr *liveRun, runID string, after int64) {
+func (s *Server) follow(w http.ResponseWriter, r *http.Request, lr *liveRun, runID string, after int64, only map[string]bool) {
+	writeEvent := func(w http.ResponseWriter, ev StoredEvent) error {
+		if only != nil && !wanted(ev.Event, only) {
+			return nil
+		}
+		return writeEvent(w, ev)
+	}
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -598,6 +616,19 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, lr *liveRun, run
 			return
 		}
 	}
+}
+
+// wanted says whether an event belongs to one of modes; metadata and
+// error events always do.
+func wanted(event string, modes map[string]bool) bool {
+	base, _, _ := strings.Cut(event, "|")
+	switch base {
+	case "metadata", "error":
+		return true
+	case "messages":
+		return modes["messages-tuple"]
+	}
+	return modes[base]
 }
 
 func writeEvent(w http.ResponseWriter, ev StoredEvent) error {

@@ -215,6 +215,17 @@ func TestStreamInterruptResume(t *testing.T) {
 		t.Errorf("history %+v", hist)
 	}
 
+	// A join may narrow the modes.
+	_, narrow := h.stream("GET", loc+"/stream?stream_mode=updates", nil, "Last-Event-ID", "-1")
+	for _, e := range narrow {
+		if e.Event != "metadata" && !strings.HasPrefix(e.Event, "updates") {
+			t.Fatalf("a join for updates sent %q", e.Event)
+		}
+	}
+	if len(narrow) < 3 {
+		t.Errorf("a join for updates sent %v", eventNames(narrow))
+	}
+
 	// Join the first run's stream after event 3: the rest, once each.
 	_, rest := h.stream("GET", loc+"/stream", nil, "Last-Event-ID", "3")
 	if len(rest) != len(evs)-3 || rest[0].ID != 4 || rest[len(rest)-1].ID != evs[len(evs)-1].ID {
