@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/deepagents-go/deepagents/internal/pgtest"
 )
 
 func TestCheckListen(t *testing.T) {
@@ -154,7 +157,26 @@ func TestServeKillRestartRejoin(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts server processes")
 	}
-	db := "sqlite:" + filepath.Join(t.TempDir(), "state.db")
+	killRestartRejoin(t, "sqlite:"+filepath.Join(t.TempDir(), "state.db"))
+}
+
+// The same on PostgreSQL (DEEPAGENTS_TEST_POSTGRES; skipped without it).
+func TestServeKillRestartRejoinPostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts server processes")
+	}
+	dsn, schema := pgtest.Schema(t)
+	u, err := url.Parse(dsn)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		t.Skipf("%s is not a postgres:// URL, which --db needs; skipping", pgtest.EnvDSN)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	killRestartRejoin(t, u.String())
+}
+
+func killRestartRejoin(t *testing.T, db string) {
 	args := []string{"--demo", "--db", db, "--addr", "127.0.0.1:0", "--token-env", "DEEPAGENTS_SERVE_TEST_TOKEN"}
 	first, url := startServe(t, args...)
 	resp := call(t, "POST", url+"/threads", `{"thread_id":"t1"}`)
