@@ -55,7 +55,16 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.StringVar(&f.cors, "cors", "", "ORIGIN[,ORIGIN]: browser origins allowed to call the API (* for any)")
 	fs.BoolVar(&f.demo, "demo", false, "serve the built-in scripted agent (two parallel subagents, then a write that waits for approval) instead of a real model")
 	fs.StringVar(&f.name, "name", "agent", "the assistant's name and graph_id, which clients name in their runs")
-	agentFlags(fs, &f.runFlags)
+	// The agent flags of run, but for those about run's own output.
+	all := flag.NewFlagSet("agent", flag.ContinueOnError)
+	agentFlags(all, &f.runFlags)
+	all.VisitAll(func(fl *flag.Flag) {
+		switch fl.Name {
+		case "output", "quiet", "thread-dir":
+		default:
+			fs.Var(fl.Value, fl.Name, fl.Usage)
+		}
+	})
 	operands, code, ok := parseFlags(fs, args, serveHelp, stdout, stderr)
 	if !ok {
 		return code
