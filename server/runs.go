@@ -546,12 +546,6 @@ func (s *Server) joinStream(w http.ResponseWriter, r *http.Request) {
 // flushing each, until the run ends, the client leaves or the server shuts
 // down.
 func (s *Server) follow(w http.ResponseWriter, r *http.Request, lr *liveRun, runID string, after int64, only map[string]bool) {
-	writeEvent := func(w http.ResponseWriter, ev StoredEvent) error {
-		if only != nil && !wanted(ev.Event, only) {
-			return nil
-		}
-		return writeEvent(w, ev)
-	}
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -559,6 +553,16 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, lr *liveRun, run
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
 	_ = rc.Flush()
+	// Every event is flushed on its own, so none waits for the next.
+	writeEvent := func(w http.ResponseWriter, ev StoredEvent) error {
+		if only != nil && !wanted(ev.Event, only) {
+			return nil
+		}
+		if err := writeEvent(w, ev); err != nil {
+			return err
+		}
+		return rc.Flush()
+	}
 	if lr == nil {
 		evs, err := s.store.Events(r.Context(), runID, after)
 		if err != nil {
@@ -570,7 +574,6 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, lr *liveRun, run
 				return
 			}
 		}
-		_ = rc.Flush()
 		return
 	}
 	// A comment line now and then keeps proxies from closing a quiet
@@ -584,11 +587,6 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, lr *liveRun, run
 				return
 			}
 			after = ev.Seq
-		}
-		if len(evs) > 0 {
-			if rc.Flush() != nil {
-				return
-			}
 		}
 		if done {
 			if len(evs) == 0 {
@@ -612,7 +610,6 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, lr *liveRun, run
 					return
 				}
 			}
-			_ = rc.Flush()
 			return
 		}
 	}
