@@ -293,6 +293,7 @@ func TestBadRunRequests(t *testing.T) {
 	}
 	h.json("POST", p, map[string]any{"assistant_id": "ghost", "input": msg}, 404, nil)
 	h.json("POST", "/threads/nope/runs", map[string]any{"assistant_id": "researcher", "input": msg}, 404, nil)
+	h.json("POST", "/threads/nope/runs", map[string]any{"assistant_id": "researcher", "command": map[string]any{"resume": []any{map[string]any{"type": "approve", "id": "x"}}}}, 404, nil)
 	var run Run
 	h.json("POST", "/threads/fresh/runs/wait", map[string]any{"assistant_id": "researcher", "input": msg, "if_not_exists": "create"}, 200, &run)
 	h.json("GET", "/threads/fresh", nil, 200, nil)
