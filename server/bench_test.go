@@ -1,0 +1,192 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/llm/scripted"
+	"github.com/deepagents-go/deepagents/tool"
+)
+
+// burst is a tool that reports n lines of progress, one per interval (as
+// fast as it can when 0): each becomes a tool.progress event, streamed in
+// "custom" mode.
+type burst struct {
+	n        int
+	interval time.Duration
+}
+
+func (b burst) Spec() llm.ToolSpec {
+	return llm.ToolSpec{Name: "burst", Description: "reports progress", Parameters: json.RawMessage(`{"type":"object"}`)}
+}
+
+func (b burst) Run(ctx context.Context, env *tool.Env, _ json.RawMessage) (tool.Result, error) {
+	var tick <-chan time.Time
+	if b.interval > 0 {
+		t := time.NewTicker(b.interval)
+		defer t.Stop()
+		tick = t.C
+	}
+	for i := range b.n {
+		if tick != nil {
+			select {
+			case <-tick:
+			case <-ctx.Done():
+				return tool.Result{}, ctx.Err()
+			}
+		}
+		env.Report(fmt.Sprint("line ", i))
+	}
+	return tool.Result{Content: "done"}, nil
+}
+
+// burstAgent makes about n events per run: one tool call that reports n-10
+// lines, then an answer.
+func burstAgent(tb testing.TB, n int, interval time.Duration) *agent.Agent {
+	model := scripted.New(nil, scripted.Options{NoUsage: true, Func: func(ci llm.CallInfo, req *llm.Request) (scripted.Step, error) {
+		if ci.Round == 0 {
+			return scripted.Step{ToolCalls: []scripted.StepCall{{ID: "b1", Name: "burst", Args: json.RawMessage(`{}`)}}}, nil
+		}
+		return scripted.Step{Content: "ok"}, nil
+	}})
+	a, err := agent.New(agent.Config{Name: "burst", Model: model, Tools: []tool.Tool{burst{n: n - 10, interval: interval}}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return a
+}
+
+// BenchmarkStreams runs 200 concurrent streamed runs of about 1,000
+// events each on loopback and reports the 50th and 99th percentiles of the
+// delay between an event's creation (its "time") and its arrival at the
+// client, then checks that no goroutine is left behind. Each run emits an
+// event every 10 ms, the pace of a model streaming tokens (-bench.interval
+// changes it; 0 emits as fast as possible, which measures the backlog).
+func BenchmarkStreams(b *testing.B) {
+	const streams, events = 200, 1000
+	before := runtime.NumGoroutine()
+	a := burstAgent(b, events, *benchInterval)
+	cfg := Config{Agents: []AgentSpec{{Name: "burst", Agent: a}}, Saver: checkpoint.NewMemory(0)}
+	if *benchStore == "sqlite" {
+		st, err := OpenSQLStore(context.Background(), "sqlite", filepath.Join(b.TempDir(), "events.db"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		cfg.Store = st
+	}
+	s, err := New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := &http.Server{Handler: s}
+	h := newBenchServer(b, srv)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: streams, MaxConnsPerHost: streams}}
+	var all []time.Duration
+	var got int
+	b.ResetTimer()
+	for range b.N {
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for i := range streams {
+			wg.Go(func() {
+				lat, n, err := benchStream(client, h, fmt.Sprintf("t-%d-%d", i, time.Now().UnixNano()))
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				mu.Lock()
+				all = append(all, lat...)
+				got += n
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+	}
+	b.StopTimer()
+	slices.Sort(all)
+	if len(all) > 0 {
+		p := func(q float64) float64 { return float64(all[int(q*float64(len(all)-1))].Microseconds()) / 1000 }
+		b.ReportMetric(p(0.50), "p50-ms")
+		b.ReportMetric(p(0.99), "p99-ms")
+		b.ReportMetric(float64(got)/float64(b.N)/float64(streams), "events/stream")
+	}
+	client.CloseIdleConnections()
+	_ = s.Close()
+	_ = srv.Close()
+	if cfg.Store != nil {
+		_ = cfg.Store.Close()
+	}
+	// Goroutines end asynchronously after their connections close: wait
+	// for the count to come back, up to a deadline.
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		runtime.Gosched()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		buf := make([]byte, 1<<20)
+		b.Fatalf("%d goroutines leaked:\n%s", n-before, buf[:runtime.Stack(buf, true)])
+	}
+}
+
+var benchStore = flag.String("bench.store", "memory", "BenchmarkStreams: where run events are kept, memory or sqlite")
+
+var benchInterval = flag.Duration("bench.interval", 10*time.Millisecond, "BenchmarkStreams: time between two events of a run")
+
+func newBenchServer(b *testing.B, srv *http.Server) string {
+	ln, err := listenLoopback()
+	if err != nil {
+		b.Fatal(err)
+	}
+	go func() { _ = srv.Serve(ln) }()
+	return "http://" + ln.Addr().String()
+}
+
+// benchStream creates a thread, streams one run in custom mode and returns
+// each custom event's delay from creation to arrival.
+func benchStream(c *http.Client, base, thread string) ([]time.Duration, int, error) {
+	body := `{"assistant_id":"burst","if_not_exists":"create","stream_mode":"custom","input":{"messages":[{"role":"user","content":"go"}]}}`
+	resp, err := c.Post(base+"/threads/"+thread+"/runs/stream", "application/json", strings.NewReader(body))
+	if err != nil {
+		return nil, 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		return nil, 0, fmt.Errorf("status %d", resp.StatusCode)
+	}
+	var lat []time.Duration
+	n := 0
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<16), 1<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if !strings.HasPrefix(string(line), "data: ") {
+			continue
+		}
+		n++
+		var ev struct {
+			Time time.Time `json:"time"`
+		}
+		if json.Unmarshal(line[len("data: "):], &ev) == nil && !ev.Time.IsZero() {
+			lat = append(lat, time.Since(ev.Time))
+		}
+	}
+	return lat, n, sc.Err()
+}
+
+func listenLoopback() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") }

@@ -1,0 +1,69 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/deepagents-go/deepagents"
+	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/llm/scripted"
+)
+
+// DemoAgent is an agent answered by a built-in script instead of a model,
+// so that the server, its clients and the web UI can be tried and tested
+// without an API key. Every turn goes the same way: the agent delegates two
+// research tasks to parallel general-purpose subagents, asks to write
+// /report.md (a call that waits for approval), then answers. A message
+// containing "slow" makes each model call take a minute instead (for
+// cancelling), and stepDelayMS slows every call down (0: none).
+func DemoAgent(name string, stepDelayMS float64) (*agent.Agent, error) {
+	model := scripted.New(nil, scripted.Options{Func: func(ci llm.CallInfo, req *llm.Request) (scripted.Step, error) {
+		return demoStep(ci, req, stepDelayMS), nil
+	}})
+	return deepagents.New(deepagents.Config{
+		Name: name, Model: model, Stream: true,
+		InterruptOn: map[string]agent.Approval{"write_file": {}},
+	})
+}
+
+func demoStep(ci llm.CallInfo, req *llm.Request, delayMS float64) scripted.Step {
+	var st scripted.Step
+	if strings.Contains(ci.Task, "slow") {
+		delayMS = 60_000
+	}
+	if delayMS > 0 {
+		st.DelayMS = &delayMS
+	}
+	if ci.Instance != "" {
+		st.Content = "Findings: " + ci.Task + " — three sources agree."
+		return st
+	}
+	// The parent's step follows from what its history holds so far, so a
+	// new turn on the same thread starts the plan again.
+	last := req.Messages[len(req.Messages)-1]
+	turn := 0
+	for _, m := range req.Messages {
+		if m.Role == llm.RoleUser {
+			turn++
+		}
+	}
+	switch {
+	case last.Role == llm.RoleUser:
+		args := func(topic string) json.RawMessage {
+			b, _ := json.Marshal(map[string]string{"description": "Research " + topic + " for: " + last.Content, "subagent_type": "general-purpose"})
+			return b
+		}
+		st.ToolCalls = []scripted.StepCall{
+			{ID: fmt.Sprintf("task_a_%d", turn), Name: "task", Args: args("topic A")},
+			{ID: fmt.Sprintf("task_b_%d", turn), Name: "task", Args: args("topic B")},
+		}
+	case last.Role == llm.RoleTool && last.Name == "task":
+		b, _ := json.Marshal(map[string]string{"file_path": "/report.md", "content": "# Report\n\nTopic A and topic B, summarised.\n"})
+		st.ToolCalls = []scripted.StepCall{{ID: fmt.Sprintf("write_%d", turn), Name: "write_file", Args: b}}
+	default:
+		st.Content = "Done: the report is in /report.md."
+	}
+	return st
+}

@@ -1,0 +1,82 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/deepagents-go/deepagents/agent"
+)
+
+// maxDecisions caps the decisions of one resume.
+const maxDecisions = 1000
+
+// parseResume reads command.resume into decisions. It takes what LangGraph
+// clients send: a list of decisions, {"decisions": [...]}, or either keyed
+// by the interrupt's id ({"<id>": {"decisions": [...]}}). Decisions without
+// a call id answer the waiting calls in order, as LangChain's clients
+// send them; waiting lists those calls.
+func parseResume(raw json.RawMessage, waiting []agent.Interrupt) ([]agent.Decision, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) > 0 && raw[0] == '{' {
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &obj); err != nil {
+			return nil, fmt.Errorf("command.resume is not valid JSON: %v", err)
+		}
+		if _, ok := obj["decisions"]; !ok && len(obj) == 1 {
+			for _, v := range obj {
+				raw = bytes.TrimSpace(v)
+			}
+		}
+	}
+	var list []json.RawMessage
+	if len(raw) > 0 && raw[0] == '{' {
+		var wrap struct {
+			Decisions *[]json.RawMessage `json:"decisions"`
+		}
+		if err := json.Unmarshal(raw, &wrap); err != nil {
+			return nil, fmt.Errorf("command.resume: %v", err)
+		}
+		if wrap.Decisions == nil {
+			return nil, fmt.Errorf(`command.resume has no "decisions" list`)
+		}
+		list = *wrap.Decisions
+	} else if err := json.Unmarshal(raw, &list); err != nil {
+		return nil, fmt.Errorf(`command.resume must be a list of decisions or {"decisions": [...]}`)
+	}
+	if len(list) > maxDecisions {
+		return nil, fmt.Errorf("command.resume has %d decisions; at most %d are taken", len(list), maxDecisions)
+	}
+	var fixed []json.RawMessage
+	for i, d := range list {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(d, &m); err != nil || m == nil {
+			return nil, fmt.Errorf("decision %d is not an object", i+1)
+		}
+		_, hasCall := m["call_id"]
+		_, hasID := m["id"]
+		if !hasCall && !hasID && i < len(waiting) {
+			m["call_id"], _ = json.Marshal(waiting[i].CallID)
+			if _, ok := m["path"]; !ok {
+				m["path"], _ = json.Marshal(waiting[i].Path)
+			}
+		}
+		b, err := json.Marshal(m)
+		if err != nil {
+			return nil, fmt.Errorf("decision %d: %v", i+1, err)
+		}
+		fixed = append(fixed, b)
+	}
+	b, err := json.Marshal(fixed)
+	if err != nil {
+		return nil, err
+	}
+	if fixed == nil {
+		b = []byte("[]")
+	}
+	ds, err := agent.ParseDecisions(b)
+	if err != nil {
+		return nil, fmt.Errorf("command.resume: %w", err)
+	}
+	return ds, nil
+}

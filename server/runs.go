@@ -1,0 +1,816 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/llm"
+)
+
+// Run statuses.
+const (
+	runPending     = "pending"
+	runRunning     = "running"
+	runSuccess     = "success"
+	runError       = "error"
+	runInterrupted = "interrupted"
+)
+
+// errRunCancelled is the cause of a run stopped by the cancel endpoint.
+var errRunCancelled = errors.New("the run was cancelled")
+
+// liveRun is a run this process has accepted and not yet finished: its
+// events so far (also in the Store) and a channel closed at each new one,
+// so that streams follow it.
+type liveRun struct {
+	rec       RunRecord
+	asst      *assistant
+	input     []llm.Message
+	decisions []agent.Decision
+	modes     map[string]bool
+	subgraphs bool
+	cancel    context.CancelCauseFunc // set once started
+	cancelled bool                    // cancel was asked before it started
+	// cancelOnDisconnect: on_disconnect "cancel" — the run stops when its
+	// creating stream's client goes away.
+	cancelOnDisconnect bool
+
+	mu     sync.Mutex
+	events []StoredEvent // events[i].Seq == i+1
+	// persisted counts the events stored: only those are sent, so that a
+	// client never sees an event a restarted server would not have.
+	persisted int64
+	changed   chan struct{} // closed when persisted grows or the run ends
+	done      bool
+	closing   bool          // the run has emitted its last event
+	wake      chan struct{} // tells the persister there are new events
+	persister chan struct{} // closed when the persister has stored all
+	finished  chan struct{}
+}
+
+func (lr *liveRun) snapshot(after int64) (evs []StoredEvent, changed <-chan struct{}, done bool) {
+	lr.mu.Lock()
+	defer lr.mu.Unlock()
+	if after < 0 {
+		after = 0
+	}
+	if after < lr.persisted {
+		evs = lr.events[after:lr.persisted]
+	}
+	return evs, lr.changed, lr.done
+}
+
+// knownModes are the stream modes served; "messages" is taken as
+// "messages-tuple".
+var knownModes = []string{"values", "updates", "messages-tuple", "messages", "custom"}
+
+// unservedModes are LangGraph stream modes that clients may ask for along
+// with others; they are accepted and send nothing.
+var unservedModes = []string{"events", "debug", "tasks", "checkpoints"}
+
+func parseModes(raw json.RawMessage) (map[string]bool, error) {
+	var list []string
+	if len(raw) > 0 && string(raw) != "null" {
+		var one string
+		if err := json.Unmarshal(raw, &one); err == nil {
+			list = []string{one}
+		} else if err := json.Unmarshal(raw, &list); err != nil {
+			return nil, fmt.Errorf("stream_mode must be a string or a list of strings")
+		}
+	}
+	if len(list) == 0 {
+		list = []string{"values"}
+	}
+	modes := map[string]bool{}
+	for _, m := range list {
+		if slices.Contains(unservedModes, m) {
+			continue
+		}
+		if !slices.Contains(knownModes, m) {
+			return nil, fmt.Errorf("stream_mode %q is not served; use values, updates, messages-tuple or custom", m)
+		}
+		if m == "messages" {
+			m = "messages-tuple"
+		}
+		modes[m] = true
+	}
+	return modes, nil
+}
+
+// submit validates a run request and queues or starts the run.
+func (s *Server) submit(r *http.Request) (*liveRun, error) {
+	var req RunCreate
+	if err := decode(r, &req); err != nil {
+		return nil, err
+	}
+	ctx := r.Context()
+	threadID := r.PathValue("thread")
+	if req.AssistantID == "" {
+		return nil, errf(http.StatusUnprocessableEntity, "assistant_id is required")
+	}
+	asst, err := s.assistant(req.AssistantID)
+	if err != nil {
+		return nil, err
+	}
+	modes, err := parseModes(req.StreamMode)
+	if err != nil {
+		return nil, errf(http.StatusUnprocessableEntity, "%v", err)
+	}
+	input, err := parseInput(req.Input)
+	if err != nil {
+		return nil, errf(http.StatusUnprocessableEntity, "%v", err)
+	}
+	var decisions []agent.Decision
+	if req.Command != nil && len(req.Command.Resume) > 0 && string(req.Command.Resume) != "null" {
+		if _, err := s.store.GetThread(ctx, threadID); errors.Is(err, ErrNotFound) {
+			return nil, errf(http.StatusNotFound, "thread %q not found", threadID)
+		}
+		rs, err := s.loadState(ctx, threadID)
+		if err != nil {
+			return nil, err
+		}
+		if rs == nil || rs.Status != agent.StatusInterrupted || len(rs.Loop.Interrupts) == 0 {
+			return nil, errf(http.StatusUnprocessableEntity, "thread %q has no calls waiting for a decision; send input messages instead", threadID)
+		}
+		decisions, err = parseResume(req.Command.Resume, rs.Loop.Interrupts)
+		if err != nil {
+			return nil, errf(http.StatusUnprocessableEntity, "%v", err)
+		}
+		if err := answersWaiting(decisions, rs.Loop.Interrupts); err != nil {
+			return nil, errf(http.StatusUnprocessableEntity, "%v", err)
+		}
+	}
+	if len(input) == 0 && len(decisions) == 0 {
+		return nil, errf(http.StatusUnprocessableEntity, `the run has no input messages and no command.resume decisions`)
+	}
+	if len(input) > 0 && len(decisions) > 0 {
+		return nil, errf(http.StatusUnprocessableEntity, "send either input messages or command.resume decisions, not both")
+	}
+	strategy := req.MultitaskStrategy
+	switch strategy {
+	case "":
+		strategy = "reject"
+	case "reject", "enqueue", "interrupt", "rollback":
+	default:
+		return nil, errf(http.StatusUnprocessableEntity, "multitask_strategy %q is not one of reject, enqueue, interrupt, rollback", strategy)
+	}
+	switch req.OnDisconnect {
+	case "", "continue", "cancel":
+	default:
+		return nil, errf(http.StatusUnprocessableEntity, "on_disconnect %q is not one of continue, cancel", req.OnDisconnect)
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ctx.Err() != nil {
+		return nil, errf(http.StatusServiceUnavailable, "the server is shutting down")
+	}
+	th, err := s.store.GetThread(ctx, threadID)
+	if errors.Is(err, ErrNotFound) {
+		if req.IfNotExists != "create" {
+			return nil, errf(http.StatusNotFound, "thread %q not found", threadID)
+		}
+		t := now()
+		th = ThreadRecord{ID: threadID, CreatedAt: t, UpdatedAt: t, Metadata: map[string]any{}, Status: threadIdle}
+		err = s.store.CreateThread(ctx, th)
+	}
+	if err != nil {
+		return nil, err
+	}
+	active := s.active[threadID]
+	if active != nil && strategy == "reject" {
+		return nil, errf(http.StatusUnprocessableEntity, "thread %q is busy with run %s; wait for it, cancel it, or send multitask_strategy enqueue", threadID, active.rec.RunID)
+	}
+	t := now()
+	meta := req.Metadata
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	lr := &liveRun{
+		rec: RunRecord{Run: Run{RunID: uuid.NewString(), ThreadID: threadID, AssistantID: asst.ID, CreatedAt: t, UpdatedAt: t,
+			Status: runPending, Metadata: meta, MultitaskStrategy: strategy}},
+		asst: asst, input: input, cancelOnDisconnect: req.OnDisconnect == "cancel", decisions: decisions, modes: modes, subgraphs: req.StreamSubgraphs,
+		changed: make(chan struct{}), finished: make(chan struct{}),
+		wake: make(chan struct{}, 1), persister: make(chan struct{}),
+	}
+	if err := s.store.PutRun(ctx, lr.rec); err != nil {
+		return nil, err
+	}
+	th.Status = threadBusy
+	th.UpdatedAt = t
+	if th.Metadata == nil {
+		th.Metadata = map[string]any{}
+	}
+	th.Metadata["graph_id"] = asst.Spec.Name
+	th.Metadata["assistant_id"] = asst.ID
+	if err := s.store.UpdateThread(ctx, th); err != nil {
+		return nil, err
+	}
+	s.live[lr.rec.RunID] = lr
+	switch {
+	case active == nil:
+		s.start(lr)
+	case strategy == "interrupt" || strategy == "rollback":
+		s.queue[threadID] = append([]*liveRun{lr}, s.queue[threadID]...)
+		active.cancel(fmt.Errorf("%w: run %s replaced it", errRunCancelled, lr.rec.RunID))
+	default:
+		s.queue[threadID] = append(s.queue[threadID], lr)
+	}
+	return lr, nil
+}
+
+// answersWaiting checks that every decision names a waiting call, so that
+// a wrong id is refused before a run starts.
+func answersWaiting(ds []agent.Decision, waiting []agent.Interrupt) error {
+	for _, d := range ds {
+		if !slices.ContainsFunc(waiting, func(in agent.Interrupt) bool {
+			return in.CallID == d.CallID && (d.Path == "" || d.Path == in.Path)
+		}) {
+			ids := make([]string, len(waiting))
+			for i, in := range waiting {
+				ids[i] = in.CallID
+			}
+			return fmt.Errorf("decision for call %q: no such call waits; the waiting calls are %s", d.CallID, strings.Join(ids, ", "))
+		}
+	}
+	return nil
+}
+
+// start runs lr in the background; s.mu is held.
+func (s *Server) start(lr *liveRun) {
+	s.active[lr.rec.ThreadID] = lr
+	ctx, cancel := context.WithCancelCause(s.ctx)
+	lr.cancel = cancel
+	s.wg.Add(2)
+	go func() {
+		defer s.wg.Done()
+		s.persist(lr)
+	}()
+	go func() {
+		defer s.wg.Done()
+		defer cancel(nil)
+		s.execute(ctx, lr)
+	}()
+}
+
+// finish records lr's end, once its events are stored, and starts the
+// thread's next queued run.
+func (s *Server) finish(lr *liveRun) {
+	lr.mu.Lock()
+	lr.closing = true
+	lr.mu.Unlock()
+	lr.poke()
+	<-lr.persister
+	lr.mu.Lock()
+	lr.done = true
+	close(lr.changed)
+	lr.mu.Unlock()
+	// Whoever waits on finished sees the thread free (or busy with the
+	// next run), never still busy with this one.
+	defer close(lr.finished)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.live, lr.rec.RunID)
+	thread := lr.rec.ThreadID
+	if s.active[thread] == lr {
+		delete(s.active, thread)
+	}
+	for len(s.queue[thread]) > 0 && s.active[thread] == nil {
+		next := s.queue[thread][0]
+		s.queue[thread] = s.queue[thread][1:]
+		if next.cancelled || s.ctx.Err() != nil {
+			s.abandon(next)
+			continue
+		}
+		s.start(next)
+	}
+	if len(s.queue[thread]) == 0 {
+		delete(s.queue, thread)
+	}
+}
+
+// abandon ends a queued run that never started; s.mu is held.
+func (s *Server) abandon(lr *liveRun) {
+	lr.rec.Status = runInterrupted
+	lr.rec.UpdatedAt = now()
+	lr.rec.CancelReason = "cancelled before it started"
+	_ = s.store.PutRun(context.Background(), lr.rec)
+	delete(s.live, lr.rec.RunID)
+	lr.mu.Lock()
+	lr.done = true
+	close(lr.changed)
+	lr.mu.Unlock()
+	close(lr.finished)
+}
+
+// emit numbers one event of lr and hands it to the persister; streams
+// send it once it is stored. The run does not wait for the database.
+func (s *Server) emit(lr *liveRun, event string, data any) {
+	b, err := json.Marshal(data)
+	if err != nil {
+		b, _ = json.Marshal(map[string]string{"error": "encoding the event: " + err.Error()})
+	}
+	lr.mu.Lock()
+	lr.events = append(lr.events, StoredEvent{Seq: int64(len(lr.events)) + 1, Event: event, Data: b})
+	lr.mu.Unlock()
+	lr.poke()
+}
+
+func (lr *liveRun) poke() {
+	select {
+	case lr.wake <- struct{}{}:
+	default:
+	}
+}
+
+// persist stores lr's events in order, as many at a time as have come,
+// and wakes the streams after each write, until the run has ended and all
+// are stored.
+func (s *Server) persist(lr *liveRun) {
+	defer close(lr.persister)
+	for {
+		lr.mu.Lock()
+		batch := lr.events[lr.persisted:]
+		closing := lr.closing
+		lr.mu.Unlock()
+		if len(batch) == 0 {
+			if closing {
+				return
+			}
+			<-lr.wake
+			continue
+		}
+		if err := s.store.AppendEvents(context.Background(), lr.rec.RunID, batch); err != nil {
+			// The events are still sent: a client should not stall on a
+			// database error, though a rejoin after a restart may miss them.
+			s.log.Error("storing run events", "run", lr.rec.RunID, "err", err)
+		}
+		lr.mu.Lock()
+		lr.persisted += int64(len(batch))
+		close(lr.changed)
+		lr.changed = make(chan struct{})
+		lr.mu.Unlock()
+	}
+}
+
+// execute runs lr to its end, translating its events.
+func (s *Server) execute(ctx context.Context, lr *liveRun) {
+	defer s.finish(lr)
+	bg := context.Background()
+	s.update(lr, func(r *RunRecord) { r.Status = runRunning })
+	s.mu.Lock()
+	if th, err := s.store.GetThread(bg, lr.rec.ThreadID); err == nil && th.Status != threadBusy {
+		// A queued run starts after the one before set the thread's status.
+		th.Status, th.Error, th.UpdatedAt = threadBusy, "", now()
+		_ = s.store.UpdateThread(bg, th)
+	}
+	s.mu.Unlock()
+	s.emit(lr, "metadata", map[string]any{"run_id": lr.rec.RunID, "thread_id": lr.rec.ThreadID, "attempt": 1})
+	tr, err := s.newTranslator(bg, lr)
+	var res *agent.Result
+	var runErr error
+	if err == nil {
+		opts := []agent.RunOption{agent.WithCheckpoints(s.cfg.Saver, lr.rec.ThreadID)}
+		if len(lr.decisions) > 0 {
+			opts = append(opts, agent.WithDecisions(lr.decisions...))
+		}
+		for ev, e := range lr.asst.Spec.Agent.Run(ctx, agent.Input{Messages: lr.input}, opts...) {
+			if e != nil {
+				runErr = e
+			}
+			if ev.Type == "" {
+				continue
+			}
+			tr.handle(ev)
+			if ev.Type == agent.RunEnd && !tr.nested(ev) && ev.Run != nil && ev.Run.Result != nil {
+				res = ev.Run.Result
+			}
+		}
+	} else {
+		runErr = err
+	}
+	status, threadStatus, msg := runSuccess, threadIdle, ""
+	switch {
+	case res != nil && res.Status == agent.StatusOK:
+	case res != nil && res.Status == agent.StatusInterrupted:
+		status, threadStatus = runInterrupted, threadInterrupted
+	case errors.Is(context.Cause(ctx), errRunCancelled) || res != nil && res.Status == agent.StatusCancelled:
+		status, msg = runInterrupted, "cancelled"
+		if c := context.Cause(ctx); c != nil {
+			msg = c.Error()
+		}
+	default:
+		status, threadStatus = runError, threadError
+		if runErr != nil {
+			msg = runErr.Error()
+		} else if res != nil {
+			msg = res.Error
+		}
+	}
+	if tr != nil {
+		tr.final(res)
+	}
+	if status == runError {
+		s.emit(lr, "error", map[string]string{"error": "RunError", "message": msg})
+	}
+	s.update(lr, func(r *RunRecord) {
+		r.Status = status
+		if status == runInterrupted && msg != "" {
+			r.CancelReason = msg
+		}
+		if status == runError {
+			r.Error = msg
+		}
+	})
+	s.mu.Lock()
+	if th, err := s.store.GetThread(bg, lr.rec.ThreadID); err == nil {
+		th.Status = threadStatus
+		th.Error = ""
+		if threadStatus == threadError {
+			th.Error = msg
+		}
+		th.UpdatedAt = now()
+		_ = s.store.UpdateThread(bg, th)
+	}
+	s.mu.Unlock()
+}
+
+// update changes lr's record and stores it.
+func (s *Server) update(lr *liveRun, change func(*RunRecord)) {
+	s.mu.Lock()
+	change(&lr.rec)
+	lr.rec.UpdatedAt = now()
+	rec := lr.rec
+	s.mu.Unlock()
+	if err := s.store.PutRun(context.Background(), rec); err != nil {
+		s.log.Error("saving a run", "run", rec.RunID, "err", err)
+	}
+}
+
+// lookup finds a run of the request's thread: live first, then stored.
+func (s *Server) lookup(r *http.Request) (*liveRun, RunRecord, error) {
+	thread, runID := r.PathValue("thread"), r.PathValue("run")
+	s.mu.Lock()
+	lr := s.live[runID]
+	var live RunRecord
+	if lr != nil {
+		live = lr.rec
+	}
+	s.mu.Unlock()
+	if lr != nil && live.ThreadID == thread {
+		return lr, live, nil
+	}
+	rec, err := s.store.GetRun(r.Context(), thread, runID)
+	if errors.Is(err, ErrNotFound) {
+		return nil, rec, errf(http.StatusNotFound, "run %q of thread %q not found", runID, thread)
+	}
+	return nil, s.current(rec), err
+}
+
+func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
+	lr, err := s.submit(r)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	s.mu.Lock()
+	rec := lr.rec.Run
+	s.mu.Unlock()
+	w.Header().Set("Content-Location", runPath(rec.ThreadID, rec.RunID))
+	writeJSON(w, 200, rec)
+}
+
+func runPath(thread, run string) string { return "/threads/" + thread + "/runs/" + run }
+
+func (s *Server) streamRun(w http.ResponseWriter, r *http.Request) {
+	lr, err := s.submit(r)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	w.Header().Set("Content-Location", runPath(lr.rec.ThreadID, lr.rec.RunID))
+	w.Header().Set("Location", runPath(lr.rec.ThreadID, lr.rec.RunID)+"/stream")
+	s.follow(w, r, lr, lr.rec.RunID, 0, nil)
+	if lr.cancelOnDisconnect && r.Context().Err() != nil {
+		s.cancelLive(lr, fmt.Errorf("%w: the client disconnected", errRunCancelled))
+	}
+}
+
+// defaultHeartbeat is how often a quiet stream gets a comment line.
+const defaultHeartbeat = 10 * time.Second
+
+// lastEventID reads the Last-Event-ID header: the stream continues after
+// that event (all events when it is absent, -1 or not a number).
+func lastEventID(r *http.Request) int64 {
+	v := r.Header.Get("Last-Event-ID")
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
+}
+
+func (s *Server) joinStream(w http.ResponseWriter, r *http.Request) {
+	lr, rec, err := s.lookup(r)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	w.Header().Set("Content-Location", runPath(rec.ThreadID, rec.RunID))
+	w.Header().Set("Location", runPath(rec.ThreadID, rec.RunID)+"/stream")
+	var only map[string]bool
+	if q := r.URL.Query()["stream_mode"]; len(q) > 0 {
+		// A join may narrow the run's modes; events of other modes are
+		// skipped (their ids still count).
+		raw, _ := json.Marshal(q)
+		modes, err := parseModes(raw)
+		if err != nil {
+			s.fail(w, errf(http.StatusUnprocessableEntity, "%v", err))
+			return
+		}
+		only = modes
+	}
+	s.follow(w, r, lr, rec.RunID, lastEventID(r), only)
+}
+
+// follow writes a run's events after seq `after` as server-sent events,
+// flushing each, until the run ends, the client leaves or the server shuts
+// down.
+func (s *Server) follow(w http.ResponseWriter, r *http.Request, lr *liveRun, runID string, after int64, only map[string]bool) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	_ = rc.Flush()
+	// Every event is flushed on its own, so none waits for the next.
+	writeEvent := func(w http.ResponseWriter, ev StoredEvent) error {
+		if only != nil && !wanted(ev.Event, only) {
+			return nil
+		}
+		if err := writeEvent(w, ev); err != nil {
+			return err
+		}
+		return rc.Flush()
+	}
+	if lr == nil {
+		evs, err := s.store.Events(r.Context(), runID, after)
+		if err != nil {
+			s.log.Error("reading run events", "run", runID, "err", err)
+			return
+		}
+		for _, ev := range evs {
+			if writeEvent(w, ev) != nil {
+				return
+			}
+		}
+		return
+	}
+	// A comment line now and then keeps proxies from closing a quiet
+	// stream (a long model call) and tells clients it is alive.
+	beat := time.NewTicker(s.heartbeat)
+	defer beat.Stop()
+	for {
+		evs, changed, done := lr.snapshot(after)
+		for _, ev := range evs {
+			if writeEvent(w, ev) != nil {
+				return
+			}
+			after = ev.Seq
+		}
+		if done {
+			if len(evs) == 0 {
+				return
+			}
+			continue
+		}
+		select {
+		case <-changed:
+		case <-beat.C:
+			if _, err := io.WriteString(w, ": heartbeat\n\n"); err != nil || rc.Flush() != nil {
+				return
+			}
+		case <-r.Context().Done():
+			return
+		case <-s.ctx.Done():
+			// Shutdown: send what is there, then end the stream.
+			evs, _, _ := lr.snapshot(after)
+			for _, ev := range evs {
+				if writeEvent(w, ev) != nil {
+					return
+				}
+			}
+			return
+		}
+	}
+}
+
+// wanted says whether an event belongs to one of modes; metadata and
+// error events always do.
+func wanted(event string, modes map[string]bool) bool {
+	base, _, _ := strings.Cut(event, "|")
+	switch base {
+	case "metadata", "error":
+		return true
+	case "messages":
+		return modes["messages-tuple"]
+	}
+	return modes[base]
+}
+
+func writeEvent(w http.ResponseWriter, ev StoredEvent) error {
+	_, err := fmt.Fprintf(w, "event: %s\ndata: %s\nid: %d\n\n", ev.Event, ev.Data, ev.Seq)
+	return err
+}
+
+// result is the final values of a finished run's thread, with its
+// interrupts under "__interrupt__", as /runs/wait and /join return them.
+func (s *Server) result(ctx context.Context, thread string) (map[string]any, error) {
+	rs, err := s.loadState(ctx, thread)
+	if err != nil || rs == nil {
+		return map[string]any{}, err
+	}
+	v := values(rs)
+	if in := interruptsOf(rs); len(in) > 0 {
+		v["__interrupt__"] = in
+	}
+	return v, nil
+}
+
+func (s *Server) waitRun(w http.ResponseWriter, r *http.Request) {
+	lr, err := s.submit(r)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	w.Header().Set("Content-Location", runPath(lr.rec.ThreadID, lr.rec.RunID))
+	select {
+	case <-lr.finished:
+	case <-r.Context().Done():
+		return
+	}
+	s.writeResult(w, r, lr.rec.ThreadID, lr.rec.RunID)
+}
+
+func (s *Server) writeResult(w http.ResponseWriter, r *http.Request, thread, runID string) {
+	rec, err := s.store.GetRun(r.Context(), thread, runID)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	rec = s.current(rec)
+	if rec.Status == runError {
+		writeJSON(w, 200, map[string]string{"__error__": rec.Error})
+		return
+	}
+	v, err := s.result(r.Context(), thread)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	writeJSON(w, 200, v)
+}
+
+func (s *Server) joinRun(w http.ResponseWriter, r *http.Request) {
+	lr, rec, err := s.lookup(r)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	if lr != nil {
+		select {
+		case <-lr.finished:
+		case <-r.Context().Done():
+			return
+		case <-s.ctx.Done():
+			s.fail(w, errf(http.StatusServiceUnavailable, "the server is shutting down"))
+			return
+		}
+	}
+	s.writeResult(w, r, rec.ThreadID, rec.RunID)
+}
+
+func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
+	if _, err := s.thread(r); err != nil {
+		s.fail(w, err)
+		return
+	}
+	limit, offset := 10, 0
+	if v, err := strconv.Atoi(r.URL.Query().Get("limit")); err == nil && v > 0 {
+		limit = min(v, 1000)
+	}
+	if v, err := strconv.Atoi(r.URL.Query().Get("offset")); err == nil && v > 0 {
+		offset = v
+	}
+	recs, err := s.store.ListRuns(r.Context(), r.PathValue("thread"), limit, offset)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	out := []Run{}
+	for _, rec := range recs {
+		out = append(out, s.current(rec).Run)
+	}
+	writeJSON(w, 200, out)
+}
+
+// current is the freshest record of a run: the live one when it runs here.
+// A stored run that says it is pending or running but does not run here was
+// cut off by a stop of the server: it is reported as an error.
+func (s *Server) current(rec RunRecord) RunRecord {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if lr := s.live[rec.RunID]; lr != nil {
+		return lr.rec
+	}
+	if rec.Status == runPending || rec.Status == runRunning {
+		rec.Status = runError
+		rec.Error = errOrphan
+	}
+	return rec
+}
+
+// errOrphan is the error of a run the server stopped during.
+const errOrphan = "the server stopped while the run was going on; send the thread a new message or resume it"
+
+func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
+	_, rec, err := s.lookup(r)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	writeJSON(w, 200, s.current(rec).Run)
+}
+
+func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
+	lr, _, err := s.lookup(r)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	if lr == nil {
+		// Finished, or cut off by a stop of the server: nothing to stop.
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	s.cancelLive(lr, errRunCancelled)
+	if r.URL.Query().Get("wait") == "1" || r.URL.Query().Get("wait") == "true" {
+		select {
+		case <-lr.finished:
+		case <-r.Context().Done():
+			return
+		}
+	}
+	w.WriteHeader(http.StatusAccepted)
+}
+
+// cancelLive stops a running run, or drops a queued one.
+func (s *Server) cancelLive(lr *liveRun, cause error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if lr.cancel != nil {
+		lr.cancel(cause)
+	} else if !lr.cancelled {
+		lr.cancelled = true
+		q := s.queue[lr.rec.ThreadID]
+		if i := slices.Index(q, lr); i >= 0 {
+			s.queue[lr.rec.ThreadID] = slices.Delete(q, i, i+1)
+			s.abandon(lr)
+		}
+	}
+}
+
+// cancelThreadRuns cancels every run of a thread, running or queued.
+func (s *Server) cancelThreadRuns(thread, reason string) {
+	s.mu.Lock()
+	var wait []*liveRun
+	if a := s.active[thread]; a != nil {
+		a.cancel(fmt.Errorf("%w: %s", errRunCancelled, reason))
+		wait = append(wait, a)
+	}
+	for _, q := range s.queue[thread] {
+		q.cancelled = true
+	}
+	s.mu.Unlock()
+	for _, lr := range wait {
+		<-lr.finished
+	}
+}
+
+func (s *Server) lockThread(string) func() {
+	s.mu.Lock()
+	return s.mu.Unlock
+}

@@ -1,0 +1,463 @@
+package server
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
+	_ "modernc.org/sqlite"             // the "sqlite" database/sql driver
+)
+
+// callTimeout bounds every statement of a SQLStore.
+const callTimeout = 30 * time.Second
+
+// SQLStore is a Store in SQLite or Postgres. Its tables (server_threads,
+// server_runs, server_events) sit beside the checkpoint saver's and are
+// created by OpenSQLStore when missing.
+type SQLStore struct {
+	db *sql.DB
+	pg bool
+
+	appends   chan appendReq
+	closed    chan struct{} // closed by Close
+	stopped   chan struct{} // closed when the writer has stopped
+	closeOnce sync.Once
+}
+
+// OpenSQLStore opens the store: kind "sqlite" with a file path, or
+// "postgres" with a connection string.
+func OpenSQLStore(ctx context.Context, kind, dsn string) (*SQLStore, error) {
+	var s SQLStore
+	var err error
+	switch kind {
+	case "sqlite":
+		s.db, err = sql.Open("sqlite", "file:"+dsn+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate")
+		if err == nil {
+			// One writer: SQLite serialises writes anyway, and a single
+			// connection keeps busy errors away.
+			s.db.SetMaxOpenConns(1)
+		}
+	case "postgres":
+		s.db, err = sql.Open("pgx", dsn)
+		s.pg = true
+	default:
+		return nil, fmt.Errorf("server store: unknown database kind %q (sqlite or postgres)", kind)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("server store: %w", err)
+	}
+	if err := s.migrate(ctx); err != nil {
+		s.db.Close()
+		return nil, fmt.Errorf("server store: creating tables: %w", err)
+	}
+	s.appends, s.closed, s.stopped = make(chan appendReq), make(chan struct{}), make(chan struct{})
+	go s.writer()
+	return &s, nil
+}
+
+func (s *SQLStore) migrate(ctx context.Context) error {
+	blob := "BLOB"
+	if s.pg {
+		blob = "BYTEA"
+	}
+	for _, q := range []string{
+		`CREATE TABLE IF NOT EXISTS server_threads (
+			thread_id TEXT PRIMARY KEY, created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL,
+			metadata TEXT NOT NULL, status TEXT NOT NULL, error TEXT NOT NULL DEFAULT '')`,
+		`CREATE TABLE IF NOT EXISTS server_runs (
+			run_id TEXT PRIMARY KEY, thread_id TEXT NOT NULL, seq BIGINT NOT NULL, record TEXT NOT NULL)`,
+		`CREATE INDEX IF NOT EXISTS server_runs_thread ON server_runs (thread_id, seq)`,
+		`CREATE TABLE IF NOT EXISTS server_events (
+			run_id TEXT NOT NULL, seq BIGINT NOT NULL, event TEXT NOT NULL, data ` + blob + ` NOT NULL,
+			PRIMARY KEY (run_id, seq))`,
+	} {
+		if _, err := s.exec(ctx, q); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// q rewrites ? placeholders as $n for Postgres.
+func (s *SQLStore) q(query string) string {
+	if !s.pg {
+		return query
+	}
+	var b strings.Builder
+	n := 0
+	for _, c := range query {
+		if c == '?' {
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+func (s *SQLStore) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	return s.db.ExecContext(ctx, s.q(query), args...)
+}
+
+func nanos(t time.Time) int64     { return t.UnixNano() }
+func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
+
+// CreateThread implements Store.
+func (s *SQLStore) CreateThread(ctx context.Context, t ThreadRecord) error {
+	meta, err := json.Marshal(orEmpty(t.Metadata))
+	if err != nil {
+		return err
+	}
+	res, err := s.exec(ctx, `INSERT INTO server_threads (thread_id, created_at, updated_at, metadata, status, error)
+		VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (thread_id) DO NOTHING`,
+		t.ID, nanos(t.CreatedAt), nanos(t.UpdatedAt), string(meta), t.Status, t.Error)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return ErrExists
+	}
+	return nil
+}
+
+func orEmpty(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
+}
+
+const threadCols = `thread_id, created_at, updated_at, metadata, status, error`
+
+func scanThread(sc interface{ Scan(...any) error }) (ThreadRecord, error) {
+	var t ThreadRecord
+	var c, u int64
+	var meta string
+	if err := sc.Scan(&t.ID, &c, &u, &meta, &t.Status, &t.Error); err != nil {
+		return t, err
+	}
+	t.CreatedAt, t.UpdatedAt = fromNanos(c), fromNanos(u)
+	if err := json.Unmarshal([]byte(meta), &t.Metadata); err != nil {
+		return t, fmt.Errorf("thread %q: metadata: %w", t.ID, err)
+	}
+	return t, nil
+}
+
+// GetThread implements Store.
+func (s *SQLStore) GetThread(ctx context.Context, id string) (ThreadRecord, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	t, err := scanThread(s.db.QueryRowContext(ctx, s.q(`SELECT `+threadCols+` FROM server_threads WHERE thread_id = ?`), id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return t, ErrNotFound
+	}
+	return t, err
+}
+
+// UpdateThread implements Store.
+func (s *SQLStore) UpdateThread(ctx context.Context, t ThreadRecord) error {
+	meta, err := json.Marshal(orEmpty(t.Metadata))
+	if err != nil {
+		return err
+	}
+	res, err := s.exec(ctx, `UPDATE server_threads SET updated_at = ?, metadata = ?, status = ?, error = ? WHERE thread_id = ?`,
+		nanos(t.UpdatedAt), string(meta), t.Status, t.Error, t.ID)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// DeleteThread implements Store.
+func (s *SQLStore) DeleteThread(ctx context.Context, id string) error {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, s.q(`DELETE FROM server_threads WHERE thread_id = ?`), id)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return ErrNotFound
+	}
+	if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM server_events WHERE run_id IN (SELECT run_id FROM server_runs WHERE thread_id = ?)`), id); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM server_runs WHERE thread_id = ?`), id); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// SearchThreads filters by status in SQL and by metadata in Go (metadata
+// values are arbitrary JSON, compared as JSON); without a metadata filter
+// the page is cut and counted in SQL.
+func (s *SQLStore) SearchThreads(ctx context.Context, q ThreadQuery) ([]ThreadRecord, int, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	where := ""
+	var args []any
+	if q.Status != "" {
+		where = ` WHERE status = ?`
+		args = append(args, q.Status)
+	}
+	if len(q.Metadata) == 0 {
+		return s.searchPage(ctx, q, where, args)
+	}
+	query := `SELECT ` + threadCols + ` FROM server_threads` + where
+	rows, err := s.db.QueryContext(ctx, s.q(query), args...)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	var all []ThreadRecord
+	for rows.Next() {
+		t, err := scanThread(rows)
+		if err != nil {
+			return nil, 0, err
+		}
+		if matchThread(t, q) {
+			all = append(all, t)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, err
+	}
+	sortThreads(all, q.SortBy, q.SortOrder)
+	return page(all, q.Limit, q.Offset), len(all), nil
+}
+
+// searchPage reads one page of threads in SQL, in the order sortThreads
+// gives, and counts them all.
+func (s *SQLStore) searchPage(ctx context.Context, q ThreadQuery, where string, args []any) ([]ThreadRecord, int, error) {
+	var total int
+	if err := s.db.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM server_threads`+where), args...).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	col := "updated_at"
+	switch q.SortBy {
+	case "created_at", "thread_id":
+		col = q.SortBy
+	}
+	dir := "DESC"
+	if q.SortOrder == "asc" {
+		dir = "ASC"
+	}
+	limit := q.Limit
+	if limit <= 0 {
+		limit = 1 << 30
+	}
+	query := `SELECT ` + threadCols + ` FROM server_threads` + where + ` ORDER BY ` + col + ` ` + dir + `, thread_id ` + dir + ` LIMIT ? OFFSET ?`
+	rows, err := s.db.QueryContext(ctx, s.q(query), append(args, limit, q.Offset)...)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	out := []ThreadRecord{}
+	for rows.Next() {
+		t, err := scanThread(rows)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, t)
+	}
+	return out, total, rows.Err()
+}
+
+// PutRun implements Store.
+func (s *SQLStore) PutRun(ctx context.Context, r RunRecord) error {
+	rec, err := json.Marshal(storedRun{Run: r.Run, Error: r.Error})
+	if err != nil {
+		return err
+	}
+	_, err = s.exec(ctx, `INSERT INTO server_runs (run_id, thread_id, seq, record)
+		VALUES (?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM server_runs), ?)
+		ON CONFLICT (run_id) DO UPDATE SET record = excluded.record`, r.RunID, r.ThreadID, string(rec))
+	return err
+}
+
+// storedRun is a run as saved: the API's fields and the error.
+type storedRun struct {
+	Run
+	Error string `json:"error,omitempty"`
+}
+
+func (s *SQLStore) scanRun(sc interface{ Scan(...any) error }) (RunRecord, error) {
+	var r RunRecord
+	var rec string
+	if err := sc.Scan(&r.Seq, &rec); err != nil {
+		return r, err
+	}
+	var sr storedRun
+	if err := json.Unmarshal([]byte(rec), &sr); err != nil {
+		return r, fmt.Errorf("a stored run: %w", err)
+	}
+	r.Run = sr.Run
+	r.Error = sr.Error
+	return r, nil
+}
+
+// GetRun implements Store.
+func (s *SQLStore) GetRun(ctx context.Context, threadID, runID string) (RunRecord, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	r, err := s.scanRun(s.db.QueryRowContext(ctx, s.q(`SELECT seq, record FROM server_runs WHERE run_id = ? AND thread_id = ?`), runID, threadID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, ErrNotFound
+	}
+	return r, err
+}
+
+// ListRuns implements Store.
+func (s *SQLStore) ListRuns(ctx context.Context, threadID string, limit, offset int) ([]RunRecord, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	if limit <= 0 {
+		limit = 1 << 30
+	}
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT seq, record FROM server_runs WHERE thread_id = ? ORDER BY seq DESC LIMIT ? OFFSET ?`), threadID, limit, offset)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []RunRecord
+	for rows.Next() {
+		r, err := s.scanRun(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// appendReq is one AppendEvents call waiting for the writer.
+type appendReq struct {
+	runID string
+	evs   []StoredEvent
+	done  chan error
+}
+
+// maxBatch caps the events the writer commits in one transaction.
+const maxBatch = 2000
+
+// AppendEvents stores events and returns once they are committed. Calls
+// from concurrent runs are committed together (a group commit), so that
+// many streams do not queue behind one transaction each.
+func (s *SQLStore) AppendEvents(ctx context.Context, runID string, evs []StoredEvent) error {
+	req := appendReq{runID: runID, evs: evs, done: make(chan error, 1)}
+	select {
+	case s.appends <- req:
+	case <-s.closed:
+		return errors.New("server store: closed")
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return <-req.done
+}
+
+// writer commits queued appends, as many as are waiting in one transaction.
+func (s *SQLStore) writer() {
+	defer close(s.stopped)
+	for {
+		var batch []appendReq
+		select {
+		case r := <-s.appends:
+			batch = append(batch, r)
+		case <-s.closed:
+			return
+		}
+		n := len(batch[0].evs)
+	more:
+		for n < maxBatch {
+			select {
+			case r := <-s.appends:
+				batch = append(batch, r)
+				n += len(r.evs)
+			default:
+				break more
+			}
+		}
+		err := s.commit(batch)
+		for _, r := range batch {
+			r.done <- err
+		}
+	}
+}
+
+// rowsPerInsert is how many events one INSERT statement carries.
+const rowsPerInsert = 200
+
+func (s *SQLStore) commit(batch []appendReq) error {
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	var args []any
+	for _, r := range batch {
+		for _, e := range r.evs {
+			args = append(args, r.runID, e.Seq, e.Event, e.Data)
+		}
+	}
+	if len(args) == 0 {
+		return nil
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	for len(args) > 0 {
+		n := min(len(args)/4, rowsPerInsert)
+		// A retried append may repeat an event: the first one stays.
+		q := `INSERT INTO server_events (run_id, seq, event, data) VALUES ` +
+			strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?), ", n), ", ") + ` ON CONFLICT (run_id, seq) DO NOTHING`
+		if _, err := tx.ExecContext(ctx, s.q(q), args[:4*n]...); err != nil {
+			return err
+		}
+		args = args[4*n:]
+	}
+	return tx.Commit()
+}
+
+// Events implements Store.
+func (s *SQLStore) Events(ctx context.Context, runID string, after int64) ([]StoredEvent, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT seq, event, data FROM server_events WHERE run_id = ? AND seq > ? ORDER BY seq`), runID, after)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []StoredEvent
+	for rows.Next() {
+		var e StoredEvent
+		if err := rows.Scan(&e.Seq, &e.Event, &e.Data); err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// Close stops the writer and closes the database.
+func (s *SQLStore) Close() error {
+	s.closeOnce.Do(func() { close(s.closed) })
+	<-s.stopped
+	return s.db.Close()
+}
