@@ -36,6 +36,11 @@ const (
 	childrenValue = "agent.children"
 )
 
+// ReservedValue reports whether a checkpointed state value belongs to the
+// loop itself (names beginning "agent."), not to a middleware: views of a
+// thread for people (the server's thread state) leave those out.
+func ReservedValue(name string) bool { return strings.HasPrefix(name, "agent.") }
+
 // WithCheckpoints saves the run in saver under thread, step by step: a
 // model response before its tool calls start, each tool call's result as
 // soon as it finishes, and the run's end. Subagent runs are saved under the
@@ -290,7 +295,7 @@ func LoadRunState(ctx context.Context, saver checkpoint.Saver, thread string, pa
 			}
 		case childrenValue:
 		default:
-			rs.Values[k] = v
+			rs.Values[k] = v // the calibration too: a resumed run takes it out
 		}
 	}
 	if len(rs.Values) == 0 {

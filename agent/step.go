@@ -203,7 +203,7 @@ func (r *run) stepInfo() StepInfo {
 
 // setValue stores a middleware value in the run's state.
 func (r *run) setValue(name string, v any) error {
-	if name == "" || strings.HasPrefix(name, "agent.") {
+	if name == "" || ReservedValue(name) {
 		return fmt.Errorf("state value name %q is empty or reserved", name)
 	}
 	var raw json.RawMessage

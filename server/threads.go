@@ -266,7 +266,7 @@ func (s *Server) stateView(thread string, cp *checkpoint.Checkpoint) (ThreadStat
 			rs.Status = rs.Loop.Status
 			continue
 		}
-		if k == "agent.children" {
+		if agent.ReservedValue(k) {
 			continue
 		}
 		rs.Values[k] = v
