@@ -185,7 +185,9 @@ func valuesAt(rs *agent.RunState, task string) map[string]any {
 		v["files"] = rs.Files
 	}
 	for k, raw := range rs.Values {
-		v[k] = raw
+		if !agent.ReservedValue(k) {
+			v[k] = raw
+		}
 	}
 	return v
 }
