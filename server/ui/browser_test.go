@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -84,6 +85,29 @@ func browser(t *testing.T) context.Context {
 	if err := chromedp.Do(ctx); err != nil {
 		t.Fatalf("starting %s: %v", exe, err)
 	}
+	// Every error the page logs (exceptions, failed requests, refusals of
+	// the content security policy) fails the test at its end.
+	var mu sync.Mutex
+	var errs []string
+	go func() {
+		for m, err := range chromedp.Console(ctx) {
+			if err != nil {
+				return
+			}
+			if m.Type == chromedp.ConsoleError || m.IsException() {
+				mu.Lock()
+				errs = append(errs, m.String())
+				mu.Unlock()
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, e := range errs {
+			t.Errorf("the page logged an error: %s", e)
+		}
+	})
 	return ctx
 }
 
@@ -107,7 +131,7 @@ func demoServer(t *testing.T, stepDelayMS float64) string {
 
 func screenshot(t *testing.T, dir, name string) chromedp.Action[chromedp.Void] {
 	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-		png, err := chromedp.FullScreenshot(90)(ctx, tg)
+		png, err := chromedp.FullScreenshot(100)(ctx, tg) // quality 100 gives a PNG
 		if err != nil {
 			return err
 		}
@@ -196,7 +220,7 @@ func TestBrowserApprovalFlow(t *testing.T) {
 	chat := p.text("chat")
 	p.do(chromedp.Click(chromedp.CSS(`#tabs button[data-tab="ledger"]`)), screenshot(t, dir, "4-ledger"))
 	ledger := p.text("ledger")
-	ledgerRows := p.eval(`document.querySelectorAll('#ledger tbody tr').length`)
+	ledgerRows := p.eval(`document.querySelectorAll('#ledger .lrow').length`)
 	p.do(chromedp.Click(chromedp.CSS(`#tabs button[data-tab="usage"]`)))
 	usage := p.text("usage")
 	p.do(chromedp.Click(chromedp.CSS(`#tabs button[data-tab="files"]`)),

@@ -104,6 +104,7 @@ function el(tag, attrs, ...kids) {
     if (k === 'class') e.className = v;
     else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
     else if (k === 'html') e.innerHTML = v;
+    else if (k === 'style') Object.assign(e.style, v); // CSSOM, which the page's CSP allows
     else e.setAttribute(k, v === true ? '' : v);
   }
   for (const k of kids.flat()) {
@@ -648,21 +649,30 @@ function showDiff() {
     ...lines.map(([k, t]) => el('div', { class: k === '+' ? 'add' : k === '-' ? 'del' : 'same' }, k + ' ' + t)));
 }
 
+// LEDGER_PARTS are the sources of a request's estimated tokens, in the
+// order of the bars.
+const LEDGER_PARTS = [['system', 'system prompt'], ['tools', 'tool definitions'], ['messages', 'messages'],
+  ['tool_results', 'tool results'], ['memory', 'memory'], ['skills', 'skills']];
+
 function renderLedger() {
   const rows = [...S.ledger.values()];
   if (!rows.length) { $('ledger').replaceChildren(el('p', { class: 'muted' }, 'No model calls yet.')); return; }
-  const cols = ['system', 'tools', 'messages', 'tool_results', 'memory', 'skills'];
-  $('ledger').replaceChildren(el('table', { class: 'ledger' },
-    el('thead', {}, el('tr', {}, el('th', {}, 'agent'), el('th', {}, 'call'), cols.map((c) => el('th', {}, c.replace('_', ' '))),
-      el('th', {}, 'estimate'), el('th', {}, 'free'), el('th', {}, 'in'), el('th', {}, 'out'), el('th', {}, 'cached'))),
-    el('tbody', {}, rows.map((r) => {
-      const c = r.ctx || {};
-      const u = r.usage || {};
-      return el('tr', {}, el('td', { title: r.agent }, shortAgent(r.agent)), el('td', {}, '#' + (r.round + 1)),
-        cols.map((k) => el('td', {}, num(c[k]))), el('td', {}, num(c.calibrated)),
-        el('td', {}, c.window ? num(c.free) : '–'), el('td', {}, r.usage ? num(u.input_tokens) : '…'),
-        el('td', {}, r.usage ? num(u.output_tokens) : '…'), el('td', {}, r.usage ? num(u.cached_input_tokens) : '…'));
-    }))));
+  const legend = el('div', { class: 'legend' }, LEDGER_PARTS.map(([k, label], i) => el('span', {}, el('i', { class: 'p' + i }), label)));
+  $('ledger').replaceChildren(legend, ...rows.map((r) => {
+    const c = r.ctx || {};
+    const total = LEDGER_PARTS.reduce((n, [k]) => n + (c[k] || 0), 0) || 1;
+    const bar = el('div', { class: 'bar' }, LEDGER_PARTS.map(([k, label], i) => (c[k] ? el('i', {
+      class: 'p' + i, style: { width: `${(100 * c[k] / total).toFixed(2)}%` }, title: `${label}: ${num(c[k])} tokens`,
+    }) : null)));
+    const u = r.usage;
+    return el('div', { class: 'lrow', 'data-agent': r.agent },
+      el('div', { class: 'row' }, el('strong', { title: r.agent }, shortAgent(r.agent)), el('span', { class: 'muted' }, 'call ' + (r.round + 1)),
+        el('span', { class: 'grow' }),
+        el('span', { class: 'muted' }, `est. ${num(c.calibrated)}` + (c.window ? ` of ${num(c.window)} (${num(c.free)} free)` : ''))),
+      bar,
+      el('div', { class: 'muted small' }, LEDGER_PARTS.filter(([k]) => c[k]).map(([k, label]) => `${label} ${num(c[k])}`).join(' · ')
+        + (u ? ` — reported: ${num(u.input_tokens)} in, ${num(u.output_tokens)} out` + (u.cached_input_tokens ? `, ${num(u.cached_input_tokens)} cached` : '') : ' — waiting for the answer')));
+  }));
 }
 
 function shortAgent(p) {
