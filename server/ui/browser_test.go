@@ -144,7 +144,7 @@ func screenshot(t *testing.T, dir, name string) chromedp.Action[chromedp.Void] {
 // waitJS polls a JavaScript expression until it is true.
 func waitJS(expr string) chromedp.Action[chromedp.Void] {
 	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-		_, err := chromedp.Poll[bool](expr, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(60*time.Second))(ctx, tg)
+		_, err := chromedp.Poll[bool]("!!("+expr+")", chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(60*time.Second))(ctx, tg)
 		if err != nil {
 			return fmt.Errorf("waiting for %s: %w", expr, err)
 		}
@@ -190,8 +190,8 @@ func (p page) eval(expr string) int {
 // final answer shows, with the written file in the files panel and the
 // context ledger filled in.
 func TestBrowserApprovalFlow(t *testing.T) {
-	p := page{t, browser(t)}
 	url := demoServer(t, 40)
+	p := page{t, browser(t)} // after the server: the browser closes first
 	dir := artifacts(t)
 
 	p.do(

@@ -1,0 +1,150 @@
+package ui_test
+
+import (
+	"encoding/json"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/deepagents-go/deepagents"
+	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/llm/scripted"
+	"github.com/deepagents-go/deepagents/server"
+	"github.com/deepagents-go/deepagents/server/ui"
+)
+
+// subagentApprovalServer serves an agent whose first subagent writes a file,
+// a call that waits for approval inside the subagent, while the second
+// subagent just answers; the parent then answers "All done.".
+func subagentApprovalServer(t *testing.T) string {
+	t.Helper()
+	model := scripted.New(nil, scripted.Options{Func: func(ci llm.CallInfo, req *llm.Request) (scripted.Step, error) {
+		last := req.Messages[len(req.Messages)-1]
+		if ci.Instance != "" {
+			if strings.Contains(ci.Task, "write") && last.Role == llm.RoleUser {
+				b, _ := json.Marshal(map[string]string{"file_path": "/notes.md", "content": "draft from the subagent\n"})
+				return scripted.Step{ToolCalls: []scripted.StepCall{{ID: "write_sub", Name: "write_file", Args: b}}}, nil
+			}
+			return scripted.Step{Content: "Subagent finished: " + ci.Task}, nil
+		}
+		if last.Role == llm.RoleUser {
+			args := func(task string) json.RawMessage {
+				b, _ := json.Marshal(map[string]string{"description": task, "subagent_type": "general-purpose"})
+				return b
+			}
+			return scripted.Step{ToolCalls: []scripted.StepCall{
+				{ID: "task_w", Name: "task", Args: args("write the notes")},
+				{ID: "task_r", Name: "task", Args: args("read the sources")},
+			}}, nil
+		}
+		return scripted.Step{Content: "All done."}, nil
+	}})
+	a, err := deepagents.New(deepagents.Config{Name: "agent", Model: model, Stream: true,
+		InterruptOn: map[string]agent.Approval{"write_file": {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := server.New(server.Config{Agents: []server.AgentSpec{{Name: "agent", Agent: a}},
+		Saver: checkpoint.NewMemory(0), UI: ui.Handler()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s)
+	t.Cleanup(func() { hs.Close(); _ = s.Close() })
+	return hs.URL
+}
+
+// TestBrowserSubagentApprovalEditAndReload: a subagent's call waits for
+// approval in the subagent's own card; its arguments are edited there and
+// approved; the run finishes; the file holds the edited text and the diff
+// between checkpoints shows the change; after a reload the subagent cards
+// are rebuilt from the stored run events and still readable.
+func TestBrowserSubagentApprovalEditAndReload(t *testing.T) {
+	url := subagentApprovalServer(t)
+	p := page{t, browser(t)} // after the server: the browser closes first
+	dir := artifacts(t)
+	const card = `#lanes details.card[data-ns="task:task_w"]`
+	p.do(
+		chromedp.Navigate(url+"/"),
+		waitJS(`document.querySelectorAll('#assistant option').length === 1`),
+		chromedp.SendKeys(chromedp.ID("input"), "prepare notes"),
+		chromedp.Click(chromedp.ID("send")),
+		// The approval shows in the writing subagent's card, not the chat's.
+		chromedp.WaitVisible(chromedp.CSS(card+` .approval button.edit`)),
+		waitJS(`!document.querySelector('#send').disabled`),
+		waitJS(`!document.querySelector('#chat .approval') && document.querySelector('#chat').textContent.includes('wait for approval in their cards')`),
+		waitJS(`document.querySelector('`+card+`').dataset.status === 'waiting'`),
+		waitJS(`document.querySelector('#lanes details.card[data-ns="task:task_r"]').dataset.status === 'ok'`),
+		screenshot(t, dir, "1-subagent-approval"),
+		chromedp.Click(chromedp.CSS(card+` .approval button.edit`)),
+		chromedp.WaitVisible(chromedp.CSS(card+` .approval textarea[name="content"]`)),
+		chromedp.SetValue(chromedp.CSS(card+` .approval textarea[name="content"]`), "edited by the reviewer\n"),
+		chromedp.Click(chromedp.CSS(card+` .approval button.edit-save`)),
+		waitJS(`document.querySelector('#chat').textContent.includes('All done.')`),
+		waitJS(`!document.querySelector('#send').disabled`),
+		waitJS(`document.querySelector('`+card+`').dataset.status === 'ok'`),
+		chromedp.Click(chromedp.CSS(`#tabs button[data-tab="files"]`)),
+		waitJS(`document.querySelector('#files a') && document.querySelector('#files a').textContent === '/notes.md'`),
+		chromedp.Click(chromedp.CSS(`#files a`)),
+		waitJS(`document.querySelector('#file-content').textContent === 'edited by the reviewer\n'`),
+		waitJS(`document.querySelectorAll('#diff-from option').length > 1`),
+		chromedp.Click(chromedp.ID("diff-go")),
+		waitJS(`document.querySelector('#diff').textContent.includes('+ edited by the reviewer')`),
+		screenshot(t, dir, "2-file-diff"),
+	)
+	diff := p.text("diff")
+	if strings.Contains(diff, "draft from the subagent") {
+		t.Errorf("the file kept the subagent's draft although the edit replaced it:\n%s", diff)
+	}
+	// The subagents' transcripts stay readable after a reload: the page
+	// replays the runs' stored events.
+	p.do(
+		chromedp.Reload(),
+		waitJS(`document.querySelectorAll('#lanes details.card[data-status="ok"]').length === 2`),
+		waitJS(`document.querySelector('#chat').textContent.includes('All done.')`),
+		screenshot(t, dir, "3-after-reload"),
+	)
+	lanes := p.text("lanes")
+	for _, want := range []string{"Subagent finished: write the notes", "Subagent finished: read the sources", "write_file"} {
+		if !strings.Contains(lanes, want) {
+			t.Errorf("after the reload the lanes lack %q:\n%s", want, lanes)
+		}
+	}
+	if n := p.eval(`document.querySelectorAll('#lanes .approval').length`); n != 0 {
+		t.Errorf("%d approval cards after the reload, want none (the call was decided)", n)
+	}
+}
+
+// TestBrowserStop: the stop button cancels a run whose model call would
+// take a minute; the page is ready for the next message well before that.
+func TestBrowserStop(t *testing.T) {
+	url := demoServer(t, 0)
+	p := page{t, browser(t)} // after the server: the browser closes first
+	dir := artifacts(t)
+	start := time.Now()
+	p.do(
+		chromedp.Navigate(url+"/"),
+		waitJS(`document.querySelectorAll('#assistant option').length === 1`),
+		chromedp.SendKeys(chromedp.ID("input"), "a slow question"),
+		chromedp.Click(chromedp.ID("send")),
+		waitJS(`!document.querySelector('#stop').disabled && document.querySelector('#ledger .lrow')`),
+		screenshot(t, dir, "1-running"),
+		chromedp.Click(chromedp.ID("stop")),
+		waitJS(`!document.querySelector('#send').disabled && document.querySelector('#stop').disabled`),
+		waitJS(`[...document.querySelectorAll('#threads li')].length === 1 && document.querySelector('#threads li').dataset.status !== 'busy'`),
+		screenshot(t, dir, "2-stopped"),
+	)
+	// The scripted model call takes 60 s; a stop that waited for it would
+	// not be done this soon.
+	if d := time.Since(start); d > 45*time.Second {
+		t.Errorf("stopping took %v; the run was not cancelled", d)
+	}
+	if strings.Contains(p.text("chat"), "Done: the report") {
+		t.Error("the stopped run still answered")
+	}
+}
