@@ -79,6 +79,8 @@ func TestBrowserSubagentApprovalEditAndReload(t *testing.T) {
 		waitJS(`!document.querySelector('#send').disabled`),
 		waitJS(`!document.querySelector('#chat .approval') && document.querySelector('#chat').textContent.includes('wait for approval in their cards')`),
 		waitJS(`document.querySelector('`+card+`').dataset.status === 'waiting'`),
+		// The parent's two task calls wait too, one of them on the approval.
+		waitJS(`[...document.querySelectorAll('#chat details.tool')].every(d => d.dataset.status === 'waiting')`),
 		waitJS(`document.querySelector('#lanes details.card[data-ns="task:task_r"]').dataset.status === 'ok'`),
 		screenshot(t, dir, "1-subagent-approval"),
 		chromedp.Click(chromedp.CSS(card+` .approval button.edit`)),
@@ -137,6 +139,7 @@ func TestBrowserStop(t *testing.T) {
 		chromedp.Click(chromedp.ID("stop")),
 		waitJS(`!document.querySelector('#send').disabled && document.querySelector('#stop').disabled`),
 		waitJS(`[...document.querySelectorAll('#threads li')].length === 1 && document.querySelector('#threads li').dataset.status !== 'busy'`),
+		waitJS(`document.querySelector('#chat .note').textContent === 'Stopped: the run was cancelled.'`),
 		screenshot(t, dir, "2-stopped"),
 	)
 	// The scripted model call takes 60 s; a stop that waited for it would

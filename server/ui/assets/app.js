@@ -29,6 +29,7 @@ const S = {
   todos: [],
   history: [],
   openFile: null,
+  notice: '', // a line under the chat, e.g. that the run was stopped
   epoch: 0, // bumped when another thread is opened: stale streams stop rendering
 };
 
@@ -243,6 +244,7 @@ function renderChat() {
   const rootActions = S.actions.filter((a) => !a.path || a.path === S.rootPath);
   if (rootActions.length) nodes.push(approvalCard(rootActions, 'The agent asks for approval'));
   const subActions = S.actions.filter((a) => a.path && a.path !== S.rootPath);
+  if (S.notice) nodes.push(el('div', { class: 'note' }, S.notice));
   if (subActions.length) {
     nodes.push(el('div', { class: 'note' }, `${subActions.length} call(s) of subagents wait for approval in their cards.`));
   }
@@ -253,7 +255,7 @@ function renderChat() {
 function toolBox(tc, result, waiting) {
   let status = 'running';
   if (result) status = result.status === 'error' ? 'error' : 'ok';
-  else if (waiting) status = 'waiting';
+  else if (waiting || (S.actions.length && !S.abort)) status = 'waiting';
   else if (!S.abort) status = 'stopped';
   const sub = tc.name === 'task' ? agentForCall(tc.id) : null;
   return el('details', { class: 'tool', 'data-status': status, 'data-call': tc.id },
@@ -720,7 +722,7 @@ async function refreshThreads() {
 
 function resetThread() {
   S.epoch++;
-  Object.assign(S, { runId: null, msgs: [], actions: [], files: {}, todos: [], history: [], openFile: null, rootRounds: 0 });
+  Object.assign(S, { runId: null, notice: '', msgs: [], actions: [], files: {}, todos: [], history: [], openFile: null, rootRounds: 0 });
   S.rootUsage = { input_tokens: 0, output_tokens: 0, cached_input_tokens: 0 };
   S.streaming.clear(); S.agents.clear(); S.decisions.clear(); S.ledger.clear(); approvalNodes.clear(); cardOpen.clear();
   $('file-view').hidden = true;
@@ -790,6 +792,7 @@ async function run(body) {
   S.abort = ctl;
   const epoch = S.epoch;
   showError('');
+  S.notice = '';
   render();
   try {
     const res = await api('POST', `/threads/${S.thread}/runs/stream`, Object.assign({
@@ -830,6 +833,7 @@ async function stop() {
   const ctl = S.abort;
   if (!ctl) return;
   $('stop').disabled = true;
+  S.notice = 'Stopped: the run was cancelled.';
   try {
     if (S.runId) await api('POST', `/threads/${S.thread}/runs/${S.runId}/cancel`, {});
   } catch (e) { showError(e.message); }
