@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -61,7 +62,8 @@ func artifacts(t *testing.T) string {
 
 // browser starts a headless Chromium with a fresh profile and returns a
 // tab's context, ended when the test ends.
-func browser(t *testing.T) context.Context {
+// Errors whose text contains one of allow are expected and not reported.
+func browser(t *testing.T, allow ...string) context.Context {
 	t.Helper()
 	exe := chromium(t)
 	opts := []chromedp.ExecAllocatorOption{
@@ -95,6 +97,9 @@ func browser(t *testing.T) context.Context {
 				return
 			}
 			if m.Type == chromedp.ConsoleError || m.IsException() {
+				if slices.ContainsFunc(allow, func(a string) bool { return strings.Contains(m.String(), a) }) {
+					continue
+				}
 				mu.Lock()
 				errs = append(errs, m.String())
 				mu.Unlock()
@@ -115,12 +120,18 @@ func browser(t *testing.T) context.Context {
 // a write_file call that waits for approval, then an answer) with the UI.
 func demoServer(t *testing.T, stepDelayMS float64) string {
 	t.Helper()
+	return demoServerToken(t, stepDelayMS, "")
+}
+
+// demoServerToken is demoServer wanting a bearer token ("" for none).
+func demoServerToken(t *testing.T, stepDelayMS float64, token string) string {
+	t.Helper()
 	a, err := server.DemoAgent("agent", stepDelayMS)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s, err := server.New(server.Config{Agents: []server.AgentSpec{{Name: "agent", Agent: a}},
-		Saver: checkpoint.NewMemory(0), UI: ui.Handler()})
+		Saver: checkpoint.NewMemory(0), UI: ui.Handler(), Token: token})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -151,3 +151,30 @@ func TestBrowserStop(t *testing.T) {
 		t.Error("the stopped run still answered")
 	}
 }
+
+// TestBrowserToken: against a server that wants a bearer token, the page
+// loads, asks for the token, and once it is given lists the agent and runs
+// a turn with it.
+func TestBrowserToken(t *testing.T) {
+	url := demoServerToken(t, 0, "s3cret-token")
+	// The first API calls are refused (401) until the token is entered.
+	p := page{t, browser(t, "401 (Unauthorized)")}
+	dir := artifacts(t)
+	p.do(
+		chromedp.Navigate(url+"/"),
+		chromedp.WaitVisible(chromedp.ID("token")),
+		waitJS(`document.querySelector('#conn').textContent.includes('bearer token')`),
+		waitJS(`document.querySelectorAll('#assistant option').length === 0`),
+		screenshot(t, dir, "1-asks-for-token"),
+		chromedp.SendKeys(chromedp.ID("token"), "s3cret-token"),
+		chromedp.Click(chromedp.CSS(`#token-form button[type="submit"]`)),
+		waitJS(`document.querySelectorAll('#assistant option').length === 1 && document.querySelector('#token-form').hidden`),
+		chromedp.SendKeys(chromedp.ID("input"), "hello"),
+		chromedp.Click(chromedp.ID("send")),
+		chromedp.WaitVisible(chromedp.CSS(`#chat .approval button.approve`)),
+		screenshot(t, dir, "2-with-token"),
+	)
+	if got := p.text("conn"); got != "" {
+		t.Errorf("connection line still says %q", got)
+	}
+}
