@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/vfs"
 )
 
 // FuzzParseResume: any command.resume either fails with an error or gives
@@ -56,15 +57,29 @@ func FuzzParseModes(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if len(modes) == 0 {
-			t.Fatalf("no modes and no error from %q", raw)
-		}
 		for m := range modes {
 			switch m {
 			case "values", "updates", "messages-tuple", "custom":
 			default:
 				t.Fatalf("mode %q accepted from %q", m, raw)
 			}
+		}
+	})
+}
+
+// FuzzParseFileUpdate: accepted updates name clean, distinct paths.
+func FuzzParseFileUpdate(f *testing.F) {
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		d, err := parseFileUpdate(json.RawMessage(raw))
+		if err != nil {
+			return
+		}
+		seen := map[string]bool{}
+		for _, c := range d {
+			if clean, err := vfs.Clean(c.Path); err != nil || clean != c.Path || seen[c.Path] {
+				t.Fatalf("path %q accepted from %q", c.Path, raw)
+			}
+			seen[c.Path] = true
 		}
 	})
 }

@@ -24,6 +24,7 @@ func NewMemoryStore() *MemoryStore {
 	return &MemoryStore{threads: map[string]ThreadRecord{}, runs: map[string]RunRecord{}, events: map[string][]StoredEvent{}}
 }
 
+// CreateThread implements Store.
 func (m *MemoryStore) CreateThread(_ context.Context, t ThreadRecord) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -39,6 +40,7 @@ func cloneThread(t ThreadRecord) ThreadRecord {
 	return t
 }
 
+// GetThread implements Store.
 func (m *MemoryStore) GetThread(_ context.Context, id string) (ThreadRecord, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -49,6 +51,7 @@ func (m *MemoryStore) GetThread(_ context.Context, id string) (ThreadRecord, err
 	return cloneThread(t), nil
 }
 
+// UpdateThread implements Store.
 func (m *MemoryStore) UpdateThread(_ context.Context, t ThreadRecord) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -59,6 +62,7 @@ func (m *MemoryStore) UpdateThread(_ context.Context, t ThreadRecord) error {
 	return nil
 }
 
+// DeleteThread implements Store.
 func (m *MemoryStore) DeleteThread(_ context.Context, id string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -75,6 +79,7 @@ func (m *MemoryStore) DeleteThread(_ context.Context, id string) error {
 	return nil
 }
 
+// SearchThreads implements Store.
 func (m *MemoryStore) SearchThreads(_ context.Context, q ThreadQuery) ([]ThreadRecord, int, error) {
 	m.mu.Lock()
 	var all []ThreadRecord
@@ -136,6 +141,7 @@ func page[T any](xs []T, limit, offset int) []T {
 	return xs
 }
 
+// PutRun implements Store.
 func (m *MemoryStore) PutRun(_ context.Context, r RunRecord) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -149,6 +155,7 @@ func (m *MemoryStore) PutRun(_ context.Context, r RunRecord) error {
 	return nil
 }
 
+// GetRun implements Store.
 func (m *MemoryStore) GetRun(_ context.Context, threadID, runID string) (RunRecord, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -159,6 +166,7 @@ func (m *MemoryStore) GetRun(_ context.Context, threadID, runID string) (RunReco
 	return r, nil
 }
 
+// ListRuns implements Store.
 func (m *MemoryStore) ListRuns(_ context.Context, threadID string, limit, offset int) ([]RunRecord, error) {
 	m.mu.Lock()
 	var out []RunRecord
@@ -172,6 +180,7 @@ func (m *MemoryStore) ListRuns(_ context.Context, threadID string, limit, offset
 	return page(out, limit, offset), nil
 }
 
+// AppendEvents implements Store.
 func (m *MemoryStore) AppendEvents(_ context.Context, runID string, evs []StoredEvent) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -179,6 +188,7 @@ func (m *MemoryStore) AppendEvents(_ context.Context, runID string, evs []Stored
 	return nil
 }
 
+// Events implements Store.
 func (m *MemoryStore) Events(_ context.Context, runID string, after int64) ([]StoredEvent, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -187,4 +197,5 @@ func (m *MemoryStore) Events(_ context.Context, runID string, after int64) ([]St
 	return slices.Clone(evs[i:]), nil
 }
 
+// Close implements Store.
 func (m *MemoryStore) Close() error { return nil }

@@ -36,7 +36,7 @@ var operations = []operation{
 	{Method: "PATCH", Path: "/threads/{thread_id}", Summary: "Merge metadata into a thread", Request: typeOf[ThreadPatch](), Response: typeOf[Thread]()},
 	{Method: "DELETE", Path: "/threads/{thread_id}", Summary: "Delete a thread, its runs and checkpoints", Status: http.StatusNoContent},
 	{Method: "GET", Path: "/threads/{thread_id}/state", Summary: "The thread's latest state", Response: typeOf[ThreadState]()},
-	{Method: "POST", Path: "/threads/{thread_id}/state", Summary: "Update the thread's state (not supported yet: 501)", Request: typeOf[StateUpdate](), Status: http.StatusNotImplemented},
+	{Method: "POST", Path: "/threads/{thread_id}/state", Summary: "Change the thread's files (values.files: path to content, or null to delete) in a new checkpoint", Request: typeOf[StateUpdate](), Response: typeOf[map[string]CheckpointRef]()},
 	{Method: "GET", Path: "/threads/{thread_id}/history", Summary: "The thread's checkpoints, newest first", Response: typeOf[[]ThreadState]()},
 	{Method: "POST", Path: "/threads/{thread_id}/history", Summary: "The thread's checkpoints, newest first", Request: typeOf[HistoryRequest](), Response: typeOf[[]ThreadState]()},
 	{Method: "POST", Path: "/threads/{thread_id}/runs", Summary: "Start a run in the background", Request: typeOf[RunCreate](), Response: typeOf[Run]()},

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -45,11 +47,17 @@ type liveRun struct {
 	// creating stream's client goes away.
 	cancelOnDisconnect bool
 
-	mu       sync.Mutex
-	events   []StoredEvent // events[i].Seq == i+1
-	changed  chan struct{}
-	done     bool
-	finished chan struct{}
+	mu     sync.Mutex
+	events []StoredEvent // events[i].Seq == i+1
+	// persisted counts the events stored: only those are sent, so that a
+	// client never sees an event a restarted server would not have.
+	persisted int64
+	changed   chan struct{} // closed when persisted grows or the run ends
+	done      bool
+	closing   bool          // the run has emitted its last event
+	wake      chan struct{} // tells the persister there are new events
+	persister chan struct{} // closed when the persister has stored all
+	finished  chan struct{}
 }
 
 func (lr *liveRun) snapshot(after int64) (evs []StoredEvent, changed <-chan struct{}, done bool) {
@@ -58,8 +66,8 @@ func (lr *liveRun) snapshot(after int64) (evs []StoredEvent, changed <-chan stru
 	if after < 0 {
 		after = 0
 	}
-	if after < int64(len(lr.events)) {
-		evs = lr.events[after:]
+	if after < lr.persisted {
+		evs = lr.events[after:lr.persisted]
 	}
 	return evs, lr.changed, lr.done
 }
@@ -67,6 +75,10 @@ func (lr *liveRun) snapshot(after int64) (evs []StoredEvent, changed <-chan stru
 // knownModes are the stream modes served; "messages" is taken as
 // "messages-tuple".
 var knownModes = []string{"values", "updates", "messages-tuple", "messages", "custom"}
+
+// unservedModes are LangGraph stream modes that clients may ask for along
+// with others; they are accepted and send nothing.
+var unservedModes = []string{"events", "debug", "tasks", "checkpoints"}
 
 func parseModes(raw json.RawMessage) (map[string]bool, error) {
 	var list []string
@@ -83,6 +95,9 @@ func parseModes(raw json.RawMessage) (map[string]bool, error) {
 	}
 	modes := map[string]bool{}
 	for _, m := range list {
+		if slices.Contains(unservedModes, m) {
+			continue
+		}
 		if !slices.Contains(knownModes, m) {
 			return nil, fmt.Errorf("stream_mode %q is not served; use values, updates, messages-tuple or custom", m)
 		}
@@ -119,12 +134,18 @@ func (s *Server) submit(r *http.Request) (*liveRun, error) {
 	}
 	var decisions []agent.Decision
 	if req.Command != nil && len(req.Command.Resume) > 0 && string(req.Command.Resume) != "null" {
-		var waiting []agent.Interrupt
-		if rs, err := s.loadState(ctx, threadID); err == nil && rs != nil {
-			waiting = rs.Loop.Interrupts
-		}
-		decisions, err = parseResume(req.Command.Resume, waiting)
+		rs, err := s.loadState(ctx, threadID)
 		if err != nil {
+			return nil, err
+		}
+		if rs == nil || rs.Status != agent.StatusInterrupted || len(rs.Loop.Interrupts) == 0 {
+			return nil, errf(http.StatusUnprocessableEntity, "thread %q has no calls waiting for a decision; send input messages instead", threadID)
+		}
+		decisions, err = parseResume(req.Command.Resume, rs.Loop.Interrupts)
+		if err != nil {
+			return nil, errf(http.StatusUnprocessableEntity, "%v", err)
+		}
+		if err := answersWaiting(decisions, rs.Loop.Interrupts); err != nil {
 			return nil, errf(http.StatusUnprocessableEntity, "%v", err)
 		}
 	}
@@ -179,6 +200,7 @@ func (s *Server) submit(r *http.Request) (*liveRun, error) {
 			Status: runPending, Metadata: meta, MultitaskStrategy: strategy}},
 		asst: asst, input: input, cancelOnDisconnect: req.OnDisconnect == "cancel", decisions: decisions, modes: modes, subgraphs: req.StreamSubgraphs,
 		changed: make(chan struct{}), finished: make(chan struct{}),
+		wake: make(chan struct{}, 1), persister: make(chan struct{}),
 	}
 	if err := s.store.PutRun(ctx, lr.rec); err != nil {
 		return nil, err
@@ -206,12 +228,33 @@ func (s *Server) submit(r *http.Request) (*liveRun, error) {
 	return lr, nil
 }
 
+// answersWaiting checks that every decision names a waiting call, so that
+// a wrong id is refused before a run starts.
+func answersWaiting(ds []agent.Decision, waiting []agent.Interrupt) error {
+	for _, d := range ds {
+		if !slices.ContainsFunc(waiting, func(in agent.Interrupt) bool {
+			return in.CallID == d.CallID && (d.Path == "" || d.Path == in.Path)
+		}) {
+			ids := make([]string, len(waiting))
+			for i, in := range waiting {
+				ids[i] = in.CallID
+			}
+			return fmt.Errorf("decision for call %q: no such call waits; the waiting calls are %s", d.CallID, strings.Join(ids, ", "))
+		}
+	}
+	return nil
+}
+
 // start runs lr in the background; s.mu is held.
 func (s *Server) start(lr *liveRun) {
 	s.active[lr.rec.ThreadID] = lr
 	ctx, cancel := context.WithCancelCause(s.ctx)
 	lr.cancel = cancel
-	s.wg.Add(1)
+	s.wg.Add(2)
+	go func() {
+		defer s.wg.Done()
+		s.persist(lr)
+	}()
 	go func() {
 		defer s.wg.Done()
 		defer cancel(nil)
@@ -219,13 +262,21 @@ func (s *Server) start(lr *liveRun) {
 	}()
 }
 
-// finish records lr's end and starts the thread's next queued run.
+// finish records lr's end, once its events are stored, and starts the
+// thread's next queued run.
 func (s *Server) finish(lr *liveRun) {
+	lr.mu.Lock()
+	lr.closing = true
+	lr.mu.Unlock()
+	lr.poke()
+	<-lr.persister
 	lr.mu.Lock()
 	lr.done = true
 	close(lr.changed)
 	lr.mu.Unlock()
-	close(lr.finished)
+	// Whoever waits on finished sees the thread free (or busy with the
+	// next run), never still busy with this one.
+	defer close(lr.finished)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.live, lr.rec.RunID)
@@ -261,21 +312,54 @@ func (s *Server) abandon(lr *liveRun) {
 	close(lr.finished)
 }
 
-// emit stores one event of lr and wakes its streams.
+// emit numbers one event of lr and hands it to the persister; streams
+// send it once it is stored. The run does not wait for the database.
 func (s *Server) emit(lr *liveRun, event string, data any) {
 	b, err := json.Marshal(data)
 	if err != nil {
 		b, _ = json.Marshal(map[string]string{"error": "encoding the event: " + err.Error()})
 	}
 	lr.mu.Lock()
-	defer lr.mu.Unlock()
-	ev := StoredEvent{Seq: int64(len(lr.events)) + 1, Event: event, Data: b}
-	if err := s.store.AppendEvents(context.Background(), lr.rec.RunID, []StoredEvent{ev}); err != nil {
-		s.log.Error("storing a run event", "run", lr.rec.RunID, "err", err)
+	lr.events = append(lr.events, StoredEvent{Seq: int64(len(lr.events)) + 1, Event: event, Data: b})
+	lr.mu.Unlock()
+	lr.poke()
+}
+
+func (lr *liveRun) poke() {
+	select {
+	case lr.wake <- struct{}{}:
+	default:
 	}
-	lr.events = append(lr.events, ev)
-	close(lr.changed)
-	lr.changed = make(chan struct{})
+}
+
+// persist stores lr's events in order, as many at a time as have come,
+// and wakes the streams after each write, until the run has ended and all
+// are stored.
+func (s *Server) persist(lr *liveRun) {
+	defer close(lr.persister)
+	for {
+		lr.mu.Lock()
+		batch := lr.events[lr.persisted:]
+		closing := lr.closing
+		lr.mu.Unlock()
+		if len(batch) == 0 {
+			if closing {
+				return
+			}
+			<-lr.wake
+			continue
+		}
+		if err := s.store.AppendEvents(context.Background(), lr.rec.RunID, batch); err != nil {
+			// The events are still sent: a client should not stall on a
+			// database error, though a rejoin after a restart may miss them.
+			s.log.Error("storing run events", "run", lr.rec.RunID, "err", err)
+		}
+		lr.mu.Lock()
+		lr.persisted += int64(len(batch))
+		close(lr.changed)
+		lr.changed = make(chan struct{})
+		lr.mu.Unlock()
+	}
 }
 
 // execute runs lr to its end, translating its events.
@@ -283,6 +367,13 @@ func (s *Server) execute(ctx context.Context, lr *liveRun) {
 	defer s.finish(lr)
 	bg := context.Background()
 	s.update(lr, func(r *RunRecord) { r.Status = runRunning })
+	s.mu.Lock()
+	if th, err := s.store.GetThread(bg, lr.rec.ThreadID); err == nil && th.Status != threadBusy {
+		// A queued run starts after the one before set the thread's status.
+		th.Status, th.Error, th.UpdatedAt = threadBusy, "", now()
+		_ = s.store.UpdateThread(bg, th)
+	}
+	s.mu.Unlock()
 	s.emit(lr, "metadata", map[string]any{"run_id": lr.rec.RunID, "thread_id": lr.rec.ThreadID, "attempt": 1})
 	tr, err := s.newTranslator(bg, lr)
 	var res *agent.Result
@@ -414,6 +505,9 @@ func (s *Server) streamRun(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// defaultHeartbeat is how often a quiet stream gets a comment line.
+const defaultHeartbeat = 10 * time.Second
+
 // lastEventID reads the Last-Event-ID header: the stream continues after
 // that event (all events when it is absent, -1 or not a number).
 func lastEventID(r *http.Request) int64 {
@@ -461,6 +555,10 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, lr *liveRun, run
 		_ = rc.Flush()
 		return
 	}
+	// A comment line now and then keeps proxies from closing a quiet
+	// stream (a long model call) and tells clients it is alive.
+	beat := time.NewTicker(s.heartbeat)
+	defer beat.Stop()
 	for {
 		evs, changed, done := lr.snapshot(after)
 		for _, ev := range evs {
@@ -482,6 +580,10 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, lr *liveRun, run
 		}
 		select {
 		case <-changed:
+		case <-beat.C:
+			if _, err := io.WriteString(w, ": heartbeat\n\n"); err != nil || rc.Flush() != nil {
+				return
+			}
 		case <-r.Context().Done():
 			return
 		case <-s.ctx.Done():

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/checkpoint"
@@ -49,6 +50,9 @@ type Config struct {
 	// UI, when set, is mounted at "/" for every path the API does not
 	// serve (the web UI's assets).
 	UI http.Handler
+	// Heartbeat is how often a stream with no event gets a comment line
+	// (10 s when 0).
+	Heartbeat time.Duration
 	// Logger receives errors that cannot be sent to a client; nil discards.
 	Logger *slog.Logger
 }
@@ -67,6 +71,8 @@ type Server struct {
 	active map[string]*liveRun   // the running run of each busy thread
 	queue  map[string][]*liveRun // runs waiting for their thread, in order
 
+	heartbeat time.Duration
+
 	ctx    context.Context // cancelled by Shutdown: ends streams and runs
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -84,6 +90,10 @@ func New(cfg Config) (*Server, error) {
 		live: map[string]*liveRun{}, active: map[string]*liveRun{}, queue: map[string][]*liveRun{}}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
+	}
+	s.heartbeat = cfg.Heartbeat
+	if s.heartbeat <= 0 {
+		s.heartbeat = defaultHeartbeat
 	}
 	if s.store == nil {
 		s.store = NewMemoryStore()

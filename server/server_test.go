@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/deepagents-go/deepagents/checkpoint"
 )
@@ -165,6 +167,17 @@ func TestStreamInterruptResume(t *testing.T) {
 		t.Errorf("thread status %q, interrupts %v", got.Status, got.Interrupts)
 	}
 
+	for name, resume := range map[string]any{
+		"unknown type": map[string]any{"decisions": []any{map[string]any{"type": "maybe"}}},
+		"unknown call": []any{map[string]any{"type": "approve", "id": "nope"}},
+		"edit no args": []any{map[string]any{"type": "edit", "id": "write_1"}},
+	} {
+		resp, b := h.do("POST", "/threads/"+th.ThreadID+"/runs", map[string]any{"assistant_id": "researcher", "command": map[string]any{"resume": resume}})
+		if resp.StatusCode != 422 {
+			t.Errorf("resume with %s: status %d (%s)", name, resp.StatusCode, b)
+		}
+	}
+
 	// Resume with LangChain's decision shape: no call id, answered in order.
 	var res map[string]json.RawMessage
 	h.json("POST", "/threads/"+th.ThreadID+"/runs/wait", map[string]any{
@@ -260,7 +273,7 @@ func TestBadRunRequests(t *testing.T) {
 		"bad strategy":  map[string]any{"assistant_id": "researcher", "input": msg, "multitask_strategy": "shout"},
 		"bad message":   map[string]any{"assistant_id": "researcher", "input": map[string]any{"messages": []any{map[string]any{"role": "wizard", "content": "x"}}}},
 		"system input":  map[string]any{"assistant_id": "researcher", "input": map[string]any{"messages": []any{map[string]any{"role": "system", "content": "x"}}}},
-		"bad decisions": map[string]any{"assistant_id": "researcher", "command": map[string]any{"resume": map[string]any{"decisions": []any{map[string]any{"type": "maybe", "id": "x"}}}}},
+		"nothing waits": map[string]any{"assistant_id": "researcher", "command": map[string]any{"resume": map[string]any{"decisions": []any{map[string]any{"type": "approve", "id": "x"}}}}},
 	} {
 		resp, b := h.do("POST", p, body)
 		if resp.StatusCode != 422 {
@@ -370,4 +383,164 @@ func TestShutdownEndsStreams(t *testing.T) {
 	if resp2.StatusCode != 503 {
 		t.Errorf("a run after shutdown: status %d, want 503", resp2.StatusCode)
 	}
+}
+
+// TestUpdateStateFiles: POST /state changes the thread's files in a new
+// checkpoint that the next run starts from.
+func TestUpdateStateFiles(t *testing.T) {
+	h := newHarness(t, Config{})
+	var th Thread
+	h.json("POST", "/threads", map[string]any{"thread_id": "f"}, 200, &th)
+	h.json("POST", "/threads/f/state", map[string]any{"values": map[string]any{"files": map[string]any{"/a.txt": "x"}}}, 409, nil)
+	msg := map[string]any{"messages": []any{map[string]any{"role": "user", "content": "go"}}}
+	h.json("POST", "/threads/f/runs/wait", map[string]any{"assistant_id": "researcher", "input": msg}, 200, nil)
+	// Waiting for approval: not now.
+	h.json("POST", "/threads/f/state", map[string]any{"values": map[string]any{"files": map[string]any{"/a.txt": "x"}}}, 409, nil)
+	h.json("POST", "/threads/f/runs/wait", map[string]any{"assistant_id": "researcher",
+		"command": map[string]any{"resume": []any{map[string]any{"type": "approve"}}}}, 200, nil)
+	for name, values := range map[string]any{
+		"messages":  map[string]any{"messages": []any{}},
+		"bad path":  map[string]any{"files": map[string]any{"../x": "y"}},
+		"bad value": map[string]any{"files": map[string]any{"/x": 3}},
+		"no files":  map[string]any{"files": map[string]any{}},
+	} {
+		if resp, b := h.do("POST", "/threads/f/state", map[string]any{"values": values}); resp.StatusCode != 422 {
+			t.Errorf("%s: status %d (%s)", name, resp.StatusCode, b)
+		}
+	}
+	var out struct {
+		Checkpoint CheckpointRef `json:"checkpoint"`
+	}
+	h.json("POST", "/threads/f/state", map[string]any{"values": map[string]any{"files": map[string]any{
+		"/notes.md": "hello", "/report.md": nil, "/b.md": map[string]any{"content": "bee"}}}}, 200, &out)
+	var st ThreadState
+	h.json("GET", "/threads/f/state", nil, 200, &st)
+	if st.Checkpoint.CheckpointID != out.Checkpoint.CheckpointID {
+		t.Errorf("latest checkpoint %q, update made %q", st.Checkpoint.CheckpointID, out.Checkpoint.CheckpointID)
+	}
+	var v struct {
+		Files map[string]struct {
+			Content string `json:"content"`
+		} `json:"files"`
+		Messages []LCMessage `json:"messages"`
+	}
+	if err := json.Unmarshal(st.Values, &v); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := v.Files["/report.md"]; ok || v.Files["/notes.md"].Content != "hello" || v.Files["/b.md"].Content != "bee" {
+		t.Errorf("files after the update: %+v", v.Files)
+	}
+	// The next turn runs on top of the changed files and keeps them.
+	var res map[string]json.RawMessage
+	h.json("POST", "/threads/f/runs/wait", map[string]any{"assistant_id": "researcher", "input": msg}, 200, &res)
+	if !strings.Contains(string(res["files"]), `"/notes.md"`) || len(v.Messages) == 0 {
+		t.Errorf("files after the next run: %s", res["files"])
+	}
+}
+
+// TestInterruptStrategyAndDisconnect: multitask_strategy interrupt cancels
+// the running run and starts the new one; on_disconnect cancel stops a run
+// whose streaming client went away.
+func TestInterruptStrategyAndDisconnect(t *testing.T) {
+	h := newHarness(t, Config{})
+	slow := map[string]any{"messages": []any{map[string]any{"role": "user", "content": "slow"}}}
+	var first Run
+	h.json("POST", "/threads/i/runs", map[string]any{"assistant_id": "researcher", "input": slow, "if_not_exists": "create"}, 200, &first)
+	var second Run
+	h.json("POST", "/threads/i/runs", map[string]any{"assistant_id": "researcher", "multitask_strategy": "interrupt",
+		"input": map[string]any{"messages": []any{map[string]any{"role": "user", "content": "quick"}}}}, 200, &second)
+	var res map[string]json.RawMessage
+	h.json("GET", "/threads/i/runs/"+second.RunID+"/join", nil, 200, &res)
+	if _, ok := res["__interrupt__"]; !ok {
+		t.Errorf("the second run did not run to its approval: %v", res)
+	}
+	var got Run
+	h.json("GET", "/threads/i/runs/"+first.RunID, nil, 200, &got)
+	if got.Status != "interrupted" || !strings.Contains(got.CancelReason, second.RunID) {
+		t.Errorf("the first run: %+v", got)
+	}
+	var runs []Run
+	h.json("GET", "/threads/i/runs?limit=1", nil, 200, &runs)
+	if len(runs) != 1 || runs[0].RunID != second.RunID {
+		t.Errorf("runs?limit=1 = %+v", runs)
+	}
+	h.json("GET", "/threads/i/runs?limit=1&offset=1", nil, 200, &runs)
+	if len(runs) != 1 || runs[0].RunID != first.RunID {
+		t.Errorf("runs?limit=1&offset=1 = %+v", runs)
+	}
+
+	// A streamed run with on_disconnect cancel, whose client leaves after
+	// the first event.
+	h.json("POST", "/threads", map[string]any{"thread_id": "d"}, 200, nil)
+	ctx, cancel := context.WithCancel(t.Context())
+	body := `{"assistant_id":"researcher","on_disconnect":"cancel","input":{"messages":[{"role":"user","content":"slow"}]}}`
+	req, _ := http.NewRequestWithContext(ctx, "POST", h.http.URL+"/threads/d/runs/stream", strings.NewReader(body))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loc := resp.Header.Get("Content-Location")
+	if line, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil || line != "event: metadata\n" {
+		t.Fatalf("first line %q, %v", line, err)
+	}
+	cancel()
+	resp.Body.Close()
+	// Joining waits for the run's end, which the disconnect brings.
+	h.json("GET", loc+"/join", nil, 200, nil)
+	h.json("GET", loc, nil, 200, &got)
+	if got.Status != "interrupted" || !strings.Contains(got.CancelReason, "disconnected") {
+		t.Errorf("the run after its client left: %+v", got)
+	}
+}
+
+func TestStateByCheckpointAndHistoryGet(t *testing.T) {
+	h := newHarness(t, Config{})
+	msg := map[string]any{"messages": []any{map[string]any{"role": "user", "content": "go"}}}
+	h.json("POST", "/threads/s/runs/wait", map[string]any{"assistant_id": "researcher", "input": msg, "if_not_exists": "create"}, 200, nil)
+	var hist []ThreadState
+	h.json("GET", "/threads/s/history?limit=2", nil, 200, &hist)
+	if len(hist) != 2 {
+		t.Fatalf("history: %d states", len(hist))
+	}
+	var older ThreadState
+	h.json("GET", "/threads/s/state/"+hist[1].Checkpoint.CheckpointID, nil, 200, &older)
+	if older.Checkpoint.CheckpointID != hist[1].Checkpoint.CheckpointID || string(older.Values) != string(hist[1].Values) {
+		t.Errorf("state at %s = %+v", hist[1].Checkpoint.CheckpointID, older.Checkpoint)
+	}
+	h.json("GET", "/threads/s/state/99999999", nil, 404, nil)
+	var before []ThreadState
+	h.json("POST", "/threads/s/history", map[string]any{"limit": 1, "before": map[string]any{"checkpoint_id": hist[0].Checkpoint.CheckpointID}}, 200, &before)
+	if len(before) != 1 || before[0].Checkpoint.CheckpointID != hist[1].Checkpoint.CheckpointID {
+		t.Errorf("history before %s = %+v", hist[0].Checkpoint.CheckpointID, before)
+	}
+	var last ThreadState
+	h.json("GET", "/threads/s/state", nil, 200, &last)
+	if len(last.Interrupts) != 1 || len(last.Tasks) != 1 || len(last.Next) != 1 {
+		t.Errorf("a state waiting for approval: next %v, tasks %+v, interrupts %+v", last.Next, last.Tasks, last.Interrupts)
+	}
+}
+
+// TestHeartbeat: a stream with nothing to send gets comment lines.
+func TestHeartbeat(t *testing.T) {
+	h := newHarness(t, Config{Heartbeat: time.Millisecond})
+	body := `{"assistant_id":"researcher","if_not_exists":"create","input":{"messages":[{"role":"user","content":"slow"}]}}`
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "POST", h.http.URL+"/threads/hb/runs/stream", strings.NewReader(body))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	r := bufio.NewReader(resp.Body)
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("the stream ended without a heartbeat: %v", err)
+		}
+		if line == ": heartbeat\n" {
+			break
+		}
+	}
+	h.json("POST", resp.Header.Get("Content-Location")+"/cancel?wait=1", nil, 202, nil)
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
@@ -23,6 +24,11 @@ const callTimeout = 30 * time.Second
 type SQLStore struct {
 	db *sql.DB
 	pg bool
+
+	appends   chan appendReq
+	closed    chan struct{} // closed by Close
+	stopped   chan struct{} // closed when the writer has stopped
+	closeOnce sync.Once
 }
 
 // OpenSQLStore opens the store: kind "sqlite" with a file path, or
@@ -51,6 +57,8 @@ func OpenSQLStore(ctx context.Context, kind, dsn string) (*SQLStore, error) {
 		s.db.Close()
 		return nil, fmt.Errorf("server store: creating tables: %w", err)
 	}
+	s.appends, s.closed, s.stopped = make(chan appendReq), make(chan struct{}), make(chan struct{})
+	go s.writer()
 	return &s, nil
 }
 
@@ -104,6 +112,7 @@ func (s *SQLStore) exec(ctx context.Context, query string, args ...any) (sql.Res
 func nanos(t time.Time) int64     { return t.UnixNano() }
 func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
 
+// CreateThread implements Store.
 func (s *SQLStore) CreateThread(ctx context.Context, t ThreadRecord) error {
 	meta, err := json.Marshal(orEmpty(t.Metadata))
 	if err != nil {
@@ -144,6 +153,7 @@ func scanThread(sc interface{ Scan(...any) error }) (ThreadRecord, error) {
 	return t, nil
 }
 
+// GetThread implements Store.
 func (s *SQLStore) GetThread(ctx context.Context, id string) (ThreadRecord, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
@@ -154,6 +164,7 @@ func (s *SQLStore) GetThread(ctx context.Context, id string) (ThreadRecord, erro
 	return t, err
 }
 
+// UpdateThread implements Store.
 func (s *SQLStore) UpdateThread(ctx context.Context, t ThreadRecord) error {
 	meta, err := json.Marshal(orEmpty(t.Metadata))
 	if err != nil {
@@ -170,6 +181,7 @@ func (s *SQLStore) UpdateThread(ctx context.Context, t ThreadRecord) error {
 	return nil
 }
 
+// DeleteThread implements Store.
 func (s *SQLStore) DeleteThread(ctx context.Context, id string) error {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
@@ -227,6 +239,7 @@ func (s *SQLStore) SearchThreads(ctx context.Context, q ThreadQuery) ([]ThreadRe
 	return page(all, q.Limit, q.Offset), len(all), nil
 }
 
+// PutRun implements Store.
 func (s *SQLStore) PutRun(ctx context.Context, r RunRecord) error {
 	rec, err := json.Marshal(storedRun{Run: r.Run, Error: r.Error})
 	if err != nil {
@@ -259,6 +272,7 @@ func (s *SQLStore) scanRun(sc interface{ Scan(...any) error }) (RunRecord, error
 	return r, nil
 }
 
+// GetRun implements Store.
 func (s *SQLStore) GetRun(ctx context.Context, threadID, runID string) (RunRecord, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
@@ -269,6 +283,7 @@ func (s *SQLStore) GetRun(ctx context.Context, threadID, runID string) (RunRecor
 	return r, err
 }
 
+// ListRuns implements Store.
 func (s *SQLStore) ListRuns(ctx context.Context, threadID string, limit, offset int) ([]RunRecord, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
@@ -291,24 +306,94 @@ func (s *SQLStore) ListRuns(ctx context.Context, threadID string, limit, offset 
 	return out, rows.Err()
 }
 
+// appendReq is one AppendEvents call waiting for the writer.
+type appendReq struct {
+	runID string
+	evs   []StoredEvent
+	done  chan error
+}
+
+// maxBatch caps the events the writer commits in one transaction.
+const maxBatch = 2000
+
+// AppendEvents stores events and returns once they are committed. Calls
+// from concurrent runs are committed together (a group commit), so that
+// many streams do not queue behind one transaction each.
 func (s *SQLStore) AppendEvents(ctx context.Context, runID string, evs []StoredEvent) error {
-	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	req := appendReq{runID: runID, evs: evs, done: make(chan error, 1)}
+	select {
+	case s.appends <- req:
+	case <-s.closed:
+		return errors.New("server store: closed")
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return <-req.done
+}
+
+// writer commits queued appends, as many as are waiting in one transaction.
+func (s *SQLStore) writer() {
+	defer close(s.stopped)
+	for {
+		var batch []appendReq
+		select {
+		case r := <-s.appends:
+			batch = append(batch, r)
+		case <-s.closed:
+			return
+		}
+		n := len(batch[0].evs)
+	more:
+		for n < maxBatch {
+			select {
+			case r := <-s.appends:
+				batch = append(batch, r)
+				n += len(r.evs)
+			default:
+				break more
+			}
+		}
+		err := s.commit(batch)
+		for _, r := range batch {
+			r.done <- err
+		}
+	}
+}
+
+// rowsPerInsert is how many events one INSERT statement carries.
+const rowsPerInsert = 200
+
+func (s *SQLStore) commit(batch []appendReq) error {
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
+	var args []any
+	for _, r := range batch {
+		for _, e := range r.evs {
+			args = append(args, r.runID, e.Seq, e.Event, e.Data)
+		}
+	}
+	if len(args) == 0 {
+		return nil
+	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	for _, e := range evs {
-		// A retried append after a crash may repeat an event: keep the first.
-		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO server_events (run_id, seq, event, data) VALUES (?, ?, ?, ?)
-			ON CONFLICT (run_id, seq) DO NOTHING`), runID, e.Seq, e.Event, e.Data); err != nil {
+	for len(args) > 0 {
+		n := min(len(args)/4, rowsPerInsert)
+		// A retried append may repeat an event: the first one stays.
+		q := `INSERT INTO server_events (run_id, seq, event, data) VALUES ` +
+			strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?), ", n), ", ") + ` ON CONFLICT (run_id, seq) DO NOTHING`
+		if _, err := tx.ExecContext(ctx, s.q(q), args[:4*n]...); err != nil {
 			return err
 		}
+		args = args[4*n:]
 	}
 	return tx.Commit()
 }
 
+// Events implements Store.
 func (s *SQLStore) Events(ctx context.Context, runID string, after int64) ([]StoredEvent, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
@@ -328,5 +413,9 @@ func (s *SQLStore) Events(ctx context.Context, runID string, after int64) ([]Sto
 	return out, rows.Err()
 }
 
-// Close closes the database.
-func (s *SQLStore) Close() error { return s.db.Close() }
+// Close stops the writer and closes the database.
+func (s *SQLStore) Close() error {
+	s.closeOnce.Do(func() { close(s.closed) })
+	<-s.stopped
+	return s.db.Close()
+}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -13,6 +15,7 @@ import (
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/vfs"
 )
 
 // Thread statuses.
@@ -361,8 +364,110 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, 200, out)
 }
 
-// updateState is POST /threads/{id}/state. Only the files may be changed
-// (the UI's file editor); the conversation is changed by runs.
+// updateState is POST /threads/{id}/state: it changes the thread's files
+// (the UI's file editor) in a new checkpoint, so the next run sees them.
+// values.files maps a path to its new content (a string, or an object with
+// "content") or to null to delete it. Only files may be changed this way,
+// and only while no run is going on or waiting for approval.
 func (s *Server) updateState(w http.ResponseWriter, r *http.Request) {
-	s.fail(w, errf(http.StatusNotImplemented, "changing a thread's state directly is not supported yet; start a run instead"))
+	var req StateUpdate
+	if err := decode(r, &req); err != nil {
+		s.fail(w, err)
+		return
+	}
+	delta, err := parseFileUpdate(req.Values)
+	if err != nil {
+		s.fail(w, errf(http.StatusUnprocessableEntity, "%v", err))
+		return
+	}
+	rec, err := s.thread(r)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	// s.mu keeps a run from starting on the thread meanwhile.
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.active[rec.ID] != nil {
+		s.fail(w, errf(http.StatusConflict, "thread %q is busy with a run; change its files when the run is over", rec.ID))
+		return
+	}
+	ctx := r.Context()
+	cp, err := s.cfg.Saver.Get(ctx, checkpoint.Ref{ThreadID: rec.ID})
+	if errors.Is(err, checkpoint.ErrNotFound) {
+		s.fail(w, errf(http.StatusConflict, "thread %q has no state yet; start a run first", rec.ID))
+		return
+	}
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	if cp.Status != checkpoint.StatusDone && cp.Status != checkpoint.StatusError {
+		s.fail(w, errf(http.StatusConflict, "thread %q has a run that is not finished (%s); answer or cancel it first", rec.ID, cp.Status))
+		return
+	}
+	step := checkpoint.Step{ThreadID: rec.ID, ID: fmt.Sprintf("%08d", cp.Step+1), ParentID: cp.ID, Step: cp.Step + 1,
+		Metadata: map[string]string{"source": "update"}, Files: delta, Status: cp.Status, Time: now()}
+	if err := s.cfg.Saver.Put(ctx, step); err != nil {
+		s.fail(w, err)
+		return
+	}
+	writeJSON(w, 200, map[string]CheckpointRef{"checkpoint": {ThreadID: rec.ID, CheckpointID: step.ID}})
+}
+
+// maxFileUpdate caps the content of one state update.
+const maxFileUpdate = 4 << 20
+
+// parseFileUpdate reads {"files": {path: content|{"content": ...}|null}}.
+func parseFileUpdate(raw json.RawMessage) (vfs.Delta, error) {
+	var v map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &v); err != nil || v == nil {
+		return nil, fmt.Errorf(`values must be an object like {"files": {"/path": "content"}}`)
+	}
+	for k := range v {
+		if k != "files" {
+			return nil, fmt.Errorf("only files can be changed this way, not %q; the conversation changes through runs", k)
+		}
+	}
+	var files map[string]json.RawMessage
+	if err := json.Unmarshal(v["files"], &files); err != nil || len(files) == 0 {
+		return nil, fmt.Errorf(`values.files must be an object mapping paths to contents (or null to delete)`)
+	}
+	var delta vfs.Delta
+	total := 0
+	t := now()
+	for p, c := range files {
+		clean, err := vfs.Clean(p)
+		if err != nil {
+			return nil, fmt.Errorf("file %q: %v", p, err)
+		}
+		if string(c) == "null" {
+			delta = append(delta, vfs.Change{Path: clean})
+			continue
+		}
+		var content string
+		if err := json.Unmarshal(c, &content); err != nil {
+			var f struct {
+				Content *string `json:"content"`
+			}
+			if err := json.Unmarshal(c, &f); err != nil || f.Content == nil {
+				return nil, fmt.Errorf(`file %q: the new content must be a string, {"content": "..."} or null`, p)
+			}
+			content = *f.Content
+		}
+		total += len(content)
+		if total > maxFileUpdate {
+			return nil, fmt.Errorf("the files sent are larger than %d bytes together", maxFileUpdate)
+		}
+		delta = append(delta, vfs.Change{Path: clean, File: &vfs.File{Content: content, CreatedAt: t, ModifiedAt: t}})
+	}
+	slices.SortFunc(delta, func(a, b vfs.Change) int { return strings.Compare(a.Path, b.Path) })
+	if len(delta) > 1 {
+		for i := 1; i < len(delta); i++ {
+			if delta[i].Path == delta[i-1].Path {
+				return nil, fmt.Errorf("two entries name the file %s", delta[i].Path)
+			}
+		}
+	}
+	return delta, nil
 }
