@@ -62,8 +62,9 @@ func subagentApprovalServer(t *testing.T) string {
 // TestBrowserSubagentApprovalEditAndReload: a subagent's call waits for
 // approval in the subagent's own card; its arguments are edited there and
 // approved; the run finishes; the file holds the edited text and the diff
-// between checkpoints shows the change; after a reload the subagent cards
-// are rebuilt from the stored run events and still readable.
+// between checkpoints shows the change; the file is edited and saved from
+// the files panel; after a reload the subagent cards are rebuilt from the
+// stored run events and still readable, and the file has the saved text.
 func TestBrowserSubagentApprovalEditAndReload(t *testing.T) {
 	url := subagentApprovalServer(t)
 	p := page{t, browser(t)} // after the server: the browser closes first
@@ -99,6 +100,15 @@ func TestBrowserSubagentApprovalEditAndReload(t *testing.T) {
 		waitJS(`document.querySelector('#diff').textContent.includes('+ edited by the reviewer')`),
 		screenshot(t, dir, "2-file-diff"),
 	)
+	// The file is edited and saved from the panel (a new checkpoint).
+	p.do(
+		chromedp.Click(chromedp.ID("file-edit")),
+		chromedp.WaitVisible(chromedp.ID("file-text")),
+		chromedp.SetValue(chromedp.ID("file-text"), "saved from the files panel\n"),
+		chromedp.Click(chromedp.ID("file-save")),
+		waitJS(`document.querySelector('#file-content').textContent === 'saved from the files panel\n' && document.querySelector('#file-editor').hidden`),
+		waitJS(`document.querySelector('#history li code') && document.querySelectorAll('#history li').length > 0`),
+	)
 	diff := p.text("diff")
 	if strings.Contains(diff, "draft from the subagent") {
 		t.Errorf("the file kept the subagent's draft although the edit replaced it:\n%s", diff)
@@ -110,6 +120,10 @@ func TestBrowserSubagentApprovalEditAndReload(t *testing.T) {
 		waitJS(`document.querySelectorAll('#lanes details.card[data-status="ok"]').length === 2`),
 		waitJS(`document.querySelector('#chat').textContent.includes('All done.')`),
 		screenshot(t, dir, "3-after-reload"),
+		// The saved edit is the thread's file now.
+		chromedp.Click(chromedp.CSS(`#tabs button[data-tab="files"]`)),
+		chromedp.Click(chromedp.CSS(`#files a`)),
+		waitJS(`document.querySelector('#file-content').textContent === 'saved from the files panel\n'`),
 	)
 	lanes := p.text("lanes")
 	for _, want := range []string{"Subagent finished: write the notes", "Subagent finished: read the sources", "write_file"} {

@@ -888,9 +888,12 @@ async function start() {
     files[S.openFile] = Object.assign({}, S.files[S.openFile] || {}, { content: $('file-text').value });
     try {
       await api('POST', `/threads/${S.thread}/state`, { values: { files } });
-      S.files = Object.assign({}, S.files, files);
+      const th = await api('GET', `/threads/${S.thread}`);
+      applyValues(th.values);
       $('file-editor').hidden = true; $('file-content').hidden = false;
+      $('file-msg').textContent = '';
       render();
+      await loadHistory();
     } catch (e) { $('file-msg').textContent = e.message; }
   });
   await boot();
