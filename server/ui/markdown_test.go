@@ -33,7 +33,7 @@ func TestBrowserMarkdown(t *testing.T) {
 	}
 	for _, tc := range tests {
 		arg, _ := json.Marshal(tc.in)
-		got, err := chromedp.Run(p.ctx, chromedp.Evaluate[string](`md(` + string(arg) + `)`))
+		got, err := chromedp.Run(p.ctx, chromedp.Evaluate[string](`md(`+string(arg)+`)`))
 		if err != nil {
 			t.Fatal(err)
 		}
