@@ -67,6 +67,11 @@ func pacedAPI(t *testing.T, release <-chan struct{}) string {
 		send("custom|task:c1", ev("model.request", sub, map[string]any{"request": map[string]any{"round": 0,
 			"context": map[string]any{"system": 10, "tools": 90, "messages": 5, "calibrated": 105}}}))
 		send("custom|task:c1", ev("model.delta", sub, map[string]any{"delta": map[string]any{"type": "text_delta", "text": "Findings: part one"}}))
+		// The subagent starts one of its own: its card nests in c1's.
+		const nested = sub + " / checker#c2"
+		send("custom|task:c1", ev("subagent.start", sub, map[string]any{"subagent": map[string]any{
+			"name": "checker", "call_id": "c2", "path": nested, "task": "check the sources"}}))
+		send("custom|task:c1|task:c2", ev("model.delta", nested, map[string]any{"delta": map[string]any{"type": "text_delta", "text": "Checked."}}))
 		send("messages", []any{map[string]any{"type": "AIMessageChunk", "id": "msg-3", "content": "The answer so far"}, map[string]any{}})
 		_ = rc.Flush()
 		select {
@@ -74,6 +79,9 @@ func pacedAPI(t *testing.T, release <-chan struct{}) string {
 		case <-r.Context().Done():
 			return
 		}
+		send("custom|task:c1|task:c2", ev("run.end", nested, map[string]any{"run": map[string]any{"status": "ok", "rounds": 1}}))
+		send("custom|task:c1", ev("subagent.end", sub, map[string]any{"subagent": map[string]any{
+			"name": "checker", "call_id": "c2", "path": nested, "status": "ok", "rounds": 1}}))
 		send("custom|task:c1", ev("model.delta", sub, map[string]any{"delta": map[string]any{"type": "text_delta", "text": ", part two."}}))
 		send("custom|task:c1", ev("model.response", sub, map[string]any{"response": map[string]any{"round": 0,
 			"text": "Findings: part one, part two.", "usage": map[string]any{"input_tokens": 100, "output_tokens": 7}}}))
@@ -93,8 +101,9 @@ func pacedAPI(t *testing.T, release <-chan struct{}) string {
 }
 
 // TestBrowserLiveStreaming: halfway through a run the subagent's card
-// already shows the text streamed so far (running), and so does the
-// answer in the chat; when the rest arrives both are complete and the
+// already shows the text streamed so far (running), so does the card of the
+// subagent it started (nested in its card), and so does the answer in the
+// chat; when the rest arrives both are complete and the
 // card is done. The stream uses CRLF line ends and comment lines.
 func TestBrowserLiveStreaming(t *testing.T) {
 	release := make(chan struct{})
@@ -108,6 +117,7 @@ func TestBrowserLiveStreaming(t *testing.T) {
 		}
 	})
 	const card = `#lanes details.card[data-ns="task:c1"]`
+	const nestedCard = card + ` .lane.nested details.card[data-ns="task:c1|task:c2"]`
 	p.do(
 		chromedp.Navigate(url+"/"),
 		waitJS(`document.querySelectorAll('#assistant option').length === 1`),
@@ -117,6 +127,7 @@ func TestBrowserLiveStreaming(t *testing.T) {
 		waitJS(`document.querySelector('`+card+`').dataset.status === 'running'`),
 		waitJS(`document.querySelector('#chat .streaming') && document.querySelector('#chat .streaming').textContent === 'The answer so far'`),
 		waitJS(`!document.querySelector('#stop').disabled`),
+		waitJS(`document.querySelector('`+nestedCard+` .live').textContent === 'Checked.' && document.querySelector('`+nestedCard+`').dataset.status === 'running'`),
 		screenshot(t, dir, "1-halfway"),
 	)
 	close(release)
@@ -125,6 +136,7 @@ func TestBrowserLiveStreaming(t *testing.T) {
 		waitJS(`document.querySelector('`+card+`').dataset.status === 'ok' && !document.querySelector('`+card+` .live')`),
 		waitJS(`document.querySelector('#chat').textContent.includes('The answer so far, and the rest.') && !document.querySelector('#chat .streaming')`),
 		waitJS(`document.querySelector('#stop').disabled`),
+		waitJS(`document.querySelector('`+nestedCard+`').dataset.status === 'ok' && document.querySelector('`+nestedCard+`').textContent.includes('Checked.')`),
 		waitJS(`document.querySelector('#todos').textContent.includes('look it up')`),
 		screenshot(t, dir, "2-done"),
 	)
