@@ -436,7 +436,10 @@ function onEvent(name, data) {
   const ns = bar < 0 ? '' : name.slice(bar + 1);
   switch (mode) {
     case 'metadata':
-      if (data && data.run_id) S.runId = data.run_id;
+      if (data && data.run_id) {
+        S.runId = data.run_id;
+        if (S.abort) refreshThreads(); // a live run: the thread is busy now
+      }
       break;
     case 'values':
       if (ns === '') applyValues(data);
@@ -816,6 +819,8 @@ async function run(body) {
   } catch (e) { showError(e.message); }
   render();
   refreshThreads();
+  // Decisions made while the stream was still closing resume now.
+  maybeResume();
 }
 
 async function send(ev) {
