@@ -789,25 +789,45 @@ async function ensureThread(title) {
 }
 
 // run starts a run on the open thread and streams it; body carries the
-// input or the command.
+// input or the command. A stream cut off while its run goes on (network
+// trouble, a proxy's timeout) is rejoined after the last event received,
+// as the server keeps every run's events.
 async function run(body) {
   const ctl = new AbortController();
   S.abort = ctl;
+  S.runId = null;
   const epoch = S.epoch;
   showError('');
   S.notice = '';
   render();
+  let lastId = 0;
+  const handle = (n, d, id) => {
+    if (id != null && /^\d+$/.test(id)) lastId = Number(id);
+    if (epoch === S.epoch) onEvent(n, d);
+  };
   try {
     const res = await api('POST', `/threads/${S.thread}/runs/stream`, Object.assign({
       assistant_id: S.assistant, stream_mode: MODES, stream_subgraphs: true, stream_resumable: true,
       on_disconnect: 'continue',
     }, body), { raw: true, signal: ctl.signal });
-    await readSSE(res, (n, d) => { if (epoch === S.epoch) onEvent(n, d); });
+    await readSSE(res, handle);
   } catch (e) {
-    if (e.name !== 'AbortError') showError(e.message);
-  } finally {
-    if (S.abort === ctl) S.abort = null;
+    if (e.name !== 'AbortError' && !S.runId) showError(e.message);
   }
+  for (let tries = 0; tries < 5 && S.runId && !ctl.signal.aborted && epoch === S.epoch; tries++) {
+    let r;
+    try { r = await api('GET', `/threads/${S.thread}/runs/${S.runId}`); } catch (e) { break; }
+    if (!r || (r.status !== 'pending' && r.status !== 'running')) break;
+    try {
+      const res = await api('GET', `/threads/${S.thread}/runs/${S.runId}/stream`, undefined,
+        { raw: true, signal: ctl.signal, headers: { 'Last-Event-ID': String(lastId) } });
+      await readSSE(res, handle);
+    } catch (e) {
+      if (e.name === 'AbortError') break;
+      if (tries === 4) showError('The stream was cut off and could not be rejoined: ' + e.message);
+    }
+  }
+  if (S.abort === ctl) S.abort = null;
   if (epoch !== S.epoch) return;
   // The stream's last values are the run's; the thread's state says what
   // is waiting (a stopped run leaves no values event).
