@@ -163,6 +163,15 @@ func waitJS(expr string) chromedp.Action[chromedp.Void] {
 	})
 }
 
+// filterThreads picks a status in the thread list's filter.
+func filterThreads(status string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := chromedp.Evaluate[bool](`(() => { const s = document.querySelector('#status-filter'); s.value = '`+status+
+			`'; s.dispatchEvent(new Event('change')); return true; })()`)(ctx, tg)
+		return err
+	})
+}
+
 // page runs steps in the browser, failing the test on an error.
 type page struct {
 	t   *testing.T
@@ -220,6 +229,14 @@ func TestBrowserApprovalFlow(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`#chat .approval .action button.approve`)),
 		waitJS(`!document.querySelector('#send').disabled`),
 		screenshot(t, dir, "2-approval"),
+		// The waiting thread is listed under "needs attention"; the status
+		// filter finds it under interrupted and not under idle.
+		waitJS(`document.querySelector('#attention li[data-status="interrupted"]') && !document.querySelector('#attention-h').hidden`),
+		filterThreads("idle"),
+		waitJS(`document.querySelectorAll('#threads li').length === 0`),
+		filterThreads("interrupted"),
+		waitJS(`document.querySelectorAll('#threads li[data-status="interrupted"]').length === 1`),
+		filterThreads(""),
 	)
 	lanes := p.text("lanes")
 	p.do(
