@@ -18,7 +18,8 @@ import (
 // the chat) and one of a subagent (in its card); the person approves the
 // first and rejects the second with a reason while the run's stream is
 // still closing; once it has closed the page resumes once, with both
-// decisions, each naming its call and agent path.
+// decisions, each naming its call and agent path. A third call, of a
+// subagent without a card, is decided in the chat.
 func TestBrowserDecisionsResume(t *testing.T) {
 	release := make(chan struct{})
 	var mu sync.Mutex
@@ -32,9 +33,13 @@ func TestBrowserDecisionsResume(t *testing.T) {
 		"action_requests": []any{
 			map[string]any{"name": "write_file", "args": map[string]any{"file_path": "/a.md", "content": "a"}, "id": "w1", "path": "agent"},
 			map[string]any{"name": "delete", "args": map[string]any{"path": "/b.md"}, "id": "d1", "path": "agent / general-purpose#c1"},
+			// A subagent the page has no card for (its events were not
+			// streamed): its call is decided in the chat.
+			map[string]any{"name": "delete", "args": map[string]any{"path": "/c.md"}, "id": "d2", "path": "agent / other#c9"},
 		},
 		"review_configs": []any{
 			map[string]any{"action_name": "write_file", "allowed_decisions": []string{"approve", "edit", "reject"}},
+			map[string]any{"action_name": "delete", "allowed_decisions": []string{"approve", "reject"}},
 			map[string]any{"action_name": "delete", "allowed_decisions": []string{"approve", "reject"}},
 		},
 	}}}
@@ -106,6 +111,7 @@ func TestBrowserDecisionsResume(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(sub+` button.reject`)),
 		// delete allows no edit.
 		waitJS(`!document.querySelector('`+sub+` button.edit')`),
+		waitJS(`!document.querySelector('#chat .action[data-call="d1"]') && !document.querySelector('#lanes .action[data-call="d2"]')`),
 		chromedp.Click(chromedp.CSS(`#chat .action[data-call="w1"] button.approve`)),
 		waitJS(`document.querySelector('#chat .action[data-call="w1"]').dataset.decided === 'approve'`),
 		chromedp.Click(chromedp.CSS(sub+` button.reject`)),
@@ -113,6 +119,7 @@ func TestBrowserDecisionsResume(t *testing.T) {
 		chromedp.SendKeys(chromedp.CSS(sub+` input.reason`), "keep b.md"),
 		chromedp.Click(chromedp.CSS(sub+` button.reject`)),
 		waitJS(`document.querySelector('`+sub+`').dataset.decided === 'reject'`),
+		chromedp.Click(chromedp.CSS(`#chat .action[data-call="d2"] button.approve`)),
 		// Both are decided while the first run's stream is still open.
 		waitJS(`!document.querySelector('#stop').disabled`),
 	)
@@ -130,7 +137,7 @@ func TestBrowserDecisionsResume(t *testing.T) {
 		t.Fatalf("%d run requests, want 2 (the turn, one resume)", len(bodies))
 	}
 	got, _ := json.Marshal(bodies[1]["command"])
-	want := `{"resume":{"decisions":[{"call_id":"w1","path":"agent","type":"approve"},{"call_id":"d1","message":"keep b.md","path":"agent / general-purpose#c1","type":"reject"}]}}`
+	want := `{"resume":{"decisions":[{"call_id":"w1","path":"agent","type":"approve"},{"call_id":"d1","message":"keep b.md","path":"agent / general-purpose#c1","type":"reject"},{"call_id":"d2","path":"agent / other#c9","type":"approve"}]}}`
 	if string(got) != want {
 		t.Errorf("resume command\n got %s\nwant %s", got, want)
 	}

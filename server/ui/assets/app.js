@@ -241,9 +241,13 @@ function renderChat() {
     if (known.has(id) && textOf(S.msgs.find((m) => m.id === id).content)) continue;
     nodes.push(el('div', { class: 'msg ai streaming', 'data-id': id }, el('div', { class: 'bubble md', html: md(text) })));
   }
-  const rootActions = S.actions.filter((a) => !a.path || a.path === S.rootPath);
+  // A subagent's call is decided in its card; the chat takes the main
+  // agent's calls and those of subagents without a card (a run streamed
+  // without the custom mode, e.g. by another client).
+  const inCard = (a) => isSubagentPath(a.path) && [...S.agents.values()].some((c) => c.path === a.path);
+  const rootActions = S.actions.filter((a) => !inCard(a));
   if (rootActions.length) nodes.push(approvalCard(rootActions, 'The agent asks for approval'));
-  const subActions = S.actions.filter((a) => a.path && a.path !== S.rootPath);
+  const subActions = S.actions.filter(inCard);
   if (S.notice) nodes.push(el('div', { class: 'note' }, S.notice));
   if (subActions.length) {
     nodes.push(el('div', { class: 'note' }, `${subActions.length} call(s) of subagents wait for approval in their cards.`));
@@ -251,6 +255,10 @@ function renderChat() {
   chat.replaceChildren(...nodes);
   if (atBottom) chat.scrollTop = chat.scrollHeight;
 }
+
+// isSubagentPath says whether an agent path names a subagent: its
+// segments are joined by " / ", the first being the main agent.
+function isSubagentPath(p) { return typeof p === 'string' && p.includes(' / '); }
 
 function toolBox(tc, result, waiting) {
   let status = 'running';
@@ -398,7 +406,7 @@ function approvalItem(a) {
     } }, 'reject'));
   }
   node = el('div', { class: 'action', 'data-call': a.id },
-    el('div', {}, el('code', {}, a.name), a.path && a.path !== S.rootPath ? el('span', { class: 'muted' }, ' in ' + a.path) : null),
+    el('div', {}, el('code', {}, a.name), isSubagentPath(a.path) ? el('span', { class: 'muted' }, ' in ' + a.path) : null),
     a.description ? el('div', { class: 'muted' }, a.description) : null,
     el('pre', {}, pretty(a.args)), editor, reason, el('div', { class: 'row' }, buttons, msg));
   approvalNodes.set(a.id, node);
