@@ -109,6 +109,17 @@ func TestBrowserSubagentApprovalEditAndReload(t *testing.T) {
 		waitJS(`document.querySelector('#file-content').textContent === 'saved from the files panel\n' && document.querySelector('#file-editor').hidden`),
 		waitJS(`document.querySelector('#history li code') && document.querySelectorAll('#history li').length > 0`),
 	)
+	// The history tab shows an older checkpoint's files: before the edit
+	// was approved there was no file.
+	p.do(
+		chromedp.Click(chromedp.CSS(`#tabs button[data-tab="history"]`)),
+		waitJS(`document.querySelectorAll('#history li button.view').length > 1`),
+		chromedp.Click(chromedp.CSS(`#history li:last-child button.view`)),
+		chromedp.Click(chromedp.CSS(`#tabs button[data-tab="files"]`)),
+		waitJS(`!document.querySelector('#viewing').hidden && document.querySelector('#files').textContent.includes('No files yet.')`),
+		chromedp.Click(chromedp.ID("viewing-back")),
+		waitJS(`document.querySelector('#viewing').hidden && document.querySelector('#files').textContent.includes('/notes.md')`),
+	)
 	diff := p.text("diff")
 	if strings.Contains(diff, "draft from the subagent") {
 		t.Errorf("the file kept the subagent's draft although the edit replaced it:\n%s", diff)

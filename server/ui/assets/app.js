@@ -29,6 +29,7 @@ const S = {
   todos: [],
   history: [],
   openFile: null,
+  viewing: null, // {label, values} of a checkpoint shown instead of the latest
   notice: '', // a line under the chat, e.g. that the run was stopped
   epoch: 0, // bumped when another thread is opened: stale streams stop rendering
 };
@@ -576,10 +577,21 @@ function onCustom(ns, ev) {
 
 // ---------- side panels ----------
 
+// shown is what the todos and files panels show: the thread's latest
+// values, or those of the checkpoint chosen in the history tab.
+function shown() {
+  if (!S.viewing) return { todos: S.todos, files: S.files };
+  const v = S.viewing.values || {};
+  return { todos: Array.isArray(v.todos) ? v.todos : [], files: v.files || {} };
+}
+
 function renderTodos() {
   const ul = $('todos');
-  if (!S.todos.length) { ul.replaceChildren(el('li', { class: 'muted' }, 'No todos yet.')); return; }
-  ul.replaceChildren(...S.todos.map((t) => el('li', { class: 'todo ' + (t.status || 'pending') },
+  const todos = shown().todos;
+  $('viewing').hidden = !S.viewing;
+  if (S.viewing) $('viewing-id').textContent = S.viewing.label;
+  if (!todos.length) { ul.replaceChildren(el('li', { class: 'muted' }, 'No todos yet.')); return; }
+  ul.replaceChildren(...todos.map((t) => el('li', { class: 'todo ' + (t.status || 'pending') },
     el('span', { class: 'badge ' + (t.status || 'pending') }, (t.status || 'pending').replace('_', ' ')),
     ' ', t.status === 'in_progress' && t.activeForm ? t.activeForm : t.content)));
 }
@@ -592,13 +604,14 @@ function fileText(f) {
 }
 
 function renderFiles() {
-  const names = Object.keys(S.files).sort();
+  const files = shown().files;
+  const names = Object.keys(files).sort();
   $('files').replaceChildren(...(names.length ? names.map((n) => el('li', {},
     el('a', { href: '#', class: n === S.openFile ? 'on' : '', onclick: (e) => { e.preventDefault(); openFile(n); } }, n),
-    el('span', { class: 'muted' }, ' ' + (fileText(S.files[n]) || '').length + ' chars')))
+    el('span', { class: 'muted' }, ' ' + (fileText(files[n]) || '').length + ' chars')))
     : [el('li', { class: 'muted' }, 'No files yet.')]));
   if (S.openFile && $('file-editor').hidden) {
-    const t = fileText(S.files[S.openFile]);
+    const t = fileText(files[S.openFile]);
     $('file-content').textContent = t == null ? '(deleted)' : t;
   }
 }
@@ -625,10 +638,14 @@ async function loadHistory() {
   $('diff-to').replaceChildren(...opts());
   if (S.history.length > 1) $('diff-from').value = String(S.history.length - 1);
   $('diff-to').value = '0';
-  $('history').replaceChildren(...S.history.map((h) => {
+  $('history').replaceChildren(...S.history.map((h, i) => {
     const v = h.values || {};
-    return el('li', {},
-      el('code', {}, label(h)),
+    return el('li', { 'data-checkpoint': h.checkpoint.checkpoint_id },
+      el('div', { class: 'row' }, el('code', {}, label(h)), el('span', { class: 'grow' }),
+        el('button', { type: 'button', class: 'view', onclick: () => {
+          S.viewing = i === 0 ? null : { label: label(h), values: v };
+          render();
+        } }, i === 0 ? 'latest' : 'view')),
       el('div', { class: 'muted' }, `${(v.messages || []).length} messages · ${Object.keys(v.files || {}).length} files · ${(v.todos || []).length} todos`
         + ((h.interrupts || []).length ? ' · waiting for approval' : '')));
   }));
@@ -733,7 +750,7 @@ async function refreshThreads() {
 
 function resetThread() {
   S.epoch++;
-  Object.assign(S, { runId: null, notice: '', msgs: [], actions: [], files: {}, todos: [], history: [], openFile: null, rootRounds: 0 });
+  Object.assign(S, { runId: null, viewing: null, notice: '', msgs: [], actions: [], files: {}, todos: [], history: [], openFile: null, rootRounds: 0 });
   S.rootUsage = { input_tokens: 0, output_tokens: 0, cached_input_tokens: 0 };
   S.streaming.clear(); S.agents.clear(); S.decisions.clear(); S.ledger.clear(); approvalNodes.clear(); cardOpen.clear();
   $('file-view').hidden = true;
@@ -911,7 +928,9 @@ async function start() {
     });
   }
   $('diff-go').addEventListener('click', showDiff);
+  $('viewing-back').addEventListener('click', () => { S.viewing = null; render(); });
   $('file-edit').addEventListener('click', () => {
+    if (S.viewing) { $('file-msg').textContent = 'Go back to the latest checkpoint to edit.'; return; }
     $('file-text').value = fileText(S.files[S.openFile]) || '';
     $('file-editor').hidden = false; $('file-content').hidden = true; $('file-msg').textContent = '';
   });
