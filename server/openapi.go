@@ -121,10 +121,12 @@ func buildOpenAPI() ([]byte, error) {
 		paths[op.Path][strings.ToLower(op.Method)] = o
 	}
 	doc := map[string]any{
-		"openapi":    "3.1.0",
-		"info":       map[string]any{"title": "deepagents server", "version": "1", "description": "The subset of the LangGraph Platform API served by deepagents serve."},
-		"paths":      paths,
-		"components": map[string]any{"securitySchemes": map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer"}}},
+		"openapi": "3.1.0",
+		"info":    map[string]any{"title": "deepagents server", "version": "1", "description": "The subset of the LangGraph Platform API served by deepagents serve."},
+		"paths":   paths,
+		"components": map[string]any{"securitySchemes": map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer",
+			"description": "required when the server has a token (every path but /ok)"}}},
+		"security": []any{map[string]any{"bearer": []string{}}},
 	}
 	return json.MarshalIndent(doc, "", "  ")
 }

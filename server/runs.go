@@ -499,7 +499,7 @@ func (s *Server) streamRun(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Location", runPath(lr.rec.ThreadID, lr.rec.RunID))
 	w.Header().Set("Location", runPath(lr.rec.ThreadID, lr.rec.RunID)+"/stream")
-	s.follow(w, r, lr, lr.rec.RunID, 0)
+	s.follow(w, r, lr, lr.rec.RunID, 0, nil)
 	if lr.cancelOnDisconnect && r.Context().Err() != nil {
 		s.cancelLive(lr, fmt.Errorf("%w: the client disconnected", errRunCancelled))
 	}
@@ -527,13 +527,25 @@ func (s *Server) joinStream(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Location", runPath(rec.ThreadID, rec.RunID))
 	w.Header().Set("Location", runPath(rec.ThreadID, rec.RunID)+"/stream")
-	s.follow(w, r, lr, rec.RunID, lastEventID(r))
+	var only map[string]bool
+	if q := r.URL.Query()["stream_mode"]; len(q) > 0 {
+		// A join may narrow the run's modes; events of other modes are
+		// skipped (their ids still count).
+		raw, _ := json.Marshal(q)
+		modes, err := parseModes(raw)
+		if err != nil {
+			s.fail(w, errf(http.StatusUnprocessableEntity, "%v", err))
+			return
+		}
+		only = modes
+	}
+	s.follow(w, r, lr, rec.RunID, lastEventID(r), only)
 }
 
 // follow writes a run's events after seq `after` as server-sent events,
 // flushing each, until the run ends, the client leaves or the server shuts
 // down.
-func (s *Server) follow(w http.ResponseWriter, r *http.Request, lr *liveRun, runID string, after int64) {
+func (s *Server) follow(w http.ResponseWriter, r *http.Request, lr *liveRun, runID string, after int64, only map[string]bool) {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -541,6 +553,16 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, lr *liveRun, run
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
 	_ = rc.Flush()
+	// Every event is flushed on its own, so none waits for the next.
+	writeEvent := func(w http.ResponseWriter, ev StoredEvent) error {
+		if only != nil && !wanted(ev.Event, only) {
+			return nil
+		}
+		if err := writeEvent(w, ev); err != nil {
+			return err
+		}
+		return rc.Flush()
+	}
 	if lr == nil {
 		evs, err := s.store.Events(r.Context(), runID, after)
 		if err != nil {
@@ -552,7 +574,6 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, lr *liveRun, run
 				return
 			}
 		}
-		_ = rc.Flush()
 		return
 	}
 	// A comment line now and then keeps proxies from closing a quiet
@@ -566,11 +587,6 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, lr *liveRun, run
 				return
 			}
 			after = ev.Seq
-		}
-		if len(evs) > 0 {
-			if rc.Flush() != nil {
-				return
-			}
 		}
 		if done {
 			if len(evs) == 0 {
@@ -594,10 +610,22 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, lr *liveRun, run
 					return
 				}
 			}
-			_ = rc.Flush()
 			return
 		}
 	}
+}
+
+// wanted says whether an event belongs to one of modes; metadata and
+// error events always do.
+func wanted(event string, modes map[string]bool) bool {
+	base, _, _ := strings.Cut(event, "|")
+	switch base {
+	case "metadata", "error":
+		return true
+	case "messages":
+		return modes["messages-tuple"]
+	}
+	return modes[base]
 }
 
 func writeEvent(w http.ResponseWriter, ev StoredEvent) error {

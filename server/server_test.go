@@ -215,6 +215,17 @@ func TestStreamInterruptResume(t *testing.T) {
 		t.Errorf("history %+v", hist)
 	}
 
+	// A join may narrow the modes.
+	_, narrow := h.stream("GET", loc+"/stream?stream_mode=updates", nil, "Last-Event-ID", "-1")
+	for _, e := range narrow {
+		if e.Event != "metadata" && !strings.HasPrefix(e.Event, "updates") {
+			t.Fatalf("a join for updates sent %q", e.Event)
+		}
+	}
+	if len(narrow) < 3 {
+		t.Errorf("a join for updates sent %v", eventNames(narrow))
+	}
+
 	// Join the first run's stream after event 3: the rest, once each.
 	_, rest := h.stream("GET", loc+"/stream", nil, "Last-Event-ID", "3")
 	if len(rest) != len(evs)-3 || rest[0].ID != 4 || rest[len(rest)-1].ID != evs[len(evs)-1].ID {
@@ -543,4 +554,48 @@ func TestHeartbeat(t *testing.T) {
 		}
 	}
 	h.json("POST", resp.Header.Get("Content-Location")+"/cancel?wait=1", nil, 202, nil)
+}
+
+// TestSubagentsOverlap: the demo's two subagents run at the same time, as
+// their own run.start and run.end events (custom mode) show.
+func TestSubagentsOverlap(t *testing.T) {
+	a, err := DemoAgent("researcher", 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, Config{Agents: []AgentSpec{{Name: "researcher", Agent: a}}})
+	_, evs := h.stream("POST", "/threads/p/runs/stream", map[string]any{"assistant_id": "researcher", "if_not_exists": "create",
+		"input":       map[string]any{"messages": []any{map[string]any{"role": "user", "content": "go"}}},
+		"stream_mode": "custom", "stream_subgraphs": true})
+	type span struct{ start, end time.Time }
+	spans := map[string]*span{}
+	for _, e := range evs {
+		task, ok := strings.CutPrefix(e.Event, "custom|")
+		if !ok {
+			continue
+		}
+		var ev struct {
+			Type string    `json:"type"`
+			Time time.Time `json:"time"`
+		}
+		if err := json.Unmarshal(e.Data, &ev); err != nil {
+			t.Fatal(err)
+		}
+		if spans[task] == nil {
+			spans[task] = &span{}
+		}
+		switch ev.Type {
+		case "run.start":
+			spans[task].start = ev.Time
+		case "run.end":
+			spans[task].end = ev.Time
+		}
+	}
+	sa, sb := spans["task:task_a_1"], spans["task:task_b_1"]
+	if sa == nil || sb == nil || sa.start.IsZero() || sb.end.IsZero() {
+		t.Fatalf("subagent spans %v", spans)
+	}
+	if !sa.start.Before(sb.end) || !sb.start.Before(sa.end) {
+		t.Errorf("the subagents did not overlap: a %v–%v, b %v–%v", sa.start, sa.end, sb.start, sb.end)
+	}
 }

@@ -207,16 +207,21 @@ func (s *SQLStore) DeleteThread(ctx context.Context, id string) error {
 }
 
 // SearchThreads filters by status in SQL and by metadata in Go (metadata
-// values are arbitrary JSON, compared as JSON).
+// values are arbitrary JSON, compared as JSON); without a metadata filter
+// the page is cut and counted in SQL.
 func (s *SQLStore) SearchThreads(ctx context.Context, q ThreadQuery) ([]ThreadRecord, int, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	query := `SELECT ` + threadCols + ` FROM server_threads`
+	where := ""
 	var args []any
 	if q.Status != "" {
-		query += ` WHERE status = ?`
+		where = ` WHERE status = ?`
 		args = append(args, q.Status)
 	}
+	if len(q.Metadata) == 0 {
+		return s.searchPage(ctx, q, where, args)
+	}
+	query := `SELECT ` + threadCols + ` FROM server_threads` + where
 	rows, err := s.db.QueryContext(ctx, s.q(query), args...)
 	if err != nil {
 		return nil, 0, err
@@ -237,6 +242,43 @@ func (s *SQLStore) SearchThreads(ctx context.Context, q ThreadQuery) ([]ThreadRe
 	}
 	sortThreads(all, q.SortBy, q.SortOrder)
 	return page(all, q.Limit, q.Offset), len(all), nil
+}
+
+// searchPage reads one page of threads in SQL, in the order sortThreads
+// gives, and counts them all.
+func (s *SQLStore) searchPage(ctx context.Context, q ThreadQuery, where string, args []any) ([]ThreadRecord, int, error) {
+	var total int
+	if err := s.db.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM server_threads`+where), args...).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	col := "updated_at"
+	switch q.SortBy {
+	case "created_at", "thread_id":
+		col = q.SortBy
+	}
+	dir := "DESC"
+	if q.SortOrder == "asc" {
+		dir = "ASC"
+	}
+	limit := q.Limit
+	if limit <= 0 {
+		limit = 1 << 30
+	}
+	query := `SELECT ` + threadCols + ` FROM server_threads` + where + ` ORDER BY ` + col + ` ` + dir + `, thread_id ` + dir + ` LIMIT ? OFFSET ?`
+	rows, err := s.db.QueryContext(ctx, s.q(query), append(args, limit, q.Offset)...)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	out := []ThreadRecord{}
+	for rows.Next() {
+		t, err := scanThread(rows)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, t)
+	}
+	return out, total, rows.Err()
 }
 
 // PutRun implements Store.

@@ -50,6 +50,14 @@ func storeSuite(t *testing.T, st Store) {
 	if total != 2 || len(list) != 1 || list[0].ID != "b" {
 		t.Fatalf("page 2: %+v %d", list, total)
 	}
+	list, total, _ = st.SearchThreads(ctx, ThreadQuery{SortBy: "thread_id"})
+	if total != 2 || len(list) != 2 || list[0].ID != "b" || list[1].ID != "a" {
+		t.Fatalf("by thread_id, descending: %+v %d", list, total)
+	}
+	list, total, _ = st.SearchThreads(ctx, ThreadQuery{Offset: 5})
+	if total != 2 || len(list) != 0 {
+		t.Fatalf("past the end: %+v %d", list, total)
+	}
 	list, total, _ = st.SearchThreads(ctx, ThreadQuery{Status: "busy"})
 	if total != 1 || list[0].ID != "b" {
 		t.Fatalf("status busy: %+v", list)

@@ -165,13 +165,18 @@ func (t *translator) handle(ev agent.Event) {
 }
 
 // refresh reloads the root's values from its latest checkpoint (files,
-// todos and the other middleware values change with tool calls).
+// todos and the other middleware values change with tool calls), and its
+// messages too: parallel calls' results arrive in the order the calls end
+// but are kept in the order they were made, and ids follow positions.
 func (t *translator) refresh() {
 	rs, err := t.s.loadState(context.Background(), t.lr.rec.ThreadID)
 	if err != nil || rs == nil {
 		return
 	}
 	v := values(rs)
+	if msgs, ok := v["messages"].([]LCMessage); ok && len(msgs) == len(t.msgs[t.root]) {
+		t.msgs[t.root] = msgs
+	}
 	delete(v, "messages")
 	t.extra = v
 }

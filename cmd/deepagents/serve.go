@@ -54,8 +54,17 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.StringVar(&f.tokenEnv, "token-env", "", "the environment variable holding the bearer token clients must send (required for a non-loopback --addr)")
 	fs.StringVar(&f.cors, "cors", "", "ORIGIN[,ORIGIN]: browser origins allowed to call the API (* for any)")
 	fs.BoolVar(&f.demo, "demo", false, "serve the built-in scripted agent (two parallel subagents, then a write that waits for approval) instead of a real model")
-	fs.StringVar(&f.name, "name", "", "the assistant's name, its graph_id (default: the agent's name, \"agent\" with --demo)")
-	agentFlags(fs, &f.runFlags)
+	fs.StringVar(&f.name, "name", "agent", "the assistant's name and graph_id, which clients name in their runs")
+	// The agent flags of run, but for those about run's own output.
+	all := flag.NewFlagSet("agent", flag.ContinueOnError)
+	agentFlags(all, &f.runFlags)
+	all.VisitAll(func(fl *flag.Flag) {
+		switch fl.Name {
+		case "output", "quiet", "thread-dir":
+		default:
+			fs.Var(fl.Value, fl.Name, fl.Usage)
+		}
+	})
 	operands, code, ok := parseFlags(fs, args, serveHelp, stdout, stderr)
 	if !ok {
 		return code
@@ -102,11 +111,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return exitFailed
 		}
 		closers = append(closers, saver.Close)
-		name := f.name
-		if name == "" {
-			name = "agent"
-		}
-		if a, err = server.DemoAgent(name, 20); err != nil {
+		if a, err = server.DemoAgent(f.name, 20); err != nil {
 			fmt.Fprintf(stderr, "deepagents serve: %v\n", err)
 			return exitFailed
 		}
@@ -120,9 +125,6 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		a, saver, db = s.agent, s.saver, s.db
 	}
 	name := f.name
-	if name == "" {
-		name = a.Name()
-	}
 	dsn := db.Path
 	if db.Kind == config.Postgres {
 		dsn = db.DSN

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/deepagents-go/deepagents/internal/pgtest"
 )
 
 func TestCheckListen(t *testing.T) {
@@ -154,7 +157,26 @@ func TestServeKillRestartRejoin(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts server processes")
 	}
-	db := "sqlite:" + filepath.Join(t.TempDir(), "state.db")
+	killRestartRejoin(t, "sqlite:"+filepath.Join(t.TempDir(), "state.db"))
+}
+
+// The same on PostgreSQL (DEEPAGENTS_TEST_POSTGRES; skipped without it).
+func TestServeKillRestartRejoinPostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts server processes")
+	}
+	dsn, schema := pgtest.Schema(t)
+	u, err := url.Parse(dsn)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		t.Skipf("%s is not a postgres:// URL, which --db needs; skipping", pgtest.EnvDSN)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	killRestartRejoin(t, u.String())
+}
+
+func killRestartRejoin(t *testing.T, db string) {
 	args := []string{"--demo", "--db", db, "--addr", "127.0.0.1:0", "--token-env", "DEEPAGENTS_SERVE_TEST_TOKEN"}
 	first, url := startServe(t, args...)
 	resp := call(t, "POST", url+"/threads", `{"thread_id":"t1"}`)
@@ -213,5 +235,59 @@ func TestServeKillRestartRejoin(t *testing.T) {
 	resp.Body.Close()
 	if run.Status != "error" {
 		t.Errorf("the run after the restart: status %q", run.Status)
+	}
+}
+
+// TestServeAssembledAgent serves the agent built as for `run` (a model on
+// a test OpenAI server, write_file gated): a run stops at the approval, a
+// resume finishes it, and cancelling the command's context stops the
+// server with exit status 0.
+func TestServeAssembledAgent(t *testing.T) {
+	srv := gatedServer(t)
+	runEnv(t, srv)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	pr, pw := io.Pipe()
+	codec := make(chan int, 1)
+	go func() {
+		codec <- run(ctx, []string{"serve", "--model", "openai:gpt-test", "--interrupt-on", "write_file", "--addr", "127.0.0.1:0",
+			"--db", "sqlite:" + filepath.Join(t.TempDir(), "s.db")}, strings.NewReader(""), io.Discard, pw)
+		pw.Close()
+	}()
+	urlc := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			if _, rest, ok := strings.Cut(sc.Text(), "listening on "); ok {
+				urlc <- strings.Fields(rest)[0]
+			}
+		}
+	}()
+	var base string
+	select {
+	case base = <-urlc:
+	case code := <-codec:
+		t.Fatalf("serve exited with %d before listening", code)
+	}
+	post := func(path, body string) map[string]json.RawMessage {
+		resp := call(t, "POST", base+path, body)
+		defer resp.Body.Close()
+		var out map[string]json.RawMessage
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("POST %s: %d %v", path, resp.StatusCode, err)
+		}
+		return out
+	}
+	res := post("/threads/x/runs/wait", `{"assistant_id":"agent","if_not_exists":"create","input":{"messages":[{"role":"user","content":"write it"}]}}`)
+	if !strings.Contains(string(res["__interrupt__"]), `"write_file"`) {
+		t.Fatalf("the run did not stop at the approval: %v", res)
+	}
+	res = post("/threads/x/runs/wait", `{"assistant_id":"agent","command":{"resume":[{"type":"approve","id":"c1"}]}}`)
+	if !strings.Contains(string(res["messages"]), `"done"`) || !strings.Contains(string(res["files"]), `"/a.md"`) {
+		t.Fatalf("after the approval: %v", res)
+	}
+	cancel()
+	if code := <-codec; code != 0 {
+		t.Errorf("serve exited with %d after its context ended", code)
 	}
 }

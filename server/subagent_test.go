@@ -1,0 +1,56 @@
+package server
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/deepagents-go/deepagents"
+	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/llm/scripted"
+)
+
+// TestSubagentApproval: a call a subagent makes that needs approval is
+// surfaced as the run's interrupt, with the subagent's path, and a resume
+// by order answers it; the subagent then finishes and so does the parent.
+func TestSubagentApproval(t *testing.T) {
+	model := scripted.New(nil, scripted.Options{Func: func(ci llm.CallInfo, req *llm.Request) (scripted.Step, error) {
+		last := req.Messages[len(req.Messages)-1]
+		switch {
+		case ci.Instance != "" && ci.Round == 0:
+			return scripted.Step{ToolCalls: []scripted.StepCall{{ID: "w", Name: "write_file", Args: json.RawMessage(`{"file_path":"/sub.md","content":"from the subagent"}`)}}}, nil
+		case ci.Instance != "":
+			return scripted.Step{Content: "subagent done"}, nil
+		case last.Role == llm.RoleUser:
+			return scripted.Step{ToolCalls: []scripted.StepCall{{ID: "t1", Name: "task", Args: json.RawMessage(`{"description":"write the file","subagent_type":"general-purpose"}`)}}}, nil
+		default:
+			return scripted.Step{Content: "parent done"}, nil
+		}
+	}})
+	a, err := deepagents.New(deepagents.Config{Name: "boss", Model: model, InterruptOn: map[string]agent.Approval{"write_file": {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, Config{Agents: []AgentSpec{{Name: "boss", Agent: a}}})
+	var res struct {
+		Interrupt []struct {
+			Value agent.HITLRequest `json:"value"`
+		} `json:"__interrupt__"`
+	}
+	h.json("POST", "/threads/sa/runs/wait", map[string]any{"assistant_id": "boss", "if_not_exists": "create",
+		"input": map[string]any{"messages": []any{map[string]any{"role": "user", "content": "go"}}}}, 200, &res)
+	if len(res.Interrupt) != 1 || len(res.Interrupt[0].Value.ActionRequests) != 1 {
+		t.Fatalf("interrupts %+v", res.Interrupt)
+	}
+	ar := res.Interrupt[0].Value.ActionRequests[0]
+	if ar.Name != "write_file" || ar.ID != "w" || !strings.Contains(ar.Path, "general-purpose#t1") {
+		t.Fatalf("the waiting call %+v", ar)
+	}
+	var done map[string]json.RawMessage
+	h.json("POST", "/threads/sa/runs/wait", map[string]any{"assistant_id": "boss",
+		"command": map[string]any{"resume": map[string]any{"decisions": []any{map[string]any{"type": "approve"}}}}}, 200, &done)
+	if !strings.Contains(string(done["messages"]), "parent done") || !strings.Contains(string(done["files"]), "from the subagent") {
+		t.Errorf("after the approval: messages %s files %s", done["messages"], done["files"])
+	}
+}
