@@ -251,6 +251,20 @@ func TestBrowserApprovalFlow(t *testing.T) {
 	ledgerRows := p.eval(`document.querySelectorAll('#ledger .lrow').length`)
 	p.do(chromedp.Click(chromedp.CSS(`#tabs button[data-tab="usage"]`)))
 	usage := p.text("usage")
+	// The rows (the main agent's own calls, each subagent) add up to what
+	// the agent reported for the whole turn at the end of its last run,
+	// subagents and the run before the approval included: nothing counted
+	// twice or left out.
+	sumOK := p.eval(`(() => {
+		const n = (td) => Number(td.textContent.replace(/,/g, ''));
+		const rows = [...document.querySelectorAll('#usage tbody tr:not(.total)')];
+		const total = document.querySelector('#usage tr.total');
+		const sum = (i) => rows.reduce((a, r) => a + n(r.children[i]), 0);
+		return rows.length === 3 && sum(3) > 0 && sum(3) === Number(total.dataset.lastRunIn) && sum(4) === Number(total.dataset.lastRunOut) ? 1 : 0;
+	})()`)
+	if sumOK != 1 {
+		t.Errorf("the usage rows do not add up to the total:\n%s", p.text("usage"))
+	}
 	p.do(chromedp.Click(chromedp.CSS(`#tabs button[data-tab="files"]`)),
 		waitJS(`document.querySelector('#files').textContent.includes('/report.md')`))
 	cards := p.eval(`document.querySelectorAll('#lanes details.card').length`)

@@ -543,8 +543,8 @@ function onCustom(ns, ev) {
     }
     case 'run.end':
       if (ns === '') {
-        addUsage(S.rootUsage, ev.run.usage);
-        S.rootRounds += ev.run.rounds || 0;
+        S.rootUsage = Object.assign({ input_tokens: 0, output_tokens: 0, cached_input_tokens: 0 }, ev.run.usage || {});
+        S.rootRounds = ev.run.rounds || 0;
       } else {
         const a = card(ns);
         a.usage = ev.run.usage || a.usage;
@@ -710,17 +710,29 @@ function shortAgent(p) {
   return parts.length === 1 ? p : parts[parts.length - 1];
 }
 
+// renderUsage lists tokens by agent. The main agent's row counts its own
+// model calls (from the ledger); the total is the sum of the rows. (A run's
+// usage as the agent reports it at its end includes its subagents' and,
+// after a resume, the interrupted run's, so it cannot be added up across
+// runs; the last one is kept on the total row for comparison.)
 function renderUsage() {
-  const rows = [[S.rootPath, 'main agent', S.rootRounds, S.rootUsage, '']];
+  const own = { input_tokens: 0, output_tokens: 0, cached_input_tokens: 0 };
+  let ownCalls = 0;
+  for (const r of S.ledger.values()) {
+    if (r.agent === S.rootPath && r.usage) { addUsage(own, r.usage); ownCalls++; }
+  }
+  const rows = [[S.rootPath, 'main agent', ownCalls, own, '']];
   for (const a of S.agents.values()) rows.push([a.path || a.ns, a.name, a.rounds, a.usage || {}, a.status]);
-  const total = { input_tokens: 0, output_tokens: 0, cached_input_tokens: 0 };
-  for (const r of rows) addUsage(total, r[3]);
+  const sum = { input_tokens: 0, output_tokens: 0, cached_input_tokens: 0 };
+  for (const r of rows) addUsage(sum, r[3]);
+  const total = sum;
   $('usage').replaceChildren(el('table', { class: 'ledger' },
-    el('thead', {}, el('tr', {}, ['agent', 'status', 'rounds', 'in', 'out', 'cached'].map((h) => el('th', {}, h)))),
-    el('tbody', {}, rows.map(([p, name, rounds, u, st]) => el('tr', {},
+    el('thead', {}, el('tr', {}, ['agent', 'status', 'calls', 'in', 'out', 'cached'].map((h) => el('th', {}, h)))),
+    el('tbody', {}, rows.map(([p, name, rounds, u, st]) => el('tr', { 'data-agent': p },
       el('td', { title: p }, name === 'main agent' ? name : shortAgent(p)), el('td', {}, st), el('td', {}, rounds),
       el('td', {}, num(u.input_tokens)), el('td', {}, num(u.output_tokens)), el('td', {}, num(u.cached_input_tokens)))),
-    el('tr', { class: 'total' }, el('td', {}, 'sum of the rows'), el('td'), el('td'),
+    el('tr', { class: 'total', 'data-last-run-in': S.rootUsage.input_tokens, 'data-last-run-out': S.rootUsage.output_tokens },
+      el('td', {}, 'total'), el('td'), el('td'),
       el('td', {}, num(total.input_tokens)), el('td', {}, num(total.output_tokens)), el('td', {}, num(total.cached_input_tokens))))));
 }
 
