@@ -131,6 +131,13 @@ func TestBrowserSubagentApprovalEditAndReload(t *testing.T) {
 		waitJS(`document.querySelectorAll('#lanes details.card[data-status="ok"]').length === 2`),
 		waitJS(`document.querySelector('#chat').textContent.includes('All done.')`),
 		screenshot(t, dir, "3-after-reload"),
+		// The card's transcript is in order: the write, then the answer.
+		waitJS(`(() => {
+			const kids = [...document.querySelector('`+card+`').children];
+			const tool = kids.findIndex((k) => k.matches('details.tool') && k.textContent.includes('write_file'));
+			const text = kids.findIndex((k) => k.textContent.includes('Subagent finished: write the notes'));
+			return tool >= 0 && tool < text;
+		})()`),
 		// The saved edit is the thread's file now.
 		chromedp.Click(chromedp.CSS(`#tabs button[data-tab="files"]`)),
 		chromedp.Click(chromedp.CSS(`#files a`)),

@@ -286,7 +286,9 @@ function card(ns) {
     const bar = ns.lastIndexOf('|');
     a = {
       ns, parentNs: bar < 0 ? '' : ns.slice(0, bar), callId: ns.slice(ns.lastIndexOf(':') + 1),
-      name: 'subagent', path: '', task: '', status: 'running', turns: [], live: '', tools: [],
+      // items are the transcript in order: {text} for what the model
+      // wrote, {tool} for a tool call and its result.
+      name: 'subagent', path: '', task: '', status: 'running', items: [], live: '',
       usage: null, rounds: 0, start: null, end: null,
     };
     S.agents.set(ns, a);
@@ -314,14 +316,15 @@ function renderCard(a) {
   const open = cardOpen.has(a.ns) ? cardOpen.get(a.ns) : true;
   const body = [];
   if (a.task) body.push(el('div', { class: 'task' }, el('span', { class: 'label' }, 'task '), a.task));
-  for (const t of a.turns) body.push(el('div', { class: 'md', html: md(t) }));
-  if (a.live) body.push(el('div', { class: 'md live', html: md(a.live) }));
-  for (const t of a.tools) {
+  for (const it of a.items) {
+    if (it.text !== undefined) { body.push(el('div', { class: 'md', html: md(it.text) })); continue; }
+    const t = it.tool;
     body.push(el('details', { class: 'tool', 'data-status': t.status },
       el('summary', {}, el('span', { class: 'badge ' + t.status }, t.status), el('code', {}, t.name)),
       el('pre', {}, pretty(t.args)),
       t.result !== undefined ? el('pre', {}, t.result) : null));
   }
+  if (a.live) body.push(el('div', { class: 'md live', html: md(a.live) }));
   if (actions.length) body.push(approvalCard(actions, 'This subagent asks for approval'));
   if (kids.length) {
     body.push(el('div', { class: 'lane nested', 'data-parent': a.path },
@@ -522,7 +525,7 @@ function onCustom(ns, ev) {
       if (ns !== '') {
         const a = card(ns);
         const text = ev.response.text || a.live;
-        if (text) a.turns.push(text);
+        if (text) a.items.push({ text });
         a.live = '';
       }
       break;
@@ -538,7 +541,7 @@ function onCustom(ns, ev) {
       const a = card(childNs(ns, s.call_id));
       Object.assign(a, { name: s.name, path: s.path, status: s.status || 'ok', usage: s.usage || a.usage,
         rounds: s.rounds || a.rounds, end: ev.time, error: s.error });
-      if (a.live) { a.turns.push(a.live); a.live = ''; }
+      if (a.live) { a.items.push({ text: a.live }); a.live = ''; }
       break;
     }
     case 'run.end':
@@ -561,10 +564,12 @@ function onCustom(ns, ev) {
       if (ev.delta && ev.delta.type === 'text_delta') a.live += ev.delta.text || '';
       break;
     case 'tool.start':
-      a.tools.push({ id: ev.tool.call_id, name: ev.tool.name, args: ev.tool.args, status: 'running' });
+      a.items.push({ tool: { id: ev.tool.call_id, name: ev.tool.name, args: ev.tool.args, status: 'running' } });
       break;
     case 'tool.end': {
-      const t = a.tools.find((x) => x.id === ev.tool.call_id) || (a.tools.push({ id: ev.tool.call_id, name: ev.tool.name }), a.tools[a.tools.length - 1]);
+      let it = a.items.find((x) => x.tool && x.tool.id === ev.tool.call_id);
+      if (!it) a.items.push(it = { tool: { id: ev.tool.call_id, name: ev.tool.name } });
+      const t = it.tool;
       t.status = ev.tool.is_error ? 'error' : 'ok';
       t.result = ev.tool.result || '';
       break;
