@@ -262,6 +262,16 @@ func TestBrowserApprovalFlow(t *testing.T) {
 		const sum = (i) => rows.reduce((a, r) => a + n(r.children[i]), 0);
 		return rows.length === 3 && sum(3) > 0 && sum(3) === Number(total.dataset.lastRunIn) && sum(4) === Number(total.dataset.lastRunOut) ? 1 : 0;
 	})()`)
+	// The turn's line under the answer counts the same calls and tokens.
+	turnOK := p.eval(`(() => {
+		const n = (td) => Number(td.textContent.replace(/,/g, ''));
+		const total = document.querySelector('#usage tr.total');
+		const line = document.querySelector('#chat .turn-usage[data-turn="0"]');
+		return line && line.textContent.startsWith('5 model call(s) · ' + total.children[3].textContent + ' in · ' + total.children[4].textContent + ' out') ? 1 : 0;
+	})()`)
+	if turnOK != 1 {
+		t.Errorf("the turn's usage line does not match the usage table:\n%s", chat)
+	}
 	if sumOK != 1 {
 		t.Errorf("the usage rows do not add up to the total:\n%s", p.text("usage"))
 	}

@@ -23,6 +23,7 @@ const S = {
   actions: [], // waiting calls: {name, args, description, id, path, allowed}
   decisions: new Map(), // call id -> decision chosen so far
   ledger: new Map(), // "path#round" -> {agent, round, ctx, usage, ms}
+  turns: [], // per turn (a user message and all it caused): {calls, input_tokens, output_tokens, cached_input_tokens}
   rootUsage: { input_tokens: 0, output_tokens: 0, cached_input_tokens: 0 },
   rootRounds: 0,
   files: {},
@@ -226,8 +227,21 @@ function renderChat() {
   const results = toolResults();
   const waiting = new Set(S.actions.map((a) => a.id));
   const nodes = [];
+  // Each turn's model calls and tokens, subagents included, under its last
+  // message; shown when the page saw every turn's events.
+  const humans = S.msgs.filter((m) => m.type === 'human').length;
+  let turn = -1;
+  const turnLine = () => {
+    const u = humans === S.turns.length ? S.turns[turn] : null;
+    if (u && u.calls) {
+      nodes.push(el('div', { class: 'turn-usage muted', 'data-turn': turn },
+        `${u.calls} model call(s) · ${num(u.input_tokens)} in · ${num(u.output_tokens)} out` + (u.cached_input_tokens ? ` · ${num(u.cached_input_tokens)} cached` : '')));
+    }
+  };
   for (const m of S.msgs) {
     if (m.type === 'human') {
+      if (turn >= 0) turnLine();
+      turn++;
       nodes.push(el('div', { class: 'msg human' }, el('div', { class: 'bubble' }, textOf(m.content))));
     } else if (m.type === 'ai') {
       const parts = [];
@@ -237,6 +251,7 @@ function renderChat() {
       nodes.push(el('div', { class: 'msg ai', 'data-id': m.id }, parts));
     }
   }
+  if (turn >= 0 && !S.streaming.size) turnLine();
   const known = new Set(S.msgs.map((m) => m.id));
   for (const [id, text] of S.streaming) {
     if (known.has(id) && textOf(S.msgs.find((m) => m.id === id).content)) continue;
@@ -511,6 +526,7 @@ function onCustom(ns, ev) {
       if (ns === '' && ev.agent) S.rootPath = ev.agent;
       break;
     case 'model.request': {
+      if (ns === '' && ev.request.round === 0) S.turns.push({ calls: 0, input_tokens: 0, output_tokens: 0, cached_input_tokens: 0 });
       const e = S.ledger.get(key) || { agent: ev.agent, round: ev.request.round };
       e.ctx = ev.request.context || null;
       e.tools = (ev.request.tools || []).length;
@@ -521,6 +537,8 @@ function onCustom(ns, ev) {
       const e = S.ledger.get(key) || { agent: ev.agent, round: ev.response.round };
       e.usage = ev.response.usage;
       e.ms = ev.response.duration_ms;
+      const turn = S.turns[S.turns.length - 1];
+      if (turn) { turn.calls++; addUsage(turn, ev.response.usage); }
       S.ledger.set(key, e);
       if (ns !== '') {
         const a = card(ns);
@@ -769,6 +787,7 @@ function resetThread() {
   S.epoch++;
   Object.assign(S, { runId: null, viewing: null, notice: '', msgs: [], actions: [], files: {}, todos: [], history: [], openFile: null, rootRounds: 0 });
   S.rootUsage = { input_tokens: 0, output_tokens: 0, cached_input_tokens: 0 };
+  S.turns = [];
   S.streaming.clear(); S.agents.clear(); S.decisions.clear(); S.ledger.clear(); approvalNodes.clear(); cardOpen.clear();
   $('file-view').hidden = true;
   showError('');
