@@ -61,6 +61,7 @@ func pacedAPI(t *testing.T, release <-chan struct{}) string {
 		const sub = "agent / general-purpose#c1"
 		send("metadata", map[string]any{"run_id": "r1"})
 		send("values", map[string]any{"messages": []any{final["messages"].([]any)[0]}})
+		send("values", map[string]any{"messages": final["messages"].([]any)[:2]})
 		send("custom", ev("run.start", "agent", nil))
 		send("custom", ev("subagent.start", "agent", map[string]any{"subagent": map[string]any{
 			"name": "general-purpose", "call_id": "c1", "path": sub, "task": "look it up"}}))
@@ -130,6 +131,9 @@ func TestBrowserLiveStreaming(t *testing.T) {
 		waitJS(`document.querySelector('`+nestedCard+` .live').textContent === 'Checked.' && document.querySelector('`+nestedCard+`').dataset.status === 'running'`),
 		screenshot(t, dir, "1-halfway"),
 	)
+	// A tool box opened by the person stays open while events re-render
+	// the chat.
+	p.do(waitJS(`(() => { const d = document.querySelector('#chat details.tool[data-call="c1"]'); if (!d) return false; d.open = true; return true; })()`))
 	close(release)
 	released = true
 	p.do(
@@ -139,6 +143,7 @@ func TestBrowserLiveStreaming(t *testing.T) {
 		waitJS(`document.querySelector('`+nestedCard+`').dataset.status === 'ok' && document.querySelector('`+nestedCard+`').textContent.includes('Checked.')`),
 		waitJS(`document.querySelector('#todos').textContent.includes('look it up')`),
 		screenshot(t, dir, "2-done"),
+		waitJS(`document.querySelector('#chat details.tool[data-call="c1"]').open`),
 	)
 	if got := p.text("lanes"); !containsAll(got, "Findings: part one, part two.", "100 in · 7 out · 1 round(s)") {
 		t.Errorf("the finished card lacks its text or usage:\n%s", got)

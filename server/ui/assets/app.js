@@ -282,7 +282,7 @@ function toolBox(tc, result, waiting) {
   else if (waiting || (S.actions.length && !S.abort)) status = 'waiting';
   else if (!S.abort) status = 'stopped';
   const sub = tc.name === 'task' ? agentForCall(tc.id) : null;
-  return el('details', { class: 'tool', 'data-status': status, 'data-call': tc.id },
+  const d = el('details', { class: 'tool', 'data-status': status, 'data-call': tc.id, open: toolOpen.has(tc.id) },
     el('summary', {},
       el('span', { class: 'badge ' + status }, status),
       el('code', {}, tc.name),
@@ -291,7 +291,11 @@ function toolBox(tc, result, waiting) {
     el('pre', {}, pretty(tc.args)),
     result ? el('div', { class: 'label' }, 'result') : null,
     result ? el('pre', {}, textOf(result.content)) : null);
+  // Re-rendering keeps a box the person opened open.
+  d.addEventListener('toggle', () => { if (d.open) toolOpen.add(tc.id); else toolOpen.delete(tc.id); });
+  return d;
 }
+const toolOpen = new Set();
 
 // ---------- subagent cards ----------
 
@@ -788,7 +792,7 @@ function resetThread() {
   Object.assign(S, { runId: null, viewing: null, notice: '', msgs: [], actions: [], files: {}, todos: [], history: [], openFile: null, rootRounds: 0 });
   S.rootUsage = { input_tokens: 0, output_tokens: 0, cached_input_tokens: 0 };
   S.turns = [];
-  S.streaming.clear(); S.agents.clear(); S.decisions.clear(); S.ledger.clear(); approvalNodes.clear(); cardOpen.clear();
+  S.streaming.clear(); S.agents.clear(); S.decisions.clear(); S.ledger.clear(); approvalNodes.clear(); cardOpen.clear(); toolOpen.clear();
   $('file-view').hidden = true;
   showError('');
 }
