@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/deepagents-go/deepagents/agent"
@@ -80,6 +81,30 @@ func FuzzParseFileUpdate(f *testing.F) {
 				t.Fatalf("path %q accepted from %q", c.Path, raw)
 			}
 			seen[c.Path] = true
+		}
+	})
+}
+
+// FuzzTaskPath: a task path has one "task:" segment per level below the
+// top, and resolves back to the same path's segments' call ids.
+func FuzzTaskPath(f *testing.F) {
+	f.Fuzz(func(t *testing.T, path string) {
+		tp := taskPath(path)
+		p, err := agent.ParsePath(path)
+		if err != nil || len(p) < 2 {
+			if tp != "" {
+				t.Fatalf("taskPath(%q) = %q for a top-level or bad path", path, tp)
+			}
+			return
+		}
+		parts := strings.Split(tp, "|")
+		if len(parts) != len(p)-1 {
+			t.Fatalf("taskPath(%q) = %q: %d parts for %d levels", path, tp, len(parts), len(p)-1)
+		}
+		for i, part := range parts {
+			if part != "task:"+p[i+1].CallID {
+				t.Fatalf("taskPath(%q) part %d = %q", path, i, part)
+			}
 		}
 	})
 }

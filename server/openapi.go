@@ -35,7 +35,7 @@ var operations = []operation{
 	{Method: "GET", Path: "/threads/{thread_id}", Summary: "Get a thread", Response: typeOf[Thread]()},
 	{Method: "PATCH", Path: "/threads/{thread_id}", Summary: "Merge metadata into a thread", Request: typeOf[ThreadPatch](), Response: typeOf[Thread]()},
 	{Method: "DELETE", Path: "/threads/{thread_id}", Summary: "Delete a thread, its runs and checkpoints", Status: http.StatusNoContent},
-	{Method: "GET", Path: "/threads/{thread_id}/state", Summary: "The thread's latest state", Response: typeOf[ThreadState]()},
+	{Method: "GET", Path: "/threads/{thread_id}/state", Summary: "The thread's latest state (?checkpoint_ns=task:CALL_ID: a subagent's)", Response: typeOf[ThreadState]()},
 	{Method: "POST", Path: "/threads/{thread_id}/state", Summary: "Change the thread's files (values.files: path to content, or null to delete) in a new checkpoint", Request: typeOf[StateUpdate](), Response: typeOf[map[string]CheckpointRef]()},
 	{Method: "GET", Path: "/threads/{thread_id}/history", Summary: "The thread's checkpoints, newest first", Response: typeOf[[]ThreadState]()},
 	{Method: "POST", Path: "/threads/{thread_id}/history", Summary: "The thread's checkpoints, newest first", Request: typeOf[HistoryRequest](), Response: typeOf[[]ThreadState]()},

@@ -134,6 +134,9 @@ func (s *Server) submit(r *http.Request) (*liveRun, error) {
 	}
 	var decisions []agent.Decision
 	if req.Command != nil && len(req.Command.Resume) > 0 && string(req.Command.Resume) != "null" {
+		if _, err := s.store.GetThread(ctx, threadID); errors.Is(err, ErrNotFound) {
+			return nil, errf(http.StatusNotFound, "thread %q not found", threadID)
+		}
 		rs, err := s.loadState(ctx, threadID)
 		if err != nil {
 			return nil, err

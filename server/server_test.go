@@ -293,6 +293,7 @@ func TestBadRunRequests(t *testing.T) {
 	}
 	h.json("POST", p, map[string]any{"assistant_id": "ghost", "input": msg}, 404, nil)
 	h.json("POST", "/threads/nope/runs", map[string]any{"assistant_id": "researcher", "input": msg}, 404, nil)
+	h.json("POST", "/threads/nope/runs", map[string]any{"assistant_id": "researcher", "command": map[string]any{"resume": []any{map[string]any{"type": "approve", "id": "x"}}}}, 404, nil)
 	var run Run
 	h.json("POST", "/threads/fresh/runs/wait", map[string]any{"assistant_id": "researcher", "input": msg, "if_not_exists": "create"}, 200, &run)
 	h.json("GET", "/threads/fresh", nil, 200, nil)
@@ -598,4 +599,48 @@ func TestSubagentsOverlap(t *testing.T) {
 	if !sa.start.Before(sb.end) || !sb.start.Before(sa.end) {
 		t.Errorf("the subagents did not overlap: a %v–%v, b %v–%v", sa.start, sa.end, sb.start, sb.end)
 	}
+}
+
+// TestSubagentState: a finished subagent's transcript is read back by its
+// task path (checkpoint_ns), with the message ids its streamed events had.
+func TestSubagentState(t *testing.T) {
+	h := newHarness(t, Config{})
+	_, evs := h.stream("POST", "/threads/ns/runs/stream", map[string]any{"assistant_id": "researcher", "if_not_exists": "create",
+		"input":       map[string]any{"messages": []any{map[string]any{"role": "user", "content": "go"}}},
+		"stream_mode": "values", "stream_subgraphs": true})
+	var streamed struct {
+		Messages []LCMessage `json:"messages"`
+	}
+	for _, e := range evs {
+		if e.Event == "values|task:task_a_1" {
+			if err := json.Unmarshal(e.Data, &streamed); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var st ThreadState
+	h.json("GET", "/threads/ns/state?checkpoint_ns=task:task_a_1", nil, 200, &st)
+	var v struct {
+		Messages []LCMessage `json:"messages"`
+	}
+	if err := json.Unmarshal(st.Values, &v); err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Messages) != 2 || v.Messages[0].Type != "human" || v.Messages[1].Type != "ai" ||
+		!strings.Contains(v.Messages[1].Content.(string), "Findings: Research topic A") {
+		t.Fatalf("subagent transcript %+v", v.Messages)
+	}
+	if st.Checkpoint.CheckpointNS != "task:task_a_1" {
+		t.Errorf("checkpoint_ns %q", st.Checkpoint.CheckpointNS)
+	}
+	if len(streamed.Messages) != 2 || streamed.Messages[1].ID != v.Messages[1].ID {
+		t.Errorf("streamed ids %+v, stored %+v", streamed.Messages, v.Messages)
+	}
+	var hist []ThreadState
+	h.json("POST", "/threads/ns/history", map[string]any{"checkpoint": map[string]any{"checkpoint_ns": "task:task_b_1"}}, 200, &hist)
+	if len(hist) == 0 || hist[0].Checkpoint.CheckpointNS != "task:task_b_1" {
+		t.Errorf("subagent history %+v", hist)
+	}
+	h.json("GET", "/threads/ns/state?checkpoint_ns=task:nope", nil, 404, nil)
+	h.json("GET", "/threads/ns/state?checkpoint_ns=%20/%20", nil, 422, nil)
 }

@@ -175,8 +175,12 @@ func (s *Server) deleteThread(w http.ResponseWriter, r *http.Request) {
 
 // values is the thread's state as LangGraph clients read it: messages in
 // LangChain's shape, files, todos and the other middleware values by name.
-func values(rs *agent.RunState) map[string]any {
-	v := map[string]any{"messages": lcMessages(rs.Messages, "")}
+func values(rs *agent.RunState) map[string]any { return valuesAt(rs, "") }
+
+// valuesAt is values for the agent whose task path is task ("" for the
+// top level): its messages' ids carry the path, as in its streamed events.
+func valuesAt(rs *agent.RunState, task string) map[string]any {
+	v := map[string]any{"messages": lcMessages(rs.Messages, task)}
 	if rs.Files != nil {
 		v["files"] = rs.Files
 	}
@@ -267,20 +271,21 @@ func (s *Server) stateView(thread string, cp *checkpoint.Checkpoint) (ThreadStat
 		}
 		rs.Values[k] = v
 	}
-	vals, err := json.Marshal(values(rs))
+	task := taskPath(cp.NS)
+	vals, err := json.Marshal(valuesAt(rs, task))
 	if err != nil {
 		return ThreadState{}, err
 	}
 	t := cp.Time.UTC()
 	st := ThreadState{Values: vals, Next: []string{}, Tasks: []StateTask{}, Interrupts: interruptsOf(rs),
-		Checkpoint: CheckpointRef{ThreadID: thread, CheckpointID: cp.ID}, CreatedAt: &t,
+		Checkpoint: CheckpointRef{ThreadID: thread, CheckpointNS: task, CheckpointID: cp.ID}, CreatedAt: &t,
 		Metadata: map[string]any{"step": cp.Step, "source": cp.Metadata["source"]}}
 	for k, v := range cp.Metadata {
 		st.Metadata[k] = v
 	}
 	st.Metadata["step"] = cp.Step
 	if cp.ParentID != "" {
-		st.ParentCheckpoint = &CheckpointRef{ThreadID: thread, CheckpointID: cp.ParentID}
+		st.ParentCheckpoint = &CheckpointRef{ThreadID: thread, CheckpointNS: task, CheckpointID: cp.ParentID}
 	}
 	if len(st.Interrupts) > 0 {
 		st.Next = []string{"tools"}
@@ -295,9 +300,14 @@ func (s *Server) getState(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	cp, err := s.cfg.Saver.Get(r.Context(), checkpoint.Ref{ThreadID: rec.ID, ID: r.PathValue("checkpoint")})
+	ns, err := s.resolveNS(r.Context(), rec.ID, r.URL.Query().Get("checkpoint_ns"))
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	cp, err := s.cfg.Saver.Get(r.Context(), checkpoint.Ref{ThreadID: rec.ID, NS: ns, ID: r.PathValue("checkpoint")})
 	if errors.Is(err, checkpoint.ErrNotFound) {
-		if r.PathValue("checkpoint") != "" {
+		if r.PathValue("checkpoint") != "" || ns != "" {
 			s.fail(w, errf(http.StatusNotFound, "checkpoint %q of thread %q not found", r.PathValue("checkpoint"), rec.ID))
 			return
 		}
@@ -338,7 +348,16 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request) {
 	if req.Limit > 1000 {
 		req.Limit = 1000
 	}
-	opts := checkpoint.ListOptions{ThreadID: rec.ID, Limit: req.Limit}
+	task := r.URL.Query().Get("checkpoint_ns")
+	if req.Checkpoint != nil && req.Checkpoint.CheckpointNS != "" {
+		task = req.Checkpoint.CheckpointNS
+	}
+	ns, err := s.resolveNS(r.Context(), rec.ID, task)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	opts := checkpoint.ListOptions{ThreadID: rec.ID, NS: ns, Limit: req.Limit}
 	if req.Before != nil {
 		opts.Before = req.Before.CheckpointID
 	}
@@ -362,6 +381,45 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request) {
 		out = append(out, st)
 	}
 	writeJSON(w, 200, out)
+}
+
+// taskPath is the task path of an agent path: "task:<call_id>" per level
+// below the top ("" for the top level), as subagent events are named.
+func taskPath(path string) string {
+	p, err := agent.ParsePath(path)
+	if err != nil || len(p) < 2 {
+		return ""
+	}
+	parts := make([]string, 0, len(p)-1)
+	for _, seg := range p[1:] {
+		parts = append(parts, "task:"+seg.CallID)
+	}
+	return strings.Join(parts, "|")
+}
+
+// resolveNS turns a checkpoint_ns as clients send it into a namespace of
+// the thread: "" is the top level; a task path ("task:call_1|task:call_7")
+// names a subagent run by its calls; an agent path is taken as it is.
+func (s *Server) resolveNS(ctx context.Context, thread, ns string) (string, error) {
+	if ns == "" {
+		return "", nil
+	}
+	if !strings.HasPrefix(ns, "task:") {
+		if _, err := agent.ParsePath(ns); err != nil {
+			return "", errf(http.StatusUnprocessableEntity, "checkpoint_ns %q is neither a task path (task:CALL_ID) nor an agent path", ns)
+		}
+		return ns, nil
+	}
+	list, err := s.cfg.Saver.List(ctx, checkpoint.ListOptions{ThreadID: thread, AllNamespaces: true})
+	if err != nil {
+		return "", err
+	}
+	for _, c := range list {
+		if c.NS != "" && taskPath(c.NS) == ns {
+			return c.NS, nil
+		}
+	}
+	return "", errf(http.StatusNotFound, "thread %q has no subagent run at %q", thread, ns)
 }
 
 // updateState is POST /threads/{id}/state: it changes the thread's files

@@ -58,14 +58,7 @@ func (t *translator) suffix(path string) string {
 	if s, ok := t.ns[path]; ok {
 		return s
 	}
-	p, err := agent.ParsePath(path)
-	var parts []string
-	if err == nil {
-		for _, seg := range p[1:] {
-			parts = append(parts, "task:"+seg.CallID)
-		}
-	}
-	s := "|" + strings.Join(parts, "|")
+	s := "|" + taskPath(path)
 	t.ns[path] = s
 	return s
 }

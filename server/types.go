@@ -139,6 +139,9 @@ type StateUpdate struct {
 type HistoryRequest struct {
 	Limit  int            `json:"limit,omitempty"`
 	Before *CheckpointRef `json:"before,omitempty"`
+	// Checkpoint's checkpoint_ns selects a subagent's history (a task
+	// path such as "task:call_1"); the top level's by default.
+	Checkpoint *CheckpointRef `json:"checkpoint,omitempty"`
 }
 
 // Command resumes an interrupted run: Resume carries the decisions.
