@@ -1,7 +1,10 @@
 package ui_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -209,4 +212,59 @@ func TestBrowserToken(t *testing.T) {
 	if got := p.text("conn"); got != "" {
 		t.Errorf("connection line still says %q", got)
 	}
+}
+
+// postJSON sends a JSON request to the API and decodes the answer.
+func postJSON(t *testing.T, url string, body, out any) {
+	t.Helper()
+	b, _ := json.Marshal(body)
+	res, err := http.Post(url, "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	data, _ := io.ReadAll(io.LimitReader(res.Body, 1<<20))
+	if res.StatusCode/100 != 2 {
+		t.Fatalf("POST %s: %d %s", url, res.StatusCode, data)
+	}
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			t.Fatalf("POST %s: %v in %s", url, err, data)
+		}
+	}
+}
+
+// TestBrowserThreadOfAnotherClient: a thread whose run another client made
+// without the custom stream mode (so no agent events are stored) still
+// shows a card per subagent, built from the task calls; the transcript of
+// one that finished loads from the checkpoints, and the waiting one's
+// approval is in its card and resumes the run.
+func TestBrowserThreadOfAnotherClient(t *testing.T) {
+	url := subagentApprovalServer(t)
+	var th struct {
+		ThreadID string `json:"thread_id"`
+	}
+	postJSON(t, url+"/threads", map[string]any{}, &th)
+	postJSON(t, url+"/threads/"+th.ThreadID+"/runs/wait", map[string]any{"assistant_id": "agent",
+		"input": map[string]any{"messages": []any{map[string]any{"role": "user", "content": "prepare notes"}}}}, nil)
+
+	p := page{t, browser(t)}
+	dir := artifacts(t)
+	const waiting = `#lanes details.card[data-ns="task:task_w"]`
+	const done = `#lanes details.card[data-ns="task:task_r"]`
+	p.do(
+		chromedp.Navigate(url+"/#"+th.ThreadID),
+		waitJS(`document.querySelectorAll('#lanes details.card').length === 2`),
+		// The parent has no answer from it yet: its sibling's call waits.
+		waitJS(`document.querySelector('`+done+`').dataset.status === 'pending'`),
+		chromedp.WaitVisible(chromedp.CSS(waiting+` .approval button.approve`)),
+		chromedp.Click(chromedp.CSS(done+` button.transcript-load`)),
+		waitJS(`document.querySelector('`+done+` .transcript') && document.querySelector('`+done+` .transcript').textContent.includes('Subagent finished: read the sources')`),
+		screenshot(t, dir, "1-cards-from-calls"),
+		chromedp.Click(chromedp.CSS(waiting+` .approval button.approve`)),
+		waitJS(`document.querySelector('#chat').textContent.includes('All done.') && !document.querySelector('#send').disabled`),
+		waitJS(`document.querySelector('`+waiting+`').dataset.status === 'ok'`),
+		waitJS(`document.querySelector('`+done+`').dataset.status === 'ok'`),
+		screenshot(t, dir, "2-resumed"),
+	)
 }

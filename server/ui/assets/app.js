@@ -315,6 +315,43 @@ function card(ns) {
   return a;
 }
 
+// cardsFromCalls adds a card for each task call of the main agent that
+// has none: runs streamed by another client without the custom mode left
+// no events to build it from. Its transcript loads from the checkpoints.
+function cardsFromCalls() {
+  const results = toolResults();
+  for (const m of S.msgs) {
+    for (const tc of (m.type === 'ai' && m.tool_calls) || []) {
+      if (tc.name !== 'task') continue;
+      const known = S.agents.get('task:' + tc.id);
+      if (known && !known.fromCall) continue; // built from its events
+      const a = card('task:' + tc.id);
+      const args = tc.args || {};
+      const r = results.get(tc.id);
+      a.name = args.subagent_type || 'subagent';
+      a.task = args.description || '';
+      // Without a result the parent has not got its answer yet (a call of
+      // the same step may be waiting for approval).
+      a.status = r ? (r.status === 'error' ? 'error' : 'ok') : 'pending';
+      if (r && a.items.length === 0) a.items.push({ text: textOf(r.content) });
+      a.fromCall = true;
+      // Its path, for its waiting calls: "<main> / <name>#<call id>".
+      const waiting = S.actions.find((x) => isSubagentPath(x.path) && x.path.split(' / ').length === 2 && x.path.endsWith('#' + tc.id));
+      if (waiting) { a.path = waiting.path; a.status = 'waiting'; }
+    }
+  }
+}
+
+// loadTranscript reads a subagent's messages from the thread's
+// checkpoints (its task path as checkpoint_ns) into its card.
+async function loadTranscript(a) {
+  try {
+    const st = await api('GET', `/threads/${S.thread}/state?checkpoint_ns=${encodeURIComponent(a.ns)}`);
+    a.transcript = ((st && st.values) || {}).messages || [];
+  } catch (e) { a.transcript = null; a.transcriptError = e.message; }
+  render();
+}
+
 function childNs(parentNs, callID) { return (parentNs ? parentNs + '|' : '') + 'task:' + callID; }
 
 function renderLanes() {
@@ -344,6 +381,16 @@ function renderCard(a) {
       t.result !== undefined ? el('pre', {}, t.result) : null));
   }
   if (a.live) body.push(el('div', { class: 'md live', html: md(a.live) }));
+  if (a.transcript) {
+    body.push(el('div', { class: 'transcript' }, el('div', { class: 'label' }, 'transcript (from the checkpoints)'),
+      a.transcript.map((m) => el('div', { class: 'tmsg ' + m.type },
+        el('span', { class: 'label' }, m.type === 'tool' ? 'tool ' + (m.name || '') : m.type), ' ',
+        m.type === 'ai' ? el('div', { class: 'md', html: md(textOf(m.content)) }) : el('pre', {}, textOf(m.content)),
+        (m.tool_calls || []).map((tc) => el('div', {}, el('code', {}, tc.name), ' ', el('code', { class: 'muted' }, JSON.stringify(tc.args))))))));
+  } else if (a.status !== 'running' && S.thread) {
+    body.push(el('button', { type: 'button', class: 'link transcript-load', onclick: () => loadTranscript(a) },
+      a.transcriptError ? 'transcript: ' + a.transcriptError + ' (retry)' : 'show the full transcript'));
+  }
   if (actions.length) body.push(approvalCard(actions, 'This subagent asks for approval'));
   if (kids.length) {
     body.push(el('div', { class: 'lane nested', 'data-parent': a.path },
@@ -822,6 +869,7 @@ async function openThread(id) {
     const fresh = await api('GET', `/threads/${id}`);
     applyValues(fresh.values || th.values);
     setInterrupts(Object.values(fresh.interrupts || {}).flat());
+    cardsFromCalls();
     if (fresh.status === 'error' && fresh.error) showError('The last run failed: ' + fresh.error);
   } catch (e) { showError(e.message); }
   render();
@@ -901,6 +949,7 @@ async function run(body) {
     applyValues(th.values);
     setInterrupts(Object.values(th.interrupts || {}).flat());
     if (th.status === 'error' && th.error) showError('The run failed: ' + th.error);
+    cardsFromCalls();
   } catch (e) { showError(e.message); }
   render();
   refreshThreads();
