@@ -1,0 +1,57 @@
+// Package ui is the web UI of `deepagents serve`: a single page, written
+// as plain HTML, CSS and JavaScript with no build step, embedded in the
+// binary and served from the same origin as the API, so it needs no
+// configuration. It talks to the server's LangGraph-compatible API with
+// fetch (streams included), sending the bearer token the user enters.
+package ui
+
+import (
+	"embed"
+	"io/fs"
+	"net/http"
+	"path"
+	"strings"
+)
+
+//go:embed assets
+var assets embed.FS
+
+// Assets returns the UI's files (index.html at the root), e.g. to measure
+// or inspect them.
+func Assets() fs.FS {
+	sub, err := fs.Sub(assets, "assets")
+	if err != nil {
+		panic(err) // the directory is embedded above; it always exists
+	}
+	return sub
+}
+
+// Handler serves the UI: index.html for "/" and for any path that is not
+// one of the assets (so that a reload on a deep link still opens the app),
+// the assets themselves under their names. Only GET and HEAD are answered.
+func Handler() http.Handler {
+	files := Assets()
+	fileServer := http.FileServerFS(files)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "the web UI only answers GET and HEAD; the API has no route for "+r.Method+" "+r.URL.Path, http.StatusMethodNotAllowed)
+			return
+		}
+		name := strings.TrimPrefix(path.Clean("/"+r.URL.Path), "/")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Cache-Control", "no-cache")
+		if name != "" && name != "index.html" {
+			if st, err := fs.Stat(files, name); err == nil && !st.IsDir() {
+				fileServer.ServeHTTP(w, r)
+				return
+			}
+			if path.Ext(name) != "" {
+				http.NotFound(w, r)
+				return
+			}
+		}
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; script-src 'self'; img-src 'self' data:; connect-src 'self'")
+		http.ServeFileFS(w, r, files, "index.html")
+	})
+}
