@@ -90,19 +90,22 @@ func (q querier) SeqOf(ctx context.Context, thread, id string) (int64, bool, err
 
 // List implements engine.Reader.
 func (q querier) List(ctx context.Context, lq engine.ListQuery, each func(raw []byte) bool) error {
-	query := `SELECT record FROM checkpoints WHERE thread = ?`
+	// The namespace index (thread, ns, seq) holds the thread-wide order too
+	// (seq is the rowid): the newest seqs are picked from it alone and
+	// only their records read.
+	where := `thread = ?`
 	args := []any{lq.Thread}
 	if !lq.All {
-		query += ` AND ns = ?`
+		where += ` AND ns = ?`
 		args = append(args, lq.NS)
 	}
 	if lq.HasBefore {
-		query += ` AND seq < ?`
+		where += ` AND seq < ?`
 		args = append(args, lq.Before)
 	}
-	query += ` ORDER BY seq DESC`
+	query := `SELECT record FROM checkpoints WHERE ` + where + ` ORDER BY seq DESC`
 	if lq.Limit > 0 {
-		query += fmt.Sprintf(` LIMIT %d`, lq.Limit)
+		query = fmt.Sprintf(`SELECT record FROM checkpoints WHERE seq IN (SELECT seq FROM checkpoints WHERE %s ORDER BY seq DESC LIMIT %d) ORDER BY seq DESC`, where, lq.Limit)
 	}
 	rows, err := q.tx.QueryContext(ctx, query, args...)
 	if err != nil {
