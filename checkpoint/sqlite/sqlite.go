@@ -292,10 +292,15 @@ var statements = map[string]string{
 	"putwrite": `INSERT INTO writes (thread, ns, cp, call_id, kind, data)
 		SELECT ?1, ?2, ?3, ?4, ?5, ?6 WHERE EXISTS (SELECT 1 FROM checkpoints WHERE thread = ?1 AND ns = ?2 AND id = ?3)
 		ON CONFLICT (thread, ns, cp, call_id, kind) DO UPDATE SET data = excluded.data`,
-	"begin":    `BEGIN IMMEDIATE`,
-	"commit":   `COMMIT`,
-	"rollback": `ROLLBACK`,
-	"r:record": `SELECT record FROM checkpoints WHERE thread = ? AND ns = ? AND id = ?`,
+	"leaseget": `SELECT holder, expires FROM leases WHERE thread = ?`,
+	"leaseput": `INSERT INTO leases (thread, holder, expires) VALUES (?, ?, ?)
+		ON CONFLICT (thread) DO UPDATE SET holder = excluded.holder, expires = excluded.expires`,
+	"leaserenew": `UPDATE leases SET expires = ? WHERE thread = ? AND holder = ?`,
+	"leasedel":   `DELETE FROM leases WHERE thread = ? AND holder = ?`,
+	"begin":      `BEGIN IMMEDIATE`,
+	"commit":     `COMMIT`,
+	"rollback":   `ROLLBACK`,
+	"r:record":   `SELECT record FROM checkpoints WHERE thread = ? AND ns = ? AND id = ?`,
 	// The namespace's ?4 records put at or before checkpoint ?3.
 	"r:recent": `SELECT record FROM checkpoints WHERE thread = ?1 AND ns = ?2
 		AND seq <= (SELECT seq FROM checkpoints WHERE thread = ?1 AND ns = ?2 AND id = ?3) ORDER BY seq DESC LIMIT ?4`,
@@ -407,6 +412,17 @@ func (s *Saver) writeTxThen(ctx context.Context, fn func(q querier) error, then 
 		then()
 	}
 	return nil
+}
+
+// execAlone runs one prepared statement of the writer as a transaction of
+// its own (no BEGIN and COMMIT to send), not interrupted once started.
+func (s *Saver) execAlone(ctx context.Context, name string, args ...any) (sql.Result, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	return s.stmts[name].ExecContext(still(ctx), args...)
 }
 
 // rollback ends the writer's transaction, if one is still open.
