@@ -281,6 +281,9 @@ var statements = map[string]string{
 		UNION ALL SELECT NULL, COALESCE((SELECT seq_to FROM chunks WHERE thread = ?1 AND ns = ?2 ORDER BY seq_from DESC LIMIT 1), 0)`,
 	"record":   `SELECT record FROM checkpoints WHERE thread = ? AND ns = ? AND id = ?`,
 	"insertcp": `INSERT INTO checkpoints (thread, ns, id, title, record) VALUES (?, ?, ?, ?, ?) ON CONFLICT (thread, ns, id) DO NOTHING`,
+	// insertcp that also returns the data version (see querier.era).
+	"insertcpera": `INSERT INTO checkpoints (thread, ns, id, title, record) VALUES (?, ?, ?, ?, ?) ON CONFLICT (thread, ns, id) DO NOTHING
+		RETURNING (SELECT data_version FROM pragma_data_version())`,
 	// Changes only when another connection commits (see querier.era).
 	"dataversion": `PRAGMA data_version`,
 	"insertchunk": `INSERT INTO chunks (thread, ns, seq_from, seq_to, packed, data) VALUES (?, ?, ?, ?, ?, ?)`,
@@ -435,6 +438,8 @@ func (s *Saver) rollback() {
 // another Saver on the same file) commits, never for this connection's own
 // commits, so while it stays the same the tips this saver recorded are still
 // what is stored, and a put continuing from one skips reading its parent.
+// A put in a transaction of its own reads it with its insert instead (see
+// runOne and querier.InsertEra), one statement less.
 func (q querier) era(ctx context.Context) (int64, error) {
 	var v int64
 	if err := q.stmt(ctx, "dataversion").QueryRowContext(ctx).Scan(&v); err != nil {

@@ -156,6 +156,25 @@ func (q querier) Insert(ctx context.Context, r *checkpoint.Record, raw []byte, m
 	} else if n == 0 {
 		return engine.ErrStored
 	}
+	return q.insertRest(ctx, r, msgs, blobs, refs)
+}
+
+// InsertEra implements engine.EraInserter: the checkpoint's insert
+// returns the connection's data version (see querier.era).
+func (q querier) InsertEra(ctx context.Context, r *checkpoint.Record, raw []byte, msgs [][]byte, blobs map[string][]byte, refs []string) (int64, error) {
+	var era int64
+	err := q.stmt(ctx, "insertcpera").QueryRowContext(ctx, r.ThreadID, r.NS, r.ID, r.Title, raw).Scan(&era)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, engine.ErrStored
+	}
+	if err != nil {
+		return 0, err
+	}
+	return era, q.insertRest(ctx, r, msgs, blobs, refs)
+}
+
+// insertRest stores what comes with a checkpoint's record.
+func (q querier) insertRest(ctx context.Context, r *checkpoint.Record, msgs [][]byte, blobs map[string][]byte, refs []string) error {
 	if len(msgs) > 0 {
 		if _, err := q.stmt(ctx, "insertchunk").ExecContext(ctx, r.ThreadID, r.NS, r.Messages.From, r.Messages.To, 0, checkpoint.AppendChunk(nil, msgs...)); err != nil {
 			return err
