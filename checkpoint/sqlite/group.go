@@ -2,7 +2,10 @@ package sqlite
 
 import (
 	"context"
+	"errors"
 	"sync"
+
+	"github.com/deepagents-go/deepagents/checkpoint/internal/engine"
 )
 
 // Group commit: puts and writes that arrive while another commit runs (the
@@ -46,6 +49,9 @@ type group struct {
 	// together counts the transactions of more than one operation (for
 	// tests).
 	together int
+	// stale counts the puts run again because another connection had
+	// committed since their tip (for tests).
+	stale int
 }
 
 // commit queues o and returns once it is committed (or failed).
@@ -167,8 +173,20 @@ func (s *Saver) runTogether(ops []*op) error {
 	})
 }
 
-// runOne runs o in a transaction of its own.
+// runOne runs o in a transaction of its own. A put reads the era with its
+// insert; when that shows another writer committed since the tip it
+// continued from, the transaction is rolled back and the put runs again
+// with the era read first.
 func (s *Saver) runOne(o *op) error {
+	err := s.runOneEra(o, true)
+	if errors.Is(err, engine.ErrStaleTip) {
+		s.group.stale++
+		err = s.runOneEra(o, false)
+	}
+	return err
+}
+
+func (s *Saver) runOneEra(o *op, atInsert bool) error {
 	if err := o.ctx.Err(); err != nil {
 		return err
 	}
@@ -176,7 +194,9 @@ func (s *Saver) runOne(o *op) error {
 	var after func()
 	return s.writeTxThen(ctx, func(q querier) error {
 		era := int64(-1)
-		if o.put {
+		if o.put && atInsert {
+			era = engine.EraAtInsert
+		} else if o.put {
 			var err error
 			if era, err = q.era(ctx); err != nil {
 				return err

@@ -229,3 +229,69 @@ func TestGroupCommitTwoPutsInOneNamespace(t *testing.T) {
 		}
 	}
 }
+
+// A put continuing from the saver's tip reads the data version with its
+// insert: when another connection committed since the tip was recorded,
+// the put is rolled back and run again reading the namespace, and the
+// tip it then records carries the new version, so the next put is fast
+// again.
+func TestStaleTipIsSeenAtInsert(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	a, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx := context.Background()
+	put := func(s *Saver, thread, id, parent string) {
+		t.Helper()
+		if err := s.Put(ctx, checkpoint.Step{ThreadID: thread, ID: id, ParentID: parent,
+			Messages: []llm.Message{{Role: llm.RoleUser, Content: "text of " + id}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(a, "th", "c1", "")
+	put(a, "th", "c2", "c1")
+	if a.group.stale != 0 {
+		t.Fatalf("%d puts ran again with no other writer", a.group.stale)
+	}
+	// b's replacement of c2 (same id, other content) must be what c3
+	// continues from, not a's tip.
+	if err := b.DeleteThread(ctx, "th"); err != nil {
+		t.Fatal(err)
+	}
+	put(b, "th", "c1", "")
+	if err := b.Put(ctx, checkpoint.Step{ThreadID: "th", ID: "c2", ParentID: "c1",
+		Messages: []llm.Message{{Role: llm.RoleUser, Content: "b's c2"}}}); err != nil {
+		t.Fatal(err)
+	}
+	put(a, "th", "c3", "c2")
+	if a.group.stale != 1 {
+		t.Errorf("%d puts ran again after another connection's commit, want 1", a.group.stale)
+	}
+	put(a, "th", "c4", "c3")
+	if a.group.stale != 1 {
+		t.Errorf("the put after the rerun ran again too (%d reruns)", a.group.stale)
+	}
+	c, err := a.Get(ctx, checkpoint.Ref{ThreadID: "th"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range c.State.Messages {
+		got = append(got, m.Content)
+	}
+	if want := "text of c1,b's c2,text of c3,text of c4"; strings.Join(got, ",") != want {
+		t.Errorf("messages %q, want %q", strings.Join(got, ","), want)
+	}
+	// All four of a's and b's puts are stored once.
+	var n int
+	if err := a.r.QueryRow(`SELECT COUNT(*) FROM checkpoints WHERE thread = 'th'`).Scan(&n); err != nil || n != 4 {
+		t.Errorf("%d checkpoints, %v; want 4", n, err)
+	}
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/vfs"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -253,5 +254,126 @@ func TestFirstChunkJoinsTheNextPack(t *testing.T) {
 	}
 	if !cmp.Equal(got, want) {
 		t.Errorf("messages %q, want %q", got, want)
+	}
+}
+
+// A database written by the second schema (an index of checkpoints by
+// thread, blobs with a rowid) opens, is migrated, and reads back
+// everything it held: records in their thread-wide order, states, file
+// contents and pending writes; new puts list after the old ones.
+func TestMigrateFromSchema2(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "old.db")
+	// Write the database with the second schema.
+	saved := migrations
+	migrations = migrations[:2]
+	restore := func() { migrations = saved }
+	defer restore()
+	old, err := Open(path, Options{SnapshotEvery: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)
+	last := map[string]string{}
+	put := func(thread, ns string, i int, file bool) {
+		t.Helper()
+		id := fmt.Sprint(thread, ns, "-", i)
+		st := checkpoint.Step{ThreadID: thread, NS: ns, ID: id, ParentID: last[thread+"/"+ns], Step: i, Time: at,
+			Messages: []llm.Message{{Role: llm.RoleUser, Content: fmt.Sprint("message ", id)}}}
+		if file {
+			st.Files = vfs.Delta{{Path: "/notes.md", File: &vfs.File{Content: "notes of " + id, CreatedAt: at, ModifiedAt: at}}}
+		}
+		if err := old.Put(ctx, st); err != nil {
+			t.Fatal(err)
+		}
+		last[thread+"/"+ns] = id
+	}
+	// Two threads interleaved, one with a subagent's namespace.
+	for i := 1; i <= 5; i++ {
+		put("a", "", i, i == 2)
+		put("b", "", i, i == 4)
+		if i <= 2 {
+			put("a", "sub", i, false)
+		}
+	}
+	w := checkpoint.Write{CallID: "call_1", Result: llm.Message{Role: llm.RoleTool, ToolCallID: "call_1", Content: "ran"}}
+	if err := old.PutWrite(ctx, checkpoint.Ref{ThreadID: "a", ID: "a-5"}, w); err != nil {
+		t.Fatal(err)
+	}
+	type view struct {
+		List    []string
+		Latest  map[string]*checkpoint.Checkpoint
+		Threads []checkpoint.ThreadInfo
+	}
+	read := func(s *Saver) view {
+		t.Helper()
+		v := view{Latest: map[string]*checkpoint.Checkpoint{}}
+		for _, th := range []string{"a", "b"} {
+			cs, err := s.List(ctx, checkpoint.ListOptions{ThreadID: th, AllNamespaces: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range cs {
+				v.List = append(v.List, c.ID)
+			}
+			for _, ns := range []string{"", "sub"} {
+				if c, err := s.Get(ctx, checkpoint.Ref{ThreadID: th, NS: ns}); err == nil {
+					v.Latest[th+"/"+ns] = c
+				}
+			}
+		}
+		if v.Threads, err = s.Threads(ctx, checkpoint.ThreadsOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	before := read(old)
+	old.Close()
+	restore()
+
+	s, err := Open(path, Options{SnapshotEvery: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	after := read(s)
+	if d := cmp.Diff(before, after); d != "" {
+		t.Errorf("after the migration (-before +after):\n%s", d)
+	}
+	// The spot checks that the comparison above rests on.
+	wantA := []string{"a-5", "a-4", "a-3", "asub-2", "a-2", "asub-1", "a-1"}
+	if !cmp.Equal(after.List[:7], wantA) {
+		t.Errorf("thread a lists %q, want %q", after.List[:7], wantA)
+	}
+	if c := after.Latest["a/"]; c == nil || c.State.Files["/notes.md"].Content != "notes of a-2" || len(c.Pending) != 1 || c.Pending[0].Result.Content != "ran" {
+		t.Errorf("latest of a after the migration: %+v", c)
+	}
+	if c := after.Latest["b/"]; c == nil || c.State.Files["/notes.md"].Content != "notes of b-4" || len(c.State.Messages) != 5 {
+		t.Errorf("latest of b after the migration: %+v", c)
+	}
+	var v int
+	if err := s.r.QueryRow(`PRAGMA user_version`).Scan(&v); err != nil || v != 3 {
+		t.Errorf("schema version %d, %v; want 3", v, err)
+	}
+	for _, name := range []string{"checkpoints_by_thread", "sqlite_autoindex_blobs_1"} {
+		if err := s.r.QueryRow(`SELECT 1 FROM sqlite_master WHERE name = ?`, name).Scan(new(int)); err != sql.ErrNoRows {
+			t.Errorf("%s is still there: %v", name, err)
+		}
+	}
+	// A new put in the migrated thread lists first, and one in the
+	// other thread does not disturb it.
+	if err := s.Put(ctx, checkpoint.Step{ThreadID: "b", ID: "b-6", ParentID: "b-5", Step: 6, Time: at}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Put(ctx, checkpoint.Step{ThreadID: "a", NS: "sub", ID: "asub-3", ParentID: "asub-2", Step: 3, Time: at}); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := s.List(ctx, checkpoint.ListOptions{ThreadID: "a", AllNamespaces: true, Limit: 2})
+	if err != nil || len(cs) != 2 || cs[0].ID != "asub-3" || cs[1].ID != "a-5" {
+		t.Fatalf("thread a after a new put: %v %v", cs, err)
+	}
+	cs, err = s.List(ctx, checkpoint.ListOptions{ThreadID: "a", AllNamespaces: true, Before: "a-4"})
+	if err != nil || len(cs) != 5 || cs[0].ID != "a-3" {
+		t.Errorf("thread a before a-4: %v %v", cs, err)
 	}
 }

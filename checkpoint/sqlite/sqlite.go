@@ -150,6 +150,18 @@ var migrations = []migration{
 	CREATE INDEX checkpoints_by_thread ON checkpoints (thread, seq);
 	CREATE INDEX checkpoints_by_ns ON checkpoints (thread, ns, seq);`,
 		fn: migrateMessagesToChunks},
+	// 3: a put changes one page less: the thread-wide order of checkpoints
+	// is read from the rowid (their seq, which grows with every put) through
+	// the namespace index instead of an index of its own, and blobs are
+	// keyed by their hash alone (no rowid tree beside the key's index).
+	{sql: `DROP INDEX checkpoints_by_thread;
+	CREATE TABLE blobs3 (
+		hash TEXT PRIMARY KEY,
+		data BLOB NOT NULL
+	) WITHOUT ROWID;
+	INSERT INTO blobs3 SELECT hash, data FROM blobs;
+	DROP TABLE blobs;
+	ALTER TABLE blobs3 RENAME TO blobs;`},
 }
 
 // SchemaVersion is the schema version this build writes.
@@ -269,6 +281,9 @@ var statements = map[string]string{
 		UNION ALL SELECT NULL, COALESCE((SELECT seq_to FROM chunks WHERE thread = ?1 AND ns = ?2 ORDER BY seq_from DESC LIMIT 1), 0)`,
 	"record":   `SELECT record FROM checkpoints WHERE thread = ? AND ns = ? AND id = ?`,
 	"insertcp": `INSERT INTO checkpoints (thread, ns, id, title, record) VALUES (?, ?, ?, ?, ?) ON CONFLICT (thread, ns, id) DO NOTHING`,
+	// insertcp that also returns the data version (see querier.era).
+	"insertcpera": `INSERT INTO checkpoints (thread, ns, id, title, record) VALUES (?, ?, ?, ?, ?) ON CONFLICT (thread, ns, id) DO NOTHING
+		RETURNING (SELECT data_version FROM pragma_data_version())`,
 	// Changes only when another connection commits (see querier.era).
 	"dataversion": `PRAGMA data_version`,
 	"insertchunk": `INSERT INTO chunks (thread, ns, seq_from, seq_to, packed, data) VALUES (?, ?, ?, ?, ?, ?)`,
@@ -280,10 +295,15 @@ var statements = map[string]string{
 	"putwrite": `INSERT INTO writes (thread, ns, cp, call_id, kind, data)
 		SELECT ?1, ?2, ?3, ?4, ?5, ?6 WHERE EXISTS (SELECT 1 FROM checkpoints WHERE thread = ?1 AND ns = ?2 AND id = ?3)
 		ON CONFLICT (thread, ns, cp, call_id, kind) DO UPDATE SET data = excluded.data`,
-	"begin":    `BEGIN IMMEDIATE`,
-	"commit":   `COMMIT`,
-	"rollback": `ROLLBACK`,
-	"r:record": `SELECT record FROM checkpoints WHERE thread = ? AND ns = ? AND id = ?`,
+	"leaseget": `SELECT holder, expires FROM leases WHERE thread = ?`,
+	"leaseput": `INSERT INTO leases (thread, holder, expires) VALUES (?, ?, ?)
+		ON CONFLICT (thread) DO UPDATE SET holder = excluded.holder, expires = excluded.expires`,
+	"leaserenew": `UPDATE leases SET expires = ? WHERE thread = ? AND holder = ?`,
+	"leasedel":   `DELETE FROM leases WHERE thread = ? AND holder = ?`,
+	"begin":      `BEGIN IMMEDIATE`,
+	"commit":     `COMMIT`,
+	"rollback":   `ROLLBACK`,
+	"r:record":   `SELECT record FROM checkpoints WHERE thread = ? AND ns = ? AND id = ?`,
 	// The namespace's ?4 records put at or before checkpoint ?3.
 	"r:recent": `SELECT record FROM checkpoints WHERE thread = ?1 AND ns = ?2
 		AND seq <= (SELECT seq FROM checkpoints WHERE thread = ?1 AND ns = ?2 AND id = ?3) ORDER BY seq DESC LIMIT ?4`,
@@ -397,6 +417,17 @@ func (s *Saver) writeTxThen(ctx context.Context, fn func(q querier) error, then 
 	return nil
 }
 
+// execAlone runs one prepared statement of the writer as a transaction of
+// its own (no BEGIN and COMMIT to send), not interrupted once started.
+func (s *Saver) execAlone(ctx context.Context, name string, args ...any) (sql.Result, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	return s.stmts[name].ExecContext(still(ctx), args...)
+}
+
 // rollback ends the writer's transaction, if one is still open.
 func (s *Saver) rollback() {
 	s.stmts["rollback"].ExecContext(context.Background())
@@ -407,6 +438,8 @@ func (s *Saver) rollback() {
 // another Saver on the same file) commits, never for this connection's own
 // commits, so while it stays the same the tips this saver recorded are still
 // what is stored, and a put continuing from one skips reading its parent.
+// A put in a transaction of its own reads it with its insert instead (see
+// runOne and querier.InsertEra), one statement less.
 func (q querier) era(ctx context.Context) (int64, error) {
 	var v int64
 	if err := q.stmt(ctx, "dataversion").QueryRowContext(ctx).Scan(&v); err != nil {

@@ -90,19 +90,22 @@ func (q querier) SeqOf(ctx context.Context, thread, id string) (int64, bool, err
 
 // List implements engine.Reader.
 func (q querier) List(ctx context.Context, lq engine.ListQuery, each func(raw []byte) bool) error {
-	query := `SELECT record FROM checkpoints WHERE thread = ?`
+	// The namespace index (thread, ns, seq) holds the thread-wide order too
+	// (seq is the rowid): the newest seqs are picked from it alone and
+	// only their records read.
+	where := `thread = ?`
 	args := []any{lq.Thread}
 	if !lq.All {
-		query += ` AND ns = ?`
+		where += ` AND ns = ?`
 		args = append(args, lq.NS)
 	}
 	if lq.HasBefore {
-		query += ` AND seq < ?`
+		where += ` AND seq < ?`
 		args = append(args, lq.Before)
 	}
-	query += ` ORDER BY seq DESC`
+	query := `SELECT record FROM checkpoints WHERE ` + where + ` ORDER BY seq DESC`
 	if lq.Limit > 0 {
-		query += fmt.Sprintf(` LIMIT %d`, lq.Limit)
+		query = fmt.Sprintf(`SELECT record FROM checkpoints WHERE seq IN (SELECT seq FROM checkpoints WHERE %s ORDER BY seq DESC LIMIT %d) ORDER BY seq DESC`, where, lq.Limit)
 	}
 	rows, err := q.tx.QueryContext(ctx, query, args...)
 	if err != nil {
@@ -153,6 +156,25 @@ func (q querier) Insert(ctx context.Context, r *checkpoint.Record, raw []byte, m
 	} else if n == 0 {
 		return engine.ErrStored
 	}
+	return q.insertRest(ctx, r, msgs, blobs, refs)
+}
+
+// InsertEra implements engine.EraInserter: the checkpoint's insert
+// returns the connection's data version (see querier.era).
+func (q querier) InsertEra(ctx context.Context, r *checkpoint.Record, raw []byte, msgs [][]byte, blobs map[string][]byte, refs []string) (int64, error) {
+	var era int64
+	err := q.stmt(ctx, "insertcpera").QueryRowContext(ctx, r.ThreadID, r.NS, r.ID, r.Title, raw).Scan(&era)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, engine.ErrStored
+	}
+	if err != nil {
+		return 0, err
+	}
+	return era, q.insertRest(ctx, r, msgs, blobs, refs)
+}
+
+// insertRest stores what comes with a checkpoint's record.
+func (q querier) insertRest(ctx context.Context, r *checkpoint.Record, msgs [][]byte, blobs map[string][]byte, refs []string) error {
 	if len(msgs) > 0 {
 		if _, err := q.stmt(ctx, "insertchunk").ExecContext(ctx, r.ThreadID, r.NS, r.Messages.From, r.Messages.To, 0, checkpoint.AppendChunk(nil, msgs...)); err != nil {
 			return err

@@ -36,16 +36,14 @@ func (s *Saver) Acquire(ctx context.Context, threadID, holder string, now time.T
 	err := s.writeTx(ctx, func(q querier) error {
 		var cur string
 		var exp int64
-		err := q.tx.QueryRowContext(ctx, `SELECT holder, expires FROM leases WHERE thread = ?`, threadID).Scan(&cur, &exp)
+		err := q.stmt(ctx, "leaseget").QueryRowContext(ctx, threadID).Scan(&cur, &exp)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
 		if err == nil && cur != holder && now.UnixNano() < exp {
 			return &checkpoint.LeasedError{ThreadID: threadID, Holder: cur, Expires: time.Unix(0, exp).UTC()}
 		}
-		_, err = q.tx.ExecContext(ctx, `INSERT INTO leases (thread, holder, expires) VALUES (?, ?, ?)
-			ON CONFLICT (thread) DO UPDATE SET holder = excluded.holder, expires = excluded.expires`,
-			threadID, holder, l.Expires.UnixNano())
+		_, err = q.stmt(ctx, "leaseput").ExecContext(ctx, threadID, holder, l.Expires.UnixNano())
 		return err
 	})
 	if err != nil {
@@ -60,16 +58,13 @@ func (s *Saver) Renew(ctx context.Context, threadID, holder string, now time.Tim
 		return checkpoint.Lease{}, err
 	}
 	l := checkpoint.Lease{ThreadID: threadID, Holder: holder, Expires: now.Add(ttl).UTC()}
-	err := s.writeTx(ctx, func(q querier) error {
-		res, err := q.tx.ExecContext(ctx, `UPDATE leases SET expires = ? WHERE thread = ? AND holder = ?`, l.Expires.UnixNano(), threadID, holder)
-		if err != nil {
-			return err
+	// One statement: its own transaction.
+	res, err := s.execAlone(ctx, "leaserenew", l.Expires.UnixNano(), threadID, holder)
+	if err == nil {
+		if n, rerr := res.RowsAffected(); rerr != nil || n == 0 {
+			err = fmt.Errorf("%w: %s does not hold thread %q", checkpoint.ErrNotHeld, holder, threadID)
 		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
-			return fmt.Errorf("%w: %s does not hold thread %q", checkpoint.ErrNotHeld, holder, threadID)
-		}
-		return nil
-	})
+	}
 	if err != nil {
 		return checkpoint.Lease{}, err
 	}
@@ -81,10 +76,8 @@ func (s *Saver) Release(ctx context.Context, threadID, holder string) error {
 	if err := checkLease(ctx, threadID, holder, time.Second); err != nil {
 		return err
 	}
-	return s.writeTx(ctx, func(q querier) error {
-		_, err := q.tx.ExecContext(ctx, `DELETE FROM leases WHERE thread = ? AND holder = ?`, threadID, holder)
-		return err
-	})
+	_, err := s.execAlone(ctx, "leasedel", threadID, holder)
+	return err
 }
 
 // Threads implements checkpoint.Saver.

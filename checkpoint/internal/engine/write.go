@@ -14,6 +14,26 @@ import (
 // Writer.Begin learns so only then).
 var ErrStored = errors.New("checkpoint already stored")
 
+// EraAtInsert, passed to Put as the era, asks it to read the era with the
+// insert (the Writer must be an EraInserter) instead of before the put:
+// a put continuing from a tip is built on the assumption that the tip's
+// era is still current, and fails with ErrStaleTip, having written its
+// record, when the insert shows it is not. The caller then rolls the
+// transaction back and puts again with an era read first. This saves a
+// statement per put where other writers are rare.
+const EraAtInsert int64 = -2
+
+// ErrStaleTip is what Put returns under EraAtInsert when the store changed
+// since the tip it built on was recorded; the transaction must be rolled
+// back.
+var ErrStaleTip = errors.New("checkpoint tip is stale")
+
+// An EraInserter is a Writer whose insert also reports the saver's era
+// (see Put), read in the same transaction; ErrStored as for Insert.
+type EraInserter interface {
+	InsertEra(ctx context.Context, r *checkpoint.Record, raw []byte, msgs [][]byte, blobs map[string][]byte, refs []string) (era int64, err error)
+}
+
 // Put stores step st through w, in the caller's transaction: a checkpoint
 // id already stored in its namespace is left as it is. With tips (nil
 // for none), the parent's decoded record and chain are taken from the last
@@ -33,8 +53,13 @@ func Put(ctx context.Context, w Writer, st *checkpoint.Step, every int, tips *Ti
 	var view *checkpoint.View
 	var next int64
 	fast := false
-	if t := tips.Get(st.ThreadID, st.NS); era >= 0 && t != nil && t.era == era && st.ParentID != "" && t.rec.ID == st.ParentID {
+	lazy := era == EraAtInsert
+	if t := tips.Get(st.ThreadID, st.NS); t != nil && st.ParentID != "" && t.rec.ID == st.ParentID &&
+		(era >= 0 && t.era == era || lazy && t.era >= 0) {
 		parent, pchain, next, fast = t.rec, t.chain, t.next, true
+		if lazy {
+			era = t.era // assumed; checked by the insert
+		}
 	} else {
 		stored, raw, n, err := w.Begin(ctx, st)
 		if err != nil {
@@ -73,7 +98,20 @@ func Put(ctx context.Context, w Writer, st *checkpoint.Step, every int, tips *Ti
 	if err != nil {
 		return nil, err
 	}
-	if err := w.Insert(ctx, b.Record, newRaw, b.Messages, b.Blobs, b.Record.DeltaRefs()); err != nil {
+	if lazy {
+		var got int64
+		got, err = w.(EraInserter).InsertEra(ctx, b.Record, newRaw, b.Messages, b.Blobs, b.Record.DeltaRefs())
+		switch {
+		case err != nil:
+		case fast && got != era:
+			return nil, ErrStaleTip
+		default:
+			era = got
+		}
+	} else {
+		err = w.Insert(ctx, b.Record, newRaw, b.Messages, b.Blobs, b.Record.DeltaRefs())
+	}
+	if err != nil {
 		if fast && errors.Is(err, ErrStored) {
 			return nil, nil // a put is idempotent
 		}
