@@ -58,12 +58,7 @@ func (s *Server) createThread(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	th, err := s.threadView(r.Context(), rec)
-	if err != nil {
-		s.fail(w, err)
-		return
-	}
-	writeJSON(w, 200, th)
+	s.writeThread(w, r, rec)
 }
 
 func (s *Server) searchThreads(w http.ResponseWriter, r *http.Request) {
@@ -119,12 +114,7 @@ func (s *Server) getThread(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	th, err := s.threadView(r.Context(), rec)
-	if err != nil {
-		s.fail(w, err)
-		return
-	}
-	writeJSON(w, 200, th)
+	s.writeThread(w, r, rec)
 }
 
 func (s *Server) patchThread(w http.ResponseWriter, r *http.Request) {
@@ -147,12 +137,7 @@ func (s *Server) patchThread(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	th, err := s.threadView(r.Context(), rec)
-	if err != nil {
-		s.fail(w, err)
-		return
-	}
-	writeJSON(w, 200, th)
+	s.writeThread(w, r, rec)
 }
 
 func (s *Server) deleteThread(w http.ResponseWriter, r *http.Request) {
@@ -530,4 +515,14 @@ func parseFileUpdate(raw json.RawMessage) (vfs.Delta, error) {
 		}
 	}
 	return delta, nil
+}
+
+// writeThread answers with rec's thread as the API shows it.
+func (s *Server) writeThread(w http.ResponseWriter, r *http.Request, rec ThreadRecord) {
+	th, err := s.threadView(r.Context(), rec)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	writeJSON(w, 200, th)
 }

@@ -217,9 +217,17 @@ func childOf(path, dir string) (name string, direct bool) {
 
 // listFromWalk builds a one-level listing of dir from a recursive walk.
 func listFromWalk(ctx context.Context, b Backend, dir string) ([]Entry, error) {
+	return ListFiles(dir, b.Walk(ctx, dir))
+}
+
+// ListFiles builds the one-level listing of the clean directory dir, sorted
+// by path, from every file below it (in any order): a subdirectory's entry
+// sums the sizes and takes the latest time of the files under it. It is
+// for backends that keep files only, as List's implementation.
+func ListFiles(dir string, files iter.Seq2[Entry, error]) ([]Entry, error) {
 	var out []Entry
 	seen := map[string]int{}
-	for e, err := range b.Walk(ctx, dir) {
+	for e, err := range files {
 		if err != nil {
 			return nil, err
 		}

@@ -62,17 +62,17 @@ type db struct {
 	opts Options
 }
 
-// openDB parses dsn, opens a pool, checks that the server answers and
-// brings the schema up to date, all within the connect and call timeouts.
-func openDB(ctx context.Context, dsn string, opts Options) (*db, error) {
-	opts = opts.withDefaults()
+// newPool checks opts' schema name, parses dsn and opens a pool with opts'
+// connect timeout, search path and size; who names the caller in errors.
+// It does not contact the server.
+func newPool(ctx context.Context, dsn string, opts Options, who string) (*pgxpool.Pool, *pgxpool.Config, error) {
 	if opts.Schema != "" && !plainIdent.MatchString(opts.Schema) {
-		return nil, fmt.Errorf("postgres checkpoint saver: schema name %q is not a plain identifier (letters, digits and underscores, not starting with a digit, at most 63 bytes)", opts.Schema)
+		return nil, nil, fmt.Errorf("%s: schema name %q is not a plain identifier (letters, digits and underscores, not starting with a digit, at most 63 bytes)", who, opts.Schema)
 	}
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		// pgx's parse errors redact passwords.
-		return nil, fmt.Errorf("postgres checkpoint saver: bad connection string: %w", err)
+		return nil, nil, fmt.Errorf("%s: bad connection string: %w", who, err)
 	}
 	cfg.ConnConfig.ConnectTimeout = opts.ConnectTimeout
 	if opts.Schema != "" {
@@ -83,7 +83,18 @@ func openDB(ctx context.Context, dsn string, opts Options) (*db, error) {
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("postgres checkpoint saver: %w", err)
+		return nil, nil, fmt.Errorf("%s: %w", who, err)
+	}
+	return pool, cfg, nil
+}
+
+// openDB parses dsn, opens a pool, checks that the server answers and
+// brings the schema up to date, all within the connect and call timeouts.
+func openDB(ctx context.Context, dsn string, opts Options) (*db, error) {
+	opts = opts.withDefaults()
+	pool, cfg, err := newPool(ctx, dsn, opts, "postgres checkpoint saver")
+	if err != nil {
+		return nil, err
 	}
 	d := &db{pool: pool, opts: opts}
 	pctx, cancel := d.call(ctx)

@@ -39,23 +39,9 @@ const pgFilesSchema = `CREATE TABLE IF NOT EXISTS deepagents_files (
 // are not used). Close it when done.
 func OpenFiles(ctx context.Context, dsn string, opts Options) (*FileTable, error) {
 	opts = opts.withDefaults()
-	if opts.Schema != "" && !plainIdent.MatchString(opts.Schema) {
-		return nil, fmt.Errorf("postgres file store: schema name %q is not a plain identifier (letters, digits and underscores, not starting with a digit, at most 63 bytes)", opts.Schema)
-	}
-	cfg, err := pgxpool.ParseConfig(dsn)
+	pool, cfg, err := newPool(ctx, dsn, opts, "postgres file store")
 	if err != nil {
-		return nil, fmt.Errorf("postgres file store: bad connection string: %w", err)
-	}
-	cfg.ConnConfig.ConnectTimeout = opts.ConnectTimeout
-	if opts.Schema != "" {
-		cfg.ConnConfig.RuntimeParams["search_path"] = opts.Schema
-	}
-	if opts.MaxConns > 0 {
-		cfg.MaxConns = opts.MaxConns
-	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("postgres file store: %w", err)
+		return nil, err
 	}
 	if opts.Schema != "" {
 		cctx, cancel := context.WithTimeout(ctx, opts.CallTimeout)

@@ -18,8 +18,6 @@ import (
 	"fmt"
 	"io/fs"
 	"iter"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/deepagents-go/deepagents/internal/safefile"
@@ -248,37 +246,13 @@ func (s *Store) List(ctx context.Context, dir string) ([]vfs.Entry, error) {
 	if err != nil {
 		return nil, pathErr("list", p, err)
 	}
-	var out []vfs.Entry
-	at := map[string]int{}
-	for _, r := range rows {
-		if r.Path == p {
-			return nil, pathErr("list", p, vfs.ErrNotDir)
-		}
-		base := p + "/"
-		if p == "/" {
-			base = "/"
-		}
-		name, _, isDir := strings.Cut(r.Path[len(base):], "/")
-		child := base + name
-		if !isDir {
-			out = append(out, vfs.Entry{Path: child, Size: r.Size, ModifiedAt: r.ModifiedAt})
-			continue
-		}
-		if i, ok := at[child]; ok {
-			out[i].Size += r.Size
-			if r.ModifiedAt.After(out[i].ModifiedAt) {
-				out[i].ModifiedAt = r.ModifiedAt
+	return vfs.ListFiles(p, func(yield func(vfs.Entry, error) bool) {
+		for _, r := range rows {
+			if !yield(vfs.Entry{Path: r.Path, Size: r.Size, ModifiedAt: r.ModifiedAt}, nil) {
+				return
 			}
-			continue
 		}
-		at[child] = len(out)
-		out = append(out, vfs.Entry{Path: child, IsDir: true, Size: r.Size, ModifiedAt: r.ModifiedAt})
-	}
-	if len(out) == 0 && p != "/" {
-		return nil, pathErr("list", p, vfs.ErrNotFound)
-	}
-	slices.SortFunc(out, func(a, b vfs.Entry) int { return strings.Compare(a.Path, b.Path) })
-	return out, nil
+	})
 }
 
 // Walk implements vfs.Backend. It reads the listing before yielding, so
