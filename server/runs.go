@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"net/http"
 	"slices"
 	"strconv"
@@ -386,7 +387,14 @@ func (s *Server) execute(ctx context.Context, lr *liveRun) {
 		if len(lr.decisions) > 0 {
 			opts = append(opts, agent.WithDecisions(lr.decisions...))
 		}
-		for ev, e := range lr.asst.Spec.Agent.Run(ctx, agent.Input{Messages: lr.input}, opts...) {
+		in := agent.Input{Messages: lr.input}
+		var events iter.Seq2[agent.Event, error]
+		if s.cfg.Run != nil {
+			events = s.cfg.Run(ctx, lr.rec.ThreadID, lr.asst.Spec.Agent, in, opts...)
+		} else {
+			events = lr.asst.Spec.Agent.Run(ctx, in, opts...)
+		}
+		for ev, e := range events {
 			if e != nil {
 				runErr = e
 			}

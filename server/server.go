@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"errors"
+	"iter"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -55,6 +56,9 @@ type Config struct {
 	Heartbeat time.Duration
 	// Logger receives errors that cannot be sent to a client; nil discards.
 	Logger *slog.Logger
+	// Run starts one run of agent a on thread; nil means a.Run. Set it to
+	// wrap every run, e.g. to trace it (package otel's Run).
+	Run func(ctx context.Context, thread string, a *agent.Agent, in agent.Input, opts ...agent.RunOption) iter.Seq2[agent.Event, error]
 }
 
 // Server is an http.Handler serving the API. Shutdown ends its open

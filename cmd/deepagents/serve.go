@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"iter"
 	"log/slog"
 	"net"
 	"net/http"
@@ -90,6 +91,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 
 	var a *agent.Agent
+	var runWith func(context.Context, string, *agent.Agent, agent.Input, ...agent.RunOption) iter.Seq2[agent.Event, error]
 	var saver checkpoint.Saver
 	var db config.Database
 	var closers []func() error
@@ -123,6 +125,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		closers = append(closers, func() error { s.close(); return nil })
 		a, saver, db = s.agent, s.saver, s.db
+		if s.tracing != nil { // OTEL_* variables asked for traces
+			runWith = func(ctx context.Context, thread string, _ *agent.Agent, in agent.Input, opts ...agent.RunOption) iter.Seq2[agent.Event, error] {
+				return s.run(ctx, thread, in, opts...)
+			}
+		}
 	}
 	name := f.name
 	dsn := db.Path
@@ -138,7 +145,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	cfg := server.Config{
 		Agents: []server.AgentSpec{{Name: name, Agent: a}},
 		Saver:  saver, Store: store, Token: token,
-		Logger: slog.New(slog.NewTextHandler(stderr, nil)),
+		Logger: slog.New(slog.NewTextHandler(stderr, nil)), Run: runWith,
 	}
 	if f.cors != "" {
 		cfg.CORS.AllowOrigins = strings.Split(f.cors, ",")

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -245,6 +246,13 @@ func killRestartRejoin(t *testing.T, db string) {
 func TestServeAssembledAgent(t *testing.T) {
 	srv := gatedServer(t)
 	runEnv(t, srv)
+	// OTEL_* variables make serve trace its runs, as they do run.
+	sink := &otlpSink{}
+	col := httptest.NewServer(sink)
+	defer col.Close()
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", col.URL)
+	t.Setenv("OTEL_TRACES_EXPORTER", "")
+	t.Setenv("OTEL_SDK_DISABLED", "")
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	pr, pw := io.Pipe()
@@ -289,5 +297,21 @@ func TestServeAssembledAgent(t *testing.T) {
 	cancel()
 	if code := <-codec; code != 0 {
 		t.Errorf("serve exited with %d after its context ended", code)
+	}
+	// Both runs of thread x were traced (flushed when serve stopped), with
+	// the thread as the conversation id.
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	runs := 0
+	for _, sp := range sink.spans {
+		if got := spanAttr(sp, "gen_ai.conversation.id"); got != "x" {
+			t.Errorf("span %s: conversation id %q, want the thread x", sp.GetName(), got)
+		}
+		if sp.GetName() == "invoke_agent parent" || strings.HasPrefix(sp.GetName(), "invoke_agent ") && len(sp.GetParentSpanId()) == 0 {
+			runs++
+		}
+	}
+	if runs != 2 {
+		t.Errorf("%d top-level invoke_agent spans, want one per run (2) among %d spans", runs, len(sink.spans))
 	}
 }
