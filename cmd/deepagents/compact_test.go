@@ -36,18 +36,9 @@ func TestInteractiveCompactCommand(t *testing.T) {
 		}
 		return ot.Text("ok " + r.Last().Text())
 	})
-	runEnv(t, srv)
-	f := runFlags{model: "openai:gpt-test", output: "text", set: map[string]bool{}}
-	var errb strings.Builder
-	s, err := assemble(t.Context(), f, &errb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.close()
-	var out strings.Builder
-	sess := &session{setup: s, flags: f, stdout: &out, stderr: &errb}
 	in := "/compact\nm1 port 8443\nm2\nm3\nm4\nm5\n/compact keep the port numbers\nm6\n/context\n/compact\n"
-	if code := sess.interactive(t.Context(), strings.NewReader(in)); code != 0 {
+	code, out, errb := interactive(t, srv, in)
+	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	got := errb.String()

@@ -155,17 +155,8 @@ func TestRunJSONCarriesTheLedger(t *testing.T) {
 // /context in an interactive session prints the last request's table.
 func TestInteractiveContextCommand(t *testing.T) {
 	srv := ot.NewServer(t, func(r *ot.Request) ot.Reply { return ot.Text("hello back") })
-	runEnv(t, srv)
-	f := runFlags{model: "openai:gpt-test", output: "text", set: map[string]bool{}}
-	var errb strings.Builder
-	s, err := assemble(t.Context(), f, &errb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.close()
-	var out strings.Builder
-	sess := &session{setup: s, flags: f, stdout: &out, stderr: &errb}
-	if code := sess.interactive(t.Context(), strings.NewReader("/context\nhello\n/context\n")); code != 0 {
+	code, out, errb := interactive(t, srv, "/context\nhello\n/context\n")
+	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	got := errb.String()

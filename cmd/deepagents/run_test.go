@@ -216,22 +216,29 @@ func TestRunStepLimitFails(t *testing.T) {
 	}
 }
 
+// interactive runs an interactive session on the test server srv (model
+// openai:gpt-test, text output) with input as what the user types, and
+// returns its exit status, stdout and stderr.
+func interactive(t *testing.T, srv *ot.Server, input string) (code int, out, errb *strings.Builder) {
+	t.Helper()
+	runEnv(t, srv)
+	f := runFlags{model: "openai:gpt-test", output: "text", set: map[string]bool{}}
+	out, errb = &strings.Builder{}, &strings.Builder{}
+	s, err := assemble(t.Context(), f, errb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	sess := &session{setup: s, flags: f, stdout: out, stderr: errb}
+	return sess.interactive(t.Context(), strings.NewReader(input)), out, errb
+}
+
 // An interactive session keeps the conversation across turns.
 func TestInteractiveSessionKeepsTheConversation(t *testing.T) {
 	srv := ot.NewServer(t, func(r *ot.Request) ot.Reply {
 		return ot.Text("turn " + string(rune('0'+r.Round())) + " of " + r.Last().Text())
 	})
-	runEnv(t, srv)
-	f := runFlags{model: "openai:gpt-test", output: "text", set: map[string]bool{}}
-	var errb strings.Builder
-	s, err := assemble(t.Context(), f, &errb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.close()
-	var out strings.Builder
-	sess := &session{setup: s, flags: f, stdout: &out, stderr: &errb}
-	code := sess.interactive(t.Context(), strings.NewReader("first\n\nsecond\n/exit\nnever\n"))
+	code, out, errb := interactive(t, srv, "first\n\nsecond\n/exit\nnever\n")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
