@@ -57,18 +57,25 @@ func spanAttr(s *tracepb.Span, key string) string {
 	return ""
 }
 
+// collectTraces starts an OTLP/HTTP collector for the test and points the
+// OTEL_* variables at it.
+func collectTraces(t *testing.T) *otlpSink {
+	sink := &otlpSink{}
+	col := httptest.NewServer(sink)
+	t.Cleanup(col.Close)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", col.URL)
+	t.Setenv("OTEL_TRACES_EXPORTER", "")
+	t.Setenv("OTEL_SDK_DISABLED", "")
+	return sink
+}
+
 // deepagents run exports its spans to the collector named by
 // OTEL_EXPORTER_OTLP_ENDPOINT before it exits, the subagent nested under
 // the task call, with the thread id as the conversation id.
 func TestRunExportsTraces(t *testing.T) {
 	srv := delegationServer(t)
 	runEnv(t, srv)
-	sink := &otlpSink{}
-	col := httptest.NewServer(sink)
-	defer col.Close()
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", col.URL)
-	t.Setenv("OTEL_TRACES_EXPORTER", "")
-	t.Setenv("OTEL_SDK_DISABLED", "")
+	sink := collectTraces(t)
 
 	code, out, errs := runCLI(t, "run", "-p", "What is the answer?", "--model", "openai:gpt-test", "--output", "json")
 	if code != 0 {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -247,12 +246,7 @@ func TestServeAssembledAgent(t *testing.T) {
 	srv := gatedServer(t)
 	runEnv(t, srv)
 	// OTEL_* variables make serve trace its runs, as they do run.
-	sink := &otlpSink{}
-	col := httptest.NewServer(sink)
-	defer col.Close()
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", col.URL)
-	t.Setenv("OTEL_TRACES_EXPORTER", "")
-	t.Setenv("OTEL_SDK_DISABLED", "")
+	sink := collectTraces(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	pr, pw := io.Pipe()
