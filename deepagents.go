@@ -350,9 +350,8 @@ func WithGeneralPurpose(specs []subagent.Spec) []subagent.Spec {
 
 // withPermissions gives each isolated subagent the rules of its spec, or
 // else cfg's; a fork runs its parent's hooks, rules included, and may not
-// set its own.
+// set its own. specs is New's own copy and is changed in place.
 func withPermissions(specs []subagent.Spec, rules perm.Rules) ([]subagent.Spec, error) {
-	specs = slices.Clone(specs)
 	for i, s := range specs {
 		own := s.Permissions
 		if s.Mode == subagent.Fork {
