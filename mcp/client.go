@@ -173,15 +173,7 @@ func (m *Manager) Statuses() []ServerStatus {
 		st.Tokens = specTokens(tools)
 		out = append(out, st)
 	}
-	slices.SortStableFunc(out, func(a, b ServerStatus) int {
-		switch {
-		case a.Name < b.Name:
-			return -1
-		case a.Name > b.Name:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(out, func(a, b ServerStatus) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 
@@ -353,12 +345,10 @@ func (c *conn) connect(ctx context.Context) (*sdk.ClientSession, error) {
 	}
 	c.mu.Lock()
 	c.stops = append(c.stops, stop)
-	c.mu.Unlock()
 	if cmd != nil {
-		c.mu.Lock()
 		c.cmd = cmd
-		c.mu.Unlock()
 	}
+	c.mu.Unlock()
 	return sess, nil
 }
 

@@ -47,7 +47,19 @@ const (
 
 // Kind is the normalised transport of the server: stdio, http or sse.
 func (c ServerConfig) Kind() string {
-	switch strings.ToLower(c.Type) {
+	if k := typeKind(c.Type); k != "" {
+		return k
+	}
+	if c.URL == "" {
+		return KindStdio
+	}
+	return KindHTTP
+}
+
+// typeKind is the transport a type names, or "" for an empty or unknown
+// type.
+func typeKind(t string) string {
+	switch strings.ToLower(t) {
 	case "stdio":
 		return KindStdio
 	case "http", "streamable_http", "streamable-http", "streamablehttp":
@@ -55,10 +67,7 @@ func (c ServerConfig) Kind() string {
 	case "sse":
 		return KindSSE
 	}
-	if c.URL == "" {
-		return KindStdio
-	}
-	return KindHTTP
+	return ""
 }
 
 // File is a parsed .mcp.json: the servers by name, in name order.
@@ -173,9 +182,7 @@ func checkServerName(name string) error {
 }
 
 func (c ServerConfig) check() error {
-	switch strings.ToLower(c.Type) {
-	case "", "stdio", "http", "streamable_http", "streamable-http", "streamablehttp", "sse":
-	default:
+	if c.Type != "" && typeKind(c.Type) == "" {
 		return fmt.Errorf("unknown type %q; expected stdio, http, streamable_http or sse", c.Type)
 	}
 	switch c.Kind() {

@@ -135,6 +135,15 @@ type searchTool struct {
 
 var searchSchema = json.RawMessage(`{"type":"object","properties":{"query":{"type":"string","description":"Words describing what you want to do, or a tool's exact name."}},"required":["query"],"additionalProperties":false}`)
 
+// searchSchemaCompiled is searchSchema compiled once, not on every call.
+var searchSchemaCompiled = func() *tool.Schema {
+	s, err := tool.CompileSchema(searchSchema)
+	if err != nil {
+		panic(err)
+	}
+	return s
+}()
+
 func (s *searchTool) Spec() llm.ToolSpec {
 	return llm.ToolSpec{Name: SearchToolName, Description: "Finds tools of the connected MCP servers, which are not all loaded because there are many. " +
 		"Give a few words of what you need (or a tool's exact mcp__ name); the best matches, at most 5, become callable from your next step on.",
@@ -156,8 +165,7 @@ func (s *searchTool) Run(_ context.Context, env *tool.Env, args json.RawMessage)
 	var in struct {
 		Query string `json:"query"`
 	}
-	sch, _ := tool.CompileSchema(searchSchema)
-	if err := tool.DecodeArgs(sch, args, &in); err != nil {
+	if err := tool.DecodeArgs(searchSchemaCompiled, args, &in); err != nil {
 		return tool.ArgumentError(SearchToolName, err), nil
 	}
 	found := s.find(in.Query)

@@ -23,6 +23,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -180,7 +181,7 @@ func (r *reader) expand(text, file string, chain []string, warns *[]string) (str
 		case len(chain) > MaxDepth:
 			*warns = append(*warns, fmt.Sprintf("%s: the import of %s was not expanded: imports nest at most %d levels deep", file, target, MaxDepth))
 			continue
-		case contains(chain, path):
+		case slices.Contains(chain, path):
 			*warns = append(*warns, fmt.Sprintf("%s: the import of %s was not expanded: it imports itself through %s", file, target, strings.Join(chain, " → ")))
 			continue
 		}
@@ -199,15 +200,6 @@ func (r *reader) expand(text, file string, chain []string, warns *[]string) (str
 		lines[i] = strings.TrimRight(out, "\n")
 	}
 	return strings.Join(lines, "\n"), nil
-}
-
-func contains(chain []string, p string) bool {
-	for _, c := range chain {
-		if c == p {
-			return true
-		}
-	}
-	return false
 }
 
 // ImportLine reports whether line is an import, "@path" alone on its line

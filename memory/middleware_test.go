@@ -210,6 +210,34 @@ func TestWarningsOncePerRun(t *testing.T) {
 	}
 }
 
+// A block over MaxBytes is cut, and a warning names the file cut and its
+// sizes, once per run.
+func TestCapWarningNamesWhatWasCut(t *testing.T) {
+	disk := write(t, filepath.Join(t.TempDir(), "AGENTS.md"), strings.Repeat("x", 100))
+	m := scripted.New(scripted.Script{"parent": {Steps: []scripted.Step{
+		{ToolCalls: []scripted.StepCall{call("ls", `{"path":"/"}`)}},
+		{Content: "done"},
+	}}}, scripted.Options{})
+	a := newAgent(t, m, memory.Config{Sources: []memory.Source{{Path: disk, Show: "/memory/AGENTS.md"}}, MaxBytes: 40})
+	var texts []string
+	_, err := agent.Drain(a.Run(t.Context(), agent.Prompt("go")), func(ev agent.Event) {
+		if ev.Type == agent.Warning && ev.Warning.Source == "memory" {
+			texts = append(texts, ev.Warning.Text)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(texts) != 1 || texts[0] != "the memory block is over its limit: /memory/AGENTS.md cut from 100 B to 40 B" {
+		t.Fatalf("warnings %q", texts)
+	}
+	for _, r := range m.Records() {
+		if tail := r.Request.SystemTail; !strings.Contains(tail, strings.Repeat("x", 40)+"\n(cut here") || strings.Contains(tail, strings.Repeat("x", 41)) {
+			t.Fatalf("tail %q", tail)
+		}
+	}
+}
+
 func TestMiddlewareRefusesBadSources(t *testing.T) {
 	cases := []memory.Config{
 		{Sources: []memory.Source{{Path: ""}}},

@@ -183,24 +183,22 @@ func line(s Skill) string {
 	var b strings.Builder
 	b.WriteString("- ")
 	b.WriteString(s.Name)
-	{
-		b.WriteString(": ")
-		b.WriteString(s.Description)
-		var extra []string
-		if s.License != "" {
-			extra = append(extra, "licence: "+s.License)
-		}
-		if s.Compatibility != "" {
-			extra = append(extra, "compatibility: "+s.Compatibility)
-		}
-		if len(s.AllowedTools) > 0 {
-			extra = append(extra, "allowed tools: "+strings.Join(s.AllowedTools, ", "))
-		}
-		if len(extra) > 0 {
-			b.WriteString(" (")
-			b.WriteString(strings.Join(extra, "; "))
-			b.WriteString(")")
-		}
+	b.WriteString(": ")
+	b.WriteString(s.Description)
+	var extra []string
+	if s.License != "" {
+		extra = append(extra, "licence: "+s.License)
+	}
+	if s.Compatibility != "" {
+		extra = append(extra, "compatibility: "+s.Compatibility)
+	}
+	if len(s.AllowedTools) > 0 {
+		extra = append(extra, "allowed tools: "+strings.Join(s.AllowedTools, ", "))
+	}
+	if len(extra) > 0 {
+		b.WriteString(" (")
+		b.WriteString(strings.Join(extra, "; "))
+		b.WriteString(")")
 	}
 	b.WriteString(" — read ")
 	b.WriteString(s.Path)

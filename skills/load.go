@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 
@@ -214,12 +213,9 @@ func fingerprint(sources []Source) string {
 			h.Write([]byte("!" + err.Error()))
 			continue
 		}
-		names := make([]string, 0, len(entries))
+		// os.ReadDir returns the entries sorted by name.
 		for _, e := range entries {
-			names = append(names, e.Name())
-		}
-		sort.Strings(names)
-		for _, n := range names {
+			n := e.Name()
 			h.Write([]byte(n))
 			h.Write([]byte{0})
 			st, err := os.Stat(filepath.Join(src.Dir, n, FileName))

@@ -77,14 +77,21 @@ func loadMCP(f mcpFlags, cwd, home string, confirm func(string) bool, stderr io.
 		store = config.UserTrustStore(home)
 	}
 	key, hash := mcp.TrustKey(cwd), mcp.ProjectHash(servers)
+	remember := func() error {
+		if store.Path == "" {
+			return nil
+		}
+		if err := store.Add(key, hash); err != nil {
+			return fmt.Errorf("could not remember that you trust the project's MCP servers: %w", err)
+		}
+		return nil
+	}
 	trusted := false
 	switch {
 	case f.trust:
 		trusted = true
-		if store.Path != "" {
-			if err := store.Add(key, hash); err != nil {
-				return nil, nil, fmt.Errorf("could not remember that you trust the project's MCP servers: %w", err)
-			}
+		if err := remember(); err != nil {
+			return nil, nil, err
 		}
 	case store.Path != "":
 		if trusted, err = store.Trusted(key, hash); err != nil {
@@ -94,20 +101,17 @@ func loadMCP(f mcpFlags, cwd, home string, confirm func(string) bool, stderr io.
 	if !trusted && confirm != nil {
 		if confirm(describeProjectServers(project) + "Start these servers (remembered for their config as it is now)? [y/N] ") {
 			trusted = true
-			if store.Path != "" {
-				if err := store.Add(key, hash); err != nil {
-					return nil, nil, fmt.Errorf("could not remember that you trust the project's MCP servers: %w", err)
-				}
+			if err := remember(); err != nil {
+				return nil, nil, err
 			}
 		}
 	}
 	if trusted {
 		return servers, nil, nil
 	}
+	untrusted = project
 	for _, s := range servers {
-		if s.Scope == mcp.ScopeProject {
-			untrusted = append(untrusted, s)
-		} else {
+		if s.Scope != mcp.ScopeProject {
 			start = append(start, s)
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/deepagents-go/deepagents/memory"
 	"github.com/deepagents-go/deepagents/skills"
@@ -69,7 +68,7 @@ func repoRoot(dir string) string {
 //
 // Each file gets the path the agent edits it at: its path inside root when
 // root (--root) holds it, else a mount under /memory/.
-func memorySources(cwd, home, root string) ([]memory.Source, error) {
+func memorySources(cwd, home, root string) []memory.Source {
 	top := repoRoot(cwd)
 	if top == "" {
 		top = cwd
@@ -78,7 +77,7 @@ func memorySources(cwd, home, root string) ([]memory.Source, error) {
 	add := func(path, show string) {
 		s := memory.Source{Path: path, Show: show}
 		if root != "" {
-			if rel, err := filepath.Rel(root, path); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel) {
+			if rel, err := filepath.Rel(root, path); err == nil && filepath.IsLocal(rel) {
 				s.Show, s.InBackend = "/"+filepath.ToSlash(rel), true
 			}
 		}
@@ -116,7 +115,7 @@ func memorySources(cwd, home, root string) ([]memory.Source, error) {
 	}
 	own := filepath.Join(cwd, ".deepagents", "AGENTS.md")
 	add(own, project(own))
-	return out, nil
+	return out
 }
 
 // skillsAndMemory builds the run's skills and memory configuration from the
@@ -135,11 +134,7 @@ func skillsAndMemory(f runFlags, cwd, home, root string, window int) (*skills.Co
 			}
 			root = abs
 		}
-		srcs, err := memorySources(cwd, home, root)
-		if err != nil {
-			return nil, nil, err
-		}
-		mc = &memory.Config{Sources: srcs}
+		mc = &memory.Config{Sources: memorySources(cwd, home, root)}
 	}
 	return sc, mc, nil
 }

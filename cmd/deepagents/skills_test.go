@@ -130,8 +130,7 @@ func TestMemorySources(t *testing.T) {
 	writeFileAt(t, filepath.Join(cwd, "AGENTS.md"), "y")
 	must(os.Mkdir(filepath.Join(top, "a", "AGENTS.md"), 0o755)) // a directory: not a memory file
 
-	got, err := memorySources(cwd, home, "")
-	must(err)
+	got := memorySources(cwd, home, "")
 	want := []memory.Source{
 		{Path: filepath.Join(home, ".deepagents", "AGENTS.md"), Show: "/memory/user/AGENTS.md"},
 		{Path: filepath.Join(top, "AGENTS.md"), Show: "/memory/project/AGENTS.md"},
@@ -143,8 +142,7 @@ func TestMemorySources(t *testing.T) {
 	}
 	// Under --root (the a directory), the files inside it are reached at
 	// their own paths; the ones outside stay mounted.
-	got, err = memorySources(cwd, home, filepath.Join(top, "a"))
-	must(err)
+	got = memorySources(cwd, home, filepath.Join(top, "a"))
 	want[2] = memory.Source{Path: filepath.Join(cwd, "AGENTS.md"), Show: "/b/AGENTS.md", InBackend: true}
 	want[3] = memory.Source{Path: filepath.Join(cwd, ".deepagents", "AGENTS.md"), Show: "/b/.deepagents/AGENTS.md", InBackend: true}
 	if !reflect.DeepEqual(got, want) {
@@ -152,8 +150,7 @@ func TestMemorySources(t *testing.T) {
 	}
 	// Without a repository the working directory is the top.
 	solo := t.TempDir()
-	got, err = memorySources(solo, "", "")
-	must(err)
+	got = memorySources(solo, "", "")
 	if len(got) != 1 || got[0].Show != "/memory/project/.deepagents/AGENTS.md" {
 		t.Fatalf("sources without a repository %+v", got)
 	}
