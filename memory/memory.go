@@ -133,7 +133,7 @@ func (r *reader) load(sources []Source) ([]File, []string, error) {
 	for _, s := range sources {
 		text, ok, err := r.read(s.Path)
 		if err != nil {
-			return nil, nil, fmt.Errorf("memory: reading %s: %w", s.Path, pathless(err, s.Path))
+			return nil, nil, fmt.Errorf("memory: reading %s: %w", s.Path, safefile.WithoutPath(err, s.Path))
 		}
 		if !ok {
 			files = append(files, File{Source: s, Missing: true})
@@ -147,15 +147,6 @@ func (r *reader) load(sources []Source) ([]File, []string, error) {
 		files = append(files, File{Source: s, Text: strings.TrimSpace(out)})
 	}
 	return files, warns, nil
-}
-
-// pathless drops the path from a *fs.PathError that already names it.
-func pathless(err error, path string) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) && pe.Path == path {
-		return pe.Err
-	}
-	return err
 }
 
 // expand replaces each import line of text (from file, at depth
@@ -187,7 +178,7 @@ func (r *reader) expand(text, file string, chain []string, warns *[]string) (str
 		}
 		sub, ok, err := r.read(path)
 		if err != nil {
-			return "", fmt.Errorf("memory: reading %s (imported by %s): %w", path, file, pathless(err, path))
+			return "", fmt.Errorf("memory: reading %s (imported by %s): %w", path, file, safefile.WithoutPath(err, path))
 		}
 		if !ok {
 			*warns = append(*warns, fmt.Sprintf("%s: the import of %s was not expanded: %s does not exist", file, target, path))

@@ -262,19 +262,5 @@ func (m *mw) warn(st agent.StepInfo, warns []string) {
 // wrapTool mounts the memory files for every tool call but a nested
 // agent's.
 func (m *mw) wrapTool(ctx context.Context, call *agent.ToolCall, next agent.ToolFunc) (tool.Result, error) {
-	if call.Env == nil || call.Env.Files == nil {
-		return next(ctx, call)
-	}
-	if _, nested := call.Tool.(agent.Nested); nested {
-		return next(ctx, call)
-	}
-	files, err := vfs.NewComposite(call.Env.Files, m.routes...)
-	if err != nil {
-		return tool.Result{}, err
-	}
-	env := *call.Env
-	env.Files = files
-	c := *call
-	c.Env = &env
-	return next(ctx, &c)
+	return agent.RunMounted(ctx, call, next, m.routes...)
 }

@@ -79,7 +79,7 @@ func Load(prefix string, sources ...Source) *Set {
 			data, err := safefile.Read(file, MaxFileSize)
 			if err != nil {
 				if !errors.Is(err, fs.ErrNotExist) {
-					set.Warnings = append(set.Warnings, fmt.Sprintf("%s: %v; the skill was not loaded", file, pathless(err, file)))
+					set.Warnings = append(set.Warnings, fmt.Sprintf("%s: %v; the skill was not loaded", file, safefile.WithoutPath(err, file)))
 				}
 				continue
 			}
@@ -104,15 +104,6 @@ func Load(prefix string, sources ...Source) *Set {
 		set.Skills = append(set.Skills, byName[name])
 	}
 	return set
-}
-
-// pathless drops the path from a *fs.PathError that already names it.
-func pathless(err error, path string) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) && pe.Path == path {
-		return pe.Err
-	}
-	return err
 }
 
 // isDirEntry reports whether e is a directory, following a symbolic link.

@@ -223,18 +223,5 @@ func usage(msgs []llm.Message, prefix string) (turn int, last map[string]int) {
 // backend with the skills mounted read-only at the prefix. A task call
 // keeps its layer: its child is an agent with its own middleware.
 func (m *mw) wrapTool(ctx context.Context, call *agent.ToolCall, next agent.ToolFunc) (tool.Result, error) {
-	if call.Env != nil && call.Env.Files != nil {
-		if _, nested := call.Tool.(agent.Nested); !nested {
-			files, err := vfs.NewComposite(call.Env.Files, vfs.Route{Prefix: m.l.prefix, Backend: m.l.FS(), ReadOnly: true})
-			if err != nil {
-				return tool.Result{}, err
-			}
-			env := *call.Env
-			env.Files = files
-			c := *call
-			c.Env = &env
-			return next(ctx, &c)
-		}
-	}
-	return next(ctx, call)
+	return agent.RunMounted(ctx, call, next, vfs.Route{Prefix: m.l.prefix, Backend: m.l.FS(), ReadOnly: true})
 }

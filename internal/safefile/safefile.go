@@ -100,3 +100,13 @@ func Size(n int64) string {
 	}
 	return s + " " + "KMGT"[exp:exp+1] + "iB"
 }
+
+// WithoutPath returns the cause of a *fs.PathError about path, for messages
+// that name the path already; any other error is returned as it is.
+func WithoutPath(err error, path string) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Path == path {
+		return pe.Err
+	}
+	return err
+}

@@ -2,6 +2,7 @@ package safefile
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -69,5 +70,19 @@ func TestSize(t *testing.T) {
 		if got := Size(n); got != want {
 			t.Errorf("Size(%d) = %q, want %q", n, got, want)
 		}
+	}
+}
+
+func TestWithoutPath(t *testing.T) {
+	_, err := os.Open("/no/such/file")
+	if got := WithoutPath(err, "/no/such/file"); !errors.Is(got, fs.ErrNotExist) || strings.Contains(got.Error(), "/no/such") {
+		t.Errorf("same path: %v", got)
+	}
+	if got := WithoutPath(err, "/other"); got != err {
+		t.Errorf("another path: %v, want the error unchanged", got)
+	}
+	plain := errors.New("plain")
+	if got := WithoutPath(plain, "/x"); got != plain {
+		t.Errorf("not a path error: %v", got)
 	}
 }
