@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"iter"
 	"net/http"
 	"slices"
 	"strconv"
@@ -387,14 +386,7 @@ func (s *Server) execute(ctx context.Context, lr *liveRun) {
 		if len(lr.decisions) > 0 {
 			opts = append(opts, agent.WithDecisions(lr.decisions...))
 		}
-		in := agent.Input{Messages: lr.input}
-		var events iter.Seq2[agent.Event, error]
-		if s.cfg.Run != nil {
-			events = s.cfg.Run(ctx, lr.rec.ThreadID, lr.asst.Spec.Agent, in, opts...)
-		} else {
-			events = lr.asst.Spec.Agent.Run(ctx, in, opts...)
-		}
-		for ev, e := range events {
+		for ev, e := range s.cfg.Run(ctx, lr.rec.ThreadID, lr.asst.Spec.Agent, agent.Input{Messages: lr.input}, opts...) {
 			if e != nil {
 				runErr = e
 			}
