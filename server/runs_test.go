@@ -1,10 +1,14 @@
 package server
 
 import (
+	"bufio"
 	"context"
 	"iter"
+	"net/http"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/deepagents-go/deepagents/agent"
 )
@@ -48,4 +52,35 @@ func TestConfigRunWrapsEachRun(t *testing.T) {
 	if len(threads) != 2 || threads[0] != th.ThreadID || threads[1] != th.ThreadID {
 		t.Errorf("Config.Run called for threads %q, want [%s %s]", threads, th.ThreadID, th.ThreadID)
 	}
+}
+
+// TestEventsFlushedOneByOne: a run stuck in a minute-long model call has
+// already delivered its first events, with no heartbeat to push them out
+// (each event is flushed on its own, not when the buffer fills or the run
+// moves on).
+func TestEventsFlushedOneByOne(t *testing.T) {
+	h := newHarness(t, Config{Heartbeat: time.Hour})
+	body := `{"assistant_id":"researcher","if_not_exists":"create","input":{"messages":[{"role":"user","content":"slow"}]}}`
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "POST", h.http.URL+"/threads/flush/runs/stream", strings.NewReader(body))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	r := bufio.NewReader(resp.Body)
+	line, err := r.ReadString('\n')
+	if err != nil {
+		t.Fatalf("no event arrived while the run waits on its model: %v", err)
+	}
+	if line != "event: metadata\n" {
+		t.Errorf("first line %q, want the metadata event", line)
+	}
+	var run Run
+	h.json("GET", resp.Header.Get("Content-Location"), nil, 200, &run)
+	if run.Status != "running" {
+		t.Errorf("run status %q while its first model call is under way, want running", run.Status)
+	}
+	h.json("POST", resp.Header.Get("Content-Location")+"/cancel?wait=1", nil, 202, nil)
 }
