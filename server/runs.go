@@ -557,7 +557,7 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, lr *liveRun, run
 	rc := http.NewResponseController(w)
 	_ = rc.Flush()
 	// Every event is flushed on its own, so none waits for the next.
-	writeEvent := func(w http.ResponseWriter, ev StoredEvent) error {
+	send := func(ev StoredEvent) error {
 		if only != nil && !wanted(ev.Event, only) {
 			return nil
 		}
@@ -573,7 +573,7 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, lr *liveRun, run
 			return
 		}
 		for _, ev := range evs {
-			if writeEvent(w, ev) != nil {
+			if send(ev) != nil {
 				return
 			}
 		}
@@ -586,7 +586,7 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, lr *liveRun, run
 	for {
 		evs, changed, done := lr.snapshot(after)
 		for _, ev := range evs {
-			if writeEvent(w, ev) != nil {
+			if send(ev) != nil {
 				return
 			}
 			after = ev.Seq
@@ -609,7 +609,7 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, lr *liveRun, run
 			// Shutdown: send what is there, then end the stream.
 			evs, _, _ := lr.snapshot(after)
 			for _, ev := range evs {
-				if writeEvent(w, ev) != nil {
+				if send(ev) != nil {
 					return
 				}
 			}
