@@ -1,6 +1,7 @@
 package daotel
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -149,4 +150,37 @@ func FuzzEnvResource(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestSetupRefusesOtherProtocols: the exporters speak OTLP over HTTP with
+// protobuf; another protocol, for traces or metrics, in the signal's
+// variable or the general one, is refused rather than silently ignored.
+func TestSetupRefusesOtherProtocols(t *testing.T) {
+	for name, vars := range map[string]map[string]string{
+		"general":         {"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"},
+		"traces":          {"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "grpc"},
+		"metrics":         {"OTEL_METRICS_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL": "http/json"},
+		"metrics general": {"OTEL_METRICS_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"},
+		"accepted":        {"OTEL_TRACES_EXPORTER": "otlp", "OTEL_METRICS_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			tr, err := Setup(t.Context(), SetupOptions{Getenv: func(k string) string { return vars[k] }})
+			if name == "accepted" {
+				if err != nil || tr == nil {
+					t.Fatalf("Setup = %v, %v; want tracing", tr, err)
+				}
+				// Nothing was recorded; a done context sends nothing on the way out.
+				ctx, cancel := context.WithCancel(t.Context())
+				cancel()
+				_ = tr.Shutdown(ctx)
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), "is not supported") || !strings.Contains(err.Error(), "http/protobuf") {
+				t.Errorf("Setup error %v, want the protocol refused", err)
+			}
+			if tr != nil {
+				t.Errorf("Setup returned tracing with a refused protocol")
+			}
+		})
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -106,9 +107,8 @@ func Setup(ctx context.Context, opts SetupOptions) (*Tracing, error) {
 	for _, name := range names {
 		switch name {
 		case "otlp":
-			proto := firstSet(env, "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL")
-			if proto != "" && proto != "http/protobuf" {
-				return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL %q is not supported: deepagents exports OTLP over HTTP with protobuf only (set it to http/protobuf)", proto)
+			if err := checkProtocol(env, "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"); err != nil {
+				return nil, err
 			}
 			exp, err := otlptracehttp.New(ctx)
 			if err != nil {
@@ -149,9 +149,8 @@ func Setup(ctx context.Context, opts SetupOptions) (*Tracing, error) {
 		if name != "otlp" {
 			return nil, fmt.Errorf("OTEL_METRICS_EXPORTER names %q, which deepagents does not have: use otlp or none", name)
 		}
-		proto := firstSet(env, "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL")
-		if proto != "" && proto != "http/protobuf" {
-			return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL %q is not supported: deepagents exports OTLP over HTTP with protobuf only (set it to http/protobuf)", proto)
+		if err := checkProtocol(env, "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"); err != nil {
+			return nil, err
 		}
 		exp, err := otlpmetrichttp.New(ctx)
 		if err != nil {
@@ -180,20 +179,26 @@ func exporterNames(env func(string) string, key string, endpoints ...string) ([]
 		case "":
 			continue
 		case "none":
-			if len(strings.Split(raw, ",")) > 1 {
+			if strings.Contains(raw, ",") {
 				return nil, fmt.Errorf(`%s: "none" cannot be combined with other exporters`, key)
 			}
 			return nil, nil
 		}
-		dup := false
-		for _, m := range names {
-			dup = dup || m == n
-		}
-		if !dup {
+		if !slices.Contains(names, n) {
 			names = append(names, n)
 		}
 	}
 	return names, nil
+}
+
+// checkProtocol refuses an OTLP protocol other than http/protobuf, the one
+// the exporters speak, read from the signal's variable or the general one.
+func checkProtocol(env func(string) string, signalKey string) error {
+	proto := firstSet(env, signalKey, "OTEL_EXPORTER_OTLP_PROTOCOL")
+	if proto != "" && proto != "http/protobuf" {
+		return fmt.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL %q is not supported: deepagents exports OTLP over HTTP with protobuf only (set it to http/protobuf)", proto)
+	}
+	return nil
 }
 
 func firstSet(env func(string) string, keys ...string) string {
@@ -209,29 +214,19 @@ func firstSet(env func(string) string, keys ...string) string {
 // OTEL_RESOURCE_ATTRIBUTES ("key=value,key=value", values percent-encoded);
 // entries that do not parse are skipped.
 func envResource(env func(string) string) *resource.Resource {
-	var kv []attributeKV
+	var kv []attribute.KeyValue
 	for _, pair := range strings.Split(env("OTEL_RESOURCE_ATTRIBUTES"), ",") {
 		k, v, ok := strings.Cut(pair, "=")
 		k = strings.TrimSpace(k)
 		if !ok || k == "" {
 			continue
 		}
-		kv = append(kv, attributeKV{k, unescape(strings.TrimSpace(v))})
+		kv = append(kv, attribute.String(k, unescape(strings.TrimSpace(v))))
 	}
 	if s := strings.TrimSpace(env("OTEL_SERVICE_NAME")); s != "" {
-		kv = append(kv, attributeKV{"service.name", s})
+		kv = append(kv, semconv.ServiceName(s))
 	}
-	return resource.NewSchemaless(toAttrs(kv)...)
-}
-
-type attributeKV struct{ key, value string }
-
-func toAttrs(kv []attributeKV) []attribute.KeyValue {
-	out := make([]attribute.KeyValue, 0, len(kv))
-	for _, x := range kv {
-		out = append(out, attribute.String(x.key, x.value))
-	}
-	return out
+	return resource.NewSchemaless(kv...)
 }
 
 // unescape decodes the percent-encoding of a resource attribute value; a

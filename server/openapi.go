@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -22,53 +23,47 @@ type operation struct {
 	Status                int          // success status; 200 when 0
 }
 
-func typeOf[T any]() reflect.Type { return reflect.TypeFor[T]() }
-
 // operations lists every endpoint of the API, as routes serves them.
 var operations = []operation{
-	{Method: "GET", Path: "/ok", Summary: "Liveness check", Response: typeOf[map[string]bool]()},
-	{Method: "GET", Path: "/info", Summary: "Server information", Response: typeOf[Info]()},
-	{Method: "POST", Path: "/assistants/search", Summary: "Search assistants (one per configured agent)", Request: typeOf[AssistantSearch](), Response: typeOf[[]Assistant]()},
-	{Method: "GET", Path: "/assistants/{assistant_id}", Summary: "Get an assistant by id or graph id", Response: typeOf[Assistant]()},
-	{Method: "POST", Path: "/threads", Summary: "Create a thread", Request: typeOf[ThreadCreate](), Response: typeOf[Thread]()},
-	{Method: "POST", Path: "/threads/search", Summary: "Search threads; X-Pagination-Total has the count", Request: typeOf[ThreadSearch](), Response: typeOf[[]Thread]()},
-	{Method: "GET", Path: "/threads/{thread_id}", Summary: "Get a thread", Response: typeOf[Thread]()},
-	{Method: "PATCH", Path: "/threads/{thread_id}", Summary: "Merge metadata into a thread", Request: typeOf[ThreadPatch](), Response: typeOf[Thread]()},
+	{Method: "GET", Path: "/ok", Summary: "Liveness check", Response: reflect.TypeFor[map[string]bool]()},
+	{Method: "GET", Path: "/info", Summary: "Server information", Response: reflect.TypeFor[Info]()},
+	{Method: "POST", Path: "/assistants/search", Summary: "Search assistants (one per configured agent)", Request: reflect.TypeFor[AssistantSearch](), Response: reflect.TypeFor[[]Assistant]()},
+	{Method: "GET", Path: "/assistants/{assistant_id}", Summary: "Get an assistant by id or graph id", Response: reflect.TypeFor[Assistant]()},
+	{Method: "POST", Path: "/threads", Summary: "Create a thread", Request: reflect.TypeFor[ThreadCreate](), Response: reflect.TypeFor[Thread]()},
+	{Method: "POST", Path: "/threads/search", Summary: "Search threads; X-Pagination-Total has the count", Request: reflect.TypeFor[ThreadSearch](), Response: reflect.TypeFor[[]Thread]()},
+	{Method: "GET", Path: "/threads/{thread_id}", Summary: "Get a thread", Response: reflect.TypeFor[Thread]()},
+	{Method: "PATCH", Path: "/threads/{thread_id}", Summary: "Merge metadata into a thread", Request: reflect.TypeFor[ThreadPatch](), Response: reflect.TypeFor[Thread]()},
 	{Method: "DELETE", Path: "/threads/{thread_id}", Summary: "Delete a thread, its runs and checkpoints", Status: http.StatusNoContent},
-	{Method: "GET", Path: "/threads/{thread_id}/state", Summary: "The thread's latest state (?checkpoint_ns=task:CALL_ID: a subagent's)", Response: typeOf[ThreadState]()},
-	{Method: "POST", Path: "/threads/{thread_id}/state", Summary: "Change the thread's files (values.files: path to content, or null to delete) in a new checkpoint", Request: typeOf[StateUpdate](), Response: typeOf[map[string]CheckpointRef]()},
-	{Method: "GET", Path: "/threads/{thread_id}/history", Summary: "The thread's checkpoints, newest first", Response: typeOf[[]ThreadState]()},
-	{Method: "POST", Path: "/threads/{thread_id}/history", Summary: "The thread's checkpoints, newest first", Request: typeOf[HistoryRequest](), Response: typeOf[[]ThreadState]()},
-	{Method: "POST", Path: "/threads/{thread_id}/runs", Summary: "Start a run in the background", Request: typeOf[RunCreate](), Response: typeOf[Run]()},
-	{Method: "POST", Path: "/threads/{thread_id}/runs/stream", Summary: "Start a run and stream its events", Request: typeOf[RunCreate](), Stream: true},
-	{Method: "POST", Path: "/threads/{thread_id}/runs/wait", Summary: "Start a run and return its final values", Request: typeOf[RunCreate](), Response: typeOf[map[string]any]()},
-	{Method: "GET", Path: "/threads/{thread_id}/runs", Summary: "The thread's runs, newest first", Response: typeOf[[]Run]()},
-	{Method: "GET", Path: "/threads/{thread_id}/runs/{run_id}", Summary: "Get a run", Response: typeOf[Run]()},
-	{Method: "GET", Path: "/threads/{thread_id}/runs/{run_id}/join", Summary: "Wait for a run and return its final values", Response: typeOf[map[string]any]()},
+	{Method: "GET", Path: "/threads/{thread_id}/state", Summary: "The thread's latest state (?checkpoint_ns=task:CALL_ID: a subagent's)", Response: reflect.TypeFor[ThreadState]()},
+	{Method: "POST", Path: "/threads/{thread_id}/state", Summary: "Change the thread's files (values.files: path to content, or null to delete) in a new checkpoint", Request: reflect.TypeFor[StateUpdate](), Response: reflect.TypeFor[map[string]CheckpointRef]()},
+	{Method: "GET", Path: "/threads/{thread_id}/history", Summary: "The thread's checkpoints, newest first", Response: reflect.TypeFor[[]ThreadState]()},
+	{Method: "POST", Path: "/threads/{thread_id}/history", Summary: "The thread's checkpoints, newest first", Request: reflect.TypeFor[HistoryRequest](), Response: reflect.TypeFor[[]ThreadState]()},
+	{Method: "POST", Path: "/threads/{thread_id}/runs", Summary: "Start a run in the background", Request: reflect.TypeFor[RunCreate](), Response: reflect.TypeFor[Run]()},
+	{Method: "POST", Path: "/threads/{thread_id}/runs/stream", Summary: "Start a run and stream its events", Request: reflect.TypeFor[RunCreate](), Stream: true},
+	{Method: "POST", Path: "/threads/{thread_id}/runs/wait", Summary: "Start a run and return its final values", Request: reflect.TypeFor[RunCreate](), Response: reflect.TypeFor[map[string]any]()},
+	{Method: "GET", Path: "/threads/{thread_id}/runs", Summary: "The thread's runs, newest first", Response: reflect.TypeFor[[]Run]()},
+	{Method: "GET", Path: "/threads/{thread_id}/runs/{run_id}", Summary: "Get a run", Response: reflect.TypeFor[Run]()},
+	{Method: "GET", Path: "/threads/{thread_id}/runs/{run_id}/join", Summary: "Wait for a run and return its final values", Response: reflect.TypeFor[map[string]any]()},
 	{Method: "GET", Path: "/threads/{thread_id}/runs/{run_id}/stream", Summary: "Join a run's stream; Last-Event-ID continues after that event", Stream: true},
 	{Method: "POST", Path: "/threads/{thread_id}/runs/{run_id}/cancel", Summary: "Cancel a run (wait=1 waits for it to stop)", Status: http.StatusAccepted},
 }
 
-var (
-	openAPIOnce sync.Once
-	openAPIDoc  []byte
-	openAPIErr  error
-)
+// openAPIDoc builds the document once, on first use.
+var openAPIDoc = sync.OnceValues(buildOpenAPI)
 
 // schemaOpts maps the types reflection cannot describe well.
 var schemaOpts = &jsonschema.ForOptions{
 	IgnoreInvalidTypes: true,
 	TypeSchemas: map[reflect.Type]*jsonschema.Schema{
-		typeOf[json.RawMessage](): {Description: "any JSON value"},
-		typeOf[time.Time]():       {Type: "string", Format: "date-time"},
-		typeOf[any]():             {},
+		reflect.TypeFor[json.RawMessage](): {Description: "any JSON value"},
+		reflect.TypeFor[time.Time]():       {Type: "string", Format: "date-time"},
+		reflect.TypeFor[any]():             {},
 	},
 }
 
 // OpenAPI returns the OpenAPI 3.1 document of the API.
 func OpenAPI() ([]byte, error) {
-	openAPIOnce.Do(func() { openAPIDoc, openAPIErr = buildOpenAPI() })
-	return openAPIDoc, openAPIErr
+	return openAPIDoc()
 }
 
 func buildOpenAPI() ([]byte, error) {
@@ -112,8 +107,8 @@ func buildOpenAPI() ([]byte, error) {
 			return nil, err
 		}
 		o["responses"] = map[string]any{
-			strconvItoa(status): resp,
-			"default":           map[string]any{"description": "an error", "content": map[string]any{"application/json": map[string]any{"schema": errSch}}},
+			strconv.Itoa(status): resp,
+			"default":            map[string]any{"description": "an error", "content": map[string]any{"application/json": map[string]any{"schema": errSch}}},
 		}
 		if paths[op.Path] == nil {
 			paths[op.Path] = map[string]any{}
@@ -129,13 +124,6 @@ func buildOpenAPI() ([]byte, error) {
 		"security": []any{map[string]any{"bearer": []string{}}},
 	}
 	return json.MarshalIndent(doc, "", "  ")
-}
-
-func strconvItoa(n int) string { return itoa(n) }
-
-func itoa(n int) string {
-	b, _ := json.Marshal(n)
-	return string(b)
 }
 
 func (s *Server) openAPI(w http.ResponseWriter, r *http.Request) {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"iter"
 	"net/http"
 	"slices"
 	"strconv"
@@ -387,14 +386,7 @@ func (s *Server) execute(ctx context.Context, lr *liveRun) {
 		if len(lr.decisions) > 0 {
 			opts = append(opts, agent.WithDecisions(lr.decisions...))
 		}
-		in := agent.Input{Messages: lr.input}
-		var events iter.Seq2[agent.Event, error]
-		if s.cfg.Run != nil {
-			events = s.cfg.Run(ctx, lr.rec.ThreadID, lr.asst.Spec.Agent, in, opts...)
-		} else {
-			events = lr.asst.Spec.Agent.Run(ctx, in, opts...)
-		}
-		for ev, e := range events {
+		for ev, e := range s.cfg.Run(ctx, lr.rec.ThreadID, lr.asst.Spec.Agent, agent.Input{Messages: lr.input}, opts...) {
 			if e != nil {
 				runErr = e
 			}
@@ -565,7 +557,7 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, lr *liveRun, run
 	rc := http.NewResponseController(w)
 	_ = rc.Flush()
 	// Every event is flushed on its own, so none waits for the next.
-	writeEvent := func(w http.ResponseWriter, ev StoredEvent) error {
+	send := func(ev StoredEvent) error {
 		if only != nil && !wanted(ev.Event, only) {
 			return nil
 		}
@@ -581,7 +573,7 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, lr *liveRun, run
 			return
 		}
 		for _, ev := range evs {
-			if writeEvent(w, ev) != nil {
+			if send(ev) != nil {
 				return
 			}
 		}
@@ -594,7 +586,7 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, lr *liveRun, run
 	for {
 		evs, changed, done := lr.snapshot(after)
 		for _, ev := range evs {
-			if writeEvent(w, ev) != nil {
+			if send(ev) != nil {
 				return
 			}
 			after = ev.Seq
@@ -617,7 +609,7 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, lr *liveRun, run
 			// Shutdown: send what is there, then end the stream.
 			evs, _, _ := lr.snapshot(after)
 			for _, ev := range evs {
-				if writeEvent(w, ev) != nil {
+				if send(ev) != nil {
 					return
 				}
 			}

@@ -102,6 +102,11 @@ func New(cfg Config) (*Server, error) {
 	if s.store == nil {
 		s.store = NewMemoryStore()
 	}
+	if s.cfg.Run == nil {
+		s.cfg.Run = func(ctx context.Context, _ string, a *agent.Agent, in agent.Input, opts ...agent.RunOption) iter.Seq2[agent.Event, error] {
+			return a.Run(ctx, in, opts...)
+		}
+	}
 	s.agents = map[string]*assistant{}
 	for _, a := range cfg.Agents {
 		if a.Name == "" || a.Agent == nil {

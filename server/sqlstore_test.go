@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -195,7 +196,7 @@ func restartCase(t *testing.T, open func() (checkpoint.Saver, Store)) {
 	svB, stB := open()
 	hB := newHarness(t, Config{Agents: []AgentSpec{{Name: "researcher", Agent: agentB}}, Saver: svB, Store: stB})
 	k := len(all) / 2
-	_, rest := hB.stream("GET", loc+"/stream", nil, "Last-Event-ID", itoa(k))
+	_, rest := hB.stream("GET", loc+"/stream", nil, "Last-Event-ID", strconv.Itoa(k))
 	if len(rest) != len(all)-k {
 		t.Fatalf("rejoined after %d: got %d events, want %d", k, len(rest), len(all)-k)
 	}

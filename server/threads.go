@@ -266,7 +266,7 @@ func (s *Server) stateView(thread string, cp *checkpoint.Checkpoint) (ThreadStat
 	t := cp.Time.UTC()
 	st := ThreadState{Values: vals, Next: []string{}, Tasks: []StateTask{}, Interrupts: interruptsOf(rs),
 		Checkpoint: CheckpointRef{ThreadID: thread, CheckpointNS: task, CheckpointID: cp.ID}, CreatedAt: &t,
-		Metadata: map[string]any{"step": cp.Step, "source": cp.Metadata["source"]}}
+		Metadata: map[string]any{"source": cp.Metadata["source"]}} // "" when the saver kept none
 	for k, v := range cp.Metadata {
 		st.Metadata[k] = v
 	}

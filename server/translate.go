@@ -19,13 +19,12 @@ type translator struct {
 	msgs   map[string][]LCMessage // by agent path
 	extra  map[string]any         // the root's values other than messages
 	ns     map[string]string      // agent path -> "task:c1|task:c2"
-	delta  map[string]bool        // agent paths whose current message streamed
 	rounds map[string]int
 }
 
 func (s *Server) newTranslator(ctx context.Context, lr *liveRun) (*translator, error) {
 	t := &translator{s: s, lr: lr, root: lr.asst.Spec.Agent.Name(), msgs: map[string][]LCMessage{},
-		extra: map[string]any{}, ns: map[string]string{}, delta: map[string]bool{}, rounds: map[string]int{}}
+		extra: map[string]any{}, ns: map[string]string{}, rounds: map[string]int{}}
 	rs, err := s.loadState(ctx, lr.rec.ThreadID)
 	if err != nil {
 		return nil, err
@@ -122,7 +121,6 @@ func (t *translator) handle(ev agent.Event) {
 	case agent.ModelDelta:
 		if ev.Delta != nil && ev.Delta.Type == llm.EventTextDelta && ev.Delta.Text != "" {
 			id := messageID(t.idPrefix(path), len(t.msgs[path]))
-			t.delta[path] = true
 			t.send("messages-tuple", path, []any{map[string]any{"type": "AIMessageChunk", "id": id, "content": ev.Delta.Text,
 				"tool_call_chunks": []any{}}, t.meta(path, "model")})
 		}

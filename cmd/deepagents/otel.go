@@ -17,11 +17,10 @@ import (
 // spans to reach the collector.
 const tracingFlushTimeout = 5 * time.Second
 
-// cliTracing is the OpenTelemetry set-up of one run or resume command.
+// cliTracing is the OpenTelemetry set-up of one run, resume or serve
+// command: the recorder configuration every run starts from.
 type cliTracing struct {
-	tracing  *daotel.Tracing
-	model    string
-	provider string
+	config daotel.Config // all but ConversationID, set per run
 }
 
 // startTracing configures exporters from the standard OTEL_* environment
@@ -36,11 +35,14 @@ func (s *setup) startTracing(ctx context.Context, stderr io.Writer) error {
 	if tr == nil {
 		return nil
 	}
-	t := &cliTracing{tracing: tr, model: s.modelName}
+	cfg := daotel.Config{TracerProvider: tr.Provider, Model: s.modelName}
 	if spec, err := providers.Parse(s.modelName); err == nil {
-		t.model, t.provider = spec.Model, daotel.ProviderName(spec.Provider)
+		cfg.Model, cfg.Provider = spec.Model, daotel.ProviderName(spec.Provider)
 	}
-	s.tracing = t
+	if tr.Meters != nil { // a nil *MeterProvider in the interface would be used
+		cfg.MeterProvider = tr.Meters
+	}
+	s.tracing = &cliTracing{config: cfg}
 	s.config.Middleware = append(s.config.Middleware, daotel.Middleware())
 	s.closers = append(s.closers, func() error {
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tracingFlushTimeout)
@@ -58,14 +60,7 @@ func (s *setup) run(ctx context.Context, thread string, in agent.Input, opts ...
 	if s.tracing == nil {
 		return s.agent.Run(ctx, in, opts...)
 	}
-	cfg := daotel.Config{
-		TracerProvider: s.tracing.tracing.Provider,
-		ConversationID: thread,
-		Model:          s.tracing.model,
-		Provider:       s.tracing.provider,
-	}
-	if m := s.tracing.tracing.Meters; m != nil {
-		cfg.MeterProvider = m
-	}
+	cfg := s.tracing.config
+	cfg.ConversationID = thread
 	return daotel.Run(ctx, cfg, s.agent, in, opts...)
 }

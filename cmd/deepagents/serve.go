@@ -131,7 +131,6 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			}
 		}
 	}
-	name := f.name
 	dsn := db.Path
 	if db.Kind == config.Postgres {
 		dsn = db.DSN
@@ -143,15 +142,13 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	closers = append(closers, store.Close)
 	cfg := server.Config{
-		Agents: []server.AgentSpec{{Name: name, Agent: a}},
+		Agents: []server.AgentSpec{{Name: f.name, Agent: a}},
 		Saver:  saver, Store: store, Token: token,
 		Logger: slog.New(slog.NewTextHandler(stderr, nil)), Run: runWith,
+		UI: serveUI,
 	}
 	if f.cors != "" {
 		cfg.CORS.AllowOrigins = strings.Split(f.cors, ",")
-	}
-	if serveUI != nil {
-		cfg.UI = serveUI
 	}
 	srv, err := server.New(cfg)
 	if err != nil {
@@ -163,7 +160,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "deepagents serve: %v\n", err)
 		return exitFailed
 	}
-	fmt.Fprintf(stderr, "deepagents serve: listening on http://%s (assistant %q, threads in %s)\n", ln.Addr(), name, db)
+	fmt.Fprintf(stderr, "deepagents serve: listening on http://%s (assistant %q, threads in %s)\n", ln.Addr(), f.name, db)
 	return serve(ctx, ln, srv, stderr)
 }
 
