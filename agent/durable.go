@@ -624,7 +624,7 @@ func (r *run) open(ctx context.Context) (pending *StepState, done bool, status S
 		return r.newTurn(ctx, input)
 	}
 	if unfinished {
-		if err := checkDecisions(r.decisions, rs.Loop.Interrupts); err != nil {
+		if err := CheckDecisions(r.decisions, rs.Loop.Interrupts); err != nil {
 			r.restore(rs)
 			r.waiting = rs.Loop.Interrupts
 			return nil, true, StatusInterrupted, err
@@ -754,9 +754,11 @@ func (r *run) resumed(rs *RunState) {
 	r.emit(Event{Type: Notice, Notice: &NoticeInfo{Source: "resume", Count: n, Text: text}})
 }
 
-// checkDecisions refuses decisions that answer no waiting call or take a
-// decision the call does not allow.
-func checkDecisions(ds []Decision, waiting []Interrupt) error {
+// CheckDecisions refuses, with a *DecisionError, decisions that answer no
+// call of waiting, answer one twice, or take a decision the call does not
+// allow: what a resume with them would refuse, for callers (a server) that
+// check before they start it.
+func CheckDecisions(ds []Decision, waiting []Interrupt) error {
 	seen := map[string]bool{}
 	for _, d := range ds {
 		if err := d.Check(); err != nil {

@@ -148,7 +148,7 @@ func (s *Server) submit(r *http.Request) (*liveRun, error) {
 		if err != nil {
 			return nil, errf(http.StatusUnprocessableEntity, "%v", err)
 		}
-		if err := answersWaiting(decisions, rs.Loop.Interrupts); err != nil {
+		if err := agent.CheckDecisions(decisions, rs.Loop.Interrupts); err != nil {
 			return nil, errf(http.StatusUnprocessableEntity, "%v", err)
 		}
 	}
@@ -229,23 +229,6 @@ func (s *Server) submit(r *http.Request) (*liveRun, error) {
 		s.queue[threadID] = append(s.queue[threadID], lr)
 	}
 	return lr, nil
-}
-
-// answersWaiting checks that every decision names a waiting call, so that
-// a wrong id is refused before a run starts.
-func answersWaiting(ds []agent.Decision, waiting []agent.Interrupt) error {
-	for _, d := range ds {
-		if !slices.ContainsFunc(waiting, func(in agent.Interrupt) bool {
-			return in.CallID == d.CallID && (d.Path == "" || d.Path == in.Path)
-		}) {
-			ids := make([]string, len(waiting))
-			for i, in := range waiting {
-				ids[i] = in.CallID
-			}
-			return fmt.Errorf("decision for call %q: no such call waits; the waiting calls are %s", d.CallID, strings.Join(ids, ", "))
-		}
-	}
-	return nil
 }
 
 // start runs lr in the background; s.mu is held.
