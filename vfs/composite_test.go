@@ -2,6 +2,7 @@ package vfs_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/deepagents-go/deepagents/fstools"
+	"github.com/deepagents-go/deepagents/tool"
 	"github.com/deepagents-go/deepagents/vfs"
 	"github.com/deepagents-go/deepagents/vfs/osfs"
 	"github.com/deepagents-go/deepagents/vfs/vfstest"
@@ -324,6 +327,48 @@ func TestNewCompositeRefuses(t *testing.T) {
 	} {
 		if _, err := vfs.NewComposite(m, tc.routes...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("NewComposite(%v) = %v, want an error containing %q", tc.routes, err, tc.want)
+		}
+	}
+}
+
+// The glob and grep tools at / see every route's files beside the
+// fallback's, each under its mount point; a file the fallback holds below
+// a mount point stays hidden.
+func TestCompositeSearchToolsMergeRoutes(t *testing.T) {
+	mem := vfs.NewMemory(vfstest.Files(map[string]string{"/notes.md": "needle in notes", "/memories/hidden.md": "needle hidden"}))
+	mems := vfs.NewMemory(vfstest.Files(map[string]string{"/prefs.md": "needle in prefs"}))
+	deep := vfs.NewMemory(vfstest.Files(map[string]string{"/b.md": "needle deep", "/c.txt": "needle, not markdown"}))
+	c, err := vfs.NewComposite(mem,
+		vfs.Route{Prefix: "/memories/", Backend: mems},
+		vfs.Route{Prefix: "/memories/deep/", Backend: deep, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := map[string]tool.Tool{}
+	for _, tl := range fstools.Tools() {
+		tools[tl.Spec().Name] = tl
+	}
+	for _, tc := range []struct {
+		tool, args string
+		want       []string
+	}{
+		{"glob", `{"pattern":"**/*.md","path":"/"}`, []string{"/memories/deep/b.md", "/memories/prefs.md", "/notes.md"}},
+		{"grep", `{"pattern":"needle","path":"/","glob":"*.md"}`, []string{"/memories/deep/b.md", "/memories/prefs.md", "/notes.md"}},
+		{"grep", `{"pattern":"needle","path":"/"}`, []string{"/memories/deep/b.md", "/memories/deep/c.txt", "/memories/prefs.md", "/notes.md"}},
+	} {
+		res, err := tools[tc.tool].Run(bg, &tool.Env{Files: c}, json.RawMessage(tc.args))
+		if err != nil || res.IsError {
+			t.Fatalf("%s %s: %v, %q", tc.tool, tc.args, err, res.Content)
+		}
+		var got []string
+		for l := range strings.Lines(res.Content) {
+			if l = strings.TrimSpace(l); strings.HasPrefix(l, "/") {
+				got = append(got, l)
+			}
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s %s found %v, want %v (result %q)", tc.tool, tc.args, got, tc.want, res.Content)
 		}
 	}
 }
