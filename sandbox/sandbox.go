@@ -120,6 +120,9 @@ type Runner struct {
 	// bounded: the process limit holds (a pids cgroup can be made, or the
 	// sandbox's RLIMIT_NPROC applies because this is not root).
 	bounded bool
+	// cgroups is where each command's pids cgroup is made, found once
+	// here rather than by reading /proc for every command.
+	cgroups cgroupRoot
 }
 
 // New returns a runner. Unless opts.Unsandboxed, it finds bwrap and makes a
@@ -127,7 +130,7 @@ type Runner struct {
 // matching ErrUnavailable when that does not work (not Linux, bwrap not
 // installed, user namespaces disabled, a container that forbids mounts).
 func New(ctx context.Context, opts Options) (*Runner, error) {
-	r := &Runner{opts: opts.withDefaults()}
+	r := &Runner{opts: opts.withDefaults(), cgroups: findCgroupRoot()}
 	if opts.Unsandboxed {
 		return r, nil
 	}
@@ -139,7 +142,7 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 	if err := r.probe(ctx); err != nil {
 		return nil, err
 	}
-	r.bounded = os.Geteuid() != 0 || cgroupsAvailable()
+	r.bounded = os.Geteuid() != 0 || r.cgroups.available()
 	return r, nil
 }
 
