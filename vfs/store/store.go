@@ -255,13 +255,18 @@ func (s *Store) List(ctx context.Context, dir string) ([]vfs.Entry, error) {
 	if err != nil {
 		return nil, pathErr("list", p, err)
 	}
-	return vfs.ListFiles(p, func(yield func(vfs.Entry, error) bool) {
+	return vfs.ListFiles(p, entries(rows))
+}
+
+// entries yields rows as the files' entries.
+func entries(rows []Row) iter.Seq2[vfs.Entry, error] {
+	return func(yield func(vfs.Entry, error) bool) {
 		for _, r := range rows {
 			if !yield(vfs.Entry{Path: r.Path, Size: r.Size, ModifiedAt: r.ModifiedAt}, nil) {
 				return
 			}
 		}
-	})
+	}
 }
 
 // Walk implements vfs.Backend. It reads the listing before yielding, so
@@ -278,11 +283,7 @@ func (s *Store) Walk(ctx context.Context, dir string) iter.Seq2[vfs.Entry, error
 			yield(vfs.Entry{}, pathErr("walk", p, err))
 			return
 		}
-		for _, r := range rows {
-			if !yield(vfs.Entry{Path: r.Path, Size: r.Size, ModifiedAt: r.ModifiedAt}, nil) {
-				return
-			}
-		}
+		entries(rows)(yield)
 	}
 }
 
