@@ -372,3 +372,46 @@ func TestCompositeSearchToolsMergeRoutes(t *testing.T) {
 		}
 	}
 }
+
+// Deleting a directory that holds mount points empties their routes and
+// keeps the mount points; with a read-only route among them it is refused
+// and changes nothing, in the fallback or in any route.
+func TestCompositeDeleteAcrossRoutes(t *testing.T) {
+	mem := vfs.NewMemory(vfstest.Files(map[string]string{"/a/x": "x", "/b": "b"}))
+	notes := vfs.NewMemory(vfstest.Files(map[string]string{"/n1": "1", "/sub/n2": "2"}))
+	c, err := vfs.NewComposite(mem, vfs.Route{Prefix: "/a/notes/", Backend: notes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := c.Delete(bg, "/a"); n != 3 || err != nil {
+		t.Fatalf("Delete(/a) = %d, %v; want 3 files", n, err)
+	}
+	if got := vfstest.Paths(t, notes, "/"); len(got) != 0 {
+		t.Errorf("the route still holds %v", got)
+	}
+	if got := vfstest.Paths(t, mem, "/"); !slices.Equal(got, []string{"/b"}) {
+		t.Errorf("the fallback holds %v, want [/b]", got)
+	}
+	if err := c.Write(bg, "/a/notes/again", "x"); err != nil {
+		t.Errorf("the emptied route no longer takes files: %v", err)
+	}
+	if got := vfstest.Paths(t, notes, "/"); !slices.Equal(got, []string{"/again"}) {
+		t.Errorf("a write under the mount point went to %v in the route", got)
+	}
+
+	mem = vfs.NewMemory(vfstest.Files(map[string]string{"/a/x": "x"}))
+	rw := vfs.NewMemory(vfstest.Files(map[string]string{"/n": "n"}))
+	ro := vfs.NewMemory(vfstest.Files(map[string]string{"/s": "s"}))
+	c, err = vfs.NewComposite(mem, vfs.Route{Prefix: "/a/rw/", Backend: rw}, vfs.Route{Prefix: "/a/ro/", Backend: ro, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := c.Delete(bg, "/a"); n != 0 || !errors.Is(err, vfs.ErrPermission) || !strings.Contains(err.Error(), "/a/ro/ is mounted read-only") {
+		t.Errorf("Delete(/a) over a read-only route = %d, %v", n, err)
+	}
+	for name, b := range map[string]*vfs.Memory{"fallback": mem, "read-write route": rw, "read-only route": ro} {
+		if got := vfstest.Paths(t, b, "/"); len(got) != 1 {
+			t.Errorf("the refused delete changed the %s: %v", name, got)
+		}
+	}
+}
