@@ -18,19 +18,36 @@ type cgroup struct {
 	v2  bool
 }
 
-// newCgroup makes a pids cgroup below this process's own, limited to max
-// processes, or returns nil when the system does not let it (no pids
-// controller, cgroups not writable, not delegated).
-func newCgroup(max int) *cgroup {
-	parent, v2 := pidsCgroupDir()
-	if parent == "" {
+// cgroupRoot is where a runner makes its commands' cgroups: this process's
+// cgroup in the pids hierarchy, found once when the runner is made; dir is
+// "" when the system gives none.
+type cgroupRoot struct {
+	dir string
+	v2  bool
+}
+
+// findCgroupRoot looks for the directory below which commands get pids
+// cgroups (see pidsCgroupDir).
+func findCgroupRoot() cgroupRoot {
+	dir, v2 := pidsCgroupDir()
+	return cgroupRoot{dir: dir, v2: v2}
+}
+
+// available reports whether commands can get a pids cgroup.
+func (p cgroupRoot) available() bool { return p.dir != "" }
+
+// newCgroup makes a pids cgroup below p, limited to max processes, or
+// returns nil when the system does not let it (no pids controller, cgroups
+// not writable, not delegated).
+func (p cgroupRoot) newCgroup(max int) *cgroup {
+	if p.dir == "" {
 		return nil
 	}
-	dir := filepath.Join(parent, fmt.Sprintf("deepagents-sandbox-%d-%d", os.Getpid(), seq.Add(1)))
+	dir := filepath.Join(p.dir, fmt.Sprintf("deepagents-sandbox-%d-%d", os.Getpid(), seq.Add(1)))
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return nil
 	}
-	cg := &cgroup{dir: dir, v2: v2}
+	cg := &cgroup{dir: dir, v2: p.v2}
 	if err := os.WriteFile(filepath.Join(dir, "pids.max"), []byte(strconv.Itoa(max)), 0); err != nil {
 		_ = os.Remove(dir)
 		return nil
@@ -73,12 +90,6 @@ func (c *cgroup) remove() {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-}
-
-// cgroupsAvailable reports whether commands can get a pids cgroup.
-func cgroupsAvailable() bool {
-	dir, _ := pidsCgroupDir()
-	return dir != ""
 }
 
 // pidsCgroupDir finds the directory of this process's cgroup in the pids

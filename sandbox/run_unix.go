@@ -22,7 +22,7 @@ func (r *Runner) run(ctx context.Context, dir, command string, timeout time.Dura
 		return vfs.ExecResult{}, context.Cause(ctx)
 	}
 	argv := r.argv(dir, command)
-	cg := newCgroup(r.opts.MaxProcs)
+	cg := r.cgroups.newCgroup(r.opts.MaxProcs)
 	if cg != nil {
 		defer cg.remove()
 		// The host's shell moves itself into the cgroup before it becomes

@@ -120,6 +120,11 @@ type Runner struct {
 	// bounded: the process limit holds (a pids cgroup can be made, or the
 	// sandbox's RLIMIT_NPROC applies because this is not root).
 	bounded bool
+	// layout is the start of the bwrap command line (see bwrapLayout).
+	layout []string
+	// cgroups is where each command's pids cgroup is made, found once
+	// here rather than by reading /proc for every command.
+	cgroups cgroupRoot
 }
 
 // New returns a runner. Unless opts.Unsandboxed, it finds bwrap and makes a
@@ -127,7 +132,7 @@ type Runner struct {
 // matching ErrUnavailable when that does not work (not Linux, bwrap not
 // installed, user namespaces disabled, a container that forbids mounts).
 func New(ctx context.Context, opts Options) (*Runner, error) {
-	r := &Runner{opts: opts.withDefaults()}
+	r := &Runner{opts: opts.withDefaults(), cgroups: findCgroupRoot()}
 	if opts.Unsandboxed {
 		return r, nil
 	}
@@ -136,10 +141,11 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 		return nil, err
 	}
 	r.bwrap = path
+	r.layout = r.bwrapLayout()
 	if err := r.probe(ctx); err != nil {
 		return nil, err
 	}
-	r.bounded = os.Geteuid() != 0 || cgroupsAvailable()
+	r.bounded = os.Geteuid() != 0 || r.cgroups.available()
 	return r, nil
 }
 
@@ -263,6 +269,15 @@ func (r *Runner) argv(dir, command string) []string {
 	if !r.Sandboxed() {
 		return []string{"/bin/sh", "-c", command}
 	}
+	return append(slices.Clip(r.layout),
+		"--bind", dir, dir, "--remount-ro", "/", "--chdir", dir,
+		"--", "/bin/sh", "-c", limitScript, "sh", fmt.Sprint(r.opts.MaxProcs), command)
+}
+
+// bwrapLayout is the start of every bwrap command line: the namespaces and
+// the host paths mounted in the sandbox, the same for every command (the
+// runner computes it once, as it looks at the host's directories).
+func (r *Runner) bwrapLayout() []string {
 	args := []string{r.bwrap, "--die-with-parent", "--new-session", "--unshare-all"}
 	if r.opts.Network {
 		args = append(args, "--share-net")
@@ -293,11 +308,7 @@ func (r *Runner) argv(dir, command string) []string {
 			args = append(args, "--ro-bind-try", p, p)
 		}
 	}
-	args = append(args,
-		"--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
-		"--bind", dir, dir, "--remount-ro", "/", "--chdir", dir,
-		"--", "/bin/sh", "-c", limitScript, "sh", fmt.Sprint(r.opts.MaxProcs), command)
-	return args
+	return append(args, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp")
 }
 
 // etcFiles are the parts of /etc programs need to start and to name users:

@@ -180,13 +180,13 @@ func (c *Composite) backend(r *route) Backend {
 
 // filled reports whether r's backend holds anything, so its mount point
 // shows as a directory.
-func (c *Composite) filled(ctx context.Context, r *route) bool {
+func filled(ctx context.Context, r *route) bool {
 	es, err := r.b.List(ctx, "/")
 	return err == nil && len(es) > 0
 }
 
-func (c *Composite) anyFilled(ctx context.Context, rs []*route) bool {
-	return slices.ContainsFunc(rs, func(r *route) bool { return c.filled(ctx, r) })
+func anyFilled(ctx context.Context, rs []*route) bool {
+	return slices.ContainsFunc(rs, func(r *route) bool { return filled(ctx, r) })
 }
 
 // outerErr names the composite's path in an error of a route's backend.
@@ -236,7 +236,7 @@ func (c *Composite) Stat(ctx context.Context, path string) (Entry, error) {
 	}
 	r, inner := c.find(p)
 	if r != nil && inner == "/" {
-		if c.filled(ctx, r) || c.anyFilled(ctx, c.below(p)) {
+		if filled(ctx, r) || anyFilled(ctx, c.below(p)) {
 			return Entry{Path: p, IsDir: true}, nil
 		}
 		return Entry{}, &fs.PathError{Op: "stat", Path: p, Err: ErrNotFound}
@@ -245,7 +245,7 @@ func (c *Composite) Stat(ctx context.Context, path string) (Entry, error) {
 	if err == nil && e.IsDir || err != nil && !errors.Is(err, ErrNotFound) {
 		return c.outerEntry(r, e), outerErr(r, err)
 	}
-	if c.anyFilled(ctx, c.below(p)) {
+	if anyFilled(ctx, c.below(p)) {
 		return Entry{Path: p, IsDir: true}, nil
 	}
 	return c.outerEntry(r, e), outerErr(r, err)
@@ -274,7 +274,7 @@ func (c *Composite) dirAt(ctx context.Context, op, p string) error {
 	if inner != "/" && len(below) == 0 {
 		return nil
 	}
-	if c.anyFilled(ctx, below) || r != nil && inner == "/" && c.filled(ctx, r) {
+	if anyFilled(ctx, below) || r != nil && inner == "/" && filled(ctx, r) {
 		return &fs.PathError{Op: op, Path: p, Err: ErrIsDir}
 	}
 	if r != nil && inner == "/" {
@@ -425,7 +425,7 @@ func (c *Composite) List(ctx context.Context, dir string) ([]Entry, error) {
 	}
 	mounts := map[string]bool{}
 	for _, b := range below {
-		if c.filled(ctx, b) {
+		if filled(ctx, b) {
 			name, _ := childOf(b.dir, p)
 			mounts[join(p, name)] = true
 		}
@@ -616,6 +616,3 @@ func (u unlayered) Open(ctx context.Context, path string) (io.ReadCloser, Entry,
 // Unwrap returns the composite, so that vfs.AsExecutor finds a fallback
 // that runs commands.
 func (u unlayered) Unwrap() Backend { return u.c }
-
-// Composite returns the composite itself.
-func (u unlayered) Composite() *Composite { return u.c }

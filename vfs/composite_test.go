@@ -2,6 +2,7 @@ package vfs_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/deepagents-go/deepagents/fstools"
+	"github.com/deepagents-go/deepagents/tool"
 	"github.com/deepagents-go/deepagents/vfs"
 	"github.com/deepagents-go/deepagents/vfs/osfs"
 	"github.com/deepagents-go/deepagents/vfs/vfstest"
@@ -324,6 +327,91 @@ func TestNewCompositeRefuses(t *testing.T) {
 	} {
 		if _, err := vfs.NewComposite(m, tc.routes...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("NewComposite(%v) = %v, want an error containing %q", tc.routes, err, tc.want)
+		}
+	}
+}
+
+// The glob and grep tools at / see every route's files beside the
+// fallback's, each under its mount point; a file the fallback holds below
+// a mount point stays hidden.
+func TestCompositeSearchToolsMergeRoutes(t *testing.T) {
+	mem := vfs.NewMemory(vfstest.Files(map[string]string{"/notes.md": "needle in notes", "/memories/hidden.md": "needle hidden"}))
+	mems := vfs.NewMemory(vfstest.Files(map[string]string{"/prefs.md": "needle in prefs"}))
+	deep := vfs.NewMemory(vfstest.Files(map[string]string{"/b.md": "needle deep", "/c.txt": "needle, not markdown"}))
+	c, err := vfs.NewComposite(mem,
+		vfs.Route{Prefix: "/memories/", Backend: mems},
+		vfs.Route{Prefix: "/memories/deep/", Backend: deep, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := map[string]tool.Tool{}
+	for _, tl := range fstools.Tools() {
+		tools[tl.Spec().Name] = tl
+	}
+	for _, tc := range []struct {
+		tool, args string
+		want       []string
+	}{
+		{"glob", `{"pattern":"**/*.md","path":"/"}`, []string{"/memories/deep/b.md", "/memories/prefs.md", "/notes.md"}},
+		{"grep", `{"pattern":"needle","path":"/","glob":"*.md"}`, []string{"/memories/deep/b.md", "/memories/prefs.md", "/notes.md"}},
+		{"grep", `{"pattern":"needle","path":"/"}`, []string{"/memories/deep/b.md", "/memories/deep/c.txt", "/memories/prefs.md", "/notes.md"}},
+	} {
+		res, err := tools[tc.tool].Run(bg, &tool.Env{Files: c}, json.RawMessage(tc.args))
+		if err != nil || res.IsError {
+			t.Fatalf("%s %s: %v, %q", tc.tool, tc.args, err, res.Content)
+		}
+		var got []string
+		for l := range strings.Lines(res.Content) {
+			if l = strings.TrimSpace(l); strings.HasPrefix(l, "/") {
+				got = append(got, l)
+			}
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s %s found %v, want %v (result %q)", tc.tool, tc.args, got, tc.want, res.Content)
+		}
+	}
+}
+
+// Deleting a directory that holds mount points empties their routes and
+// keeps the mount points; with a read-only route among them it is refused
+// and changes nothing, in the fallback or in any route.
+func TestCompositeDeleteAcrossRoutes(t *testing.T) {
+	mem := vfs.NewMemory(vfstest.Files(map[string]string{"/a/x": "x", "/b": "b"}))
+	notes := vfs.NewMemory(vfstest.Files(map[string]string{"/n1": "1", "/sub/n2": "2"}))
+	c, err := vfs.NewComposite(mem, vfs.Route{Prefix: "/a/notes/", Backend: notes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := c.Delete(bg, "/a"); n != 3 || err != nil {
+		t.Fatalf("Delete(/a) = %d, %v; want 3 files", n, err)
+	}
+	if got := vfstest.Paths(t, notes, "/"); len(got) != 0 {
+		t.Errorf("the route still holds %v", got)
+	}
+	if got := vfstest.Paths(t, mem, "/"); !slices.Equal(got, []string{"/b"}) {
+		t.Errorf("the fallback holds %v, want [/b]", got)
+	}
+	if err := c.Write(bg, "/a/notes/again", "x"); err != nil {
+		t.Errorf("the emptied route no longer takes files: %v", err)
+	}
+	if got := vfstest.Paths(t, notes, "/"); !slices.Equal(got, []string{"/again"}) {
+		t.Errorf("a write under the mount point went to %v in the route", got)
+	}
+
+	mem = vfs.NewMemory(vfstest.Files(map[string]string{"/a/x": "x"}))
+	rw := vfs.NewMemory(vfstest.Files(map[string]string{"/n": "n"}))
+	ro := vfs.NewMemory(vfstest.Files(map[string]string{"/s": "s"}))
+	c, err = vfs.NewComposite(mem, vfs.Route{Prefix: "/a/rw/", Backend: rw}, vfs.Route{Prefix: "/a/ro/", Backend: ro, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := c.Delete(bg, "/a"); n != 0 || !errors.Is(err, vfs.ErrPermission) || !strings.Contains(err.Error(), "/a/ro/ is mounted read-only") {
+		t.Errorf("Delete(/a) over a read-only route = %d, %v", n, err)
+	}
+	for name, b := range map[string]*vfs.Memory{"fallback": mem, "read-write route": rw, "read-only route": ro} {
+		if got := vfstest.Paths(t, b, "/"); len(got) != 1 {
+			t.Errorf("the refused delete changed the %s: %v", name, got)
 		}
 	}
 }

@@ -86,10 +86,12 @@ func TestStoreSharedAcrossThreads(t *testing.T) {
 	}
 }
 
+// The --permission rules come before the config's: the flag's deny of
+// /memories/** wins over the config's allow of it.
 func TestPermissionFlagsAndConfig(t *testing.T) {
 	srv := memoryServer(t)
 	project, _ := runEnv(t, srv)
-	if err := os.WriteFile(filepath.Join(project, "deepagents.toml"), []byte("[permissions]\nrules = [\"deny write /scratch.md\"]\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(project, "deepagents.toml"), []byte("[permissions]\nrules = [\"deny write /scratch.md\", \"allow write /memories/**\"]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	code, out, errs := runCLI(t, "run", "-p", "remember", "--model", "openai:gpt-test", "--permission", "deny write /memories/**")

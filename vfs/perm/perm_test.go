@@ -135,10 +135,22 @@ func TestBackend(t *testing.T) {
 	if _, err := b.List(ctx, "/secrets"); err == nil || !strings.Contains(err.Error(), `"deny all /secrets/**"`) {
 		t.Errorf("List(/secrets) = %v", err)
 	}
+	walked := 0
 	for _, err := range b.Walk(ctx, "/secrets") {
+		walked++
 		if err == nil || !strings.Contains(err.Error(), `"deny all /secrets/**"`) {
 			t.Errorf("Walk(/secrets) = %v", err)
 		}
+	}
+	if walked != 1 {
+		t.Errorf("Walk(/secrets) yielded %d times, want the rule's error once", walked)
+	}
+	// Stat and Open are reads too.
+	if _, err := b.Stat(ctx, "/etc/passwd"); !errors.Is(err, vfs.ErrPermission) || !strings.Contains(err.Error(), `"deny read /etc/**"`) {
+		t.Errorf("Stat(/etc/passwd) = %v", err)
+	}
+	if _, _, err := vfs.Open(ctx, b, "/secrets/key"); !errors.Is(err, vfs.ErrPermission) || !strings.Contains(err.Error(), `"deny all /secrets/**"`) {
+		t.Errorf("Open(/secrets/key) = %v", err)
 	}
 	// Writes.
 	for _, c := range []struct {

@@ -170,18 +170,27 @@ func (s *Store) Write(ctx context.Context, path, content string) error {
 	if len(content) > MaxFileSize {
 		return tooBig("write", p, len(content))
 	}
-	return s.t.Change(ctx, s.ns, func(tx Tx) error {
-		prev, existed, err := settle(tx, "write", p)
-		if err != nil {
-			return err
-		}
-		now := s.now()
-		f := vfs.File{Content: content, CreatedAt: now, ModifiedAt: now}
-		if existed && !prev.CreatedAt.IsZero() {
-			f.CreatedAt = prev.CreatedAt
-		}
-		return tx.Put(p, f)
-	})
+	return s.t.Change(ctx, s.ns, func(tx Tx) error { return s.put(tx, p, vfs.File{Content: content}) })
+}
+
+// put writes f at p inside a transaction once settle allows it (its
+// *fs.PathError says why not). A file that was there keeps its creation
+// time; times f leaves zero are now.
+func (s *Store) put(tx Tx, p string, f vfs.File) error {
+	prev, existed, err := settle(tx, "write", p)
+	if err != nil {
+		return err
+	}
+	now := s.now()
+	if f.ModifiedAt.IsZero() {
+		f.ModifiedAt = now
+	}
+	if existed && !prev.CreatedAt.IsZero() {
+		f.CreatedAt = prev.CreatedAt
+	} else if f.CreatedAt.IsZero() {
+		f.CreatedAt = now
+	}
+	return tx.Put(p, f)
 }
 
 // Update implements vfs.Updater: the cycle runs in one transaction.
@@ -246,13 +255,18 @@ func (s *Store) List(ctx context.Context, dir string) ([]vfs.Entry, error) {
 	if err != nil {
 		return nil, pathErr("list", p, err)
 	}
-	return vfs.ListFiles(p, func(yield func(vfs.Entry, error) bool) {
+	return vfs.ListFiles(p, entries(rows))
+}
+
+// entries yields rows as the files' entries.
+func entries(rows []Row) iter.Seq2[vfs.Entry, error] {
+	return func(yield func(vfs.Entry, error) bool) {
 		for _, r := range rows {
 			if !yield(vfs.Entry{Path: r.Path, Size: r.Size, ModifiedAt: r.ModifiedAt}, nil) {
 				return
 			}
 		}
-	})
+	}
 }
 
 // Walk implements vfs.Backend. It reads the listing before yielding, so
@@ -269,11 +283,7 @@ func (s *Store) Walk(ctx context.Context, dir string) iter.Seq2[vfs.Entry, error
 			yield(vfs.Entry{}, pathErr("walk", p, err))
 			return
 		}
-		for _, r := range rows {
-			if !yield(vfs.Entry{Path: r.Path, Size: r.Size, ModifiedAt: r.ModifiedAt}, nil) {
-				return
-			}
-		}
+		entries(rows)(yield)
 	}
 }
 
@@ -293,25 +303,11 @@ func (s *Store) Apply(d vfs.Delta) {
 			if len(c.File.Content) > MaxFileSize {
 				continue
 			}
-			prev, existed, err := settle(tx, "write", c.Path)
-			if err != nil {
+			if err := s.put(tx, c.Path, *c.File); err != nil {
 				var pe *fs.PathError
 				if errors.As(err, &pe) {
 					continue
 				}
-				return err
-			}
-			f := *c.File
-			now := s.now()
-			if f.ModifiedAt.IsZero() {
-				f.ModifiedAt = now
-			}
-			if existed && !prev.CreatedAt.IsZero() {
-				f.CreatedAt = prev.CreatedAt
-			} else if f.CreatedAt.IsZero() {
-				f.CreatedAt = now
-			}
-			if err := tx.Put(c.Path, f); err != nil {
 				return err
 			}
 		}
