@@ -74,15 +74,15 @@ func (q querier) Unpacked(ctx context.Context, thread, ns string) ([]checkpoint.
 func (q querier) WritePacks(ctx context.Context, thread, ns string, packs []engine.Pack) error {
 	for _, p := range packs {
 		if p.Chunks == 1 {
-			if _, err := q.tx.ExecContext(ctx, `UPDATE chunks SET packed = 1 WHERE thread = ? AND ns = ? AND seq_from = ?`, thread, ns, p.From); err != nil {
+			if _, err := q.execSQL(ctx, `UPDATE chunks SET packed = 1 WHERE thread = ? AND ns = ? AND seq_from = ?`, thread, ns, p.From); err != nil {
 				return err
 			}
 			continue
 		}
-		if _, err := q.tx.ExecContext(ctx, `DELETE FROM chunks WHERE thread = ? AND ns = ? AND seq_from >= ? AND seq_from < ?`, thread, ns, p.From, p.To); err != nil {
+		if _, err := q.execSQL(ctx, `DELETE FROM chunks WHERE thread = ? AND ns = ? AND seq_from >= ? AND seq_from < ?`, thread, ns, p.From, p.To); err != nil {
 			return err
 		}
-		if _, err := q.stmt(ctx, "insertchunk").ExecContext(ctx, thread, ns, p.From, p.To, 1, p.Data); err != nil {
+		if _, err := q.execNamed(ctx, "insertchunk", thread, ns, p.From, p.To, 1, p.Data); err != nil {
 			return err
 		}
 	}
@@ -118,7 +118,7 @@ func (q querier) ChunkData(ctx context.Context, thread, ns string, from int64) (
 
 // CopyChunk implements engine.Writer.
 func (q querier) CopyChunk(ctx context.Context, thread, ns string, from int64, dst string) error {
-	_, err := q.tx.ExecContext(ctx, `INSERT INTO chunks (thread, ns, seq_from, seq_to, packed, data)
+	_, err := q.execSQL(ctx, `INSERT INTO chunks (thread, ns, seq_from, seq_to, packed, data)
 		SELECT ?, ns, seq_from, seq_to, packed, data FROM chunks WHERE thread = ? AND ns = ? AND seq_from = ?`,
 		dst, thread, ns, from)
 	return err
@@ -126,7 +126,7 @@ func (q querier) CopyChunk(ctx context.Context, thread, ns string, from int64, d
 
 // DeleteChunk implements engine.Writer.
 func (q querier) DeleteChunk(ctx context.Context, thread, ns string, from int64) error {
-	_, err := q.tx.ExecContext(ctx, `DELETE FROM chunks WHERE thread = ? AND ns = ? AND seq_from = ?`, thread, ns, from)
+	_, err := q.execSQL(ctx, `DELETE FROM chunks WHERE thread = ? AND ns = ? AND seq_from = ?`, thread, ns, from)
 	return err
 }
 
@@ -136,7 +136,7 @@ func (q querier) InsertChunk(ctx context.Context, thread, ns string, c checkpoin
 	if packed {
 		p = 1
 	}
-	_, err := q.stmt(ctx, "insertchunk").ExecContext(ctx, thread, ns, c.From, c.To, p, c.Data)
+	_, err := q.execNamed(ctx, "insertchunk", thread, ns, c.From, c.To, p, c.Data)
 	return err
 }
 

@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/deepagents-go/deepagents/checkpoint"
@@ -37,8 +38,23 @@ type Options struct {
 	// Synchronous is SQLite's synchronous setting: "FULL" (the default:
 	// a committed put survives a power cut), "NORMAL" (survives a crash of
 	// the process, not of the machine) or "OFF" (for throwaway databases).
+	// The journal follows it: with FULL each record is synced to disk
+	// before its put returns.
 	Synchronous string
+	// CommitDelay is how long puts and writes may sit in the writer's open
+	// transaction, safe in the saver's journal, before it is committed
+	// (20 ms when 0). Other processes see a put that much later and wait
+	// up to that long to write; a negative value commits every put and
+	// write on its own, with no journal. See journal.go.
+	CommitDelay time.Duration
 }
+
+// Limits of one open journaled transaction: past either, it is committed
+// at once.
+const (
+	maxOpenOps   = 512
+	maxOpenBytes = 8 << 20
+)
 
 // Saver is a checkpoint.Saver on one SQLite file.
 type Saver struct {
@@ -53,6 +69,29 @@ type Saver struct {
 	stmts map[string]*sql.Stmt
 	tips  engine.Tips
 	group group // puts and writes waiting for the writer (group.go)
+
+	path string
+	// The journaled transaction (journal.go), all under wmu: journaling
+	// says puts and writes go through it; j is the journal, created with
+	// the first; open says the writer's transaction is open, with ops
+	// operations and opBytes bytes of journal since since; txn numbers the
+	// open transactions, for the timer that commits one; sticky is set
+	// when journaled work could not be committed nor put back, and fails
+	// every later write (the journal keeps the work for the next Open).
+	journaling bool
+	syncJ      bool
+	delay      time.Duration
+	j          *journal
+	open       bool
+	dirty      atomic.Bool // open, readable without wmu
+	ops        int
+	opBytes    int
+	since      time.Time
+	era        int64 // the open transaction's (see querier.era)
+	txn        uint64
+	timer      *time.Timer
+	sticky     error
+	rec        []byte // the operation's journal record being built
 }
 
 var _ checkpoint.Saver = (*Saver)(nil)
@@ -162,6 +201,11 @@ var migrations = []migration{
 	INSERT INTO blobs3 SELECT hash, data FROM blobs;
 	DROP TABLE blobs;
 	ALTER TABLE blobs3 RENAME TO blobs;`},
+	// 4: the last journal record each saver's commits hold (journal.go).
+	{sql: `CREATE TABLE oplog (
+		gen INTEGER PRIMARY KEY,
+		seq INTEGER NOT NULL
+	);`},
 }
 
 // SchemaVersion is the schema version this build writes.
@@ -200,7 +244,11 @@ func Open(path string, opts Options) (*Saver, error) {
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
-	s := &Saver{w: w, every: opts.SnapshotEvery}
+	s := &Saver{w: w, every: opts.SnapshotEvery, path: path, delay: opts.CommitDelay,
+		journaling: journalSupported && opts.CommitDelay >= 0, syncJ: syncMode == "FULL"}
+	if s.delay == 0 {
+		s.delay = 20 * time.Millisecond
+	}
 	if s.every <= 0 {
 		s.every = checkpoint.DefaultSnapshotEvery
 	}
@@ -235,6 +283,12 @@ func Open(path string, opts Options) (*Saver, error) {
 	if err := s.prepare(); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	if journalSupported {
+		if err := s.recoverJournals(context.Background()); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("open %s: %w", path, err)
+		}
 	}
 	return s, nil
 }
@@ -336,8 +390,14 @@ func (s *Saver) prepare() error {
 	return nil
 }
 
-// Close closes the database.
+// Close commits what the journal holds and closes the database.
 func (s *Saver) Close() error {
+	var jerr error
+	if s.wc != nil {
+		s.wmu.Lock()
+		jerr = s.closeJournal()
+		s.wmu.Unlock()
+	}
 	for _, st := range s.stmts {
 		st.Close()
 	}
@@ -353,6 +413,9 @@ func (s *Saver) Close() error {
 	if e := s.w.Close(); e != nil {
 		err = e
 	}
+	if jerr != nil {
+		err = jerr
+	}
 	return err
 }
 
@@ -363,6 +426,37 @@ type querier struct {
 	tx   execer
 	s    *Saver
 	read *sql.Tx // the read transaction, or nil for the writer
+	// rec, when set, collects the writing statements run, as the
+	// journal record of the operation (journal.go).
+	rec *[]byte
+}
+
+// execNamed runs the writer's prepared statement name and records it.
+func (q querier) execNamed(ctx context.Context, name string, args ...any) (sql.Result, error) {
+	res, err := q.stmt(ctx, name).ExecContext(ctx, args...)
+	if err != nil {
+		return nil, err
+	}
+	return res, q.record(stmtNamed, name, args...)
+}
+
+// execSQL runs a writing statement given as SQL text and records it.
+func (q querier) execSQL(ctx context.Context, text string, args ...any) (sql.Result, error) {
+	res, err := q.tx.ExecContext(ctx, text, args...)
+	if err != nil {
+		return nil, err
+	}
+	return res, q.record(stmtSQL, text, args...)
+}
+
+// record adds a statement that ran to the operation's journal record.
+func (q querier) record(kind byte, text string, args ...any) error {
+	if q.rec == nil {
+		return nil
+	}
+	var err error
+	*q.rec, err = appendStmt(*q.rec, kind, text, args)
+	return err
 }
 
 // execer is a read transaction or the writer's connection.
@@ -396,6 +490,15 @@ func (s *Saver) writeTxThen(ctx context.Context, fn func(q querier) error, then 
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	if err := s.flushLocked(); err != nil {
+		return err
+	}
+	return s.writeTxLocked(ctx, fn, then)
+}
+
+// writeTxLocked is writeTxThen with wmu held and no journaled transaction
+// open.
+func (s *Saver) writeTxLocked(ctx context.Context, fn func(q querier) error, then func()) error {
 	// BEGIN and COMMIT are not interrupted by ctx: an interrupted one may
 	// still have taken effect, and a transaction left open on the held
 	// connection would swallow the next one.
@@ -425,6 +528,9 @@ func (s *Saver) execAlone(ctx context.Context, name string, args ...any) (sql.Re
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	if err := s.flushLocked(); err != nil {
+		return nil, err
+	}
 	return s.stmts[name].ExecContext(still(ctx), args...)
 }
 
@@ -441,6 +547,11 @@ func (s *Saver) rollback() {
 // A put in a transaction of its own reads it with its insert instead (see
 // runOne and querier.InsertEra), one statement less.
 func (q querier) era(ctx context.Context) (int64, error) {
+	if q.rec != nil {
+		// The journaled transaction read it when it began; no other
+		// connection can commit while it holds the write lock.
+		return q.s.era, nil
+	}
 	var v int64
 	if err := q.stmt(ctx, "dataversion").QueryRowContext(ctx).Scan(&v); err != nil {
 		return 0, err
@@ -450,6 +561,10 @@ func (q querier) era(ctx context.Context) (int64, error) {
 
 func (s *Saver) readTx(ctx context.Context, fn func(q querier) error) error {
 	if err := ctx.Err(); err != nil {
+		return err
+	}
+	// The read pool sees only what is committed.
+	if err := s.flush(); err != nil {
 		return err
 	}
 	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
@@ -502,17 +617,21 @@ func (s *Saver) PutWrite(ctx context.Context, ref checkpoint.Ref, w checkpoint.W
 		}
 		return nil
 	}
-	return s.commit(&op{ctx: ctx,
-		run: func(ctx context.Context, q querier, _ int64) (func(), error) {
-			return nil, check(q.stmt(ctx, "putwrite").ExecContext(ctx, args...))
-		},
+	var alone func(ctx context.Context) error
+	if !s.journaling {
 		// Alone, the statement is its own transaction: no BEGIN and
 		// COMMIT to send.
-		alone: func(ctx context.Context) error {
+		alone = func(ctx context.Context) error {
 			s.wmu.Lock()
 			defer s.wmu.Unlock()
 			return check(s.stmts["putwrite"].ExecContext(ctx, args...))
+		}
+	}
+	return s.commit(&op{ctx: ctx,
+		run: func(ctx context.Context, q querier, _ int64) (func(), error) {
+			return nil, check(q.execNamed(ctx, "putwrite", args...))
 		},
+		alone: alone,
 	})
 }
 

@@ -59,9 +59,18 @@ func TestTwoProcessesShareOneFile(t *testing.T) {
 	if err := a.Put(ctx, checkpoint.Step{ThreadID: "th", ID: "c1", Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}}); err != nil {
 		t.Fatal(err)
 	}
-	c, err := b.Get(ctx, checkpoint.Ref{ThreadID: "th"})
-	if err != nil || len(c.State.Messages) != 1 || c.State.Messages[0].Content != "hi" {
-		t.Fatalf("other process reads %+v, %v", c, err)
+	// a's put is in its journal and its open transaction: b sees it once
+	// a commits, at the latest after a's commit delay.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := b.Get(ctx, checkpoint.Ref{ThreadID: "th"})
+		if err == nil && len(c.State.Messages) == 1 && c.State.Messages[0].Content == "hi" {
+			break
+		}
+		if !errors.Is(err, checkpoint.ErrNotFound) || time.Now().After(deadline) {
+			t.Fatalf("other process reads %+v, %v", c, err)
+		}
+		time.Sleep(time.Millisecond)
 	}
 	// The file is in WAL mode with 4 KiB pages, for any connection.
 	raw, err := sql.Open("sqlite", path)

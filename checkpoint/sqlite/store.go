@@ -147,7 +147,7 @@ func (q querier) Begin(ctx context.Context, st *checkpoint.Step) (stored bool, p
 
 // Insert implements engine.Writer.
 func (q querier) Insert(ctx context.Context, r *checkpoint.Record, raw []byte, msgs [][]byte, blobs map[string][]byte, refs []string) error {
-	res, err := q.stmt(ctx, "insertcp").ExecContext(ctx, r.ThreadID, r.NS, r.ID, r.Title, raw)
+	res, err := q.execNamed(ctx, "insertcp", r.ThreadID, r.NS, r.ID, r.Title, raw)
 	if err != nil {
 		return err
 	}
@@ -170,23 +170,27 @@ func (q querier) InsertEra(ctx context.Context, r *checkpoint.Record, raw []byte
 	if err != nil {
 		return 0, err
 	}
+	// Replayed, it is the plain insert: the data version is of no use then.
+	if err := q.record(stmtNamed, "insertcp", r.ThreadID, r.NS, r.ID, r.Title, raw); err != nil {
+		return 0, err
+	}
 	return era, q.insertRest(ctx, r, msgs, blobs, refs)
 }
 
 // insertRest stores what comes with a checkpoint's record.
 func (q querier) insertRest(ctx context.Context, r *checkpoint.Record, msgs [][]byte, blobs map[string][]byte, refs []string) error {
 	if len(msgs) > 0 {
-		if _, err := q.stmt(ctx, "insertchunk").ExecContext(ctx, r.ThreadID, r.NS, r.Messages.From, r.Messages.To, 0, checkpoint.AppendChunk(nil, msgs...)); err != nil {
+		if _, err := q.execNamed(ctx, "insertchunk", r.ThreadID, r.NS, r.Messages.From, r.Messages.To, 0, checkpoint.AppendChunk(nil, msgs...)); err != nil {
 			return err
 		}
 	}
 	for h, c := range blobs {
-		if _, err := q.stmt(ctx, "insertblob").ExecContext(ctx, h, c); err != nil {
+		if _, err := q.execNamed(ctx, "insertblob", h, c); err != nil {
 			return err
 		}
 	}
 	for _, h := range refs {
-		if _, err := q.stmt(ctx, "insertref").ExecContext(ctx, r.ThreadID, r.NS, r.ID, h); err != nil {
+		if _, err := q.execNamed(ctx, "insertref", r.ThreadID, r.NS, r.ID, h); err != nil {
 			return err
 		}
 	}
@@ -212,7 +216,7 @@ func (q querier) ThreadExists(ctx context.Context, thread string) (bool, error) 
 
 // CopyWrites implements engine.Writer.
 func (q querier) CopyWrites(ctx context.Context, src, dst, ns, cp string) error {
-	_, err := q.tx.ExecContext(ctx, `INSERT INTO writes (thread, ns, cp, call_id, kind, data)
+	_, err := q.execSQL(ctx, `INSERT INTO writes (thread, ns, cp, call_id, kind, data)
 		SELECT ?, ns, cp, call_id, kind, data FROM writes WHERE thread = ? AND ns = ? AND cp = ?`,
 		dst, src, ns, cp)
 	return err
@@ -227,19 +231,19 @@ func (q querier) ApplyPrune(ctx context.Context, thread string, ops []engine.Pru
 				if table == "checkpoints" {
 					col = "id"
 				}
-				if _, err := q.tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE thread = ? AND ns = ? AND `+col+` = ?`, thread, op.NS, op.ID); err != nil {
+				if _, err := q.execSQL(ctx, `DELETE FROM `+table+` WHERE thread = ? AND ns = ? AND `+col+` = ?`, thread, op.NS, op.ID); err != nil {
 					return err
 				}
 			}
 			continue
 		}
 		if op.Raw != nil {
-			if _, err := q.tx.ExecContext(ctx, `UPDATE checkpoints SET record = ? WHERE seq = ?`, op.Raw, op.Seq); err != nil {
+			if _, err := q.execSQL(ctx, `UPDATE checkpoints SET record = ? WHERE seq = ?`, op.Raw, op.Seq); err != nil {
 				return err
 			}
 		}
 		for _, h := range op.Refs {
-			if _, err := q.stmt(ctx, "insertref").ExecContext(ctx, thread, op.NS, op.ID, h); err != nil {
+			if _, err := q.execNamed(ctx, "insertref", thread, op.NS, op.ID, h); err != nil {
 				return err
 			}
 		}
@@ -249,6 +253,6 @@ func (q querier) ApplyPrune(ctx context.Context, thread string, ops []engine.Pru
 
 // SweepBlobs implements engine.Writer.
 func (q querier) SweepBlobs(ctx context.Context) error {
-	_, err := q.tx.ExecContext(ctx, `DELETE FROM blobs WHERE NOT EXISTS (SELECT 1 FROM refs WHERE refs.hash = blobs.hash)`)
+	_, err := q.execSQL(ctx, `DELETE FROM blobs WHERE NOT EXISTS (SELECT 1 FROM refs WHERE refs.hash = blobs.hash)`)
 	return err
 }

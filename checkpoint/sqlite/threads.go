@@ -33,6 +33,11 @@ func (s *Saver) Acquire(ctx context.Context, threadID, holder string, now time.T
 		return checkpoint.Lease{}, err
 	}
 	l := checkpoint.Lease{ThreadID: threadID, Holder: holder, Expires: now.Add(ttl).UTC()}
+	// A run taking over a thread first applies what a saver that is gone
+	// (another process, killed) left in its journal.
+	if err := s.recoverOthers(ctx); err != nil {
+		return checkpoint.Lease{}, err
+	}
 	err := s.writeTx(ctx, func(q querier) error {
 		var cur string
 		var exp int64
@@ -162,6 +167,9 @@ func (s *Saver) Stats(ctx context.Context, threadID string) (checkpoint.Stats, e
 func (s *Saver) DiskSize(ctx context.Context) (int64, error) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	if err := s.flushLocked(); err != nil {
+		return 0, err
+	}
 	if _, err := s.wc.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
 		return 0, err
 	}

@@ -73,7 +73,9 @@ func isProject(dir string) bool {
 // openDatabase opens the thread database. A missing SQLite file is made,
 // readable by the user only, with its directory; in a git work tree the
 // .deepagents directory gets a .gitignore that keeps it out of commits.
-func openDatabase(ctx context.Context, d config.Database) (checkpoint.Saver, error) {
+// shared says other writers use the file all the time (see
+// runFlags.sharedDB).
+func openDatabase(ctx context.Context, d config.Database, shared bool) (checkpoint.Saver, error) {
 	switch d.Kind {
 	case config.SQLite:
 		dir := filepath.Dir(d.Path)
@@ -86,7 +88,11 @@ func openDatabase(ctx context.Context, d config.Database) (checkpoint.Saver, err
 				ignoreDatabase(dir, filepath.Base(d.Path))
 			}
 		}
-		s, err := sqlite.Open(d.Path, sqlite.Options{BusyTimeout: dbBusyTimeout})
+		opts := sqlite.Options{BusyTimeout: dbBusyTimeout}
+		if shared {
+			opts.CommitDelay = -1
+		}
+		s, err := sqlite.Open(d.Path, opts)
 		if err != nil {
 			return nil, fmt.Errorf("thread database %s: %w", d, err)
 		}

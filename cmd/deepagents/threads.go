@@ -153,7 +153,7 @@ func threadsDatabase(ctx context.Context, f threadsFlags, flagSet bool, confirm 
 	if !databaseExists(db) {
 		return nil, db, errNoDatabase // listing makes no database
 	}
-	s, err := openDatabase(ctx, db)
+	s, err := openDatabase(ctx, db, false)
 	return s, db, err
 }
 

@@ -1,0 +1,451 @@
+package sqlite
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/llm"
+)
+
+// crash drops s as a killed process would: the open transaction is never
+// committed (closing the connection rolls it back) and the journal is left
+// on disk, its lock released.
+func crash(t *testing.T, s *Saver) string {
+	t.Helper()
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+	path := ""
+	if s.j != nil {
+		path = s.j.path
+		s.j.f.Close()
+		s.j = nil
+	}
+	s.open = false
+	for _, st := range s.stmts {
+		st.Close()
+	}
+	s.wc.Close()
+	s.w.Close()
+	s.r.Close()
+	return path
+}
+
+// longDelay keeps the journaled transaction open for the whole test.
+var longDelay = Options{CommitDelay: time.Hour}
+
+func putMsg(t *testing.T, s *Saver, id, parent, text string) {
+	t.Helper()
+	if err := s.Put(context.Background(), checkpoint.Step{ThreadID: "th", ID: id, ParentID: parent,
+		Messages: []llm.Message{{Role: llm.RoleUser, Content: text}}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func messages(t *testing.T, s *Saver) string {
+	t.Helper()
+	c, err := s.Get(context.Background(), checkpoint.Ref{ThreadID: "th"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, m := range c.State.Messages {
+		out = append(out, m.Content)
+	}
+	for _, p := range c.Pending {
+		out = append(out, "result:"+p.Result.Content)
+	}
+	return strings.Join(out, ",")
+}
+
+func committed(t *testing.T, path string) int {
+	t.Helper()
+	s, err := Open(path, Options{CommitDelay: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var n int
+	if err := s.r.QueryRow(`SELECT COUNT(*) FROM checkpoints`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// Puts and writes that returned are kept by the journal when the process
+// dies before their transaction commits: the next Open replays them, then
+// deletes the journal and its oplog row.
+func TestJournalReplaysAfterACrash(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	s, err := Open(path, longDelay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	putMsg(t, s, "c1", "", "one")
+	putMsg(t, s, "c2", "c1", "two")
+	ctx := context.Background()
+	if err := s.PutWrite(ctx, checkpoint.Ref{ThreadID: "th", ID: "c2"}, checkpoint.Write{CallID: "call1",
+		Result: llm.Message{Role: llm.RoleTool, ToolCallID: "call1", Content: "ran"}}); err != nil {
+		t.Fatal(err)
+	}
+	if s.group.stale != 0 || !s.open {
+		t.Fatalf("expected an open journaled transaction (open %v)", s.open)
+	}
+	jpath := crash(t, s)
+	if fi, err := os.Stat(jpath); err != nil || fi.Size() <= int64(journalHead) {
+		t.Fatalf("journal after the crash: %v %v", fi, err)
+	}
+
+	s2, err := Open(path, longDelay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if got := messages(t, s2); got != "one,two,result:ran" {
+		t.Errorf("after the replay: %q", got)
+	}
+	if _, err := os.Stat(jpath); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the replayed journal is still there: %v", err)
+	}
+	var rows int
+	if err := s2.r.QueryRow(`SELECT COUNT(*) FROM oplog`).Scan(&rows); err != nil || rows != 0 {
+		t.Errorf("%d oplog rows left, %v", rows, err)
+	}
+	// The thread goes on from the replayed tip.
+	putMsg(t, s2, "c3", "c2", "three")
+	if got := messages(t, s2); got != "one,two,three" {
+		t.Errorf("after a put on the replayed thread: %q", got)
+	}
+}
+
+// Without a crash nothing is left behind: Close commits and removes the
+// journal.
+func TestJournalCloseCommitsAndRemoves(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "state.db")
+	s, err := Open(path, longDelay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	putMsg(t, s, "c1", "", "one")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	left, _ := filepath.Glob(path + journalSuffix + "*")
+	if len(left) != 0 {
+		t.Errorf("journals left after Close: %v", left)
+	}
+	if n := committed(t, path); n != 1 {
+		t.Errorf("%d checkpoints committed, want 1", n)
+	}
+}
+
+// A journal still locked by a live saver is not replayed by another one;
+// once that saver is gone, the next lease taken on the file applies it.
+func TestJournalOfALiveSaverIsLeftAlone(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	a, err := Open(path, longDelay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	putMsg(t, a, "c1", "", "one")
+	b, err := Open(path, Options{CommitDelay: -1, BusyTimeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("a second saver beside a live one: %v", err)
+	}
+	defer b.Close()
+	if _, err := os.Stat(a.j.path); err != nil {
+		t.Fatalf("the live saver's journal was taken: %v", err)
+	}
+	crash(t, a)
+	// b takes over the thread: the dead saver's put comes first.
+	if _, err := b.Acquire(context.Background(), "th", "b", time.Now(), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if got := messages(t, b); got != "one" {
+		t.Errorf("after taking the lease: %q", got)
+	}
+}
+
+// A put that fails inside the journaled transaction leaves the operations
+// before it in place: the transaction is rolled back and they are run
+// again from the journal.
+func TestJournalFailedOperationKeepsTheOthers(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	s, err := Open(path, longDelay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	putMsg(t, s, "c1", "", "one")
+	err = s.PutWrite(context.Background(), checkpoint.Ref{ThreadID: "th", ID: "nope"}, checkpoint.Write{CallID: "x",
+		Result: llm.Message{Role: llm.RoleTool, ToolCallID: "x", Content: "lost"}})
+	if !errors.Is(err, checkpoint.ErrNotFound) {
+		t.Fatalf("write to a missing checkpoint: %v", err)
+	}
+	putMsg(t, s, "c2", "c1", "two")
+	jpath := crash(t, s)
+	_, recs := readJournalFile(t, jpath)
+	if len(recs) != 2 {
+		t.Errorf("%d journal records, want 2 (the failed write is not one)", len(recs))
+	}
+	s2, err := Open(path, longDelay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if got := messages(t, s2); got != "one,two" {
+		t.Errorf("after the replay: %q", got)
+	}
+}
+
+// A process that died after a commit but before emptying its journal left
+// records already in the database: the oplog row says how far, and only the
+// later ones are replayed.
+func TestJournalSkipsCommittedRecords(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	s, err := Open(path, longDelay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	putMsg(t, s, "c1", "", "one")
+	first, err := os.ReadFile(s.j.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	putMsg(t, s, "c2", "c1", "two")
+	jpath := crash(t, s)
+	now, err := os.ReadFile(jpath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The journal as if it had not been emptied: record 1, then record 2.
+	if err := os.WriteFile(jpath, append(first, now[journalHead:]...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, recs := readJournalFile(t, jpath); len(recs) != 2 || recs[0].seq != 1 || recs[1].seq != 2 {
+		t.Fatalf("rebuilt journal: %+v", recs)
+	}
+	s2, err := Open(path, longDelay)
+	if err != nil {
+		t.Fatalf("replaying a journal with a committed record: %v", err)
+	}
+	defer s2.Close()
+	if got := messages(t, s2); got != "one,two" {
+		t.Errorf("after the replay: %q", got)
+	}
+}
+
+// A record cut short (the process died while writing it, so its caller
+// never saw it succeed) ends the journal; the records before it are
+// replayed.
+func TestJournalTornTailIsDropped(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	s, err := Open(path, longDelay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	putMsg(t, s, "c1", "", "one")
+	putMsg(t, s, "c2", "c1", "two")
+	jpath := crash(t, s)
+	data, err := os.ReadFile(jpath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(jpath, data[:len(data)-3], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := Open(path, longDelay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if got := messages(t, s2); got != "one" {
+		t.Errorf("after the replay of a torn journal: %q", got)
+	}
+}
+
+// A record whose checksum holds but that this build cannot read is not
+// skipped: Open fails and says which file to move aside.
+func TestJournalUnreadableRecordFailsOpen(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "state.db")
+	s, err := Open(path, longDelay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	putMsg(t, s, "c1", "", "one")
+	crash(t, s)
+	j, err := createJournal(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := appendStmt(nil, stmtNamed, "no such statement", nil)
+	if err := j.append(body, false); err != nil {
+		t.Fatal(err)
+	}
+	j.f.Close() // unlocked: as if its process died
+	_, err = Open(path, longDelay)
+	if err == nil || !strings.Contains(err.Error(), j.path) || !strings.Contains(err.Error(), "rename or move the file") {
+		t.Fatalf("open with an unreadable journal: %v", err)
+	}
+	if err := os.Rename(j.path, j.path+".aside"); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := Open(path, longDelay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if got := messages(t, s2); got != "one" {
+		t.Errorf("after moving the bad journal aside: %q", got)
+	}
+}
+
+// Many puts share one commit: a thread of 100 puts and writes written
+// quickly is committed a few times, not 200.
+func TestJournalSharesCommits(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	s, err := Open(path, longDelay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	commits := 0
+	prev := ""
+	for i := range 100 {
+		id := fmt.Sprint("c", i)
+		putMsg(t, s, id, prev, id)
+		prev = id
+		if !s.open {
+			commits++
+		}
+	}
+	if commits > 1 {
+		t.Errorf("%d commits for 100 puts", commits)
+	}
+	if s.j.seq != 100 {
+		t.Errorf("%d journal records, want 100", s.j.seq)
+	}
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if s.open || s.j.size != int64(journalHead) {
+		t.Errorf("after Flush: open %v, journal %d bytes", s.open, s.j.size)
+	}
+}
+
+// The commit delay bounds how long a put waits in the open transaction.
+func TestJournalCommitsAfterTheDelay(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	s, err := Open(path, Options{CommitDelay: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	putMsg(t, s, "c1", "", "one")
+	deadline := time.Now().Add(10 * time.Second)
+	for s.dirty.Load() {
+		if time.Now().After(deadline) {
+			t.Fatal("the open transaction was not committed after its delay")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	other, err := Open(path, Options{CommitDelay: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if got := messages(t, other); got != "one" {
+		t.Errorf("another saver reads %q", got)
+	}
+}
+
+func readJournalFile(t *testing.T, path string) (int64, []jrecord) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen, recs, err := readJournal(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gen, recs
+}
+
+// Statements round-trip through the record encoding.
+func TestJournalStatementEncoding(t *testing.T) {
+	args := []any{nil, int64(-5), 7, int32(3), true, "text é", []byte{0, 1, 2}, 2.5}
+	b, err := appendStmt(nil, stmtSQL, "INSERT INTO x VALUES (?)", args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err = appendStmt(b, stmtNamed, "insertcp", []any{"a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := decodeStmts(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprint([]jstmt{
+		{named: false, text: "INSERT INTO x VALUES (?)", args: []any{nil, int64(-5), int64(7), int64(3), int64(1), "text é", []byte{0, 1, 2}, 2.5}},
+		{named: true, text: "insertcp", args: []any{"a"}},
+	})
+	if fmt.Sprint(got) != want {
+		t.Errorf("decoded %v, want %v", got, want)
+	}
+	if _, err := appendStmt(nil, stmtSQL, "x", []any{struct{}{}}); err == nil {
+		t.Error("an argument of an unknown type was recorded")
+	}
+}
+
+// FuzzJournal reads arbitrary bytes as a journal: no panic, no record
+// whose statements do not re-encode to what was read.
+func FuzzJournal(f *testing.F) {
+	j := &journal{gen: 42}
+	var file bytes.Buffer
+	head := make([]byte, journalHead)
+	copy(head, journalMagic)
+	file.Write(head)
+	body, _ := appendStmt(nil, stmtNamed, "insertcp", []any{"th", "", "c1", "", []byte("{}")})
+	body, _ = appendStmt(body, stmtSQL, "DELETE FROM chunks WHERE thread = ?", []any{"th", int64(3), 1.5, nil})
+	b := j.frame(body)
+	file.Write(b)
+	f.Add(file.Bytes())
+	f.Add(file.Bytes()[:len(file.Bytes())-2])
+	f.Add([]byte(journalMagic))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, recs, _ := readJournal(bytes.NewReader(data))
+		for _, r := range recs {
+			var again []byte
+			for _, st := range r.stmts {
+				kind := byte(stmtSQL)
+				if st.named {
+					kind = stmtNamed
+				}
+				var err error
+				if again, err = appendStmt(again, kind, st.text, st.args); err != nil {
+					t.Fatal(err)
+				}
+			}
+			back, err := decodeStmts(again)
+			if err != nil || fmt.Sprint(back) != fmt.Sprint(r.stmts) {
+				t.Fatalf("record %d does not round-trip: %v", r.seq, err)
+			}
+		}
+	})
+}

@@ -1,0 +1,238 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+)
+
+// opTx runs a put's or write's statements (fn) and then calls then, in the
+// journaled transaction when the saver journals, in a transaction of its
+// own when not.
+func (s *Saver) opTx(ctx context.Context, fn func(q querier) error, then func()) error {
+	if !s.journaling {
+		return s.writeTxThen(ctx, fn, then)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.sticky != nil {
+		return s.sticky
+	}
+	if s.j == nil {
+		j, err := createJournal(s.path)
+		if err != nil {
+			// Without a journal every put commits on its own, as durable.
+			s.journaling = false
+			return s.writeTxLocked(ctx, fn, then)
+		}
+		s.j = j
+	}
+	ctx = still(ctx)
+	if !s.open {
+		if err := s.begin(ctx); err != nil {
+			return err
+		}
+		s.ops, s.opBytes, s.since = 0, 0, time.Now()
+	}
+	s.rec = s.rec[:0]
+	if err := fn(querier{tx: s.wc, s: s, rec: &s.rec}); err != nil {
+		return s.undo(err)
+	}
+	if len(s.rec) > 0 {
+		if err := s.j.append(s.rec, s.syncJ); err != nil {
+			return s.undo(fmt.Errorf("writing the checkpoint journal: %w", err))
+		}
+		s.opBytes += len(s.rec)
+	}
+	if cap(s.rec) > 1<<20 {
+		s.rec = nil
+	}
+	if then != nil {
+		then()
+	}
+	s.ops++
+	// The operation is safe in the journal; a commit that fails from here
+	// on fails the operations after it (see sticky), not this one.
+	if age := time.Since(s.since); s.ops >= maxOpenOps || s.opBytes >= maxOpenBytes || age >= s.delay {
+		s.flushLocked()
+	} else if s.timer == nil {
+		txn := s.txn
+		s.timer = time.AfterFunc(s.delay-age, func() { s.flushTimer(txn) })
+	}
+	return nil
+}
+
+// begin opens the journaled transaction and reads its era.
+func (s *Saver) begin(ctx context.Context) error {
+	if _, err := s.stmts["begin"].ExecContext(ctx); err != nil {
+		s.rollback()
+		return err
+	}
+	if err := s.stmts["dataversion"].QueryRowContext(ctx).Scan(&s.era); err != nil {
+		s.rollback()
+		return err
+	}
+	s.setOpen(true)
+	s.txn++
+	return nil
+}
+
+// flushTimer commits the open transaction txn when it is still open.
+func (s *Saver) flushTimer(txn uint64) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.open && s.txn == txn {
+		s.timer = nil
+		s.flushLocked()
+	}
+}
+
+// Flush commits what the journal holds, so that other processes (and
+// other Savers on the file) see every put and write that has returned.
+// Reads, leases and Close flush on their own.
+func (s *Saver) Flush() error { return s.flush() }
+
+// flush commits the journaled transaction, if one is open.
+func (s *Saver) flush() error {
+	if !s.dirty.Load() {
+		return nil
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	return s.flushLocked()
+}
+
+// flushLocked commits the open journaled transaction (wmu held). When the
+// commit fails, the transaction is rolled back and its work run again
+// from the journal for one more try; when that fails too, the saver stops
+// writing (sticky) and the journal is kept for the next Open.
+func (s *Saver) flushLocked() error {
+	if s.timer != nil {
+		s.timer.Stop()
+		s.timer = nil
+	}
+	if !s.open {
+		return s.sticky
+	}
+	err := s.commitOpen()
+	if err != nil {
+		s.rollback()
+		s.setOpen(false)
+		if err = s.redo(); err == nil {
+			err = s.commitOpen()
+		}
+	}
+	if err != nil {
+		s.rollback()
+		s.setOpen(false)
+		s.sticky = fmt.Errorf("sqlite checkpoint store: committing the journaled puts failed: %w (they are kept in %s and applied when the store is opened again)", err, s.j.path)
+		return s.sticky
+	}
+	s.setOpen(false)
+	// A journal that keeps records already committed costs only a skip
+	// when replayed (the oplog row says they are in).
+	s.j.reset()
+	return nil
+}
+
+func (s *Saver) setOpen(open bool) {
+	s.open = open
+	s.dirty.Store(open)
+}
+
+// commitOpen records how far the journal is committed and commits.
+func (s *Saver) commitOpen() error {
+	ctx := context.Background()
+	if _, err := s.wc.ExecContext(ctx, oplogPut, s.j.gen, s.j.seq); err != nil {
+		return err
+	}
+	if _, err := s.stmts["commit"].ExecContext(ctx); err != nil {
+		return err
+	}
+	s.j.done = s.j.seq
+	return nil
+}
+
+// undo ends an operation that failed halfway: the transaction is rolled
+// back and the operations journaled before it in the same transaction run
+// again, so that only the failed one is gone.
+func (s *Saver) undo(cause error) error {
+	s.rollback()
+	s.setOpen(false)
+	if s.j.seq == s.j.done {
+		return cause
+	}
+	if err := s.redo(); err != nil {
+		s.rollback()
+		s.setOpen(false)
+		s.sticky = fmt.Errorf("sqlite checkpoint store: restoring the journaled puts after a failed one: %w (they are kept in %s and applied when the store is opened again)", err, s.j.path)
+		return errors.Join(cause, s.sticky)
+	}
+	return cause
+}
+
+// redo opens a transaction and runs the journal's records again: all of
+// them are work done since the last commit.
+func (s *Saver) redo() error {
+	ctx := context.Background()
+	f, err := os.Open(s.j.path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, recs, err := readJournal(f)
+	if err != nil {
+		return err
+	}
+	if err := s.begin(ctx); err != nil {
+		return err
+	}
+	for _, r := range recs {
+		if r.seq <= s.j.done {
+			continue // committed; still there when an emptying failed
+		}
+		if err := s.execStmts(ctx, r.stmts); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// closeJournal commits and deletes the journal (wmu held). With work that
+// could not be committed, the journal stays for the next Open.
+func (s *Saver) closeJournal() error {
+	if s.j == nil {
+		return nil
+	}
+	err := s.flushLocked()
+	if err != nil {
+		s.j.f.Close()
+		s.j = nil
+		return err
+	}
+	gen := s.j.gen
+	err = s.j.remove()
+	s.j = nil
+	if _, e := s.wc.ExecContext(context.Background(), `DELETE FROM oplog WHERE gen = ?`, gen); err == nil {
+		err = e
+	}
+	return err
+}
+
+// recoverOthers replays the journals of savers that are gone.
+func (s *Saver) recoverOthers(ctx context.Context) error {
+	if !journalSupported {
+		return nil
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if err := s.flushLocked(); err != nil {
+		return err
+	}
+	return s.recoverJournals(still(ctx))
+}
