@@ -379,6 +379,14 @@ func (s *Saver) prepare() error {
 		var err error
 		if strings.HasPrefix(name, "r:") {
 			st, err = s.r.Prepare(q)
+			if err == nil {
+				// and on the writer, for reads inside the journaled
+				// transaction (readTx)
+				var wst *sql.Stmt
+				if wst, err = s.wc.PrepareContext(context.Background(), q); err == nil {
+					s.stmts["w"+name] = wst
+				}
+			}
 		} else {
 			st, err = s.wc.PrepareContext(context.Background(), q)
 		}
@@ -429,6 +437,9 @@ type querier struct {
 	// rec, when set, collects the writing statements run, as the
 	// journal record of the operation (journal.go).
 	rec *[]byte
+	// wread marks a read run on the writer's connection, inside the
+	// journaled transaction (see readTx).
+	wread bool
 }
 
 // execNamed runs the writer's prepared statement name and records it.
@@ -469,6 +480,9 @@ type execer interface {
 func (q querier) stmt(ctx context.Context, name string) *sql.Stmt {
 	if q.read != nil {
 		return q.read.StmtContext(ctx, q.s.stmts[name])
+	}
+	if q.wread && strings.HasPrefix(name, "r:") {
+		return q.s.stmts["w"+name] // the read statement, on the writer
 	}
 	return q.s.stmts[name] // prepared on the writer's connection
 }
@@ -563,9 +577,15 @@ func (s *Saver) readTx(ctx context.Context, fn func(q querier) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// The read pool sees only what is committed.
-	if err := s.flush(); err != nil {
-		return err
+	// The read pool sees only what is committed: while the journaled
+	// transaction is open, the read runs inside it, on the writer.
+	if s.dirty.Load() {
+		s.wmu.Lock()
+		if s.open {
+			defer s.wmu.Unlock()
+			return fn(querier{tx: s.wc, s: s, wread: true})
+		}
+		s.wmu.Unlock()
 	}
 	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {

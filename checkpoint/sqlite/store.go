@@ -29,7 +29,7 @@ func (q querier) raw(ctx context.Context, stmt string, args ...any) ([]byte, err
 // Record implements engine.Records.
 func (q querier) Record(ctx context.Context, thread, ns, id string) ([]byte, error) {
 	name := "record"
-	if q.read != nil {
+	if q.read != nil || q.wread {
 		name = "r:record"
 	}
 	return q.raw(ctx, name, thread, ns, id)
@@ -43,7 +43,7 @@ func (q querier) Latest(ctx context.Context, thread, ns string) ([]byte, error) 
 // Recent implements engine.Records. The writer reads a put's chain one
 // record at a time: it is usually in the tip cache.
 func (q querier) Recent(ctx context.Context, thread, ns, from string, n int) ([][]byte, error) {
-	if q.read == nil {
+	if q.read == nil && !q.wread {
 		return nil, nil
 	}
 	rows, err := q.stmt(ctx, "r:recent").QueryContext(ctx, thread, ns, from, n)
