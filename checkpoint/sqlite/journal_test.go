@@ -449,3 +449,30 @@ func FuzzJournal(f *testing.F) {
 		}
 	})
 }
+
+// After a failed operation puts the others back, their transaction is
+// still committed when its delay is over, with no later operation.
+func TestJournalCommitsAfterAFailedOperation(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	s, err := Open(path, Options{CommitDelay: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	putMsg(t, s, "c1", "", "one")
+	err = s.PutWrite(context.Background(), checkpoint.Ref{ThreadID: "th", ID: "nope"}, checkpoint.Write{CallID: "x",
+		Result: llm.Message{Role: llm.RoleTool, ToolCallID: "x", Content: "lost"}})
+	if !errors.Is(err, checkpoint.ErrNotFound) {
+		t.Fatalf("write to a missing checkpoint: %v", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for s.dirty.Load() {
+		if time.Now().After(deadline) {
+			t.Fatal("the transaction put back after the failure was never committed")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if n := committed(t, path); n != 1 {
+		t.Errorf("%d checkpoints committed, want 1", n)
+	}
+}

@@ -58,13 +58,22 @@ func (s *Saver) opTx(ctx context.Context, fn func(q querier) error, then func())
 	s.ops++
 	// The operation is safe in the journal; a commit that fails from here
 	// on fails the operations after it (see sticky), not this one.
-	if age := time.Since(s.since); s.ops >= maxOpenOps || s.opBytes >= maxOpenBytes || age >= s.delay {
+	if s.ops >= maxOpenOps || s.opBytes >= maxOpenBytes || time.Since(s.since) >= s.delay {
 		s.flushLocked()
-	} else if s.timer == nil {
-		txn := s.txn
-		s.timer = time.AfterFunc(s.delay-age, func() { s.flushTimer(txn) })
+	} else {
+		s.armTimer()
 	}
 	return nil
+}
+
+// armTimer makes sure the open transaction is committed when its delay
+// is over, even if no other operation comes (wmu held).
+func (s *Saver) armTimer() {
+	if !s.open || s.timer != nil {
+		return
+	}
+	txn := s.txn
+	s.timer = time.AfterFunc(s.delay-time.Since(s.since), func() { s.flushTimer(txn) })
 }
 
 // begin opens the journaled transaction and reads its era.
@@ -79,10 +88,16 @@ func (s *Saver) begin(ctx context.Context) error {
 	}
 	s.setOpen(true)
 	s.txn++
+	if s.timer != nil {
+		s.timer.Stop()
+		s.timer = nil
+	}
 	return nil
 }
 
-// flushTimer commits the open transaction txn when it is still open.
+// flushTimer commits the open transaction txn when it is still open. A
+// timer of an earlier transaction does nothing: every transaction stops
+// its predecessor's timer when it begins.
 func (s *Saver) flushTimer(txn uint64) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
@@ -173,6 +188,7 @@ func (s *Saver) undo(cause error) error {
 		s.sticky = fmt.Errorf("sqlite checkpoint store: restoring the journaled puts after a failed one: %w (they are kept in %s and applied when the store is opened again)", err, s.j.path)
 		return errors.Join(cause, s.sticky)
 	}
+	s.armTimer()
 	return cause
 }
 

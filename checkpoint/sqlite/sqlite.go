@@ -103,7 +103,9 @@ type migration struct {
 }
 
 // migrations are applied in order; schema version n means the first n ran.
-// Never edit one that has shipped: append a new one.
+// Never edit one that has shipped: append a new one. Journals left by a
+// crash (journal.go) are replayed after migrating, so a migration must keep
+// the tables the journaled statements write valid for them.
 var migrations = []migration{
 	{sql: `CREATE TABLE checkpoints (
 		seq      INTEGER PRIMARY KEY AUTOINCREMENT,
