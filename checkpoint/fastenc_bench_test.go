@@ -41,8 +41,17 @@ func benchSnapshot() *Record {
 	return r
 }
 
+// benchSource is a read_file result: numbered lines of Go source.
+var benchSource = func() string {
+	var sb strings.Builder
+	for i := range 40 {
+		fmt.Fprintf(&sb, "%6d\t\tif err := s.store(ctx, \"key\", value); err != nil { return err }\n", i+1)
+	}
+	return sb.String()
+}()
+
 func benchWrite() Write {
-	content := strings.Repeat("     1\tpackage main // the <main> package & \"friends\"\n", 40)
+	content := benchSource
 	return Write{CallID: "call_12", Result: llm.Message{Role: llm.RoleTool, Content: content, ToolCallID: "call_12", Name: "read_file"},
 		Files: vfs.Delta{{Path: "/notes.md", File: &vfs.File{Content: "notes", CreatedAt: benchTime, ModifiedAt: benchTime}}},
 		Time:  benchTime}

@@ -29,7 +29,8 @@ var strPieces = []string{
 	"", "a", "hello world", "<", ">", "&", "<script>&amp;</script>", "\u2028", "\u2029", "\u2027", "\u202a",
 	"\x00", "\x01", "\x1f", "\x7f", "\b", "\f", "\n", "\r", "\t", "\"", "\\", "/", "é", "日本語", "😀",
 	"\xff", "\xfe\xfe", "\xe2\x80", "\xe2\x80\xa8", "\xe2\x80\xa9", "\xed\xa0\x80", "\xc0\xaf", "\xf4\x90\x80\x80",
-	"\ufffd", "{}", "[1]", "\\u0041",
+	"\ufffd", "{}", "[1]", "\\u0041", "The quick brown fox jumps over the lazy dog. ", "0123456789abcdefghij",
+	"     1\tpackage main // the main package\n", "ordinary text without escapes, long enough for several words",
 }
 
 func (g *gen) str() string {

@@ -327,19 +327,21 @@ func Build(s *Step, parent *Record, parentView *View, msgFrom int64, every int) 
 		b.Messages = append(b.Messages, data)
 	}
 	if len(s.Files) > 0 {
-		r.Files = map[string]FileRef{}
+		r.Files = make(map[string]FileRef, len(s.Files))
 	}
 	for _, c := range s.Files {
 		if c.File == nil {
 			r.Files[c.Path] = FileRef{Deleted: true}
 			continue
 		}
-		h := Hash(c.File.Content)
-		b.Blobs[h] = []byte(c.File.Content)
+		blob := []byte(c.File.Content)
+		sum := sha256.Sum256(blob)
+		h := hex.EncodeToString(sum[:]) // Hash, without a second copy of the content
+		b.Blobs[h] = blob
 		r.Files[c.Path] = FileRef{Hash: h, Size: int64(len(c.File.Content)), Created: c.File.CreatedAt.UTC(), Modified: c.File.ModifiedAt.UTC()}
 	}
 	if len(s.Values) > 0 {
-		r.Values = map[string]json.RawMessage{}
+		r.Values = make(map[string]json.RawMessage, len(s.Values))
 		for k, v := range s.Values {
 			if isNull(v) {
 				r.Values[k] = json.RawMessage("null")
