@@ -142,3 +142,29 @@ func BenchmarkCompactValue(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkEncodeMessageJSON compares the JSON form of EncodeMessage (a
+// message with reasoning parts) with the json.Marshal it replaces.
+func BenchmarkEncodeMessageJSON(b *testing.B) {
+	m := llm.Message{Role: llm.RoleAssistant, Content: "Reading the file first.",
+		ToolCalls: []llm.ToolCall{{ID: "call_13", Name: "read_file", Args: json.RawMessage(`{"file_path":"/src/main.go"}`)}},
+		Parts: []llm.Part{{Type: llm.PartReasoning, Text: "The user wants the main file; read it before editing.",
+			Reasoning: &llm.Reasoning{Provider: "anthropic", Signature: strings.Repeat("EqQBCkgIARABGAIiQL", 8)}},
+			{Type: llm.PartText, Text: "Reading the file first."}}}
+	b.Run("json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := json.Marshal(m); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("fast", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := EncodeMessage(m); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
