@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -503,5 +505,39 @@ func TestDeepRawJSON(t *testing.T) {
 	}
 	if _, err := Encode(&Record{ThreadID: "t", ID: "i", Values: map[string]json.RawMessage{"bad": json.RawMessage(`[`)}}); err == nil {
 		t.Error("Encode accepted a value that is not JSON")
+	}
+}
+
+// The golden files the first codec wrote come out of Encode and
+// EncodeWrite byte for byte after a round trip.
+func TestGoldenFilesReencode(t *testing.T) {
+	for _, name := range []string{"checkpoint_v1_delta.json", "checkpoint_v1_snapshot.json", "write_v1_result.json"} {
+		data, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		data = bytes.TrimSpace(data)
+		var got []byte
+		if strings.HasPrefix(name, "write") {
+			w, err := DecodeWrite(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err = EncodeWrite(w)
+			if err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			r, err := Decode(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err = Encode(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !bytes.Equal(got, data) {
+			t.Errorf("%s re-encodes as\n%s\nwant\n%s", name, got, data)
+		}
 	}
 }
