@@ -757,7 +757,15 @@ func appendCompactString(dst, src []byte, i int, escape bool) ([]byte, int, bool
 	n := len(src)
 	start := i
 	j := i + 1
+	plain := &strPlain
+	if escape {
+		plain = &strPlainEscaped
+	}
 	for j < n {
+		if plain[src[j]] {
+			j++
+			continue
+		}
 		c := src[j]
 		switch {
 		case c == '"':
@@ -795,6 +803,18 @@ func appendCompactString(dst, src []byte, i int, escape bool) ([]byte, int, bool
 	}
 	return dst, j, false
 }
+
+// strPlain marks the bytes appendCompactString copies without a second
+// look: all but control characters, quotes and backslashes;
+// strPlainEscaped also leaves out <, >, & and 0xE2 (which starts U+2028
+// and U+2029).
+var strPlain, strPlainEscaped = func() (plain, escaped [256]bool) {
+	for c := 0x20; c < 256; c++ {
+		plain[c] = c != '"' && c != '\\'
+		escaped[c] = plain[c] && c != '<' && c != '>' && c != '&' && c != 0xE2
+	}
+	return plain, escaped
+}()
 
 func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'

@@ -168,3 +168,26 @@ func BenchmarkEncodeMessageJSON(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkValidJSON compares validJSON with json.Valid on the data of a
+// typical write (a tool's outcome, its output included).
+func BenchmarkValidJSON(b *testing.B) {
+	data, err := json.Marshal(map[string]any{"content": benchSource, "duration_ms": 3})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("json", func(b *testing.B) {
+		for b.Loop() {
+			if !json.Valid(data) {
+				b.Fatal("invalid")
+			}
+		}
+	})
+	b.Run("fast", func(b *testing.B) {
+		for b.Loop() {
+			if !validJSON(data) {
+				b.Fatal("invalid")
+			}
+		}
+	})
+}
