@@ -19,8 +19,8 @@ import (
 
 // Hand-written JSON for the records and writes a saver stores on every step.
 //
-// encoding/json walks these types by reflection, which costs more CPU than
-// the rest of a durable step's encoding put together. The appenders below
+// encoding/json finds its way through these types by reflection on every
+// call, a sizeable share of the CPU a durable step costs. The appenders below
 // write the very same bytes json.Marshal writes (field order, omitempty and
 // omitzero, sorted map keys, string escaping with HTML escaping, compacted
 // raw JSON, RFC 3339 times), so stored data does not change and readers
