@@ -94,6 +94,12 @@ func Hash(content string) string {
 
 // Encode encodes r with the current codec version.
 func Encode(r *Record) ([]byte, error) {
+	if e := newEnc(); e != nil {
+		e.record(r, CodecVersion)
+		if out, ok := e.done(); ok {
+			return out, nil
+		}
+	}
 	c := *r
 	c.V = CodecVersion
 	return json.Marshal(&c)
@@ -272,6 +278,19 @@ func ViewOf(chain []*Record) View {
 	return v
 }
 
+// compactValue returns a copy of v without insignificant white space, as
+// json.Compact writes it.
+func compactValue(v json.RawMessage) (json.RawMessage, error) {
+	if b, ok := appendCompact(make([]byte, 0, len(v)), v, false); ok {
+		return b, nil
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
 func isNull(v json.RawMessage) bool {
 	return len(v) == 0 || string(bytes.TrimSpace(v)) == "null"
 }
@@ -299,7 +318,7 @@ func Build(s *Step, parent *Record, parentView *View, msgFrom int64, every int) 
 		StepUsage: s.Usage, Usage: s.Usage,
 		Messages: Range{From: msgFrom, To: msgFrom + int64(len(s.Messages))},
 	}
-	b := &Built{Record: r, Blobs: map[string][]byte{}}
+	b := &Built{Record: r, Blobs: map[string][]byte{}, Messages: make([][]byte, 0, len(s.Messages))}
 	for _, m := range s.Messages {
 		data, err := EncodeMessage(m)
 		if err != nil {
@@ -308,28 +327,30 @@ func Build(s *Step, parent *Record, parentView *View, msgFrom int64, every int) 
 		b.Messages = append(b.Messages, data)
 	}
 	if len(s.Files) > 0 {
-		r.Files = map[string]FileRef{}
+		r.Files = make(map[string]FileRef, len(s.Files))
 	}
 	for _, c := range s.Files {
 		if c.File == nil {
 			r.Files[c.Path] = FileRef{Deleted: true}
 			continue
 		}
-		h := Hash(c.File.Content)
-		b.Blobs[h] = []byte(c.File.Content)
+		blob := []byte(c.File.Content)
+		sum := sha256.Sum256(blob)
+		h := hex.EncodeToString(sum[:]) // Hash, without a second copy of the content
+		b.Blobs[h] = blob
 		r.Files[c.Path] = FileRef{Hash: h, Size: int64(len(c.File.Content)), Created: c.File.CreatedAt.UTC(), Modified: c.File.ModifiedAt.UTC()}
 	}
 	if len(s.Values) > 0 {
-		r.Values = map[string]json.RawMessage{}
+		r.Values = make(map[string]json.RawMessage, len(s.Values))
 		for k, v := range s.Values {
 			if isNull(v) {
 				r.Values[k] = json.RawMessage("null")
 			} else {
-				var buf bytes.Buffer
-				if err := json.Compact(&buf, v); err != nil {
+				c, err := compactValue(v)
+				if err != nil {
 					return nil, invalid("value %q is not valid JSON", k)
 				}
-				r.Values[k] = buf.Bytes()
+				r.Values[k] = c
 			}
 		}
 	}
@@ -525,7 +546,14 @@ func EncodeWrite(w Write) ([]byte, error) {
 		w.Kind = KindResult
 	}
 	w.Time = w.Time.UTC()
-	return json.Marshal(writeV1{V: CodecVersion, CallID: w.CallID, Kind: w.Kind, Result: w.Result, Files: w.Files, Data: w.Data, Time: w.Time})
+	x := writeV1{V: CodecVersion, CallID: w.CallID, Kind: w.Kind, Result: w.Result, Files: w.Files, Data: w.Data, Time: w.Time}
+	if e := newEnc(); e != nil {
+		e.write(&x)
+		if out, ok := e.done(); ok {
+			return out, nil
+		}
+	}
+	return json.Marshal(x)
 }
 
 // DecodeWrite decodes what EncodeWrite wrote.
@@ -561,7 +589,7 @@ func ValidateWrite(ref Ref, w *Write) error {
 	if err := validID("call id", w.CallID, MaxIDLen); err != nil {
 		return err
 	}
-	if len(w.Data) > 0 && !json.Valid(w.Data) {
+	if len(w.Data) > 0 && !validJSON(w.Data) {
 		return invalid("data of the write for call %q is not valid JSON", w.CallID)
 	}
 	return nil

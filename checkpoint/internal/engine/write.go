@@ -167,6 +167,11 @@ func PackChunks(ctx context.Context, w Writer, thread, ns string) error {
 	for _, run := range runs {
 		p := Pack{From: run[0].From, To: run[len(run)-1].To, Chunks: len(run)}
 		if len(run) > 1 {
+			n := 0
+			for _, c := range run {
+				n += len(c.Data)
+			}
+			p.Data = make([]byte, 0, n)
 			for _, c := range run {
 				p.Data = append(p.Data, c.Data...)
 			}
