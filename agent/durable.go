@@ -327,7 +327,7 @@ func LoadRunState(ctx context.Context, saver checkpoint.Saver, thread string, pa
 			var err error
 			switch w.Kind {
 			case checkpoint.KindResult, "":
-				err = decodeInto(&ss.Done, w, func(oc *CallOutcome) { oc.Files = w.Files })
+				err = decodeOutcome(&ss.Done, w)
 			case kindWaiting:
 				err = decodeInto(&ss.Waiting, w, nil)
 			case kindDecision:
@@ -375,6 +375,23 @@ func LoadRunState(ctx context.Context, saver checkpoint.Saver, thread string, pa
 
 // decodeInto decodes a write's data into (*m)[call id], making the map when
 // needed; fix, when set, completes the value.
+// decodeOutcome adds the outcome a result write holds to m.
+func decodeOutcome(m *map[string]CallOutcome, w checkpoint.Write) error {
+	var s savedOutcome
+	if err := json.Unmarshal(w.Data, &s); err != nil {
+		return err
+	}
+	if s.InResult {
+		s.Content = w.Result.Content
+	}
+	s.Files = w.Files
+	if *m == nil {
+		*m = map[string]CallOutcome{}
+	}
+	(*m)[w.CallID] = s.CallOutcome
+	return nil
+}
+
 func decodeInto[T any](m *map[string]T, w checkpoint.Write, fix func(*T)) error {
 	var v T
 	if err := json.Unmarshal(w.Data, &v); err != nil {

@@ -114,6 +114,13 @@ type CallOutcome struct {
 	Files      vfs.Delta                  `json:"-"`
 }
 
+// savedOutcome is a CallOutcome as a result write stores it: InResult says
+// its Content is the write's message's (not repeated in the data).
+type savedOutcome struct {
+	CallOutcome
+	InResult bool `json:"content_in_result,omitempty"`
+}
+
 // summary is res without message histories, for saving beside a parent's
 // step: the child's own namespace holds its messages.
 func summary(res *Result) *Result {

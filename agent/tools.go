@@ -329,13 +329,18 @@ func (r *run) finishCall(ctx context.Context, c llm.ToolCall, res tool.Result, f
 	if r.ck == nil {
 		return nil
 	}
-	oc := CallOutcome{Content: res.Content, IsError: res.IsError, Structured: res.Structured, Stop: res.Stop, Parts: res.Parts,
-		State: res.State, DurationMS: ms(dur), Child: summary(child)}
-	data, err := json.Marshal(oc)
+	saved := savedOutcome{CallOutcome: CallOutcome{Content: res.Content, IsError: res.IsError, Structured: res.Structured, Stop: res.Stop, Parts: res.Parts,
+		State: res.State, DurationMS: ms(dur), Child: summary(child)}}
+	msg := res.Message(c)
+	if saved.Content != "" && msg.Content == saved.Content {
+		// The write's message holds the text already: one copy is enough.
+		saved.Content, saved.InResult = "", true
+	}
+	data, err := json.Marshal(saved)
 	if err != nil {
 		return err
 	}
-	return r.saveWrite(ctx, checkpoint.Write{CallID: c.ID, Kind: checkpoint.KindResult, Result: res.Message(c), Files: files, Data: data})
+	return r.saveWrite(ctx, checkpoint.Write{CallID: c.ID, Kind: checkpoint.KindResult, Result: msg, Files: files, Data: data})
 }
 
 func decisionWrite(callID string, d Decision) checkpoint.Write {
