@@ -236,11 +236,17 @@ func (s *Server) start(lr *liveRun) {
 	s.active[lr.rec.ThreadID] = lr
 	ctx, cancel := context.WithCancelCause(s.ctx)
 	lr.cancel = cancel
-	s.wg.Add(2)
-	go func() {
-		defer s.wg.Done()
-		s.persist(lr)
-	}()
+	if s.mem != nil {
+		// Events go to memory as they are emitted: no persister.
+		close(lr.persister)
+	} else {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.persist(lr)
+		}()
+	}
+	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		defer cancel(nil)
@@ -299,7 +305,8 @@ func (s *Server) abandon(lr *liveRun) {
 }
 
 // emit numbers one event of lr and hands it to the persister; streams
-// send it once it is stored. The run does not wait for the database.
+// send it once it is stored. The run does not wait for the database (but
+// stores it itself in a MemoryStore).
 func (s *Server) emit(lr *liveRun, event string, data any) {
 	b, err := json.Marshal(data)
 	if err != nil {
@@ -307,6 +314,16 @@ func (s *Server) emit(lr *liveRun, event string, data any) {
 	}
 	lr.mu.Lock()
 	lr.events = append(lr.events, StoredEvent{Seq: int64(len(lr.events)) + 1, Event: event, Data: b})
+	if s.mem != nil {
+		// A MemoryStore never blocks: the event is stored and published
+		// here, without a hand-off to a persister goroutine.
+		_ = s.mem.AppendEvents(context.Background(), lr.rec.RunID, lr.events[lr.persisted:])
+		lr.persisted = int64(len(lr.events))
+		close(lr.changed)
+		lr.changed = make(chan struct{})
+		lr.mu.Unlock()
+		return
+	}
 	lr.mu.Unlock()
 	lr.poke()
 }
@@ -539,13 +556,30 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, lr *liveRun, run
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
 	_ = rc.Flush()
-	// Every event is flushed on its own, so none waits for the next.
-	send := func(ev StoredEvent) error {
-		if only != nil && !wanted(ev.Event, only) {
-			return nil
+	// The events ready are written together and flushed once: none waits
+	// for a later one, and a stream that fell behind catches up in few
+	// writes.
+	var buf []byte
+	send := func(evs []StoredEvent) error {
+		buf = buf[:0]
+		wrote := false
+		for i, ev := range evs {
+			if only == nil || wanted(ev.Event, only) {
+				buf = appendEvent(buf, ev)
+			}
+			if len(buf) == 0 || len(buf) < sendChunk && i < len(evs)-1 {
+				continue
+			}
+			if _, err := w.Write(buf); err != nil {
+				return err
+			}
+			buf, wrote = buf[:0], true
 		}
-		if err := writeEvent(w, ev); err != nil {
-			return err
+		if cap(buf) > 4*sendChunk {
+			buf = nil // one large event: do not keep its buffer
+		}
+		if !wrote {
+			return nil
 		}
 		return rc.Flush()
 	}
@@ -555,11 +589,7 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, lr *liveRun, run
 			s.log.Error("reading run events", "run", runID, "err", err)
 			return
 		}
-		for _, ev := range evs {
-			if send(ev) != nil {
-				return
-			}
-		}
+		_ = send(evs)
 		return
 	}
 	// A comment line now and then keeps proxies from closing a quiet
@@ -568,11 +598,11 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, lr *liveRun, run
 	defer beat.Stop()
 	for {
 		evs, changed, done := lr.snapshot(after)
-		for _, ev := range evs {
-			if send(ev) != nil {
+		if len(evs) > 0 {
+			if send(evs) != nil {
 				return
 			}
-			after = ev.Seq
+			after = evs[len(evs)-1].Seq
 		}
 		if done {
 			if len(evs) == 0 {
@@ -591,11 +621,7 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, lr *liveRun, run
 		case <-s.ctx.Done():
 			// Shutdown: send what is there, then end the stream.
 			evs, _, _ := lr.snapshot(after)
-			for _, ev := range evs {
-				if send(ev) != nil {
-					return
-				}
-			}
+			_ = send(evs)
 			return
 		}
 	}
@@ -614,9 +640,19 @@ func wanted(event string, modes map[string]bool) bool {
 	return modes[base]
 }
 
-func writeEvent(w http.ResponseWriter, ev StoredEvent) error {
-	_, err := fmt.Fprintf(w, "event: %s\ndata: %s\nid: %d\n\n", ev.Event, ev.Data, ev.Seq)
-	return err
+// sendChunk is how many bytes of events a stream gathers before it writes
+// them out.
+const sendChunk = 64 << 10
+
+// appendEvent appends ev to b as one server-sent event.
+func appendEvent(b []byte, ev StoredEvent) []byte {
+	b = append(b, "event: "...)
+	b = append(b, ev.Event...)
+	b = append(b, "\ndata: "...)
+	b = append(b, ev.Data...)
+	b = append(b, "\nid: "...)
+	b = strconv.AppendInt(b, ev.Seq, 10)
+	return append(b, "\n\n"...)
 }
 
 // result is the final values of a finished run's thread, with its
