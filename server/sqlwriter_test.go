@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/deepagents-go/deepagents/internal/pgtest"
 )
 
 // TestSQLStoreAppendSizes appends batches of every shape the prepared
@@ -16,11 +18,26 @@ import (
 // event comes back, in order, once; an event appended again keeps its
 // first data.
 func TestSQLStoreAppendSizes(t *testing.T) {
-	st, err := OpenSQLStore(context.Background(), "sqlite", filepath.Join(t.TempDir(), "s.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	t.Run("sqlite", func(t *testing.T) {
+		st, err := OpenSQLStore(context.Background(), "sqlite", filepath.Join(t.TempDir(), "s.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		appendSizes(t, st)
+	})
+	t.Run("postgres", func(t *testing.T) {
+		dsn, schema := pgtest.Schema(t)
+		st, err := OpenSQLStore(context.Background(), "postgres", withSearchPath(dsn, schema))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		appendSizes(t, st)
+	})
+}
+
+func appendSizes(t *testing.T, st *SQLStore) {
 	ctx := context.Background()
 	sizes := []int{1, 2, 7, 8, 9, 31, 33, 41, 127, 128, 129, 169, 300, 2500}
 	events := func(run string, from, to int) []StoredEvent {
@@ -34,12 +51,18 @@ func TestSQLStoreAppendSizes(t *testing.T) {
 	for _, n := range sizes {
 		run := fmt.Sprint("run-", n)
 		wg.Go(func() {
-			// Half in one call, then the rest event by event.
+			// Half in one call, up to 20 one by one, the rest in one call.
 			if err := st.AppendEvents(ctx, run, events(run, 1, n/2)); err != nil {
 				t.Error(err)
 			}
-			for i := n/2 + 1; i <= n; i++ {
+			i := n/2 + 1
+			for ; i <= n && i <= n/2+20; i++ {
 				if err := st.AppendEvents(ctx, run, events(run, i, i)); err != nil {
+					t.Error(err)
+				}
+			}
+			if i <= n {
+				if err := st.AppendEvents(ctx, run, events(run, i, n)); err != nil {
 					t.Error(err)
 				}
 			}
