@@ -41,9 +41,7 @@ func newTestServer(t *testing.T, st Store) *Server {
 // finishedLive is a live run whose events are all stored and which has
 // ended, as a stream finds it when it comes late.
 func finishedLive(evs []StoredEvent) *liveRun {
-	lr := &liveRun{events: evs, persisted: int64(len(evs)), changed: make(chan struct{}), done: true}
-	close(lr.changed)
-	return lr
+	return &liveRun{events: evs, persisted: int64(len(evs)), done: true}
 }
 
 // TestFollowWritesReadyEventsTogether: the events a stream finds ready go

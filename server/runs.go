@@ -52,7 +52,10 @@ type liveRun struct {
 	// persisted counts the events stored: only those are sent, so that a
 	// client never sees an event a restarted server would not have.
 	persisted int64
-	changed   chan struct{} // closed when persisted grows or the run ends
+	// subs are the streams following the run: each gets a token when
+	// persisted grows or the run ends (a channel per stream, not one made
+	// and closed per event).
+	subs      []chan struct{}
 	done      bool
 	closing   bool          // the run has emitted its last event
 	wake      chan struct{} // tells the persister there are new events
@@ -60,7 +63,34 @@ type liveRun struct {
 	finished  chan struct{}
 }
 
-func (lr *liveRun) snapshot(after int64) (evs []StoredEvent, changed <-chan struct{}, done bool) {
+// subscribe registers a stream: its channel gets a token at each change
+// after the call; cancel removes it.
+func (lr *liveRun) subscribe() (changed <-chan struct{}, cancel func()) {
+	c := make(chan struct{}, 1)
+	lr.mu.Lock()
+	lr.subs = append(lr.subs, c)
+	lr.mu.Unlock()
+	return c, func() {
+		lr.mu.Lock()
+		defer lr.mu.Unlock()
+		if i := slices.Index(lr.subs, c); i >= 0 {
+			lr.subs = slices.Delete(lr.subs, i, i+1)
+		}
+	}
+}
+
+// notifyLocked gives every stream a token (one pending is enough); lr.mu
+// is held.
+func (lr *liveRun) notifyLocked() {
+	for _, c := range lr.subs {
+		select {
+		case c <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (lr *liveRun) snapshot(after int64) (evs []StoredEvent, done bool) {
 	lr.mu.Lock()
 	defer lr.mu.Unlock()
 	if after < 0 {
@@ -69,7 +99,7 @@ func (lr *liveRun) snapshot(after int64) (evs []StoredEvent, changed <-chan stru
 	if after < lr.persisted {
 		evs = lr.events[after:lr.persisted]
 	}
-	return evs, lr.changed, lr.done
+	return evs, lr.done
 }
 
 // knownModes are the stream modes served; "messages" is taken as
@@ -202,8 +232,8 @@ func (s *Server) submit(r *http.Request) (*liveRun, error) {
 		rec: RunRecord{Run: Run{RunID: uuid.NewString(), ThreadID: threadID, AssistantID: asst.ID, CreatedAt: t, UpdatedAt: t,
 			Status: runPending, Metadata: meta, MultitaskStrategy: strategy}},
 		asst: asst, input: input, cancelOnDisconnect: req.OnDisconnect == "cancel", decisions: decisions, modes: modes, subgraphs: req.StreamSubgraphs,
-		changed: make(chan struct{}), finished: make(chan struct{}),
-		wake: make(chan struct{}, 1), persister: make(chan struct{}),
+		finished: make(chan struct{}),
+		wake:     make(chan struct{}, 1), persister: make(chan struct{}),
 	}
 	if err := s.store.PutRun(ctx, lr.rec); err != nil {
 		return nil, err
@@ -264,7 +294,7 @@ func (s *Server) finish(lr *liveRun) {
 	<-lr.persister
 	lr.mu.Lock()
 	lr.done = true
-	close(lr.changed)
+	lr.notifyLocked()
 	lr.mu.Unlock()
 	// Whoever waits on finished sees the thread free (or busy with the
 	// next run), never still busy with this one.
@@ -299,7 +329,7 @@ func (s *Server) abandon(lr *liveRun) {
 	delete(s.live, lr.rec.RunID)
 	lr.mu.Lock()
 	lr.done = true
-	close(lr.changed)
+	lr.notifyLocked()
 	lr.mu.Unlock()
 	close(lr.finished)
 }
@@ -319,8 +349,7 @@ func (s *Server) emit(lr *liveRun, event string, data any) {
 		// here, without a hand-off to a persister goroutine.
 		_ = s.mem.AppendEvents(context.Background(), lr.rec.RunID, lr.events[lr.persisted:])
 		lr.persisted = int64(len(lr.events))
-		close(lr.changed)
-		lr.changed = make(chan struct{})
+		lr.notifyLocked()
 		lr.mu.Unlock()
 		return
 	}
@@ -359,8 +388,7 @@ func (s *Server) persist(lr *liveRun) {
 		}
 		lr.mu.Lock()
 		lr.persisted += int64(len(batch))
-		close(lr.changed)
-		lr.changed = make(chan struct{})
+		lr.notifyLocked()
 		lr.mu.Unlock()
 	}
 }
@@ -596,8 +624,10 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, lr *liveRun, run
 	// stream (a long model call) and tells clients it is alive.
 	beat := time.NewTicker(s.heartbeat)
 	defer beat.Stop()
+	changed, unsubscribe := lr.subscribe()
+	defer unsubscribe()
 	for {
-		evs, changed, done := lr.snapshot(after)
+		evs, done := lr.snapshot(after)
 		if len(evs) > 0 {
 			if send(evs) != nil {
 				return
@@ -620,7 +650,7 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, lr *liveRun, run
 			return
 		case <-s.ctx.Done():
 			// Shutdown: send what is there, then end the stream.
-			evs, _, _ := lr.snapshot(after)
+			evs, _ := lr.snapshot(after)
 			_ = send(evs)
 			return
 		}
