@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/deepagents-go/deepagents/checkpoint"
@@ -113,5 +114,40 @@ func TestFollowWritesReadyEventsTogether(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestFollowLiveRunTwoStreams: two streams follow a run while its events
+// are stored one by one; each gets every event once, in order, and ends
+// when the run does (no change is missed between a look and a wait).
+func TestFollowLiveRunTwoStreams(t *testing.T) {
+	s := newTestServer(t, NewMemoryStore())
+	lr := &liveRun{}
+	const n = 500
+	var wg sync.WaitGroup
+	bodies := make([]*flushRecorder, 2)
+	for i := range bodies {
+		bodies[i] = &flushRecorder{header: http.Header{}}
+		wg.Go(func() { s.follow(bodies[i], httptest.NewRequest("GET", "/", nil), lr, "r", 0, nil) })
+	}
+	var want strings.Builder
+	for i := 1; i <= n; i++ {
+		ev := StoredEvent{Seq: int64(i), Event: "custom", Data: fmt.Appendf(nil, `{"i":%d}`, i)}
+		fmt.Fprintf(&want, "event: custom\ndata: {\"i\":%d}\nid: %d\n\n", i, i)
+		lr.mu.Lock()
+		lr.events = append(lr.events, ev)
+		lr.persisted++
+		lr.notifyLocked()
+		lr.mu.Unlock()
+	}
+	lr.mu.Lock()
+	lr.done = true
+	lr.notifyLocked()
+	lr.mu.Unlock()
+	wg.Wait()
+	for i, b := range bodies {
+		if got := b.body.String(); got != want.String() {
+			t.Errorf("stream %d: %d bytes, want %d (every event once, in order)", i, len(got), want.Len())
+		}
 	}
 }
