@@ -564,7 +564,10 @@ var (
 
 // afterCommit wakes the checkpointer and, when the WAL has grown long,
 // checkpoints what the background checkpoints left: with every frame
-// copied, the next transaction starts the WAL from its beginning.
+// copied, the next transaction starts the WAL from its beginning. It does
+// so at most once per background checkpoint (which sets walFrames again),
+// so that other writers of the file (a checkpoint saver) cannot make it
+// sync after every commit.
 func (s *SQLStore) afterCommit() {
 	select {
 	case s.kick <- struct{}{}:
@@ -573,10 +576,8 @@ func (s *SQLStore) afterCommit() {
 	if s.walFrames.Load() < walRestartFrames {
 		return
 	}
-	log, done, err := walCheckpoint(s.db)
-	if err == nil && log == done {
-		s.walFrames.Store(0)
-	}
+	s.walFrames.Store(0)
+	_, _, _ = walCheckpoint(s.db)
 }
 
 // walCheckpoint runs a passive checkpoint (it never waits for the writer) and

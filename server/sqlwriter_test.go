@@ -132,7 +132,9 @@ func TestSQLStoreWALBounded(t *testing.T) {
 	}
 	// Each commit adds a few pages: without restarts the WAL ends with
 	// some 4,500 of them here, with them about 500.
-	if pages := fi.Size() / 4096; pages > 15*walRestartFrames {
+	pages := fi.Size() / 4096
+	t.Logf("WAL: %d pages", pages)
+	if pages > 15*walRestartFrames {
 		t.Errorf("the WAL holds %d pages after %d appends, want it restarted near %d", pages, runs*each, walRestartFrames)
 	}
 	var n int
