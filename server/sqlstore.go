@@ -466,7 +466,7 @@ func (s *SQLStore) writer() {
 }
 
 // commitGap is the least time from one commit's start to the next's.
-var commitGap = 2 * time.Millisecond
+const commitGap = 2 * time.Millisecond
 
 // insertSizes are the row counts of the prepared INSERT statements, largest
 // first: a batch is split into as few statements of these sizes as fit.
