@@ -52,7 +52,10 @@ type liveRun struct {
 	// persisted counts the events stored: only those are sent, so that a
 	// client never sees an event a restarted server would not have.
 	persisted int64
-	changed   chan struct{} // closed when persisted grows or the run ends
+	// subs are the streams following the run: each gets a token when
+	// persisted grows or the run ends (a channel per stream, not one made
+	// and closed per event).
+	subs      []chan struct{}
 	done      bool
 	closing   bool          // the run has emitted its last event
 	wake      chan struct{} // tells the persister there are new events
@@ -60,7 +63,34 @@ type liveRun struct {
 	finished  chan struct{}
 }
 
-func (lr *liveRun) snapshot(after int64) (evs []StoredEvent, changed <-chan struct{}, done bool) {
+// subscribe registers a stream: its channel gets a token at each change
+// after the call; cancel removes it.
+func (lr *liveRun) subscribe() (changed <-chan struct{}, cancel func()) {
+	c := make(chan struct{}, 1)
+	lr.mu.Lock()
+	lr.subs = append(lr.subs, c)
+	lr.mu.Unlock()
+	return c, func() {
+		lr.mu.Lock()
+		defer lr.mu.Unlock()
+		if i := slices.Index(lr.subs, c); i >= 0 {
+			lr.subs = slices.Delete(lr.subs, i, i+1)
+		}
+	}
+}
+
+// notifyLocked gives every stream a token (one pending is enough); lr.mu
+// is held.
+func (lr *liveRun) notifyLocked() {
+	for _, c := range lr.subs {
+		select {
+		case c <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (lr *liveRun) snapshot(after int64) (evs []StoredEvent, done bool) {
 	lr.mu.Lock()
 	defer lr.mu.Unlock()
 	if after < 0 {
@@ -69,7 +99,7 @@ func (lr *liveRun) snapshot(after int64) (evs []StoredEvent, changed <-chan stru
 	if after < lr.persisted {
 		evs = lr.events[after:lr.persisted]
 	}
-	return evs, lr.changed, lr.done
+	return evs, lr.done
 }
 
 // knownModes are the stream modes served; "messages" is taken as
@@ -202,8 +232,8 @@ func (s *Server) submit(r *http.Request) (*liveRun, error) {
 		rec: RunRecord{Run: Run{RunID: uuid.NewString(), ThreadID: threadID, AssistantID: asst.ID, CreatedAt: t, UpdatedAt: t,
 			Status: runPending, Metadata: meta, MultitaskStrategy: strategy}},
 		asst: asst, input: input, cancelOnDisconnect: req.OnDisconnect == "cancel", decisions: decisions, modes: modes, subgraphs: req.StreamSubgraphs,
-		changed: make(chan struct{}), finished: make(chan struct{}),
-		wake: make(chan struct{}, 1), persister: make(chan struct{}),
+		finished: make(chan struct{}),
+		wake:     make(chan struct{}, 1), persister: make(chan struct{}),
 	}
 	if err := s.store.PutRun(ctx, lr.rec); err != nil {
 		return nil, err
@@ -236,11 +266,17 @@ func (s *Server) start(lr *liveRun) {
 	s.active[lr.rec.ThreadID] = lr
 	ctx, cancel := context.WithCancelCause(s.ctx)
 	lr.cancel = cancel
-	s.wg.Add(2)
-	go func() {
-		defer s.wg.Done()
-		s.persist(lr)
-	}()
+	if s.mem != nil {
+		// Events go to memory as they are emitted: no persister.
+		close(lr.persister)
+	} else {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.persist(lr)
+		}()
+	}
+	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		defer cancel(nil)
@@ -258,7 +294,7 @@ func (s *Server) finish(lr *liveRun) {
 	<-lr.persister
 	lr.mu.Lock()
 	lr.done = true
-	close(lr.changed)
+	lr.notifyLocked()
 	lr.mu.Unlock()
 	// Whoever waits on finished sees the thread free (or busy with the
 	// next run), never still busy with this one.
@@ -293,13 +329,14 @@ func (s *Server) abandon(lr *liveRun) {
 	delete(s.live, lr.rec.RunID)
 	lr.mu.Lock()
 	lr.done = true
-	close(lr.changed)
+	lr.notifyLocked()
 	lr.mu.Unlock()
 	close(lr.finished)
 }
 
 // emit numbers one event of lr and hands it to the persister; streams
-// send it once it is stored. The run does not wait for the database.
+// send it once it is stored. The run does not wait for the database (but
+// stores it itself in a MemoryStore).
 func (s *Server) emit(lr *liveRun, event string, data any) {
 	b, err := json.Marshal(data)
 	if err != nil {
@@ -307,6 +344,15 @@ func (s *Server) emit(lr *liveRun, event string, data any) {
 	}
 	lr.mu.Lock()
 	lr.events = append(lr.events, StoredEvent{Seq: int64(len(lr.events)) + 1, Event: event, Data: b})
+	if s.mem != nil {
+		// A MemoryStore never blocks: the event is stored and published
+		// here, without a hand-off to a persister goroutine.
+		_ = s.mem.AppendEvents(context.Background(), lr.rec.RunID, lr.events[lr.persisted:])
+		lr.persisted = int64(len(lr.events))
+		lr.notifyLocked()
+		lr.mu.Unlock()
+		return
+	}
 	lr.mu.Unlock()
 	lr.poke()
 }
@@ -342,8 +388,7 @@ func (s *Server) persist(lr *liveRun) {
 		}
 		lr.mu.Lock()
 		lr.persisted += int64(len(batch))
-		close(lr.changed)
-		lr.changed = make(chan struct{})
+		lr.notifyLocked()
 		lr.mu.Unlock()
 	}
 }
@@ -539,13 +584,30 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, lr *liveRun, run
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
 	_ = rc.Flush()
-	// Every event is flushed on its own, so none waits for the next.
-	send := func(ev StoredEvent) error {
-		if only != nil && !wanted(ev.Event, only) {
-			return nil
+	// The events ready are written together and flushed once: none waits
+	// for a later one, and a stream that fell behind catches up in few
+	// writes.
+	var buf []byte
+	send := func(evs []StoredEvent) error {
+		buf = buf[:0]
+		wrote := false
+		for i, ev := range evs {
+			if only == nil || wanted(ev.Event, only) {
+				buf = appendEvent(buf, ev)
+			}
+			if len(buf) == 0 || len(buf) < sendChunk && i < len(evs)-1 {
+				continue
+			}
+			if _, err := w.Write(buf); err != nil {
+				return err
+			}
+			buf, wrote = buf[:0], true
 		}
-		if err := writeEvent(w, ev); err != nil {
-			return err
+		if cap(buf) > 4*sendChunk {
+			buf = nil // one large event: do not keep its buffer
+		}
+		if !wrote {
+			return nil
 		}
 		return rc.Flush()
 	}
@@ -555,24 +617,22 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, lr *liveRun, run
 			s.log.Error("reading run events", "run", runID, "err", err)
 			return
 		}
-		for _, ev := range evs {
-			if send(ev) != nil {
-				return
-			}
-		}
+		_ = send(evs)
 		return
 	}
 	// A comment line now and then keeps proxies from closing a quiet
 	// stream (a long model call) and tells clients it is alive.
 	beat := time.NewTicker(s.heartbeat)
 	defer beat.Stop()
+	changed, unsubscribe := lr.subscribe()
+	defer unsubscribe()
 	for {
-		evs, changed, done := lr.snapshot(after)
-		for _, ev := range evs {
-			if send(ev) != nil {
+		evs, done := lr.snapshot(after)
+		if len(evs) > 0 {
+			if send(evs) != nil {
 				return
 			}
-			after = ev.Seq
+			after = evs[len(evs)-1].Seq
 		}
 		if done {
 			if len(evs) == 0 {
@@ -590,12 +650,8 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, lr *liveRun, run
 			return
 		case <-s.ctx.Done():
 			// Shutdown: send what is there, then end the stream.
-			evs, _, _ := lr.snapshot(after)
-			for _, ev := range evs {
-				if send(ev) != nil {
-					return
-				}
-			}
+			evs, _ := lr.snapshot(after)
+			_ = send(evs)
 			return
 		}
 	}
@@ -614,9 +670,19 @@ func wanted(event string, modes map[string]bool) bool {
 	return modes[base]
 }
 
-func writeEvent(w http.ResponseWriter, ev StoredEvent) error {
-	_, err := fmt.Fprintf(w, "event: %s\ndata: %s\nid: %d\n\n", ev.Event, ev.Data, ev.Seq)
-	return err
+// sendChunk is how many bytes of events a stream gathers before it writes
+// them out.
+const sendChunk = 64 << 10
+
+// appendEvent appends ev to b as one server-sent event.
+func appendEvent(b []byte, ev StoredEvent) []byte {
+	b = append(b, "event: "...)
+	b = append(b, ev.Event...)
+	b = append(b, "\ndata: "...)
+	b = append(b, ev.Data...)
+	b = append(b, "\nid: "...)
+	b = strconv.AppendInt(b, ev.Seq, 10)
+	return append(b, "\n\n"...)
 }
 
 // result is the final values of a finished run's thread, with its

@@ -68,6 +68,7 @@ type Server struct {
 	mux    *http.ServeMux
 	log    *slog.Logger
 	store  Store
+	mem    *MemoryStore          // store, when it is one: events are stored as emitted
 	agents map[string]*assistant // by assistant id and by graph id
 
 	mu     sync.Mutex
@@ -102,6 +103,7 @@ func New(cfg Config) (*Server, error) {
 	if s.store == nil {
 		s.store = NewMemoryStore()
 	}
+	s.mem, _ = s.store.(*MemoryStore)
 	if s.cfg.Run == nil {
 		s.cfg.Run = func(ctx context.Context, _ string, a *agent.Agent, in agent.Input, opts ...agent.RunOption) iter.Seq2[agent.Event, error] {
 			return a.Run(ctx, in, opts...)

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
@@ -25,9 +26,18 @@ type SQLStore struct {
 	db *sql.DB
 	pg bool
 
+	// SQLite: ckpt is a second connection that checkpoints the WAL when
+	// the writer kicks it, walFrames the WAL's length it last saw.
+	ckpt        *sql.DB
+	kick        chan struct{}
+	walFrames   atomic.Int64
+	ckptStopped chan struct{}
+
 	appends   chan appendReq
-	closed    chan struct{} // closed by Close
-	stopped   chan struct{} // closed when the writer has stopped
+	inserts   [len(insertSizes)]*sql.Stmt // prepared by prepareInserts
+	args      []any                       // the writer's, reused
+	closed    chan struct{}               // closed by Close
+	stopped   chan struct{}               // closed when the writer has stopped
 	closeOnce sync.Once
 }
 
@@ -38,11 +48,19 @@ func OpenSQLStore(ctx context.Context, kind, dsn string) (*SQLStore, error) {
 	var err error
 	switch kind {
 	case "sqlite":
-		s.db, err = sql.Open("sqlite", "file:"+dsn+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate")
+		base := "file:" + dsn + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=temp_store(MEMORY)"
+		// The writer never checkpoints the WAL on its own (a checkpoint
+		// syncs and copies pages while every stream waits for the next
+		// commit): a second connection does it in the background.
+		s.db, err = sql.Open("sqlite", base+"&_pragma=wal_autocheckpoint(0)&_txlock=immediate")
 		if err == nil {
 			// One writer: SQLite serialises writes anyway, and a single
 			// connection keeps busy errors away.
 			s.db.SetMaxOpenConns(1)
+			s.ckpt, err = sql.Open("sqlite", base)
+		}
+		if err == nil {
+			s.ckpt.SetMaxOpenConns(1)
 		}
 	case "postgres":
 		s.db, err = sql.Open("pgx", dsn)
@@ -54,12 +72,30 @@ func OpenSQLStore(ctx context.Context, kind, dsn string) (*SQLStore, error) {
 		return nil, fmt.Errorf("server store: %w", err)
 	}
 	if err := s.migrate(ctx); err != nil {
-		s.db.Close()
+		s.closeDBs()
 		return nil, fmt.Errorf("server store: creating tables: %w", err)
 	}
+	if err := s.prepareInserts(ctx); err != nil {
+		s.closeDBs()
+		return nil, fmt.Errorf("server store: preparing statements: %w", err)
+	}
 	s.appends, s.closed, s.stopped = make(chan appendReq), make(chan struct{}), make(chan struct{})
+	s.kick, s.ckptStopped = make(chan struct{}, 1), make(chan struct{})
 	go s.writer()
+	if s.ckpt != nil {
+		go s.checkpointer()
+	} else {
+		close(s.ckptStopped)
+	}
 	return &s, nil
+}
+
+func (s *SQLStore) closeDBs() error {
+	err := s.db.Close()
+	if s.ckpt != nil {
+		err = errors.Join(err, s.ckpt.Close())
+	}
+	return err
 }
 
 func (s *SQLStore) migrate(ctx context.Context) error {
@@ -376,8 +412,11 @@ func (s *SQLStore) AppendEvents(ctx context.Context, runID string, evs []StoredE
 // writer commits queued appends, as many as are waiting in one transaction.
 func (s *SQLStore) writer() {
 	defer close(s.stopped)
+	gap := time.NewTimer(0)
+	defer gap.Stop()
+	var last time.Time // when the last commit started
+	var batch []appendReq
 	for {
-		var batch []appendReq
 		select {
 		case r := <-s.appends:
 			batch = append(batch, r)
@@ -385,6 +424,24 @@ func (s *SQLStore) writer() {
 			return
 		}
 		n := len(batch[0].evs)
+		// A commit has a fixed cost (two WAL writes, locks, a statement
+		// each): under a steady trickle of appends, commits closer together
+		// than commitGap would cost more CPU than the delay they save.
+		if wait := commitGap - time.Since(last); wait > 0 {
+			gap.Reset(wait)
+		collect:
+			for n < maxBatch {
+				select {
+				case r := <-s.appends:
+					batch = append(batch, r)
+					n += len(r.evs)
+				case <-gap.C:
+					break collect
+				case <-s.closed:
+					break collect
+				}
+			}
+		}
 	more:
 		for n < maxBatch {
 			select {
@@ -395,25 +452,61 @@ func (s *SQLStore) writer() {
 				break more
 			}
 		}
+		last = time.Now()
 		err := s.commit(batch)
 		for _, r := range batch {
 			r.done <- err
 		}
+		clear(batch)
+		batch = batch[:0]
+		if s.ckpt != nil {
+			s.afterCommit()
+		}
 	}
 }
 
-// rowsPerInsert is how many events one INSERT statement carries.
-const rowsPerInsert = 200
+// commitGap is the least time from one commit's start to the next's.
+const commitGap = 2 * time.Millisecond
+
+// insertSizes are the row counts of the prepared INSERT statements, largest
+// first: a batch is split into as few statements of these sizes as fit.
+var insertSizes = [...]int{128, 32, 8, 1}
+
+// prepareInserts prepares the event INSERT statements, one per size of
+// insertSizes, so that commits do not parse SQL.
+func (s *SQLStore) prepareInserts(ctx context.Context) error {
+	for i, n := range insertSizes {
+		// A retried append may repeat an event: the first one stays.
+		// SQLite's OR IGNORE also spares each statement a journal of its
+		// own (it can no longer fail halfway through its rows).
+		values := strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?), ", n), ", ")
+		q := `INSERT OR IGNORE INTO server_events (run_id, seq, event, data) VALUES ` + values
+		if s.pg {
+			q = `INSERT INTO server_events (run_id, seq, event, data) VALUES ` + values + ` ON CONFLICT (run_id, seq) DO NOTHING`
+		}
+		st, err := s.db.PrepareContext(ctx, s.q(q))
+		if err != nil {
+			return err
+		}
+		s.inserts[i] = st
+	}
+	return nil
+}
 
 func (s *SQLStore) commit(batch []appendReq) error {
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
-	var args []any
+	args := s.args[:0]
 	for _, r := range batch {
 		for _, e := range r.evs {
 			args = append(args, r.runID, e.Seq, e.Event, e.Data)
 		}
 	}
+	all := args
+	defer func() {
+		clear(all) // let the events' data go
+		s.args = all[:0]
+	}()
 	if len(args) == 0 {
 		return nil
 	}
@@ -422,15 +515,17 @@ func (s *SQLStore) commit(batch []appendReq) error {
 		return err
 	}
 	defer tx.Rollback()
-	for len(args) > 0 {
-		n := min(len(args)/4, rowsPerInsert)
-		// A retried append may repeat an event: the first one stays.
-		q := `INSERT INTO server_events (run_id, seq, event, data) VALUES ` +
-			strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?), ", n), ", ") + ` ON CONFLICT (run_id, seq) DO NOTHING`
-		if _, err := tx.ExecContext(ctx, s.q(q), args[:4*n]...); err != nil {
-			return err
+	for i, n := range insertSizes {
+		var st *sql.Stmt
+		for len(args) >= 4*n {
+			if st == nil {
+				st = tx.StmtContext(ctx, s.inserts[i])
+			}
+			if _, err := st.ExecContext(ctx, args[:4*n]...); err != nil {
+				return err
+			}
+			args = args[4*n:]
 		}
-		args = args[4*n:]
 	}
 	return tx.Commit()
 }
@@ -455,9 +550,77 @@ func (s *SQLStore) Events(ctx context.Context, runID string, after int64) ([]Sto
 	return out, rows.Err()
 }
 
+// Checkpoint pacing of an SQLite store's WAL (variables for tests).
+var (
+	// ckptPause is the least time between two background checkpoints: each
+	// syncs the WAL and the database file, so fewer and larger ones cost
+	// less.
+	ckptPause = 50 * time.Millisecond
+	// walRestartFrames is the WAL length (in pages) past which the writer
+	// finishes a checkpoint itself, so that the WAL starts over instead of
+	// growing while commits never pause (8000 pages of 4 KiB: 32 MiB).
+	walRestartFrames int64 = 8000
+)
+
+// afterCommit wakes the checkpointer and, when the WAL has grown long,
+// checkpoints what the background checkpoints left: with every frame
+// copied, the next transaction starts the WAL from its beginning. It does
+// so at most once per background checkpoint (which sets walFrames again),
+// so that other writers of the file (a checkpoint saver) cannot make it
+// sync after every commit.
+func (s *SQLStore) afterCommit() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+	if s.walFrames.Load() < walRestartFrames {
+		return
+	}
+	s.walFrames.Store(0)
+	_, _, _ = walCheckpoint(s.db)
+}
+
+// walCheckpoint runs a passive checkpoint (it never waits for the writer) and
+// returns the WAL's length and how much of it is copied into the database.
+func walCheckpoint(db *sql.DB) (log, done int64, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	var busy int64
+	err = db.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &log, &done)
+	if err == nil && busy != 0 {
+		err = errors.New("checkpoint busy")
+	}
+	return log, done, err
+}
+
+// checkpointer copies the WAL into the database after commits, at most
+// once per ckptPause, on its own connection, while the writer goes on.
+func (s *SQLStore) checkpointer() {
+	defer close(s.ckptStopped)
+	pause := time.NewTimer(0)
+	defer pause.Stop()
+	for {
+		select {
+		case <-s.kick:
+		case <-s.closed:
+			return
+		}
+		if log, _, err := walCheckpoint(s.ckpt); err == nil {
+			s.walFrames.Store(log)
+		}
+		pause.Reset(ckptPause)
+		select {
+		case <-pause.C:
+		case <-s.closed:
+			return
+		}
+	}
+}
+
 // Close stops the writer and closes the database.
 func (s *SQLStore) Close() error {
 	s.closeOnce.Do(func() { close(s.closed) })
 	<-s.stopped
-	return s.db.Close()
+	<-s.ckptStopped
+	return s.closeDBs()
 }
