@@ -241,7 +241,10 @@ func killRestartRejoin(t *testing.T, db string) {
 // TestServeAssembledAgent serves the agent built as for `run` (a model on
 // a test OpenAI server, write_file gated): a run stops at the approval, a
 // resume finishes it, and cancelling the command's context stops the
-// server with exit status 0.
+// server with exit status 0. The thread database commits every step at
+// once, with no journal file of the checkpoint saver beside it: the
+// server's event writer shares the file and must not wait for the saver's
+// open transaction.
 func TestServeAssembledAgent(t *testing.T) {
 	srv := gatedServer(t)
 	runEnv(t, srv)
@@ -249,11 +252,12 @@ func TestServeAssembledAgent(t *testing.T) {
 	sink := collectTraces(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
+	dbPath := filepath.Join(t.TempDir(), "s.db")
 	pr, pw := io.Pipe()
 	codec := make(chan int, 1)
 	go func() {
 		codec <- run(ctx, []string{"serve", "--model", "openai:gpt-test", "--interrupt-on", "write_file", "--addr", "127.0.0.1:0",
-			"--db", "sqlite:" + filepath.Join(t.TempDir(), "s.db")}, strings.NewReader(""), io.Discard, pw)
+			"--db", "sqlite:" + dbPath}, strings.NewReader(""), io.Discard, pw)
 		pw.Close()
 	}()
 	urlc := make(chan string, 1)
@@ -283,6 +287,9 @@ func TestServeAssembledAgent(t *testing.T) {
 	res := post("/threads/x/runs/wait", `{"assistant_id":"agent","if_not_exists":"create","input":{"messages":[{"role":"user","content":"write it"}]}}`)
 	if !strings.Contains(string(res["__interrupt__"]), `"write_file"`) {
 		t.Fatalf("the run did not stop at the approval: %v", res)
+	}
+	if js, _ := filepath.Glob(dbPath + "-oplog-*"); len(js) > 0 {
+		t.Errorf("the checkpoint saver keeps a journal (%v) in the database the server's events share", js)
 	}
 	res = post("/threads/x/runs/wait", `{"assistant_id":"agent","command":{"resume":[{"type":"approve","id":"c1"}]}}`)
 	if !strings.Contains(string(res["messages"]), `"done"`) || !strings.Contains(string(res["files"]), `"/a.md"`) {
