@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/deepagents-go/deepagents/internal/pgtest"
 )
@@ -169,5 +170,31 @@ func BenchmarkSQLCommit(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/1000/float64(b.N*k), "µs/event")
 		})
+	}
+}
+
+// TestSQLStoreCommitGap: appends that come one after another are committed
+// at least 2 ms apart (a commit starts no sooner than 2 ms after the one
+// before it started), so n appends in a row take at least (n-1) × 2 ms;
+// without the gap each takes a fraction of a millisecond.
+func TestSQLStoreCommitGap(t *testing.T) {
+	st, err := OpenSQLStore(context.Background(), "sqlite", filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	const n = 20
+	start := time.Now()
+	for i := 1; i <= n; i++ {
+		if err := st.AppendEvents(context.Background(), "r", []StoredEvent{{Seq: int64(i), Event: "custom", Data: []byte(`{}`)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if took, least := time.Since(start), (n-1)*2*time.Millisecond; took < least {
+		t.Errorf("%d appends in a row took %v, want at least %v (commits 2 ms apart)", n, took, least)
+	}
+	got, err := st.Events(context.Background(), "r", 0)
+	if err != nil || len(got) != n {
+		t.Fatalf("%d events stored (%v), want %d", len(got), err, n)
 	}
 }
