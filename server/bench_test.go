@@ -173,7 +173,8 @@ func newBenchServer(b *testing.B, srv *http.Server) string {
 }
 
 // benchStream creates a thread, streams one run in custom mode and returns
-// each custom event's delay from creation to arrival.
+// each custom event's delay from creation to arrival (an error when one has
+// no time to measure from) and how many events came.
 func benchStream(c *http.Client, base, thread string) ([]time.Duration, int, error) {
 	body := `{"assistant_id":"burst","if_not_exists":"create","stream_mode":"custom","input":{"messages":[{"role":"user","content":"go"}]}}`
 	resp, err := c.Post(base+"/threads/"+thread+"/runs/stream", "application/json", strings.NewReader(body))
@@ -186,17 +187,29 @@ func benchStream(c *http.Client, base, thread string) ([]time.Duration, int, err
 	}
 	var lat []time.Duration
 	n := 0
+	event := ""
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<16), 1<<20)
 	for sc.Scan() {
 		line := sc.Bytes()
-		if !strings.HasPrefix(string(line), "data: ") {
+		if v, ok := bytes.CutPrefix(line, []byte("event: ")); ok {
+			event = string(v)
+			continue
+		}
+		data, ok := bytes.CutPrefix(line, []byte("data: "))
+		if !ok {
 			continue
 		}
 		n++
-		if t, ok := eventTime(line[len("data: "):]); ok {
-			lat = append(lat, time.Since(t))
+		t, ok := eventTime(data)
+		if !ok {
+			if event == "custom" {
+				// A delay left out would flatter the percentiles.
+				return nil, n, fmt.Errorf("a custom event without a time: %.200s", data)
+			}
+			continue
 		}
+		lat = append(lat, time.Since(t))
 	}
 	return lat, n, sc.Err()
 }
@@ -218,7 +231,7 @@ func eventTime(data []byte) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	t, err := time.Parse(time.RFC3339Nano, string(rest[:j]))
-	return t, err == nil
+	return t, err == nil && !t.IsZero()
 }
 
 func listenLoopback() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") }
