@@ -1,15 +1,20 @@
 package server
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
+	"iter"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
+	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/checkpoint"
 )
 
@@ -149,5 +154,106 @@ func TestFollowLiveRunTwoStreams(t *testing.T) {
 		if got := b.body.String(); got != want.String() {
 			t.Errorf("stream %d: %d bytes, want %d (every event once, in order)", i, len(got), want.Len())
 		}
+	}
+}
+
+// gatedStore is a Store whose AppendEvents waits for a token on gate and
+// then records the highest seq stored.
+type gatedStore struct {
+	Store
+	gate   chan struct{}
+	stored atomic.Int64
+}
+
+func (g *gatedStore) AppendEvents(ctx context.Context, runID string, evs []StoredEvent) error {
+	<-g.gate
+	err := g.Store.AppendEvents(ctx, runID, evs)
+	g.stored.Store(evs[len(evs)-1].Seq)
+	return err
+}
+
+// TestEventsStoredBeforeSent: with a store that is not a MemoryStore (so
+// events go through the persister), a stream sends an event only once the
+// store has it: each event's id, when it arrives, is at most the highest
+// stored. The store stores one batch per token, and the test gives the
+// first token after the run has emitted its events and the next only after
+// an event arrives, so an event sent early would be seen while the
+// persister still waits.
+func TestEventsStoredBeforeSent(t *testing.T) {
+	st := &gatedStore{Store: NewMemoryStore(), gate: make(chan struct{})}
+	// emitted is closed once the agent's events are all handed to the
+	// server: the store then still holds none of them.
+	emitted := make(chan struct{})
+	s, err := New(Config{Agents: []AgentSpec{{Name: "burst", Agent: burstAgent(t, 20, 0)}}, Saver: checkpoint.NewMemory(0), Store: st,
+		Run: func(ctx context.Context, _ string, a *agent.Agent, in agent.Input, opts ...agent.RunOption) iter.Seq2[agent.Event, error] {
+			return func(yield func(agent.Event, error) bool) {
+				defer close(emitted)
+				for ev, err := range a.Run(ctx, in, opts...) {
+					if !yield(ev, err) {
+						return
+					}
+				}
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	hs := httptest.NewServer(s)
+	defer hs.Close()
+	body := `{"assistant_id":"burst","if_not_exists":"create","stream_mode":"custom","input":{"messages":[{"role":"user","content":"go"}]}}`
+	read := make(chan struct{}, 100)
+	ended := make(chan struct{})
+	var ids []int64
+	var early []string
+	go func() {
+		defer close(ended)
+		resp, err := http.Post(hs.URL+"/threads/t/runs/stream", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			v, ok := strings.CutPrefix(sc.Text(), "id: ")
+			if !ok {
+				continue
+			}
+			id, _ := strconv.ParseInt(v, 10, 64)
+			if stored := st.stored.Load(); id > stored {
+				early = append(early, fmt.Sprintf("event %d sent with %d stored", id, stored))
+			}
+			ids = append(ids, id)
+			read <- struct{}{}
+		}
+	}()
+	// One token once the events are emitted, one more per event read.
+	select {
+	case <-emitted:
+	case <-ended:
+	}
+	tokens := 1
+wait:
+	for {
+		var gate chan struct{}
+		if tokens > 0 {
+			gate = st.gate
+		}
+		select {
+		case gate <- struct{}{}:
+			tokens--
+		case <-read:
+			tokens++
+		case <-ended:
+			break wait
+		}
+	}
+	close(st.gate) // nothing waits any more
+	if len(early) > 0 {
+		t.Errorf("events sent before they were stored: %v", early)
+	}
+	if len(ids) < 10 || ids[0] != 1 || ids[len(ids)-1] != int64(len(ids)) {
+		t.Errorf("the stream's ids %v, want 1 to n, n ≥ 10", ids)
 	}
 }
