@@ -577,20 +577,20 @@ func (s *SQLStore) afterCommit() {
 		return
 	}
 	s.walFrames.Store(0)
-	_, _, _ = walCheckpoint(s.db)
+	_, _ = walCheckpoint(s.db)
 }
 
 // walCheckpoint runs a passive checkpoint (it never waits for the writer) and
-// returns the WAL's length and how much of it is copied into the database.
-func walCheckpoint(db *sql.DB) (log, done int64, err error) {
+// returns the WAL's length in pages.
+func walCheckpoint(db *sql.DB) (log int64, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
-	var busy int64
+	var busy, done int64
 	err = db.QueryRowContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &log, &done)
 	if err == nil && busy != 0 {
 		err = errors.New("checkpoint busy")
 	}
-	return log, done, err
+	return log, err
 }
 
 // checkpointer copies the WAL into the database after commits, at most
@@ -605,7 +605,7 @@ func (s *SQLStore) checkpointer() {
 		case <-s.closed:
 			return
 		}
-		if log, _, err := walCheckpoint(s.ckpt); err == nil {
+		if log, err := walCheckpoint(s.ckpt); err == nil {
 			s.walFrames.Store(log)
 		}
 		pause.Reset(ckptPause)
