@@ -69,6 +69,9 @@ func OpenSQLStore(ctx context.Context, kind, dsn string) (*SQLStore, error) {
 		return nil, fmt.Errorf("server store: unknown database kind %q (sqlite or postgres)", kind)
 	}
 	if err != nil {
+		if s.db != nil {
+			s.db.Close()
+		}
 		return nil, fmt.Errorf("server store: %w", err)
 	}
 	if err := s.migrate(ctx); err != nil {
