@@ -509,6 +509,9 @@ func (s *SQLStore) commit(batch []appendReq) error {
 	defer func() {
 		clear(all) // let the events' data go
 		s.args = all[:0]
+		if cap(all) > 8*maxBatch {
+			s.args = nil // one run's long backlog: do not keep its room
+		}
 	}()
 	if len(args) == 0 {
 		return nil
