@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -355,13 +356,32 @@ func TestOpenAPI(t *testing.T) {
 }
 
 // TestShutdownEndsStreams: Shutdown ends an open stream (the client sees
-// the end of the body after the events so far) and stops the run.
+// the end of the body after the events so far) and stops the run, with
+// events kept in memory and in SQLite (where a persister goroutine stores
+// them).
 func TestShutdownEndsStreams(t *testing.T) {
+	for _, kind := range []string{"memory", "sqlite"} {
+		t.Run(kind, func(t *testing.T) {
+			var st Store
+			if kind == "sqlite" {
+				sq, err := OpenSQLStore(context.Background(), "sqlite", filepath.Join(t.TempDir(), "s.db"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer sq.Close()
+				st = sq
+			}
+			shutdownEndsStream(t, st)
+		})
+	}
+}
+
+func shutdownEndsStream(t *testing.T, st Store) {
 	a, err := DemoAgent("researcher", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(Config{Agents: []AgentSpec{{Name: "researcher", Agent: a}}, Saver: checkpoint.NewMemory(0)})
+	s, err := New(Config{Agents: []AgentSpec{{Name: "researcher", Agent: a}}, Saver: checkpoint.NewMemory(0), Store: st})
 	if err != nil {
 		t.Fatal(err)
 	}
