@@ -32,8 +32,8 @@ const (
 var errRunCancelled = errors.New("the run was cancelled")
 
 // liveRun is a run this process has accepted and not yet finished: its
-// events so far (also in the Store) and a channel closed at each new one,
-// so that streams follow it.
+// events so far (also in the Store) and the streams that follow it, woken
+// when more of them are stored.
 type liveRun struct {
 	rec       RunRecord
 	asst      *assistant
@@ -574,8 +574,8 @@ func (s *Server) joinStream(w http.ResponseWriter, r *http.Request) {
 }
 
 // follow writes a run's events after seq `after` as server-sent events,
-// flushing each, until the run ends, the client leaves or the server shuts
-// down.
+// flushing whenever it has written those ready, until the run ends, the
+// client leaves or the server shuts down.
 func (s *Server) follow(w http.ResponseWriter, r *http.Request, lr *liveRun, runID string, after int64, only map[string]bool) {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")

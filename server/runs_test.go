@@ -56,8 +56,8 @@ func TestConfigRunWrapsEachRun(t *testing.T) {
 
 // TestEventsFlushedOneByOne: a run stuck in a minute-long model call has
 // already delivered its first events, with no heartbeat to push them out
-// (each event is flushed on its own, not when the buffer fills or the run
-// moves on).
+// (the events ready are flushed at once, not when the buffer fills or the
+// run moves on).
 func TestEventsFlushedOneByOne(t *testing.T) {
 	h := newHarness(t, Config{Heartbeat: time.Hour})
 	body := `{"assistant_id":"researcher","if_not_exists":"create","input":{"messages":[{"role":"user","content":"slow"}]}}`
