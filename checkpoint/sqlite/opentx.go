@@ -12,7 +12,7 @@ import (
 // journaled transaction when the saver journals, in a transaction of its
 // own when not.
 func (s *Saver) opTx(ctx context.Context, fn func(q querier) error, then func()) error {
-	if !s.journaling {
+	if !s.journaling.Load() {
 		return s.writeTxThen(ctx, fn, then)
 	}
 	if err := ctx.Err(); err != nil {
@@ -27,7 +27,7 @@ func (s *Saver) opTx(ctx context.Context, fn func(q querier) error, then func())
 		j, err := createJournal(s.path)
 		if err != nil {
 			// Without a journal every put commits on its own, as durable.
-			s.journaling = false
+			s.journaling.Store(false)
 			return s.writeTxLocked(ctx, fn, then)
 		}
 		s.j = j

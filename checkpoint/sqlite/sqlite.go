@@ -71,14 +71,15 @@ type Saver struct {
 	group group // puts and writes waiting for the writer (group.go)
 
 	path string
-	// The journaled transaction (journal.go), all under wmu: journaling
-	// says puts and writes go through it; j is the journal, created with
-	// the first; open says the writer's transaction is open, with ops
+	// The journaled transaction (journal.go), all under wmu but
+	// journaling, which says puts and writes go through it (read without
+	// wmu; turned off when no journal can be made); j is the journal,
+	// created with the first; open says the writer's transaction is open, with ops
 	// operations and opBytes bytes of journal since since; txn numbers the
 	// open transactions, for the timer that commits one; sticky is set
 	// when journaled work could not be committed nor put back, and fails
 	// every later write (the journal keeps the work for the next Open).
-	journaling bool
+	journaling atomic.Bool
 	syncJ      bool
 	delay      time.Duration
 	j          *journal
@@ -246,8 +247,8 @@ func Open(path string, opts Options) (*Saver, error) {
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
-	s := &Saver{w: w, every: opts.SnapshotEvery, path: path, delay: opts.CommitDelay,
-		journaling: journalSupported && opts.CommitDelay >= 0, syncJ: syncMode == "FULL"}
+	s := &Saver{w: w, every: opts.SnapshotEvery, path: path, delay: opts.CommitDelay, syncJ: syncMode == "FULL"}
+	s.journaling.Store(journalSupported && opts.CommitDelay >= 0)
 	if s.delay == 0 {
 		s.delay = 20 * time.Millisecond
 	}
@@ -640,7 +641,7 @@ func (s *Saver) PutWrite(ctx context.Context, ref checkpoint.Ref, w checkpoint.W
 		return nil
 	}
 	var alone func(ctx context.Context) error
-	if !s.journaling {
+	if !s.journaling.Load() {
 		// Alone, the statement is its own transaction: no BEGIN and
 		// COMMIT to send.
 		alone = func(ctx context.Context) error {
