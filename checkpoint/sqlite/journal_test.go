@@ -288,7 +288,7 @@ func TestJournalUnreadableRecordFailsOpen(t *testing.T) {
 	}
 	putMsg(t, s, "c1", "", "one")
 	crash(t, s)
-	j, err := createJournal(path)
+	j, err := createJournal(path, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -474,5 +474,80 @@ func TestJournalCommitsAfterAFailedOperation(t *testing.T) {
 	}
 	if n := committed(t, path); n != 1 {
 		t.Errorf("%d checkpoints committed, want 1", n)
+	}
+}
+
+// A journal whose header never reached the disk (its process died as it
+// made it, or the machine lost power) holds nothing that was acknowledged:
+// Open removes it instead of failing, and still replays the others. A file
+// still being made (named with journalTmp) is not a journal yet.
+func TestJournalWithoutHeaderIsRemoved(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		data []byte
+	}{
+		{"empty", nil},
+		{"cut short", []byte("DAOPLO")},
+		{"zeros", make([]byte, 40)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "state.db")
+			s, err := Open(path, longDelay)
+			if err != nil {
+				t.Fatal(err)
+			}
+			putMsg(t, s, "c1", "", "one")
+			crash(t, s)
+			bad := path + journalSuffix + "00000000000000ab"
+			making := path + journalSuffix + "00000000000000cd" + journalTmp
+			for _, p := range []string{bad, making} {
+				if err := os.WriteFile(p, c.data, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s2, err := Open(path, longDelay)
+			if err != nil {
+				t.Fatalf("open beside a journal without its header: %v", err)
+			}
+			defer s2.Close()
+			if got := messages(t, s2); got != "one" {
+				t.Errorf("after the replay: %q", got)
+			}
+			if _, err := os.Stat(bad); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the journal without a header is still there: %v", err)
+			}
+			if _, err := os.Stat(making); err != nil {
+				t.Errorf("a file being made was touched: %v", err)
+			}
+		})
+	}
+}
+
+// createJournal leaves one file, under the journal's name, locked and
+// headed: nothing under the name it was made with.
+func TestJournalCreatedUnderItsName(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	j, err := createJournal(path, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.f.Close()
+	files, err := filepath.Glob(path + "*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 1 || files[0] != j.path {
+		t.Errorf("files beside the database: %q, want only %q", files, j.path)
+	}
+	if gen, recs := readJournalFile(t, j.path); gen != j.gen || len(recs) != 0 {
+		t.Errorf("new journal reads as generation %d with %d records, want %d and none", gen, len(recs), j.gen)
+	}
+	f, err := os.Open(j.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if ok, err := lockFile(f); err != nil || ok {
+		t.Errorf("the new journal's lock could be taken (%v, %v): it must be held", ok, err)
 	}
 }

@@ -24,7 +24,7 @@ func (s *Saver) opTx(ctx context.Context, fn func(q querier) error, then func())
 		return s.sticky
 	}
 	if s.j == nil {
-		j, err := createJournal(s.path)
+		j, err := createJournal(s.path, s.syncJ)
 		if err != nil {
 			// Without a journal every put commits on its own, as durable.
 			s.journaling.Store(false)
