@@ -20,8 +20,10 @@ import (
 // open; each put or write runs its statements in it and is then appended,
 // as the list of statements it ran, to a journal file of this saver, and
 // only then returns. The open transaction is committed when CommitDelay has
-// passed since its first operation, when it holds many operations, before
-// any read and before any other kind of write. A commit costs the same
+// passed since its first operation, when it holds many operations, and
+// before any other kind of write or a lease; a read while it is open runs
+// inside it, on the writer's connection (the read pool sees only what is
+// committed). A commit costs the same
 // whether it carries one put or a hundred, so a busy thread pays for a few
 // commits a second instead of two per model round.
 //
@@ -373,8 +375,11 @@ func readJournal(r io.Reader) (gen int64, recs []jrecord, err error) {
 		if n < 8 || n > maxJournalRecord {
 			return gen, recs, nil
 		}
-		p := make([]byte, n)
-		if _, err := io.ReadFull(r, p); err != nil {
+		// Read as far as the file goes rather than allocating n at once:
+		// a length from a torn or stale tail can be anything up to the
+		// limit.
+		p, err := io.ReadAll(io.LimitReader(r, int64(n)))
+		if err != nil || len(p) != int(n) {
 			return gen, recs, nil
 		}
 		if crc32.Checksum(p, castagnoli) != binary.LittleEndian.Uint32(frame[4:]) {

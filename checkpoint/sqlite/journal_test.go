@@ -3,10 +3,12 @@ package sqlite
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -549,5 +551,24 @@ func TestJournalCreatedUnderItsName(t *testing.T) {
 	defer f.Close()
 	if ok, err := lockFile(f); err != nil || ok {
 		t.Errorf("the new journal's lock could be taken (%v, %v): it must be held", ok, err)
+	}
+}
+
+// A frame whose length is garbage (a torn or stale tail) ends the journal
+// without allocating what the length claims.
+func TestJournalGarbageLengthAllocatesLittle(t *testing.T) {
+	data := make([]byte, journalHead, journalHead+16)
+	copy(data, journalMagic)
+	data = binary.LittleEndian.AppendUint32(data, maxJournalRecord-1)
+	data = append(data, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, recs, err := readJournal(bytes.NewReader(data))
+	runtime.ReadMemStats(&after)
+	if err != nil || len(recs) != 0 {
+		t.Fatalf("journal with a garbage length: %d records, %v", len(recs), err)
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
+		t.Errorf("reading it allocated %d bytes", n)
 	}
 }
