@@ -572,3 +572,49 @@ func TestJournalGarbageLengthAllocatesLittle(t *testing.T) {
 		t.Errorf("reading it allocated %d bytes", n)
 	}
 }
+
+// When SQLite rolls the open transaction back on its own (a statement
+// failing on a full disk or an I/O error does), the saver finds out at the
+// next read error or commit and runs the journaled work again, instead of
+// letting the next put run outside any transaction and the oplog claim
+// records that were lost.
+func TestJournalTransactionLostBehindTheSaver(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.db")
+	s, err := Open(path, longDelay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	putMsg(t, s, "c1", "", "one")
+	lose := func() {
+		s.wmu.Lock()
+		defer s.wmu.Unlock()
+		if _, err := s.wc.ExecContext(ctx, "ROLLBACK"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lose()
+	// A read that fails inside the transaction commits it, putting c1 back.
+	if _, err := s.Get(ctx, checkpoint.Ref{ThreadID: "th", ID: "nope"}); !errors.Is(err, checkpoint.ErrNotFound) {
+		t.Fatalf("get of a missing checkpoint: %v", err)
+	}
+	putMsg(t, s, "c2", "c1", "two")
+	lose()
+	// A commit puts c2 back too.
+	if err := s.Flush(); err != nil {
+		t.Fatalf("commit after the transaction was lost: %v", err)
+	}
+	if n := committed(t, path); n != 2 {
+		t.Errorf("%d checkpoints committed, want 2", n)
+	}
+	putMsg(t, s, "c3", "c2", "three")
+	crash(t, s)
+	s2, err := Open(path, longDelay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if got := messages(t, s2); got != "one,two,three" {
+		t.Errorf("after the replay: %q", got)
+	}
+}

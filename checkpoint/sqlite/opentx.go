@@ -82,6 +82,10 @@ func (s *Saver) begin(ctx context.Context) error {
 		s.rollback()
 		return err
 	}
+	if _, err := s.stmts["mark"].ExecContext(ctx); err != nil {
+		s.rollback()
+		return err
+	}
 	if err := s.stmts["dataversion"].QueryRowContext(ctx).Scan(&s.era); err != nil {
 		s.rollback()
 		return err
@@ -160,9 +164,15 @@ func (s *Saver) setOpen(open bool) {
 	s.dirty.Store(open)
 }
 
-// commitOpen records how far the journal is committed and commits.
+// commitOpen records how far the journal is committed and commits. It
+// first releases the transaction's savepoint, which fails when SQLite
+// rolled the transaction back after an error: the oplog row, written
+// outside any transaction then, would claim records that were lost.
 func (s *Saver) commitOpen() error {
 	ctx := context.Background()
+	if _, err := s.stmts["release"].ExecContext(ctx); err != nil {
+		return err
+	}
 	if _, err := s.wc.ExecContext(ctx, oplogPut, s.j.gen, s.j.seq); err != nil {
 		return err
 	}

@@ -358,9 +358,13 @@ var statements = map[string]string{
 	"leaserenew": `UPDATE leases SET expires = ? WHERE thread = ? AND holder = ?`,
 	"leasedel":   `DELETE FROM leases WHERE thread = ? AND holder = ?`,
 	"begin":      `BEGIN IMMEDIATE`,
-	"commit":     `COMMIT`,
-	"rollback":   `ROLLBACK`,
-	"r:record":   `SELECT record FROM checkpoints WHERE thread = ? AND ns = ? AND id = ?`,
+	// The journaled transaction's marker: its RELEASE fails when SQLite
+	// has rolled the transaction back on its own (see commitOpen).
+	"mark":     `SAVEPOINT journaled`,
+	"release":  `RELEASE journaled`,
+	"commit":   `COMMIT`,
+	"rollback": `ROLLBACK`,
+	"r:record": `SELECT record FROM checkpoints WHERE thread = ? AND ns = ? AND id = ?`,
 	// The namespace's ?4 records put at or before checkpoint ?3.
 	"r:recent": `SELECT record FROM checkpoints WHERE thread = ?1 AND ns = ?2
 		AND seq <= (SELECT seq FROM checkpoints WHERE thread = ?1 AND ns = ?2 AND id = ?3) ORDER BY seq DESC LIMIT ?4`,
@@ -586,7 +590,16 @@ func (s *Saver) readTx(ctx context.Context, fn func(q querier) error) error {
 		s.wmu.Lock()
 		if s.open {
 			defer s.wmu.Unlock()
-			return fn(querier{tx: s.wc, s: s, wread: true})
+			err := fn(querier{tx: s.wc, s: s, wread: true})
+			if err != nil {
+				// A statement that failed (a full disk, an I/O error)
+				// may have made SQLite roll the transaction back:
+				// commit now, which finds that out and puts the
+				// journaled work back, rather than let the next put run
+				// outside any transaction.
+				s.flushLocked()
+			}
+			return err
 		}
 		s.wmu.Unlock()
 	}
