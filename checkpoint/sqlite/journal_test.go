@@ -618,3 +618,52 @@ func TestJournalTransactionLostBehindTheSaver(t *testing.T) {
 		t.Errorf("after the replay: %q", got)
 	}
 }
+
+// When a commit fails and the journal cannot be run again either, the
+// saver stops writing: the commit's error comes back from every later put
+// and from Close, and the journal stays for the next Open, which applies it.
+func TestJournalFailedCommitSticks(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.db")
+	s, err := Open(path, longDelay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	putMsg(t, s, "c1", "", "one")
+	s.wmu.Lock()
+	jpath := s.j.path
+	// The transaction is lost and the journal out of reach.
+	if _, err := s.wc.ExecContext(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(jpath, jpath+".away"); err != nil {
+		t.Fatal(err)
+	}
+	s.wmu.Unlock()
+	ferr := s.Flush()
+	if ferr == nil || !strings.Contains(ferr.Error(), jpath) {
+		t.Fatalf("failed commit: %v, want an error naming the journal", ferr)
+	}
+	err = s.Put(ctx, checkpoint.Step{ThreadID: "th", ID: "c2", ParentID: "c1",
+		Messages: []llm.Message{{Role: llm.RoleUser, Content: "two"}}})
+	if err == nil || err.Error() != ferr.Error() {
+		t.Errorf("put after the failed commit: %v, want %v", err, ferr)
+	}
+	if err := os.Rename(jpath+".away", jpath); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err == nil {
+		t.Error("Close after a failed commit returned no error")
+	}
+	if _, err := os.Stat(jpath); err != nil {
+		t.Fatalf("the journal was not kept: %v", err)
+	}
+	s2, err := Open(path, longDelay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if got := messages(t, s2); got != "one" {
+		t.Errorf("after the replay: %q", got)
+	}
+}
