@@ -644,6 +644,9 @@ func TestJournalFailedCommitSticks(t *testing.T) {
 	if ferr == nil || !strings.Contains(ferr.Error(), jpath) {
 		t.Fatalf("failed commit: %v, want an error naming the journal", ferr)
 	}
+	if err := s.Flush(); err == nil || err.Error() != ferr.Error() {
+		t.Errorf("a second Flush: %v, want %v", err, ferr)
+	}
 	err = s.Put(ctx, checkpoint.Step{ThreadID: "th", ID: "c2", ParentID: "c1",
 		Messages: []llm.Message{{Role: llm.RoleUser, Content: "two"}}})
 	if err == nil || err.Error() != ferr.Error() {

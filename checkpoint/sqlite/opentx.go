@@ -112,15 +112,11 @@ func (s *Saver) flushTimer(txn uint64) {
 }
 
 // Flush commits what the journal holds, so that other processes (and
-// other Savers on the file) see every put and write that has returned.
-// Reads, leases and Close flush on their own.
-func (s *Saver) Flush() error { return s.flush() }
-
-// flush commits the journaled transaction, if one is open.
-func (s *Saver) flush() error {
-	if !s.dirty.Load() {
-		return nil
-	}
+// other Savers on the file) see every put and write that has returned; it
+// fails when journaled work could not be committed (and stays in the
+// journal for the next Open). Leases, other writes and Close commit on
+// their own; this saver's reads see the open transaction.
+func (s *Saver) Flush() error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	return s.flushLocked()
