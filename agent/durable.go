@@ -329,9 +329,9 @@ func LoadRunState(ctx context.Context, saver checkpoint.Saver, thread string, pa
 			case checkpoint.KindResult, "":
 				err = decodeOutcome(&ss.Done, w)
 			case kindWaiting:
-				err = decodeInto(&ss.Waiting, w, nil)
+				err = decodeInto(&ss.Waiting, w)
 			case kindDecision:
-				err = decodeInto(&ss.Decided, w, nil)
+				err = decodeInto(&ss.Decided, w)
 			}
 			if err != nil {
 				return nil, fmt.Errorf("thread %q: the saved %s of call %s: %w", thread, w.Kind, w.CallID, err)
@@ -373,9 +373,8 @@ func LoadRunState(ctx context.Context, saver checkpoint.Saver, thread string, pa
 	return rs, nil
 }
 
-// decodeInto decodes a write's data into (*m)[call id], making the map when
-// needed; fix, when set, completes the value.
-// decodeOutcome adds the outcome a result write holds to m.
+// decodeOutcome adds the outcome a result write holds to m, taking its
+// text from the write's message when the data says it is there.
 func decodeOutcome(m *map[string]CallOutcome, w checkpoint.Write) error {
 	var s savedOutcome
 	if err := json.Unmarshal(w.Data, &s); err != nil {
@@ -392,13 +391,12 @@ func decodeOutcome(m *map[string]CallOutcome, w checkpoint.Write) error {
 	return nil
 }
 
-func decodeInto[T any](m *map[string]T, w checkpoint.Write, fix func(*T)) error {
+// decodeInto decodes a write's data into (*m)[call id], making the map when
+// needed.
+func decodeInto[T any](m *map[string]T, w checkpoint.Write) error {
 	var v T
 	if err := json.Unmarshal(w.Data, &v); err != nil {
 		return err
-	}
-	if fix != nil {
-		fix(&v)
 	}
 	if *m == nil {
 		*m = map[string]T{}

@@ -194,7 +194,7 @@ func (s *Saver) runOneEra(o *op, atInsert bool) error {
 	var after func()
 	return s.opTx(ctx, func(q querier) error {
 		era := int64(-1)
-		if o.put && atInsert && !s.journaling {
+		if o.put && atInsert && !s.journaling.Load() {
 			era = engine.EraAtInsert
 		} else if o.put {
 			var err error

@@ -20,8 +20,10 @@ import (
 // open; each put or write runs its statements in it and is then appended,
 // as the list of statements it ran, to a journal file of this saver, and
 // only then returns. The open transaction is committed when CommitDelay has
-// passed since its first operation, when it holds many operations, before
-// any read and before any other kind of write. A commit costs the same
+// passed since its first operation, when it holds many operations, and
+// before any other kind of write or a lease; a read while it is open runs
+// inside it, on the writer's connection (the read pool sees only what is
+// committed). A commit costs the same
 // whether it carries one put or a hundred, so a busy thread pays for a few
 // commits a second instead of two per model round.
 //
@@ -71,6 +73,9 @@ const oplogPut = `INSERT INTO oplog (gen, seq) VALUES (?, ?) ON CONFLICT (gen) D
 // file of its own.
 const journalSuffix = "-oplog-"
 
+// journalTmp ends the name of a journal being created (see createJournal).
+const journalTmp = ".new"
+
 // journal is one saver's open journal file.
 type journal struct {
 	f    *os.File
@@ -82,35 +87,69 @@ type journal struct {
 	buf  []byte
 }
 
-// createJournal creates and locks a new journal beside the database.
-func createJournal(dbPath string) (*journal, error) {
+// createJournal creates and locks a new journal beside the database. The
+// file is made under a name that recoverers skip (journalTmp added) and
+// takes its journal name only once locked and headed, so a journal found
+// with its lock free is always one whose saver is gone, never one being
+// made (which a recoverer would otherwise lock first, or find without its
+// header). With sync, the header is on disk before the rename and the
+// directory after it, so the file is still there after a power cut.
+func createJournal(dbPath string, sync bool) (*journal, error) {
 	var rnd [8]byte
 	if _, err := rand.Read(rnd[:]); err != nil {
 		return nil, err
 	}
 	gen := int64(binary.LittleEndian.Uint64(rnd[:]) & math.MaxInt64)
 	path := fmt.Sprintf("%s%s%016x", dbPath, journalSuffix, gen)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	tmp := path + journalTmp
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return nil, err
 	}
-	if ok, err := lockFile(f); err != nil || !ok {
+	fail := func(name string, err error) (*journal, error) {
 		f.Close()
-		os.Remove(path)
+		os.Remove(name)
+		return nil, fmt.Errorf("journal %s: %w", path, err)
+	}
+	if ok, err := lockFile(f); err != nil || !ok {
 		if err == nil {
 			err = errors.New("locked by another process")
 		}
-		return nil, fmt.Errorf("journal %s: %w", path, err)
+		return fail(tmp, err)
 	}
 	head := make([]byte, journalHead)
 	copy(head, journalMagic)
 	binary.LittleEndian.PutUint64(head[len(journalMagic):], uint64(gen))
 	if _, err := f.Write(head); err != nil {
-		f.Close()
-		os.Remove(path)
-		return nil, fmt.Errorf("journal %s: %w", path, err)
+		return fail(tmp, err)
+	}
+	if sync {
+		if err := f.Sync(); err != nil {
+			return fail(tmp, err)
+		}
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fail(tmp, err)
+	}
+	if sync {
+		if err := syncDir(filepath.Dir(path)); err != nil {
+			return fail(path, err)
+		}
 	}
 	return &journal{f: f, path: path, gen: gen, size: int64(journalHead)}, nil
+}
+
+// syncDir makes a directory's entries durable (a new file's name).
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if e := d.Close(); err == nil {
+		err = e
+	}
+	return err
 }
 
 // append writes one record (its payload after the record number is body)
@@ -295,13 +334,33 @@ type jrecord struct {
 	stmts []jstmt
 }
 
+// errNoHeader is readJournal's error for a journal whose header never
+// reached the disk (cut short, or zeros after a power cut): no record in
+// it was acknowledged, since records are synced after the header.
+var errNoHeader = errors.New("journal header: not written")
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // readJournal reads a journal's generation and its whole records, stopping
 // at the first record that is cut short or fails its checksum (one being
 // written when its process died: its caller never saw it succeed).
 func readJournal(r io.Reader) (gen int64, recs []jrecord, err error) {
 	head := make([]byte, journalHead)
 	if _, err := io.ReadFull(r, head); err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return 0, nil, errNoHeader
+		}
 		return 0, nil, fmt.Errorf("journal header: %w", err)
+	}
+	if allZero(head) {
+		return 0, nil, errNoHeader
 	}
 	if string(head[:len(journalMagic)]) != journalMagic {
 		return 0, nil, errors.New("not a deepagents journal (bad header)")
@@ -316,8 +375,11 @@ func readJournal(r io.Reader) (gen int64, recs []jrecord, err error) {
 		if n < 8 || n > maxJournalRecord {
 			return gen, recs, nil
 		}
-		p := make([]byte, n)
-		if _, err := io.ReadFull(r, p); err != nil {
+		// Read as far as the file goes rather than allocating n at once:
+		// a length from a torn or stale tail can be anything up to the
+		// limit.
+		p, err := io.ReadAll(io.LimitReader(r, int64(n)))
+		if err != nil || len(p) != int(n) {
 			return gen, recs, nil
 		}
 		if crc32.Checksum(p, castagnoli) != binary.LittleEndian.Uint32(frame[4:]) {
@@ -373,6 +435,9 @@ func (s *Saver) recoverJournal(ctx context.Context, path string) error {
 		return nil
 	}
 	gen, recs, err := readJournal(f)
+	if errors.Is(err, errNoHeader) {
+		return os.Remove(path) // it holds nothing, and names no oplog row
+	}
 	if err != nil {
 		return err
 	}

@@ -3,10 +3,12 @@ package sqlite
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -288,7 +290,7 @@ func TestJournalUnreadableRecordFailsOpen(t *testing.T) {
 	}
 	putMsg(t, s, "c1", "", "one")
 	crash(t, s)
-	j, err := createJournal(path)
+	j, err := createJournal(path, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -474,5 +476,197 @@ func TestJournalCommitsAfterAFailedOperation(t *testing.T) {
 	}
 	if n := committed(t, path); n != 1 {
 		t.Errorf("%d checkpoints committed, want 1", n)
+	}
+}
+
+// A journal whose header never reached the disk (its process died as it
+// made it, or the machine lost power) holds nothing that was acknowledged:
+// Open removes it instead of failing, and still replays the others. A file
+// still being made (named with journalTmp) is not a journal yet.
+func TestJournalWithoutHeaderIsRemoved(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		data []byte
+	}{
+		{"empty", nil},
+		{"cut short", []byte("DAOPLO")},
+		{"zeros", make([]byte, 40)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "state.db")
+			s, err := Open(path, longDelay)
+			if err != nil {
+				t.Fatal(err)
+			}
+			putMsg(t, s, "c1", "", "one")
+			crash(t, s)
+			bad := path + journalSuffix + "00000000000000ab"
+			making := path + journalSuffix + "00000000000000cd" + journalTmp
+			for _, p := range []string{bad, making} {
+				if err := os.WriteFile(p, c.data, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s2, err := Open(path, longDelay)
+			if err != nil {
+				t.Fatalf("open beside a journal without its header: %v", err)
+			}
+			defer s2.Close()
+			if got := messages(t, s2); got != "one" {
+				t.Errorf("after the replay: %q", got)
+			}
+			if _, err := os.Stat(bad); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the journal without a header is still there: %v", err)
+			}
+			if _, err := os.Stat(making); err != nil {
+				t.Errorf("a file being made was touched: %v", err)
+			}
+		})
+	}
+}
+
+// createJournal leaves one file, under the journal's name, locked and
+// headed: nothing under the name it was made with.
+func TestJournalCreatedUnderItsName(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	j, err := createJournal(path, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.f.Close()
+	files, err := filepath.Glob(path + "*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 1 || files[0] != j.path {
+		t.Errorf("files beside the database: %q, want only %q", files, j.path)
+	}
+	if gen, recs := readJournalFile(t, j.path); gen != j.gen || len(recs) != 0 {
+		t.Errorf("new journal reads as generation %d with %d records, want %d and none", gen, len(recs), j.gen)
+	}
+	f, err := os.Open(j.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if ok, err := lockFile(f); err != nil || ok {
+		t.Errorf("the new journal's lock could be taken (%v, %v): it must be held", ok, err)
+	}
+}
+
+// A frame whose length is garbage (a torn or stale tail) ends the journal
+// without allocating what the length claims.
+func TestJournalGarbageLengthAllocatesLittle(t *testing.T) {
+	data := make([]byte, journalHead, journalHead+16)
+	copy(data, journalMagic)
+	data = binary.LittleEndian.AppendUint32(data, maxJournalRecord-1)
+	data = append(data, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, recs, err := readJournal(bytes.NewReader(data))
+	runtime.ReadMemStats(&after)
+	if err != nil || len(recs) != 0 {
+		t.Fatalf("journal with a garbage length: %d records, %v", len(recs), err)
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
+		t.Errorf("reading it allocated %d bytes", n)
+	}
+}
+
+// When SQLite rolls the open transaction back on its own (a statement
+// failing on a full disk or an I/O error does), the saver finds out at the
+// next read error or commit and runs the journaled work again, instead of
+// letting the next put run outside any transaction and the oplog claim
+// records that were lost.
+func TestJournalTransactionLostBehindTheSaver(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.db")
+	s, err := Open(path, longDelay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	putMsg(t, s, "c1", "", "one")
+	lose := func() {
+		s.wmu.Lock()
+		defer s.wmu.Unlock()
+		if _, err := s.wc.ExecContext(ctx, "ROLLBACK"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lose()
+	// A read that fails inside the transaction commits it, putting c1 back.
+	if _, err := s.Get(ctx, checkpoint.Ref{ThreadID: "th", ID: "nope"}); !errors.Is(err, checkpoint.ErrNotFound) {
+		t.Fatalf("get of a missing checkpoint: %v", err)
+	}
+	putMsg(t, s, "c2", "c1", "two")
+	lose()
+	// A commit puts c2 back too.
+	if err := s.Flush(); err != nil {
+		t.Fatalf("commit after the transaction was lost: %v", err)
+	}
+	if n := committed(t, path); n != 2 {
+		t.Errorf("%d checkpoints committed, want 2", n)
+	}
+	putMsg(t, s, "c3", "c2", "three")
+	crash(t, s)
+	s2, err := Open(path, longDelay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if got := messages(t, s2); got != "one,two,three" {
+		t.Errorf("after the replay: %q", got)
+	}
+}
+
+// When a commit fails and the journal cannot be run again either, the
+// saver stops writing: the commit's error comes back from every later put
+// and from Close, and the journal stays for the next Open, which applies it.
+func TestJournalFailedCommitSticks(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.db")
+	s, err := Open(path, longDelay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	putMsg(t, s, "c1", "", "one")
+	s.wmu.Lock()
+	jpath := s.j.path
+	// The transaction is lost and the journal out of reach.
+	if _, err := s.wc.ExecContext(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(jpath, jpath+".away"); err != nil {
+		t.Fatal(err)
+	}
+	s.wmu.Unlock()
+	ferr := s.Flush()
+	if ferr == nil || !strings.Contains(ferr.Error(), jpath) {
+		t.Fatalf("failed commit: %v, want an error naming the journal", ferr)
+	}
+	if err := s.Flush(); err == nil || err.Error() != ferr.Error() {
+		t.Errorf("a second Flush: %v, want %v", err, ferr)
+	}
+	err = s.Put(ctx, checkpoint.Step{ThreadID: "th", ID: "c2", ParentID: "c1",
+		Messages: []llm.Message{{Role: llm.RoleUser, Content: "two"}}})
+	if err == nil || err.Error() != ferr.Error() {
+		t.Errorf("put after the failed commit: %v, want %v", err, ferr)
+	}
+	if err := os.Rename(jpath+".away", jpath); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err == nil {
+		t.Error("Close after a failed commit returned no error")
+	}
+	if _, err := os.Stat(jpath); err != nil {
+		t.Fatalf("the journal was not kept: %v", err)
+	}
+	s2, err := Open(path, longDelay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if got := messages(t, s2); got != "one" {
+		t.Errorf("after the replay: %q", got)
 	}
 }

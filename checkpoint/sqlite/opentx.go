@@ -12,7 +12,7 @@ import (
 // journaled transaction when the saver journals, in a transaction of its
 // own when not.
 func (s *Saver) opTx(ctx context.Context, fn func(q querier) error, then func()) error {
-	if !s.journaling {
+	if !s.journaling.Load() {
 		return s.writeTxThen(ctx, fn, then)
 	}
 	if err := ctx.Err(); err != nil {
@@ -24,10 +24,10 @@ func (s *Saver) opTx(ctx context.Context, fn func(q querier) error, then func())
 		return s.sticky
 	}
 	if s.j == nil {
-		j, err := createJournal(s.path)
+		j, err := createJournal(s.path, s.syncJ)
 		if err != nil {
 			// Without a journal every put commits on its own, as durable.
-			s.journaling = false
+			s.journaling.Store(false)
 			return s.writeTxLocked(ctx, fn, then)
 		}
 		s.j = j
@@ -82,6 +82,10 @@ func (s *Saver) begin(ctx context.Context) error {
 		s.rollback()
 		return err
 	}
+	if _, err := s.stmts["mark"].ExecContext(ctx); err != nil {
+		s.rollback()
+		return err
+	}
 	if err := s.stmts["dataversion"].QueryRowContext(ctx).Scan(&s.era); err != nil {
 		s.rollback()
 		return err
@@ -108,15 +112,11 @@ func (s *Saver) flushTimer(txn uint64) {
 }
 
 // Flush commits what the journal holds, so that other processes (and
-// other Savers on the file) see every put and write that has returned.
-// Reads, leases and Close flush on their own.
-func (s *Saver) Flush() error { return s.flush() }
-
-// flush commits the journaled transaction, if one is open.
-func (s *Saver) flush() error {
-	if !s.dirty.Load() {
-		return nil
-	}
+// other Savers on the file) see every put and write that has returned; it
+// fails when journaled work could not be committed (and stays in the
+// journal for the next Open). Leases, other writes and Close commit on
+// their own; this saver's reads see the open transaction.
+func (s *Saver) Flush() error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	return s.flushLocked()
@@ -160,9 +160,15 @@ func (s *Saver) setOpen(open bool) {
 	s.dirty.Store(open)
 }
 
-// commitOpen records how far the journal is committed and commits.
+// commitOpen records how far the journal is committed and commits. It
+// first releases the transaction's savepoint, which fails when SQLite
+// rolled the transaction back after an error: the oplog row, written
+// outside any transaction then, would claim records that were lost.
 func (s *Saver) commitOpen() error {
 	ctx := context.Background()
+	if _, err := s.stmts["release"].ExecContext(ctx); err != nil {
+		return err
+	}
 	if _, err := s.wc.ExecContext(ctx, oplogPut, s.j.gen, s.j.seq); err != nil {
 		return err
 	}

@@ -71,14 +71,15 @@ type Saver struct {
 	group group // puts and writes waiting for the writer (group.go)
 
 	path string
-	// The journaled transaction (journal.go), all under wmu: journaling
-	// says puts and writes go through it; j is the journal, created with
-	// the first; open says the writer's transaction is open, with ops
+	// The journaled transaction (journal.go), all under wmu but
+	// journaling, which says puts and writes go through it (read without
+	// wmu; turned off when no journal can be made); j is the journal,
+	// created with the first; open says the writer's transaction is open, with ops
 	// operations and opBytes bytes of journal since since; txn numbers the
 	// open transactions, for the timer that commits one; sticky is set
 	// when journaled work could not be committed nor put back, and fails
 	// every later write (the journal keeps the work for the next Open).
-	journaling bool
+	journaling atomic.Bool
 	syncJ      bool
 	delay      time.Duration
 	j          *journal
@@ -246,8 +247,8 @@ func Open(path string, opts Options) (*Saver, error) {
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
-	s := &Saver{w: w, every: opts.SnapshotEvery, path: path, delay: opts.CommitDelay,
-		journaling: journalSupported && opts.CommitDelay >= 0, syncJ: syncMode == "FULL"}
+	s := &Saver{w: w, every: opts.SnapshotEvery, path: path, delay: opts.CommitDelay, syncJ: syncMode == "FULL"}
+	s.journaling.Store(journalSupported && opts.CommitDelay >= 0)
 	if s.delay == 0 {
 		s.delay = 20 * time.Millisecond
 	}
@@ -357,9 +358,13 @@ var statements = map[string]string{
 	"leaserenew": `UPDATE leases SET expires = ? WHERE thread = ? AND holder = ?`,
 	"leasedel":   `DELETE FROM leases WHERE thread = ? AND holder = ?`,
 	"begin":      `BEGIN IMMEDIATE`,
-	"commit":     `COMMIT`,
-	"rollback":   `ROLLBACK`,
-	"r:record":   `SELECT record FROM checkpoints WHERE thread = ? AND ns = ? AND id = ?`,
+	// The journaled transaction's marker: its RELEASE fails when SQLite
+	// has rolled the transaction back on its own (see commitOpen).
+	"mark":     `SAVEPOINT journaled`,
+	"release":  `RELEASE journaled`,
+	"commit":   `COMMIT`,
+	"rollback": `ROLLBACK`,
+	"r:record": `SELECT record FROM checkpoints WHERE thread = ? AND ns = ? AND id = ?`,
 	// The namespace's ?4 records put at or before checkpoint ?3.
 	"r:recent": `SELECT record FROM checkpoints WHERE thread = ?1 AND ns = ?2
 		AND seq <= (SELECT seq FROM checkpoints WHERE thread = ?1 AND ns = ?2 AND id = ?3) ORDER BY seq DESC LIMIT ?4`,
@@ -585,7 +590,16 @@ func (s *Saver) readTx(ctx context.Context, fn func(q querier) error) error {
 		s.wmu.Lock()
 		if s.open {
 			defer s.wmu.Unlock()
-			return fn(querier{tx: s.wc, s: s, wread: true})
+			err := fn(querier{tx: s.wc, s: s, wread: true})
+			if err != nil {
+				// A statement that failed (a full disk, an I/O error)
+				// may have made SQLite roll the transaction back:
+				// commit now, which finds that out and puts the
+				// journaled work back, rather than let the next put run
+				// outside any transaction.
+				s.flushLocked()
+			}
+			return err
 		}
 		s.wmu.Unlock()
 	}
@@ -640,7 +654,7 @@ func (s *Saver) PutWrite(ctx context.Context, ref checkpoint.Ref, w checkpoint.W
 		return nil
 	}
 	var alone func(ctx context.Context) error
-	if !s.journaling {
+	if !s.journaling.Load() {
 		// Alone, the statement is its own transaction: no BEGIN and
 		// COMMIT to send.
 		alone = func(ctx context.Context) error {
