@@ -442,6 +442,10 @@ func (s *Saver) recoverJournal(ctx context.Context, path string) error {
 		return err
 	}
 	if len(recs) > 0 {
+		// The replay writes on this saver's own connection, which does not
+		// change its data version: the tips it holds may predate what the
+		// journal adds, so none is trusted any more.
+		s.tips.Clear()
 		if err := s.replay(ctx, gen, recs); err != nil {
 			return err
 		}

@@ -59,6 +59,16 @@ func (t *Tips) Set(thread, ns string, v *Tip) {
 	t.m[[2]string{thread, ns}] = v
 }
 
+// Clear drops every tip.
+func (t *Tips) Clear() {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.m = nil
+}
+
 // Forget drops a thread's tips (after a delete, prune or copy onto it).
 func (t *Tips) Forget(thread string) {
 	if t == nil {
