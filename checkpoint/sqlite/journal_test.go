@@ -46,6 +46,25 @@ func crash(t *testing.T, s *Saver) string {
 // longDelay keeps the journaled transaction open for the whole test.
 var longDelay = Options{CommitDelay: time.Hour}
 
+// openLong opens path with longDelay; the test crashes or closes it.
+func openLong(t *testing.T, path string) *Saver {
+	t.Helper()
+	s, err := Open(path, longDelay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// reopen opens path again (replaying what a crash left), closed at the
+// test's end.
+func reopen(t *testing.T, path string) *Saver {
+	t.Helper()
+	s := openLong(t, path)
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 func putMsg(t *testing.T, s *Saver, id, parent, text string) {
 	t.Helper()
 	if err := s.Put(context.Background(), checkpoint.Step{ThreadID: "th", ID: id, ParentID: parent,
@@ -89,10 +108,7 @@ func committed(t *testing.T, path string) int {
 // deletes the journal and its oplog row.
 func TestJournalReplaysAfterACrash(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.db")
-	s, err := Open(path, longDelay)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openLong(t, path)
 	putMsg(t, s, "c1", "", "one")
 	putMsg(t, s, "c2", "c1", "two")
 	ctx := context.Background()
@@ -108,11 +124,7 @@ func TestJournalReplaysAfterACrash(t *testing.T) {
 		t.Fatalf("journal after the crash: %v %v", fi, err)
 	}
 
-	s2, err := Open(path, longDelay)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
+	s2 := reopen(t, path)
 	if got := messages(t, s2); got != "one,two,result:ran" {
 		t.Errorf("after the replay: %q", got)
 	}
@@ -135,10 +147,7 @@ func TestJournalReplaysAfterACrash(t *testing.T) {
 func TestJournalCloseCommitsAndRemoves(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "state.db")
-	s, err := Open(path, longDelay)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openLong(t, path)
 	putMsg(t, s, "c1", "", "one")
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
@@ -184,12 +193,9 @@ func TestJournalOfALiveSaverIsLeftAlone(t *testing.T) {
 // again from the journal.
 func TestJournalFailedOperationKeepsTheOthers(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.db")
-	s, err := Open(path, longDelay)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openLong(t, path)
 	putMsg(t, s, "c1", "", "one")
-	err = s.PutWrite(context.Background(), checkpoint.Ref{ThreadID: "th", ID: "nope"}, checkpoint.Write{CallID: "x",
+	err := s.PutWrite(context.Background(), checkpoint.Ref{ThreadID: "th", ID: "nope"}, checkpoint.Write{CallID: "x",
 		Result: llm.Message{Role: llm.RoleTool, ToolCallID: "x", Content: "lost"}})
 	if !errors.Is(err, checkpoint.ErrNotFound) {
 		t.Fatalf("write to a missing checkpoint: %v", err)
@@ -200,11 +206,7 @@ func TestJournalFailedOperationKeepsTheOthers(t *testing.T) {
 	if len(recs) != 2 {
 		t.Errorf("%d journal records, want 2 (the failed write is not one)", len(recs))
 	}
-	s2, err := Open(path, longDelay)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
+	s2 := reopen(t, path)
 	if got := messages(t, s2); got != "one,two" {
 		t.Errorf("after the replay: %q", got)
 	}
@@ -215,10 +217,7 @@ func TestJournalFailedOperationKeepsTheOthers(t *testing.T) {
 // later ones are replayed.
 func TestJournalSkipsCommittedRecords(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.db")
-	s, err := Open(path, longDelay)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openLong(t, path)
 	putMsg(t, s, "c1", "", "one")
 	first, err := os.ReadFile(s.j.path)
 	if err != nil {
@@ -255,10 +254,7 @@ func TestJournalSkipsCommittedRecords(t *testing.T) {
 // replayed.
 func TestJournalTornTailIsDropped(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.db")
-	s, err := Open(path, longDelay)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openLong(t, path)
 	putMsg(t, s, "c1", "", "one")
 	putMsg(t, s, "c2", "c1", "two")
 	jpath := crash(t, s)
@@ -269,11 +265,7 @@ func TestJournalTornTailIsDropped(t *testing.T) {
 	if err := os.WriteFile(jpath, data[:len(data)-3], 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s2, err := Open(path, longDelay)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
+	s2 := reopen(t, path)
 	if got := messages(t, s2); got != "one" {
 		t.Errorf("after the replay of a torn journal: %q", got)
 	}
@@ -284,10 +276,7 @@ func TestJournalTornTailIsDropped(t *testing.T) {
 func TestJournalUnreadableRecordFailsOpen(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "state.db")
-	s, err := Open(path, longDelay)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openLong(t, path)
 	putMsg(t, s, "c1", "", "one")
 	crash(t, s)
 	j, err := createJournal(path, false)
@@ -306,11 +295,7 @@ func TestJournalUnreadableRecordFailsOpen(t *testing.T) {
 	if err := os.Rename(j.path, j.path+".aside"); err != nil {
 		t.Fatal(err)
 	}
-	s2, err := Open(path, longDelay)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
+	s2 := reopen(t, path)
 	if got := messages(t, s2); got != "one" {
 		t.Errorf("after moving the bad journal aside: %q", got)
 	}
@@ -320,10 +305,7 @@ func TestJournalUnreadableRecordFailsOpen(t *testing.T) {
 // quickly is committed a few times, not 200.
 func TestJournalSharesCommits(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.db")
-	s, err := Open(path, longDelay)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openLong(t, path)
 	defer s.Close()
 	commits := 0
 	prev := ""
@@ -581,10 +563,7 @@ func TestJournalGarbageLengthAllocatesLittle(t *testing.T) {
 func TestJournalTransactionLostBehindTheSaver(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "state.db")
-	s, err := Open(path, longDelay)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openLong(t, path)
 	putMsg(t, s, "c1", "", "one")
 	lose := func() {
 		s.wmu.Lock()
@@ -609,11 +588,7 @@ func TestJournalTransactionLostBehindTheSaver(t *testing.T) {
 	}
 	putMsg(t, s, "c3", "c2", "three")
 	crash(t, s)
-	s2, err := Open(path, longDelay)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
+	s2 := reopen(t, path)
 	if got := messages(t, s2); got != "one,two,three" {
 		t.Errorf("after the replay: %q", got)
 	}
@@ -625,10 +600,7 @@ func TestJournalTransactionLostBehindTheSaver(t *testing.T) {
 func TestJournalFailedCommitSticks(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "state.db")
-	s, err := Open(path, longDelay)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openLong(t, path)
 	putMsg(t, s, "c1", "", "one")
 	s.wmu.Lock()
 	jpath := s.j.path
@@ -647,7 +619,7 @@ func TestJournalFailedCommitSticks(t *testing.T) {
 	if err := s.Flush(); err == nil || err.Error() != ferr.Error() {
 		t.Errorf("a second Flush: %v, want %v", err, ferr)
 	}
-	err = s.Put(ctx, checkpoint.Step{ThreadID: "th", ID: "c2", ParentID: "c1",
+	err := s.Put(ctx, checkpoint.Step{ThreadID: "th", ID: "c2", ParentID: "c1",
 		Messages: []llm.Message{{Role: llm.RoleUser, Content: "two"}}})
 	if err == nil || err.Error() != ferr.Error() {
 		t.Errorf("put after the failed commit: %v, want %v", err, ferr)
@@ -661,11 +633,7 @@ func TestJournalFailedCommitSticks(t *testing.T) {
 	if _, err := os.Stat(jpath); err != nil {
 		t.Fatalf("the journal was not kept: %v", err)
 	}
-	s2, err := Open(path, longDelay)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
+	s2 := reopen(t, path)
 	if got := messages(t, s2); got != "one" {
 		t.Errorf("after the replay: %q", got)
 	}
