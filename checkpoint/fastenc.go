@@ -326,7 +326,8 @@ func (e *jsonEnc) fileRef(f *FileRef) {
 	e.b = append(e.b, '}')
 }
 
-func (e *jsonEnc) fileRefs(m map[string]FileRef) {
+// encMap writes m as an object with its keys sorted, each value by val.
+func encMap[V any](e *jsonEnc, m map[string]V, val func(V)) {
 	if m == nil {
 		e.lit("null")
 		return
@@ -335,39 +336,16 @@ func (e *jsonEnc) fileRefs(m map[string]FileRef) {
 	e.b = append(e.b, '{')
 	for i, k := range sortedKeys(m, buf[:]) {
 		e.key(k, i == 0)
-		f := m[k]
-		e.fileRef(&f)
+		val(m[k])
 	}
 	e.b = append(e.b, '}')
 }
 
-func (e *jsonEnc) rawMap(m map[string]json.RawMessage) {
-	if m == nil {
-		e.lit("null")
-		return
-	}
-	var buf [16]string
-	e.b = append(e.b, '{')
-	for i, k := range sortedKeys(m, buf[:]) {
-		e.key(k, i == 0)
-		e.raw(m[k])
-	}
-	e.b = append(e.b, '}')
-}
+func (e *jsonEnc) fileRefs(m map[string]FileRef) { encMap(e, m, func(f FileRef) { e.fileRef(&f) }) }
 
-func (e *jsonEnc) strMap(m map[string]string) {
-	if m == nil {
-		e.lit("null")
-		return
-	}
-	var buf [16]string
-	e.b = append(e.b, '{')
-	for i, k := range sortedKeys(m, buf[:]) {
-		e.key(k, i == 0)
-		e.str(m[k])
-	}
-	e.b = append(e.b, '}')
-}
+func (e *jsonEnc) rawMap(m map[string]json.RawMessage) { encMap(e, m, e.raw) }
+
+func (e *jsonEnc) strMap(m map[string]string) { encMap(e, m, e.str) }
 
 // record appends r as json.Marshal writes a Record, with version v.
 func (e *jsonEnc) record(r *Record, v int) {
