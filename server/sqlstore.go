@@ -32,6 +32,9 @@ type SQLStore struct {
 	kick        chan struct{}
 	walFrames   atomic.Int64
 	ckptStopped chan struct{}
+	// restartFrames is walRestartFrames when the store opened (tests
+	// lower it on their own store).
+	restartFrames atomic.Int64
 
 	appends   chan appendReq
 	inserts   [len(insertSizes)]*sql.Stmt // prepared by prepareInserts
@@ -45,6 +48,7 @@ type SQLStore struct {
 // "postgres" with a connection string.
 func OpenSQLStore(ctx context.Context, kind, dsn string) (*SQLStore, error) {
 	var s SQLStore
+	s.restartFrames.Store(walRestartFrames)
 	var err error
 	switch kind {
 	case "sqlite":
@@ -579,7 +583,7 @@ func (s *SQLStore) afterCommit() {
 	case s.kick <- struct{}{}:
 	default:
 	}
-	if s.walFrames.Load() < walRestartFrames {
+	if s.walFrames.Load() < s.restartFrames.Load() {
 		return
 	}
 	s.walFrames.Store(0)

@@ -104,15 +104,14 @@ func appendSizes(t *testing.T, st *SQLStore) {
 // back to back, so the background checkpoints never find the WAL idle),
 // the WAL still starts over instead of growing with every commit.
 func TestSQLStoreWALBounded(t *testing.T) {
-	old := walRestartFrames
-	walRestartFrames = 100
-	defer func() { walRestartFrames = old }()
+	const restart = 100
 	path := filepath.Join(t.TempDir(), "s.db")
 	st, err := OpenSQLStore(context.Background(), "sqlite", path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
+	st.restartFrames.Store(restart)
 	const runs, each = 20, 300
 	var wg sync.WaitGroup
 	data := []byte(`"` + strings.Repeat("d", 200) + `"`)
@@ -135,8 +134,8 @@ func TestSQLStoreWALBounded(t *testing.T) {
 	// some 4,500 of them here, with them about 500.
 	pages := fi.Size() / 4096
 	t.Logf("WAL: %d pages", pages)
-	if pages > 15*walRestartFrames {
-		t.Errorf("the WAL holds %d pages after %d appends, want it restarted near %d", pages, runs*each, walRestartFrames)
+	if pages > 15*restart {
+		t.Errorf("the WAL holds %d pages after %d appends, want it restarted near %d", pages, runs*each, restart)
 	}
 	var n int
 	if err := st.db.QueryRow(`SELECT COUNT(*) FROM server_events`).Scan(&n); err != nil || n != runs*each {

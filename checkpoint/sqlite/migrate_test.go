@@ -133,6 +133,9 @@ func TestChunksArePacked(t *testing.T) {
 	// A branch from c42: its messages are numbered after the main line's.
 	put("th", "b1", "c42", "branch")
 	var rows, unpacked int
+	if err := s.Flush(); err != nil { // the read pool sees what is committed
+		t.Fatal(err)
+	}
 	if err := s.r.QueryRow(`SELECT COUNT(*), COALESCE(SUM(packed = 0), 0) FROM chunks WHERE thread = 'th'`).Scan(&rows, &unpacked); err != nil {
 		t.Fatal(err)
 	}
