@@ -106,13 +106,19 @@ func storeSuite(t *testing.T, st Store) {
 
 func TestStores(t *testing.T) {
 	t.Run("memory", func(t *testing.T) { storeSuite(t, NewMemoryStore()) })
+	eachSQLStore(t, func(t *testing.T, st *SQLStore) { storeSuite(t, st) })
+}
+
+// eachSQLStore runs fn on a new SQLite store and on a Postgres one (skipped
+// with a message when no server is configured), as subtests.
+func eachSQLStore(t *testing.T, fn func(t *testing.T, st *SQLStore)) {
 	t.Run("sqlite", func(t *testing.T) {
 		st, err := OpenSQLStore(context.Background(), "sqlite", filepath.Join(t.TempDir(), "s.db"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer st.Close()
-		storeSuite(t, st)
+		fn(t, st)
 	})
 	t.Run("postgres", func(t *testing.T) {
 		dsn, schema := pgtest.Schema(t)
@@ -121,7 +127,7 @@ func TestStores(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer st.Close()
-		storeSuite(t, st)
+		fn(t, st)
 	})
 }
 

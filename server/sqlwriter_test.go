@@ -9,8 +9,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/deepagents-go/deepagents/internal/pgtest"
 )
 
 // TestSQLStoreAppendSizes appends batches of every shape the prepared
@@ -19,23 +17,7 @@ import (
 // event comes back, in order, once; an event appended again keeps its
 // first data.
 func TestSQLStoreAppendSizes(t *testing.T) {
-	t.Run("sqlite", func(t *testing.T) {
-		st, err := OpenSQLStore(context.Background(), "sqlite", filepath.Join(t.TempDir(), "s.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
-		appendSizes(t, st)
-	})
-	t.Run("postgres", func(t *testing.T) {
-		dsn, schema := pgtest.Schema(t)
-		st, err := OpenSQLStore(context.Background(), "postgres", withSearchPath(dsn, schema))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
-		appendSizes(t, st)
-	})
+	eachSQLStore(t, appendSizes)
 }
 
 func appendSizes(t *testing.T, st *SQLStore) {
