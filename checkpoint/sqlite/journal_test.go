@@ -573,9 +573,11 @@ func TestJournalTransactionLostBehindTheSaver(t *testing.T) {
 		}
 	}
 	lose()
-	// A read that fails inside the transaction commits it, putting c1 back.
-	if _, err := s.Get(ctx, checkpoint.Ref{ThreadID: "th", ID: "nope"}); !errors.Is(err, checkpoint.ErrNotFound) {
-		t.Fatalf("get of a missing checkpoint: %v", err)
+	// A read whose statement fails inside the transaction (as the one that
+	// made SQLite roll back would) commits it, putting c1 back.
+	ioErr := errors.New("disk I/O error")
+	if err := s.readTx(ctx, func(querier) error { return ioErr }); err != ioErr {
+		t.Fatalf("failed read: %v", err)
 	}
 	putMsg(t, s, "c2", "c1", "two")
 	lose()

@@ -239,6 +239,7 @@ func Open(path string, opts Options) (*Saver, error) {
 	}
 	q.Add("_pragma", "synchronous("+syncMode+")")
 	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "temp_store(MEMORY)")
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
 	w, err := sql.Open("sqlite", dsn+"&_txlock=immediate")
 	if err != nil {
@@ -351,6 +352,9 @@ var statements = map[string]string{
 	"insertref":   `INSERT INTO refs (thread, ns, cp, hash) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`,
 	"putwrite": `INSERT INTO writes (thread, ns, cp, call_id, kind, data)
 		SELECT ?1, ?2, ?3, ?4, ?5, ?6 WHERE EXISTS (SELECT 1 FROM checkpoints WHERE thread = ?1 AND ns = ?2 AND id = ?3)
+		ON CONFLICT (thread, ns, cp, call_id, kind) DO UPDATE SET data = excluded.data`,
+	// putwrite for a checkpoint known to be stored (see PutWrite).
+	"putwriteto": `INSERT INTO writes (thread, ns, cp, call_id, kind, data) VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (thread, ns, cp, call_id, kind) DO UPDATE SET data = excluded.data`,
 	"leaseget": `SELECT holder, expires FROM leases WHERE thread = ?`,
 	"leaseput": `INSERT INTO leases (thread, holder, expires) VALUES (?, ?, ?)
@@ -591,12 +595,14 @@ func (s *Saver) readTx(ctx context.Context, fn func(q querier) error) error {
 		if s.open {
 			defer s.wmu.Unlock()
 			err := fn(querier{tx: s.wc, s: s, wread: true})
-			if err != nil {
+			if err != nil && !errors.Is(err, checkpoint.ErrNotFound) {
 				// A statement that failed (a full disk, an I/O error)
 				// may have made SQLite roll the transaction back:
 				// commit now, which finds that out and puts the
 				// journaled work back, rather than let the next put run
-				// outside any transaction.
+				// outside any transaction. Finding nothing is an
+				// answer, not a failure: a subagent looking for a run
+				// to resume does so on every start.
 				s.flushLocked()
 			}
 			return err
@@ -665,7 +671,13 @@ func (s *Saver) PutWrite(ctx context.Context, ref checkpoint.Ref, w checkpoint.W
 	}
 	return s.commit(&op{ctx: ctx,
 		run: func(ctx context.Context, q querier, _ int64) (func(), error) {
-			return nil, check(q.execNamed(ctx, "putwrite", args...))
+			name := "putwrite"
+			if q.rec != nil && s.tips.Get(ref.ThreadID, ref.NS).Is(ref.ID, s.era) {
+				// The checkpoint is the namespace's last put, in this
+				// era: no need to look it up.
+				name = "putwriteto"
+			}
+			return nil, check(q.execNamed(ctx, name, args...))
 		},
 		alone: alone,
 	})
@@ -681,6 +693,11 @@ func (s *Saver) Get(ctx context.Context, ref checkpoint.Ref) (*checkpoint.Checkp
 	}
 	var out *checkpoint.Checkpoint
 	err := s.readTx(ctx, func(q querier) error {
+		if q.wread && ref.ID == "" && s.tips.Get(ref.ThreadID, ref.NS) == nil && s.tips.Fresh(ref.ThreadID, s.era) {
+			// A namespace this saver has not put in, of a thread it
+			// started: a subagent that is not resuming finds nothing.
+			return fmt.Errorf("%w: thread %q namespace %q has no checkpoint", checkpoint.ErrNotFound, ref.ThreadID, ref.NS)
+		}
 		var err error
 		out, err = engine.Get(ctx, q, ref, s.every)
 		return err

@@ -22,18 +22,31 @@ type Tip struct {
 	// the saver's era it was put in (see Put).
 	next int64
 	era  int64
+	// fresh says the thread had no checkpoint at all before this put, the
+	// first of the thread (see Tips.Fresh).
+	fresh bool
 }
 
-// maxTips bounds the cache (each tip holds up to SnapshotEvery decoded
+// Is reports whether t is checkpoint id put in era (a negative era proves
+// nothing): the checkpoint is then stored, and the last of its namespace.
+func (t *Tip) Is(id string, era int64) bool {
+	return t != nil && era >= 0 && t.era == era && t.rec.ID == id
+}
+
+// MaxTips bounds the cache (each tip holds up to SnapshotEvery decoded
 // records, and every subagent run has a namespace of its own); when full it
 // starts again empty.
-const maxTips = 256
+const MaxTips = 256
 
 // Tips caches the Tip of each namespace a saver put in. A nil *Tips caches
 // nothing. It is safe for concurrent use.
 type Tips struct {
 	mu sync.Mutex
 	m  map[[2]string]*Tip
+	// fresh holds the threads this saver started, with the era of their
+	// first put: while the era lasts, every namespace of such a thread that
+	// has a checkpoint has a tip here, so one without a tip is empty.
+	fresh map[string]int64
 }
 
 // Get returns the namespace's tip, or nil.
@@ -53,10 +66,30 @@ func (t *Tips) Set(thread, ns string, v *Tip) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.m == nil || len(t.m) >= maxTips {
+	if t.m == nil || len(t.m) >= MaxTips {
 		t.m = map[[2]string]*Tip{}
+		t.fresh = nil // a thread's namespaces are no longer all here
 	}
 	t.m[[2]string{thread, ns}] = v
+	if v.fresh {
+		if t.fresh == nil {
+			t.fresh = map[string]int64{}
+		}
+		t.fresh[thread] = v.era
+	}
+}
+
+// Fresh reports whether this saver started thread in era (a negative era
+// proves nothing) and has the tip of each of its namespaces: a namespace
+// without one has no checkpoint, and needs no query to say so.
+func (t *Tips) Fresh(thread string, era int64) bool {
+	if t == nil || era < 0 {
+		return false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e, ok := t.fresh[thread]
+	return ok && e == era
 }
 
 // Clear drops every tip.
@@ -67,6 +100,7 @@ func (t *Tips) Clear() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.m = nil
+	t.fresh = nil
 }
 
 // Forget drops a thread's tips (after a delete, prune or copy onto it).
@@ -81,4 +115,5 @@ func (t *Tips) Forget(thread string) {
 			delete(t.m, k)
 		}
 	}
+	delete(t.fresh, thread)
 }

@@ -53,6 +53,7 @@ func Put(ctx context.Context, w Writer, st *checkpoint.Step, every int, tips *Ti
 	var view *checkpoint.View
 	var next int64
 	fast := false
+	first := false // the thread's first put (see Tips.Fresh)
 	lazy := era == EraAtInsert
 	if t := tips.Get(st.ThreadID, st.NS); t != nil && st.ParentID != "" && t.rec.ID == st.ParentID &&
 		(era >= 0 && t.era == era || lazy && t.era >= 0) {
@@ -60,6 +61,9 @@ func Put(ctx context.Context, w Writer, st *checkpoint.Step, every int, tips *Ti
 		if lazy {
 			era = t.era // assumed; checked by the insert
 		}
+	} else if t == nil && st.ParentID == "" && era >= 0 && tips.Fresh(st.ThreadID, era) {
+		// A namespace of a thread this saver started, without a tip: it is
+		// empty (a subagent's first put).
 	} else {
 		stored, raw, n, err := w.Begin(ctx, st)
 		if err != nil {
@@ -69,6 +73,15 @@ func Put(ctx context.Context, w Writer, st *checkpoint.Step, every int, tips *Ti
 			return nil, nil // a put is idempotent
 		}
 		next = n
+		if tips != nil && era >= 0 && st.ParentID == "" && n == 0 && raw == nil {
+			// The first put of a namespace: when it is the thread's first
+			// too, the saver knows the thread whole from here on.
+			exists, err := w.ThreadExists(ctx, st.ThreadID)
+			if err != nil {
+				return nil, err
+			}
+			first = !exists
+		}
 		if st.ParentID != "" {
 			if raw == nil {
 				return nil, fmt.Errorf("parent of %q: %w: thread %q namespace %q checkpoint %q", st.ID, checkpoint.ErrNotFound, st.ThreadID, st.NS, st.ParentID)
@@ -128,7 +141,7 @@ func Put(ctx context.Context, w Writer, st *checkpoint.Step, every int, tips *Ti
 	if tips == nil {
 		return nil, nil
 	}
-	put := &Tip{raw: newRaw, rec: b.Record, next: b.Record.Messages.To, era: era}
+	put := &Tip{raw: newRaw, rec: b.Record, next: b.Record.Messages.To, era: era, fresh: first}
 	switch {
 	case b.Record.Snapshot != nil:
 		put.chain = []*checkpoint.Record{b.Record}
