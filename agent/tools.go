@@ -27,6 +27,9 @@ type batch struct {
 	ch        chan item
 	abandoned chan struct{}
 	once      sync.Once
+	// direct, when set, takes the events of a call run on the loop's own
+	// goroutine (see runTools), which cannot wait for itself to read them.
+	direct func(Event)
 }
 
 type item struct {
@@ -44,6 +47,10 @@ type callDone struct {
 }
 
 func (b *batch) send(it item) {
+	if it.ev != nil && b.direct != nil {
+		b.direct(*it.ev)
+		return
+	}
 	select {
 	case b.ch <- it:
 	case <-b.abandoned:
@@ -84,6 +91,7 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 	r.waiting = nil
 	host := Host{Path: r.path, Runtime: r.custom, Options: r.nestedOptions(), Emit: func(ev Event) { b.send(item{ev: &ev}) }}
 	running := 0
+	quick := true // every call to run is of a quick tool
 
 	for i, c := range calls {
 		if oc, ok := pending.done(c.ID); ok {
@@ -171,6 +179,9 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 		tc := &ToolCall{Call: c, Tool: t, Env: env}
 		r.emit(Event{Type: ToolStart, Tool: &ToolInfo{CallID: c.ID, Name: c.Name, Args: c.Args}})
 		running++
+		if q, ok := t.(tool.Quick); !ok || !q.Quick() {
+			quick = false
+		}
 		fanout = append(fanout, func() {
 			select {
 			case sem <- struct{}{}:
@@ -187,7 +198,14 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 			b.send(item{done: &callDone{i: i, res: res, fatal: ferr, panic: stack, dur: r.rt.Now().Sub(start), child: child}})
 		})
 	}
-	if len(fanout) > 0 {
+	if _, own := r.rt.(inProcess); own && quick && len(fanout) == 1 {
+		// A lone quick call (see tool.Quick) runs here: handing it to a
+		// worker and waiting costs more than most such calls. Its events
+		// are emitted as they come; its end waits in the channel.
+		b.direct = r.emit
+		fanout[0]()
+		b.direct = nil
+	} else if len(fanout) > 0 {
 		r.rt.Fanout(fanout)
 	}
 

@@ -134,15 +134,15 @@ func build(opts Options) []tool.Tool {
 }
 
 // define builds one tool from a typed function and a hand-written schema.
-func define[In any](name, desc, schema string, fn func(ctx context.Context, fs vfs.Backend, in In) (tool.Result, error)) tool.Tool {
+func define[In any](name, desc, schema string, fn func(ctx context.Context, fs vfs.Backend, in In) (tool.Result, error), opts ...tool.Option) tool.Tool {
 	return defineEnv(name, desc, schema, func(ctx context.Context, env *tool.Env, in In) (tool.Result, error) {
 		return fn(ctx, env.Files, in)
-	})
+	}, opts...)
 }
 
 // defineEnv is define for a tool that needs more of the call's env than
 // its files; env and env.Files are never nil in fn.
-func defineEnv[In any](name, desc, schema string, fn func(ctx context.Context, env *tool.Env, in In) (tool.Result, error)) tool.Tool {
+func defineEnv[In any](name, desc, schema string, fn func(ctx context.Context, env *tool.Env, in In) (tool.Result, error), opts ...tool.Option) tool.Tool {
 	return tool.MustFunc(name, desc, func(ctx context.Context, env *tool.Env, in In) (tool.Result, error) {
 		if env == nil || env.Files == nil {
 			return tool.Errorf("Error: no filesystem is attached to this agent, so %s cannot run.", name), nil
@@ -151,7 +151,7 @@ func defineEnv[In any](name, desc, schema string, fn func(ctx context.Context, e
 			return tool.Result{}, context.Cause(ctx)
 		}
 		return fn(ctx, env, in)
-	}, tool.WithSchema(json.RawMessage(schema)))
+	}, append([]tool.Option{tool.WithSchema(json.RawMessage(schema))}, opts...)...)
 }
 
 // cleanPath normalises a path argument; def replaces an empty optional one.

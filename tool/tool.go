@@ -28,6 +28,14 @@ type Tool interface {
 	Run(ctx context.Context, env *Env, args json.RawMessage) (Result, error)
 }
 
+// Quick is implemented by tools whose calls finish promptly (bounded work,
+// no waiting on people or long processes) and watch their context in
+// whatever can block. The agent may run a step's lone call of such a tool
+// on the loop's own goroutine, which spares handing it to another one.
+type Quick interface {
+	Quick() bool
+}
+
 // Env is what the agent loop hands a tool for one call.
 type Env struct {
 	// CallID is the model's id for this call.
