@@ -399,19 +399,33 @@ func readJournal(r io.Reader) (gen int64, recs []jrecord, err error) {
 // file lock is free) into the database, then deletes them. A journal still
 // locked belongs to a live saver and is left alone.
 func (s *Saver) recoverJournals(ctx context.Context) error {
-	paths, err := filepath.Glob(globEscape(s.path) + journalSuffix + "*")
+	paths, err := s.otherJournals()
 	if err != nil {
 		return err
 	}
 	for _, p := range paths {
-		if !isJournalName(p[len(s.path)+len(journalSuffix):]) || s.j != nil && p == s.j.path {
-			continue // a file moved aside, or this saver's own
-		}
 		if err := s.recoverJournal(ctx, p); err != nil {
 			return fmt.Errorf("replaying the journal %s of a store that was not closed: %w (rename or move the file to open the store without it)", p, err)
 		}
 	}
 	return nil
+}
+
+// otherJournals lists the journals beside the database that are not this
+// saver's own (live or not).
+func (s *Saver) otherJournals() ([]string, error) {
+	paths, err := filepath.Glob(globEscape(s.path) + journalSuffix + "*")
+	if err != nil {
+		return nil, err
+	}
+	out := paths[:0]
+	for _, p := range paths {
+		if !isJournalName(p[len(s.path)+len(journalSuffix):]) || s.j != nil && p == s.j.path {
+			continue // a file moved aside, or this saver's own
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 func (s *Saver) recoverJournal(ctx context.Context, path string) error {

@@ -41,6 +41,16 @@ func (s *Saver) opTx(ctx context.Context, fn func(q querier) error, then func())
 	}
 	s.rec = s.rec[:0]
 	if err := fn(querier{tx: s.wc, s: s, rec: &s.rec}); err != nil {
+		var no refusal
+		if errors.As(err, &no) && len(s.rec) == 0 {
+			// Refused after reads that succeeded: the transaction is
+			// intact and holds nothing of this operation.
+			if s.ops == 0 {
+				s.rollback() // begun for this operation only
+				s.setOpen(false)
+			}
+			return no.error
+		}
 		return s.undo(err)
 	}
 	if len(s.rec) > 0 {
@@ -65,6 +75,13 @@ func (s *Saver) opTx(ctx context.Context, fn func(q querier) error, then func())
 	}
 	return nil
 }
+
+// refusal is an operation's answer that it will not write (a lease held
+// by another holder), given after reads that succeeded: the journaled
+// transaction is not rolled back for it.
+type refusal struct{ error }
+
+func (r refusal) Unwrap() error { return r.error }
 
 // armTimer makes sure the open transaction is committed when its delay
 // is over, even if no other operation comes (wmu held).
@@ -253,6 +270,9 @@ func (s *Saver) recoverOthers(ctx context.Context) error {
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	if others, err := s.otherJournals(); err != nil || len(others) == 0 {
+		return err
+	}
 	if err := s.flushLocked(); err != nil {
 		return err
 	}

@@ -38,7 +38,10 @@ func (s *Saver) Acquire(ctx context.Context, threadID, holder string, now time.T
 	if err := s.recoverOthers(ctx); err != nil {
 		return checkpoint.Lease{}, err
 	}
-	err := s.writeTx(ctx, func(q querier) error {
+	// Journaled, the lease joins the open transaction, which holds the
+	// write lock: no other connection can take the thread in between, and
+	// the run's first commit makes both visible.
+	err := s.opTx(ctx, func(q querier) error {
 		var cur string
 		var exp int64
 		err := q.stmt(ctx, "leaseget").QueryRowContext(ctx, threadID).Scan(&cur, &exp)
@@ -46,11 +49,14 @@ func (s *Saver) Acquire(ctx context.Context, threadID, holder string, now time.T
 			return err
 		}
 		if err == nil && cur != holder && now.UnixNano() < exp {
-			return &checkpoint.LeasedError{ThreadID: threadID, Holder: cur, Expires: time.Unix(0, exp).UTC()}
+			return refusal{&checkpoint.LeasedError{ThreadID: threadID, Holder: cur, Expires: time.Unix(0, exp).UTC()}}
 		}
-		_, err = q.stmt(ctx, "leaseput").ExecContext(ctx, threadID, holder, l.Expires.UnixNano())
+		_, err = q.execNamed(ctx, "leaseput", threadID, holder, l.Expires.UnixNano())
 		return err
-	})
+	}, nil)
+	if no := (refusal{}); errors.As(err, &no) {
+		err = no.error
+	}
 	if err != nil {
 		return checkpoint.Lease{}, err
 	}
@@ -81,8 +87,19 @@ func (s *Saver) Release(ctx context.Context, threadID, holder string) error {
 	if err := checkLease(ctx, threadID, holder, time.Second); err != nil {
 		return err
 	}
-	_, err := s.execAlone(ctx, "leasedel", threadID, holder)
-	return err
+	if !s.journaling.Load() {
+		_, err := s.execAlone(ctx, "leasedel", threadID, holder)
+		return err
+	}
+	// The end of a run: its work and the release are committed together,
+	// so that other processes see the thread finished and free at once.
+	if err := s.opTx(ctx, func(q querier) error {
+		_, err := q.execNamed(ctx, "leasedel", threadID, holder)
+		return err
+	}, nil); err != nil {
+		return err
+	}
+	return s.Flush()
 }
 
 // Threads implements checkpoint.Saver.
