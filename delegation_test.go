@@ -642,40 +642,45 @@ func TestChildEventsTranscriptAndUsage(t *testing.T) {
 	}
 }
 
-// Cancelling the parent's context stops every running child.
+// Cancelling the parent's context stops every running child: children run
+// on workers side by side, and a lone child on the parent's own goroutine.
 func TestParentCancellationStopsChildren(t *testing.T) {
 	long := 60000.0
-	m := scripted.New(scripted.Script{
-		"parent": {Steps: []scripted.Step{{ToolCalls: []scripted.StepCall{
-			{ID: "c1", Name: "task", Args: json.RawMessage(`{"description":"one","subagent_type":"general-purpose"}`)},
-			{ID: "c2", Name: "task", Args: json.RawMessage(`{"description":"two","subagent_type":"general-purpose"}`)},
-		}}}},
-		"general-purpose": {Steps: []scripted.Step{{Content: "never", DelayMS: &long}}},
-	}, scripted.Options{})
-	a, err := deepagents.New(deepagents.Config{Model: m})
-	if err != nil {
-		t.Fatal(err)
+	calls := []scripted.StepCall{
+		{ID: "c1", Name: "task", Args: json.RawMessage(`{"description":"one","subagent_type":"general-purpose"}`)},
+		{ID: "c2", Name: "task", Args: json.RawMessage(`{"description":"two","subagent_type":"general-purpose"}`)},
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	started := 0
-	done := make(chan *agent.Result, 1)
-	go func() {
-		res, _ := agent.Drain(a.Run(ctx, agent.Prompt("go")), func(e agent.Event) {
-			if e.Type == agent.ModelRequest && e.Agent != "parent" {
-				if started++; started == 2 {
-					cancel()
-				}
-			}
-		})
-		done <- res
-	}()
-	select {
-	case res := <-done:
-		if res.Status != agent.StatusCancelled {
-			t.Errorf("status %s", res.Status)
+	for _, n := range []int{2, 1} {
+		m := scripted.New(scripted.Script{
+			"parent":          {Steps: []scripted.Step{{ToolCalls: calls[:n]}}},
+			"general-purpose": {Steps: []scripted.Step{{Content: "never", DelayMS: &long}}},
+		}, scripted.Options{})
+		a, err := deepagents.New(deepagents.Config{Model: m})
+		if err != nil {
+			t.Fatal(err)
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("cancellation did not stop the children")
+		ctx, cancel := context.WithCancel(t.Context())
+		started := 0
+		done := make(chan *agent.Result, 1)
+		go func() {
+			res, _ := agent.Drain(a.Run(ctx, agent.Prompt("go")), func(e agent.Event) {
+				if e.Type == agent.ModelRequest && e.Agent != "parent" {
+					if started++; started == n {
+						cancel()
+					}
+				}
+			})
+			done <- res
+		}()
+		select {
+		case res := <-done:
+			if res.Status != agent.StatusCancelled {
+				t.Errorf("%d children: status %s", n, res.Status)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d children: cancellation did not stop them", n)
+		}
+		cancel()
 	}
 }
 

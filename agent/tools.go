@@ -91,7 +91,7 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 	r.waiting = nil
 	host := Host{Path: r.path, Runtime: r.custom, Options: r.nestedOptions(), Emit: func(ev Event) { b.send(item{ev: &ev}) }}
 	running := 0
-	quick := true // every call to run is of a quick tool
+	inline := true // every call to run is of an Inline tool
 
 	for i, c := range calls {
 		if oc, ok := pending.done(c.ID); ok {
@@ -179,8 +179,8 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 		tc := &ToolCall{Call: c, Tool: t, Env: env}
 		r.emit(Event{Type: ToolStart, Tool: &ToolInfo{CallID: c.ID, Name: c.Name, Args: c.Args}})
 		running++
-		if q, ok := t.(tool.Quick); !ok || !q.Quick() {
-			quick = false
+		if in, ok := t.(tool.Inline); !ok || !in.Inline() {
+			inline = false
 		}
 		fanout = append(fanout, func() {
 			select {
@@ -198,10 +198,10 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 			b.send(item{done: &callDone{i: i, res: res, fatal: ferr, panic: stack, dur: r.rt.Now().Sub(start), child: child}})
 		})
 	}
-	if _, own := r.rt.(inProcess); own && quick && len(fanout) == 1 {
-		// A lone quick call (see tool.Quick) runs here: handing it to a
-		// worker and waiting costs more than most such calls. Its events
-		// are emitted as they come; its end waits in the channel.
+	if _, own := r.rt.(inProcess); own && inline && len(fanout) == 1 {
+		// A lone call of an Inline tool runs here: handing it to a worker
+		// and waiting costs more than many calls do. Its events are
+		// emitted as they come; its end waits in the channel.
 		b.direct = r.emit
 		fanout[0]()
 		b.direct = nil

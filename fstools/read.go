@@ -90,7 +90,7 @@ func readTool(o Options) tool.Tool {
 		o.ReadLimit)
 	return defineEnv("read_file", desc, schema, func(ctx context.Context, env *tool.Env, in readArgs) (tool.Result, error) {
 		return runRead(ctx, env.Files, in, o, env.Capabilities.Images)
-	}, tool.WithQuick())
+	}, tool.WithInline())
 }
 
 // maxCountBytes bounds how far past the page read_file reads only to count

@@ -20,7 +20,7 @@ func writeTool(Options) tool.Tool {
 	return define("write_file",
 		"Create a file or replace all its content. Parent directories are implied. For changes to part of a file use edit_file.",
 		`{"type":"object","properties":{"file_path":{"type":"string","description":"File to write."},"content":{"type":"string","description":"The complete new content."}},"required":["file_path","content"],"additionalProperties":false}`,
-		runWrite, tool.WithQuick())
+		runWrite, tool.WithInline())
 }
 
 func runWrite(ctx context.Context, fs vfs.Backend, in writeArgs) (tool.Result, error) {
@@ -76,7 +76,7 @@ func editTool(Options) tool.Tool {
 	return define("edit_file",
 		"Replace exact text in a file; read it first. old_string must occur exactly once unless replace_all is true: include more surrounding lines to make it unique. Copy text from read_file output without the line-number gutter. Says how many replacements were made.",
 		`{"type":"object","properties":{"file_path":{"type":"string","description":"File to edit."},"old_string":{"type":"string","description":"Exact text to replace."},"new_string":{"type":"string","description":"Replacement text."},"replace_all":{"type":"boolean","description":"Replace every occurrence.","default":false}},"required":["file_path","old_string","new_string"],"additionalProperties":false}`,
-		runEdit, tool.WithQuick())
+		runEdit, tool.WithInline())
 }
 
 // gutterRe matches a read_file line-number prefix at the start of a line.

@@ -306,6 +306,10 @@ func NewTask(cfg Config) (*Task, error) {
 // Spec implements tool.Tool.
 func (t *Task) Spec() llm.ToolSpec { return t.spec }
 
+// Inline implements tool.Inline: a subagent's run stops as soon as its
+// context ends, so a lone task call may run on the calling loop's goroutine.
+func (t *Task) Inline() bool { return true }
+
 // Names lists the subagents in listing order.
 func (t *Task) Names() []string { return append([]string(nil), t.names...) }
 

@@ -16,7 +16,7 @@ type Option func(*funcConfig)
 
 type funcConfig struct {
 	schema json.RawMessage
-	quick  bool
+	inline bool
 }
 
 // WithSchema sends and validates against this hand-written schema instead of
@@ -26,10 +26,10 @@ func WithSchema(raw json.RawMessage) Option {
 	return func(c *funcConfig) { c.schema = raw }
 }
 
-// WithQuick marks the tool as Quick: its calls finish promptly, and
-// whatever in them can block watches the call's context.
-func WithQuick() Option {
-	return func(c *funcConfig) { c.quick = true }
+// WithInline marks the tool as Inline: whatever in its function can block
+// watches the call's context.
+func WithInline() Option {
+	return func(c *funcConfig) { c.inline = true }
 }
 
 // Func builds a tool from a typed Go function. The argument schema is
@@ -65,7 +65,7 @@ func Func[In, Out any](name, description string, fn func(ctx context.Context, en
 		spec:   llm.ToolSpec{Name: name, Description: description, Parameters: s.Raw()},
 		schema: s,
 		fn:     fn,
-		quick:  cfg.quick,
+		inline: cfg.inline,
 	}, nil
 }
 
@@ -83,12 +83,12 @@ type funcTool[In, Out any] struct {
 	spec   llm.ToolSpec
 	schema *Schema
 	fn     func(context.Context, *Env, In) (Out, error)
-	quick  bool
+	inline bool
 }
 
 func (t *funcTool[In, Out]) Spec() llm.ToolSpec { return t.spec }
 
-func (t *funcTool[In, Out]) Quick() bool { return t.quick }
+func (t *funcTool[In, Out]) Inline() bool { return t.inline }
 
 func (t *funcTool[In, Out]) Run(ctx context.Context, env *Env, args json.RawMessage) (Result, error) {
 	var in In

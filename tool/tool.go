@@ -28,12 +28,13 @@ type Tool interface {
 	Run(ctx context.Context, env *Env, args json.RawMessage) (Result, error)
 }
 
-// Quick is implemented by tools whose calls finish promptly (bounded work,
-// no waiting on people or long processes) and watch their context in
-// whatever can block. The agent may run a step's lone call of such a tool
-// on the loop's own goroutine, which spares handing it to another one.
-type Quick interface {
-	Quick() bool
+// Inline is implemented by tools whose calls may run on the agent loop's
+// own goroutine: a call returns promptly once its context ends, because
+// nothing in it waits without watching that context. The agent then runs
+// a step's lone call of such a tool itself instead of handing it to a
+// worker goroutine and waiting, which costs more than many calls do.
+type Inline interface {
+	Inline() bool
 }
 
 // Env is what the agent loop hands a tool for one call.

@@ -16,14 +16,14 @@ func BenchmarkDurable(b *testing.B) {
 	for _, c := range []struct {
 		task  string
 		calls int
-	}{{"seq 50", 51}, {"seq 200", 201}, {"fan 8", 2 + 3*8}} {
+	}{{"seq 50", 51}, {"seq 200", 201}, {"fan 1", 2 + 3}, {"fan 8", 2 + 3*8}} {
 		b.Run(c.task, func(b *testing.B) {
 			st, err := openStore()
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer st.close()
-			a, m, err := NewAgentFor(Options{K: 200, Fanouts: []int{8}, SubRounds: 3}.norm())
+			a, m, err := NewAgentFor(Options{K: 200, Fanouts: []int{1, 8}, SubRounds: 3}.norm())
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -16,14 +16,14 @@ import (
 // chatty reports n progress lines; seen counts the ones the run's consumer
 // has received, and lagged counts the lines whose event had not reached the
 // consumer when Progress returned.
-func chatty(quick bool, n int, seen *atomic.Int64, lagged *atomic.Int64) tool.Tool {
+func chatty(inline bool, n int, seen *atomic.Int64, lagged *atomic.Int64) tool.Tool {
 	var opts []tool.Option
-	if quick {
-		opts = append(opts, tool.WithQuick())
+	if inline {
+		opts = append(opts, tool.WithInline())
 	}
 	name := "slow"
-	if quick {
-		name = "quick"
+	if inline {
+		name = "inline"
 	}
 	return tool.MustFunc(name, "Reports progress.", func(ctx context.Context, env *tool.Env, _ struct{}) (string, error) {
 		for i := range n {
@@ -36,15 +36,15 @@ func chatty(quick bool, n int, seen *atomic.Int64, lagged *atomic.Int64) tool.To
 	}, opts...)
 }
 
-// A step's lone call of a quick tool runs on the loop's goroutine: each of
+// A step's lone call of an Inline tool runs on the loop's goroutine: each of
 // its progress events reaches the consumer before Progress returns, in
 // order, and many more of them than the loop buffers do not block it. A
-// tool that is not quick runs on a worker as before.
-func TestLoneQuickCallRunsOnTheLoop(t *testing.T) {
+// tool that is not Inline runs on a worker as before.
+func TestLoneInlineCallRunsOnTheLoop(t *testing.T) {
 	const lines = 200 // far above the loop's event buffer
-	for _, quick := range []bool{true, false} {
+	for _, inline := range []bool{true, false} {
 		var seen, lagged atomic.Int64
-		tl := chatty(quick, lines, &seen, &lagged)
+		tl := chatty(inline, lines, &seen, &lagged)
 		m := scripted.New(scripted.Script{"parent": steps(
 			scripted.Step{ToolCalls: []scripted.StepCall{call(tl.Spec().Name, `{}`)}},
 			scripted.Step{Content: "done"},
@@ -58,28 +58,28 @@ func TestLoneQuickCallRunsOnTheLoop(t *testing.T) {
 			}
 		})
 		if err != nil || res.Status != agent.StatusOK {
-			t.Fatalf("quick=%v: %v %s", quick, err, res.Status)
+			t.Fatalf("inline=%v: %v %s", inline, err, res.Status)
 		}
 		if len(order) != lines || order[0] != "line 0" || order[lines-1] != fmt.Sprint("line ", lines-1) {
-			t.Errorf("quick=%v: %d progress events, first %q", quick, len(order), order[0])
+			t.Errorf("inline=%v: %d progress events, first %q", inline, len(order), order[0])
 		}
-		if quick && lagged.Load() != 0 {
-			t.Errorf("quick tool: %d progress events reached the consumer after Progress returned", lagged.Load())
+		if inline && lagged.Load() != 0 {
+			t.Errorf("inline tool: %d progress events reached the consumer after Progress returned", lagged.Load())
 		}
 	}
 }
 
-// A quick call still ends the run promptly when the run is cancelled: the
+// An Inline call still ends the run promptly when the run is cancelled: the
 // context it watches is the run's.
-func TestQuickCallSeesCancellation(t *testing.T) {
+func TestInlineCallSeesCancellation(t *testing.T) {
 	started := make(chan struct{})
-	tl := tool.MustFunc("quickwait", "Waits for its context.", func(ctx context.Context, _ *tool.Env, _ struct{}) (string, error) {
+	tl := tool.MustFunc("inlinewait", "Waits for its context.", func(ctx context.Context, _ *tool.Env, _ struct{}) (string, error) {
 		close(started)
 		<-ctx.Done()
 		return "", ctx.Err()
-	}, tool.WithQuick())
+	}, tool.WithInline())
 	m := scripted.New(scripted.Script{"parent": steps(
-		scripted.Step{ToolCalls: []scripted.StepCall{call("quickwait", `{}`)}},
+		scripted.Step{ToolCalls: []scripted.StepCall{call("inlinewait", `{}`)}},
 		scripted.Step{Content: "never"},
 	)}, scripted.Options{NoUsage: true})
 	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{tl}})
