@@ -20,8 +20,9 @@ import (
 // open; each put or write runs its statements in it and is then appended,
 // as the list of statements it ran, to a journal file of this saver, and
 // only then returns. The open transaction is committed when CommitDelay has
-// passed since its first operation, when it holds many operations, and
-// before any other kind of write or a lease; a read while it is open runs
+// passed since its first operation, when it holds many operations, when a
+// lease is released, and before any other kind of write (a lease taken
+// joins it); a read while it is open runs
 // inside it, on the writer's connection (the read pool sees only what is
 // committed). A commit costs the same
 // whether it carries one put or a hundred, so a busy thread pays for a few

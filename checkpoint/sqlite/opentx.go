@@ -131,8 +131,8 @@ func (s *Saver) flushTimer(txn uint64) {
 // Flush commits what the journal holds, so that other processes (and
 // other Savers on the file) see every put and write that has returned; it
 // fails when journaled work could not be committed (and stays in the
-// journal for the next Open). Leases, other writes and Close commit on
-// their own; this saver's reads see the open transaction.
+// journal for the next Open). Releasing a lease, other writes and Close
+// commit too; this saver's reads see the open transaction.
 func (s *Saver) Flush() error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
