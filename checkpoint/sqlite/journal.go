@@ -399,13 +399,22 @@ func readJournal(r io.Reader) (gen int64, recs []jrecord, err error) {
 // recoverJournals replays the journals of savers that are gone (their
 // file lock is free) into the database, then deletes them. A journal still
 // locked belongs to a live saver and is left alone.
-func (s *Saver) recoverJournals(ctx context.Context) error {
+//
+// Recovery takes SQLite's write lock before a journal's file lock and keeps
+// it until the replay is committed. A process that finds a journal's lock
+// held (by its live saver, or by another process replaying it) skips it, and
+// then has to wait for the write lock before it takes a lease or writes: by
+// then the replay is committed. With lenient set (at Open, which takes no
+// lease), a journal is skipped rather than waited for when the write lock
+// stays busy, so a store opens beside a saver holding a long transaction;
+// the next lease taken replays it.
+func (s *Saver) recoverJournals(ctx context.Context, lenient bool) error {
 	paths, err := s.otherJournals()
 	if err != nil {
 		return err
 	}
 	for _, p := range paths {
-		if err := s.recoverJournal(ctx, p); err != nil {
+		if err := s.recoverJournal(ctx, p, lenient); err != nil {
 			return fmt.Errorf("replaying the journal %s of a store that was not closed: %w (rename or move the file to open the store without it)", p, err)
 		}
 	}
@@ -429,7 +438,9 @@ func (s *Saver) otherJournals() ([]string, error) {
 	return out, nil
 }
 
-func (s *Saver) recoverJournal(ctx context.Context, path string) error {
+// recoverJournal replays the journal at path when its saver is gone (see
+// recoverJournals).
+func (s *Saver) recoverJournal(ctx context.Context, path string, lenient bool) error {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -438,33 +449,23 @@ func (s *Saver) recoverJournal(ctx context.Context, path string) error {
 		return err
 	}
 	defer f.Close()
-	ok, err := lockFile(f)
-	if err != nil || !ok {
-		return err // nil when held: a live saver's
-	}
-	// Another recoverer may have replayed and deleted it between the
-	// glob and the lock.
-	if fi, err := f.Stat(); err != nil {
-		return err
-	} else if pi, err := os.Stat(path); err != nil || !os.SameFile(fi, pi) {
-		return nil
-	}
-	gen, recs, err := readJournal(f)
-	if errors.Is(err, errNoHeader) {
-		return os.Remove(path) // it holds nothing, and names no oplog row
-	}
-	if err != nil {
-		return err
-	}
-	if len(recs) > 0 {
-		// The replay writes on this saver's own connection, which does not
-		// change its data version: the tips it holds may predate what the
-		// journal adds, so none is trusted any more.
-		s.tips.Clear()
-		if err := s.replay(ctx, gen, recs); err != nil {
-			return err
+	if _, err := s.wc.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		if lenient && isBusy(err) {
+			return nil
 		}
+		return err
 	}
+	gen, replayed, err := s.replayLocked(ctx, f, path)
+	if err != nil || !replayed {
+		s.wc.ExecContext(context.Background(), "ROLLBACK")
+		return err
+	}
+	if _, err := s.wc.ExecContext(ctx, "COMMIT"); err != nil {
+		s.wc.ExecContext(context.Background(), "ROLLBACK")
+		return err
+	}
+	// Deleted once its records are committed; its oplog row then names no
+	// journal (a crash in between leaves a harmless row).
 	if err := os.Remove(path); err != nil {
 		return err
 	}
@@ -472,36 +473,59 @@ func (s *Saver) recoverJournal(ctx context.Context, path string) error {
 	return err
 }
 
-// replay applies the records of journal gen that the database does not hold
-// yet, in one transaction. The writer's lock must be held (or the saver not
-// yet shared).
-func (s *Saver) replay(ctx context.Context, gen int64, recs []jrecord) error {
-	if _, err := s.wc.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		return err
+// replayLocked replays the journal f (at path) in the open transaction
+// when its file lock is free; replayed says whether there is anything to
+// commit and then delete. A journal without a header is deleted here.
+func (s *Saver) replayLocked(ctx context.Context, f *os.File, path string) (gen int64, replayed bool, err error) {
+	ok, err := lockFile(f)
+	if err != nil || !ok {
+		return 0, false, err // nil when held: a live saver's
 	}
-	err := func() error {
-		var done int64
-		if err := s.wc.QueryRowContext(ctx, `SELECT COALESCE((SELECT seq FROM oplog WHERE gen = ?), 0)`, gen).Scan(&done); err != nil {
-			return err
-		}
-		last := done
-		for _, r := range recs {
-			if r.seq <= done {
-				continue
-			}
-			if err := s.execStmts(ctx, r.stmts); err != nil {
-				return fmt.Errorf("record %d: %w", r.seq, err)
-			}
-			last = r.seq
-		}
-		_, err := s.wc.ExecContext(ctx, oplogPut, gen, last)
-		return err
-	}()
+	// Another recoverer may have replayed and deleted it between the
+	// glob and the lock.
+	if fi, err := f.Stat(); err != nil {
+		return 0, false, err
+	} else if pi, err := os.Stat(path); err != nil || !os.SameFile(fi, pi) {
+		return 0, false, nil
+	}
+	gen, recs, err := readJournal(f)
+	if errors.Is(err, errNoHeader) {
+		return 0, false, os.Remove(path) // it holds nothing, and names no oplog row
+	}
 	if err != nil {
-		s.wc.ExecContext(context.Background(), "ROLLBACK")
+		return 0, false, err
+	}
+	if len(recs) > 0 {
+		// The replay writes on this saver's own connection, which does not
+		// change its data version: the tips it holds may predate what the
+		// journal adds, so none is trusted any more.
+		s.tips.Clear()
+		if err := s.replayRecords(ctx, gen, recs); err != nil {
+			return 0, false, err
+		}
+	}
+	return gen, true, nil
+}
+
+// replayRecords applies the records of journal gen that the database does
+// not hold yet, in the open transaction, and records how far the journal
+// is in.
+func (s *Saver) replayRecords(ctx context.Context, gen int64, recs []jrecord) error {
+	var done int64
+	if err := s.wc.QueryRowContext(ctx, `SELECT COALESCE((SELECT seq FROM oplog WHERE gen = ?), 0)`, gen).Scan(&done); err != nil {
 		return err
 	}
-	_, err = s.wc.ExecContext(ctx, "COMMIT")
+	last := done
+	for _, r := range recs {
+		if r.seq <= done {
+			continue
+		}
+		if err := s.execStmts(ctx, r.stmts); err != nil {
+			return fmt.Errorf("record %d: %w", r.seq, err)
+		}
+		last = r.seq
+	}
+	_, err := s.wc.ExecContext(ctx, oplogPut, gen, last)
 	return err
 }
 
@@ -524,6 +548,17 @@ func (s *Saver) execStmts(ctx context.Context, stmts []jstmt) error {
 	}
 	return nil
 }
+
+// isBusy says whether err is SQLite's "database is locked" (the busy
+// timeout ran out waiting for another connection).
+func isBusy(err error) bool {
+	var e interface{ Code() int }
+	return errors.As(err, &e) && e.Code()&0xff == sqliteBusy
+}
+
+// sqliteBusy is SQLITE_BUSY, the primary result code of a lock wait that
+// timed out.
+const sqliteBusy = 5
 
 // isJournalName says whether tail (what follows journalSuffix) is a
 // journal's: 16 lowercase hex digits, as createJournal names them.

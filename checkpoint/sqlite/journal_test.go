@@ -3,6 +3,7 @@ package sqlite
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -638,5 +639,88 @@ func TestJournalFailedCommitSticks(t *testing.T) {
 	s2 := reopen(t, path)
 	if got := messages(t, s2); got != "one" {
 		t.Errorf("after the replay: %q", got)
+	}
+}
+
+// A process that finds a dead saver's journal locked by another process
+// replaying it must not take the thread without the journal's records:
+// recovery takes SQLite's write lock before the journal's lock, so the
+// latecomer waits for the write lock and then sees the replay (here the
+// other process gives up instead, and the latecomer replays the journal
+// itself). Open waits the same way, within its busy timeout.
+func TestJournalRecoveryWaitsForAnotherReplay(t *testing.T) {
+	if !journalSupported {
+		t.Skip("no journal on this platform")
+	}
+	ctx := context.Background()
+	for _, viaOpen := range []bool{false, true} {
+		path := filepath.Join(t.TempDir(), "state.db")
+		dead := openLong(t, path)
+		var late *Saver
+		if !viaOpen {
+			var err error
+			if late, err = Open(path, Options{CommitDelay: -1}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		putMsg(t, dead, "c1", "", "one")
+		jpath := crash(t, dead)
+
+		// The other process: it holds the journal's lock and the write
+		// lock, as while replaying.
+		f, err := os.OpenFile(jpath, os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := lockFile(f); !ok || err != nil {
+			t.Fatalf("lock the journal: %v %v", ok, err)
+		}
+		db, err := sql.Open("sqlite", "file:"+path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn, err := db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+			t.Fatal(err)
+		}
+
+		done := make(chan *Saver, 1)
+		go func() {
+			s := late
+			var err error
+			if viaOpen {
+				s, err = Open(path, Options{CommitDelay: -1})
+			} else {
+				_, err = s.Acquire(ctx, "th", "late", time.Now(), time.Minute)
+			}
+			if err != nil {
+				t.Error(err)
+				s = nil
+			}
+			done <- s
+		}()
+		select {
+		case <-done:
+			t.Fatalf("open %v: went on while another process held the journal and the write lock; it would read the thread without the journal's records", viaOpen)
+		case <-time.After(300 * time.Millisecond):
+		}
+		// The other process gives up without replaying.
+		if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		conn.Close()
+		db.Close()
+		s := <-done
+		if s == nil {
+			continue
+		}
+		if got := messages(t, s); got != "one" {
+			t.Errorf("open %v: after the wait %q, want the journal's record", viaOpen, got)
+		}
+		s.Close()
 	}
 }

@@ -276,5 +276,5 @@ func (s *Saver) recoverOthers(ctx context.Context) error {
 	if err := s.flushLocked(); err != nil {
 		return err
 	}
-	return s.recoverJournals(still(ctx))
+	return s.recoverJournals(still(ctx), false)
 }

@@ -289,7 +289,7 @@ func Open(path string, opts Options) (*Saver, error) {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	if journalSupported {
-		if err := s.recoverJournals(context.Background()); err != nil {
+		if err := s.recoverJournals(context.Background(), true); err != nil {
 			s.Close()
 			return nil, fmt.Errorf("open %s: %w", path, err)
 		}
