@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"iter"
 	"net/http"
@@ -255,5 +257,72 @@ wait:
 	}
 	if len(ids) < 10 || ids[0] != 1 || ids[len(ids)-1] != int64(len(ids)) {
 		t.Errorf("the stream's ids %v, want 1 to n, n ≥ 10", ids)
+	}
+}
+
+// flakyStore is a Store whose AppendEvents fails its first fails calls.
+type flakyStore struct {
+	Store
+	fails atomic.Int64
+	calls atomic.Int64
+}
+
+func (f *flakyStore) AppendEvents(ctx context.Context, runID string, evs []StoredEvent) error {
+	f.calls.Add(1)
+	if f.fails.Add(-1) >= 0 {
+		return errors.New("database is locked")
+	}
+	return f.Store.AppendEvents(ctx, runID, evs)
+}
+
+// TestEventsStoredAfterAFailedAppend: a batch of events the store fails to
+// take is tried again, so a store that fails for a moment leaves no gap in
+// the run's stored events (a rejoin would miss them).
+func TestEventsStoredAfterAFailedAppend(t *testing.T) {
+	st := &flakyStore{Store: NewMemoryStore()}
+	st.fails.Store(2)
+	s := newTestServer(t, st)
+	hs := httptest.NewServer(s)
+	defer hs.Close()
+	body := `{"assistant_id":"burst","if_not_exists":"create","stream_mode":"custom","input":{"messages":[{"role":"user","content":"go"}]}}`
+	resp, err := http.Post(hs.URL+"/threads/t/runs/stream", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var runID string
+	var last int64
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if v, ok := strings.CutPrefix(line, "data: "); ok && runID == "" {
+			var m struct {
+				RunID string `json:"run_id"`
+			}
+			if json.Unmarshal([]byte(v), &m) == nil {
+				runID = m.RunID
+			}
+		}
+		if v, ok := strings.CutPrefix(line, "id: "); ok {
+			last, _ = strconv.ParseInt(v, 10, 64)
+		}
+	}
+	if runID == "" || last == 0 {
+		t.Fatalf("stream gave run %q, last id %d", runID, last)
+	}
+	evs, err := st.Events(t.Context(), runID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(len(evs)) < last {
+		t.Fatalf("%d events stored, the stream sent up to %d", len(evs), last)
+	}
+	for i, e := range evs {
+		if e.Seq != int64(i+1) {
+			t.Fatalf("stored event %d has seq %d: a gap", i, e.Seq)
+		}
+	}
+	if st.calls.Load() < 3 {
+		t.Errorf("%d appends: the failures were not tried again", st.calls.Load())
 	}
 }

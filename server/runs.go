@@ -381,16 +381,37 @@ func (s *Server) persist(lr *liveRun) {
 			<-lr.wake
 			continue
 		}
-		if err := s.store.AppendEvents(context.Background(), lr.rec.RunID, batch); err != nil {
+		if err := s.appendEvents(lr.rec.RunID, batch); err != nil {
 			// The events are still sent: a client should not stall on a
 			// database error, though a rejoin after a restart may miss them.
-			s.log.Error("storing run events", "run", lr.rec.RunID, "err", err)
+			s.log.Error("storing run events", "run", lr.rec.RunID, "events", len(batch), "err", err)
 		}
 		lr.mu.Lock()
 		lr.persisted += int64(len(batch))
 		lr.notifyLocked()
 		lr.mu.Unlock()
 	}
+}
+
+// appendRetries are the pauses before each further try of a batch of
+// events the store failed to take (a database busy for a moment, a dropped
+// connection).
+var appendRetries = []time.Duration{20 * time.Millisecond, 100 * time.Millisecond, 500 * time.Millisecond}
+
+// appendEvents stores a batch of a run's events, trying again after a
+// pause when the store fails: a batch can be stored twice (events are keyed
+// by run and number), so a failure that passes loses nothing.
+func (s *Server) appendEvents(runID string, batch []StoredEvent) error {
+	err := s.store.AppendEvents(context.Background(), runID, batch)
+	for _, pause := range appendRetries {
+		if err == nil {
+			return nil
+		}
+		s.log.Warn("storing run events failed; trying again", "run", runID, "in", pause, "err", err)
+		time.Sleep(pause)
+		err = s.store.AppendEvents(context.Background(), runID, batch)
+	}
+	return err
 }
 
 // execute runs lr to its end, translating its events.
