@@ -8,7 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/deepagents-go/deepagents/agent"
 )
@@ -72,7 +75,7 @@ func askOne(lines *lineReader, w io.Writer, in agent.Interrupt, n, of int) (agen
 		allowed = agent.AllDecisions
 	}
 	fmt.Fprintf(w, "\n⏸ Approval %d of %d: %s wants to call %s (call %s)\n", n, of, in.Path, in.Tool, in.CallID)
-	fmt.Fprintf(w, "  arguments: %s\n", clip(indentJSON(in.Args), 4000))
+	showArgs(w, in.Args)
 	if in.Description != "" {
 		fmt.Fprintf(w, "  %s\n", in.Description)
 	}
@@ -172,6 +175,78 @@ func editArgs(text string) (json.RawMessage, error) {
 }
 
 // indentJSON shows arguments readably, or as they are when not JSON.
+// maxShownArgs bounds the arguments an approval prompt prints. Longer ones
+// are written whole to a file the prompt names: the person approves what
+// they can read in full, never a clipped command.
+const maxShownArgs = 16 << 10
+
+// showArgs prints a waiting call's arguments for the person deciding on it:
+// indented, with invisible format characters (bidirectional overrides,
+// zero-width marks) spelled as escapes so that the text shown is the text
+// that runs.
+func showArgs(w io.Writer, args json.RawMessage) {
+	text := visible(indentJSON(args))
+	if len(text) <= maxShownArgs {
+		fmt.Fprintf(w, "  arguments: %s\n", text)
+		return
+	}
+	f, err := os.CreateTemp("", "deepagents-approval-*.json")
+	if err == nil {
+		_, err = f.WriteString(text + "\n")
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		// Nowhere to put them: all of them here rather than a part.
+		fmt.Fprintf(w, "  arguments: %s\n", text)
+		return
+	}
+	head := text[:maxShownArgs]
+	for !utf8.ValidString(head) {
+		head = head[:len(head)-1]
+	}
+	fmt.Fprintf(w, "  arguments (the first %d of %d bytes): %s\n  … not all shown: the whole arguments are in %s; read them before you approve.\n",
+		len(head), len(text), head, f.Name())
+}
+
+// visible spells the characters of Unicode's format category (Cf: text
+// direction overrides, zero-width spaces and joiners) and C1 controls as
+// JSON escapes, which mean the same inside the JSON strings they sit in.
+func visible(s string) string {
+	if !strings.ContainsFunc(s, hidden) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if hidden(r) {
+			fmt.Fprintf(&b, "\\u%04x", r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func hidden(r rune) bool {
+	return unicode.Is(unicode.Cf, r) || 0x80 <= r && r <= 0x9f
+}
+
+// listedArgs is a waiting call's arguments in a one-line listing: clipped
+// at 200 characters, saying so and where to read them whole (thread "":
+// the listing itself, with --json).
+func listedArgs(args json.RawMessage, thread string) string {
+	text := visible(compactJSON(args))
+	if utf8.RuneCountInString(text) <= 200 {
+		return text
+	}
+	where := "--json shows them whole"
+	if thread != "" {
+		where = fmt.Sprintf("'deepagents threads show %s --json' has them whole", thread)
+	}
+	return fmt.Sprintf("%s (clipped from %d bytes; %s)", clip(text, 200), len(text), where)
+}
+
 func indentJSON(args json.RawMessage) string {
 	var b bytes.Buffer
 	if err := json.Indent(&b, args, "  ", "  "); err != nil {

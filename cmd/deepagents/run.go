@@ -490,7 +490,7 @@ func (s *session) report(res *agent.Result, reason, path string, prog *progressP
 func (s *session) showWaiting(waiting []agent.Interrupt) {
 	fmt.Fprintf(s.stderr, "deepagents %s: thread %s is waiting for approval of %d tool call(s):\n", s.name(), s.thread, len(waiting))
 	for _, in := range waiting {
-		fmt.Fprintf(s.stderr, "  %s  %s %s  (agent %s; allowed: %s)\n", in.CallID, in.Tool, clip(compactJSON(in.Args), 200), in.Path, decisionList(in.Allowed))
+		fmt.Fprintf(s.stderr, "  %s  %s %s  (agent %s; allowed: %s)\n", in.CallID, in.Tool, listedArgs(in.Args, s.thread), in.Path, decisionList(in.Allowed))
 	}
 	first := "CALL_ID"
 	if len(waiting) > 0 {

@@ -400,7 +400,7 @@ func printRun(w io.Writer, r *shownRun, indent string) {
 	}
 	if r.Path == "" {
 		for _, in := range r.Interrupts {
-			fmt.Fprintf(w, "%swaiting for approval: %s %s [%s] in %s (allowed: %s)\n", indent, in.Tool, clip(compactJSON(in.Args), 200), in.CallID, in.Path, decisionList(in.Allowed))
+			fmt.Fprintf(w, "%swaiting for approval: %s %s [%s] in %s (allowed: %s)\n", indent, in.Tool, listedArgs(in.Args, ""), in.CallID, in.Path, decisionList(in.Allowed))
 		}
 	}
 }
