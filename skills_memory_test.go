@@ -14,6 +14,7 @@ import (
 	"github.com/deepagents-go/deepagents/memory"
 	"github.com/deepagents-go/deepagents/skills"
 	"github.com/deepagents-go/deepagents/subagent"
+	"github.com/deepagents-go/deepagents/tokens"
 )
 
 func skillDir(t *testing.T, names ...string) string {
@@ -135,5 +136,50 @@ func TestSkillsConfigErrors(t *testing.T) {
 		Subagents: []subagent.Spec{{Name: "x", Description: "d", Mode: subagent.Fork, Skills: []string{"pdf"}}}})
 	if err == nil || err.Error() != "SubAgent 'x' cannot set skills under mode='fork'; the parent's skills are inherited instead." {
 		t.Fatalf("err %v", err)
+	}
+}
+
+// The context report counts the memory block and the skills listing apart
+// from the rest of the system prompt, and its parts still add up.
+func TestContextReportCountsMemoryAndSkills(t *testing.T) {
+	dir := skillDir(t, "pdf", "csv")
+	mem := filepath.Join(t.TempDir(), "AGENTS.md")
+	if err := os.WriteFile(mem, []byte(strings.Repeat("Team fact: ship on Fridays. ", 40)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, with := range []bool{true, false} {
+		m := scripted.New(scripted.Script{"parent": {Steps: []scripted.Step{{Content: "done"}}}}, scripted.Options{})
+		cfg := deepagents.Config{Model: m, SystemPrompt: "You lead."}
+		if with {
+			cfg.Skills = &skills.Config{Sources: []skills.Source{{Label: "user", Dir: dir}}}
+			cfg.Memory = &memory.Config{Sources: []memory.Source{{Path: mem, Show: "/memory/AGENTS.md"}}}
+		}
+		a, err := deepagents.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rep *agent.ContextReport
+		if _, err := agent.Drain(a.Run(t.Context(), agent.Prompt("Start.")), func(e agent.Event) {
+			if e.Type == agent.ModelRequest && rep == nil {
+				rep = e.Request.Context
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if rep == nil {
+			t.Fatal("no context report")
+		}
+		sum := rep.System + rep.Tools + rep.Messages + rep.ToolResults + rep.Memory + rep.Skills
+		if sum != rep.Calibrated {
+			t.Errorf("with=%v: parts add up to %d, calibrated %d", with, sum, rep.Calibrated)
+		}
+		req := m.Records()[0].Request
+		whole := tokens.EstimateText(req.System) + tokens.EstimateText(req.SystemTail)
+		switch {
+		case with && (rep.Memory < 200 || rep.Skills == 0 || rep.System >= whole-rep.Memory):
+			t.Errorf("memory %d, skills %d, system %d of a prompt of %d", rep.Memory, rep.Skills, rep.System, whole)
+		case !with && (rep.Memory != 0 || rep.Skills != 0):
+			t.Errorf("without either: memory %d, skills %d", rep.Memory, rep.Skills)
+		}
 	}
 }

@@ -113,6 +113,10 @@ type Middleware struct {
 	Prompt string
 	// BeforeModel may rewrite the request of each step before it is sent.
 	BeforeModel func(ctx context.Context, step StepInfo, req *llm.Request) error
+	// ContextPart, when set, is the part of each request's context report
+	// (ContextReport.Memory or Skills) that the text BeforeModel appends to
+	// the system prompt counts as; without it that text counts as System.
+	ContextPart ContextPart
 	// WrapModel wraps the model call.
 	WrapModel func(ctx context.Context, req *llm.Request, next ModelFunc) (*llm.Response, error)
 	// WrapTool wraps every tool call; returning without calling next skips
@@ -169,7 +173,7 @@ type StepInfo struct {
 // StepInfo not made by the loop measures without a window or calibration.
 func (s StepInfo) Measure(req *llm.Request) ContextReport {
 	if s.measure == nil {
-		return newContextReport(tokens.Estimate(req), 1, 0)
+		return newContextReport(tokens.Estimate(req), 0, 0, 1, 0)
 	}
 	return s.measure(req)
 }

@@ -3,6 +3,7 @@ package agent
 import (
 	"encoding/json"
 	"maps"
+	"strings"
 
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/tokens"
@@ -60,13 +61,59 @@ func (c ContextReport) MarshalJSON() ([]byte, error) {
 	return json.Marshal(w)
 }
 
-// newContextReport splits b's estimate scaled by ratio. Each part is
+// ContextPart names a part of the system prompt that middleware adds and
+// the context report counts apart (Middleware.ContextPart).
+type ContextPart string
+
+// The parts middleware can claim.
+const (
+	ContextMemory ContextPart = "memory"
+	ContextSkills ContextPart = "skills"
+)
+
+// claims is the system prompt text that middleware claimed for a request,
+// estimated, with the prompt it was measured on.
+type claims struct {
+	system, tail   string
+	memory, skills int
+}
+
+// of returns the claims when req has the system prompt they were measured
+// on (a middleware that rewrites the request later keeps the prompt).
+func (c *claims) of(req *llm.Request) (memory, skills int) {
+	if c == nil || req.System != c.system || req.SystemTail != c.tail {
+		return 0, 0
+	}
+	return c.memory, c.skills
+}
+
+// claim counts what a middleware's BeforeModel added to the system prompt
+// (sys and tail are the prompt before it ran) as its ContextPart.
+func (c *claims) claim(part ContextPart, sys, tail string, req *llm.Request) {
+	n := 0
+	if strings.HasPrefix(req.System, sys) {
+		n += tokens.EstimateText(req.System[len(sys):])
+	}
+	if strings.HasPrefix(req.SystemTail, tail) {
+		n += tokens.EstimateText(req.SystemTail[len(tail):])
+	}
+	switch part {
+	case ContextMemory:
+		c.memory += n
+	case ContextSkills:
+		c.skills += n
+	}
+}
+
+// newContextReport splits b's estimate scaled by ratio, memory and skills
+// (estimated parts of its system prompt) counted apart. Each part is
 // rounded on its own and Calibrated is their sum, so that the parts and
 // Free always add up to the window.
-func newContextReport(b tokens.Breakdown, ratio float64, window int) ContextReport {
+func newContextReport(b tokens.Breakdown, memory, skills int, ratio float64, window int) ContextReport {
 	scale := func(n int) int { return int(float64(n)*ratio + 0.5) }
-	c := ContextReport{System: scale(b.System), Tools: scale(b.Tools), Messages: scale(b.Messages),
-		ToolResults: scale(b.ToolResults), Window: window, Estimated: b.Total, Ratio: ratio}
+	memory, skills = min(memory, b.System), min(skills, max(b.System-memory, 0))
+	c := ContextReport{System: scale(b.System - memory - skills), Tools: scale(b.Tools), Messages: scale(b.Messages),
+		ToolResults: scale(b.ToolResults), Memory: scale(memory), Skills: scale(skills), Window: window, Estimated: b.Total, Ratio: ratio}
 	c.Calibrated = c.System + c.Tools + c.Messages + c.ToolResults + c.Memory + c.Skills
 	if window > 0 {
 		c.Free = window - c.Calibrated
@@ -159,7 +206,8 @@ func calibrationKey(m llm.Model, agentName string) string {
 func (r *run) contextReport(req *llm.Request) (ContextReport, tokens.Breakdown) {
 	a := r.a
 	b := r.estimates.Estimate(req)
-	rep := newContextReport(b, a.calib.Ratio(a.calibKey), a.cfg.ContextWindow)
+	memory, skills := r.claims.of(req)
+	rep := newContextReport(b, memory, skills, a.calib.Ratio(a.calibKey), a.cfg.ContextWindow)
 	rep.LastReported = r.lastReported
 	return rep, b
 }

@@ -171,6 +171,9 @@ type run struct {
 	lastReported int
 	// calibSaved is the calibration ratio last checkpointed.
 	calibSaved float64
+	// claims is what middleware claimed of the current request's system
+	// prompt (Middleware.ContextPart).
+	claims *claims
 }
 
 func (a *Agent) newRun(in Input, rc runConfig) *run {

@@ -47,12 +47,24 @@ func (r *run) steps(ctx context.Context, pending *StepState) (Status, error) {
 		n := len(r.state.Messages)
 		req := &llm.Request{System: r.system, Messages: r.state.Messages[:n:n], Tools: a.specs, Settings: a.settings}
 		r.addStepTools(ctx, req)
+		r.claims = nil
 		for _, m := range a.cfg.Middleware {
 			if m.BeforeModel != nil {
+				sys, tail := req.System, req.SystemTail
 				if err := m.BeforeModel(ctx, r.stepInfo(), req); err != nil {
 					return StatusError, fmt.Errorf("middleware %s: %w", m.Name, err)
 				}
+				if m.ContextPart != "" {
+					if r.claims == nil {
+						r.claims = &claims{}
+					}
+					r.claims.claim(m.ContextPart, sys, tail, req)
+				}
 			}
+		}
+		if r.claims != nil {
+			// The prompt as sent: later hooks may have added to it.
+			r.claims.system, r.claims.tail = req.System, req.SystemTail
 		}
 		report, est := r.contextReport(req)
 		r.addContext(report)

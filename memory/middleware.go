@@ -195,7 +195,7 @@ func Middleware(cfg Config) (agent.Middleware, error) {
 	if _, err := vfs.NewComposite(vfs.NewMemory(nil), m.routes...); err != nil {
 		return agent.Middleware{}, fmt.Errorf("memory: %w", err)
 	}
-	out := agent.Middleware{Name: "memory", BeforeModel: m.beforeModel}
+	out := agent.Middleware{Name: "memory", BeforeModel: m.beforeModel, ContextPart: agent.ContextMemory}
 	if len(m.routes) > 0 {
 		out.WrapTool = m.wrapTool
 	}

@@ -72,7 +72,7 @@ func Middleware(cfg Config) (agent.Middleware, error) {
 		slices.Sort(m.only)
 		m.only = slices.Compact(m.only)
 	}
-	out := agent.Middleware{Name: "skills", BeforeModel: m.beforeModel}
+	out := agent.Middleware{Name: "skills", BeforeModel: m.beforeModel, ContextPart: agent.ContextSkills}
 	if !cfg.NoMount {
 		out.WrapTool = m.wrapTool
 	}
