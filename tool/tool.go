@@ -30,9 +30,11 @@ type Tool interface {
 
 // Inline is implemented by tools whose calls may run on the agent loop's
 // own goroutine: a call returns promptly once its context ends, because
-// nothing in it waits without watching that context. The agent then runs
-// a step's lone call of such a tool itself instead of handing it to a
-// worker goroutine and waiting, which costs more than many calls do.
+// nothing in it waits without watching that context, and it reports
+// progress (Env.Progress) only from the goroutine it was called on. The
+// agent then runs a step's lone call of such a tool itself instead of
+// handing it to a worker goroutine and waiting, which costs more than many
+// calls do.
 type Inline interface {
 	Inline() bool
 }
