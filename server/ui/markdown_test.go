@@ -42,3 +42,27 @@ func TestBrowserMarkdown(t *testing.T) {
 		}
 	}
 }
+
+// TestBrowserPrettyShowsInvisibleCharacters: values shown to a person (a
+// waiting call's arguments) spell out the characters that change how text
+// looks without showing, so that what is approved reads as what runs.
+func TestBrowserPrettyShowsInvisibleCharacters(t *testing.T) {
+	hs := httptest.NewServer(ui.Handler())
+	t.Cleanup(hs.Close)
+	p := page{t, browser(t, "Failed to load resource")}
+	p.do(chromedp.Navigate(hs.URL+"/"), waitJS(`typeof pretty === 'function'`))
+	tests := []struct{ in, want string }{
+		{`{"command":"echo safe\u202e; rm -rf ~"}`, "{\n  \"command\": \"echo safe\\u202e; rm -rf ~\"\n}"},
+		{`"a\u200bb\u0085c"`, `a\u200bb\u0085c`},
+		{`{"n":1}`, "{\n  \"n\": 1\n}"},
+	}
+	for _, tc := range tests {
+		got, err := chromedp.Run(p.ctx, chromedp.Evaluate[string](`pretty(`+tc.in+`)`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != tc.want {
+			t.Errorf("pretty(%s)\n got %q\nwant %q", tc.in, got, tc.want)
+		}
+	}
+}

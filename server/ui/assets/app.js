@@ -127,9 +127,15 @@ function textOf(content) {
   return content == null ? '' : JSON.stringify(content);
 }
 
+// pretty is a value as shown to a person: JSON indented, and the characters
+// that change how text looks without showing (direction overrides,
+// zero-width marks, C1 controls) spelled as escapes, so that what a person
+// approves reads as what runs.
 function pretty(v) {
-  if (typeof v === 'string') return v;
-  try { return JSON.stringify(v, null, 2); } catch (_) { return String(v); }
+  let s;
+  if (typeof v === 'string') s = v;
+  else try { s = JSON.stringify(v, null, 2); } catch (_) { s = String(v); }
+  return s.replace(/[\p{Cf}\u0080-\u009f]/gu, (c) => '\\u' + c.codePointAt(0).toString(16).padStart(4, '0'));
 }
 
 function num(n) { return (n || 0).toLocaleString('en-US'); }
