@@ -10,12 +10,12 @@
 package fstools
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -254,12 +254,16 @@ const sniffLen = 8000
 // signature followed by bytes that are not UTF-8; a signature alone does
 // not, so a text that happens to start with "BM" or "ID3" stays text.
 func binaryKind(head []byte) string {
+	ctrl := hasControlBytes(head)
+	if !ctrl && validUTF8Start(head) {
+		return "" // text, whatever its start looks like: no need to sniff
+	}
 	mime := http.DetectContentType(head)
 	if i := strings.IndexByte(mime, ';'); i >= 0 {
 		mime = mime[:i]
 	}
 	text := strings.HasPrefix(mime, "text/") || mime == "application/postscript"
-	if !hasControlBytes(head) && (text || validUTF8Start(head)) {
+	if !ctrl && text {
 		return ""
 	}
 	if text || mime == "application/octet-stream" {
@@ -274,10 +278,20 @@ var imageTypes = []string{"image/png", "image/jpeg", "image/gif", "image/webp"}
 
 // imageType returns the media type of the image head starts, by its
 // content (never its name), or "" when it is not one of imageTypes.
+//
+// It checks the four formats' signatures itself, the same ones
+// http.DetectContentType checks (FuzzImageType compares the two): that
+// sniffs for dozens of types, a cost every read of a text file paid.
 func imageType(head []byte) string {
-	mime := http.DetectContentType(head)
-	if slices.Contains(imageTypes, mime) {
-		return mime
+	switch {
+	case bytes.HasPrefix(head, []byte("\x89PNG\r\n\x1a\n")):
+		return "image/png"
+	case bytes.HasPrefix(head, []byte("\xff\xd8\xff")):
+		return "image/jpeg"
+	case bytes.HasPrefix(head, []byte("GIF87a")), bytes.HasPrefix(head, []byte("GIF89a")):
+		return "image/gif"
+	case len(head) >= 14 && bytes.HasPrefix(head, []byte("RIFF")) && string(head[8:14]) == "WEBPVP":
+		return "image/webp"
 	}
 	return ""
 }
