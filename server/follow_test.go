@@ -10,11 +10,13 @@ import (
 	"iter"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/checkpoint"
@@ -324,5 +326,79 @@ func TestEventsStoredAfterAFailedAppend(t *testing.T) {
 	}
 	if st.calls.Load() < 3 {
 		t.Errorf("%d appends: the failures were not tried again", st.calls.Load())
+	}
+}
+
+// pagingStore counts the pages a store is asked for.
+type pagingStore struct {
+	Store
+	pages  atomic.Int64
+	widest atomic.Int64
+}
+
+func (p *pagingStore) EventsPage(ctx context.Context, runID string, after int64, limit int) ([]StoredEvent, error) {
+	p.pages.Add(1)
+	if int64(limit) > p.widest.Load() {
+		p.widest.Store(int64(limit))
+	}
+	return p.Store.(EventPager).EventsPage(ctx, runID, after, limit)
+}
+
+// TestFinishedRunStreamsInPages: joining a finished run's stream reads its
+// stored events a page at a time, and sends every one, in order.
+func TestFinishedRunStreamsInPages(t *testing.T) {
+	old := eventsPage
+	eventsPage = 7
+	defer func() { eventsPage = old }()
+	st := &pagingStore{Store: NewMemoryStore()}
+	s := newTestServer(t, st)
+	hs := httptest.NewServer(s)
+	defer hs.Close()
+	ids := func(resp *http.Response) (ids []int64, runID string) {
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if v, ok := strings.CutPrefix(sc.Text(), "data: "); ok && runID == "" {
+				var m struct {
+					RunID string `json:"run_id"`
+				}
+				if json.Unmarshal([]byte(v), &m) == nil {
+					runID = m.RunID
+				}
+			}
+			if v, ok := strings.CutPrefix(sc.Text(), "id: "); ok {
+				id, _ := strconv.ParseInt(v, 10, 64)
+				ids = append(ids, id)
+			}
+		}
+		return ids, runID
+	}
+	body := `{"assistant_id":"burst","if_not_exists":"create","stream_mode":["custom","values","updates"],"input":{"messages":[{"role":"user","content":"go"}]}}`
+	resp, err := http.Post(hs.URL+"/threads/t/runs/stream", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, runID := ids(resp)
+	for {
+		s.mu.Lock()
+		_, running := s.live[runID]
+		s.mu.Unlock()
+		if !running {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	req, _ := http.NewRequest("GET", hs.URL+"/threads/t/runs/"+runID+"/stream", nil)
+	req.Header.Set("Last-Event-ID", "-1")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	joined, _ := ids(resp)
+	if len(live) < 20 || !slices.Equal(joined, live) {
+		t.Fatalf("joined the finished run: %d events, the live stream had %d", len(joined), len(live))
+	}
+	if want := int64(len(live)/7 + 1); st.pages.Load() < want || st.widest.Load() != 7 {
+		t.Errorf("%d pages of at most %d events read, want %d pages of 7", st.pages.Load(), st.widest.Load(), want)
 	}
 }

@@ -189,12 +189,21 @@ func (m *MemoryStore) AppendEvents(_ context.Context, runID string, evs []Stored
 }
 
 // Events implements Store.
-func (m *MemoryStore) Events(_ context.Context, runID string, after int64) ([]StoredEvent, error) {
+func (m *MemoryStore) Events(ctx context.Context, runID string, after int64) ([]StoredEvent, error) {
+	return m.EventsPage(ctx, runID, after, -1)
+}
+
+// EventsPage implements EventPager (limit < 0: all).
+func (m *MemoryStore) EventsPage(_ context.Context, runID string, after int64, limit int) ([]StoredEvent, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	evs := m.events[runID]
 	i, _ := slices.BinarySearchFunc(evs, after+1, func(e StoredEvent, s int64) int { return cmp.Compare(e.Seq, s) })
-	return slices.Clone(evs[i:]), nil
+	evs = evs[i:]
+	if limit >= 0 && len(evs) > limit {
+		evs = evs[:limit]
+	}
+	return slices.Clone(evs), nil
 }
 
 // Close implements Store.

@@ -594,6 +594,37 @@ func (s *Server) joinStream(w http.ResponseWriter, r *http.Request) {
 	s.follow(w, r, lr, rec.RunID, lastEventID(r), only)
 }
 
+// eventsPage is how many stored events a stream of a finished run reads
+// at a time.
+var eventsPage = 1000
+
+// sendStored sends a finished run's stored events after seq `after`, a
+// page at a time when the store can (a long run's events need not fit in
+// memory at once, nor in one query's time).
+func (s *Server) sendStored(ctx context.Context, runID string, after int64, send func([]StoredEvent) error) {
+	pager, paged := s.store.(EventPager)
+	for {
+		var evs []StoredEvent
+		var err error
+		if paged {
+			evs, err = pager.EventsPage(ctx, runID, after, eventsPage)
+		} else {
+			evs, err = s.store.Events(ctx, runID, after)
+		}
+		if err != nil {
+			s.log.Error("reading run events", "run", runID, "err", err)
+			return
+		}
+		if len(evs) > 0 && send(evs) != nil {
+			return
+		}
+		if !paged || len(evs) < eventsPage || ctx.Err() != nil {
+			return
+		}
+		after = evs[len(evs)-1].Seq
+	}
+}
+
 // follow writes a run's events after seq `after` as server-sent events,
 // flushing whenever it has written those ready, until the run ends, the
 // client leaves or the server shuts down.
@@ -633,12 +664,7 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, lr *liveRun, run
 		return rc.Flush()
 	}
 	if lr == nil {
-		evs, err := s.store.Events(r.Context(), runID, after)
-		if err != nil {
-			s.log.Error("reading run events", "run", runID, "err", err)
-			return
-		}
-		_ = send(evs)
+		s.sendStored(r.Context(), runID, after, send)
 		return
 	}
 	// A comment line now and then keeps proxies from closing a quiet

@@ -542,9 +542,18 @@ func (s *SQLStore) commit(batch []appendReq) error {
 
 // Events implements Store.
 func (s *SQLStore) Events(ctx context.Context, runID string, after int64) ([]StoredEvent, error) {
+	return s.EventsPage(ctx, runID, after, -1)
+}
+
+// EventsPage implements EventPager (limit < 0: all).
+func (s *SQLStore) EventsPage(ctx context.Context, runID string, after int64, limit int) ([]StoredEvent, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT seq, event, data FROM server_events WHERE run_id = ? AND seq > ? ORDER BY seq`), runID, after)
+	q, args := `SELECT seq, event, data FROM server_events WHERE run_id = ? AND seq > ? ORDER BY seq`, []any{runID, after}
+	if limit >= 0 {
+		q, args = q+` LIMIT ?`, append(args, limit)
+	}
+	rows, err := s.db.QueryContext(ctx, s.q(q), args...)
 	if err != nil {
 		return nil, err
 	}

@@ -93,6 +93,21 @@ func storeSuite(t *testing.T, st Store) {
 	if err != nil || len(out) != 2 || out[0].Seq != 2 || out[1].Event != "end" || string(out[0].Data) != "{}" {
 		t.Fatalf("events after 1: %+v %v", out, err)
 	}
+	if pager, ok := st.(EventPager); ok {
+		for _, c := range []struct {
+			after   int64
+			limit   int
+			first   int64
+			howMany int
+		}{{0, 2, 1, 2}, {2, 2, 3, 1}, {3, 2, 0, 0}, {0, 0, 0, 0}, {0, -1, 1, 3}} {
+			out, err := pager.EventsPage(ctx, "r1", c.after, c.limit)
+			if err != nil || len(out) != c.howMany || c.howMany > 0 && out[0].Seq != c.first {
+				t.Errorf("page after %d of %d: %+v %v", c.after, c.limit, out, err)
+			}
+		}
+	} else {
+		t.Errorf("%T pages no events", st)
+	}
 	if err := st.DeleteThread(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}

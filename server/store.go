@@ -71,5 +71,12 @@ type Store interface {
 	Close() error
 }
 
+// EventPager is what a Store may add so that a stream of a finished run
+// reads its events a page at a time instead of all at once: up to limit
+// events with Seq > after, in order. Both stores of this package have it.
+type EventPager interface {
+	EventsPage(ctx context.Context, runID string, after int64, limit int) ([]StoredEvent, error)
+}
+
 // ErrExists is returned by CreateThread for a thread id already taken.
 var ErrExists = errors.New("already exists")
