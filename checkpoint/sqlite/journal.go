@@ -396,8 +396,8 @@ func readJournal(r io.Reader) (gen int64, recs []jrecord, err error) {
 	}
 }
 
-// recoverJournals replays the journals of savers that are gone (their
-// file lock is free) into the database, then deletes them. A journal still
+// recoverJournals replays those of the journals at paths whose savers are
+// gone (their file lock is free) into the database, then deletes them. A journal still
 // locked belongs to a live saver and is left alone.
 //
 // Recovery takes SQLite's write lock before a journal's file lock and keeps
@@ -408,11 +408,7 @@ func readJournal(r io.Reader) (gen int64, recs []jrecord, err error) {
 // lease), a journal is skipped rather than waited for when the write lock
 // stays busy, so a store opens beside a saver holding a long transaction;
 // the next lease taken replays it.
-func (s *Saver) recoverJournals(ctx context.Context, lenient bool) error {
-	paths, err := s.otherJournals()
-	if err != nil {
-		return err
-	}
+func (s *Saver) recoverJournals(ctx context.Context, paths []string, lenient bool) error {
 	for _, p := range paths {
 		if err := s.recoverJournal(ctx, p, lenient); err != nil {
 			return fmt.Errorf("replaying the journal %s of a store that was not closed: %w (rename or move the file to open the store without it)", p, err)

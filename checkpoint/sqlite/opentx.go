@@ -270,11 +270,12 @@ func (s *Saver) recoverOthers(ctx context.Context) error {
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	if others, err := s.otherJournals(); err != nil || len(others) == 0 {
+	others, err := s.otherJournals()
+	if err != nil || len(others) == 0 {
 		return err
 	}
 	if err := s.flushLocked(); err != nil {
 		return err
 	}
-	return s.recoverJournals(still(ctx), false)
+	return s.recoverJournals(still(ctx), others, false)
 }

@@ -289,7 +289,11 @@ func Open(path string, opts Options) (*Saver, error) {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	if journalSupported {
-		if err := s.recoverJournals(context.Background(), true); err != nil {
+		others, err := s.otherJournals()
+		if err == nil {
+			err = s.recoverJournals(context.Background(), others, true)
+		}
+		if err != nil {
 			s.Close()
 			return nil, fmt.Errorf("open %s: %w", path, err)
 		}

@@ -73,9 +73,11 @@ func Put(ctx context.Context, w Writer, st *checkpoint.Step, every int, tips *Ti
 			return nil, nil // a put is idempotent
 		}
 		next = n
-		if tips != nil && era >= 0 && st.ParentID == "" && n == 0 && raw == nil {
-			// The first put of a namespace: when it is the thread's first
-			// too, the saver knows the thread whole from here on.
+		if tips != nil && era >= 0 && st.NS == "" && st.ParentID == "" && n == 0 && raw == nil {
+			// The first put of a thread's top namespace (where a run
+			// starts): when it is the thread's first put at all, the saver
+			// knows the thread whole from here on. A subagent's first put
+			// asks nothing more.
 			exists, err := w.ThreadExists(ctx, st.ThreadID)
 			if err != nil {
 				return nil, err
