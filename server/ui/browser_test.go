@@ -2,6 +2,7 @@ package ui_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http/httptest"
 	"os"
@@ -161,6 +162,15 @@ func waitJS(expr string) chromedp.Action[chromedp.Void] {
 		}
 		return nil
 	})
+}
+
+// clickJS clicks the first element sel matches once there is one, finding
+// and clicking it in one evaluation: a list the page renders again between
+// a query and a click (as the history does when a checkpoint comes) cannot
+// swap the node out from under the click.
+func clickJS(sel string) chromedp.Action[chromedp.Void] {
+	q, _ := json.Marshal(sel)
+	return waitJS(`(b => b ? (b.click(), true) : false)(document.querySelector(` + string(q) + `))`)
 }
 
 // filterThreads picks a status in the thread list's filter.

@@ -117,7 +117,7 @@ func TestBrowserSubagentApprovalEditAndReload(t *testing.T) {
 	p.do(
 		chromedp.Click(chromedp.CSS(`#tabs button[data-tab="history"]`)),
 		waitJS(`document.querySelectorAll('#history li button.view').length > 1`),
-		chromedp.Click(chromedp.CSS(`#history li:last-child button.view`)),
+		clickJS(`#history li:last-child button.view`),
 		chromedp.Click(chromedp.CSS(`#tabs button[data-tab="files"]`)),
 		waitJS(`!document.querySelector('#viewing').hidden && document.querySelector('#files').textContent.includes('No files yet.')`),
 		chromedp.Click(chromedp.ID("viewing-back")),
