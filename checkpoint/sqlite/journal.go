@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // The journal: with Options.CommitDelay at its default, puts and writes do
@@ -417,9 +418,29 @@ func (s *Saver) recoverJournals(ctx context.Context, paths []string, lenient boo
 	return nil
 }
 
+// quietFor is how long the database's directory must have gone unchanged
+// before a listing of it that found no other journal is trusted while the
+// directory's modification time stays the same. File systems stamp that
+// time with a clock that moves in steps of milliseconds, so a journal made
+// just after a listing could leave the time as it was; one made more than
+// a step after the last change cannot.
+const quietFor = time.Second
+
 // otherJournals lists the journals beside the database that are not this
-// saver's own (live or not).
+// saver's own (live or not), wmu held. Every lease taken asks: when the
+// last listing found none and the directory has not changed since (no
+// file made, renamed or removed in it), a stat answers instead of reading
+// the directory.
 func (s *Saver) otherJournals() ([]string, error) {
+	dir := filepath.Dir(s.path)
+	if !s.none.IsZero() {
+		if fi, err := os.Stat(dir); err == nil && fi.ModTime().Equal(s.none) {
+			return nil, nil
+		}
+		s.none = time.Time{}
+	}
+	fi, statErr := os.Stat(dir)
+	listed := time.Now()
 	paths, err := filepath.Glob(globEscape(s.path) + journalSuffix + "*")
 	if err != nil {
 		return nil, err
@@ -430,6 +451,9 @@ func (s *Saver) otherJournals() ([]string, error) {
 			continue // a file moved aside, or this saver's own
 		}
 		out = append(out, p)
+	}
+	if len(out) == 0 && statErr == nil && listed.Sub(fi.ModTime()) > quietFor {
+		s.none = fi.ModTime()
 	}
 	return out, nil
 }

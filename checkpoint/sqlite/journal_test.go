@@ -724,3 +724,69 @@ func TestJournalRecoveryWaitsForAnotherReplay(t *testing.T) {
 		s.Close()
 	}
 }
+
+// Taking a lease lists the directory for journals of dead savers only when
+// the directory has changed since a listing that found none: a journal
+// made there afterwards is always seen, and an unchanged directory costs a
+// stat.
+func TestOtherJournalsListedOnlyAfterAChange(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "state.db")
+	s := openLong(t, path)
+	defer s.Close()
+	putMsg(t, s, "c1", "", "one") // makes this saver's own journal
+	old := time.Now().Add(-time.Minute).Truncate(time.Second)
+	if err := os.Chtimes(dir, old, old); err != nil {
+		t.Fatal(err)
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if got, err := s.otherJournals(); err != nil || len(got) != 0 {
+		t.Fatalf("other journals in a directory with none: %v %v", got, err)
+	}
+	if !s.none.Equal(old) {
+		t.Fatalf("a quiet directory without other journals was not remembered: %v", s.none)
+	}
+	// Another saver's journal appears: the directory's time moves on.
+	other := path + journalSuffix + "0123456789abcdef"
+	if err := os.WriteFile(other, []byte(journalMagic), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.otherJournals(); err != nil || len(got) != 1 || got[0] != other {
+		t.Fatalf("the new journal was not listed: %v %v", got, err)
+	}
+	if !s.none.IsZero() {
+		t.Errorf("a listing that found a journal was remembered as empty")
+	}
+	// With the journal gone and the directory quiet again, the next
+	// listing is remembered; putting the old time back over a new file
+	// shows that the stat alone answered.
+	if err := os.Remove(other); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(dir, old, old); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.otherJournals(); len(got) != 0 || !s.none.Equal(old) {
+		t.Fatalf("after the journal went: %v, remembered %v", got, s.none)
+	}
+	if err := os.WriteFile(other, []byte(journalMagic), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(dir, old, old); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.otherJournals(); len(got) != 0 {
+		t.Errorf("an unchanged directory was listed again: %v", got)
+	}
+	os.Remove(other)
+	// A directory changed less than quietFor before a listing is not
+	// remembered: a journal made in the same tick would not move its time.
+	now := time.Now()
+	if err := os.Chtimes(dir, now, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.otherJournals(); err != nil || !s.none.IsZero() {
+		t.Errorf("a directory changed just now was remembered (%v)", err)
+	}
+}

@@ -186,7 +186,18 @@ func (s *Saver) commitOpen() error {
 	if _, err := s.stmts["release"].ExecContext(ctx); err != nil {
 		return err
 	}
-	if _, err := s.wc.ExecContext(ctx, oplogPut, s.j.gen, s.j.seq); err != nil {
+	st := s.stmts["oplogput"]
+	if st == nil {
+		// Prepared at the first commit rather than with the others: the
+		// tests that write a database of an older schema, without the
+		// table, open a saver too.
+		var err error
+		if st, err = s.wc.PrepareContext(ctx, oplogPut); err != nil {
+			return err
+		}
+		s.stmts["oplogput"] = st
+	}
+	if _, err := st.ExecContext(ctx, s.j.gen, s.j.seq); err != nil {
 		return err
 	}
 	if _, err := s.stmts["commit"].ExecContext(ctx); err != nil {

@@ -93,6 +93,10 @@ type Saver struct {
 	timer      *time.Timer
 	sticky     error
 	rec        []byte // the operation's journal record being built
+	// none remembers, when not zero, the modification time of the
+	// database's directory at a listing that found no other journal in it
+	// (see otherJournals; under wmu).
+	none time.Time
 }
 
 var _ checkpoint.Saver = (*Saver)(nil)
@@ -360,7 +364,8 @@ var statements = map[string]string{
 	// putwrite for a checkpoint known to be stored (see PutWrite).
 	"putwriteto": `INSERT INTO writes (thread, ns, cp, call_id, kind, data) VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (thread, ns, cp, call_id, kind) DO UPDATE SET data = excluded.data`,
-	"leaseget": `SELECT holder, expires FROM leases WHERE thread = ?`,
+	"threadexists": `SELECT EXISTS (SELECT 1 FROM checkpoints WHERE thread = ?)`,
+	"leaseget":     `SELECT holder, expires FROM leases WHERE thread = ?`,
 	"leaseput": `INSERT INTO leases (thread, holder, expires) VALUES (?, ?, ?)
 		ON CONFLICT (thread) DO UPDATE SET holder = excluded.holder, expires = excluded.expires`,
 	"leaserenew": `UPDATE leases SET expires = ? WHERE thread = ? AND holder = ?`,

@@ -210,7 +210,7 @@ func (q querier) Rows(ctx context.Context, thread string, each func(seq int64, r
 // ThreadExists implements engine.Writer.
 func (q querier) ThreadExists(ctx context.Context, thread string) (bool, error) {
 	var n int
-	err := q.tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM checkpoints WHERE thread = ?)`, thread).Scan(&n)
+	err := q.stmt(ctx, "threadexists").QueryRowContext(ctx, thread).Scan(&n)
 	return n > 0, err
 }
 
