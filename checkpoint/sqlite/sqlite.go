@@ -707,8 +707,17 @@ func (s *Saver) Get(ctx context.Context, ref checkpoint.Ref) (*checkpoint.Checkp
 			// started: a subagent that is not resuming finds nothing.
 			return fmt.Errorf("%w: thread %q namespace %q has no checkpoint", checkpoint.ErrNotFound, ref.ThreadID, ref.NS)
 		}
+		rctx := ctx
+		if q.wread {
+			// Inside the journaled transaction, on the writer: a point
+			// read that cannot be cancelled halfway. A cancellable one
+			// costs the driver a goroutine per statement, and an
+			// interrupt of the writer's connection is best kept for
+			// nothing.
+			rctx = still(ctx)
+		}
 		var err error
-		out, err = engine.Get(ctx, q, ref, s.every)
+		out, err = engine.Get(rctx, q, ref, s.every)
 		return err
 	})
 	return out, err

@@ -41,17 +41,20 @@ func (s *Saver) Acquire(ctx context.Context, threadID, holder string, now time.T
 	// Journaled, the lease joins the open transaction, which holds the
 	// write lock: no other connection can take the thread in between, and
 	// the run's first commit makes both visible.
+	// The statements run on a context that cannot be cancelled, as every
+	// journaled operation's (see still): fn is called with the caller's.
+	wctx := still(ctx)
 	err := s.opTx(ctx, func(q querier) error {
 		var cur string
 		var exp int64
-		err := q.stmt(ctx, "leaseget").QueryRowContext(ctx, threadID).Scan(&cur, &exp)
+		err := q.stmt(wctx, "leaseget").QueryRowContext(wctx, threadID).Scan(&cur, &exp)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
 		if err == nil && cur != holder && now.UnixNano() < exp {
 			return refusal{&checkpoint.LeasedError{ThreadID: threadID, Holder: cur, Expires: time.Unix(0, exp).UTC()}}
 		}
-		_, err = q.execNamed(ctx, "leaseput", threadID, holder, l.Expires.UnixNano())
+		_, err = q.execNamed(wctx, "leaseput", threadID, holder, l.Expires.UnixNano())
 		return err
 	}, nil)
 	if no := (refusal{}); errors.As(err, &no) {
@@ -94,7 +97,7 @@ func (s *Saver) Release(ctx context.Context, threadID, holder string) error {
 	// The end of a run: its work and the release are committed together,
 	// so that other processes see the thread finished and free at once.
 	if err := s.opTx(ctx, func(q querier) error {
-		_, err := q.execNamed(ctx, "leasedel", threadID, holder)
+		_, err := q.execNamed(still(ctx), "leasedel", threadID, holder)
 		return err
 	}, nil); err != nil {
 		return err
