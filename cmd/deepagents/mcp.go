@@ -160,6 +160,19 @@ func startMCP(ctx context.Context, f mcpFlags, cwd, home string, confirm func(st
 	return m, nil
 }
 
+// mcpToolNames lists the names of every tool m's servers offer, bound
+// directly or behind mcp_search.
+func mcpToolNames(m *mcp.Manager) []string {
+	if m == nil {
+		return nil
+	}
+	var names []string
+	for _, t := range m.Tools() {
+		names = append(names, t.Spec().Name)
+	}
+	return names
+}
+
 // applyMCP binds the servers' tools into cfg: directly, or behind
 // mcp_search when their definitions would take more than a tenth of the
 // context window; subagents get theirs (see mcp.Subagents).

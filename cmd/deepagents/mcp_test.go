@@ -166,3 +166,58 @@ func TestMCPTrustAskedOnTheTerminal(t *testing.T) {
 		t.Errorf("remembered: %v, %d started", err, len(start))
 	}
 }
+
+// --interrupt-on may name an MCP tool that is found through mcp_search:
+// it is accepted (not refused as unknown), and once found and called, the
+// call waits for approval instead of running.
+func TestInterruptOnAToolBehindMCPSearch(t *testing.T) {
+	calls := 0
+	srv := sdk.NewServer(&sdk.Implementation{Name: "cli-test", Version: "1"}, nil)
+	type in struct {
+		Text string `json:"text"`
+	}
+	// A description long enough that the server's tools take more than a
+	// tenth of the window below: they are found through mcp_search.
+	long := strings.Repeat("Shouts the text back in capital letters, loudly. ", 600)
+	sdk.AddTool(srv, &sdk.Tool{Name: "shout", Description: long},
+		func(_ context.Context, _ *sdk.CallToolRequest, a in) (*sdk.CallToolResult, any, error) {
+			calls++
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: strings.ToUpper(a.Text)}}}, nil, nil
+		})
+	hs := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
+	t.Cleanup(hs.Close)
+
+	sawSearch := false
+	model := ot.NewServer(t, func(r *ot.Request) ot.Reply {
+		if _, ok := r.ToolResult("call_m1"); ok {
+			return ot.Text("it ran without approval")
+		}
+		if r.HasTool("mcp__web__shout") {
+			return ot.Tools(ot.Call{ID: "call_m1", Name: "mcp__web__shout", Args: `{"text":"hello"}`})
+		}
+		if r.HasTool("mcp_search") {
+			sawSearch = true
+			return ot.Tools(ot.Call{ID: "call_s1", Name: "mcp_search", Args: `{"query":"shout"}`})
+		}
+		return ot.Text("no mcp_search")
+	})
+	project, _ := runEnv(t, model)
+	writeMCPFile(t, filepath.Join(project, "deepagents.toml"), "[models.\"openai:gpt-4.1\"]\ncontext_window = 50000\n")
+	cfg := filepath.Join(project, "servers.json")
+	writeMCPFile(t, cfg, `{"mcpServers":{"web":{"type":"http","url":"`+hs.URL+`"}}}`)
+	code, out, errs := runCLI(t, "run", "--model", "openai:gpt-4.1", "--mcp-config", cfg, "--interrupt-on", "mcp__web__shout", "-p", "shout hello")
+	if !sawSearch {
+		t.Fatalf("the tool was not behind mcp_search (exit %d): %s", code, errs)
+	}
+	if code != 3 || calls != 0 || strings.Contains(out, "without approval") {
+		t.Fatalf("exit %d, %d calls of the tool, out %q, stderr %s", code, calls, out, errs)
+	}
+	if !strings.Contains(errs, "mcp__web__shout") {
+		t.Errorf("the waiting call is not named: %s", errs)
+	}
+	// A name no server offers is still refused.
+	code, _, errs = runCLI(t, "run", "--model", "openai:gpt-4.1", "--mcp-config", cfg, "--interrupt-on", "mcp__web__whisper", "-p", "x")
+	if code != 2 || !strings.Contains(errs, `"mcp__web__whisper", which is not a tool`) {
+		t.Errorf("an unknown MCP name: exit %d: %s", code, errs)
+	}
+}

@@ -225,7 +225,7 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkGates(a, gates, specs); err != nil {
+	if err := checkGates(a, gates, specs, mcpToolNames(mcps)); err != nil {
 		return nil, err
 	}
 	s.agent = a
@@ -235,9 +235,15 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 
 // checkGates refuses an interrupt_on (or --interrupt-on) that names no
 // tool any agent has: a misspelt name would let the calls it meant to stop
-// run without asking.
-func checkGates(a *agent.Agent, gates map[string]agent.Approval, specs []subagent.Spec) error {
+// run without asking. MCP tools found through mcp_search (extra) count:
+// they are bound, under their own names, once found.
+func checkGates(a *agent.Agent, gates map[string]agent.Approval, specs []subagent.Spec, extra []string) error {
 	known := slices.Clone(fstools.Names)
+	for _, name := range extra {
+		if !slices.Contains(known, name) {
+			known = append(known, name)
+		}
+	}
 	for _, ts := range a.ToolSpecs() {
 		if !slices.Contains(known, ts.Name) {
 			known = append(known, ts.Name)
