@@ -292,3 +292,59 @@ func TestNewToolBoundAfterListChanged(t *testing.T) {
 		t.Errorf("the new tool answered %+v", got)
 	}
 }
+
+// With Manager.Subagents, a tool a server adds (tools/list_changed) reaches
+// an isolated subagent from its next step on, as it does the parent.
+func TestSubagentBindsToolAddedAfterListChanged(t *testing.T) {
+	changed := make(chan struct{}, 1)
+	m := started(t, []Server{{Name: "live"}}, Options{
+		Transport:     inMemory(t, mcptest.Options{}),
+		OnListChanged: func(string) { changed <- struct{}{} },
+	})
+	b := m.Bind(100_000, nil)
+	var waited bool
+	wait := agent.Middleware{Name: "wait", StepTools: func(ctx context.Context, step agent.StepInfo) []tool.Tool {
+		if step.Round >= 1 && !waited {
+			waited = true
+			select {
+			case <-changed:
+			case <-time.After(10 * time.Second):
+				t.Error("no tools/list_changed within 10 s")
+			}
+		}
+		return nil
+	}}
+	specs := m.Subagents([]subagent.Spec{{Name: "grower", Description: "grows", MCPServers: []string{"live"}, Middleware: []agent.Middleware{wait}}}, b.Tools, 100_000, nil)
+	model := scripted.New(scripted.Script{
+		"parent": {Steps: []scripted.Step{
+			{ToolCalls: []scripted.StepCall{scall("t1", "task", `{"description":"grow","subagent_type":"grower"}`)}},
+			{Content: "done"},
+		}},
+		"grower": {Steps: []scripted.Step{
+			{ToolCalls: []scripted.StepCall{scall("g1", "mcp__live__grow", `{}`)}},
+			{ToolCalls: []scripted.StepCall{scall("g2", "mcp__live__grown", `{}`)}},
+			{Content: "ok"},
+		}},
+	}, scripted.Options{NoUsage: true})
+	a, err := deepagents.New(deepagents.Config{Model: model, Tools: b.Tools, Middleware: []agent.Middleware{*b.Middleware}, Subagents: specs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.Invoke(t.Context(), agent.Prompt("grow"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var grower []*llm.Request
+	for _, r := range model.Records() {
+		if r.Who == "grower" {
+			grower = append(grower, r.Request)
+		}
+	}
+	if len(grower) != 3 || slices.Contains(specNames(grower[0]), "mcp__live__grown") || !slices.Contains(specNames(grower[1]), "mcp__live__grown") {
+		t.Fatalf("the subagent's requests: %d", len(grower))
+	}
+	child := res.Children["t1"]
+	if child == nil || child.State.Messages[4].ToolCallID != "g2" || child.State.Messages[4].Content != "grown here" {
+		t.Errorf("the new tool's answer in the subagent: %+v", child)
+	}
+}

@@ -255,22 +255,40 @@ func (s *searchTool) find(query string) []*Tool {
 // finds are bound from its next step on. A spec that lists its exact tools
 // gets MCP tools only when it names servers. Forks keep their parent's.
 func Subagents(specs []subagent.Spec, parentTools []tool.Tool, tools []*Tool, parentWindow int, pinned []string) []subagent.Spec {
+	return subagents(specs, parentTools, tools, nil, parentWindow, pinned)
+}
+
+// Subagents is the package's Subagents over the manager's tools, kept live
+// as Manager.Bind keeps the parent's: a tool a server adds later
+// (tools/list_changed) reaches each subagent that may use its server.
+func (m *Manager) Subagents(specs []subagent.Spec, parentTools []tool.Tool, parentWindow int, pinned []string) []subagent.Spec {
+	return subagents(specs, parentTools, m.Tools(), m.Tools, parentWindow, pinned)
+}
+
+func subagents(specs []subagent.Spec, parentTools []tool.Tool, tools []*Tool, live func() []*Tool, parentWindow int, pinned []string) []subagent.Spec {
 	out := slices.Clone(specs)
 	for i, s := range out {
 		if s.Mode == subagent.Fork || s.ExactTools && s.MCPServers == nil {
 			continue
 		}
-		var mine []*Tool
-		for _, t := range tools {
-			if s.MCPServers == nil || slices.Contains(s.MCPServers, t.Server()) {
-				mine = append(mine, t)
+		usable := func(tools []*Tool) []*Tool {
+			var mine []*Tool
+			for _, t := range tools {
+				if s.MCPServers == nil || slices.Contains(s.MCPServers, t.Server()) {
+					mine = append(mine, t)
+				}
 			}
+			return mine
+		}
+		var liveMine func() []*Tool
+		if live != nil {
+			liveMine = func() []*Tool { return usable(live()) }
 		}
 		w := s.ContextWindow
 		if w == 0 {
 			w = parentWindow
 		}
-		b := Bind(mine, w, pinned)
+		b := bind(usable(tools), liveMine, w, pinned)
 		own := s.Tools
 		if own == nil {
 			own = parentTools

@@ -190,7 +190,7 @@ func applyMCP(cfg *deepagents.Config, m *mcp.Manager, f mcpFlags) {
 	if b.Middleware != nil {
 		cfg.Middleware = append(cfg.Middleware, *b.Middleware)
 	}
-	cfg.Subagents = mcp.Subagents(deepagents.WithGeneralPurpose(cfg.Subagents), append(parentTools, b.Tools...), tools, cfg.ContextWindow, f.pins())
+	cfg.Subagents = m.Subagents(deepagents.WithGeneralPurpose(cfg.Subagents), append(parentTools, b.Tools...), cfg.ContextWindow, f.pins())
 }
 
 const mcpHelp = `usage: deepagents mcp list [flags]
