@@ -147,6 +147,11 @@ type ProviderConfig struct {
 	// OpenAI-compatible server cannot do; nil leaves the default (on).
 	StreamToolCalls   *bool
 	ParallelToolCalls *bool
+	// ReasoningBack, when set to false (key reasoning_back), leaves out of
+	// requests the reasoning an OpenAI-compatible server returned in a
+	// message field, which otherwise goes back with each message that
+	// calls tools (DeepSeek's thinking mode needs it); nil leaves it on.
+	ReasoningBack *bool
 	// RequestTimeout bounds one attempt of a model call until its answer (or,
 	// streaming, its first event) arrives; StreamIdleTimeout bounds the
 	// silence between two events of a stream (keys request_timeout,
@@ -174,7 +179,7 @@ var builtinKinds = map[string]string{
 
 var (
 	topKeys       = []string{"model", "system_prompt", "max_steps", "max_parallel", "reasoning", "db", "interrupt_on", "permissions", "providers", "models"}
-	providerKeys  = []string{"type", "base_url", "api_key_env", "model", "headers", "stream_tool_calls", "parallel_tool_calls", "request_timeout", "stream_idle_timeout", "api"}
+	providerKeys  = []string{"type", "base_url", "api_key_env", "model", "headers", "stream_tool_calls", "parallel_tool_calls", "reasoning_back", "request_timeout", "stream_idle_timeout", "api"}
 	providerTypes = []string{"openai", "anthropic", "gemini", "openai-compatible"}
 	envNameRe     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	headerNameRe  = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
@@ -424,16 +429,19 @@ func parseProviders(p *problems, v any, line int, at func(...string) int, path s
 				for _, h := range slices.Sorted(maps.Keys(pc.Headers)) {
 					c.credential(path, at("providers", name, "headers", h), low, "headers."+h, pc.Headers[h])
 				}
-			case "stream_tool_calls", "parallel_tool_calls":
+			case "stream_tool_calls", "parallel_tool_calls", "reasoning_back":
 				b, ok := v.(bool)
 				if !ok {
 					p.add(kl, "%s must be true or false, got %s", full, tomlKind(v))
 					continue
 				}
-				if key == "stream_tool_calls" {
+				switch key {
+				case "stream_tool_calls":
 					pc.StreamToolCalls = &b
-				} else {
+				case "parallel_tool_calls":
 					pc.ParallelToolCalls = &b
+				default:
+					pc.ReasoningBack = &b
 				}
 			case "api":
 				if s, ok := tomlString(p, full, v, kl); ok {
@@ -619,6 +627,9 @@ func (c *Config) Merge(other *Config) {
 		}
 		if o.ParallelToolCalls != nil {
 			cur.ParallelToolCalls = o.ParallelToolCalls
+		}
+		if o.ReasoningBack != nil {
+			cur.ReasoningBack = o.ReasoningBack
 		}
 		if o.API != "" {
 			cur.API = o.API

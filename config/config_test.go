@@ -355,7 +355,7 @@ func TestCapabilitySwitches(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(user, ".deepagents", "config.toml"), []byte("[providers.ollama]\nstream_tool_calls = false\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "deepagents.toml"), []byte("[providers.ollama]\nparallel_tool_calls = false\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "deepagents.toml"), []byte("[providers.ollama]\nparallel_tool_calls = false\nreasoning_back = false\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	c, err := Load(dir, user)
@@ -363,7 +363,7 @@ func TestCapabilitySwitches(t *testing.T) {
 		t.Fatal(err)
 	}
 	pc := c.ProviderFor("ollama")
-	if pc.StreamToolCalls == nil || *pc.StreamToolCalls || pc.ParallelToolCalls == nil || *pc.ParallelToolCalls {
+	if pc.StreamToolCalls == nil || *pc.StreamToolCalls || pc.ParallelToolCalls == nil || *pc.ParallelToolCalls || pc.ReasoningBack == nil || *pc.ReasoningBack {
 		t.Errorf("switches did not merge: %+v", pc)
 	}
 	if _, err := Parse("x.toml", []byte("[providers.ollama]\nstream_tool_calls = \"no\"\n")); err == nil || !strings.Contains(err.Error(), "x.toml:2: providers.ollama.stream_tool_calls must be true or false") {

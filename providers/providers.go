@@ -124,6 +124,9 @@ type Options struct {
 	// NoStreamToolCalls and NoParallelToolCalls are the capability switches
 	// of OpenAI-compatible servers (see package openai).
 	NoStreamToolCalls, NoParallelToolCalls bool
+	// NoReasoningBack is openai.Config.NoReasoningBack, for OpenAI and
+	// OpenAI-compatible providers.
+	NoReasoningBack bool
 	// API picks the endpoint of OpenAI and OpenAI-compatible providers:
 	// openai.APIChat (the default) or openai.APIResponses, which reasoning
 	// models need to keep their reasoning between tool calls. Other kinds
@@ -209,13 +212,13 @@ func New(ctx context.Context, spec Spec, o Options) (llm.Model, error) {
 	case KindOpenAI:
 		return openai.New(openai.Config{Model: spec.Model, APIKey: o.APIKey, BaseURL: o.BaseURL, HTTPClient: client,
 			Retry: o.Retry, Provider: spec.Provider, MaxTokens: o.MaxTokens, API: o.API,
-			RequestTimeout: o.RequestTimeout, StreamIdleTimeout: o.StreamIdleTimeout})
+			RequestTimeout: o.RequestTimeout, StreamIdleTimeout: o.StreamIdleTimeout, NoReasoningBack: o.NoReasoningBack})
 	case KindOpenAICompatible:
 		// NewCompatible never sends OPENAI_API_KEY to another server.
 		return openai.NewCompatible(o.BaseURL, spec.Model, openai.Config{APIKey: o.APIKey, HTTPClient: client,
 			Retry: o.Retry, Provider: spec.Provider, MaxTokens: o.MaxTokens, API: o.API,
 			RequestTimeout: o.RequestTimeout, StreamIdleTimeout: o.StreamIdleTimeout,
-			NoStreamToolCalls: o.NoStreamToolCalls, NoParallelToolCalls: o.NoParallelToolCalls})
+			NoStreamToolCalls: o.NoStreamToolCalls, NoParallelToolCalls: o.NoParallelToolCalls, NoReasoningBack: o.NoReasoningBack})
 	case KindAnthropic:
 		return anthropic.New(anthropic.Config{Model: spec.Model, APIKey: o.APIKey, BaseURL: o.BaseURL, HTTPClient: client,
 			Retry: o.Retry, MaxTokens: o.MaxTokens, RequestTimeout: o.RequestTimeout, StreamIdleTimeout: o.StreamIdleTimeout})

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -424,6 +425,37 @@ func TestBannerShowsReasoning(t *testing.T) {
 		}
 		if !strings.HasPrefix(errb.String(), tt.want) {
 			t.Errorf("%v: banner %q, want it to start with %q", tt.flag, errb.String(), tt.want)
+		}
+	}
+}
+
+// A server's reasoning (reasoning_content) goes back with the message that
+// called tools, as DeepSeek's thinking mode needs; reasoning_back = false in
+// a provider's table keeps it out.
+func TestReasoningBackSwitch(t *testing.T) {
+	for _, off := range []bool{false, true} {
+		var second string
+		model := ot.NewServer(t, func(r *ot.Request) ot.Reply {
+			if _, ok := r.ToolResult("c1"); ok {
+				second = string(r.Body)
+				return ot.Text("done")
+			}
+			rep := ot.Tools(ot.Call{ID: "c1", Name: "ls", Args: `{"path":"/"}`})
+			rep.Reasoning = "list the root first"
+			return rep
+		})
+		project, _ := runEnv(t, model)
+		if off {
+			if err := os.WriteFile(filepath.Join(project, "deepagents.toml"), []byte("[providers.openai]\nreasoning_back = false\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		code, out, errs := runCLI(t, "run", "--model", "openai:gpt-4.1", "-p", "look around")
+		if code != 0 || strings.TrimSpace(out) != "done" {
+			t.Fatalf("exit %d, out %q: %s", code, out, errs)
+		}
+		if sent := strings.Contains(second, `"reasoning_content":"list the root first"`); sent == off {
+			t.Errorf("reasoning_back off %v: the second request carries the reasoning: %v\n%s", off, sent, second)
 		}
 	}
 }

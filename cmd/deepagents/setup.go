@@ -276,6 +276,7 @@ func buildModel(ctx context.Context, cfg *config.Config, spec providers.Spec, no
 		Kind: providers.Kind(pc.Type), BaseURL: pc.BaseURL, APIKeyEnv: pc.APIKeyEnv, Headers: pc.Headers,
 		NoStreamToolCalls:   pc.StreamToolCalls != nil && !*pc.StreamToolCalls,
 		NoParallelToolCalls: pc.ParallelToolCalls != nil && !*pc.ParallelToolCalls,
+		NoReasoningBack:     pc.ReasoningBack != nil && !*pc.ReasoningBack,
 		RequestTimeout:      pc.RequestTimeout, StreamIdleTimeout: pc.StreamIdleTimeout, API: pc.API,
 	}
 	if err := providers.Check(spec, opts); err != nil {

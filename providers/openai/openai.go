@@ -13,10 +13,11 @@
 //
 // Reasoning. Settings.Reasoning is sent as the API's reasoning effort; a
 // token budget is mapped to an effort (under 4,096 tokens low, under 16,384
-// medium, else high). On Chat Completions a model's thinking is never sent
-// back (the API has no place for it); readable reasoning that compatible
-// servers return (reasoning_content, reasoning) becomes a reasoning part
-// marked with the provider name and nothing to send back. OpenAI's reasoning
+// medium, else high). Readable reasoning that compatible servers return on
+// Chat Completions (reasoning_content, reasoning) becomes a reasoning part
+// marked with the provider name and the field; it goes back in that field
+// with each assistant message that calls tools (DeepSeek's thinking mode
+// answers 400 without it; Config.NoReasoningBack turns this off). OpenAI's reasoning
 // models keep their reasoning between tool calls only on the Responses API
 // (Config.API = APIResponses): it is used without server-side storage, each
 // reply's reasoning items arrive with their encrypted content as reasoning
@@ -118,6 +119,11 @@ type Config struct {
 	// Capabilities reports it, and a request holding an image is refused
 	// before it is sent.
 	NoImages bool
+	// NoReasoningBack leaves out of requests the reasoning a server
+	// returned in a message field (reasoning_content, reasoning), which is
+	// otherwise sent back, in that field, with each assistant message that
+	// calls tools: DeepSeek's thinking mode requires it there.
+	NoReasoningBack bool
 	// LegacyMaxTokens sends the output limit as max_tokens instead of
 	// max_completion_tokens, for servers that only know the older field.
 	// (OpenAI's reasoning models reject max_tokens.)

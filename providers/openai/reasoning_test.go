@@ -430,3 +430,52 @@ func TestChatReasoningIsShownNotSent(t *testing.T) {
 		}
 	}
 }
+
+// A compatible server that thinks between tool calls (DeepSeek's thinking
+// mode) gets each tool-calling message's reasoning back in the field it
+// came in, after a checkpoint round-trip too; a message without tool calls
+// goes back without it, and NoReasoningBack leaves it out everywhere.
+func TestChatToolLoopSendsReasoningBackInItsField(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		for _, off := range []bool{false, true} {
+			srv := openaitest.NewServer(t, thinkingScript())
+			m, _ := newModel(t, srv, Config{Provider: "deepseek", Model: "deepseek-reasoner", NoReasoningBack: off})
+			if _, err := runLoop(t, m, stream, nil); err != nil {
+				t.Fatal(err)
+			}
+			reqs := srv.Requests()
+			if len(reqs) != 3 {
+				t.Fatalf("%d requests", len(reqs))
+			}
+			var last struct {
+				Messages []map[string]any `json:"messages"`
+			}
+			if err := json.Unmarshal(reqs[2].Body, &last); err != nil {
+				t.Fatal(err)
+			}
+			var got []any
+			for _, msg := range last.Messages {
+				if msg["role"] == "assistant" {
+					got = append(got, msg["reasoning_content"])
+				}
+			}
+			want := []any{"The user wants the file; read it first.", "It says 42. Check the second file too."}
+			if off {
+				want = []any{nil, nil}
+			}
+			if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+				t.Errorf("stream %v, off %v: the assistant messages' reasoning_content %q, want %q", stream, off, got, want)
+			}
+		}
+	}
+	// An answer without tool calls goes back without its reasoning.
+	srv := openaitest.NewServer(t, openaitest.Sequence(openaitest.Text("ok")))
+	m, _ := newModel(t, srv, Config{Provider: "deepseek", Model: "deepseek-reasoner"})
+	answer := llm.NewMessage(llm.RoleAssistant, reasoningThenText("deepseek", "reasoning_content", "a greeting", "Hello!")...)
+	if _, err := m.Generate(testCtx(t), &llm.Request{Messages: []llm.Message{llm.User("hi"), answer, llm.User("bye")}}); err != nil {
+		t.Fatal(err)
+	}
+	if body := string(srv.Requests()[0].Body); strings.Contains(body, "a greeting") {
+		t.Errorf("an answer's reasoning was sent back: %s", body)
+	}
+}

@@ -127,8 +127,10 @@ func (m *Model) requestError(msg string) error {
 	return &llm.APIError{Kind: llm.ErrKindBadRequest, Provider: m.provider, Message: "invalid request: " + msg}
 }
 
-// chatMessages maps the conversation. Reasoning parts are never sent: Chat
-// Completions has no field for them. Images of a run of tool results follow
+// chatMessages maps the conversation. Chat Completions has no field for
+// reasoning: only what a compatible server returned in its own field goes
+// back, in that field, with a message that calls tools (see
+// assistantReasoning). Images of a run of tool results follow
 // it in one user message, since tool messages hold text only.
 func (m *Model) chatMessages(msgs []llm.Message) ([]sdk.ChatCompletionMessageParamUnion, error) {
 	var out []sdk.ChatCompletionMessageParamUnion
@@ -234,6 +236,9 @@ func (m *Model) message(msg llm.Message) (sdk.ChatCompletionMessageParamUnion, [
 					},
 				},
 			})
+		}
+		if field, text := m.assistantReasoning(msg); text != "" {
+			a.SetExtraFields(map[string]any{field: text})
 		}
 		return sdk.ChatCompletionMessageParamUnion{OfAssistant: &a}, nil, nil
 	}

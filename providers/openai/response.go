@@ -2,6 +2,7 @@ package openai
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 
 	sdk "github.com/openai/openai-go/v3"
@@ -26,8 +27,8 @@ func (m *Model) response(c *sdk.ChatCompletion) (*llm.Response, error) {
 	}
 	ch := c.Choices[0]
 	msg := llm.Message{Role: llm.RoleAssistant, Content: ch.Message.Content}
-	if r := extraString(ch.Message.JSON.ExtraFields); r != "" {
-		msg.SetParts(m.reasoningThenText(r, msg.Content))
+	if field, r := extraString(ch.Message.JSON.ExtraFields); r != "" {
+		msg.SetParts(reasoningThenText(m.provider, field, r, msg.Content))
 	}
 	for _, tc := range ch.Message.ToolCalls {
 		if tc.Type != "" && tc.Type != "function" {
@@ -53,15 +54,53 @@ func (m *Model) response(c *sdk.ChatCompletion) (*llm.Response, error) {
 }
 
 // reasoningThenText returns the parts of an answer whose readable reasoning
-// came in a compatible server's reasoning field: it is marked as this
-// provider's and carries nothing to send back (Chat Completions takes no
-// reasoning in requests).
-func (m *Model) reasoningThenText(reasoning, text string) []llm.Part {
-	parts := []llm.Part{llm.ReasoningPart(reasoning, &llm.Reasoning{Provider: m.provider})}
+// came in a compatible server's reasoning field (field): it is marked as
+// provider's, with the field's name, so that it can go back in that field
+// (see assistantReasoning).
+func reasoningThenText(provider, field, reasoning, text string) []llm.Part {
+	r := &llm.Reasoning{Provider: provider}
+	if field != "" {
+		r.Extra, _ = json.Marshal(chatReasoning{Field: field})
+	}
+	parts := []llm.Part{llm.ReasoningPart(reasoning, r)}
 	if text != "" {
 		parts = append(parts, llm.TextPart(text))
 	}
 	return parts
+}
+
+// chatReasoning is the Extra of a reasoning part that came in a Chat
+// Completions message field: the field's name.
+type chatReasoning struct {
+	Field string `json:"chat_field"`
+}
+
+// assistantReasoning returns the field and the text of the reasoning to
+// send back with an assistant message that calls tools: the readable
+// reasoning this provider returned in a message field, joined. Servers that
+// think between tool calls (DeepSeek's thinking mode) answer 400 when a
+// tool-calling message comes back without it; the others take it or ignore
+// it. Reasoning of other providers, or not from such a field, is left out.
+func (m *Model) assistantReasoning(msg llm.Message) (field, text string) {
+	if m.cfg.NoReasoningBack || len(msg.ToolCalls) == 0 {
+		return "", ""
+	}
+	var b strings.Builder
+	for _, p := range msg.ReasoningFor(m.provider) {
+		var cr chatReasoning
+		if len(p.Reasoning.Extra) == 0 || json.Unmarshal(p.Reasoning.Extra, &cr) != nil || !slices.Contains(reasoningFields, cr.Field) {
+			continue
+		}
+		if field != "" && cr.Field != field {
+			continue
+		}
+		field = cr.Field
+		b.WriteString(p.Text)
+	}
+	if b.Len() == 0 {
+		return "", ""
+	}
+	return field, b.String()
 }
 
 // stopReason normalises finish_reason. Some compatible servers answer "stop"
@@ -112,8 +151,9 @@ func arguments(s string, f respjson.Field) string {
 	return ""
 }
 
-// extraString returns the first reasoning field present as a string.
-func extraString(extra map[string]respjson.Field) string {
+// extraString returns the first reasoning field present as a string, and
+// its name.
+func extraString(extra map[string]respjson.Field) (field, text string) {
 	for _, k := range reasoningFields {
 		f, ok := extra[k]
 		if !ok {
@@ -121,8 +161,8 @@ func extraString(extra map[string]respjson.Field) string {
 		}
 		var s string
 		if json.Unmarshal([]byte(f.Raw()), &s) == nil && s != "" {
-			return s
+			return k, s
 		}
 	}
-	return ""
+	return "", ""
 }

@@ -142,6 +142,7 @@ type streamState struct {
 	text, reasoning strings.Builder
 	refusal         strings.Builder
 	provider        string // who the reasoning is marked as coming from
+	reasoningField  string // the message field the reasoning came in
 	calls           []llm.ToolCall
 	args            []strings.Builder
 	byIndex         map[int64]int // the wire's tool-call index -> position in calls
@@ -173,7 +174,10 @@ func (s *streamState) add(c *sdk.ChatCompletionChunk) []llm.StreamEvent {
 		}
 		s.choice = true
 		d := &ch.Delta
-		if r := extraString(d.JSON.ExtraFields); r != "" {
+		if field, r := extraString(d.JSON.ExtraFields); r != "" {
+			if s.reasoningField == "" {
+				s.reasoningField = field
+			}
 			s.reasoning.WriteString(r)
 			s.buf = append(s.buf, llm.StreamEvent{Type: llm.EventReasoningDelta, Text: r})
 		}
@@ -234,11 +238,7 @@ func (s *streamState) toolDelta(tc *sdk.ChatCompletionChunkChoiceDeltaToolCall) 
 func (s *streamState) response() *llm.Response {
 	msg := llm.Message{Role: llm.RoleAssistant, Content: s.text.String()}
 	if r := s.reasoning.String(); r != "" {
-		parts := []llm.Part{llm.ReasoningPart(r, &llm.Reasoning{Provider: s.provider})}
-		if msg.Content != "" {
-			parts = append(parts, llm.TextPart(msg.Content))
-		}
-		msg.SetParts(parts)
+		msg.SetParts(reasoningThenText(s.provider, s.reasoningField, r, msg.Content))
 	}
 	for i, c := range s.calls {
 		c.Args = json.RawMessage(argsString(json.RawMessage(s.args[i].String())))
