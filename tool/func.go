@@ -163,21 +163,71 @@ func DecodeArgs(s *Schema, raw json.RawMessage, dst any) error {
 	return nil
 }
 
-// withNumbers rewrites the arguments with each coerced argument as the bare
-// number its string held, leaving every other value byte for byte as sent.
-func withNumbers(raw json.RawMessage, coerced map[string]string) json.RawMessage {
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(raw, &fields) != nil {
-		return raw
+// withNumbers rewrites the arguments with each coerced value as the bare
+// number its string held, leaving every other value byte for byte as sent
+// (objects on the way to a coerced value have their keys sorted). Each
+// object or array on the way is decoded once, however many values in it
+// changed.
+func withNumbers(raw json.RawMessage, coerced []coercion) json.RawMessage {
+	if out, ok := rewrite(raw, coerced, 0); ok {
+		return out
 	}
-	for name, text := range coerced {
-		fields[name] = json.RawMessage(text)
+	return raw
+}
+
+// rewrite returns raw with the values at cs's paths (from element at on)
+// replaced by their numbers.
+func rewrite(raw json.RawMessage, cs []coercion, at int) (json.RawMessage, bool) {
+	for _, c := range cs {
+		if len(c.path) == at {
+			return json.RawMessage(c.text), true
+		}
 	}
-	out, err := json.Marshal(fields)
-	if err != nil {
-		return raw
+	if _, isKey := cs[0].path[at].(string); isKey {
+		var fields map[string]json.RawMessage
+		if json.Unmarshal(raw, &fields) != nil {
+			return nil, false
+		}
+		groups := map[string][]coercion{}
+		for _, c := range cs {
+			k, ok := c.path[at].(string)
+			if !ok {
+				return nil, false
+			}
+			groups[k] = append(groups[k], c)
+		}
+		for k, g := range groups {
+			inner, ok := fields[k]
+			if !ok {
+				return nil, false
+			}
+			if fields[k], ok = rewrite(inner, g, at+1); !ok {
+				return nil, false
+			}
+		}
+		out, err := json.Marshal(fields)
+		return out, err == nil
 	}
-	return out
+	var items []json.RawMessage
+	if json.Unmarshal(raw, &items) != nil {
+		return nil, false
+	}
+	groups := map[int][]coercion{}
+	for _, c := range cs {
+		i, ok := c.path[at].(int)
+		if !ok || i >= len(items) {
+			return nil, false
+		}
+		groups[i] = append(groups[i], c)
+	}
+	for i, g := range groups {
+		var ok bool
+		if items[i], ok = rewrite(items[i], g, at+1); !ok {
+			return nil, false
+		}
+	}
+	out, err := json.Marshal(items)
+	return out, err == nil
 }
 
 func jsonProblem(err error) string {

@@ -109,17 +109,18 @@ func (s *Schema) Raw() json.RawMessage { return s.raw }
 // arguments are dropped from v first, as if the argument was not given. The
 // error, if any, is a plain-words explanation meant for the model.
 //
-// A number sent as a string ("5") for an integer or number argument is
-// taken as that number, as both reference implementations do: v is changed
-// in place.
+// A number sent as a string ("5") for an integer or number argument, or
+// inside an object or array where the schema wants a number, is taken as
+// that number, as both reference implementations do: v is changed in
+// place.
 func (s *Schema) Validate(v any) error {
 	_, err := s.validate(v)
 	return err
 }
 
-// validate is Validate that also returns the arguments it coerced from
+// validate is Validate that also returns the values it coerced from
 // strings to numbers, with the number text each held.
-func (s *Schema) validate(v any) (map[string]string, error) {
+func (s *Schema) validate(v any) ([]coercion, error) {
 	obj, ok := v.(map[string]any)
 	if !ok {
 		return nil, fmt.Errorf("arguments must be a JSON object, got %s", describeJSON(v))
@@ -135,39 +136,79 @@ func (s *Schema) validate(v any) (map[string]string, error) {
 	return coerced, s.check(obj, v)
 }
 
-// coerce replaces, in obj, each string that holds a JSON number given for a
-// top-level integer or number argument (and that fits its type) with that
-// number. It returns the names it changed with the number text each held.
-// Any other string is left for the type check to refuse in plain words.
-func (s *Schema) coerce(obj map[string]any) map[string]string {
-	var out map[string]string
+// coercion is one string that held a number, replaced by it: where it is
+// in the arguments (object keys and array indexes, from the top) and the
+// number's JSON text.
+type coercion struct {
+	path []any // string keys and int indexes
+	text string
+}
+
+// maxCoerceDepth bounds how deep coerce looks into nested arguments.
+const maxCoerceDepth = 32
+
+// coerce replaces, in obj, each string that holds a JSON number given where
+// the schema wants an integer or a number (and that fits its type) with that
+// number: top-level arguments, and values inside objects and arrays whose
+// schema says so (properties, items). It returns what it changed. Any other
+// string is left for the type check to refuse in plain words.
+func (s *Schema) coerce(obj map[string]any) []coercion {
+	var out []coercion
+	coerceObject(obj, s.props, nil, &out, 0)
+	return out
+}
+
+func coerceObject(obj map[string]any, props map[string]*jsonschema.Schema, path []any, out *[]coercion, depth int) {
 	for name, val := range obj {
-		str, ok := val.(string)
-		if !ok {
-			continue
+		if ps := props[name]; ps != nil {
+			if f, text, ok := coerceValue(val, ps, append(path, name), out, depth); ok {
+				obj[name] = f
+				*out = append(*out, coercion{path: append(slices.Clone(path), name), text: text})
+			}
 		}
-		ps := s.props[name]
-		if ps == nil {
-			continue
-		}
+	}
+}
+
+// coerceValue returns the number a string val holds when ps wants one;
+// otherwise it looks inside val (an object or array) and returns false.
+func coerceValue(val any, ps *jsonschema.Schema, path []any, out *[]coercion, depth int) (float64, string, bool) {
+	switch v := val.(type) {
+	case string:
 		want := typesOf(ps)
 		if slices.Contains(want, "string") || !slices.Contains(want, "integer") && !slices.Contains(want, "number") {
-			continue
+			return 0, "", false
 		}
-		text, f, ok := parseNumber(str)
+		text, f, ok := parseNumber(v)
 		if !ok || !typeMatches(f, want) {
-			continue
+			return 0, "", false
 		}
-		obj[name] = f
 		if strings.ContainsAny(text, ".eE") && slices.Contains(want, "integer") && f == float64(int64(f)) {
 			text = strconv.FormatFloat(f, 'f', -1, 64) // 1e2 → 100, which an int can hold
 		}
-		if out == nil {
-			out = map[string]string{}
+		return f, text, true
+	case map[string]any:
+		if depth < maxCoerceDepth && len(ps.Properties) > 0 {
+			coerceObject(v, ps.Properties, path, out, depth+1)
 		}
-		out[name] = text
+	case []any:
+		if depth >= maxCoerceDepth {
+			break
+		}
+		for i, el := range v {
+			is := ps.Items
+			if i < len(ps.PrefixItems) {
+				is = ps.PrefixItems[i]
+			}
+			if is == nil {
+				continue
+			}
+			if f, text, ok := coerceValue(el, is, append(path, i), out, depth+1); ok {
+				v[i] = f
+				*out = append(*out, coercion{path: append(slices.Clone(path), i), text: text})
+			}
+		}
 	}
-	return out
+	return 0, "", false
 }
 
 // numberRe is the JSON number grammar.
