@@ -207,6 +207,9 @@ func (s *Server) submit(r *http.Request) (*liveRun, error) {
 	if s.ctx.Err() != nil {
 		return nil, errf(http.StatusServiceUnavailable, "the server is shutting down")
 	}
+	if s.deleting[threadID] {
+		return nil, errf(http.StatusConflict, "thread %q is being deleted", threadID)
+	}
 	th, err := s.store.GetThread(ctx, threadID)
 	if errors.Is(err, ErrNotFound) {
 		if req.IfNotExists != "create" {

@@ -75,6 +75,9 @@ type Server struct {
 	live   map[string]*liveRun   // runs accepted and not finished, by run id
 	active map[string]*liveRun   // the running run of each busy thread
 	queue  map[string][]*liveRun // runs waiting for their thread, in order
+	// deleting marks the threads being deleted: no run starts on one
+	// until its records (and checkpoints) are gone.
+	deleting map[string]bool
 
 	heartbeat time.Duration
 
@@ -92,7 +95,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, errors.New("server: no checkpoint saver configured")
 	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux(), log: cfg.Logger, store: cfg.Store,
-		live: map[string]*liveRun{}, active: map[string]*liveRun{}, queue: map[string][]*liveRun{}}
+		live: map[string]*liveRun{}, active: map[string]*liveRun{}, queue: map[string][]*liveRun{}, deleting: map[string]bool{}}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

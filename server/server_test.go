@@ -664,3 +664,63 @@ func TestSubagentState(t *testing.T) {
 	h.json("GET", "/threads/ns/state?checkpoint_ns=task:nope", nil, 404, nil)
 	h.json("GET", "/threads/ns/state?checkpoint_ns=%20/%20", nil, 422, nil)
 }
+
+// blockedDelete is a MemoryStore whose DeleteThread waits for release.
+type blockedDelete struct {
+	*MemoryStore
+	entered, release chan struct{}
+}
+
+func (b *blockedDelete) DeleteThread(ctx context.Context, id string) error {
+	close(b.entered)
+	<-b.release
+	return b.MemoryStore.DeleteThread(ctx, id)
+}
+
+// While a thread is being deleted no run starts on it and its state cannot
+// be changed: a run started in between would write its run record and
+// events back under the deleted thread.
+func TestNoRunStartsOnAThreadBeingDeleted(t *testing.T) {
+	st := &blockedDelete{MemoryStore: NewMemoryStore(), entered: make(chan struct{}), release: make(chan struct{})}
+	h := newHarness(t, Config{Store: st})
+	h.json("POST", "/threads", map[string]any{"thread_id": "t-del"}, 200, nil)
+	deleted := make(chan int, 1)
+	go func() {
+		resp, _ := h.do("DELETE", "/threads/t-del", nil)
+		deleted <- resp.StatusCode
+	}()
+	<-st.entered
+	released := false
+	defer func() {
+		if !released {
+			close(st.release) // lets the server close after a failure
+		}
+	}()
+	run := map[string]any{"assistant_id": "researcher", "input": map[string]any{"messages": []map[string]any{{"role": "user", "content": "hi"}}}}
+	for _, c := range []struct {
+		method, path string
+		body         any
+	}{
+		{"POST", "/threads/t-del/runs", run},
+		{"POST", "/threads/t-del/state", map[string]any{"values": map[string]any{"files": map[string]any{"/a.txt": "x"}}}},
+		{"DELETE", "/threads/t-del", nil},
+	} {
+		if resp, b := h.do(c.method, c.path, c.body); resp.StatusCode != 409 || !strings.Contains(string(b), "being deleted") {
+			t.Errorf("%s %s during the delete: %d %s", c.method, c.path, resp.StatusCode, b)
+		}
+	}
+	close(st.release)
+	released = true
+	if code := <-deleted; code != 204 {
+		t.Fatalf("delete answered %d", code)
+	}
+	st.mu.Lock()
+	runs, events := len(st.runs), len(st.events)
+	st.mu.Unlock()
+	if runs != 0 || events != 0 {
+		t.Errorf("after the delete the store holds %d runs and %d event lists", runs, events)
+	}
+	// Once deleted, the id may be used again.
+	run["if_not_exists"] = "create"
+	h.json("POST", "/threads/t-del/runs/wait", run, 200, nil)
+}

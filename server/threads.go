@@ -146,6 +146,22 @@ func (s *Server) deleteThread(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
+	// From here until the records are gone no run starts on the thread: one
+	// started in between would write its run and events back under a
+	// deleted thread, and checkpoints under a thread being removed.
+	s.mu.Lock()
+	if s.deleting[id] {
+		s.mu.Unlock()
+		s.fail(w, errf(http.StatusConflict, "thread %q is already being deleted", id))
+		return
+	}
+	s.deleting[id] = true
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.deleting, id)
+		s.mu.Unlock()
+	}()
 	s.cancelThreadRuns(id, "thread deleted")
 	if err := s.store.DeleteThread(r.Context(), id); err != nil && !errors.Is(err, ErrNotFound) {
 		s.fail(w, err)
@@ -435,6 +451,10 @@ func (s *Server) updateState(w http.ResponseWriter, r *http.Request) {
 	defer s.mu.Unlock()
 	if s.active[rec.ID] != nil {
 		s.fail(w, errf(http.StatusConflict, "thread %q is busy with a run; change its files when the run is over", rec.ID))
+		return
+	}
+	if s.deleting[rec.ID] {
+		s.fail(w, errf(http.StatusConflict, "thread %q is being deleted", rec.ID))
 		return
 	}
 	ctx := r.Context()
