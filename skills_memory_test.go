@@ -3,8 +3,10 @@ package deepagents_test
 import (
 	"encoding/json"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -181,5 +183,58 @@ func TestContextReportCountsMemoryAndSkills(t *testing.T) {
 		case !with && (rep.Memory != 0 || rep.Skills != 0):
 			t.Errorf("without either: memory %d, skills %d", rep.Memory, rep.Skills)
 		}
+	}
+}
+
+// A fork runs under its parent's prompt as sent: the memory block and the
+// skills listing in it count as memory and skills in the fork's context
+// report too, not as its own system prompt.
+func TestForkContextReportCountsInheritedMemoryAndSkills(t *testing.T) {
+	dir := skillDir(t, "pdf", "csv")
+	mem := filepath.Join(t.TempDir(), "AGENTS.md")
+	if err := os.WriteFile(mem, []byte(strings.Repeat("Team fact: ship on Fridays. ", 40)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := scripted.New(scripted.Script{
+		"parent": {Steps: []scripted.Step{
+			{ToolCalls: []scripted.StepCall{{ID: "t1", Name: "task", Args: json.RawMessage(`{"description":"check","subagent_type":"twin"}`)}}},
+			{Content: "done"},
+		}},
+		"twin": {Steps: []scripted.Step{{Content: "checked"}}},
+	}, scripted.Options{})
+	a, err := deepagents.New(deepagents.Config{Model: m, SystemPrompt: "You lead.",
+		Skills:    &skills.Config{Sources: []skills.Source{{Label: "user", Dir: dir}}},
+		Memory:    &memory.Config{Sources: []memory.Source{{Path: mem, Show: "/memory/AGENTS.md"}}},
+		Subagents: []subagent.Spec{{Name: "twin", Description: "A copy of you.", Mode: subagent.Fork}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reports := map[string]*agent.ContextReport{}
+	if _, err := agent.Drain(a.Run(t.Context(), agent.Prompt("Start.")), func(e agent.Event) {
+		if e.Type == agent.ModelRequest && reports[e.Agent] == nil {
+			reports[e.Agent] = e.Request.Context
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var parent, fork *agent.ContextReport
+	for who, rep := range reports {
+		if strings.Contains(who, "twin") {
+			fork = rep
+		} else {
+			parent = rep
+		}
+	}
+	if parent == nil || fork == nil {
+		t.Fatalf("reports of %v", slices.Collect(maps.Keys(reports)))
+	}
+	if fork.Memory != parent.Memory || fork.Skills != parent.Skills || parent.Memory < 200 || parent.Skills == 0 {
+		t.Errorf("fork: memory %d, skills %d; parent: memory %d, skills %d", fork.Memory, fork.Skills, parent.Memory, parent.Skills)
+	}
+	if sum := fork.System + fork.Tools + fork.Messages + fork.ToolResults + fork.Memory + fork.Skills; sum != fork.Calibrated {
+		t.Errorf("the fork's parts add up to %d, calibrated %d", sum, fork.Calibrated)
+	}
+	if fork.System > parent.System+50 {
+		t.Errorf("the fork's own system prompt %d is far above its parent's %d", fork.System, parent.System)
 	}
 }

@@ -76,6 +76,9 @@ const (
 type claims struct {
 	system, tail   string
 	memory, skills int
+	// inSystem are the parts of memory and skills in the system prompt
+	// itself (not its tail): what a fork inherits with the prompt.
+	inSystem [2]int
 }
 
 // of returns the claims when req has the system prompt they were measured
@@ -90,9 +93,10 @@ func (c *claims) of(req *llm.Request) (memory, skills int) {
 // claim counts what a middleware's BeforeModel added to the system prompt
 // (sys and tail are the prompt before it ran) as its ContextPart.
 func (c *claims) claim(part ContextPart, sys, tail string, req *llm.Request) {
-	n := 0
+	n, head := 0, 0
 	if strings.HasPrefix(req.System, sys) {
-		n += tokens.EstimateText(req.System[len(sys):])
+		head = tokens.EstimateText(req.System[len(sys):])
+		n += head
 	}
 	if strings.HasPrefix(req.SystemTail, tail) {
 		n += tokens.EstimateText(req.SystemTail[len(tail):])
@@ -100,9 +104,21 @@ func (c *claims) claim(part ContextPart, sys, tail string, req *llm.Request) {
 	switch part {
 	case ContextMemory:
 		c.memory += n
+		c.inSystem[0] += head
 	case ContextSkills:
 		c.skills += n
+		c.inSystem[1] += head
 	}
+}
+
+// systemParts returns the claims of req's system prompt (not its tail) by
+// part, or nil when there are none: what a fork inherits (see
+// tool.Env.SystemParts).
+func (c *claims) systemParts(req *llm.Request) map[string]int {
+	if c == nil || req.System != c.system || c.inSystem == [2]int{} {
+		return nil
+	}
+	return map[string]int{string(ContextMemory): c.inSystem[0], string(ContextSkills): c.inSystem[1]}
 }
 
 // newContextReport splits b's estimate scaled by ratio, memory and skills

@@ -26,6 +26,7 @@ type runConfig struct {
 	maxSteps int
 	timeout  time.Duration
 	system   *string
+	parts    map[ContextPart]int
 	runtime  Runtime
 
 	ck        *ckConfig
@@ -50,6 +51,14 @@ func WithTask(text string) RunOption { return func(c *runConfig) { c.task = text
 // WithSystem replaces the agent's system prompt for this run (a fork
 // subagent runs under its parent's prompt this way).
 func WithSystem(prompt string) RunOption { return func(c *runConfig) { c.system = &prompt } }
+
+// WithSystemParts says how many (estimated) tokens of the WithSystem prompt
+// are memory and skills, so that the context report counts them as such
+// rather than as system prompt: a fork inherits them with its parent's
+// prompt (tool.Env.SystemParts).
+func WithSystemParts(parts map[ContextPart]int) RunOption {
+	return func(c *runConfig) { c.parts = maps.Clone(parts) }
+}
 
 // WithRuntime runs the loop on rt (see Runtime); nil keeps the in-process
 // default. Subagent runs started by this run use rt too.
@@ -174,6 +183,9 @@ type run struct {
 	// claims is what middleware claimed of the current request's system
 	// prompt (Middleware.ContextPart).
 	claims *claims
+	// inherited are the parts of a prompt given by WithSystem that count
+	// as memory and skills (WithSystemParts).
+	inherited map[ContextPart]int
 }
 
 func (a *Agent) newRun(in Input, rc runConfig) *run {
@@ -181,6 +193,7 @@ func (a *Agent) newRun(in Input, rc runConfig) *run {
 		system: a.system}
 	if rc.system != nil {
 		r.system = *rc.system
+		r.inherited = rc.parts
 	}
 	r.rt, r.custom = rc.runtime, rc.runtime
 	r.holder, r.ttl, r.decisions = rc.holder, rc.ttl, rc.decisions

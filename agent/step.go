@@ -62,6 +62,17 @@ func (r *run) steps(ctx context.Context, pending *StepState) (Status, error) {
 				}
 			}
 		}
+		if len(r.inherited) > 0 && strings.HasPrefix(req.System, r.system) {
+			// A fork's prompt is its parent's as sent, memory and skills
+			// included.
+			if r.claims == nil {
+				r.claims = &claims{}
+			}
+			r.claims.memory += r.inherited[ContextMemory]
+			r.claims.skills += r.inherited[ContextSkills]
+			r.claims.inSystem[0] += r.inherited[ContextMemory]
+			r.claims.inSystem[1] += r.inherited[ContextSkills]
+		}
 		if r.claims != nil {
 			// The prompt as sent: later hooks may have added to it.
 			r.claims.system, r.claims.tail = req.System, req.SystemTail

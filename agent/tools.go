@@ -92,6 +92,7 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 	host := Host{Path: r.path, Runtime: r.custom, Options: r.nestedOptions(), Emit: func(ev Event) { b.send(item{ev: &ev}) }}
 	running := 0
 	inline := true // every call to run is of an Inline tool
+	parts := r.claims.systemParts(req)
 
 	for i, c := range calls {
 		if oc, ok := pending.done(c.ID); ok {
@@ -167,7 +168,7 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 			files = tracked[i]
 		}
 		env := &tool.Env{CallID: c.ID, Agent: r.where, Files: files, Request: req, Capabilities: r.a.caps,
-			Calls: calls, State: r.state.Values}
+			Calls: calls, State: r.state.Values, SystemParts: parts}
 		env.Progress = func(text string) {
 			b.send(item{ev: &Event{Type: ToolProgress, Agent: r.where, TaskCall: r.instance, Time: r.rt.Now(),
 				Tool: &ToolInfo{CallID: c.ID, Name: c.Name, Text: text}}})

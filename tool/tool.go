@@ -53,6 +53,10 @@ type Env struct {
 	// Request is the model request whose response asked for this call. It is
 	// shared and must be treated as read-only.
 	Request *llm.Request
+	// SystemParts are the estimated tokens of the parts of Request.System
+	// that the context report counts apart ("memory", "skills"), for a
+	// tool that runs an agent under the same prompt (a fork). Read-only.
+	SystemParts map[string]int
 	// Progress reports a line of progress; it becomes a tool.progress event.
 	// Nil outside an agent run.
 	Progress func(text string)
