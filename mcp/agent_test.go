@@ -257,20 +257,7 @@ func TestNewToolBoundAfterListChanged(t *testing.T) {
 	if b.Deferred || b.Middleware == nil || len(b.Tools) != 10 {
 		t.Fatalf("binding: deferred %v, middleware %v, %d tools", b.Deferred, b.Middleware != nil, len(b.Tools))
 	}
-	// Holds the second step until the client has listed the tools again,
-	// so the test does not depend on how fast the notification arrives.
-	var waited bool
-	wait := agent.Middleware{Name: "wait", StepTools: func(ctx context.Context, step agent.StepInfo) []tool.Tool {
-		if step.Round >= 1 && !waited {
-			waited = true
-			select {
-			case <-changed:
-			case <-time.After(10 * time.Second):
-				t.Error("no tools/list_changed within 10 s")
-			}
-		}
-		return nil
-	}}
+	wait := waitForListChanged(t, changed)
 	model := scripted.New(scripted.Script{"parent": {Steps: []scripted.Step{
 		{ToolCalls: []scripted.StepCall{scall("g1", "mcp__live__grow", `{}`)}},
 		{ToolCalls: []scripted.StepCall{scall("g2", "mcp__live__grown", `{}`)}},
@@ -302,18 +289,7 @@ func TestSubagentBindsToolAddedAfterListChanged(t *testing.T) {
 		OnListChanged: func(string) { changed <- struct{}{} },
 	})
 	b := m.Bind(100_000, nil)
-	var waited bool
-	wait := agent.Middleware{Name: "wait", StepTools: func(ctx context.Context, step agent.StepInfo) []tool.Tool {
-		if step.Round >= 1 && !waited {
-			waited = true
-			select {
-			case <-changed:
-			case <-time.After(10 * time.Second):
-				t.Error("no tools/list_changed within 10 s")
-			}
-		}
-		return nil
-	}}
+	wait := waitForListChanged(t, changed)
 	specs := m.Subagents([]subagent.Spec{{Name: "grower", Description: "grows", MCPServers: []string{"live"}, Middleware: []agent.Middleware{wait}}}, b.Tools, 100_000, nil)
 	model := scripted.New(scripted.Script{
 		"parent": {Steps: []scripted.Step{
@@ -347,4 +323,22 @@ func TestSubagentBindsToolAddedAfterListChanged(t *testing.T) {
 	if child == nil || child.State.Messages[4].ToolCallID != "g2" || child.State.Messages[4].Content != "grown here" {
 		t.Errorf("the new tool's answer in the subagent: %+v", child)
 	}
+}
+
+// waitForListChanged holds an agent's second step until the client has
+// listed the tools again (changed receives), so a test does not depend on
+// how fast the notification arrives.
+func waitForListChanged(t *testing.T, changed <-chan struct{}) agent.Middleware {
+	var waited bool
+	return agent.Middleware{Name: "wait", StepTools: func(ctx context.Context, step agent.StepInfo) []tool.Tool {
+		if step.Round >= 1 && !waited {
+			waited = true
+			select {
+			case <-changed:
+			case <-time.After(10 * time.Second):
+				t.Error("no tools/list_changed within 10 s")
+			}
+		}
+		return nil
+	}}
 }
