@@ -38,6 +38,9 @@ func crash(t *testing.T, s *Saver) string {
 	for _, st := range s.stmts {
 		st.Close()
 	}
+	if s.oplogSt != nil {
+		s.oplogSt.Close()
+	}
 	s.wc.Close()
 	s.w.Close()
 	s.r.Close()

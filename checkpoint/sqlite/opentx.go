@@ -186,18 +186,17 @@ func (s *Saver) commitOpen() error {
 	if _, err := s.stmts["release"].ExecContext(ctx); err != nil {
 		return err
 	}
-	st := s.stmts["oplogput"]
-	if st == nil {
-		// Prepared at the first commit rather than with the others: the
-		// tests that write a database of an older schema, without the
-		// table, open a saver too.
-		var err error
-		if st, err = s.wc.PrepareContext(ctx, oplogPut); err != nil {
+	if s.oplogSt == nil {
+		// Prepared at the first commit rather than with the others (whose
+		// map is read without wmu): the tests that write a database of an
+		// older schema, without the table, open a saver too.
+		st, err := s.wc.PrepareContext(ctx, oplogPut)
+		if err != nil {
 			return err
 		}
-		s.stmts["oplogput"] = st
+		s.oplogSt = st
 	}
-	if _, err := st.ExecContext(ctx, s.j.gen, s.j.seq); err != nil {
+	if _, err := s.oplogSt.ExecContext(ctx, s.j.gen, s.j.seq); err != nil {
 		return err
 	}
 	if _, err := s.stmts["commit"].ExecContext(ctx); err != nil {

@@ -97,6 +97,9 @@ type Saver struct {
 	// database's directory at a listing that found no other journal in it
 	// (see otherJournals; under wmu).
 	none time.Time
+	// oplogSt is the prepared oplogPut, made at the first commit (under
+	// wmu).
+	oplogSt *sql.Stmt
 }
 
 var _ checkpoint.Saver = (*Saver)(nil)
@@ -428,6 +431,9 @@ func (s *Saver) Close() error {
 	}
 	for _, st := range s.stmts {
 		st.Close()
+	}
+	if s.oplogSt != nil {
+		s.oplogSt.Close()
 	}
 	var err error
 	if s.r != nil {
