@@ -287,3 +287,45 @@ func TestSymlinksInside(t *testing.T) {
 		t.Error("deleting a directory removed a link's target outside it")
 	}
 }
+
+// A write below a link whose target is missing fails as "not a directory"
+// and makes nothing: not the directories the link's target names, nor a
+// file in place of the link. (Found by FuzzOSFSPaths: the link
+// new/l5 -> d/e/../../.. made Write create new/d/e and then replace the
+// link with the file.)
+func TestWriteBelowADanglingLinkMakesNothing(t *testing.T) {
+	root := t.TempDir()
+	symlink(t, "d/e/../../..", filepath.Join(root, "new", "l5"))
+	symlink(t, "missing", filepath.Join(root, "gone"))
+	fsys, err := osfs.New(root, osfs.NoSync())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fsys.Close()
+	before := tree(t, root)
+	for _, p := range []string{"/new/l5/new/l5", "/new/l5/x.txt", "/gone/a/b.txt"} {
+		if err := fsys.Write(t.Context(), p, "fuzz"); !errors.Is(err, vfs.ErrNotDir) {
+			t.Errorf("Write(%s): %v, want not a directory", p, err)
+		}
+	}
+	if after := tree(t, root); !maps.Equal(before, after) {
+		t.Errorf("the tree changed:\nbefore %v\nafter  %v", before, after)
+	}
+	if _, err := os.Lstat(filepath.Join(root, "new", "d")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("new/d was made: %v", err)
+	}
+	// A missing directory is still made, and a link to a directory is
+	// still followed.
+	if err := os.MkdirAll(filepath.Join(root, "real"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	symlink(t, "real", filepath.Join(root, "toreal"))
+	for _, p := range []string{"/fresh/deep/a.txt", "/toreal/sub/b.txt"} {
+		if err := fsys.Write(t.Context(), p, "ok"); err != nil {
+			t.Errorf("Write(%s): %v", p, err)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "real", "sub", "b.txt")); err != nil || string(b) != "ok" {
+		t.Errorf("through the link: %q %v", b, err)
+	}
+}

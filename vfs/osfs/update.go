@@ -248,15 +248,45 @@ func (f *FS) writable(target string) error {
 // while it exists, which tells a sweep that its writer is alive. h, if not
 // nil, is the held target: where an open file cannot be renamed over, it is
 // released just before the rename.
+// mkdirAll makes the missing directories of dir (relative to the root), one
+// component at a time. A component that is there but does not lead to a
+// directory (a file, or a link whose target is missing) fails with
+// vfs.ErrNotDir, as mkdir -p would: the root's own MkdirAll would follow a
+// dangling link and make the directories its target names, which the
+// caller never asked for.
+func (f *FS) mkdirAll(dir string) error {
+	for i := 0; i <= len(dir); i++ {
+		if i < len(dir) && dir[i] != '/' {
+			continue
+		}
+		part := dir[:i]
+		if part == "" {
+			continue
+		}
+		fi, err := f.root.Stat(part)
+		switch {
+		case err == nil && fi.IsDir():
+			continue
+		case err == nil:
+			return vfs.ErrNotDir
+		case !errors.Is(err, fs.ErrNotExist):
+			return err
+		}
+		if _, lerr := f.root.Lstat(part); lerr == nil {
+			return vfs.ErrNotDir // a link leading nowhere
+		}
+		if err := f.root.Mkdir(part, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+	}
+	return nil
+}
+
 func (f *FS) commit(op, p, target string, perm fs.FileMode, keepPerm bool, content string, h *held, check func() error) error {
 	dir := "."
 	if i := strings.LastIndexByte(target, '/'); i >= 0 {
 		dir = target[:i]
-		if err := f.root.MkdirAll(dir, 0o755); err != nil {
-			if errors.Is(err, fs.ErrExist) {
-				// A component is there but is not a directory (a dangling link).
-				err = vfs.ErrNotDir
-			}
+		if err := f.mkdirAll(dir); err != nil {
 			return f.fail(op, p, err, true)
 		}
 	}
