@@ -809,3 +809,59 @@ func TestTwoCrashesKeepFinishedChildren(t *testing.T) {
 		}
 	}
 }
+
+// A subagent's input is not a checkpoint of its own: the parent's step holds
+// the call that starts it. The child's first checkpoint is its first step,
+// numbered 1, saved before its tools run, with its brief and the files as
+// they were when it started; the top-level run still saves its input.
+func TestSubagentInputIsItsFirstStep(t *testing.T) {
+	ctx := context.Background()
+	saver := checkpoint.NewMemory(0)
+	a := durableAgent(t, `{
+	  "parent": [
+	    {"tool_calls": [{"id": "t1", "name": "task", "args": {"description": "note it", "subagent_type": "general-purpose"}}]},
+	    {"content": "done"}],
+	  "general-purpose": [
+	    {"tool_calls": [{"id": "w1", "name": "write_file", "args": {"file_path": "/n.md", "content": "n"}}]},
+	    {"content": "noted"}]}`, deepagents.Config{})
+	if _, err := a.Invoke(ctx, agent.Prompt("go"), agent.WithCheckpoints(saver, "inputs")); err != nil {
+		t.Fatal(err)
+	}
+	all, err := saver.List(ctx, checkpoint.ListOptions{ThreadID: "inputs", AllNamespaces: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var top, child []checkpoint.Checkpoint
+	for _, c := range all {
+		if c.NS == "" {
+			top = append(top, c)
+		} else {
+			child = append(child, c)
+		}
+	}
+	if len(top) == 0 || top[len(top)-1].Metadata["source"] != "input" || top[len(top)-1].Step != 0 {
+		t.Fatalf("the top-level run's first checkpoint: %+v", top[len(top)-1])
+	}
+	if len(child) == 0 {
+		t.Fatal("the child saved nothing")
+	}
+	first := child[len(child)-1] // newest first
+	for _, c := range child {
+		if c.Metadata["source"] == "input" {
+			t.Errorf("the child saved its input on its own: %s step %d", c.ID, c.Step)
+		}
+	}
+	if first.Step != 1 || first.ParentID != "" {
+		t.Errorf("the child's first checkpoint is step %d (parent %q), want step 1 with none", first.Step, first.ParentID)
+	}
+	cp, err := saver.Get(ctx, first.Ref())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msgs := cp.State.Messages; len(msgs) != 2 || msgs[0].Role != llm.RoleUser || msgs[0].Content != "note it" || len(msgs[1].ToolCalls) != 1 {
+		t.Errorf("the child's first step holds %+v", msgs)
+	}
+	if _, ok := cp.State.Files["/n.md"]; ok {
+		t.Error("the child's first step holds a file its tool had not written yet")
+	}
+}

@@ -721,8 +721,19 @@ func (r *run) closeStep(ctx context.Context, rs *RunState) error {
 }
 
 // saveInput saves the run's input, the checkpoint its changes are counted
-// from.
+// from. A subagent's input is not saved on its own: its parent's step holds
+// the call that starts it (a crash before its first step starts it again,
+// from the same call), and its first step is saved before any of its tools
+// runs, with the files as they were at its input, so that checkpoint is the
+// one its changes are counted from.
 func (r *run) saveInput(ctx context.Context) error {
+	if r.ck.nested {
+		// The input's step number is taken all the same, so that a
+		// subagent's steps are numbered as a top-level run's are.
+		r.ck.seq++
+		r.ck.input = cpID(r.ck.seq + 1)
+		return nil
+	}
 	r.ck.input = cpID(r.ck.seq + 1)
 	return r.save(ctx, "input", "", nil)
 }
