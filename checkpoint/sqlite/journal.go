@@ -432,14 +432,11 @@ const quietFor = time.Second
 // file made, renamed or removed in it), a stat answers instead of reading
 // the directory.
 func (s *Saver) otherJournals() ([]string, error) {
-	dir := filepath.Dir(s.path)
-	if !s.none.IsZero() {
-		if fi, err := os.Stat(dir); err == nil && fi.ModTime().Equal(s.none) {
-			return nil, nil
-		}
-		s.none = time.Time{}
+	fi, statErr := os.Stat(filepath.Dir(s.path))
+	if !s.none.IsZero() && statErr == nil && fi.ModTime().Equal(s.none) {
+		return nil, nil
 	}
-	fi, statErr := os.Stat(dir)
+	s.none = time.Time{}
 	listed := time.Now()
 	paths, err := filepath.Glob(globEscape(s.path) + journalSuffix + "*")
 	if err != nil {

@@ -239,14 +239,12 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 // they are bound, under their own names, once found.
 func checkGates(a *agent.Agent, gates map[string]agent.Approval, specs []subagent.Spec, extra []string) error {
 	known := slices.Clone(fstools.Names)
+	for _, ts := range a.ToolSpecs() {
+		extra = append(extra, ts.Name)
+	}
 	for _, name := range extra {
 		if !slices.Contains(known, name) {
 			known = append(known, name)
-		}
-	}
-	for _, ts := range a.ToolSpecs() {
-		if !slices.Contains(known, ts.Name) {
-			known = append(known, ts.Name)
 		}
 	}
 	check := func(m map[string]agent.Approval, where string) error {

@@ -243,11 +243,6 @@ func (f *FS) writable(target string) error {
 	return nil
 }
 
-// commit writes content to a new temporary file next to target and renames
-// it over target, after check (if any) passed. The temporary file is locked
-// while it exists, which tells a sweep that its writer is alive. h, if not
-// nil, is the held target: where an open file cannot be renamed over, it is
-// released just before the rename.
 // mkdirAll makes the missing directories of dir (relative to the root), one
 // component at a time. A component that is there but does not lead to a
 // directory (a file, or a link whose target is missing) fails with
@@ -282,6 +277,11 @@ func (f *FS) mkdirAll(dir string) error {
 	return nil
 }
 
+// commit writes content to a new temporary file next to target and renames
+// it over target, after check (if any) passed. The temporary file is locked
+// while it exists, which tells a sweep that its writer is alive. h, if not
+// nil, is the held target: where an open file cannot be renamed over, it is
+// released just before the rename.
 func (f *FS) commit(op, p, target string, perm fs.FileMode, keepPerm bool, content string, h *held, check func() error) error {
 	dir := "."
 	if i := strings.LastIndexByte(target, '/'); i >= 0 {
