@@ -865,3 +865,143 @@ func TestSubagentInputIsItsFirstStep(t *testing.T) {
 		t.Error("the child's first step holds a file its tool had not written yet")
 	}
 }
+
+// valuesLog keeps the names of the values each put sets (null: removes).
+type valuesLog struct {
+	checkpoint.Saver
+	mu   sync.Mutex
+	puts []map[string]bool // name → set (false: removed)
+	// legacy rewrites each put the way earlier builds wrote finished
+	// subagents: all of the run's, under one value, with every checkpoint
+	// after the first.
+	legacy bool
+	kids   map[string]json.RawMessage
+}
+
+func (l *valuesLog) Put(ctx context.Context, st checkpoint.Step) error {
+	l.mu.Lock()
+	names := map[string]bool{}
+	if l.legacy && st.NS == "" {
+		vals := map[string]json.RawMessage{}
+		added := false
+		for k, v := range st.Values {
+			if id, ok := strings.CutPrefix(k, "agent.child/"); ok {
+				if v == nil || string(v) == "null" {
+					delete(l.kids, id) // a new turn: the old builds wrote nothing
+					continue
+				}
+				if l.kids == nil {
+					l.kids = map[string]json.RawMessage{}
+				}
+				l.kids[id], added = v, true
+				continue
+			}
+			vals[k] = v
+		}
+		if added {
+			vals["agent.children"], _ = json.Marshal(l.kids)
+		}
+		st.Values = vals
+	}
+	for k, v := range st.Values {
+		names[k] = v != nil && string(v) != "null"
+	}
+	if st.NS == "" {
+		l.puts = append(l.puts, names)
+	}
+	l.mu.Unlock()
+	return l.Saver.Put(ctx, st)
+}
+
+const threeHelpers = `{
+  "parent": [
+    {"tool_calls": [{"id": "t1", "name": "task", "args": {"description": "one", "subagent_type": "general-purpose"}}]},
+    {"tool_calls": [{"id": "t2", "name": "task", "args": {"description": "two", "subagent_type": "general-purpose"}}]},
+    {"tool_calls": [{"id": "t3", "name": "task", "args": {"description": "three", "subagent_type": "general-purpose"}}]},
+    {"content": "three done"},
+    {"tool_calls": [{"id": "w9", "name": "write_file", "args": {"file_path": "/s.md", "content": "s"}}]},
+    {"content": "signed"}],
+  "general-purpose": [{"content": "did one"}, {"content": "did two"}, {"content": "did three"}]
+}`
+
+// TestFinishedSubagentsSavedOnce: each finished subagent run is saved with
+// one checkpoint only, so a checkpoint does not grow with the number of
+// subagents before it; a resumed run still reports all of its turn's
+// subagents, and a later turn none of them — also after a stop for
+// approval, whose resumed run once counted the earlier turn's subagents
+// into its usage.
+func TestFinishedSubagentsSavedOnce(t *testing.T) {
+	for _, legacy := range []bool{false, true} {
+		t.Run(fmt.Sprintf("legacy=%v", legacy), func(t *testing.T) {
+			ctx := context.Background()
+			saver := &valuesLog{Saver: checkpoint.NewMemory(0), legacy: legacy}
+			a := durableAgent(t, threeHelpers, deepagents.Config{InterruptOn: gated()})
+			res, err := a.Invoke(ctx, agent.Prompt("go"), agent.WithCheckpoints(saver, "kids"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Children) != 3 {
+				t.Fatalf("turn 1 reports %d subagents", len(res.Children))
+			}
+			if !legacy {
+				saved := map[string]int{}
+				for _, p := range saver.puts {
+					for k, set := range p {
+						if id, ok := strings.CutPrefix(k, "agent.child/"); ok && set {
+							saved[id]++
+						}
+						if k == "agent.children" {
+							t.Errorf("a put wrote the old all-children value")
+						}
+					}
+				}
+				if !maps.Equal(saved, map[string]int{"t1": 1, "t2": 1, "t3": 1}) {
+					t.Errorf("finished subagents saved %v times; want each once", saved)
+				}
+			}
+			rs, err := agent.LoadRunState(ctx, saver, "kids", agent.RootPath("parent"), false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := slices.Sorted(maps.Keys(rs.Finished)); !slices.Equal(got, []string{"t1", "t2", "t3"}) || rs.Finished["t2"].Status != agent.StatusOK {
+				t.Errorf("read back: finished %v", got)
+			}
+			for k := range rs.Values {
+				if strings.HasPrefix(k, "agent.child") {
+					t.Errorf("the loop's value %q is among the middleware values", k)
+				}
+			}
+
+			// A second turn stops for approval; resumed, it reports only
+			// its own work.
+			res, err = a.Invoke(ctx, agent.Prompt("sign it"), agent.WithCheckpoints(saver, "kids"))
+			if !errors.Is(err, agent.ErrInterrupted) {
+				t.Fatalf("turn 2: %v", err)
+			}
+			res, err = a.Invoke(ctx, agent.Input{}, agent.WithCheckpoints(saver, "kids"), agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "w9"}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Children) != 0 {
+				t.Errorf("turn 2 reports the subagents of turn 1: %v", slices.Sorted(maps.Keys(res.Children)))
+			}
+			var own llm.Usage
+			for p, u := range res.UsageByAgent {
+				if p != "parent" {
+					t.Errorf("turn 2 has usage of %s", p)
+				}
+				own = own.Add(u)
+			}
+			if res.Usage != own || res.Usage.InputTokens == 0 {
+				t.Errorf("turn 2 usage %+v; its agents used %+v", res.Usage, own)
+			}
+			rs, err = agent.LoadRunState(ctx, saver, "kids", agent.RootPath("parent"), false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rs.Finished) != 0 {
+				t.Errorf("after turn 2 the thread still holds finished subagents %v", slices.Sorted(maps.Keys(rs.Finished)))
+			}
+		})
+	}
+}

@@ -30,9 +30,14 @@ import (
 // on this machine that no longer exists).
 const DefaultLeaseTTL = time.Minute
 
-// Names of the loop's own values in a checkpoint's state.
+// Names of the loop's own values in a checkpoint's state. Each finished
+// subagent run of the current turn is kept under childValue and its call id,
+// saved once with the checkpoint after it finished; childrenValue is how
+// databases written before kept all of them, rewritten with every
+// checkpoint (still read).
 const (
 	loopValue     = "agent.loop"
+	childValue    = "agent.child/"
 	childrenValue = "agent.children"
 )
 
@@ -101,7 +106,10 @@ type durable struct {
 	usage  llm.Usage
 	values map[string]json.RawMessage // set since the last save
 	kids   map[string]*Result         // children finished since the last save
-	input  string                     // the checkpoint of this run's input
+	// legacyKids: the thread's state holds its finished children the way
+	// databases written before did, all under childrenValue.
+	legacyKids bool
+	input      string // the checkpoint of this run's input
 	// tracked: the run's own vfs.Memory tracks its changes since the last
 	// save (files is then unused).
 	tracked bool
@@ -235,16 +243,12 @@ func (r *run) save(ctx context.Context, source string, status Status, runErr err
 	}
 	st.Values = map[string]json.RawMessage{loopValue: lv}
 	maps.Copy(st.Values, d.values)
-	if len(d.kids) > 0 {
-		kids := map[string]*Result{}
-		for id, c := range r.children {
-			kids[id] = summary(c)
-		}
-		b, err := json.Marshal(kids)
+	for id, c := range d.kids {
+		b, err := json.Marshal(summary(c))
 		if err != nil {
 			return err
 		}
-		st.Values[childrenValue] = b
+		st.Values[childValue+id] = b
 	}
 	if err := d.saver.Put(ctx, st); err != nil {
 		return fmt.Errorf("saving checkpoint %d of thread %q: %w", st.Step, d.thread, err)
@@ -294,7 +298,22 @@ func LoadRunState(ctx context.Context, saver checkpoint.Saver, thread string, pa
 				return nil, fmt.Errorf("checkpoint %s of thread %q: the loop's value: %w", cp.ID, thread, err)
 			}
 		case childrenValue:
+			rs.legacyKids = true
 		default:
+			if id, ok := strings.CutPrefix(k, childValue); ok {
+				var kid *Result
+				if err := json.Unmarshal(v, &kid); err != nil {
+					return nil, fmt.Errorf("checkpoint %s of thread %q: subagent run %s: %w", cp.ID, thread, id, err)
+				}
+				if kid == nil {
+					continue
+				}
+				if rs.Finished == nil {
+					rs.Finished = map[string]*Result{}
+				}
+				rs.Finished[id] = kid
+				continue
+			}
 			rs.Values[k] = v // the calibration too: a resumed run takes it out
 		}
 	}
@@ -367,7 +386,14 @@ func LoadRunState(ctx context.Context, saver checkpoint.Saver, thread string, pa
 	if raw, ok := cp.State.Values[childrenValue]; ok {
 		var kids map[string]*Result
 		if err := json.Unmarshal(raw, &kids); err == nil {
-			rs.Finished = kids
+			for id, kid := range kids {
+				if _, newer := rs.Finished[id]; !newer && kid != nil {
+					if rs.Finished == nil {
+						rs.Finished = map[string]*Result{}
+					}
+					rs.Finished[id] = kid
+				}
+			}
 		}
 	}
 	return rs, nil
@@ -421,6 +447,7 @@ func (r *run) restore(rs *RunState) {
 	}
 	if r.ck != nil {
 		r.ck.input = ls.Input
+		r.ck.legacyKids = rs.legacyKids
 	}
 	r.children = rs.Finished
 	switch b := r.backend.(type) {
@@ -667,6 +694,7 @@ func (r *run) newTurn(ctx context.Context, input []llm.Message) (*StepState, boo
 	// step budget, usage, children and answer are its own. Rounds keep
 	// counting, so each model call of the thread has its own number.
 	r.turnStart = r.rounds
+	r.dropChildren()
 	r.usage, r.tree, r.children, r.changed, r.output = llm.Usage{}, nil, nil, nil, nil
 	r.respFailures, r.respRepaired, r.lastRespError = 0, false, ""
 	r.state.Messages = append(r.state.Messages, input...)
@@ -675,6 +703,26 @@ func (r *run) newTurn(ctx context.Context, input []llm.Message) (*StepState, boo
 		return nil, true, StatusError, err
 	}
 	return nil, false, "", nil
+}
+
+// dropChildren removes the finished subagent runs of the turn before from
+// the thread's state with the next checkpoint: a new turn's result lists
+// only its own.
+func (r *run) dropChildren() {
+	d := r.ck
+	if d == nil || len(r.children) == 0 && !d.legacyKids {
+		return
+	}
+	if d.values == nil {
+		d.values = map[string]json.RawMessage{}
+	}
+	for id := range r.children {
+		d.values[childValue+id] = nil
+	}
+	if d.legacyKids {
+		d.values[childrenValue] = nil
+		d.legacyKids = false
+	}
 }
 
 // closeStep ends a restored run's step in progress without running what

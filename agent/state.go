@@ -49,6 +49,10 @@ type RunState struct {
 	// Children are the states of subagent runs started by calls of the step
 	// in progress, by call id (filled by LoadRunState with deep set).
 	Children map[string]*RunState `json:"children,omitempty"`
+
+	// legacyKids: Finished came from the single value older databases
+	// kept all finished children in.
+	legacyKids bool
 }
 
 // LoopState holds the loop's own counters and memory.
