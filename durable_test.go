@@ -872,22 +872,22 @@ type valuesLog struct {
 	mu   sync.Mutex
 	puts []map[string]bool // name → set (false: removed)
 	// legacy rewrites each put the way earlier builds wrote finished
-	// subagents: all of the run's, under one value, with every checkpoint
-	// after the first.
+	// subagents: all of the turn's under one value, with each checkpoint
+	// after one finished, and their usage in the loop's value.
 	legacy bool
 	kids   map[string]json.RawMessage
 }
 
 func (l *valuesLog) Put(ctx context.Context, st checkpoint.Step) error {
 	l.mu.Lock()
-	names := map[string]bool{}
+	defer l.mu.Unlock()
 	if l.legacy && st.NS == "" {
 		vals := map[string]json.RawMessage{}
 		added := false
 		for k, v := range st.Values {
 			if id, ok := strings.CutPrefix(k, "agent.child/"); ok {
 				if v == nil || string(v) == "null" {
-					delete(l.kids, id) // a new turn: the old builds wrote nothing
+					delete(l.kids, id) // a new turn
 					continue
 				}
 				if l.kids == nil {
@@ -901,15 +901,33 @@ func (l *valuesLog) Put(ctx context.Context, st checkpoint.Step) error {
 		if added {
 			vals["agent.children"], _ = json.Marshal(l.kids)
 		}
+		if raw, ok := vals["agent.loop"]; ok && len(l.kids) > 0 {
+			var loop map[string]json.RawMessage
+			if err := json.Unmarshal(raw, &loop); err != nil {
+				return err
+			}
+			tree := map[string]llm.Usage{}
+			for _, k := range l.kids {
+				var kid agent.Result
+				if err := json.Unmarshal(k, &kid); err != nil {
+					return err
+				}
+				for p, u := range kid.UsageByAgent {
+					tree[p] = tree[p].Add(u)
+				}
+			}
+			loop["tree"], _ = json.Marshal(tree)
+			vals["agent.loop"], _ = json.Marshal(loop)
+		}
 		st.Values = vals
 	}
+	names := map[string]bool{}
 	for k, v := range st.Values {
 		names[k] = v != nil && string(v) != "null"
 	}
 	if st.NS == "" {
 		l.puts = append(l.puts, names)
 	}
-	l.mu.Unlock()
 	return l.Saver.Put(ctx, st)
 }
 
@@ -918,6 +936,7 @@ const threeHelpers = `{
     {"tool_calls": [{"id": "t1", "name": "task", "args": {"description": "one", "subagent_type": "general-purpose"}}]},
     {"tool_calls": [{"id": "t2", "name": "task", "args": {"description": "two", "subagent_type": "general-purpose"}}]},
     {"tool_calls": [{"id": "t3", "name": "task", "args": {"description": "three", "subagent_type": "general-purpose"}}]},
+    {"tool_calls": [{"id": "w0", "name": "write_file", "args": {"file_path": "/r.md", "content": "r"}}]},
     {"content": "three done"},
     {"tool_calls": [{"id": "w9", "name": "write_file", "args": {"file_path": "/s.md", "content": "s"}}]},
     {"content": "signed"}],
@@ -926,38 +945,48 @@ const threeHelpers = `{
 
 // TestFinishedSubagentsSavedOnce: each finished subagent run is saved with
 // one checkpoint only, so a checkpoint does not grow with the number of
-// subagents before it; a resumed run still reports all of its turn's
-// subagents, and a later turn none of them — also after a stop for
-// approval, whose resumed run once counted the earlier turn's subagents
-// into its usage.
+// subagents before it; a run resumed after a stop for approval still
+// reports all of its turn's subagents and their usage, and a later turn
+// none of them (its resumed run once counted the earlier turn's subagents
+// into its usage).
 func TestFinishedSubagentsSavedOnce(t *testing.T) {
 	for _, legacy := range []bool{false, true} {
 		t.Run(fmt.Sprintf("legacy=%v", legacy), func(t *testing.T) {
 			ctx := context.Background()
 			saver := &valuesLog{Saver: checkpoint.NewMemory(0), legacy: legacy}
 			a := durableAgent(t, threeHelpers, deepagents.Config{InterruptOn: gated()})
-			res, err := a.Invoke(ctx, agent.Prompt("go"), agent.WithCheckpoints(saver, "kids"))
+			if _, err := a.Invoke(ctx, agent.Prompt("go"), agent.WithCheckpoints(saver, "kids")); !errors.Is(err, agent.ErrInterrupted) {
+				t.Fatalf("turn 1: %v", err)
+			}
+			res, err := a.Invoke(ctx, agent.Input{}, agent.WithCheckpoints(saver, "kids"), agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "w0"}))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(res.Children) != 3 {
-				t.Fatalf("turn 1 reports %d subagents", len(res.Children))
+			if got := slices.Sorted(maps.Keys(res.Children)); !slices.Equal(got, []string{"t1", "t2", "t3"}) {
+				t.Fatalf("turn 1 reports subagents %v", got)
 			}
-			if !legacy {
-				saved := map[string]int{}
-				for _, p := range saver.puts {
-					for k, set := range p {
-						if id, ok := strings.CutPrefix(k, "agent.child/"); ok && set {
-							saved[id]++
-						}
-						if k == "agent.children" {
-							t.Errorf("a put wrote the old all-children value")
-						}
+			var kids llm.Usage
+			for p, u := range res.UsageByAgent {
+				if p != "parent" {
+					kids = kids.Add(u)
+				}
+			}
+			if len(res.UsageByAgent) != 4 || kids.InputTokens == 0 || res.Usage != res.UsageByAgent["parent"].Add(kids) {
+				t.Errorf("turn 1 usage %+v by agent %+v", res.Usage, res.UsageByAgent)
+			}
+			saved := map[string]int{}
+			for _, p := range saver.puts {
+				for k, set := range p {
+					if id, ok := strings.CutPrefix(k, "agent.child/"); ok && set {
+						saved[id]++
+					}
+					if k == "agent.children" && !legacy {
+						t.Errorf("a put wrote the old all-children value")
 					}
 				}
-				if !maps.Equal(saved, map[string]int{"t1": 1, "t2": 1, "t3": 1}) {
-					t.Errorf("finished subagents saved %v times; want each once", saved)
-				}
+			}
+			if !legacy && !maps.Equal(saved, map[string]int{"t1": 1, "t2": 1, "t3": 1}) {
+				t.Errorf("finished subagents saved %v times; want each once", saved)
 			}
 			rs, err := agent.LoadRunState(ctx, saver, "kids", agent.RootPath("parent"), false)
 			if err != nil {
@@ -965,6 +994,9 @@ func TestFinishedSubagentsSavedOnce(t *testing.T) {
 			}
 			if got := slices.Sorted(maps.Keys(rs.Finished)); !slices.Equal(got, []string{"t1", "t2", "t3"}) || rs.Finished["t2"].Status != agent.StatusOK {
 				t.Errorf("read back: finished %v", got)
+			}
+			if (rs.Loop.Tree != nil) != legacy {
+				t.Errorf("the loop's value holds the usage tree %v", rs.Loop.Tree)
 			}
 			for k := range rs.Values {
 				if strings.HasPrefix(k, "agent.child") {
@@ -974,8 +1006,7 @@ func TestFinishedSubagentsSavedOnce(t *testing.T) {
 
 			// A second turn stops for approval; resumed, it reports only
 			// its own work.
-			res, err = a.Invoke(ctx, agent.Prompt("sign it"), agent.WithCheckpoints(saver, "kids"))
-			if !errors.Is(err, agent.ErrInterrupted) {
+			if _, err = a.Invoke(ctx, agent.Prompt("sign it"), agent.WithCheckpoints(saver, "kids")); !errors.Is(err, agent.ErrInterrupted) {
 				t.Fatalf("turn 2: %v", err)
 			}
 			res, err = a.Invoke(ctx, agent.Input{}, agent.WithCheckpoints(saver, "kids"), agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "w9"}))
@@ -1003,5 +1034,38 @@ func TestFinishedSubagentsSavedOnce(t *testing.T) {
 				t.Errorf("after turn 2 the thread still holds finished subagents %v", slices.Sorted(maps.Keys(rs.Finished)))
 			}
 		})
+	}
+}
+
+// TestStaleLegacyChildren: in databases written before, a new turn left the
+// turn before's children in place with an empty usage tree; they are not
+// this turn's.
+func TestStaleLegacyChildren(t *testing.T) {
+	ctx := context.Background()
+	saver := checkpoint.NewMemory(0)
+	kid := `{"t1": {"agent": "parent / general-purpose#t1", "status": "ok", "rounds": 1, "usage": {"input_tokens": 5, "output_tokens": 1},
+	  "usage_by_agent": {"parent / general-purpose#t1": {"input_tokens": 5, "output_tokens": 1}}}}`
+	steps := []checkpoint.Step{
+		{ID: "00000000", Messages: []llm.Message{llm.User("go")}, Values: map[string]json.RawMessage{"agent.loop": json.RawMessage(`{"rounds": 0, "usage": {"input_tokens": 0, "output_tokens": 0}}`)}},
+		{ID: "00000001", ParentID: "00000000", Step: 1, Messages: []llm.Message{{Role: llm.RoleAssistant, Content: "done"}}, Status: checkpoint.StatusDone,
+			Values: map[string]json.RawMessage{"agent.children": json.RawMessage(kid),
+				"agent.loop": json.RawMessage(`{"status": "ok", "rounds": 1, "usage": {"input_tokens": 9, "output_tokens": 2},
+				  "tree": {"parent / general-purpose#t1": {"input_tokens": 5, "output_tokens": 1}}}`)}},
+		{ID: "00000002", ParentID: "00000001", Step: 2, Messages: []llm.Message{llm.User("again")},
+			Values: map[string]json.RawMessage{"agent.loop": json.RawMessage(`{"rounds": 1, "turn_start": 1, "usage": {"input_tokens": 0, "output_tokens": 0}}`)}},
+	}
+	for i, st := range steps {
+		st.ThreadID = "old"
+		if err := saver.Put(ctx, st); err != nil {
+			t.Fatal(err)
+		}
+		rs, err := agent.LoadRunState(ctx, saver, "old", agent.RootPath("parent"), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := i == 1
+		if _, got := rs.Finished["t1"]; got != want {
+			t.Errorf("after step %d: finished %v, want t1 %v", i, rs.Finished, want)
+		}
 	}
 }

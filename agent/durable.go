@@ -178,7 +178,10 @@ func diffFiles(prev, cur map[string]vfs.File) vfs.Delta {
 
 // loopState is the loop's value as of now.
 func (r *run) loopState(status Status, err error) LoopState {
-	ls := LoopState{Status: status, Rounds: r.rounds, TurnStart: r.turnStart, Usage: r.usage, Tree: r.tree, Output: r.output,
+	// Tree is the sum of the finished children's usage, which are saved
+	// one by one, so it is left out (see restore) unless the thread still
+	// keeps its children the old way, where it tells stale ones apart.
+	ls := LoopState{Status: status, Rounds: r.rounds, TurnStart: r.turnStart, Usage: r.usage, Output: r.output,
 		RespFailures: r.respFailures, RespRepaired: r.respRepaired, LastRespError: r.lastRespError,
 		Rejected: r.rejected, Interrupts: r.waiting}
 	if err != nil {
@@ -198,6 +201,9 @@ func (r *run) loopState(status Status, err error) LoopState {
 		slices.Sort(ls.Changed)
 	}
 	if r.ck != nil {
+		if r.ck.legacyKids {
+			ls.Tree = r.tree
+		}
 		ls.StepCheckpoint = r.ck.stepCP
 		ls.Input = r.ck.input
 		ls.ParentStep = r.ck.parentStep
@@ -383,7 +389,11 @@ func LoadRunState(ctx context.Context, saver checkpoint.Saver, thread string, pa
 			}
 		}
 	}
-	if raw, ok := cp.State.Values[childrenValue]; ok {
+	// Databases written before kept the turn's finished children in one
+	// value and their usage in the loop's Tree, which a new turn emptied
+	// while the children stayed until replaced: children without a Tree
+	// are the turn before's.
+	if raw, ok := cp.State.Values[childrenValue]; ok && rs.Loop.Tree != nil {
 		var kids map[string]*Result
 		if err := json.Unmarshal(raw, &kids); err == nil {
 			for id, kid := range kids {
@@ -437,6 +447,18 @@ func (r *run) restore(rs *RunState) {
 	r.state.Values = rs.Values
 	ls := rs.Loop
 	r.rounds, r.turnStart, r.usage, r.tree, r.output = ls.Rounds, ls.TurnStart, ls.Usage, ls.Tree, ls.Output
+	if ls.Tree == nil {
+		// Saved since children are saved one by one: the usage by agent
+		// path is what the finished children report (see loopState).
+		for _, kid := range rs.Finished {
+			for p, u := range kid.UsageByAgent {
+				if r.tree == nil {
+					r.tree = map[string]llm.Usage{}
+				}
+				r.tree[p] = r.tree[p].Add(u)
+			}
+		}
+	}
 	r.respFailures, r.respRepaired, r.lastRespError = ls.RespFailures, ls.RespRepaired, ls.LastRespError
 	r.rejected = ls.Rejected
 	for _, p := range ls.Changed {

@@ -62,10 +62,13 @@ type LoopState struct {
 	Refusal string `json:"refusal,omitempty"`
 	// Rounds counts the model calls of the thread's runs at this path;
 	// TurnStart is where the current run (turn) began.
-	Rounds    int                  `json:"rounds"`
-	TurnStart int                  `json:"turn_start,omitempty"`
-	Usage     llm.Usage            `json:"usage"`
-	Tree      map[string]llm.Usage `json:"tree,omitempty"`
+	Rounds    int       `json:"rounds"`
+	TurnStart int       `json:"turn_start,omitempty"`
+	Usage     llm.Usage `json:"usage"`
+	// Tree is the usage of the run's finished subagents by agent path, as
+	// databases written before kept it; it is now rebuilt from
+	// RunState.Finished and no longer saved.
+	Tree map[string]llm.Usage `json:"tree,omitempty"`
 	// Changed lists the paths the run changed; saved when the run stops.
 	Changed       []string        `json:"changed,omitempty"`
 	Output        json.RawMessage `json:"output,omitempty"`
