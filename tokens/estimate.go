@@ -147,18 +147,17 @@ func (c *Calibrator) Calibrated(model string, est int) int {
 	return int(float64(est)*c.Ratio(model) + 0.5)
 }
 
-var toolEstimates sync.Map // toolKey → int
+var toolEstimates specMemo[int]
 
 // EstimateTool is the fast estimate of one tool definition: a quarter of
 // the bytes of its OpenAI function-tool JSON, memoised because the same
 // definitions are sent with every request.
 func EstimateTool(spec llm.ToolSpec) int {
-	key := toolKey(spec)
-	if v, ok := toolEstimates.Load(key); ok {
-		return v.(int)
+	if v, ok := toolEstimates.get(spec); ok {
+		return v
 	}
 	n := (len(ToolJSON(spec)) + 3) / 4
-	toolEstimates.Store(key, n)
+	toolEstimates.put(spec, n)
 	return n
 }
 

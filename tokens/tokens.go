@@ -95,26 +95,21 @@ type ToolCount struct {
 }
 
 var (
-	toolMemo  sync.Map // key string -> ToolCount
-	o200kMemo sync.Map // key string -> int
+	toolMemo  specMemo[ToolCount]
+	o200kMemo specMemo[int]
 )
-
-func toolKey(spec llm.ToolSpec) string {
-	return spec.Name + "\x00" + spec.Description + "\x00" + string(spec.Parameters)
-}
 
 // ToolO200k returns the memoised o200k cost of spec alone: what the agent
 // loop reports on every request, without loading the cl100k vocabulary.
 func ToolO200k(spec llm.ToolSpec) int {
-	key := toolKey(spec)
-	if v, ok := toolMemo.Load(key); ok {
-		return v.(ToolCount).O200k
+	if v, ok := toolMemo.get(spec); ok {
+		return v.O200k
 	}
-	if v, ok := o200kMemo.Load(key); ok {
-		return v.(int)
+	if v, ok := o200kMemo.get(spec); ok {
+		return v
 	}
 	n := Count(O200k, ToolJSON(spec))
-	o200kMemo.Store(key, n)
+	o200kMemo.put(spec, n)
 	return n
 }
 
@@ -129,9 +124,8 @@ func ToolsO200k(specs []llm.ToolSpec) int {
 
 // Tool returns the memoised cost of spec.
 func Tool(spec llm.ToolSpec) ToolCount {
-	key := toolKey(spec)
-	if v, ok := toolMemo.Load(key); ok {
-		return v.(ToolCount)
+	if v, ok := toolMemo.get(spec); ok {
+		return v
 	}
 	js := ToolJSON(spec)
 	tc := ToolCount{
@@ -141,7 +135,7 @@ func Tool(spec llm.ToolSpec) ToolCount {
 		O200k:     Count(O200k, js),
 		Cl100k:    Count(Cl100k, js),
 	}
-	toolMemo.Store(key, tc)
+	toolMemo.put(spec, tc)
 	return tc
 }
 
