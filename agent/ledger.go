@@ -3,6 +3,8 @@ package agent
 import (
 	"encoding/json"
 	"maps"
+	"math"
+	"strconv"
 	"strings"
 
 	"github.com/deepagents-go/deepagents/llm"
@@ -48,8 +50,42 @@ type ContextReport struct {
 // that is more. Thresholds (such as compaction's) compare against it.
 func (c ContextReport) Load() int { return max(c.Calibrated, c.LastReported) }
 
-// MarshalJSON leaves out Free when the window is unknown.
+// MarshalJSON leaves out Free when the window is unknown. Reports go with
+// every model request's event and every saved subagent result, so they are
+// written by hand, byte for byte as encoding/json writes them.
 func (c ContextReport) MarshalJSON() ([]byte, error) {
+	if math.IsNaN(c.Ratio) || math.IsInf(c.Ratio, 0) || c.Ratio != 0 && (math.Abs(c.Ratio) < 1e-6 || math.Abs(c.Ratio) >= 1e21) {
+		return c.marshalSlow() // encoding/json's error, or its exponent form
+	}
+	b := make([]byte, 0, 192)
+	b = appendIntField(b, `{"system":`, c.System)
+	b = appendIntField(b, `,"tools":`, c.Tools)
+	b = appendIntField(b, `,"messages":`, c.Messages)
+	b = appendIntField(b, `,"tool_results":`, c.ToolResults)
+	b = appendIntField(b, `,"memory":`, c.Memory)
+	b = appendIntField(b, `,"skills":`, c.Skills)
+	if c.Window != 0 {
+		b = appendIntField(b, `,"window":`, c.Window)
+	}
+	b = appendIntField(b, `,"estimated":`, c.Estimated)
+	b = appendIntField(b, `,"calibrated":`, c.Calibrated)
+	b = append(b, `,"ratio":`...)
+	b = strconv.AppendFloat(b, c.Ratio, 'f', -1, 64)
+	if c.LastReported != 0 {
+		b = appendIntField(b, `,"last_reported":`, c.LastReported)
+	}
+	if c.Window > 0 {
+		b = appendIntField(b, `,"free":`, c.Free)
+	}
+	return append(b, '}'), nil
+}
+
+func appendIntField(b []byte, key string, v int) []byte {
+	return strconv.AppendInt(append(b, key...), int64(v), 10)
+}
+
+// marshalSlow is MarshalJSON through encoding/json.
+func (c ContextReport) marshalSlow() ([]byte, error) {
 	type plain ContextReport
 	w := struct {
 		plain
