@@ -1069,3 +1069,115 @@ func TestStaleLegacyChildren(t *testing.T) {
 		}
 	}
 }
+
+// TestAnsweredCallNoLongerWaits: a resume that took a decision and was
+// cut off before the run's next checkpoint leaves the call answered. The
+// thread no longer reports it as waiting, a second decision for it is
+// refused, and resuming without one goes on without running it again.
+func TestAnsweredCallNoLongerWaits(t *testing.T) {
+	ctx := context.Background()
+	saver := checkpoint.NewMemory(0)
+	var cut context.CancelFunc
+	var asked atomic.Int32
+	model := scripted.New(nil, scripted.Options{Func: func(ci llm.CallInfo, req *llm.Request) (scripted.Step, error) {
+		switch {
+		case ci.Round == 0:
+			return scripted.Step{ToolCalls: []scripted.StepCall{{ID: "w1", Name: "write_file", Args: json.RawMessage(`{"file_path": "/a.md", "content": "a"}`)}}}, nil
+		case asked.Add(1) == 1:
+			cut() // the process dies while the model is asked again
+			return scripted.Step{}, context.Canceled
+		}
+		return scripted.Step{Content: "done"}, nil
+	}})
+	a, err := deepagents.New(deepagents.Config{Model: model, InterruptOn: gated()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Invoke(ctx, agent.Prompt("go"), agent.WithCheckpoints(saver, "ans")); !errors.Is(err, agent.ErrInterrupted) {
+		t.Fatalf("first run: %v", err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cut = cancel
+	if _, err := a.Invoke(cctx, agent.Input{}, agent.WithCheckpoints(saver, "ans"), agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "w1"})); err == nil {
+		t.Fatal("the cut-off resume ended well")
+	}
+	rs, err := agent.LoadRunState(ctx, saver, "ans", agent.RootPath("parent"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs.Status != "" || len(rs.Loop.Interrupts) != 0 {
+		t.Fatalf("after the cut: status %q, waiting %+v; want an unfinished run waiting for nothing", rs.Status, rs.Loop.Interrupts)
+	}
+	if _, ok := rs.InProgress.Done["w1"]; !ok {
+		t.Fatalf("the approved call's result is not kept: %+v", rs.InProgress)
+	}
+	var de *agent.DecisionError
+	_, err = a.Invoke(ctx, agent.Input{}, agent.WithCheckpoints(saver, "ans"), agent.WithDecisions(agent.Decision{Type: agent.Reject, CallID: "w1", Message: "changed my mind"}))
+	if !errors.As(err, &de) || !strings.Contains(err.Error(), "no call is waiting") {
+		t.Fatalf("a decision for the answered call: %v", err)
+	}
+	res, err := a.Invoke(ctx, agent.Input{}, agent.WithCheckpoints(saver, "ans"))
+	if err != nil || res.FinalText() != "done" {
+		t.Fatalf("resume: %v %q", err, res.FinalText())
+	}
+	writes := 0
+	for _, m := range res.State.Messages {
+		if m.Role == llm.RoleTool && m.ToolCallID == "w1" {
+			writes++
+		}
+	}
+	if writes != 1 || res.State.Files["/a.md"].Content != "a" {
+		t.Errorf("the approved call has %d results; files %v", writes, res.State.Files)
+	}
+}
+
+// TestAnsweredSubagentCallNoLongerWaits is TestAnsweredCallNoLongerWaits
+// for a call a subagent made.
+func TestAnsweredSubagentCallNoLongerWaits(t *testing.T) {
+	ctx := context.Background()
+	saver := checkpoint.NewMemory(0)
+	var cut context.CancelFunc
+	var asked atomic.Int32
+	model := scripted.New(nil, scripted.Options{Func: func(ci llm.CallInfo, req *llm.Request) (scripted.Step, error) {
+		switch {
+		case ci.Agent == "parent" && ci.Round == 0:
+			return scripted.Step{ToolCalls: []scripted.StepCall{{ID: "t1", Name: "task", Args: json.RawMessage(`{"description": "write it", "subagent_type": "general-purpose"}`)}}}, nil
+		case ci.Agent == "parent":
+			return scripted.Step{Content: "done"}, nil
+		case ci.Round == 0:
+			return scripted.Step{ToolCalls: []scripted.StepCall{{ID: "w1", Name: "write_file", Args: json.RawMessage(`{"file_path": "/a.md", "content": "a"}`)}}}, nil
+		case asked.Add(1) == 1:
+			cut()
+			return scripted.Step{}, context.Canceled
+		}
+		return scripted.Step{Content: "written"}, nil
+	}})
+	a, err := deepagents.New(deepagents.Config{Model: model, InterruptOn: gated()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.Invoke(ctx, agent.Prompt("go"), agent.WithCheckpoints(saver, "sub"))
+	if !errors.Is(err, agent.ErrInterrupted) || len(res.Interrupts) != 1 || res.Interrupts[0].Path == "parent" {
+		t.Fatalf("first run: %v %+v", err, res.Interrupts)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cut = cancel
+	if _, err := a.Invoke(cctx, agent.Input{}, agent.WithCheckpoints(saver, "sub"), agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "w1"})); err == nil {
+		t.Fatal("the cut-off resume ended well")
+	}
+	rs, err := agent.LoadRunState(ctx, saver, "sub", agent.RootPath("parent"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs.Status != "" || len(rs.Loop.Interrupts) != 0 {
+		t.Fatalf("after the cut: status %q, waiting %+v; want an unfinished run waiting for nothing", rs.Status, rs.Loop.Interrupts)
+	}
+	var de *agent.DecisionError
+	if _, err = a.Invoke(ctx, agent.Input{}, agent.WithCheckpoints(saver, "sub"), agent.WithDecisions(agent.Decision{Type: agent.Reject, CallID: "w1"})); !errors.As(err, &de) {
+		t.Fatalf("a decision for the answered call: %v", err)
+	}
+	res, err = a.Invoke(ctx, agent.Input{}, agent.WithCheckpoints(saver, "sub"))
+	if err != nil || res.FinalText() != "done" || res.State.Files["/a.md"].Content != "a" {
+		t.Fatalf("resume: %v %q %v", err, res.FinalText(), res.State.Files)
+	}
+}

@@ -389,6 +389,11 @@ func LoadRunState(ctx context.Context, saver checkpoint.Saver, thread string, pa
 			}
 		}
 	}
+	if rs.Status == StatusInterrupted {
+		if err := dropAnswered(ctx, saver, rs, path); err != nil {
+			return nil, err
+		}
+	}
 	// Databases written before kept the turn's finished children in one
 	// value and their usage in the loop's Tree, which a new turn emptied
 	// while the children stayed until replaced: children without a Tree
@@ -407,6 +412,63 @@ func LoadRunState(ctx context.Context, saver checkpoint.Saver, thread string, pa
 		}
 	}
 	return rs, nil
+}
+
+// dropAnswered leaves out of an interrupted run's waiting calls those that
+// have been answered since it stopped: a resume that took their decisions
+// was cut off before the run's next checkpoint. Such a run is no longer
+// waiting for them; with none left it is unfinished, and resuming it
+// continues without decisions.
+func dropAnswered(ctx context.Context, saver checkpoint.Saver, rs *RunState, path Path) error {
+	own := path.String()
+	states := map[string]*RunState{} // the subagents' own states, by path
+	waiting := rs.Loop.Interrupts[:0:0]
+	for _, in := range rs.Loop.Interrupts {
+		st := rs.InProgress
+		if in.Path != own {
+			at, ok := states[in.Path]
+			if !ok {
+				p, err := ParsePath(in.Path)
+				if err != nil || !path.below(p) {
+					waiting = append(waiting, in) // not a path this run can read
+					continue
+				}
+				switch at, err = LoadRunState(ctx, saver, rs.Thread, p, false); {
+				case errors.Is(err, checkpoint.ErrNotFound):
+					at = nil
+				case err != nil:
+					return err
+				}
+				states[in.Path] = at
+			}
+			if at == nil {
+				waiting = append(waiting, in)
+				continue
+			}
+			if at.Status != StatusInterrupted {
+				continue // the subagent went on, or finished
+			}
+			st = at.InProgress
+		}
+		if st != nil {
+			if _, decided := st.Decided[in.CallID]; decided {
+				continue
+			}
+			if _, done := st.Done[in.CallID]; done {
+				continue
+			}
+		}
+		waiting = append(waiting, in)
+	}
+	if len(waiting) == len(rs.Loop.Interrupts) {
+		return nil
+	}
+	rs.Loop.Interrupts = waiting
+	if len(waiting) == 0 {
+		rs.Loop.Interrupts = nil
+		rs.Status, rs.Loop.Status = "", ""
+	}
+	return nil
 }
 
 // decodeOutcome adds the outcome a result write holds to m, taking its
