@@ -1181,3 +1181,46 @@ func TestAnsweredSubagentCallNoLongerWaits(t *testing.T) {
 		t.Fatalf("resume: %v %q %v", err, res.FinalText(), res.State.Files)
 	}
 }
+
+// TestRunMetadata: WithMetadata goes with the checkpoint of each turn's
+// input only, never replaces its source, and is not given to subagents.
+func TestRunMetadata(t *testing.T) {
+	ctx := context.Background()
+	saver := checkpoint.NewMemory(0)
+	a := durableAgent(t, `{
+	  "parent": [
+	    {"tool_calls": [{"id": "t1", "name": "task", "args": {"description": "x", "subagent_type": "general-purpose"}}]},
+	    {"content": "one"}, {"content": "two"}],
+	  "general-purpose": [{"content": "did"}]}`, deepagents.Config{})
+	md := map[string]string{"flags": "--root /tmp/x", "source": "mine"}
+	if _, err := a.Invoke(ctx, agent.Prompt("go"), agent.WithCheckpoints(saver, "md"), agent.WithMetadata(md)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Invoke(ctx, agent.Prompt("again"), agent.WithCheckpoints(saver, "md"), agent.WithMetadata(map[string]string{"flags": "--root /tmp/y"})); err != nil {
+		t.Fatal(err)
+	}
+	all, err := saver.List(ctx, checkpoint.ListOptions{ThreadID: "md", AllNamespaces: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inputs []string
+	for _, c := range all {
+		if c.Metadata["source"] == "input" {
+			if c.NS != "" {
+				t.Errorf("a subagent saved an input checkpoint")
+			}
+			inputs = append(inputs, c.Metadata["flags"])
+			continue
+		}
+		if _, ok := c.Metadata["flags"]; ok {
+			t.Errorf("checkpoint %s %q (%s) carries the run's metadata", c.NS, c.ID, c.Metadata["source"])
+		}
+	}
+	if !slices.Equal(inputs, []string{"--root /tmp/y", "--root /tmp/x"}) { // newest first
+		t.Errorf("inputs carry %q", inputs)
+	}
+	got, err := saver.List(ctx, checkpoint.ListOptions{ThreadID: "md", Metadata: map[string]string{"flags": "--root /tmp/x"}})
+	if err != nil || len(got) != 1 || got[0].Step != 0 {
+		t.Errorf("listing by metadata: %v %+v", err, got)
+	}
+}

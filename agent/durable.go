@@ -30,6 +30,9 @@ import (
 // on this machine that no longer exists).
 const DefaultLeaseTTL = time.Minute
 
+// sourceInput is the "source" metadata of a checkpoint holding a run's input.
+const sourceInput = "input"
+
 // Names of the loop's own values in a checkpoint's state. Each finished
 // subagent run of the current turn is kept under childValue and its call id,
 // saved once with the checkpoint after it finished; childrenValue is how
@@ -62,6 +65,15 @@ func WithCheckpoints(saver checkpoint.Saver, thread string) RunOption {
 	}
 }
 
+// WithMetadata saves md with the checkpoint of the run's input (beside the
+// "source" key, which it cannot replace): what the caller needs to know of
+// the turn later, such as the settings it was started with. Listing a
+// thread's history can filter by it (checkpoint.ListOptions). A subagent
+// run, and a run resumed without input, save no input and so no metadata.
+func WithMetadata(md map[string]string) RunOption {
+	return func(c *runConfig) { c.metadata = maps.Clone(md) }
+}
+
 // WithLease names the holder of the thread's lease (default: this host and
 // process) and its time to live (default DefaultLeaseTTL).
 func WithLease(holder string, ttl time.Duration) RunOption {
@@ -85,6 +97,8 @@ type ckConfig struct {
 	// parentStep names the parent's step that started a subagent run, so
 	// that a later turn reusing the call id starts a history of its own.
 	parentStep string
+	// metadata goes with the input's checkpoint (WithMetadata).
+	metadata map[string]string
 }
 
 // DecisionError refuses decisions that do not fit the calls waiting for
@@ -221,6 +235,13 @@ func (r *run) save(ctx context.Context, source string, status Status, runErr err
 	st := checkpoint.Step{ThreadID: d.thread, NS: d.ns, ID: cpID(d.seq + 1), ParentID: d.last, Step: d.seq + 1,
 		Metadata: map[string]string{"source": source}, Messages: r.state.Messages[d.msgs:], Usage: d.usage,
 		Status: ckStatus(status), Time: r.rt.Now()}
+	if source == sourceInput && len(d.metadata) > 0 {
+		for k, v := range d.metadata {
+			if k != "source" {
+				st.Metadata[k] = v
+			}
+		}
+	}
 	if d.seq < 0 {
 		st.ParentID = ""
 	}
@@ -867,7 +888,7 @@ func (r *run) saveInput(ctx context.Context) error {
 		return nil
 	}
 	r.ck.input = cpID(r.ck.seq + 1)
-	return r.save(ctx, "input", "", nil)
+	return r.save(ctx, sourceInput, "", nil)
 }
 
 // rebuildChanged recomputes the paths an unfinished run changed, after a
@@ -981,7 +1002,7 @@ func (r *run) nestedOptions() []RunOption {
 	}
 	if r.ck != nil {
 		ck := r.ck.ckConfig
-		ck.nested = true
+		ck.nested, ck.metadata = true, nil
 		ck.parentStep = r.ck.ns + "@" + r.ck.stepCP
 		opts = append(opts, func(c *runConfig) { c.ck = &ck })
 	}

@@ -30,6 +30,7 @@ type runConfig struct {
 	runtime  Runtime
 
 	ck        *ckConfig
+	metadata  map[string]string
 	holder    string
 	ttl       time.Duration
 	decisions []Decision
@@ -232,6 +233,9 @@ func (a *Agent) newRun(in Input, rc runConfig) *run {
 	}
 	if rc.ck != nil {
 		r.ck = &durable{ckConfig: *rc.ck, ns: nsOf(r.path), seq: -1}
+		if !r.ck.nested && rc.metadata != nil {
+			r.ck.metadata = rc.metadata
+		}
 		_, _, r.ck.keeps = r.fileView()
 	}
 	if r.task == "" {
