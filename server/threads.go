@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -330,47 +331,103 @@ func (s *Server) getState(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, 200, st)
 }
 
+// maxHistory caps the checkpoints of one history request.
+const maxHistory = 1000
+
+// history is GET and POST /threads/{id}/history: the thread's checkpoints,
+// newest first, paged by limit and before and filtered by metadata. POST
+// takes them in its body as LangGraph's SDKs send them; GET as the query
+// parameters limit, before (a checkpoint id) and checkpoint_ns.
 func (s *Server) history(w http.ResponseWriter, r *http.Request) {
 	rec, err := s.thread(r)
 	if err != nil {
 		s.fail(w, err)
 		return
 	}
+	q := r.URL.Query()
 	var req HistoryRequest
 	if r.Method == http.MethodPost {
 		if err := decode(r, &req); err != nil {
 			s.fail(w, err)
 			return
 		}
-	} else if l := r.URL.Query().Get("limit"); l != "" {
-		fmt.Sscan(l, &req.Limit)
+	} else {
+		if l := q.Get("limit"); l != "" {
+			n, err := strconv.Atoi(l)
+			if err != nil {
+				s.fail(w, errf(http.StatusUnprocessableEntity, "limit %q is not a whole number", l))
+				return
+			}
+			req.Limit = &n
+		}
+		if b := q.Get("before"); b != "" {
+			req.Before, _ = json.Marshal(b)
+		}
 	}
-	if req.Limit <= 0 {
-		req.Limit = 10
+	limit := 10
+	if req.Limit != nil {
+		if *req.Limit < 1 {
+			s.fail(w, errf(http.StatusUnprocessableEntity, "limit must be at least 1, not %d", *req.Limit))
+			return
+		}
+		limit = min(*req.Limit, maxHistory)
 	}
-	if req.Limit > 1000 {
-		req.Limit = 1000
+	before, beforeNS, err := parseBefore(req.Before, rec.ID)
+	if err != nil {
+		s.fail(w, errf(http.StatusUnprocessableEntity, "%v", err))
+		return
 	}
-	task := r.URL.Query().Get("checkpoint_ns")
+	task := q.Get("checkpoint_ns")
 	if req.Checkpoint != nil && req.Checkpoint.CheckpointNS != "" {
 		task = req.Checkpoint.CheckpointNS
+	}
+	switch {
+	case task == "":
+		// Paging on from a subagent's checkpoint continues its history.
+		task = beforeNS
+	case beforeNS != "" && beforeNS != task:
+		s.fail(w, errf(http.StatusUnprocessableEntity, "before names a checkpoint of namespace %q, but the history asked for is of %q", beforeNS, task))
+		return
 	}
 	ns, err := s.resolveNS(r.Context(), rec.ID, task)
 	if err != nil {
 		s.fail(w, err)
 		return
 	}
-	opts := checkpoint.ListOptions{ThreadID: rec.ID, NS: ns, Limit: req.Limit}
-	if req.Before != nil {
-		opts.Before = req.Before.CheckpointID
+	opts := checkpoint.ListOptions{ThreadID: rec.ID, NS: ns, Before: before, Limit: limit}
+	// The saver filters by the string pairs; the others (step, a number)
+	// are checked here, on all the checkpoints the saver returns.
+	exact := true
+	for k, v := range req.Metadata {
+		if str, ok := v.(string); ok && k != "step" && str != "" {
+			if opts.Metadata == nil {
+				opts.Metadata = map[string]string{}
+			}
+			opts.Metadata[k] = str
+		} else {
+			exact = false
+		}
+	}
+	if !exact {
+		opts.Limit = 0
 	}
 	list, err := s.cfg.Saver.List(r.Context(), opts)
+	if errors.Is(err, checkpoint.ErrNotFound) && before != "" {
+		s.fail(w, errf(http.StatusNotFound, "checkpoint %q (before) of thread %q not found", before, rec.ID))
+		return
+	}
 	if err != nil {
 		s.fail(w, err)
 		return
 	}
 	out := []ThreadState{}
 	for _, c := range list {
+		if len(out) == limit {
+			break
+		}
+		if !exact && !metadataMatches(historyMetadata(&c), req.Metadata) {
+			continue
+		}
 		cp, err := s.cfg.Saver.Get(r.Context(), c.Ref())
 		if err != nil {
 			s.fail(w, err)
@@ -384,6 +441,67 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request) {
 		out = append(out, st)
 	}
 	writeJSON(w, 200, out)
+}
+
+// parseBefore reads a history request's before: a checkpoint id, a
+// checkpoint ({"checkpoint_id", "checkpoint_ns", "thread_id"}) or a config
+// holding one under "configurable", as the JS and Python SDKs send it. It
+// returns the checkpoint id and its namespace ("" when not given).
+func parseBefore(raw json.RawMessage, thread string) (id, ns string, err error) {
+	raw = json.RawMessage(strings.TrimSpace(string(raw)))
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", "", nil
+	}
+	if raw[0] == '"' {
+		if err := json.Unmarshal(raw, &id); err != nil || id == "" {
+			return "", "", fmt.Errorf("before must name a checkpoint: its id, {\"checkpoint_id\": ...} or {\"configurable\": {\"checkpoint_id\": ...}}")
+		}
+		return id, "", nil
+	}
+	var ref struct {
+		CheckpointRef
+		Configurable *CheckpointRef `json:"configurable"`
+	}
+	if err := json.Unmarshal(raw, &ref); err != nil {
+		return "", "", fmt.Errorf("before must be a checkpoint id, a checkpoint or a config with configurable.checkpoint_id: %v", err)
+	}
+	c := ref.CheckpointRef
+	if ref.Configurable != nil {
+		if c.CheckpointID != "" && ref.Configurable.CheckpointID != "" && c.CheckpointID != ref.Configurable.CheckpointID {
+			return "", "", fmt.Errorf("before names two checkpoints, %q and %q", c.CheckpointID, ref.Configurable.CheckpointID)
+		}
+		if ref.Configurable.CheckpointID != "" {
+			c = *ref.Configurable
+		}
+	}
+	if c.CheckpointID == "" {
+		return "", "", fmt.Errorf("before has no checkpoint_id (directly or under configurable)")
+	}
+	if c.ThreadID != "" && c.ThreadID != thread {
+		return "", "", fmt.Errorf("before names a checkpoint of thread %q, not of %q", c.ThreadID, thread)
+	}
+	return c.CheckpointID, c.CheckpointNS, nil
+}
+
+// historyMetadata is a checkpoint's metadata as stateView shows it.
+func historyMetadata(c *checkpoint.Checkpoint) map[string]any {
+	m := map[string]any{"source": c.Metadata["source"]}
+	for k, v := range c.Metadata {
+		m[k] = v
+	}
+	m["step"] = c.Step
+	return m
+}
+
+// metadataMatches says whether md has every pair of want (as JSON values).
+func metadataMatches(md, want map[string]any) bool {
+	for k, v := range want {
+		got, ok := md[k]
+		if !ok || !jsonEqual(got, v) {
+			return false
+		}
+	}
+	return true
 }
 
 // taskPath is the task path of an agent path: "task:<call_id>" per level

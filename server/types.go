@@ -137,8 +137,16 @@ type StateUpdate struct {
 
 // HistoryRequest is POST /threads/{id}/history.
 type HistoryRequest struct {
-	Limit  int            `json:"limit,omitempty"`
-	Before *CheckpointRef `json:"before,omitempty"`
+	// Limit is how many checkpoints to return: 1 to 1000 (more is taken
+	// as 1000), 10 when absent.
+	Limit *int `json:"limit,omitempty"`
+	// Before keeps the checkpoints older than one: its id as a string,
+	// {"checkpoint_id": ...} or a LangGraph config {"configurable":
+	// {"checkpoint_id": ..., "checkpoint_ns": ...}}, as the SDKs send it.
+	Before json.RawMessage `json:"before,omitempty"`
+	// Metadata keeps the checkpoints whose metadata (as the history shows
+	// it: source, step, ...) has every pair given.
+	Metadata map[string]any `json:"metadata,omitempty"`
 	// Checkpoint's checkpoint_ns selects a subagent's history (a task
 	// path such as "task:call_1"); the top level's by default.
 	Checkpoint *CheckpointRef `json:"checkpoint,omitempty"`
