@@ -14,7 +14,7 @@ import (
 func FuzzParseResume(f *testing.F) {
 	waiting := []agent.Interrupt{{Path: "agent", CallID: "w1", Tool: "write_file"}, {Path: "agent", CallID: "w2", Tool: "edit_file"}}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		ds, err := parseResume(raw, waiting)
+		ds, err := parseResume(raw, waiting, "00000004")
 		if err != nil {
 			if ds != nil {
 				t.Fatalf("decisions %v with error %v", ds, err)

@@ -13,10 +13,13 @@ const maxDecisions = 1000
 
 // parseResume reads command.resume into decisions. It takes what LangGraph
 // clients send: a list of decisions, {"decisions": [...]}, or either keyed
-// by the interrupt's id ({"<id>": {"decisions": [...]}}). Decisions without
+// by the interrupt's id ({"<id>": {"decisions": [...]}}). A key must be
+// interruptID, the id the server reports for the thread's waiting
+// interrupt: decisions meant for another interrupt (an earlier one, or of
+// another thread) must not answer the calls waiting now. Decisions without
 // a call id answer the waiting calls in order, as LangChain's clients
 // send them; waiting lists those calls.
-func parseResume(raw json.RawMessage, waiting []agent.Interrupt) ([]agent.Decision, error) {
+func parseResume(raw json.RawMessage, waiting []agent.Interrupt, interruptID string) ([]agent.Decision, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) > 0 && raw[0] == '{' {
 		var obj map[string]json.RawMessage
@@ -24,7 +27,10 @@ func parseResume(raw json.RawMessage, waiting []agent.Interrupt) ([]agent.Decisi
 			return nil, fmt.Errorf("command.resume is not valid JSON: %v", err)
 		}
 		if _, ok := obj["decisions"]; !ok && len(obj) == 1 {
-			for _, v := range obj {
+			for k, v := range obj {
+				if k != interruptID {
+					return nil, fmt.Errorf("command.resume is keyed by %q, which is not the id of the thread's waiting interrupt (%q); key the decisions by %q or send them without a key", k, interruptID, interruptID)
+				}
 				raw = bytes.TrimSpace(v)
 			}
 		}

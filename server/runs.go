@@ -174,7 +174,7 @@ func (s *Server) submit(r *http.Request) (*liveRun, error) {
 		if rs == nil || rs.Status != agent.StatusInterrupted || len(rs.Loop.Interrupts) == 0 {
 			return nil, errf(http.StatusUnprocessableEntity, "thread %q has no calls waiting for a decision; send input messages instead", threadID)
 		}
-		decisions, err = parseResume(req.Command.Resume, rs.Loop.Interrupts)
+		decisions, err = parseResume(req.Command.Resume, rs.Loop.Interrupts, rs.Checkpoint)
 		if err != nil {
 			return nil, errf(http.StatusUnprocessableEntity, "%v", err)
 		}
