@@ -31,8 +31,10 @@ Calls left without a decision keep waiting. Decisions that answer no
 waiting call, or take a decision the call does not allow, are refused
 (exit status 2) and nothing runs.
 
-The agent is built as 'deepagents run' builds it (the same flags and
-config files): give the same settings the run was started with.
+The agent is built as 'deepagents run' built it: the thread remembers the
+flags its turn was started with (--root, --model, --interrupt-on, …) and
+resume takes those it is not given; a flag given here replaces the
+remembered one (with a warning). Config files are read again.
 
 Exit status:
   0  the run ended with status ok
@@ -131,6 +133,14 @@ func cmdResume(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	if !f.set["thread"] {
 		return usageError(stderr, "resume", "--thread ID is required (list threads with 'deepagents threads')")
+	}
+	if err := applyTurnSettings(ctx, fs, &f, stderr); err != nil {
+		fmt.Fprintf(stderr, "deepagents resume: %v\n", err)
+		return exitUsage
+	}
+	if err := f.check(fs); err != nil {
+		fmt.Fprintf(stderr, "deepagents resume: %v\n", err)
+		return exitUsage
 	}
 	if err := dflags.done(); err != nil {
 		fmt.Fprintf(stderr, "deepagents resume: %v\n", err)

@@ -64,6 +64,9 @@ type runFlags struct {
 	confirm func(question string) bool
 	// mcp are the MCP flags (cmd/deepagents/mcp.go).
 	mcp mcpFlags
+	// given are the agent's flags given to 'run', saved with each turn so
+	// that 'resume' builds the same agent (remember.go).
+	given [][2]string
 }
 
 // errInterrupted is the cause of a run stopped by Ctrl-C, so that the user
@@ -123,6 +126,7 @@ func parseRunFlags(args []string, stdout, stderr io.Writer) (f runFlags, code in
 		fmt.Fprintf(stderr, "deepagents run: %v\n", err)
 		return f, 2, false
 	}
+	f.given = givenFlags(fs, args)
 	return f, 0, true
 }
 
@@ -371,7 +375,7 @@ func (s *session) drive(ctx context.Context, in agent.Input, decisions []agent.D
 	}
 	enc := json.NewEncoder(s.stdout)
 	for {
-		opts := []agent.RunOption{agent.WithCheckpoints(s.setup.saver, s.thread)}
+		opts := []agent.RunOption{agent.WithCheckpoints(s.setup.saver, s.thread), agent.WithMetadata(settingsMetadata(s.flags.given))}
 		if len(decisions) > 0 {
 			opts = append(opts, agent.WithDecisions(decisions...))
 		}

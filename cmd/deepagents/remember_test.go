@@ -1,0 +1,94 @@
+package main
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// 'resume' builds the agent the turn was started with: given only the
+// thread and a decision, it writes into the --root the run had, under the
+// model and gates the run had; a flag given to resume replaces the
+// remembered one, with a warning.
+func TestResumeTakesTheTurnsFlags(t *testing.T) {
+	srv := gatedServer(t)
+	project, home := runEnv(t, srv)
+	if err := os.Mkdir("proj", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := runCLI(t, "run", "-p", "write it", "--model", "openai:gpt-test", "--root", "proj", "--interrupt-on", "write_file", "--thread", "R1", "--no-mcp", "--output", "json")
+	if code != 3 {
+		t.Fatalf("run: exit %d: %s", code, errs)
+	}
+	// From another directory, so that a relative --root would go astray.
+	t.Chdir(t.TempDir())
+	code, _, errs = runCLI(t, "resume", "--thread", "R1", "--db", "sqlite:"+filepath.Join(home, ".deepagents", "state.db"), "--approve", "c1")
+	if code != 0 {
+		t.Fatalf("resume: exit %d: %s", code, errs)
+	}
+	abs := filepath.Join(project, "proj")
+	want := "as thread R1 was started: --model openai:gpt-test --root " + abs + " --interrupt-on write_file --no-mcp"
+	if !strings.Contains(errs, want) {
+		t.Errorf("resume does not say which flags it took; want %q in:\n%s", want, errs)
+	}
+	if b, err := os.ReadFile(filepath.Join(abs, "a.md")); err != nil || string(b) != "A\n" {
+		t.Errorf("the approved write did not reach --root: %q %v", b, err)
+	}
+}
+
+func TestResumeWarnsOfAChangedFlag(t *testing.T) {
+	srv := gatedServer(t)
+	project, _ := runEnv(t, srv)
+	for _, d := range []string{"one", "two"} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code, _, errs := runCLI(t, "run", "-p", "write it", "--model", "openai:gpt-test", "--root", "one", "--interrupt-on", "write_file", "--thread", "R2", "--output", "json"); code != 3 {
+		t.Fatalf("run: exit %d: %s", code, errs)
+	}
+	code, _, errs := runCLI(t, "resume", "--thread", "R2", "--root", "two", "--approve", "c1")
+	if code != 0 {
+		t.Fatalf("resume: exit %d: %s", code, errs)
+	}
+	if want := "warning: thread R2 was started otherwise; now --root two (was " + filepath.Join(project, "one") + ")"; !strings.Contains(errs, want) {
+		t.Errorf("no warning %q in:\n%s", want, errs)
+	}
+	if _, err := os.Stat(filepath.Join("two", "a.md")); err != nil {
+		t.Errorf("the resume's own --root was not used: %v", err)
+	}
+}
+
+func TestGivenFlags(t *testing.T) {
+	var f runFlags
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.StringVar(&f.prompt, "p", "", "")
+	fs.StringVar(&f.thread, "thread", "", "")
+	agentFlags(fs, &f)
+	wd, _ := os.Getwd()
+	args := []string{"-p", "hi", "--root=r", "-model", "openai:x", "--no-skills", "--db", "sqlite:x.db", "--output", "json",
+		"--permission", "deny write /a/**", "--thread", "T", "--permission=allow read /**", "--system", "@s.md", "--no-memory=false",
+		"--max-steps", "7", "--", "--model", "ignored"}
+	if _, _, ok := parseFlags(fs, args, "", nil, nil); !ok {
+		t.Fatal("parse")
+	}
+	got := givenFlags(fs, args)
+	want := [][2]string{{"root", filepath.Join(wd, "r")}, {"model", "openai:x"}, {"no-skills", "true"}, {"permission", "deny write /a/**"},
+		{"permission", "allow read /**"}, {"system", "@" + filepath.Join(wd, "s.md")}, {"no-memory", "false"}, {"max-steps", "7"}}
+	if !slices.Equal(got, want) {
+		t.Errorf("givenFlags =\n %q\nwant\n %q", got, want)
+	}
+	for name := range notRemembered {
+		if fs.Lookup(name) == nil {
+			t.Errorf("notRemembered names %q, which is no flag of run", name)
+		}
+	}
+	for _, name := range []string{"root", "model", "interrupt-on", "allow", "permission", "no-sandbox", "mcp-config"} {
+		if !rememberedNames[name] {
+			t.Errorf("--%s is not remembered", name)
+		}
+	}
+}
