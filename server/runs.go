@@ -211,20 +211,29 @@ func (s *Server) submit(r *http.Request) (*liveRun, error) {
 		return nil, errf(http.StatusConflict, "thread %q is being deleted", threadID)
 	}
 	th, err := s.store.GetThread(ctx, threadID)
-	if errors.Is(err, ErrNotFound) {
-		if req.IfNotExists != "create" {
-			return nil, errf(http.StatusNotFound, "thread %q not found", threadID)
-		}
-		t := now()
-		th = ThreadRecord{ID: threadID, CreatedAt: t, UpdatedAt: t, Metadata: map[string]any{}, Status: threadIdle}
-		err = s.store.CreateThread(ctx, th)
+	missing := errors.Is(err, ErrNotFound)
+	if missing && req.IfNotExists != "create" {
+		return nil, errf(http.StatusNotFound, "thread %q not found", threadID)
 	}
-	if err != nil {
+	if err != nil && !missing {
 		return nil, err
 	}
 	active := s.active[threadID]
 	if active != nil && strategy == "reject" {
 		return nil, errf(http.StatusUnprocessableEntity, "thread %q is busy with run %s; wait for it, cancel it, or send multitask_strategy enqueue", threadID, active.rec.RunID)
+	}
+	if active == nil {
+		// Another process may run the thread (or a dead one hold it).
+		if err := s.checkThreadFree(ctx, threadID); err != nil {
+			return nil, err
+		}
+	}
+	if missing {
+		t := now()
+		th = ThreadRecord{ID: threadID, CreatedAt: t, UpdatedAt: t, Metadata: map[string]any{}, Status: threadIdle}
+		if err := s.store.CreateThread(ctx, th); err != nil {
+			return nil, err
+		}
 	}
 	t := now()
 	meta := req.Metadata
