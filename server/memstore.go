@@ -208,3 +208,28 @@ func (m *MemoryStore) EventsPage(_ context.Context, runID string, after int64, l
 
 // Close implements Store.
 func (m *MemoryStore) Close() error { return nil }
+
+// unfinishedRuns lists the runs stored pending or running.
+func (m *MemoryStore) unfinishedRuns(context.Context) ([]RunRecord, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []RunRecord
+	for _, r := range m.runs {
+		if r.Status == runPending || r.Status == runRunning {
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out, func(a, b RunRecord) int { return cmp.Compare(a.Seq, b.Seq) })
+	return out, nil
+}
+
+// lastEvent returns a run's last stored event.
+func (m *MemoryStore) lastEvent(_ context.Context, runID string) (StoredEvent, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	evs := m.events[runID]
+	if len(evs) == 0 {
+		return StoredEvent{}, false, nil
+	}
+	return evs[len(evs)-1], true, nil
+}

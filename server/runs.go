@@ -844,9 +844,11 @@ func (s *Server) current(rec RunRecord) RunRecord {
 	if lr := s.live[rec.RunID]; lr != nil {
 		return lr.rec
 	}
-	if rec.Status == runPending || rec.Status == runRunning {
-		rec.Status = runError
-		rec.Error = errOrphan
+	switch rec.Status {
+	case runPending:
+		rec.Status, rec.Error = runError, errNeverStarted
+	case runRunning:
+		rec.Status, rec.Error = runError, errOrphan
 	}
 	return rec
 }

@@ -86,7 +86,9 @@ type Server struct {
 	wg     sync.WaitGroup
 }
 
-// New checks cfg and returns the server.
+// New checks cfg and returns the server. It first marks failed, in the
+// store, the runs and threads a server stopped during left unfinished (see
+// recoverStopped): one server uses a store at a time.
 func New(cfg Config) (*Server, error) {
 	if len(cfg.Agents) == 0 {
 		return nil, errors.New("server: no agents configured")
@@ -125,6 +127,14 @@ func New(cfg Config) (*Server, error) {
 		s.agents[as.ID] = as
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	// What a server stopped during left unfinished is marked failed in the
+	// store now, before any request. A failure is logged, not fatal: the
+	// records are still reported failed as they are read (see current).
+	rctx, rcancel := context.WithTimeout(s.ctx, recoverTimeout)
+	if err := s.recoverStopped(rctx); err != nil {
+		s.log.Error("recovering the runs a stopped server left", "err", err)
+	}
+	rcancel()
 	s.routes()
 	if cfg.UI != nil {
 		s.mux.Handle("/", cfg.UI)

@@ -643,3 +643,40 @@ func (s *SQLStore) Close() error {
 	<-s.ckptStopped
 	return s.closeDBs()
 }
+
+// unfinishedRuns lists the runs stored pending or running. The records are
+// JSON: the text match narrows them down, the decoded status decides (a
+// run's metadata may hold the same text).
+func (s *SQLStore) unfinishedRuns(ctx context.Context) ([]RunRecord, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT seq, record FROM server_runs WHERE record LIKE ? OR record LIKE ? ORDER BY seq`),
+		`%"status":"`+runPending+`"%`, `%"status":"`+runRunning+`"%`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []RunRecord
+	for rows.Next() {
+		r, err := s.scanRun(rows)
+		if err != nil {
+			return nil, err
+		}
+		if r.Status == runPending || r.Status == runRunning {
+			out = append(out, r)
+		}
+	}
+	return out, rows.Err()
+}
+
+// lastEvent returns a run's last stored event.
+func (s *SQLStore) lastEvent(ctx context.Context, runID string) (StoredEvent, bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	var e StoredEvent
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT seq, event, data FROM server_events WHERE run_id = ? ORDER BY seq DESC LIMIT 1`), runID).Scan(&e.Seq, &e.Event, &e.Data)
+	if errors.Is(err, sql.ErrNoRows) {
+		return StoredEvent{}, false, nil
+	}
+	return e, err == nil, err
+}

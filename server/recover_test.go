@@ -1,0 +1,134 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/deepagents-go/deepagents/checkpoint/sqlite"
+)
+
+// stoppedServer leaves what a server killed mid-run leaves in its SQLite
+// files: thread T busy, run `running` going on (its first events stored),
+// run `queued` waiting behind it. Server A is still blocked in a model call
+// (it stops at the test's end), but a server B started over the same files
+// knows nothing of it, as after a kill; B is returned.
+func stoppedServer(t *testing.T) (hB *harness, st Store, running, queued Run, before time.Time) {
+	t.Helper()
+	dir := t.TempDir()
+	serve := func() (*harness, Store) {
+		sv, err := sqlite.Open(filepath.Join(dir, "state.db"), sqlite.Options{BusyTimeout: 10 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := OpenSQLStore(context.Background(), "sqlite", filepath.Join(dir, "state.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = st.Close(); _ = sv.Close() })
+		return newHarness(t, Config{Saver: sv, Store: st}), st
+	}
+	hA, stA := serve()
+	hA.json("POST", "/threads", map[string]any{"thread_id": "T"}, 200, nil)
+	slow := map[string]any{"assistant_id": "researcher", "input": map[string]any{"messages": []any{map[string]any{"role": "user", "content": "slow please"}}}}
+	hA.json("POST", "/threads/T/runs", slow, 200, &running)
+	then := map[string]any{"assistant_id": "researcher", "multitask_strategy": "enqueue", "input": map[string]any{"messages": []any{map[string]any{"role": "user", "content": "then this"}}}}
+	hA.json("POST", "/threads/T/runs", then, 200, &queued)
+	ctx := context.Background()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		evs, err := stA.Events(ctx, running.RunID, 0)
+		rec, err2 := stA.GetRun(ctx, "T", running.RunID)
+		if err == nil && err2 == nil && len(evs) >= 2 && rec.Status == runRunning {
+			before = rec.UpdatedAt
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the run did not start: %d events, %v %v", len(evs), err, err2)
+		}
+	}
+	hB, st = serve()
+	return hB, st, running, queued, before
+}
+
+// TestRestartMarksBusyThreadError: the restarted server stores the status
+// it reports, so a search by status finds the thread GET shows as error.
+func TestRestartMarksBusyThreadError(t *testing.T) {
+	h, st, _, _, _ := stoppedServer(t)
+	var th Thread
+	h.json("GET", "/threads/T", nil, 200, &th)
+	if th.Status != "error" {
+		t.Fatalf("GET: thread status %q, want error", th.Status)
+	}
+	found := func(status string) bool {
+		var ths []Thread
+		h.json("POST", "/threads/search", map[string]any{"status": status}, 200, &ths)
+		return slices.ContainsFunc(ths, func(th Thread) bool { return th.ThreadID == "T" })
+	}
+	if !found("error") || found("busy") {
+		t.Errorf("search: found by error %v, by busy %v; want error only", found("error"), found("busy"))
+	}
+	rec, err := st.GetThread(context.Background(), "T")
+	if err != nil || rec.Status != threadError || rec.Error != errOrphan {
+		t.Errorf("stored thread: status %q, error %q (%v)", rec.Status, rec.Error, err)
+	}
+}
+
+// TestRestartEndsFailedRunStream: the stream of a run the server stopped
+// during ends with an error event, stored once, so a rejoin gets it exactly
+// once; the run's updated_at moves to when it was marked failed.
+func TestRestartEndsFailedRunStream(t *testing.T) {
+	h, _, running, _, before := stoppedServer(t)
+	loc := "/threads/T/runs/" + running.RunID
+	_, all := h.stream("GET", loc+"/stream", nil, "Last-Event-ID", "-1")
+	if len(all) < 3 || all[len(all)-1].Event != "error" {
+		t.Fatalf("the failed run's stream: %v; want it to end with error", eventNames(all))
+	}
+	if n := slices.Index(eventNames(all), "error"); n != len(all)-1 {
+		t.Errorf("error event at %d of %v", n, eventNames(all))
+	}
+	var data struct{ Message string }
+	if err := json.Unmarshal(all[len(all)-1].Data, &data); err != nil || data.Message != errOrphan {
+		t.Errorf("error event %s (%v)", all[len(all)-1].Data, err)
+	}
+	last := all[len(all)-1].ID
+	_, rest := h.stream("GET", loc+"/stream", nil, "Last-Event-ID", strconv.FormatInt(last-1, 10))
+	if len(rest) != 1 || rest[0].Event != "error" || rest[0].ID != last {
+		t.Errorf("rejoined after %d: %v", last-1, eventNames(rest))
+	}
+	_, none := h.stream("GET", loc+"/stream", nil, "Last-Event-ID", strconv.FormatInt(last, 10))
+	if len(none) != 0 {
+		t.Errorf("rejoined after the error event: %v", eventNames(none))
+	}
+	var run Run
+	h.json("GET", loc, nil, 200, &run)
+	if run.Status != "error" || !run.UpdatedAt.After(before) {
+		t.Errorf("run status %q, updated_at %v; want error, after %v", run.Status, run.UpdatedAt, before)
+	}
+}
+
+// TestRestartQueuedRunNeverStarted: a queued run the server stopped before
+// its turn is marked error saying it never started (not that it stopped
+// while going on), in its record and its stream.
+func TestRestartQueuedRunNeverStarted(t *testing.T) {
+	h, _, _, queued, _ := stoppedServer(t)
+	loc := "/threads/T/runs/" + queued.RunID
+	var run Run
+	h.json("GET", loc, nil, 200, &run)
+	if run.Status != "error" {
+		t.Errorf("queued run status %q, want error", run.Status)
+	}
+	var res map[string]string
+	h.json("GET", loc+"/join", nil, 200, &res)
+	if res["__error__"] != errNeverStarted {
+		t.Errorf("join: %v; want __error__ %q", res, errNeverStarted)
+	}
+	_, evs := h.stream("GET", loc+"/stream", nil)
+	if len(evs) != 1 || evs[0].Event != "error" || !strings.Contains(string(evs[0].Data), "before the run started") {
+		t.Errorf("the queued run's stream: %v", evs)
+	}
+}
