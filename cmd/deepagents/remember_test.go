@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -91,4 +92,47 @@ func TestGivenFlags(t *testing.T) {
 			t.Errorf("--%s is not remembered", name)
 		}
 	}
+}
+
+// FuzzGivenFlags: setting the flags givenFlags finds, one by one, leaves
+// every remembered flag as parsing the command line did.
+func FuzzGivenFlags(f *testing.F) {
+	f.Add("-p\x00hi\x00--root=r\x00-model\x00openai:x\x00--no-skills\x00--max-steps\x007")
+	f.Add("--interrupt-on\x00write_file\x00x\x00--system\x00@s\x00--\x00--model\x00y")
+	f.Add("--no-memory=false\x00--reasoning=high\x00-thread\x00T\x00--max-parallel=3")
+	f.Fuzz(func(t *testing.T, joined string) {
+		args := strings.Split(joined, "\x00")
+		newSet := func(r *runFlags) *flag.FlagSet {
+			fs := flag.NewFlagSet("run", flag.ContinueOnError)
+			fs.SetOutput(io.Discard)
+			fs.StringVar(&r.prompt, "p", "", "")
+			fs.StringVar(&r.thread, "thread", "", "")
+			agentFlags(fs, r)
+			return fs
+		}
+		var parsed runFlags
+		fs := newSet(&parsed)
+		if _, _, ok := parseFlags(fs, args, "", io.Discard, io.Discard); !ok {
+			return
+		}
+		var again runFlags
+		fs2 := newSet(&again)
+		for _, p := range givenFlags(fs, args) {
+			if err := fs2.Set(p[0], p[1]); err != nil {
+				t.Fatalf("setting %q: %v (args %q)", p, err, args)
+			}
+		}
+		fs.VisitAll(func(fl *flag.Flag) {
+			if !rememberedNames[fl.Name] {
+				return
+			}
+			want := absFlag(fl.Name, fl.Value.String())
+			if fl.Value.String() == fl.DefValue {
+				want = fl.DefValue
+			}
+			if got := fs2.Lookup(fl.Name).Value.String(); got != want {
+				t.Fatalf("--%s: %q after setting the given flags, %q parsed (args %q)", fl.Name, got, want, args)
+			}
+		})
+	})
 }
