@@ -72,3 +72,20 @@ func goneLocalHolder(holder string) bool {
 	}
 	return processGone(pid)
 }
+
+// runElsewhere says whether another live process holds thread's checkpoint
+// lease, so runs of the thread may be going on there: recovery must leave
+// them alone (several servers on one database are not coordinated, but
+// one starting must not cut off another's runs).
+func (s *Server) runElsewhere(ctx context.Context, thread string) (bool, error) {
+	probe := probeHolder()
+	_, err := s.cfg.Saver.Acquire(ctx, thread, probe, time.Now(), probeTTL)
+	var le *checkpoint.LeasedError
+	if errors.As(err, &le) {
+		return !goneLocalHolder(le.Holder), nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return false, s.cfg.Saver.Release(context.WithoutCancel(ctx), thread, probe)
+}

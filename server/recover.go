@@ -34,7 +34,8 @@ type lastEventReader interface {
 // stream (a rejoin ends with the reason, as a live stream of a failed run
 // does); each run it left queued is marked error too, saying it never
 // started; each thread it left busy is marked error, so that a search by
-// status finds it as GET shows it. It runs before the server serves any
+// status finds it as GET shows it. Threads whose checkpoint lease another
+// live process holds are skipped. It runs before the server serves any
 // request: no run of this server is going on.
 func (s *Server) recoverStopped(ctx context.Context) error {
 	var runs []RunRecord
@@ -76,12 +77,33 @@ func (s *Server) recoverStopped(ctx context.Context) error {
 		}
 	}
 	var errs []error
+	// Threads another live process holds are left alone: their runs may
+	// be going on there.
+	elsewhere := map[string]bool{}
+	held := func(thread string) bool {
+		v, ok := elsewhere[thread]
+		if !ok {
+			var err error
+			if v, err = s.runElsewhere(ctx, thread); err != nil {
+				errs = append(errs, fmt.Errorf("thread %q: %w", thread, err))
+				v = true // unknown: do not touch it
+			}
+			elsewhere[thread] = v
+		}
+		return v
+	}
 	for _, r := range runs {
+		if held(r.ThreadID) {
+			continue
+		}
 		if err := s.failStopped(ctx, r); err != nil {
 			errs = append(errs, fmt.Errorf("run %s: %w", r.RunID, err))
 		}
 	}
 	for _, th := range busy {
+		if held(th.ID) {
+			continue
+		}
 		th.Status, th.Error, th.UpdatedAt = threadError, errOrphan, now()
 		if err := s.store.UpdateThread(ctx, th); err != nil && !errors.Is(err, ErrNotFound) {
 			errs = append(errs, fmt.Errorf("thread %q: %w", th.ID, err))

@@ -3,13 +3,19 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"iter"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/checkpoint/sqlite"
 )
 
@@ -17,9 +23,25 @@ import (
 // files: thread T busy, run `running` going on (its first events stored),
 // run `queued` waiting behind it. Server A is still blocked in a model call
 // (it stops at the test's end), but a server B started over the same files
-// knows nothing of it, as after a kill; B is returned.
-func stoppedServer(t *testing.T) (hB *harness, st Store, running, queued Run, before time.Time) {
+// knows nothing of it, as after a kill; B is returned. A's run holds the
+// thread's lease as holder, which names a process that is gone unless the
+// test says otherwise.
+func stoppedServer(t *testing.T, holder string) (hB *harness, st Store, running, queued Run, before time.Time) {
 	t.Helper()
+	if holder == "" {
+		if runtime.GOOS == "windows" {
+			t.Skip("a dead process's lease is not told apart here")
+		}
+		gone := exec.Command("true")
+		if err := gone.Run(); err != nil {
+			t.Skip("cannot run a process that ends:", err)
+		}
+		host, _ := os.Hostname()
+		holder = fmt.Sprintf("%s/%d/5eed", host, gone.Process.Pid)
+	}
+	run := func(ctx context.Context, _ string, a *agent.Agent, in agent.Input, opts ...agent.RunOption) iter.Seq2[agent.Event, error] {
+		return a.Run(ctx, in, append(opts, agent.WithLease(holder, 0))...)
+	}
 	dir := t.TempDir()
 	serve := func() (*harness, Store) {
 		sv, err := sqlite.Open(filepath.Join(dir, "state.db"), sqlite.Options{BusyTimeout: 10 * time.Second})
@@ -31,7 +53,7 @@ func stoppedServer(t *testing.T) (hB *harness, st Store, running, queued Run, be
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = st.Close(); _ = sv.Close() })
-		return newHarness(t, Config{Saver: sv, Store: st}), st
+		return newHarness(t, Config{Saver: sv, Store: st, Run: run}), st
 	}
 	hA, stA := serve()
 	hA.json("POST", "/threads", map[string]any{"thread_id": "T"}, 200, nil)
@@ -58,7 +80,7 @@ func stoppedServer(t *testing.T) (hB *harness, st Store, running, queued Run, be
 // TestRestartMarksBusyThreadError: the restarted server stores the status
 // it reports, so a search by status finds the thread GET shows as error.
 func TestRestartMarksBusyThreadError(t *testing.T) {
-	h, st, _, _, _ := stoppedServer(t)
+	h, st, _, _, _ := stoppedServer(t, "")
 	var th Thread
 	h.json("GET", "/threads/T", nil, 200, &th)
 	if th.Status != "error" {
@@ -82,7 +104,7 @@ func TestRestartMarksBusyThreadError(t *testing.T) {
 // during ends with an error event, stored once, so a rejoin gets it exactly
 // once; the run's updated_at moves to when it was marked failed.
 func TestRestartEndsFailedRunStream(t *testing.T) {
-	h, _, running, _, before := stoppedServer(t)
+	h, _, running, _, before := stoppedServer(t, "")
 	loc := "/threads/T/runs/" + running.RunID
 	_, all := h.stream("GET", loc+"/stream", nil, "Last-Event-ID", "-1")
 	if len(all) < 3 || all[len(all)-1].Event != "error" {
@@ -115,7 +137,7 @@ func TestRestartEndsFailedRunStream(t *testing.T) {
 // its turn is marked error saying it never started (not that it stopped
 // while going on), in its record and its stream.
 func TestRestartQueuedRunNeverStarted(t *testing.T) {
-	h, _, _, queued, _ := stoppedServer(t)
+	h, _, _, queued, _ := stoppedServer(t, "")
 	loc := "/threads/T/runs/" + queued.RunID
 	var run Run
 	h.json("GET", loc, nil, 200, &run)
@@ -131,4 +153,27 @@ func TestRestartQueuedRunNeverStarted(t *testing.T) {
 	if len(evs) != 1 || evs[0].Event != "error" || !strings.Contains(string(evs[0].Data), "before the run started") {
 		t.Errorf("the queued run's stream: %v", evs)
 	}
+}
+
+// TestRestartLeavesThreadRunElsewhere: a server starting over a database
+// where another live process holds a thread's lease leaves that thread's
+// runs and status alone: they may be going on there.
+func TestRestartLeavesThreadRunElsewhere(t *testing.T) {
+	h, st, running, queued, _ := stoppedServer(t, "elsewhere/1/cafe")
+	ctx := context.Background()
+	for _, id := range []string{running.RunID, queued.RunID} {
+		rec, err := st.GetRun(ctx, "T", id)
+		if err != nil || rec.Status == runError {
+			t.Errorf("run %s stored as %q (%v); want it untouched", id, rec.Status, err)
+		}
+		evs, err := st.Events(ctx, id, 0)
+		if err != nil || slices.ContainsFunc(evs, func(e StoredEvent) bool { return e.Event == "error" }) {
+			t.Errorf("run %s got an error event (%v)", id, err)
+		}
+	}
+	if rec, err := st.GetThread(ctx, "T"); err != nil || rec.Status != threadBusy {
+		t.Errorf("thread stored as %q (%v); want busy", rec.Status, err)
+	}
+	// A new run on it is refused before it is stored.
+	h.json("POST", "/threads/T/runs", map[string]any{"assistant_id": "researcher", "input": map[string]any{"messages": []any{map[string]any{"role": "user", "content": "hi"}}}}, 409, nil)
 }
