@@ -93,6 +93,21 @@ const history = await client.threads.getHistory(thread.thread_id, { limit: 4 });
 assert.equal(history.length, 4);
 assert.equal(history[0].checkpoint.checkpoint_id, state.checkpoint.checkpoint_id);
 assert.equal(history[0].parent_checkpoint.checkpoint_id, history[1].checkpoint.checkpoint_id);
+// The next page, before a checkpoint given as a config, as the SDK types it.
+const older = await client.threads.getHistory(thread.thread_id, {
+  limit: 2,
+  before: { configurable: history[1].checkpoint },
+});
+assert.deepEqual(
+  older.map((s) => s.checkpoint.checkpoint_id),
+  history.slice(2, 4).map((s) => s.checkpoint.checkpoint_id),
+);
+const bySource = await client.threads.getHistory(thread.thread_id, {
+  limit: 100,
+  metadata: { source: history[0].metadata.source },
+});
+assert.ok(bySource.length > 0);
+assert.ok(bySource.every((s) => s.metadata.source === history[0].metadata.source));
 step("state and history");
 
 // Rejoin the first run's stream after its third event.
