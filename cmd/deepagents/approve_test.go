@@ -180,6 +180,19 @@ func FuzzFileName(f *testing.F) {
 	})
 }
 
+// FuzzFileNameIsInjective checks that two thread ids never share a
+// transcript file.
+func FuzzFileNameIsInjective(f *testing.F) {
+	f.Add("a b/c", "a_b_c")
+	f.Add(".x", "%2Ex")
+	f.Add(strings.Repeat("x", 121), strings.Repeat("x", 122))
+	f.Fuzz(func(t *testing.T, a, b string) {
+		if a != b && fileName(a) == fileName(b) {
+			t.Fatalf("fileName(%q) = fileName(%q) = %q", a, b, fileName(a))
+		}
+	})
+}
+
 // FuzzPickDecision checks that an answer at the prompt only ever picks a
 // decision the call allows.
 func FuzzPickDecision(f *testing.F) {

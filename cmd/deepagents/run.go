@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -375,7 +374,8 @@ func (s *session) drive(ctx context.Context, in agent.Input, decisions []agent.D
 	}
 	enc := json.NewEncoder(s.stdout)
 	for {
-		opts := []agent.RunOption{agent.WithCheckpoints(s.setup.saver, s.thread), agent.WithMetadata(settingsMetadata(s.flags.given))}
+		watch := &runWatch{Saver: s.setup.saver, thread: s.thread}
+		opts := []agent.RunOption{agent.WithCheckpoints(watch, s.thread), agent.WithMetadata(settingsMetadata(s.flags.given))}
 		if len(decisions) > 0 {
 			opts = append(opts, agent.WithDecisions(decisions...))
 		}
@@ -417,8 +417,10 @@ func (s *session) drive(ctx context.Context, in agent.Input, decisions []agent.D
 				fmt.Fprintf(s.stderr, "deepagents %s: %v\n", s.name(), err)
 			}
 		}
-		path, saveErr := s.save(res)
-		if saveErr != nil {
+		path, saveErr := s.save(ctx, watch, res)
+		if errors.Is(saveErr, errStaleTranscript) {
+			fmt.Fprintf(s.stderr, "deepagents %s: thread %s: %v\n", s.name(), s.thread, saveErr)
+		} else if saveErr != nil {
 			fmt.Fprintf(s.stderr, "deepagents %s: could not save the transcript: %v\n", s.name(), saveErr)
 		}
 		reason := res.Error
@@ -660,61 +662,15 @@ func summarise(res *agent.Result, transcript string) runSummary {
 	return out
 }
 
-// save writes the thread's transcript (the whole result, children included)
-// and returns its path.
-func (s *session) save(res *agent.Result) (string, error) {
-	dir := s.flags.threadDir
-	if dir == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return "", err
-		}
-		dir = filepath.Join(home, ".deepagents", "threads")
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, fileName(s.thread)+".json")
-	data, err := json.MarshalIndent(struct {
-		Thread string        `json:"thread"`
-		Model  string        `json:"model"`
-		Saved  time.Time     `json:"saved"`
-		Result *agent.Result `json:"result"`
-	}{s.thread, s.setup.modelName, time.Now().UTC(), res}, "", "  ")
+// save writes the transcript of the run watch saw to the thread directory
+// and returns its path: "" when the run saved nothing in the thread
+// (saveTranscript says when it writes).
+func (s *session) save(ctx context.Context, watch *runWatch, res *agent.Result) (string, error) {
+	dir, err := transcriptDir(s.flags.threadDir)
 	if err != nil {
 		return "", err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return "", err
-	}
-	return path, os.Rename(tmp, path)
-}
-
-// fileName turns a thread id into a file name: characters other than
-// letters, digits, ".", "_" and "-" become "_", and a name that would be
-// hidden or too long is changed, so that no id reaches outside the
-// directory.
-func fileName(id string) string {
-	var b strings.Builder
-	for _, r := range id {
-		if r < utf8.RuneSelf && (r == '.' || r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
-			b.WriteRune(r)
-		} else {
-			b.WriteByte('_')
-		}
-	}
-	name := b.String()
-	if strings.HasPrefix(name, ".") {
-		name = "_" + name[1:]
-	}
-	if len(name) > 120 {
-		name = name[:120]
-	}
-	if name == "" {
-		name = "thread"
-	}
-	return name
+	return saveTranscript(ctx, watch, dir, s.setup.modelName, res)
 }
 
 // isTerminal reports whether v is a terminal: a character device that

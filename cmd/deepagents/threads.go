@@ -2,14 +2,18 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -449,4 +453,222 @@ func threadsRemove(ctx context.Context, saver checkpoint.Saver, db config.Databa
 func oneLine(s string, n int) string {
 	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
 	return clip(s, n)
+}
+
+// transcriptDir is the directory of the thread transcripts: dir when one
+// is given (--thread-dir), else ~/.deepagents/threads.
+func transcriptDir(dir string) (string, error) {
+	if dir != "" {
+		return dir, nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(home, ".deepagents", "threads"), nil
+}
+
+// transcriptPath is the file that holds the transcript of thread id in dir.
+func transcriptPath(dir, id string) string {
+	return filepath.Join(dir, fileName(id)+".json")
+}
+
+// Limits of transcript file names (without ".json"): an id that is a plain
+// name of at most maxPlainName bytes is its own file name; a longer name
+// is cut to keptOfLongName bytes and given the hash of the whole id.
+const (
+	maxPlainName   = 120
+	keptOfLongName = 50
+)
+
+// fileName turns a thread id into a file name that stays in the
+// transcript directory and belongs to that id alone, so that two threads
+// never share a transcript. An id made of letters, digits, ".", "_" and
+// "-" that does not start with "." and fits maxPlainName bytes is kept as
+// it is (the ids the CLI makes are such). Any other id has each other byte,
+// and a leading ".", written as %XX; names made so always hold a "%",
+// which plain ids never do. When that is too long, the name is its first
+// bytes, "~" and the SHA-256 of the id: only such names hold a "~".
+func fileName(id string) string {
+	if plainName(id) {
+		return id
+	}
+	var b strings.Builder
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if safeNameByte(c) && !(i == 0 && c == '.') {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	name := b.String()
+	if name == "" {
+		return "%" // no id is empty; a name all the same, that no other id has
+	}
+	if len(name) <= maxPlainName {
+		return name
+	}
+	head := name[:keptOfLongName]
+	if i := strings.LastIndexByte(head, '%'); i >= len(head)-2 {
+		head = head[:i] // not half an escape
+	}
+	sum := sha256.Sum256([]byte(id))
+	return head + "~" + hex.EncodeToString(sum[:])
+}
+
+// plainName reports whether id is its own transcript file name.
+func plainName(id string) bool {
+	if id == "" || len(id) > maxPlainName || id[0] == '.' {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if !safeNameByte(id[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func safeNameByte(c byte) bool {
+	return c == '.' || c == '_' || c == '-' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+}
+
+// runWatch is the thread database as one run of the session sees it. It
+// notes whether the run saved anything (a checkpoint or a finished call's
+// result), the latest top-level checkpoint the run knew (read at its start
+// or put by it), and whether the run lost its lease to another process.
+// The transcript file is written only from what it notes (saveTranscript):
+// a run refused because another process holds the thread, or that had
+// nothing to resume, saved nothing and must not replace the transcript of
+// the runs that did.
+type runWatch struct {
+	checkpoint.Saver
+	thread string
+
+	mu    sync.Mutex
+	saved bool
+	lost  bool
+	last  string
+}
+
+func (w *runWatch) Get(ctx context.Context, ref checkpoint.Ref) (*checkpoint.Checkpoint, error) {
+	cp, err := w.Saver.Get(ctx, ref)
+	if err == nil && ref.ThreadID == w.thread && ref.NS == "" && ref.ID == "" {
+		w.mu.Lock()
+		w.last = cp.ID
+		w.mu.Unlock()
+	}
+	return cp, err
+}
+
+func (w *runWatch) Put(ctx context.Context, st checkpoint.Step) error {
+	err := w.Saver.Put(ctx, st)
+	if err == nil && st.ThreadID == w.thread {
+		w.mu.Lock()
+		w.saved = true
+		if st.NS == "" {
+			w.last = st.ID
+		}
+		w.mu.Unlock()
+	}
+	return err
+}
+
+func (w *runWatch) PutWrite(ctx context.Context, ref checkpoint.Ref, wr checkpoint.Write) error {
+	err := w.Saver.PutWrite(ctx, ref, wr)
+	if err == nil && ref.ThreadID == w.thread {
+		w.mu.Lock()
+		w.saved = true
+		w.mu.Unlock()
+	}
+	return err
+}
+
+func (w *runWatch) Renew(ctx context.Context, thread, holder string, now time.Time, ttl time.Duration) (checkpoint.Lease, error) {
+	l, err := w.Saver.Renew(ctx, thread, holder, now, ttl)
+	if errors.Is(err, checkpoint.ErrNotHeld) && thread == w.thread {
+		w.mu.Lock()
+		w.lost = true
+		w.mu.Unlock()
+	}
+	return l, err
+}
+
+// errStaleTranscript says that a run's transcript was not written because
+// the thread went on without it.
+var errStaleTranscript = errors.New("the thread went on in another run since this one saved its work, so its transcript is not replaced")
+
+// saveTranscript writes the transcript of the run w watched (the whole
+// result, children included) to dir and returns its path; "" when the run
+// saved nothing in the thread, so has no transcript of its own. Writing
+// holds the thread's lease, and happens only when the thread's latest
+// top-level checkpoint is still the one the run knew last: a run that lost
+// its thread to another process (errStaleTranscript) or whose thread
+// another run holds now must not replace a newer transcript.
+func saveTranscript(ctx context.Context, w *runWatch, dir, model string, res *agent.Result) (string, error) {
+	w.mu.Lock()
+	saved, lost, last := w.saved, w.lost, w.last
+	w.mu.Unlock()
+	if !saved {
+		return "", nil
+	}
+	if lost {
+		return "", errStaleTranscript
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	holder := transcriptHolder()
+	if _, err := w.Saver.Acquire(ctx, w.thread, holder, time.Now(), time.Minute); err != nil {
+		if errors.Is(err, checkpoint.ErrLeased) {
+			return "", fmt.Errorf("%w (another run holds the thread now)", errStaleTranscript)
+		}
+		return "", err
+	}
+	defer func() { _ = w.Saver.Release(context.WithoutCancel(ctx), w.thread, holder) }()
+	latest, err := w.Saver.List(ctx, checkpoint.ListOptions{ThreadID: w.thread, Limit: 1})
+	if err != nil {
+		return "", err
+	}
+	if len(latest) == 0 || latest[0].ID != last {
+		return "", errStaleTranscript
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	data, err := json.MarshalIndent(struct {
+		Thread string        `json:"thread"`
+		Model  string        `json:"model"`
+		Saved  time.Time     `json:"saved"`
+		Result *agent.Result `json:"result"`
+	}{w.thread, model, time.Now().UTC(), res}, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	path := transcriptPath(dir, w.thread)
+	tmp, err := os.CreateTemp(dir, ".transcript-*.tmp")
+	if err != nil {
+		return "", err
+	}
+	_, err = tmp.Write(data)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp.Name())
+		return "", err
+	}
+	return path, nil
+}
+
+// transcriptHolder names this process in the lease it holds while it
+// writes a transcript, as the agent names its runs (host, process id, a
+// random part), so that the lease of a process that died holding it is
+// taken over at once.
+func transcriptHolder() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), newThreadID()[16:])
 }

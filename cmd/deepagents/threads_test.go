@@ -9,7 +9,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/llm"
 	ot "github.com/deepagents-go/deepagents/providers/openai/openaitest"
 )
 
@@ -631,5 +635,151 @@ func TestInterruptedStreamJSON(t *testing.T) {
 	}
 	if interrupts != 1 || last["type"] != "result" || last["status"] != "interrupted" || last["thread_id"] == "" || len(last["action_requests"].([]any)) != 1 {
 		t.Errorf("%d interrupt events; result %v", interrupts, last)
+	}
+}
+
+// Runs that never held a thread, or saved nothing in it, leave its
+// transcript file as the last run that did wrote it: a resume of a
+// finished thread, a resume of a thread that does not exist, and a run
+// refused because another run holds the thread.
+func TestOnlyARunThatSavedWritesTheTranscript(t *testing.T) {
+	entered := make(chan struct{})
+	release := make(chan struct{})
+	var once sync.Once
+	srv := ot.NewServer(t, func(r *ot.Request) ot.Reply {
+		if r.Last().Text() == "hold" {
+			once.Do(func() {
+				close(entered)
+				<-release
+			})
+		}
+		return ot.Text("answer to " + r.Last().Text())
+	})
+	_, home := runEnv(t, srv)
+	dir := filepath.Join(home, ".deepagents", "threads")
+	code, _, errs := runCLI(t, "run", "-p", "first", "--model", "openai:gpt-test", "--thread", "A1")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	before, err := os.ReadFile(filepath.Join(dir, "A1.json"))
+	if err != nil || !strings.Contains(string(before), "answer to first") {
+		t.Fatalf("transcript of the first run: %v\n%s", err, before)
+	}
+	code, _, errs = runCLI(t, "resume", "--thread", "A1", "--model", "openai:gpt-test")
+	if code != 1 || !strings.Contains(errs, "no unfinished run to resume") {
+		t.Fatalf("resume of a finished thread: exit %d: %s", code, errs)
+	}
+	if after, err := os.ReadFile(filepath.Join(dir, "A1.json")); err != nil || !bytes.Equal(after, before) {
+		t.Errorf("a resume with nothing to resume rewrote the transcript: %v\n%s", err, after)
+	}
+	code, _, errs = runCLI(t, "resume", "--thread", "nope", "--model", "openai:gpt-test")
+	if code != 1 {
+		t.Errorf("resume of no thread: exit %d: %s", code, errs)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "nope.json")); err == nil {
+		t.Error("a resume of a thread that does not exist made its transcript")
+	}
+
+	first := make(chan int, 1)
+	go func() {
+		var out, errb bytes.Buffer
+		first <- run(t.Context(), []string{"run", "-p", "hold", "--model", "openai:gpt-test", "--thread", "T5"}, strings.NewReader(""), &out, &errb)
+	}()
+	<-entered
+	code, _, errs = runCLIIn(t, strings.NewReader(""), "run", "-p", "refused", "--model", "openai:gpt-test", "--thread", "T5")
+	_, statErr := os.Stat(filepath.Join(dir, "T5.json"))
+	close(release)
+	if code != 1 || !strings.Contains(errs, "is being run by another process") {
+		t.Errorf("second run: exit %d: %s", code, errs)
+	}
+	if statErr == nil {
+		t.Error("the refused run wrote the transcript of a thread it never held")
+	}
+	if c := <-first; c != 0 {
+		t.Fatalf("the holding run: exit %d", c)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "T5.json"))
+	if err != nil || !strings.Contains(string(data), "answer to hold") || strings.Contains(string(data), "refused") {
+		t.Errorf("transcript of T5: %v\n%s", err, data)
+	}
+}
+
+// A run that lost its thread to another run while it was stopped (its
+// lease ran out and was taken over) does not replace the transcript the
+// other run wrote when it ends after it.
+func TestStaleRunDoesNotOverwriteTheTranscript(t *testing.T) {
+	saver := checkpoint.NewMemory(0)
+	entered := make(chan struct{})
+	resume := make(chan struct{})
+	stale := &scriptModel{steps: []func(context.Context) (*llm.Response, error){
+		func(ctx context.Context) (*llm.Response, error) {
+			close(entered)
+			<-resume // stopped (SIGSTOP) past its lease
+			return answer("stale answer")(ctx)
+		},
+	}}
+	var out, errb bytes.Buffer
+	a := testSession(t, stale, "text", &out, &errb)
+	a.progress = false
+	a.setup.saver, a.thread = saver, "T"
+	done := make(chan int, 1)
+	go func() { done <- a.turn(t.Context(), "one") }()
+	<-entered
+
+	// Its lease is taken over once expired, and the winner runs a turn.
+	if _, err := saver.Acquire(t.Context(), "T", "winner/1/x", time.Now().Add(2*agent.DefaultLeaseTTL), time.Second); err != nil {
+		t.Fatal(err)
+	}
+	_ = saver.Release(t.Context(), "T", "winner/1/x")
+	var wout, werr bytes.Buffer
+	b := testSession(t, &scriptModel{steps: []func(context.Context) (*llm.Response, error){answer("winner answer")}}, "text", &wout, &werr)
+	b.progress = false
+	b.setup.saver, b.thread, b.flags.threadDir = saver, "T", a.flags.threadDir
+	if code := b.turn(t.Context(), "two"); code != 0 {
+		t.Fatalf("winner: exit %d: %s", code, werr.String())
+	}
+	close(resume)
+	<-done
+	data, err := os.ReadFile(filepath.Join(a.flags.threadDir, "T.json"))
+	if err != nil || !strings.Contains(string(data), "winner answer") || strings.Contains(string(data), "stale answer") {
+		t.Errorf("the stale run replaced the winner's transcript: %v\n%s", err, data)
+	}
+	if !strings.Contains(errb.String(), "thread T: the thread went on in another run") {
+		t.Errorf("the stale run did not say why it wrote no transcript:\n%s", errb.String())
+	}
+}
+
+// Two threads never share a transcript file, and ids that are plain file
+// names keep the file they always had.
+func TestTranscriptNamesAreDistinct(t *testing.T) {
+	for _, id := range []string{"20261203-092937-c5895c66", "A1", "a_b_c", "x.y-z", strings.Repeat("x", 120)} {
+		if got := fileName(id); got != id {
+			t.Errorf("fileName(%q) = %q, want the id itself", id, got)
+		}
+	}
+	ids := []string{"a b/c", "a_b_c", "a%20b%2Fc", "a b_c", ".hidden", "%2Ehidden", "_hidden", "a~b", "a%7Eb",
+		strings.Repeat("x", 121), strings.Repeat("x", 122), strings.Repeat("é", 100), strings.Repeat("é", 100) + "a",
+		strings.Repeat("/", 200), strings.Repeat("/", 201)}
+	seen := map[string]string{}
+	for _, id := range ids {
+		name := fileName(id)
+		if other, ok := seen[name]; ok {
+			t.Errorf("threads %q and %q share the file name %q", id, other, name)
+		}
+		seen[name] = id
+	}
+
+	srv := ot.NewServer(t, func(r *ot.Request) ot.Reply { return ot.Text("answer to " + r.Last().Text()) })
+	_, home := runEnv(t, srv)
+	for _, id := range []string{"a b/c", "a_b_c"} {
+		if code, _, errs := runCLI(t, "run", "-p", "in "+id, "--model", "openai:gpt-test", "--thread", id); code != 0 {
+			t.Fatalf("exit %d: %s", code, errs)
+		}
+	}
+	for _, id := range []string{"a b/c", "a_b_c"} {
+		data, err := os.ReadFile(transcriptPath(filepath.Join(home, ".deepagents", "threads"), id))
+		if err != nil || !strings.Contains(string(data), "answer to in "+id) {
+			t.Errorf("transcript of %q: %v\n%.200s", id, err, data)
+		}
 	}
 }
