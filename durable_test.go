@@ -1224,3 +1224,47 @@ func TestRunMetadata(t *testing.T) {
 		t.Errorf("listing by metadata: %v %+v", err, got)
 	}
 }
+
+// TestInterruptedResultCountsWaitingSubagents: a run that stops because a
+// subagent waits for a person reports that subagent and the model calls
+// it made, as a finished one would be; the resumed run reports the turn
+// whole, counting them once.
+func TestInterruptedResultCountsWaitingSubagents(t *testing.T) {
+	ctx := context.Background()
+	saver := checkpoint.NewMemory(0)
+	a := durableAgent(t, `{
+	  "parent": [
+	    {"tool_calls": [{"id": "t1", "name": "task", "args": {"description": "write it", "subagent_type": "general-purpose"}}]},
+	    {"content": "done"}],
+	  "general-purpose": [
+	    {"tool_calls": [{"id": "l1", "name": "ls", "args": {}}]},
+	    {"tool_calls": [{"id": "w1", "name": "write_file", "args": {"file_path": "/a.md", "content": "a"}}]},
+	    {"content": "written"}]}`, deepagents.Config{InterruptOn: gated()})
+	sum := func(res *agent.Result) llm.Usage {
+		var u llm.Usage
+		for _, v := range res.UsageByAgent {
+			u = u.Add(v)
+		}
+		return u
+	}
+	res, err := a.Invoke(ctx, agent.Prompt("go"), agent.WithCheckpoints(saver, "held"))
+	if !errors.Is(err, agent.ErrInterrupted) {
+		t.Fatal(err)
+	}
+	kid := res.Children["t1"]
+	if kid == nil || kid.Status != agent.StatusInterrupted || kid.Rounds != 2 {
+		t.Fatalf("the waiting subagent is not reported: %+v", kid)
+	}
+	before := res.UsageByAgent[kid.Agent]
+	if before.InputTokens == 0 || res.Usage != sum(res) || res.Usage == res.UsageByAgent["parent"] {
+		t.Errorf("interrupted usage %+v, by agent %+v", res.Usage, res.UsageByAgent)
+	}
+	res, err = a.Invoke(ctx, agent.Input{}, agent.WithCheckpoints(saver, "held"), agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "w1"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := res.UsageByAgent[kid.Agent]
+	if res.Usage != sum(res) || after.InputTokens <= before.InputTokens || res.Children["t1"].Status != agent.StatusOK {
+		t.Errorf("resumed usage %+v by agent %+v (the subagent had %+v)", res.Usage, res.UsageByAgent, before)
+	}
+}

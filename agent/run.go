@@ -158,7 +158,11 @@ type run struct {
 	usage     llm.Usage // own model calls
 	tree      map[string]llm.Usage
 	children  map[string]*Result
-	changed   map[string]bool
+	// held are the subagent runs that stopped waiting for a person, by
+	// call id: not finished, so not saved as children, but what they did
+	// so far is in this run's result.
+	held    map[string]*Result
+	changed map[string]bool
 
 	output        []byte
 	respFailures  int
@@ -367,5 +371,26 @@ func (r *run) result(status Status, err error) *Result {
 	}
 	slices.Sort(res.Changed)
 	r.contextResult(res)
+	if len(r.held) > 0 {
+		// Subagents waiting for a person made model calls too: an
+		// interrupted result counts them, and lists the subagents.
+		res.Children = maps.Clone(res.Children)
+		if res.Children == nil {
+			res.Children = map[string]*Result{}
+		}
+		for id, kid := range r.held {
+			res.Children[id] = kid
+			res.Usage = res.Usage.Add(kid.Usage)
+			for p, u := range kid.UsageByAgent {
+				res.UsageByAgent[p] = res.UsageByAgent[p].Add(u)
+			}
+			for p, l := range kid.ContextByAgent {
+				if res.ContextByAgent == nil {
+					res.ContextByAgent = map[string]ContextLedger{}
+				}
+				res.ContextByAgent[p] = res.ContextByAgent[p].Merge(l)
+			}
+		}
+	}
 	return res
 }

@@ -226,6 +226,10 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 				// and resuming the thread resumes the subagent.
 				held = true
 				r.waiting = append(r.waiting, d.child.Interrupts...)
+				if r.held == nil {
+					r.held = map[string]*Result{}
+				}
+				r.held[c.ID] = d.child
 				continue
 			}
 			finished[d.i] = true
