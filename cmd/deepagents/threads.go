@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -32,8 +33,8 @@ title (the first line of the first message), when it was last updated, its
 status (done, interrupted, error, or running: unfinished), its steps and
 its tokens. 'show' prints a thread's transcript, each subagent's
 conversation nested under the task call that started it, with the files
-changed and any calls waiting for approval. 'rm' deletes a thread and all
-its checkpoints, without asking.
+changed and any calls waiting for approval. 'rm' deletes a thread, all
+its checkpoints and its transcript file (in --thread-dir), without asking.
 
 The database is chosen as for 'deepagents run': --db, the db key of the
 config files, or the default.
@@ -49,6 +50,7 @@ type threadsFlags struct {
 	json         bool
 	db           string
 	trustProject bool
+	threadDir    string
 }
 
 func cmdThreads(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -58,6 +60,7 @@ func cmdThreads(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	fs.BoolVar(&f.json, "json", false, "print JSON instead of text")
 	fs.StringVar(&f.db, "db", "", "the thread database: sqlite:PATH or postgres://USER@HOST/DB (default as for run)")
 	fs.BoolVar(&f.trustProject, "trust-project", false, "trust the project's deepagents.toml to name a PostgreSQL db; remembered for the file as it is now")
+	fs.StringVar(&f.threadDir, "thread-dir", "", "where run saves the transcripts, for rm to remove the thread's (default ~/.deepagents/threads)")
 	operands, code, ok := parseFlags(fs, args, threadsHelp, stdout, stderr)
 	if !ok {
 		return code
@@ -127,7 +130,7 @@ func cmdThreads(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	case "show":
 		return threadsShow(ctx, saver, db, id, f.json, stdout, stderr)
 	case "rm":
-		return threadsRemove(ctx, saver, db, id, stdout, stderr)
+		return threadsRemove(ctx, saver, db, id, f.threadDir, stdout, stderr)
 	}
 	return threadsList(ctx, saver, f, stdout, stderr)
 }
@@ -409,7 +412,15 @@ func printRun(w io.Writer, r *shownRun, indent string) {
 	}
 }
 
-func threadsRemove(ctx context.Context, saver checkpoint.Saver, db config.Database, id string, stdout, stderr io.Writer) int {
+// threadsRemove deletes thread id from the database and its transcript
+// file from threadDir ("" for the default): the file holds the whole
+// conversation too.
+func threadsRemove(ctx context.Context, saver checkpoint.Saver, db config.Database, id, threadDir string, stdout, stderr io.Writer) int {
+	dir, err := transcriptDir(threadDir)
+	if err != nil {
+		fmt.Fprintf(stderr, "deepagents threads rm: the transcript directory: %v; give it with --thread-dir\n", err)
+		return exitFailed
+	}
 	cps, err := saver.List(ctx, checkpoint.ListOptions{ThreadID: id, AllNamespaces: true})
 	if err != nil {
 		fmt.Fprintf(stderr, "deepagents threads rm: %v\n", err)
@@ -445,7 +456,17 @@ func threadsRemove(ctx context.Context, saver checkpoint.Saver, db config.Databa
 	if runs[""] {
 		subs--
 	}
-	fmt.Fprintf(stdout, "removed thread %s: %d checkpoints, %d subagent run(s)\n", id, len(cps), subs)
+	transcript := "no transcript file"
+	path := transcriptPath(dir, id)
+	switch err := os.Remove(path); {
+	case err == nil:
+		transcript = "transcript " + path
+	case !errors.Is(err, fs.ErrNotExist):
+		fmt.Fprintf(stdout, "removed thread %s: %d checkpoints, %d subagent run(s)\n", id, len(cps), subs)
+		fmt.Fprintf(stderr, "deepagents threads rm: could not remove the transcript: %v\n", err)
+		return exitFailed
+	}
+	fmt.Fprintf(stdout, "removed thread %s: %d checkpoints, %d subagent run(s), %s\n", id, len(cps), subs, transcript)
 	return exitOK
 }
 

@@ -783,3 +783,38 @@ func TestTranscriptNamesAreDistinct(t *testing.T) {
 		}
 	}
 }
+
+// 'threads rm' removes the thread's transcript file with its checkpoints:
+// the file holds the whole conversation too.
+func TestThreadsRmRemovesTheTranscript(t *testing.T) {
+	srv := ot.NewServer(t, func(r *ot.Request) ot.Reply { return ot.Text("answer to " + r.Last().Text()) })
+	_, home := runEnv(t, srv)
+	other := t.TempDir()
+	for _, args := range [][]string{{"--thread", "a b"}, {"--thread", "kept"}, {"--thread", "elsewhere", "--thread-dir", other}} {
+		if code, _, errs := runCLI(t, append([]string{"run", "-p", "hi", "--model", "openai:gpt-test"}, args...)...); code != 0 {
+			t.Fatalf("exit %d: %s", code, errs)
+		}
+	}
+	dir := filepath.Join(home, ".deepagents", "threads")
+	code, out, errs := runCLI(t, "threads", "rm", "a b")
+	path := transcriptPath(dir, "a b")
+	if code != 0 || !strings.HasSuffix(out, ", transcript "+path+"\n") {
+		t.Errorf("rm: exit %d %q %s", code, out, errs)
+	}
+	if _, err := os.Stat(path); err == nil {
+		t.Error("rm left the transcript behind")
+	}
+	if _, err := os.Stat(transcriptPath(dir, "kept")); err != nil {
+		t.Errorf("rm removed another thread's transcript: %v", err)
+	}
+	code, out, errs = runCLI(t, "threads", "rm", "elsewhere", "--thread-dir", other)
+	if _, err := os.Stat(transcriptPath(other, "elsewhere")); code != 0 || err == nil || !strings.Contains(out, ", transcript "+other) {
+		t.Errorf("rm --thread-dir: exit %d %q %s (file: %v)", code, out, errs, err)
+	}
+	if err := os.Remove(transcriptPath(dir, "kept")); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, _ := runCLI(t, "threads", "rm", "kept"); code != 0 || !strings.HasSuffix(out, ", no transcript file\n") {
+		t.Errorf("rm without a transcript: exit %d %q", code, out)
+	}
+}
