@@ -606,6 +606,18 @@ func storedErr(rs *RunState) error {
 	return errors.New(rs.Loop.Error)
 }
 
+// LeaseHolder names this process in a thread's lease, as runs name it when
+// WithLease gives no holder: host, process id and a random part, so that a
+// later process with the same id is not mistaken for it. Another holder
+// named so (a server's probe, say) is known for dead by LeaseHolderGone.
+func LeaseHolder() string { return holderName() }
+
+// LeaseHolderGone reports whether a lease holder named as LeaseHolder names
+// them is a process of this host, other than this one, that no longer runs
+// (a zombie included): its lease can be taken over without waiting for it
+// to expire.
+func LeaseHolderGone(holder string) bool { return deadLocalHolder(holder) }
+
 // holderName names this process in a lease: host, process id and a random
 // part, so that a later process with the same id is not mistaken for it.
 func holderName() string {

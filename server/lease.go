@@ -2,16 +2,12 @@ package server
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
-	"strconv"
-	"strings"
 	"time"
 
+	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/checkpoint"
 )
 
@@ -22,16 +18,15 @@ const probeTTL = 5 * time.Second
 // checkThreadFree makes sure no other process runs thread before a run of
 // it is accepted: a new run would otherwise be stored and then fail on the
 // thread's lease. It takes the thread's checkpoint lease for a moment and
-// gives it back. A lease held by a process of this host that is gone (one
-// killed and not yet reaped by its parent still answers signal 0, and the
-// agent's own check takes it for alive) is released, so that a server
-// restarted after a crash runs the thread at once; a lease of a live holder
-// is a 409. s.mu is held, and no run of this server is on the thread.
+// gives it back. A lease held by a process of this host that is gone (a
+// zombie too: killed, not yet reaped by its parent) is released, so that a
+// server restarted after a crash runs the thread at once; a lease of a live
+// holder is a 409. s.mu is held, and no run of this server is on the thread.
 func (s *Server) checkThreadFree(ctx context.Context, thread string) error {
 	probe := probeHolder()
 	_, err := s.cfg.Saver.Acquire(ctx, thread, probe, time.Now(), probeTTL)
 	var le *checkpoint.LeasedError
-	if errors.As(err, &le) && goneLocalHolder(le.Holder) {
+	if errors.As(err, &le) && agent.LeaseHolderGone(le.Holder) {
 		s.log.Info("releasing the lease of a process that is gone", "thread", thread, "holder", le.Holder)
 		if err := s.cfg.Saver.Release(ctx, thread, le.Holder); err != nil {
 			return fmt.Errorf("releasing thread %q from %s, a process that is gone: %w", thread, le.Holder, err)
@@ -49,29 +44,9 @@ func (s *Server) checkThreadFree(ctx context.Context, thread string) error {
 }
 
 // probeHolder names a lease probe of this process as the agent names its
-// runs' holders (host/pid/random), so that a probe left behind by a crash
-// is recognised as a dead process's by whoever comes next.
-func probeHolder() string {
-	host, _ := os.Hostname()
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	return fmt.Sprintf("%s/%d/probe-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
-}
-
-// goneLocalHolder reports whether a lease holder (host/pid/random) names a
-// process of this host, other than this one, that no longer runs.
-func goneLocalHolder(holder string) bool {
-	parts := strings.Split(holder, "/")
-	if len(parts) != 3 {
-		return false
-	}
-	host, _ := os.Hostname()
-	pid, err := strconv.Atoi(parts[1])
-	if parts[0] != host || err != nil || pid <= 0 || pid == os.Getpid() {
-		return false
-	}
-	return processGone(pid)
-}
+// runs' holders, so that a probe left behind by a crash is recognised as a
+// dead process's by whoever comes next.
+func probeHolder() string { return agent.LeaseHolder() }
 
 // runElsewhere says whether another live process holds thread's checkpoint
 // lease, so runs of the thread may be going on there: recovery must leave
@@ -82,7 +57,7 @@ func (s *Server) runElsewhere(ctx context.Context, thread string) (bool, error) 
 	_, err := s.cfg.Saver.Acquire(ctx, thread, probe, time.Now(), probeTTL)
 	var le *checkpoint.LeasedError
 	if errors.As(err, &le) {
-		return !goneLocalHolder(le.Holder), nil
+		return !agent.LeaseHolderGone(le.Holder), nil
 	}
 	if err != nil {
 		return false, err

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -31,7 +32,7 @@ func TestRunTakesLeaseOfKilledProcess(t *testing.T) {
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(5 * time.Second); !zombie(pid); time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(5 * time.Second); !isZombie(pid); time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("process %d did not become a zombie", pid)
 		}
@@ -73,4 +74,11 @@ func TestRunTakesLeaseOfKilledProcess(t *testing.T) {
 	if len(runs) != 0 || th.Status != "idle" {
 		t.Errorf("the refused run left %d runs and thread status %q", len(runs), th.Status)
 	}
+}
+
+// isZombie reads process pid's state from /proc (Linux).
+func isZombie(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	i := bytes.LastIndexByte(b, ')')
+	return err == nil && i >= 0 && i+2 < len(b) && b[i+2] == 'Z'
 }
