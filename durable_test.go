@@ -1268,3 +1268,31 @@ func TestInterruptedResultCountsWaitingSubagents(t *testing.T) {
 		t.Errorf("resumed usage %+v by agent %+v (the subagent had %+v)", res.Usage, res.UsageByAgent, before)
 	}
 }
+
+// TestEditThatDoesNotFitIsRefused: an edit whose arguments do not fit the
+// tool is refused before anything runs, and the call still waits.
+func TestEditThatDoesNotFitIsRefused(t *testing.T) {
+	ctx := context.Background()
+	saver := checkpoint.NewMemory(0)
+	c := &counter{}
+	a := durableAgent(t, approvalScript, deepagents.Config{Tools: []tool.Tool{c}, InterruptOn: gated()})
+	if _, err := a.Invoke(ctx, agent.Prompt("go"), agent.WithCheckpoints(saver, "fit")); !errors.Is(err, agent.ErrInterrupted) {
+		t.Fatal(err)
+	}
+	runs := c.snapshot()["parent b1"]
+	for _, args := range []string{`{"file_path": 5, "content": "x"}`, `{"content": "x"}`, `{"file_path": "/x.md", "content": "x", "mode": "append"}`} {
+		res, err := a.Invoke(ctx, agent.Input{}, agent.WithCheckpoints(saver, "fit"),
+			agent.WithDecisions(agent.Decision{Type: agent.Edit, CallID: "w1", Args: json.RawMessage(args)}, agent.Decision{Type: agent.Approve, CallID: "w2"}))
+		var de *agent.DecisionError
+		if !errors.As(err, &de) || !strings.Contains(err.Error(), "do not fit write_file") || res.Status != agent.StatusInterrupted || len(res.Interrupts) != 2 {
+			t.Fatalf("edit %s: %v (status %v, %d waiting)", args, err, res.Status, len(res.Interrupts))
+		}
+	}
+	rs, err := agent.LoadRunState(ctx, saver, "fit", agent.RootPath("parent"), false)
+	if err != nil || rs.Status != agent.StatusInterrupted || len(rs.Loop.Interrupts) != 2 || len(rs.InProgress.Decided) != 0 {
+		t.Fatalf("the thread changed: %v %+v", err, rs)
+	}
+	if _, ok := rs.Files["/two.md"]; ok || c.snapshot()["parent b1"] != runs {
+		t.Error("something ran")
+	}
+}

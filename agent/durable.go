@@ -435,6 +435,38 @@ func LoadRunState(ctx context.Context, saver checkpoint.Saver, thread string, pa
 	return rs, nil
 }
 
+// checkEdits refuses an edit whose arguments do not fit the schema of the
+// tool of a call this run's own model made, before anything runs: a
+// person's typo should be theirs to fix, not the model's to puzzle over.
+// (A subagent's call is checked by its tool when it runs, since its tools
+// may not be this agent's.)
+func (r *run) checkEdits(waiting []Interrupt) error {
+	for _, d := range r.decisions {
+		if d.Type != Edit {
+			continue
+		}
+		for _, in := range waiting {
+			if in.CallID != d.CallID || in.Path != r.where || d.Path != "" && d.Path != in.Path {
+				continue
+			}
+			for _, spec := range r.a.specs {
+				if spec.Name != in.Tool || len(spec.Parameters) == 0 {
+					continue
+				}
+				s, err := tool.CompileSchema(spec.Parameters)
+				if err != nil {
+					break // a schema this package cannot read: the tool checks
+				}
+				var args map[string]any
+				if err := tool.DecodeArgs(s, d.Args, &args); err != nil {
+					return &DecisionError{Msg: fmt.Sprintf("the new arguments of call %q do not fit %s: %v", d.CallID, in.Tool, err)}
+				}
+			}
+		}
+	}
+	return nil
+}
+
 // dropAnswered leaves out of an interrupted run's waiting calls those that
 // have been answered since it stopped: a resume that took their decisions
 // was cut off before the run's next checkpoint. Such a run is no longer
@@ -783,7 +815,11 @@ func (r *run) open(ctx context.Context) (pending *StepState, done bool, status S
 		return r.newTurn(ctx, input)
 	}
 	if unfinished {
-		if err := CheckDecisions(r.decisions, rs.Loop.Interrupts); err != nil {
+		err := CheckDecisions(r.decisions, rs.Loop.Interrupts)
+		if err == nil {
+			err = r.checkEdits(rs.Loop.Interrupts)
+		}
+		if err != nil {
 			r.restore(rs)
 			r.waiting = rs.Loop.Interrupts
 			return nil, true, StatusInterrupted, err
