@@ -82,9 +82,10 @@ come from the flags, then the project's deepagents.toml, then
 
 Every run is saved step by step in a thread of the thread database (--db;
 default .deepagents/state.db in a project, else ~/.deepagents/state.db).
-Without --thread a new thread is made and its id printed (on stderr, or as
-thread_id with --output json); --thread ID sends the prompt as a new turn
-of that thread. 'deepagents resume' continues a run that stopped.
+Without --thread a new thread is made and its id printed on stderr before
+the run starts (with --output stream-json, as thread_id in the first line,
+run.start, instead); --thread ID sends the prompt as a new turn of that
+thread. 'deepagents resume' continues a run that stopped.
 
 Tools named by --interrupt-on or interrupt_on wait for a person before
 they run. On a terminal (text output) you are asked at the prompt: approve,
@@ -386,7 +387,7 @@ func (s *session) drive(ctx context.Context, in agent.Input, decisions []agent.D
 			s.context.note(ev)
 			s.tell(ev, prog)
 			if s.flags.output == "stream-json" {
-				_ = enc.Encode(ev)
+				s.stream(enc, ev)
 			}
 		})
 		// A run that produced a result is reported and saved whatever error
@@ -433,14 +434,30 @@ func (s *session) drive(ctx context.Context, in agent.Input, decisions []agent.D
 	}
 }
 
-// announceNew shows the id of a thread the session made, so the user can
-// continue it; with JSON output it is in the result instead.
+// announceNew shows the id of a thread the session made on stderr before
+// the run starts, so that the user, or a program reading --output json,
+// can continue or resume it even when the run is killed before its result
+// is printed. stream-json has it in its first line instead (stream).
 func (s *session) announceNew() {
-	if s.announced || s.flags.output != "text" {
+	if s.announced || s.flags.output == "stream-json" {
 		return
 	}
 	s.announced = true
 	fmt.Fprintf(s.stderr, "deepagents: thread %s (continue it with --thread %s)\n", s.thread, s.thread)
+}
+
+// stream writes ev as a line of stream-json. A run.start line carries the
+// thread's id too, so that the first line of the output names the thread
+// to resume should the run be killed.
+func (s *session) stream(enc *json.Encoder, ev agent.Event) {
+	if ev.Type != agent.RunStart {
+		_ = enc.Encode(ev)
+		return
+	}
+	_ = enc.Encode(struct {
+		agent.Event
+		ThreadID string `json:"thread_id"`
+	}{ev, s.thread})
 }
 
 // report prints a finished turn in the chosen format and returns the exit

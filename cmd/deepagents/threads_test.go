@@ -52,8 +52,8 @@ func TestRunMakesAThreadAndContinuesIt(t *testing.T) {
 	if sum.ThreadID == "" || sum.Result != "answer to first" {
 		t.Fatalf("summary %+v", sum)
 	}
-	if strings.Contains(errs, "deepagents: thread") {
-		t.Errorf("json output announced the thread on stderr too: %s", errs)
+	if want := "deepagents: thread " + sum.ThreadID + " (continue it with --thread " + sum.ThreadID + ")\n"; !strings.Contains(errs, want) {
+		t.Errorf("json output did not name the new thread on stderr: %s", errs)
 	}
 	if _, err := os.Stat(filepath.Join(home, ".deepagents", "state.db")); err != nil {
 		t.Fatalf("no database in the home directory: %v", err)
@@ -816,5 +816,73 @@ func TestThreadsRmRemovesTheTranscript(t *testing.T) {
 	}
 	if code, out, _ := runCLI(t, "threads", "rm", "kept"); code != 0 || !strings.HasSuffix(out, ", no transcript file\n") {
 		t.Errorf("rm without a transcript: exit %d %q", code, out)
+	}
+}
+
+// lockedBuffer is a buffer that the command writes while a test's fake
+// model reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// A program reading --output json or stream-json learns the new thread's
+// id before the run's first model call, so that it can resume a run that
+// is killed before its result is printed: json names it on stderr,
+// stream-json in its first line.
+func TestMachineOutputNamesTheThreadAtTheStart(t *testing.T) {
+	var out, errb lockedBuffer
+	seen := map[string]string{}
+	var mu sync.Mutex
+	output := ""
+	srv := ot.NewServer(t, func(r *ot.Request) ot.Reply {
+		mu.Lock()
+		seen[output] = out.String() + "\x00" + errb.String()
+		mu.Unlock()
+		return ot.Text("ok")
+	})
+	runEnv(t, srv)
+	for _, o := range []string{"json", "stream-json"} {
+		mu.Lock()
+		output = o
+		mu.Unlock()
+		if code := run(t.Context(), []string{"run", "-p", "hi", "--model", "openai:gpt-test", "--output", o}, strings.NewReader(""), &out, &errb); code != 0 {
+			t.Fatalf("%s: exit %d: %s", o, code, errb.String())
+		}
+		all := out.String()
+		id := decode(t, all[strings.LastIndex(strings.TrimSuffix(all, "\n"), "\n")+1:]).ThreadID
+		mu.Lock()
+		stdout, stderr, _ := strings.Cut(seen[o], "\x00")
+		mu.Unlock()
+		switch o {
+		case "json":
+			if want := "deepagents: thread " + id + " (continue it with --thread " + id + ")\n"; !strings.Contains(stderr, want) || stdout != "" {
+				t.Errorf("json: at the model call, stderr %q, stdout %q; want the thread %s on stderr", stderr, stdout, id)
+			}
+		case "stream-json":
+			var first map[string]any
+			line, _, _ := strings.Cut(stdout, "\n")
+			if err := json.Unmarshal([]byte(line), &first); err != nil || first["type"] != "run.start" || first["thread_id"] != id {
+				t.Errorf("stream-json: first line %q (%v); want run.start with thread_id %s", line, err, id)
+			}
+		}
+		out.mu.Lock()
+		out.b.Reset()
+		out.mu.Unlock()
+		errb.mu.Lock()
+		errb.b.Reset()
+		errb.mu.Unlock()
 	}
 }
