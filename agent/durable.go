@@ -435,21 +435,32 @@ func LoadRunState(ctx context.Context, saver checkpoint.Saver, thread string, pa
 	return rs, nil
 }
 
+// CheckDecisions is the package's CheckDecisions for a top-level run of a:
+// it also refuses an edit whose arguments do not fit the schema of the
+// tool of a call a's own model made, so that a caller can refuse
+// decisions before it starts a run (a run checks them the same way).
+func (a *Agent) CheckDecisions(ds []Decision, waiting []Interrupt) error {
+	if err := CheckDecisions(ds, waiting); err != nil {
+		return err
+	}
+	return a.checkEdits(ds, waiting, RootPath(a.name).String())
+}
+
 // checkEdits refuses an edit whose arguments do not fit the schema of the
-// tool of a call this run's own model made, before anything runs: a
-// person's typo should be theirs to fix, not the model's to puzzle over.
-// (A subagent's call is checked by its tool when it runs, since its tools
-// may not be this agent's.)
-func (r *run) checkEdits(waiting []Interrupt) error {
-	for _, d := range r.decisions {
+// tool of a call the model of the agent at path made, before anything
+// runs: a person's typo should be theirs to fix, not the model's to puzzle
+// over. (A subagent's call is checked by its tool when it runs, since its
+// tools may not be this agent's.)
+func (a *Agent) checkEdits(ds []Decision, waiting []Interrupt, path string) error {
+	for _, d := range ds {
 		if d.Type != Edit {
 			continue
 		}
 		for _, in := range waiting {
-			if in.CallID != d.CallID || in.Path != r.where || d.Path != "" && d.Path != in.Path {
+			if in.CallID != d.CallID || in.Path != path || d.Path != "" && d.Path != in.Path {
 				continue
 			}
-			for _, spec := range r.a.specs {
+			for _, spec := range a.specs {
 				if spec.Name != in.Tool || len(spec.Parameters) == 0 {
 					continue
 				}
@@ -817,7 +828,7 @@ func (r *run) open(ctx context.Context) (pending *StepState, done bool, status S
 	if unfinished {
 		err := CheckDecisions(r.decisions, rs.Loop.Interrupts)
 		if err == nil {
-			err = r.checkEdits(rs.Loop.Interrupts)
+			err = r.a.checkEdits(r.decisions, rs.Loop.Interrupts, r.where)
 		}
 		if err != nil {
 			r.restore(rs)
