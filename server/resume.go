@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/deepagents-go/deepagents/agent"
 )
@@ -53,6 +54,12 @@ func parseResume(raw json.RawMessage, waiting []agent.Interrupt, interruptID str
 	if len(list) > maxDecisions {
 		return nil, fmt.Errorf("command.resume has %d decisions; at most %d are taken", len(list), maxDecisions)
 	}
+	if len(list) > len(waiting) {
+		// Each waiting call takes one decision: say so, rather than
+		// complain about the first decision left without a call.
+		return nil, fmt.Errorf("command.resume has %d decisions for %d waiting %s (%s); send one decision per waiting call",
+			len(list), len(waiting), plural(len(waiting), "call", "calls"), waitingCalls(waiting))
+	}
 	var fixed []json.RawMessage
 	for i, d := range list {
 		var m map[string]json.RawMessage
@@ -85,4 +92,21 @@ func parseResume(raw json.RawMessage, waiting []agent.Interrupt, interruptID str
 		return nil, fmt.Errorf("command.resume: %w", err)
 	}
 	return ds, nil
+}
+
+// plural picks the word for n things.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// waitingCalls names the waiting calls: tool and call id of each.
+func waitingCalls(waiting []agent.Interrupt) string {
+	names := make([]string, len(waiting))
+	for i, w := range waiting {
+		names[i] = w.Tool + " " + w.CallID
+	}
+	return strings.Join(names, ", ")
 }

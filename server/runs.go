@@ -162,17 +162,38 @@ func (s *Server) submit(r *http.Request) (*liveRun, error) {
 	if err != nil {
 		return nil, errf(http.StatusUnprocessableEntity, "%v", err)
 	}
+	if req.Command != nil && len(req.Command.unsupported) > 0 {
+		return nil, errf(http.StatusUnprocessableEntity, "command %s: not supported; the only command field served is resume (the decisions for the calls an interrupted thread waits on)",
+			strings.Join(req.Command.unsupported, ", "))
+	}
 	var decisions []agent.Decision
 	if req.Command != nil && len(req.Command.Resume) > 0 && string(req.Command.Resume) != "null" {
-		if _, err := s.store.GetThread(ctx, threadID); errors.Is(err, ErrNotFound) {
+		// Input and a resume are refused together: a resume answers the
+		// calls waiting now, input starts a new turn that drops them.
+		if len(input) > 0 {
+			return nil, errf(http.StatusUnprocessableEntity, "send either input messages or command.resume decisions, not both: a resume answers the calls an interrupted thread waits on, input starts a new turn")
+		}
+		th, err := s.store.GetThread(ctx, threadID)
+		if errors.Is(err, ErrNotFound) {
 			return nil, errf(http.StatusNotFound, "thread %q not found", threadID)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := s.resumeBusy(threadID); err != nil {
+			return nil, err
 		}
 		rs, err := s.loadState(ctx, threadID)
 		if err != nil {
 			return nil, err
 		}
 		if rs == nil || rs.Status != agent.StatusInterrupted || len(rs.Loop.Interrupts) == 0 {
-			return nil, errf(http.StatusUnprocessableEntity, "thread %q has no calls waiting for a decision; send input messages instead", threadID)
+			status := th.Status
+			if status == threadBusy {
+				// Busy with a run this server does not run (see current).
+				status = threadError
+			}
+			return nil, errf(http.StatusUnprocessableEntity, "thread %q is not interrupted (its status is %s): command.resume answers calls waiting for approval, and none are; send input messages to continue the thread", threadID, status)
 		}
 		decisions, err = parseResume(req.Command.Resume, rs.Loop.Interrupts, rs.Checkpoint)
 		if err != nil {
@@ -184,9 +205,6 @@ func (s *Server) submit(r *http.Request) (*liveRun, error) {
 	}
 	if len(input) == 0 && len(decisions) == 0 {
 		return nil, errf(http.StatusUnprocessableEntity, `the run has no input messages and no command.resume decisions`)
-	}
-	if len(input) > 0 && len(decisions) > 0 {
-		return nil, errf(http.StatusUnprocessableEntity, "send either input messages or command.resume decisions, not both")
 	}
 	strategy := req.MultitaskStrategy
 	switch strategy {
@@ -219,6 +237,12 @@ func (s *Server) submit(r *http.Request) (*liveRun, error) {
 		return nil, err
 	}
 	active := s.active[threadID]
+	if len(decisions) > 0 {
+		// Checked again under s.mu: a run may have started since.
+		if err := s.resumeBusyLocked(threadID); err != nil {
+			return nil, err
+		}
+	}
 	if active != nil && strategy == "reject" {
 		return nil, errf(http.StatusUnprocessableEntity, "thread %q is busy with run %s; wait for it, cancel it, or send multitask_strategy enqueue", threadID, active.rec.RunID)
 	}
@@ -271,6 +295,24 @@ func (s *Server) submit(r *http.Request) (*liveRun, error) {
 		s.queue[threadID] = append(s.queue[threadID], lr)
 	}
 	return lr, nil
+}
+
+// resumeBusy refuses a resume on a thread with a run going on or queued
+// here, whatever the run's multitask_strategy: the decisions answer the
+// calls waiting now, and a running thread has none (its run may stop at
+// other calls, or at none).
+func (s *Server) resumeBusy(thread string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.resumeBusyLocked(thread)
+}
+
+// resumeBusyLocked is resumeBusy with s.mu held.
+func (s *Server) resumeBusyLocked(thread string) error {
+	if a := s.active[thread]; a != nil {
+		return errf(http.StatusConflict, "thread %q is busy with run %s; a resume answers the calls an interrupted thread waits on: wait for the run to end (or cancel it), then resume if it stopped for approval", thread, a.rec.RunID)
+	}
+	return nil
 }
 
 // start runs lr in the background; s.mu is held.
@@ -854,7 +896,9 @@ func (s *Server) current(rec RunRecord) RunRecord {
 }
 
 // errOrphan is the error of a run the server stopped during.
-const errOrphan = "the server stopped while the run was going on; send the thread a new message or resume it"
+// A resume is refused: nothing waits for a decision (see recoverStopped
+// for a thread that does); a new message continues the thread.
+const errOrphan = "the server stopped while the run was going on; send the thread a new message to continue it"
 
 func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
 	_, rec, err := s.lookup(r)

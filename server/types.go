@@ -2,6 +2,8 @@ package server
 
 import (
 	"encoding/json"
+	"sort"
+	"strings"
 	"time"
 )
 
@@ -153,8 +155,30 @@ type HistoryRequest struct {
 }
 
 // Command resumes an interrupted run: Resume carries the decisions.
+// LangGraph's other command fields (goto, update) are not supported: a run
+// naming them is refused rather than run without them.
 type Command struct {
 	Resume json.RawMessage `json:"resume,omitempty"`
+	// unsupported are the other fields the request named (not null),
+	// sorted.
+	unsupported []string
+}
+
+// UnmarshalJSON reads resume and notes any other field, so that the
+// request is refused instead of silently run without it.
+func (c *Command) UnmarshalJSON(b []byte) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	*c = Command{Resume: m["resume"]}
+	for k, v := range m {
+		if k != "resume" && strings.TrimSpace(string(v)) != "null" {
+			c.unsupported = append(c.unsupported, k)
+		}
+	}
+	sort.Strings(c.unsupported)
+	return nil
 }
 
 // RunCreate is the body of POST /threads/{id}/runs, /runs/stream and /runs/wait.
