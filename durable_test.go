@@ -1296,3 +1296,34 @@ func TestEditThatDoesNotFitIsRefused(t *testing.T) {
 		t.Error("something ran")
 	}
 }
+
+// TestNewInputClosesACutOffCall: a call that was running when its run
+// stopped, closed by a new message instead of a resume, is told it was cut
+// off (it may have done part of its work), not that it never ran.
+func TestNewInputClosesACutOffCall(t *testing.T) {
+	ctx := context.Background()
+	saver := checkpoint.NewMemory(0)
+	var cut context.CancelFunc
+	hang, err := tool.Func("hang", "Waits.", func(ctx context.Context, _ *tool.Env, in struct{}) (string, error) {
+		cut() // the process dies while this call runs
+		<-ctx.Done()
+		return "", ctx.Err()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := durableAgent(t, `{"parent": [{"tool_calls": [{"id": "h", "name": "hang", "args": {}}]}, {"content": "moved on"}]}`,
+		deepagents.Config{Tools: []tool.Tool{hang}})
+	cctx, cancel := context.WithCancel(ctx)
+	cut = cancel
+	if _, err := a.Invoke(cctx, agent.Prompt("first"), agent.WithCheckpoints(saver, "cut")); err == nil {
+		t.Fatal("the cut-off run ended well")
+	}
+	res, err := a.Invoke(ctx, agent.Prompt("something else"), agent.WithCheckpoints(saver, "cut"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := toolResult(res.State.Messages, "h"); !strings.Contains(got, "was cut off") || !strings.Contains(got, "file changes were not kept") || strings.Contains(got, "never ran") {
+		t.Fatalf("the cut-off call's result %q", got)
+	}
+}

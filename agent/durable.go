@@ -916,7 +916,7 @@ func (r *run) closeStep(ctx context.Context, rs *RunState) error {
 		case waiting:
 			results[i] = tool.Errorf("Error: this %s call waited for a person's approval, but they sent a new message instead, so it did not run.", c.Name)
 		default:
-			results[i] = tool.Errorf("%s", danglingResult(c).Content)
+			results[i] = tool.Errorf("%s", cutOffResult(c, r.ck.keeps))
 		}
 		open++
 	}

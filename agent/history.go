@@ -72,6 +72,20 @@ func danglingResult(c llm.ToolCall) llm.Message {
 		"so it has no result. Call %s again if you still need it.", c.Name, c.Name), true)
 }
 
+// cutOffResult is the result of a call that was running when its run
+// stopped, closed because a new message came instead of a resume: unlike a
+// call that never started, it may have done part of its work. keeps says
+// the run's files are kept in its state, where the call's changes were
+// dropped (on a real directory they may remain).
+func cutOffResult(c llm.ToolCall, keeps bool) string {
+	effects := "Some of what it did may have taken effect."
+	if keeps {
+		effects = "Its file changes were not kept, but other effects may have happened."
+	}
+	return fmt.Sprintf("Error: this %s call was cut off: the run stopped while it was running, and a new message came "+
+		"instead of resuming it, so it has no result. %s Call %s again if you still need it.", c.Name, effects, c.Name)
+}
+
 // closeDangling balances the run's history before any model sees it and
 // reports a rewrite with one notice event.
 func (r *run) closeDangling() {
