@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/checkpoint"
 )
 
 // errNeverStarted is the error of a queued run (multitask_strategy
@@ -34,7 +37,10 @@ type lastEventReader interface {
 // stream (a rejoin ends with the reason, as a live stream of a failed run
 // does); each run it left queued is marked error too, saying it never
 // started; each thread it left busy is marked error, so that a search by
-// status finds it as GET shows it. Threads whose checkpoint lease another
+// status finds it as GET shows it. A thread whose saved state waits for
+// decisions is marked interrupted instead, and a running run that saved
+// that interrupt (the checkpoint is newer than the run) interrupted too:
+// the server stopped after the interrupt was saved, before it marked them. Threads whose checkpoint lease another
 // live process holds are skipped. It runs before the server serves any
 // request: no run of this server is going on.
 func (s *Server) recoverStopped(ctx context.Context) error {
@@ -92,11 +98,35 @@ func (s *Server) recoverStopped(ctx context.Context) error {
 		}
 		return v
 	}
+	// A thread whose saved state waits for decisions (the server stopped
+	// after the interrupt was saved, before it marked the run) is
+	// interrupted, not failed: a resume answers its calls.
+	waits := map[string]stoppedWait{}
+	waitOf := func(thread string) stoppedWait {
+		w, ok := waits[thread]
+		if !ok {
+			var err error
+			if w, err = s.stoppedWaiting(ctx, thread); err != nil {
+				errs = append(errs, fmt.Errorf("thread %q: reading its state: %w", thread, err))
+			}
+			waits[thread] = w
+		}
+		return w
+	}
 	for _, r := range runs {
 		if held(r.ThreadID) {
 			continue
 		}
-		if err := s.failStopped(ctx, r); err != nil {
+		w := waitOf(r.ThreadID)
+		var err error
+		if r.Status == runRunning && w.waiting && !w.at.IsZero() && !w.at.Before(r.CreatedAt) {
+			// The run saved the interrupt: it ended as it would have.
+			r.Status, r.UpdatedAt = runInterrupted, now()
+			err = s.store.PutRun(ctx, r)
+		} else {
+			err = s.failStopped(ctx, r, w.waiting)
+		}
+		if err != nil {
 			errs = append(errs, fmt.Errorf("run %s: %w", r.RunID, err))
 		}
 	}
@@ -105,6 +135,9 @@ func (s *Server) recoverStopped(ctx context.Context) error {
 			continue
 		}
 		th.Status, th.Error, th.UpdatedAt = threadError, errOrphan, now()
+		if waitOf(th.ID).waiting {
+			th.Status, th.Error = threadInterrupted, ""
+		}
 		if err := s.store.UpdateThread(ctx, th); err != nil && !errors.Is(err, ErrNotFound) {
 			errs = append(errs, fmt.Errorf("thread %q: %w", th.ID, err))
 		}
@@ -115,11 +148,42 @@ func (s *Server) recoverStopped(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// stoppedWait is whether a thread's saved state waits for decisions, and
+// the time of the checkpoint that says so.
+type stoppedWait struct {
+	waiting bool
+	at      time.Time
+}
+
+// stoppedWaiting reads whether thread's saved state has calls waiting for
+// a decision, and since when.
+func (s *Server) stoppedWaiting(ctx context.Context, thread string) (stoppedWait, error) {
+	rs, err := s.loadState(ctx, thread)
+	if err != nil || rs == nil || rs.Status != agent.StatusInterrupted || len(rs.Loop.Interrupts) == 0 {
+		return stoppedWait{}, err
+	}
+	cp, err := s.cfg.Saver.Get(ctx, checkpoint.Ref{ThreadID: thread, ID: rs.Checkpoint})
+	if err != nil {
+		// Waiting all the same; when is unknown.
+		return stoppedWait{waiting: true}, err
+	}
+	return stoppedWait{waiting: true, at: cp.Time}, nil
+}
+
+// errOrphanWaiting is errOrphan for a run whose thread waits for decisions
+// saved before the run was cut off (by the run before it, or by it before
+// the time it was created says).
+const errOrphanWaiting = "the server stopped while the run was going on; the thread still waits for decisions on its calls: resume it, or send it a new message"
+
 // failStopped marks a run a stopped server left pending or running as
 // failed: first its error event, then its record, so that whoever reads
-// the record as failed finds the event.
-func (s *Server) failStopped(ctx context.Context, r RunRecord) error {
+// the record as failed finds the event. waiting says the thread's calls
+// wait for decisions, which the error then says.
+func (s *Server) failStopped(ctx context.Context, r RunRecord, waiting bool) error {
 	msg := errOrphan
+	if waiting {
+		msg = errOrphanWaiting
+	}
 	if r.Status == runPending {
 		msg = errNeverStarted
 	}
