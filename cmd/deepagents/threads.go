@@ -180,6 +180,10 @@ func threadsList(ctx context.Context, saver checkpoint.Saver, f threadsFlags, st
 		fmt.Fprintf(stderr, "deepagents threads: %v\n", err)
 		return exitFailed
 	}
+	if err := countTokens(ctx, saver, ts); err != nil {
+		fmt.Fprintf(stderr, "deepagents threads: %v\n", err)
+		return exitFailed
+	}
 	if f.json {
 		out := make([]threadEntry, 0, len(ts))
 		for _, t := range ts {
@@ -238,6 +242,11 @@ type shownThread struct {
 	Title   string    `json:"title"`
 	Updated time.Time `json:"updated"`
 	Steps   int       `json:"steps"`
+	// ThreadUsage is what every run of the thread used, its subagents'
+	// included (Usage is the last top-level run's own), and Tokens its
+	// input and output tokens, as 'threads' lists them.
+	ThreadUsage llm.Usage `json:"thread_usage"`
+	Tokens      int       `json:"tokens"`
 	shownRun
 }
 
@@ -284,7 +293,8 @@ func threadsShow(ctx context.Context, saver checkpoint.Saver, db config.Database
 		fmt.Fprintf(stderr, "deepagents threads show: %v\n", err)
 		return exitFailed
 	}
-	th := shownThread{ID: id, Updated: updated.UTC(), Steps: steps, shownRun: *top}
+	usage := threadUsage(cps)
+	th := shownThread{ID: id, Updated: updated.UTC(), Steps: steps, ThreadUsage: usage, Tokens: usage.Total(), shownRun: *top}
 	if len(top.Messages) > 0 {
 		for _, m := range top.Messages {
 			if m.Role == string(llm.RoleUser) {
@@ -300,9 +310,63 @@ func threadsShow(ctx context.Context, saver checkpoint.Saver, db config.Database
 		return exitOK
 	}
 	fmt.Fprintf(stdout, "thread %s: %q\n", id, th.Title)
-	fmt.Fprintf(stdout, "status %s · %d steps · %s · updated %s\n\n", top.Status, steps, tokensText(top.Usage), updated.Local().Format("2006-01-02 15:04:05"))
+	fmt.Fprintf(stdout, "status %s · %d steps · %s in the whole thread · updated %s\n\n", top.Status, steps, tokensText(usage), updated.Local().Format("2006-01-02 15:04:05"))
 	printRun(stdout, top, "")
 	return exitOK
+}
+
+// tokenReaders bounds the threads whose checkpoints countTokens reads at
+// once.
+const tokenReaders = 8
+
+// countTokens sets each thread's Tokens to the input and output tokens of
+// the whole thread, subagent runs included: the database's count is the
+// top-level run's alone. Threads are read a few at a time, so that a long
+// listing stays quick.
+func countTokens(ctx context.Context, saver checkpoint.Saver, ts []checkpoint.ThreadInfo) error {
+	errs := make([]error, len(ts))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(tokenReaders, len(ts)) {
+		wg.Go(func() {
+			for i := range next {
+				cps, err := saver.List(ctx, checkpoint.ListOptions{ThreadID: ts[i].ID, AllNamespaces: true})
+				if err != nil {
+					errs[i] = fmt.Errorf("thread %q: %w", ts[i].ID, err)
+					continue
+				}
+				ts[i].Tokens = threadUsage(cps).Total()
+			}
+		})
+	}
+	for i := range ts {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// threadUsage is what a thread's runs used, subagents included, from its
+// checkpoints (cps, of every namespace, as List gives them): each
+// checkpoint carries the usage of its history, so the sum over the latest
+// checkpoint of each history (one no other checkpoint continues) counts
+// every step once.
+func threadUsage(cps []checkpoint.Checkpoint) llm.Usage {
+	type key struct{ ns, id string }
+	continued := make(map[key]bool, len(cps))
+	for _, cp := range cps {
+		if cp.ParentID != "" {
+			continued[key{cp.NS, cp.ParentID}] = true
+		}
+	}
+	var u llm.Usage
+	for _, cp := range cps {
+		if !continued[key{cp.NS, cp.ID}] {
+			u = u.Add(cp.Usage)
+		}
+	}
+	return u
 }
 
 // maxDepth bounds how deep 'threads show' follows subagents.

@@ -886,3 +886,44 @@ func TestMachineOutputNamesTheThreadAtTheStart(t *testing.T) {
 		errb.mu.Unlock()
 	}
 }
+
+// The tokens 'threads' lists, and the header of 'threads show', count the
+// whole thread: every turn, and the subagents' calls as well as the
+// top-level agent's.
+func TestThreadTokensCountEveryRun(t *testing.T) {
+	runEnv(t, delegationServer(t))
+	code, out, errs := runCLI(t, "run", "-p", "What is the answer?", "--model", "openai:gpt-test", "--output", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	first := decode(t, out)
+	if first.Usage == first.UsageByAgent["parent"] {
+		t.Fatalf("the subagent used nothing: %+v", first.UsageByAgent)
+	}
+	code, out, errs = runCLI(t, "run", "-p", "Again?", "--model", "openai:gpt-test", "--output", "json", "--thread", first.ThreadID)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	second := decode(t, out)
+	total := first.Usage.Add(second.Usage)
+
+	code, out, _ = runCLI(t, "threads", "--json")
+	var ts []threadEntry
+	if code != 0 || json.Unmarshal([]byte(out), &ts) != nil || len(ts) != 1 {
+		t.Fatalf("threads --json: exit %d\n%s", code, out)
+	}
+	if ts[0].Tokens != total.Total() {
+		t.Errorf("listed %d tokens, want %d (both turns, subagents included)", ts[0].Tokens, total.Total())
+	}
+	if _, out, _ := runCLI(t, "threads"); !strings.Contains(out, "  "+short(total.Total())+"  ") {
+		t.Errorf("TOKENS column lacks %s:\n%s", short(total.Total()), out)
+	}
+	code, out, _ = runCLI(t, "threads", "show", first.ThreadID, "--json")
+	var th shownThread
+	if code != 0 || json.Unmarshal([]byte(out), &th) != nil || th.Tokens != total.Total() || th.ThreadUsage.InputTokens != total.InputTokens {
+		t.Errorf("show --json: tokens %d, usage %+v; want %d, %+v", th.Tokens, th.ThreadUsage, total.Total(), total)
+	}
+	if _, out, _ := runCLI(t, "threads", "show", first.ThreadID); !strings.Contains(out, " · "+tokensText(total)+" in the whole thread · ") {
+		t.Errorf("show's header lacks %q:\n%s", tokensText(total), out)
+	}
+}
