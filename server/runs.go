@@ -219,6 +219,11 @@ func (s *Server) submit(r *http.Request) (*liveRun, error) {
 	default:
 		return nil, errf(http.StatusUnprocessableEntity, "on_disconnect %q is not one of continue, cancel", req.OnDisconnect)
 	}
+	switch req.IfNotExists {
+	case "", "reject", "create":
+	default:
+		return nil, errf(http.StatusUnprocessableEntity, "if_not_exists %q is not one of reject, create", req.IfNotExists)
+	}
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -909,7 +914,17 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, 200, s.current(rec).Run)
 }
 
+// cancelRun is POST …/runs/{run}/cancel. action is interrupt (the
+// default) or rollback; both stop the run, which ends interrupted, and
+// rollback removes nothing (its run and checkpoints are kept). Any other
+// action is refused.
 func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
+	switch a := r.URL.Query().Get("action"); a {
+	case "", "interrupt", "rollback":
+	default:
+		s.fail(w, errf(http.StatusUnprocessableEntity, "action %q is not one of interrupt, rollback", a))
+		return
+	}
 	lr, _, err := s.lookup(r)
 	if err != nil {
 		s.fail(w, err)

@@ -45,6 +45,12 @@ func (s *Server) createThread(w http.ResponseWriter, r *http.Request) {
 	if req.Metadata == nil {
 		req.Metadata = map[string]any{}
 	}
+	switch req.IfExists {
+	case "", "raise", "do_nothing":
+	default:
+		s.fail(w, errf(http.StatusUnprocessableEntity, "if_exists %q is not one of raise, do_nothing", req.IfExists))
+		return
+	}
 	t := now()
 	rec := ThreadRecord{ID: req.ThreadID, CreatedAt: t, UpdatedAt: t, Metadata: req.Metadata, Status: threadIdle}
 	err := s.store.CreateThread(r.Context(), rec)
@@ -68,20 +74,16 @@ func (s *Server) searchThreads(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	if q.Limit <= 0 {
-		q.Limit = 10
-	}
-	if q.Limit > 1000 {
-		q.Limit = 1000
-	}
-	switch q.SortBy {
-	case "", "created_at", "updated_at", "thread_id":
-	default:
-		s.fail(w, errf(http.StatusUnprocessableEntity, "sort_by %q is not one of created_at, updated_at, thread_id", q.SortBy))
+	if err := checkThreadSearch(q); err != nil {
+		s.fail(w, err)
 		return
 	}
+	limit := 10
+	if q.Limit != nil {
+		limit = min(*q.Limit, maxThreadSearch)
+	}
 	recs, total, err := s.store.SearchThreads(r.Context(), ThreadQuery{Metadata: q.Metadata, Status: q.Status,
-		Limit: q.Limit, Offset: q.Offset, SortBy: q.SortBy, SortOrder: q.SortOrder})
+		Limit: limit, Offset: q.Offset, SortBy: q.SortBy, SortOrder: q.SortOrder})
 	if err != nil {
 		s.fail(w, err)
 		return
@@ -97,6 +99,37 @@ func (s *Server) searchThreads(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("X-Pagination-Total", fmt.Sprint(total))
 	writeJSON(w, 200, out)
+}
+
+// maxThreadSearch caps the threads of one search; a larger limit returns
+// this many.
+const maxThreadSearch = 1000
+
+// checkThreadSearch refuses a search with a value outside its field's
+// choices, rather than search by it (a status no thread has) or ignore it.
+func checkThreadSearch(q ThreadSearch) error {
+	switch q.Status {
+	case "", threadIdle, threadBusy, threadInterrupted, threadError:
+	default:
+		return errf(http.StatusUnprocessableEntity, "status %q is not one of idle, busy, interrupted, error", q.Status)
+	}
+	switch q.SortBy {
+	case "", "created_at", "updated_at", "thread_id":
+	default:
+		return errf(http.StatusUnprocessableEntity, "sort_by %q is not one of created_at, updated_at, thread_id", q.SortBy)
+	}
+	switch q.SortOrder {
+	case "", "asc", "desc":
+	default:
+		return errf(http.StatusUnprocessableEntity, "sort_order %q is not one of asc, desc", q.SortOrder)
+	}
+	if q.Limit != nil && *q.Limit < 1 {
+		return errf(http.StatusUnprocessableEntity, "limit must be at least 1, not %d", *q.Limit)
+	}
+	if q.Offset < 0 {
+		return errf(http.StatusUnprocessableEntity, "offset must not be negative, not %d", q.Offset)
+	}
+	return nil
 }
 
 // thread reads the record of the request's thread.

@@ -123,12 +123,14 @@ type ThreadPatch struct {
 
 // ThreadSearch is POST /threads/search.
 type ThreadSearch struct {
-	Metadata  map[string]any `json:"metadata,omitempty"`
-	Status    string         `json:"status,omitempty"`
-	Limit     int            `json:"limit,omitempty"`
-	Offset    int            `json:"offset,omitempty"`
-	SortBy    string         `json:"sort_by,omitempty" jsonschema:"created_at, updated_at or thread_id"`
-	SortOrder string         `json:"sort_order,omitempty" jsonschema:"asc or desc"`
+	Metadata map[string]any `json:"metadata,omitempty"`
+	Status   string         `json:"status,omitempty" jsonschema:"idle, busy, interrupted or error"`
+	// Limit is how many threads to return: 1 to 1000 (more is taken as
+	// 1000), 10 when absent.
+	Limit     *int   `json:"limit,omitempty"`
+	Offset    int    `json:"offset,omitempty"`
+	SortBy    string `json:"sort_by,omitempty" jsonschema:"created_at, updated_at or thread_id"`
+	SortOrder string `json:"sort_order,omitempty" jsonschema:"asc or desc"`
 }
 
 // StateUpdate is POST /threads/{id}/state: new values for the thread.
