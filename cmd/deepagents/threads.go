@@ -218,6 +218,10 @@ type shownRun struct {
 	Messages     []shownMessage    `json:"messages"`
 	FilesChanged []string          `json:"files_changed"`
 	Interrupts   []agent.Interrupt `json:"interrupts,omitempty"`
+	// UnfinishedStepFiles are the paths in FilesChanged that calls of the
+	// step in progress changed: an unfinished run merges them into its
+	// files only when the step completes.
+	UnfinishedStepFiles []string `json:"unfinished_step_files_changed,omitempty"`
 }
 
 type shownMessage struct {
@@ -227,6 +231,10 @@ type shownMessage struct {
 	ToolCallID string      `json:"tool_call_id,omitempty"`
 	Name       string      `json:"name,omitempty"`
 	IsError    bool        `json:"is_error,omitempty"`
+	// UnfinishedStep marks the result of a call that finished in the step
+	// still in progress of an unfinished or interrupted run: saved, but
+	// not yet part of the conversation the model reads.
+	UnfinishedStep bool `json:"unfinished_step,omitempty"`
 }
 
 type shownCall struct {
@@ -388,8 +396,10 @@ func (t *threadTree) load(path agent.Path, depth int) (*shownRun, error) {
 	}
 	run := &shownRun{Path: path.String(), Status: status, Rounds: rs.Loop.Rounds, Usage: rs.Loop.Usage,
 		FilesChanged: slices.Clone(rs.Loop.Changed), Interrupts: rs.Loop.Interrupts}
-	if run.FilesChanged == nil {
-		run.FilesChanged = []string{}
+	if run.FilesChanged == nil && rs.Status == "" {
+		// A run cut off saves no list of its changes: its files now against
+		// those of its input say what its finished steps changed.
+		run.FilesChanged = t.changedSinceInput(rs)
 	}
 	for _, m := range rs.Messages {
 		sm := shownMessage{Role: string(m.Role), Content: m.Content, ToolCallID: m.ToolCallID, Name: m.Name, IsError: m.IsError}
@@ -404,7 +414,61 @@ func (t *threadTree) load(path agent.Path, depth int) (*shownRun, error) {
 		}
 		run.Messages = append(run.Messages, sm)
 	}
+	if st := rs.InProgress; st != nil {
+		// The calls of the step in progress that finished have their results
+		// and file changes saved beside the step, not yet in its messages.
+		for _, c := range st.Calls {
+			done, ok := st.Done[c.ID]
+			if !ok {
+				continue
+			}
+			run.Messages = append(run.Messages, shownMessage{Role: string(llm.RoleTool), Content: done.Content, ToolCallID: c.ID,
+				Name: c.Name, IsError: done.IsError, UnfinishedStep: true})
+			for _, ch := range done.Files {
+				if !slices.Contains(run.UnfinishedStepFiles, ch.Path) {
+					run.UnfinishedStepFiles = append(run.UnfinishedStepFiles, ch.Path)
+				}
+			}
+		}
+		slices.Sort(run.UnfinishedStepFiles)
+		for _, p := range run.UnfinishedStepFiles {
+			if !slices.Contains(run.FilesChanged, p) {
+				run.FilesChanged = append(run.FilesChanged, p)
+			}
+		}
+		slices.Sort(run.FilesChanged)
+	}
+	if run.FilesChanged == nil {
+		run.FilesChanged = []string{}
+	}
 	return run, nil
+}
+
+// changedSinceInput lists the paths whose files differ between the run's
+// latest checkpoint and the checkpoint of its input; nil when they cannot
+// be compared (a subagent's input has no checkpoint of its own, and a run
+// on a real directory keeps no files in its state).
+func (t *threadTree) changedSinceInput(rs *agent.RunState) []string {
+	if rs.Loop.Input == "" || rs.Files == nil {
+		return nil
+	}
+	in, err := t.saver.Get(t.ctx, checkpoint.Ref{ThreadID: t.id, NS: rs.Path, ID: rs.Loop.Input})
+	if err != nil || in.NS != rs.Path {
+		return nil
+	}
+	var changed []string
+	for p, f := range rs.Files {
+		if old, ok := in.State.Files[p]; !ok || old.Content != f.Content {
+			changed = append(changed, p)
+		}
+	}
+	for p := range in.State.Files {
+		if _, ok := rs.Files[p]; !ok {
+			changed = append(changed, p)
+		}
+	}
+	slices.Sort(changed)
+	return changed
 }
 
 // child finds the subagent run that the call callID of the run at parent
@@ -448,6 +512,9 @@ func printRun(w io.Writer, r *shownRun, indent string) {
 			if m.IsError {
 				mark = " (error)"
 			}
+			if m.UnfinishedStep {
+				mark += " (finished in the unfinished step)"
+			}
 			line(fmt.Sprintf("tool %s [%s]%s: ", m.Name, m.ToolCallID, mark), m.Content)
 		default:
 			if m.Content != "" || len(m.ToolCalls) == 0 {
@@ -467,7 +534,14 @@ func printRun(w io.Writer, r *shownRun, indent string) {
 		}
 	}
 	if len(r.FilesChanged) > 0 {
-		fmt.Fprintf(w, "%sfiles changed: %s\n", indent, strings.Join(r.FilesChanged, ", "))
+		files := make([]string, len(r.FilesChanged))
+		for i, p := range r.FilesChanged {
+			files[i] = p
+			if slices.Contains(r.UnfinishedStepFiles, p) {
+				files[i] += " (by the unfinished step)"
+			}
+		}
+		fmt.Fprintf(w, "%sfiles changed: %s\n", indent, strings.Join(files, ", "))
 	}
 	if r.Path == "" {
 		for _, in := range r.Interrupts {

@@ -927,3 +927,54 @@ func TestThreadTokensCountEveryRun(t *testing.T) {
 		t.Errorf("show's header lacks %q:\n%s", tokensText(total), out)
 	}
 }
+
+// 'threads show' shows the results of the calls that finished in the step
+// still in progress of an interrupted or cut-off run, marked so, and the
+// files the run changed so far.
+func TestShowTheUnfinishedStep(t *testing.T) {
+	ctx, cancel := context.WithCancelCause(t.Context())
+	defer cancel(nil)
+	srv := ot.NewServer(t, func(r *ot.Request) ot.Reply {
+		switch {
+		case r.Messages[0].Text() == "cut" && r.Round() == 0:
+			return ot.Tools(ot.Call{ID: "w1", Name: "write_file", Args: `{"file_path":"/b.md","content":"B"}`})
+		case r.Messages[0].Text() == "cut" && r.Round() == 1:
+			return ot.Tools(ot.Call{ID: "w2", Name: "ls", Args: `{}`})
+		case r.Messages[0].Text() == "cut" || r.Round() == 1:
+			cancel(errInterrupted) // Ctrl-C while this call is in flight
+			return ot.Text("late")
+		}
+		return ot.Tools(ot.Call{ID: "c1", Name: "write_file", Args: `{"file_path":"/a.md","content":"A"}`},
+			ot.Call{ID: "c2", Name: "ls", Args: `{}`})
+	})
+	runEnv(t, srv)
+	code, out, errs := runCLI(t, "run", "-p", "go", "--model", "openai:gpt-test", "--interrupt-on", "ls", "--output", "json")
+	if code != 3 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	id := decode(t, out).ThreadID
+	code, out, errs = runCLI(t, "threads", "show", id)
+	if code != 0 || !strings.Contains(out, "tool write_file [c1] (finished in the unfinished step): ") ||
+		!strings.Contains(out, "files changed: /a.md (by the unfinished step)\n") || !strings.Contains(out, "waiting for approval: ls") {
+		t.Errorf("show of an interrupted run: exit %d %s\n%s", code, errs, out)
+	}
+	_, out, _ = runCLI(t, "threads", "show", id, "--json")
+	var th shownThread
+	if err := json.Unmarshal([]byte(out), &th); err != nil {
+		t.Fatal(err)
+	}
+	last := th.Messages[len(th.Messages)-1]
+	if last.Role != "tool" || last.ToolCallID != "c1" || !last.UnfinishedStep || strings.Join(th.FilesChanged, ",") != "/a.md" || strings.Join(th.UnfinishedStepFiles, ",") != "/a.md" {
+		t.Errorf("show --json: last message %+v, files %v, unfinished step's %v", last, th.FilesChanged, th.UnfinishedStepFiles)
+	}
+
+	// A run cut off after a finished step that wrote a file lists the file.
+	var o, e bytes.Buffer
+	if code := run(ctx, []string{"run", "-p", "cut", "--model", "openai:gpt-test", "--output", "json"}, strings.NewReader(""), &o, &e); code != 1 {
+		t.Fatalf("cut-off run: exit %d: %s", code, e.String())
+	}
+	code, out, errs = runCLI(t, "threads", "show", decode(t, o.String()).ThreadID)
+	if code != 0 || !strings.Contains(out, "status unfinished") || !strings.Contains(out, "files changed: /b.md\n") {
+		t.Errorf("show of a cut-off run: exit %d %s\n%s", code, errs, out)
+	}
+}
