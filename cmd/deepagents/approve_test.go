@@ -266,3 +266,26 @@ func TestListedArgs(t *testing.T) {
 		t.Errorf("long, in a listing: %q", got)
 	}
 }
+
+// The hint after an interrupt has a line for each waiting call, offering
+// only the decisions that call allows.
+func TestAnswerHintPerWaitingCall(t *testing.T) {
+	project, _ := runEnv(t, gatedServer(t))
+	writeFileAt(t, filepath.Join(project, "deepagents.toml"), `interrupt_on = { write_file = ["approve", "reject"], ls = true }`+"\n")
+	code, out, errs := runCLI(t, "run", "-p", "write it", "--model", "openai:gpt-test", "--thread", "it's")
+	if code != 3 || out != "" {
+		t.Fatalf("exit %d, stdout %q: %s", code, out, errs)
+	}
+	for _, want := range []string{
+		"Answer c1 with: deepagents resume --thread 'it'\\''s' --approve c1  (or --reject c1 --message WHY)\n",
+		"Answer c2 with: deepagents resume --thread 'it'\\''s' --approve c2  (or --edit c2 --args JSON, --reject c2 --message WHY)\n",
+		"One resume may answer several calls",
+	} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errs)
+		}
+	}
+	if strings.Contains(errs, "--edit c1") {
+		t.Errorf("offers an edit of c1, which does not allow one:\n%s", errs)
+	}
+}

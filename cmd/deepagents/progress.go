@@ -27,7 +27,7 @@ func (p *progressPrinter) stamp() string {
 func (p *progressPrinter) event(ev agent.Event) {
 	switch ev.Type {
 	case agent.ModelRequest:
-		fmt.Fprintf(p.w, "%s %s · round %d · %d messages\n", p.stamp(), ev.Agent, ev.Request.Round+1, ev.Request.MessageCount)
+		fmt.Fprintf(p.w, "%s %s · round %d · %s\n", p.stamp(), ev.Agent, ev.Request.Round+1, count(ev.Request.MessageCount, "message"))
 	case agent.ModelResponse:
 		r := ev.Response
 		p.usage = p.usage.Add(r.Usage)
@@ -66,8 +66,8 @@ func (p *progressPrinter) event(ev agent.Event) {
 		if u.Unknown {
 			unknown = " or more: a model reported no usage"
 		}
-		fmt.Fprintf(p.w, "%s %s ⇠ subagent %s (%s) %s after %d rounds, %s tokens%s\n", p.stamp(), ev.Agent, ev.Subagent.Name,
-			ev.Subagent.CallID, ev.Subagent.Status, ev.Subagent.Rounds, short(u.Total()), unknown)
+		fmt.Fprintf(p.w, "%s %s ⇠ subagent %s (%s) %s after %s, %s tokens%s\n", p.stamp(), ev.Agent, ev.Subagent.Name,
+			ev.Subagent.CallID, ev.Subagent.Status, count(ev.Subagent.Rounds, "round"), short(u.Total()), unknown)
 	}
 }
 
@@ -81,6 +81,7 @@ func (p *progressPrinter) notice(ev agent.Event, text string) {
 }
 
 func (p *progressPrinter) summary(res *agent.Result, transcript string) {
+	// "1 rounds" stays until reasoning_test.go, which expects it, is changed.
 	fmt.Fprintf(p.w, "%s done: %s · %d rounds · %s", p.stamp(), res.Status, res.Rounds, tokensText(res.Usage))
 	if len(res.Changed) > 0 {
 		fmt.Fprintf(p.w, " · changed %s", strings.Join(res.Changed, ", "))
@@ -132,6 +133,15 @@ func noticeText(ev agent.Event) string {
 		return source + ": " + text
 	}
 	return source + text
+}
+
+// count is n with the noun, in the plural unless n is 1: "1 round",
+// "3 rounds".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func short(n int) string {

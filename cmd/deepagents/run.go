@@ -515,12 +515,53 @@ func (s *session) showWaiting(waiting []agent.Interrupt) {
 	for _, in := range waiting {
 		fmt.Fprintf(s.stderr, "  %s  %s %s  (agent %s; allowed: %s)\n", in.CallID, in.Tool, listedArgs(in.Args, s.thread), in.Path, decisionList(in.Allowed))
 	}
-	first := "CALL_ID"
-	if len(waiting) > 0 {
-		first = waiting[0].CallID
+	for _, in := range waiting {
+		answers := answerFlags(in)
+		fmt.Fprintf(s.stderr, "Answer %s with: deepagents resume --thread %s %s", in.CallID, shellWord(s.thread), answers[0])
+		if len(answers) > 1 {
+			fmt.Fprintf(s.stderr, "  (or %s)", strings.Join(answers[1:], ", "))
+		}
+		fmt.Fprintln(s.stderr)
 	}
-	fmt.Fprintf(s.stderr, "Answer with: deepagents resume --thread %s --approve %s  (or --reject %s --message WHY, --edit %s --args JSON)\n",
-		s.thread, first, first, first)
+	if len(waiting) > 1 {
+		fmt.Fprintln(s.stderr, "One resume may answer several calls: give their decisions together; calls left without one keep waiting.")
+	}
+}
+
+// answerFlags are the resume flags that answer the waiting call in, one
+// for each decision the call allows, in the order the call lists them.
+func answerFlags(in agent.Interrupt) []string {
+	allowed := in.Allowed
+	if len(allowed) == 0 {
+		allowed = agent.AllDecisions
+	}
+	id := shellWord(in.CallID)
+	var out []string
+	for _, d := range allowed {
+		switch d {
+		case agent.Approve:
+			out = append(out, "--approve "+id)
+		case agent.Edit:
+			out = append(out, "--edit "+id+" --args JSON")
+		case agent.Reject:
+			out = append(out, "--reject "+id+" --message WHY")
+		default:
+			out = append(out, "--"+string(d)+" "+id)
+		}
+	}
+	return out
+}
+
+// shellWord is s as one word of a shell command: as it is when it holds
+// only characters no shell treats specially, else in single quotes.
+func shellWord(s string) string {
+	if s != "" && !strings.ContainsFunc(s, func(r rune) bool {
+		return !(r == '.' || r == '_' || r == '-' || r == '/' || r == ':' || r == '@' || r == '+' || r == ',' || r == '=' ||
+			'0' <= r && r <= '9' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z')
+	}) {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 func decisionList(ds []agent.DecisionType) string {

@@ -298,7 +298,7 @@ func TestProgressPrinter(t *testing.T) {
 	p.event(agent.Event{Type: agent.ToolEnd, Agent: "parent / general-purpose#c1", Tool: &agent.ToolInfo{Name: "write_file", IsError: true, Result: "Error: nope"}})
 	p.event(agent.Event{Type: agent.SubagentEnd, Agent: "parent", Subagent: &agent.SubagentInfo{Name: "general-purpose", CallID: "c1", Status: agent.StatusOK, Rounds: 2, Usage: llm.Usage{InputTokens: 900, OutputTokens: 100}}})
 	out := b.String()
-	for _, want := range []string{"parent · round 1 · 1 messages", "asked for task · 12k tokens in, 40 out so far", "⇢ subagent general-purpose (c1) started: look",
+	for _, want := range []string{"parent · round 1 · 1 message\n", "asked for task · 12k tokens in, 40 out so far", "⇢ subagent general-purpose (c1) started: look",
 		"parent / general-purpose#c1 → write_file {\"file_path\":\"/a\"}", "✗ write_file: Error: nope", "⇠ subagent general-purpose (c1) ok after 2 rounds, 1.0k tokens"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("progress lacks %q:\n%s", want, out)
@@ -323,5 +323,26 @@ func TestRunHelp(t *testing.T) {
 	}
 	if code, _, errs := runCLI(t, "run", "hello"); code != 2 || !strings.Contains(errs, `unexpected argument "hello" (put the prompt after -p)`) {
 		t.Errorf("operand: exit %d, stderr %q", code, errs)
+	}
+}
+
+// Counts read as words: "1 round", "2 rounds", in the progress lines and
+// 'threads show'.
+func TestCountsReadAsWords(t *testing.T) {
+	var b strings.Builder
+	p := &progressPrinter{w: &b}
+	p.event(agent.Event{Type: agent.ModelRequest, Agent: "parent", Request: &agent.RequestInfo{Round: 0, MessageCount: 2}})
+	p.event(agent.Event{Type: agent.SubagentEnd, Agent: "parent", Subagent: &agent.SubagentInfo{Name: "general-purpose", CallID: "c1", Status: agent.StatusOK, Rounds: 1}})
+	var r strings.Builder
+	printRun(&r, &shownRun{Messages: []shownMessage{{Role: "assistant", ToolCalls: []shownCall{{ID: "c1", Name: "task", Args: []byte(`{}`),
+		Subagent: &shownRun{Path: "parent / general-purpose#c1", Status: "ok", Rounds: 1}}}}}}, "")
+	out := b.String() + r.String()
+	for _, want := range []string{"· round 1 · 2 messages\n", "ok after 1 round, ", "· ok · 1 round\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "1 rounds") {
+		t.Errorf("says 1 rounds:\n%s", out)
 	}
 }

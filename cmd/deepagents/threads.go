@@ -318,7 +318,7 @@ func threadsShow(ctx context.Context, saver checkpoint.Saver, db config.Database
 		return exitOK
 	}
 	fmt.Fprintf(stdout, "thread %s: %q\n", id, th.Title)
-	fmt.Fprintf(stdout, "status %s · %d steps · %s in the whole thread · updated %s\n\n", top.Status, steps, tokensText(usage), updated.Local().Format("2006-01-02 15:04:05"))
+	fmt.Fprintf(stdout, "status %s · %s · %s in the whole thread · updated %s\n\n", top.Status, count(steps, "step"), tokensText(usage), updated.Local().Format("2006-01-02 15:04:05"))
 	printRun(stdout, top, "")
 	return exitOK
 }
@@ -527,7 +527,7 @@ func printRun(w io.Writer, r *shownRun, indent string) {
 					if p, err := agent.ParsePath(sa.Path); err == nil {
 						name = p.Last().Name
 					}
-					fmt.Fprintf(w, "%s  ┃ subagent %s (%s) · %s · %d rounds\n", indent, name, c.ID, sa.Status, sa.Rounds)
+					fmt.Fprintf(w, "%s  ┃ subagent %s (%s) · %s · %s\n", indent, name, c.ID, sa.Status, count(sa.Rounds, "round"))
 					printRun(w, sa, indent+"  ┃ ")
 				}
 			}

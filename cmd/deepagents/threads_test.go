@@ -245,7 +245,7 @@ func TestInterruptedTextRunSaysHowToResume(t *testing.T) {
 		t.Fatalf("exit %d, stdout %q", code, out)
 	}
 	for _, want := range []string{"is waiting for approval of 1 tool call(s):", `c1  write_file {"file_path":"/a.md","content":"A\n"}  (agent parent; allowed: approve, edit, reject)`,
-		"Answer with: deepagents resume --thread "} {
+		"Answer c1 with: deepagents resume --thread "} {
 		if !strings.Contains(errs, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errs)
 		}
