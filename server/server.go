@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"errors"
+	"fmt"
 	"iter"
 	"log/slog"
 	"net/http"
@@ -48,8 +49,10 @@ type Config struct {
 	Token string
 	// CORS configures cross-origin access.
 	CORS CORS
-	// UI, when set, is mounted at "/" for every path the API does not
-	// serve (the web UI's assets).
+	// UI, when set, serves every request no API route takes (the web
+	// UI's page and assets), without a token. A path the API serves with
+	// other methods is a 405, not the UI's; the UI's own 404 and 405 are
+	// answered as JSON errors.
 	UI http.Handler
 	// Heartbeat is how often a stream with no event gets a comment line
 	// (10 s when 0).
@@ -136,9 +139,6 @@ func New(cfg Config) (*Server, error) {
 	}
 	rcancel()
 	s.routes()
-	if cfg.UI != nil {
-		s.mux.Handle("/", cfg.UI)
-	}
 	return s, nil
 }
 
@@ -147,29 +147,123 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.cors(w, r) {
 		return
 	}
-	if s.cfg.Token != "" && r.URL.Path != "/ok" && s.isAPI(r) && !s.authorized(r) {
+	h, pattern := s.mux.Handler(r)
+	var miss probe
+	if pattern == "" {
+		// No route: the mux's answer says whether the path is the API's
+		// (405, with the methods it takes) or not (404).
+		miss.header = http.Header{}
+		h.ServeHTTP(&miss, r)
+	}
+	// What no API route takes goes to the UI, if any: its page and assets
+	// load without a token (the UI asks for it).
+	ui := pattern == "" && s.cfg.UI != nil && miss.code == http.StatusNotFound
+	if s.cfg.Token != "" && r.URL.Path != "/ok" && !ui && !s.authorized(r) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="deepagents"`)
 		writeError(w, http.StatusUnauthorized, "missing or wrong bearer token")
 		return
 	}
-	s.mux.ServeHTTP(w, r)
-}
-
-// isAPI says whether a request is for the API rather than the UI's static
-// assets, which load without a token (the UI asks for it).
-func (s *Server) isAPI(r *http.Request) bool {
-	if s.cfg.UI == nil {
-		return true
+	switch {
+	case ui:
+		// Its plain-text errors (no such file, a method it does not
+		// take) are answered as JSON, as every API error is.
+		s.cfg.UI.ServeHTTP(&jsonErrors{ResponseWriter: w, r: r}, r)
+	case pattern == "":
+		if allow := miss.header.Get("Allow"); allow != "" {
+			w.Header().Set("Allow", allow)
+		}
+		code := miss.code
+		if code != http.StatusMethodNotAllowed {
+			code = http.StatusNotFound
+		}
+		writeError(w, code, errorDetail(code, r, miss.header.Get("Allow")))
+	default:
+		// Through the mux, which sets the request's path values.
+		s.mux.ServeHTTP(w, r)
 	}
-	_, pattern := s.mux.Handler(r)
-	return pattern != "/"
 }
 
+// probe takes the answer of the mux's handler for a request no route
+// matches: only its status and headers are kept.
+type probe struct {
+	header http.Header
+	code   int
+}
+
+func (p *probe) Header() http.Header { return p.header }
+
+func (p *probe) WriteHeader(code int) {
+	if p.code == 0 {
+		p.code = code
+	}
+}
+
+func (p *probe) Write(b []byte) (int, error) {
+	p.WriteHeader(http.StatusOK)
+	return len(b), nil
+}
+
+// errorDetail is the detail of a 404 (no route) or 405 (a method the
+// route does not take; allow lists those it does).
+func errorDetail(code int, r *http.Request, allow string) string {
+	if code != http.StatusMethodNotAllowed {
+		return fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path)
+	}
+	d := fmt.Sprintf("%s is not allowed on %s", r.Method, r.URL.Path)
+	if allow != "" {
+		d += "; allowed: " + allow
+	}
+	return d
+}
+
+// jsonErrors turns a 404 or 405 the UI handler writes as anything but
+// JSON into {"detail": ...}: a client of the API reads every error the
+// same way. Other responses pass as they are.
+type jsonErrors struct {
+	http.ResponseWriter
+	r       *http.Request
+	started bool
+	swallow bool // the handler's own error body is dropped
+}
+
+func (w *jsonErrors) WriteHeader(code int) {
+	if w.started {
+		w.ResponseWriter.WriteHeader(code) // logged as superfluous by net/http
+		return
+	}
+	w.started = true
+	h := w.Header()
+	if (code != http.StatusNotFound && code != http.StatusMethodNotAllowed) || strings.HasPrefix(h.Get("Content-Type"), "application/json") {
+		w.ResponseWriter.WriteHeader(code)
+		return
+	}
+	w.swallow = true
+	h.Del("Content-Length")
+	writeError(w.ResponseWriter, code, errorDetail(code, w.r, h.Get("Allow")))
+}
+
+func (w *jsonErrors) Write(b []byte) (int, error) {
+	if !w.started {
+		w.WriteHeader(http.StatusOK)
+	}
+	if w.swallow {
+		return len(b), nil
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (w *jsonErrors) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// authorized says whether r carries the token: as "Authorization: Bearer
+// TOKEN", the scheme in any case (RFC 7235), or as x-api-key, as the SDK
+// also sends it.
 func (s *Server) authorized(r *http.Request) bool {
-	h := r.Header.Get("Authorization")
-	tok, ok := strings.CutPrefix(h, "Bearer ")
-	if !ok {
-		// The SDK also sends the key as x-api-key.
+	tok := ""
+	scheme, cred, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	if ok && strings.EqualFold(scheme, "Bearer") {
+		tok = strings.TrimSpace(cred)
+	} else {
 		tok = r.Header.Get("X-Api-Key")
 	}
 	return tok != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(s.cfg.Token)) == 1

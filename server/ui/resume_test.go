@@ -60,6 +60,9 @@ func TestBrowserDecisionsResume(t *testing.T) {
 		}
 		js(w, map[string]any{"status": "interrupted", "values": map[string]any{}, "interrupts": map[string]any{"cp1": interrupt}})
 	})
+	mux.HandleFunc("GET /threads/{id}/runs/{run}", func(w http.ResponseWriter, r *http.Request) {
+		js(w, map[string]any{"run_id": r.PathValue("run"), "thread_id": r.PathValue("id"), "status": "interrupted"})
+	})
 	mux.HandleFunc("POST /threads/{id}/runs/stream", func(w http.ResponseWriter, r *http.Request) {
 		var body map[string]any
 		b, _ := io.ReadAll(r.Body)

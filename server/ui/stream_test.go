@@ -41,6 +41,9 @@ func pacedAPI(t *testing.T, release <-chan struct{}) string {
 		js(w, map[string]any{"thread_id": r.PathValue("id"), "status": "idle", "values": final, "interrupts": map[string]any{}})
 	})
 	mux.HandleFunc("GET /threads/{id}/runs", func(w http.ResponseWriter, r *http.Request) { js(w, []any{}) })
+	mux.HandleFunc("GET /threads/{id}/runs/{run}", func(w http.ResponseWriter, r *http.Request) {
+		js(w, map[string]any{"run_id": r.PathValue("run"), "thread_id": r.PathValue("id"), "status": "success"})
+	})
 	mux.HandleFunc("POST /threads/{id}/runs/stream", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		rc := http.NewResponseController(w)

@@ -26,9 +26,11 @@ func Assets() fs.FS {
 	return sub
 }
 
-// Handler serves the UI: index.html for "/" and for any path that is not
-// one of the assets (so that a reload on a deep link still opens the app),
-// the assets themselves under their names. Only GET and HEAD are answered.
+// Handler serves the UI: index.html for "/" (the app links to threads by
+// the URL's fragment, so no other path needs the page), the assets
+// themselves under their names, and 404 for any other path, so that a
+// mistyped API path is not answered with the page. Only GET and HEAD are
+// answered.
 func Handler() http.Handler {
 	files := Assets()
 	fileServer := http.FileServerFS(files)
@@ -46,10 +48,8 @@ func Handler() http.Handler {
 				fileServer.ServeHTTP(w, r)
 				return
 			}
-			if path.Ext(name) != "" {
-				http.NotFound(w, r)
-				return
-			}
+			http.NotFound(w, r)
+			return
 		}
 		w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; script-src 'self'; img-src 'self' data:; connect-src 'self'")
 		http.ServeFileFS(w, r, files, "index.html")

@@ -31,10 +31,11 @@ func TestHandlerRoutes(t *testing.T) {
 		{"GET", "/", 200, "text/html", `<script src="app.js" defer></script>`},
 		{"GET", "/app.js", 200, "text/javascript", "function readSSE("},
 		{"GET", "/app.css", 200, "text/css", "#layout"},
-		// A path that is no asset opens the app (a reload keeps working).
-		{"GET", "/some/page", 200, "text/html", "<title>deepagents</title>"},
 		{"HEAD", "/", 200, "text/html", ""},
-		// A missing file with an extension is a plain 404, not the page.
+		// A path that is no asset is a 404, not the page (the app links
+		// to threads by fragment: "/#id").
+		{"GET", "/some/page", 404, "text/plain", "404 page not found"},
+		{"GET", "/nope", 404, "text/plain", "404 page not found"},
 		{"GET", "/missing.js", 404, "text/plain", "404 page not found"},
 		{"GET", "/../../etc/passwd.txt", 404, "text/plain", ""},
 		{"POST", "/", 405, "text/plain", "only answers GET and HEAD"},
