@@ -1327,3 +1327,161 @@ func TestNewInputClosesACutOffCall(t *testing.T) {
 		t.Fatalf("the cut-off call's result %q", got)
 	}
 }
+
+// cancelOnPut cancels the run as its nth put starts, so that the put sees
+// a cancelled context.
+type cancelOnPut struct {
+	checkpoint.Saver
+	mu     sync.Mutex
+	n, at  int
+	cancel context.CancelFunc
+}
+
+func (c *cancelOnPut) Put(ctx context.Context, st checkpoint.Step) error {
+	c.mu.Lock()
+	c.n++
+	if c.n == c.at && c.cancel != nil {
+		c.cancel()
+	}
+	c.mu.Unlock()
+	return c.Saver.Put(ctx, st)
+}
+
+const cancelScript = `{
+  "parent": [
+    {"tool_calls": [{"id": "b1", "name": "bump", "args": {"n": 1}},
+                    {"id": "t1", "name": "task", "args": {"description": "count", "subagent_type": "general-purpose"}}]},
+    {"content": "done"}],
+  "general-purpose": [
+    {"tool_calls": [{"id": "c1", "name": "bump", "args": {"n": 2}}]},
+    {"content": "counted"}]}`
+
+// checkCancelThenResume cancels a run with cancel (set up by arm), then
+// resumes it: the cancelled run ends cancelled, never as an error, the
+// resume finishes, and no call whose end the cancelled run reported (so
+// saved) runs again.
+func checkCancelThenResume(t *testing.T, name string, arm func(saver *cancelOnPut, cancel context.CancelFunc) func(agent.Event)) {
+	t.Helper()
+	ctx := context.Background()
+	c := &counter{}
+	saver := &cancelOnPut{Saver: checkpoint.NewMemory(0)}
+	a := durableAgent(t, cancelScript, deepagents.Config{Tools: []tool.Tool{c}})
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	each := arm(saver, cancel)
+	ended := map[string]bool{}
+	res, err := agent.Drain(a.Run(cctx, agent.Prompt("go"), agent.WithCheckpoints(saver, "cx")), func(ev agent.Event) {
+		if ev.Type == agent.ToolEnd && ev.Tool.Name == "bump" {
+			ended[ev.Agent+" "+ev.Tool.CallID] = true
+		}
+		if each != nil {
+			each(ev)
+		}
+	})
+	if err != nil && res.Status != agent.StatusCancelled {
+		t.Fatalf("%s: the cancelled run ended %s: %v", name, res.Status, err)
+	}
+	saver.cancel = nil
+	if err != nil {
+		in := agent.Input{}
+		if _, lerr := agent.LoadRunState(ctx, saver, "cx", agent.RootPath("parent"), false); errors.Is(lerr, checkpoint.ErrNotFound) {
+			in = agent.Prompt("go") // cancelled before its input was saved
+		}
+		if res, err = a.Invoke(ctx, in, agent.WithCheckpoints(saver, "cx")); err != nil {
+			t.Fatalf("%s: resume: %v", name, err)
+		}
+	}
+	if res.FinalText() != "done" {
+		t.Fatalf("%s: final %q", name, res.FinalText())
+	}
+	runs := c.snapshot()
+	if len(runs) != 2 {
+		t.Fatalf("%s: calls ran %v", name, runs)
+	}
+	for k := range ended {
+		if runs[k] != 1 {
+			t.Errorf("%s: call %s, whose end was reported before the cancellation, ran %d times", name, k, runs[k])
+		}
+	}
+}
+
+// TestCancelledRunResumes cancels a run with delegation at each of its
+// saves and at each of its events, then resumes it. A cancellation that
+// cut a save short once ended the run as an error no resume could
+// continue; one that came while finished calls' ends waited to be read
+// dropped them, so the resume ran them again.
+func TestCancelledRunResumes(t *testing.T) {
+	for at := 1; at <= 8; at++ {
+		checkCancelThenResume(t, fmt.Sprintf("put %d", at), func(s *cancelOnPut, cancel context.CancelFunc) func(agent.Event) {
+			s.at, s.cancel = at, cancel
+			return nil
+		})
+	}
+	for rep := range 5 {
+		for at := 1; at <= 30; at++ {
+			checkCancelThenResume(t, fmt.Sprintf("event %d (%d)", at, rep), func(_ *cancelOnPut, cancel context.CancelFunc) func(agent.Event) {
+				n := 0
+				return func(agent.Event) {
+					if n++; n == at {
+						cancel()
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestCancelKeepsEndedCalls: a call that ended while the run was busy with
+// other events, and is cancelled before it reads that end, keeps its
+// result; resuming does not run it again.
+func TestCancelKeepsEndedCalls(t *testing.T) {
+	for i := range 20 {
+		ctx := context.Background()
+		release := make(chan struct{})
+		var ran atomic.Int32
+		gate, err := tool.Func("gate", "Waits to be let go.", func(ctx context.Context, _ *tool.Env, in struct{}) (string, error) {
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return "", ctx.Err()
+			}
+			ran.Add(1)
+			return "let go", nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := durableAgent(t, `{
+		  "parent": [
+		    {"tool_calls": [{"id": "g1", "name": "gate", "args": {}},
+		                    {"id": "t1", "name": "task", "args": {"description": "count", "subagent_type": "general-purpose"}}]},
+		    {"content": "done"}],
+		  "general-purpose": [{"tool_calls": [{"id": "c1", "name": "ls", "args": {}}]}, {"content": "listed"}]}`,
+			deepagents.Config{Tools: []tool.Tool{gate}})
+		saver := checkpoint.NewMemory(0)
+		cctx, cancel := context.WithCancel(ctx)
+		_, err = agent.Drain(a.Run(cctx, agent.Prompt("go"), agent.WithCheckpoints(saver, "keep")), func(ev agent.Event) {
+			if ev.Type == agent.ToolEnd && ev.Tool.CallID == "c1" {
+				// The gate ends while the run is in this event; give its
+				// end time to reach the run, then cancel.
+				close(release)
+				for ran.Load() == 0 {
+					time.Sleep(time.Millisecond)
+				}
+				time.Sleep(20 * time.Millisecond)
+				cancel()
+			}
+		})
+		cancel()
+		if err == nil {
+			t.Fatal("the run was not cancelled")
+		}
+		res, err := a.Invoke(ctx, agent.Input{}, agent.WithCheckpoints(saver, "keep"))
+		if err != nil || res.FinalText() != "done" {
+			t.Fatalf("resume: %v %q", err, res.FinalText())
+		}
+		if n := ran.Load(); n != 1 {
+			t.Fatalf("iteration %d: the gate call ran %d times", i, n)
+		}
+	}
+}

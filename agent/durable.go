@@ -277,13 +277,31 @@ func (r *run) save(ctx context.Context, source string, status Status, runErr err
 		}
 		st.Values[childValue+id] = b
 	}
-	if err := d.saver.Put(ctx, st); err != nil {
+	if err := keep(ctx, func(ctx context.Context) error { return d.saver.Put(ctx, st) }); err != nil {
 		return fmt.Errorf("saving checkpoint %d of thread %q: %w", st.Step, d.thread, err)
 	}
 	d.count.Add(1)
 	d.seq, d.last, d.msgs = st.Step, st.ID, len(r.state.Messages)
 	d.usage, d.values, d.kids = llm.Usage{}, nil, nil
 	return nil
+}
+
+// keepTimeout bounds a save made after the run was cancelled.
+const keepTimeout = 30 * time.Second
+
+// keep runs a save; one that fails because the run was cancelled meanwhile
+// is made again, without the cancellation (bounded by keepTimeout): what
+// it saves was paid for — a model response, a call that finished — and
+// the resume must find it. Saves are idempotent, so a save that had
+// landed before it failed is not doubled.
+func keep(ctx context.Context, save func(context.Context) error) error {
+	err := save(ctx)
+	if err == nil || ctx.Err() == nil {
+		return err
+	}
+	dctx, stop := context.WithTimeout(context.WithoutCancel(ctx), keepTimeout)
+	defer stop()
+	return save(dctx)
 }
 
 // saveWrite saves one finished call, a decision or a waiting call under the
@@ -294,7 +312,8 @@ func (r *run) saveWrite(ctx context.Context, w checkpoint.Write) error {
 		return nil
 	}
 	w.Time = r.rt.Now()
-	if err := d.saver.PutWrite(ctx, checkpoint.Ref{ThreadID: d.thread, NS: d.ns, ID: d.stepCP}, w); err != nil {
+	ref := checkpoint.Ref{ThreadID: d.thread, NS: d.ns, ID: d.stepCP}
+	if err := keep(ctx, func(ctx context.Context) error { return d.saver.PutWrite(ctx, ref, w) }); err != nil {
 		return fmt.Errorf("saving the result of call %s in thread %q: %w", w.CallID, d.thread, err)
 	}
 	return nil

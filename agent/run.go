@@ -282,14 +282,14 @@ func (r *run) loop(parent context.Context) {
 		if !r.ck.nested {
 			stop, err := r.lease(ctx)
 			if err != nil {
-				r.end(parent, StatusError, err)
+				r.end(parent, cancelledBy(ctx, StatusError, err), err)
 				return
 			}
 			defer stop()
 		}
 		p, done, status, err := r.open(ctx)
 		if done {
-			r.end(parent, status, err)
+			r.end(parent, cancelledBy(ctx, status, err), err)
 			return
 		}
 		pending = p
@@ -298,7 +298,7 @@ func (r *run) loop(parent context.Context) {
 		r.closeDangling()
 	}
 	status, err := r.steps(ctx, pending)
-	status, err = settle(parent, status, err)
+	status, err = settle(parent, cancelledBy(ctx, status, err), err)
 	for _, m := range r.a.cfg.Middleware {
 		if m.AfterRun != nil {
 			m.AfterRun(context.WithoutCancel(ctx), r.stepInfo(), status)
@@ -312,6 +312,17 @@ func (r *run) loop(parent context.Context) {
 		stop()
 	}
 	r.end(parent, status, err)
+}
+
+// cancelledBy makes an error status that the run's cancellation caused (a
+// save or a read cut short) a cancellation: the run was not at fault, and
+// a cancelled run saves no end, so it can be resumed.
+func cancelledBy(ctx context.Context, status Status, err error) Status {
+	if status == StatusError && err != nil && ctx.Err() != nil &&
+		(errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Cause(ctx))) {
+		return StatusCancelled
+	}
+	return status
 }
 
 // settle tells a cancellation by the caller from the run's own time budget

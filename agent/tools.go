@@ -211,55 +211,74 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 	}
 
 	held := false
+	// take handles one item of the batch: an event, or a call's end.
+	take := func(it item) {
+		if it.ev != nil {
+			r.emit(*it.ev)
+			return
+		}
+		d := it.done
+		c := calls[d.i]
+		if d.child != nil && d.child.Status == StatusInterrupted && d.fatal == nil {
+			// The subagent waits for a person: the call is not finished,
+			// and resuming the thread resumes the subagent.
+			held = true
+			r.waiting = append(r.waiting, d.child.Interrupts...)
+			if r.held == nil {
+				r.held = map[string]*Result{}
+			}
+			r.held[c.ID] = d.child
+			return
+		}
+		finished[d.i] = true
+		results[d.i] = d.res
+		if d.child != nil {
+			r.addChild(c.ID, d.child)
+		}
+		if d.fatal != nil {
+			if ctx.Err() != nil {
+				results[d.i] = tool.Errorf("Error: cancelled before %s finished.", c.Name)
+			} else {
+				if fatal == nil {
+					fatal = fmt.Errorf("tool %s (call %s) failed fatally: %w", c.Name, c.ID, d.fatal)
+				}
+				results[d.i] = tool.Errorf("Error: %v", d.fatal)
+			}
+		}
+		if branching {
+			deltas[d.i] = layers[d.i].Delta()
+		} else {
+			deltas[d.i] = tracked[d.i].Changes()
+		}
+		if d.fatal == nil {
+			if err := r.finishCall(ctx, c, results[d.i], deltas[d.i], d.child, d.dur); err != nil && fatal == nil {
+				fatal = err
+			}
+		}
+		r.emit(Event{Type: ToolEnd, Tool: &ToolInfo{CallID: c.ID, Name: c.Name,
+			Result: results[d.i].Content, IsError: results[d.i].IsError, Panic: d.panic, DurationMS: ms(d.dur)}})
+	}
 	for left := running; left > 0; {
 		select {
 		case it := <-b.ch:
-			if it.ev != nil {
-				r.emit(*it.ev)
-				continue
+			if it.done != nil {
+				left--
 			}
-			d := it.done
-			left--
-			c := calls[d.i]
-			if d.child != nil && d.child.Status == StatusInterrupted && d.fatal == nil {
-				// The subagent waits for a person: the call is not finished,
-				// and resuming the thread resumes the subagent.
-				held = true
-				r.waiting = append(r.waiting, d.child.Interrupts...)
-				if r.held == nil {
-					r.held = map[string]*Result{}
-				}
-				r.held[c.ID] = d.child
-				continue
-			}
-			finished[d.i] = true
-			results[d.i] = d.res
-			if d.child != nil {
-				r.addChild(c.ID, d.child)
-			}
-			if d.fatal != nil {
-				if ctx.Err() != nil {
-					results[d.i] = tool.Errorf("Error: cancelled before %s finished.", c.Name)
-				} else {
-					if fatal == nil {
-						fatal = fmt.Errorf("tool %s (call %s) failed fatally: %w", c.Name, c.ID, d.fatal)
-					}
-					results[d.i] = tool.Errorf("Error: %v", d.fatal)
-				}
-			}
-			if branching {
-				deltas[d.i] = layers[d.i].Delta()
-			} else {
-				deltas[d.i] = tracked[d.i].Changes()
-			}
-			if d.fatal == nil {
-				if err := r.finishCall(ctx, c, results[d.i], deltas[d.i], d.child, d.dur); err != nil && fatal == nil {
-					fatal = err
-				}
-			}
-			r.emit(Event{Type: ToolEnd, Tool: &ToolInfo{CallID: c.ID, Name: c.Name,
-				Result: results[d.i].Content, IsError: results[d.i].IsError, Panic: d.panic, DurationMS: ms(d.dur)}})
+			take(it)
 		case <-ctx.Done():
+			// Calls that ended before the cancellation was seen keep their
+			// results: a resume must not run them again.
+			for drained := false; !drained && left > 0; {
+				select {
+				case it := <-b.ch:
+					if it.done != nil {
+						left--
+					}
+					take(it)
+				default:
+					drained = true
+				}
+			}
 			b.abandon()
 			for i := range results {
 				if !finished[i] {
@@ -453,6 +472,11 @@ func (r *run) invoke(ctx context.Context, tc *ToolCall, host Host) (res tool.Res
 		}
 	}
 	res, err := r.rt.Tool(ctx, tc, next)
+	if err == nil && child != nil && child.Status == StatusCancelled && ctx.Err() != nil {
+		// The subagent stopped because this run was cancelled: the call did
+		// not finish, and resuming the thread resumes the subagent.
+		return res, child, context.Cause(ctx), ""
+	}
 	if err != nil {
 		if errors.Is(err, tool.ErrFatal) {
 			return res, child, err, ""
