@@ -48,6 +48,7 @@ func TestRoutingErrorsJSON(t *testing.T) {
 		check(h, "GET", "/nope", 404, "no route for GET /nope")
 		check(h, "GET", "/missing.js", 404, "no route")
 		check(h, "POST", "/", 405, "allowed: GET, HEAD")
+		check(h, "GET", "/x/../", 400, "Bad Request")
 		check(h, "GET", "/threads", 401, "token")
 	}
 }

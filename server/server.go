@@ -157,7 +157,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// What no API route takes goes to the UI, if any: its page and assets
 	// load without a token (the UI asks for it).
-	ui := pattern == "" && s.cfg.UI != nil && miss.code == http.StatusNotFound
+	ui := pattern == "" && s.cfg.UI != nil && miss.code != http.StatusMethodNotAllowed
 	if s.cfg.Token != "" && r.URL.Path != "/ok" && !ui && !s.authorized(r) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="deepagents"`)
 		writeError(w, http.StatusUnauthorized, "missing or wrong bearer token")
@@ -203,11 +203,15 @@ func (p *probe) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// errorDetail is the detail of a 404 (no route) or 405 (a method the
-// route does not take; allow lists those it does).
+// errorDetail is the detail of a 404 (no route), a 405 (a method the
+// route does not take; allow lists those it does) or another client error.
 func errorDetail(code int, r *http.Request, allow string) string {
-	if code != http.StatusMethodNotAllowed {
+	switch code {
+	case http.StatusNotFound:
 		return fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path)
+	case http.StatusMethodNotAllowed:
+	default:
+		return fmt.Sprintf("%s: %s %s", http.StatusText(code), r.Method, r.URL.Path)
 	}
 	d := fmt.Sprintf("%s is not allowed on %s", r.Method, r.URL.Path)
 	if allow != "" {
@@ -216,9 +220,10 @@ func errorDetail(code int, r *http.Request, allow string) string {
 	return d
 }
 
-// jsonErrors turns a 404 or 405 the UI handler writes as anything but
-// JSON into {"detail": ...}: a client of the API reads every error the
-// same way. Other responses pass as they are.
+// jsonErrors turns a client error (4xx: no such file, a method the UI does
+// not take, a bad path) the UI handler writes as anything but JSON into
+// {"detail": ...}: a client of the API reads every error the same way.
+// Other responses pass as they are.
 type jsonErrors struct {
 	http.ResponseWriter
 	r       *http.Request
@@ -233,7 +238,7 @@ func (w *jsonErrors) WriteHeader(code int) {
 	}
 	w.started = true
 	h := w.Header()
-	if (code != http.StatusNotFound && code != http.StatusMethodNotAllowed) || strings.HasPrefix(h.Get("Content-Type"), "application/json") {
+	if code < 400 || code >= 500 || strings.HasPrefix(h.Get("Content-Type"), "application/json") {
 		w.ResponseWriter.WriteHeader(code)
 		return
 	}
