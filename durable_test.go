@@ -1485,3 +1485,78 @@ func TestCancelKeepsEndedCalls(t *testing.T) {
 		}
 	}
 }
+
+// TestMisuseGetsClearErrors: runs given what they cannot use say so, and
+// change nothing.
+func TestMisuseGetsClearErrors(t *testing.T) {
+	ctx := context.Background()
+	a := durableAgent(t, approvalScript, deepagents.Config{Tools: []tool.Tool{&counter{}}, InterruptOn: gated()})
+	var de *agent.DecisionError
+	if _, err := a.Invoke(ctx, agent.Prompt("go"), agent.WithCheckpoints(nil, "t")); err == nil || !strings.Contains(err.Error(), "no saver") {
+		t.Errorf("nil saver: %v", err)
+	}
+	if _, err := a.Invoke(ctx, agent.Input{}); err == nil || !strings.Contains(err.Error(), "no input") {
+		t.Errorf("no input, no thread: %v", err)
+	}
+	if _, err := a.Invoke(ctx, agent.Prompt("go"), agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "w1"})); !errors.As(err, &de) {
+		t.Errorf("decisions without a thread: %v", err)
+	}
+	saver := checkpoint.NewMemory(0)
+	if _, err := a.Invoke(ctx, agent.Input{}, agent.WithCheckpoints(saver, "nope")); !errors.Is(err, checkpoint.ErrNotFound) {
+		t.Errorf("resuming a thread that does not exist: %v", err)
+	}
+	if _, err := a.Invoke(ctx, agent.Prompt("go"), agent.WithCheckpoints(saver, "w")); !errors.Is(err, agent.ErrInterrupted) {
+		t.Fatal(err)
+	}
+	_, err := a.Invoke(ctx, agent.Prompt("other"), agent.WithCheckpoints(saver, "w"), agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "w1"}))
+	if !errors.As(err, &de) || !strings.Contains(err.Error(), "one or the other") {
+		t.Errorf("input and decisions together: %v", err)
+	}
+	rs, err := agent.LoadRunState(ctx, saver, "w", agent.RootPath("parent"), false)
+	if err != nil || rs.Status != agent.StatusInterrupted || len(rs.Loop.Interrupts) != 2 {
+		t.Fatalf("the refused run changed the thread: %v %+v", err, rs.Loop)
+	}
+	if _, err := a.Invoke(ctx, agent.Input{}, agent.WithCheckpoints(saver, "w"),
+		agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "w1"}, agent.Decision{Type: agent.Approve, CallID: "w2"})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Invoke(ctx, agent.Input{}, agent.WithCheckpoints(saver, "w"), agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "w1"})); !errors.As(err, &de) {
+		t.Errorf("decisions on a finished thread: %v", err)
+	}
+}
+
+// TestSubagentResultCountsItsOwnCheckpoints: parallel subagents each report
+// the checkpoints they saved, the parent those of the whole run; a deep
+// read of a top-level run finds its subagents whatever the root is named.
+func TestSubagentResultCountsItsOwnCheckpoints(t *testing.T) {
+	ctx := context.Background()
+	saver := checkpoint.NewMemory(0)
+	a := durableAgent(t, `{
+	  "parent": [
+	    {"tool_calls": [{"id": "t1", "name": "task", "args": {"description": "one", "subagent_type": "general-purpose"}},
+	                    {"id": "t2", "name": "task", "args": {"description": "two", "subagent_type": "general-purpose"}}]},
+	    {"content": "done"}],
+	  "general-purpose": {"cases": [
+	    {"match": "one", "steps": [{"tool_calls": [{"id": "l1", "name": "ls", "args": {}}]}, {"tool_calls": [{"id": "l2", "name": "ls", "args": {}}]}, {"content": "1"}]},
+	    {"match": "two", "steps": [{"content": "2"}]}]}}`, deepagents.Config{})
+	res, err := a.Invoke(ctx, agent.Prompt("go"), agent.WithCheckpoints(saver, "cc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := saver.List(ctx, checkpoint.ListOptions{ThreadID: "cc", AllNamespaces: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	per := map[string]int{}
+	for _, c := range all {
+		per[c.NS]++
+	}
+	if res.Checkpoints != len(all) {
+		t.Errorf("the parent reports %d checkpoints; %d are stored", res.Checkpoints, len(all))
+	}
+	for id, kid := range res.Children {
+		if kid.Checkpoints != per[kid.Agent] || kid.Checkpoints == 0 {
+			t.Errorf("subagent %s reports %d checkpoints; its namespace holds %d", id, kid.Checkpoints, per[kid.Agent])
+		}
+	}
+}

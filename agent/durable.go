@@ -120,6 +120,7 @@ type durable struct {
 	usage  llm.Usage
 	values map[string]json.RawMessage // set since the last save
 	kids   map[string]*Result         // children finished since the last save
+	own    int                        // checkpoints this run saved itself
 	// legacyKids: the thread's state holds its finished children the way
 	// databases written before did, all under childrenValue.
 	legacyKids bool
@@ -281,6 +282,7 @@ func (r *run) save(ctx context.Context, source string, status Status, runErr err
 		return fmt.Errorf("saving checkpoint %d of thread %q: %w", st.Step, d.thread, err)
 	}
 	d.count.Add(1)
+	d.own++
 	d.seq, d.last, d.msgs = st.Step, st.ID, len(r.state.Messages)
 	d.usage, d.values, d.kids = llm.Usage{}, nil, nil
 	return nil
@@ -411,7 +413,9 @@ func LoadRunState(ctx context.Context, saver checkpoint.Saver, thread string, pa
 			seen := map[string]bool{}
 			for _, k := range kids {
 				kp, err := ParsePath(k.NS)
-				if k.NS == "" || err != nil || !kp.Parent().Equal(path) || seen[k.NS] {
+				// The parent is known by its namespace: a top-level run's is
+				// "" whatever name the path gives the root.
+				if k.NS == "" || err != nil || nsOf(kp.Parent()) != ns || seen[k.NS] {
 					continue
 				}
 				seen[k.NS] = true
@@ -790,7 +794,7 @@ func (r *run) open(ctx context.Context) (pending *StepState, done bool, status S
 	rs, err := LoadRunState(ctx, d.saver, d.thread, r.path, false)
 	if errors.Is(err, checkpoint.ErrNotFound) {
 		if len(input) == 0 {
-			return nil, true, StatusError, fmt.Errorf("thread %q has no run to resume; start it with a message", d.thread)
+			return nil, true, StatusError, fmt.Errorf("thread %q has no run to resume; start it with a message (%w)", d.thread, err)
 		}
 		if len(r.decisions) > 0 && !d.nested {
 			return nil, true, StatusError, &DecisionError{Msg: fmt.Sprintf("thread %q has no calls waiting for a decision", d.thread)}
@@ -833,6 +837,10 @@ func (r *run) open(ctx context.Context) (pending *StepState, done bool, status S
 		r.resumed(rs)
 		return rs.InProgress, false, "", nil
 	}
+	if unfinished && len(input) > 0 && len(r.decisions) > 0 {
+		return nil, true, StatusError, &DecisionError{Msg: fmt.Sprintf("thread %q: decisions go with a resume, which sends no message; "+
+			"a new message instead closes the waiting calls unanswered. Send one or the other", d.thread)}
+	}
 	if unfinished && len(input) > 0 {
 		// New input on a run that was cut off or waits for approval: the
 		// person moved on. The step in progress is closed (finished calls
@@ -861,11 +869,11 @@ func (r *run) open(ctx context.Context) (pending *StepState, done bool, status S
 		r.resumed(rs)
 		return rs.InProgress, false, "", nil
 	}
+	if len(r.decisions) > 0 {
+		return nil, true, StatusError, &DecisionError{Msg: fmt.Sprintf("thread %q has no calls waiting for a decision (its last run ended %s)", d.thread, rs.Status)}
+	}
 	if len(input) == 0 {
 		return nil, true, StatusError, fmt.Errorf("thread %q has no unfinished run to resume (its last run ended %s); send a new message instead", d.thread, rs.Status)
-	}
-	if len(r.decisions) > 0 {
-		return nil, true, StatusError, &DecisionError{Msg: fmt.Sprintf("thread %q has no calls waiting for a decision", d.thread)}
 	}
 	r.restore(rs)
 	return r.newTurn(ctx, input)

@@ -278,6 +278,20 @@ func (r *run) loop(parent context.Context) {
 				strings.Join(r.a.dropped, ", "), isAre(len(r.a.dropped)))}})
 	}
 	var pending *StepState
+	if r.ck != nil && r.ck.saver == nil {
+		r.end(parent, StatusError, errors.New("WithCheckpoints was given no saver"))
+		return
+	}
+	if r.ck == nil {
+		switch {
+		case len(r.decisions) > 0:
+			r.end(parent, StatusError, &DecisionError{Msg: "decisions answer the waiting calls of a thread: resume it with WithCheckpoints"})
+			return
+		case len(r.state.Messages) == 0:
+			r.end(parent, StatusError, errors.New("the run has no input: give it a message (or resume a thread with WithCheckpoints)"))
+			return
+		}
+	}
 	if r.ck != nil {
 		if !r.ck.nested {
 			stop, err := r.lease(ctx)
@@ -372,7 +386,15 @@ func (r *run) result(status Status, err error) *Result {
 	}
 	if r.ck != nil {
 		res.Thread = r.ck.thread
-		res.Checkpoints = int(r.ck.count.Load())
+		res.Checkpoints = int(r.ck.count.Load()) // the whole tree's, for a top-level run
+		if r.ck.nested {
+			// A subagent's own and its subagents': the tree's counter is
+			// shared with its siblings.
+			res.Checkpoints = r.ck.own
+			for _, c := range r.children {
+				res.Checkpoints += c.Checkpoints
+			}
+		}
 	}
 	res.Usage = r.totalUsage()
 	res.UsageByAgent = map[string]llm.Usage{r.where: r.usage}
@@ -391,6 +413,9 @@ func (r *run) result(status Status, err error) *Result {
 		}
 		for id, kid := range r.held {
 			res.Children[id] = kid
+			if r.ck != nil && r.ck.nested {
+				res.Checkpoints += kid.Checkpoints
+			}
 			res.Usage = res.Usage.Add(kid.Usage)
 			for p, u := range kid.UsageByAgent {
 				res.UsageByAgent[p] = res.UsageByAgent[p].Add(u)
