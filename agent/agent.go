@@ -9,9 +9,9 @@
 // result.
 //
 // A run that does not end with StatusOK always returns an error next to its
-// Result: a *RunError wrapping ErrFailed, ErrLimit, ErrCancelled or
-// ErrRefused, so
-// checking err alone never mistakes a cut-off run for a finished one.
+// Result: a *RunError wrapping ErrFailed, ErrLimit, ErrCancelled,
+// ErrRefused or ErrInterrupted, so checking err alone never mistakes a
+// cut-off run for a finished one.
 // Assembly problems are *ConfigError values.
 //
 // Where things are: agent.go assembles an Agent (Config, Middleware, State,
@@ -380,7 +380,7 @@ type Status string
 
 // Run statuses. Every status but StatusOK comes with an error that wraps
 // its sentinel: StatusError ErrFailed, StatusLimit ErrLimit, StatusCancelled
-// ErrCancelled, StatusRefused ErrRefused.
+// ErrCancelled, StatusRefused ErrRefused, StatusInterrupted ErrInterrupted.
 const (
 	StatusOK        Status = "ok"
 	StatusError     Status = "error"
@@ -473,7 +473,7 @@ type Result struct {
 
 // Err returns nil for a run that ended with StatusOK and otherwise the same
 // error Invoke returned: a *RunError that wraps ErrFailed, ErrLimit,
-// ErrCancelled or ErrRefused and the cause. For a Result that was built or decoded rather
+// ErrCancelled, ErrRefused or ErrInterrupted, and the cause. For a Result that was built or decoded rather
 // than returned by a run, the error is made from Status and Error.
 func (r *Result) Err() error {
 	if r == nil || r.Status == StatusOK || r.Status == "" {

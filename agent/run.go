@@ -95,7 +95,7 @@ func (a *Agent) Run(ctx context.Context, in Input, opts ...RunOption) iter.Seq2[
 
 // Invoke runs to the end and returns the result. The error is nil only when
 // the run ended with StatusOK; otherwise it is Result.Err(), which wraps
-// ErrFailed, ErrLimit, ErrCancelled or ErrRefused. A result is returned whenever the run
+// ErrFailed, ErrLimit, ErrCancelled, ErrRefused or ErrInterrupted. A result is returned whenever the run
 // started, so the work of a cut-off run is never lost.
 func (a *Agent) Invoke(ctx context.Context, in Input, opts ...RunOption) (*Result, error) {
 	return Drain(a.Run(ctx, in, opts...), nil)
