@@ -81,8 +81,7 @@ func (p *progressPrinter) notice(ev agent.Event, text string) {
 }
 
 func (p *progressPrinter) summary(res *agent.Result, transcript string) {
-	// "1 rounds" stays until reasoning_test.go, which expects it, is changed.
-	fmt.Fprintf(p.w, "%s done: %s · %d rounds · %s", p.stamp(), res.Status, res.Rounds, tokensText(res.Usage))
+	fmt.Fprintf(p.w, "%s done: %s · %s · %s", p.stamp(), res.Status, count(res.Rounds, "round"), tokensText(res.Usage))
 	if len(res.Changed) > 0 {
 		fmt.Fprintf(p.w, " · changed %s", strings.Join(res.Changed, ", "))
 	}

@@ -196,7 +196,7 @@ func TestUsageShowsThinkingCacheAndUnknown(t *testing.T) {
 	progress := errb.String()
 	for _, want := range []string{
 		"parent thought, then answered · 2.0k tokens in (1.5k cached, 300 written to the cache), 900 out (700 thinking) so far",
-		"done: ok · 1 rounds · 2.0k tokens in (1.5k cached, 300 written to the cache), 900 out (700 thinking)",
+		"done: ok · 1 round · 2.0k tokens in (1.5k cached, 300 written to the cache), 900 out (700 thinking)",
 	} {
 		if !strings.Contains(progress, want) {
 			t.Errorf("progress lacks %q:\n%s", want, progress)
