@@ -56,6 +56,10 @@ func TestResumeErrorsSayWhy(t *testing.T) {
 		"command": map[string]any{"resume": []any{approve, approve}}}, 422, "2 decisions for 1 waiting call", "write_file write_1")
 	h.wantError("POST", "/threads/waits/runs", map[string]any{"assistant_id": "researcher", "input": msg("hi"),
 		"command": map[string]any{"resume": []any{approve}}}, 422, "not both")
+	// An edit whose arguments do not fit write_file is refused before a
+	// run starts.
+	h.wantError("POST", "/threads/waits/runs", map[string]any{"assistant_id": "researcher",
+		"command": map[string]any{"resume": []any{map[string]any{"type": "edit", "args": map[string]any{"file_path": 5}}}}}, 422, "do not fit write_file")
 	var runs []Run
 	h.json("GET", "/threads/waits/runs?limit=100", nil, 200, &runs)
 	if len(runs) != 1 {

@@ -199,7 +199,7 @@ func (s *Server) submit(r *http.Request) (*liveRun, error) {
 		if err != nil {
 			return nil, errf(http.StatusUnprocessableEntity, "%v", err)
 		}
-		if err := agent.CheckDecisions(decisions, rs.Loop.Interrupts); err != nil {
+		if err := asst.Spec.Agent.CheckDecisions(decisions, rs.Loop.Interrupts); err != nil {
 			return nil, errf(http.StatusUnprocessableEntity, "%v", err)
 		}
 	}
