@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/checkpoint"
 )
 
 // BenchmarkDurable runs the phases of durable mode (an SQLite store on a
@@ -41,5 +42,42 @@ func BenchmarkDurable(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*c.calls), "ns/round")
 			b.ReportMetric(float64((cpuTime()-c0).Nanoseconds())/float64(b.N*c.calls), "cpu-ns/round")
 		})
+	}
+}
+
+// BenchmarkDurableMemory runs the same phases on the in-memory saver and
+// with no checkpoints at all (saver "none"): the difference between the
+// two is what the agent's own bookkeeping of a durable run costs (building
+// the steps, encoding the values and results), apart from any store.
+func BenchmarkDurableMemory(b *testing.B) {
+	for _, c := range []struct {
+		task  string
+		calls int
+	}{{"seq 50", 51}, {"fan 1", 2 + 3}, {"fan 8", 2 + 3*8}} {
+		for _, saver := range []string{"none", "memory"} {
+			b.Run(c.task+"/"+saver, func(b *testing.B) {
+				a, m, err := NewAgentFor(Options{K: 200, Fanouts: []int{1, 8}, SubRounds: 3}.norm())
+				if err != nil {
+					b.Fatal(err)
+				}
+				mem := checkpoint.NewMemory(0)
+				b.ReportAllocs()
+				c0 := cpuTime()
+				i := 0
+				for b.Loop() {
+					i++
+					m.Reset()
+					var opts []agent.RunOption
+					if saver == "memory" {
+						opts = append(opts, agent.WithCheckpoints(mem, fmt.Sprintf("b-%d", i)))
+					}
+					res, err := a.Invoke(b.Context(), agent.Prompt(c.task), opts...)
+					if err != nil || res.Status != agent.StatusOK {
+						b.Fatalf("%v %v", err, res.Status)
+					}
+				}
+				b.ReportMetric(float64((cpuTime()-c0).Nanoseconds())/float64(b.N*c.calls), "cpu-ns/round")
+			})
+		}
 	}
 }
