@@ -587,7 +587,7 @@ func TestLeaseRefusesASecondRun(t *testing.T) {
 	}()
 	<-b.started
 	_, err := a.Invoke(ctx, agent.Prompt("me too"), agent.WithCheckpoints(saver, "busy"))
-	if err == nil || !strings.Contains(err.Error(), "is being run by another process") || !errors.Is(err, checkpoint.ErrLeased) {
+	if err == nil || !strings.Contains(err.Error(), "is being run by another run of this process") || !errors.Is(err, checkpoint.ErrLeased) {
 		t.Fatalf("second run on a held thread: %v", err)
 	}
 	other := durableAgent(t, `{"parent": [{"content": "free"}]}`, deepagents.Config{})
@@ -1558,5 +1558,30 @@ func TestSubagentResultCountsItsOwnCheckpoints(t *testing.T) {
 		if kid.Checkpoints != per[kid.Agent] || kid.Checkpoints == 0 {
 			t.Errorf("subagent %s reports %d checkpoints; its namespace holds %d", id, kid.Checkpoints, per[kid.Agent])
 		}
+	}
+}
+
+// TestDecisionErrorsNameWhatIsWrong: an edit naming another tool than its
+// call's is refused; a decision that fits no waiting call lists them with
+// their agents when an id waits in two.
+func TestDecisionErrorsNameWhatIsWrong(t *testing.T) {
+	waiting := []agent.Interrupt{
+		{Path: "parent", CallID: "c", Tool: "write_file", Allowed: agent.AllDecisions},
+		{Path: "parent / general-purpose#t1", CallID: "c", Tool: "edit_file", Allowed: agent.AllDecisions},
+	}
+	ds, err := agent.ParseDecisions([]byte(`[{"type": "edit", "call_id": "c", "path": "parent", "edited_action": {"name": "delete", "args": {"file_path": "/a"}}}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := agent.CheckDecisions(ds, waiting); err == nil || !strings.Contains(err.Error(), "names tool delete, but the call is a write_file call") {
+		t.Errorf("an edit naming another tool: %v", err)
+	}
+	err = agent.CheckDecisions([]agent.Decision{{Type: agent.Approve, CallID: "c", Path: "elsewhere"}}, waiting)
+	if err == nil || !strings.Contains(err.Error(), "waiting: c (in parent), c (in parent / general-purpose#t1)") {
+		t.Errorf("no match: %v", err)
+	}
+	ds[0].Tool = "write_file"
+	if err := agent.CheckDecisions(ds, waiting); err != nil {
+		t.Errorf("an edit naming its own tool: %v", err)
 	}
 }

@@ -84,6 +84,10 @@ type Decision struct {
 	Path    string          `json:"path,omitempty"`
 	Args    json.RawMessage `json:"args,omitempty"`
 	Message string          `json:"message,omitempty"`
+	// Tool, when set, is the tool an edit names (LangChain's
+	// edited_action.name): it must be the call's own, since an edit changes
+	// the arguments only.
+	Tool string `json:"tool,omitempty"`
 }
 
 // UnmarshalJSON accepts a decision in our shape or in LangChain's, where an
@@ -109,6 +113,9 @@ func (d *Decision) UnmarshalJSON(b []byte) error {
 	*d = Decision{Type: raw.Type, CallID: raw.CallID, Path: raw.Path, Args: raw.Args, Message: raw.Message}
 	if d.CallID == "" {
 		d.CallID = raw.ID
+	}
+	if ea := raw.EditedAction; ea != nil {
+		d.Tool = ea.Name
 	}
 	if ea := raw.EditedAction; ea != nil && len(d.Args) == 0 {
 		d.Args = ea.Args

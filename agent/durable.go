@@ -693,6 +693,13 @@ func holderName() string {
 	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b[:]))
 }
 
+// ownHolder reports whether holder names this very process.
+func ownHolder(holder string) bool {
+	parts := strings.Split(holder, "/")
+	host, _ := os.Hostname()
+	return len(parts) == 3 && parts[0] == host && parts[1] == strconv.Itoa(os.Getpid())
+}
+
 // deadLocalHolder reports whether holder names a process on this host that
 // no longer exists, so its lease need not run out first.
 func deadLocalHolder(holder string) bool {
@@ -727,8 +734,12 @@ func (r *run) lease(ctx context.Context) (stop func(), err error) {
 	}
 	if err != nil {
 		if errors.As(err, &le) {
-			return nil, &busyError{msg: fmt.Sprintf("thread %q is being run by another process (%s) until %s; wait for it to finish or for its lease to expire",
-				d.thread, le.Holder, le.Expires.UTC().Format(time.RFC3339)), err: err}
+			who := "another process"
+			if ownHolder(le.Holder) {
+				who = "another run of this process"
+			}
+			return nil, &busyError{msg: fmt.Sprintf("thread %q is being run by %s (%s) until %s; wait for it to finish or for its lease to expire",
+				d.thread, who, le.Holder, le.Expires.UTC().Format(time.RFC3339)), err: err}
 		}
 		return nil, fmt.Errorf("taking thread %q: %w", d.thread, err)
 	}
@@ -1041,13 +1052,24 @@ func CheckDecisions(ds []Decision, waiting []Interrupt) error {
 		}
 		if match == nil {
 			ids := make([]string, 0, len(waiting))
+			seen := map[string]int{}
 			for _, w := range waiting {
-				ids = append(ids, w.CallID)
+				seen[w.CallID]++
+			}
+			for _, w := range waiting {
+				if seen[w.CallID] > 1 {
+					ids = append(ids, w.CallID+" (in "+w.Path+")") // one id in two agents
+				} else {
+					ids = append(ids, w.CallID)
+				}
 			}
 			if len(ids) == 0 {
 				return &DecisionError{Msg: fmt.Sprintf("no call is waiting for a decision, so the decision for %q cannot be taken", d.CallID)}
 			}
 			return &DecisionError{Msg: fmt.Sprintf("no call %q is waiting for a decision; waiting: %s", d.CallID, strings.Join(ids, ", "))}
+		}
+		if d.Tool != "" && d.Tool != match.Tool {
+			return &DecisionError{Msg: fmt.Sprintf("the edit of call %q names tool %s, but the call is a %s call; an edit changes the arguments only", d.CallID, d.Tool, match.Tool)}
 		}
 		key := match.Path + "\x00" + match.CallID
 		if seen[key] {

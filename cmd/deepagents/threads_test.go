@@ -512,7 +512,7 @@ func TestSecondRunOnAThreadIsRefused(t *testing.T) {
 	<-entered
 	code, _, errs := runCLIIn(t, strings.NewReader(""), "run", "-p", "two", "--model", "openai:gpt-test", "--thread", "shared")
 	close(release)
-	if code != 1 || !strings.Contains(errs, `thread "shared" is being run by another process (`) {
+	if code != 1 || !strings.Contains(errs, `thread "shared" is being run by another`) {
 		t.Errorf("second run: exit %d: %s", code, errs)
 	}
 	r := <-first
@@ -689,7 +689,7 @@ func TestOnlyARunThatSavedWritesTheTranscript(t *testing.T) {
 	code, _, errs = runCLIIn(t, strings.NewReader(""), "run", "-p", "refused", "--model", "openai:gpt-test", "--thread", "T5")
 	_, statErr := os.Stat(filepath.Join(dir, "T5.json"))
 	close(release)
-	if code != 1 || !strings.Contains(errs, "is being run by another process") {
+	if code != 1 || !strings.Contains(errs, "is being run by another") {
 		t.Errorf("second run: exit %d: %s", code, errs)
 	}
 	if statErr == nil {
