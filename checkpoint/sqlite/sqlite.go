@@ -15,6 +15,8 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -225,6 +227,15 @@ var SchemaVersion = len(migrations)
 func Open(path string, opts Options) (*Saver, error) {
 	if path == "" {
 		return nil, errors.New("sqlite checkpoint store: no database path given")
+	}
+	// SQLite says only "unable to open database file" when the directory
+	// is missing or not one.
+	if dir := filepath.Dir(path); dir != "" {
+		if st, err := os.Stat(dir); err != nil {
+			return nil, fmt.Errorf("sqlite checkpoint store %s: its directory: %w", path, err)
+		} else if !st.IsDir() {
+			return nil, fmt.Errorf("sqlite checkpoint store %s: %s is not a directory", path, dir)
+		}
 	}
 	busy := opts.BusyTimeout
 	if busy <= 0 {

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -99,6 +101,19 @@ func TestOpenRefuses(t *testing.T) {
 	}
 	if _, err := sqlite.Open(filepath.Join(dir, "x.db"), sqlite.Options{Synchronous: "sometimes"}); err == nil || !strings.Contains(err.Error(), "FULL, NORMAL, OFF") {
 		t.Errorf("bad synchronous: %v", err)
+	}
+	if _, err := sqlite.Open(filepath.Join(dir, "missing", "x.db"), sqlite.Options{}); !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "its directory") {
+		t.Errorf("missing directory: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "missing")); err == nil {
+		t.Error("opening made the missing directory")
+	}
+	file := filepath.Join(dir, "plain")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sqlite.Open(filepath.Join(file, "x.db"), sqlite.Options{}); err == nil || !strings.Contains(err.Error(), "not a directory") {
+		t.Errorf("a file for a directory: %v", err)
 	}
 	// A database from a newer build is refused, not damaged.
 	path := filepath.Join(dir, "newer.db")
