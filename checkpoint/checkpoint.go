@@ -288,6 +288,30 @@ func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
 }
 
+// CheckListOptions checks what List is given: a valid thread id and a limit
+// that is not negative. Savers call it first.
+func CheckListOptions(o ListOptions) error {
+	if err := ValidateThreadID(o.ThreadID); err != nil {
+		return err
+	}
+	if o.Limit < 0 {
+		return fmt.Errorf("%w: limit %d is negative", ErrInvalid, o.Limit)
+	}
+	return nil
+}
+
+// CheckPruneOptions checks what Prune is given: a valid thread id and a
+// keep-last count that is not negative. Savers call it first.
+func CheckPruneOptions(threadID string, o PruneOptions) error {
+	if err := ValidateThreadID(threadID); err != nil {
+		return err
+	}
+	if o.KeepLast < 0 {
+		return fmt.Errorf("%w: keep-last %d is negative", ErrInvalid, o.KeepLast)
+	}
+	return nil
+}
+
 // ValidateThreadID refuses empty, over-long or non-UTF-8 thread ids.
 func ValidateThreadID(id string) error {
 	return validID("thread id", id, MaxThreadIDLen)

@@ -238,7 +238,7 @@ func (m *Memory) List(ctx context.Context, opts ListOptions) ([]Checkpoint, erro
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := ValidateThreadID(opts.ThreadID); err != nil {
+	if err := CheckListOptions(opts); err != nil {
 		return nil, err
 	}
 	m.mu.Lock()
@@ -412,7 +412,7 @@ func (m *Memory) Prune(ctx context.Context, threadID string, opts PruneOptions) 
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := ValidateThreadID(threadID); err != nil {
+	if err := CheckPruneOptions(threadID, opts); err != nil {
 		return err
 	}
 	m.mu.Lock()

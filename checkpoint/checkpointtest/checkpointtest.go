@@ -249,6 +249,12 @@ func testInvalidInput(t *testing.T, s checkpoint.Saver) {
 	if _, err := s.List(ctx, checkpoint.ListOptions{}); !errors.Is(err, checkpoint.ErrInvalid) {
 		t.Errorf("list without thread: %v", err)
 	}
+	if _, err := s.List(ctx, checkpoint.ListOptions{ThreadID: "t", Limit: -1}); !errors.Is(err, checkpoint.ErrInvalid) {
+		t.Errorf("list with a negative limit: %v", err)
+	}
+	if err := s.Prune(ctx, "t", checkpoint.PruneOptions{KeepLast: -3}); !errors.Is(err, checkpoint.ErrInvalid) {
+		t.Errorf("prune keeping a negative count: %v", err)
+	}
 	// Nothing bad was stored.
 	cs, err := s.List(ctx, checkpoint.ListOptions{ThreadID: "t", AllNamespaces: true})
 	if err != nil || !cmp.Equal(ids(cs), []string{cpID(1)}) {

@@ -121,11 +121,8 @@ func (s *Saver) List(ctx context.Context, opts checkpoint.ListOptions) ([]checkp
 	if err := s.check(ctx); err != nil {
 		return nil, err
 	}
-	if err := checkpoint.ValidateThreadID(opts.ThreadID); err != nil {
+	if err := checkpoint.CheckListOptions(opts); err != nil {
 		return nil, err
-	}
-	if opts.Limit < 0 {
-		return nil, fmt.Errorf("%w: limit %d is negative", checkpoint.ErrInvalid, opts.Limit)
 	}
 	ctx, cancel := s.db.call(ctx)
 	defer cancel()
@@ -280,11 +277,8 @@ func (s *Saver) Prune(ctx context.Context, threadID string, opts checkpoint.Prun
 	if err := s.check(ctx); err != nil {
 		return err
 	}
-	if err := checkpoint.ValidateThreadID(threadID); err != nil {
+	if err := checkpoint.CheckPruneOptions(threadID, opts); err != nil {
 		return err
-	}
-	if opts.KeepLast < 0 {
-		return fmt.Errorf("%w: keep-last %d is negative", checkpoint.ErrInvalid, opts.KeepLast)
 	}
 	if opts.KeepLast == 0 && opts.Before == "" {
 		return nil

@@ -745,7 +745,7 @@ func (s *Saver) List(ctx context.Context, opts checkpoint.ListOptions) ([]checkp
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := checkpoint.ValidateThreadID(opts.ThreadID); err != nil {
+	if err := checkpoint.CheckListOptions(opts); err != nil {
 		return nil, err
 	}
 	var out []checkpoint.Checkpoint
@@ -798,7 +798,7 @@ func (s *Saver) Prune(ctx context.Context, threadID string, opts checkpoint.Prun
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := checkpoint.ValidateThreadID(threadID); err != nil {
+	if err := checkpoint.CheckPruneOptions(threadID, opts); err != nil {
 		return err
 	}
 	return s.writeTx(ctx, func(q querier) error {
