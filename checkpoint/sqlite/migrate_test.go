@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -384,5 +385,33 @@ func TestMigrateFromSchema2(t *testing.T) {
 	cs, err = s.List(ctx, checkpoint.ListOptions{ThreadID: "a", AllNamespaces: true, Before: "a-4"})
 	if err != nil || len(cs) != 5 || cs[0].ID != "a-3" {
 		t.Errorf("thread a before a-4: %v %v", cs, err)
+	}
+}
+
+// Savers opening a new file at the same time (processes started together)
+// set up its schema once: none fails on tables another has just made.
+func TestConcurrentOpensMigrateOnce(t *testing.T) {
+	for round := range 5 {
+		path := filepath.Join(t.TempDir(), "state.db")
+		const n = 6
+		errs := make(chan error, n)
+		var start sync.WaitGroup
+		start.Add(1)
+		for range n {
+			go func() {
+				start.Wait()
+				s, err := Open(path, Options{})
+				if err == nil {
+					err = s.Close()
+				}
+				errs <- err
+			}()
+		}
+		start.Done()
+		for range n {
+			if err := <-errs; err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
 	}
 }

@@ -328,9 +328,25 @@ func (s *Saver) migrate(ctx context.Context) error {
 		return fmt.Errorf("the database has schema version %d; this build knows versions up to %d (upgrade deepagents)", v, len(migrations))
 	}
 	for i := v; i < len(migrations); i++ {
-		tx, err := s.w.BeginTx(ctx, nil)
+		tx, err := s.w.BeginTx(ctx, nil) // BEGIN IMMEDIATE: the write lock
 		if err != nil {
 			return err
+		}
+		// Another process opening the file at the same time may have
+		// migrated it while this one waited for the lock: what it did is
+		// not done twice.
+		var now int
+		if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&now); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("read schema version: %w", err)
+		}
+		if now > i {
+			tx.Rollback()
+			if now > len(migrations) {
+				return fmt.Errorf("the database has schema version %d; this build knows versions up to %d (upgrade deepagents)", now, len(migrations))
+			}
+			i = now - 1
+			continue
 		}
 		if _, err := tx.ExecContext(ctx, migrations[i].sql); err != nil {
 			tx.Rollback()
