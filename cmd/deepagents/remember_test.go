@@ -136,3 +136,21 @@ func FuzzGivenFlags(f *testing.F) {
 		})
 	})
 }
+
+// A thread id with control characters is refused for new runs, and shown
+// quoted by listings.
+func TestThreadIDsWithControlCharacters(t *testing.T) {
+	runEnv(t, nil)
+	for _, id := range []string{"a\tb", "x\x1b[31m", "line\nbreak"} {
+		code, _, errs := runCLI(t, "run", "-p", "hi", "--model", "openai:gpt-test", "--thread", id)
+		if code != 2 || !strings.Contains(errs, "control character") {
+			t.Errorf("--thread %q: exit %d: %s", id, code, errs)
+		}
+	}
+	if got := printableID("x\x1b[31m"); got != `"x\x1b[31m"` {
+		t.Errorf("printableID = %s", got)
+	}
+	if got := printableID("plain-id"); got != "plain-id" {
+		t.Errorf("printableID = %s", got)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/deepagents-go/deepagents/agent"
@@ -171,6 +172,9 @@ func (f *runFlags) check(fs *flag.FlagSet) error {
 	if f.set["thread"] {
 		if err := checkpoint.ValidateThreadID(f.thread); err != nil {
 			return fmt.Errorf("--thread: %w", err)
+		}
+		if i := strings.IndexFunc(f.thread, unicode.IsControl); i >= 0 {
+			return fmt.Errorf("--thread: %q holds a control character, which would garble listings", f.thread)
 		}
 	}
 	if f.set["interrupt-on"] {

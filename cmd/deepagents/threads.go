@@ -13,10 +13,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/checkpoint"
@@ -201,7 +203,7 @@ func threadsList(ctx context.Context, saver checkpoint.Saver, f threadsFlags, st
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tUPDATED\tSTATUS\tSTEPS\tTOKENS\tTITLE")
 	for _, t := range ts {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", t.ID, t.Updated.Local().Format("2006-01-02 15:04"), t.Status, t.Steps, short(t.Tokens), oneLine(t.Title, 60))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", printableID(t.ID), t.Updated.Local().Format("2006-01-02 15:04"), t.Status, t.Steps, short(t.Tokens), oneLine(t.Title, 60))
 	}
 	_ = tw.Flush()
 	return exitOK
@@ -830,4 +832,14 @@ func saveTranscript(ctx context.Context, w *runWatch, dir, model string, res *ag
 func transcriptHolder() string {
 	host, _ := os.Hostname()
 	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), newThreadID()[16:])
+}
+
+// printableID is a thread id as a listing shows it: quoted when it holds
+// control characters (a thread made before 'run' refused them, or by
+// another client), so that it cannot garble the terminal or the table.
+func printableID(id string) string {
+	if strings.IndexFunc(id, unicode.IsControl) >= 0 {
+		return strconv.Quote(id)
+	}
+	return id
 }
