@@ -1326,6 +1326,25 @@ func TestNewInputClosesACutOffCall(t *testing.T) {
 	if got := toolResult(res.State.Messages, "h"); !strings.Contains(got, "was cut off") || !strings.Contains(got, "file changes were not kept") || strings.Contains(got, "never ran") {
 		t.Fatalf("the cut-off call's result %q", got)
 	}
+
+	// The same for a call a person approved, cut off while it ran.
+	gated := durableAgent(t, `{"parent": [{"tool_calls": [{"id": "h", "name": "hang", "args": {}}]}, {"content": "moved on"}]}`,
+		deepagents.Config{Tools: []tool.Tool{hang}, InterruptOn: map[string]agent.Approval{"hang": {}}})
+	if _, err := gated.Invoke(ctx, agent.Prompt("first"), agent.WithCheckpoints(saver, "cut2")); !errors.Is(err, agent.ErrInterrupted) {
+		t.Fatal(err)
+	}
+	cctx, cancel = context.WithCancel(ctx)
+	cut = cancel
+	if _, err := gated.Invoke(cctx, agent.Input{}, agent.WithCheckpoints(saver, "cut2"), agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "h"})); err == nil {
+		t.Fatal("the cut-off resume ended well")
+	}
+	res, err = gated.Invoke(ctx, agent.Prompt("something else"), agent.WithCheckpoints(saver, "cut2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := toolResult(res.State.Messages, "h"); !strings.Contains(got, "was cut off") || strings.Contains(got, "did not run") {
+		t.Fatalf("the approved, cut-off call's result %q", got)
+	}
 }
 
 // cancelOnPut cancels the run as its nth put starts, so that the put sees

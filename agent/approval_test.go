@@ -17,7 +17,7 @@ func TestParseDecisions(t *testing.T) {
 		{name: "list", in: `[{"type":"approve","call_id":"c1"},{"type":"reject","call_id":"c2","message":"no"}]`,
 			want: []agent.Decision{{Type: "approve", CallID: "c1"}, {Type: "reject", CallID: "c2", Message: "no"}}},
 		{name: "langchain object", in: `{"decisions":[{"type":"edit","id":"c3","edited_action":{"name":"write_file","args":{"a":1}}}]}`,
-			want: []agent.Decision{{Type: "edit", CallID: "c3", Args: json.RawMessage(`{"a":1}`)}}},
+			want: []agent.Decision{{Type: "edit", CallID: "c3", Args: json.RawMessage(`{"a":1}`), Tool: "write_file"}}},
 		{name: "older clients say arguments", in: `[{"type":"edit","call_id":"c4","edited_action":{"arguments":{"b":2}}}]`,
 			want: []agent.Decision{{Type: "edit", CallID: "c4", Args: json.RawMessage(`{"b":2}`)}}},
 		{name: "path narrows", in: `[{"type":"approve","call_id":"c","path":"parent / general-purpose#t1"}]`,

@@ -501,6 +501,13 @@ func (a *Agent) checkEdits(ds []Decision, waiting []Interrupt, path string) erro
 	return nil
 }
 
+// decidedToRun reports whether a person approved or edited the call: it
+// was then started, whatever the run did after.
+func decidedToRun(st *StepState, id string) bool {
+	d, ok := st.Decided[id]
+	return ok && (d.Type == Approve || d.Type == Edit)
+}
+
 // dropAnswered leaves out of an interrupted run's waiting calls those that
 // have been answered since it stopped: a resume that took their decisions
 // was cut off before the run's next checkpoint. Such a run is no longer
@@ -951,7 +958,7 @@ func (r *run) closeStep(ctx context.Context, rs *RunState) error {
 				r.addChild(c.ID, oc.Child)
 			}
 			continue
-		case waiting:
+		case waiting && !decidedToRun(st, c.ID):
 			results[i] = tool.Errorf("Error: this %s call waited for a person's approval, but they sent a new message instead, so it did not run.", c.Name)
 		default:
 			results[i] = tool.Errorf("%s", cutOffResult(c, r.ck.keeps))
@@ -966,7 +973,7 @@ func (r *run) closeStep(ctx context.Context, rs *RunState) error {
 	r.applyState(results)
 	r.ck.stepCP = ""
 	r.emit(Event{Type: Notice, Notice: &NoticeInfo{Source: "history", Count: open,
-		Text: fmt.Sprintf("new input on an unfinished run: its last step was closed; %d of its %d tool calls had not finished and did not run", open, len(st.Calls))}})
+		Text: fmt.Sprintf("new input on an unfinished run: its last step was closed; %d of its %d tool calls had not finished and were closed without a result", open, len(st.Calls))}})
 	return nil
 }
 
