@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -23,8 +24,13 @@ import (
 // the directory, no gate on calls the person had gated.
 
 // settingsKey is the checkpoint metadata key of a turn's flags: a JSON list
-// of [name, value] pairs in the order given.
-const settingsKey = "deepagents.flags"
+// of [name, value] pairs in the order given; dirKey's is the directory the
+// turn was started in, whose project files (deepagents.toml, agent files,
+// skills, AGENTS.md) shaped its agent.
+const (
+	settingsKey = "deepagents.flags"
+	dirKey      = "deepagents.dir"
+)
 
 // notRemembered are the agent flags that say how this one command shows
 // its outcome or reaches the thread, not how the agent is built; and the
@@ -106,40 +112,52 @@ func absFlag(name, value string) string {
 	return at + value
 }
 
-// settingsMetadata is the metadata that saves flags with a turn's input.
+// settingsMetadata is the metadata that saves flags, and the working
+// directory, with a turn's input.
 func settingsMetadata(flags [][2]string) map[string]string {
-	if len(flags) == 0 {
-		return nil
+	if flags == nil {
+		flags = [][2]string{}
 	}
 	b, _ := json.Marshal(flags)
-	return map[string]string{settingsKey: string(b)}
+	md := map[string]string{settingsKey: string(b)}
+	if wd, err := os.Getwd(); err == nil {
+		md[dirKey] = wd
+	}
+	return md
 }
 
 // turnSettings reads the flags the thread's current turn was started with:
 // those of its newest input checkpoint. ok is false when the thread has no
 // such record (unknown, or started before threads remembered flags).
-func turnSettings(ctx context.Context, saver checkpoint.Saver, thread string) (flags [][2]string, ok bool, err error) {
+func turnSettings(ctx context.Context, saver checkpoint.Saver, thread string) (flags [][2]string, dir string, ok bool, err error) {
 	cps, err := saver.List(ctx, checkpoint.ListOptions{ThreadID: thread, Metadata: map[string]string{"source": "input"}, Limit: 1})
 	if err != nil || len(cps) == 0 {
-		return nil, false, err
+		return nil, "", false, err
 	}
 	raw, ok := cps[0].Metadata[settingsKey]
 	if !ok {
-		return nil, true, nil // started without remembered flags
+		return nil, "", true, nil // started before threads remembered flags
 	}
 	if err := json.Unmarshal([]byte(raw), &flags); err != nil {
-		return nil, false, fmt.Errorf("the flags thread %q was started with are unreadable: %w", thread, err)
+		return nil, "", false, fmt.Errorf("the flags thread %q was started with are unreadable: %w", thread, err)
 	}
-	return flags, true, nil
+	if flags == nil {
+		flags = [][2]string{}
+	}
+	return flags, cps[0].Metadata[dirKey], true, nil
 }
 
 // applyTurnSettings gives fs the flags the thread's turn was started with
 // that the resume command line does not set itself, and tells the user
 // which (unless quiet) and which the command line changes.
-func applyTurnSettings(ctx context.Context, fs *flag.FlagSet, f *runFlags, stderr io.Writer) error {
+func applyTurnSettings(ctx context.Context, fs *flag.FlagSet, args []string, f *runFlags, stderr io.Writer) error {
 	cwd, err := os.Getwd()
 	if err != nil {
 		return err
+	}
+	given := map[string][]string{} // the resume's own, read where it was typed
+	for _, p := range givenFlags(fs, args) {
+		given[p[0]] = append(given[p[0]], p[1])
 	}
 	home, _ := os.UserHomeDir()
 	cfg, err := config.Load(cwd, home)
@@ -159,14 +177,33 @@ func applyTurnSettings(ctx context.Context, fs *flag.FlagSet, f *runFlags, stder
 	if err != nil {
 		return err
 	}
-	flags, _, err := turnSettings(ctx, saver, f.thread)
+	flags, dir, found, err := turnSettings(ctx, saver, f.thread)
 	if c, ok := saver.(io.Closer); ok {
 		c.Close()
 	}
-	if err != nil || len(flags) == 0 {
+	if err != nil || !found {
 		return err
 	}
-	var taken, changed, seen []string
+	if flags == nil {
+		fmt.Fprintf(stderr, "deepagents resume: warning: thread %s was started before threads remembered their flags; give the flags it was started with (--root, --model, --interrupt-on, …)\n", f.thread)
+		return nil
+	}
+	if dir != "" && dir != cwd {
+		if err := moveToTurnDir(fs, f, d, dir, stderr); err != nil {
+			return err
+		}
+	}
+	was := map[string][]string{}
+	for _, p := range flags {
+		was[p[0]] = append(was[p[0]], p[1])
+	}
+	var taken, changed []string
+	for _, name := range slices.Sorted(maps.Keys(given)) {
+		if old, ok := was[name]; ok && !slices.Equal(old, given[name]) {
+			fl := fs.Lookup(name)
+			changed = append(changed, fmt.Sprintf("%s (was %s)", flagsText(fl, given[name]), flagsText(fl, old)))
+		}
+	}
 	for _, p := range flags {
 		name, value := p[0], p[1]
 		fl := fs.Lookup(name)
@@ -174,12 +211,7 @@ func applyTurnSettings(ctx context.Context, fs *flag.FlagSet, f *runFlags, stder
 			continue // a flag this version no longer has
 		}
 		if f.set[name] {
-			// Repeatable flags (whose value reads "") are not compared.
-			if now := fl.Value.String(); now != "" && absFlag(name, now) != value && !slices.Contains(seen, name) {
-				seen = append(seen, name)
-				changed = append(changed, fmt.Sprintf("%s (was %s)", flagText(fl, now), value))
-			}
-			continue
+			continue // the resume's own replaces it (all of a repeated flag's)
 		}
 		if err := fs.Set(name, value); err != nil {
 			return fmt.Errorf("the flag --%s=%s thread %q was started with: %w", name, value, f.thread, err)
@@ -195,6 +227,15 @@ func applyTurnSettings(ctx context.Context, fs *flag.FlagSet, f *runFlags, stder
 	return nil
 }
 
+// flagsText writes the values of one flag as they would be typed.
+func flagsText(fl *flag.Flag, values []string) string {
+	out := make([]string, len(values))
+	for i, v := range values {
+		out[i] = flagText(fl, v)
+	}
+	return strings.Join(out, " ")
+}
+
 // flagText writes a flag as it would be typed.
 func flagText(fl *flag.Flag, value string) string {
 	if b, ok := fl.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() && value == "true" {
@@ -204,4 +245,35 @@ func flagText(fl *flag.Flag, value string) string {
 		return fmt.Sprintf("--%s %q", fl.Name, value)
 	}
 	return "--" + fl.Name + " " + value
+}
+
+// moveToTurnDir makes a resume run in dir, the directory its turn was
+// started in, so that the same project files shape its agent (a project's
+// permission rules among them). The resume's own path flags, and the
+// database the thread was found in, are pinned first, as they were meant
+// from where the command was typed.
+func moveToTurnDir(fs *flag.FlagSet, f *runFlags, d config.Database, dir string, stderr io.Writer) error {
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		fmt.Fprintf(stderr, "deepagents resume: warning: thread %s was started in %s, which is gone; the project files here apply\n", f.thread, dir)
+		return nil
+	}
+	if d.Kind == config.SQLite {
+		if err := fs.Set("db", "sqlite:"+d.Path); err != nil {
+			return err
+		}
+	}
+	for _, name := range []string{"root", "subagents", "thread-dir", "system"} {
+		if f.set[name] {
+			if err := fs.Set(name, absFlag(name, fs.Lookup(name).Value.String())); err != nil {
+				return err
+			}
+		}
+	}
+	if err := os.Chdir(dir); err != nil {
+		return fmt.Errorf("moving to %s, where thread %s was started: %w", dir, f.thread, err)
+	}
+	if !f.quiet {
+		fmt.Fprintf(stderr, "deepagents resume: working in %s, where thread %s was started (its project files apply)\n", dir, f.thread)
+	}
+	return nil
 }

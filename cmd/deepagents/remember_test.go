@@ -48,15 +48,22 @@ func TestResumeWarnsOfAChangedFlag(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if code, _, errs := runCLI(t, "run", "-p", "write it", "--model", "openai:gpt-test", "--root", "one", "--interrupt-on", "write_file", "--thread", "R2", "--output", "json"); code != 3 {
+	if code, _, errs := runCLI(t, "run", "-p", "write it", "--model", "openai:gpt-test", "--root", "one", "--interrupt-on", "write_file", "--thread", "R2",
+		"--permission", "deny write /secret/**", "--output", "json"); code != 3 {
 		t.Fatalf("run: exit %d: %s", code, errs)
 	}
-	code, _, errs := runCLI(t, "resume", "--thread", "R2", "--root", "two", "--approve", "c1")
+	code, _, errs := runCLI(t, "resume", "--thread", "R2", "--root", "two", "--permission", "deny read /nothing/**", "--approve", "c1")
 	if code != 0 {
 		t.Fatalf("resume: exit %d: %s", code, errs)
 	}
-	if want := "warning: thread R2 was started otherwise; now --root two (was " + filepath.Join(project, "one") + ")"; !strings.Contains(errs, want) {
-		t.Errorf("no warning %q in:\n%s", want, errs)
+	for _, want := range []string{
+		"warning: thread R2 was started otherwise; now ",
+		"--permission \"deny read /nothing/**\" (was --permission \"deny write /secret/**\")",
+		"--root " + filepath.Join(project, "two") + " (was --root " + filepath.Join(project, "one") + ")",
+	} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("no warning %q in:\n%s", want, errs)
+		}
 	}
 	if _, err := os.Stat(filepath.Join("two", "a.md")); err != nil {
 		t.Errorf("the resume's own --root was not used: %v", err)
@@ -152,5 +159,37 @@ func TestThreadIDsWithControlCharacters(t *testing.T) {
 	}
 	if got := printableID("plain-id"); got != "plain-id" {
 		t.Errorf("printableID = %s", got)
+	}
+}
+
+// A resume typed in another directory works in the one the turn was
+// started in, so the project's files apply: here its rule that denies the
+// write a person approves.
+func TestResumeReadsTheTurnsProjectFiles(t *testing.T) {
+	srv := gatedServer(t)
+	project, _ := runEnv(t, srv)
+	if err := os.Mkdir("proj", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile("deepagents.toml", []byte("[permissions]\nrules = [\"deny write /a.md\"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := runCLI(t, "run", "-p", "write it", "--model", "openai:gpt-test", "--root", "proj", "--interrupt-on", "write_file", "--thread", "P1", "--db", "sqlite:state.db"); code != 3 {
+		t.Fatalf("run: exit %d: %s", code, errs)
+	}
+	elsewhere := t.TempDir()
+	t.Chdir(elsewhere)
+	if err := os.WriteFile("deepagents.toml", []byte("# no rules here\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := runCLI(t, "resume", "--thread", "P1", "--db", "sqlite:"+filepath.Join(project, "state.db"), "--approve", "c1")
+	if code != 0 {
+		t.Fatalf("resume: exit %d: %s", code, errs)
+	}
+	if !strings.Contains(errs, "working in "+project+", where thread P1 was started") {
+		t.Errorf("resume does not say where it works:\n%s", errs)
+	}
+	if _, err := os.Stat(filepath.Join(project, "proj", "a.md")); err == nil {
+		t.Error("the project's rule did not apply: /a.md was written")
 	}
 }

@@ -134,7 +134,7 @@ func cmdResume(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if !f.set["thread"] {
 		return usageError(stderr, "resume", "--thread ID is required (list threads with 'deepagents threads')")
 	}
-	if err := applyTurnSettings(ctx, fs, &f, stderr); err != nil {
+	if err := applyTurnSettings(ctx, fs, args, &f, stderr); err != nil {
 		fmt.Fprintf(stderr, "deepagents resume: %v\n", err)
 		return exitUsage
 	}
