@@ -2,12 +2,17 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/deepagents-go/deepagents/checkpoint/sqlite"
 )
 
 // 'resume' builds the agent the turn was started with: given only the
@@ -191,5 +196,34 @@ func TestResumeReadsTheTurnsProjectFiles(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(project, "proj", "a.md")); err == nil {
 		t.Error("the project's rule did not apply: /a.md was written")
+	}
+}
+
+// The answer hint names the database a run was given; threads rm takes
+// over the hold of a run whose process is gone, as resume does.
+func TestHintNamesTheDatabaseAndRmTakesADeadHold(t *testing.T) {
+	srv := gatedServer(t)
+	runEnv(t, srv)
+	code, _, errs := runCLI(t, "run", "-p", "write it", "--model", "openai:gpt-test", "--interrupt-on", "write_file", "--thread", "H1", "--db", "sqlite:my.db")
+	if code != 3 || !strings.Contains(errs, "deepagents resume --thread H1 --db sqlite:my.db --approve c1") {
+		t.Fatalf("exit %d; the hint lacks the database:\n%s", code, errs)
+	}
+	// A run of a process that is gone still holds the thread.
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Skip("cannot run a process:", err)
+	}
+	host, _ := os.Hostname()
+	dead := fmt.Sprintf("%s/%d/0badf00d", host, cmd.Process.Pid)
+	s, err := sqlite.Open("my.db", sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Acquire(t.Context(), "H1", dead, time.Now(), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if code, _, errs := runCLI(t, "threads", "rm", "H1", "--db", "sqlite:my.db"); code != 0 {
+		t.Fatalf("threads rm: exit %d: %s", code, errs)
 	}
 }

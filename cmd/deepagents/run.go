@@ -409,7 +409,7 @@ func (s *session) drive(ctx context.Context, in agent.Input, decisions []agent.D
 		}
 		var de *agent.DecisionError
 		if errors.As(runErr, &de) {
-			fmt.Fprintf(s.stderr, "deepagents %s: %s; nothing ran, and thread %s still waits\n", s.name(), de.Msg, s.thread)
+			fmt.Fprintf(s.stderr, "deepagents %s: %s; nothing ran, and thread %s is unchanged\n", s.name(), de.Msg, s.thread)
 			return exitUsage
 		}
 		if res.Status == agent.StatusInterrupted && s.ask != nil && ctx.Err() == nil {
@@ -521,7 +521,11 @@ func (s *session) showWaiting(waiting []agent.Interrupt) {
 	}
 	for _, in := range waiting {
 		answers := answerFlags(in)
-		fmt.Fprintf(s.stderr, "Answer %s with: deepagents resume --thread %s %s", in.CallID, shellWord(s.thread), answers[0])
+		db := ""
+		if s.flags.set["db"] {
+			db = " --db " + shellWord(s.flags.db) // the thread is not where resume looks by default
+		}
+		fmt.Fprintf(s.stderr, "Answer %s with: deepagents resume --thread %s%s %s", in.CallID, shellWord(s.thread), db, answers[0])
 		if len(answers) > 1 {
 			fmt.Fprintf(s.stderr, "  (or %s)", strings.Join(answers[1:], ", "))
 		}

@@ -324,7 +324,7 @@ func TestResumeRefusesBadDecisions(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"--approve", "c9"}, 2, `no call "c9" is waiting for a decision; waiting: c1; nothing ran, and thread ` + id + " still waits"},
+		{[]string{"--approve", "c9"}, 2, `no call "c9" is waiting for a decision; waiting: c1; nothing ran, and thread ` + id + " is unchanged"},
 		{[]string{"--edit", "c1", "--args", `{"file_path":"/x"}`}, 2, `call "c1" (write_file) allows approve, reject, not edit`},
 		{[]string{"--approve", "c1", "--reject", "c1"}, 2, `call "c1" has two decisions`},
 		{[]string{"--message", "why"}, 2, "must follow the --reject CALL_ID it explains"},
