@@ -1111,6 +1111,11 @@ func TestAnsweredCallNoLongerWaits(t *testing.T) {
 	if _, ok := rs.InProgress.Done["w1"]; !ok {
 		t.Fatalf("the approved call's result is not kept: %+v", rs.InProgress)
 	}
+	// Read under another root name (as the CLI and the server read a
+	// thread's top-level run), the same.
+	if other, err := agent.LoadRunState(ctx, saver, "ans", agent.RootPath("agent"), false); err != nil || other.Status != "" || len(other.Loop.Interrupts) != 0 {
+		t.Fatalf("read as agent: %v, status %q, waiting %+v", err, other.Status, other.Loop.Interrupts)
+	}
 	var de *agent.DecisionError
 	_, err = a.Invoke(ctx, agent.Input{}, agent.WithCheckpoints(saver, "ans"), agent.WithDecisions(agent.Decision{Type: agent.Reject, CallID: "w1", Message: "changed my mind"}))
 	if !errors.As(err, &de) || !strings.Contains(err.Error(), "no call is waiting") {

@@ -514,19 +514,26 @@ func decidedToRun(st *StepState, id string) bool {
 // waiting for them; with none left it is unfinished, and resuming it
 // continues without decisions.
 func dropAnswered(ctx context.Context, saver checkpoint.Saver, rs *RunState, path Path) error {
-	own := path.String()
+	// Paths are compared by namespace: a top-level run's is "" whatever
+	// name its root is read under.
+	own := nsOf(path)
 	states := map[string]*RunState{} // the subagents' own states, by path
 	waiting := rs.Loop.Interrupts[:0:0]
 	for _, in := range rs.Loop.Interrupts {
 		st := rs.InProgress
-		if in.Path != own {
+		p, perr := ParsePath(in.Path)
+		if perr != nil {
+			waiting = append(waiting, in) // not a path this run can read
+			continue
+		}
+		if nsOf(p) != own {
 			at, ok := states[in.Path]
 			if !ok {
-				p, err := ParsePath(in.Path)
-				if err != nil || !path.below(p) {
-					waiting = append(waiting, in) // not a path this run can read
+				if len(p) <= len(path) || nsOf(p[:len(path)]) != own {
+					waiting = append(waiting, in) // not below this run
 					continue
 				}
+				var err error
 				switch at, err = LoadRunState(ctx, saver, rs.Thread, p, false); {
 				case errors.Is(err, checkpoint.ErrNotFound):
 					at = nil

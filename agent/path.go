@@ -57,10 +57,6 @@ func (p Path) IsNested() bool { return len(p) > 1 }
 // Equal reports whether both paths have the same segments.
 func (p Path) Equal(q Path) bool { return slices.Equal(p, q) }
 
-// below reports whether q is a path below p (a subagent of p's run, at any
-// depth).
-func (p Path) below(q Path) bool { return len(q) > len(p) && slices.Equal(p, q[:len(p)]) }
-
 // String is the path's text form, e.g. "parent / general-purpose#call_1".
 // The top segment is its name alone; below it a segment without a call id
 // is its name alone.

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -9,10 +12,15 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/deepagents-go/deepagents"
+	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/checkpoint/sqlite"
+	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/llm/scripted"
 )
 
 // 'resume' builds the agent the turn was started with: given only the
@@ -225,5 +233,51 @@ func TestHintNamesTheDatabaseAndRmTakesADeadHold(t *testing.T) {
 	s.Close()
 	if code, _, errs := runCLI(t, "threads", "rm", "H1", "--db", "sqlite:my.db"); code != 0 {
 		t.Fatalf("threads rm: exit %d: %s", code, errs)
+	}
+}
+
+// A thread whose waiting call was answered by a resume that was then cut
+// off waits for nothing: 'threads' lists it running, as show and resume
+// see it.
+func TestThreadsListsAnAnsweredThreadRunning(t *testing.T) {
+	runEnv(t, nil)
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "state.db")
+	saver, err := sqlite.Open(path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cut context.CancelFunc
+	var asked atomic.Int32
+	model := scripted.New(nil, scripted.Options{Func: func(ci llm.CallInfo, req *llm.Request) (scripted.Step, error) {
+		switch {
+		case ci.Round == 0:
+			return scripted.Step{ToolCalls: []scripted.StepCall{{ID: "w1", Name: "write_file", Args: json.RawMessage(`{"file_path": "/a.md", "content": "a"}`)}}}, nil
+		case asked.Add(1) == 1:
+			cut()
+			return scripted.Step{}, context.Canceled
+		}
+		return scripted.Step{Content: "done"}, nil
+	}})
+	a, err := deepagents.New(deepagents.Config{Model: model, InterruptOn: map[string]agent.Approval{"write_file": {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Invoke(ctx, agent.Prompt("go"), agent.WithCheckpoints(saver, "A1")); !errors.Is(err, agent.ErrInterrupted) {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cut = cancel
+	if _, err := a.Invoke(cctx, agent.Input{}, agent.WithCheckpoints(saver, "A1"), agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "w1"})); err == nil {
+		t.Fatal("the cut-off resume ended well")
+	}
+	saver.Close()
+	code, out, errs := runCLI(t, "threads", "--db", "sqlite:"+path, "--json")
+	if code != 0 {
+		t.Fatalf("threads: exit %d: %s", code, errs)
+	}
+	var list []struct{ ID, Status string }
+	if err := json.Unmarshal([]byte(out), &list); err != nil || len(list) != 1 || list[0].Status != "running" {
+		t.Errorf("threads lists %s (%v); want A1 running", out, err)
 	}
 }

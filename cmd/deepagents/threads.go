@@ -186,6 +186,10 @@ func threadsList(ctx context.Context, saver checkpoint.Saver, f threadsFlags, st
 		fmt.Fprintf(stderr, "deepagents threads: %v\n", err)
 		return exitFailed
 	}
+	if err := settleInterrupted(ctx, saver, ts); err != nil {
+		fmt.Fprintf(stderr, "deepagents threads: %v\n", err)
+		return exitFailed
+	}
 	if f.json {
 		out := make([]threadEntry, 0, len(ts))
 		for _, t := range ts {
@@ -850,4 +854,23 @@ func printableID(id string) string {
 		return strconv.Quote(id)
 	}
 	return id
+}
+
+// settleInterrupted lists as running (unfinished) an interrupted thread
+// whose waiting calls were all answered by a resume that was then cut off,
+// as 'threads show' and resume see it: it waits for nothing.
+func settleInterrupted(ctx context.Context, saver checkpoint.Saver, ts []checkpoint.ThreadInfo) error {
+	for i := range ts {
+		if ts[i].Status != checkpoint.StatusInterrupted {
+			continue
+		}
+		rs, err := agent.LoadRunState(ctx, saver, ts[i].ID, agent.RootPath("agent"), false)
+		if err != nil {
+			return fmt.Errorf("thread %q: %w", ts[i].ID, err)
+		}
+		if rs.Status == "" {
+			ts[i].Status = checkpoint.StatusRunning
+		}
+	}
+	return nil
 }
