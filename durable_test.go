@@ -1077,37 +1077,15 @@ func TestStaleLegacyChildren(t *testing.T) {
 func TestAnsweredCallNoLongerWaits(t *testing.T) {
 	ctx := context.Background()
 	saver := checkpoint.NewMemory(0)
-	var cut context.CancelFunc
-	var asked atomic.Int32
-	model := scripted.New(nil, scripted.Options{Func: func(ci llm.CallInfo, req *llm.Request) (scripted.Step, error) {
+	a, rs := approveThenCut(t, saver, "ans", func(ci llm.CallInfo, cutNow func() bool) (scripted.Step, error) {
 		switch {
 		case ci.Round == 0:
 			return scripted.Step{ToolCalls: []scripted.StepCall{{ID: "w1", Name: "write_file", Args: json.RawMessage(`{"file_path": "/a.md", "content": "a"}`)}}}, nil
-		case asked.Add(1) == 1:
-			cut() // the process dies while the model is asked again
+		case cutNow():
 			return scripted.Step{}, context.Canceled
 		}
 		return scripted.Step{Content: "done"}, nil
-	}})
-	a, err := deepagents.New(deepagents.Config{Model: model, InterruptOn: gated()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.Invoke(ctx, agent.Prompt("go"), agent.WithCheckpoints(saver, "ans")); !errors.Is(err, agent.ErrInterrupted) {
-		t.Fatalf("first run: %v", err)
-	}
-	cctx, cancel := context.WithCancel(ctx)
-	cut = cancel
-	if _, err := a.Invoke(cctx, agent.Input{}, agent.WithCheckpoints(saver, "ans"), agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "w1"})); err == nil {
-		t.Fatal("the cut-off resume ended well")
-	}
-	rs, err := agent.LoadRunState(ctx, saver, "ans", agent.RootPath("parent"), false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rs.Status != "" || len(rs.Loop.Interrupts) != 0 {
-		t.Fatalf("after the cut: status %q, waiting %+v; want an unfinished run waiting for nothing", rs.Status, rs.Loop.Interrupts)
-	}
+	})
 	if _, ok := rs.InProgress.Done["w1"]; !ok {
 		t.Fatalf("the approved call's result is not kept: %+v", rs.InProgress)
 	}
@@ -1117,7 +1095,7 @@ func TestAnsweredCallNoLongerWaits(t *testing.T) {
 		t.Fatalf("read as agent: %v, status %q, waiting %+v", err, other.Status, other.Loop.Interrupts)
 	}
 	var de *agent.DecisionError
-	_, err = a.Invoke(ctx, agent.Input{}, agent.WithCheckpoints(saver, "ans"), agent.WithDecisions(agent.Decision{Type: agent.Reject, CallID: "w1", Message: "changed my mind"}))
+	_, err := a.Invoke(ctx, agent.Input{}, agent.WithCheckpoints(saver, "ans"), agent.WithDecisions(agent.Decision{Type: agent.Reject, CallID: "w1", Message: "changed my mind"}))
 	if !errors.As(err, &de) || !strings.Contains(err.Error(), "no call is waiting") {
 		t.Fatalf("a decision for the answered call: %v", err)
 	}
@@ -1141,9 +1119,7 @@ func TestAnsweredCallNoLongerWaits(t *testing.T) {
 func TestAnsweredSubagentCallNoLongerWaits(t *testing.T) {
 	ctx := context.Background()
 	saver := checkpoint.NewMemory(0)
-	var cut context.CancelFunc
-	var asked atomic.Int32
-	model := scripted.New(nil, scripted.Options{Func: func(ci llm.CallInfo, req *llm.Request) (scripted.Step, error) {
+	a, _ := approveThenCut(t, saver, "sub", func(ci llm.CallInfo, cutNow func() bool) (scripted.Step, error) {
 		switch {
 		case ci.Agent == "parent" && ci.Round == 0:
 			return scripted.Step{ToolCalls: []scripted.StepCall{{ID: "t1", Name: "task", Args: json.RawMessage(`{"description": "write it", "subagent_type": "general-purpose"}`)}}}, nil
@@ -1151,37 +1127,16 @@ func TestAnsweredSubagentCallNoLongerWaits(t *testing.T) {
 			return scripted.Step{Content: "done"}, nil
 		case ci.Round == 0:
 			return scripted.Step{ToolCalls: []scripted.StepCall{{ID: "w1", Name: "write_file", Args: json.RawMessage(`{"file_path": "/a.md", "content": "a"}`)}}}, nil
-		case asked.Add(1) == 1:
-			cut()
+		case cutNow():
 			return scripted.Step{}, context.Canceled
 		}
 		return scripted.Step{Content: "written"}, nil
-	}})
-	a, err := deepagents.New(deepagents.Config{Model: model, InterruptOn: gated()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := a.Invoke(ctx, agent.Prompt("go"), agent.WithCheckpoints(saver, "sub"))
-	if !errors.Is(err, agent.ErrInterrupted) || len(res.Interrupts) != 1 || res.Interrupts[0].Path == "parent" {
-		t.Fatalf("first run: %v %+v", err, res.Interrupts)
-	}
-	cctx, cancel := context.WithCancel(ctx)
-	cut = cancel
-	if _, err := a.Invoke(cctx, agent.Input{}, agent.WithCheckpoints(saver, "sub"), agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "w1"})); err == nil {
-		t.Fatal("the cut-off resume ended well")
-	}
-	rs, err := agent.LoadRunState(ctx, saver, "sub", agent.RootPath("parent"), false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rs.Status != "" || len(rs.Loop.Interrupts) != 0 {
-		t.Fatalf("after the cut: status %q, waiting %+v; want an unfinished run waiting for nothing", rs.Status, rs.Loop.Interrupts)
-	}
+	})
 	var de *agent.DecisionError
-	if _, err = a.Invoke(ctx, agent.Input{}, agent.WithCheckpoints(saver, "sub"), agent.WithDecisions(agent.Decision{Type: agent.Reject, CallID: "w1"})); !errors.As(err, &de) {
+	if _, err := a.Invoke(ctx, agent.Input{}, agent.WithCheckpoints(saver, "sub"), agent.WithDecisions(agent.Decision{Type: agent.Reject, CallID: "w1"})); !errors.As(err, &de) {
 		t.Fatalf("a decision for the answered call: %v", err)
 	}
-	res, err = a.Invoke(ctx, agent.Input{}, agent.WithCheckpoints(saver, "sub"))
+	res, err := a.Invoke(ctx, agent.Input{}, agent.WithCheckpoints(saver, "sub"))
 	if err != nil || res.FinalText() != "done" || res.State.Files["/a.md"].Content != "a" {
 		t.Fatalf("resume: %v %q %v", err, res.FinalText(), res.State.Files)
 	}
@@ -1608,4 +1563,44 @@ func TestDecisionErrorsNameWhatIsWrong(t *testing.T) {
 	if err := agent.CheckDecisions(ds, waiting); err != nil {
 		t.Errorf("an edit naming its own tool: %v", err)
 	}
+}
+
+// approveThenCut builds an agent on a scripted model that gates write_file,
+// runs thread until call w1 waits, and approves it in a resume that dies
+// (is cancelled) when the model function's cutNow first says so; the
+// thread must then be an unfinished run waiting for nothing, whose state
+// it returns.
+func approveThenCut(t *testing.T, saver checkpoint.Saver, thread string, answer func(ci llm.CallInfo, cutNow func() bool) (scripted.Step, error)) (*agent.Agent, *agent.RunState) {
+	t.Helper()
+	ctx := context.Background()
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var asked atomic.Int32
+	cutNow := func() bool {
+		if asked.Add(1) == 1 {
+			cancel() // the process dies while the model is asked again
+			return true
+		}
+		return false
+	}
+	model := scripted.New(nil, scripted.Options{Func: func(ci llm.CallInfo, req *llm.Request) (scripted.Step, error) { return answer(ci, cutNow) }})
+	a, err := deepagents.New(deepagents.Config{Model: model, InterruptOn: gated()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.Invoke(ctx, agent.Prompt("go"), agent.WithCheckpoints(saver, thread))
+	if !errors.Is(err, agent.ErrInterrupted) || len(res.Interrupts) != 1 || res.Interrupts[0].CallID != "w1" {
+		t.Fatalf("first run: %v %+v", err, res.Interrupts)
+	}
+	if _, err := a.Invoke(cctx, agent.Input{}, agent.WithCheckpoints(saver, thread), agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "w1"})); err == nil {
+		t.Fatal("the cut-off resume ended well")
+	}
+	rs, err := agent.LoadRunState(ctx, saver, thread, agent.RootPath("parent"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs.Status != "" || len(rs.Loop.Interrupts) != 0 {
+		t.Fatalf("after the cut: status %q, waiting %+v; want an unfinished run waiting for nothing", rs.Status, rs.Loop.Interrupts)
+	}
+	return a, rs
 }

@@ -707,26 +707,45 @@ func holderName() string {
 	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b[:]))
 }
 
+// localHolder returns the process id a holder named as holderName names
+// them gives, when it is a process of this host; ok is false otherwise.
+func localHolder(holder string) (pid int, ok bool) {
+	parts := strings.Split(holder, "/")
+	if len(parts) != 3 {
+		return 0, false
+	}
+	host, _ := os.Hostname()
+	pid, err := strconv.Atoi(parts[1])
+	return pid, parts[0] == host && err == nil && pid > 0
+}
+
 // ownHolder reports whether holder names this very process.
 func ownHolder(holder string) bool {
-	parts := strings.Split(holder, "/")
-	host, _ := os.Hostname()
-	return len(parts) == 3 && parts[0] == host && parts[1] == strconv.Itoa(os.Getpid())
+	pid, ok := localHolder(holder)
+	return ok && pid == os.Getpid()
 }
 
 // deadLocalHolder reports whether holder names a process on this host that
 // no longer exists, so its lease need not run out first.
 func deadLocalHolder(holder string) bool {
-	parts := strings.Split(holder, "/")
-	if len(parts) != 3 {
-		return false
+	pid, ok := localHolder(holder)
+	return ok && pid != os.Getpid() && !processAlive(pid)
+}
+
+// TakeLease acquires thread's lease for holder until now+ttl, as
+// checkpoint.Saver.Acquire does, but first takes it over from a holder
+// that LeaseHolderGone says is gone, without waiting for its lease to
+// expire. Runs take their threads this way; so should other callers that
+// hold a thread (to delete it, say).
+func TakeLease(ctx context.Context, saver checkpoint.Saver, thread, holder string, now time.Time, ttl time.Duration) (checkpoint.Lease, error) {
+	l, err := saver.Acquire(ctx, thread, holder, now, ttl)
+	var le *checkpoint.LeasedError
+	if errors.As(err, &le) && deadLocalHolder(le.Holder) {
+		if rerr := saver.Release(ctx, thread, le.Holder); rerr == nil {
+			l, err = saver.Acquire(ctx, thread, holder, now, ttl)
+		}
 	}
-	host, _ := os.Hostname()
-	pid, err := strconv.Atoi(parts[1])
-	if parts[0] != host || err != nil || pid <= 0 || pid == os.Getpid() {
-		return false
-	}
-	return !processAlive(pid)
+	return l, err
 }
 
 // lease takes the thread for this run and keeps it until stop is called.
@@ -739,13 +758,8 @@ func (r *run) lease(ctx context.Context) (stop func(), err error) {
 	if ttl <= 0 {
 		ttl = DefaultLeaseTTL
 	}
-	_, err = d.saver.Acquire(ctx, d.thread, holder, r.rt.Now(), ttl)
+	_, err = TakeLease(ctx, d.saver, d.thread, holder, r.rt.Now(), ttl)
 	var le *checkpoint.LeasedError
-	if errors.As(err, &le) && deadLocalHolder(le.Holder) {
-		if rerr := d.saver.Release(ctx, d.thread, le.Holder); rerr == nil {
-			_, err = d.saver.Acquire(ctx, d.thread, holder, r.rt.Now(), ttl)
-		}
-	}
 	if err != nil {
 		if errors.As(err, &le) {
 			who := "another process"

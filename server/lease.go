@@ -23,16 +23,9 @@ const probeTTL = 5 * time.Second
 // server restarted after a crash runs the thread at once; a lease of a live
 // holder is a 409. s.mu is held, and no run of this server is on the thread.
 func (s *Server) checkThreadFree(ctx context.Context, thread string) error {
-	probe := probeHolder()
-	_, err := s.cfg.Saver.Acquire(ctx, thread, probe, time.Now(), probeTTL)
+	probe := agent.LeaseHolder()
+	_, err := agent.TakeLease(ctx, s.cfg.Saver, thread, probe, time.Now(), probeTTL)
 	var le *checkpoint.LeasedError
-	if errors.As(err, &le) && agent.LeaseHolderGone(le.Holder) {
-		s.log.Info("releasing the lease of a process that is gone", "thread", thread, "holder", le.Holder)
-		if err := s.cfg.Saver.Release(ctx, thread, le.Holder); err != nil {
-			return fmt.Errorf("releasing thread %q from %s, a process that is gone: %w", thread, le.Holder, err)
-		}
-		_, err = s.cfg.Saver.Acquire(ctx, thread, probe, time.Now(), probeTTL)
-	}
 	if errors.As(err, &le) {
 		return errf(http.StatusConflict, "thread %q is being run by another process (%s) until %s; wait for it to finish or for its lease to expire",
 			thread, le.Holder, le.Expires.UTC().Format(time.RFC3339))
@@ -43,17 +36,14 @@ func (s *Server) checkThreadFree(ctx context.Context, thread string) error {
 	return s.cfg.Saver.Release(context.WithoutCancel(ctx), thread, probe)
 }
 
-// probeHolder names a lease probe of this process as the agent names its
-// runs' holders, so that a probe left behind by a crash is recognised as a
-// dead process's by whoever comes next.
-func probeHolder() string { return agent.LeaseHolder() }
-
 // runElsewhere says whether another live process holds thread's checkpoint
 // lease, so runs of the thread may be going on there: recovery must leave
 // them alone (several servers on one database are not coordinated, but
 // one starting must not cut off another's runs).
 func (s *Server) runElsewhere(ctx context.Context, thread string) (bool, error) {
-	probe := probeHolder()
+	// Named as runs name their holders, so that a probe a crash left
+	// behind is known for a dead process's by whoever comes next.
+	probe := agent.LeaseHolder()
 	_, err := s.cfg.Saver.Acquire(ctx, thread, probe, time.Now(), probeTTL)
 	var le *checkpoint.LeasedError
 	if errors.As(err, &le) {

@@ -579,13 +579,7 @@ func threadsRemove(ctx context.Context, saver checkpoint.Saver, db config.Databa
 	// Named as runs name their holders, so that a dead rm's hold is known
 	// for dead; a dead run's hold is taken over, as resume does.
 	holder := agent.LeaseHolder()
-	_, err = saver.Acquire(ctx, id, holder, time.Now(), time.Minute)
-	if le := (*checkpoint.LeasedError)(nil); errors.As(err, &le) && agent.LeaseHolderGone(le.Holder) {
-		if rerr := saver.Release(ctx, id, le.Holder); rerr == nil {
-			_, err = saver.Acquire(ctx, id, holder, time.Now(), time.Minute)
-		}
-	}
-	if err != nil {
+	if _, err = agent.TakeLease(ctx, saver, id, holder, time.Now(), time.Minute); err != nil {
 		var le *checkpoint.LeasedError
 		if errors.As(err, &le) {
 			fmt.Fprintf(stderr, "deepagents threads rm: thread %q is being run by %s (until %s); let that run finish first\n",
