@@ -96,7 +96,9 @@ type Config struct {
 	// such a call ends with StatusInterrupted once the step's other calls
 	// are done; resuming its thread with WithDecisions continues it (the
 	// model call that asked is never repeated). Resuming needs a
-	// checkpointer (WithCheckpoints).
+	// checkpointer (WithCheckpoints). A name that matches none of the
+	// agent's tools (see UngatedNames) is reported by a warning event at
+	// the start of every run.
 	InterruptOn map[string]Approval
 	// ContextWindow is the model's context window in tokens, 0 when unknown
 	// (see tokens.ProfileFor). The context report of every model request
@@ -245,7 +247,11 @@ type Agent struct {
 	// said it will not send.
 	settings llm.Settings
 	dropped  []string
-	caps     llm.Capabilities
+	// ungated names the InterruptOn entries no bound tool has; stepTools
+	// says whether a middleware may bind more for a step.
+	ungated   []string
+	stepTools bool
+	caps      llm.Capabilities
 
 	tokOnce  sync.Once
 	tokTotal int
@@ -323,8 +329,30 @@ func New(cfg Config) (*Agent, error) {
 		a.specs = append(a.specs, spec)
 		a.names = append(a.names, spec.Name)
 	}
+	a.ungated = gatesWithoutTool(cfg.InterruptOn, a.byName)
+	for _, m := range cfg.Middleware {
+		a.stepTools = a.stepTools || m.StepTools != nil
+	}
 	return a, nil
 }
+
+// gatesWithoutTool names, sorted, the gated tools that are not bound.
+func gatesWithoutTool(gates map[string]Approval, bound map[string]tool.Tool) []string {
+	var out []string
+	for name := range gates {
+		if _, ok := bound[name]; !ok {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// UngatedNames names, sorted, the InterruptOn entries that match none of
+// the agent's tools, as a misspelt name does: each run reports them in a
+// warning event, since their calls can only wait if a middleware adds a
+// tool by that name for a step.
+func (a *Agent) UngatedNames() []string { return slices.Clone(a.ungated) }
 
 // checkSettings validates the reasoning setting and asks a model that can
 // tell which of the settings it refuses or drops.

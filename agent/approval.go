@@ -275,3 +275,20 @@ func callKey(name string, args json.RawMessage) string {
 	}
 	return name + " " + string(args)
 }
+
+// ungatedText says which interrupt_on names match no tool, and what that
+// means for their calls.
+func ungatedText(ungated, tools []string, stepTools bool) string {
+	which := "is not one of the agent's tools"
+	if len(ungated) > 1 {
+		which = "are not among the agent's tools"
+	}
+	if len(tools) > 0 {
+		which += " (" + strings.Join(tools, ", ") + ")"
+	}
+	then := "so nothing waits for a decision on them"
+	if stepTools {
+		then = "so their calls wait only if a middleware adds a tool by that name for a step"
+	}
+	return fmt.Sprintf("interrupt_on names %s, which %s, %s", strings.Join(ungated, ", "), which, then)
+}

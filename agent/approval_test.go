@@ -1,11 +1,15 @@
 package agent_test
 
 import (
+	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/llm/scripted"
+	"github.com/deepagents-go/deepagents/tool"
 )
 
 func TestParseDecisions(t *testing.T) {
@@ -78,4 +82,49 @@ func FuzzParseDecisions(f *testing.F) {
 			t.Fatalf("round trip of %s: %v", enc, err)
 		}
 	})
+}
+
+// A gate on a name no tool has (a misspelling) is reported by a warning
+// right after run.start, and the agent says which names those are.
+func TestGateWithoutToolWarns(t *testing.T) {
+	stepTools := agent.Middleware{Name: "late", StepTools: func(context.Context, agent.StepInfo) []tool.Tool { return nil }}
+	for _, tc := range []struct {
+		name  string
+		gates map[string]agent.Approval
+		mw    []agent.Middleware
+		want  string
+	}{
+		{"misspelt", map[string]agent.Approval{"wirte": {}, "write": {}}, nil,
+			"interrupt_on names wirte, which is not one of the agent's tools (write), so nothing waits for a decision on them"},
+		{"two, with step tools", map[string]agent.Approval{"b": {}, "a": {}}, []agent.Middleware{stepTools},
+			"interrupt_on names a, b, which are not among the agent's tools (write), so their calls wait only if a middleware adds a tool by that name for a step"},
+		{"all bound", map[string]agent.Approval{"write": {}}, nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := scripted.New(scripted.Script{"parent": steps(scripted.Step{Content: "hi"})}, scripted.Options{})
+			a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{writeTool}, InterruptOn: tc.gates, Middleware: tc.mw})
+			var types []agent.EventType
+			var warn *agent.WarningInfo
+			if _, err := agent.Drain(a.Run(t.Context(), agent.Prompt("go")), func(ev agent.Event) {
+				types = append(types, ev.Type)
+				if ev.Type == agent.Warning {
+					warn = ev.Warning
+				}
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if tc.want == "" {
+				if warn != nil || len(a.UngatedNames()) != 0 {
+					t.Fatalf("unexpected warning %+v (ungated %v)", warn, a.UngatedNames())
+				}
+				return
+			}
+			if warn == nil || types[1] != agent.Warning {
+				t.Fatalf("events %v: want a warning right after run.start", types)
+			}
+			if warn.Source != "interrupt_on" || !slices.Equal(warn.Tools, a.UngatedNames()) || warn.Text != tc.want {
+				t.Errorf("warning %+v (ungated %v), want text %q", warn, a.UngatedNames(), tc.want)
+			}
+		})
+	}
 }

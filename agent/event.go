@@ -246,5 +246,7 @@ type WarningInfo struct {
 	Source string `json:"source"` // who reports it, e.g. "settings"
 	// Dropped names the settings that are not sent (settings warnings).
 	Dropped []string `json:"dropped,omitempty"`
-	Text    string   `json:"text"`
+	// Tools names the tools an interrupt_on warning is about.
+	Tools []string `json:"tools,omitempty"`
+	Text  string   `json:"text"`
 }

@@ -292,6 +292,9 @@ func NewTask(cfg Config) (*Task, error) {
 			ac.Middleware = append(ac.Middleware, shared...)
 			ac.System = s.SystemPrompt
 		}
+		if s.InterruptOn == nil {
+			ac.InterruptOn = ownGates(ac)
+		}
 		a, err := agent.New(ac)
 		if err != nil {
 			return nil, &ConfigError{Subagent: s.Name, Msg: fmt.Sprintf("SubAgent '%s': %v", s.Name, err), Err: err}
@@ -301,6 +304,39 @@ func NewTask(cfg Config) (*Task, error) {
 		t.names = append(t.names, s.Name)
 	}
 	return t, nil
+}
+
+// ownGates is the parent's approval policy cut to the tools the child
+// config ac binds, so that a child is not warned about gates it inherits
+// for tools it never had. With a middleware that binds tools per step,
+// every gate is kept.
+func ownGates(ac agent.Config) map[string]agent.Approval {
+	if len(ac.InterruptOn) == 0 {
+		return ac.InterruptOn
+	}
+	has := map[string]bool{}
+	for _, t := range ac.Tools {
+		if t != nil {
+			has[t.Spec().Name] = true
+		}
+	}
+	for _, m := range ac.Middleware {
+		if m.StepTools != nil {
+			return ac.InterruptOn
+		}
+		for _, t := range m.Tools {
+			if t != nil {
+				has[t.Spec().Name] = true
+			}
+		}
+	}
+	out := make(map[string]agent.Approval, len(ac.InterruptOn))
+	for name, p := range ac.InterruptOn {
+		if has[name] {
+			out[name] = p
+		}
+	}
+	return out
 }
 
 // Spec implements tool.Tool.

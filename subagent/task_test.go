@@ -550,3 +550,24 @@ func TestRunOutsideALoopReportsIgnoredArguments(t *testing.T) {
 		t.Errorf("progress = %q, want %q", progress, want)
 	}
 }
+
+// A child that inherits the parent's gates is not warned about gates on
+// tools it was never given; a gate its own spec names wrongly is reported.
+func TestInheritedGatesFitTheChild(t *testing.T) {
+	gates := map[string]agent.Approval{"write": {}, "shell": {}}
+	m := scripted.New(scripted.Script{"inherits": {Steps: []scripted.Step{step("done")}}, "own": {Steps: []scripted.Step{step("done")}}}, scripted.Options{})
+	task := newTask(t, subagent.Config{Model: m, InterruptOn: gates, DefaultTools: []tool.Tool{noteTool},
+		Subagents: []subagent.Spec{
+			{Name: "inherits", Description: "Inherits."},
+			{Name: "own", Description: "Its own gates.", InterruptOn: map[string]agent.Approval{"wirte": {}, "write": {}}},
+		}})
+	got := runTask(t, t.Context(), task, "c1", `{"description":"go","subagent_type":"inherits"}`, nil)
+	if w := got.ofType(agent.Warning); len(w) != 0 {
+		t.Errorf("a child warned about inherited gates: %+v", w[0].Warning)
+	}
+	got = runTask(t, t.Context(), task, "c2", `{"description":"go","subagent_type":"own"}`, nil)
+	w := got.ofType(agent.Warning)
+	if len(w) != 1 || !slices.Equal(w[0].Warning.Tools, []string{"wirte"}) {
+		t.Fatalf("warnings %v, want one naming wirte", w)
+	}
+}
