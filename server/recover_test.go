@@ -19,6 +19,21 @@ import (
 	"github.com/deepagents-go/deepagents/checkpoint/sqlite"
 )
 
+// goneHolder names a lease holder that is a process of this host that has
+// ended: a server started after a run held by it takes the thread over.
+func goneHolder(t *testing.T) string {
+	t.Helper()
+	if runtime.GOOS == "windows" {
+		t.Skip("a dead process's lease is not told apart here")
+	}
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Skip("cannot run a process that ends:", err)
+	}
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s/%d/5eed", host, gone.Process.Pid)
+}
+
 // stoppedServer leaves what a server killed mid-run leaves in its SQLite
 // files: thread T busy, run `running` going on (its first events stored),
 // run `queued` waiting behind it. Server A is still blocked in a model call
@@ -29,15 +44,7 @@ import (
 func stoppedServer(t *testing.T, holder string) (hB *harness, st Store, running, queued Run, before time.Time) {
 	t.Helper()
 	if holder == "" {
-		if runtime.GOOS == "windows" {
-			t.Skip("a dead process's lease is not told apart here")
-		}
-		gone := exec.Command("true")
-		if err := gone.Run(); err != nil {
-			t.Skip("cannot run a process that ends:", err)
-		}
-		host, _ := os.Hostname()
-		holder = fmt.Sprintf("%s/%d/5eed", host, gone.Process.Pid)
+		holder = goneHolder(t)
 	}
 	run := func(ctx context.Context, _ string, a *agent.Agent, in agent.Input, opts ...agent.RunOption) iter.Seq2[agent.Event, error] {
 		return a.Run(ctx, in, append(opts, agent.WithLease(holder, 0))...)

@@ -167,7 +167,8 @@ func (s *Server) submit(r *http.Request) (*liveRun, error) {
 			strings.Join(req.Command.unsupported, ", "))
 	}
 	var decisions []agent.Decision
-	if req.Command != nil && len(req.Command.Resume) > 0 && string(req.Command.Resume) != "null" {
+	resume := req.Command != nil && len(req.Command.Resume) > 0 && string(req.Command.Resume) != "null"
+	if resume {
 		// Input and a resume are refused together: a resume answers the
 		// calls waiting now, input starts a new turn that drops them.
 		if len(input) > 0 {
@@ -180,7 +181,7 @@ func (s *Server) submit(r *http.Request) (*liveRun, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := s.resumeBusy(threadID); err != nil {
+		if err := s.idleHere(threadID, false); err != nil {
 			return nil, err
 		}
 		rs, err := s.loadState(ctx, threadID)
@@ -203,8 +204,15 @@ func (s *Server) submit(r *http.Request) (*liveRun, error) {
 			return nil, errf(http.StatusUnprocessableEntity, "%v", err)
 		}
 	}
-	if len(input) == 0 && len(decisions) == 0 {
-		return nil, errf(http.StatusUnprocessableEntity, `the run has no input messages and no command.resume decisions`)
+	if resume && len(decisions) == 0 {
+		return nil, errf(http.StatusUnprocessableEntity, "command.resume has no decisions; send one decision per waiting call")
+	}
+	// No input and no command continues the thread's unfinished run.
+	continuing := len(input) == 0 && len(decisions) == 0
+	if continuing {
+		if err := s.checkContinue(ctx, threadID, req.IfNotExists); err != nil {
+			return nil, err
+		}
 	}
 	strategy := req.MultitaskStrategy
 	switch strategy {
@@ -242,9 +250,9 @@ func (s *Server) submit(r *http.Request) (*liveRun, error) {
 		return nil, err
 	}
 	active := s.active[threadID]
-	if len(decisions) > 0 {
+	if len(decisions) > 0 || continuing {
 		// Checked again under s.mu: a run may have started since.
-		if err := s.resumeBusyLocked(threadID); err != nil {
+		if err := s.idleHereLocked(threadID, continuing); err != nil {
 			return nil, err
 		}
 	}
@@ -302,20 +310,56 @@ func (s *Server) submit(r *http.Request) (*liveRun, error) {
 	return lr, nil
 }
 
-// resumeBusy refuses a resume on a thread with a run going on or queued
-// here, whatever the run's multitask_strategy: the decisions answer the
-// calls waiting now, and a running thread has none (its run may stop at
-// other calls, or at none).
-func (s *Server) resumeBusy(thread string) error {
+// idleHere refuses a resume (or, continuing, a run without input) on a
+// thread with a run going on or queued here, whatever the
+// multitask_strategy: a running thread has no calls waiting, and its run
+// is not cut off.
+func (s *Server) idleHere(thread string, continuing bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.resumeBusyLocked(thread)
+	return s.idleHereLocked(thread, continuing)
 }
 
-// resumeBusyLocked is resumeBusy with s.mu held.
-func (s *Server) resumeBusyLocked(thread string) error {
-	if a := s.active[thread]; a != nil {
-		return errf(http.StatusConflict, "thread %q is busy with run %s; a resume answers the calls an interrupted thread waits on: wait for the run to end (or cancel it), then resume if it stopped for approval", thread, a.rec.RunID)
+// idleHereLocked is idleHere with s.mu held.
+func (s *Server) idleHereLocked(thread string, continuing bool) error {
+	a := s.active[thread]
+	switch {
+	case a == nil:
+		return nil
+	case continuing:
+		return errf(http.StatusConflict, "thread %q is busy with run %s; a run without input continues a run that was cut off, and this one is going on: wait for it to end, or send input messages", thread, a.rec.RunID)
+	}
+	return errf(http.StatusConflict, "thread %q is busy with run %s; a resume answers the calls an interrupted thread waits on: wait for the run to end (or cancel it), then resume if it stopped for approval", thread, a.rec.RunID)
+}
+
+// checkContinue refuses a run without input or command on a thread with
+// nothing to continue: no checkpoint, a last run that ended, or calls that
+// wait for decisions (those take command.resume). A run cut off by a stop
+// of the server, or cancelled, is continued from its last checkpoint.
+func (s *Server) checkContinue(ctx context.Context, thread, ifNotExists string) error {
+	_, err := s.store.GetThread(ctx, thread)
+	switch {
+	case errors.Is(err, ErrNotFound) && ifNotExists != "create":
+		return errf(http.StatusNotFound, "thread %q not found", thread)
+	case errors.Is(err, ErrNotFound):
+		return errf(http.StatusUnprocessableEntity, "thread %q is new, so it has no run to continue; send input messages", thread)
+	case err != nil:
+		return err
+	}
+	if err := s.idleHere(thread, true); err != nil {
+		return err
+	}
+	rs, err := s.loadState(ctx, thread)
+	switch {
+	case err != nil:
+		return err
+	case rs == nil:
+		return errf(http.StatusUnprocessableEntity, "thread %q has no run to continue (it has no checkpoint yet); send input messages", thread)
+	case rs.Status == agent.StatusInterrupted && len(rs.Loop.Interrupts) > 0:
+		return errf(http.StatusUnprocessableEntity, "thread %q waits for decisions on %d %s (%s): send them as command.resume, or send input messages to move on",
+			thread, len(rs.Loop.Interrupts), plural(len(rs.Loop.Interrupts), "call", "calls"), waitingCalls(rs.Loop.Interrupts))
+	case rs.Status != "" && rs.Status != agent.StatusInterrupted:
+		return errf(http.StatusUnprocessableEntity, "thread %q has no run to continue: its last run ended with status %s; send input messages", thread, rs.Status)
 	}
 	return nil
 }
@@ -902,8 +946,9 @@ func (s *Server) current(rec RunRecord) RunRecord {
 
 // errOrphan is the error of a run the server stopped during.
 // A resume is refused: nothing waits for a decision (see recoverStopped
-// for a thread that does); a new message continues the thread.
-const errOrphan = "the server stopped while the run was going on; send the thread a new message to continue it"
+// for a thread that does); a run without input continues the cut-off run,
+// a new message starts a new turn.
+const errOrphan = "the server stopped while the run was going on; create a run without input to continue it from its last checkpoint, or send the thread a new message"
 
 func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
 	_, rec, err := s.lookup(r)
