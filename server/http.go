@@ -124,6 +124,10 @@ func (s *Server) searchAssistants(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
+	if err := checkPage(q.Limit, q.Offset); err != nil {
+		s.fail(w, err)
+		return
+	}
 	var out []Assistant
 	for _, a := range s.assistantList() {
 		if q.GraphID != "" && a.GraphID != q.GraphID || q.Name != "" && a.Name != q.Name {
@@ -139,11 +143,12 @@ func (s *Server) searchAssistants(w http.ResponseWriter, r *http.Request) {
 			out = append(out, a)
 		}
 	}
-	if q.Limit == 0 {
-		q.Limit = 10
+	limit := 10
+	if q.Limit != nil {
+		limit = *q.Limit
 	}
 	w.Header().Set("X-Pagination-Total", fmt.Sprint(len(out)))
-	writeJSON(w, 200, page(out, q.Limit, q.Offset))
+	writeJSON(w, 200, page(out, limit, q.Offset))
 }
 
 // assistant finds an assistant by id or graph id.

@@ -907,12 +907,27 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	limit, offset := 10, 0
-	if v, err := strconv.Atoi(r.URL.Query().Get("limit")); err == nil && v > 0 {
-		limit = min(v, 1000)
+	q := r.URL.Query()
+	l, err := queryInt(q, "limit")
+	if err != nil {
+		s.fail(w, err)
+		return
 	}
-	if v, err := strconv.Atoi(r.URL.Query().Get("offset")); err == nil && v > 0 {
-		offset = v
+	o, err := queryInt(q, "offset")
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	limit, offset := 10, 0
+	if o != nil {
+		offset = *o
+	}
+	if err := checkPage(l, offset); err != nil {
+		s.fail(w, err)
+		return
+	}
+	if l != nil {
+		limit = min(*l, maxRunsList)
 	}
 	recs, err := s.store.ListRuns(r.Context(), r.PathValue("thread"), limit, offset)
 	if err != nil {
@@ -925,6 +940,9 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, 200, out)
 }
+
+// maxRunsList caps the runs of one list; a larger limit returns this many.
+const maxRunsList = 1000
 
 // current is the freshest record of a run: the live one when it runs here.
 // A stored run that says it is pending or running but does not run here was

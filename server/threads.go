@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -123,13 +124,33 @@ func checkThreadSearch(q ThreadSearch) error {
 	default:
 		return errf(http.StatusUnprocessableEntity, "sort_order %q is not one of asc, desc", q.SortOrder)
 	}
-	if q.Limit != nil && *q.Limit < 1 {
-		return errf(http.StatusUnprocessableEntity, "limit must be at least 1, not %d", *q.Limit)
+	return checkPage(q.Limit, q.Offset)
+}
+
+// checkPage refuses a list's limit below 1 (nil is absent) or a negative
+// offset.
+func checkPage(limit *int, offset int) error {
+	if limit != nil && *limit < 1 {
+		return errf(http.StatusUnprocessableEntity, "limit must be at least 1, not %d", *limit)
 	}
-	if q.Offset < 0 {
-		return errf(http.StatusUnprocessableEntity, "offset must not be negative, not %d", q.Offset)
+	if offset < 0 {
+		return errf(http.StatusUnprocessableEntity, "offset must not be negative, not %d", offset)
 	}
 	return nil
+}
+
+// queryInt reads a whole-number query parameter; nil when it is absent or
+// empty.
+func queryInt(q url.Values, name string) (*int, error) {
+	v := q.Get(name)
+	if v == "" {
+		return nil, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return nil, errf(http.StatusUnprocessableEntity, "%s %q is not a whole number", name, v)
+	}
+	return &n, nil
 }
 
 // thread reads the record of the request's thread.
@@ -385,24 +406,20 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	} else {
-		if l := q.Get("limit"); l != "" {
-			n, err := strconv.Atoi(l)
-			if err != nil {
-				s.fail(w, errf(http.StatusUnprocessableEntity, "limit %q is not a whole number", l))
-				return
-			}
-			req.Limit = &n
+		if req.Limit, err = queryInt(q, "limit"); err != nil {
+			s.fail(w, err)
+			return
 		}
 		if b := q.Get("before"); b != "" {
 			req.Before, _ = json.Marshal(b)
 		}
 	}
+	if err := checkPage(req.Limit, 0); err != nil {
+		s.fail(w, err)
+		return
+	}
 	limit := 10
 	if req.Limit != nil {
-		if *req.Limit < 1 {
-			s.fail(w, errf(http.StatusUnprocessableEntity, "limit must be at least 1, not %d", *req.Limit))
-			return
-		}
 		limit = min(*req.Limit, maxHistory)
 	}
 	before, beforeNS, err := parseBefore(req.Before, rec.ID)

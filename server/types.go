@@ -105,8 +105,9 @@ type AssistantSearch struct {
 	GraphID  string         `json:"graph_id,omitempty"`
 	Name     string         `json:"name,omitempty"`
 	Metadata map[string]any `json:"metadata,omitempty"`
-	Limit    int            `json:"limit,omitempty"`
-	Offset   int            `json:"offset,omitempty"`
+	// Limit is how many assistants to return: at least 1, 10 when absent.
+	Limit  *int `json:"limit,omitempty"`
+	Offset int  `json:"offset,omitempty"`
 }
 
 // ThreadCreate is POST /threads.

@@ -86,3 +86,56 @@ func TestBadValuesRefused(t *testing.T) {
 type rawJSON string
 
 func (r rawJSON) MarshalJSON() ([]byte, error) { return []byte(r), nil }
+
+// TestBadPageRefused: POST /assistants/search and GET /threads/{id}/runs
+// answer 422 for a limit below 1, a negative offset or one that is not a
+// whole number (or too large for one), as the thread search does, rather
+// than take the default; good ones page as asked.
+func TestBadPageRefused(t *testing.T) {
+	var agents []AgentSpec
+	for _, name := range []string{"one", "two", "three"} {
+		a, err := DemoAgent(name, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		agents = append(agents, AgentSpec{Name: name, Agent: a})
+	}
+	h := newHarness(t, Config{Agents: agents})
+	for body, says := range map[string]string{
+		`{"limit": 0}`: "at least 1", `{"limit": -1}`: "at least 1", `{"limit": 2.5}`: "limit", `{"limit": "ten"}`: "limit",
+		`{"limit": 99999999999999999999}`: "limit", `{"offset": -1}`: "not be negative", `{"offset": 1.5}`: "offset",
+		`{"limit": 1, "offset": -2}`: "offset",
+	} {
+		h.wantError("POST", "/assistants/search", rawJSON(body), 422, says)
+	}
+	var found []Assistant
+	hdr := h.json("POST", "/assistants/search", rawJSON(`{"limit": 1, "offset": 1}`), 200, &found)
+	if len(found) != 1 || found[0].Name != "two" || hdr.Get("X-Pagination-Total") != "3" {
+		t.Errorf("limit 1 offset 1: %+v of %s; want two of 3", found, hdr.Get("X-Pagination-Total"))
+	}
+	h.json("POST", "/assistants/search", nil, 200, &found)
+	if len(found) != 3 {
+		t.Errorf("no limit: %d assistants, want 3", len(found))
+	}
+
+	msg := map[string]any{"messages": []any{map[string]any{"role": "user", "content": "go"}}}
+	for range 3 {
+		h.json("POST", "/threads/r/runs/wait", map[string]any{"assistant_id": "one", "if_not_exists": "create", "input": msg}, 200, nil)
+	}
+	for q, says := range map[string]string{
+		"limit=0": "at least 1", "limit=-1": "at least 1", "limit=abc": "not a whole number", "limit=2.5": "not a whole number",
+		"limit=99999999999999999999": "not a whole number", "offset=-1": "not be negative", "offset=x": "offset",
+		"limit=1&offset=-2": "offset",
+	} {
+		h.wantError("GET", "/threads/r/runs?"+q, nil, 422, says)
+	}
+	var runs []Run
+	h.json("GET", "/threads/r/runs?limit=2&offset=2", nil, 200, &runs)
+	if len(runs) != 1 {
+		t.Errorf("limit 2 offset 2: %d runs, want 1", len(runs))
+	}
+	h.json("GET", "/threads/r/runs?limit=5000&offset=", nil, 200, &runs)
+	if len(runs) != 3 {
+		t.Errorf("limit 5000: %d runs, want 3", len(runs))
+	}
+}
