@@ -36,6 +36,9 @@ type countingSaver struct {
 	checkpoint.Saver
 	inner checkpoint.Saver
 	puts  atomic.Int64
+	// rootPuts counts the checkpoints of the top-level run (namespace ""):
+	// a process that crashed before writing one did not save its input.
+	rootPuts atomic.Int64
 }
 
 func newCountingSaver(inner checkpoint.Saver) *countingSaver {
@@ -47,6 +50,9 @@ func (c *countingSaver) Put(ctx context.Context, s checkpoint.Step) error {
 	err := c.inner.Put(ctx, s)
 	if err == nil {
 		c.puts.Add(1)
+		if s.NS == "" {
+			c.rootPuts.Add(1)
+		}
 	}
 	return err
 }

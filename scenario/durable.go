@@ -90,11 +90,18 @@ func (d *driver) run(ctx context.Context, files map[string]vfs.File) (*agent.Res
 	turn, stops := 0, 0
 	var earlier []*agent.Result // the finished turns before the current one
 	for {
+		saved := d.saver.rootPuts.Load()
 		res, runErr, crashed := d.once(ctx, in, give)
 		if crashed && res == nil {
 			// The process is gone: what it held is lost, and the next one
 			// starts from the saver. Decisions it was given and did not
-			// save are given again.
+			// save are given again. Input it was given is sent again
+			// when it crashed before saving it (the thread then has no
+			// run, or only the turn before, to resume): a resume with no
+			// input would find nothing to go on with.
+			if len(in.Messages) > 0 && d.saver.rootPuts.Load() == saved {
+				continue
+			}
 			in = agent.Input{}
 			var err error
 			if give, err = d.stillWaiting(ctx, give); err != nil {

@@ -366,3 +366,49 @@ func FuzzDurableFields(f *testing.F) {
 		}
 	})
 }
+
+// A crash at any event, the first one of a run or of a turn included (before
+// the run saved its input), resumes to the transcript of the uncrashed run:
+// input that was not saved is sent again, not dropped.
+func TestCrashAtEveryEventEqualsTheUncrashedRun(t *testing.T) {
+	const body = `"name": "every-event", "input": "write a, then have a helper write b", "turns": ["now c"],
+		"agent": {"interrupt_on": {"write_file": true}},
+		"script": {"parent": [
+			{"tool_calls": [{"id": "a", "name": "write_file", "args": {"file_path": "/a.md", "content": "a"}},
+				{"id": "t1", "name": "task", "args": {"description": "write b", "subagent_type": "general-purpose"}}]},
+			{"content": "a and b"},
+			{"tool_calls": [{"id": "c", "name": "write_file", "args": {"file_path": "/c.md", "content": "c"}}]},
+			{"content": "c too"}],
+		 "general-purpose": [{"tool_calls": [{"id": "b", "name": "write_file", "args": {"file_path": "/b.md", "content": "b"}}]}, {"content": "b written"}]},
+		"decisions": [{"call_id": "a", "type": "approve"}, {"call_id": "b", "type": "edit", "args": {"file_path": "/b.md", "content": "b2"}},
+			{"call_id": "c", "type": "reject", "message": "no c"}]`
+	plain := run(t, `{`+body+`, "crash_after_events": [1000000]}`)
+	if plain.Status != agent.StatusOK || plain.Crashes != 0 {
+		t.Fatalf("the uncrashed run: status %s, %d crashes, error %v", plain.Status, plain.Crashes, plain.Error)
+	}
+	same := func(tr *Transcript) []string {
+		var diff []string
+		for name, pair := range map[string][2]any{
+			"status": {plain.Status, tr.Status}, "error": {plain.Error, tr.Error}, "parent_messages": {plain.ParentMessages, tr.ParentMessages},
+			"files": {plain.Files, tr.Files}, "interrupts": {plain.Interrupts, tr.Interrupts}, "unused_decisions": {plain.UnusedDecisions, tr.UnusedDecisions},
+			"usage": {plain.Usage, tr.Usage}, "subagents": {plain.Subagents, tr.Subagents}, "final_state_keys": {plain.FinalStateKeys, tr.FinalStateKeys},
+		} {
+			a, _ := json.Marshal(pair[0])
+			b, _ := json.Marshal(pair[1])
+			if string(a) != string(b) {
+				diff = append(diff, name+": "+string(b)+", want "+string(a))
+			}
+		}
+		slices.Sort(diff)
+		return diff
+	}
+	for at := 1; at <= len(plain.Events); at++ {
+		tr := run(t, `{`+body+`, "crash_after_events": [`+itoa(at)+`]}`)
+		if tr.Crashes != 1 {
+			t.Errorf("crash after event %d (%s): %d crashes", at, plain.Events[at-1].Type, tr.Crashes)
+		}
+		if d := same(tr); len(d) > 0 {
+			t.Errorf("crash after event %d (%s) differs from the uncrashed run:\n%s", at, plain.Events[at-1].Type, strings.Join(d, "\n"))
+		}
+	}
+}
