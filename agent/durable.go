@@ -120,7 +120,10 @@ type durable struct {
 	usage  llm.Usage
 	values map[string]json.RawMessage // set since the last save
 	kids   map[string]*Result         // children finished since the last save
-	own    int                        // checkpoints this run saved itself
+	// kidJSON holds the summaries of kids already encoded for their calls'
+	// result writes, so that a save does not encode them again.
+	kidJSON map[string]json.RawMessage
+	own     int // checkpoints this run saved itself
 	// legacyKids: the thread's state holds its finished children the way
 	// databases written before did, all under childrenValue.
 	legacyKids bool
@@ -272,9 +275,11 @@ func (r *run) save(ctx context.Context, source string, status Status, runErr err
 	st.Values = map[string]json.RawMessage{loopValue: lv}
 	maps.Copy(st.Values, d.values)
 	for id, c := range d.kids {
-		b, err := json.Marshal(summary(c))
-		if err != nil {
-			return err
+		b, ok := d.kidJSON[id]
+		if !ok {
+			if b, err = json.Marshal(summary(c)); err != nil {
+				return err
+			}
 		}
 		st.Values[childValue+id] = b
 	}
@@ -284,7 +289,7 @@ func (r *run) save(ctx context.Context, source string, status Status, runErr err
 	d.count.Add(1)
 	d.own++
 	d.seq, d.last, d.msgs = st.Step, st.ID, len(r.state.Messages)
-	d.usage, d.values, d.kids = llm.Usage{}, nil, nil
+	d.usage, d.values, d.kids, d.kidJSON = llm.Usage{}, nil, nil, nil
 	return nil
 }
 

@@ -128,6 +128,13 @@ type savedOutcome struct {
 	InResult bool `json:"content_in_result,omitempty"`
 }
 
+// outcomeOut is a savedOutcome as finishCall writes it, with the child's
+// summary encoded beforehand (the field shadows CallOutcome.Child).
+type outcomeOut struct {
+	savedOutcome
+	Child json.RawMessage `json:"child,omitempty"`
+}
+
 // summary is res without message histories, for saving beside a parent's
 // step: the child's own namespace holds its messages.
 func summary(res *Result) *Result {

@@ -371,8 +371,22 @@ func (r *run) finishCall(ctx context.Context, c llm.ToolCall, res tool.Result, f
 	if r.ck == nil {
 		return nil
 	}
-	saved := savedOutcome{CallOutcome: CallOutcome{Content: res.Content, IsError: res.IsError, Structured: res.Structured, Stop: res.Stop, Parts: res.Parts,
-		State: res.State, DurationMS: ms(dur), Child: summary(child)}}
+	saved := outcomeOut{savedOutcome: savedOutcome{CallOutcome: CallOutcome{Content: res.Content, IsError: res.IsError, Structured: res.Structured, Stop: res.Stop, Parts: res.Parts,
+		State: res.State, DurationMS: ms(dur)}}}
+	if child != nil {
+		// Encoded once, for this write and for the next checkpoint's value.
+		b, err := json.Marshal(summary(child))
+		if err != nil {
+			return err
+		}
+		saved.Child = b
+		if r.ck.kids[c.ID] == child {
+			if r.ck.kidJSON == nil {
+				r.ck.kidJSON = map[string]json.RawMessage{}
+			}
+			r.ck.kidJSON[c.ID] = b
+		}
+	}
 	msg := res.Message(c)
 	if saved.Content != "" && msg.Content == saved.Content {
 		// The write's message holds the text already: one copy is enough.
