@@ -231,7 +231,10 @@ type Saver interface {
 	// List returns a thread's checkpoints, newest first, without their state.
 	List(ctx context.Context, opts ListOptions) ([]Checkpoint, error)
 	// DeleteThread removes a thread, its writes and its lease. Deleting a
-	// thread that does not exist is not an error.
+	// thread that does not exist is not an error. It does not look at the
+	// lease: a run still holding the thread would go on saving into it, so
+	// take the lease first (Acquire, as the CLI's threads rm does) or stop
+	// the run.
 	DeleteThread(ctx context.Context, threadID string) error
 	// CopyThread forks src into the new thread dst. With src.ID set, dst
 	// gets that checkpoint with all its ancestors and their writes, and every
