@@ -148,7 +148,7 @@ func decodeDecision(d *decoder, n *node, v reflect.Value, path string) error {
 	for _, m := range n.members {
 		want := kString
 		switch m.key {
-		case "type", "call_id", "id", "path", "message":
+		case "type", "call_id", "id", "path", "message", "tool":
 		case "args", "edited_action":
 			want = kObject
 		case "stop":
@@ -205,6 +205,13 @@ func decodeDecision(d *decoder, n *node, v reflect.Value, path string) error {
 		dc.CallID = str(n, "id")
 	}
 	dc.Args = raw(n, "args")
+	// The tool an edit names (LangChain's edited_action.name, or "tool" as
+	// agent.Decision writes it): the agent refuses an edit whose tool is
+	// not the waiting call's.
+	dc.Tool = str(n, "tool")
+	if name := str(n.get("edited_action"), "name"); name != "" && dc.Tool == "" {
+		dc.Tool = name
+	}
 	if ea := n.get("edited_action"); ea != nil && len(dc.Args) == 0 {
 		if dc.Args = raw(ea, "args"); len(dc.Args) == 0 {
 			dc.Args = raw(ea, "arguments")

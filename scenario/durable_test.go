@@ -412,3 +412,32 @@ func TestCrashAtEveryEventEqualsTheUncrashedRun(t *testing.T) {
 		}
 	}
 }
+
+// An edit in LangChain's shape names its tool (edited_action.name): the
+// agent refuses one that names another tool than the waiting call's, as it
+// does for the same decision given through its API, and runs one that names
+// the call's own.
+func TestEditedActionNameIsTheEditsTool(t *testing.T) {
+	doc := func(name string) string {
+		return `{` + gatedWrite + `, "decisions": [{"id": "c1", "type": "edit", "edited_action": {"name": "` + name + `", "args": {"file_path": "/b.md", "content": "b"}}}]}`
+	}
+	wrong := run(t, strings.Replace(doc("delete"), `["approve", "reject"]`, `true`, 1))
+	if wrong.Status != agent.StatusInterrupted || wrong.Error == nil || !strings.Contains(*wrong.Error, "names tool delete, but the call is a write_file call") {
+		t.Errorf("an edit naming another tool: status %s, error %v", wrong.Status, wrong.Error)
+	}
+	if len(wrong.Files) != 0 {
+		t.Errorf("files %v: the refused edit must not run", wrong.Files)
+	}
+	right := run(t, strings.Replace(doc("write_file"), `["approve", "reject"]`, `true`, 1))
+	if right.Status != agent.StatusOK || right.Files["/b.md"] != "b" {
+		t.Errorf("an edit naming its own tool: status %s, error %v, files %v", right.Status, right.Error, right.Files)
+	}
+	s, err := Parse([]byte(doc("delete")))
+	if err != nil || len(s.Decisions) != 1 || s.Decisions[0].Tool != "delete" {
+		t.Fatalf("parsed %+v, %v", s.Decisions, err)
+	}
+	again, _ := json.Marshal(s)
+	if s2, err := Parse(again); err != nil || len(s2.Decisions) != 1 || s2.Decisions[0].Tool != "delete" || len(s2.Warnings) != 0 {
+		t.Errorf("round trip: %+v, warnings %q, %v", s2, s2.Warnings, err)
+	}
+}
