@@ -98,6 +98,8 @@ type lockstep struct {
 	// each, so that a call runs only once the one before it has ended.
 	batch map[string][]string
 	prev  map[seenKey]string
+	// model, when set, is told of every write that reached the saver.
+	model *replayModel
 }
 
 func newLockstep(saver *countingSaver) *lockstep {
@@ -125,6 +127,21 @@ func (l *lockstep) see(ev agent.Event) {
 	close(l.changed)
 	l.changed = make(chan struct{})
 	l.mu.Unlock()
+}
+
+// hasCrashed reports whether the process has crashed.
+func (l *lockstep) hasCrashed() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.crashed
+}
+
+// saved tells the model that a write reached the saver (err is nil).
+func (l *lockstep) saved(err error) error {
+	if err == nil && l.model != nil {
+		l.model.keep()
+	}
+	return err
 }
 
 // crash throws the process away after ev: from now on every write fails.
@@ -214,7 +231,7 @@ func (l *lockstep) Put(ctx context.Context, s checkpoint.Step) error {
 	if err := l.wait(ctx, k); err != nil {
 		return err
 	}
-	return l.countingSaver.Put(ctx, s)
+	return l.saved(l.countingSaver.Put(ctx, s))
 }
 
 // PutWrite implements checkpoint.Saver: a subagent's call result waits for
@@ -237,7 +254,7 @@ func (l *lockstep) PutWrite(ctx context.Context, ref checkpoint.Ref, w checkpoin
 	if err := l.wait(ctx, k); err != nil {
 		return err
 	}
-	return l.countingSaver.PutWrite(ctx, ref, w)
+	return l.saved(l.countingSaver.PutWrite(ctx, ref, w))
 }
 
 // The other writes fail once the process has crashed.
@@ -246,21 +263,21 @@ func (l *lockstep) DeleteThread(ctx context.Context, thread string) error {
 	if err := l.wait(ctx, nil); err != nil {
 		return err
 	}
-	return l.countingSaver.DeleteThread(ctx, thread)
+	return l.saved(l.countingSaver.DeleteThread(ctx, thread))
 }
 
 func (l *lockstep) CopyThread(ctx context.Context, src checkpoint.Ref, dst string) error {
 	if err := l.wait(ctx, nil); err != nil {
 		return err
 	}
-	return l.countingSaver.CopyThread(ctx, src, dst)
+	return l.saved(l.countingSaver.CopyThread(ctx, src, dst))
 }
 
 func (l *lockstep) Prune(ctx context.Context, thread string, opts checkpoint.PruneOptions) error {
 	if err := l.wait(ctx, nil); err != nil {
 		return err
 	}
-	return l.countingSaver.Prune(ctx, thread, opts)
+	return l.saved(l.countingSaver.Prune(ctx, thread, opts))
 }
 
 func (l *lockstep) Acquire(ctx context.Context, thread, holder string, now time.Time, ttl time.Duration) (checkpoint.Lease, error) {

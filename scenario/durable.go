@@ -69,6 +69,7 @@ type Interrupt struct {
 type driver struct {
 	s      *Scenario
 	a      *agent.Agent
+	model  *replayModel
 	t      *Transcript
 	saver  *countingSaver
 	thread string
@@ -230,8 +231,12 @@ func (d *driver) once(ctx context.Context, in agent.Input, ds []agent.Decision) 
 	opts := []agent.RunOption{agent.WithLease(holder, 0)}
 	if len(d.s.CrashAfterEvents) > 0 {
 		lock = newLockstep(d.saver)
+		lock.model = d.model
 		saver = lock
 		opts = append(opts, agent.WithRuntime(lock.runtime()))
+		// What the processes before this one did is as final as it gets.
+		d.model.keep()
+		ctx = withProcess(ctx, lock)
 	}
 	opts = append(opts, agent.WithCheckpoints(saver, d.thread))
 	if len(ds) > 0 {
@@ -255,6 +260,9 @@ func (d *driver) once(ctx context.Context, in agent.Input, ds []agent.Decision) 
 			d.t.Crashes++
 			crashed = true
 			lock.crash(ev)
+			// The calls the process made since its last write are made
+			// again by the next one, which must get the same steps.
+			d.model.forget()
 			break
 		}
 		if lock != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -386,28 +387,12 @@ func TestCrashAtEveryEventEqualsTheUncrashedRun(t *testing.T) {
 	if plain.Status != agent.StatusOK || plain.Crashes != 0 {
 		t.Fatalf("the uncrashed run: status %s, %d crashes, error %v", plain.Status, plain.Crashes, plain.Error)
 	}
-	same := func(tr *Transcript) []string {
-		var diff []string
-		for name, pair := range map[string][2]any{
-			"status": {plain.Status, tr.Status}, "error": {plain.Error, tr.Error}, "parent_messages": {plain.ParentMessages, tr.ParentMessages},
-			"files": {plain.Files, tr.Files}, "interrupts": {plain.Interrupts, tr.Interrupts}, "unused_decisions": {plain.UnusedDecisions, tr.UnusedDecisions},
-			"usage": {plain.Usage, tr.Usage}, "subagents": {plain.Subagents, tr.Subagents}, "final_state_keys": {plain.FinalStateKeys, tr.FinalStateKeys},
-		} {
-			a, _ := json.Marshal(pair[0])
-			b, _ := json.Marshal(pair[1])
-			if string(a) != string(b) {
-				diff = append(diff, name+": "+string(b)+", want "+string(a))
-			}
-		}
-		slices.Sort(diff)
-		return diff
-	}
 	for at := 1; at <= len(plain.Events); at++ {
 		tr := run(t, `{`+body+`, "crash_after_events": [`+itoa(at)+`]}`)
 		if tr.Crashes != 1 {
 			t.Errorf("crash after event %d (%s): %d crashes", at, plain.Events[at-1].Type, tr.Crashes)
 		}
-		if d := same(tr); len(d) > 0 {
+		if d := sameEnd(plain, tr); len(d) > 0 {
 			t.Errorf("crash after event %d (%s) differs from the uncrashed run:\n%s", at, plain.Events[at-1].Type, strings.Join(d, "\n"))
 		}
 	}
@@ -439,5 +424,66 @@ func TestEditedActionNameIsTheEditsTool(t *testing.T) {
 	again, _ := json.Marshal(s)
 	if s2, err := Parse(again); err != nil || len(s2.Decisions) != 1 || s2.Decisions[0].Tool != "delete" || len(s2.Warnings) != 0 {
 		t.Errorf("round trip: %+v, warnings %q, %v", s2, s2.Warnings, err)
+	}
+}
+
+// sameEnd lists what differs between how two runs of one scenario ended,
+// beyond the fields that count crashes and what was done again.
+func sameEnd(plain, tr *Transcript) []string {
+	var diff []string
+	for name, pair := range map[string][2]any{
+		"status": {plain.Status, tr.Status}, "error": {plain.Error, tr.Error}, "parent_messages": {plain.ParentMessages, tr.ParentMessages},
+		"files": {plain.Files, tr.Files}, "interrupts": {plain.Interrupts, tr.Interrupts}, "unused_decisions": {plain.UnusedDecisions, tr.UnusedDecisions},
+		"usage": {plain.Usage, tr.Usage}, "subagents": {plain.Subagents, tr.Subagents}, "final_state_keys": {plain.FinalStateKeys, tr.FinalStateKeys},
+	} {
+		a, _ := json.Marshal(pair[0])
+		b, _ := json.Marshal(pair[1])
+		if string(a) != string(b) {
+			diff = append(diff, name+": "+string(b)+", want "+string(a))
+		}
+	}
+	slices.Sort(diff)
+	return diff
+}
+
+// A crash at any event of a scenario that compacts resumes to the end of
+// the uncrashed run: the summariser calls and the round sent again after an
+// overflow that the crashed process made after its last saved write are
+// made again and get the same script steps, and a crashed process reaches
+// the scripted model by no path (a summariser call or a resent round does
+// not go through the runtime).
+func TestCrashAtEveryEventOfACompaction(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("..", "testdata", "scenarios", "compaction-*.json"))
+	files = append(files, filepath.Join("testdata", "compaction-failing-summarizer.json"))
+	if len(files) < 3 {
+		t.Fatalf("compaction scenarios: %v", files)
+	}
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			s, err := Load(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			runAt := func(points ...int) *Transcript {
+				c := *s
+				c.CrashAfterEvents = points
+				tr, err := c.Run(t.Context())
+				if err != nil {
+					t.Fatal(err)
+				}
+				tr.Normalize() // the history files' times
+				return tr
+			}
+			plain := runAt(1 << 30)
+			for at := 1; at <= len(plain.Events); at++ {
+				tr := runAt(at)
+				if tr.Crashes != 1 {
+					t.Errorf("crash after event %d: %d crashes", at, tr.Crashes)
+				}
+				if d := sameEnd(plain, tr); len(d) > 0 {
+					t.Errorf("crash after event %d (%s %s) differs from the uncrashed run:\n%s", at, plain.Events[at-1].Type, plain.Events[at-1].Agent, strings.Join(d, "\n"))
+				}
+			}
+		})
 	}
 }

@@ -163,7 +163,8 @@ func (s *Scenario) Run(ctx context.Context) (*Transcript, error) {
 	model.SetEpoch(start)
 	t := &Transcript{Scenario: s.Name, Description: s.Description, Rounds: []Round{}, Events: []agent.Event{},
 		ParentMessages: []Message{}, Files: map[string]string{}, FinalStateKeys: []string{}, ThreadID: s.ThreadID()}
-	a, err := s.Build(model)
+	rm := newReplayModel(model)
+	a, err := s.Build(rm)
 	if err != nil {
 		msg := err.Error()
 		t.Error = &msg
@@ -179,7 +180,7 @@ func (s *Scenario) Run(ctx context.Context) (*Transcript, error) {
 		data, _ := decodeBase64(c) // checked by Parse
 		files[p] = vfs.File{Content: string(data), CreatedAt: start, ModifiedAt: start}
 	}
-	d := &driver{s: s, a: a, t: t, saver: newCountingSaver(checkpoint.NewMemory(0)), thread: t.ThreadID,
+	d := &driver{s: s, a: a, model: rm, t: t, saver: newCountingSaver(checkpoint.NewMemory(0)), thread: t.ThreadID,
 		crashes: slices.Clone(s.CrashAfterEvents)}
 	res, runErr := d.run(ctx, files)
 	t.Timing.WallMS = msf(time.Since(start))
