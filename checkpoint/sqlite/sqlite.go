@@ -106,6 +106,22 @@ type Saver struct {
 
 var _ checkpoint.Saver = (*Saver)(nil)
 
+// execPatiently runs the statement q on db, again and again while SQLite
+// answers that the database is locked, for up to wait. Switching a new
+// file to WAL mode needs a lock that SQLite does not wait for with the
+// busy timeout, so two processes opening a new database at once would
+// otherwise see one of them fail.
+func execPatiently(db *sql.DB, q string, wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	for pause := time.Millisecond; ; pause = min(2*pause, 20*time.Millisecond) {
+		_, err := db.Exec(q)
+		if err == nil || !isBusy(err) || time.Now().Add(pause).After(deadline) {
+			return err
+		}
+		time.Sleep(pause)
+	}
+}
+
 // A migration is applied in one transaction: its SQL, then its Go step.
 type migration struct {
 	sql string
@@ -280,7 +296,7 @@ func Open(path string, opts Options) (*Saver, error) {
 	// effect on a new file, so it is set before WAL mode (which is then
 	// stored in the file for every connection).
 	for _, p := range []string{"PRAGMA page_size = 4096", "PRAGMA journal_mode = WAL"} {
-		if _, err := w.Exec(p); err != nil {
+		if err := execPatiently(w, p, busy); err != nil {
 			w.Close()
 			return nil, fmt.Errorf("open %s: %s: %w", path, p, err)
 		}
