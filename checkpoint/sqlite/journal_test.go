@@ -793,3 +793,93 @@ func TestOtherJournalsListedOnlyAfterAChange(t *testing.T) {
 		t.Errorf("a directory changed just now was remembered (%v)", err)
 	}
 }
+
+// While another saver writes to the same database, each operation is
+// committed before it returns, so that the other is not kept off SQLite's
+// one write lock for the commit delay; alone again, the saver goes back
+// to committing after the delay.
+func TestJournalCommitsAtOnceWhileShared(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	s := openLong(t, path)
+	defer s.Close()
+	seen := func() int { // what other connections see: committed rows
+		t.Helper()
+		var n int
+		if err := s.r.QueryRow(`SELECT COUNT(*) FROM checkpoints`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	lookAgain := func() {
+		s.wmu.Lock()
+		s.sharedAt = time.Time{}
+		s.wmu.Unlock()
+	}
+	o := openLong(t, path) // another saver, without a journal yet
+	putMsg(t, s, "c1", "", "one")
+	if n := seen(); n != 0 {
+		t.Fatalf("%d checkpoints committed by a saver alone, want 0 before its delay", n)
+	}
+	// The other saver makes the journal its first put would make.
+	j, err := createJournal(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.wmu.Lock()
+	o.j = j
+	o.wmu.Unlock()
+	lookAgain()
+	putMsg(t, s, "c2", "c1", "two")
+	if n := seen(); n != 2 {
+		t.Fatalf("%d checkpoints committed beside another saver, want 2", n)
+	}
+	if err := o.Close(); err != nil {
+		t.Fatal(err)
+	}
+	lookAgain()
+	putMsg(t, s, "c3", "c2", "three")
+	if n := seen(); n != 2 {
+		t.Fatalf("%d checkpoints committed once alone again, want 2 (the third waits for the delay)", n)
+	}
+}
+
+// Two savers with a long commit delay on one file: the second's put waits
+// for the write lock the first keeps open, until the first sees the
+// second's journal at its next operation and commits; from then on both
+// commit each operation, and neither waits for the other's delay.
+func TestTwoSaversOnOneFileTakeTurns(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	a := openLong(t, path)
+	defer a.Close()
+	b := openLong(t, path)
+	defer b.Close()
+	putMsg(t, a, "a1", "", "a one") // a's transaction stays open
+	done := make(chan error, 1)
+	go func() {
+		done <- b.Put(context.Background(), checkpoint.Step{ThreadID: "tb", ID: "b1",
+			Messages: []llm.Message{{Role: llm.RoleUser, Content: "b one"}}})
+	}()
+	// b makes its journal, then waits for the lock; a's next operation,
+	// once sharedCheck has passed, sees the journal and commits.
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("the second saver's put: %v", err)
+			}
+		default:
+			if time.Now().After(deadline) {
+				t.Fatal("the second saver's put still waits for the first's open transaction")
+			}
+			time.Sleep(sharedCheck)
+			putMsg(t, a, fmt.Sprintf("a%d", time.Now().UnixNano()), "", "a again")
+			continue
+		}
+		break
+	}
+	// b is shared from its first put: committed as it returned.
+	var n int
+	if err := a.r.QueryRow(`SELECT COUNT(*) FROM checkpoints WHERE thread = 'tb'`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("the second saver's put is not committed: %d %v", n, err)
+	}
+}

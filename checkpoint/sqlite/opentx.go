@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"time"
 )
@@ -33,6 +34,7 @@ func (s *Saver) opTx(ctx context.Context, fn func(q querier) error, then func())
 		s.j = j
 	}
 	ctx = still(ctx)
+	s.sharing()
 	if !s.open {
 		if err := s.begin(ctx); err != nil {
 			return err
@@ -68,12 +70,34 @@ func (s *Saver) opTx(ctx context.Context, fn func(q querier) error, then func())
 	s.ops++
 	// The operation is safe in the journal; a commit that fails from here
 	// on fails the operations after it (see sticky), not this one.
-	if s.ops >= maxOpenOps || s.opBytes >= maxOpenBytes || time.Since(s.since) >= s.delay {
+	if s.shared || s.ops >= maxOpenOps || s.opBytes >= maxOpenBytes || time.Since(s.since) >= s.delay {
 		s.flushLocked()
 	} else {
 		s.armTimer()
 	}
 	return nil
+}
+
+// sharedCheck is how often a saver looks for other savers' journals
+// beside its database.
+const sharedCheck = 50 * time.Millisecond
+
+// sharing finds out, at most every sharedCheck, whether other savers
+// (other processes, mostly) write to the database too (wmu held). While
+// they do, the journaled transaction is committed after each operation
+// instead of staying open for the commit delay: SQLite has one write
+// lock per database, and a writer that keeps it for the delay, again and
+// again, leaves the others waiting in SQLite's busy handler, whose
+// sleeps grow to a tenth of a second, for seconds on end. Other savers
+// are known by their journal files, which they make with their first
+// put or write; a dead saver's journal counts until a lease taken
+// replays it.
+func (s *Saver) sharing() {
+	if now := time.Now(); now.Sub(s.sharedAt) >= sharedCheck {
+		s.sharedAt = now
+		others, err := s.otherJournals()
+		s.shared = err != nil || len(others) > 0
+	}
 }
 
 // refusal is an operation's answer that it will not write (a lease held
@@ -95,7 +119,7 @@ func (s *Saver) armTimer() {
 
 // begin opens the journaled transaction and reads its era.
 func (s *Saver) begin(ctx context.Context) error {
-	if _, err := s.stmts["begin"].ExecContext(ctx); err != nil {
+	if err := s.lock(ctx); err != nil {
 		s.rollback()
 		return err
 	}
@@ -114,6 +138,37 @@ func (s *Saver) begin(ctx context.Context) error {
 		s.timer = nil
 	}
 	return nil
+}
+
+// lock begins the writer's transaction, which takes SQLite's write lock.
+// Alone, it waits for the lock in SQLite's busy handler. Shared, it asks
+// again every few milliseconds instead: the handler's sleeps grow to a
+// tenth of a second, and a writer that sleeps that long between tries
+// keeps losing the lock to savers that hold it only briefly.
+func (s *Saver) lock(ctx context.Context) error {
+	if !s.shared {
+		_, err := s.stmts["begin"].ExecContext(ctx)
+		return err
+	}
+	deadline := time.Now().Add(s.busy)
+	for pause := time.Millisecond; ; pause = min(2*pause, 4*time.Millisecond) {
+		// The busy handler gives up when the try's context ends.
+		try, cancel := context.WithTimeout(ctx, 2*time.Millisecond)
+		_, err := s.stmts["begin"].ExecContext(try)
+		cancel()
+		if err == nil || try.Err() == nil && !isBusy(err) {
+			return err
+		}
+		if try.Err() != nil {
+			// Should the end of the try have come as the lock was taken,
+			// the transaction is open: end it before trying again.
+			s.wc.ExecContext(context.Background(), "ROLLBACK")
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("waiting %v for the database's write lock: %w", s.busy, err)
+		}
+		time.Sleep(pause/2 + rand.N(pause)) // jittered, so that waiters spread
+	}
 }
 
 // flushTimer commits the open transaction txn when it is still open. A

@@ -99,6 +99,12 @@ type Saver struct {
 	// database's directory at a listing that found no other journal in it
 	// (see otherJournals; under wmu).
 	none time.Time
+	// shared says another saver's journal lies beside the database, as
+	// last looked at sharedAt (see sharing; under wmu).
+	shared   bool
+	sharedAt time.Time
+	// busy is the busy timeout: how long a write waits for the lock.
+	busy time.Duration
 	// oplogSt is the prepared oplogPut, made at the first commit (under
 	// wmu).
 	oplogSt *sql.Stmt
@@ -282,7 +288,7 @@ func Open(path string, opts Options) (*Saver, error) {
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
-	s := &Saver{w: w, every: opts.SnapshotEvery, path: path, delay: opts.CommitDelay, syncJ: syncMode == "FULL"}
+	s := &Saver{w: w, every: opts.SnapshotEvery, path: path, delay: opts.CommitDelay, syncJ: syncMode == "FULL", busy: busy}
 	s.journaling.Store(journalSupported && opts.CommitDelay >= 0)
 	if s.delay == 0 {
 		s.delay = 20 * time.Millisecond
