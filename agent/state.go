@@ -126,6 +126,8 @@ type CallOutcome struct {
 type savedOutcome struct {
 	CallOutcome
 	InResult bool `json:"content_in_result,omitempty"`
+	// Rejected: the call never ran, a person rejected it (now or before).
+	Rejected bool `json:"rejected,omitempty"`
 }
 
 // outcomeOut is a savedOutcome as finishCall writes it, with the child's

@@ -102,6 +102,17 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 			if oc.Child != nil {
 				r.addChild(c.ID, oc.Child)
 			}
+			if dc, ok := pending.decided(c.ID); ok && dc.Type == Reject {
+				// Saved before the step's checkpoint that would have
+				// remembered the rejection: remember it now, so that the
+				// same call is not put to the person again.
+				if r.rejected == nil {
+					r.rejected = map[string]string{}
+				}
+				if key := callKey(c.Name, c.Args); !hasKey(r.rejected, key) {
+					r.rejected[key] = dc.Message
+				}
+			}
 			continue
 		}
 		var note string
@@ -135,7 +146,7 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 				}
 				finished[i] = true
 				results[i] = tool.Errorf("%s", rejectedText(c.Name, reason, again))
-				if err := r.finishCall(ctx, c, results[i], nil, nil, 0); err != nil {
+				if err := r.saveOutcome(ctx, c, results[i], nil, nil, 0, true); err != nil {
 					return false, err
 				}
 				r.emit(Event{Type: ToolEnd, Tool: &ToolInfo{CallID: c.ID, Name: c.Name, Result: results[i].Content, IsError: true}})
@@ -368,11 +379,17 @@ func hasKey(m map[string]string, k string) bool {
 
 // finishCall saves a finished call's result under the step in progress.
 func (r *run) finishCall(ctx context.Context, c llm.ToolCall, res tool.Result, files vfs.Delta, child *Result, dur time.Duration) error {
+	return r.saveOutcome(ctx, c, res, files, child, dur, false)
+}
+
+// saveOutcome is finishCall; rejected marks the answer to a call a person
+// rejected, which never ran.
+func (r *run) saveOutcome(ctx context.Context, c llm.ToolCall, res tool.Result, files vfs.Delta, child *Result, dur time.Duration, rejected bool) error {
 	if r.ck == nil {
 		return nil
 	}
 	saved := outcomeOut{savedOutcome: savedOutcome{CallOutcome: CallOutcome{Content: res.Content, IsError: res.IsError, Structured: res.Structured, Stop: res.Stop, Parts: res.Parts,
-		State: res.State, DurationMS: ms(dur)}}}
+		State: res.State, DurationMS: ms(dur)}, Rejected: rejected}}
 	if child != nil {
 		// Encoded once, for this write and for the next checkpoint's value.
 		b, err := json.Marshal(summary(child))

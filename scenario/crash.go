@@ -236,15 +236,22 @@ func (l *lockstep) Put(ctx context.Context, s checkpoint.Step) error {
 
 // PutWrite implements checkpoint.Saver: a subagent's call result waits for
 // the call's tool.start and, for a call that ran a subagent of its own, for
-// that subagent's subagent.end.
+// that subagent's subagent.end; the answer to a rejected call, which never
+// starts, waits for nothing.
 func (l *lockstep) PutWrite(ctx context.Context, ref checkpoint.Ref, w checkpoint.Write) error {
 	var k *seenKey
 	if ref.NS != "" && w.Kind == checkpoint.KindResult {
 		k = &seenKey{typ: agent.ToolStart, agent: ref.NS, call: w.CallID}
 		var outcome struct {
-			Child json.RawMessage `json:"child"`
+			Child    json.RawMessage `json:"child"`
+			Rejected bool            `json:"rejected"`
 		}
-		if json.Unmarshal(w.Data, &outcome) == nil && len(outcome.Child) > 0 && string(outcome.Child) != "null" {
+		ok := json.Unmarshal(w.Data, &outcome) == nil
+		if ok && outcome.Rejected {
+			// A rejected call never starts: its answer follows the step's
+			// model response (or the resume), which came before.
+			k = nil
+		} else if ok && len(outcome.Child) > 0 && string(outcome.Child) != "null" {
 			if err := l.wait(ctx, k); err != nil {
 				return err
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -482,6 +483,38 @@ func TestCrashAtEveryEventOfACompaction(t *testing.T) {
 				}
 				if d := sameEnd(plain, tr); len(d) > 0 {
 					t.Errorf("crash after event %d (%s %s) differs from the uncrashed run:\n%s", at, plain.Events[at-1].Type, plain.Events[at-1].Agent, strings.Join(d, "\n"))
+				}
+			}
+		})
+	}
+}
+
+// A rejected call that the model sends again unchanged is answered as
+// rejected without a second stop, also when the process crashed between
+// the rejection's saved result and the step's checkpoint, at the top and
+// inside a subagent.
+func TestCrashKeepsARejection(t *testing.T) {
+	const again = `{"tool_calls": [{"id": "%s", "name": "write_file", "args": {"file_path": "/x.md", "content": "x"}}]}`
+	for name, body := range map[string]string{
+		"top": `"name": "reject-crash", "input": "write x",
+			"agent": {"interrupt_on": {"write_file": true}},
+			"script": {"parent": [` + fmt.Sprintf(again, "d1") + `, ` + fmt.Sprintf(again, "d2") + `, {"content": "gave up"}]},
+			"decisions": [{"call_id": "d1", "type": "reject", "message": "not x"}]`,
+		"subagent": `"name": "reject-crash-sub", "input": "have a helper write x",
+			"agent": {"subagents": [{"name": "helper", "description": "Writes.", "interrupt_on": {"write_file": true}}]},
+			"script": {"parent": [{"tool_calls": [{"id": "t1", "name": "task", "args": {"description": "write x", "subagent_type": "helper"}}]}, {"content": "done"}],
+				"helper": [` + fmt.Sprintf(again, "c1") + `, ` + fmt.Sprintf(again, "c2") + `, {"content": "gave up"}]},
+			"decisions": [{"call_id": "c1", "type": "reject", "message": "not x"}]`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			plain := run(t, `{`+body+`, "crash_after_events": [1000000]}`)
+			if plain.Status != agent.StatusOK || len(plain.Interrupts) != 1 {
+				t.Fatalf("the uncrashed run: status %s, %d interrupts, error %v", plain.Status, len(plain.Interrupts), plain.Error)
+			}
+			for at := 1; at <= len(plain.Events); at++ {
+				tr := run(t, `{`+body+`, "crash_after_events": [`+itoa(at)+`]}`)
+				if d := sameEnd(plain, tr); len(d) > 0 {
+					t.Errorf("crash after event %d (%s) differs from the uncrashed run:\n%s", at, plain.Events[at-1].Type, strings.Join(d, "\n"))
 				}
 			}
 		})
