@@ -22,6 +22,7 @@ import (
 	"github.com/deepagents-go/deepagents/llm/scripted"
 	"github.com/deepagents-go/deepagents/tool"
 	"github.com/deepagents-go/deepagents/vfs"
+	"github.com/deepagents-go/deepagents/vfs/osfs"
 )
 
 // counter is a tool with a side effect: it records every run of every call
@@ -1603,4 +1604,148 @@ func approveThenCut(t *testing.T, saver checkpoint.Saver, thread string, answer 
 		t.Fatalf("after the cut: status %q, waiting %+v; want an unfinished run waiting for nothing", rs.Status, rs.Loop.Interrupts)
 	}
 	return a, rs
+}
+
+// remover is a tool that deletes a file through the run's files.
+type remover struct{}
+
+func (remover) Spec() llm.ToolSpec {
+	return llm.ToolSpec{Name: "rm", Description: "Delete a file.", Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`)}
+}
+
+func (remover) Run(ctx context.Context, env *tool.Env, args json.RawMessage) (tool.Result, error) {
+	var in struct{ Path string }
+	_ = json.Unmarshal(args, &in)
+	if _, err := env.Files.Delete(ctx, in.Path); err != nil {
+		return tool.Errorf("Error: %v", err), nil
+	}
+	return tool.Text("deleted " + in.Path), nil
+}
+
+// dirScript: every parent step changes files, a subagent writes one too,
+// and a step deletes a file an earlier one wrote.
+const dirScript = `{
+  "parent": [
+    {"tool_calls": [
+      {"id": "w1", "name": "write_file", "args": {"file_path": "/a.md", "content": "alpha"}},
+      {"id": "b1", "name": "bump", "args": {"n": 1}}]},
+    {"tool_calls": [{"id": "w2", "name": "write_file", "args": {"file_path": "/b.md", "content": "beta"}}]},
+    {"tool_calls": [{"id": "w3", "name": "write_file", "args": {"file_path": "/gone.md", "content": "brief"}}]},
+    {"tool_calls": [
+      {"id": "t1", "name": "task", "args": {"description": "first job", "subagent_type": "general-purpose"}},
+      {"id": "e1", "name": "edit_file", "args": {"file_path": "/b.md", "old_string": "beta", "new_string": "BETA"}}]},
+    {"tool_calls": [
+      {"id": "d1", "name": "rm", "args": {"path": "/gone.md"}},
+      {"id": "w4", "name": "write_file", "args": {"file_path": "/c.md", "content": "gamma"}}]},
+    {"content": "all done"}],
+  "general-purpose": {"cases": [
+    {"match": "first", "steps": [
+      {"tool_calls": [{"id": "cb", "name": "bump", "args": {"n": 10}}]},
+      {"tool_calls": [{"id": "cw", "name": "write_file", "args": {"file_path": "/first.md", "content": "one"}}]},
+      {"content": "first report"}]}]}
+}`
+
+// dirCallPaths: the path each call of dirScript's parent changes.
+var dirCallPaths = map[string]string{"w1": "/a.md", "w2": "/b.md", "w3": "/gone.md", "t1": "/first.md",
+	"e1": "/b.md", "d1": "/gone.md", "w4": "/c.md"}
+
+// TestCrashOnADirectoryKeepsChangedFiles: a run whose files are on a real
+// directory (not in its state, as with the CLI's --root) is cut off after
+// each of its events in turn and resumed: its Result lists the paths the
+// uncrashed run changed, those the steps finished before the crash changed
+// included. Read back, the state of the run cut off lists those of its
+// finished steps (ChangedByFinishedSteps).
+func TestCrashOnADirectoryKeepsChangedFiles(t *testing.T) {
+	for _, layered := range []bool{false, true} {
+		t.Run(fmt.Sprintf("layered=%v", layered), func(t *testing.T) {
+			crashOnADirectory(t, layered)
+		})
+	}
+}
+
+func crashOnADirectory(t *testing.T, layered bool) {
+	ctx := context.Background()
+	// dirAgent is a new process's agent on the directory dir.
+	dirAgent := func(t *testing.T, c *counter, dir string) *agent.Agent {
+		f, err := osfs.New(dir, osfs.NoSweep(), osfs.NoSync())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		var b vfs.Backend = f
+		if layered {
+			// Calls write to layers, merged when the step ends.
+			if b, err = vfs.NewComposite(f, vfs.Route{Prefix: "/memories/", Backend: vfs.NewMemory(nil)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return durableAgent(t, dirScript, deepagents.Config{Tools: []tool.Tool{c, remover{}}, Backend: b})
+	}
+	var ref *agent.Result
+	refEvents := 0
+	{
+		a := dirAgent(t, &counter{}, t.TempDir())
+		res, err := agent.Drain(a.Run(ctx, agent.Prompt("go"), agent.WithCheckpoints(checkpoint.NewMemory(0), "ref")), func(agent.Event) { refEvents++ })
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref = res
+	}
+	if want := []string{"/a.md", "/b.md", "/c.md", "/first.md", "/gone.md"}; ref.Status != agent.StatusOK || !slices.Equal(ref.Changed, want) {
+		t.Fatalf("uncrashed run: %s %s, changed %v, want %v", ref.Status, ref.Error, ref.Changed, want)
+	}
+	for n := 1; n < refEvents; n++ {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			c := &counter{}
+			base := checkpoint.NewMemory(0)
+			saver := &crashable{Saver: base}
+			dir := t.TempDir()
+			a := dirAgent(t, c, dir)
+			seen := 0
+			for range a.Run(ctx, agent.Prompt("go"), agent.WithCheckpoints(saver, "th"), agent.WithLease("first", time.Millisecond)) {
+				seen++
+				if seen == n {
+					saver.dead.Store(true)
+					break
+				}
+			}
+			time.Sleep(2 * time.Millisecond)
+			rs, err := agent.LoadRunState(ctx, base, "th", agent.RootPath("parent"), false)
+			if errors.Is(err, checkpoint.ErrNotFound) {
+				return // cut off before its input was saved
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rs.Status != "" {
+				if !slices.Equal(rs.Loop.Changed, ref.Changed) {
+					t.Errorf("saved changed paths %v, want %v", rs.Loop.Changed, ref.Changed)
+				}
+				return
+			}
+			// The steps whose results are in the conversation finished.
+			got, err := agent.ChangedByFinishedSteps(ctx, base, rs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []string
+			for _, m := range rs.Messages {
+				if p, ok := dirCallPaths[m.ToolCallID]; ok && m.Role == llm.RoleTool && !slices.Contains(want, p) {
+					want = append(want, p)
+				}
+			}
+			slices.Sort(want)
+			if !slices.Equal(got, want) {
+				t.Errorf("the finished steps changed %v, want %v", got, want)
+			}
+
+			res, err := dirAgent(t, c, dir).Invoke(ctx, agent.Input{}, agent.WithCheckpoints(base, "th"), agent.WithLease("second", time.Minute))
+			if err != nil {
+				t.Fatalf("resume: %v", err)
+			}
+			if res.Status != agent.StatusOK || !slices.Equal(res.Changed, ref.Changed) {
+				t.Errorf("resumed run: %s, changed %v, want %v", res.Status, res.Changed, ref.Changed)
+			}
+		})
+	}
 }

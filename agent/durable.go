@@ -210,8 +210,8 @@ func (r *run) loopState(status Status, err error) LoopState {
 		}
 	}
 	// The list of changed paths grows with the run, so it is saved only
-	// when the run stops; a run resumed after a crash rebuilds it by
-	// comparing its files with those of its input checkpoint.
+	// when the run stops; a run resumed after a crash rebuilds it (see
+	// rebuildChanged).
 	if status != "" {
 		for p := range r.changed {
 			ls.Changed = append(ls.Changed, p)
@@ -1022,9 +1022,33 @@ func (r *run) saveInput(ctx context.Context) error {
 }
 
 // rebuildChanged recomputes the paths an unfinished run changed, after a
-// crash, from its files now and at its input.
+// crash: from its files now and at its input when its checkpoints keep its
+// files, else (a real directory, say) from the file changes saved with the
+// results of its finished steps' calls, and with what the subagents that
+// calls of its step in progress started changed so far. The step in
+// progress adds its calls' own changes when it completes.
 func (r *run) rebuildChanged(ctx context.Context, rs *RunState) error {
-	if rs.Loop.Changed != nil || !r.ck.keeps {
+	if !r.ck.keeps {
+		var paths []string
+		if rs.Loop.Changed == nil {
+			var err error
+			if paths, err = changedByCalls(ctx, r.ck.saver, r.ck.thread, r.ck.ns, rs); err != nil {
+				return err
+			}
+		}
+		// A call of the step in progress that started a subagent continues
+		// its run, and the call's own file changes count only what it
+		// changes from now on: what it changed before counts here.
+		kids, err := changedByKidsInFlight(ctx, r.ck.saver, r.ck.thread, r.ck.ns, rs)
+		if err != nil {
+			return err
+		}
+		for _, p := range append(paths, kids...) {
+			r.markChanged(p)
+		}
+		return nil
+	}
+	if rs.Loop.Changed != nil {
 		return nil
 	}
 	var before map[string]vfs.File
@@ -1043,6 +1067,141 @@ func (r *run) rebuildChanged(ctx context.Context, rs *RunState) error {
 		r.markChanged(p)
 	}
 	return nil
+}
+
+// ChangedByFinishedSteps lists, sorted, the paths that the finished steps of
+// an unfinished run changed, as its Result would list them, read back from
+// the file changes saved with its calls' results (checkpoint.Write.Files).
+// rs is the run's state as LoadRunState reads it; the calls of its step in
+// progress (rs.InProgress) are left out. A run that stops saves its list
+// (rs.Loop.Changed), and one whose files are in its state can compare them
+// with its input's; one cut off on a real directory has only this.
+func ChangedByFinishedSteps(ctx context.Context, saver checkpoint.Saver, rs *RunState) ([]string, error) {
+	ns := ""
+	if rs.Path != "" {
+		p, err := ParsePath(rs.Path)
+		if err != nil {
+			return nil, err
+		}
+		ns = nsOf(p)
+	}
+	return changedByCalls(ctx, saver, rs.Thread, ns, rs)
+}
+
+// changedByCalls gathers the paths in the file deltas of the result writes
+// of the run's finished steps: the step checkpoints from its latest back to
+// its input, but for the step in progress. A finished step merged every
+// such delta, so these are the paths it changed. Reading one checkpoint
+// per step is costly, but only a run cut off pays it, once, when it is
+// read back; saving the list with each step would cost every step.
+func changedByCalls(ctx context.Context, saver checkpoint.Saver, thread, ns string, rs *RunState) ([]string, error) {
+	cps, err := saver.List(ctx, checkpoint.ListOptions{ThreadID: thread, NS: ns})
+	if err != nil {
+		return nil, fmt.Errorf("thread %q: listing the run's checkpoints: %w", thread, err)
+	}
+	byID := make(map[string]*checkpoint.Checkpoint, len(cps))
+	for i := range cps {
+		byID[cps[i].ID] = &cps[i]
+	}
+	inProgress := ""
+	if rs.InProgress != nil {
+		inProgress = rs.InProgress.Checkpoint
+	}
+	changed := map[string]bool{}
+	seen := map[string]bool{}
+	for id := rs.Checkpoint; id != "" && !seen[id]; {
+		seen[id] = true
+		cp, ok := byID[id]
+		if !ok {
+			break
+		}
+		// The results of a step's calls are saved under the checkpoint
+		// of its model response (source "loop"); a subagent's first one
+		// is also its input.
+		if source := cp.Metadata["source"]; source == "loop" && id != inProgress {
+			at, err := saver.Get(ctx, checkpoint.Ref{ThreadID: thread, NS: ns, ID: id})
+			if err != nil {
+				return nil, fmt.Errorf("thread %q: checkpoint %s of the run: %w", thread, id, err)
+			}
+			for _, w := range at.Pending {
+				if w.Kind != checkpoint.KindResult && w.Kind != "" {
+					continue
+				}
+				for _, c := range w.Files {
+					changed[c.Path] = true
+				}
+			}
+		}
+		if id == rs.Loop.Input || rs.Loop.Input == "" && cp.Metadata["source"] == sourceInput {
+			break
+		}
+		id = cp.ParentID
+	}
+	return slices.Sorted(maps.Keys(changed)), nil
+}
+
+// changedByKidsInFlight lists the paths that the subagent runs started by
+// the calls of rs's step in progress that have not finished changed so far,
+// theirs and their own subagents'.
+func changedByKidsInFlight(ctx context.Context, saver checkpoint.Saver, thread, ns string, rs *RunState) ([]string, error) {
+	st := rs.InProgress
+	if st == nil {
+		return nil, nil
+	}
+	open := map[string]bool{}
+	for _, c := range st.Calls {
+		if _, done := st.Done[c.ID]; !done {
+			open[c.ID] = true
+		}
+	}
+	if len(open) == 0 {
+		return nil, nil
+	}
+	cps, err := saver.List(ctx, checkpoint.ListOptions{ThreadID: thread, AllNamespaces: true})
+	if err != nil {
+		return nil, fmt.Errorf("thread %q: listing its runs: %w", thread, err)
+	}
+	step := ns + "@" + st.Checkpoint
+	seen := map[string]bool{}
+	var out []string
+	for _, k := range cps {
+		if k.NS == "" || seen[k.NS] {
+			continue
+		}
+		seen[k.NS] = true
+		kp, err := ParsePath(k.NS)
+		if err != nil || nsOf(kp.Parent()) != ns || !open[kp.Last().CallID] {
+			continue
+		}
+		kid, err := LoadRunState(ctx, saver, thread, kp, false)
+		if err != nil {
+			return nil, err
+		}
+		if kid.Loop.ParentStep != step {
+			continue // an earlier run under a call id used again
+		}
+		paths := kid.Loop.Changed
+		if paths == nil && kid.Status == "" {
+			if paths, err = changedByCalls(ctx, saver, thread, k.NS, kid); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, paths...)
+		if st := kid.InProgress; st != nil && (kid.Status == "" || kid.Status == StatusInterrupted) {
+			// Its step in progress merges these only when it completes.
+			for _, oc := range st.Done {
+				for _, c := range oc.Files {
+					out = append(out, c.Path)
+				}
+			}
+			more, err := changedByKidsInFlight(ctx, saver, thread, k.NS, kid)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, more...)
+		}
+	}
+	return out, nil
 }
 
 func (r *run) markChanged(p string) {

@@ -69,7 +69,8 @@ type LoopState struct {
 	// databases written before kept it; it is now rebuilt from
 	// RunState.Finished and no longer saved.
 	Tree map[string]llm.Usage `json:"tree,omitempty"`
-	// Changed lists the paths the run changed; saved when the run stops.
+	// Changed lists the paths the run changed; saved when the run stops,
+	// not with each step (see ChangedByFinishedSteps for a run cut off).
 	Changed       []string        `json:"changed,omitempty"`
 	Output        json.RawMessage `json:"output,omitempty"`
 	RespFailures  int             `json:"resp_failures,omitempty"`

@@ -403,9 +403,11 @@ func (t *threadTree) load(path agent.Path, depth int) (*shownRun, error) {
 	run := &shownRun{Path: path.String(), Status: status, Rounds: rs.Loop.Rounds, Usage: rs.Loop.Usage,
 		FilesChanged: slices.Clone(rs.Loop.Changed), Interrupts: rs.Loop.Interrupts}
 	if run.FilesChanged == nil && rs.Status == "" {
-		// A run cut off saves no list of its changes: its files now against
-		// those of its input say what its finished steps changed.
-		run.FilesChanged = t.changedSinceInput(rs)
+		// A run cut off saves no list of its changes: the changes saved
+		// with its calls' results say what its finished steps changed.
+		if run.FilesChanged, err = t.changedSinceInput(rs); err != nil {
+			return nil, fmt.Errorf("reading %s of thread %q: %w", runName(path), t.id, err)
+		}
 	}
 	for _, m := range rs.Messages {
 		sm := shownMessage{Role: string(m.Role), Content: m.Content, ToolCallID: m.ToolCallID, Name: m.Name, IsError: m.IsError}
@@ -450,31 +452,41 @@ func (t *threadTree) load(path agent.Path, depth int) (*shownRun, error) {
 	return run, nil
 }
 
-// changedSinceInput lists the paths whose files differ between the run's
-// latest checkpoint and the checkpoint of its input; nil when they cannot
-// be compared (a subagent's input has no checkpoint of its own, and a run
-// on a real directory keeps no files in its state).
-func (t *threadTree) changedSinceInput(rs *agent.RunState) []string {
+// changedSinceInput lists what the finished steps of a run cut off
+// changed: the paths in the file changes saved with their calls' results
+// and, when the run keeps its files in its state, those whose files differ
+// between its latest checkpoint and the checkpoint of its input (a
+// subagent's input has no checkpoint of its own). A run on a real directory
+// keeps no files in its state: the saved changes are all there is.
+func (t *threadTree) changedSinceInput(rs *agent.RunState) ([]string, error) {
+	changed, err := agent.ChangedByFinishedSteps(t.ctx, t.saver, rs)
+	if err != nil {
+		return nil, err
+	}
 	if rs.Loop.Input == "" || rs.Files == nil {
-		return nil
+		return changed, nil
 	}
 	in, err := t.saver.Get(t.ctx, checkpoint.Ref{ThreadID: t.id, NS: rs.Path, ID: rs.Loop.Input})
 	if err != nil || in.NS != rs.Path {
-		return nil
+		return changed, nil
 	}
-	var changed []string
+	add := func(p string) {
+		if !slices.Contains(changed, p) {
+			changed = append(changed, p)
+		}
+	}
 	for p, f := range rs.Files {
 		if old, ok := in.State.Files[p]; !ok || old.Content != f.Content {
-			changed = append(changed, p)
+			add(p)
 		}
 	}
 	for p := range in.State.Files {
 		if _, ok := rs.Files[p]; !ok {
-			changed = append(changed, p)
+			add(p)
 		}
 	}
 	slices.Sort(changed)
-	return changed
+	return changed, nil
 }
 
 // child finds the subagent run that the call callID of the run at parent

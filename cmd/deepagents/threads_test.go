@@ -978,3 +978,74 @@ func TestShowTheUnfinishedStep(t *testing.T) {
 		t.Errorf("show of a cut-off run: exit %d %s\n%s", code, errs, out)
 	}
 }
+
+// A run on a real directory (--root) that is cut off after finished steps
+// lists the files those steps changed: in 'threads show' of the cut-off
+// run, and, with the rest, in the result and the transcript of its resume,
+// as the run would have had it not been cut off.
+func TestCutOffRunOnARootListsItsFiles(t *testing.T) {
+	ctx, cancel := context.WithCancelCause(t.Context())
+	defer cancel(nil)
+	var mu sync.Mutex
+	cut := false
+	srv := ot.NewServer(t, func(r *ot.Request) ot.Reply {
+		switch r.Round() {
+		case 0:
+			return ot.Tools(ot.Call{ID: "w1", Name: "write_file", Args: `{"file_path":"/a.md","content":"A"}`},
+				ot.Call{ID: "w2", Name: "write_file", Args: `{"file_path":"/s/b.md","content":"B"}`})
+		case 1:
+			return ot.Tools(ot.Call{ID: "w3", Name: "write_file", Args: `{"file_path":"/c.md","content":"C"}`})
+		case 2:
+			mu.Lock()
+			first := !cut
+			cut = true
+			mu.Unlock()
+			if first {
+				cancel(errInterrupted) // Ctrl-C while this call is in flight
+			}
+			return ot.Tools(ot.Call{ID: "w4", Name: "write_file", Args: `{"file_path":"/d.md","content":"D"}`})
+		}
+		return ot.Text("done")
+	})
+	runEnv(t, srv)
+	root := t.TempDir()
+	var o, e bytes.Buffer
+	code := run(ctx, []string{"run", "-p", "go", "--model", "openai:gpt-test", "--root", root, "--output", "json"}, strings.NewReader(""), &o, &e)
+	sum := decode(t, o.String())
+	if code != 1 || sum.Status != "cancelled" {
+		t.Fatalf("cut-off run: exit %d status %s: %s", code, sum.Status, e.String())
+	}
+	// The second step's call finished, the step did not: the model call
+	// of the third was in flight.
+	const finished = "/a.md,/c.md,/s/b.md"
+	_, out, errs := runCLI(t, "threads", "show", sum.ThreadID, "--json")
+	var th shownThread
+	if err := json.Unmarshal([]byte(out), &th); err != nil {
+		t.Fatalf("%v: %s", err, errs)
+	}
+	if th.Status != "unfinished" || strings.Join(th.FilesChanged, ",") != finished {
+		t.Errorf("show --json of the cut-off run: status %s, files %v, want %s", th.Status, th.FilesChanged, finished)
+	}
+	if code, out, errs := runCLI(t, "threads", "show", sum.ThreadID); code != 0 || !strings.Contains(out, "files changed: /a.md, /c.md (by the unfinished step), /s/b.md\n") {
+		t.Errorf("show of the cut-off run: exit %d %s\n%s", code, errs, out)
+	}
+
+	code, out, errs = runCLI(t, "resume", "--thread", sum.ThreadID, "--model", "openai:gpt-test", "--output", "json")
+	if code != 0 {
+		t.Fatalf("resume: exit %d: %s", code, errs)
+	}
+	const all = "/a.md,/c.md,/d.md,/s/b.md"
+	done := decode(t, out)
+	if done.Result != "done" || strings.Join(done.FilesChanged, ",") != all {
+		t.Errorf("resumed: files %v, want %s (%+v)", done.FilesChanged, all, done)
+	}
+	var saved struct {
+		Result agent.Result `json:"result"`
+	}
+	if data, err := os.ReadFile(done.Transcript); err != nil || json.Unmarshal(data, &saved) != nil || strings.Join(saved.Result.Changed, ",") != all {
+		t.Errorf("transcript %s: %v, files %v, want %s", done.Transcript, err, saved.Result.Changed, all)
+	}
+	if _, out, _ := runCLI(t, "threads", "show", sum.ThreadID, "--json"); json.Unmarshal([]byte(out), &th) != nil || strings.Join(th.FilesChanged, ",") != all {
+		t.Errorf("show --json of the resumed run: files %v, want %s", th.FilesChanged, all)
+	}
+}
