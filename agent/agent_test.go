@@ -48,6 +48,23 @@ func newAgent(t *testing.T, cfg agent.Config) *agent.Agent {
 	return a
 }
 
+// warningOf runs a once and returns the types of its events and its
+// last warning, if any.
+func warningOf(t *testing.T, a *agent.Agent) ([]agent.EventType, *agent.WarningInfo) {
+	t.Helper()
+	var types []agent.EventType
+	var warn *agent.WarningInfo
+	if _, err := agent.Drain(a.Run(t.Context(), agent.Prompt("go")), func(ev agent.Event) {
+		types = append(types, ev.Type)
+		if ev.Type == agent.Warning {
+			warn = ev.Warning
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return types, warn
+}
+
 func toolMessages(msgs []llm.Message) []llm.Message {
 	var out []llm.Message
 	for _, m := range msgs {

@@ -103,16 +103,7 @@ func TestGateWithoutToolWarns(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			m := scripted.New(scripted.Script{"parent": steps(scripted.Step{Content: "hi"})}, scripted.Options{})
 			a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{writeTool}, InterruptOn: tc.gates, Middleware: tc.mw})
-			var types []agent.EventType
-			var warn *agent.WarningInfo
-			if _, err := agent.Drain(a.Run(t.Context(), agent.Prompt("go")), func(ev agent.Event) {
-				types = append(types, ev.Type)
-				if ev.Type == agent.Warning {
-					warn = ev.Warning
-				}
-			}); err != nil {
-				t.Fatal(err)
-			}
+			types, warn := warningOf(t, a)
 			if tc.want == "" {
 				if warn != nil || len(a.UngatedNames()) != 0 {
 					t.Fatalf("unexpected warning %+v (ungated %v)", warn, a.UngatedNames())

@@ -95,16 +95,7 @@ func TestSettingsCheckedAtAssembly(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			m := &checkingModel{Model: scripted.New(scripted.Script{"parent": steps(scripted.Step{Content: "hi"})}, scripted.Options{}), dropped: tc.dropped}
 			a := newAgent(t, agent.Config{Model: m, Reasoning: budget})
-			var types []agent.EventType
-			var warn *agent.WarningInfo
-			if _, err := agent.Drain(a.Run(t.Context(), agent.Prompt("go")), func(ev agent.Event) {
-				types = append(types, ev.Type)
-				if ev.Type == agent.Warning {
-					warn = ev.Warning
-				}
-			}); err != nil {
-				t.Fatal(err)
-			}
+			types, warn := warningOf(t, a)
 			if tc.want == "" {
 				if warn != nil {
 					t.Errorf("unexpected warning %+v", warn)
