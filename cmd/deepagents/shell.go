@@ -12,6 +12,7 @@ import (
 	"github.com/deepagents-go/deepagents/fstools"
 	"github.com/deepagents-go/deepagents/sandbox"
 	"github.com/deepagents-go/deepagents/subagent"
+	"github.com/deepagents-go/deepagents/tool"
 	"github.com/deepagents-go/deepagents/vfs"
 	"github.com/deepagents-go/deepagents/vfs/osfs"
 )
@@ -84,7 +85,9 @@ func wireShell(ctx context.Context, o shellOptions, quiet bool, root *osfs.FS, g
 	} else {
 		gates = withExecuteGate(gates)
 		for i := range specs {
-			if specs[i].InterruptOn != nil {
+			// A subagent that names its tools without execute has no
+			// execute to gate (nor a warning to give about the gate).
+			if specs[i].InterruptOn != nil && !(specs[i].ExactTools && !hasTool(specs[i].Tools, fstools.ExecuteName)) {
 				specs[i].InterruptOn = withExecuteGate(specs[i].InterruptOn)
 			}
 		}
@@ -93,6 +96,16 @@ func wireShell(ctx context.Context, o shellOptions, quiet bool, root *osfs.FS, g
 		fmt.Fprintf(stderr, "deepagents: execute: %s; %s.\n", runner.Describe(), asking)
 	}
 	return root.WithRunner(runner), gates, opts, nil
+}
+
+// hasTool reports whether tools holds one named name.
+func hasTool(tools []tool.Tool, name string) bool {
+	for _, t := range tools {
+		if t != nil && t.Spec().Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // withExecuteGate returns a copy of gates in which execute waits for

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/fstools"
 	ot "github.com/deepagents-go/deepagents/providers/openai/openaitest"
 	"github.com/deepagents-go/deepagents/subagent"
 	"github.com/deepagents-go/deepagents/vfs"
@@ -163,7 +164,8 @@ func TestExecuteGatesForSubagents(t *testing.T) {
 	}
 	defer f.Close()
 	for _, allow := range []bool{false, true} {
-		specs := []subagent.Spec{{Name: "gated", InterruptOn: map[string]agent.Approval{"write_file": {}}}, {Name: "inherits"}}
+		specs := []subagent.Spec{{Name: "gated", InterruptOn: map[string]agent.Approval{"write_file": {}}}, {Name: "inherits"},
+			{Name: "no-execute", ExactTools: true, Tools: fstools.Tools()[:1], InterruptOn: map[string]agent.Approval{}}}
 		mine := map[string]agent.Approval{"edit_file": {}}
 		var errb strings.Builder
 		b, gates, _, err := wireShell(t.Context(), shellOptions{allowExecute: allow}, false, f, mine, specs, &errb)
@@ -177,6 +179,9 @@ func TestExecuteGatesForSubagents(t *testing.T) {
 		_, subGate := specs[0].InterruptOn["execute"]
 		if agentGate == allow || subGate == allow || specs[1].InterruptOn != nil {
 			t.Errorf("allow=%v: agent gates %v, subagent gates %v, inheriting %v", allow, gates, specs[0].InterruptOn, specs[1].InterruptOn)
+		}
+		if len(specs[2].InterruptOn) != 0 {
+			t.Errorf("allow=%v: a subagent without execute got gates %v", allow, specs[2].InterruptOn)
 		}
 		if _, ok := gates["edit_file"]; !ok || len(mine) != 1 {
 			t.Errorf("allow=%v: the given gates were lost or changed: %v, %v", allow, gates, mine)
