@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"iter"
-	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	"github.com/deepagents-go/deepagents/agent"
-	"github.com/deepagents-go/deepagents/checkpoint/sqlite"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
 	"github.com/deepagents-go/deepagents/tool"
@@ -92,14 +90,7 @@ func cutOffServer(t *testing.T, c *cutCounts) *harness {
 	holder := goneHolder(t)
 	dir := t.TempDir()
 	serve := func(a *agent.Agent, run func(context.Context, string, *agent.Agent, agent.Input, ...agent.RunOption) iter.Seq2[agent.Event, error]) *harness {
-		sv, err := sqlite.Open(filepath.Join(dir, "state.db"), sqlite.Options{BusyTimeout: 10 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		st, err := OpenSQLStore(context.Background(), "sqlite", filepath.Join(dir, "state.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		sv, st := openFiles(t, dir)
 		t.Cleanup(func() { _ = st.Close(); _ = sv.Close() })
 		return newHarness(t, Config{Saver: sv, Store: st, Run: run, Agents: []AgentSpec{{Name: "cut", Agent: a}}})
 	}

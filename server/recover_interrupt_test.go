@@ -3,13 +3,11 @@ package server
 import (
 	"context"
 	"iter"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/deepagents-go/deepagents/agent"
-	"github.com/deepagents-go/deepagents/checkpoint/sqlite"
 )
 
 // TestRestartKeepsPendingApproval: a server stopped after a run saved its
@@ -20,14 +18,7 @@ import (
 func TestRestartKeepsPendingApproval(t *testing.T) {
 	dir := t.TempDir()
 	serve := func(run func(context.Context, string, *agent.Agent, agent.Input, ...agent.RunOption) iter.Seq2[agent.Event, error]) (*harness, Store) {
-		sv, err := sqlite.Open(filepath.Join(dir, "state.db"), sqlite.Options{BusyTimeout: 10 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		st, err := OpenSQLStore(context.Background(), "sqlite", filepath.Join(dir, "state.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		sv, st := openFiles(t, dir)
 		t.Cleanup(func() { _ = st.Close(); _ = sv.Close() })
 		return newHarness(t, Config{Saver: sv, Store: st, Run: run}), st
 	}

@@ -51,14 +51,7 @@ func stoppedServer(t *testing.T, holder string) (hB *harness, st Store, running,
 	}
 	dir := t.TempDir()
 	serve := func() (*harness, Store) {
-		sv, err := sqlite.Open(filepath.Join(dir, "state.db"), sqlite.Options{BusyTimeout: 10 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		st, err := OpenSQLStore(context.Background(), "sqlite", filepath.Join(dir, "state.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		sv, st := openFiles(t, dir)
 		t.Cleanup(func() { _ = st.Close(); _ = sv.Close() })
 		return newHarness(t, Config{Saver: sv, Store: st, Run: run}), st
 	}
@@ -183,4 +176,21 @@ func TestRestartLeavesThreadRunElsewhere(t *testing.T) {
 	}
 	// A new run on it is refused before it is stored.
 	h.json("POST", "/threads/T/runs", map[string]any{"assistant_id": "researcher", "input": map[string]any{"messages": []any{map[string]any{"role": "user", "content": "hi"}}}}, 409, nil)
+}
+
+// openFiles opens the checkpoint saver and the run store a server keeps
+// in dir/state.db, as a server started over those files would; the caller
+// closes them.
+func openFiles(t *testing.T, dir string) (*sqlite.Saver, Store) {
+	t.Helper()
+	sv, err := sqlite.Open(filepath.Join(dir, "state.db"), sqlite.Options{BusyTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := OpenSQLStore(context.Background(), "sqlite", filepath.Join(dir, "state.db"))
+	if err != nil {
+		_ = sv.Close()
+		t.Fatal(err)
+	}
+	return sv, st
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/checkpoint/postgres"
-	"github.com/deepagents-go/deepagents/checkpoint/sqlite"
 	"github.com/deepagents-go/deepagents/internal/pgtest"
 )
 
@@ -161,14 +160,7 @@ func withSearchPath(dsn, schema string) string {
 func TestRejoinAfterRestart(t *testing.T) {
 	dir := t.TempDir()
 	open := func() (checkpoint.Saver, Store) {
-		sv, err := sqlite.Open(filepath.Join(dir, "state.db"), sqlite.Options{BusyTimeout: 10 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		st, err := OpenSQLStore(context.Background(), "sqlite", filepath.Join(dir, "state.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		sv, st := openFiles(t, dir)
 		return sv, st
 	}
 	restartCase(t, open)
