@@ -409,7 +409,7 @@ func (r *run) saveOutcome(ctx context.Context, c llm.ToolCall, res tool.Result, 
 		// The write's message holds the text already: one copy is enough.
 		saved.Content, saved.InResult = "", true
 	}
-	data, err := json.Marshal(saved)
+	data, err := saved.encode()
 	if err != nil {
 		return err
 	}

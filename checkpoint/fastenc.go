@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/deepagents-go/deepagents/internal/jsonw"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/vfs"
 )
@@ -130,70 +131,8 @@ type jsonEnc struct {
 
 const hexDigits = "0123456789abcdef"
 
-// htmlSafe marks the bytes a JSON string holds as they are: ASCII but for
-// control characters, quotes, backslashes, <, > and &.
-var htmlSafe = func() (t [256]bool) {
-	for c := 0x20; c < utf8.RuneSelf; c++ {
-		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
-	}
-	return t
-}()
-
-// str appends s as a JSON string, escaped as json.Marshal escapes it:
-// quotes, backslashes and control characters, <, > and & (as \u003c, \u003e
-// and \u0026), U+2028 and U+2029, and every byte that is not part of valid
-// UTF-8 as \ufffd.
-func (e *jsonEnc) str(s string) {
-	b := append(e.b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if htmlSafe[c] {
-			i++
-			continue
-		}
-		if c < utf8.RuneSelf {
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	e.b = append(b, '"')
-}
+// str appends s as a JSON string, escaped as json.Marshal escapes it.
+func (e *jsonEnc) str(s string) { e.b = jsonw.String(e.b, s) }
 
 // key appends a member name and its colon, after a comma unless first.
 func (e *jsonEnc) key(name string, first bool) {
