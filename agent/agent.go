@@ -213,6 +213,15 @@ type Nested interface {
 	RunNested(ctx context.Context, env *tool.Env, args json.RawMessage, host Host) (tool.Result, *Result, error)
 }
 
+// Delegator is implemented by a tool that runs agents it holds, such as the
+// task tool. Agent returns the one it runs under name, the Name of the path
+// segment of the runs it starts, so that a person's edit of a call waiting
+// in such a run is checked against its tool's schema before anything runs.
+type Delegator interface {
+	tool.Tool
+	Agent(name string) (*Agent, bool)
+}
+
 // Host lets a nested tool report into the running agent.
 type Host struct {
 	// Path is the path of the run that hosts the tool; a nested run started

@@ -465,8 +465,9 @@ func LoadRunState(ctx context.Context, saver checkpoint.Saver, thread string, pa
 
 // CheckDecisions is the package's CheckDecisions for a top-level run of a:
 // it also refuses an edit whose arguments do not fit the schema of the
-// tool of a call a's own model made, so that a caller can refuse
-// decisions before it starts a run (a run checks them the same way).
+// tool of the waiting call, whether a's own model or a subagent's made it,
+// so that a caller can refuse decisions before it starts a run (a run
+// checks them the same way).
 func (a *Agent) CheckDecisions(ds []Decision, waiting []Interrupt) error {
 	if err := CheckDecisions(ds, waiting); err != nil {
 		return err
@@ -475,20 +476,39 @@ func (a *Agent) CheckDecisions(ds []Decision, waiting []Interrupt) error {
 }
 
 // checkEdits refuses an edit whose arguments do not fit the schema of the
-// tool of a call the model of the agent at path made, before anything
-// runs: a person's typo should be theirs to fix, not the model's to puzzle
-// over. (A subagent's call is checked by its tool when it runs, since its
-// tools may not be this agent's.)
+// tool of a call waiting in the agent at path or in a subagent below it,
+// before anything runs: a person's typo should be theirs to fix, not the
+// model's to puzzle over. A call whose agent, tool or schema cannot be
+// found or read here is left to its tool to check when it runs.
 func (a *Agent) checkEdits(ds []Decision, waiting []Interrupt, path string) error {
+	var where Path
 	for _, d := range ds {
 		if d.Type != Edit {
 			continue
 		}
 		for _, in := range waiting {
-			if in.CallID != d.CallID || in.Path != path || d.Path != "" && d.Path != in.Path {
+			if in.CallID != d.CallID || d.Path != "" && d.Path != in.Path {
 				continue
 			}
-			for _, spec := range a.specs {
+			var rest Path
+			if in.Path != path {
+				if where == nil {
+					var err error
+					if where, err = ParsePath(path); err != nil {
+						return nil // not a path this agent can read
+					}
+				}
+				p, err := ParsePath(in.Path)
+				if err != nil || len(p) <= len(where) || !p[:len(where)].Equal(where) {
+					continue // not below this run
+				}
+				rest = p[len(where):]
+			}
+			specs, ok := a.toolSpecsAt(rest)
+			if !ok {
+				continue
+			}
+			for _, spec := range specs {
 				if spec.Name != in.Tool || len(spec.Parameters) == 0 {
 					continue
 				}
@@ -504,6 +524,35 @@ func (a *Agent) checkEdits(ds []Decision, waiting []Interrupt, path string) erro
 		}
 	}
 	return nil
+}
+
+// toolSpecsAt returns the tool definitions of the agent at rest, a path
+// below a: a's own when rest is empty, else those of the subagent that a
+// tool of a (a Delegator) runs under rest's first name, and so on down.
+// ok is false when no tool of a, or more than one, holds such an agent.
+func (a *Agent) toolSpecsAt(rest Path) ([]llm.ToolSpec, bool) {
+	if len(rest) == 0 {
+		return a.specs, true
+	}
+	var found *Agent
+	for _, t := range a.tools {
+		d, ok := t.(Delegator)
+		if !ok {
+			continue
+		}
+		kid, ok := d.Agent(rest[0].Name)
+		if !ok || kid == nil || kid == found {
+			continue
+		}
+		if found != nil {
+			return nil, false // two tools run agents by that name
+		}
+		found = kid
+	}
+	if found == nil {
+		return nil, false
+	}
+	return found.toolSpecsAt(rest[1:])
 }
 
 // decidedToRun reports whether a person approved or edited the call: it

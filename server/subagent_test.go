@@ -14,6 +14,7 @@ import (
 // TestSubagentApproval: a call a subagent makes that needs approval is
 // surfaced as the run's interrupt, with the subagent's path, and a resume
 // by order answers it; the subagent then finishes and so does the parent.
+// An edit that does not fit the subagent's tool is refused up front.
 func TestSubagentApproval(t *testing.T) {
 	model := scripted.New(nil, scripted.Options{Func: func(ci llm.CallInfo, req *llm.Request) (scripted.Step, error) {
 		last := req.Messages[len(req.Messages)-1]
@@ -46,6 +47,15 @@ func TestSubagentApproval(t *testing.T) {
 	ar := res.Interrupt[0].Value.ActionRequests[0]
 	if ar.Name != "write_file" || ar.ID != "w" || !strings.Contains(ar.Path, "general-purpose#t1") {
 		t.Fatalf("the waiting call %+v", ar)
+	}
+	// An edit whose arguments do not fit the subagent's write_file is
+	// refused before a run starts, as one of the parent's own calls is.
+	h.wantError("POST", "/threads/sa/runs", map[string]any{"assistant_id": "boss",
+		"command": map[string]any{"resume": []any{map[string]any{"type": "edit", "args": map[string]any{"path": "/sub.md", "content": "x"}}}}}, 422, "do not fit write_file")
+	var runs []Run
+	h.json("GET", "/threads/sa/runs?limit=100", nil, 200, &runs)
+	if len(runs) != 1 {
+		t.Errorf("the refused edit stored a run: %d runs, want 1", len(runs))
 	}
 	var done map[string]json.RawMessage
 	h.json("POST", "/threads/sa/runs/wait", map[string]any{"assistant_id": "boss",

@@ -129,13 +129,19 @@ type Config struct {
 }
 
 // Task is the task tool. It implements agent.Nested, so a child's events
-// reach its parent's stream.
+// reach its parent's stream, and agent.Delegator, so an edit of a call
+// waiting in a child is checked against the child's tool before it runs.
 type Task struct {
 	spec     llm.ToolSpec
 	schema   *tool.Schema
 	children map[string]*child
 	names    []string
 }
+
+var (
+	_ agent.Nested    = (*Task)(nil)
+	_ agent.Delegator = (*Task)(nil)
+)
 
 type child struct {
 	name    string
@@ -349,7 +355,8 @@ func (t *Task) Inline() bool { return true }
 // Names lists the subagents in listing order.
 func (t *Task) Names() []string { return append([]string(nil), t.names...) }
 
-// Agent returns the assembled agent of the named subagent.
+// Agent returns the assembled agent of the named subagent; it implements
+// agent.Delegator.
 func (t *Task) Agent(name string) (*agent.Agent, bool) {
 	c, ok := t.children[name]
 	if !ok {

@@ -28,8 +28,9 @@ Calls waiting for approval are answered with decisions, in the order given:
   --decisions FILE                  a JSON list of decisions, or
                                     {"decisions": [...]}; "-" reads stdin
 Calls left without a decision keep waiting. Decisions that answer no
-waiting call, or take a decision the call does not allow, are refused
-(exit status 2) and nothing runs.
+waiting call, take a decision the call does not allow, or edit a call with
+arguments its tool does not take, are refused (exit status 2) and nothing
+runs.
 
 The agent is built as 'deepagents run' built it: the thread remembers the
 flags its turn was started with (--root, --model, --interrupt-on, …) and
