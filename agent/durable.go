@@ -1140,13 +1140,24 @@ func ChangedByFinishedSteps(ctx context.Context, saver checkpoint.Saver, rs *Run
 // changedByCalls gathers the paths in the file deltas of the result writes
 // of the run's finished steps: the step checkpoints from its latest back to
 // its input, but for the step in progress. A finished step merged every
-// such delta, so these are the paths it changed. Reading one checkpoint
-// per step is costly, but only a run cut off pays it, once, when it is
-// read back; saving the list with each step would cost every step.
+// such delta, so these are the paths it changed. Only a run cut off pays
+// for reading them, once, when it is read back (saving the list with each
+// step would cost every step): a saver that reads a namespace's writes
+// alone (checkpoint.PendingReader) does it in one read; with any other,
+// each step's checkpoint is read whole.
 func changedByCalls(ctx context.Context, saver checkpoint.Saver, thread, ns string, rs *RunState) ([]string, error) {
 	cps, err := saver.List(ctx, checkpoint.ListOptions{ThreadID: thread, NS: ns})
 	if err != nil {
 		return nil, fmt.Errorf("thread %q: listing the run's checkpoints: %w", thread, err)
+	}
+	var pending map[string][]checkpoint.Write
+	if pr, ok := saver.(checkpoint.PendingReader); ok {
+		switch pending, err = pr.PendingWrites(ctx, thread, ns); {
+		case errors.Is(err, errors.ErrUnsupported):
+			pending = nil
+		case err != nil:
+			return nil, fmt.Errorf("thread %q: the run's call results: %w", thread, err)
+		}
 	}
 	byID := make(map[string]*checkpoint.Checkpoint, len(cps))
 	for i := range cps {
@@ -1168,11 +1179,15 @@ func changedByCalls(ctx context.Context, saver checkpoint.Saver, thread, ns stri
 		// of its model response (source "loop"); a subagent's first one
 		// is also its input.
 		if source := cp.Metadata["source"]; source == "loop" && id != inProgress {
-			at, err := saver.Get(ctx, checkpoint.Ref{ThreadID: thread, NS: ns, ID: id})
-			if err != nil {
-				return nil, fmt.Errorf("thread %q: checkpoint %s of the run: %w", thread, id, err)
+			writes := pending[id]
+			if pending == nil {
+				at, err := saver.Get(ctx, checkpoint.Ref{ThreadID: thread, NS: ns, ID: id})
+				if err != nil {
+					return nil, fmt.Errorf("thread %q: checkpoint %s of the run: %w", thread, id, err)
+				}
+				writes = at.Pending
 			}
-			for _, w := range at.Pending {
+			for _, w := range writes {
 				if w.Kind != checkpoint.KindResult && w.Kind != "" {
 					continue
 				}

@@ -11,7 +11,8 @@
 //
 // Results of calls that finished inside a step are saved one by one with
 // PutWrite as soon as each finishes; they come back with the checkpoint as
-// Pending, so a resumed run does not repeat them.
+// Pending, so a resumed run does not repeat them. A saver that implements
+// PendingReader also gives a namespace's writes alone, without its states.
 //
 // A thread is the unit of a conversation. Inside a thread, each agent run has
 // its own namespace (its agent path; "" for the top level), so a subagent's

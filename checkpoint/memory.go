@@ -217,18 +217,10 @@ func (m *Memory) Get(ctx context.Context, ref Ref) (*Checkpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	ws := th.writes[nsID{ref.NS, cp.rec.ID}]
-	keys := make([][2]string, 0, len(ws))
-	for k := range ws {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b [2]string) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) })
-	for _, k := range keys {
-		w, err := DecodeWrite(ws[k])
-		if err != nil {
+	if ws := th.writes[nsID{ref.NS, cp.rec.ID}]; len(ws) > 0 {
+		if c.Pending, err = sortedWrites(ws); err != nil {
 			return nil, err
 		}
-		c.Pending = append(c.Pending, w)
 	}
 	return c, nil
 }

@@ -42,6 +42,7 @@ func Run(t *testing.T, newSaver Factory) {
 		{"IdempotentPut", testIdempotentPut},
 		{"IdempotentWrites", testIdempotentWrites},
 		{"WritesPerCheckpoint", testWritesPerCheckpoint},
+		{"PendingWrites", testPendingWrites},
 		{"Ordering", testOrdering},
 		{"ThreadIsolation", testThreadIsolation},
 		{"Namespaces", testNamespaces},
@@ -345,6 +346,88 @@ func testWritesPerCheckpoint(t *testing.T, s checkpoint.Saver) {
 	}
 	if cs, _ := s.List(ctx, checkpoint.ListOptions{ThreadID: "th"}); len(cs) != 2 || cs[1].Pending != nil || len(cs[1].State.Messages) != 0 {
 		t.Errorf("list carries state or writes: %+v", cs)
+	}
+}
+
+// testPendingWrites holds a saver that implements checkpoint.PendingReader
+// to it: a namespace's writes, read at once, are those Get returns with each
+// of its checkpoints, and no others.
+func testPendingWrites(t *testing.T, s checkpoint.Saver) {
+	pr, ok := s.(checkpoint.PendingReader)
+	if !ok {
+		t.Skipf("%T does not implement checkpoint.PendingReader", s)
+	}
+	ctx := context.Background()
+	for _, th := range []string{"th", "other"} {
+		chain(t, s, th, "", 4, nil)
+		chain(t, s, th, "kid", 2, nil)
+	}
+	put := func(thread, ns, cp string, w checkpoint.Write) {
+		t.Helper()
+		if err := s.PutWrite(ctx, checkpoint.Ref{ThreadID: thread, NS: ns, ID: cp}, w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	result := func(id, text, path string) checkpoint.Write {
+		return checkpoint.Write{CallID: id, Result: llm.Message{Role: llm.RoleTool, ToolCallID: id, Content: text},
+			Files: vfs.Delta{{Path: path, File: file(text, t0)}}, Time: t0}
+	}
+	put("th", "", cpID(1), result("c2", "two", "/two"))
+	put("th", "", cpID(1), result("c1", "first", "/one"))
+	put("th", "", cpID(1), result("c1", "one", "/one")) // replaces the first
+	put("th", "", cpID(1), checkpoint.Write{CallID: "c1", Kind: "interrupt", Data: json.RawMessage(`{"tool":"x"}`)})
+	put("th", "", cpID(3), result("c9", "nine", "/nine"))
+	put("th", "", cpID(3), checkpoint.Write{CallID: "c8", Kind: "decision", Data: json.RawMessage(`{"type":"approve"}`), Time: t0})
+	put("th", "kid", cpID(2), result("k1", "kid", "/kid"))
+	put("other", "", cpID(1), result("o1", "other", "/other"))
+
+	for _, ns := range []string{"", "kid"} {
+		got, err := pr.PendingWrites(ctx, "th", ns)
+		if err != nil {
+			t.Fatalf("namespace %q: %v", ns, err)
+		}
+		cs, err := s.List(ctx, checkpoint.ListOptions{ThreadID: "th", NS: ns})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string][]checkpoint.Write{}
+		for _, c := range cs {
+			if p := get(t, s, "th", ns, c.ID).Pending; len(p) > 0 {
+				want[c.ID] = p
+			}
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("namespace %q: PendingWrites differs from Get's Pending (-Get +PendingWrites):\n%s", ns, diff)
+		}
+	}
+	if got, _ := pr.PendingWrites(ctx, "th", ""); len(got) != 2 || len(got[cpID(1)]) != 3 || got[cpID(1)][1].Result.Content != "one" || got[cpID(3)][0].Kind != "decision" {
+		t.Errorf("writes of namespace \"\" = %+v", got)
+	}
+	for _, ref := range []checkpoint.Ref{{ThreadID: "none"}, {ThreadID: "th", NS: "nobody"}} {
+		if got, err := pr.PendingWrites(ctx, ref.ThreadID, ref.NS); err != nil || len(got) != 0 {
+			t.Errorf("writes of %+v: %v, %v; want none and no error", ref, got, err)
+		}
+	}
+	// A copy has the writes of what it copied.
+	if err := s.CopyThread(ctx, checkpoint.Ref{ThreadID: "th", ID: cpID(2)}, "copy"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := pr.PendingWrites(ctx, "copy", ""); err != nil || len(got) != 1 || len(got[cpID(1)]) != 3 {
+		t.Errorf("writes of the copy: %+v, %v", got, err)
+	}
+	if err := s.DeleteThread(ctx, "th"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := pr.PendingWrites(ctx, "th", ""); err != nil || len(got) != 0 {
+		t.Errorf("writes of a deleted thread: %+v, %v", got, err)
+	}
+	if _, err := pr.PendingWrites(ctx, "", ""); !errors.Is(err, checkpoint.ErrInvalid) {
+		t.Errorf("writes without a thread: %v", err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := pr.PendingWrites(cctx, "other", ""); !errors.Is(err, context.Canceled) {
+		t.Errorf("writes with a cancelled context: %v", err)
 	}
 }
 

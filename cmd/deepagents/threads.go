@@ -774,6 +774,15 @@ func (w *runWatch) Renew(ctx context.Context, thread, holder string, now time.Ti
 	return l, err
 }
 
+// PendingWrites passes checkpoint.PendingReader on to the watched saver, so
+// that a run resumed after a crash reads its finished steps' writes at once.
+func (w *runWatch) PendingWrites(ctx context.Context, thread, ns string) (map[string][]checkpoint.Write, error) {
+	if pr, ok := w.Saver.(checkpoint.PendingReader); ok {
+		return pr.PendingWrites(ctx, thread, ns)
+	}
+	return nil, fmt.Errorf("checkpoint saver %T: %w", w.Saver, errors.ErrUnsupported)
+}
+
 // errStaleTranscript says that a run's transcript was not written because
 // the thread went on without it.
 var errStaleTranscript = errors.New("the thread went on in another run since this one saved its work, so its transcript is not replaced")
