@@ -207,7 +207,9 @@ type ResponseFormat struct {
 // the model reads, RunNested returns the nested run's *Result (nil when no
 // run started, e.g. for bad arguments): that return value is the one way a
 // child's run reaches its parent, which keeps it in Result.Children and adds
-// its usage to the parent's.
+// its usage to the parent's. When the parent is cancelled it waits a few
+// seconds for RunNested to return, so a nested run should stop promptly once
+// ctx ends and return what it did so far.
 type Nested interface {
 	tool.Tool
 	RunNested(ctx context.Context, env *tool.Env, args json.RawMessage, host Host) (tool.Result, *Result, error)
@@ -486,7 +488,8 @@ type Result struct {
 	// UsageByAgent breaks Usage down by agent path.
 	UsageByAgent map[string]llm.Usage `json:"usage_by_agent,omitempty"`
 	// Children are the subagent runs this run started, by the tool-call id
-	// of the task call that started each.
+	// of the task call that started each. A run cut short lists the
+	// subagents it cut too, each with its own status and usage so far.
 	Children map[string]*Result `json:"children,omitempty"`
 	// Changed lists the paths this run wrote or deleted (for the default
 	// backend, the net changes merged into its state).

@@ -91,6 +91,10 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 	r.waiting = nil
 	host := Host{Path: r.path, Runtime: r.custom, Options: r.nestedOptions(), Emit: func(ev Event) { b.send(item{ev: &ev}) }}
 	running := 0
+	// nested marks the calls of Nested tools (subagents): a cut step waits
+	// for them (see below); nestedLeft counts those still running.
+	nested := make([]bool, n)
+	nestedLeft := 0
 	inline := true // every call to run is of an Inline tool
 	parts := r.claims.systemParts(req)
 
@@ -191,6 +195,10 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 		tc := &ToolCall{Call: c, Tool: t, Env: env}
 		r.emit(Event{Type: ToolStart, Tool: &ToolInfo{CallID: c.ID, Name: c.Name, Args: c.Args}})
 		running++
+		if _, ok := t.(Nested); ok {
+			nested[i] = true
+			nestedLeft++
+		}
 		if in, ok := t.(tool.Inline); !ok || !in.Inline() {
 			inline = false
 		}
@@ -269,27 +277,45 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 		r.emit(Event{Type: ToolEnd, Tool: &ToolInfo{CallID: c.ID, Name: c.Name,
 			Result: results[d.i].Content, IsError: results[d.i].IsError, Panic: d.panic, DurationMS: ms(d.dur)}})
 	}
-	for left := running; left > 0; {
+	left := running
+	got := func(it item) {
+		if it.done != nil {
+			left--
+			if nested[it.done.i] {
+				nestedLeft--
+			}
+		}
+		take(it)
+	}
+	for left > 0 {
 		select {
 		case it := <-b.ch:
-			if it.done != nil {
-				left--
-			}
-			take(it)
+			got(it)
 		case <-ctx.Done():
 			// Calls that ended before the cancellation was seen keep their
-			// results: a resume must not run them again.
-			for drained := false; !drained && left > 0; {
+			// results: a resume must not run them again. Subagents still
+			// running stop as soon as they see the cancellation: they are
+			// waited for (a while at most), so that what they did and spent
+			// is in this run's result.
+			grace := time.NewTimer(nestedGrace)
+			for waiting := true; left > 0; {
 				select {
 				case it := <-b.ch:
-					if it.done != nil {
-						left--
-					}
-					take(it)
+					got(it)
+					continue
 				default:
-					drained = true
+				}
+				if !waiting || nestedLeft == 0 {
+					break
+				}
+				select {
+				case it := <-b.ch:
+					got(it)
+				case <-grace.C:
+					waiting = false
 				}
 			}
+			grace.Stop()
 			b.abandon()
 			for i := range results {
 				if !finished[i] {
@@ -519,6 +545,10 @@ func (r *run) invoke(ctx context.Context, tc *ToolCall, host Host) (res tool.Res
 	}
 	return res, child, nil, ""
 }
+
+// nestedGrace bounds how long a cut step waits for its subagents to stop,
+// should one of them not heed its context.
+const nestedGrace = 5 * time.Second
 
 // workerIdle is how long a worker goroutine waits for its agent's next tool
 // call before it ends.
