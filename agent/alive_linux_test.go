@@ -1,9 +1,12 @@
 package agent
 
 import (
+	"bufio"
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -17,8 +20,7 @@ func TestZombieHolderIsGone(t *testing.T) {
 	}
 	pid := cmd.Process.Pid
 	t.Cleanup(func() { _ = cmd.Wait() })
-	host, _ := os.Hostname()
-	holder := fmt.Sprintf("%s/%d/0badf00d", host, pid)
+	holder := LeaseHolderOf(pid)
 	if !processAlive(pid) || LeaseHolderGone(holder) {
 		t.Fatal("a running process is taken for gone")
 	}
@@ -33,7 +35,61 @@ func TestZombieHolderIsGone(t *testing.T) {
 	if processAlive(pid) || !LeaseHolderGone(holder) {
 		t.Error("a zombie is taken for alive")
 	}
-	if LeaseHolderGone(fmt.Sprintf("%s/%d/x", host, os.Getpid())) || LeaseHolderGone("elsewhere/1/x") || LeaseHolderGone("no-slashes") {
-		t.Error("this process, another host's or a malformed holder is taken for gone")
+	host, _ := os.Hostname()
+	for _, h := range []string{
+		LeaseHolder(),
+		strings.Replace(holder, host+"/", "elsewhere/", 1),
+		fmt.Sprintf("%s/%d/0badf00d", host, pid),                                     // named before holders said their namespace
+		holder[:strings.LastIndexByte(holder, '/')] + "/0123456789abcdef.4026531836", // another boot
+		holder + "0", // another process id namespace
+		"no-slashes",
+	} {
+		if LeaseHolderGone(h) {
+			t.Errorf("%q is taken for gone: this process, another host's, another namespace's or a malformed holder", h)
+		}
+	}
+}
+
+// A process in a process id namespace of its own (a container that shares
+// the host's name, say) has an id there that means nothing here: its lease
+// is not taken over however that id looks from here, only when it expires.
+func TestHolderInAnotherPIDNamespaceIsNotGone(t *testing.T) {
+	if os.Getenv("DEEPAGENTS_TEST_PRINT_HOLDER") == "1" {
+		fmt.Println(LeaseHolder())
+		time.Sleep(time.Minute) // killed by the test before
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestHolderInAnotherPIDNamespaceIsNotGone$")
+	cmd.Env = append(os.Environ(), "DEEPAGENTS_TEST_PRINT_HOLDER=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Skipf("this test needs a new process id namespace (root or user namespaces), and starting one failed: %v", err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	holder := strings.TrimSpace(line)
+	parts := strings.Split(holder, "/")
+	if len(parts) != 4 || parts[1] != "1" {
+		t.Fatalf("the child names itself %q; want host/1/random/space (it is process 1 of its namespace)", holder)
+	}
+	if parts[3] == hostSpace() {
+		t.Fatalf("the child's holder %q names this process's namespace", holder)
+	}
+	// Process 1 here is this machine's init, alive; the child's own id as
+	// seen from here is another. Neither may count: the holder's id is not
+	// an id of this namespace at all.
+	if LeaseHolderGone(holder) {
+		t.Errorf("a live holder in another namespace (%q) is taken for gone", holder)
+	}
+	dead := parts[0] + "/999999999/" + parts[2] + "/" + parts[3]
+	if LeaseHolderGone(dead) {
+		t.Errorf("a holder in another namespace (%q) is judged by this namespace's process ids", dead)
 	}
 }

@@ -741,31 +741,48 @@ func storedErr(rs *RunState) error {
 }
 
 // LeaseHolder names this process in a thread's lease, as runs name it when
-// WithLease gives no holder: host, process id and a random part, so that a
-// later process with the same id is not mistaken for it. Another holder
-// named so (a server's probe, say) is known for dead by LeaseHolderGone.
+// WithLease gives no holder: host, process id, a random part (so that a
+// later process with the same id is not mistaken for it) and, on Linux,
+// the machine's boot and process id namespace (so that a process in a
+// container sharing the host's name is not either). Another holder named
+// so (a server's probe, say) is known for dead by LeaseHolderGone.
 func LeaseHolder() string { return holderName() }
 
+// holderName names this process in a lease (see LeaseHolder).
+func holderName() string { return LeaseHolderOf(os.Getpid()) }
+
 // LeaseHolderGone reports whether a lease holder named as LeaseHolder names
-// them is a process of this host, other than this one, that no longer runs
-// (a zombie included): its lease can be taken over without waiting for it
-// to expire.
+// them is a process of this host and process id namespace, other than this
+// one, that no longer runs (a zombie included): its lease can be taken over
+// without waiting for it to expire. A holder from anywhere else, or named
+// otherwise, is never taken for gone.
 func LeaseHolderGone(holder string) bool { return deadLocalHolder(holder) }
 
-// holderName names this process in a lease: host, process id and a random
-// part, so that a later process with the same id is not mistaken for it.
-func holderName() string {
+// LeaseHolderOf names process pid of this host as LeaseHolder names this
+// process: for a supervisor that takes leases on behalf of processes it
+// starts, so that their leases are freed as soon as they die.
+func LeaseHolderOf(pid int) string {
 	host, _ := os.Hostname()
 	var b [4]byte
 	_, _ = rand.Read(b[:])
-	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+	name := fmt.Sprintf("%s/%d/%s", host, pid, hex.EncodeToString(b[:]))
+	if space := hostSpace(); space != "" {
+		name += "/" + space
+	}
+	return name
 }
 
 // localHolder returns the process id a holder named as holderName names
-// them gives, when it is a process of this host; ok is false otherwise.
+// them gives, when it is a process whose id this process sees as it is:
+// the same host and, where that is not enough, the same boot and process
+// id namespace. ok is false otherwise.
 func localHolder(holder string) (pid int, ok bool) {
 	parts := strings.Split(holder, "/")
-	if len(parts) != 3 {
+	space := hostSpace()
+	switch {
+	case hostSpaced && (space == "" || len(parts) != 4 || parts[3] != space):
+		return 0, false
+	case !hostSpaced && len(parts) != 3:
 		return 0, false
 	}
 	host, _ := os.Hostname()

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/checkpoint"
 )
 
@@ -39,8 +40,7 @@ func TestRunTakesLeaseOfKilledProcess(t *testing.T) {
 	}
 	ctx := context.Background()
 	saver := checkpoint.NewMemory(0)
-	host, _ := os.Hostname()
-	dead := fmt.Sprintf("%s/%d/0badf00d", host, pid)
+	dead := agent.LeaseHolderOf(pid)
 	if _, err := saver.Acquire(ctx, "T", dead, time.Now(), time.Minute); err != nil {
 		t.Fatal(err)
 	}

@@ -3,9 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"iter"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -30,8 +28,7 @@ func goneHolder(t *testing.T) string {
 	if err := gone.Run(); err != nil {
 		t.Skip("cannot run a process that ends:", err)
 	}
-	host, _ := os.Hostname()
-	return fmt.Sprintf("%s/%d/5eed", host, gone.Process.Pid)
+	return agent.LeaseHolderOf(gone.Process.Pid)
 }
 
 // stoppedServer leaves what a server killed mid-run leaves in its SQLite

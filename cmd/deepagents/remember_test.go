@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -221,8 +220,7 @@ func TestHintNamesTheDatabaseAndRmTakesADeadHold(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Skip("cannot run a process:", err)
 	}
-	host, _ := os.Hostname()
-	dead := fmt.Sprintf("%s/%d/0badf00d", host, cmd.Process.Pid)
+	dead := agent.LeaseHolderOf(cmd.Process.Pid)
 	s, err := sqlite.Open("my.db", sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -853,13 +853,9 @@ func saveTranscript(ctx context.Context, w *runWatch, dir, model string, res *ag
 }
 
 // transcriptHolder names this process in the lease it holds while it
-// writes a transcript, as the agent names its runs (host, process id, a
-// random part), so that the lease of a process that died holding it is
-// taken over at once.
-func transcriptHolder() string {
-	host, _ := os.Hostname()
-	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), newThreadID()[16:])
-}
+// writes a transcript, as the agent names its runs (agent.LeaseHolder), so
+// that the lease of a process that died holding it is taken over at once.
+func transcriptHolder() string { return agent.LeaseHolder() }
 
 // printableID is a thread id as a listing shows it: quoted when it holds
 // control characters (a thread made before 'run' refused them, or by

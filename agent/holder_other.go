@@ -1,0 +1,9 @@
+//go:build !linux
+
+package agent
+
+// hostSpace is empty where processes that share a host name share their
+// process ids too.
+func hostSpace() string { return "" }
+
+const hostSpaced = false
