@@ -166,17 +166,29 @@ func acrossTurns(earlier []*agent.Result, last *agent.Result) *agent.Result {
 	return &all
 }
 
-// takeDecisions splits ds into those that answer one of the waiting calls
-// at the given stop and the rest, keeping their order.
+// takeDecisions splits ds into the decisions a stop takes and the rest,
+// keeping their order. In order, a decision is taken when its stop has come
+// and it names a waiting call (by call id, and by path when it gives one)
+// that no decision taken before it answers; a second decision for the same
+// call waits for a later stop, where the model may have made a call with
+// that id again.
 func takeDecisions(ds []Decision, waiting []agent.Interrupt, stop int) (take, rest []Decision) {
+	answered := make([]bool, len(waiting))
 	for _, dc := range ds {
-		if dc.Stop <= stop && slices.ContainsFunc(waiting, func(w agent.Interrupt) bool {
-			return w.CallID == dc.CallID && (dc.Path == "" || dc.Path == w.Path)
-		}) {
-			take = append(take, dc)
-		} else {
-			rest = append(rest, dc)
+		var names []int // the waiting calls dc names
+		for i, w := range waiting {
+			if w.CallID == dc.CallID && (dc.Path == "" || dc.Path == w.Path) {
+				names = append(names, i)
+			}
 		}
+		if dc.Stop > stop || len(names) == 0 || slices.ContainsFunc(names, func(i int) bool { return answered[i] }) {
+			rest = append(rest, dc)
+			continue
+		}
+		for _, i := range names {
+			answered[i] = true
+		}
+		take = append(take, dc)
 	}
 	return take, rest
 }

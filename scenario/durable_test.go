@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -203,6 +204,74 @@ func TestUnusedDecisionsAreListed(t *testing.T) {
 	}
 	if len(tr.UnusedDecisions) != 1 || tr.UnusedDecisions[0].CallID != "c9" {
 		t.Errorf("unused decisions %+v, want the one for c9", tr.UnusedDecisions)
+	}
+}
+
+// A call id the model uses again in a later turn stops the run again, and
+// the decisions for that id are given one per stop, in order: the first
+// turn's call is approved, the second turn's rejected.
+func TestDecisionsForOneCallIDGoToSuccessiveStops(t *testing.T) {
+	tr := run(t, `{"input": "write", "turns": ["again"], "agent": {"interrupt_on": {"write_file": true}},
+		"script": {"parent": [
+			{"tool_calls": [{"id": "c1", "name": "write_file", "args": {"file_path": "/a.md", "content": "one"}}]}, {"content": "wrote"},
+			{"tool_calls": [{"id": "c1", "name": "write_file", "args": {"file_path": "/a.md", "content": "two"}}]}, {"content": "kept"}]},
+		"decisions": [{"call_id": "c1", "type": "approve"}, {"call_id": "c1", "type": "reject", "message": "keep one"}]}`)
+	if tr.Status != agent.StatusOK || tr.Error != nil {
+		errText := ""
+		if tr.Error != nil {
+			errText = *tr.Error
+		}
+		t.Fatalf("status %s, error %q; want ok", tr.Status, errText)
+	}
+	var stops []int
+	for _, in := range tr.Interrupts {
+		stops = append(stops, in.Stop)
+	}
+	if !slices.Equal(stops, []int{1, 2}) || tr.Files["/a.md"] != "one" || len(tr.UnusedDecisions) != 0 {
+		t.Errorf("stops %v, files %v, unused %+v; want c1 at stops 1 and 2, /a.md written once", stops, tr.Files, tr.UnusedDecisions)
+	}
+	var results []string
+	for _, m := range tr.ParentMessages {
+		if m.Role == "tool" {
+			results = append(results, m.Content)
+		}
+	}
+	if len(results) != 2 || !strings.Contains(results[1], "keep one") {
+		t.Errorf("tool results %q; the second must be the rejection", results)
+	}
+}
+
+// A stop takes, in order, at most one decision for each waiting call (call
+// id and path); a decision whose stop has not come, or that names no
+// waiting call, is left for later stops.
+func TestTakeDecisions(t *testing.T) {
+	d := func(id, path string, stop int, typ agent.DecisionType) Decision {
+		return Decision{Decision: agent.Decision{Type: typ, CallID: id, Path: path}, Stop: stop}
+	}
+	waiting := []agent.Interrupt{{Path: "parent", CallID: "c1"}, {Path: "parent / w#t1", CallID: "c1"}, {Path: "parent", CallID: "c2"}}
+	ds := []Decision{
+		d("c1", "parent", 0, agent.Approve),        // taken: parent's c1
+		d("c2", "", 2, agent.Approve),              // its stop has not come
+		d("c1", "parent", 0, agent.Reject),         // parent's c1 has one already
+		d("c9", "", 0, agent.Approve),              // nothing waits for c9
+		d("c1", "parent / w#t1", 0, agent.Approve), // taken: the subagent's c1
+		d("c1", "", 0, agent.Reject),               // names two calls, both answered
+		d("c2", "", 0, agent.Reject),               // taken: c2
+		d("c2", "", 0, agent.Approve),              // c2 has one already
+	}
+	same := func(a, b Decision) bool { return reflect.DeepEqual(a, b) }
+	take, rest := takeDecisions(ds, waiting, 1)
+	if want := []Decision{ds[0], ds[4], ds[6]}; !slices.EqualFunc(take, want, same) {
+		t.Errorf("taken %+v, want %+v", take, want)
+	}
+	if want := []Decision{ds[1], ds[2], ds[3], ds[5], ds[7]}; !slices.EqualFunc(rest, want, same) {
+		t.Errorf("left %+v, want %+v", rest, want)
+	}
+	// A decision without a path that names two waiting calls, neither of
+	// them answered, is taken: the agent then asks for a path.
+	take, _ = takeDecisions([]Decision{d("c1", "", 0, agent.Approve)}, waiting, 1)
+	if len(take) != 1 {
+		t.Errorf("taken %+v, want the ambiguous decision", take)
 	}
 }
 

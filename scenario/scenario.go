@@ -57,8 +57,10 @@ type Scenario struct {
 	Turns []string `json:"turns,omitempty"`
 	// Decisions answer the calls the run stops at for approval: each time
 	// it stops interrupted, the decisions (in order) whose call ids are
-	// among the waiting calls, and whose Stop has come, are taken out and
-	// the thread is resumed with them, until none is left.
+	// among the waiting calls, and whose Stop has come, are taken out, at
+	// most one per waiting call, and the thread is resumed with them, until
+	// none is left. A second decision for one call id waits for a later
+	// stop, as when a later turn reuses the id.
 	Decisions []Decision `json:"decisions,omitempty"`
 	// CrashAfterEvents are crash points: after the Nth event of the
 	// transcript (1-based, counted across turns and resumptions) everything
