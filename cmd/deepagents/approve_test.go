@@ -289,3 +289,32 @@ func TestAnswerHintPerWaitingCall(t *testing.T) {
 		t.Errorf("offers an edit of c1, which does not allow one:\n%s", errs)
 	}
 }
+
+// The hint's --db names the database the run used but never prints its
+// password: the URL comes without it, and a line says how to give it.
+func TestAnswerHintHidesThePassword(t *testing.T) {
+	tests := []struct {
+		db, want string
+		note     bool
+	}{
+		{"postgres://me:hunter2@db.example:5432/qa?sslmode=disable", "--db 'postgres://me@db.example:5432/qa?sslmode=disable'", true},
+		{"postgresql://me@db.example/qa?password=hunter2&sslmode=disable", "--db 'postgresql://me@db.example/qa?sslmode=disable'", true},
+		{"postgres://me@/qa?host=/run/pg&port=5432", "--db 'postgres://me@/qa?host=/run/pg&port=5432'", false},
+		{"sqlite:/tmp/state.db", "--db sqlite:/tmp/state.db", false},
+	}
+	for _, tt := range tests {
+		var errs strings.Builder
+		s := &session{flags: runFlags{db: tt.db, set: map[string]bool{"db": true}}, stderr: &errs, thread: "T1"}
+		s.showWaiting([]agent.Interrupt{{Path: "parent", CallID: "w1", Tool: "write_file", Args: json.RawMessage(`{}`), Allowed: []agent.DecisionType{agent.Approve}}})
+		out := errs.String()
+		if strings.Contains(out, "hunter2") {
+			t.Errorf("%s: the hint shows the password:\n%s", tt.db, out)
+		}
+		if want := "Answer w1 with: deepagents resume --thread T1 " + tt.want + " --approve w1\n"; !strings.Contains(out, want) {
+			t.Errorf("%s: stderr lacks %q:\n%s", tt.db, want, out)
+		}
+		if note := strings.Contains(out, "leaves out the database password: give it in PGPASSWORD"); note != tt.note {
+			t.Errorf("%s: note about the password shown: %v, want %v:\n%s", tt.db, note, tt.note, out)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -519,21 +520,61 @@ func (s *session) showWaiting(waiting []agent.Interrupt) {
 	for _, in := range waiting {
 		fmt.Fprintf(s.stderr, "  %s  %s %s  (agent %s; allowed: %s)\n", in.CallID, in.Tool, listedArgs(in.Args, s.thread), in.Path, decisionList(in.Allowed))
 	}
+	db, noPassword := "", false
+	if s.flags.set["db"] {
+		// The thread is not where resume looks by default: name its
+		// database, but never print its password.
+		var d string
+		d, noPassword = dbWithoutPassword(s.flags.db)
+		db = " --db " + shellWord(d)
+	}
 	for _, in := range waiting {
 		answers := answerFlags(in)
-		db := ""
-		if s.flags.set["db"] {
-			db = " --db " + shellWord(s.flags.db) // the thread is not where resume looks by default
-		}
 		fmt.Fprintf(s.stderr, "Answer %s with: deepagents resume --thread %s%s %s", in.CallID, shellWord(s.thread), db, answers[0])
 		if len(answers) > 1 {
 			fmt.Fprintf(s.stderr, "  (or %s)", strings.Join(answers[1:], ", "))
 		}
 		fmt.Fprintln(s.stderr)
 	}
+	if noPassword {
+		fmt.Fprintln(s.stderr, "The --db above leaves out the database password: give it in PGPASSWORD (or ~/.pgpass), or type the URL with it as before.")
+	}
 	if len(waiting) > 1 {
 		fmt.Fprintln(s.stderr, "One resume may answer several calls: give their decisions together; calls left without one keep waiting.")
 	}
+}
+
+// dbWithoutPassword returns a --db value with the PostgreSQL password left
+// out, both the one after the user name and a password= parameter, and
+// whether there was one. Other values come back as they are.
+func dbWithoutPassword(db string) (string, bool) {
+	db = strings.TrimSpace(db)
+	low := strings.ToLower(db)
+	if !strings.HasPrefix(low, "postgres://") && !strings.HasPrefix(low, "postgresql://") {
+		return db, false
+	}
+	u, err := url.Parse(db)
+	if err != nil {
+		// --db was checked before the run, so this does not happen; if
+		// it did, showing nothing of the URL is the safe side.
+		return "POSTGRES_URL", true
+	}
+	removed := false
+	if u.User != nil {
+		if _, has := u.User.Password(); has {
+			u.User = url.User(u.User.Username())
+			removed = true
+		}
+	}
+	if q := u.Query(); q.Has("password") {
+		q.Del("password")
+		u.RawQuery = q.Encode()
+		removed = true
+	}
+	if !removed {
+		return db, false
+	}
+	return u.String(), true
 }
 
 // answerFlags are the resume flags that answer the waiting call in, one
