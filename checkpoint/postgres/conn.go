@@ -134,10 +134,25 @@ func migrationLockKey(schema string) int64 {
 	return int64(h.Sum64())
 }
 
-// migrate applies the migrations not yet recorded in deepagents_migrations
-// in one transaction, holding an advisory lock so concurrent openers apply
-// each exactly once.
+// migrate brings the schema up to date. It first reads the recorded
+// version, which takes no lock and creates nothing, so that a role allowed
+// only to read can open a database whose schema is current. Otherwise it
+// applies the migrations not yet recorded in deepagents_migrations in one
+// transaction, holding an advisory lock so concurrent openers apply each
+// exactly once: the version is read again under the lock.
 func (d *db) migrate(ctx context.Context) error {
+	have, found, err := d.version(ctx)
+	if err != nil {
+		return err
+	}
+	if found {
+		if err := knownVersion(have); err != nil {
+			return err
+		}
+		if have == len(migrations) {
+			return nil
+		}
+	}
 	return d.tx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", migrationLockKey(d.opts.Schema)); err != nil {
 			return fmt.Errorf("postgres checkpoint saver: taking the migration lock: %w", err)
@@ -157,8 +172,8 @@ func (d *db) migrate(ctx context.Context) error {
 		if err := tx.QueryRow(ctx, "SELECT coalesce(max(v), 0) FROM deepagents_migrations").Scan(&have); err != nil {
 			return fmt.Errorf("postgres checkpoint saver: reading the schema version: %w", err)
 		}
-		if have > len(migrations) {
-			return fmt.Errorf("postgres checkpoint saver: the database's schema is version %d, newer than this program knows (%d); upgrade the program", have, len(migrations))
+		if err := knownVersion(have); err != nil {
+			return err
 		}
 		for v := have + 1; v <= len(migrations); v++ {
 			if _, err := tx.Exec(ctx, migrations[v-1].sql); err != nil {
@@ -175,6 +190,33 @@ func (d *db) migrate(ctx context.Context) error {
 		}
 		return nil
 	})
+}
+
+// version reads the schema version recorded in deepagents_migrations
+// without taking a lock or creating anything; found is false when the
+// search path holds no such table (or none that the role may see).
+func (d *db) version(ctx context.Context) (have int, found bool, err error) {
+	ctx, cancel := d.call(ctx)
+	defer cancel()
+	var table *string
+	if err := d.pool.QueryRow(ctx, "SELECT to_regclass('deepagents_migrations')::text").Scan(&table); err != nil {
+		return 0, false, fmt.Errorf("postgres checkpoint saver: looking for the migrations table: %w", err)
+	}
+	if table == nil {
+		return 0, false, nil
+	}
+	if err := d.pool.QueryRow(ctx, "SELECT coalesce(max(v), 0) FROM deepagents_migrations").Scan(&have); err != nil {
+		return 0, true, fmt.Errorf("postgres checkpoint saver: reading the schema version: %w", err)
+	}
+	return have, true, nil
+}
+
+// knownVersion refuses a schema version newer than this program's.
+func knownVersion(have int) error {
+	if have > len(migrations) {
+		return fmt.Errorf("postgres checkpoint saver: the database's schema is version %d, newer than this program knows (%d); upgrade the program", have, len(migrations))
+	}
+	return nil
 }
 
 // errClosed is returned by calls on a closed saver.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -213,5 +214,71 @@ func TestCallTimeoutBoundsEveryCall(t *testing.T) {
 	}
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Renew behind a held lock: err = %v, want context.DeadlineExceeded", err)
+	}
+}
+
+// withParam returns dsn (a URL or key=value string) with one more
+// connection parameter.
+func withParam(t *testing.T, dsn, key, value string) string {
+	t.Helper()
+	if !strings.Contains(dsn, "://") {
+		return dsn + " " + key + "=" + value
+	}
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatalf("the test server's connection string is not a URL: %v", err)
+	}
+	q := u.Query()
+	q.Set(key, value)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// TestReadOnlyRoleOpensCurrentSchema opens a schema that is up to date as
+// a role that may only read it (USAGE on the schema, SELECT on its tables):
+// Open must create nothing and succeed, and the saver must list threads.
+// It needs a test server whose user may create roles; it skips otherwise.
+func TestReadOnlyRoleOpensCurrentSchema(t *testing.T) {
+	s := openTest(t, Options{})
+	ctx := t.Context()
+	schema := s.db.opts.Schema
+	if err := s.Put(ctx, checkpoint.Step{ThreadID: "th", ID: "c1"}); err != nil {
+		t.Fatal(err)
+	}
+	role := schema + "_reader"
+	conn := pgtest.Connect(t)
+	if _, err := conn.Exec(ctx, "CREATE ROLE "+role+" NOLOGIN"); err != nil {
+		t.Skipf("the test server's user cannot create a role: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx := context.Background()
+		_, _ = conn.Exec(ctx, "DROP OWNED BY "+role)
+		if _, err := conn.Exec(ctx, "DROP ROLE "+role); err != nil {
+			t.Errorf("dropping role %s: %v", role, err)
+		}
+	})
+	for _, q := range []string{
+		"GRANT " + role + " TO CURRENT_USER",
+		"GRANT USAGE ON SCHEMA " + schema + " TO " + role,
+		"GRANT SELECT ON ALL TABLES IN SCHEMA " + schema + " TO " + role,
+	} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Skipf("%s: %v", q, err)
+		}
+	}
+	// The connection acts as the reader from its start.
+	dsn := withParam(t, pgtest.DSN(t), "role", role)
+	r, err := Open(ctx, dsn, Options{Schema: schema})
+	if err != nil {
+		t.Fatalf("Open as a reader of a current schema: %v", err)
+	}
+	defer r.Close()
+	var who string
+	if err := r.db.pool.QueryRow(ctx, "SELECT current_role").Scan(&who); err != nil || who != role {
+		t.Fatalf("the saver's connection acts as %q (%v), not as the reader %q: the test proves nothing", who, err, role)
+	}
+	ts, err := r.Threads(ctx, checkpoint.ThreadsOptions{})
+	if err != nil || len(ts) != 1 || ts[0].ID != "th" {
+		t.Errorf("Threads as a reader: %v, %v", ts, err)
 	}
 }
