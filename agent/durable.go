@@ -80,6 +80,21 @@ func WithLease(holder string, ttl time.Duration) RunOption {
 	return func(c *runConfig) { c.holder, c.ttl = holder, ttl }
 }
 
+// DefaultSaveRetry is how long a run keeps trying a save that fails because
+// the checkpoint store is unavailable (checkpoint.ErrUnavailable: a database
+// restarting, a network cut) before the run fails.
+const DefaultSaveRetry = 2 * time.Minute
+
+// WithSaveRetry sets how long a save that fails because the checkpoint
+// store is unavailable is tried again, with growing pauses, before the run
+// fails (default DefaultSaveRetry; negative: not at all). Each try is
+// announced by a warning event (source "checkpoint"). A run that fails so
+// saves no end: it stays unfinished, and can be resumed once the store is
+// back. Subagent runs take their parent's setting.
+func WithSaveRetry(d time.Duration) RunOption {
+	return func(c *runConfig) { c.saveRetry = d }
+}
+
 // WithDecisions answers calls that wait for a person (Result.Interrupts)
 // when a thread is resumed. Decisions may answer some of the waiting calls;
 // the others keep waiting. A decision that answers no waiting call, or takes
@@ -99,6 +114,9 @@ type ckConfig struct {
 	parentStep string
 	// metadata goes with the input's checkpoint (WithMetadata).
 	metadata map[string]string
+	// retry is how long a save the store cannot take is tried again
+	// (WithSaveRetry; 0 for DefaultSaveRetry).
+	retry time.Duration
 }
 
 // DecisionError refuses decisions that do not fit the calls waiting for
@@ -283,7 +301,7 @@ func (r *run) save(ctx context.Context, source string, status Status, runErr err
 		}
 		st.Values[childValue+id] = b
 	}
-	if err := keep(ctx, func(ctx context.Context) error { return d.saver.Put(ctx, st) }); err != nil {
+	if err := r.keep(ctx, func(ctx context.Context) error { return d.saver.Put(ctx, st) }); err != nil {
 		return fmt.Errorf("saving checkpoint %d of thread %q: %w", st.Step, d.thread, err)
 	}
 	d.count.Add(1)
@@ -296,19 +314,60 @@ func (r *run) save(ctx context.Context, source string, status Status, runErr err
 // keepTimeout bounds a save made after the run was cancelled.
 const keepTimeout = 30 * time.Second
 
-// keep runs a save; one that fails because the run was cancelled meanwhile
+// saveRetryPauses are the pauses between tries of a save the store could
+// not take; the last one repeats.
+var saveRetryPauses = []time.Duration{100 * time.Millisecond, 250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, 5 * time.Second}
+
+// keep runs a save. One that fails because the run was cancelled meanwhile
 // is made again, without the cancellation (bounded by keepTimeout): what
 // it saves was paid for — a model response, a call that finished — and
-// the resume must find it. Saves are idempotent, so a save that had
-// landed before it failed is not doubled.
-func keep(ctx context.Context, save func(context.Context) error) error {
+// the resume must find it. One that fails because the store is unavailable
+// is tried again, with growing pauses, for up to the run's save retry
+// (WithSaveRetry), so that a database restart does not end every run that
+// saves meanwhile. Saves are
+// idempotent, so a save that had landed before it failed is not doubled.
+func (r *run) keep(ctx context.Context, save func(context.Context) error) error {
 	err := save(ctx)
+	if err != nil && ctx.Err() == nil && errors.Is(err, checkpoint.ErrUnavailable) {
+		err = r.retrySave(ctx, save, err)
+	}
 	if err == nil || ctx.Err() == nil {
 		return err
 	}
 	dctx, stop := context.WithTimeout(context.WithoutCancel(ctx), keepTimeout)
 	defer stop()
 	return save(dctx)
+}
+
+// retrySave tries save again while it fails with checkpoint.ErrUnavailable,
+// within the run's save retry of the first failure (err), unless ctx ends
+// first.
+// The pauses are waits on the wall clock, as the lease's renewal is: they
+// decide nothing the run records.
+func (r *run) retrySave(ctx context.Context, save func(context.Context) error, err error) error {
+	budget := r.ck.retry
+	if budget == 0 {
+		budget = DefaultSaveRetry
+	}
+	first := time.Now()
+	for i := 0; ; i++ {
+		pause := saveRetryPauses[min(i, len(saveRetryPauses)-1)]
+		if time.Since(first)+pause > budget {
+			return err
+		}
+		r.emit(Event{Type: Warning, Warning: &WarningInfo{Source: "checkpoint",
+			Text: fmt.Sprintf("the checkpoint store is unavailable (%v); trying again in %s (try %d; giving up %s after the first failure)", err, pause, i+2, budget)}})
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		if err = save(ctx); err == nil || ctx.Err() != nil || !errors.Is(err, checkpoint.ErrUnavailable) {
+			return err
+		}
+	}
 }
 
 // saveWrite saves one finished call, a decision or a waiting call under the
@@ -320,7 +379,7 @@ func (r *run) saveWrite(ctx context.Context, w checkpoint.Write) error {
 	}
 	w.Time = r.rt.Now()
 	ref := checkpoint.Ref{ThreadID: d.thread, NS: d.ns, ID: d.stepCP}
-	if err := keep(ctx, func(ctx context.Context) error { return d.saver.PutWrite(ctx, ref, w) }); err != nil {
+	if err := r.keep(ctx, func(ctx context.Context) error { return d.saver.PutWrite(ctx, ref, w) }); err != nil {
 		return fmt.Errorf("saving the result of call %s in thread %q: %w", w.CallID, d.thread, err)
 	}
 	return nil

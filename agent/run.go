@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/tokens"
 	"github.com/deepagents-go/deepagents/tool"
@@ -33,6 +34,7 @@ type runConfig struct {
 	metadata  map[string]string
 	holder    string
 	ttl       time.Duration
+	saveRetry time.Duration
 	decisions []Decision
 }
 
@@ -240,6 +242,9 @@ func (a *Agent) newRun(in Input, rc runConfig) *run {
 		if !r.ck.nested && rc.metadata != nil {
 			r.ck.metadata = rc.metadata
 		}
+		if !r.ck.nested {
+			r.ck.retry = rc.saveRetry
+		}
 		_, _, r.ck.keeps = r.fileView()
 	}
 	if r.task == "" {
@@ -322,7 +327,10 @@ func (r *run) loop(parent context.Context) {
 			m.AfterRun(context.WithoutCancel(ctx), r.stepInfo(), status)
 		}
 	}
-	if r.ck != nil && status != StatusCancelled {
+	// A cancelled run saves no end, and neither does one the checkpoint
+	// store failed (it stayed unavailable through the save's retries): both
+	// stay unfinished, so that they can be resumed from their last save.
+	if r.ck != nil && status != StatusCancelled && !(status == StatusError && errors.Is(err, checkpoint.ErrUnavailable)) {
 		sctx, stop := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		if serr := r.save(sctx, "end", status, err); serr != nil {
 			status, err = StatusError, errors.Join(err, serr)

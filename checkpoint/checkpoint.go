@@ -272,6 +272,12 @@ var (
 	ErrNotHeld      = errors.New("lease not held")
 	ErrThreadExists = errors.New("thread already exists")
 	ErrInvalid      = errors.New("invalid checkpoint input")
+	// ErrUnavailable marks a failure of the store itself, not of the
+	// operation: the database could not be reached, restarted, or stayed
+	// too busy. The same operation may succeed if tried again later; puts
+	// and writes are idempotent, so trying one again after a failure that
+	// may have landed is safe. Savers wrap such errors with it.
+	ErrUnavailable = errors.New("checkpoint store unavailable")
 )
 
 // LeasedError says who holds a thread and until when.

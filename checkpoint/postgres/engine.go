@@ -53,10 +53,10 @@ func (s *Saver) Put(ctx context.Context, st checkpoint.Step) error {
 	if err := checkpoint.ValidateStep(&st); err != nil {
 		return err
 	}
-	return s.txWrap(ctx, func(ctx context.Context, tx pgx.Tx) error {
+	return unavailable(ctx, s.txWrap(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		_, err := engine.Put(ctx, store{tx}, &st, s.db.opts.SnapshotEvery, nil, -1)
 		return err
-	})
+	}))
 }
 
 // PutWrite stores one finished call's result for the checkpoint at ref,
@@ -84,7 +84,7 @@ func (s *Saver) PutWrite(ctx context.Context, ref checkpoint.Ref, w checkpoint.W
 		ON CONFLICT (thread_id, ns, cp, call_id, kind) DO UPDATE SET data = excluded.data`,
 		ref.ThreadID, ref.NS, ref.ID, w.CallID, kind, body)
 	if err != nil {
-		return s.wrap(ctx, err)
+		return unavailable(ctx, s.wrap(ctx, err))
 	}
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("%w: checkpoint %q in thread %q", checkpoint.ErrNotFound, ref.ID, ref.ThreadID)

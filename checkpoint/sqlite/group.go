@@ -54,8 +54,11 @@ type group struct {
 	stale int
 }
 
-// commit queues o and returns once it is committed (or failed).
-func (s *Saver) commit(o *op) error {
+// commit queues o and returns once it is committed (or failed); a failure
+// of the store rather than of o is marked checkpoint.ErrUnavailable.
+func (s *Saver) commit(o *op) error { return unavailable(s.commitOp(o)) }
+
+func (s *Saver) commitOp(o *op) error {
 	o.done = make(chan struct{}, 1)
 	g := &s.group
 	g.mu.Lock()
