@@ -196,8 +196,9 @@ func TestCancelledDurableRunKeepsRunningChildren(t *testing.T) {
 }
 
 // stubborn is a nested tool whose run ignores its context: it takes a
-// minute whatever happens, then reports a child run.
-type stubborn struct{}
+// minute whatever happens, then reports a child run. started is closed
+// when its run begins.
+type stubborn struct{ started chan struct{} }
 
 func (stubborn) Spec() llm.ToolSpec {
 	return llm.ToolSpec{Name: "stubborn", Description: "Take a minute.", Parameters: json.RawMessage(`{"type":"object"}`)}
@@ -208,7 +209,8 @@ func (s stubborn) Run(ctx context.Context, env *tool.Env, args json.RawMessage) 
 	return res, err
 }
 
-func (stubborn) RunNested(_ context.Context, env *tool.Env, _ json.RawMessage, host agent.Host) (tool.Result, *agent.Result, error) {
+func (s stubborn) RunNested(_ context.Context, env *tool.Env, _ json.RawMessage, host agent.Host) (tool.Result, *agent.Result, error) {
+	close(s.started)
 	time.Sleep(time.Minute)
 	return tool.Text("done"), &agent.Result{Agent: host.Path.Child("stubborn", env.CallID).String(), Status: agent.StatusOK}, nil
 }
@@ -223,12 +225,14 @@ func TestCancelledRunDoesNotWaitForeverForAChild(t *testing.T) {
 			scripted.Step{ToolCalls: []scripted.StepCall{{ID: "s1", Name: "stubborn", Args: json.RawMessage(`{}`)}, call("write", `{"path":"/x","content":"1"}`)}},
 			scripted.Step{Content: "never"},
 		)}, scripted.Options{NoUsage: true})
-		a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{stubborn{}, writeTool}})
+		slow := stubborn{started: make(chan struct{})}
+		a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{slow, writeTool}})
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
 		start := time.Now()
 		res, err := agent.Drain(a.Run(ctx, agent.Prompt("go")), func(ev agent.Event) {
 			if ev.Type == agent.ToolEnd && ev.Tool.Name == "write" {
+				<-slow.started // the two calls start in either order
 				cancel()
 			}
 		})
