@@ -4,4 +4,6 @@ package sandbox
 
 import "syscall"
 
-func procAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
+// procAttr puts the command in a process group of its own; other systems
+// than Linux have no pid namespaces, so ns is not used.
+func procAttr(ns pidns) *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }

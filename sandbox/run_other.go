@@ -10,6 +10,6 @@ import (
 	"github.com/deepagents-go/deepagents/vfs"
 )
 
-func (r *Runner) run(context.Context, string, string, time.Duration) (vfs.ExecResult, error) {
+func (r *Runner) run(context.Context, string, []string, time.Duration) (vfs.ExecResult, error) {
 	return vfs.ExecResult{}, errors.New("running commands is not supported on this system")
 }

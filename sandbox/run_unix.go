@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -17,42 +18,79 @@ import (
 // drainWait bounds the wait for the last output once the command is gone.
 const drainWait = 2 * time.Second
 
-func (r *Runner) run(ctx context.Context, dir, command string, timeout time.Duration) (vfs.ExecResult, error) {
+// wrapper is the script of the host's shell that starts every command
+// (argv follows it; $0 is the cgroup's procs file, or empty without a
+// cgroup). It waits for the go-ahead on fd 3 and exits when that pipe
+// closes without it; it moves itself into the cgroup, so nothing the
+// command starts is ever outside it; then it becomes the command.
+const wrapper = `read -r go <&3 || exit 125; exec 3<&-; if [ -n "$0" ]; then echo $$ > "$0" || exit 125; fi; exec "$@"`
+
+// run runs argv in the host directory dir and waits for it.
+//
+// Dying with this process: the host's shell gets SIGKILL when this process
+// dies (procAttr's Pdeathsig; Go's fork sets it, then checks the parent is
+// still there, so no death before that is missed). Inside a new pid
+// namespace (r.pidns) that check cannot work, as the parent is not visible
+// there: the shell does nothing until run writes the go-ahead, which run
+// does only after Start returns, that is after the Pdeathsig is set, so a
+// caller that died before that leaves a shell that exits at once. The
+// kernel sends Pdeathsig when the thread that started the child ends, not
+// the whole process: the child is started and waited for by a goroutine
+// locked to its thread, which ends only when the child has been waited for.
+func (r *Runner) run(ctx context.Context, dir string, argv []string, timeout time.Duration) (vfs.ExecResult, error) {
 	if err := ctx.Err(); err != nil {
 		return vfs.ExecResult{}, context.Cause(ctx)
 	}
-	argv := r.argv(dir, command)
+	procs := ""
 	cg := r.cgroups.newCgroup(r.opts.MaxProcs)
 	if cg != nil {
 		defer cg.remove()
-		// The host's shell moves itself into the cgroup before it becomes
-		// the sandbox, so nothing the command starts is ever outside it.
-		argv = append([]string{"/bin/sh", "-c", `echo $$ > "$0" || exit 125; exec "$@"`, cg.procsFile()}, argv...)
+		procs = cg.procsFile()
 	}
-	pr, pw, err := os.Pipe()
+	argv = append([]string{"/bin/sh", "-c", wrapper, procs}, argv...)
+	gr, gw, err := os.Pipe()
 	if err != nil {
 		return vfs.ExecResult{}, err
 	}
-	cmd := &exec.Cmd{Path: argv[0], Args: argv, Dir: dir, Env: r.env(dir), Stdout: pw, Stderr: pw}
-	cmd.SysProcAttr = procAttr()
+	defer gw.Close()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		gr.Close()
+		return vfs.ExecResult{}, err
+	}
+	cmd := &exec.Cmd{Path: argv[0], Args: argv, Dir: dir, Env: r.env(dir), Stdout: pw, Stderr: pw, ExtraFiles: []*os.File{gr}}
+	cmd.SysProcAttr = procAttr(r.pidns)
 	out := newCapped(r.opts.MaxOutputBytes)
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		pw.Close()
+	started := make(chan error, 1)
+	waited := make(chan struct{})
+	var werr error
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		werr = cmd.Wait()
+		close(waited)
+	}()
+	err = <-started
+	gr.Close()
+	pw.Close()
+	if err != nil {
 		pr.Close()
 		return vfs.ExecResult{}, err
 	}
-	pw.Close()
+	// The go-ahead. When it fails the shell is gone already, which Wait
+	// reports.
+	_, _ = gw.Write([]byte("\n"))
+	gw.Close()
 	readDone := make(chan struct{})
 	go func() {
 		defer close(readDone)
 		_, _ = io.Copy(out, pr)
-	}()
-	waited := make(chan struct{})
-	var werr error
-	go func() {
-		werr = cmd.Wait()
-		close(waited)
 	}()
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()

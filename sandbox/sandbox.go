@@ -125,12 +125,39 @@ type Runner struct {
 	// cgroups is where each command's pids cgroup is made, found once
 	// here rather than by reading /proc for every command.
 	cgroups cgroupRoot
+	// pidns is how each command's first process gets a pid namespace of
+	// its own (see pidns), chosen by New's trial runs.
+	pidns pidns
 }
 
+// pidns says whether and how the first process of a command (the host's
+// shell that becomes bwrap) is made pid 1 of a new pid namespace. That
+// process gets SIGKILL when this process dies (procAttr), and the kernel
+// then kills every process of its namespace. bwrap's own --die-with-parent
+// is not enough: bwrap starts the sandbox's first process before that
+// process asks to die with bwrap, and one whose bwrap is killed in between
+// runs on, orphaned, with the command.
+type pidns int
+
+const (
+	// pidnsNone: no namespace of our own; only bwrap's --die-with-parent.
+	pidnsNone pidns = iota
+	// pidnsOwn: a new pid namespace (needs root's CAP_SYS_ADMIN).
+	pidnsOwn
+	// pidnsUser: a new user namespace, where this user keeps its ids,
+	// holding a new pid namespace (for ordinary users).
+	pidnsUser
+)
+
+// pidnsModes lists the ways to start a sandboxed command, best first: New
+// keeps the first that passes the trial run.
+var pidnsModes = []pidns{pidnsOwn, pidnsUser, pidnsNone}
+
 // New returns a runner. Unless opts.Unsandboxed, it finds bwrap and makes a
-// trial run of it in a temporary directory, and fails with an error
-// matching ErrUnavailable when that does not work (not Linux, bwrap not
-// installed, user namespaces disabled, a container that forbids mounts).
+// trial run of it (the first way of pidnsModes that works is kept), and
+// fails with an error matching ErrUnavailable when that does not work (not
+// Linux, bwrap not installed, user namespaces disabled, a container that
+// forbids mounts).
 func New(ctx context.Context, opts Options) (*Runner, error) {
 	r := &Runner{opts: opts.withDefaults(), cgroups: findCgroupRoot()}
 	if opts.Unsandboxed {
@@ -142,7 +169,15 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 	}
 	r.bwrap = path
 	r.layout = r.bwrapLayout()
-	if err := r.probe(ctx); err != nil {
+	// The error kept is that of the last mode, without a namespace of our
+	// own: it is about bubblewrap alone.
+	for _, ns := range pidnsModes {
+		r.pidns = ns
+		if err = r.probe(ctx); err == nil || ctx.Err() != nil {
+			break
+		}
+	}
+	if err != nil {
 		return nil, err
 	}
 	r.bounded = os.Geteuid() != 0 || r.cgroups.available()
@@ -163,16 +198,14 @@ func findBwrap(name string) (string, error) {
 	return path, nil
 }
 
-// probe runs `exit 0` in the sandbox of an empty temporary directory.
+// probe runs `exit 0` in a sandbox with no directory of the host: the
+// working directory is the sandbox's own /tmp. So nothing is made on the
+// host that a probe killed halfway would leave behind.
 func (r *Runner) probe(ctx context.Context) error {
-	dir, err := os.MkdirTemp("", "deepagents-sandbox-probe-")
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrUnavailable, err)
-	}
-	defer os.RemoveAll(dir)
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	res, err := r.Run(ctx, dir, vfs.ExecRequest{Command: "exit 0", Timeout: 15 * time.Second})
+	argv := r.sandboxArgv([]string{"--remount-ro", "/", "--chdir", "/tmp"}, "exit 0")
+	res, err := r.run(ctx, "/", argv, 15*time.Second)
 	switch {
 	case err != nil:
 		return fmt.Errorf("%w: bubblewrap (%s) did not start: %v", ErrUnavailable, r.bwrap, err)
@@ -205,8 +238,12 @@ func (r *Runner) Describe() string {
 	if !r.bounded {
 		procs = "processes NOT bounded (root without a pids cgroup: a fork bomb runs until the timeout)"
 	}
-	return fmt.Sprintf("commands run in a bubblewrap sandbox (%s): writes only inside the root, %s, %s, timeout %s (max %s)",
+	d := fmt.Sprintf("commands run in a bubblewrap sandbox (%s): writes only inside the root, %s, %s, timeout %s (max %s)",
 		r.bwrap, net, procs, r.opts.Timeout, r.opts.MaxTimeout)
+	if r.pidns == pidnsNone {
+		d += "; no pid namespace could be made around bubblewrap, so a command may outlive this process if it is killed while the command starts"
+	}
+	return d
 }
 
 // Timeout returns the timeout a request runs under: its own, capped at the
@@ -254,7 +291,7 @@ func (r *Runner) Run(ctx context.Context, dir string, req vfs.ExecRequest) (vfs.
 	if r.Sandboxed() && abs == "/" {
 		return vfs.ExecResult{}, errors.New("the sandbox cannot confine commands to /: choose a project directory as the root")
 	}
-	return r.run(ctx, abs, req.Command, r.Timeout(req.Timeout))
+	return r.run(ctx, abs, r.argv(abs, req.Command), r.Timeout(req.Timeout))
 }
 
 // seq numbers the cgroups of one process's commands.
@@ -269,9 +306,14 @@ func (r *Runner) argv(dir, command string) []string {
 	if !r.Sandboxed() {
 		return []string{"/bin/sh", "-c", command}
 	}
-	return append(slices.Clip(r.layout),
-		"--bind", dir, dir, "--remount-ro", "/", "--chdir", dir,
-		"--", "/bin/sh", "-c", limitScript, "sh", fmt.Sprint(r.opts.MaxProcs), command)
+	return r.sandboxArgv([]string{"--bind", dir, dir, "--remount-ro", "/", "--chdir", dir}, command)
+}
+
+// sandboxArgv is the bwrap command line that runs command: the layout,
+// then place (the mounts and the working directory of this command).
+func (r *Runner) sandboxArgv(place []string, command string) []string {
+	args := append(slices.Clip(r.layout), place...)
+	return append(args, "--", "/bin/sh", "-c", limitScript, "sh", fmt.Sprint(r.opts.MaxProcs), command)
 }
 
 // bwrapLayout is the start of every bwrap command line: the namespaces and
