@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"os"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -27,7 +30,10 @@ type Options struct {
 	// underscores, at most 63 bytes.
 	Schema string
 	// ConnectTimeout bounds opening one connection (DNS, TCP, TLS, login),
-	// so a wrong address fails fast instead of hanging.
+	// so a wrong address fails fast instead of hanging. It applies when
+	// the connection string has no connect_timeout of its own (nor the
+	// PGCONNECT_TIMEOUT variable): a connect_timeout there wins, and 0
+	// counts as none.
 	ConnectTimeout time.Duration
 	// CallTimeout bounds every call of the saver (one query or one
 	// transaction) on top of the caller's context.
@@ -62,24 +68,46 @@ type db struct {
 	opts Options
 }
 
-// newPool checks opts' schema name, parses dsn and opens a pool with opts'
-// connect timeout, search path and size; who names the caller in errors.
-// It does not contact the server.
-func newPool(ctx context.Context, dsn string, opts Options, who string) (*pgxpool.Pool, *pgxpool.Config, error) {
+// poolConfig checks opts' schema name and parses dsn into a pool's
+// configuration with opts' search path and size, and its connect timeout:
+// the connection string's connect_timeout when it has one, else
+// opts.ConnectTimeout. timeout says which and from where, for messages;
+// who names the caller in errors.
+func poolConfig(dsn string, opts Options, who string) (cfg *pgxpool.Config, timeout string, err error) {
 	if opts.Schema != "" && !plainIdent.MatchString(opts.Schema) {
-		return nil, nil, fmt.Errorf("%s: schema name %q is not a plain identifier (letters, digits and underscores, not starting with a digit, at most 63 bytes)", who, opts.Schema)
+		return nil, "", fmt.Errorf("%s: schema name %q is not a plain identifier (letters, digits and underscores, not starting with a digit, at most 63 bytes)", who, opts.Schema)
 	}
-	cfg, err := pgxpool.ParseConfig(dsn)
+	cfg, err = pgxpool.ParseConfig(dsn)
 	if err != nil {
 		// pgx's parse errors redact passwords.
-		return nil, nil, fmt.Errorf("%s: bad connection string: %w", who, err)
+		return nil, "", fmt.Errorf("%s: bad connection string: %w", who, err)
 	}
-	cfg.ConnConfig.ConnectTimeout = opts.ConnectTimeout
+	switch {
+	case cfg.ConnConfig.ConnectTimeout <= 0:
+		cfg.ConnConfig.ConnectTimeout = opts.ConnectTimeout
+		timeout = fmt.Sprintf("connect timeout %s, the default: the connection string sets no connect_timeout", opts.ConnectTimeout)
+	case strings.Contains(dsn, "connect_timeout"):
+		timeout = fmt.Sprintf("connect timeout %s, from the connection string's connect_timeout", cfg.ConnConfig.ConnectTimeout)
+	case os.Getenv("PGCONNECT_TIMEOUT") != "":
+		timeout = fmt.Sprintf("connect timeout %s, from PGCONNECT_TIMEOUT", cfg.ConnConfig.ConnectTimeout)
+	default:
+		timeout = fmt.Sprintf("connect timeout %s, from the connection settings", cfg.ConnConfig.ConnectTimeout)
+	}
 	if opts.Schema != "" {
 		cfg.ConnConfig.RuntimeParams["search_path"] = opts.Schema
 	}
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
+	}
+	return cfg, timeout, nil
+}
+
+// newPool opens a pool configured by poolConfig. It does not contact the
+// server.
+func newPool(ctx context.Context, dsn string, opts Options, who string) (*pgxpool.Pool, *pgxpool.Config, error) {
+	cfg, _, err := poolConfig(dsn, opts, who)
+	if err != nil {
+		return nil, nil, err
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -92,18 +120,31 @@ func newPool(ctx context.Context, dsn string, opts Options, who string) (*pgxpoo
 // brings the schema up to date, all within the connect and call timeouts.
 func openDB(ctx context.Context, dsn string, opts Options) (*db, error) {
 	opts = opts.withDefaults()
-	pool, cfg, err := newPool(ctx, dsn, opts, "postgres checkpoint saver")
+	cfg, timeout, err := poolConfig(dsn, opts, "postgres checkpoint saver")
 	if err != nil {
 		return nil, err
 	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres checkpoint saver: %w", err)
+	}
 	d := &db{pool: pool, opts: opts}
-	pctx, cancel := d.call(ctx)
+	// Connecting, then one round trip.
+	pctx, cancel := context.WithTimeout(ctx, cfg.ConnConfig.ConnectTimeout+opts.CallTimeout)
 	err = pool.Ping(pctx)
 	cancel()
 	if err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("postgres checkpoint saver: cannot reach the server at %s:%d (connect timeout %s): %w",
-			cfg.ConnConfig.Host, cfg.ConnConfig.Port, opts.ConnectTimeout, err)
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) {
+			// The server answered: what it said (no such role or
+			// database, a wrong password, too many connections) is the
+			// news, not the address.
+			return nil, fmt.Errorf("postgres checkpoint saver: the server at %s:%d answered, but with an error: %w",
+				cfg.ConnConfig.Host, cfg.ConnConfig.Port, pgErr)
+		}
+		return nil, fmt.Errorf("postgres checkpoint saver: cannot reach the server at %s:%d (%s): %w",
+			cfg.ConnConfig.Host, cfg.ConnConfig.Port, timeout, err)
 	}
 	if err := d.migrate(ctx); err != nil {
 		pool.Close()
@@ -194,15 +235,22 @@ func (d *db) migrate(ctx context.Context) error {
 
 // version reads the schema version recorded in deepagents_migrations
 // without taking a lock or creating anything; found is false when the
-// search path holds no such table (or none that the role may see).
+// search path holds no such table (or none that the role may see). When
+// Options.Schema is empty and no schema of the connection's search path
+// exists (or the role may use none), there is nowhere to make the tables:
+// the error names the path.
 func (d *db) version(ctx context.Context) (have int, found bool, err error) {
 	ctx, cancel := d.call(ctx)
 	defer cancel()
-	var table *string
-	if err := d.pool.QueryRow(ctx, "SELECT to_regclass('deepagents_migrations')::text").Scan(&table); err != nil {
+	var table, current *string
+	var path string
+	if err := d.pool.QueryRow(ctx, "SELECT to_regclass('deepagents_migrations')::text, current_schema()::text, current_setting('search_path')").Scan(&table, &current, &path); err != nil {
 		return 0, false, fmt.Errorf("postgres checkpoint saver: looking for the migrations table: %w", err)
 	}
 	if table == nil {
+		if current == nil && d.opts.Schema == "" {
+			return 0, false, fmt.Errorf("postgres checkpoint saver: no schema of the search path (search_path=%s) exists, or none this role may use, so there is nowhere to keep the tables: create the schema first, or name an existing one in search_path", path)
+		}
 		return 0, false, nil
 	}
 	if err := d.pool.QueryRow(ctx, "SELECT coalesce(max(v), 0) FROM deepagents_migrations").Scan(&have); err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/internal/pgtest"
+	"github.com/jackc/pgx/v5/pgproto3"
 )
 
 // openTest opens a saver in a fresh schema of the test server and closes it
@@ -30,7 +31,9 @@ func openTest(t *testing.T, opts Options) *Saver {
 // TestOpenBadAddressFailsClearly needs no server: each connection string
 // must be refused with an error that says what went wrong, and a server that
 // accepts the connection but never answers must not hang Open past the
-// connect timeout.
+// connect timeout: the connection string's when it has one, else
+// Options.ConnectTimeout. A server that answers with an error is reported
+// with what it said, not as out of reach.
 func TestOpenBadAddressFailsClearly(t *testing.T) {
 	silent, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -52,6 +55,30 @@ func TestOpenBadAddressFailsClearly(t *testing.T) {
 			held = append(held, c)
 		}
 	}()
+	// A server that answers every login with an error, as PostgreSQL does
+	// for a role that does not exist.
+	refusing, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer refusing.Close()
+	go func() {
+		for {
+			c, err := refusing.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				be := pgproto3.NewBackend(c, c)
+				if _, err := be.ReceiveStartupMessage(); err != nil {
+					return
+				}
+				be.Send(&pgproto3.ErrorResponse{Severity: "FATAL", SeverityUnlocalized: "FATAL", Code: "28000", Message: `role "nobody" does not exist`})
+				_ = be.Flush()
+			}()
+		}
+	}()
 	closed, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -64,11 +91,14 @@ func TestOpenBadAddressFailsClearly(t *testing.T) {
 		dsn  string
 		opts Options
 		want []string // substrings of the error, all required
+		not  []string // substrings the error must not have
 	}{
-		{"not a connection string", "postgres://user:secret@host:notaport/db", Options{}, []string{"bad connection string"}},
-		{"bad schema name", "postgres://u@127.0.0.1:1/db", Options{Schema: "a;drop table x"}, []string{`schema name "a;drop table x"`, "plain identifier"}},
-		{"nobody listening", "postgres://u@" + refusedAddr + "/db?sslmode=disable", Options{ConnectTimeout: 5 * time.Second}, []string{"cannot reach the server at 127.0.0.1"}},
-		{"server never answers", "postgres://u@" + silent.Addr().String() + "/db?sslmode=disable", Options{ConnectTimeout: 300 * time.Millisecond}, []string{"cannot reach the server", "connect timeout 300ms", "timeout"}},
+		{"not a connection string", "postgres://user:secret@host:notaport/db", Options{}, []string{"bad connection string"}, nil},
+		{"bad schema name", "postgres://u@127.0.0.1:1/db", Options{Schema: "a;drop table x"}, []string{`schema name "a;drop table x"`, "plain identifier"}, nil},
+		{"nobody listening", "postgres://u@" + refusedAddr + "/db?sslmode=disable", Options{ConnectTimeout: 5 * time.Second}, []string{"cannot reach the server at 127.0.0.1"}, nil},
+		{"server never answers", "postgres://u@" + silent.Addr().String() + "/db?sslmode=disable", Options{ConnectTimeout: 300 * time.Millisecond}, []string{"cannot reach the server", "connect timeout 300ms, the default", "timeout"}, nil},
+		{"the URL's connect_timeout wins", "postgres://u@" + silent.Addr().String() + "/db?sslmode=disable&connect_timeout=1", Options{ConnectTimeout: 15 * time.Second}, []string{"cannot reach the server", "connect timeout 1s, from the connection string's connect_timeout"}, nil},
+		{"the server refuses the login", "postgres://nobody:secret@" + refusing.Addr().String() + "/db?sslmode=disable", Options{}, []string{"the server at 127.0.0.1", "answered", `FATAL: role "nobody" does not exist (SQLSTATE 28000)`}, []string{"cannot reach"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -87,6 +117,11 @@ func TestOpenBadAddressFailsClearly(t *testing.T) {
 			for _, w := range tt.want {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+			for _, w := range tt.not {
+				if strings.Contains(err.Error(), w) {
+					t.Errorf("error %q says %q", err, w)
 				}
 			}
 			if strings.Contains(err.Error(), "secret") {
@@ -280,5 +315,29 @@ func TestReadOnlyRoleOpensCurrentSchema(t *testing.T) {
 	ts, err := r.Threads(ctx, checkpoint.ThreadsOptions{})
 	if err != nil || len(ts) != 1 || ts[0].ID != "th" {
 		t.Errorf("Threads as a reader: %v, %v", ts, err)
+	}
+}
+
+// TestOpenNamesWhatIsMissing connects to the test server with a search
+// path whose only schema does not exist, and to a database that does not
+// exist: each error names what is missing.
+func TestOpenNamesWhatIsMissing(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	missing := pgtest.NewSchemaName()
+	_, err := Open(t.Context(), withParam(t, dsn, "search_path", missing), Options{})
+	if err == nil || !strings.Contains(err.Error(), "search_path="+missing) || !strings.Contains(err.Error(), "create the schema first") {
+		t.Errorf("Open with search_path=%s: err = %v, want one naming the schema", missing, err)
+	}
+	if !strings.Contains(dsn, "://") {
+		t.Skipf("%s is not a URL; skipping the missing database", pgtest.EnvDSN)
+	}
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/" + missing
+	_, err = Open(t.Context(), u.String(), Options{})
+	if err == nil || !strings.Contains(err.Error(), `database "`+missing+`" does not exist`) || strings.Contains(err.Error(), "cannot reach") {
+		t.Errorf("Open on a missing database: err = %v, want what the server said", err)
 	}
 }

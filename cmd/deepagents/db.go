@@ -18,8 +18,8 @@ import (
 )
 
 // Timeouts of the thread database: how long opening a PostgreSQL server may
-// take, how long one of its calls may take, and how long an SQLite
-// statement waits for another process's lock.
+// take when its URL sets no connect_timeout, how long one of its calls may
+// take, and how long an SQLite statement waits for another process's lock.
 const (
 	dbConnectTimeout = 10 * time.Second
 	dbCallTimeout    = 30 * time.Second
@@ -98,9 +98,9 @@ func openDatabase(ctx context.Context, d config.Database, shared bool) (checkpoi
 		}
 		return s, nil
 	case config.Postgres:
-		cctx, cancel := context.WithTimeout(ctx, dbConnectTimeout+dbCallTimeout)
-		defer cancel()
-		s, err := postgres.Open(cctx, d.DSN, postgres.Options{ConnectTimeout: dbConnectTimeout, CallTimeout: dbCallTimeout})
+		// Open bounds connecting and each of its calls itself; the URL's
+		// connect_timeout, when it has one, replaces dbConnectTimeout.
+		s, err := postgres.Open(ctx, d.DSN, postgres.Options{ConnectTimeout: dbConnectTimeout, CallTimeout: dbCallTimeout})
 		if err != nil {
 			return nil, fmt.Errorf("thread database %s: %w", d, err)
 		}
