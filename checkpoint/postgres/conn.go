@@ -44,7 +44,16 @@ type Options struct {
 	// hold a whole state by reference); rebuilding a state reads one
 	// snapshot and at most this many steps after it.
 	SnapshotEvery int
+	// NoCreate leaves a database without the saver's tables as it is:
+	// Open creates no schema and no table there and fails with
+	// ErrNoTables. Tables of an older version are still upgraded. It is
+	// for callers that only read, such as a listing of threads.
+	NoCreate bool
 }
+
+// ErrNoTables is the error of Open with Options.NoCreate when the database
+// has no checkpoint tables yet (in Options.Schema, or on the search path).
+var ErrNoTables = errors.New("postgres checkpoint saver: the database has no checkpoint tables yet")
 
 func (o Options) withDefaults() Options {
 	if o.ConnectTimeout <= 0 {
@@ -193,6 +202,8 @@ func (d *db) migrate(ctx context.Context) error {
 		if have == len(migrations) {
 			return nil
 		}
+	} else if d.opts.NoCreate {
+		return ErrNoTables
 	}
 	return d.tx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", migrationLockKey(d.opts.Schema)); err != nil {

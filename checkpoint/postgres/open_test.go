@@ -341,3 +341,37 @@ func TestOpenNamesWhatIsMissing(t *testing.T) {
 		t.Errorf("Open on a missing database: err = %v, want what the server said", err)
 	}
 }
+
+// TestNoCreateLeavesEmptyDatabase opens an empty schema, and one that does
+// not exist, with NoCreate: Open fails with ErrNoTables and creates
+// nothing. Once the tables are made, NoCreate opens them.
+func TestNoCreateLeavesEmptyDatabase(t *testing.T) {
+	dsn, schema := pgtest.Schema(t)
+	ctx := t.Context()
+	conn := pgtest.Connect(t)
+	if _, err := Open(ctx, dsn, Options{Schema: schema, NoCreate: true}); !errors.Is(err, ErrNoTables) {
+		t.Fatalf("NoCreate on an empty schema: err = %v, want ErrNoTables", err)
+	}
+	var n int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace WHERE s.nspname = $1", schema).Scan(&n); err != nil || n != 0 {
+		t.Errorf("after a NoCreate open the schema holds %d relations (%v), want none", n, err)
+	}
+	missing := pgtest.NewSchemaName()
+	if _, err := Open(ctx, dsn, Options{Schema: missing, NoCreate: true}); !errors.Is(err, ErrNoTables) {
+		t.Errorf("NoCreate on a missing schema: err = %v, want ErrNoTables", err)
+	}
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_namespace WHERE nspname = $1", missing).Scan(&n); err != nil || n != 0 {
+		t.Errorf("a NoCreate open made schema %s (%v)", missing, err)
+		_, _ = conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+missing+" CASCADE")
+	}
+	s, err := Open(ctx, dsn, Options{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s, err = Open(ctx, dsn, Options{Schema: schema, NoCreate: true})
+	if err != nil {
+		t.Fatalf("NoCreate on a current schema: %v", err)
+	}
+	s.Close()
+}

@@ -20,8 +20,11 @@ type Saver struct {
 }
 
 // Open connects to the database at dsn (a pgx connection string: URL or
-// key=value), checks that it answers within Options.ConnectTimeout and
-// creates or upgrades the saver's tables.
+// key=value), checks that it answers within the connect timeout (see
+// Options.ConnectTimeout) and creates or upgrades the saver's tables. Tables
+// already up to date are only read, so a role that may only read them can
+// open them; with Options.NoCreate a database without them is left as it is
+// and Open fails with ErrNoTables.
 func Open(ctx context.Context, dsn string, opts Options) (*Saver, error) {
 	d, err := openDB(ctx, dsn, opts)
 	if err != nil {

@@ -109,17 +109,40 @@ func openDatabase(ctx context.Context, d config.Database, shared bool) (checkpoi
 	return nil, fmt.Errorf("thread database: unknown kind %q", d.Kind)
 }
 
-// errNoDatabase says that an SQLite thread database does not exist yet.
+// errNoDatabase says that a thread database does not exist yet: an SQLite
+// file that is not there, or a PostgreSQL database without the thread
+// tables.
 var errNoDatabase = errors.New("the thread database does not exist yet")
 
-// databaseExists reports whether d can hold threads already: a PostgreSQL
-// server always may; an SQLite file must exist.
-func databaseExists(d config.Database) bool {
-	if d.Kind != config.SQLite {
-		return true
+// openExistingDatabase opens the thread database to read threads: as
+// openDatabase does, but it makes nothing. A missing SQLite file or a
+// PostgreSQL database without the thread tables is errNoDatabase.
+func openExistingDatabase(ctx context.Context, d config.Database) (checkpoint.Saver, error) {
+	switch d.Kind {
+	case config.SQLite:
+		if _, err := os.Stat(d.Path); err != nil {
+			return nil, errNoDatabase
+		}
+		return openDatabase(ctx, d, false)
+	case config.Postgres:
+		s, err := postgres.Open(ctx, d.DSN, postgres.Options{ConnectTimeout: dbConnectTimeout, CallTimeout: dbCallTimeout, NoCreate: true})
+		if errors.Is(err, postgres.ErrNoTables) {
+			return nil, errNoDatabase
+		}
+		if err != nil {
+			return nil, fmt.Errorf("thread database %s: %w", d, err)
+		}
+		return s, nil
 	}
-	_, err := os.Stat(d.Path)
-	return err == nil
+	return openDatabase(ctx, d, false)
+}
+
+// noDatabaseText says for messages why d holds no threads yet.
+func noDatabaseText(d config.Database) string {
+	if d.Kind == config.Postgres {
+		return "the database " + d.String() + " has no thread tables yet"
+	}
+	return "there is no thread database at " + d.Path + " yet"
 }
 
 // ignoreDatabase writes dir/.gitignore for the database files when dir is

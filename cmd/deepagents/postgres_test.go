@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"net/url"
 	"strings"
 	"testing"
@@ -41,6 +42,36 @@ func TestRunOnPostgres(t *testing.T) {
 	}
 	if code, out, _ := runCLI(t, "threads", "rm", id, "--db", db); code != 0 || !strings.Contains(out, "removed thread "+id) {
 		t.Errorf("rm: exit %d\n%s", code, out)
+	}
+}
+
+// threads on a PostgreSQL database without the thread tables lists none
+// and makes none: a reader leaves the database as it found it.
+func TestThreadsOnEmptyPostgres(t *testing.T) {
+	dsn, schema := pgtest.Schema(t)
+	u, err := url.Parse(dsn)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		t.Skipf("%s is not a postgres:// URL, which --db needs; skipping", pgtest.EnvDSN)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	db := u.String()
+	runEnv(t, nil)
+
+	if code, _, errs := runCLI(t, "threads", "--db", db); code != 0 || !strings.Contains(errs, "no threads yet (no thread tables in postgres://") {
+		t.Errorf("threads: exit %d: %s", code, errs)
+	}
+	if code, out, errs := runCLI(t, "threads", "--db", db, "--json"); code != 0 || strings.TrimSpace(out) != "[]" {
+		t.Errorf("threads --json: exit %d: %s%s", code, out, errs)
+	}
+	if code, _, errs := runCLI(t, "threads", "show", "x", "--db", db); code != 1 || !strings.Contains(errs, `no thread "x": the database postgres://`) || !strings.Contains(errs, "has no thread tables yet") {
+		t.Errorf("threads show: exit %d: %s", code, errs)
+	}
+	conn := pgtest.Connect(t)
+	var n int
+	if err := conn.QueryRow(context.Background(), "SELECT count(*) FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace WHERE s.nspname = $1", schema).Scan(&n); err != nil || n != 0 {
+		t.Errorf("threads made %d relations in the empty schema (%v)", n, err)
 	}
 }
 

@@ -112,11 +112,15 @@ func cmdThreads(ctx context.Context, args []string, stdin io.Reader, stdout, std
 			if f.json {
 				fmt.Fprintln(stdout, "[]")
 			} else {
-				fmt.Fprintf(stderr, "no threads yet (no database at %s): 'deepagents run' makes one\n", db.Path)
+				what, makes := "no database at "+db.Path, "one"
+				if db.Kind == config.Postgres {
+					what, makes = "no thread tables in "+db.String(), "them"
+				}
+				fmt.Fprintf(stderr, "no threads yet (%s): 'deepagents run' makes %s\n", what, makes)
 			}
 			return exitOK
 		}
-		fmt.Fprintf(stderr, "deepagents threads %s: no thread %q: there is no thread database at %s yet\n", sub, id, db.Path)
+		fmt.Fprintf(stderr, "deepagents threads %s: no thread %q: %s\n", sub, id, noDatabaseText(db))
 		return exitFailed
 	}
 	if err != nil {
@@ -159,10 +163,7 @@ func threadsDatabase(ctx context.Context, f threadsFlags, flagSet bool, confirm 
 			return nil, db, usageErr{err}
 		}
 	}
-	if !databaseExists(db) {
-		return nil, db, errNoDatabase // listing makes no database
-	}
-	s, err := openDatabase(ctx, db, false)
+	s, err := openExistingDatabase(ctx, db) // listing makes no database
 	return s, db, err
 }
 
