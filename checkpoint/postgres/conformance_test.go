@@ -91,23 +91,33 @@ func TestConcurrentPutsPrunesCopiesAndDeletes(t *testing.T) {
 	if err := s.Put(ctx, checkpoint.Step{ThreadID: "other", ID: "o1", Files: vfs.Delta{{Path: "/shared", File: &vfs.File{Content: "same"}}}}); err != nil {
 		t.Fatal(err)
 	}
+	step := func(ns string, i int) checkpoint.Step {
+		id, prev := fmt.Sprintf("%s-%d", ns, i), ""
+		if i > 0 {
+			prev = fmt.Sprintf("%s-%d", ns, i-1)
+		}
+		return checkpoint.Step{ThreadID: "th", NS: ns, ID: id, ParentID: prev, Step: i,
+			Messages: []llm.Message{{Role: llm.RoleUser, Content: id}},
+			Files:    vfs.Delta{{Path: "/shared", File: &vfs.File{Content: "same"}}}}
+	}
+	// Each namespace's first step is in before the copies start, so that
+	// copying onto "th" always finds it taken.
+	for _, ns := range []string{"", "a", "b"} {
+		if err := s.Put(ctx, step(ns, 0)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	var wg sync.WaitGroup
 	errs := make(chan error, 200)
 	for _, ns := range []string{"", "a", "b"} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			prev := ""
-			for i := range 20 {
-				id := fmt.Sprintf("%s-%d", ns, i)
-				st := checkpoint.Step{ThreadID: "th", NS: ns, ID: id, ParentID: prev, Step: i,
-					Messages: []llm.Message{{Role: llm.RoleUser, Content: id}},
-					Files:    vfs.Delta{{Path: "/shared", File: &vfs.File{Content: "same"}}}}
-				if err := s.Put(ctx, st); err != nil {
-					errs <- fmt.Errorf("put %s: %w", id, err)
+			for i := 1; i < 20; i++ {
+				if err := s.Put(ctx, step(ns, i)); err != nil {
+					errs <- fmt.Errorf("put %s: %w", step(ns, i).ID, err)
 					return
 				}
-				prev = id
 			}
 		}()
 	}
