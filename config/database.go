@@ -87,20 +87,41 @@ func (d Database) String() string {
 	return "sqlite:" + d.Path
 }
 
-// Redact hides the password of a database URL, so it can be shown.
+// Redact hides the passwords of a database URL (in its user part and in
+// password or sslpassword parameters), so it can be shown.
 func Redact(dsn string) string {
 	u, err := url.Parse(dsn)
-	if err != nil || u.User == nil {
-		if err != nil {
-			return "the database URL"
-		}
-		return dsn
+	if err != nil {
+		return "the database URL"
 	}
-	if _, has := u.User.Password(); has {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	changed := false
+	if u.User != nil {
+		if _, has := u.User.Password(); has {
+			u.User = url.UserPassword(u.User.Username(), "xxxxx")
+			changed = true
+		}
+	}
+	if u.RawQuery != "" {
+		// Parameters in their order, as given: only secret values change.
+		params := strings.Split(u.RawQuery, "&")
+		for i, p := range params {
+			key, _, _ := strings.Cut(p, "=")
+			if k, err := url.QueryUnescape(key); err == nil && secretParams[k] {
+				params[i] = key + "=xxxxx"
+				changed = true
+			}
+		}
+		u.RawQuery = strings.Join(params, "&")
+	}
+	if !changed {
+		return dsn
 	}
 	return u.String()
 }
+
+// secretParams are the connection-string parameters whose values are
+// secrets (libpq's names).
+var secretParams = map[string]bool{"password": true, "sslpassword": true}
 
 func urlErrText(err error) string {
 	var ue *url.Error
