@@ -116,35 +116,13 @@ func TestSaveIsTriedAgainWhileTheStoreIsUnavailable(t *testing.T) {
 }
 
 // onSecondSave lets the first save through and fails the next n.
-func onSecondSave(s *flakyStore, n int) *firstThen {
-	return &firstThen{flakyStore: s, n: n}
-}
-
-type firstThen struct {
-	*flakyStore
-	n    int
-	seen bool
-}
-
-func (f *firstThen) arm() {
-	if !f.seen {
-		f.seen = true
-		return
-	}
-	if f.n > 0 {
-		f.set(func(s *flakyStore) { s.fails = f.n })
-		f.n = 0
-	}
-}
-
-func (f *firstThen) Put(ctx context.Context, st checkpoint.Step) error {
-	f.arm()
-	return f.flakyStore.Put(ctx, st)
-}
-
-func (f *firstThen) PutWrite(ctx context.Context, ref checkpoint.Ref, w checkpoint.Write) error {
-	f.arm()
-	return f.flakyStore.PutWrite(ctx, ref, w)
+func onSecondSave(s *flakyStore, n int) *hook {
+	saves := 0
+	return &hook{flakyStore: s, before: func() {
+		if saves++; saves == 2 {
+			s.set(func(s *flakyStore) { s.fails = n })
+		}
+	}}
 }
 
 // A store down for longer than the run tries fails the run, but saves no

@@ -13,15 +13,7 @@ import (
 // there, continued, listed and shown. It needs a server
 // (DEEPAGENTS_TEST_POSTGRES); without one it skips, saying how to give one.
 func TestRunOnPostgres(t *testing.T) {
-	dsn, schema := pgtest.Schema(t)
-	u, err := url.Parse(dsn)
-	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
-		t.Skipf("%s is not a postgres:// URL, which --db needs; skipping", pgtest.EnvDSN)
-	}
-	q := u.Query()
-	q.Set("search_path", schema) // this test's own schema
-	u.RawQuery = q.Encode()
-	db := u.String()
+	db, _ := schemaDB(t)
 
 	srv := gatedServer(t)
 	runEnv(t, srv)
@@ -48,15 +40,7 @@ func TestRunOnPostgres(t *testing.T) {
 // threads on a PostgreSQL database without the thread tables lists none
 // and makes none: a reader leaves the database as it found it.
 func TestThreadsOnEmptyPostgres(t *testing.T) {
-	dsn, schema := pgtest.Schema(t)
-	u, err := url.Parse(dsn)
-	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
-		t.Skipf("%s is not a postgres:// URL, which --db needs; skipping", pgtest.EnvDSN)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	db := u.String()
+	db, schema := schemaDB(t)
 	runEnv(t, nil)
 
 	if code, _, errs := runCLI(t, "threads", "--db", db); code != 0 || !strings.Contains(errs, "no threads yet (no thread tables in postgres://") {
@@ -83,4 +67,20 @@ func TestUnreachablePostgres(t *testing.T) {
 	if code == 0 || strings.Contains(errs, "secret") || !strings.Contains(errs, "thread database postgres://me:xxxxx@127.0.0.1:1/x") {
 		t.Errorf("unreachable server: exit %d: %s", code, errs)
 	}
+}
+
+// schemaDB makes a schema of the test's own on the test server and returns
+// a --db URL that works in it, and its name; it skips when the server's
+// address is not a postgres:// URL.
+func schemaDB(t *testing.T) (db, schema string) {
+	t.Helper()
+	dsn, schema := pgtest.Schema(t)
+	u, err := url.Parse(dsn)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		t.Skipf("%s is not a postgres:// URL, which --db needs; skipping", pgtest.EnvDSN)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String(), schema
 }

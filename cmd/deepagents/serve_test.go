@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,8 +14,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/deepagents-go/deepagents/internal/pgtest"
 )
 
 func TestCheckListen(t *testing.T) {
@@ -165,15 +162,8 @@ func TestServeKillRestartRejoinPostgres(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts server processes")
 	}
-	dsn, schema := pgtest.Schema(t)
-	u, err := url.Parse(dsn)
-	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
-		t.Skipf("%s is not a postgres:// URL, which --db needs; skipping", pgtest.EnvDSN)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	killRestartRejoin(t, u.String())
+	db, _ := schemaDB(t)
+	killRestartRejoin(t, db)
 }
 
 func killRestartRejoin(t *testing.T, db string) {
