@@ -264,9 +264,12 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 				results[d.i] = tool.Errorf("Error: %v", d.fatal)
 			}
 		}
-		if branching {
+		switch {
+		case branching && d.fatal != nil && ctx.Err() != nil:
+			// Cut off by the cancellation: its changes go with it.
+		case branching:
 			deltas[d.i] = layers[d.i].Delta()
-		} else {
+		default:
 			deltas[d.i] = tracked[d.i].Changes()
 		}
 		if d.fatal == nil {
@@ -317,11 +320,16 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 			}
 			grace.Stop()
 			b.abandon()
+			// The calls that finished keep their file changes as well as
+			// their results, so that the state the run ends with holds what
+			// its history says was done; those cut off leave none.
 			for i := range results {
 				if !finished[i] {
 					results[i] = tool.Errorf("Error: cancelled before %s finished.", calls[i].Name)
+					deltas[i] = nil
 				}
 			}
+			r.mergeCalls(context.WithoutCancel(ctx), calls, deltas, results, br, branching)
 			r.appendResults(calls, results)
 			return false, context.Cause(ctx)
 		}
@@ -339,33 +347,7 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 		r.waiting = nil
 	}
 
-	// Merge file changes in call order.
-	if branching {
-		owners := make([]string, n)
-		for i := range calls {
-			owners[i] = calls[i].ID
-		}
-		net, conflicts := vfs.Merge(ctx, br.(vfs.Applier), deltas, owners)
-		r.fileEvents(net)
-		for _, cf := range conflicts {
-			for i := range calls {
-				if calls[i].ID == cf.Kept {
-					results[i].Content += "\n\n[Note: " + cf.String() + ".]"
-				}
-			}
-			c := cf
-			r.emit(Event{Type: FileConflict, Conflict: &c})
-		}
-	} else {
-		for i := range calls {
-			d := slices.Clone(deltas[i])
-			for j := range d {
-				d[j].By = calls[i].ID
-			}
-			r.fileEvents(d)
-		}
-	}
-
+	r.mergeCalls(ctx, calls, deltas, results, br, branching)
 	r.appendResults(calls, results)
 	r.applyState(results)
 	for i, c := range calls {
@@ -474,6 +456,39 @@ func (s *StepState) waits(id string) (Interrupt, bool) {
 	}
 	in, ok := s.Waiting[id]
 	return in, ok
+}
+
+// mergeCalls merges the file changes of a step's calls (deltas, nil for a
+// call that changed nothing or did not finish) in call order and reports
+// them; a conflict between two calls is noted in the result of the call
+// whose change was kept. Without a branching backend the changes were made
+// as the calls ran, and are only reported.
+func (r *run) mergeCalls(ctx context.Context, calls []llm.ToolCall, deltas []vfs.Delta, results []tool.Result, br brancher, branching bool) {
+	if branching {
+		owners := make([]string, len(calls))
+		for i := range calls {
+			owners[i] = calls[i].ID
+		}
+		net, conflicts := vfs.Merge(ctx, br.(vfs.Applier), deltas, owners)
+		r.fileEvents(net)
+		for _, cf := range conflicts {
+			for i := range calls {
+				if calls[i].ID == cf.Kept {
+					results[i].Content += "\n\n[Note: " + cf.String() + ".]"
+				}
+			}
+			c := cf
+			r.emit(Event{Type: FileConflict, Conflict: &c})
+		}
+		return
+	}
+	for i := range calls {
+		d := slices.Clone(deltas[i])
+		for j := range d {
+			d[j].By = calls[i].ID
+		}
+		r.fileEvents(d)
+	}
 }
 
 func (r *run) appendResults(calls []llm.ToolCall, results []tool.Result) {
