@@ -356,7 +356,7 @@ func (r *run) retrySave(ctx context.Context, save func(context.Context) error, e
 			return err
 		}
 		r.emit(Event{Type: Warning, Warning: &WarningInfo{Source: "checkpoint",
-			Text: fmt.Sprintf("the checkpoint store is unavailable (%v); trying again in %s (try %d; giving up %s after the first failure)", err, pause, i+2, budget)}})
+			Text: fmt.Sprintf("a save failed (%v); trying again in %s (try %d; giving up %s after the first failure)", err, pause, i+2, budget)}})
 		t := time.NewTimer(pause)
 		select {
 		case <-ctx.Done():

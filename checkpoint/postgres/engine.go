@@ -76,9 +76,11 @@ func (s *Saver) PutWrite(ctx context.Context, ref checkpoint.Ref, w checkpoint.W
 	if err != nil {
 		return fmt.Errorf("%w: write: %v", checkpoint.ErrInvalid, err)
 	}
-	ctx, cancel := s.db.call(ctx)
+	// The call's own deadline is not the caller's: a write it cuts short
+	// failed for the server's slowness, which unavailable says.
+	cctx, cancel := s.db.call(ctx)
 	defer cancel()
-	tag, err := s.db.pool.Exec(ctx, `INSERT INTO cp_writes (thread_id, ns, cp, call_id, kind, data)
+	tag, err := s.db.pool.Exec(cctx, `INSERT INTO cp_writes (thread_id, ns, cp, call_id, kind, data)
 		SELECT $1, $2, $3, $4, $5, $6
 		WHERE EXISTS (SELECT 1 FROM cp_records WHERE thread_id = $1 AND ns = $2 AND id = $3)
 		ON CONFLICT (thread_id, ns, cp, call_id, kind) DO UPDATE SET data = excluded.data`,

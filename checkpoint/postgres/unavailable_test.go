@@ -126,3 +126,48 @@ func TestPutAfterTheServerEndedTheConnections(t *testing.T) {
 		t.Fatalf("latest: %v %v; want c3", cp, err)
 	}
 }
+
+// A server too slow to answer within the call timeout (frozen, or stuck
+// behind a lock) fails a put or a write as unavailable, not as the
+// caller's own deadline: the caller's context is still live, and the same
+// call tried again once the server answers goes through.
+func TestCallTimeoutIsUnavailable(t *testing.T) {
+	dsn, schema := pgtest.Schema(t)
+	s, err := Open(t.Context(), dsn, Options{Schema: schema, CallTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := t.Context()
+	if err := s.Put(ctx, checkpoint.Step{ThreadID: "T", ID: "c1"}); err != nil {
+		t.Fatal(err)
+	}
+	admin := pgtest.Connect(t)
+	for _, c := range []struct {
+		table string
+		call  func() error
+	}{
+		{"cp_writes", func() error {
+			return s.PutWrite(ctx, checkpoint.Ref{ThreadID: "T", ID: "c1"}, checkpoint.Write{CallID: "x", Kind: checkpoint.KindResult})
+		}},
+		{"cp_records", func() error { return s.Put(ctx, checkpoint.Step{ThreadID: "T", ID: "c2", ParentID: "c1"}) }},
+	} {
+		tx, err := admin.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(ctx, "LOCK TABLE "+pgx.Identifier{schema, c.table}.Sanitize()+" IN ACCESS EXCLUSIVE MODE"); err != nil {
+			t.Fatal(err)
+		}
+		err = c.call()
+		if rerr := tx.Rollback(ctx); rerr != nil {
+			t.Fatal(rerr)
+		}
+		if !errors.Is(err, checkpoint.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+			t.Errorf("%s locked past the call timeout: %v; want checkpoint.ErrUnavailable", c.table, err)
+		}
+		if err := c.call(); err != nil {
+			t.Errorf("%s: the same call once the lock is gone: %v", c.table, err)
+		}
+	}
+}

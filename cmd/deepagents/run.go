@@ -39,6 +39,7 @@ type runFlags struct {
 	subagents    string
 	maxSteps     int
 	maxParallel  int
+	saveRetry    time.Duration
 	reasoning    string
 	threadDir    string
 	db           string
@@ -143,6 +144,7 @@ func agentFlags(fs *flag.FlagSet, f *runFlags) {
 	fs.StringVar(&f.system, "system", "", "the agent's system prompt (@FILE reads it from a file)")
 	fs.StringVar(&f.subagents, "subagents", "", "a directory of subagent files (NAME.md), read after the user's and the project's")
 	fs.IntVar(&f.maxSteps, "max-steps", 0, "model calls allowed per run (default from the config, else 500)")
+	fs.DurationVar(&f.saveRetry, "save-retry", agent.DefaultSaveRetry, "how long a save the thread database cannot take (restarting, unreachable, locked) is tried again before the run fails, unfinished (0: not at all)")
 	fs.IntVar(&f.maxParallel, "max-parallel", 0, "tool calls of one step that may run at once (default 16)")
 	fs.StringVar(&f.reasoning, "reasoning", "", "how much the model thinks before it answers: low | medium | high, or N thinking tokens (default from the config, else the model's own)")
 	fs.StringVar(&f.threadDir, "thread-dir", "", "where the thread's transcript is saved (default ~/.deepagents/threads)")
@@ -162,6 +164,9 @@ func (f *runFlags) check(fs *flag.FlagSet) error {
 	case "text", "json", "stream-json":
 	default:
 		return fmt.Errorf("--output must be text, json or stream-json, not %q", f.output)
+	}
+	if f.saveRetry < 0 {
+		return fmt.Errorf("--save-retry must not be negative (0 tries a save once), not %s", f.saveRetry)
 	}
 	if f.set["reasoning"] {
 		r, err := config.ParseReasoning(f.reasoning)
@@ -381,7 +386,7 @@ func (s *session) drive(ctx context.Context, in agent.Input, decisions []agent.D
 	enc := json.NewEncoder(s.stdout)
 	for {
 		watch := &runWatch{Saver: s.setup.saver, thread: s.thread}
-		opts := []agent.RunOption{agent.WithCheckpoints(watch, s.thread), agent.WithMetadata(settingsMetadata(s.flags.given))}
+		opts := []agent.RunOption{agent.WithCheckpoints(watch, s.thread), agent.WithMetadata(settingsMetadata(s.flags.given)), agent.WithSaveRetry(saveRetry(s.flags.saveRetry))}
 		if len(decisions) > 0 {
 			opts = append(opts, agent.WithDecisions(decisions...))
 		}
@@ -479,6 +484,9 @@ func (s *session) report(res *agent.Result, reason, path string, prog *progressP
 		}
 		if res.Status != agent.StatusOK && !refused && !waiting {
 			fmt.Fprintf(s.stderr, "deepagents %s: the run ended with status %s: %s\n", s.name(), res.Status, reason)
+			if errors.Is(res.Err(), checkpoint.ErrUnavailable) {
+				s.showUnsaved()
+			}
 		}
 		if prog != nil {
 			prog.summary(res, path)
@@ -513,6 +521,44 @@ func (s *session) report(res *agent.Result, reason, path string, prog *progressP
 	return exitFailed
 }
 
+// saveRetry is --save-retry as agent.WithSaveRetry takes it: 0 tries a
+// save once.
+func saveRetry(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
+}
+
+// showUnsaved says, on stderr, that a run the thread database failed is
+// unfinished, and how to continue it.
+func (s *session) showUnsaved() {
+	db, noPassword := s.resumeDB()
+	fmt.Fprintf(s.stderr, "Thread %s is unfinished: the database could not take its last save. Once it is back, continue with: deepagents resume --thread %s%s\n", s.thread, shellWord(s.thread), db)
+	fmt.Fprintln(s.stderr, "(A tool call whose result could not be saved runs again; every one saved before is kept.)")
+	s.tellNoPassword(noPassword)
+}
+
+// resumeDB is the --db part of a resume command for this thread ("" when
+// the thread is in the default database) without the password, and
+// whether a password was left out.
+func (s *session) resumeDB() (db string, noPassword bool) {
+	if !s.flags.set["db"] {
+		return "", false
+	}
+	// The thread is not where resume looks by default: name its database,
+	// but never print its password.
+	d, noPassword := dbWithoutPassword(s.flags.db)
+	return " --db " + shellWord(d), noPassword
+}
+
+// tellNoPassword says how to give the password a printed --db leaves out.
+func (s *session) tellNoPassword(left bool) {
+	if left {
+		fmt.Fprintln(s.stderr, "The --db above leaves out the database password: give it in PGPASSWORD (or ~/.pgpass), or type the URL with it as before.")
+	}
+}
+
 // showWaiting lists the calls waiting for approval on stderr, with the
 // commands that answer them.
 func (s *session) showWaiting(waiting []agent.Interrupt) {
@@ -520,14 +566,7 @@ func (s *session) showWaiting(waiting []agent.Interrupt) {
 	for _, in := range waiting {
 		fmt.Fprintf(s.stderr, "  %s  %s %s  (agent %s; allowed: %s)\n", in.CallID, in.Tool, listedArgs(in.Args, s.thread), in.Path, decisionList(in.Allowed))
 	}
-	db, noPassword := "", false
-	if s.flags.set["db"] {
-		// The thread is not where resume looks by default: name its
-		// database, but never print its password.
-		var d string
-		d, noPassword = dbWithoutPassword(s.flags.db)
-		db = " --db " + shellWord(d)
-	}
+	db, noPassword := s.resumeDB()
 	for _, in := range waiting {
 		answers := answerFlags(in)
 		fmt.Fprintf(s.stderr, "Answer %s with: deepagents resume --thread %s%s %s", in.CallID, shellWord(s.thread), db, answers[0])
@@ -536,9 +575,7 @@ func (s *session) showWaiting(waiting []agent.Interrupt) {
 		}
 		fmt.Fprintln(s.stderr)
 	}
-	if noPassword {
-		fmt.Fprintln(s.stderr, "The --db above leaves out the database password: give it in PGPASSWORD (or ~/.pgpass), or type the URL with it as before.")
-	}
+	s.tellNoPassword(noPassword)
 	if len(waiting) > 1 {
 		fmt.Fprintln(s.stderr, "One resume may answer several calls: give their decisions together; calls left without one keep waiting.")
 	}
