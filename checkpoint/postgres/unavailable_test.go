@@ -58,16 +58,8 @@ func TestPutAfterTheServerEndedTheConnections(t *testing.T) {
 	q := u.Query()
 	q.Set("application_name", app)
 	u.RawQuery = q.Encode()
-	s, err := Open(t.Context(), u.String(), Options{Schema: schema})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, admin := openWithC1(t, u.String(), Options{Schema: schema})
 	ctx := t.Context()
-	if err := s.Put(ctx, checkpoint.Step{ThreadID: "T", ID: "c1"}); err != nil {
-		t.Fatal(err)
-	}
-	admin := pgtest.Connect(t)
 	end := func() int {
 		var n int
 		if err := admin.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&n); err != nil {
@@ -133,16 +125,8 @@ func TestPutAfterTheServerEndedTheConnections(t *testing.T) {
 // call tried again once the server answers goes through.
 func TestCallTimeoutIsUnavailable(t *testing.T) {
 	dsn, schema := pgtest.Schema(t)
-	s, err := Open(t.Context(), dsn, Options{Schema: schema, CallTimeout: 300 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, admin := openWithC1(t, dsn, Options{Schema: schema, CallTimeout: 300 * time.Millisecond})
 	ctx := t.Context()
-	if err := s.Put(ctx, checkpoint.Step{ThreadID: "T", ID: "c1"}); err != nil {
-		t.Fatal(err)
-	}
-	admin := pgtest.Connect(t)
 	for _, c := range []struct {
 		table string
 		call  func() error
@@ -170,4 +154,19 @@ func TestCallTimeoutIsUnavailable(t *testing.T) {
 			t.Errorf("%s: the same call once the lock is gone: %v", c.table, err)
 		}
 	}
+}
+
+// openWithC1 opens a saver on dsn with checkpoint c1 of thread T in it, and
+// a connection of the test's own to the same server.
+func openWithC1(t *testing.T, dsn string, opts Options) (*Saver, *pgx.Conn) {
+	t.Helper()
+	s, err := Open(t.Context(), dsn, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.Put(t.Context(), checkpoint.Step{ThreadID: "T", ID: "c1"}); err != nil {
+		t.Fatal(err)
+	}
+	return s, pgtest.Connect(t)
 }
