@@ -90,33 +90,60 @@ func (d Database) String() string {
 // Redact hides the passwords of a database URL (in its user part and in
 // password or sslpassword parameters), so it can be shown.
 func Redact(dsn string) string {
-	u, err := url.Parse(dsn)
+	out, _, err := hideSecrets(dsn, false)
 	if err != nil {
 		return "the database URL"
+	}
+	return out
+}
+
+// WithoutPassword returns a database URL with its passwords left out (the
+// user part's and password or sslpassword parameters), for a command line
+// to print that still works with the password given another way, and
+// whether there was one. A URL that does not parse is an error.
+func WithoutPassword(dsn string) (string, bool, error) {
+	return hideSecrets(dsn, true)
+}
+
+// hideSecrets replaces the passwords of dsn with xxxxx, or leaves them out
+// when drop is set. Parameters keep their order; a URL with no secret comes
+// back exactly as given.
+func hideSecrets(dsn string, drop bool) (string, bool, error) {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "", false, err
 	}
 	changed := false
 	if u.User != nil {
 		if _, has := u.User.Password(); has {
-			u.User = url.UserPassword(u.User.Username(), "xxxxx")
+			if drop {
+				u.User = url.User(u.User.Username())
+			} else {
+				u.User = url.UserPassword(u.User.Username(), "xxxxx")
+			}
 			changed = true
 		}
 	}
 	if u.RawQuery != "" {
-		// Parameters in their order, as given: only secret values change.
 		params := strings.Split(u.RawQuery, "&")
-		for i, p := range params {
+		kept := params[:0]
+		for _, p := range params {
 			key, _, _ := strings.Cut(p, "=")
 			if k, err := url.QueryUnescape(key); err == nil && secretParams[k] {
-				params[i] = key + "=xxxxx"
 				changed = true
+				if drop {
+					continue
+				}
+				p = key + "=xxxxx"
 			}
+			kept = append(kept, p)
 		}
-		u.RawQuery = strings.Join(params, "&")
+		u.RawQuery = strings.Join(kept, "&")
 	}
 	if !changed {
-		return dsn
+		return dsn, false, nil
 	}
-	return u.String()
+	return u.String(), true, nil
 }
 
 // secretParams are the connection-string parameters whose values are

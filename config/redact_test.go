@@ -26,3 +26,22 @@ func TestRedactHidesEveryPassword(t *testing.T) {
 		}
 	}
 }
+
+func TestWithoutPasswordLeavesThemOut(t *testing.T) {
+	for _, c := range []struct {
+		in, want string
+		had      bool
+	}{
+		{"postgres://me:hunter2@db/x?sslmode=disable", "postgres://me@db/x?sslmode=disable", true},
+		{"postgres://me@db/x?sslmode=disable&password=hunter2&sslpassword=k3y&port=5", "postgres://me@db/x?sslmode=disable&port=5", true},
+		{"postgres://me@db/x?port=5", "postgres://me@db/x?port=5", false},
+	} {
+		got, had, err := WithoutPassword(c.in)
+		if err != nil || got != c.want || had != c.had {
+			t.Errorf("WithoutPassword(%q) = %q, %v, %v; want %q, %v", c.in, got, had, err, c.want, c.had)
+		}
+	}
+	if _, _, err := WithoutPassword("postgres://me:%zz@db"); err == nil {
+		t.Error("a URL that does not parse is taken")
+	}
+}

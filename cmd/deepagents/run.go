@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -581,37 +580,22 @@ func (s *session) showWaiting(waiting []agent.Interrupt) {
 	}
 }
 
-// dbWithoutPassword returns a --db value with the PostgreSQL password left
-// out, both the one after the user name and a password= parameter, and
-// whether there was one. Other values come back as they are.
+// dbWithoutPassword returns a --db value with the PostgreSQL passwords
+// left out (config.WithoutPassword), and whether there was one. Other
+// values come back as they are.
 func dbWithoutPassword(db string) (string, bool) {
 	db = strings.TrimSpace(db)
 	low := strings.ToLower(db)
 	if !strings.HasPrefix(low, "postgres://") && !strings.HasPrefix(low, "postgresql://") {
 		return db, false
 	}
-	u, err := url.Parse(db)
+	out, removed, err := config.WithoutPassword(db)
 	if err != nil {
 		// --db was checked before the run, so this does not happen; if
 		// it did, showing nothing of the URL is the safe side.
 		return "POSTGRES_URL", true
 	}
-	removed := false
-	if u.User != nil {
-		if _, has := u.User.Password(); has {
-			u.User = url.User(u.User.Username())
-			removed = true
-		}
-	}
-	if q := u.Query(); q.Has("password") {
-		q.Del("password")
-		u.RawQuery = q.Encode()
-		removed = true
-	}
-	if !removed {
-		return db, false
-	}
-	return u.String(), true
+	return out, removed
 }
 
 // answerFlags are the resume flags that answer the waiting call in, one
