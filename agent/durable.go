@@ -324,8 +324,8 @@ var saveRetryPauses = []time.Duration{100 * time.Millisecond, 250 * time.Millise
 // the resume must find it. One that fails because the store is unavailable
 // is tried again, with growing pauses, for up to the run's save retry
 // (WithSaveRetry), so that a database restart does not end every run that
-// saves meanwhile. Saves are
-// idempotent, so a save that had landed before it failed is not doubled.
+// saves meanwhile. Saves are idempotent, so a save that had landed before
+// it failed is not doubled.
 func (r *run) keep(ctx context.Context, save func(context.Context) error) error {
 	err := save(ctx)
 	if err != nil && ctx.Err() == nil && errors.Is(err, checkpoint.ErrUnavailable) {
@@ -341,9 +341,8 @@ func (r *run) keep(ctx context.Context, save func(context.Context) error) error 
 
 // retrySave tries save again while it fails with checkpoint.ErrUnavailable,
 // within the run's save retry of the first failure (err), unless ctx ends
-// first.
-// The pauses are waits on the wall clock, as the lease's renewal is: they
-// decide nothing the run records.
+// first. The pauses are waits on the wall clock, as the lease's renewal
+// is: they decide nothing the run records.
 func (r *run) retrySave(ctx context.Context, save func(context.Context) error, err error) error {
 	budget := r.ck.retry
 	if budget == 0 {
