@@ -50,16 +50,18 @@ const maxTries = 5
 // askApprovals returns the function that puts each waiting call to the
 // person at the terminal: the agent that asks, the tool and its arguments,
 // and the decisions allowed. An edit asks for new arguments (a JSON object,
-// checked before it is taken), a rejection for a reason. The end of input
-// leaves every call waiting.
-func askApprovals(lines *lineReader, w io.Writer) func(context.Context, []agent.Interrupt) ([]agent.Decision, error) {
+// checked before it is taken: JSON, and, when check is set, by check, which
+// is given the edit and its call and refuses arguments that do not fit the
+// tool), a rejection for a reason. The end of input leaves every call
+// waiting.
+func askApprovals(lines *lineReader, w io.Writer, check func([]agent.Decision, []agent.Interrupt) error) func(context.Context, []agent.Interrupt) ([]agent.Decision, error) {
 	return func(ctx context.Context, waiting []agent.Interrupt) ([]agent.Decision, error) {
 		var ds []agent.Decision
 		for i, in := range waiting {
 			if ctx.Err() != nil {
 				return nil, context.Cause(ctx)
 			}
-			d, err := askOne(lines, w, in, i+1, len(waiting))
+			d, err := askOne(lines, w, in, i+1, len(waiting), check)
 			if err != nil {
 				return nil, err
 			}
@@ -69,7 +71,7 @@ func askApprovals(lines *lineReader, w io.Writer) func(context.Context, []agent.
 	}
 }
 
-func askOne(lines *lineReader, w io.Writer, in agent.Interrupt, n, of int) (agent.Decision, error) {
+func askOne(lines *lineReader, w io.Writer, in agent.Interrupt, n, of int, check func([]agent.Decision, []agent.Interrupt) error) (agent.Decision, error) {
 	allowed := in.Allowed
 	if len(allowed) == 0 {
 		allowed = agent.AllDecisions
@@ -114,7 +116,16 @@ func askOne(lines *lineReader, w io.Writer, in agent.Interrupt, n, of int) (agen
 				args, err := editArgs(text)
 				if err == nil {
 					d.Args = args
-					return d, nil
+					if check == nil {
+						return d, nil
+					}
+					// Arguments the tool would refuse are the person's to
+					// fix here: taken, they would fail every decision of
+					// the stop together and end the run.
+					if err = check([]agent.Decision{d}, []agent.Interrupt{in}); err == nil {
+						return d, nil
+					}
+					d.Args = nil
 				}
 				if try+1 >= maxTries {
 					return d, fmt.Errorf("call %s: %v", in.CallID, err)

@@ -31,6 +31,11 @@ func TestInteractiveApprovalAtThePrompt(t *testing.T) {
 			[]string{"⏸ Approval 1 of 1: parent wants to call write_file (call c1)", `"file_path": "/a.md"`, "[a]pprove / [e]dit / [r]eject? ",
 				"answer approve (a), edit (e), reject (r)", "not JSON", "new arguments, a JSON object on one line: "},
 			"E", "/e.md", "changed the arguments"},
+		// Arguments that are JSON but do not fit the tool are asked for
+		// again rather than taken, which would refuse the stop's
+		// decisions all together and end the run.
+		{"edit that does not fit the tool", "write it\ne\n{\"file_path\":5}\n{\"file_path\":\"/e.md\",\"content\":\"E\"}\n/exit\n", 0, "done\n",
+			[]string{`the new arguments of call "c1" do not fit write_file`, "try again"}, "E", "/e.md", "changed the arguments"},
 		{"reject with a reason", "write it\nreject\nwrong file\n", 0, "done\n", []string{"reason, told to the model"}, "", "/a.md", "wrong file"},
 		{"approve", "write it\nA\n", 0, "done\n", nil, "A\n", "/a.md", "/a.md"},
 		{"end of input", "write it\n", 3, "", []string{"no answer (end of input): the calls keep waiting", "is waiting for approval of 1 tool call(s)"}, "", "/a.md", ""},

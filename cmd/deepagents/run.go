@@ -246,7 +246,7 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	askHere := terminal && f.output == "text"
 	if !interactive {
 		if askHere {
-			sess.ask = askApprovals(newLineReader(stdin), stderr)
+			sess.ask = askApprovals(newLineReader(stdin), stderr, setup.agent.CheckDecisions)
 		}
 		return sess.turn(ctx, f.prompt)
 	}
@@ -290,7 +290,7 @@ func (s *session) interactive(ctx context.Context, stdin io.Reader) int {
 	}
 	lines := newLineReader(stdin)
 	if s.askAtPrompt {
-		s.ask = askApprovals(lines, s.stderr)
+		s.ask = askApprovals(lines, s.stderr, s.setup.agent.CheckDecisions)
 	}
 	fmt.Fprintf(s.stderr, "deepagents — %s. Type your message; an empty line does nothing, /resume continues a stopped turn, /context shows what the last model call was sent, /compact [focus] summarises the older messages, Ctrl-D ends the session, Ctrl-C stops the current turn.\n", model)
 	code := 0
