@@ -693,7 +693,7 @@ func (s *session) tell(ev agent.Event, prog *progressPrinter) {
 	}
 	text := noticeText(ev)
 	key := string(ev.Type) + "\x00" + text
-	if s.told[key] {
+	if onceOnly(ev) && s.told[key] {
 		return
 	}
 	if s.told == nil {
@@ -708,6 +708,17 @@ func (s *session) tell(ev agent.Event, prog *progressPrinter) {
 	default:
 		fmt.Fprintf(s.stderr, "deepagents: %s: %s\n", ev.Agent, text)
 	}
+}
+
+// onceOnly says whether an event is shown once per session. Notices about
+// one run's own history (where a resume took up its step, which calls a new
+// message closed) are facts about that run, shown each time: every subagent
+// resumed says so, with the same words when it stopped where another did.
+func onceOnly(ev agent.Event) bool {
+	if ev.Type != agent.Notice || ev.Notice == nil {
+		return true
+	}
+	return ev.Notice.Source != "resume" && ev.Notice.Source != "history"
 }
 
 // runSummary is the `--output json` object (and the last line of

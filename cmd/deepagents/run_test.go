@@ -346,3 +346,26 @@ func TestCountsReadAsWords(t *testing.T) {
 		t.Errorf("says 1 rounds:\n%s", out)
 	}
 }
+
+// Each agent's resume notice is shown, even when a subagent stopped where
+// its parent did and its notice reads the same; a warning repeated by
+// every run is still shown once.
+func TestTellShowsEveryRunsResumeNotice(t *testing.T) {
+	var errb strings.Builder
+	s := &session{stderr: &errb}
+	text := `resumed from checkpoint 00000002 of thread "T"; 0 of the step's 1 tool calls had finished and are kept`
+	for _, who := range []string{"parent", "parent / general-purpose#c1", "parent"} {
+		s.tell(agent.Event{Type: agent.Notice, Agent: who, Notice: &agent.NoticeInfo{Source: "resume", Count: 1, Text: text}}, nil)
+		s.tell(agent.Event{Type: agent.Warning, Agent: who, Warning: &agent.WarningInfo{Source: "settings", Text: "reasoning dropped"}}, nil)
+	}
+	got := errb.String()
+	if n := strings.Count(got, "resume: "+text); n != 3 {
+		t.Errorf("%d resume notices shown, want 3:\n%s", n, got)
+	}
+	if !strings.Contains(got, "deepagents: parent / general-purpose#c1: resume: ") {
+		t.Errorf("the subagent's resume notice is missing:\n%s", got)
+	}
+	if n := strings.Count(got, "reasoning dropped"); n != 1 {
+		t.Errorf("the warning was shown %d times, want once:\n%s", n, got)
+	}
+}
