@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -26,7 +27,9 @@ Calls waiting for approval are answered with decisions, in the order given:
   --reject CALL_ID [--message WHY]  do not run it; the model is told why
   --edit CALL_ID --args JSON        run it with these arguments instead
   --decisions FILE                  a JSON list of decisions, or
-                                    {"decisions": [...]}; "-" reads stdin
+                                    {"decisions": [...]}; "-" reads stdin;
+                                    one without a call_id answers the
+                                    waiting call at its position
 Calls left without a decision keep waiting. Decisions that answer no
 waiting call, take a decision the call does not allow, or edit a call with
 arguments its tool does not take, are refused (exit status 2) and nothing
@@ -149,13 +152,13 @@ func cmdResume(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	f.decisions = dflags.ds
 	f.resume = true
+	var fileDecisions []json.RawMessage
 	if decisionsFile != "" {
-		ds, err := readDecisions(decisionsFile, stdin)
-		if err != nil {
+		var err error
+		if fileDecisions, err = readDecisions(decisionsFile, stdin); err != nil {
 			fmt.Fprintf(stderr, "deepagents resume: --decisions %s: %v\n", decisionsFile, err)
 			return exitUsage
 		}
-		f.decisions = append(f.decisions, ds...)
 	}
 	if isTerminal(stdin) && isTerminal(stderr) && decisionsFile != "-" {
 		f.confirm = askOnTerminal(stdin, stderr)
@@ -166,13 +169,23 @@ func cmdResume(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return exitUsage
 	}
 	defer setup.close()
+	if fileDecisions != nil {
+		ds, err := answerInOrder(ctx, setup, f.thread, fileDecisions)
+		if err != nil {
+			fmt.Fprintf(stderr, "deepagents resume: --decisions %s: %v; nothing ran, and thread %s is unchanged\n", decisionsFile, err, f.thread)
+			return exitUsage
+		}
+		f.decisions = append(f.decisions, ds...)
+	}
 	progress := !f.quiet && isTerminal(stderr)
 	sess := &session{setup: setup, flags: f, stdout: stdout, stderr: stderr, progress: progress, thread: f.thread, cmd: "resume"}
 	return sess.drive(ctx, agent.Input{}, f.decisions)
 }
 
-// readDecisions reads a --decisions file ("-" for stdin).
-func readDecisions(name string, stdin io.Reader) ([]agent.Decision, error) {
+// readDecisions reads a --decisions file ("-" for stdin): a list of
+// decisions, or {"decisions": [...]}. They are checked once the thread's
+// waiting calls are known (answerInOrder).
+func readDecisions(name string, stdin io.Reader) ([]json.RawMessage, error) {
 	var data []byte
 	var err error
 	if name == "-" {
@@ -183,8 +196,91 @@ func readDecisions(name string, stdin io.Reader) ([]agent.Decision, error) {
 	if err != nil {
 		return nil, err
 	}
+	const shape = `write a list of decisions, or {"decisions": [...]}`
 	if !json.Valid(data) {
-		return nil, errors.New(`not JSON: write a list of decisions, or {"decisions": [...]}`)
+		return nil, errors.New("not JSON: " + shape)
 	}
-	return agent.ParseDecisions(data)
+	data = bytes.TrimSpace(data)
+	list := []json.RawMessage{}
+	if data[0] == '{' {
+		var wrap struct {
+			Decisions *[]json.RawMessage `json:"decisions"`
+		}
+		if err := json.Unmarshal(data, &wrap); err != nil {
+			return nil, fmt.Errorf("decisions: %w", err)
+		}
+		if wrap.Decisions == nil {
+			return nil, errors.New(`decisions: the object has no "decisions" list`)
+		}
+		list = *wrap.Decisions
+	} else if err := json.Unmarshal(data, &list); err != nil {
+		return nil, fmt.Errorf("decisions: %s: %w", shape, err)
+	}
+	return list, nil
+}
+
+// answerInOrder reads decisions from a --decisions file. A decision that
+// names no call (no "call_id" or "id"), as LangChain's clients send them,
+// answers the waiting call at its position in the list, which is the order
+// of action_requests in the JSON result of the run that stopped.
+func answerInOrder(ctx context.Context, setup *setup, thread string, list []json.RawMessage) ([]agent.Decision, error) {
+	var waiting []agent.Interrupt
+	loaded := false
+	fixed := make([]json.RawMessage, len(list))
+	for i, raw := range list {
+		fixed[i] = raw
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &m); err != nil || m == nil {
+			return nil, fmt.Errorf("decision %d is not a JSON object", i+1)
+		}
+		if _, ok := m["call_id"]; ok {
+			continue
+		}
+		if _, ok := m["id"]; ok {
+			continue
+		}
+		if !loaded {
+			loaded = true
+			if rs, err := agent.LoadRunState(ctx, setup.saver, thread, agent.RootPath(setup.agent.Name()), false); err == nil {
+				waiting = rs.Loop.Interrupts
+			}
+		}
+		if len(waiting) == 0 {
+			return nil, fmt.Errorf("decision %d names no call_id, and no call of thread %q is waiting for a decision", i+1, thread)
+		}
+		if len(list) > len(waiting) {
+			return nil, fmt.Errorf("%d %s for %d waiting %s (%s): give one decision per waiting call, in order, or name each one's call_id",
+				len(list), plural(len(list), "decision", "decisions"), len(waiting), plural(len(waiting), "call", "calls"), waitingNames(waiting))
+		}
+		m["call_id"], _ = json.Marshal(waiting[i].CallID)
+		if _, ok := m["path"]; !ok {
+			m["path"], _ = json.Marshal(waiting[i].Path)
+		}
+		b, err := json.Marshal(m)
+		if err != nil {
+			return nil, fmt.Errorf("decision %d: %v", i+1, err)
+		}
+		fixed[i] = b
+	}
+	b, err := json.Marshal(fixed)
+	if err != nil {
+		return nil, err
+	}
+	return agent.ParseDecisions(b)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// waitingNames names waiting calls by tool and call id.
+func waitingNames(waiting []agent.Interrupt) string {
+	names := make([]string, len(waiting))
+	for i, w := range waiting {
+		names[i] = w.Tool + " " + w.CallID
+	}
+	return strings.Join(names, ", ")
 }

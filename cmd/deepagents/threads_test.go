@@ -295,6 +295,14 @@ func TestResumeRejectAndEdit(t *testing.T) {
 	if code != 0 || strings.Join(decode(t, out).FilesChanged, ",") != "/c.md" {
 		t.Fatalf("--decisions FILE: exit %d: %s %s", code, errs, out)
 	}
+	// LangChain's clients name no call: each decision answers the waiting
+	// call at its position, the order of action_requests.
+	id = start()
+	writeFileAt(t, dfile, `{"decisions": [{"type": "edit", "edited_action": {"name": "write_file", "args": {"file_path": "/d.md", "content": "D"}}}]}`)
+	code, out, errs = runCLI(t, "resume", "--thread", id, "--decisions", dfile, "--model", "openai:gpt-test", "--output", "json")
+	if code != 0 || strings.Join(decode(t, out).FilesChanged, ",") != "/d.md" {
+		t.Fatalf("--decisions FILE in LangChain's order: exit %d: %s %s", code, errs, out)
+	}
 	id = start()
 	code, out, errs = runCLIStdin(t, `[{"type":"approve","call_id":"c1"}]`, "resume", "--thread", id, "--decisions", "-", "--model", "openai:gpt-test", "--output", "json")
 	if code != 0 || strings.Join(decode(t, out).FilesChanged, ",") != "/a.md" {
@@ -319,6 +327,8 @@ func TestResumeRefusesBadDecisions(t *testing.T) {
 	id := sum.ThreadID
 	bad := filepath.Join(t.TempDir(), "bad.json")
 	writeFileAt(t, bad, `[{"type":"maybe","call_id":"c1"}]`)
+	twice := filepath.Join(t.TempDir(), "twice.json")
+	writeFileAt(t, twice, `{"decisions": [{"type":"approve"}, {"type":"approve"}]}`)
 	for _, tt := range []struct {
 		args []string
 		code int
@@ -333,6 +343,7 @@ func TestResumeRefusesBadDecisions(t *testing.T) {
 		{[]string{"--approve", ""}, 2, "needs a call id"},
 		{[]string{"--decisions", bad}, 2, `decision type "maybe" is not one of approve, edit, reject`},
 		{[]string{"--decisions", filepath.Join(t.TempDir(), "missing.json")}, 2, "no such file"},
+		{[]string{"--decisions", twice}, 2, "2 decisions for 1 waiting call (write_file c1): give one decision per waiting call, in order, or name each one's call_id; nothing ran"},
 		{[]string{"c1"}, 2, `unexpected argument "c1"`},
 	} {
 		args := append([]string{"resume", "--thread", id}, tt.args...)
