@@ -132,7 +132,7 @@ func (d *driver) run(ctx context.Context, files map[string]vfs.File) (*agent.Res
 			return acrossTurns(earlier, res), nil
 		}
 		stops++
-		for _, w := range res.Interrupts {
+		for _, w := range stopOrder(res.Interrupts) {
 			d.t.Interrupts = append(d.t.Interrupts, Interrupt{Stop: stops, Path: w.Path, CallID: w.CallID, Tool: w.Tool,
 				Args: w.Args, Allowed: w.Allowed, Description: w.Description})
 		}
@@ -145,6 +145,18 @@ func (d *driver) run(ctx context.Context, files map[string]vfs.File) (*agent.Res
 		}
 		in = agent.Input{}
 	}
+}
+
+// stopOrder puts the calls one stop waits at in an order that does not
+// depend on scheduling: by agent path, and within one agent in the order
+// the agent lists them (its calls' order). The agent lists a step's
+// subagents' waiting calls as the subagents stop, which with parallel
+// subagents differs from run to run, and so would interrupts[] and the
+// interrupted_calls check.
+func stopOrder(waiting []agent.Interrupt) []agent.Interrupt {
+	out := slices.Clone(waiting)
+	slices.SortStableFunc(out, func(a, b agent.Interrupt) int { return strings.Compare(a.Path, b.Path) })
+	return out
 }
 
 // acrossTurns is the last turn's result with the usage, usage by agent and

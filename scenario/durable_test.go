@@ -589,3 +589,64 @@ func TestCrashKeepsARejection(t *testing.T) {
 		})
 	}
 }
+
+// The calls one stop waits at are listed in the same order on every run:
+// by agent path, whichever of two parallel subagents stopped first. Here
+// the subagent called first (alpha) is slower, so it stops second; the
+// interrupted_calls check, evaluated on the transcript as printed, passes.
+func TestInterruptsOfOneStopInAFixedOrder(t *testing.T) {
+	const doc = `{"name": "two-stop", "input": "both",
+		"agent": {"interrupt_on": {"write_file": true}, "subagents": [
+			{"name": "alpha", "description": "a"}, {"name": "beta", "description": "b"}]},
+		"script": {
+			"parent": [{"tool_calls": [
+				{"id": "ta", "name": "task", "args": {"description": "a", "subagent_type": "alpha"}},
+				{"id": "tb", "name": "task", "args": {"description": "b", "subagent_type": "beta"}}]}],
+			"alpha": [{"delay_ms": 150, "tool_calls": [{"id": "a1", "name": "write_file", "args": {"file_path": "/a.md", "content": "a"}}]}],
+			"beta": [{"tool_calls": [{"id": "b1", "name": "write_file", "args": {"file_path": "/b.md", "content": "b"}}]}]},
+		"expect": {"interrupted_calls": ["a1", "b1"]}}`
+	tr := run(t, doc)
+	var got []string
+	for _, in := range tr.Interrupts {
+		got = append(got, in.Path+" "+in.CallID)
+	}
+	want := []string{"parent / alpha#ta a1", "parent / beta#tb b1"}
+	if tr.Status != agent.StatusInterrupted || !slices.Equal(got, want) {
+		t.Errorf("status %s, interrupts %q, want %q", tr.Status, got, want)
+	}
+	if tr.Failed() {
+		t.Errorf("checks %+v", tr.Checks)
+	}
+}
+
+// interrupts is part of every transcript, an empty list when the run never
+// stopped for approval (and when the agent could not be assembled).
+func TestInterruptsAlwaysPresent(t *testing.T) {
+	for name, doc := range map[string]string{
+		"no approval": `{"name": "plain", ` + minimal + `}`,
+		"assembly":    `{"name": "bad", ` + minimal + `, "agent": {"subagents": [{"name": "f", "description": "d", "mode": "fork", "skills": ["x"]}]}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			tr := run(t, doc)
+			tr.Normalize()
+			b, err := json.Marshal(tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var m map[string]json.RawMessage
+			if err := json.Unmarshal(b, &m); err != nil {
+				t.Fatal(err)
+			}
+			for key, want := range map[string]string{"interrupts": "[]", "thread_id": `"replay-` + map[string]string{"no approval": "plain", "assembly": "bad"}[name] + `"`} {
+				if string(m[key]) != want {
+					t.Errorf("%s: %s, want %s", key, m[key], want)
+				}
+			}
+			for _, key := range []string{"status", "checkpoints"} {
+				if _, ok := m[key]; !ok {
+					t.Errorf("no %s in %s", key, b)
+				}
+			}
+		})
+	}
+}

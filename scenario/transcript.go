@@ -31,7 +31,7 @@ type Transcript struct {
 	Status                agent.Status              `json:"status,omitempty"`
 	ThreadID              string                    `json:"thread_id"`
 	Checkpoints           int                       `json:"checkpoints"`
-	Interrupts            []Interrupt               `json:"interrupts,omitempty"`
+	Interrupts            []Interrupt               `json:"interrupts"`
 	UnusedDecisions       []Decision                `json:"unused_decisions,omitempty"`
 	Crashes               int                       `json:"crashes,omitempty"`
 	Rounds                []Round                   `json:"rounds"`
@@ -162,7 +162,8 @@ func (s *Scenario) Run(ctx context.Context) (*Transcript, error) {
 	start := time.Now()
 	model.SetEpoch(start)
 	t := &Transcript{Scenario: s.Name, Description: s.Description, Rounds: []Round{}, Events: []agent.Event{},
-		ParentMessages: []Message{}, Files: map[string]string{}, FinalStateKeys: []string{}, ThreadID: s.ThreadID()}
+		ParentMessages: []Message{}, Files: map[string]string{}, FinalStateKeys: []string{}, ThreadID: s.ThreadID(),
+		Interrupts: []Interrupt{}}
 	rm := newReplayModel(model)
 	a, err := s.Build(rm)
 	if err != nil {
