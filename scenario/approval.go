@@ -70,6 +70,14 @@ func decodeGate(d *decoder, n *node, v reflect.Value, path string) error {
 		list = n
 	case kObject:
 		for _, m := range n.members {
+			if m.val.kind == kNull {
+				// As elsewhere in a scenario, null is an absent value: no
+				// description, all three decisions.
+				if m.key != "allowed_decisions" && m.key != "allowedDecisions" && m.key != "description" {
+					d.warn(m.keyPos, "unknown key %q in %s (ignored)", m.key, path)
+				}
+				continue
+			}
 			switch m.key {
 			case "allowed_decisions", "allowedDecisions":
 				if list != nil {

@@ -3,6 +3,7 @@ package scenario
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -205,7 +206,14 @@ func (d *decoder) value(n *node, v reflect.Value, path string) error {
 		i, err := strconv.ParseInt(text, 10, 64)
 		if err != nil {
 			f, ferr := strconv.ParseFloat(text, 64)
-			if ferr != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+			if ferr == nil && f == math.Trunc(f) && math.Abs(f) > 1<<53 || errors.Is(ferr, strconv.ErrRange) {
+				size := "large"
+				if strings.HasPrefix(text, "-") {
+					size = "small"
+				}
+				return errAt(n.start, "%s is too %s: %s", label(path), size, text)
+			}
+			if ferr != nil || f != math.Trunc(f) {
 				return errAt(n.start, "%s must be a whole number, not %s", label(path), text)
 			}
 			i = int64(f)

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,21 +21,45 @@ import (
 // the turns after it, the resumptions with decisions each time the run stops
 // for approval, and the crashes and the resumptions after them.
 
-// validateDurable checks turns, decisions and crash points.
-func (s *Scenario) validateDurable(at func(...string) int) error {
+// validateDurable checks turns, decisions and crash points. Crash points
+// may be given in any order and more than once: they are put in order,
+// each once, with a warning.
+func (s *Scenario) validateDurable(d *decoder, at func(...string) int) error {
+	// null leaves a decoded value as it is; say so instead of calling it
+	// empty or 0.
+	isNull := func(p string) bool {
+		off, ok := d.pos[p]
+		return ok && bytes.HasPrefix(d.doc[off:], []byte("null"))
+	}
 	for i, turn := range s.Turns {
-		if p := indexPath("turns", i); strings.TrimSpace(turn) == "" {
+		p := indexPath("turns", i)
+		if isNull(p) {
+			return errAt(at(p), "%s must be a string, not null", p)
+		}
+		if strings.TrimSpace(turn) == "" {
 			return errAt(at(p), "%s is empty; a turn is the text of the next user message", p)
 		}
 	}
+	sorted := true
 	for i, n := range s.CrashAfterEvents {
 		p := indexPath("crash_after_events", i)
+		if isNull(p) {
+			return errAt(at(p), "%s must be a whole number, not null", p)
+		}
 		if n <= 0 {
 			return errAt(at(p), "%s is %d; a crash point counts events from 1", p, n)
 		}
-		if i > 0 && n <= s.CrashAfterEvents[i-1] {
-			return errAt(at(p), "%s is %d; crash points must increase (the one before is %d)", p, n, s.CrashAfterEvents[i-1])
+		if i > 0 && n <= s.CrashAfterEvents[i-1] && sorted {
+			sorted = false
+			what := "comes after a larger one"
+			if n == s.CrashAfterEvents[i-1] {
+				what = "repeats the one before"
+			}
+			d.warn(at(p), "%s (%d) %s; crash points are taken in increasing order, each once", p, n, what)
 		}
+	}
+	if !sorted {
+		s.CrashAfterEvents = slices.Compact(slices.Sorted(slices.Values(s.CrashAfterEvents)))
 	}
 	// Decisions were checked for shape as they were read.
 	return nil

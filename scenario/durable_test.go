@@ -25,8 +25,8 @@ func TestParseDurableFieldsErrors(t *testing.T) {
 		{"empty turn", `{` + minimal + `, "turns": ["  "]}`, `1:69: turns[0] is empty; a turn is the text of the next user message`},
 		{"turns not a list", `{` + minimal + `, "turns": "again"}`, `1:68: turns must be a list, not a string`},
 		{"crash point zero", `{` + minimal + `, "crash_after_events": [0]}`, `1:82: crash_after_events[0] is 0; a crash point counts events from 1`},
-		{"crash points not increasing", `{` + minimal + `, "crash_after_events": [5, 5]}`,
-			`1:85: crash_after_events[1] is 5; crash points must increase (the one before is 5)`},
+		{"crash point null", `{` + minimal + `, "crash_after_events": [3, null]}`, `1:85: crash_after_events[1] must be a whole number, not null`},
+		{"turn null", `{` + minimal + `, "turns": [null]}`, `1:69: turns[0] must be a string, not null`},
 		{"crash point fraction", `{` + minimal + `, "crash_after_events": [1.5]}`, `1:82: crash_after_events[0] must be a whole number, not 1.5`},
 		{"gate number", `{` + minimal + `, "agent": {"interrupt_on": {"write_file": 1}}}`,
 			`1:100: agent.interrupt_on.write_file must be true, false, a list of decisions ("approve", "edit", "reject") or {"allowed_decisions": [...], "description": "..."}, not a number`},
@@ -648,5 +648,88 @@ func TestInterruptsAlwaysPresent(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Crash points are a set of moments: given in any order or more than once,
+// they are taken in increasing order, each once, with a warning at the
+// first that is out of order, and the run is the one of the sorted list.
+func TestCrashPointsInAnyOrder(t *testing.T) {
+	for doc, want := range map[string]struct {
+		points []int
+		warn   string
+	}{
+		`[9, 3]`:       {[]int{3, 9}, `1:85: crash_after_events[1] (3) comes after a larger one; crash points are taken in increasing order, each once`},
+		`[5, 5]`:       {[]int{5}, `1:85: crash_after_events[1] (5) repeats the one before; crash points are taken in increasing order, each once`},
+		`[7, 2, 7, 2]`: {[]int{2, 7}, `1:85: crash_after_events[1] (2) comes after a larger one; crash points are taken in increasing order, each once`},
+		`[1, 2, 3]`:    {[]int{1, 2, 3}, ``},
+		`[4.0, 1e1]`:   {[]int{4, 10}, ``},
+	} {
+		s, err := Parse([]byte(`{` + minimal + `, "crash_after_events": ` + doc + `}`))
+		if err != nil {
+			t.Errorf("%s: %v", doc, err)
+			continue
+		}
+		if !slices.Equal(s.CrashAfterEvents, want.points) {
+			t.Errorf("%s: crash points %v, want %v", doc, s.CrashAfterEvents, want.points)
+		}
+		if got := strings.Join(s.Warnings, "\n"); got != want.warn {
+			t.Errorf("%s: warnings %q, want %q", doc, got, want.warn)
+		}
+	}
+	body := `"name": "crash-order", "input": "two helpers",
+		"script": {"parent": [{"tool_calls": [
+				{"id": "ta", "name": "task", "args": {"description": "A", "subagent_type": "general-purpose"}},
+				{"id": "tb", "name": "task", "args": {"description": "B", "subagent_type": "general-purpose"}}]},
+			{"content": "done"}],
+			"general-purpose": {"cases": [
+				{"match": "A", "steps": [{"tool_calls": [{"id": "a1", "name": "write_file", "args": {"file_path": "/a.md", "content": "a"}}]}, {"content": "a"}]},
+				{"match": "B", "steps": [{"tool_calls": [{"id": "b1", "name": "write_file", "args": {"file_path": "/b.md", "content": "b"}}]}, {"content": "b"}]}]}}`
+	sorted := run(t, `{`+body+`, "crash_after_events": [6, 14]}`)
+	unsorted := run(t, `{`+body+`, "crash_after_events": [14, 6, 14]}`)
+	if sorted.Crashes != 2 || unsorted.Crashes != 2 {
+		t.Fatalf("crashes %d and %d, want 2", sorted.Crashes, unsorted.Crashes)
+	}
+	sorted.Normalize()
+	unsorted.Normalize()
+	a, _ := json.Marshal(sorted)
+	b, _ := json.Marshal(unsorted)
+	if string(a) != string(b) {
+		t.Errorf("[14, 6, 14] ran differently from [6, 14]:\n%s\n%s", b, a)
+	}
+	// Set in Go, with no Parse to sort them, they are taken the same way.
+	s, err := Parse([]byte(`{` + body + `}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.CrashAfterEvents = []int{14, 6, 6}
+	tr, err := s.Run(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.Normalize()
+	if c, _ := json.Marshal(tr); string(c) != string(a) {
+		t.Errorf("[14, 6, 6] set in Go ran differently from [6, 14]:\n%s\n%s", c, a)
+	}
+}
+
+// null in a gate object is an absent value, as it is elsewhere in a
+// scenario: no description, all three decisions.
+func TestGateNulls(t *testing.T) {
+	s, err := Parse([]byte(`{` + minimal + `, "agent": {"interrupt_on": {
+		"write_file": {"allowed_decisions": null, "description": "Writes need a yes."},
+		"edit_file": {"allowed_decisions": ["reject"], "description": null}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := s.Agent.InterruptOn.approvals()
+	if w := got["write_file"]; len(w.Allowed) != 0 || w.Description != "Writes need a yes." {
+		t.Errorf("write_file: %+v", w)
+	}
+	if e := got["edit_file"]; !slices.Equal(e.Allowed, []agent.DecisionType{agent.Reject}) || e.Description != "" {
+		t.Errorf("edit_file: %+v", e)
+	}
+	if len(s.Warnings) != 0 {
+		t.Errorf("warnings %q", s.Warnings)
 	}
 }

@@ -65,7 +65,8 @@ type Scenario struct {
 	// CrashAfterEvents are crash points: after the Nth event of the
 	// transcript (1-based, counted across turns and resumptions) everything
 	// in memory is thrown away as a crash would, and the run is resumed
-	// from its checkpoints. Positive and increasing.
+	// from its checkpoints. Positive; taken in increasing order, each once
+	// (Parse sorts them, and so does Run for a list set in Go).
 	CrashAfterEvents []int `json:"crash_after_events,omitempty"`
 
 	// Warnings lists what was ignored while parsing (unknown keys, an alias
@@ -279,7 +280,7 @@ func ParseFile(name string, data []byte) (*Scenario, error) {
 	if err := d.value(root, reflect.ValueOf(&s).Elem(), ""); err != nil {
 		return nil, fail(err)
 	}
-	if err := s.validate(d.pos); err != nil {
+	if err := s.validate(d); err != nil {
 		return nil, fail(err)
 	}
 	shown := d.warnings[:min(len(d.warnings), maxWarnings)]
@@ -382,8 +383,10 @@ func oneLine(err error) string {
 }
 
 // validate checks what decoding cannot: required keys, ranges and names.
-// pos gives the offset of each decoded value by path.
-func (s *Scenario) validate(pos map[string]int) error {
+// d.pos gives the offset of each decoded value by path; what validate only
+// warns about goes to d's warnings.
+func (s *Scenario) validate(d *decoder) error {
+	pos := d.pos
 	at := func(paths ...string) int {
 		for _, p := range paths {
 			if off, ok := pos[p]; ok {
@@ -489,7 +492,7 @@ func (s *Scenario) validate(pos map[string]int) error {
 			return errAt(at(p+".timeout_ms"), "%s.timeout_ms must be between 0 and %d (24 hours), not %v", p, MaxTimeoutMS, sa.TimeoutMS)
 		}
 	}
-	return s.validateDurable(at)
+	return s.validateDurable(d, at)
 }
 
 func checkReasoning(r *llm.ReasoningConfig, path string, at func(...string) int) error {

@@ -182,7 +182,7 @@ func (s *Scenario) Run(ctx context.Context) (*Transcript, error) {
 		files[p] = vfs.File{Content: string(data), CreatedAt: start, ModifiedAt: start}
 	}
 	d := &driver{s: s, a: a, model: rm, t: t, saver: newCountingSaver(checkpoint.NewMemory(0)), thread: t.ThreadID,
-		crashes: slices.Clone(s.CrashAfterEvents)}
+		crashes: slices.Compact(slices.Sorted(slices.Values(s.CrashAfterEvents)))}
 	res, runErr := d.run(ctx, files)
 	t.Timing.WallMS = msf(time.Since(start))
 	t.Checkpoints = int(d.saver.puts.Load())

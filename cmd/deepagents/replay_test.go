@@ -12,7 +12,9 @@ const gated = `"input": "write", "agent": {"interrupt_on": {"write_file": ["appr
 // A run left waiting for a decision is a transcript like any other: exit 0,
 // status "interrupted", the waiting call listed, no error. A decision the
 // call does not allow is the transcript's error, still exit 0. A decision of
-// the wrong shape is a bad scenario: exit 2 with its position.
+// the wrong shape is a bad scenario: exit 2 with its position. Crash points
+// out of order are taken in order, with a warning. "interrupts" is always
+// there, an empty list when the run never stopped.
 func TestReplayInterruptsAndDecisions(t *testing.T) {
 	dir := t.TempDir()
 	cases := []struct {
@@ -30,7 +32,10 @@ func TestReplayInterruptsAndDecisions(t *testing.T) {
 		{"bad shape", "{" + gated + `,
  "decisions": [{"call_id": "c1", "type": "yes"}]}`, 2, "", "", `:3:42: decisions[0]: decision type "yes" is not one of approve, edit, reject`, 0},
 		{"crash points down", "{" + gated + `,
- "crash_after_events": [4, 2]}`, 2, "", "", `:3:28: crash_after_events[1] is 2; crash points must increase (the one before is 4)`, 0},
+ "crash_after_events": [4, 2]}`, 0, "interrupted", "", `:3:28: crash_after_events[1] (2) comes after a larger one; crash points are taken in increasing order, each once`, 1},
+		{"crash point zero", "{" + gated + `,
+ "crash_after_events": [0]}`, 2, "", "", `:3:25: crash_after_events[0] is 0; a crash point counts events from 1`, 0},
+		{"never stopped", `{"input": "hi", "script": {"parent": [{"content": "hello"}]}}`, 0, "ok", "", "", 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -58,8 +63,8 @@ func TestReplayInterruptsAndDecisions(t *testing.T) {
 			case c.errorHas != "" && (e == nil || !strings.Contains(e.(string), c.errorHas)):
 				t.Errorf("error %v, want it to contain %q", e, c.errorHas)
 			}
-			ins, _ := tr["interrupts"].([]any)
-			if len(ins) != c.interrupts {
+			ins, ok := tr["interrupts"].([]any)
+			if !ok || len(ins) != c.interrupts {
 				t.Errorf("interrupts %v, want %d", tr["interrupts"], c.interrupts)
 			}
 			if tr["thread_id"] == "" || tr["checkpoints"].(float64) < 1 {
