@@ -127,6 +127,9 @@ func (s *markedSaver) Put(ctx context.Context, st checkpoint.Step) error {
 	s.w.send(l)
 	err := s.Saver.Put(ctx, st)
 	l.Kind = linePutEnd
+	if err != nil {
+		l.Error = err.Error()
+	}
 	s.w.send(l)
 	return err
 }
@@ -140,6 +143,9 @@ func (s *markedSaver) PutWrite(ctx context.Context, ref checkpoint.Ref, wr check
 	s.w.send(l)
 	err := s.Saver.PutWrite(ctx, ref, wr)
 	l.Kind = linePutEnd
+	if err != nil {
+		l.Error = err.Error()
+	}
 	s.w.send(l)
 	return err
 }
@@ -412,6 +418,9 @@ type crashSaved struct {
 	rounds   map[string]int  // agent path → saved rounds
 	// holder holds the thread's lease ("" if no one does).
 	holder string
+	// written are the calls whose result write returned in this or an
+	// earlier killed process, from the child's lines (see writtenResults).
+	written map[string]bool
 }
 
 func openCrashDB(t *testing.T, dir string) *sqlite.Saver {
@@ -455,7 +464,7 @@ func readCrashSaved(t *testing.T, dir string) crashSaved {
 	t.Helper()
 	db := openCrashDB(t, dir)
 	defer db.Close()
-	s := crashSaved{finished: map[string]bool{}, rounds: map[string]int{}, holder: crashLeaseHolder(t, db)}
+	s := crashSaved{finished: map[string]bool{}, rounds: map[string]int{}, holder: crashLeaseHolder(t, db), written: map[string]bool{}}
 	for path, rs := range crashStates(t, db) {
 		s.rounds[path] = rs.Loop.Rounds
 		for _, m := range rs.Messages {
@@ -514,6 +523,28 @@ func crashLeaseHolder(t *testing.T, db checkpoint.Saver) string {
 		t.Fatal(err)
 	}
 	return ""
+}
+
+// writtenResults names the calls ("AGENT-PATH CALL-ID") whose result write
+// returned without error in the child's run r: the child printed the write's
+// put-end line, so the saver had taken it before the kill. It is read from
+// the protocol, not from the database, so a saver that loses a result it
+// took, or reads it back wrong, cannot hide it.
+func writtenResults(r childRun) map[string]bool {
+	out := map[string]bool{}
+	for _, l := range r.lines {
+		if l.Kind != linePutEnd || l.Error != "" {
+			continue
+		}
+		rest, ok := strings.CutPrefix(l.Detail, "write ")
+		if !ok {
+			continue
+		}
+		if call, ok := strings.CutSuffix(rest, " "+checkpoint.KindResult); ok {
+			out[l.Agent+" "+call] = true
+		}
+	}
+	return out
 }
 
 // readCounter counts the counter tool's runs per call.
@@ -825,6 +856,19 @@ func TestCrashSIGKILLResumesToTheSameEnd(t *testing.T) {
 				if !strings.Contains(s.holder, fmt.Sprintf("/%d/", r.pid)) {
 					t.Fatalf("after the kill the thread's lease is held by %q, not by the killed process %d", s.holder, r.pid)
 				}
+				// Every result the saver took before the kill is read back
+				// as finished, so the resumed run cannot run its call again.
+				for call := range writtenResults(r) {
+					if !s.finished[call] {
+						t.Errorf("the result of call %s was saved before kill %d but is not read back as finished", call, len(saved)+1)
+					}
+					s.written[call] = true
+				}
+				for _, earlier := range saved {
+					for call := range earlier.written {
+						s.written[call] = true
+					}
+				}
 				saved = append(saved, s)
 				counts = append(counts, readCounter(t, dir))
 				mode = "resume"
@@ -854,6 +898,16 @@ func TestCrashSIGKILLResumesToTheSameEnd(t *testing.T) {
 				}
 			}
 			for n := range saved {
+				// Calls whose result write returned before the kill, as the
+				// child's own lines tell, whatever the database says.
+				for call := range saved[n].written {
+					if wantCounts[call] > 0 && counts[n][call] == 0 {
+						t.Errorf("call %s wrote its result before kill %d but its side effect is not in the counter", call, n+1)
+					}
+					if final[call] != counts[n][call] {
+						t.Errorf("call %s wrote its result before kill %d but ran again (%d → %d runs)", call, n+1, counts[n][call], final[call])
+					}
+				}
 				for call := range saved[n].finished {
 					if wantCounts[call] > 0 && counts[n][call] == 0 {
 						t.Errorf("call %s was saved as finished at kill %d but its side effect is not in the counter", call, n+1)
