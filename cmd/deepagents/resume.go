@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/deepagents-go/deepagents/agent"
@@ -169,6 +170,10 @@ func cmdResume(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return exitUsage
 	}
 	defer setup.close()
+	if err := flagsTellCallsApart(ctx, setup, f, dflags.ds); err != nil {
+		fmt.Fprintf(stderr, "deepagents resume: %v; nothing ran, and thread %s is unchanged\n", err, f.thread)
+		return exitUsage
+	}
 	if fileDecisions != nil {
 		ds, err := answerInOrder(ctx, setup, f.thread, fileDecisions)
 		if err != nil {
@@ -267,6 +272,43 @@ func answerInOrder(ctx context.Context, setup *setup, thread string, list []json
 		return nil, err
 	}
 	return agent.ParseDecisions(b)
+}
+
+// flagsTellCallsApart refuses a decision flag whose call id more than one
+// waiting call has (subagents' models may number their calls alike): the
+// flags carry no path, so it says how to answer each one with --decisions.
+func flagsTellCallsApart(ctx context.Context, setup *setup, f runFlags, ds []agent.Decision) error {
+	if len(ds) == 0 {
+		return nil
+	}
+	rs, err := agent.LoadRunState(ctx, setup.saver, f.thread, agent.RootPath(setup.agent.Name()), false)
+	if err != nil {
+		return nil // the run says what is wrong with the thread
+	}
+	db := ""
+	if f.set["db"] {
+		d, _ := dbWithoutPassword(f.db)
+		db = " --db " + shellWord(d)
+	}
+	for _, d := range ds {
+		var same []agent.Interrupt
+		for _, in := range rs.Loop.Interrupts {
+			if in.CallID == d.CallID {
+				same = append(same, in)
+			}
+		}
+		if len(same) < 2 {
+			continue
+		}
+		slices.SortFunc(same, func(a, b agent.Interrupt) int { return strings.Compare(a.Path, b.Path) })
+		paths := make([]string, len(same))
+		for i, in := range same {
+			paths[i] = in.Path
+		}
+		return fmt.Errorf("call id %q is waiting in more than one agent (%s), and --%s cannot say which: answer with --decisions, naming the call's \"path\" too, such as %s | deepagents resume --thread %s%s --decisions -",
+			d.CallID, strings.Join(paths, "; "), d.Type, echoDecision(d, same[0]), shellWord(f.thread), db)
+	}
+	return nil
 }
 
 func plural(n int, one, many string) string {

@@ -566,7 +566,22 @@ func (s *session) showWaiting(waiting []agent.Interrupt) {
 		fmt.Fprintf(s.stderr, "  %s  %s %s  (agent %s; allowed: %s)\n", in.CallID, in.Tool, listedArgs(in.Args, s.thread), in.Path, decisionList(in.Allowed))
 	}
 	db, noPassword := s.resumeDB()
+	ids := map[string]int{}
 	for _, in := range waiting {
+		ids[in.CallID]++
+	}
+	for _, in := range waiting {
+		if ids[in.CallID] > 1 {
+			// --approve ID cannot say which of the calls with this id it
+			// answers: a decision with the call's path can.
+			fmt.Fprintf(s.stderr, "Answer %s of %s (another agent's call has this id too) with: %s | deepagents resume --thread %s%s --decisions -", in.CallID, in.Path,
+				pathDecision(in), shellWord(s.thread), db)
+			if alt := otherDecisions(in); alt != "" {
+				fmt.Fprintf(s.stderr, "  (or %s)", alt)
+			}
+			fmt.Fprintln(s.stderr)
+			continue
+		}
 		answers := answerFlags(in)
 		fmt.Fprintf(s.stderr, "Answer %s with: deepagents resume --thread %s%s %s", in.CallID, shellWord(s.thread), db, answers[0])
 		if len(answers) > 1 {
@@ -620,6 +635,52 @@ func answerFlags(in agent.Interrupt) []string {
 		}
 	}
 	return out
+}
+
+// pathDecision is an echo of a decision, the first one in allows, that
+// names in by its path as well as its call id.
+func pathDecision(in agent.Interrupt) string {
+	allowed := in.Allowed
+	if len(allowed) == 0 {
+		allowed = agent.AllDecisions
+	}
+	d := agent.Decision{Type: allowed[0]}
+	switch d.Type {
+	case agent.Edit:
+		d.Args = in.Args
+	case agent.Reject:
+		d.Message = "WHY"
+	}
+	return echoDecision(d, in)
+}
+
+// echoDecision is an echo of d for the call in, named by its path as well
+// as its call id, to pipe into resume --decisions -.
+func echoDecision(d agent.Decision, in agent.Interrupt) string {
+	d.CallID, d.Path = in.CallID, in.Path
+	b, _ := json.Marshal([]agent.Decision{d})
+	return "echo " + shellWord(string(b))
+}
+
+// otherDecisions says how the other decisions in allows are written in a
+// decision of pathDecision's form.
+func otherDecisions(in agent.Interrupt) string {
+	allowed := in.Allowed
+	if len(allowed) == 0 {
+		allowed = agent.AllDecisions
+	}
+	var out []string
+	for _, d := range allowed[1:] {
+		switch d {
+		case agent.Edit:
+			out = append(out, `"type": "edit" with "args": {...}`)
+		case agent.Reject:
+			out = append(out, `"type": "reject" with "message": "WHY"`)
+		default:
+			out = append(out, fmt.Sprintf("%q: %q", "type", d))
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // shellWord is s as one word of a shell command: as it is when it holds

@@ -1060,3 +1060,52 @@ func TestCutOffRunOnARootListsItsFiles(t *testing.T) {
 		t.Errorf("show --json of the resumed run: files %v, want %s", th.FilesChanged, all)
 	}
 }
+
+// Two subagents whose models numbered their calls alike wait with the same
+// call id: the listing says how to answer each one (a decision with its
+// path), and --approve ID, which cannot say which, is refused with that
+// advice before anything runs; the advised command works.
+func TestSameCallIDInTwoSubagents(t *testing.T) {
+	srv := ot.NewServer(t, func(r *ot.Request) ot.Reply {
+		switch first := r.FirstUser(); {
+		case strings.HasPrefix(first, "Work on "):
+			if r.Round() == 0 {
+				return ot.Tools(ot.Call{ID: "call_0", Name: "write_file", Args: `{"file_path":"/` + first[len("Work on "):] + `.md","content":"x"}`})
+			}
+			return ot.Text("written")
+		case r.Round() == 0:
+			return ot.Tools(ot.Call{ID: "t1", Name: "task", Args: `{"description":"Work on a","subagent_type":"general-purpose"}`},
+				ot.Call{ID: "t2", Name: "task", Args: `{"description":"Work on b","subagent_type":"general-purpose"}`})
+		}
+		return ot.Text("done")
+	})
+	project, _ := runEnv(t, srv)
+	writeFileAt(t, filepath.Join(project, "deepagents.toml"), "model = \"openai:gpt-test\"\ninterrupt_on = { write_file = true }\n")
+	code, _, errs := runCLI(t, "run", "-p", "go", "--thread", "T2")
+	if code != 3 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{
+		`Answer call_0 of parent / general-purpose#t1 (another agent's call has this id too) with: echo '[{"type":"approve","call_id":"call_0","path":"parent / general-purpose#t1"}]' | deepagents resume --thread T2 --decisions -  (or "type": "edit" with "args": {...}, "type": "reject" with "message": "WHY")`,
+		`Answer call_0 of parent / general-purpose#t2 (another agent's call has this id too)`,
+	} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errs)
+		}
+	}
+	n := len(srv.Requests())
+	code, _, errs = runCLI(t, "resume", "--thread", "T2", "--reject", "call_0", "--message", "no")
+	want := `call id "call_0" is waiting in more than one agent (parent / general-purpose#t1; parent / general-purpose#t2), and --reject cannot say which: ` +
+		`answer with --decisions, naming the call's "path" too, such as echo '[{"type":"reject","call_id":"call_0","path":"parent / general-purpose#t1","message":"no"}]' | deepagents resume --thread T2 --decisions -; nothing ran, and thread T2 is unchanged`
+	if code != 2 || !strings.Contains(errs, want) {
+		t.Errorf("--reject of a shared id: exit %d, stderr %q, want 2 and %q", code, errs, want)
+	}
+	if len(srv.Requests()) != n {
+		t.Errorf("the refused resume called the model")
+	}
+	code, out, errs := runCLIStdin(t, `[{"type":"approve","call_id":"call_0","path":"parent / general-purpose#t1"},{"type":"reject","call_id":"call_0","path":"parent / general-purpose#t2"}]`,
+		"resume", "--thread", "T2", "--decisions", "-", "--output", "json")
+	if code != 0 || strings.Join(decode(t, out).FilesChanged, ",") != "/a.md" {
+		t.Errorf("decisions with paths: exit %d: %s\n%s", code, errs, out)
+	}
+}
