@@ -249,3 +249,22 @@ func TestPutAfterTipOfStoredIDChangesNothing(t *testing.T) {
 		t.Errorf("latest %q with messages %q, want z with first x,y,z", c.ID, got)
 	}
 }
+
+// A checkpoint that is not there is named in the error as it was asked for.
+func TestNotFoundNamesTheCheckpoint(t *testing.T) {
+	s := open(t, sqlite.Options{})
+	defer s.Close()
+	ctx := context.Background()
+	if err := s.Put(ctx, checkpoint.Step{ThreadID: "th", ID: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	for ref, want := range map[checkpoint.Ref]string{
+		{ThreadID: "th", ID: "nope"}:         `thread "th" namespace "" checkpoint "nope"`,
+		{ThreadID: "th", NS: "kid", ID: "a"}: `thread "th" namespace "kid" checkpoint "a"`,
+	} {
+		_, err := s.Get(ctx, ref)
+		if !errors.Is(err, checkpoint.ErrNotFound) || !strings.Contains(err.Error(), want) {
+			t.Errorf("get %+v: %v; want ErrNotFound saying %s", ref, err, want)
+		}
+	}
+}

@@ -21,7 +21,11 @@ func (q querier) raw(ctx context.Context, stmt string, args ...any) ([]byte, err
 	var raw []byte
 	err := q.stmt(ctx, stmt).QueryRowContext(ctx, args...).Scan(&raw)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("%w: thread %q namespace %q checkpoint %v", checkpoint.ErrNotFound, args[0], args[1], args[2:])
+		which := "(the latest)"
+		if len(args) > 2 {
+			which = fmt.Sprintf("%q", args[2])
+		}
+		return nil, fmt.Errorf("%w: thread %q namespace %q checkpoint %s", checkpoint.ErrNotFound, args[0], args[1], which)
 	}
 	return raw, err
 }
