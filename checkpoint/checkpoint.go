@@ -34,6 +34,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -334,10 +335,25 @@ func validID(what, id string, max int) error {
 	if len(id) > max {
 		return invalid("%s is %d bytes long; at most %d are allowed", what, len(id), max)
 	}
-	if !utf8.ValidString(id) {
+	return validText(what, id)
+}
+
+// validText refuses text that is not valid UTF-8 or holds a NUL byte: names
+// are stored as text, and PostgreSQL's text columns can hold neither.
+func validText(what, s string) error {
+	if !utf8.ValidString(s) {
 		return invalid("%s is not valid UTF-8", what)
 	}
+	if strings.IndexByte(s, 0) >= 0 {
+		return invalid("%s holds a NUL byte", what)
+	}
 	return nil
+}
+
+// ValidateHolder checks a lease holder's name. Savers call it in Acquire,
+// Renew and Release.
+func ValidateHolder(holder string) error {
+	return validID("lease holder", holder, MaxIDLen)
 }
 
 // ValidateRef checks a reference; needID also requires its checkpoint id.
@@ -347,6 +363,9 @@ func ValidateRef(r Ref, needID bool) error {
 	}
 	if len(r.NS) > MaxNSLen {
 		return invalid("namespace is %d bytes long; at most %d are allowed", len(r.NS), MaxNSLen)
+	}
+	if err := validText("namespace", r.NS); err != nil {
+		return err
 	}
 	if needID || r.ID != "" {
 		return validID("checkpoint id", r.ID, MaxIDLen)

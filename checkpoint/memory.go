@@ -496,7 +496,7 @@ func checkLease(ctx context.Context, threadID, holder string, ttl time.Duration)
 	if err := ValidateThreadID(threadID); err != nil {
 		return err
 	}
-	if err := validID("lease holder", holder, MaxIDLen); err != nil {
+	if err := ValidateHolder(holder); err != nil {
 		return err
 	}
 	if ttl <= 0 {

@@ -522,13 +522,16 @@ func MatchMetadata(md, want map[string]string) bool {
 const MaxTitleLen = 80
 
 // TitleOf returns the first line of the first user message's text,
-// shortened to MaxTitleLen runes.
+// shortened to MaxTitleLen runes. The title is valid UTF-8 without NUL
+// bytes whatever the message holds (bytes that are not UTF-8 become U+FFFD),
+// so that every store can keep it as text.
 func TitleOf(msgs []llm.Message) string {
 	for _, m := range msgs {
 		if m.Role != llm.RoleUser {
 			continue
 		}
-		line, _, _ := strings.Cut(strings.TrimSpace(m.Content), "\n")
+		text := strings.ToValidUTF8(strings.ReplaceAll(m.Content, "\x00", ""), "\uFFFD")
+		line, _, _ := strings.Cut(strings.TrimSpace(text), "\n")
 		line = strings.TrimSpace(line)
 		if rs := []rune(line); len(rs) > MaxTitleLen {
 			line = string(rs[:MaxTitleLen-1]) + "…"
@@ -588,6 +591,11 @@ func ValidateWrite(ref Ref, w *Write) error {
 	}
 	if err := validID("call id", w.CallID, MaxIDLen); err != nil {
 		return err
+	}
+	if w.Kind != "" {
+		if err := validID("write kind", w.Kind, MaxIDLen); err != nil {
+			return err
+		}
 	}
 	if len(w.Data) > 0 && !validJSON(w.Data) {
 		return invalid("data of the write for call %q is not valid JSON", w.CallID)

@@ -44,6 +44,9 @@ func TestTitleOf(t *testing.T) {
 		{"first line only", []llm.Message{{Role: "user", Content: "  Plan a trip\nto Lisbon"}}, "Plan a trip"},
 		{"skips an empty user message", []llm.Message{{Role: "user", Content: "   "}, {Role: "user", Content: "second"}}, "second"},
 		{"shortened by runes", []llm.Message{{Role: "user", Content: long}}, strings.Repeat("é", 79) + "…"},
+		{"bytes that are not UTF-8", []llm.Message{{Role: "user", Content: "caf\xe9 menu"}}, "caf\uFFFD menu"},
+		{"NUL bytes dropped", []llm.Message{{Role: "user", Content: "a\x00b"}}, "ab"},
+		{"only NUL bytes", []llm.Message{{Role: "user", Content: "\x00"}, {Role: "user", Content: "next"}}, "next"},
 	}
 	for _, tc := range tests {
 		if got := checkpoint.TitleOf(tc.msgs); got != tc.want {

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/llm"
@@ -54,11 +55,14 @@ func Run(t *testing.T, newSaver Factory) {
 		{"Branches", testBranches},
 		{"DeleteThread", testDeleteThread},
 		{"CopyThread", testCopyThread},
+		{"CopyThreadKeepsEarlierNamespaces", testCopyThreadKeepsEarlierNamespaces},
 		{"PruneKeepLast", testPruneKeepLast},
 		{"PruneBefore", testPruneBefore},
 		{"PruneKeepsSnapshotContents", testPruneKeepsSnapshotContents},
+		{"PruneNamespaces", testPruneNamespaces},
 		{"Leases", testLeases},
 		{"Threads", testThreads},
+		{"OddText", testOddText},
 		{"Concurrency", testConcurrency},
 		{"Cancelled", testCancelled},
 	}
@@ -230,6 +234,12 @@ func testInvalidInput(t *testing.T, s checkpoint.Saver) {
 		{"negative step", checkpoint.Step{ThreadID: "t", ID: "a", Step: -1}},
 		{"bad value", checkpoint.Step{ThreadID: "t", ID: "a", Values: map[string]json.RawMessage{"v": json.RawMessage(`{`)}}},
 		{"bad utf8", checkpoint.Step{ThreadID: "t\xff", ID: "a"}},
+		// A NUL byte or invalid UTF-8 in a name is refused by every saver
+		// alike: PostgreSQL's text columns cannot hold them.
+		{"nul in thread", checkpoint.Step{ThreadID: "t\x00", ID: "a"}},
+		{"nul in namespace", checkpoint.Step{ThreadID: "t", NS: "kid\x00", ID: "a"}},
+		{"bad utf8 namespace", checkpoint.Step{ThreadID: "t", NS: "kid\xff", ID: "a"}},
+		{"nul in id", checkpoint.Step{ThreadID: "t", ID: "a\x00"}},
 	}
 	for _, tc := range bad {
 		err := s.Put(ctx, tc.step)
@@ -246,6 +256,14 @@ func testInvalidInput(t *testing.T, s checkpoint.Saver) {
 	chain(t, s, "t", "", 1, nil)
 	if err := s.PutWrite(ctx, checkpoint.Ref{ThreadID: "t", ID: cpID(1)}, checkpoint.Write{}); !errors.Is(err, checkpoint.ErrInvalid) {
 		t.Errorf("write without call id: %v", err)
+	}
+	for _, w := range []checkpoint.Write{{CallID: "c\x00"}, {CallID: "c\xff"}, {CallID: "c", Kind: "k\x00"}, {CallID: "c", Kind: "k\xff"}, {CallID: "c", Kind: strings.Repeat("k", checkpoint.MaxIDLen+1)}} {
+		if err := s.PutWrite(ctx, checkpoint.Ref{ThreadID: "t", ID: cpID(1)}, w); !errors.Is(err, checkpoint.ErrInvalid) {
+			t.Errorf("write with call id %q and kind %q: %v, want ErrInvalid", w.CallID, w.Kind, err)
+		}
+	}
+	if c := get(t, s, "t", "", cpID(1)); len(c.Pending) != 0 {
+		t.Errorf("refused writes were stored: %+v", c.Pending)
 	}
 	if _, err := s.List(ctx, checkpoint.ListOptions{}); !errors.Is(err, checkpoint.ErrInvalid) {
 		t.Errorf("list without thread: %v", err)
@@ -279,6 +297,16 @@ func testIdempotentPut(t *testing.T, s checkpoint.Saver) {
 	}
 	if c.Usage.InputTokens != 30 {
 		t.Errorf("usage counted twice: %+v", c.Usage)
+	}
+	// A put of a stored id keeps the first record even when the second
+	// differs: a retried put never rewrites history.
+	if err := s.Put(context.Background(), checkpoint.Step{ThreadID: "th", ID: cpID(3), ParentID: cpID(2), Step: 3,
+		Messages: []llm.Message{assistant("other"), assistant("more")}, Usage: llm.Usage{InputTokens: 99}}); err != nil {
+		t.Fatal(err)
+	}
+	c = get(t, s, "th", "", "")
+	if got := texts(c.State.Messages); !cmp.Equal(got, []string{"m1", "m2", "m3"}) || c.Usage.InputTokens != 30 {
+		t.Errorf("after a differing put of a stored id: messages %q, usage %+v", got, c.Usage)
 	}
 	st, err := s.Stats(context.Background(), "th")
 	if err != nil {
@@ -849,6 +877,97 @@ func testCopyThread(t *testing.T, s checkpoint.Saver) {
 	}
 }
 
+// testCopyThreadKeepsEarlierNamespaces forks a thread at a top-level
+// checkpoint put after a subagent's first step and before its second: the
+// fork has the subagent's namespace up to that point, with its state and
+// its writes, and nothing put later.
+func testCopyThreadKeepsEarlierNamespaces(t *testing.T, s checkpoint.Saver) {
+	ctx := context.Background()
+	kid := "parent / researcher#call_1"
+	put := func(ns, id, parent, text string) {
+		t.Helper()
+		if err := s.Put(ctx, checkpoint.Step{ThreadID: "src", NS: ns, ID: id, ParentID: parent, Time: t0,
+			Messages: []llm.Message{assistant(text)}, Files: vfs.Delta{{Path: "/" + text, File: file(text, t0)}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("", "r1", "", "r1")
+	put(kid, "k1", "", "k1")
+	if err := s.PutWrite(ctx, checkpoint.Ref{ThreadID: "src", NS: kid, ID: "k1"}, checkpoint.Write{CallID: "kc", Result: llm.Message{Role: llm.RoleTool, ToolCallID: "kc", Content: "kid result"}}); err != nil {
+		t.Fatal(err)
+	}
+	put("", "r2", "r1", "r2")
+	put(kid, "k2", "k1", "k2")
+	put("", "r3", "r2", "r3")
+	if err := s.CopyThread(ctx, checkpoint.Ref{ThreadID: "src", ID: "r2"}, "dst"); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := s.List(ctx, checkpoint.ListOptions{ThreadID: "dst", AllNamespaces: true})
+	var got []string
+	for _, c := range cs {
+		got = append(got, c.NS+"|"+c.ID)
+	}
+	if err != nil || !cmp.Equal(got, []string{"|r2", kid + "|k1", "|r1"}) {
+		t.Errorf("fork at r2 = %q, %v; want r2, the subagent's k1, r1", got, err)
+	}
+	k := get(t, s, "dst", kid, "")
+	if k.ID != "k1" || !cmp.Equal(texts(k.State.Messages), []string{"k1"}) || k.State.Files["/k1"].Content != "k1" || len(k.State.Files) != 1 {
+		t.Errorf("fork's subagent = %s %q %v", k.ID, texts(k.State.Messages), k.State.Files)
+	}
+	if len(k.Pending) != 1 || k.Pending[0].Result.Content != "kid result" {
+		t.Errorf("fork's subagent writes = %+v", k.Pending)
+	}
+}
+
+// testPruneNamespaces prunes a thread with a subagent namespace: KeepLast
+// counts per namespace, Before cuts every namespace at one point of the
+// thread's put order, and the survivors keep their full state.
+func testPruneNamespaces(t *testing.T, s checkpoint.Saver) {
+	ctx := context.Background()
+	kid := "parent / researcher#call_1"
+	for _, th := range []string{"last", "before"} {
+		prev := map[string]string{}
+		for i := 1; i <= 6; i++ {
+			for _, ns := range []string{"", kid} {
+				id := fmt.Sprint("r", i)
+				if ns != "" {
+					id = fmt.Sprint("k", i)
+				}
+				if err := s.Put(ctx, checkpoint.Step{ThreadID: th, NS: ns, ID: id, ParentID: prev[ns], Time: t0,
+					Messages: []llm.Message{assistant(id)}, Files: vfs.Delta{{Path: "/" + id, File: file(id, t0)}}}); err != nil {
+					t.Fatal(err)
+				}
+				prev[ns] = id
+			}
+		}
+	}
+	if err := s.Prune(ctx, "last", checkpoint.PruneOptions{KeepLast: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Prune(ctx, "before", checkpoint.PruneOptions{Before: "r5"}); err != nil {
+		t.Fatal(err)
+	}
+	for th, want := range map[string][]string{
+		"last":   {kid + "|k6", "|r6", kid + "|k5", "|r5"},
+		"before": {kid + "|k6", "|r6", kid + "|k5", "|r5"},
+	} {
+		cs, err := s.List(ctx, checkpoint.ListOptions{ThreadID: th, AllNamespaces: true})
+		var got []string
+		for _, c := range cs {
+			got = append(got, c.NS+"|"+c.ID)
+		}
+		if err != nil || !cmp.Equal(got, want) {
+			t.Errorf("%s: kept %q, %v; want %q", th, got, err, want)
+		}
+		for _, ns := range []string{"", kid} {
+			c := get(t, s, th, ns, "")
+			if len(c.State.Messages) != 6 || len(c.State.Files) != 6 {
+				t.Errorf("%s, namespace %q: %d messages and %d files after the prune, want 6 and 6", th, ns, len(c.State.Messages), len(c.State.Files))
+			}
+		}
+	}
+}
+
 func testPruneKeepLast(t *testing.T, s checkpoint.Saver) {
 	ctx := context.Background()
 	chain(t, s, "th", "", 70, func(i int, st *checkpoint.Step) {
@@ -1013,6 +1132,17 @@ func testLeases(t *testing.T, s checkpoint.Saver) {
 	if _, err := s.Acquire(ctx, "th2", "x", t0, 0); !errors.Is(err, checkpoint.ErrInvalid) {
 		t.Errorf("zero ttl: %v", err)
 	}
+	for _, h := range []string{"", "h\x00", "h\xff", strings.Repeat("h", checkpoint.MaxIDLen+1)} {
+		if _, err := s.Acquire(ctx, "th3", h, t0, time.Minute); !errors.Is(err, checkpoint.ErrInvalid) {
+			t.Errorf("acquire by holder %q: %v, want ErrInvalid", h, err)
+		}
+		if _, err := s.Renew(ctx, "th3", h, t0, time.Minute); !errors.Is(err, checkpoint.ErrInvalid) {
+			t.Errorf("renew by holder %q: %v, want ErrInvalid", h, err)
+		}
+		if err := s.Release(ctx, "th3", h); !errors.Is(err, checkpoint.ErrInvalid) {
+			t.Errorf("release by holder %q: %v, want ErrInvalid", h, err)
+		}
+	}
 }
 
 func testThreads(t *testing.T, s checkpoint.Saver) {
@@ -1043,6 +1173,35 @@ func testThreads(t *testing.T, s checkpoint.Saver) {
 	}
 	if got, _ := s.Threads(ctx, checkpoint.ThreadsOptions{Limit: 1}); len(got) != 1 || got[0].ID != "new" {
 		t.Errorf("limit 1 = %+v", got)
+	}
+}
+
+// testOddText puts text no saver may choke on: a first user message (the
+// thread's title) with a NUL byte and bytes that are not UTF-8, as a prompt
+// read from a Latin-1 file has. Every saver stores the step, gives the
+// messages back byte for byte, and lists the thread under a title that is
+// valid UTF-8 without NUL bytes.
+func testOddText(t *testing.T, s checkpoint.Saver) {
+	ctx := context.Background()
+	for i, text := range []string{"caf\xe9 menu\nmore", "nul\x00 inside", "\x00\xff"} {
+		th := fmt.Sprint("odd", i)
+		msgs := []llm.Message{user(text), {Role: llm.RoleTool, ToolCallID: "c\xe9", Content: "x\x00\xfe"}}
+		if err := s.Put(ctx, checkpoint.Step{ThreadID: th, ID: "a", Messages: msgs, Time: t0.Add(time.Duration(i) * time.Minute)}); err != nil {
+			t.Fatalf("put with first message %q: %v", text, err)
+		}
+		c := get(t, s, th, "", "")
+		if len(c.State.Messages) != 2 || c.State.Messages[0].Content != text || c.State.Messages[1].Content != "x\x00\xfe" || c.State.Messages[1].ToolCallID != "c\xe9" {
+			t.Errorf("%s: messages came back as %+v", th, c.State.Messages)
+		}
+	}
+	ts, err := s.Threads(ctx, checkpoint.ThreadsOptions{})
+	if err != nil || len(ts) != 3 {
+		t.Fatalf("threads = %+v, %v", ts, err)
+	}
+	for _, th := range ts {
+		if !utf8.ValidString(th.Title) || strings.ContainsRune(th.Title, 0) {
+			t.Errorf("thread %s: title %q is not valid UTF-8 without NUL bytes", th.ID, th.Title)
+		}
 	}
 }
 

@@ -42,11 +42,8 @@ func validLease(threadID, holder string, ttl time.Duration) error {
 	if err := checkpoint.ValidateThreadID(threadID); err != nil {
 		return err
 	}
-	if holder == "" {
-		return fmt.Errorf("%w: lease holder is empty", checkpoint.ErrInvalid)
-	}
-	if len(holder) > checkpoint.MaxIDLen {
-		return fmt.Errorf("%w: lease holder is %d bytes long; at most %d are allowed", checkpoint.ErrInvalid, len(holder), checkpoint.MaxIDLen)
+	if err := checkpoint.ValidateHolder(holder); err != nil {
+		return err
 	}
 	if ttl <= 0 {
 		return fmt.Errorf("%w: lease duration %s is not positive", checkpoint.ErrInvalid, ttl)
@@ -113,6 +110,9 @@ func (s *Saver) Release(ctx context.Context, threadID, holder string) error {
 		return err
 	}
 	if err := checkpoint.ValidateThreadID(threadID); err != nil {
+		return err
+	}
+	if err := checkpoint.ValidateHolder(holder); err != nil {
 		return err
 	}
 	ctx, cancel := s.db.call(ctx)

@@ -17,8 +17,8 @@ func checkLease(ctx context.Context, threadID, holder string, ttl time.Duration)
 	if err := checkpoint.ValidateThreadID(threadID); err != nil {
 		return err
 	}
-	if holder == "" || len(holder) > checkpoint.MaxIDLen {
-		return fmt.Errorf("%w: lease holder must be 1 to %d bytes long", checkpoint.ErrInvalid, checkpoint.MaxIDLen)
+	if err := checkpoint.ValidateHolder(holder); err != nil {
+		return err
 	}
 	if ttl <= 0 {
 		return fmt.Errorf("%w: lease time %s is not positive", checkpoint.ErrInvalid, ttl)
