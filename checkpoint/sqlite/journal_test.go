@@ -883,3 +883,81 @@ func TestTwoSaversOnOneFileTakeTurns(t *testing.T) {
 		t.Fatalf("the second saver's put is not committed: %d %v", n, err)
 	}
 }
+
+// The journal is on disk between a crash and the next Open, which may be
+// a newer build's: a journal the first journaled build left (testdata/
+// journal_v1: a database whose saver died with two puts and a write in its
+// journal, none committed) must replay forever, with the statements it
+// names. Regenerate it only for a new version, with
+// CHECKPOINT_WRITE_GOLDEN_JOURNAL=1, and keep the old one.
+func TestGoldenV1Journal(t *testing.T) {
+	golden := filepath.Join("testdata", "journal_v1")
+	if os.Getenv("CHECKPOINT_WRITE_GOLDEN_JOURNAL") != "" {
+		writeGoldenJournal(t, golden)
+	}
+	entries, err := os.ReadDir(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	journals := 0
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(golden, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(e.Name(), journalSuffix) {
+			journals++
+		}
+		if err := os.WriteFile(filepath.Join(dir, e.Name()), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if journals != 1 {
+		t.Fatalf("%s holds %d journals, want 1", golden, journals)
+	}
+	s := reopen(t, filepath.Join(dir, "state.db"))
+	if got := messages(t, s); got != "one,two,result:ran" {
+		t.Errorf("after replaying the v1 journal: %q, want one,two,result:ran", got)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "*"+journalSuffix+"*")); len(left) != 0 {
+		t.Errorf("the replayed journal is still there: %v", left)
+	}
+}
+
+func writeGoldenJournal(t *testing.T, golden string) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "state.db")
+	s := openLong(t, path)
+	putMsg(t, s, "c1", "", "one")
+	putMsg(t, s, "c2", "c1", "two")
+	if err := s.PutWrite(context.Background(), checkpoint.Ref{ThreadID: "th", ID: "c2"}, checkpoint.Write{CallID: "call1",
+		Result: llm.Message{Role: llm.RoleTool, ToolCallID: "call1", Content: "ran"}}); err != nil {
+		t.Fatal(err)
+	}
+	jpath := crash(t, s)
+	// Fold the WAL into the database file so that two files hold it all.
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode = DELETE`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if err := os.RemoveAll(golden); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(golden, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{path, jpath} {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(golden, filepath.Base(p)), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
