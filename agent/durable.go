@@ -104,6 +104,16 @@ func WithDecisions(ds ...Decision) RunOption {
 	return func(c *runConfig) { c.decisions = append(c.decisions, ds...) }
 }
 
+// WithEndedResult makes a run given no input, on a thread whose last run
+// has already ended, end at once with that run's saved status and result
+// (messages, files, usage, subagents) instead of being refused. It is for a
+// process that takes a thread over after a crash: a run saves its end
+// before it shows its last response, so a process that died after showing
+// it may have finished the run.
+func WithEndedResult() RunOption {
+	return func(c *runConfig) { c.ended = true }
+}
+
 type ckConfig struct {
 	saver  checkpoint.Saver
 	thread string
@@ -117,6 +127,9 @@ type ckConfig struct {
 	// retry is how long a save the store cannot take is tried again
 	// (WithSaveRetry; 0 for DefaultSaveRetry).
 	retry time.Duration
+	// acceptEnded: a resume of an ended run returns its result
+	// (WithEndedResult).
+	acceptEnded bool
 }
 
 // DecisionError refuses decisions that do not fit the calls waiting for
@@ -149,6 +162,29 @@ type durable struct {
 	// tracked: the run's own vfs.Memory tracks its changes since the last
 	// save (files is then unused).
 	tracked bool
+	// ended: the run's end is saved (see endWith).
+	ended bool
+	// deleted: the paths the last save listed as deleted (a run on a
+	// layer, whose files are not tracked).
+	deleted []string
+}
+
+// unchanged says whether nothing the run saves changed since its last
+// save.
+func (r *run) unchanged() bool {
+	d := r.ck
+	if d.msgs != len(r.state.Messages) || d.values != nil || len(d.kids) > 0 || d.usage != (llm.Usage{}) {
+		return false
+	}
+	// Files: a hook may write them (StepInfo.Files).
+	switch {
+	case !d.keeps:
+		return true
+	case d.tracked:
+		return !r.mem.HasChanges()
+	}
+	files, deleted, _ := r.fileView()
+	return slices.Equal(deleted, d.deleted) && len(diffFiles(d.files, files)) == 0
 }
 
 func nsOf(p Path) string {
@@ -275,7 +311,7 @@ func (r *run) save(ctx context.Context, source string, status Status, runErr err
 	case d.keeps:
 		files, del, _ := r.fileView()
 		st.Files = diffFiles(d.files, files)
-		d.files, deleted = files, del
+		d.files, deleted, d.deleted = files, del, del
 		if r.mem != nil && r.backend == vfs.Backend(r.mem) {
 			// From the first save on, the run's own memory tracks its
 			// changes; what came before is in this save.
@@ -1039,6 +1075,10 @@ func (r *run) open(ctx context.Context) (pending *StepState, done bool, status S
 	}
 	if len(r.decisions) > 0 {
 		return nil, true, StatusError, &DecisionError{Msg: fmt.Sprintf("thread %q has no calls waiting for a decision (its last run ended %s)", d.thread, rs.Status)}
+	}
+	if len(input) == 0 && d.acceptEnded && rs.Status != "" {
+		r.restore(rs)
+		return nil, true, rs.Status, storedErr(rs)
 	}
 	if len(input) == 0 {
 		return nil, true, StatusError, fmt.Errorf("thread %q has no unfinished run to resume (its last run ended %s); send a new message instead", d.thread, rs.Status)

@@ -36,6 +36,7 @@ type runConfig struct {
 	ttl       time.Duration
 	saveRetry time.Duration
 	decisions []Decision
+	ended     bool
 }
 
 // WithPath sets the run's agent path (default: RootPath of the agent's
@@ -243,7 +244,7 @@ func (a *Agent) newRun(in Input, rc runConfig) *run {
 			r.ck.metadata = rc.metadata
 		}
 		if !r.ck.nested {
-			r.ck.retry = rc.saveRetry
+			r.ck.retry, r.ck.acceptEnded = rc.saveRetry, rc.ended
 		}
 		_, _, r.ck.keeps = r.fileView()
 	}
@@ -312,6 +313,7 @@ func (r *run) loop(parent context.Context) {
 		}
 		p, done, status, err := r.open(ctx)
 		if done {
+			r.restoreCalibration() // a run that had ended: the value is the loop's
 			r.end(parent, cancelledBy(ctx, status, err), err)
 			return
 		}
@@ -330,14 +332,37 @@ func (r *run) loop(parent context.Context) {
 	// A cancelled run saves no end, and neither does one the checkpoint
 	// store failed (it stayed unavailable through the save's retries): both
 	// stay unfinished, so that they can be resumed from their last save.
-	if r.ck != nil && status != StatusCancelled && !(status == StatusError && errors.Is(err, checkpoint.ErrUnavailable)) {
-		sctx, stop := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		if serr := r.save(sctx, "end", status, err); serr != nil {
+	if r.ck != nil && status != StatusCancelled && !(status == StatusError && errors.Is(err, checkpoint.ErrUnavailable)) &&
+		!(r.ck.ended && r.unchanged()) {
+		if serr := r.saveEnd(ctx, status, err); serr != nil {
 			status, err = StatusError, errors.Join(err, serr)
 		}
-		stop()
 	}
 	r.end(parent, status, err)
+}
+
+// saveEnd saves the run's end, even once the run was cancelled: what it
+// saves was paid for.
+func (r *run) saveEnd(ctx context.Context, status Status, err error) error {
+	sctx, stop := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer stop()
+	return r.save(sctx, "end", status, err)
+}
+
+// endWith ends the steps with the model's last response (ev), saving the
+// run's end before the response is emitted: a crash after anyone saw the
+// response finds the run finished rather than asking the model again. The
+// loop saves the end again only if the AfterRun hooks change something.
+func (r *run) endWith(ctx context.Context, ev Event, status Status, err error) (Status, error) {
+	if r.ck != nil {
+		if serr := r.saveEnd(ctx, status, err); serr != nil {
+			r.emit(ev)
+			return StatusError, serr
+		}
+		r.ck.ended = true
+	}
+	r.emit(ev)
+	return status, err
 }
 
 // cancelledBy makes an error status that the run's cancellation caused (a

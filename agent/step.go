@@ -142,19 +142,20 @@ func (r *run) steps(ctx context.Context, pending *StepState) (Status, error) {
 		for _, c := range msg.ToolCalls {
 			info.ToolCalls = append(info.ToolCalls, c.Name)
 		}
-		r.emit(Event{Type: ModelResponse, Response: info})
+		respEv := Event{Type: ModelResponse, Response: info}
 		if refused {
 			text := resp.Refusal
 			if text == "" {
 				text = strings.TrimSpace(msg.Content)
 			}
-			return StatusRefused, &refusalError{text: text}
+			return r.endWith(ctx, respEv, StatusRefused, &refusalError{text: text})
 		}
 
 		if len(msg.ToolCalls) == 0 {
 			if a.respTool == nil || r.output != nil {
-				return StatusOK, nil
+				return r.endWith(ctx, respEv, StatusOK, nil)
 			}
+			r.emit(respEv)
 			if r.respRepaired {
 				return StatusError, fmt.Errorf("%w: it answered in text instead of calling %s", ErrNoStructuredResponse, a.respTool.spec.Name)
 			}
@@ -164,14 +165,17 @@ func (r *run) steps(ctx context.Context, pending *StepState) (Status, error) {
 				a.respTool.spec.Name, a.respTool.spec.Name)))
 			continue
 		}
-		// The response is saved before any of its calls starts, so that a
-		// crash from here on never repeats the model call.
+		// The response is saved before any of its calls starts, and before
+		// anyone sees it, so that a crash from here on never repeats the
+		// model call: what a consumer was shown is what a resumed run has.
 		if r.ck != nil {
 			r.ck.stepCP = cpID(r.ck.seq + 1)
 			if err := r.save(ctx, "loop", "", nil); err != nil {
+				r.emit(respEv)
 				return StatusError, err
 			}
 		}
+		r.emit(respEv)
 		status, err, done := r.toolPhase(ctx, req, msg.ToolCalls, nil)
 		if done {
 			return status, err

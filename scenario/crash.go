@@ -195,8 +195,8 @@ func (l *lockstep) waitAny(ctx context.Context, ks ...seenKey) error {
 }
 
 // Put implements checkpoint.Saver: a subagent's checkpoint waits for the
-// event it follows (its run.start for the first, the model response it
-// saves for a step or an end after a reply).
+// event it follows (its run.start for the first, the model request whose
+// response it saves for a step or an end after a reply).
 func (l *lockstep) Put(ctx context.Context, s checkpoint.Step) error {
 	var k *seenKey
 	if s.NS != "" {
@@ -224,7 +224,9 @@ func (l *lockstep) Put(ctx context.Context, s checkpoint.Step) error {
 				// interrupt event (when the step has no other calls).
 				k = &seenKey{typ: agent.InterruptEvent, agent: s.NS, call: own[len(own)-1].CallID}
 			case n > 0 && s.Messages[n-1].Role == llm.RoleAssistant && loop.Rounds > 0:
-				k = &seenKey{typ: agent.ModelResponse, agent: s.NS, round: loop.Rounds - 1}
+				// A response is saved before its model.response event is
+				// sent, so the event before the save is the request's.
+				k = &seenKey{typ: agent.ModelRequest, agent: s.NS, round: loop.Rounds - 1}
 			}
 		}
 	}

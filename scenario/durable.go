@@ -291,6 +291,11 @@ func (d *driver) once(ctx context.Context, in agent.Input, ds []agent.Decision) 
 	if len(ds) > 0 {
 		opts = append(opts, agent.WithDecisions(ds...))
 	}
+	if len(in.Messages) == 0 {
+		// After a crash: the process that died may have saved the run's
+		// end before showing its last response.
+		opts = append(opts, agent.WithEndedResult())
+	}
 	for ev, err := range d.a.Run(ctx, in, opts...) {
 		if err != nil {
 			runErr = err

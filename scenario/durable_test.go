@@ -465,6 +465,12 @@ func TestCrashAtEveryEventEqualsTheUncrashedRun(t *testing.T) {
 		if d := sameEnd(plain, tr); len(d) > 0 {
 			t.Errorf("crash after event %d (%s) differs from the uncrashed run:\n%s", at, plain.Events[at-1].Type, strings.Join(d, "\n"))
 		}
+		// No model call is made twice: one whose request was the last event
+		// never reached the model (the replay crashed first), and a response
+		// that was shown had been saved.
+		if tr.Timing.ModelCalls != plain.Timing.ModelCalls {
+			t.Errorf("crash after event %d (%s): %d model calls, want %d", at, plain.Events[at-1].Type, tr.Timing.ModelCalls, plain.Timing.ModelCalls)
+		}
 	}
 }
 

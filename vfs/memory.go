@@ -100,6 +100,14 @@ func (m *Memory) TrackChanges() {
 	m.mu.Unlock()
 }
 
+// HasChanges says whether anything changed since the last TakeChanges
+// (or since TrackChanges).
+func (m *Memory) HasChanges() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.touched) > 0
+}
+
 // TakeChanges returns what changed since the previous call (or since
 // TrackChanges): each path written with its file, each path deleted with a
 // nil File, sorted by path; and forgets it. A path written and deleted in
