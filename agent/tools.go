@@ -230,6 +230,16 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 	}
 
 	held := false
+	// heldWaits are the waiting calls of subagents that stopped for a
+	// person, by their task call's index: they join r.waiting in call
+	// order, not in the order the subagents happened to stop.
+	var heldWaits map[int][]Interrupt
+	joinHeld := func() {
+		for _, i := range slices.Sorted(maps.Keys(heldWaits)) {
+			r.waiting = append(r.waiting, heldWaits[i]...)
+		}
+		heldWaits = nil
+	}
 	// take handles one item of the batch: an event, or a call's end.
 	take := func(it item) {
 		if it.ev != nil {
@@ -242,7 +252,10 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 			// The subagent waits for a person: the call is not finished,
 			// and resuming the thread resumes the subagent.
 			held = true
-			r.waiting = append(r.waiting, d.child.Interrupts...)
+			if heldWaits == nil {
+				heldWaits = map[int][]Interrupt{}
+			}
+			heldWaits[d.i] = d.child.Interrupts
 			if r.held == nil {
 				r.held = map[string]*Result{}
 			}
@@ -320,6 +333,7 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 			}
 			grace.Stop()
 			b.abandon()
+			joinHeld()
 			// The calls that finished keep their file changes as well as
 			// their results, so that the state the run ends with holds what
 			// its history says was done; those cut off leave none.
@@ -334,6 +348,7 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 			return false, context.Cause(ctx)
 		}
 	}
+	joinHeld()
 	if fatal != nil || held || len(r.waiting) > 0 {
 		if fatal == nil {
 			// The step stays in progress until every call has an answer.
