@@ -36,7 +36,8 @@ type Options struct {
 	// counts as none.
 	ConnectTimeout time.Duration
 	// CallTimeout bounds every call of the saver (one query or one
-	// transaction) on top of the caller's context.
+	// transaction) on top of the caller's context. The schema upgrade that
+	// Open may make is one long transaction, given up to ten minutes.
 	CallTimeout time.Duration
 	// MaxConns caps the pool; zero keeps pgxpool's default.
 	MaxConns int32
@@ -176,6 +177,11 @@ func (d *db) tx(ctx context.Context, f func(ctx context.Context, tx pgx.Tx) erro
 	return pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error { return f(ctx, tx) })
 }
 
+// migrateTimeout bounds the transaction that upgrades a schema: converting
+// the rows of an older version is one long job, not one call, so it gets
+// this much even when CallTimeout is shorter.
+const migrateTimeout = 10 * time.Minute
+
 // migrationLockKey is the advisory lock that serialises migrations of one
 // schema across processes (two savers opening a fresh database at once).
 func migrationLockKey(schema string) int64 {
@@ -205,43 +211,58 @@ func (d *db) migrate(ctx context.Context) error {
 	} else if d.opts.NoCreate {
 		return ErrNoTables
 	}
-	return d.tx(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", migrationLockKey(d.opts.Schema)); err != nil {
-			return fmt.Errorf("postgres checkpoint saver: taking the migration lock: %w", err)
+	mctx, cancel := context.WithTimeout(ctx, max(d.opts.CallTimeout, migrateTimeout))
+	defer cancel()
+	var inner error // applyMigrations's error, which says what it was doing
+	err = pgx.BeginFunc(mctx, d.pool, func(tx pgx.Tx) error {
+		inner = d.applyMigrations(mctx, tx)
+		return inner
+	})
+	if err != nil && inner == nil {
+		// Beginning or committing failed (a timeout, a lost connection):
+		// the bare driver error would not say what was going on.
+		return fmt.Errorf("postgres checkpoint saver: upgrading the schema from version %d to %d: %w", have, len(migrations), err)
+	}
+	return err
+}
+
+// applyMigrations applies, in tx, the migrations not yet recorded.
+func (d *db) applyMigrations(ctx context.Context, tx pgx.Tx) error {
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", migrationLockKey(d.opts.Schema)); err != nil {
+		return fmt.Errorf("postgres checkpoint saver: taking the migration lock: %w", err)
+	}
+	if d.opts.Schema != "" {
+		if _, err := tx.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{d.opts.Schema}.Sanitize()); err != nil {
+			return fmt.Errorf("postgres checkpoint saver: creating schema %s: %w", d.opts.Schema, err)
 		}
-		if d.opts.Schema != "" {
-			if _, err := tx.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{d.opts.Schema}.Sanitize()); err != nil {
-				return fmt.Errorf("postgres checkpoint saver: creating schema %s: %w", d.opts.Schema, err)
-			}
+	}
+	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS deepagents_migrations (
+		v integer PRIMARY KEY,
+		applied_at timestamptz NOT NULL DEFAULT now()
+	)`); err != nil {
+		return fmt.Errorf("postgres checkpoint saver: creating the migrations table: %w", err)
+	}
+	var have int
+	if err := tx.QueryRow(ctx, "SELECT coalesce(max(v), 0) FROM deepagents_migrations").Scan(&have); err != nil {
+		return fmt.Errorf("postgres checkpoint saver: reading the schema version: %w", err)
+	}
+	if err := knownVersion(have); err != nil {
+		return err
+	}
+	for v := have + 1; v <= len(migrations); v++ {
+		if _, err := tx.Exec(ctx, migrations[v-1].sql); err != nil {
+			return fmt.Errorf("postgres checkpoint saver: migration %d: %w", v, err)
 		}
-		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS deepagents_migrations (
-			v integer PRIMARY KEY,
-			applied_at timestamptz NOT NULL DEFAULT now()
-		)`); err != nil {
-			return fmt.Errorf("postgres checkpoint saver: creating the migrations table: %w", err)
-		}
-		var have int
-		if err := tx.QueryRow(ctx, "SELECT coalesce(max(v), 0) FROM deepagents_migrations").Scan(&have); err != nil {
-			return fmt.Errorf("postgres checkpoint saver: reading the schema version: %w", err)
-		}
-		if err := knownVersion(have); err != nil {
-			return err
-		}
-		for v := have + 1; v <= len(migrations); v++ {
-			if _, err := tx.Exec(ctx, migrations[v-1].sql); err != nil {
+		if fn := migrations[v-1].fn; fn != nil {
+			if err := fn(ctx, tx, d.opts); err != nil {
 				return fmt.Errorf("postgres checkpoint saver: migration %d: %w", v, err)
 			}
-			if fn := migrations[v-1].fn; fn != nil {
-				if err := fn(ctx, tx, d.opts); err != nil {
-					return fmt.Errorf("postgres checkpoint saver: migration %d: %w", v, err)
-				}
-			}
-			if _, err := tx.Exec(ctx, "INSERT INTO deepagents_migrations (v) VALUES ($1)", v); err != nil {
-				return fmt.Errorf("postgres checkpoint saver: recording migration %d: %w", v, err)
-			}
 		}
-		return nil
-	})
+		if _, err := tx.Exec(ctx, "INSERT INTO deepagents_migrations (v) VALUES ($1)", v); err != nil {
+			return fmt.Errorf("postgres checkpoint saver: recording migration %d: %w", v, err)
+		}
+	}
+	return nil
 }
 
 // version reads the schema version recorded in deepagents_migrations

@@ -11,6 +11,7 @@ import (
 
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/internal/pgtest"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgproto3"
 )
 
@@ -374,4 +375,36 @@ func TestNoCreateLeavesEmptyDatabase(t *testing.T) {
 		t.Fatalf("NoCreate on a current schema: %v", err)
 	}
 	s.Close()
+}
+
+// The schema upgrade at Open is one long transaction and gets more than a
+// short CallTimeout: here another opener holds the migration lock for
+// longer than the call timeout, and Open waits for it instead of failing.
+func TestSchemaUpgradeOutlastsTheCallTimeout(t *testing.T) {
+	dsn, schema := pgtest.Schema(t)
+	ctx := t.Context()
+	admin, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(context.Background())
+	key := migrationLockKey(schema)
+	if _, err := admin.Exec(ctx, "SELECT pg_advisory_lock($1)", key); err != nil {
+		t.Fatal(err)
+	}
+	unlocked := make(chan struct{})
+	defer func() { <-unlocked }() // before admin is closed
+	go func() {
+		defer close(unlocked)
+		time.Sleep(800 * time.Millisecond)
+		_, _ = admin.Exec(context.Background(), "SELECT pg_advisory_unlock($1)", key)
+	}()
+	s, err := Open(ctx, dsn, Options{Schema: schema, CallTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("Open while the migration lock was held for 0.8 s, with a 0.2 s call timeout: %v", err)
+	}
+	defer s.Close()
+	if err := s.Put(ctx, checkpoint.Step{ThreadID: "T", ID: "c1"}); err != nil {
+		t.Fatal(err)
+	}
 }

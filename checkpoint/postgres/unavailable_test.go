@@ -158,9 +158,8 @@ func TestCallTimeoutIsUnavailable(t *testing.T) {
 
 // openWithC1 opens a saver on dsn with checkpoint c1 of thread T in it, and
 // a connection of the test's own to the same server. The schema is created
-// first under the default call timeout: creating it takes a good part of a
-// second on a busy machine, more than the short timeouts these tests give
-// the saver under test, which bound the migration too.
+// by a saver of its own first, so that the saver under test, with its short
+// call timeout, opens a current schema.
 func openWithC1(t *testing.T, dsn string, opts Options) (*Saver, *pgx.Conn) {
 	t.Helper()
 	mig, err := Open(t.Context(), dsn, Options{Schema: opts.Schema})
