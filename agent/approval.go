@@ -160,6 +160,66 @@ func ParseDecisions(b []byte) ([]Decision, error) {
 	return ds, nil
 }
 
+// DecisionsInOrder reads decisions given as JSON objects, as a resume
+// payload lists them, against the calls waiting for them. A decision that
+// names no call (no "call_id" or "id"), as LangChain's clients send them,
+// answers the waiting call at its position in waiting, which is the order
+// of the interrupt's action_requests; a decision that names one is left as
+// it is. Then the decisions are parsed as by ParseDecisions.
+func DecisionsInOrder(list []json.RawMessage, waiting []Interrupt) ([]Decision, error) {
+	fixed := make([]json.RawMessage, len(list))
+	for i, raw := range list {
+		fixed[i] = raw
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &m); err != nil || m == nil {
+			return nil, fmt.Errorf("decision %d is not a JSON object", i+1)
+		}
+		_, hasCall := m["call_id"]
+		_, hasID := m["id"]
+		if hasCall || hasID {
+			continue
+		}
+		if len(waiting) == 0 {
+			return nil, fmt.Errorf("decision %d names no call_id, and no call is waiting for a decision", i+1)
+		}
+		if len(list) > len(waiting) {
+			return nil, fmt.Errorf("%d %s for %d waiting %s (%s): give one decision per waiting call, in order, or name each one's call_id",
+				len(list), plural(len(list), "decision", "decisions"), len(waiting), plural(len(waiting), "call", "calls"), WaitingNames(waiting))
+		}
+		m["call_id"], _ = json.Marshal(waiting[i].CallID)
+		if _, ok := m["path"]; !ok {
+			m["path"], _ = json.Marshal(waiting[i].Path)
+		}
+		b, err := json.Marshal(m)
+		if err != nil {
+			return nil, fmt.Errorf("decision %d: %v", i+1, err)
+		}
+		fixed[i] = b
+	}
+	b, err := json.Marshal(fixed)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDecisions(b)
+}
+
+// WaitingNames names waiting calls by tool and call id, for messages:
+// "write_file c1, edit_file c2".
+func WaitingNames(waiting []Interrupt) string {
+	names := make([]string, len(waiting))
+	for i, w := range waiting {
+		names[i] = w.Tool + " " + w.CallID
+	}
+	return strings.Join(names, ", ")
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
 // Check verifies a decision's shape: a known type, a call id, and for an
 // edit arguments that are a JSON object.
 func (d Decision) Check() error {

@@ -119,3 +119,66 @@ func TestGateWithoutToolWarns(t *testing.T) {
 		})
 	}
 }
+
+// Decisions that name no call answer the waiting calls at their positions,
+// keeping a path they give; decisions that name a call are left alone; more
+// unnamed decisions than waiting calls, or none waiting, are refused.
+func TestDecisionsInOrder(t *testing.T) {
+	waiting := []agent.Interrupt{{Path: "parent", CallID: "c1", Tool: "write_file"}, {Path: "parent / w#t1", CallID: "c1", Tool: "edit_file"}}
+	raws := func(s ...string) []json.RawMessage {
+		out := make([]json.RawMessage, len(s))
+		for i, x := range s {
+			out[i] = json.RawMessage(x)
+		}
+		return out
+	}
+	ds, err := agent.DecisionsInOrder(raws(`{"type":"approve"}`, `{"type":"reject","message":"no"}`), waiting)
+	if err != nil || len(ds) != 2 || ds[0].CallID != "c1" || ds[0].Path != "parent" || ds[1].Path != "parent / w#t1" || ds[1].Type != agent.Reject {
+		t.Fatalf("by position: %+v, %v", ds, err)
+	}
+	ds, err = agent.DecisionsInOrder(raws(`{"type":"approve","call_id":"c9","path":"x"}`, `{"type":"approve","path":"mine"}`), waiting)
+	if err != nil || ds[0].CallID != "c9" || ds[0].Path != "x" || ds[1].CallID != "c1" || ds[1].Path != "mine" {
+		t.Fatalf("named and given a path: %+v, %v", ds, err)
+	}
+	for _, c := range []struct {
+		list    []json.RawMessage
+		waiting []agent.Interrupt
+		want    string
+	}{
+		{raws(`{"type":"approve"}`, `{"type":"approve"}`, `{"type":"approve"}`), waiting, "3 decisions for 2 waiting calls (write_file c1, edit_file c1)"},
+		{raws(`{"type":"approve"}`), nil, "decision 1 names no call_id, and no call is waiting"},
+		{raws(`[1]`), waiting, "decision 1 is not a JSON object"},
+		{raws(`{"type":"maybe"}`), waiting, "decision 1"},
+	} {
+		if _, err := agent.DecisionsInOrder(c.list, c.waiting); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error with %q", c.list, err, c.want)
+		}
+	}
+}
+
+// FuzzDecisionsInOrder: any list is taken or refused without a panic, and
+// every decision taken names a call and passes Check.
+func FuzzDecisionsInOrder(f *testing.F) {
+	for _, s := range []string{`[]`, `[{"type":"approve"}]`, `[{"type":"edit","args":{"a":1}},{"type":"approve","id":"x"}]`, `[null]`, `[{"type":"reject","path":""}]`} {
+		f.Add([]byte(s))
+	}
+	waiting := []agent.Interrupt{{Path: "parent", CallID: "c1", Tool: "t"}, {Path: "parent", CallID: "c2", Tool: "t"}}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var list []json.RawMessage
+		if json.Unmarshal(b, &list) != nil {
+			return
+		}
+		ds, err := agent.DecisionsInOrder(list, waiting)
+		if err != nil {
+			return
+		}
+		if len(ds) != len(list) {
+			t.Fatalf("%d decisions for %d given", len(ds), len(list))
+		}
+		for _, d := range ds {
+			if err := d.Check(); err != nil || d.CallID == "" {
+				t.Fatalf("taken %+v: %v", d, err)
+			}
+		}
+	})
+}

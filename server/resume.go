@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/deepagents-go/deepagents/agent"
 )
@@ -58,36 +57,9 @@ func parseResume(raw json.RawMessage, waiting []agent.Interrupt, interruptID str
 		// Each waiting call takes one decision: say so, rather than
 		// complain about the first decision left without a call.
 		return nil, fmt.Errorf("command.resume has %d decisions for %d waiting %s (%s); send one decision per waiting call",
-			len(list), len(waiting), plural(len(waiting), "call", "calls"), waitingCalls(waiting))
+			len(list), len(waiting), plural(len(waiting), "call", "calls"), agent.WaitingNames(waiting))
 	}
-	var fixed []json.RawMessage
-	for i, d := range list {
-		var m map[string]json.RawMessage
-		if err := json.Unmarshal(d, &m); err != nil || m == nil {
-			return nil, fmt.Errorf("decision %d is not an object", i+1)
-		}
-		_, hasCall := m["call_id"]
-		_, hasID := m["id"]
-		if !hasCall && !hasID && i < len(waiting) {
-			m["call_id"], _ = json.Marshal(waiting[i].CallID)
-			if _, ok := m["path"]; !ok {
-				m["path"], _ = json.Marshal(waiting[i].Path)
-			}
-		}
-		b, err := json.Marshal(m)
-		if err != nil {
-			return nil, fmt.Errorf("decision %d: %v", i+1, err)
-		}
-		fixed = append(fixed, b)
-	}
-	b, err := json.Marshal(fixed)
-	if err != nil {
-		return nil, err
-	}
-	if fixed == nil {
-		b = []byte("[]")
-	}
-	ds, err := agent.ParseDecisions(b)
+	ds, err := agent.DecisionsInOrder(list, waiting)
 	if err != nil {
 		return nil, fmt.Errorf("command.resume: %w", err)
 	}
@@ -100,13 +72,4 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
-}
-
-// waitingCalls names the waiting calls: tool and call id of each.
-func waitingCalls(waiting []agent.Interrupt) string {
-	names := make([]string, len(waiting))
-	for i, w := range waiting {
-		names[i] = w.Tool + " " + w.CallID
-	}
-	return strings.Join(names, ", ")
 }

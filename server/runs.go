@@ -357,7 +357,7 @@ func (s *Server) checkContinue(ctx context.Context, thread, ifNotExists string) 
 		return errf(http.StatusUnprocessableEntity, "thread %q has no run to continue (it has no checkpoint yet); send input messages", thread)
 	case rs.Status == agent.StatusInterrupted && len(rs.Loop.Interrupts) > 0:
 		return errf(http.StatusUnprocessableEntity, "thread %q waits for decisions on %d %s (%s): send them as command.resume, or send input messages to move on",
-			thread, len(rs.Loop.Interrupts), plural(len(rs.Loop.Interrupts), "call", "calls"), waitingCalls(rs.Loop.Interrupts))
+			thread, len(rs.Loop.Interrupts), plural(len(rs.Loop.Interrupts), "call", "calls"), agent.WaitingNames(rs.Loop.Interrupts))
 	case rs.Status != "" && rs.Status != agent.StatusInterrupted:
 		return errf(http.StatusUnprocessableEntity, "thread %q has no run to continue: its last run ended with status %s; send input messages", thread, rs.Status)
 	}

@@ -224,54 +224,16 @@ func readDecisions(name string, stdin io.Reader) ([]json.RawMessage, error) {
 	return list, nil
 }
 
-// answerInOrder reads decisions from a --decisions file. A decision that
-// names no call (no "call_id" or "id"), as LangChain's clients send them,
-// answers the waiting call at its position in the list, which is the order
-// of action_requests in the JSON result of the run that stopped.
+// answerInOrder reads decisions from a --decisions file against the
+// thread's waiting calls (agent.DecisionsInOrder): one that names no call
+// answers the waiting call at its position, which is the order of
+// action_requests in the JSON result of the run that stopped.
 func answerInOrder(ctx context.Context, setup *setup, thread string, list []json.RawMessage) ([]agent.Decision, error) {
 	var waiting []agent.Interrupt
-	loaded := false
-	fixed := make([]json.RawMessage, len(list))
-	for i, raw := range list {
-		fixed[i] = raw
-		var m map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &m); err != nil || m == nil {
-			return nil, fmt.Errorf("decision %d is not a JSON object", i+1)
-		}
-		if _, ok := m["call_id"]; ok {
-			continue
-		}
-		if _, ok := m["id"]; ok {
-			continue
-		}
-		if !loaded {
-			loaded = true
-			if rs, err := agent.LoadRunState(ctx, setup.saver, thread, agent.RootPath(setup.agent.Name()), false); err == nil {
-				waiting = rs.Loop.Interrupts
-			}
-		}
-		if len(waiting) == 0 {
-			return nil, fmt.Errorf("decision %d names no call_id, and no call of thread %q is waiting for a decision", i+1, thread)
-		}
-		if len(list) > len(waiting) {
-			return nil, fmt.Errorf("%d %s for %d waiting %s (%s): give one decision per waiting call, in order, or name each one's call_id",
-				len(list), plural(len(list), "decision", "decisions"), len(waiting), plural(len(waiting), "call", "calls"), waitingNames(waiting))
-		}
-		m["call_id"], _ = json.Marshal(waiting[i].CallID)
-		if _, ok := m["path"]; !ok {
-			m["path"], _ = json.Marshal(waiting[i].Path)
-		}
-		b, err := json.Marshal(m)
-		if err != nil {
-			return nil, fmt.Errorf("decision %d: %v", i+1, err)
-		}
-		fixed[i] = b
+	if rs, err := agent.LoadRunState(ctx, setup.saver, thread, agent.RootPath(setup.agent.Name()), false); err == nil {
+		waiting = rs.Loop.Interrupts
 	}
-	b, err := json.Marshal(fixed)
-	if err != nil {
-		return nil, err
-	}
-	return agent.ParseDecisions(b)
+	return agent.DecisionsInOrder(list, waiting)
 }
 
 // flagsTellCallsApart refuses a decision flag whose call id more than one
@@ -309,20 +271,4 @@ func flagsTellCallsApart(ctx context.Context, setup *setup, f runFlags, ds []age
 			d.CallID, strings.Join(paths, "; "), d.Type, echoDecision(d, same[0]), shellWord(f.thread), db)
 	}
 	return nil
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
-}
-
-// waitingNames names waiting calls by tool and call id.
-func waitingNames(waiting []agent.Interrupt) string {
-	names := make([]string, len(waiting))
-	for i, w := range waiting {
-		names[i] = w.Tool + " " + w.CallID
-	}
-	return strings.Join(names, ", ")
 }
