@@ -250,7 +250,9 @@ type Saver interface {
 	// Acquire leases a thread to holder until now+ttl. A lease held by
 	// another holder that has not expired at now is refused with a
 	// *LeasedError (errors.Is ErrLeased); an expired one is taken over.
-	// Acquiring a lease one already holds renews it.
+	// Acquiring a lease one already holds renews it. A saver shared by
+	// several machines may time leases by a clock of its own instead of
+	// now (postgres.Options.ServerClock).
 	Acquire(ctx context.Context, threadID, holder string, now time.Time, ttl time.Duration) (Lease, error)
 	// Renew extends holder's lease to now+ttl; ErrNotHeld if holder does
 	// not hold it (it expired and someone else took it, or it was released).

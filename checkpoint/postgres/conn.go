@@ -45,6 +45,13 @@ type Options struct {
 	// hold a whole state by reference); rebuilding a state reads one
 	// snapshot and at most this many steps after it.
 	SnapshotEvery int
+	// ServerClock times leases by the database server's clock instead of
+	// the now each caller passes to Acquire and Renew: machines that share
+	// one database then need no synchronised clocks (a machine whose clock
+	// runs a minute ahead would otherwise take over live leases). The
+	// callers' times are then ignored, so a deterministic runtime's leases
+	// are no longer deterministic.
+	ServerClock bool
 	// NoCreate leaves a database without the saver's tables as it is:
 	// Open creates no schema and no table there and fails with
 	// ErrNoTables. Tables of an older version are still upgraded. It is

@@ -100,7 +100,7 @@ func openDatabase(ctx context.Context, d config.Database, shared bool) (checkpoi
 	case config.Postgres:
 		// Open bounds connecting and each of its calls itself; the URL's
 		// connect_timeout, when it has one, replaces dbConnectTimeout.
-		s, err := postgres.Open(ctx, d.DSN, postgres.Options{ConnectTimeout: dbConnectTimeout, CallTimeout: dbCallTimeout})
+		s, err := postgres.Open(ctx, d.DSN, postgres.Options{ConnectTimeout: dbConnectTimeout, CallTimeout: dbCallTimeout, ServerClock: true})
 		if err != nil {
 			return nil, fmt.Errorf("thread database %s: %w", d, err)
 		}
@@ -125,7 +125,7 @@ func openExistingDatabase(ctx context.Context, d config.Database) (checkpoint.Sa
 		}
 		return openDatabase(ctx, d, false)
 	case config.Postgres:
-		s, err := postgres.Open(ctx, d.DSN, postgres.Options{ConnectTimeout: dbConnectTimeout, CallTimeout: dbCallTimeout, NoCreate: true})
+		s, err := postgres.Open(ctx, d.DSN, postgres.Options{ConnectTimeout: dbConnectTimeout, CallTimeout: dbCallTimeout, ServerClock: true, NoCreate: true})
 		if errors.Is(err, postgres.ErrNoTables) {
 			return nil, errNoDatabase
 		}
