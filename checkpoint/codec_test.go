@@ -47,6 +47,15 @@ func TestGoldenV1Records(t *testing.T) {
 			Depth:     1,
 		},
 	}
+	// A delta of a history whose snapshot lists many files (written since
+	// snapshots of many files are spaced out): the next snapshot comes
+	// after 120 deltas, not the saver's 50.
+	want["checkpoint_v1_span.json"] = &checkpoint.Record{
+		V: 1, ThreadID: "thread-1", ID: "0193a8f0-0000-7000-8000-000000000090", ParentID: "0193a8f0-0000-7000-8000-000000000089",
+		Step: 90, Status: "running", Time: time.Date(2026, 12, 4, 8, 30, 0, 0, time.UTC),
+		StepUsage: llm.Usage{InputTokens: 10, OutputTokens: 5}, Usage: llm.Usage{InputTokens: 900, OutputTokens: 450},
+		Messages: checkpoint.Range{From: 180, To: 182}, Depth: 60, Span: 120,
+	}
 	for name, w := range want {
 		data, err := os.ReadFile(filepath.Join("testdata", name))
 		if err != nil {
@@ -59,6 +68,9 @@ func TestGoldenV1Records(t *testing.T) {
 		if d := cmp.Diff(w, got); d != "" {
 			t.Errorf("%s (-want +got):\n%s", name, d)
 		}
+	}
+	if span, _ := checkpoint.Decode(mustRead(t, "testdata/checkpoint_v1_span.json")); checkpoint.NeedsView(span, 50) || !checkpoint.NeedsView(&checkpoint.Record{Depth: 119, Span: 120}, 50) {
+		t.Error("a history's span does not set when its next snapshot comes")
 	}
 	// The snapshot and the delta resolve to the state they describe.
 	snap, _ := os.ReadFile("testdata/checkpoint_v1_snapshot.json")
@@ -183,4 +195,13 @@ func FuzzDecodeWrite(f *testing.F) {
 			t.Fatalf("round trip changed the write:\n%s\n%s", enc, enc2)
 		}
 	})
+}
+
+func mustRead(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

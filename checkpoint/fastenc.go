@@ -36,7 +36,7 @@ import (
 var fastLayout = layoutOf() == knownLayout
 
 // knownLayout is the layout the appenders were written for (see layoutOf).
-const knownLayout = `checkpoint.Record{V int "json:\"v\""; ThreadID string "json:\"thread\""; NS string "json:\"ns,omitempty\""; ID string "json:\"id\""; ParentID string "json:\"parent,omitempty\""; Step int "json:\"step\""; Metadata map[string]string "json:\"metadata,omitempty\""; Status checkpoint.Status "json:\"status,omitempty\""; Time time.Time "json:\"time\""; StepUsage llm.Usage "json:\"step_usage\""; Usage llm.Usage "json:\"usage\""; Messages checkpoint.Range "json:\"messages\""; Files map[string]checkpoint.FileRef "json:\"files,omitempty\""; Values map[string]json.RawMessage "json:\"values,omitempty\""; Depth int "json:\"depth\""; Snapshot *checkpoint.Snapshot "json:\"snapshot,omitempty\""; Title string "json:\"title,omitempty\""}` +
+const knownLayout = `checkpoint.Record{V int "json:\"v\""; ThreadID string "json:\"thread\""; NS string "json:\"ns,omitempty\""; ID string "json:\"id\""; ParentID string "json:\"parent,omitempty\""; Step int "json:\"step\""; Metadata map[string]string "json:\"metadata,omitempty\""; Status checkpoint.Status "json:\"status,omitempty\""; Time time.Time "json:\"time\""; StepUsage llm.Usage "json:\"step_usage\""; Usage llm.Usage "json:\"usage\""; Messages checkpoint.Range "json:\"messages\""; Files map[string]checkpoint.FileRef "json:\"files,omitempty\""; Values map[string]json.RawMessage "json:\"values,omitempty\""; Depth int "json:\"depth\""; Span int "json:\"span,omitempty\""; Snapshot *checkpoint.Snapshot "json:\"snapshot,omitempty\""; Title string "json:\"title,omitempty\""}` +
 	`checkpoint.Range{From int64 "json:\"from\""; To int64 "json:\"to\""}` +
 	`checkpoint.FileRef{Hash string "json:\"sha256,omitempty\""; Size int64 "json:\"size,omitempty\""; Created time.Time "json:\"created,omitzero\""; Modified time.Time "json:\"modified,omitzero\""; Deleted bool "json:\"deleted,omitempty\""}` +
 	`checkpoint.Snapshot{Messages []checkpoint.Range "json:\"messages\""; Files map[string]checkpoint.FileRef "json:\"files,omitempty\""; Values map[string]json.RawMessage "json:\"values,omitempty\""}` +
@@ -330,6 +330,10 @@ func (e *jsonEnc) record(r *Record, v int) {
 	}
 	e.lit(`,"depth":`)
 	e.int(int64(r.Depth))
+	if r.Span != 0 {
+		e.lit(`,"span":`)
+		e.int(int64(r.Span))
+	}
 	if s := r.Snapshot; s != nil {
 		e.lit(`,"snapshot":{"messages":`)
 		if s.Messages == nil {

@@ -452,7 +452,7 @@ func FuzzEncodeRecordMatchesJSON(f *testing.F) {
 			V: int(n), ThreadID: thread, NS: ns, ID: id, ParentID: text, Step: int(n), Metadata: map[string]string{text: thread, ns: id},
 			Status: Status(text), Time: at, StepUsage: llm.Usage{InputTokens: int(n), Unknown: n%2 == 0}, Usage: llm.Usage{ReasoningTokens: int(sec)},
 			Messages: Range{From: n, To: sec}, Files: map[string]FileRef{thread: {Hash: id, Size: n, Created: at, Deleted: n%3 == 0}},
-			Values: map[string]json.RawMessage{ns: value, id: json.RawMessage(`{"x" : 1}`)}, Depth: int(nsec), Title: text,
+			Values: map[string]json.RawMessage{ns: value, id: json.RawMessage(`{"x" : 1}`)}, Depth: int(nsec), Span: int(offset), Title: text,
 		}
 		if n%2 == 0 {
 			r.Snapshot = &Snapshot{Messages: []Range{{From: sec, To: n}}, Files: map[string]FileRef{text: {Modified: at}}, Values: map[string]json.RawMessage{text: value}}

@@ -53,7 +53,12 @@ type Record struct {
 	Values    map[string]json.RawMessage `json:"values,omitempty"`
 	// Depth counts the deltas since the last snapshot; 0 means this record
 	// carries one.
-	Depth    int       `json:"depth"`
+	Depth int `json:"depth"`
+	// Span, when set, is how many deltas may follow this history's last
+	// snapshot before the next, where the saver's own interval would be
+	// fewer: a snapshot lists every file, so a state of many files is
+	// snapshotted less often (see SnapshotSpan).
+	Span     int       `json:"span,omitempty"`
 	Snapshot *Snapshot `json:"snapshot,omitempty"`
 	// Title is the first user message's text, kept on the first record of
 	// a history that has one, for thread listings.
@@ -153,8 +158,8 @@ func (r *Record) check() error {
 	if r.ThreadID == "" || r.ID == "" {
 		return fmt.Errorf("thread or checkpoint id missing")
 	}
-	if r.Step < 0 || r.Depth < 0 {
-		return fmt.Errorf("negative step or depth")
+	if r.Step < 0 || r.Depth < 0 || r.Span < 0 {
+		return fmt.Errorf("negative step, depth or span")
 	}
 	if r.Messages.From < 0 || r.Messages.To < r.Messages.From {
 		return fmt.Errorf("bad message range %d..%d", r.Messages.From, r.Messages.To)
@@ -357,8 +362,9 @@ func Build(s *Step, parent *Record, parentView *View, msgFrom int64, every int) 
 	if parent != nil {
 		r.Usage = parent.Usage.Add(s.Usage)
 		r.Depth = parent.Depth + 1
+		r.Span = parent.Span
 	}
-	if parent == nil || r.Depth >= every {
+	if parent == nil || r.Depth >= max(every, parent.Span) {
 		base := View{Files: map[string]FileRef{}, Values: map[string]json.RawMessage{}}
 		if parent != nil {
 			if parentView == nil {
@@ -367,7 +373,7 @@ func Build(s *Step, parent *Record, parentView *View, msgFrom int64, every int) 
 			base = *parentView
 		}
 		v := ViewOf([]*Record{r, {Depth: 0, Snapshot: &Snapshot{Messages: base.Messages, Files: base.Files, Values: base.Values}}})
-		r.Depth = 0
+		r.Depth, r.Span = 0, SnapshotSpan(len(v.Files))
 		r.Snapshot = &Snapshot{Messages: v.Messages, Files: v.Files, Values: v.Values}
 		if len(r.Snapshot.Files) == 0 {
 			r.Snapshot.Files = nil
@@ -391,7 +397,24 @@ func NeedsView(parent *Record, every int) bool {
 	if every <= 0 {
 		every = DefaultSnapshotEvery
 	}
-	return parent != nil && parent.Depth+1 >= every
+	return parent != nil && parent.Depth+1 >= max(every, parent.Span)
+}
+
+// snapshotFileSteps is what a snapshot's file list may cost a step at
+// most, in listed files: a snapshot of n files is followed by at least
+// n/snapshotFileSteps deltas.
+const snapshotFileSteps = 2
+
+// SnapshotSpan is the Span of a snapshot of n files: the deltas that follow
+// it before the next snapshot, when that is more than DefaultSnapshotEvery
+// (0 otherwise). So the bytes the snapshots' file lists add stay within
+// snapshotFileSteps listed files per step however many files a thread
+// keeps, and a state is rebuilt from at most n/2 deltas.
+func SnapshotSpan(n int) int {
+	if span := n / snapshotFileSteps; span > DefaultSnapshotEvery {
+		return span
+	}
+	return 0
 }
 
 // ParentView returns the view of parent that Build needs for the step
@@ -414,7 +437,7 @@ func ParentView(ctx context.Context, parent *Record, every int, load Loader) (*V
 func MakeSnapshot(chain []*Record) *Record {
 	v := ViewOf(chain)
 	r := *chain[0]
-	r.Depth = 0
+	r.Depth, r.Span = 0, SnapshotSpan(len(v.Files))
 	r.Snapshot = &Snapshot{Messages: v.Messages, Files: v.Files, Values: v.Values}
 	if r.Snapshot.Messages == nil {
 		r.Snapshot.Messages = []Range{}

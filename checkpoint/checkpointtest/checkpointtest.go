@@ -60,6 +60,7 @@ func Run(t *testing.T, newSaver Factory) {
 		{"PruneBefore", testPruneBefore},
 		{"PruneKeepsSnapshotContents", testPruneKeepsSnapshotContents},
 		{"PruneNamespaces", testPruneNamespaces},
+		{"ManyFiles", testManyFiles},
 		{"Leases", testLeases},
 		{"Threads", testThreads},
 		{"OddText", testOddText},
@@ -1279,5 +1280,50 @@ func testCancelled(t *testing.T, s checkpoint.Saver) {
 	}
 	if _, err := s.Get(context.Background(), checkpoint.Ref{ThreadID: "copy"}); !errors.Is(err, checkpoint.ErrNotFound) {
 		t.Errorf("cancelled copy made a thread: %v", err)
+	}
+}
+
+// testManyFiles: a history that gains a file at every step, past the point
+// where its snapshots are spaced further apart (checkpoint.SnapshotSpan),
+// reads back every checkpoint's files, also after a copy and a prune.
+func testManyFiles(t *testing.T, s checkpoint.Saver) {
+	ctx := context.Background()
+	const n = 260
+	prev := ""
+	for i := 1; i <= n; i++ {
+		id := fmt.Sprintf("m%03d", i)
+		if err := s.Put(ctx, checkpoint.Step{ThreadID: "many", ID: id, ParentID: prev, Step: i, Time: t0,
+			Messages: []llm.Message{assistant(id)}, Files: vfs.Delta{{Path: "/f/" + id, File: file(id, t0)}}}); err != nil {
+			t.Fatal(err)
+		}
+		prev = id
+	}
+	for _, i := range []int{1, 99, 150, 151, 200, 226, 227, n} {
+		c := get(t, s, "many", "", fmt.Sprintf("m%03d", i))
+		if len(c.State.Files) != i || len(c.State.Messages) != i || c.State.Files[fmt.Sprintf("/f/m%03d", i)].Content != fmt.Sprintf("m%03d", i) {
+			t.Fatalf("checkpoint %d: %d files and %d messages, want %d", i, len(c.State.Files), len(c.State.Messages), i)
+		}
+	}
+	if err := s.CopyThread(ctx, checkpoint.Ref{ThreadID: "many", ID: "m240"}, "many-copy"); err != nil {
+		t.Fatal(err)
+	}
+	if c := get(t, s, "many-copy", "", ""); len(c.State.Files) != 240 {
+		t.Errorf("copy at 240: %d files", len(c.State.Files))
+	}
+	if err := s.Prune(ctx, "many", checkpoint.PruneOptions{KeepLast: 5}); err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int{n - 4, n} {
+		if c := get(t, s, "many", "", fmt.Sprintf("m%03d", i)); len(c.State.Files) != i {
+			t.Errorf("after the prune, checkpoint %d: %d files", i, len(c.State.Files))
+		}
+	}
+	// The history goes on from the pruned one.
+	if err := s.Put(ctx, checkpoint.Step{ThreadID: "many", ID: "m261", ParentID: prev, Step: n + 1, Time: t0,
+		Messages: []llm.Message{assistant("m261")}}); err != nil {
+		t.Fatal(err)
+	}
+	if c := get(t, s, "many", "", ""); len(c.State.Files) != n {
+		t.Errorf("after a put on the pruned history: %d files", len(c.State.Files))
 	}
 }

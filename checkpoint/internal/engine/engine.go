@@ -208,7 +208,7 @@ func Get(ctx context.Context, r Reader, ref checkpoint.Ref, every int) (*checkpo
 	if err != nil {
 		return nil, err
 	}
-	chain, err := checkpoint.Chain(ctx, rec, RecentLoader(r, ref.ThreadID, ref.NS, rec.ID, every))
+	chain, err := checkpoint.Chain(ctx, rec, RecentLoader(r, ref.ThreadID, ref.NS, rec.ID, max(every, rec.Depth)))
 	if err != nil {
 		return nil, err
 	}

@@ -34,7 +34,8 @@ func (t *Tip) Is(id string, era int64) bool {
 }
 
 // MaxTips bounds the cache (each tip holds up to SnapshotEvery decoded
-// records, and every subagent run has a namespace of its own); when full it
+// records, or its history's Span, and every subagent run has a namespace of
+// its own); when full it
 // starts again empty.
 const MaxTips = 256
 

@@ -98,7 +98,7 @@ func Put(ctx context.Context, w Writer, st *checkpoint.Step, every int, tips *Ti
 	if parent != nil && checkpoint.NeedsView(parent, every) {
 		if pchain == nil {
 			var err error
-			if pchain, err = checkpoint.Chain(ctx, parent, RecentLoader(w, st.ThreadID, st.NS, parent.ID, every)); err != nil {
+			if pchain, err = checkpoint.Chain(ctx, parent, RecentLoader(w, st.ThreadID, st.NS, parent.ID, max(every, parent.Depth))); err != nil {
 				return nil, err
 			}
 		}
