@@ -40,7 +40,9 @@ type lastEventReader interface {
 // status finds it as GET shows it. A thread whose saved state waits for
 // decisions is marked interrupted instead, and a running run that saved
 // that interrupt (the checkpoint is newer than the run) interrupted too:
-// the server stopped after the interrupt was saved, before it marked them. Threads whose checkpoint lease another
+// the server stopped after the interrupt was saved, before it marked them.
+// Likewise a running run that saved its end well (an agent does so before
+// it sends its last response) is marked success, and its thread idle. Threads whose checkpoint lease another
 // live process holds are skipped. It runs before the server serves any
 // request: no run of this server is going on.
 func (s *Server) recoverStopped(ctx context.Context) error {
@@ -113,17 +115,26 @@ func (s *Server) recoverStopped(ctx context.Context) error {
 		}
 		return w
 	}
+	finished := map[string]bool{} // threads whose stopped run had ended well
 	for _, r := range runs {
 		if held(r.ThreadID) {
 			continue
 		}
 		w := waitOf(r.ThreadID)
+		saved := r.Status == runRunning && !w.at.IsZero() && !w.at.Before(r.CreatedAt)
 		var err error
-		if r.Status == runRunning && w.waiting && !w.at.IsZero() && !w.at.Before(r.CreatedAt) {
+		switch {
+		case saved && w.waiting:
 			// The run saved the interrupt: it ended as it would have.
 			r.Status, r.UpdatedAt = runInterrupted, now()
 			err = s.store.PutRun(ctx, r)
-		} else {
+		case saved && w.ended == agent.StatusOK:
+			// The run saved its end (which it does before it sends its
+			// last response): it ended as it would have.
+			r.Status, r.UpdatedAt = runSuccess, now()
+			err = s.store.PutRun(ctx, r)
+			finished[r.ThreadID] = true
+		default:
 			err = s.failStopped(ctx, r, w.waiting)
 		}
 		if err != nil {
@@ -135,8 +146,11 @@ func (s *Server) recoverStopped(ctx context.Context) error {
 			continue
 		}
 		th.Status, th.Error, th.UpdatedAt = threadError, errOrphan, now()
-		if waitOf(th.ID).waiting {
+		switch {
+		case waitOf(th.ID).waiting:
 			th.Status, th.Error = threadInterrupted, ""
+		case finished[th.ID]:
+			th.Status, th.Error = threadIdle, ""
 		}
 		if err := s.store.UpdateThread(ctx, th); err != nil && !errors.Is(err, ErrNotFound) {
 			errs = append(errs, fmt.Errorf("thread %q: %w", th.ID, err))
@@ -148,26 +162,35 @@ func (s *Server) recoverStopped(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// stoppedWait is whether a thread's saved state waits for decisions, and
-// the time of the checkpoint that says so.
+// stoppedWait is whether a thread's saved state waits for decisions, or
+// how its last run ended, and the time of the checkpoint that says so.
 type stoppedWait struct {
 	waiting bool
+	ended   agent.Status // the saved end of the thread's last run, if any
 	at      time.Time
 }
 
 // stoppedWaiting reads whether thread's saved state has calls waiting for
-// a decision, and since when.
+// a decision, or has its last run's end, and since when.
 func (s *Server) stoppedWaiting(ctx context.Context, thread string) (stoppedWait, error) {
 	rs, err := s.loadState(ctx, thread)
-	if err != nil || rs == nil || rs.Status != agent.StatusInterrupted || len(rs.Loop.Interrupts) == 0 {
+	if err != nil || rs == nil {
 		return stoppedWait{}, err
+	}
+	w := stoppedWait{waiting: rs.Status == agent.StatusInterrupted && len(rs.Loop.Interrupts) > 0}
+	if !w.waiting {
+		if rs.Status == "" || rs.Status == agent.StatusInterrupted {
+			return stoppedWait{}, nil // cut off: nothing saved says how it ended
+		}
+		w.ended = rs.Status
 	}
 	cp, err := s.cfg.Saver.Get(ctx, checkpoint.Ref{ThreadID: thread, ID: rs.Checkpoint})
 	if err != nil {
 		// Waiting all the same; when is unknown.
-		return stoppedWait{waiting: true}, err
+		return w, err
 	}
-	return stoppedWait{waiting: true, at: cp.Time}, nil
+	w.at = cp.Time
+	return w, nil
 }
 
 // errOrphanWaiting is errOrphan for a run whose thread waits for decisions

@@ -15,6 +15,7 @@ import (
 
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/checkpoint/sqlite"
+	"github.com/deepagents-go/deepagents/llm/scripted"
 )
 
 // goneHolder names a lease holder that is a process of this host that has
@@ -190,4 +191,52 @@ func openFiles(t *testing.T, dir string) (*sqlite.Saver, Store) {
 		t.Fatal(err)
 	}
 	return sv, st
+}
+
+// TestRestartFindsARunThatSavedItsEnd: a run saves its end before it sends
+// its last response, so a server can stop after a run ended in the thread's
+// checkpoints but before it marked the run. The restarted server marks that
+// run success and its thread idle; a run created after the thread's last
+// end (it saved nothing) is still an orphan.
+func TestRestartFindsARunThatSavedItsEnd(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	sv, st := openFiles(t, dir)
+	t.Cleanup(func() { _ = st.Close(); _ = sv.Close() })
+	a, err := agent.New(agent.Config{Name: "agent", Model: scripted.New(scripted.Script{"agent": {Steps: []scripted.Step{{Content: "done"}}}}, scripted.Options{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now().Add(-time.Minute)
+	for _, th := range []string{"T", "U"} {
+		if err := st.CreateThread(ctx, ThreadRecord{ID: th, CreatedAt: at, UpdatedAt: at, Metadata: map[string]any{}, Status: threadBusy}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// T's run was created before the run that saved the end; U's after.
+	if err := st.PutRun(ctx, RunRecord{Run: Run{RunID: "r-t", ThreadID: "T", AssistantID: "researcher", Status: runRunning, CreatedAt: at, UpdatedAt: at, Metadata: map[string]any{}}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, th := range []string{"T", "U"} {
+		if _, err := a.Invoke(ctx, agent.Prompt("go"), agent.WithCheckpoints(sv, th)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	later := time.Now().Add(time.Minute)
+	if err := st.PutRun(ctx, RunRecord{Run: Run{RunID: "r-u", ThreadID: "U", AssistantID: "researcher", Status: runRunning, CreatedAt: later, UpdatedAt: later, Metadata: map[string]any{}}}); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, Config{Saver: sv, Store: st})
+	for _, c := range []struct{ thread, run, runStatus, threadStatus string }{
+		{"T", "r-t", "success", "idle"},
+		{"U", "r-u", "error", "error"},
+	} {
+		var run Run
+		h.json("GET", "/threads/"+c.thread+"/runs/"+c.run, nil, 200, &run)
+		var th Thread
+		h.json("GET", "/threads/"+c.thread, nil, 200, &th)
+		if run.Status != c.runStatus || th.Status != c.threadStatus {
+			t.Errorf("thread %s: run %q, thread %q; want %q and %q", c.thread, run.Status, th.Status, c.runStatus, c.threadStatus)
+		}
+	}
 }
