@@ -116,6 +116,7 @@ func (s *Server) recoverStopped(ctx context.Context) error {
 		return w
 	}
 	finished := map[string]bool{} // threads whose stopped run had ended well
+	orphaned := map[string]bool{} // threads with a run marked failed here
 	for _, r := range runs {
 		if held(r.ThreadID) {
 			continue
@@ -136,6 +137,7 @@ func (s *Server) recoverStopped(ctx context.Context) error {
 			finished[r.ThreadID] = true
 		default:
 			err = s.failStopped(ctx, r, w.waiting)
+			orphaned[r.ThreadID] = true
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("run %s: %w", r.RunID, err))
@@ -146,10 +148,13 @@ func (s *Server) recoverStopped(ctx context.Context) error {
 			continue
 		}
 		th.Status, th.Error, th.UpdatedAt = threadError, errOrphan, now()
-		switch {
-		case waitOf(th.ID).waiting:
+		switch w := waitOf(th.ID); {
+		case w.waiting:
 			th.Status, th.Error = threadInterrupted, ""
-		case finished[th.ID]:
+		case finished[th.ID] || !orphaned[th.ID] && w.ended == agent.StatusOK:
+			// Its run ended well: found here, or marked so before the
+			// server stopped (the run's record and the thread's are two
+			// writes).
 			th.Status, th.Error = threadIdle, ""
 		}
 		if err := s.store.UpdateThread(ctx, th); err != nil && !errors.Is(err, ErrNotFound) {

@@ -240,3 +240,34 @@ func TestRestartFindsARunThatSavedItsEnd(t *testing.T) {
 		}
 	}
 }
+
+// TestRestartIdlesAThreadWhoseRunWasMarked: the server stores a finished
+// run's record and then its thread's; stopped between the two, it leaves
+// the run success and the thread busy. The restart makes the thread idle,
+// not an orphan's error, when its saved state ended well.
+func TestRestartIdlesAThreadWhoseRunWasMarked(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	sv, st := openFiles(t, dir)
+	t.Cleanup(func() { _ = st.Close(); _ = sv.Close() })
+	a, err := agent.New(agent.Config{Name: "agent", Model: scripted.New(scripted.Script{"agent": {Steps: []scripted.Step{{Content: "done"}}}}, scripted.Options{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now().Add(-time.Minute)
+	if err := st.CreateThread(ctx, ThreadRecord{ID: "T", CreatedAt: at, UpdatedAt: at, Metadata: map[string]any{}, Status: threadBusy}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.PutRun(ctx, RunRecord{Run: Run{RunID: "r", ThreadID: "T", AssistantID: "researcher", Status: runSuccess, CreatedAt: at, UpdatedAt: at, Metadata: map[string]any{}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Invoke(ctx, agent.Prompt("go"), agent.WithCheckpoints(sv, "T")); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, Config{Saver: sv, Store: st})
+	var th Thread
+	h.json("GET", "/threads/T", nil, 200, &th)
+	if th.Status != "idle" || th.Error != "" {
+		t.Errorf("thread %q (%q), want idle", th.Status, th.Error)
+	}
+}
