@@ -2,21 +2,16 @@ package agent_test
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"slices"
 	"sync"
 	"testing"
 
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/checkpoint"
-	"github.com/deepagents-go/deepagents/llm/scripted"
-	"github.com/deepagents-go/deepagents/subagent"
 	"github.com/deepagents-go/deepagents/tool"
 )
 
-// peekSaver records, at each model.response event, how many puts the
-// store had taken by then.
+// peekSaver counts the puts its saver took.
 type peekSaver struct {
 	checkpoint.Saver
 	mu   sync.Mutex
@@ -46,8 +41,8 @@ func TestResponsesAreSavedBeforeTheyAreShown(t *testing.T) {
 	mem := checkpoint.NewMemory(0)
 	store := &peekSaver{Saver: mem}
 	a := newAgent(t, agent.Config{Model: threeSteps(), Tools: []tool.Tool{writeTool}})
-	var shown []int // puts taken when each response was shown
-	var statuses []checkpoint.Status
+	var shown []int             // puts taken when each response was shown
+	var statuses []agent.Status // the thread's, when each response was shown
 	res, err := agent.Drain(a.Run(t.Context(), agent.Prompt("go"), agent.WithCheckpoints(store, "T")), func(ev agent.Event) {
 		if ev.Type != agent.ModelResponse {
 			return
@@ -57,10 +52,11 @@ func TestResponsesAreSavedBeforeTheyAreShown(t *testing.T) {
 		if err != nil {
 			t.Fatalf("reading the thread at round %d: %v", ev.Response.Round, err)
 		}
-		if n := len(rs.Messages); n == 0 || rs.Messages[n-1].Content != ev.Response.Message.Content || len(rs.Messages[n-1].ToolCalls) != len(ev.Response.Message.ToolCalls) {
-			t.Errorf("round %d was shown before it was saved: the thread's last message is %+v", ev.Response.Round, rs.Messages[n-1])
+		n := len(rs.Messages)
+		if n == 0 || rs.Messages[n-1].Content != ev.Response.Message.Content || len(rs.Messages[n-1].ToolCalls) != len(ev.Response.Message.ToolCalls) {
+			t.Errorf("round %d was shown before it was saved: the thread holds %d messages", ev.Response.Round, n)
 		}
-		statuses = append(statuses, checkpoint.Status(rs.Status))
+		statuses = append(statuses, rs.Status)
 	})
 	if err != nil || res.Status != agent.StatusOK {
 		t.Fatalf("run: %v %v", err, res.Status)
@@ -68,12 +64,12 @@ func TestResponsesAreSavedBeforeTheyAreShown(t *testing.T) {
 	// The input, then one put per response: the last is the run's end,
 	// saved once.
 	if want := []int{2, 3, 4}; !slices.Equal(shown, want) {
-		t.Errorf("puts when each response was shown: %v, want %v", shown, want)
+		t.Fatalf("puts when each response was shown: %v, want %v", shown, want)
 	}
 	if store.count() != 4 {
 		t.Errorf("%d puts in all; want 4 (the end is not saved twice)", store.count())
 	}
-	if statuses[2] != checkpoint.Status(agent.StatusOK) {
+	if statuses[2] != agent.StatusOK {
 		t.Errorf("the thread's status when the answer was shown: %q, want the run's end", statuses[2])
 	}
 }
@@ -107,46 +103,5 @@ func TestEndedRunGivesItsResult(t *testing.T) {
 	}
 	if _, ok := again.State.Files["/b.md"]; !ok {
 		t.Errorf("files: %v", again.State.Files)
-	}
-}
-
-// Calls that wait for a person in parallel subagents are listed in the
-// order of the task calls that started them, however the subagents were
-// scheduled: the first task's subagent is the slower one here.
-func TestSubagentsWaitingCallsAreInCallOrder(t *testing.T) {
-	write := tool.MustFunc("write", "Write a file.", func(ctx context.Context, env *tool.Env, in writeIn) (string, error) {
-		return "wrote " + in.Path, env.Files.Write(ctx, in.Path, in.Content)
-	})
-	slow := 40.0
-	task := func(id, name string) scripted.StepCall {
-		return scripted.StepCall{ID: id, Name: "task", Args: json.RawMessage(`{"description":"write","subagent_type":"` + name + `"}`)}
-	}
-	wr := func(id, path string) scripted.StepCall {
-		return scripted.StepCall{ID: id, Name: "write", Args: json.RawMessage(`{"path":"` + path + `","content":"x"}`)}
-	}
-	m := scripted.New(scripted.Script{
-		"parent": steps(scripted.Step{ToolCalls: []scripted.StepCall{task("t1", "slow"), task("t2", "quick")}}, scripted.Step{Content: "done"}),
-		"slow":   steps(scripted.Step{DelayMS: &slow, ToolCalls: []scripted.StepCall{wr("s1", "/s.md")}}, scripted.Step{Content: "s"}),
-		"quick":  steps(scripted.Step{ToolCalls: []scripted.StepCall{wr("q1", "/q.md")}}, scripted.Step{Content: "q"}),
-	}, scripted.Options{})
-	gates := map[string]agent.Approval{"write": {}}
-	tk, err := subagent.NewTask(subagent.Config{Model: m, InterruptOn: gates, Subagents: []subagent.Spec{
-		{Name: "slow", Description: "Writes slowly.", Tools: []tool.Tool{write}},
-		{Name: "quick", Description: "Writes.", Tools: []tool.Tool{write}},
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{tk}, InterruptOn: gates})
-	res, err := a.Invoke(t.Context(), agent.Prompt("go"), agent.WithCheckpoints(checkpoint.NewMemory(0), "T"))
-	if !errors.Is(err, agent.ErrInterrupted) {
-		t.Fatalf("run: %v", err)
-	}
-	var got []string
-	for _, in := range res.Interrupts {
-		got = append(got, in.CallID)
-	}
-	if want := []string{"s1", "q1"}; !slices.Equal(got, want) {
-		t.Errorf("waiting calls %v, want %v (the task calls' order)", got, want)
 	}
 }
