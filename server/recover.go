@@ -42,9 +42,10 @@ type lastEventReader interface {
 // that interrupt (the checkpoint is newer than the run) interrupted too:
 // the server stopped after the interrupt was saved, before it marked them.
 // Likewise a running run that saved its end well (an agent does so before
-// it sends its last response) is marked success, and its thread idle. Threads whose checkpoint lease another
-// live process holds are skipped. It runs before the server serves any
-// request: no run of this server is going on.
+// it sends its last response) is marked success, and its thread idle.
+// Threads whose checkpoint lease another live process holds are skipped.
+// It runs before the server serves any request: no run of this server is
+// going on.
 func (s *Server) recoverStopped(ctx context.Context) error {
 	var runs []RunRecord
 	if l, ok := s.store.(unfinishedRunLister); ok {
@@ -100,18 +101,19 @@ func (s *Server) recoverStopped(ctx context.Context) error {
 		}
 		return v
 	}
-	// A thread whose saved state waits for decisions (the server stopped
-	// after the interrupt was saved, before it marked the run) is
-	// interrupted, not failed: a resume answers its calls.
-	waits := map[string]stoppedWait{}
-	waitOf := func(thread string) stoppedWait {
-		w, ok := waits[thread]
+	// A thread's saved state says whether its calls wait for decisions (the
+	// server stopped after the interrupt was saved, before it marked the
+	// run: interrupted, not failed, as a resume answers its calls) or how
+	// its last run ended.
+	states := map[string]savedState{}
+	stateOf := func(thread string) savedState {
+		w, ok := states[thread]
 		if !ok {
 			var err error
-			if w, err = s.stoppedWaiting(ctx, thread); err != nil {
+			if w, err = s.stoppedState(ctx, thread); err != nil {
 				errs = append(errs, fmt.Errorf("thread %q: reading its state: %w", thread, err))
 			}
-			waits[thread] = w
+			states[thread] = w
 		}
 		return w
 	}
@@ -121,7 +123,7 @@ func (s *Server) recoverStopped(ctx context.Context) error {
 		if held(r.ThreadID) {
 			continue
 		}
-		w := waitOf(r.ThreadID)
+		w := stateOf(r.ThreadID)
 		saved := r.Status == runRunning && !w.at.IsZero() && !w.at.Before(r.CreatedAt)
 		var err error
 		switch {
@@ -148,7 +150,7 @@ func (s *Server) recoverStopped(ctx context.Context) error {
 			continue
 		}
 		th.Status, th.Error, th.UpdatedAt = threadError, errOrphan, now()
-		switch w := waitOf(th.ID); {
+		switch w := stateOf(th.ID); {
 		case w.waiting:
 			th.Status, th.Error = threadInterrupted, ""
 		case finished[th.ID] || !orphaned[th.ID] && w.ended == agent.StatusOK:
@@ -167,31 +169,31 @@ func (s *Server) recoverStopped(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// stoppedWait is whether a thread's saved state waits for decisions, or
+// savedState is whether a thread's saved state waits for decisions, or
 // how its last run ended, and the time of the checkpoint that says so.
-type stoppedWait struct {
+type savedState struct {
 	waiting bool
 	ended   agent.Status // the saved end of the thread's last run, if any
 	at      time.Time
 }
 
-// stoppedWaiting reads whether thread's saved state has calls waiting for
+// stoppedState reads whether thread's saved state has calls waiting for
 // a decision, or has its last run's end, and since when.
-func (s *Server) stoppedWaiting(ctx context.Context, thread string) (stoppedWait, error) {
+func (s *Server) stoppedState(ctx context.Context, thread string) (savedState, error) {
 	rs, err := s.loadState(ctx, thread)
 	if err != nil || rs == nil {
-		return stoppedWait{}, err
+		return savedState{}, err
 	}
-	w := stoppedWait{waiting: rs.Status == agent.StatusInterrupted && len(rs.Loop.Interrupts) > 0}
+	w := savedState{waiting: rs.Status == agent.StatusInterrupted && len(rs.Loop.Interrupts) > 0}
 	if !w.waiting {
 		if rs.Status == "" || rs.Status == agent.StatusInterrupted {
-			return stoppedWait{}, nil // cut off: nothing saved says how it ended
+			return savedState{}, nil // cut off: nothing saved says how it ended
 		}
 		w.ended = rs.Status
 	}
 	cp, err := s.cfg.Saver.Get(ctx, checkpoint.Ref{ThreadID: thread, ID: rs.Checkpoint})
 	if err != nil {
-		// Waiting all the same; when is unknown.
+		// What the state says holds all the same; when is unknown.
 		return w, err
 	}
 	w.at = cp.Time
