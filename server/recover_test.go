@@ -193,40 +193,73 @@ func openFiles(t *testing.T, dir string) (*sqlite.Saver, Store) {
 	return sv, st
 }
 
+// stoppedFiles writes what a server stopped at a chosen moment leaves in
+// its SQLite files: thread and run records as the test sets them, and
+// threads run to their end by an agent on the same checkpoints.
+type stoppedFiles struct {
+	t  *testing.T
+	sv *sqlite.Saver
+	st Store
+	a  *agent.Agent
+}
+
+func newStoppedFiles(t *testing.T) *stoppedFiles {
+	t.Helper()
+	sv, st := openFiles(t, t.TempDir())
+	t.Cleanup(func() { _ = st.Close(); _ = sv.Close() })
+	a, err := agent.New(agent.Config{Name: "agent", Model: scripted.New(scripted.Script{"agent": {Steps: []scripted.Step{{Content: "done"}}}}, scripted.Options{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &stoppedFiles{t: t, sv: sv, st: st, a: a}
+}
+
+// busyThread stores thread id as busy since at.
+func (f *stoppedFiles) busyThread(id string, at time.Time) {
+	f.t.Helper()
+	if err := f.st.CreateThread(context.Background(), ThreadRecord{ID: id, CreatedAt: at, UpdatedAt: at, Metadata: map[string]any{}, Status: threadBusy}); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// run stores run id of thread with status, created at.
+func (f *stoppedFiles) run(id, thread, status string, at time.Time) {
+	f.t.Helper()
+	r := RunRecord{Run: Run{RunID: id, ThreadID: thread, AssistantID: "researcher", Status: status, CreatedAt: at, UpdatedAt: at, Metadata: map[string]any{}}}
+	if err := f.st.PutRun(context.Background(), r); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// finish runs thread to its end, saved in the checkpoints.
+func (f *stoppedFiles) finish(thread string) {
+	f.t.Helper()
+	if _, err := f.a.Invoke(context.Background(), agent.Prompt("go"), agent.WithCheckpoints(f.sv, thread)); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// restart starts a server over the files.
+func (f *stoppedFiles) restart() *harness {
+	return newHarness(f.t, Config{Saver: f.sv, Store: f.st})
+}
+
 // TestRestartFindsARunThatSavedItsEnd: a run saves its end before it sends
 // its last response, so a server can stop after a run ended in the thread's
 // checkpoints but before it marked the run. The restarted server marks that
 // run success and its thread idle; a run created after the thread's last
 // end (it saved nothing) is still an orphan.
 func TestRestartFindsARunThatSavedItsEnd(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	sv, st := openFiles(t, dir)
-	t.Cleanup(func() { _ = st.Close(); _ = sv.Close() })
-	a, err := agent.New(agent.Config{Name: "agent", Model: scripted.New(scripted.Script{"agent": {Steps: []scripted.Step{{Content: "done"}}}}, scripted.Options{})})
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := newStoppedFiles(t)
 	at := time.Now().Add(-time.Minute)
-	for _, th := range []string{"T", "U"} {
-		if err := st.CreateThread(ctx, ThreadRecord{ID: th, CreatedAt: at, UpdatedAt: at, Metadata: map[string]any{}, Status: threadBusy}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	f.busyThread("T", at)
+	f.busyThread("U", at)
 	// T's run was created before the run that saved the end; U's after.
-	if err := st.PutRun(ctx, RunRecord{Run: Run{RunID: "r-t", ThreadID: "T", AssistantID: "researcher", Status: runRunning, CreatedAt: at, UpdatedAt: at, Metadata: map[string]any{}}}); err != nil {
-		t.Fatal(err)
-	}
-	for _, th := range []string{"T", "U"} {
-		if _, err := a.Invoke(ctx, agent.Prompt("go"), agent.WithCheckpoints(sv, th)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	later := time.Now().Add(time.Minute)
-	if err := st.PutRun(ctx, RunRecord{Run: Run{RunID: "r-u", ThreadID: "U", AssistantID: "researcher", Status: runRunning, CreatedAt: later, UpdatedAt: later, Metadata: map[string]any{}}}); err != nil {
-		t.Fatal(err)
-	}
-	h := newHarness(t, Config{Saver: sv, Store: st})
+	f.run("r-t", "T", runRunning, at)
+	f.finish("T")
+	f.finish("U")
+	f.run("r-u", "U", runRunning, time.Now().Add(time.Minute))
+	h := f.restart()
 	for _, c := range []struct{ thread, run, runStatus, threadStatus string }{
 		{"T", "r-t", "success", "idle"},
 		{"U", "r-u", "error", "error"},
@@ -246,27 +279,13 @@ func TestRestartFindsARunThatSavedItsEnd(t *testing.T) {
 // the run success and the thread busy. The restart makes the thread idle,
 // not an orphan's error, when its saved state ended well.
 func TestRestartIdlesAThreadWhoseRunWasMarked(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	sv, st := openFiles(t, dir)
-	t.Cleanup(func() { _ = st.Close(); _ = sv.Close() })
-	a, err := agent.New(agent.Config{Name: "agent", Model: scripted.New(scripted.Script{"agent": {Steps: []scripted.Step{{Content: "done"}}}}, scripted.Options{})})
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := newStoppedFiles(t)
 	at := time.Now().Add(-time.Minute)
-	if err := st.CreateThread(ctx, ThreadRecord{ID: "T", CreatedAt: at, UpdatedAt: at, Metadata: map[string]any{}, Status: threadBusy}); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.PutRun(ctx, RunRecord{Run: Run{RunID: "r", ThreadID: "T", AssistantID: "researcher", Status: runSuccess, CreatedAt: at, UpdatedAt: at, Metadata: map[string]any{}}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.Invoke(ctx, agent.Prompt("go"), agent.WithCheckpoints(sv, "T")); err != nil {
-		t.Fatal(err)
-	}
-	h := newHarness(t, Config{Saver: sv, Store: st})
+	f.busyThread("T", at)
+	f.run("r", "T", runSuccess, at)
+	f.finish("T")
 	var th Thread
-	h.json("GET", "/threads/T", nil, 200, &th)
+	f.restart().json("GET", "/threads/T", nil, 200, &th)
 	if th.Status != "idle" || th.Error != "" {
 		t.Errorf("thread %q (%q), want idle", th.Status, th.Error)
 	}
