@@ -172,12 +172,11 @@ func (d *driver) run(ctx context.Context, files map[string]vfs.File) (*agent.Res
 	}
 }
 
-// stopOrder puts the calls one stop waits at in an order that does not
-// depend on scheduling: by agent path, and within one agent in the order
-// the agent lists them (its calls' order). The agent lists a step's
-// subagents' waiting calls as the subagents stop, which with parallel
-// subagents differs from run to run, and so would interrupts[] and the
-// interrupted_calls check.
+// stopOrder puts the calls one stop waits at in the order REPLAY.md gives
+// interrupts[]: by agent path, and within one agent in the order the agent
+// lists them (its calls' order). The agent itself lists a step's own
+// waiting calls first, then its subagents' in the order of their task
+// calls, which is as fixed but not by path.
 func stopOrder(waiting []agent.Interrupt) []agent.Interrupt {
 	out := slices.Clone(waiting)
 	slices.SortStableFunc(out, func(a, b agent.Interrupt) int { return strings.Compare(a.Path, b.Path) })
