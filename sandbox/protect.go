@@ -332,8 +332,17 @@ func (g *guard) after() string {
 			continue
 		}
 		if q.mode&fs.ModeSymlink != 0 {
-			// A link is not mounted: the command could remove it.
+			// A link is not mounted: the command could remove it, or put
+			// in its place something no pattern matches (a directory
+			// instead of a link named .git).
 			if _, err := g.root.Lstat(path.Dir(rel)); err == nil {
+				if _, err := g.root.Lstat(rel); err == nil {
+					if kept, err := g.remove(rel, isHeld); err != nil || kept {
+						rep.failed = append(rep.failed, fmt.Sprintf("%s (in place of a link: %v)", rel, err))
+						continue
+					}
+					rep.removed = append(rep.removed, rel)
+				}
 				g.restore(rel, q.link, &rep)
 				continue
 			}
@@ -347,7 +356,13 @@ func (g *guard) after() string {
 
 // restore makes the link rel -> target again.
 func (g *guard) restore(rel, target string, rep *report) {
-	if err := g.root.Symlink(target, rel); err != nil && !errors.Is(err, fs.ErrExist) {
+	err := g.root.Symlink(target, rel)
+	if errors.Is(err, fs.ErrExist) {
+		if now, rerr := g.root.Readlink(rel); rerr == nil && now == target {
+			err = nil
+		}
+	}
+	if err != nil {
 		rep.failed = append(rep.failed, fmt.Sprintf("%s (could not restore the link to %s: %v)", rel, target, err))
 		return
 	}

@@ -226,6 +226,51 @@ func TestProtectedThroughExistingLink(t *testing.T) {
 	}
 }
 
+// A protected path that is a symbolic link (AGENTS.md pointing at a file
+// of the directory) cannot be a mount point: its target is read-only, and
+// the link, if the command removes or replaces it, is made again.
+func TestProtectedLink(t *testing.T) {
+	r := sandboxed(t, sandbox.Options{Protected: []string{"**/AGENTS.md", ".git"}})
+	open := unsandboxed(t, sandbox.Options{})
+	template := filepath.Join(t.TempDir(), "template")
+	if err := os.MkdirAll(filepath.Join(template, "docs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sh(t, template, `printf guide > docs/guide.md && ln -s docs/guide.md AGENTS.md && mkdir -p real.git/hooks && printf cfg > real.git/config && ln -s real.git .git`)
+	state := func(dir string) string {
+		link, _ := os.Readlink(filepath.Join(dir, "AGENTS.md"))
+		guide, _ := os.ReadFile(filepath.Join(dir, "docs/guide.md"))
+		gitLink, _ := os.Readlink(filepath.Join(dir, ".git"))
+		cfg, _ := os.ReadFile(filepath.Join(dir, "real.git/config"))
+		_, err := os.Lstat(filepath.Join(dir, "real.git/hooks/pre-commit"))
+		return fmt.Sprintf("AGENTS.md -> %s (%s), .git -> %s, config %s, hook %v", link, guide, gitLink, cfg, err == nil)
+	}
+	want := state(template)
+	for _, command := range []string{
+		"printf evil > AGENTS.md",
+		"printf evil >> docs/guide.md",
+		"rm AGENTS.md && printf evil > AGENTS.md",
+		"ln -sf /etc/passwd AGENTS.md",
+		"mv AGENTS.md x && ln -s x AGENTS.md",
+		"rm .git && mkdir -p .git/hooks && printf evil > .git/config",
+		"printf evil > .git/config",
+		"printf evil > .git/hooks/pre-commit",
+	} {
+		t.Run(command, func(t *testing.T) {
+			dir := project(t, template)
+			res := run(t, r, dir, command, 10*time.Second)
+			if got := state(dir); got != want {
+				t.Fatalf("%q: %s, want %s (exit %d, output %q, notice %q)", command, got, want, res.ExitCode, res.Output, res.Notice)
+			}
+			dir = project(t, template)
+			run(t, open, dir, command, 10*time.Second)
+			if state(dir) == want {
+				t.Fatalf("control: without protection %q changed nothing", command)
+			}
+		})
+	}
+}
+
 // creations are the ways a command makes a protected path that does not
 // exist yet (%[1]s, in the directory %[2]s).
 var creations = []struct{ name, command string }{
