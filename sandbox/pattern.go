@@ -179,9 +179,13 @@ func (mt *matcher) root() states {
 
 // child returns the progress at the entry name below a path at s, whether
 // the entry is protected (isDir: it is a directory, which some patterns do
-// not match), and whether something below it could be.
-func (mt *matcher) child(s states, name string, isDir bool) (next states, protected, below bool) {
-	next = make(states, len(s))
+// not match), and whether something below it could be. The progress is
+// written to buf when it is long enough (the scan reuses one).
+func (mt *matcher) child(s states, name string, isDir bool, buf states) (next states, protected, below bool) {
+	if len(buf) < len(s) {
+		buf = make(states, len(s))
+	}
+	next = buf[:len(s)]
 	for i := range mt.pats {
 		p := &mt.pats[i]
 		m := p.step(s[i], name)
@@ -204,7 +208,7 @@ func (mt *matcher) protects(rel string, isDir bool) bool {
 	parts := strings.Split(rel, "/")
 	for i, name := range parts {
 		var prot bool
-		s, prot, _ = mt.child(s, name, isDir || i < len(parts)-1)
+		s, prot, _ = mt.child(s, name, isDir || i < len(parts)-1, nil)
 		if prot {
 			return true
 		}

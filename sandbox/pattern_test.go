@@ -95,7 +95,7 @@ func FuzzProtectedPattern(f *testing.F) {
 		st := mt.root()
 		for k, name := range names {
 			lits, litOK := mt.literals(st)
-			next, _, below := mt.child(st, name, true)
+			next, _, below := mt.child(st, name, true, nil)
 			for i := range pats {
 				pt := &pats[i]
 				full := pt.full(next[i])
@@ -110,7 +110,7 @@ func FuzzProtectedPattern(f *testing.F) {
 				}
 			}
 			if litOK && !slices.Contains(lits, name) {
-				_, prot, below2 := mt.child(st, name, false)
+				_, prot, below2 := mt.child(st, name, false, nil)
 				if prot || below || below2 {
 					t.Fatalf("%q: the names to look up at %q are %q, but %q matters", entry, names[:k], lits, name)
 				}

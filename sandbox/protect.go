@@ -81,6 +81,7 @@ func (mt *matcher) scan(root *os.Root, deep bool, limit int) listing {
 		}
 		return mt.literals(d.st)
 	}
+	buf := make(states, len(mt.pats))
 	// visit handles the entry name of d; false when the limit is reached.
 	visit := func(d dir, name string, isDir bool) bool {
 		l.entries++
@@ -88,23 +89,24 @@ func (mt *matcher) scan(root *os.Root, deep bool, limit int) listing {
 			l.over = true
 			return false
 		}
-		rel := path.Join(d.rel, name)
 		if d.inside {
+			rel := path.Join(d.rel, name)
 			mt.record(root, rel, false, &l)
 			if isDir {
 				stack = append(stack, dir{rel: rel, inside: true})
 			}
 			return true
 		}
-		st, prot, below := mt.child(d.st, name, isDir)
+		st, prot, below := mt.child(d.st, name, isDir, buf)
 		switch {
 		case prot:
+			rel := path.Join(d.rel, name)
 			mt.record(root, rel, gitOnly(mt, st, isDir), &l)
 			if deep && isDir {
 				stack = append(stack, dir{rel: rel, inside: true})
 			}
 		case below && isDir:
-			stack = append(stack, dir{rel: rel, st: st})
+			stack = append(stack, dir{rel: path.Join(d.rel, name), st: slices.Clone(st)})
 		}
 		return true
 	}
@@ -122,7 +124,7 @@ func (mt *matcher) scan(root *os.Root, deep bool, limit int) listing {
 			}
 			continue
 		}
-		f, err := root.Open(d.rel)
+		f, err := openDir(root, d.rel)
 		if err != nil {
 			continue
 		}

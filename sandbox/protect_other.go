@@ -5,6 +5,7 @@ package sandbox
 import (
 	"errors"
 	"io/fs"
+	"os"
 )
 
 // identity has no device and inode numbers to give on other systems: files
@@ -16,3 +17,6 @@ func (g *guard) planMounts() error { return errors.New("the sandbox runs on Linu
 
 // heldFiles knows no open files on other systems.
 func heldFiles() map[fileID]bool { return map[fileID]bool{} }
+
+// openDir opens the directory rel below root for listing.
+func openDir(root *os.Root, rel string) (*os.File, error) { return root.Open(rel) }
