@@ -112,7 +112,8 @@ func (o ExecuteOptions) description() string {
 // with a runner, such as osfs.Shell) and answers an error otherwise. The
 // result is the command's output followed by "[exit code N]"; a non-zero
 // exit is a normal result the model reads, a timeout an error result
-// saying the command was killed. Large results are left to the offload
+// saying the command was killed, and so is one whose Notice says part of
+// what the command did was refused (protected paths). Large results are left to the offload
 // middleware, like any tool's.
 func Execute(opts ExecuteOptions) tool.Tool {
 	return &executeTool{spec: llm.ToolSpec{Name: ExecuteName, Description: opts.description(), Parameters: executeSchemaCompiled.Raw()}}
@@ -146,7 +147,7 @@ func (t *executeTool) Run(ctx context.Context, env *tool.Env, raw json.RawMessag
 		}
 		return tool.Errorf("Error: the command could not run: %v.", err), nil
 	}
-	return tool.Result{Content: FormatExecResult(res, asked), IsError: res.TimedOut}, nil
+	return tool.Result{Content: FormatExecResult(res, asked), IsError: res.TimedOut || res.Notice != ""}, nil
 }
 
 // FormatExecResult renders a command's result as the model reads it: the
@@ -166,6 +167,9 @@ func FormatExecResult(res vfs.ExecResult, asked time.Duration) string {
 	}
 	if asked > 0 && res.Timeout > 0 && res.Timeout < asked {
 		fmt.Fprintf(&b, "[the timeout asked for, %s, is over the maximum; the command ran with %s]\n", seconds(asked), seconds(res.Timeout))
+	}
+	if res.Notice != "" {
+		fmt.Fprintf(&b, "[%s]\n", res.Notice)
 	}
 	if res.TimedOut {
 		fmt.Fprintf(&b, "[killed after %s: the command was still running at its timeout, so it and every process it started were stopped]", seconds(res.Timeout))

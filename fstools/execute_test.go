@@ -51,6 +51,8 @@ func TestExecuteTool(t *testing.T) {
 			"ok\n[the timeout asked for, 99999 s, is over the maximum; the command ran with 600 s]\n[exit code 0]", false, 99999 * time.Second},
 		{"cut output", `{"command":"yes"}`, vfs.ExecResult{Output: "y\n[... 10 bytes of output omitted ...]\ny\n", OmittedBytes: 10, ExitCode: 141, Timeout: time.Minute}, nil,
 			"y\n[... 10 bytes of output omitted ...]\ny\n[output cut: 10 bytes left out in the middle; redirect the output to a file and read it with read_file to see all of it]\n[exit code 141]", false, 0},
+		{"protected paths", `{"command":"echo {} > .mcp.json"}`, vfs.ExecResult{Timeout: time.Minute, Notice: "the command created .mcp.json at protected paths; they were removed"}, nil,
+			"(no output)\n[the command created .mcp.json at protected paths; they were removed]\n[exit code 0]", true, 0},
 		{"runner error", `{"command":"x"}`, vfs.ExecResult{}, errors.New("bwrap vanished"),
 			"Error: the command could not run: bwrap vanished.", true, 0},
 	} {

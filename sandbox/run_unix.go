@@ -37,7 +37,10 @@ const wrapper = `read -r go <&3 || exit 125; exec 3<&-; if [ -n "$0" ]; then ech
 // kernel sends Pdeathsig when the thread that started the child ends, not
 // the whole process: the child is started and waited for by a goroutine
 // locked to its thread, which ends only when the child has been waited for.
-func (r *Runner) run(ctx context.Context, dir string, argv []string, timeout time.Duration) (vfs.ExecResult, error) {
+//
+// files are handed to the command from descriptor 4 on (bubblewrap's
+// mounts name them); run closes its copies once the command has started.
+func (r *Runner) run(ctx context.Context, dir string, argv []string, timeout time.Duration, files []*os.File) (vfs.ExecResult, error) {
 	if err := ctx.Err(); err != nil {
 		return vfs.ExecResult{}, context.Cause(ctx)
 	}
@@ -58,7 +61,7 @@ func (r *Runner) run(ctx context.Context, dir string, argv []string, timeout tim
 		gr.Close()
 		return vfs.ExecResult{}, err
 	}
-	cmd := &exec.Cmd{Path: argv[0], Args: argv, Dir: dir, Env: r.env(dir), Stdout: pw, Stderr: pw, ExtraFiles: []*os.File{gr}}
+	cmd := &exec.Cmd{Path: argv[0], Args: argv, Dir: dir, Env: r.env(dir), Stdout: pw, Stderr: pw, ExtraFiles: append([]*os.File{gr}, files...)}
 	cmd.SysProcAttr = procAttr(r.pidns)
 	out := newCapped(r.opts.MaxOutputBytes)
 	start := time.Now()
@@ -79,6 +82,9 @@ func (r *Runner) run(ctx context.Context, dir string, argv []string, timeout tim
 	err = <-started
 	gr.Close()
 	pw.Close()
+	for _, f := range files {
+		f.Close()
+	}
 	if err != nil {
 		pr.Close()
 		return vfs.ExecResult{}, err

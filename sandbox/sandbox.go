@@ -18,6 +18,12 @@
 // bomb fails to spread and ends with the timeout; its output is kept up to a
 // cap, the start and the end, with what was left out counted.
 //
+// Options.Protected names paths in the directory that commands may read but
+// never create, change, rename or delete (git's configuration and hooks,
+// the agent's settings, instructions and skills): existing ones are
+// mounted read-only in the sandbox, and what a command creates at one is
+// removed when it ends, the result's Notice saying so.
+//
 // A Runner made with Options.Unsandboxed runs commands directly in the
 // directory, with the same timeout, environment and output rules but no
 // confinement at all: for machines without bubblewrap, on the user's
@@ -88,6 +94,30 @@ type Options struct {
 	Unsandboxed bool
 	// Bwrap is the bubblewrap program; empty looks for "bwrap" in PATH.
 	Bwrap string
+	// Protected lists paths inside the directory, relative to it, that
+	// commands may read but never create, change, rename or delete. An
+	// entry is a plain path or a doublestar glob ("**/AGENTS.md"); a
+	// directory entry covers everything below it.
+	//
+	// An entry whose last component is ".git" names a git directory: what
+	// configures git or makes it run programs is protected (config, hooks,
+	// info, commondir, and the same in submodules' git directories), while
+	// objects, refs and the index stay writable, so commands can commit. A
+	// ".git" that is a file (pointing at a git directory elsewhere) is
+	// protected whole.
+	//
+	// In the sandbox, protected paths that exist are mounted read-only, and
+	// the directories above them cannot be renamed or removed; what a
+	// command creates at a protected path that did not exist is removed
+	// when it ends, and the result's Notice says so. Unsandboxed, only that
+	// removal protects them (see docs/SANDBOX.md).
+	Protected []string
+	// MaxScanEntries bounds the listing of the directory that finds the
+	// protected paths before and after each command
+	// (DefaultMaxScanEntries; the listing after a command may see four
+	// times as many). A directory with more entries where protected paths
+	// could be gets no commands: they are refused.
+	MaxScanEntries int
 }
 
 func (o Options) withDefaults() Options {
@@ -106,6 +136,10 @@ func (o Options) withDefaults() Options {
 	if o.MaxProcs <= 0 {
 		o.MaxProcs = DefaultMaxProcs
 	}
+	if o.MaxScanEntries <= 0 {
+		o.MaxScanEntries = DefaultMaxScanEntries
+	}
+	o.Protected = slices.Clone(o.Protected)
 	return o
 }
 
@@ -128,6 +162,8 @@ type Runner struct {
 	// pidns is how each command's first process gets a pid namespace of
 	// its own (see pidns), chosen by New's trial runs.
 	pidns pidns
+	// match finds the protected paths (nil without any).
+	match *matcher
 }
 
 // pidns says whether and how the first process of a command (the host's
@@ -160,6 +196,13 @@ var pidnsModes = []pidns{pidnsOwn, pidnsUser, pidnsNone}
 // forbids mounts).
 func New(ctx context.Context, opts Options) (*Runner, error) {
 	r := &Runner{opts: opts.withDefaults(), cgroups: findCgroupRoot()}
+	if len(opts.Protected) > 0 {
+		pats, err := parsePatterns(opts.Protected)
+		if err != nil {
+			return nil, err
+		}
+		r.match = &matcher{pats: pats}
+	}
 	if opts.Unsandboxed {
 		return r, nil
 	}
@@ -205,7 +248,7 @@ func (r *Runner) probe(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	argv := r.sandboxArgv([]string{"--remount-ro", "/", "--chdir", "/tmp"}, "exit 0")
-	res, err := r.run(ctx, "/", argv, 15*time.Second)
+	res, err := r.run(ctx, "/", argv, 15*time.Second, nil)
 	switch {
 	case err != nil:
 		return fmt.Errorf("%w: bubblewrap (%s) did not start: %v", ErrUnavailable, r.bwrap, err)
@@ -228,7 +271,11 @@ func (r *Runner) Options() Options { return r.opts }
 // Describe says in a sentence how commands run, for the user.
 func (r *Runner) Describe() string {
 	if !r.Sandboxed() {
-		return "commands run UNSANDBOXED, with the user's full access to files and network"
+		d := "commands run UNSANDBOXED, with the user's full access to files and network"
+		if r.match != nil {
+			d += "; protected paths are NOT enforced (only what a command creates at one is removed after it)"
+		}
+		return d
 	}
 	net := "no network"
 	if r.opts.Network {
@@ -240,6 +287,9 @@ func (r *Runner) Describe() string {
 	}
 	d := fmt.Sprintf("commands run in a bubblewrap sandbox (%s): writes only inside the root, %s, %s, timeout %s (max %s)",
 		r.bwrap, net, procs, r.opts.Timeout, r.opts.MaxTimeout)
+	if r.match != nil {
+		d += "; protected paths read-only"
+	}
 	if r.pidns == pidnsNone {
 		d += "; no pid namespace could be made around bubblewrap, so a command may outlive this process if it is killed while the command starts"
 	}
@@ -291,7 +341,24 @@ func (r *Runner) Run(ctx context.Context, dir string, req vfs.ExecRequest) (vfs.
 	if r.Sandboxed() && abs == "/" {
 		return vfs.ExecResult{}, errors.New("the sandbox cannot confine commands to /: choose a project directory as the root")
 	}
-	return r.run(ctx, abs, r.argv(abs, req.Command), r.Timeout(req.Timeout))
+	if err := ctx.Err(); err != nil {
+		return vfs.ExecResult{}, context.Cause(ctx)
+	}
+	var g *guard
+	if r.match != nil {
+		if g, err = r.newGuard(abs); err != nil {
+			return vfs.ExecResult{}, err
+		}
+		defer g.close()
+	}
+	res, err := r.run(ctx, abs, r.argv(abs, req.Command, g.mountArgs()), r.Timeout(req.Timeout), g.mountFiles())
+	if g != nil {
+		// Also when the command failed or was cancelled: it may have run.
+		if notice := g.after(); err == nil {
+			res.Notice = notice
+		}
+	}
+	return res, err
 }
 
 // seq numbers the cgroups of one process's commands.
@@ -301,12 +368,14 @@ var seq atomic.Int64
 // command: dash names RLIMIT_NPROC -p, bash and busybox -u.
 const limitScript = `ulimit -u "$1" 2>/dev/null || ulimit -p "$1" 2>/dev/null || { echo "sandbox: cannot limit the number of processes" >&2; exit 126; }; exec /bin/sh -c "$2"`
 
-// argv is the program and arguments that run command in dir.
-func (r *Runner) argv(dir, command string) []string {
+// argv is the program and arguments that run command in dir, with mounts
+// (the protected paths', see guard.planMounts) after the directory's.
+func (r *Runner) argv(dir, command string, mounts []string) []string {
 	if !r.Sandboxed() {
 		return []string{"/bin/sh", "-c", command}
 	}
-	return r.sandboxArgv([]string{"--bind", dir, dir, "--remount-ro", "/", "--chdir", dir}, command)
+	place := append([]string{"--bind", dir, dir}, mounts...)
+	return r.sandboxArgv(append(place, "--remount-ro", "/", "--chdir", dir), command)
 }
 
 // sandboxArgv is the bwrap command line that runs command: the layout,

@@ -34,6 +34,11 @@ type ExecResult struct {
 	Timeout time.Duration
 	// Duration is how long the command ran.
 	Duration time.Duration
+	// Notice is what the executor says about the run besides the output,
+	// for the model: protected paths the command created, which were
+	// removed, say. Empty when there is nothing to say; when set, part of
+	// what the command did was refused or undone.
+	Notice string
 }
 
 // Executor is a backend that can run shell commands in its root directory,

@@ -17,7 +17,8 @@ type Runner interface {
 // writes is on disk, so the next Read, List or Walk sees it; the agent loop
 // does not record such writes as file changes (only the file tools' writes
 // through the FS are), and a resumed run does not run a finished command
-// again.
+// again. The paths the runner protects (sandbox.Options.Protected) are
+// relative to the workspace directory.
 type Shell struct {
 	*FS
 	runner Runner

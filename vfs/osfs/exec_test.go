@@ -15,6 +15,7 @@ import (
 	"github.com/deepagents-go/deepagents/llm/scripted"
 	"github.com/deepagents-go/deepagents/offload"
 	"github.com/deepagents-go/deepagents/sandbox"
+	"github.com/deepagents-go/deepagents/tool"
 	"github.com/deepagents-go/deepagents/vfs"
 	"github.com/deepagents-go/deepagents/vfs/osfs"
 	"github.com/deepagents-go/deepagents/vfs/vfstest"
@@ -25,7 +26,11 @@ import (
 // package tests the confinement.
 func runnerForTest(t *testing.T) *sandbox.Runner {
 	t.Helper()
-	opts := sandbox.Options{}
+	return runnerWith(t, sandbox.Options{})
+}
+
+func runnerWith(t *testing.T, opts sandbox.Options) *sandbox.Runner {
+	t.Helper()
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		t.Log("bwrap is not installed: running commands unsandboxed")
 		opts.Unsandboxed = true
@@ -152,5 +157,44 @@ func TestExecuteThroughAgent(t *testing.T) {
 	}
 	if len(text) > 101_000 {
 		t.Errorf("the saved result has %d bytes; the output cap is 100,000", len(text))
+	}
+}
+
+// A Shell's commands cannot make the paths its runner protects: what a
+// command creates there is gone when the execute tool answers, and the
+// answer, an error result, says so after the command's own output.
+func TestExecuteProtected(t *testing.T) {
+	dir := t.TempDir()
+	f, err := osfs.New(dir, osfs.NoSync())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := os.WriteFile(filepath.Join(dir, "AGENTS.md"), []byte("be careful"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runner := runnerWith(t, sandbox.Options{Protected: []string{".mcp.json", "**/AGENTS.md"}})
+	sh := f.WithRunner(runner)
+	res, err := fstools.Execute(fstools.ExecuteOptions{}).Run(context.Background(), &tool.Env{Files: vfs.Track(sh)},
+		json.RawMessage(`{"command":"echo '{}' > .mcp.json; mkdir -p sub && echo evil > sub/AGENTS.md; echo evil >> AGENTS.md; echo made > ok.txt; echo done"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.IsError || !strings.Contains(res.Content, "done\n[the command created .mcp.json, sub/AGENTS.md at protected paths; they were removed") ||
+		!strings.HasSuffix(res.Content, "[exit code 0]") {
+		t.Errorf("result %q (error %v)", res.Content, res.IsError)
+	}
+	for _, p := range []string{".mcp.json", "sub/AGENTS.md"} {
+		if _, err := os.Lstat(filepath.Join(dir, p)); err == nil {
+			t.Errorf("%s is still there", p)
+		}
+	}
+	if got, _ := sh.Read(context.Background(), "/ok.txt"); got != "made\n" {
+		t.Errorf("ok.txt = %q", got)
+	}
+	// The existing AGENTS.md is read-only in the sandbox; without one (the
+	// fallback when bwrap is missing) nothing stops the append.
+	if data, _ := os.ReadFile(filepath.Join(dir, "AGENTS.md")); string(data) != "be careful" && runner.Sandboxed() {
+		t.Errorf("AGENTS.md = %q", data)
 	}
 }
