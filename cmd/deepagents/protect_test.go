@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -514,5 +515,68 @@ func TestUsersRulesAreAFloorForAgentFiles(t *testing.T) {
 	writeFileAt(t, filepath.Join(project, "deepagents.toml"), "interrupt_on = {}\n")
 	if code, _, _ := run(callLine("edit_file", map[string]any{"file_path": "/n.md", "old_string": "a", "new_string": "b"})); code != exitInterrupted {
 		t.Errorf("project interrupt_on = {} lifted the user's: exit %d", code)
+	}
+}
+
+// Commands that execute runs on --root cannot create, change, rename or
+// delete the control plane either, through links or not; git's objects and
+// refs stay writable, so git commit works.
+func TestExecuteCannotChangeTheControlPlane(t *testing.T) {
+	needBwrap(t)
+	if !executeProtected {
+		t.Skip("execute's sandbox does not take the protected places yet (TODO(i24-sandbox) in shell.go)")
+	}
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	srv := promptServer(t)
+	project, _ := runEnv(t, srv)
+	if out, err := exec.Command("git", "init", "-q", project).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v: %s", err, out)
+	}
+	controlProject(t, project)
+	protected := func() map[string]string {
+		all := snapshot(t, project)
+		out := map[string]string{}
+		for k, v := range all {
+			if !strings.HasPrefix(k, ".git/objects") && !strings.HasPrefix(k, ".git/refs") && !strings.HasPrefix(k, ".git/logs") &&
+				k != ".git/HEAD" && k != ".git/index" && k != ".git/COMMIT_EDITMSG" && k != ".git/ORIG_HEAD" && k != "made.txt" {
+				out[k] = v
+			}
+		}
+		return out
+	}
+	before := protected()
+	attack := strings.Join([]string{
+		`for f in .git/config .git/hooks/pre-commit .git/info/exclude AGENTS.md sub/AGENTS.md deepagents.toml .mcp.json .deepagents/agents/rev.md .deepagents/skills/s/SKILL.md cfg; do echo pwned >> "$f"; done`,
+		`rm -rf .git/hooks/pre-commit .deepagents/agents AGENTS.md`,
+		`mv deepagents.toml moved.toml; mv .git/config gitconfig; mv .deepagents gone`,
+		`echo x > .git/hooks/post-checkout; mkdir -p deep && echo x > deep/AGENTS.md; echo x > .deepagents/new.md`,
+		`ln -s .git/hooks hooks-link; echo x > hooks-link/pre-push`,
+		`echo ok > made.txt`,
+		`git -c user.email=a@example.com -c user.name=t commit -q --allow-empty -m ok && echo COMMITTED`,
+	}, "; ")
+	code, out, errs := runCLI(t, "run", "-p", callLine("execute", map[string]any{"command": attack}), "--model", "openai:gpt-test",
+		"--root", project, "--allow", "execute", "--output", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, errs, out)
+	}
+	if sum := decode(t, out); !strings.Contains(sum.Result, "COMMITTED") {
+		t.Errorf("git commit did not work: %s", sum.Result)
+	}
+	after := protected()
+	for _, k := range []string{"moved.toml", "gitconfig", "gone", "deep/AGENTS.md", "hooks-link"} {
+		delete(after, k) // what a refused rename or link leaves is checked below
+	}
+	if !sameFiles(before, after) {
+		t.Errorf("the control plane changed:\nbefore %v\nafter  %v", before, after)
+	}
+	for _, name := range []string{".git/hooks/post-checkout", ".git/hooks/pre-push", "deep/AGENTS.md", ".deepagents/new.md"} {
+		if _, err := os.Lstat(filepath.Join(project, filepath.FromSlash(name))); err == nil {
+			t.Errorf("%s was created", name)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(project, "made.txt")); err != nil || string(b) != "ok\n" {
+		t.Errorf("an ordinary file could not be written: %q %v", b, err)
 	}
 }
