@@ -1,14 +1,18 @@
 package main
 
 import (
+	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/deepagents-go/deepagents/config"
 	ot "github.com/deepagents-go/deepagents/providers/openai/openaitest"
@@ -579,4 +583,61 @@ func TestExecuteCannotChangeTheControlPlane(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(project, "made.txt")); err != nil || string(b) != "ok\n" {
 		t.Errorf("an ordinary file could not be written: %q %v", b, err)
 	}
+}
+
+// The server's interrupt payload carries the reason a call waits, and its
+// resume runs the approved change.
+func TestServeTellsWhyAProtectedWriteWaits(t *testing.T) {
+	srv := promptServer(t)
+	project, _ := runEnv(t, srv)
+	controlProject(t, project)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	pr, pw := io.Pipe()
+	codec := make(chan int, 1)
+	go func() {
+		codec <- run(ctx, []string{"serve", "--model", "openai:gpt-test", "--root", project, "--addr", "127.0.0.1:0",
+			"--db", "sqlite:" + filepath.Join(t.TempDir(), "s.db")}, strings.NewReader(""), io.Discard, pw)
+		pw.Close()
+	}()
+	urlc := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			if _, rest, ok := strings.Cut(sc.Text(), "listening on "); ok {
+				urlc <- strings.Fields(rest)[0]
+			}
+		}
+	}()
+	var base string
+	select {
+	case base = <-urlc:
+	case code := <-codec:
+		t.Fatalf("serve exited with %d before listening", code)
+	case <-time.After(time.Minute):
+		t.Fatal("serve did not listen within a minute")
+	}
+	post := func(body string) map[string]json.RawMessage {
+		resp := call(t, "POST", base+"/threads/p/runs/wait", body)
+		defer resp.Body.Close()
+		var out map[string]json.RawMessage
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("POST: %d %v", resp.StatusCode, err)
+		}
+		return out
+	}
+	prompt, _ := json.Marshal(callLine("write_file", map[string]any{"file_path": "/.deepagents/agents/x.md", "content": "x"}))
+	res := post(`{"assistant_id":"agent","if_not_exists":"create","input":{"messages":[{"role":"user","content":` + string(prompt) + `}]}}`)
+	if !strings.Contains(string(res["__interrupt__"]), "changes an agent file (.deepagents/agents)") {
+		t.Fatalf("the interrupt does not say why: %s", res["__interrupt__"])
+	}
+	if _, err := os.Stat(filepath.Join(project, ".deepagents", "agents", "x.md")); err == nil {
+		t.Fatal("written before the approval")
+	}
+	post(`{"assistant_id":"agent","command":{"resume":[{"type":"approve","id":"c1"}]}}`)
+	if b, err := os.ReadFile(filepath.Join(project, ".deepagents", "agents", "x.md")); err != nil || string(b) != "x" {
+		t.Fatalf("after the approval: %q %v", b, err)
+	}
+	cancel()
+	<-codec
 }
