@@ -17,6 +17,7 @@ import (
 	"github.com/deepagents-go/deepagents/vfs"
 	"github.com/deepagents-go/deepagents/vfs/osfs"
 	"github.com/deepagents-go/deepagents/vfs/perm"
+	"github.com/deepagents-go/deepagents/vfs/vfstest"
 )
 
 // controlZones are the zones of a project directory as the CLI draws them,
@@ -292,4 +293,31 @@ func (d diskFile) Delete(context.Context, string) (int, error)       { return 0,
 func (d diskFile) List(context.Context, string) ([]vfs.Entry, error) { return nil, nil }
 func (d diskFile) Walk(context.Context, string) iter.Seq2[vfs.Entry, error] {
 	return func(func(vfs.Entry, error) bool) {}
+}
+
+// A guarded directory whose protected places the suite never touches is
+// a conforming backend.
+func TestGuardConformance(t *testing.T) {
+	vfstest.Run(t, func(t *testing.T, files map[string]string) vfs.Backend {
+		dir := t.TempDir()
+		for p, c := range files {
+			full := filepath.Join(dir, filepath.FromSlash(p[1:]))
+			if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		f, err := osfs.New(dir, osfs.NoSync(), osfs.NoSweep())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		g, err := perm.NewGuard(controlZones(dir), []perm.Mount{{Prefix: "/", Host: dir, Links: true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g.Wrap(f)
+	})
 }
