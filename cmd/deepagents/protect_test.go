@@ -266,7 +266,7 @@ func TestApprovalNeededOnRoot(t *testing.T) {
 				if changed == "" {
 					changed = "/" + tc.path
 				}
-				if done := decode(t, out2); tc.agent == "" && !slices.Contains(done.FilesChanged, changed) {
+				if done := decode(t, out2); !slices.Contains(done.FilesChanged, changed) {
 					t.Errorf("files changed %v, want %s", done.FilesChanged, changed)
 				}
 			}
