@@ -36,7 +36,7 @@ func shellFlags(fs *flag.FlagSet, o *shellOptions) {
 			case fstools.ExecuteName:
 				o.allowExecute = true
 			default:
-				return fmt.Errorf("%q cannot be allowed: only execute asks for approval by default (tools named by interrupt_on or --interrupt-on keep asking)", name)
+				return fmt.Errorf("%q cannot be allowed: --allow takes execute only (tools named by interrupt_on or --interrupt-on keep asking, and changes of protected files are let through only by [protect] allow in ~/.deepagents/config.toml)", name)
 			}
 		}
 		return nil
