@@ -327,6 +327,14 @@ func TestUserMemoryWritesAreApprovedAndReported(t *testing.T) {
 	if !strings.Contains(out, `"source":"gate"`) || !strings.Contains(out, "ran without waiting for a person") {
 		t.Errorf("stream-json lacks the report event:\n%s", out)
 	}
+	// A project's memory file, mounted the same way, waits too (unreported).
+	writeFileAt(t, "AGENTS.md", "Project.\n")
+	code, out, errs = runCLI(t, "run", "-p", callLine("write_file", map[string]any{"file_path": "/memory/project/AGENTS.md", "content": "x"}),
+		"--model", "openai:gpt-test", "--output", "json")
+	if sum := decode(t, out); code != exitInterrupted || len(sum.Interrupts) != 1 || !strings.Contains(sum.Interrupts[0].Reason, "a memory file (AGENTS.md)") {
+		t.Errorf("project memory: exit %d %+v: %s", code, sum.Interrupts, errs)
+	}
+
 	// The project's file cannot do the same.
 	_ = os.Remove(filepath.Join(home, ".deepagents", "config.toml"))
 	writeFileAt(t, "deepagents.toml", "[protect]\nallow = [\"user-memory\"]\n")
