@@ -2,11 +2,14 @@ package agent
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/deepagents-go/deepagents/llm"
 )
 
 // This file is human approval: which tool calls wait for a person, what a
@@ -40,6 +43,10 @@ type Approval struct {
 	// Description is shown to the person with each request; empty gives a
 	// default naming the tool.
 	Description string `json:"description,omitempty"`
+	// Check, when set, looks at each call's arguments: only the calls it
+	// says wait do, with its reason (see ArgCheck and WithCheck). Nil makes
+	// every call of the tool wait.
+	Check ArgCheck `json:"-"`
 }
 
 // Allows reports whether d is one of the policy's decisions.
@@ -73,6 +80,10 @@ type Interrupt struct {
 	Allowed []DecisionType  `json:"allowed_decisions"`
 	// Description says what is asked, for the person.
 	Description string `json:"description,omitempty"`
+	// Reason, when set, is why this call waits, from a gate that looks at
+	// its arguments (such as a write to a protected file); Description
+	// opens with it.
+	Reason string `json:"reason,omitempty"`
 }
 
 // Decision is a person's answer to one Interrupt. CallID names the call
@@ -278,17 +289,33 @@ func HITL(interrupts []Interrupt) HITLRequest {
 	return req
 }
 
-// approvalFor returns the policy for a call of tool name, if it needs one.
-func (a *Agent) approvalFor(name string) (Approval, bool) {
-	p, ok := a.cfg.InterruptOn[name]
-	return p, ok
+// approvalFor returns the policy for call c of the agent's tools and what
+// it says about the call; gated reports whether the call waits for a
+// person.
+func (a *Agent) approvalFor(ctx context.Context, c llm.ToolCall) (p Approval, v Verdict, gated bool) {
+	p, ok := a.cfg.InterruptOn[c.Name]
+	if !ok {
+		return p, Verdict{}, false
+	}
+	v = verdictFor(ctx, p, c.Args)
+	return p, v, v.Wait
 }
 
-func describeCall(p Approval, name string, args json.RawMessage) string {
-	if p.Description != "" {
-		return p.Description
+// describeCall is what the person is told about a waiting call: the
+// policy's description, else a default naming the tool and its arguments;
+// a gate's reason comes first.
+func describeCall(p Approval, reason, name string, args json.RawMessage) string {
+	text := p.Description
+	if text == "" {
+		text = fmt.Sprintf("The agent wants to call %s with %s.", name, compactArgs(args))
 	}
-	return fmt.Sprintf("The agent wants to call %s with %s.", name, compactArgs(args))
+	if reason == "" {
+		return text
+	}
+	if !strings.ContainsAny(reason[len(reason)-1:], ".!?") {
+		reason += "."
+	}
+	return reason + " " + text
 }
 
 func compactArgs(args json.RawMessage) string {

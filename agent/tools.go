@@ -97,6 +97,9 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 	nestedLeft := 0
 	inline := true // every call to run is of an Inline tool
 	parts := r.claims.systemParts(req)
+	// reports are what gates asked to hear about the calls once they ran
+	// (see Verdict), by call index; nil when none asked.
+	var reports []gateNote
 
 	for i, c := range calls {
 		if oc, ok := pending.done(c.ID); ok {
@@ -120,13 +123,15 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 			continue
 		}
 		var note string
-		policy, gated := r.a.approvalFor(c.Name)
+		policy, verdict, gated := r.a.approvalFor(ctx, c)
 		if saved, ok := pending.waits(c.ID); ok {
 			// The call waited when the run stopped: it keeps waiting under the
 			// policy it was put to the person with, whatever the resuming
 			// agent's configuration says.
 			policy, gated = Approval{Allowed: saved.Allowed, Description: saved.Description}, true
+			verdict.Reason = saved.Reason
 		}
+		approved := false
 		if gated {
 			dc, decided := pending.decided(c.ID)
 			if !decided {
@@ -160,10 +165,18 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 			case decided && dc.Type == Edit:
 				c.Args = dc.Args
 				note = editedNote(dc.Args)
+				approved = true
+				if p, ok := r.a.cfg.InterruptOn[c.Name]; ok {
+					// What runs is the person's arguments: report what they
+					// change.
+					v := verdictFor(ctx, p, c.Args)
+					verdict.Report, verdict.Changes = v.Report, v.Changes
+				}
 			case decided:
+				approved = true
 			default:
 				in := Interrupt{Path: r.where, CallID: c.ID, Tool: c.Name, Args: c.Args, Allowed: policy.Decisions(),
-					Description: describeCall(policy, c.Name, c.Args)}
+					Description: describeCall(policy, verdict.Reason, c.Name, c.Args), Reason: verdict.Reason}
 				r.waiting = append(r.waiting, in)
 				if _, saved := pending.waits(c.ID); !saved {
 					if err := r.saveWrite(ctx, waitingWrite(in)); err != nil {
@@ -198,7 +211,17 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 		if _, ok := t.(Nested); ok {
 			nested[i] = true
 			nestedLeft++
+			// A person's approval of a task call is not one of the calls
+			// its subagent makes.
+			approved = false
 		}
+		if verdict.Report != "" || verdict.Changes != "" {
+			if reports == nil {
+				reports = make([]gateNote, n)
+			}
+			reports[i] = gateNote{verdict: verdict, approved: approved}
+		}
+		callCtx := withApproved(ctx, approved)
 		if in, ok := t.(tool.Inline); !ok || !in.Inline() {
 			inline = false
 		}
@@ -210,7 +233,7 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 				return
 			}
 			start := r.rt.Now()
-			res, child, ferr, stack := r.invoke(ctx, tc, host)
+			res, child, ferr, stack := r.invoke(callCtx, tc, host)
 			<-sem
 			if note != "" && ferr == nil {
 				res.Content = note + res.Content
@@ -292,6 +315,9 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 		}
 		r.emit(Event{Type: ToolEnd, Tool: &ToolInfo{CallID: c.ID, Name: c.Name,
 			Result: results[d.i].Content, IsError: results[d.i].IsError, Panic: d.panic, DurationMS: ms(d.dur)}})
+		if reports != nil && d.fatal == nil && !results[d.i].IsError {
+			r.gateRan(c, reports[d.i])
+		}
 	}
 	left := running
 	got := func(it item) {

@@ -60,10 +60,12 @@ import (
 //	interrupt_on     the tools whose calls wait for a person's decision: a
 //	                 mapping of tool names, each true, false or a list of
 //	                 decisions ([approve, edit, reject]); absent: the
-//	                 parent's; {} for none
+//	                 parent's; {} for none (the CLI keeps the user's gates
+//	                 under a project's agent file)
 //	permissions      rules on the subagent's file access, a list such as
 //	                 ["deny write /**"] (see package vfs/perm); absent: the
-//	                 parent's; [] for none. Not for forks.
+//	                 parent's; [] for none (the CLI keeps the user's rules
+//	                 under a project's agent file). Not for forks.
 //	context_window   the subagent's model's context window in tokens, over
 //	                 the built-in number for its model (or for a model
 //	                 without one); absent: its model's known window

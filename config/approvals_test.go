@@ -52,23 +52,45 @@ func TestInterruptOnInConfigFiles(t *testing.T) {
 	}
 }
 
-// The project's interrupt_on replaces the user's whole; a file that does
-// not set it keeps the other's.
+// The project's interrupt_on adds to the user's: it gates more tools, and
+// cannot lift or change a gate of the user's (false or {} lift nothing); a
+// file that does not set it keeps the other's. The user's own table is kept
+// apart too, as the floor of every agent file.
 func TestInterruptOnMerge(t *testing.T) {
-	user := file{"home/.deepagents/config.toml", []byte("interrupt_on = { write_file = true, edit_file = true }\n")}
-	c, err := load([]file{user, {"deepagents.toml", []byte("max_steps = 3\n")}})
+	user := file{"home/.deepagents/config.toml", []byte("interrupt_on = { write_file = true, edit_file = true }\n"), false}
+	c, err := load([]file{user, {"deepagents.toml", []byte("max_steps = 3\n"), true}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(c.InterruptOn) != 2 {
 		t.Errorf("the user's interrupt_on was lost: %v", c.InterruptOn)
 	}
-	c, err = load([]file{user, {"deepagents.toml", []byte("interrupt_on = { edit_file = [\"reject\"] }\n")}})
+	for _, project := range []string{
+		"interrupt_on = { edit_file = [\"reject\"], ls = true, write_file = false }\n",
+		"interrupt_on = {}\n",
+	} {
+		c, err = load([]file{user, {"deepagents.toml", []byte(project), true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]agent.Approval{"write_file": {}, "edit_file": {}}
+		if strings.Contains(project, "ls") {
+			want["ls"] = agent.Approval{}
+		}
+		if diff := cmp.Diff(want, c.InterruptOn); diff != "" {
+			t.Errorf("%s merged (-want +got):\n%s", project, diff)
+		}
+		if diff := cmp.Diff(map[string]agent.Approval{"write_file": {}, "edit_file": {}}, c.UserInterruptOn); diff != "" {
+			t.Errorf("the user's own (-want +got):\n%s", diff)
+		}
+	}
+	// Without a user table, the project's is the whole.
+	c, err = load([]file{{"deepagents.toml", []byte("interrupt_on = { ls = true }\n"), true}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(map[string]agent.Approval{"edit_file": {Allowed: []agent.DecisionType{"reject"}}}, c.InterruptOn); diff != "" {
-		t.Errorf("merged (-want +got):\n%s", diff)
+	if diff := cmp.Diff(map[string]agent.Approval{"ls": {}}, c.InterruptOn); diff != "" || c.UserInterruptOn != nil {
+		t.Errorf("project only (-want +got):\n%s; user's %v", diff, c.UserInterruptOn)
 	}
 }
 

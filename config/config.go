@@ -40,6 +40,9 @@ import (
 //	[permissions]
 //	rules = ["deny all /secrets/**", "deny write /etc/**"]
 //
+//	[protect]              # the user's own file only
+//	allow = ["memory"]
+//
 //	[providers.openai]
 //	api_key_env = "MY_OPENAI_KEY"
 //
@@ -81,12 +84,24 @@ type Config struct {
 	// InterruptOn names the tools whose calls wait for a person's decision
 	// (key interrupt_on): a table of tool names, each true, false or a list
 	// of the decisions allowed ("approve", "edit", "reject"). Nil when no
-	// file sets it; a project file's table replaces the user's whole.
+	// file sets it. A project file's table adds to the user's: it gates
+	// more tools, and leaves the user's entries as they are (false or {}
+	// in a project file lifts nothing).
 	InterruptOn map[string]agent.Approval
 	// Permissions are the rules of the [permissions] table (rules = [...],
 	// see package vfs/perm): nil when no file sets it. The user's rules
 	// come before the project's, so a project file cannot lift them.
 	Permissions perm.Rules
+	// UserInterruptOn and UserPermissions are the user's own file's
+	// interrupt_on and rules alone (nil when it sets none): with the
+	// command line's, the floor that no project file, and no project agent
+	// file, can lower.
+	UserInterruptOn map[string]agent.Approval
+	UserPermissions perm.Rules
+	// ProtectAllow are the kinds of protected places (ProtectGroups) whose
+	// changes by the agent need no approval: the [protect] table's allow
+	// list, which only the user's own file may set. Nil when it is not set.
+	ProtectAllow []string
 	// Providers are the [providers.NAME] tables by lower-case name; use
 	// ProviderFor to look one up.
 	Providers map[string]ProviderConfig
@@ -178,7 +193,7 @@ var builtinKinds = map[string]string{
 }
 
 var (
-	topKeys       = []string{"model", "system_prompt", "max_steps", "max_parallel", "reasoning", "db", "interrupt_on", "permissions", "providers", "models"}
+	topKeys       = []string{"model", "system_prompt", "max_steps", "max_parallel", "reasoning", "db", "interrupt_on", "permissions", "protect", "providers", "models"}
 	providerKeys  = []string{"type", "base_url", "api_key_env", "model", "headers", "stream_tool_calls", "parallel_tool_calls", "reasoning_back", "request_timeout", "stream_idle_timeout", "api"}
 	providerTypes = []string{"openai", "anthropic", "gemini", "openai-compatible"}
 	envNameRe     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -225,11 +240,12 @@ func Load(projectDir, homeDir string) (*Config, error) {
 			errs = append(errs, &FileError{Path: path, Msg: "cannot read: " + pathErrText(err)})
 			continue
 		}
-		if i == len(paths)-1 {
+		project := i == len(paths)-1
+		if project {
 			sum := sha256.Sum256(data)
 			projectHash = hex.EncodeToString(sum[:])
 		}
-		files = append(files, file{path, data})
+		files = append(files, file{path, data, project})
 	}
 	c, err := load(files)
 	if len(errs) > 0 {
@@ -251,6 +267,9 @@ func Load(projectDir, homeDir string) (*Config, error) {
 type file struct {
 	path string
 	data []byte
+	// project marks the project's file, which may not loosen anything;
+	// the others are the user's own.
+	project bool
 }
 
 // load is Load on the files' contents, lowest precedence first.
@@ -262,6 +281,19 @@ func load(files []file) (*Config, error) {
 		if err != nil {
 			errs = append(errs, err)
 			continue
+		}
+		if f.project && fc.ProtectAllow != nil {
+			errs = append(errs, &FileError{Path: f.path, Line: fc.at["protect"].line,
+				Msg: "[protect] can only be set in your own config file (~/.deepagents/config.toml): a project file cannot loosen what protects you from it"})
+			continue
+		}
+		if !f.project {
+			if fc.InterruptOn != nil {
+				c.UserInterruptOn = cloneApprovals(fc.InterruptOn)
+			}
+			if fc.Permissions != nil {
+				c.UserPermissions = append(slices.Clip(c.UserPermissions), fc.Permissions...)
+			}
 		}
 		c.Merge(fc)
 	}
@@ -332,6 +364,9 @@ func Parse(path string, data []byte) (*Config, error) {
 			c.InterruptOn = tomlInterruptOn(p, v, l, at)
 		case "permissions":
 			c.Permissions = tomlPermissions(p, v, l, at)
+		case "protect":
+			c.ProtectAllow = tomlProtect(p, v, l, at)
+			c.mark("protect", path, l)
 		case "providers":
 			c.Providers = parseProviders(p, v, l, at, path, c)
 		case "models":
@@ -554,9 +589,11 @@ func tomlPositiveInt(p *problems, key string, v any, line int) int {
 	return 0
 }
 
-// Merge applies other over c: every field other sets replaces c's, provider
-// tables merge field by field and their headers by name, and other's files
-// are appended to c's.
+// Merge applies other over c: every field other sets replaces c's, but
+// rules are appended to c's and interrupt_on entries added for the tools c
+// does not gate (other cannot lift or change c's); provider tables merge
+// field by field and their headers by name, and other's files are appended
+// to c's.
 func (c *Config) Merge(other *Config) {
 	if other == nil {
 		return
@@ -582,7 +619,14 @@ func (c *Config) Merge(other *Config) {
 		c.Database = &d
 	}
 	if other.InterruptOn != nil {
-		c.InterruptOn = cloneApprovals(other.InterruptOn)
+		merged := cloneApprovals(other.InterruptOn)
+		for name, a := range cloneApprovals(c.InterruptOn) {
+			merged[name] = a
+		}
+		c.InterruptOn = merged
+	}
+	if other.ProtectAllow != nil {
+		c.ProtectAllow = slices.Clone(other.ProtectAllow)
 	}
 	if other.Permissions != nil {
 		c.Permissions = append(slices.Clip(c.Permissions), other.Permissions...)

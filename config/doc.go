@@ -19,6 +19,13 @@
 // sets keeps the library's built-in default. See Config for the keys and
 // example.toml for a commented example.
 //
+// A project file can only tighten what the user set: its permission rules
+// come after the user's, its interrupt_on adds gates without lifting the
+// user's, and it may not hold the [protect] table, with which the user
+// alone lets some protected places change without approval. The user's own
+// rules and gates are kept apart (Config.UserPermissions, UserInterruptOn)
+// as the floor the CLI holds every agent file to.
+//
 // # Trust and limits
 //
 // A project's config file comes with the repository, so the settings that

@@ -119,7 +119,7 @@ func FuzzLoadConfig(f *testing.F) {
 	f.Add([]byte("[models.\"local:q\"]\ncontext_window = 32768\n"), []byte("[models.\"LOCAL:q\"]\nmax_output = 8192\ncaches = true\n"))
 	f.Fuzz(func(t *testing.T, user, project []byte) {
 		const up, pp = "home/.deepagents/config.toml", "project/deepagents.toml"
-		c, err := load([]file{{up, user}, {pp, project}})
+		c, err := load([]file{{up, user, false}, {pp, project, true}})
 		if err != nil {
 			checkErrors(t, err, max(lineCount(user), lineCount(project)), up, pp)
 			return
@@ -131,6 +131,21 @@ func FuzzLoadConfig(f *testing.F) {
 		for name, a := range c.InterruptOn {
 			if !nameRe.MatchString(name) || len(a.Allowed) > 3 {
 				t.Fatalf("interrupt_on %q: %+v", name, a)
+			}
+		}
+		// The project file only adds: every tool the user gates stays gated
+		// as the user said, and only the user's file loosens protection.
+		for name, a := range c.UserInterruptOn {
+			if got, ok := c.InterruptOn[name]; !ok || !slices.Equal(got.Allowed, a.Allowed) {
+				t.Fatalf("the user's gate on %s (%+v) became %+v", name, a, got)
+			}
+		}
+		if len(c.Permissions) < len(c.UserPermissions) || !slices.Equal(c.Permissions[:len(c.UserPermissions)], c.UserPermissions) {
+			t.Fatalf("the user's rules %v are not first in %v", c.UserPermissions, c.Permissions)
+		}
+		for _, g := range c.ProtectAllow {
+			if !slices.Contains(ProtectGroups, g) {
+				t.Fatalf("[protect] allows %q", g)
 			}
 		}
 		for _, r := range c.Permissions {

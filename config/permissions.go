@@ -19,8 +19,10 @@ import (
 //	permissions: ["deny write /**"]
 //
 // The user's rules are checked before the project's, so a project file
-// cannot lift a rule the user set; an agent file's list replaces the
-// parent's for that subagent ([] lifts them all).
+// cannot lift a rule the user set. An agent file's list replaces the
+// parent's for that subagent ([] lifts them all) as far as this package
+// and the library go; the CLI keeps the user's own rules under every
+// agent file but the user's (Config.UserPermissions).
 
 // tomlPermissions reads the [permissions] table.
 func tomlPermissions(p *problems, v any, line int, at func(...string) int) perm.Rules {

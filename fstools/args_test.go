@@ -1,6 +1,8 @@
 package fstools
 
 import (
+	"encoding/json"
+	"slices"
 	"testing"
 )
 
@@ -88,5 +90,35 @@ func TestNumberStrings(t *testing.T) {
 	}
 	for _, c := range cases {
 		runTable(t, c.tool, []tcase{c.tcase})
+	}
+}
+
+// ChangedPath reads the path a changing call names, as the tool itself
+// reads it (duplicate keys: the last wins), and nothing for other tools.
+func TestChangedPath(t *testing.T) {
+	for _, tc := range []struct {
+		name, args string
+		path       string
+		del, ok    bool
+	}{
+		{"write_file", `{"file_path":"/a.md","content":"x"}`, "/a.md", false, true},
+		{"edit_file", `{"file_path":"\\.git\\config","old_string":"a","new_string":"b"}`, `\.git\config`, false, true},
+		{"delete", `{"file_path":"/d"}`, "/d", true, true},
+		{"write_file", `{"file_path":"/a","file_path":"/.git/config"}`, "/.git/config", false, true},
+		{"write_file", `{"file_path":"/a","FILE_PATH":"/.git/config"}`, "/.git/config", false, true},
+		{"read_file", `{"file_path":"/a.md"}`, "", false, false},
+		{"write_file", `{"content":"x"}`, "", false, false},
+		{"write_file", `{"file_path":3}`, "", false, false},
+		{"delete", `not json`, "", false, false},
+	} {
+		path, del, ok := ChangedPath(tc.name, json.RawMessage(tc.args))
+		if path != tc.path || del != tc.del || ok != tc.ok {
+			t.Errorf("%s %s: %q %v %v, want %q %v %v", tc.name, tc.args, path, del, ok, tc.path, tc.del, tc.ok)
+		}
+	}
+	for _, name := range ChangingTools {
+		if !slices.Contains(Names, name) {
+			t.Errorf("%s is not a file tool", name)
+		}
 	}
 }

@@ -398,3 +398,49 @@ func FuzzReadFile(f *testing.F) {
 		}
 	})
 }
+
+// FuzzChangedPath runs write_file, edit_file and delete on arguments the
+// fuzzer writes and checks that whatever a call changed is the path
+// ChangedPath read from the same arguments: an approval gate that looks at
+// the arguments sees the file the tool touches.
+func FuzzChangedPath(f *testing.F) {
+	for _, s := range [][2]string{
+		{"write_file", `{"file_path":"/a.md","content":"x"}`},
+		{"write_file", `{"file_path":"/a","FILE_PATH":"/b","content":"x"}`},
+		{"write_file", `{"file_path":"/a","content":"x","file_path":"/b"}`},
+		{"edit_file", `{"file_path":"/old.txt","old_string":"old","new_string":"new"}`},
+		{"edit_file", `{"File_Path":"win\\old.txt","old_string":"old","new_string":"x"}`},
+		{"delete", `{"file_path":"/d"}`},
+		{"delete", `{"file_path":"d/../x"}`},
+		{"write_file", `{"file_path":"\u002fa","content":""}`},
+	} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, name, args string) {
+		if !slices.Contains(ChangingTools, name) {
+			return
+		}
+		fs := vfs.Track(vfs.NewMemory(map[string]vfs.File{"/old.txt": {Content: "old"}, "/d/x": {Content: "x"}, "/b": {Content: "b"}, "/win/old.txt": {Content: "old"}}))
+		res, err := defaults[name].Run(context.Background(), &tool.Env{CallID: "c", Files: fs}, json.RawMessage(args))
+		if err != nil {
+			t.Fatalf("Go error %v", err)
+		}
+		changes := fs.Changes()
+		path, del, ok := ChangedPath(name, json.RawMessage(args))
+		if len(changes) == 0 {
+			return
+		}
+		if res.IsError || !ok {
+			t.Fatalf("%s %s changed %v but ChangedPath says ok=%v (result %q)", name, args, changes, ok, res.Content)
+		}
+		want, err := vfs.Clean(path)
+		if err != nil {
+			t.Fatalf("%s %s changed %v; ChangedPath gave %q, which does not clean: %v", name, args, changes, path, err)
+		}
+		for _, c := range changes {
+			if c.Path != want || (c.File == nil) != del {
+				t.Fatalf("%s %s changed %s (deleted %v); ChangedPath says %s (delete %v)", name, args, c.Path, c.File == nil, want, del)
+			}
+		}
+	})
+}

@@ -2,6 +2,7 @@ package fstools
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -264,4 +265,31 @@ func runDelete(ctx context.Context, fs vfs.Backend, in deleteArgs) (tool.Result,
 		return tool.Text("Deleted file " + p + "."), nil
 	}
 	return tool.Text(fmt.Sprintf("Deleted directory %s: %s removed.", p, plural(n, "file"))), nil
+}
+
+// ChangingTools are the file tools whose calls change a file: each call
+// names it in file_path (see ChangedPath).
+var ChangingTools = []string{"write_file", "edit_file", "delete"}
+
+// ChangedPath says which path a call of the file tool name changes, from
+// its arguments: the path as the model wrote it, and whether the call
+// deletes it (else it writes the file there). ok is false for a tool that
+// changes no file and for arguments without a file_path string; the call
+// itself reports what is wrong with them. Approval gates use it to look at a
+// call before it runs.
+func ChangedPath(name string, args json.RawMessage) (path string, del, ok bool) {
+	switch name {
+	case "write_file", "edit_file":
+	case "delete":
+		del = true
+	default:
+		return "", false, false
+	}
+	var in struct {
+		FilePath *string `json:"file_path"`
+	}
+	if err := json.Unmarshal(args, &in); err != nil || in.FilePath == nil {
+		return "", false, false
+	}
+	return *in.FilePath, del, true
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os/user"
 	"regexp"
+	"slices"
 
 	"github.com/deepagents-go/deepagents/checkpoint/postgres"
 	"github.com/deepagents-go/deepagents/checkpoint/sqlite"
@@ -53,13 +54,9 @@ func defaultNamespace() string {
 
 // wireBackends mounts the store at /memories/ over files (nil: the run's
 // own in-state files; else the --root directory) and gathers the
-// permission rules: the flags' first, then the config's.
-func wireBackends(ctx context.Context, s *setup, b backendFlags, cfg *config.Config, files vfs.Backend) (vfs.Backend, perm.Rules, error) {
-	rules, err := perm.ParseRules(b.rules)
-	if err != nil {
-		return nil, nil, fmt.Errorf("--permission: %w", err)
-	}
-	rules = append(rules, cfg.Permissions...)
+// permission rules: the flags' (flagRules) first, then the config's.
+func wireBackends(ctx context.Context, s *setup, b backendFlags, flagRules perm.Rules, cfg *config.Config, files vfs.Backend) (vfs.Backend, perm.Rules, error) {
+	rules := append(slices.Clip(flagRules), cfg.Permissions...)
 	if b.noStore {
 		return files, rules, nil
 	}

@@ -564,6 +564,9 @@ func (s *session) showWaiting(waiting []agent.Interrupt) {
 	fmt.Fprintf(s.stderr, "deepagents %s: thread %s is waiting for approval of %d tool call(s):\n", s.name(), s.thread, len(waiting))
 	for _, in := range waiting {
 		fmt.Fprintf(s.stderr, "  %s  %s %s  (agent %s; allowed: %s)\n", in.CallID, in.Tool, listedArgs(in.Args, s.thread), in.Path, decisionList(in.Allowed))
+		if in.Reason != "" {
+			fmt.Fprintf(s.stderr, "      why: %s\n", in.Reason)
+		}
 	}
 	db, noPassword := s.resumeDB()
 	ids := map[string]int{}

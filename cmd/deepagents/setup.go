@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -23,6 +24,7 @@ import (
 	"github.com/deepagents-go/deepagents/tool"
 	"github.com/deepagents-go/deepagents/vfs"
 	"github.com/deepagents-go/deepagents/vfs/osfs"
+	"github.com/deepagents-go/deepagents/vfs/perm"
 )
 
 // setup is an assembled agent for `run`, with what must be closed after.
@@ -129,6 +131,10 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 	if f.reasoningCfg != nil {
 		reasoning = f.reasoningCfg
 	}
+	flagRules, err := perm.ParseRules(f.backends.rules)
+	if err != nil {
+		return nil, fmt.Errorf("--permission: %w", err)
+	}
 	// --interrupt-on adds to the config's interrupt_on.
 	var gates map[string]agent.Approval
 	if cfg.InterruptOn != nil || f.gates != nil {
@@ -173,6 +179,7 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
+	holdToFloor(specs, files, home, floor{rules: flagRules, gates: f.gates}, floor{rules: cfg.UserPermissions, gates: cfg.UserInterruptOn})
 	s.contextWindow, s.subagentWindows = contextWindows(cfg, spec, files)
 	for i := range specs {
 		if w, ok := s.subagentWindows[specs[i].Name]; ok {
@@ -187,22 +194,38 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 	if mcps != nil {
 		s.closers = append(s.closers, mcps.Close)
 	}
-	// With --root, execute (shell.go): sandboxed, or absent, or unsandboxed.
-	backend, gates, execOpts, err := wireShell(ctx, f.shell, f.quiet, rootFS, gates, specs, stderr)
-	if err != nil {
-		return nil, err
-	}
-
 	if s.db, err = chooseDatabase(f.db, f.set["db"], cfg, cwd, home); err != nil {
 		return nil, err
 	}
+	sc, mc, err := skillsAndMemory(f, cwd, home, f.root, s.contextWindow)
+	if err != nil {
+		return nil, err
+	}
+	// The control plane (protect.go): what the agent may not change, or
+	// only with approval.
+	cp, err := newControlPlane(protectInputs{root: f.root, cwd: cwd, home: home, db: s.db, skills: sc, memory: mc,
+		subagents: f.subagents, store: !f.backends.noStore, allow: cfg.ProtectAllow})
+	if err != nil {
+		return nil, err
+	}
+	// With --root, execute (shell.go): sandboxed, or absent, or unsandboxed.
+	backend, gates, execOpts, err := wireShell(ctx, f.shell, f.quiet, rootFS, gates, specs, cp.forExecute, stderr)
+	if err != nil {
+		return nil, err
+	}
+	if cp.root != nil && backend != nil {
+		backend = cp.root.Wrap(backend)
+	}
+	gates = cp.withPathGates(gates, nil)
+	cp.gateSpecs(specs)
+
 	saver, err := openDatabase(ctx, s.db, f.sharedDB)
 	if err != nil {
 		return nil, err
 	}
 	s.saver = saver
 	s.closers = append(s.closers, saver.Close)
-	backend, rules, err := wireBackends(ctx, s, f.backends, cfg, backend)
+	backend, rules, err := wireBackends(ctx, s, f.backends, flagRules, cfg, backend)
 	if err != nil {
 		return nil, err
 	}
@@ -212,12 +235,14 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 		MaxSteps: maxSteps, MaxParallel: maxParallel, Stream: true, Reasoning: reasoning, InterruptOn: gates,
 		// The CLI plans with write_todos and compacts long conversations
 		// against each model's window.
-		Todos: true, ContextWindow: s.contextWindow, Permissions: rules,
+		Todos: true, ContextWindow: s.contextWindow, Permissions: rules, Skills: sc, Memory: mc,
+	}
+	if cp.mounts != nil {
+		// The memory files mounted from outside --root (the user's, say):
+		// guarded on the files every call of the agent and its forks gets.
+		s.config.Middleware = append(s.config.Middleware, cp.mounts.Middleware())
 	}
 	applyMCP(&s.config, mcps, f.mcp)
-	if s.config.Skills, s.config.Memory, err = skillsAndMemory(f, cwd, home, f.root, s.contextWindow); err != nil {
-		return nil, err
-	}
 	if err := s.startTracing(ctx, stderr); err != nil {
 		return nil, err
 	}
@@ -264,6 +289,54 @@ func checkGates(a *agent.Agent, gates map[string]agent.Approval, specs []subagen
 		}
 	}
 	return nil
+}
+
+// floor is rules and gates that hold under an agent file's own.
+type floor struct {
+	rules perm.Rules
+	gates map[string]agent.Approval
+}
+
+// holdToFloor keeps the user's rules and gates under every subagent whose
+// agent file sets its own (files[i] made specs[i]): the command line's
+// --permission and --interrupt-on hold for every agent file, and the
+// user's config's [permissions] and interrupt_on for every agent file but
+// the user's own (~/.deepagents/agents), which may replace them. An agent
+// file's permissions then only add rules (an access must pass the floor's
+// rules and its own) and its interrupt_on only adds gates ({} lifts
+// nothing). A subagent that sets neither inherits the agent's, which hold
+// all of them already.
+func holdToFloor(specs []subagent.Spec, files []config.AgentFile, home string, flags, user floor) {
+	userDir := ""
+	if home != "" {
+		userDir = filepath.Join(home, ".deepagents", "agents")
+	}
+	for i, af := range files {
+		fl := floor{rules: flags.rules, gates: maps.Clone(flags.gates)}
+		if filepath.Dir(af.Path) != userDir {
+			fl.rules = append(slices.Clip(fl.rules), user.rules...)
+			if fl.gates == nil {
+				fl.gates = map[string]agent.Approval{}
+			}
+			for name, a := range user.gates {
+				if _, ok := fl.gates[name]; !ok {
+					fl.gates[name] = a
+				}
+			}
+		}
+		sp := &specs[i]
+		if af.Permissions != nil && len(fl.rules) > 0 {
+			sp.Middleware = append([]agent.Middleware{perm.Middleware(fl.rules)}, sp.Middleware...)
+		}
+		if af.InterruptOn != nil {
+			for name, a := range fl.gates {
+				if sp.ExactTools && !hasTool(sp.Tools, name) {
+					continue // a gate on a tool it does not have would gate nothing
+				}
+				sp.InterruptOn[name] = a
+			}
+		}
+	}
 }
 
 // buildModel builds spec's model with the provider's configured options,

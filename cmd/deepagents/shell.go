@@ -36,7 +36,7 @@ func shellFlags(fs *flag.FlagSet, o *shellOptions) {
 			case fstools.ExecuteName:
 				o.allowExecute = true
 			default:
-				return fmt.Errorf("%q cannot be allowed: only execute asks for approval by default (tools named by interrupt_on or --interrupt-on keep asking)", name)
+				return fmt.Errorf("%q cannot be allowed: --allow takes execute only (tools named by interrupt_on or --interrupt-on keep asking, and changes of protected files are let through only by [protect] allow in ~/.deepagents/config.toml)", name)
 			}
 		}
 		return nil
@@ -52,8 +52,9 @@ func shellFlags(fs *flag.FlagSet, o *shellOptions) {
 // wait for approval, in the agent's gates and in those of every subagent
 // that has gates of its own. It says on stderr which way commands run, or
 // why execute is absent. Without a root it returns a nil backend and the
-// gates unchanged.
-func wireShell(ctx context.Context, o shellOptions, quiet bool, root *osfs.FS, gates map[string]agent.Approval, specs []subagent.Spec, stderr io.Writer) (vfs.Backend, map[string]agent.Approval, fstools.ExecuteOptions, error) {
+// gates unchanged. protected are the places below the root that commands
+// may read but not change (see protectedForExecute).
+func wireShell(ctx context.Context, o shellOptions, quiet bool, root *osfs.FS, gates map[string]agent.Approval, specs []subagent.Spec, protected []string, stderr io.Writer) (vfs.Backend, map[string]agent.Approval, fstools.ExecuteOptions, error) {
 	opts := fstools.ExecuteOptions{Network: o.network}
 	if root == nil {
 		if o.allowExecute || o.noSandbox || o.network {
@@ -64,13 +65,13 @@ func wireShell(ctx context.Context, o shellOptions, quiet bool, root *osfs.FS, g
 	var runner *sandbox.Runner
 	var err error
 	if !o.noSandbox {
-		runner, err = sandbox.New(ctx, sandbox.Options{Network: o.network})
+		runner, err = sandbox.New(ctx, sandbox.Options{Network: o.network, Protected: protected})
 		if err != nil {
 			fmt.Fprintf(stderr, "deepagents: execute is not available: %v. Pass --no-sandbox to run commands without a sandbox, with your full access to files and network.\n", err)
 			return root, gates, opts, nil
 		}
 	} else {
-		if runner, err = sandbox.New(ctx, sandbox.Options{Unsandboxed: true}); err != nil {
+		if runner, err = sandbox.New(ctx, sandbox.Options{Unsandboxed: true, Protected: protected}); err != nil {
 			return nil, nil, opts, err
 		}
 		opts = fstools.ExecuteOptions{Unsandboxed: true}

@@ -168,7 +168,7 @@ func TestExecuteGatesForSubagents(t *testing.T) {
 			{Name: "no-execute", ExactTools: true, Tools: fstools.Tools()[:1], InterruptOn: map[string]agent.Approval{}}}
 		mine := map[string]agent.Approval{"edit_file": {}}
 		var errb strings.Builder
-		b, gates, _, err := wireShell(t.Context(), shellOptions{allowExecute: allow}, false, f, mine, specs, &errb)
+		b, gates, _, err := wireShell(t.Context(), shellOptions{allowExecute: allow}, false, f, mine, specs, nil, &errb)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -85,24 +86,43 @@ func TestRunListsSkillsAndMemory(t *testing.T) {
 }
 
 // With --root, a memory file inside the root is edited at its own path and
-// the next model call sees the change; a broken SKILL.md is a warning on
-// stderr, not a failure.
+// the next model call sees the change, once the person approved the edit
+// (or, with [protect] allow = ["memory"] in the user's config, without
+// asking); a broken SKILL.md is a warning on stderr, not a failure.
 func TestRunMemoryEditUnderRoot(t *testing.T) {
 	srv := ot.NewServer(t, func(r *ot.Request) ot.Reply {
 		if !r.HasTool("task") {
 			return ot.Text("child")
 		}
 		if r.Round() == 0 {
-			return ot.Tools(ot.Call{ID: "e1", Name: "edit_file", Args: `{"file_path":"/AGENTS.md","old_string":"alpha","new_string":"beta"}`})
+			old, now := "alpha", "beta"
+			if strings.Contains(r.FirstUser(), "gamma") {
+				old, now = "beta", "gamma"
+			}
+			return ot.Tools(ot.Call{ID: "e1", Name: "edit_file", Args: `{"file_path":"/AGENTS.md","old_string":"` + old + `","new_string":"` + now + `"}`})
 		}
 		return ot.Text("saved")
 	})
 	project, home := runEnv(t, srv)
 	writeFileAt(t, filepath.Join(project, "AGENTS.md"), "Codename alpha.")
 	writeFileAt(t, filepath.Join(home, ".deepagents", "skills", "bad", "SKILL.md"), "---\nname: bad\n---\n")
-	code, _, errs := runCLI(t, "run", "-p", "remember beta", "--model", "openai:gpt-test", "--root", project)
-	if code != 0 {
+	code, out, errs := runCLI(t, "run", "-p", "remember beta", "--model", "openai:gpt-test", "--root", project, "--output", "json")
+	if code != exitInterrupted {
 		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if !strings.Contains(errs, `skill "bad" has no description`) {
+		t.Fatalf("no warning on stderr:\n%s", errs)
+	}
+	sum := decode(t, out)
+	if len(sum.Interrupts) != 1 || !strings.Contains(sum.Interrupts[0].Reason, "a memory file (AGENTS.md)") {
+		t.Fatalf("interrupts %+v", sum.Interrupts)
+	}
+	if data, _ := os.ReadFile(filepath.Join(project, "AGENTS.md")); string(data) != "Codename alpha." {
+		t.Fatalf("the edit ran before it was approved: %q", data)
+	}
+	code, out, errs = runCLI(t, "resume", "--thread", sum.ThreadID, "--approve", "e1", "--output", "json")
+	if code != 0 {
+		t.Fatalf("resume: exit %d: %s", code, errs)
 	}
 	reqs := srv.Requests()
 	if !strings.Contains(reqs[0].System(), "## /AGENTS.md\n\nCodename alpha.") || !strings.Contains(reqs[1].System(), "## /AGENTS.md\n\nCodename beta.") {
@@ -111,8 +131,17 @@ func TestRunMemoryEditUnderRoot(t *testing.T) {
 	if data, _ := os.ReadFile(filepath.Join(project, "AGENTS.md")); string(data) != "Codename beta." {
 		t.Fatalf("file %q", data)
 	}
-	if !strings.Contains(errs, `skill "bad" has no description`) {
-		t.Fatalf("no warning on stderr:\n%s", errs)
+	if done := decode(t, out); !slices.Contains(done.FilesChanged, "/AGENTS.md") {
+		t.Errorf("files changed %v: the approved edit is missing", done.FilesChanged)
+	}
+
+	// The user lets memory files change without asking.
+	writeFileAt(t, filepath.Join(home, ".deepagents", "config.toml"), "[protect]\nallow = [\"memory\"]\n")
+	if code, _, errs := runCLI(t, "run", "-p", "remember gamma", "--model", "openai:gpt-test", "--root", project); code != 0 {
+		t.Fatalf("allowed: exit %d: %s", code, errs)
+	}
+	if data, _ := os.ReadFile(filepath.Join(project, "AGENTS.md")); string(data) != "Codename gamma." {
+		t.Fatalf("file %q", data)
 	}
 }
 

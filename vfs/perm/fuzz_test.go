@@ -1,11 +1,16 @@
 package perm_test
 
 import (
+	"context"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/deepagents-go/deepagents/vfs"
+	"github.com/deepagents-go/deepagents/vfs/osfs"
 	"github.com/deepagents-go/deepagents/vfs/perm"
 )
 
@@ -51,4 +56,101 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("Check(%q, %q) = %v", r, p, denied)
 		}
 	})
+}
+
+// FuzzGuard writes or deletes a path, given by the fuzzer, in a directory
+// holding git's data and an agent file, with two symbolic links whose
+// targets the fuzzer picks, through the guarded disk backend and without
+// approval. Whatever the path and the links, git's data and the agent
+// files are exactly as they were afterwards: the guard's reading of the
+// links is the disk's.
+func FuzzGuard(f *testing.F) {
+	for _, s := range []struct {
+		l1, l2, path string
+		del          bool
+	}{
+		{".git/config", "..", "/l1", false},
+		{".git", "../.deepagents", "/l1/hooks/pre-commit", false},
+		{"a", "../../.git/hooks", "/a/l2/x", false},
+		{"a/l2", "../.deepagents/agents", "/l1/a.md", false},
+		{".", ".git", "/l1/l1/l1/.git/config", false},
+		{"a/b/../../.git", "b", "/l1", true},
+		{"nope/../.git", "x", "/l1/config", false},
+		{".GIT", "..", "/l1/config", false},
+		{"l1", "l2", "/l1", false},
+		{".deepagents", "..", "/l1", true},
+		{"a", "../.git/hooks/x", "/a/l2", true},
+	} {
+		f.Add(s.l1, s.l2, s.path, s.del)
+	}
+	f.Fuzz(func(t *testing.T, l1, l2, path string, del bool) {
+		for _, s := range []string{l1, l2} {
+			if s == "" || len(s) > 200 || strings.ContainsAny(s, "\x00") {
+				return
+			}
+		}
+		if len(path) > 300 {
+			return
+		}
+		dir := t.TempDir()
+		files := map[string]string{".git/config": "[core]\n", ".git/hooks/x": "hook\n", ".deepagents/agents/a.md": "agent\n", "a/b/file": "f\n"}
+		for name, body := range files {
+			p := filepath.Join(dir, filepath.FromSlash(name))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if os.Symlink(filepath.FromSlash(l1), filepath.Join(dir, "l1")) != nil || os.Symlink(filepath.FromSlash(l2), filepath.Join(dir, "a", "l2")) != nil {
+			return
+		}
+		before := tree(t, filepath.Join(dir, ".git")) + tree(t, filepath.Join(dir, ".deepagents"))
+		g, err := perm.NewGuard([]perm.Zone{
+			{Dir: "/", Glob: "**/.git/**", Level: perm.Never, What: "git's data"},
+			{Dir: "/", Glob: "**/.deepagents/**", Level: perm.Ask, What: "settings"},
+		}, []perm.Mount{{Prefix: "/", Host: dir, Links: true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		disk, err := osfs.New(dir, osfs.NoSweep(), osfs.NoSync())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer disk.Close()
+		b := g.Wrap(disk)
+		if del {
+			_, _ = b.Delete(context.Background(), path)
+		} else {
+			_ = b.Write(context.Background(), path, "pwned")
+		}
+		if after := tree(t, filepath.Join(dir, ".git")) + tree(t, filepath.Join(dir, ".deepagents")); after != before {
+			t.Fatalf("links l1 -> %q, a/l2 -> %q; %s %q changed the protected files:\nbefore:\n%s\nafter:\n%s", l1, l2, map[bool]string{true: "delete", false: "write"}[del], path, before, after)
+		}
+	})
+}
+
+// tree lists the files below dir with their contents, without following
+// links, for comparing.
+func tree(t *testing.T, dir string) string {
+	var b strings.Builder
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			fmt.Fprintf(&b, "%s: %v\n", p, err)
+			return nil
+		}
+		switch {
+		case d.Type()&fs.ModeSymlink != 0:
+			target, _ := os.Readlink(p)
+			fmt.Fprintf(&b, "%s -> %s\n", p, target)
+		case d.IsDir():
+			fmt.Fprintf(&b, "%s/\n", p)
+		default:
+			data, _ := os.ReadFile(p)
+			fmt.Fprintf(&b, "%s = %q\n", p, data)
+		}
+		return nil
+	})
+	return b.String()
 }

@@ -19,6 +19,12 @@
 // access decides it; when none matches, the access is allowed. A denied
 // call gets an error naming the rule, and listings and searches leave out
 // what their caller may not read.
+//
+// A Guard (guard.go) protects the control plane on disk, the files that
+// decide how later runs behave: it judges a change by the real places a
+// path reaches (through symbolic links), refuses some places outright and
+// lets others change only in a call a person approved; its ArgCheck makes
+// such calls wait for the person (see agent.WithCheck).
 package perm
 
 import (

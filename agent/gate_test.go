@@ -1,0 +1,239 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/llm/scripted"
+	"github.com/deepagents-go/deepagents/tool"
+)
+
+// approvals records, per call id, whether the call ran with a context that
+// says a person approved it.
+type approvals struct {
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func (a *approvals) note(ctx context.Context, id string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.seen == nil {
+		a.seen = map[string]bool{}
+	}
+	a.seen[id] = agent.Approved(ctx)
+}
+
+func (a *approvals) get(id string) (approved, ran bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	approved, ran = a.seen[id]
+	return approved, ran
+}
+
+// noteWrite is the write tool, recording whether each call was approved.
+func noteWrite(seen *approvals) tool.Tool {
+	return tool.MustFunc("write", "Write a file.", func(ctx context.Context, env *tool.Env, in writeIn) (string, error) {
+		seen.note(ctx, env.CallID)
+		if strings.HasPrefix(in.Path, "/fail") {
+			return "", errors.New("this path fails")
+		}
+		return "wrote " + in.Path, env.Files.Write(ctx, in.Path, in.Content)
+	})
+}
+
+// protectedCheck makes a write under /protected/ wait, and asks to hear
+// about every write under /protected/ or /told/.
+func protectedCheck(_ context.Context, args json.RawMessage) agent.Verdict {
+	var in writeIn
+	if json.Unmarshal(args, &in) != nil {
+		return agent.Verdict{}
+	}
+	var v agent.Verdict
+	if strings.HasPrefix(in.Path, "/protected/") {
+		v.Wait, v.Reason = true, in.Path+" is protected"
+	}
+	if strings.HasPrefix(in.Path, "/protected/") || strings.HasPrefix(in.Path, "/told/") {
+		v.Report, v.Changes = "it changed "+in.Path, "/shown"+in.Path
+	}
+	return v
+}
+
+// A check on the arguments makes only the calls it picks wait, with its
+// reason; once approved, the call runs with a context that says so, and the
+// calls that never waited run without it.
+func TestArgCheckGatesOnlyTheCallsItPicks(t *testing.T) {
+	m := scripted.New(scripted.Script{"parent": steps(
+		scripted.Step{ToolCalls: []scripted.StepCall{
+			{ID: "c1", Name: "write", Args: json.RawMessage(`{"path":"/free.txt","content":"a"}`)},
+			{ID: "c2", Name: "write", Args: json.RawMessage(`{"path":"/protected/x.txt","content":"b"}`)},
+		}},
+		scripted.Step{Content: "done"},
+	)}, scripted.Options{})
+	seen := &approvals{}
+	gates := agent.WithCheck(nil, protectedCheck, "write")
+	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{noteWrite(seen)}, InterruptOn: gates})
+	saver := checkpoint.NewMemory(0)
+	res, err := a.Invoke(t.Context(), agent.Prompt("go"), agent.WithCheckpoints(saver, "T"))
+	if !errors.Is(err, agent.ErrInterrupted) {
+		t.Fatalf("err %v, want interrupted", err)
+	}
+	if len(res.Interrupts) != 1 {
+		t.Fatalf("interrupts %+v, want only c2", res.Interrupts)
+	}
+	in := res.Interrupts[0]
+	if in.CallID != "c2" || in.Reason != "/protected/x.txt is protected" ||
+		!strings.HasPrefix(in.Description, "/protected/x.txt is protected. The agent wants to call write with") {
+		t.Errorf("interrupt %+v", in)
+	}
+	if h := agent.HITL(res.Interrupts); h.ActionRequests[0].Description != in.Description {
+		t.Errorf("the LangChain request's description %q, want %q", h.ActionRequests[0].Description, in.Description)
+	}
+	if approved, ran := seen.get("c1"); !ran || approved {
+		t.Errorf("c1: ran %v approved %v; want it run, not approved", ran, approved)
+	}
+	if _, ran := seen.get("c2"); ran {
+		t.Fatal("c2 ran before a person decided")
+	}
+
+	res, err = a.Invoke(t.Context(), agent.Input{}, agent.WithCheckpoints(saver, "T"),
+		agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "c2"}))
+	if err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	if approved, ran := seen.get("c2"); !ran || !approved {
+		t.Errorf("c2: ran %v approved %v; want it run with the approval", ran, approved)
+	}
+	if res.FinalText() != "done" {
+		t.Errorf("result %q", res.FinalText())
+	}
+	if !slices.Contains(res.Changed, "/shown/protected/x.txt") {
+		t.Errorf("changed %v: the gate's path is missing", res.Changed)
+	}
+}
+
+// A tool gated for every call keeps waiting for every call when a check is
+// added, keeps its allowed decisions, and the check's reason is told for the
+// calls it picks.
+func TestWithCheckKeepsTheToolsOwnGate(t *testing.T) {
+	own := map[string]agent.Approval{"write": {Allowed: []agent.DecisionType{agent.Approve, agent.Reject}}}
+	gates := agent.WithCheck(own, protectedCheck, "write", "other")
+	if own["write"].Check != nil {
+		t.Fatal("WithCheck changed the map it was given")
+	}
+	for _, tc := range []struct {
+		path   string
+		reason string
+	}{{"/free.txt", ""}, {"/protected/y", "/protected/y is protected"}} {
+		v := gates["write"].Check(t.Context(), json.RawMessage(`{"path":"`+tc.path+`","content":""}`))
+		if !v.Wait || v.Reason != tc.reason {
+			t.Errorf("%s: %+v, want wait with reason %q", tc.path, v, tc.reason)
+		}
+	}
+	if got := gates["write"].Decisions(); !slices.Equal(got, []agent.DecisionType{agent.Approve, agent.Reject}) {
+		t.Errorf("decisions %v", got)
+	}
+	if v := gates["other"].Check(t.Context(), json.RawMessage(`{"path":"/free"}`)); v.Wait {
+		t.Errorf("a tool with only the check waits for a free path: %+v", v)
+	}
+}
+
+// A call a gate asked to hear about is reported once it ran without an
+// error, whether it waited or not; a call that failed is not.
+func TestArgCheckReportsWhatRan(t *testing.T) {
+	m := scripted.New(scripted.Script{"parent": steps(
+		scripted.Step{ToolCalls: []scripted.StepCall{
+			{ID: "c1", Name: "write", Args: json.RawMessage(`{"path":"/told/a","content":"a"}`)},
+			{ID: "c2", Name: "write", Args: json.RawMessage(`{"path":"/failing","content":"b"}`)},
+			{ID: "c3", Name: "write", Args: json.RawMessage(`{"path":"/protected/p","content":"c"}`)},
+		}},
+		scripted.Step{Content: "done"},
+	)}, scripted.Options{})
+	failing := func(ctx context.Context, args json.RawMessage) agent.Verdict {
+		v := protectedCheck(ctx, args)
+		if strings.Contains(string(args), "/failing") {
+			v.Report = "the failing one"
+		}
+		return v
+	}
+	seen := &approvals{}
+	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{noteWrite(seen)}, InterruptOn: agent.WithCheck(nil, failing, "write")})
+	saver := checkpoint.NewMemory(0)
+	var reports []string
+	collect := func(ev agent.Event) {
+		if ev.Type == agent.Warning && ev.Warning.Source == "gate" {
+			reports = append(reports, ev.Warning.Text)
+		}
+	}
+	if _, err := agent.Drain(a.Run(t.Context(), agent.Prompt("go"), agent.WithCheckpoints(saver, "T")), collect); !errors.Is(err, agent.ErrInterrupted) {
+		t.Fatalf("err %v", err)
+	}
+	want := []string{"write call c1 ran without waiting for a person: it changed /told/a"}
+	if !slices.Equal(reports, want) {
+		t.Fatalf("reports %q, want %q", reports, want)
+	}
+	reports = nil
+	res, err := agent.Drain(a.Run(t.Context(), agent.Input{}, agent.WithCheckpoints(saver, "T"),
+		agent.WithDecisions(agent.Decision{Type: agent.Edit, CallID: "c3", Args: json.RawMessage(`{"path":"/protected/q","content":"d"}`)})), collect)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = []string{"write call c3 ran after a person approved it: it changed /protected/q"}
+	if !slices.Equal(reports, want) {
+		t.Fatalf("reports %q, want %q", reports, want)
+	}
+	if approved, _ := seen.get("c3"); !approved {
+		t.Error("an edited call runs as approved")
+	}
+	if !slices.Contains(res.Changed, "/shown/protected/q") || slices.Contains(res.Changed, "/shown/protected/p") {
+		t.Errorf("changed %v: want the edited call's path only", res.Changed)
+	}
+}
+
+// nestedProbe is a tool that runs "agents": it records whether its own call
+// runs as approved.
+type nestedProbe struct{ seen *approvals }
+
+func (n nestedProbe) Spec() llm.ToolSpec {
+	return llm.ToolSpec{Name: "task", Description: "Run a subagent.", Parameters: json.RawMessage(`{"type":"object"}`)}
+}
+
+func (n nestedProbe) Run(ctx context.Context, env *tool.Env, _ json.RawMessage) (tool.Result, error) {
+	n.seen.note(ctx, env.CallID)
+	return tool.Text("ran"), nil
+}
+
+func (n nestedProbe) RunNested(ctx context.Context, env *tool.Env, args json.RawMessage, _ agent.Host) (tool.Result, *agent.Result, error) {
+	res, err := n.Run(ctx, env, args)
+	return res, nil, err
+}
+
+// A person's approval of a call that runs a subagent does not make the
+// subagent's own calls approved.
+func TestApprovalOfATaskCallStaysWithIt(t *testing.T) {
+	m := scripted.New(scripted.Script{"parent": steps(
+		scripted.Step{ToolCalls: []scripted.StepCall{{ID: "t1", Name: "task", Args: json.RawMessage(`{}`)}}},
+		scripted.Step{Content: "done"},
+	)}, scripted.Options{})
+	seen := &approvals{}
+	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{nestedProbe{seen}}, InterruptOn: map[string]agent.Approval{"task": {}}})
+	saver := checkpoint.NewMemory(0)
+	if _, err := a.Invoke(t.Context(), agent.Prompt("go"), agent.WithCheckpoints(saver, "T")); !errors.Is(err, agent.ErrInterrupted) {
+		t.Fatalf("err %v", err)
+	}
+	if _, err := a.Invoke(t.Context(), agent.Input{}, agent.WithCheckpoints(saver, "T"),
+		agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "t1"})); err != nil {
+		t.Fatal(err)
+	}
+	if approved, ran := seen.get("t1"); !ran || approved {
+		t.Errorf("the task call ran %v approved %v; want it run, not marked approved", ran, approved)
+	}
+}
