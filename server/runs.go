@@ -63,6 +63,17 @@ type liveRun struct {
 	finished  chan struct{}
 }
 
+// rejects says whether the run's decisions reject the call callID of the
+// agent at path.
+func (lr *liveRun) rejects(path, callID string) bool {
+	for _, d := range lr.decisions {
+		if d.Type == agent.Reject && d.CallID == callID && (d.Path == "" || d.Path == path) {
+			return true
+		}
+	}
+	return false
+}
+
 // subscribe registers a stream: its channel gets a token at each change
 // after the call; cancel removes it.
 func (lr *liveRun) subscribe() (changed <-chan struct{}, cancel func()) {
