@@ -3,14 +3,12 @@ package server
 import (
 	"errors"
 	"fmt"
-	"io"
 	"mime"
 	"net"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
-	"time"
 )
 
 // DefaultMaxStreams is how many event streams a server keeps open at once
@@ -166,35 +164,6 @@ func jsonBody(r *http.Request) error {
 		return errf(http.StatusUnsupportedMediaType, "Content-Type %q is not taken; send JSON with Content-Type: application/json", ct)
 	}
 	return nil
-}
-
-// liftReadDeadline lifts the connection's read deadline (http.Server's
-// ReadTimeout) once the request's body has been read, or at once when it
-// has none: the timeout is for reading the request, and must not cut the
-// stream or the long wait (runs/wait, join) that answers it.
-func liftReadDeadline(w http.ResponseWriter, r *http.Request) {
-	rc := http.NewResponseController(w)
-	if r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
-		_ = rc.SetReadDeadline(time.Time{})
-		return
-	}
-	r.Body = &eofHook{ReadCloser: r.Body, at: func() { _ = rc.SetReadDeadline(time.Time{}) }}
-}
-
-// eofHook calls at once when its reader reaches the end.
-type eofHook struct {
-	io.ReadCloser
-	at   func()
-	done bool
-}
-
-func (e *eofHook) Read(p []byte) (int, error) {
-	n, err := e.ReadCloser.Read(p)
-	if err == io.EOF && !e.done {
-		e.done = true
-		e.at()
-	}
-	return n, err
 }
 
 // streamSlot takes one of the server's stream slots, answering 429 when

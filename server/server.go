@@ -168,7 +168,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.guard(w, r) {
 		return
 	}
-	liftReadDeadline(w, r)
 	h, pattern := s.mux.Handler(r)
 	var miss probe
 	if pattern == "" {

@@ -220,8 +220,9 @@ var serveUI http.Handler
 
 // serve answers on ln until ctx ends, then ends open streams and stops.
 // A client that sends its request too slowly (a connection held open by
-// dribbling headers or a body) is cut off after the timeouts; the server
-// lifts the read deadline once a request is read, so a long stream is not.
+// dribbling headers or a body) is cut off after the timeouts; net/http
+// clears the read deadline once a request's body is read, so a long
+// stream is not.
 func serve(ctx context.Context, ln net.Listener, srv *server.Server, stderr io.Writer, t serveTimeouts) int {
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: t.ReadHeader, ReadTimeout: t.Read, IdleTimeout: t.Idle}
 	errc := make(chan error, 1)
