@@ -61,7 +61,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.StringVar(&f.addr, "addr", "127.0.0.1:2024", "the address to listen on, HOST:PORT")
 	fs.StringVar(&f.tokenEnv, "token-env", "", "the environment variable holding the bearer token clients must send (required for a non-loopback --addr)")
-	fs.StringVar(&f.cors, "cors", "", "ORIGIN[,ORIGIN]: browser origins allowed to call the API (* for any)")
+	fs.StringVar(&f.cors, "cors", "", "ORIGIN[,ORIGIN]: browser origins, besides the server's own, allowed to call the API (* for any, only with a token)")
 	fs.BoolVar(&f.demo, "demo", false, "serve the built-in scripted agent (two parallel subagents, then a write that waits for approval) instead of a real model")
 	fs.StringVar(&f.name, "name", "agent", "the assistant's name and graph_id, which clients name in their runs")
 	fs.IntVar(&f.maxStreams, "max-streams", server.DefaultMaxStreams, "the event streams kept open at once; one more is refused with 429")
