@@ -204,8 +204,8 @@ func (rt route) matches(segs []string) bool {
 		return false
 	}
 	for i, s := range rt.segs {
-		if !wildcard(s) && s != segs[i] {
-			return false
+		if wildcard(s) && segs[i] == "" || !wildcard(s) && s != segs[i] {
+			return false // a wildcard takes no empty segment, as the mux's
 		}
 	}
 	return true
@@ -216,7 +216,7 @@ func (rt route) matches(segs []string) bool {
 // same path names literally does not count: in /threads/x/runs/stream,
 // "stream" names an endpoint (POST), not a run to GET.
 func (s *Server) allowed(path string) []string {
-	segs := strings.Split(strings.Trim(path, "/"), "/")
+	segs := strings.Split(strings.TrimPrefix(path, "/"), "/")
 	var match []route
 	for _, rt := range s.table {
 		if rt.matches(segs) {

@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	pathpkg "path"
+	"slices"
 	"strings"
 	"testing"
 
@@ -442,6 +444,38 @@ func FuzzGuard(f *testing.F) {
 		}
 		if body && !strings.HasPrefix(strings.ToLower(strings.TrimSpace(ctype)), "application/json") {
 			t.Fatalf("body of type %q let through", ctype)
+		}
+	})
+}
+
+// FuzzAllowed: for any clean path, the methods a 405 would list are sorted and
+// distinct, HEAD comes only with GET, and the mux routes each of them.
+func FuzzAllowed(f *testing.F) {
+	s := &Server{mux: http.NewServeMux()}
+	s.routes()
+	f.Fuzz(func(t *testing.T, path string) {
+		if !strings.HasPrefix(path, "/") {
+			path = "/" + path
+		}
+		u, err := url.Parse("http://127.0.0.1" + path)
+		if err != nil || u.Path == "" || pathpkg.Clean(u.Path) != u.Path {
+			return // the mux redirects a path that is not clean
+		}
+		got := s.allowed(u.Path)
+		for i, m := range got {
+			if i > 0 && got[i-1] >= m {
+				t.Fatalf("allowed(%q) = %v: not sorted and distinct", u.Path, got)
+			}
+			if m == http.MethodHead {
+				if !slices.Contains(got, http.MethodGet) {
+					t.Fatalf("allowed(%q) = %v: HEAD without GET", u.Path, got)
+				}
+				continue
+			}
+			r := &http.Request{Method: m, URL: u, Host: "127.0.0.1"}
+			if _, pattern := s.mux.Handler(r); pattern == "" {
+				t.Fatalf("allowed(%q) lists %s, which no route takes", u.Path, m)
+			}
 		}
 	})
 }
