@@ -4,6 +4,11 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/deepagents-go/deepagents"
+	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/llm/scripted"
 )
 
 // toolMessage finds the tool message answering call id in msgs.
@@ -93,5 +98,62 @@ func TestRejectedCallMarked(t *testing.T) {
 		if m := toolMessage(vals.Messages, id); m == nil || m.AdditionalKwargs == nil || !m.AdditionalKwargs.Rejected {
 			t.Errorf("the state's %s: %+v", id, m)
 		}
+	}
+}
+
+// TestRejectedSubagentCallMarked: a subagent's call the person rejects is
+// marked in the subagent's streamed values (values|task:...) and in its
+// state read by checkpoint namespace.
+func TestRejectedSubagentCallMarked(t *testing.T) {
+	model := scripted.New(nil, scripted.Options{Func: func(ci llm.CallInfo, req *llm.Request) (scripted.Step, error) {
+		last := req.Messages[len(req.Messages)-1]
+		switch {
+		case ci.Instance != "" && ci.Round == 0:
+			return scripted.Step{ToolCalls: []scripted.StepCall{{ID: "w", Name: "write_file", Args: json.RawMessage(`{"file_path":"/sub.md","content":"x"}`)}}}, nil
+		case ci.Instance != "":
+			return scripted.Step{Content: "subagent done"}, nil
+		case last.Role == llm.RoleUser:
+			return scripted.Step{ToolCalls: []scripted.StepCall{{ID: "t1", Name: "task", Args: json.RawMessage(`{"description":"write the file","subagent_type":"general-purpose"}`)}}}, nil
+		default:
+			return scripted.Step{Content: "parent done"}, nil
+		}
+	}})
+	a, err := deepagents.New(deepagents.Config{Name: "boss", Model: model, InterruptOn: map[string]agent.Approval{"write_file": {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, Config{Agents: []AgentSpec{{Name: "boss", Agent: a}}})
+	h.json("POST", "/threads/sa/runs/wait", map[string]any{"assistant_id": "boss", "if_not_exists": "create",
+		"input": map[string]any{"messages": []any{map[string]any{"role": "user", "content": "go"}}}}, 200, nil)
+	_, evs := h.stream("POST", "/threads/sa/runs/stream", map[string]any{"assistant_id": "boss", "stream_subgraphs": true,
+		"command": map[string]any{"resume": []any{map[string]any{"type": "reject", "message": "no"}}}})
+	marked := false
+	for _, ev := range evs {
+		if ev.Event != "values|task:t1" {
+			continue
+		}
+		var v struct {
+			Messages []LCMessage `json:"messages"`
+		}
+		if err := json.Unmarshal(ev.Data, &v); err != nil {
+			t.Fatal(err)
+		}
+		if m := toolMessage(v.Messages, "w"); m != nil {
+			marked = m.AdditionalKwargs != nil && m.AdditionalKwargs.Rejected
+		}
+	}
+	if !marked {
+		t.Errorf("the subagent's rejected call is not marked in its streamed values: %v", eventNames(evs))
+	}
+	var st ThreadState
+	h.json("GET", "/threads/sa/state?checkpoint_ns=task:t1", nil, 200, &st)
+	var vals struct {
+		Messages []LCMessage `json:"messages"`
+	}
+	if err := json.Unmarshal(st.Values, &vals); err != nil {
+		t.Fatal(err)
+	}
+	if m := toolMessage(vals.Messages, "w"); m == nil || m.AdditionalKwargs == nil || !m.AdditionalKwargs.Rejected {
+		t.Errorf("the subagent's state: %+v", m)
 	}
 }
