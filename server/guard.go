@@ -69,6 +69,9 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request) bool {
 			return true
 		}
 	}
+	if len(s.cfg.CORS.AllowOrigins) > 0 {
+		w.Header().Add("Vary", "Origin") // the answer depends on it
+	}
 	if listed {
 		h := w.Header()
 		h.Set("Access-Control-Allow-Origin", origin[0])
@@ -85,9 +88,6 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request) bool {
 			w.WriteHeader(http.StatusNoContent)
 			return true
 		}
-	}
-	if len(s.cfg.CORS.AllowOrigins) > 0 {
-		w.Header().Add("Vary", "Origin")
 	}
 	if err := jsonBody(r); err != nil {
 		s.fail(w, err)
