@@ -229,9 +229,13 @@ func New(ctx context.Context, spec Spec, o Options) (llm.Model, error) {
 	return nil, fmt.Errorf("provider %q: unknown kind %q (want openai, anthropic, gemini or openai-compatible)", spec.Provider, o.Kind)
 }
 
+// ErrNoModel is the error Detect wraps when no model is configured and no
+// provider's key is set, so that a command can add its own advice.
+var ErrNoModel = errors.New("no model configured and no API key found")
+
 // Detect picks a default model from the keys present in the environment,
-// in the order OpenAI, Anthropic, Gemini; with none it returns a
-// MissingKeyError-style error naming all three variables.
+// in the order OpenAI, Anthropic, Gemini; with none it returns an error
+// wrapping ErrNoModel and naming all three variables.
 func Detect() (Spec, error) {
 	switch {
 	case os.Getenv("OPENAI_API_KEY") != "":
@@ -241,8 +245,8 @@ func Detect() (Spec, error) {
 	case os.Getenv("GEMINI_API_KEY") != "" || os.Getenv("GOOGLE_API_KEY") != "":
 		return Spec{"gemini", "gemini-2.5-flash"}, nil
 	}
-	return Spec{}, errors.New("no model configured and no API key found: set OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY " +
-		"(or pass --model ollama:MODEL for a local server), or run `deepagents demo`, which needs no key")
+	return Spec{}, fmt.Errorf("%w: set OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY "+
+		"(or pass --model ollama:MODEL for a local server), or run `deepagents demo`, which needs no key", ErrNoModel)
 }
 
 type headerTransport struct {

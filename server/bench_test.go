@@ -99,7 +99,7 @@ func BenchmarkStreams(b *testing.B) {
 	}
 	srv := &http.Server{Handler: s}
 	h := newBenchServer(b, srv)
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: streams, MaxConnsPerHost: streams}}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: streams, MaxConnsPerHost: streams}, Timeout: 10 * time.Minute}
 	var all []time.Duration
 	var got int
 	cpu0, io0 := cpuTime(), writtenBytes()

@@ -17,7 +17,8 @@ import (
 // research tasks to parallel general-purpose subagents, asks to write
 // /report.md (a call that waits for approval), then answers. A message
 // containing "slow" makes each model call take a minute instead (for
-// cancelling), and stepDelayMS slows every call down (0: none).
+// cancelling), and stepDelayMS slows every call down (0: none). When the
+// write is rejected, the answer says the report was not written.
 func DemoAgent(name string, stepDelayMS float64) (*agent.Agent, error) {
 	model := scripted.New(nil, scripted.Options{Func: func(ci llm.CallInfo, req *llm.Request) (scripted.Step, error) {
 		return demoStep(ci, req, stepDelayMS), nil
@@ -62,8 +63,21 @@ func demoStep(ci llm.CallInfo, req *llm.Request, delayMS float64) scripted.Step 
 	case last.Role == llm.RoleTool && last.Name == "task":
 		b, _ := json.Marshal(map[string]string{"file_path": "/report.md", "content": "# Report\n\nTopic A and topic B, summarised.\n"})
 		st.ToolCalls = []scripted.StepCall{{ID: fmt.Sprintf("write_%d", turn), Name: "write_file", Args: b}}
+	case last.Role == llm.RoleTool && last.Name == "write_file" && last.IsError:
+		// Rejected (or failed): the answer must not claim the report exists.
+		st.Content = "I did not write /report.md (" + demoReason(last.Content) + "), so there is no report file. " +
+			"The findings on topic A and topic B are in the subagents' answers above."
 	default:
 		st.Content = "Done: the report is in /report.md."
 	}
 	return st
+}
+
+// demoReason says why the write did not happen, from what the model was
+// told.
+func demoReason(result string) string {
+	if strings.Contains(result, "rejected") {
+		return "you rejected it"
+	}
+	return "it failed"
 }

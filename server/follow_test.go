@@ -212,7 +212,7 @@ func TestEventsStoredBeforeSent(t *testing.T) {
 	var early []string
 	go func() {
 		defer close(ended)
-		resp, err := http.Post(hs.URL+"/threads/t/runs/stream", "application/json", strings.NewReader(body))
+		resp, err := testClient.Post(hs.URL+"/threads/t/runs/stream", "application/json", strings.NewReader(body))
 		if err != nil {
 			t.Error(err)
 			return
@@ -287,7 +287,7 @@ func TestEventsStoredAfterAFailedAppend(t *testing.T) {
 	hs := httptest.NewServer(s)
 	defer hs.Close()
 	body := `{"assistant_id":"burst","if_not_exists":"create","stream_mode":"custom","input":{"messages":[{"role":"user","content":"go"}]}}`
-	resp, err := http.Post(hs.URL+"/threads/t/runs/stream", "application/json", strings.NewReader(body))
+	resp, err := testClient.Post(hs.URL+"/threads/t/runs/stream", "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -374,7 +374,7 @@ func TestFinishedRunStreamsInPages(t *testing.T) {
 		return ids, runID
 	}
 	body := `{"assistant_id":"burst","if_not_exists":"create","stream_mode":["custom","values","updates"],"input":{"messages":[{"role":"user","content":"go"}]}}`
-	resp, err := http.Post(hs.URL+"/threads/t/runs/stream", "application/json", strings.NewReader(body))
+	resp, err := testClient.Post(hs.URL+"/threads/t/runs/stream", "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,7 +390,7 @@ func TestFinishedRunStreamsInPages(t *testing.T) {
 	}
 	req, _ := http.NewRequest("GET", hs.URL+"/threads/t/runs/"+runID+"/stream", nil)
 	req.Header.Set("Last-Event-ID", "-1")
-	resp, err = http.DefaultClient.Do(req)
+	resp, err = testClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

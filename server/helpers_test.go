@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/deepagents-go/deepagents/checkpoint"
 )
@@ -56,6 +57,13 @@ func parseSSE(t *testing.T, r io.Reader) []sseEvent {
 	return out
 }
 
+// testTimeout bounds every exchange a test has with a server, a stream
+// included, so that none can hang until go test's own deadline.
+const testTimeout = 2 * time.Minute
+
+// testClient is the client of tests that talk to a server of their own.
+var testClient = &http.Client{Timeout: testTimeout}
+
 type harness struct {
 	t     *testing.T
 	srv   *Server
@@ -80,6 +88,7 @@ func newHarness(t *testing.T, cfg Config) *harness {
 		t.Fatal(err)
 	}
 	hs := httptest.NewServer(s)
+	hs.Client().Timeout = testTimeout
 	t.Cleanup(func() {
 		hs.Close()
 		_ = s.Close()

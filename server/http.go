@@ -13,30 +13,38 @@ import (
 const maxBody = 8 << 20
 
 func (s *Server) routes() {
-	m := s.mux
-	m.HandleFunc("GET /ok", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, map[string]bool{"ok": true}) })
-	m.HandleFunc("GET /info", s.info)
-	m.HandleFunc("GET /openapi.json", s.openAPI)
-	m.HandleFunc("POST /assistants/search", s.searchAssistants)
-	m.HandleFunc("GET /assistants/{id}", s.getAssistant)
-	m.HandleFunc("POST /threads", s.createThread)
-	m.HandleFunc("POST /threads/search", s.searchThreads)
-	m.HandleFunc("GET /threads/{thread}", s.getThread)
-	m.HandleFunc("PATCH /threads/{thread}", s.patchThread)
-	m.HandleFunc("DELETE /threads/{thread}", s.deleteThread)
-	m.HandleFunc("GET /threads/{thread}/state", s.getState)
-	m.HandleFunc("GET /threads/{thread}/state/{checkpoint}", s.getState)
-	m.HandleFunc("POST /threads/{thread}/state", s.updateState)
-	m.HandleFunc("GET /threads/{thread}/history", s.history)
-	m.HandleFunc("POST /threads/{thread}/history", s.history)
-	m.HandleFunc("POST /threads/{thread}/runs", s.createRun)
-	m.HandleFunc("POST /threads/{thread}/runs/stream", s.streamRun)
-	m.HandleFunc("POST /threads/{thread}/runs/wait", s.waitRun)
-	m.HandleFunc("GET /threads/{thread}/runs", s.listRuns)
-	m.HandleFunc("GET /threads/{thread}/runs/{run}", s.getRun)
-	m.HandleFunc("GET /threads/{thread}/runs/{run}/join", s.joinRun)
-	m.HandleFunc("GET /threads/{thread}/runs/{run}/stream", s.joinStream)
-	m.HandleFunc("POST /threads/{thread}/runs/{run}/cancel", s.cancelRun)
+	ok := func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, map[string]bool{"ok": true}) }
+	for _, rt := range []struct {
+		pattern string
+		h       http.HandlerFunc
+	}{
+		{"GET /ok", ok},
+		{"GET /info", s.info},
+		{"GET /openapi.json", s.openAPI},
+		{"POST /assistants/search", s.searchAssistants},
+		{"GET /assistants/{id}", s.getAssistant},
+		{"POST /threads", s.createThread},
+		{"POST /threads/search", s.searchThreads},
+		{"GET /threads/{thread}", s.getThread},
+		{"PATCH /threads/{thread}", s.patchThread},
+		{"DELETE /threads/{thread}", s.deleteThread},
+		{"GET /threads/{thread}/state", s.getState},
+		{"GET /threads/{thread}/state/{checkpoint}", s.getState},
+		{"POST /threads/{thread}/state", s.updateState},
+		{"GET /threads/{thread}/history", s.history},
+		{"POST /threads/{thread}/history", s.history},
+		{"POST /threads/{thread}/runs", s.createRun},
+		{"POST /threads/{thread}/runs/stream", s.streamRun},
+		{"POST /threads/{thread}/runs/wait", s.waitRun},
+		{"GET /threads/{thread}/runs", s.listRuns},
+		{"GET /threads/{thread}/runs/{run}", s.getRun},
+		{"GET /threads/{thread}/runs/{run}/join", s.joinRun},
+		{"GET /threads/{thread}/runs/{run}/stream", s.joinStream},
+		{"POST /threads/{thread}/runs/{run}/cancel", s.cancelRun},
+	} {
+		s.mux.HandleFunc(rt.pattern, rt.h)
+		s.table = append(s.table, parseRoute(rt.pattern))
+	}
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

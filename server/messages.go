@@ -18,6 +18,16 @@ type LCMessage struct {
 	ToolCalls  []LCToolCall `json:"tool_calls,omitempty"`
 	ToolCallID string       `json:"tool_call_id,omitempty"`
 	Status     string       `json:"status,omitempty"`
+	// AdditionalKwargs carries what LangChain's fields do not say: on a
+	// tool message, that a person rejected the call (its status stays
+	// "error", as the model was told).
+	AdditionalKwargs *MessageKwargs `json:"additional_kwargs,omitempty"`
+}
+
+// MessageKwargs are a message's extra facts.
+type MessageKwargs struct {
+	// Rejected: the call was not run, a person reviewing it rejected it.
+	Rejected bool `json:"rejected,omitempty"`
 }
 
 // LCToolCall is a tool call in LangChain's shape.

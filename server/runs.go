@@ -63,6 +63,17 @@ type liveRun struct {
 	finished  chan struct{}
 }
 
+// rejects says whether the run's decisions reject the call callID of the
+// agent at path.
+func (lr *liveRun) rejects(path, callID string) bool {
+	for _, d := range lr.decisions {
+		if d.Type == agent.Reject && d.CallID == callID && (d.Path == "" || d.Path == path) {
+			return true
+		}
+	}
+	return false
+}
+
 // subscribe registers a stream: its channel gets a token at each change
 // after the call; cancel removes it.
 func (lr *liveRun) subscribe() (changed <-chan struct{}, cancel func()) {
@@ -647,6 +658,11 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 func runPath(thread, run string) string { return "/threads/" + thread + "/runs/" + run }
 
 func (s *Server) streamRun(w http.ResponseWriter, r *http.Request) {
+	release, ok := s.streamSlot(w)
+	if !ok {
+		return // refused before the run is made: nothing runs
+	}
+	defer release()
 	lr, err := s.submit(r)
 	if err != nil {
 		s.fail(w, err)
@@ -675,6 +691,11 @@ func lastEventID(r *http.Request) int64 {
 }
 
 func (s *Server) joinStream(w http.ResponseWriter, r *http.Request) {
+	release, ok := s.streamSlot(w)
+	if !ok {
+		return
+	}
+	defer release()
 	lr, rec, err := s.lookup(r)
 	if err != nil {
 		s.fail(w, err)
@@ -683,7 +704,10 @@ func (s *Server) joinStream(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Location", runPath(rec.ThreadID, rec.RunID))
 	w.Header().Set("Location", runPath(rec.ThreadID, rec.RunID)+"/stream")
 	var only map[string]bool
-	if q := r.URL.Query()["stream_mode"]; len(q) > 0 {
+	// An empty stream_mode (the Python client sends "stream_mode=" when
+	// none is given) is no narrowing: the run's own modes.
+	q := slices.DeleteFunc(r.URL.Query()["stream_mode"], func(m string) bool { return strings.TrimSpace(m) == "" })
+	if len(q) > 0 {
 		// A join may narrow the run's modes; events of other modes are
 		// skipped (their ids still count).
 		raw, _ := json.Marshal(q)

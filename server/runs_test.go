@@ -64,7 +64,8 @@ func TestEventsFlushedOneByOne(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, "POST", h.http.URL+"/threads/flush/runs/stream", strings.NewReader(body))
-	resp, err := http.DefaultClient.Do(req)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := testClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

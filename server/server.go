@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/deepagents-go/deepagents/agent"
@@ -29,8 +30,10 @@ type AgentSpec struct {
 	Agent       *agent.Agent
 }
 
-// CORS says which browser origins may call the API. Empty AllowOrigins
-// sends no CORS headers (same-origin only); "*" allows any origin.
+// CORS says which browser origins, besides the server's own, may call the
+// API. A request from any other origin is refused with 403, and gets no
+// CORS header. "*" allows every origin, and needs a Token. No response
+// allows credentials (cookies): clients send the token in a header.
 type CORS struct {
 	AllowOrigins []string
 }
@@ -47,8 +50,20 @@ type Config struct {
 	// Token, when set, is the bearer token every request but GET /ok must
 	// carry in its Authorization header.
 	Token string
+	// Hosts are the names, besides this machine's loopback ones
+	// (localhost, 127.0.0.0/8, [::1]), that a request's Host header may
+	// name when there is no Token ("*" for any; "name" or "name:port").
+	// Without a token a request to any other name is refused with 403: a
+	// web page that had its own name resolve to 127.0.0.1 (DNS rebinding)
+	// would otherwise reach the server as if from its own origin. With a
+	// Token, any Host is taken.
+	Hosts []string
 	// CORS configures cross-origin access.
 	CORS CORS
+	// MaxStreams caps the event streams open at once (runs/stream and
+	// joined streams): one more is refused with 429 until one ends.
+	// 0 means DefaultMaxStreams; negative, no cap.
+	MaxStreams int
 	// UI, when set, serves every request no API route takes (the web
 	// UI's page and assets), without a token. A path the API serves with
 	// other methods is a 405, not the UI's; the UI's own 404 and 405 are
@@ -83,6 +98,8 @@ type Server struct {
 	deleting map[string]bool
 
 	heartbeat time.Duration
+	table     []route      // the API's routes, for 405's Allow
+	streams   atomic.Int64 // event streams open
 
 	ctx    context.Context // cancelled by Shutdown: ends streams and runs
 	cancel context.CancelFunc
@@ -98,6 +115,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Saver == nil {
 		return nil, errors.New("server: no checkpoint saver configured")
+	}
+	if err := cfg.CORS.Check(cfg.Token != ""); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
 	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux(), log: cfg.Logger, store: cfg.Store,
 		live: map[string]*liveRun{}, active: map[string]*liveRun{}, queue: map[string][]*liveRun{}, deleting: map[string]bool{}}
@@ -142,9 +162,10 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// ServeHTTP applies CORS and authentication, then serves the request.
+// ServeHTTP refuses what a web page could send unasked (see guard),
+// applies CORS and authentication, then serves the request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if s.cors(w, r) {
+	if s.guard(w, r) {
 		return
 	}
 	h, pattern := s.mux.Handler(r)
@@ -154,6 +175,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// (405, with the methods it takes) or not (404).
 		miss.header = http.Header{}
 		h.ServeHTTP(&miss, r)
+	} else if !s.serves(r.Method, r.URL.Path) {
+		// A route took a word of the path as a run id that only names
+		// another endpoint (GET /threads/t/runs/stream).
+		pattern, miss.code = "", http.StatusMethodNotAllowed
 	}
 	// What no API route takes goes to the UI, if any: its page and assets
 	// load without a token (the UI asks for it).
@@ -169,14 +194,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// take) are answered as JSON, as every API error is.
 		s.cfg.UI.ServeHTTP(&jsonErrors{ResponseWriter: w, r: r}, r)
 	case pattern == "":
-		if allow := miss.header.Get("Allow"); allow != "" {
+		code, allow := miss.code, ""
+		if code == http.StatusMethodNotAllowed {
+			// Only the methods the path's routes take (the mux would also
+			// list those of a route that takes "stream" as a run id).
+			allow = strings.Join(s.allowed(r.URL.Path), ", ")
+		}
+		if allow == "" {
+			code = http.StatusNotFound
+		} else {
 			w.Header().Set("Allow", allow)
 		}
-		code := miss.code
-		if code != http.StatusMethodNotAllowed {
-			code = http.StatusNotFound
-		}
-		writeError(w, code, errorDetail(code, r, miss.header.Get("Allow")))
+		writeError(w, code, errorDetail(code, r, allow))
 	default:
 		// Through the mux, which sets the request's path values.
 		s.mux.ServeHTTP(w, r)
@@ -272,37 +301,6 @@ func (s *Server) authorized(r *http.Request) bool {
 		tok = r.Header.Get("X-Api-Key")
 	}
 	return tok != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(s.cfg.Token)) == 1
-}
-
-// cors writes CORS headers and answers preflight requests; true means the
-// request was answered.
-func (s *Server) cors(w http.ResponseWriter, r *http.Request) bool {
-	origin := r.Header.Get("Origin")
-	if origin == "" || len(s.cfg.CORS.AllowOrigins) == 0 {
-		return false
-	}
-	allowed := false
-	for _, o := range s.cfg.CORS.AllowOrigins {
-		if o == "*" || o == origin {
-			allowed = true
-			break
-		}
-	}
-	if !allowed {
-		return false
-	}
-	h := w.Header()
-	h.Set("Access-Control-Allow-Origin", origin)
-	h.Add("Vary", "Origin")
-	h.Set("Access-Control-Expose-Headers", "Content-Location, X-Pagination-Total, Location")
-	if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
-		h.Set("Access-Control-Allow-Methods", "GET, POST, PATCH, DELETE, OPTIONS")
-		h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Last-Event-ID, X-Api-Key")
-		h.Set("Access-Control-Max-Age", "600")
-		w.WriteHeader(http.StatusNoContent)
-		return true
-	}
-	return false
 }
 
 // Shutdown ends open streams (each client sees its stream close after the

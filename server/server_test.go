@@ -388,7 +388,7 @@ func shutdownEndsStream(t *testing.T, st Store) {
 	hs := httptest.NewServer(s)
 	defer hs.Close()
 	body := `{"assistant_id":"researcher","if_not_exists":"create","input":{"messages":[{"role":"user","content":"slow"}]}}`
-	resp, err := http.Post(hs.URL+"/threads/t/runs/stream", "application/json", strings.NewReader(body))
+	resp, err := testClient.Post(hs.URL+"/threads/t/runs/stream", "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,7 +407,7 @@ func shutdownEndsStream(t *testing.T, st Store) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	resp2, err := http.Post(hs.URL+"/threads/t/runs", "application/json", strings.NewReader(body))
+	resp2, err := testClient.Post(hs.URL+"/threads/t/runs", "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -507,7 +507,8 @@ func TestInterruptStrategyAndDisconnect(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	body := `{"assistant_id":"researcher","on_disconnect":"cancel","input":{"messages":[{"role":"user","content":"slow"}]}}`
 	req, _ := http.NewRequestWithContext(ctx, "POST", h.http.URL+"/threads/d/runs/stream", strings.NewReader(body))
-	resp, err := http.DefaultClient.Do(req)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := testClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -559,7 +560,8 @@ func TestHeartbeat(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, "POST", h.http.URL+"/threads/hb/runs/stream", strings.NewReader(body))
-	resp, err := http.DefaultClient.Do(req)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := testClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

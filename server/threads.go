@@ -236,7 +236,9 @@ func values(rs *agent.RunState) map[string]any { return valuesAt(rs, "") }
 // valuesAt is values for the agent whose task path is task ("" for the
 // top level): its messages' ids carry the path, as in its streamed events.
 func valuesAt(rs *agent.RunState, task string) map[string]any {
-	v := map[string]any{"messages": lcMessages(rs.Messages, task)}
+	msgs := lcMessages(rs.Messages, task)
+	markRejected(msgs, rs.Messages, rs.Loop)
+	v := map[string]any{"messages": msgs}
 	if rs.Files != nil {
 		v["files"] = rs.Files
 	}
@@ -254,6 +256,26 @@ func lcMessages(ms []llm.Message, prefix string) []LCMessage {
 		out = append(out, toLC(m, messageID(prefix, i)))
 	}
 	return out
+}
+
+// markRejected marks the tool messages of out (converted from ms) that
+// answer a call a person rejected, as the agent's loop remembers them.
+func markRejected(out []LCMessage, ms []llm.Message, loop agent.LoopState) {
+	if len(loop.Rejected) == 0 {
+		return
+	}
+	calls := map[string]llm.ToolCall{}
+	for i, m := range ms {
+		for _, c := range m.ToolCalls {
+			calls[c.ID] = c
+		}
+		if m.Role != llm.RoleTool || !m.IsError {
+			continue
+		}
+		if c, ok := calls[m.ToolCallID]; ok && loop.RejectedCall(c.Name, c.Args) {
+			out[i].AdditionalKwargs = &MessageKwargs{Rejected: true}
+		}
+	}
 }
 
 // messageID is a message's stable id: its position in its agent's history.

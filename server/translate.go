@@ -138,6 +138,12 @@ func (t *translator) handle(ev agent.Event) {
 		}
 		m := llm.Message{Role: llm.RoleTool, Content: ev.Tool.Result, ToolCallID: ev.Tool.CallID, Name: ev.Tool.Name, IsError: ev.Tool.IsError}
 		lc := t.add(path, m)
+		if m.IsError && t.lr.rejects(path, m.ToolCallID) {
+			// Answered by this run's decision (a call rejected again
+			// without asking is marked from the checkpoint, see refresh).
+			lc.AdditionalKwargs = &MessageKwargs{Rejected: true}
+			t.msgs[path][len(t.msgs[path])-1] = lc
+		}
 		t.send("messages-tuple", path, []any{lc, t.meta(path, "tools")})
 		t.send("updates", path, map[string]any{"tools": map[string]any{"messages": []LCMessage{lc}}})
 		t.values(path)

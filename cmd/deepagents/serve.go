@@ -11,12 +11,15 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/config"
+	"github.com/deepagents-go/deepagents/providers"
 	"github.com/deepagents-go/deepagents/server"
 )
 
@@ -33,19 +36,24 @@ server and its clients without an API key.
 The server listens on --addr (default 127.0.0.1:2024). Every request but
 GET /ok must carry the token of the environment variable named by
 --token-env as "Authorization: Bearer TOKEN"; without a token the server
-refuses to listen on anything but a loopback address. Ctrl-C or SIGTERM
-ends open streams and stops.
+refuses to listen on anything but a loopback address, and answers only
+requests addressed to localhost, 127.0.0.1 or [::1]. Web pages of other
+origins than the server's own are refused unless listed with --cors, and
+request bodies must be JSON (Content-Type: application/json), so a page
+you visit cannot drive the agent. Ctrl-C or SIGTERM ends open streams and
+stops.
 
 Exit status: 0 after a clean stop, 1 when serving failed, 2 bad usage.
 `
 
 type serveFlags struct {
 	runFlags
-	addr     string
-	tokenEnv string
-	cors     string
-	demo     bool
-	name     string
+	addr       string
+	tokenEnv   string
+	cors       string
+	demo       bool
+	name       string
+	maxStreams int
 }
 
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -53,9 +61,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.StringVar(&f.addr, "addr", "127.0.0.1:2024", "the address to listen on, HOST:PORT")
 	fs.StringVar(&f.tokenEnv, "token-env", "", "the environment variable holding the bearer token clients must send (required for a non-loopback --addr)")
-	fs.StringVar(&f.cors, "cors", "", "ORIGIN[,ORIGIN]: browser origins allowed to call the API (* for any)")
+	fs.StringVar(&f.cors, "cors", "", "ORIGIN[,ORIGIN]: browser origins, besides the server's own, allowed to call the API (* for any, only with a token)")
 	fs.BoolVar(&f.demo, "demo", false, "serve the built-in scripted agent (two parallel subagents, then a write that waits for approval) instead of a real model")
 	fs.StringVar(&f.name, "name", "agent", "the assistant's name and graph_id, which clients name in their runs")
+	fs.IntVar(&f.maxStreams, "max-streams", server.DefaultMaxStreams, "the event streams kept open at once; one more is refused with 429")
 	// The agent flags of run, but for those about run's own output.
 	all := flag.NewFlagSet("agent", flag.ContinueOnError)
 	agentFlags(all, &f.runFlags)
@@ -87,6 +96,18 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	if err := checkListen(f.addr, token != ""); err != nil {
 		fmt.Fprintf(stderr, "deepagents serve: %v\n", err)
+		return exitUsage
+	}
+	var cors server.CORS
+	if f.cors != "" {
+		cors.AllowOrigins = strings.Split(f.cors, ",")
+	}
+	if err := cors.Check(token != ""); err != nil {
+		fmt.Fprintf(stderr, "deepagents serve: --cors: %v (--token-env NAME)\n", err)
+		return exitUsage
+	}
+	if f.maxStreams < 1 {
+		fmt.Fprintf(stderr, "deepagents serve: --max-streams %d: give at least 1\n", f.maxStreams)
 		return exitUsage
 	}
 
@@ -122,6 +143,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		s, err := assemble(ctx, f.runFlags, stderr)
 		if err != nil {
 			fmt.Fprintf(stderr, "deepagents serve: %v\n", err)
+			var missing *providers.MissingKeyError
+			if errors.Is(err, providers.ErrNoModel) || errors.As(err, &missing) {
+				fmt.Fprintln(stderr, "deepagents serve: to try the server and its web UI without a key, run `deepagents serve --demo` (a scripted agent)")
+			}
 			return exitUsage
 		}
 		closers = append(closers, func() error { s.close(); return nil })
@@ -144,12 +169,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	closers = append(closers, store.Close)
 	cfg := server.Config{
 		Agents: []server.AgentSpec{{Name: f.name, Agent: a}},
-		Saver:  saver, Store: store, Token: token,
+		Saver:  saver, Store: store, Token: token, CORS: cors, MaxStreams: f.maxStreams,
 		Logger: slog.New(slog.NewTextHandler(stderr, nil)), Run: runWith,
 		UI: serveUI,
-	}
-	if f.cors != "" {
-		cfg.CORS.AllowOrigins = strings.Split(f.cors, ",")
 	}
 	srv, err := server.New(cfg)
 	if err != nil {
@@ -158,20 +180,51 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
-		fmt.Fprintf(stderr, "deepagents serve: %v\n", err)
+		_ = srv.Close()
+		fmt.Fprintf(stderr, "deepagents serve: %v\n", listenError(f.addr, err))
 		return exitFailed
 	}
 	fmt.Fprintf(stderr, "deepagents serve: listening on http://%s (assistant %q, threads in %s)\n", ln.Addr(), f.name, db)
-	return serve(ctx, ln, srv, stderr)
+	return serve(ctx, ln, srv, stderr, defaultServeTimeouts)
 }
+
+// listenError says why the address cannot be listened on, and what to do
+// when another program has the port.
+func listenError(addr string, err error) error {
+	if errors.Is(err, syscall.EADDRINUSE) {
+		host, port, _ := net.SplitHostPort(addr)
+		next := "2025"
+		if n, perr := strconv.Atoi(port); perr == nil && n > 0 && n < 65535 {
+			next = strconv.Itoa(n + 1)
+		}
+		return fmt.Errorf("%s is already in use (another deepagents serve, or another program, listens there); "+
+			"choose another port with --addr, e.g. --addr %s", addr, net.JoinHostPort(host, next))
+	}
+	return fmt.Errorf("listening on %s: %w", addr, err)
+}
+
+// serveTimeouts bound how long a client may take to send a request; the
+// response (a stream can last as long as its run) has no deadline.
+type serveTimeouts struct {
+	// ReadHeader is the time to send the request line and headers, Read
+	// the time to send the whole request, body included; Idle how long
+	// a kept-alive connection may wait for its next request.
+	ReadHeader, Read, Idle time.Duration
+}
+
+var defaultServeTimeouts = serveTimeouts{ReadHeader: 10 * time.Second, Read: time.Minute, Idle: 2 * time.Minute}
 
 // serveUI is the web UI's handler, mounted at "/" when set (by the UI's
 // own file in this package).
 var serveUI http.Handler
 
 // serve answers on ln until ctx ends, then ends open streams and stops.
-func serve(ctx context.Context, ln net.Listener, srv *server.Server, stderr io.Writer) int {
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
+// A client that sends its request too slowly (a connection held open by
+// dribbling headers or a body) is cut off after the timeouts; net/http
+// clears the read deadline once a request's body is read, so a long
+// stream is not.
+func serve(ctx context.Context, ln net.Listener, srv *server.Server, stderr io.Writer, t serveTimeouts) int {
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: t.ReadHeader, ReadTimeout: t.Read, IdleTimeout: t.Idle}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {

@@ -264,6 +264,8 @@ func TestServeAssembledAgent(t *testing.T) {
 	case base = <-urlc:
 	case code := <-codec:
 		t.Fatalf("serve exited with %d before listening", code)
+	case <-time.After(time.Minute):
+		t.Fatal("serve did not start listening within a minute")
 	}
 	post := func(path, body string) map[string]json.RawMessage {
 		resp := call(t, "POST", base+path, body)
@@ -286,8 +288,13 @@ func TestServeAssembledAgent(t *testing.T) {
 		t.Fatalf("after the approval: %v", res)
 	}
 	cancel()
-	if code := <-codec; code != 0 {
-		t.Errorf("serve exited with %d after its context ended", code)
+	select {
+	case code := <-codec:
+		if code != 0 {
+			t.Errorf("serve exited with %d after its context ended", code)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("serve did not stop within a minute of its context ending")
 	}
 	// Both runs of thread x were traced (flushed when serve stopped), with
 	// the thread as the conversation id.

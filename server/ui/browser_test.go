@@ -66,6 +66,12 @@ func artifacts(t *testing.T) string {
 // Errors whose text contains one of allow are expected and not reported.
 func browser(t *testing.T, allow ...string) context.Context {
 	t.Helper()
+	return browserWith(t, nil, allow...)
+}
+
+// browserWith is browser with more options for Chromium.
+func browserWith(t *testing.T, extra []chromedp.ExecAllocatorOption, allow ...string) context.Context {
+	t.Helper()
 	exe := chromium(t)
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(exe),
@@ -81,6 +87,7 @@ func browser(t *testing.T, allow ...string) context.Context {
 		chromedp.UserDataDir(t.TempDir()),
 		chromedp.WindowSize(1500, 950),
 	}
+	opts = append(opts, extra...)
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelTab := chromedp.NewContext(actx, chromedp.WithErrorf(t.Logf))
 	ctx, cancelTime := context.WithTimeout(ctx, 2*time.Minute)

@@ -83,8 +83,10 @@ func TestBrowserSubagentApprovalEditAndReload(t *testing.T) {
 		waitJS(`!document.querySelector('#send').disabled`),
 		waitJS(`!document.querySelector('#chat .approval') && document.querySelector('#chat').textContent.includes('wait for approval in their cards')`),
 		waitJS(`document.querySelector('`+card+`').dataset.status === 'waiting'`),
-		// The parent's two task calls wait too, one of them on the approval.
-		waitJS(`[...document.querySelectorAll('#chat details.tool')].every(d => d.dataset.status === 'waiting')`),
+		// The parent's task call whose subagent waits is waiting too; the
+		// other one needs no decision: its subagent has answered.
+		waitJS(`document.querySelector('#chat details.tool[data-call="task_w"]').dataset.status === 'waiting'`),
+		waitJS(`document.querySelector('#chat details.tool[data-call="task_r"]').dataset.status === 'ok'`),
 		waitJS(`document.querySelector('#lanes details.card[data-ns="task:task_r"]').dataset.status === 'ok'`),
 		screenshot(t, dir, "1-subagent-approval"),
 		chromedp.Click(chromedp.CSS(card+` .approval button.edit`)),
@@ -218,7 +220,8 @@ func TestBrowserToken(t *testing.T) {
 func postJSON(t *testing.T, url string, body, out any) {
 	t.Helper()
 	b, _ := json.Marshal(body)
-	res, err := http.Post(url, "application/json", bytes.NewReader(b))
+	client := &http.Client{Timeout: time.Minute}
+	res, err := client.Post(url, "application/json", bytes.NewReader(b))
 	if err != nil {
 		t.Fatal(err)
 	}

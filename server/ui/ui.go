@@ -30,25 +30,29 @@ func Assets() fs.FS {
 // the URL's fragment, so no other path needs the page), the assets
 // themselves under their names, and 404 for any other path, so that a
 // mistyped API path is not answered with the page. Only GET and HEAD are
-// answered.
+// answered; another method is a 405 on the UI's own paths and a 404
+// elsewhere (a 405 lists only methods that path takes).
 func Handler() http.Handler {
 	files := Assets()
 	fileServer := http.FileServerFS(files)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name := strings.TrimPrefix(path.Clean("/"+r.URL.Path), "/")
+		page := name == "" || name == "index.html"
+		if !page {
+			if st, err := fs.Stat(files, name); err != nil || st.IsDir() {
+				http.NotFound(w, r)
+				return
+			}
+		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
 			http.Error(w, "the web UI only answers GET and HEAD; the API has no route for "+r.Method+" "+r.URL.Path, http.StatusMethodNotAllowed)
 			return
 		}
-		name := strings.TrimPrefix(path.Clean("/"+r.URL.Path), "/")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.Header().Set("Cache-Control", "no-cache")
-		if name != "" && name != "index.html" {
-			if st, err := fs.Stat(files, name); err == nil && !st.IsDir() {
-				fileServer.ServeHTTP(w, r)
-				return
-			}
-			http.NotFound(w, r)
+		if !page {
+			fileServer.ServeHTTP(w, r)
 			return
 		}
 		w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; script-src 'self'; img-src 'self' data:; connect-src 'self'")

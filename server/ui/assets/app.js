@@ -21,6 +21,8 @@ const S = {
   streaming: new Map(), // message id -> text streamed so far (root agent)
   agents: new Map(), // namespace ("task:c1", "task:c1|task:c2") -> subagent card state
   actions: [], // waiting calls: {name, args, description, id, path, allowed}
+  rootTools: new Map(), // call id -> the main agent's tool.end event (before its result joins the messages)
+  rejected: new Set(), // call ids a person rejected (tool messages marked additional_kwargs.rejected)
   decisions: new Map(), // call id -> decision chosen so far
   ledger: new Map(), // "path#round" -> {agent, round, ctx, usage, ms}
   turns: [], // per turn (a user message and all it caused): {calls, input_tokens, output_tokens, cached_input_tokens}
@@ -282,21 +284,47 @@ function renderChat() {
 // segments are joined by " / ", the first being the main agent.
 function isSubagentPath(p) { return typeof p === 'string' && p.includes(' / '); }
 
+// STATUS_TEXT is what a tool call's badge says, by status, where the word
+// alone would mislead.
+const STATUS_TEXT = { rejected: 'rejected by a person', pending: 'not run yet' };
+const STATUS_TITLE = {
+  rejected: 'A person reviewing the run rejected this call: it did not run, and the model was told why.',
+  pending: 'This call needs no approval; it runs, or its result is added, once the calls waiting for approval are decided.',
+  waiting: 'This call waits for your decision.',
+};
+
+// isRejected says whether a tool message answers a call a person rejected.
+function isRejected(m) { return !!(m && m.additional_kwargs && m.additional_kwargs.rejected); }
+
+// waitsInside says whether a call of the main agent waits on a decision
+// inside it: a call of the subagent it started (or of theirs) waits.
+function waitsInside(callID) {
+  return S.actions.some((a) => isSubagentPath(a.path) && a.path.split(' / ')[1].endsWith('#' + callID));
+}
+
 function toolBox(tc, result, waiting) {
-  let status = 'running';
-  if (result) status = result.status === 'error' ? 'error' : 'ok';
-  else if (waiting || (S.actions.length && !S.abort)) status = 'waiting';
-  else if (!S.abort) status = 'stopped';
+  // The status of the call itself: only a call that needs a decision (its
+  // own, or one inside the subagent it started) is waiting; another call of
+  // the same step has run (its tool.end came) or is not run yet.
+  const ended = S.rootTools.get(tc.id);
+  let status;
+  let text = result ? textOf(result.content) : ended ? ended.result : undefined;
+  if (result) status = isRejected(result) || S.rejected.has(tc.id) ? 'rejected' : result.status === 'error' ? 'error' : 'ok';
+  else if (ended) status = S.rejected.has(tc.id) ? 'rejected' : ended.is_error ? 'error' : 'ok';
+  else if (waiting || waitsInside(tc.id)) status = 'waiting';
+  else if (S.abort) status = 'running';
+  else if (S.actions.length) status = 'pending';
+  else status = 'stopped';
   const sub = tc.name === 'task' ? agentForCall(tc.id) : null;
   const d = el('details', { class: 'tool', 'data-status': status, 'data-call': tc.id, open: toolOpen.has(tc.id) },
     el('summary', {},
-      el('span', { class: 'badge ' + status }, status),
+      el('span', { class: 'badge ' + status, title: STATUS_TITLE[status] }, STATUS_TEXT[status] || status),
       el('code', {}, tc.name),
       sub ? el('span', { class: 'muted' }, ' → subagent ' + sub.name + ' (card beside)') : null),
     el('div', { class: 'label' }, 'arguments'),
     el('pre', {}, pretty(tc.args)),
-    result ? el('div', { class: 'label' }, 'result') : null,
-    result ? el('pre', {}, textOf(result.content)) : null);
+    text !== undefined ? el('div', { class: 'label' }, status === 'rejected' ? 'what the model was told' : 'result') : null,
+    text !== undefined ? el('pre', {}, text) : null);
   // Re-rendering keeps a box the person opened open.
   d.addEventListener('toggle', () => { if (d.open) toolOpen.add(tc.id); else toolOpen.delete(tc.id); });
   return d;
@@ -381,8 +409,9 @@ function renderCard(a) {
   for (const it of a.items) {
     if (it.text !== undefined) { body.push(el('div', { class: 'md', html: md(it.text) })); continue; }
     const t = it.tool;
-    body.push(el('details', { class: 'tool', 'data-status': t.status },
-      el('summary', {}, el('span', { class: 'badge ' + t.status }, t.status), el('code', {}, t.name)),
+    const st = S.rejected.has(t.id) ? 'rejected' : t.status;
+    body.push(el('details', { class: 'tool', 'data-status': st, 'data-call': t.id },
+      el('summary', {}, el('span', { class: 'badge ' + st, title: STATUS_TITLE[st] }, STATUS_TEXT[st] || st), el('code', {}, t.name)),
       el('pre', {}, pretty(t.args)),
       t.result !== undefined ? el('pre', {}, t.result) : null));
   }
@@ -461,6 +490,7 @@ function approvalItem(a) {
     }
     return out;
   };
+  let editShown = () => {};
   const decide = (d) => {
     S.decisions.set(a.id, Object.assign({ call_id: a.id, path: a.path }, d));
     node.dataset.decided = d.type;
@@ -473,7 +503,7 @@ function approvalItem(a) {
     const save = el('button', { type: 'button', class: 'edit-save', hidden: true, onclick: () => {
       try { decide({ type: 'edit', args: readArgs() }); } catch (e) { msg.textContent = 'arguments are not valid JSON: ' + e.message; }
     } }, 'approve edited');
-    buttons.push(el('button', { type: 'button', class: 'edit', onclick: () => { editor.hidden = false; save.hidden = false; } }, 'edit'), save);
+    buttons.push(el('button', { type: 'button', class: 'edit', onclick: () => { editor.hidden = false; save.hidden = false; editShown(); } }, 'edit'), save);
   }
   if (allowed.includes('reject')) {
     buttons.push(el('button', { type: 'button', class: 'reject', onclick: () => {
@@ -481,12 +511,26 @@ function approvalItem(a) {
       decide({ type: 'reject', message: reason.value || 'Rejected by the user.' });
     } }, 'reject'));
   }
+  const shown = el('pre', { class: 'args' }, pretty(a.args));
   node = el('div', { class: 'action', 'data-call': a.id },
     el('div', {}, el('code', {}, a.name), isSubagentPath(a.path) ? el('span', { class: 'muted' }, ' in ' + a.path) : null),
-    a.description ? el('div', { class: 'muted' }, a.description) : null,
-    el('pre', {}, pretty(a.args)), editor, reason, el('div', { class: 'row' }, buttons, msg));
+    ownDescription(a) ? el('div', { class: 'muted description' }, a.description) : null,
+    shown, editor, reason, el('div', { class: 'row' }, buttons, msg));
+  // While the arguments are edited, the form shows them (once).
+  editShown = () => { shown.hidden = true; };
   approvalNodes.set(a.id, node);
   return node;
+}
+
+// ownDescription says whether a waiting call's description says more than
+// the call itself: the agent's default one repeats the tool and its
+// arguments, which the card shows already.
+function ownDescription(a) {
+  const d = String(a.description || '').trim();
+  if (!d) return false;
+  let compact = '';
+  try { compact = JSON.stringify(a.args); } catch (_) { /* not JSON */ }
+  return !(compact && d.includes(compact)) && !d.startsWith(`The agent wants to call ${a.name} with `);
 }
 
 function setInterrupts(list) {
@@ -526,12 +570,14 @@ function onEvent(name, data) {
       }
       break;
     case 'values':
+      noteRejected(data && data.messages);
       if (ns === '') applyValues(data);
       break;
     case 'updates':
       if (ns === '' && data && data.__interrupt__) setInterrupts(data.__interrupt__);
       break;
     case 'messages':
+      if (Array.isArray(data) && data[0] && data[0].type === 'tool') noteRejected([data[0]]);
       if (ns === '' && Array.isArray(data)) onMessage(data[0]);
       break;
     case 'custom':
@@ -555,9 +601,16 @@ function onMessage(chunk) {
   }
 }
 
+// noteRejected remembers the calls whose results say a person rejected
+// them (the main agent's or a subagent's), for their boxes and cards.
+function noteRejected(msgs) {
+  for (const m of Array.isArray(msgs) ? msgs : []) if (m && m.type === 'tool' && isRejected(m)) S.rejected.add(m.tool_call_id);
+}
+
 function applyValues(v) {
   if (!v || typeof v !== 'object') return;
   if (Array.isArray(v.messages)) {
+    noteRejected(v.messages);
     S.msgs = v.messages;
     for (const m of S.msgs) if (m.type === 'ai' && textOf(m.content)) S.streaming.delete(m.id);
   }
@@ -619,6 +672,9 @@ function onCustom(ns, ev) {
       if (a.live) { a.items.push({ text: a.live }); a.live = ''; }
       break;
     }
+    case 'tool.end':
+      if (ns === '' && ev.tool) S.rootTools.set(ev.tool.call_id, { is_error: !!ev.tool.is_error, result: ev.tool.result || '' });
+      break;
     case 'run.end':
       if (ns === '') {
         S.rootUsage = Object.assign({ input_tokens: 0, output_tokens: 0, cached_input_tokens: 0 }, ev.run.usage || {});
@@ -824,6 +880,15 @@ function threadTitle(t) {
   return first ? textOf(first.content).slice(0, 60) : 'thread ' + t.thread_id.slice(0, 8);
 }
 
+// setTitle heads the chat with the open thread's title (its id as a
+// tooltip); th is null while the thread is still loading.
+function setTitle(th, id) {
+  const h = $('thread-title');
+  h.textContent = th ? threadTitle(th) : 'loading…';
+  h.title = 'thread ' + id;
+  h.dataset.thread = id;
+}
+
 async function refreshThreads() {
   try {
     const body = { limit: 100, sort_by: 'updated_at', sort_order: 'desc' };
@@ -846,6 +911,7 @@ function resetThread() {
   S.rootUsage = { input_tokens: 0, output_tokens: 0, cached_input_tokens: 0 };
   S.turns = [];
   S.streaming.clear(); S.agents.clear(); S.decisions.clear(); S.ledger.clear(); approvalNodes.clear(); cardOpen.clear(); toolOpen.clear();
+  S.rootTools.clear(); S.rejected.clear();
   $('file-view').hidden = true;
   showError('');
 }
@@ -859,10 +925,11 @@ async function openThread(id) {
   S.thread = id;
   const epoch = S.epoch;
   location.hash = id;
-  $('thread-title').textContent = 'thread ' + id;
+  setTitle(null, id);
   render();
   try {
     const th = await api('GET', `/threads/${id}`);
+    if (epoch === S.epoch) setTitle(th, id);
     const runs = (await api('GET', `/threads/${id}/runs?limit=100`) || []).slice().reverse();
     for (const r of runs) {
       if (epoch !== S.epoch) return;
@@ -903,7 +970,7 @@ async function ensureThread(title) {
   resetThread();
   S.thread = th.thread_id;
   location.hash = th.thread_id;
-  $('thread-title').textContent = 'thread ' + th.thread_id;
+  setTitle(th, th.thread_id);
   return S.thread;
 }
 
@@ -952,6 +1019,7 @@ async function run(body) {
   // is waiting (a stopped run leaves no values event).
   try {
     const th = await api('GET', `/threads/${S.thread}`);
+    setTitle(th, S.thread);
     applyValues(th.values);
     setInterrupts(Object.values(th.interrupts || {}).flat());
     if (th.status === 'error' && th.error) showError('The run failed: ' + th.error);
