@@ -281,6 +281,9 @@ type session struct {
 	context contextLog
 	// compaction is a /compact the next turn records in the thread.
 	compaction *compact.Manual
+	// prompt is the message that started the turn being driven; "" when
+	// it continues a turn started earlier (resume).
+	prompt string
 }
 
 func (s *session) interactive(ctx context.Context, stdin io.Reader) int {
@@ -338,6 +341,11 @@ func (s *session) interactive(ctx context.Context, stdin io.Reader) int {
 			code = s.turn(tctx, line)
 		}
 		restore()
+		if ctx.Err() == nil && errors.Is(context.Cause(tctx), errInterrupted) {
+			// The person stopped this turn: ending the session after it
+			// (Ctrl-D, /exit) is no failure.
+			code = exitOK
+		}
 		cancel(nil)
 		s.settleCompaction(ctx)
 		if ctx.Err() != nil {
@@ -381,6 +389,10 @@ func (s *session) drive(ctx context.Context, in agent.Input, decisions []agent.D
 	var prog *progressPrinter
 	if s.progress {
 		prog = &progressPrinter{w: s.stderr, start: time.Now()}
+	}
+	s.prompt = ""
+	if len(in.Messages) > 0 {
+		s.prompt = in.Messages[0].Content
 	}
 	enc := json.NewEncoder(s.stdout)
 	for {
@@ -478,7 +490,7 @@ func (s *session) report(res *agent.Result, reason, path string, prog *progressP
 	waiting := res.Status == agent.StatusInterrupted
 	switch s.flags.output {
 	case "text":
-		if text := res.FinalText(); text != "" && !refused && !waiting {
+		if text := s.answer(res); text != "" && !refused && !waiting {
 			fmt.Fprintln(s.stdout, text)
 		}
 		if res.Status != agent.StatusOK && !refused && !waiting {
@@ -495,6 +507,7 @@ func (s *session) report(res *agent.Result, reason, path string, prog *progressP
 		}
 	case "json", "stream-json":
 		out := summarise(res, path)
+		out.Result = s.answer(res)
 		out.Error = reason
 		out.ThreadID = s.thread
 		if s.flags.output == "stream-json" {
@@ -518,6 +531,32 @@ func (s *session) report(res *agent.Result, reason, path string, prog *progressP
 		return exitInterrupted
 	}
 	return exitFailed
+}
+
+// answer is the turn's own answer: the text of the last assistant message
+// after the message that started the turn (s.prompt, else the person's
+// last message). The thread's state holds every earlier turn too, so a
+// turn stopped before its model answered (Ctrl-C) has no answer rather
+// than the previous turn's.
+func (s *session) answer(res *agent.Result) string {
+	msgs := res.State.Messages
+	start, last := -1, -1
+	for i := len(msgs) - 1; i >= 0 && start < 0; i-- {
+		m := msgs[i]
+		if m.Role != llm.RoleUser || compact.IsSummary(m) {
+			continue
+		}
+		if last < 0 {
+			last = i
+		}
+		if s.prompt == "" || m.Content == s.prompt {
+			start = i
+		}
+	}
+	if start < 0 {
+		start = last
+	}
+	return agent.LastText(msgs[start+1:])
 }
 
 // saveRetry is --save-retry as agent.WithSaveRetry takes it: 0 tries a
