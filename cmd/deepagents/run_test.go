@@ -369,3 +369,63 @@ func TestTellShowsEveryRunsResumeNotice(t *testing.T) {
 		t.Errorf("the warning was shown %d times, want once:\n%s", n, got)
 	}
 }
+
+// Answering a waiting call at the prompt goes on with the run without a
+// note that it was resumed from a checkpoint: that is how the process
+// goes on, not news to the person who answered.
+func TestApprovalAtThePromptIsNoResume(t *testing.T) {
+	srv := gatedServer(t)
+	runEnv(t, srv)
+	f := runFlags{model: "openai:gpt-test", output: "text", set: map[string]bool{}, gates: map[string]agent.Approval{"write_file": {}}}
+	var out, errb strings.Builder
+	s, err := assemble(t.Context(), f, &errb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	sess := &session{setup: s, flags: f, stdout: &out, stderr: &errb, askAtPrompt: true}
+	if code := sess.interactive(t.Context(), strings.NewReader("write it\na\n")); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if out.String() != "done\n" || !strings.Contains(errb.String(), "⏸ Approval 1 of 1") {
+		t.Fatalf("the turn with an approval did not run: out %q\n%s", out.String(), errb.String())
+	}
+	if strings.Contains(errb.String(), "resumed from checkpoint") {
+		t.Errorf("an approval at the prompt is followed by a resume note:\n%s", errb.String())
+	}
+}
+
+// The endpoint notice and the notice of how execute runs are shown once
+// per thread: a later turn of the thread shows them only when they
+// changed; a new thread shows them again.
+func TestNoticesOncePerThread(t *testing.T) {
+	srv := ot.NewServer(t, func(r *ot.Request) ot.Reply { return ot.Text("ok") })
+	project, _ := runEnv(t, srv)
+	if err := os.Mkdir(filepath.Join(project, "work"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const endpoint = "deepagents: provider openai sends its requests to "
+	const execute = "deepagents: execute: "
+	code, _, errs := runCLI(t, "run", "-p", "one", "--model", "openai:gpt-test", "--root", "work", "--thread", "n1", "--new-thread")
+	if code != 0 || !strings.Contains(errs, endpoint+srv.URL) {
+		t.Fatalf("turn 1: exit %d; no endpoint notice:\n%s", code, errs)
+	}
+	sandboxShown := strings.Contains(errs, execute)
+	code, _, errs = runCLI(t, "run", "-p", "two", "--thread", "n1")
+	if code != 0 || strings.Contains(errs, endpoint) || strings.Contains(errs, execute) {
+		t.Errorf("turn 2 repeats a notice (exit %d):\n%s", code, errs)
+	}
+	if code, _, errs := runCLI(t, "resume", "--thread", "n1"); strings.Contains(errs, endpoint) || strings.Contains(errs, execute) {
+		t.Errorf("resume repeats a notice (exit %d):\n%s", code, errs)
+	}
+	moved := strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)
+	t.Setenv("OPENAI_BASE_URL", moved)
+	code, _, errs = runCLI(t, "run", "-p", "three", "--thread", "n1")
+	if code != 0 || !strings.Contains(errs, endpoint+moved) || strings.Contains(errs, execute) {
+		t.Errorf("turn 3, whose endpoint changed, must show that notice only (exit %d):\n%s", code, errs)
+	}
+	code, _, errs = runCLI(t, "run", "-p", "four", "--model", "openai:gpt-test", "--root", "work")
+	if code != 0 || !strings.Contains(errs, endpoint+moved) || sandboxShown != strings.Contains(errs, execute) {
+		t.Errorf("a new thread must show the notices again (exit %d):\n%s", code, errs)
+	}
+}

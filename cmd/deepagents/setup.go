@@ -79,7 +79,7 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 			s.close()
 		}
 	}()
-	notices := &endpointNotices{w: stderr, cfg: cfg}
+	notices := &endpointNotices{w: stderr, cfg: cfg, log: f.notices}
 
 	modelStr := cfg.Model
 	if f.model != "" {

@@ -55,23 +55,6 @@ func TestCtrlCDuringATurnOnATerminal(t *testing.T) {
 	}
 }
 
-// TestMainChildProcess is not a test: it is the deepagents command, with
-// its signal handling, that a test runs again in this test binary (see
-// startCLI) as a user would run the installed one.
-func TestMainChildProcess(t *testing.T) {
-	if os.Getenv("DEEPAGENTS_MAIN_CHILD") != "1" {
-		t.Skip("only run as a child process of the terminal tests")
-	}
-	args := os.Args
-	for i, a := range args {
-		if a == "--" {
-			args = args[i+1:]
-			break
-		}
-	}
-	os.Exit(command(args))
-}
-
 // terminal is the deepagents command running on a pseudo-terminal: what
 // the test writes to it is typed at the keyboard (Ctrl-C is "\x03", Ctrl-D
 // "\x04"), and everything it prints, stdout and stderr, is read back.
