@@ -21,6 +21,7 @@ import (
 	"github.com/deepagents-go/deepagents/config"
 	"github.com/deepagents-go/deepagents/internal/safefile"
 	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/providers"
 )
 
 // runFlags are the flags of `deepagents run`.
@@ -76,6 +77,16 @@ type runFlags struct {
 	notices *noticeLog
 }
 
+// modelError is err, the error of the model reference ref, or, when ref
+// is a model name of a built-in provider's family written without its
+// provider ("gpt-4.1"), an error that says how to write it.
+func modelError(err error, ref string) error {
+	if hint := providers.Suggest(ref); hint != "" {
+		return fmt.Errorf("%q is a model name without its provider: write %s", strings.TrimSpace(ref), hint)
+	}
+	return err
+}
+
 // errInterrupted is the cause of a run stopped by Ctrl-C, so that the user
 // reads that they interrupted it rather than "context canceled".
 var errInterrupted = errors.New("interrupted by the user (Ctrl-C)")
@@ -93,7 +104,10 @@ default .deepagents/state.db in a project, else ~/.deepagents/state.db).
 Without --thread a new thread is made and its id printed on stderr before
 the run starts (with --output stream-json, as thread_id in the first line,
 run.start, instead); --thread ID sends the prompt as a new turn of that
-thread. 'deepagents resume' continues a run that stopped.
+thread, whose agent is built with the flags the thread's turn was started
+with (--root, --model, --permission, ...), unless given again. An id no
+thread has is an error naming the nearest ids; --new-thread makes a thread
+with that id. 'deepagents resume' continues a run that stopped.
 
 Tools named by --interrupt-on or interrupt_on wait for a person before
 they run. On a terminal (text output) you are asked at the prompt: approve,
@@ -110,8 +124,11 @@ Exit status:
   1  it ended with status error, limit, cancelled or refused (the answer so
      far is printed and the transcript saved), or the thread is held by
      another run
-  2  bad usage or configuration, an untrusted project file, or no prompt
+  2  bad usage or configuration, an untrusted project file, an unknown
+     --thread, or no prompt
   3  the run is interrupted: tool calls wait for approval (see above)
+An interactive session exits with its last turn's status; a turn stopped
+with Ctrl-C counts as 0.
 `
 
 // parseRunFlags reads the flags of `deepagents run`, reporting a bad one on
