@@ -425,38 +425,3 @@ func TestRunThreadMustExist(t *testing.T) {
 		t.Errorf("--new-thread alone: exit %d: %s", code, errs)
 	}
 }
-
-func TestNearestIDs(t *testing.T) {
-	ids := []string{"20261203-091500-3f2a9c1e", "20261203-091501-aaaaaaaa", "abc", "abd", "abcdef", "xyz"}
-	for _, tt := range []struct {
-		id   string
-		want []string
-	}{
-		{"20261203-091500-3f2a9c1f", []string{"20261203-091500-3f2a9c1e"}},
-		{"20261203-0915", []string{"20261203-091500-3f2a9c1e", "20261203-091501-aaaaaaaa"}},
-		{"abx", []string{"abc", "abd"}},
-		{"abc", []string{"abd"}},
-		{"q", []string{}},
-		{"abcdefgh", []string{"abcdef"}},
-	} {
-		if got := nearestIDs(tt.id, ids, 3); !slices.Equal(got, tt.want) {
-			t.Errorf("nearestIDs(%q) = %q, want %q", tt.id, got, tt.want)
-		}
-	}
-	for _, tt := range []struct {
-		a, b  string
-		limit int
-		d     int
-		ok    bool
-	}{
-		{"kitten", "sitting", 3, 3, true},
-		{"kitten", "sitting", 2, 0, false},
-		{"", "ab", 2, 2, true},
-		{"abc", "abc", 0, 0, true},
-		{"flaw", "lawn", 2, 2, true},
-	} {
-		if d, ok := editDistance(tt.a, tt.b, tt.limit); d != tt.d || ok != tt.ok {
-			t.Errorf("editDistance(%q, %q, %d) = %d %v, want %d %v", tt.a, tt.b, tt.limit, d, ok, tt.d, tt.ok)
-		}
-	}
-}
