@@ -112,6 +112,12 @@ func TestGivenFlags(t *testing.T) {
 			t.Errorf("--%s is not remembered", name)
 		}
 	}
+	// Trust is consent for one command: never carried to the next.
+	for _, name := range []string{"trust-project", "trust-project-mcp"} {
+		if rememberedNames[name] {
+			t.Errorf("--%s is remembered", name)
+		}
+	}
 }
 
 // FuzzGivenFlags: setting the flags givenFlags finds, one by one, leaves
