@@ -115,7 +115,7 @@ func absFlag(name, value string) string {
 }
 
 // noticesKey is the checkpoint metadata key of the notices that applied
-// to a turn (noticeLog): a JSON list of lines.
+// to a turn (noticeLog): a JSON list of their digests.
 const noticesKey = "deepagents.notices"
 
 // settingsMetadata is the metadata that saves flags, and the working

@@ -423,7 +423,7 @@ func TestApprovalAtThePromptIsNoResume(t *testing.T) {
 // changed; a new thread shows them again.
 func TestNoticesOncePerThread(t *testing.T) {
 	srv := ot.NewServer(t, func(r *ot.Request) ot.Reply { return ot.Text("ok") })
-	project, _ := runEnv(t, srv)
+	project, home := runEnv(t, srv)
 	if err := os.Mkdir(filepath.Join(project, "work"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -450,6 +450,14 @@ func TestNoticesOncePerThread(t *testing.T) {
 	code, _, errs = runCLI(t, "run", "-p", "four", "--model", "openai:gpt-test", "--root", "work")
 	if code != 0 || !strings.Contains(errs, endpoint+moved) || sandboxShown != strings.Contains(errs, execute) {
 		t.Errorf("a new thread must show the notices again (exit %d):\n%s", code, errs)
+	}
+	// The thread remembers digests of its notices, not the lines: an
+	// endpoint's URL may carry a secret.
+	files, _ := filepath.Glob(filepath.Join(home, ".deepagents", "state.db*"))
+	for _, name := range files {
+		if b, err := os.ReadFile(name); err == nil && strings.Contains(string(b), "sends its requests") {
+			t.Errorf("%s holds a notice's text", name)
+		}
 	}
 }
 
