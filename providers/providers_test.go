@@ -33,6 +33,33 @@ func TestParse(t *testing.T) {
 	}
 }
 
+// A model name without its provider is refused with the provider:model
+// string it most likely means, for the built-in providers' families.
+func TestSuggest(t *testing.T) {
+	for in, want := range map[string]string{
+		"gpt-4.1":           "openai:gpt-4.1",
+		" gpt-4o-mini ":     "openai:gpt-4o-mini",
+		"o3":                "openai:o3",
+		"o4-mini":           "openai:o4-mini",
+		"chatgpt-4o-latest": "openai:chatgpt-4o-latest",
+		"claude-sonnet-4-5": "anthropic:claude-sonnet-4-5",
+		"Claude-Opus-4-1":   "anthropic:Claude-Opus-4-1",
+		"gemini-2.5-flash":  "gemini:gemini-2.5-flash",
+		"o3x":               "",
+		"gpt-":              "",
+		"qwen3":             "",
+		"openai:gpt-4.1":    "",
+		"":                  "",
+	} {
+		if got := Suggest(in); got != want {
+			t.Errorf("Suggest(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if _, err := Parse("gpt-4.1"); err == nil || !strings.Contains(err.Error(), `model "gpt-4.1" has no provider: write openai:gpt-4.1`) {
+		t.Errorf("Parse(gpt-4.1): %v", err)
+	}
+}
+
 func TestOllamaURL(t *testing.T) {
 	for host, want := range map[string]string{
 		"":                      "http://localhost:11434/v1",

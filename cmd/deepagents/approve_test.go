@@ -277,7 +277,7 @@ func TestListedArgs(t *testing.T) {
 func TestAnswerHintPerWaitingCall(t *testing.T) {
 	project, _ := runEnv(t, gatedServer(t))
 	writeFileAt(t, filepath.Join(project, "deepagents.toml"), `interrupt_on = { write_file = ["approve", "reject"], ls = true }`+"\n")
-	code, out, errs := runCLI(t, "run", "-p", "write it", "--model", "openai:gpt-test", "--thread", "it's")
+	code, out, errs := runCLI(t, "run", "-p", "write it", "--model", "openai:gpt-test", "--thread", "it's", "--new-thread")
 	if code != 3 || out != "" {
 		t.Fatalf("exit %d, stdout %q: %s", code, out, errs)
 	}

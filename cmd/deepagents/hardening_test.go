@@ -574,9 +574,13 @@ func TestInterruptSaysTheUserInterrupted(t *testing.T) {
 }
 
 // A run that fails still has a result: it is printed and saved, and its
-// status gives the exit code.
+// status gives the exit code. (It fails after its first call: a thread
+// whose first call failed is not kept.)
 func TestFailedRunIsStillReportedAndSaved(t *testing.T) {
 	m := &scriptModel{steps: []func(context.Context) (*llm.Response, error){
+		func(context.Context) (*llm.Response, error) {
+			return &llm.Response{Message: llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "c1", Name: "ls", Args: json.RawMessage(`{}`)}}}}, nil
+		},
 		func(context.Context) (*llm.Response, error) {
 			return nil, &llm.APIError{Kind: llm.ErrKindAuth, Provider: "fake", StatusCode: 401, Message: "bad key"}
 		},

@@ -33,6 +33,13 @@ its exit status. Flags may come before or after a command's file arguments.
 `
 
 func main() {
+	os.Exit(command(os.Args[1:]))
+}
+
+// command runs the command args with the process's streams and signals:
+// SIGTERM stops it, and Ctrl-C (SIGINT) stops whatever interrupts routes it
+// to. It returns the exit status.
+func command(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	ctx, cancel := context.WithCancelCause(ctx)
 	interrupts.route(func() { cancel(errInterrupted) })
@@ -43,10 +50,11 @@ func main() {
 			interrupts.fire()
 		}
 	}()
-	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	defer signal.Stop(ch)
+	code := run(ctx, args, os.Stdin, os.Stdout, os.Stderr)
 	cancel(nil)
 	stop()
-	os.Exit(code)
+	return code
 }
 
 // interrupts sends Ctrl-C to whatever should stop: the whole command, or

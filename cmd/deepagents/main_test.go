@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/internal/bench"
@@ -471,4 +473,45 @@ func TestInterruptRouting(t *testing.T) {
 	if whole != 1 || turn != 1 {
 		t.Errorf("Ctrl-C during a turn must stop only the turn: whole %d, turn %d", whole, turn)
 	}
+}
+
+// TestMainChildProcess is not a test: it is the deepagents command, with
+// its signal handling, that a test runs again in this test binary (see
+// startCLI) as a user would run the installed one.
+func TestMainChildProcess(t *testing.T) {
+	if os.Getenv("DEEPAGENTS_MAIN_CHILD") != "1" {
+		t.Skip("only run as a child process of the terminal tests")
+	}
+	args := os.Args
+	for i, a := range args {
+		if a == "--" {
+			args = args[i+1:]
+			break
+		}
+	}
+	os.Exit(command(args))
+}
+
+// runProcess runs `deepagents args...` as a process of its own, in the
+// test's environment and directory, with stdin as its standard input, and
+// returns its exit status, stdout and stderr. It may run at most two
+// minutes.
+func runProcess(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], append([]string{"-test.run=^TestMainChildProcess$", "--"}, args...)...)
+	cmd.Env = append(os.Environ(), "DEEPAGENTS_MAIN_CHILD=1")
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		return ee.ExitCode(), out.String(), errb.String()
+	case err != nil:
+		t.Fatalf("deepagents %s: %v", strings.Join(args, " "), err)
+	}
+	return 0, out.String(), errb.String()
 }

@@ -267,5 +267,16 @@ func cmdMCP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	tw.Flush()
 	fmt.Fprintf(stdout, "The tools' definitions cost about %d tokens in all.\n", total)
+	var untrusted []string
+	for _, st := range statuses {
+		if st.Status == mcp.StatusUntrusted {
+			untrusted = append(untrusted, st.Name)
+		}
+	}
+	if len(untrusted) > 0 {
+		fmt.Fprintf(stdout, "The project's servers %s are not started: you have not trusted them. To start them, run with "+
+			"--trust-project-mcp ('deepagents mcp list --trust-project-mcp', or 'deepagents run --trust-project-mcp'), or answer y "+
+			"when 'deepagents run' asks on a terminal; the approval is remembered until their config changes.\n", strings.Join(untrusted, ", "))
+	}
 	return exitOK
 }

@@ -107,6 +107,11 @@ func TestMCPListAndProjectTrust(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "SERVER") || !strings.Contains(out, "untrusted") || !strings.Contains(out, "mcp") {
 		t.Errorf("text listing (exit %d):\n%s", code, out)
 	}
+	// It says how to trust them.
+	if want := "The project's servers proj are not started: you have not trusted them. To start them, run with --trust-project-mcp"; !strings.Contains(out, want) ||
+		!strings.Contains(out, "answer y") {
+		t.Errorf("the listing does not say how to trust the project's servers; want %q in:\n%s", want, out)
+	}
 
 	// run warns on stderr, naming the skipped server.
 	var errb bytes.Buffer

@@ -26,7 +26,7 @@ func TestRunOnPostgres(t *testing.T) {
 	if code != 0 || decode(t, out).Result != "done" {
 		t.Fatalf("resume: exit %d: %s", code, errs)
 	}
-	if code, out, _ := runCLI(t, "threads", "--db", db, "--json"); code != 0 || !strings.Contains(out, id) || !strings.Contains(out, `"status": "done"`) {
+	if code, out, _ := runCLI(t, "threads", "--db", db, "--json"); code != 0 || !strings.Contains(out, id) || !strings.Contains(out, `"status": "ok"`) {
 		t.Errorf("threads: exit %d\n%s", code, out)
 	}
 	if code, out, _ := runCLI(t, "threads", "show", id, "--db", db); code != 0 || !strings.Contains(out, "tool write_file [c1]") {

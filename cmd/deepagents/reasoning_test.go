@@ -22,7 +22,7 @@ import (
 func assembleArgs(t *testing.T, args ...string) *setup {
 	t.Helper()
 	var errb strings.Builder
-	f, _, ok := parseRunFlags(args, io.Discard, &errb)
+	f, _, ok := parseRunFlags(t.Context(), args, io.Discard, &errb)
 	if !ok {
 		t.Fatalf("flags %q: %s", args, errb.String())
 	}

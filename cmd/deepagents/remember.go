@@ -17,11 +17,13 @@ import (
 	"github.com/deepagents-go/deepagents/config"
 )
 
-// A thread remembers how each turn was started: the agent's flags given to
+// A thread remembers how each turn was started: the agent's flags of
 // 'run' (--root, --interrupt-on, --model, …) are saved with the turn's input
-// checkpoint, and 'resume' takes those it is not given itself. Without
-// them a resume would build another agent: its files in memory instead of
-// the directory, no gate on calls the person had gated.
+// checkpoint, and 'resume' and the next 'run --thread' take those they are
+// not given themselves. Without them they would build another agent: its
+// files in memory instead of the directory, no gate on calls the person
+// had gated. A turn's flags are those it took from the turn before and its
+// own, so that they carry on from turn to turn.
 
 // settingsKey is the checkpoint metadata key of a turn's flags: a JSON list
 // of [name, value] pairs in the order given; dirKey's is the directory the
@@ -112,9 +114,13 @@ func absFlag(name, value string) string {
 	return at + value
 }
 
+// noticesKey is the checkpoint metadata key of the notices that applied
+// to a turn (noticeLog): a JSON list of their digests.
+const noticesKey = "deepagents.notices"
+
 // settingsMetadata is the metadata that saves flags, and the working
-// directory, with a turn's input.
-func settingsMetadata(flags [][2]string) map[string]string {
+// directory, with a turn's input; and the notices that applied to it.
+func settingsMetadata(flags [][2]string, notices []string) map[string]string {
 	if flags == nil {
 		flags = [][2]string{}
 	}
@@ -123,108 +129,169 @@ func settingsMetadata(flags [][2]string) map[string]string {
 	if wd, err := os.Getwd(); err == nil {
 		md[dirKey] = wd
 	}
+	if len(notices) > 0 {
+		b, _ := json.Marshal(notices)
+		md[noticesKey] = string(b)
+	}
 	return md
+}
+
+// turnRecord is what a thread remembers of how its current turn was
+// started.
+type turnRecord struct {
+	// flags are the turn's flags; nil when the thread was started before
+	// threads remembered them.
+	flags [][2]string
+	// dir is the directory the turn was started in ("" when unknown).
+	dir string
+	// notices are the notices that applied to the turn.
+	notices []string
 }
 
 // turnSettings reads the flags the thread's current turn was started with:
 // those of its newest input checkpoint. ok is false when the thread has no
 // such record (unknown, or started before threads remembered flags).
-func turnSettings(ctx context.Context, saver checkpoint.Saver, thread string) (flags [][2]string, dir string, ok bool, err error) {
+func turnSettings(ctx context.Context, saver checkpoint.Saver, thread string) (rec turnRecord, ok bool, err error) {
 	cps, err := saver.List(ctx, checkpoint.ListOptions{ThreadID: thread, Metadata: map[string]string{"source": "input"}, Limit: 1})
 	if err != nil || len(cps) == 0 {
-		return nil, "", false, err
+		return rec, false, err
 	}
-	raw, ok := cps[0].Metadata[settingsKey]
+	md := cps[0].Metadata
+	if raw, ok := md[noticesKey]; ok {
+		// Unreadable notices are shown again: nothing is lost.
+		_ = json.Unmarshal([]byte(raw), &rec.notices)
+	}
+	raw, ok := md[settingsKey]
 	if !ok {
-		return nil, "", true, nil // started before threads remembered flags
+		return rec, true, nil // started before threads remembered flags
 	}
-	if err := json.Unmarshal([]byte(raw), &flags); err != nil {
-		return nil, "", false, fmt.Errorf("the flags thread %q was started with are unreadable: %w", thread, err)
+	if err := json.Unmarshal([]byte(raw), &rec.flags); err != nil {
+		return rec, false, fmt.Errorf("the flags thread %q was started with are unreadable: %w", thread, err)
 	}
-	if flags == nil {
-		flags = [][2]string{}
+	if rec.flags == nil {
+		rec.flags = [][2]string{}
 	}
-	return flags, cps[0].Metadata[dirKey], true, nil
+	rec.dir = md[dirKey]
+	return rec, true, nil
 }
 
-// applyTurnSettings gives fs the flags the thread's turn was started with
-// that the resume command line does not set itself, and tells the user
-// which (unless quiet) and which the command line changes.
-func applyTurnSettings(ctx context.Context, fs *flag.FlagSet, args []string, f *runFlags, stderr io.Writer) error {
+// applyTurnSettings builds a command on an existing thread as its turn was
+// built: for 'resume', and for 'run --thread ID' (cmd names the command in
+// messages). It gives fs the flags the thread's turn was started with
+// that the command line does not set itself, telling the user which
+// (unless quiet) and, in a warning, which the command line changes; and it
+// moves to the directory the turn was started in, so that the same project
+// files apply. It returns the flags the command's own turn is built with,
+// the remembered ones and then its own, to be remembered in their turn.
+//
+// A thread unknown to the database is left to the command, except for
+// run, which refuses it, naming the nearest ids, unless f.newThread; and
+// run refuses f.newThread for a thread that exists.
+func applyTurnSettings(ctx context.Context, cmd string, fs *flag.FlagSet, args []string, f *runFlags, stderr io.Writer) (effective [][2]string, err error) {
+	given := givenFlags(fs, args) // the command's own, read where it was typed
 	cwd, err := os.Getwd()
 	if err != nil {
-		return err
-	}
-	given := map[string][]string{} // the resume's own, read where it was typed
-	for _, p := range givenFlags(fs, args) {
-		given[p[0]] = append(given[p[0]], p[1])
+		return nil, err
 	}
 	home, _ := os.UserHomeDir()
 	cfg, err := config.Load(cwd, home)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	d, err := chooseDatabase(f.db, f.set["db"], cfg, cwd, home)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if d.Kind == config.SQLite {
 		if _, err := os.Stat(d.Path); errors.Is(err, os.ErrNotExist) {
-			return nil // nothing to resume; the resume itself says so
+			// No database yet: no thread to resume (resume says so), or a
+			// new one.
+			if cmd == "run" && !f.newThread {
+				return nil, &unknownThreadError{thread: f.thread, db: d}
+			}
+			return given, nil
 		}
 	}
 	saver, err := openDatabase(ctx, d, f.sharedDB)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	flags, dir, found, err := turnSettings(ctx, saver, f.thread)
-	if c, ok := saver.(io.Closer); ok {
-		c.Close()
+	defer func() {
+		if c, ok := saver.(io.Closer); ok {
+			c.Close()
+		}
+	}()
+	rec, found, err := turnSettings(ctx, saver, f.thread)
+	if err != nil {
+		return nil, err
 	}
-	if err != nil || !found {
-		return err
-	}
-	if flags == nil {
-		fmt.Fprintf(stderr, "deepagents resume: warning: thread %s was started before threads remembered their flags; give the flags it was started with (--root, --model, --interrupt-on, …)\n", f.thread)
-		return nil
-	}
-	if dir != "" && dir != cwd {
-		if err := moveToTurnDir(fs, f, d, dir, stderr); err != nil {
-			return err
+	if cmd == "run" {
+		exists := found
+		if !exists {
+			cps, err := saver.List(ctx, checkpoint.ListOptions{ThreadID: f.thread, AllNamespaces: true, Limit: 1})
+			if err != nil {
+				return nil, err
+			}
+			exists = len(cps) > 0
+		}
+		switch {
+		case exists && f.newThread:
+			return nil, fmt.Errorf("--new-thread: thread %q exists already in %s; leave out --new-thread to send the prompt as a new turn of it, or choose another id", f.thread, d)
+		case !exists && !f.newThread && !heldByAnother(ctx, saver, f.thread):
+			return nil, unknownThread(ctx, saver, f.thread, d)
 		}
 	}
+	f.notices.remember(rec.notices)
+	if !found {
+		return given, nil
+	}
+	if rec.flags == nil {
+		fmt.Fprintf(stderr, "deepagents %s: warning: thread %s was started before threads remembered their flags; give the flags it was started with (--root, --model, --interrupt-on, …)\n", cmd, f.thread)
+		return given, nil
+	}
+	if rec.dir != "" && rec.dir != cwd {
+		if err := moveToTurnDir(cmd, fs, f, d, rec.dir, stderr); err != nil {
+			return nil, err
+		}
+	}
+	mine := map[string][]string{}
+	for _, p := range given {
+		mine[p[0]] = append(mine[p[0]], p[1])
+	}
 	was := map[string][]string{}
-	for _, p := range flags {
+	for _, p := range rec.flags {
 		was[p[0]] = append(was[p[0]], p[1])
 	}
 	var taken, changed []string
-	for _, name := range slices.Sorted(maps.Keys(given)) {
-		if old, ok := was[name]; ok && !slices.Equal(old, given[name]) {
+	for _, name := range slices.Sorted(maps.Keys(mine)) {
+		if old, ok := was[name]; ok && !slices.Equal(old, mine[name]) {
 			fl := fs.Lookup(name)
-			changed = append(changed, fmt.Sprintf("%s (was %s)", flagsText(fl, given[name]), flagsText(fl, old)))
+			changed = append(changed, fmt.Sprintf("%s (was %s)", flagsText(fl, mine[name]), flagsText(fl, old)))
 		}
 	}
-	for _, p := range flags {
+	for _, p := range rec.flags {
 		name, value := p[0], p[1]
 		fl := fs.Lookup(name)
 		if !rememberedNames[name] || fl == nil {
 			continue // a flag this version no longer has
 		}
 		if f.set[name] {
-			continue // the resume's own replaces it (all of a repeated flag's)
+			continue // the command's own replaces it (all of a repeated flag's)
 		}
 		if err := fs.Set(name, value); err != nil {
-			return fmt.Errorf("the flag --%s=%s thread %q was started with: %w", name, value, f.thread, err)
+			return nil, fmt.Errorf("the flag --%s=%s thread %q was started with: %w", name, value, f.thread, err)
 		}
 		taken = append(taken, flagText(fl, value))
+		effective = append(effective, p)
 	}
+	effective = append(effective, given...)
 	if len(taken) > 0 && !f.quiet {
-		fmt.Fprintf(stderr, "deepagents resume: as thread %s was started: %s\n", f.thread, strings.Join(taken, " "))
+		fmt.Fprintf(stderr, "deepagents %s: as thread %s was started: %s\n", cmd, f.thread, strings.Join(taken, " "))
 	}
 	if len(changed) > 0 {
-		fmt.Fprintf(stderr, "deepagents resume: warning: thread %s was started otherwise; now %s\n", f.thread, strings.Join(changed, ", "))
+		fmt.Fprintf(stderr, "deepagents %s: warning: thread %s was started otherwise; now %s\n", cmd, f.thread, strings.Join(changed, ", "))
 	}
-	return nil
+	return effective, nil
 }
 
 // flagsText writes the values of one flag as they would be typed.
@@ -247,14 +314,14 @@ func flagText(fl *flag.Flag, value string) string {
 	return "--" + fl.Name + " " + value
 }
 
-// moveToTurnDir makes a resume run in dir, the directory its turn was
-// started in, so that the same project files shape its agent (a project's
-// permission rules among them). The resume's own path flags, and the
-// database the thread was found in, are pinned first, as they were meant
-// from where the command was typed.
-func moveToTurnDir(fs *flag.FlagSet, f *runFlags, d config.Database, dir string, stderr io.Writer) error {
+// moveToTurnDir makes a command on a thread run in dir, the directory its
+// turn was started in, so that the same project files shape its agent (a
+// project's permission rules among them). The command's own path flags,
+// and the database the thread was found in, are pinned first, as they were
+// meant from where the command was typed.
+func moveToTurnDir(cmd string, fs *flag.FlagSet, f *runFlags, d config.Database, dir string, stderr io.Writer) error {
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		fmt.Fprintf(stderr, "deepagents resume: warning: thread %s was started in %s, which is gone; the project files here apply\n", f.thread, dir)
+		fmt.Fprintf(stderr, "deepagents %s: warning: thread %s was started in %s, which is gone; the project files here apply\n", cmd, f.thread, dir)
 		return nil
 	}
 	if d.Kind == config.SQLite {
@@ -273,7 +340,7 @@ func moveToTurnDir(fs *flag.FlagSet, f *runFlags, d config.Database, dir string,
 		return fmt.Errorf("moving to %s, where thread %s was started: %w", dir, f.thread, err)
 	}
 	if !f.quiet {
-		fmt.Fprintf(stderr, "deepagents resume: working in %s, where thread %s was started (its project files apply)\n", dir, f.thread)
+		fmt.Fprintf(stderr, "deepagents %s: working in %s, where thread %s was started (its project files apply)\n", cmd, dir, f.thread)
 	}
 	return nil
 }

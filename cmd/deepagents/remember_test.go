@@ -20,6 +20,7 @@ import (
 	"github.com/deepagents-go/deepagents/checkpoint/sqlite"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
+	ot "github.com/deepagents-go/deepagents/providers/openai/openaitest"
 )
 
 // 'resume' builds the agent the turn was started with: given only the
@@ -32,7 +33,7 @@ func TestResumeTakesTheTurnsFlags(t *testing.T) {
 	if err := os.Mkdir("proj", 0o755); err != nil {
 		t.Fatal(err)
 	}
-	code, _, errs := runCLI(t, "run", "-p", "write it", "--model", "openai:gpt-test", "--root", "proj", "--interrupt-on", "write_file", "--thread", "R1", "--no-mcp", "--output", "json")
+	code, _, errs := runCLI(t, "run", "-p", "write it", "--model", "openai:gpt-test", "--root", "proj", "--interrupt-on", "write_file", "--thread", "R1", "--new-thread", "--no-mcp", "--output", "json")
 	if code != 3 {
 		t.Fatalf("run: exit %d: %s", code, errs)
 	}
@@ -60,7 +61,7 @@ func TestResumeWarnsOfAChangedFlag(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if code, _, errs := runCLI(t, "run", "-p", "write it", "--model", "openai:gpt-test", "--root", "one", "--interrupt-on", "write_file", "--thread", "R2",
+	if code, _, errs := runCLI(t, "run", "-p", "write it", "--model", "openai:gpt-test", "--root", "one", "--interrupt-on", "write_file", "--thread", "R2", "--new-thread",
 		"--permission", "deny write /secret/**", "--output", "json"); code != 3 {
 		t.Fatalf("run: exit %d: %s", code, errs)
 	}
@@ -109,6 +110,12 @@ func TestGivenFlags(t *testing.T) {
 	for _, name := range []string{"root", "model", "interrupt-on", "allow", "permission", "no-sandbox", "mcp-config"} {
 		if !rememberedNames[name] {
 			t.Errorf("--%s is not remembered", name)
+		}
+	}
+	// Trust is consent for one command: never carried to the next.
+	for _, name := range []string{"trust-project", "trust-project-mcp"} {
+		if rememberedNames[name] {
+			t.Errorf("--%s is remembered", name)
 		}
 	}
 }
@@ -186,7 +193,7 @@ func TestResumeReadsTheTurnsProjectFiles(t *testing.T) {
 	if err := os.WriteFile("deepagents.toml", []byte("[permissions]\nrules = [\"deny write /a.md\"]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if code, _, errs := runCLI(t, "run", "-p", "write it", "--model", "openai:gpt-test", "--root", "proj", "--interrupt-on", "write_file", "--thread", "P1", "--db", "sqlite:state.db"); code != 3 {
+	if code, _, errs := runCLI(t, "run", "-p", "write it", "--model", "openai:gpt-test", "--root", "proj", "--interrupt-on", "write_file", "--thread", "P1", "--new-thread", "--db", "sqlite:state.db"); code != 3 {
 		t.Fatalf("run: exit %d: %s", code, errs)
 	}
 	elsewhere := t.TempDir()
@@ -211,7 +218,7 @@ func TestResumeReadsTheTurnsProjectFiles(t *testing.T) {
 func TestHintNamesTheDatabaseAndRmTakesADeadHold(t *testing.T) {
 	srv := gatedServer(t)
 	runEnv(t, srv)
-	code, _, errs := runCLI(t, "run", "-p", "write it", "--model", "openai:gpt-test", "--interrupt-on", "write_file", "--thread", "H1", "--db", "sqlite:my.db")
+	code, _, errs := runCLI(t, "run", "-p", "write it", "--model", "openai:gpt-test", "--interrupt-on", "write_file", "--thread", "H1", "--new-thread", "--db", "sqlite:my.db")
 	if code != 3 || !strings.Contains(errs, "deepagents resume --thread H1 --db sqlite:my.db --approve c1") {
 		t.Fatalf("exit %d; the hint lacks the database:\n%s", code, errs)
 	}
@@ -235,7 +242,7 @@ func TestHintNamesTheDatabaseAndRmTakesADeadHold(t *testing.T) {
 }
 
 // A thread whose waiting call was answered by a resume that was then cut
-// off waits for nothing: 'threads' lists it running, as show and resume
+// off waits for nothing: 'threads' lists it unfinished, as show and resume
 // see it.
 func TestThreadsListsAnAnsweredThreadRunning(t *testing.T) {
 	runEnv(t, nil)
@@ -275,7 +282,152 @@ func TestThreadsListsAnAnsweredThreadRunning(t *testing.T) {
 		t.Fatalf("threads: exit %d: %s", code, errs)
 	}
 	var list []struct{ ID, Status string }
-	if err := json.Unmarshal([]byte(out), &list); err != nil || len(list) != 1 || list[0].Status != "running" {
-		t.Errorf("threads lists %s (%v); want A1 running", out, err)
+	if err := json.Unmarshal([]byte(out), &list); err != nil || len(list) != 1 || list[0].Status != "unfinished" {
+		t.Errorf("threads lists %s (%v); want A1 unfinished", out, err)
+	}
+}
+
+// lastUser is the text of the request's last user message: the prompt of
+// the turn the request belongs to.
+func lastUser(r *ot.Request) string {
+	for i := len(r.Messages) - 1; i >= 0; i-- {
+		if r.Messages[i].Role == "user" {
+			return r.Messages[i].Text()
+		}
+	}
+	return ""
+}
+
+// turnsServer plays a thread of turns: "write the note" writes /note.md;
+// "read the note" reads it and /secret/s.md, then edits the note; "which
+// model" answers with the model the request named.
+func turnsServer(t *testing.T) *ot.Server {
+	return ot.NewServer(t, func(r *ot.Request) ot.Reply {
+		last := r.Last()
+		switch lastUser(r) {
+		case "write the note":
+			if last.Role == "user" {
+				return ot.Tools(ot.Call{ID: "w1", Name: "write_file", Args: `{"file_path":"/note.md","content":"hello from turn one\n"}`})
+			}
+			return ot.Text("written")
+		case "read the note":
+			if last.Role == "user" {
+				return ot.Tools(ot.Call{ID: "r1", Name: "read_file", Args: `{"file_path":"/note.md"}`},
+					ot.Call{ID: "r2", Name: "read_file", Args: `{"file_path":"/secret/s.md"}`})
+			}
+			if last.Role == "tool" && (last.ToolCallID == "r1" || last.ToolCallID == "r2") {
+				return ot.Tools(ot.Call{ID: "e1", Name: "edit_file", Args: `{"file_path":"/note.md","old_string":"hello","new_string":"bye"}`})
+			}
+			return ot.Text("edited")
+		case "which model":
+			return ot.Text("model " + r.Model)
+		}
+		return ot.Text("?")
+	})
+}
+
+// 'run --thread ID' builds the agent the thread's turn was built with, as
+// resume does: the next turn, given no flags, works in the same --root
+// (and reads the file the first wrote), under the same permission rules,
+// gates, model and MCP servers. A flag given again replaces the remembered
+// one, with a warning, and the next turn carries it on. Each command is a
+// process of its own, as a user types them.
+func TestRunThreadTakesTheTurnsFlags(t *testing.T) {
+	srv := turnsServer(t)
+	project, _ := runEnv(t, srv)
+	root := filepath.Join(project, "work")
+	writeFileAt(t, filepath.Join(root, "secret", "s.md"), "the secret\n")
+	hs := mcpHTTPServer(t)
+	mcpFile := filepath.Join(project, "servers.json")
+	writeMCPFile(t, mcpFile, `{"mcpServers":{"web":{"type":"http","url":"`+hs.URL+`"}}}`)
+
+	code, out, errs := runProcess(t, "", "run", "-p", "write the note", "--thread", "notes-1", "--new-thread", "--model", "openai:gpt-one",
+		"--root", "work", "--permission", "deny read /secret/**", "--interrupt-on", "edit_file", "--mcp-config", mcpFile)
+	if code != 0 || strings.TrimSpace(out) != "written" {
+		t.Fatalf("turn 1: exit %d, out %q: %s", code, out, errs)
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "note.md")); err != nil || string(b) != "hello from turn one\n" {
+		t.Fatalf("turn 1 did not write into --root: %q %v", b, err)
+	}
+
+	n := srv.Count()
+	code, out, errs = runProcess(t, "", "run", "-p", "read the note", "--thread", "notes-1", "--output", "json")
+	if code != 3 {
+		t.Fatalf("turn 2: exit %d (want 3: the remembered --interrupt-on edit_file stops the edit): %s\n%s", code, errs, out)
+	}
+	want := "deepagents run: as thread notes-1 was started: --model openai:gpt-one --root " + root +
+		` --permission "deny read /secret/**" --interrupt-on edit_file --mcp-config ` + mcpFile
+	if !strings.Contains(errs, want) {
+		t.Errorf("turn 2 does not say which flags it took; want %q in:\n%s", want, errs)
+	}
+	reqs := srv.Requests()[n:]
+	last := reqs[len(reqs)-1]
+	if last.Model != "gpt-one" {
+		t.Errorf("turn 2 asked model %q, want the remembered gpt-one", last.Model)
+	}
+	if !last.HasTool("mcp__web__shout") {
+		t.Errorf("turn 2 has no tool of the remembered MCP server: %v", last.ToolNames())
+	}
+	if res, _ := last.ToolResult("r1"); !strings.Contains(res.Text(), "hello from turn one") {
+		t.Errorf("turn 2 could not read the file turn 1 wrote in --root: %q", res.Text())
+	}
+	if res, _ := last.ToolResult("r2"); !strings.Contains(res.Text(), `permission denied by rule "deny read /secret/**"`) {
+		t.Errorf("turn 2 read past the remembered permission rule: %q", res.Text())
+	}
+
+	code, out, errs = runProcess(t, "", "run", "-p", "which model", "--thread", "notes-1", "--model", "openai:gpt-two")
+	if code != 0 || strings.TrimSpace(out) != "model gpt-two" {
+		t.Fatalf("turn 3: exit %d, out %q: %s", code, out, errs)
+	}
+	if want := "deepagents run: warning: thread notes-1 was started otherwise; now --model openai:gpt-two (was --model openai:gpt-one)"; !strings.Contains(errs, want) {
+		t.Errorf("turn 3 does not warn of the changed flag; want %q in:\n%s", want, errs)
+	}
+	code, out, errs = runProcess(t, "", "run", "-p", "which model", "--thread", "notes-1")
+	if code != 0 || strings.TrimSpace(out) != "model gpt-two" {
+		t.Errorf("turn 4 did not carry on turn 3's --model: exit %d, out %q: %s", code, out, errs)
+	}
+}
+
+// 'run --thread ID' with an id no thread has is an error naming the
+// nearest ids, and makes nothing; --new-thread makes the thread with that
+// id, and is refused for one that exists.
+func TestRunThreadMustExist(t *testing.T) {
+	srv := turnsServer(t)
+	runEnv(t, srv)
+	code, _, errs := runCLI(t, "run", "-p", "which model", "--model", "openai:gpt-test", "--thread", "notes-1")
+	if code != 2 || !strings.Contains(errs, `there is no thread "notes-1"`) || !strings.Contains(errs, "--new-thread") {
+		t.Fatalf("a thread id before any database: exit %d: %s", code, errs)
+	}
+	for _, id := range []string{"notes-1", "notes-2", "other"} {
+		if code, _, errs := runCLI(t, "run", "-p", "which model", "--model", "openai:gpt-test", "--thread", id, "--new-thread"); code != 0 {
+			t.Fatalf("--thread %s --new-thread: exit %d: %s", id, code, errs)
+		}
+	}
+	n := srv.Count()
+	for _, tt := range []struct{ id, want string }{
+		{"notes-3", " (the nearest ids: notes-2, notes-1); to start a new thread with this id, add --new-thread"},
+		{"note", " (the nearest ids: notes-2, notes-1);"},
+		{"othr", " (did you mean other?);"},
+		{"unrelated-id", " (list the threads with 'deepagents threads');"},
+	} {
+		code, _, errs := runCLI(t, "run", "-p", "which model", "--model", "openai:gpt-test", "--thread", tt.id)
+		if code != 2 || !strings.Contains(errs, `there is no thread "`+tt.id+`"`) || !strings.Contains(errs, tt.want) {
+			t.Errorf("--thread %s: exit %d; want %q in: %s", tt.id, code, tt.want, errs)
+		}
+	}
+	if srv.Count() != n {
+		t.Error("a run on an unknown thread called the model")
+	}
+	_, out, _ := runCLI(t, "threads", "--json")
+	var list []struct{ ID string }
+	if err := json.Unmarshal([]byte(out), &list); err != nil || len(list) != 3 {
+		t.Errorf("threads after the refused runs: %v %s", err, out)
+	}
+	code, _, errs = runCLI(t, "run", "-p", "which model", "--model", "openai:gpt-test", "--thread", "other", "--new-thread")
+	if code != 2 || !strings.Contains(errs, `thread "other" exists already`) {
+		t.Errorf("--new-thread on an existing thread: exit %d: %s", code, errs)
+	}
+	if code, _, errs := runCLI(t, "run", "-p", "x", "--new-thread"); code != 2 || !strings.Contains(errs, "--new-thread needs --thread ID") {
+		t.Errorf("--new-thread alone: exit %d: %s", code, errs)
 	}
 }

@@ -139,7 +139,9 @@ func cmdResume(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if !f.set["thread"] {
 		return usageError(stderr, "resume", "--thread ID is required (list threads with 'deepagents threads')")
 	}
-	if err := applyTurnSettings(ctx, fs, args, &f, stderr); err != nil {
+	f.notices = &noticeLog{}
+	f.shell.notices = f.notices
+	if _, err := applyTurnSettings(ctx, "resume", fs, args, &f, stderr); err != nil {
 		fmt.Fprintf(stderr, "deepagents resume: %v\n", err)
 		return exitUsage
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/deepagents-go/deepagents/config"
 	"github.com/deepagents-go/deepagents/internal/safefile"
 	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/providers"
 )
 
 // runFlags are the flags of `deepagents run`.
@@ -65,9 +66,25 @@ type runFlags struct {
 	confirm func(question string) bool
 	// mcp are the MCP flags (cmd/deepagents/mcp.go).
 	mcp mcpFlags
-	// given are the agent's flags given to 'run', saved with each turn so
-	// that 'resume' builds the same agent (remember.go).
+	// given are the agent's flags of the turn, saved with it so that
+	// 'resume' and the next 'run --thread' build the same agent
+	// (remember.go): those given to 'run', after those it took from the
+	// thread's turn before.
 	given [][2]string
+	// newThread is --new-thread: --thread names a thread to make.
+	newThread bool
+	// notices shows the endpoint and sandbox notices once per thread.
+	notices *noticeLog
+}
+
+// modelError is err, the error of the model reference ref, or, when ref
+// is a model name of a built-in provider's family written without its
+// provider ("gpt-4.1"), an error that says how to write it.
+func modelError(err error, ref string) error {
+	if hint := providers.Suggest(ref); hint != "" {
+		return fmt.Errorf("%q is a model name without its provider: write %s", strings.TrimSpace(ref), hint)
+	}
+	return err
 }
 
 // errInterrupted is the cause of a run stopped by Ctrl-C, so that the user
@@ -87,7 +104,10 @@ default .deepagents/state.db in a project, else ~/.deepagents/state.db).
 Without --thread a new thread is made and its id printed on stderr before
 the run starts (with --output stream-json, as thread_id in the first line,
 run.start, instead); --thread ID sends the prompt as a new turn of that
-thread. 'deepagents resume' continues a run that stopped.
+thread, whose agent is built with the flags the thread's turn was started
+with (--root, --model, --permission, ...), unless given again. An id no
+thread has is an error naming the nearest ids; --new-thread makes a thread
+with that id. 'deepagents resume' continues a run that stopped.
 
 Tools named by --interrupt-on or interrupt_on wait for a person before
 they run. On a terminal (text output) you are asked at the prompt: approve,
@@ -104,17 +124,25 @@ Exit status:
   1  it ended with status error, limit, cancelled or refused (the answer so
      far is printed and the transcript saved), or the thread is held by
      another run
-  2  bad usage or configuration, an untrusted project file, or no prompt
+  2  bad usage or configuration, an untrusted project file, an unknown
+     --thread, or no prompt
   3  the run is interrupted: tool calls wait for approval (see above)
+An interactive session exits with its last turn's status; a turn stopped
+with Ctrl-C counts as 0.
 `
 
 // parseRunFlags reads the flags of `deepagents run`, reporting a bad one on
 // stderr. When the command must stop (help shown, bad flag), ok is false
 // and code is its exit status.
-func parseRunFlags(args []string, stdout, stderr io.Writer) (f runFlags, code int, ok bool) {
+//
+// With --thread, the flags the thread's turn was started with that the
+// command line does not give are taken (applyTurnSettings), and the
+// thread must exist unless --new-thread.
+func parseRunFlags(ctx context.Context, args []string, stdout, stderr io.Writer) (f runFlags, code int, ok bool) {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.StringVar(&f.prompt, "p", "", "the prompt; without it, read it from stdin, or start an interactive session on a terminal")
-	fs.StringVar(&f.thread, "thread", "", "continue this thread: the prompt is a new turn of its conversation, with its files (default: a new thread)")
+	fs.StringVar(&f.thread, "thread", "", "continue this thread: the prompt is a new turn of its conversation, with its files and the flags it was started with (default: a new thread)")
+	fs.BoolVar(&f.newThread, "new-thread", false, "with --thread ID: make a new thread with this id (without it, an id no thread has is an error)")
 	agentFlags(fs, &f)
 	operands, code, ok := parseFlags(fs, args, runHelp, stdout, stderr)
 	if !ok {
@@ -128,7 +156,24 @@ func parseRunFlags(args []string, stdout, stderr io.Writer) (f runFlags, code in
 		fmt.Fprintf(stderr, "deepagents run: %v\n", err)
 		return f, 2, false
 	}
+	if f.newThread && !f.set["thread"] {
+		fmt.Fprintln(stderr, "deepagents run: --new-thread needs --thread ID, the id to give the new thread (without --thread every run makes a new thread)")
+		return f, 2, false
+	}
+	f.notices = &noticeLog{}
+	f.shell.notices = f.notices
 	f.given = givenFlags(fs, args)
+	if f.set["thread"] {
+		given, err := applyTurnSettings(ctx, "run", fs, args, &f, stderr)
+		if err == nil {
+			err = f.check(fs)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "deepagents run: %v\n", err)
+			return f, 2, false
+		}
+		f.given = given
+	}
 	return f, 0, true
 }
 
@@ -206,7 +251,7 @@ const (
 )
 
 func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	f, code, ok := parseRunFlags(args, stdout, stderr)
+	f, code, ok := parseRunFlags(ctx, args, stdout, stderr)
 	if !ok {
 		return code
 	}
@@ -240,7 +285,7 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		}
 	}
 	progress := !f.quiet && isTerminal(stderr)
-	sess := &session{setup: setup, flags: f, stdout: stdout, stderr: stderr, progress: progress, thread: f.thread, cmd: "run"}
+	sess := &session{setup: setup, flags: f, stdout: stdout, stderr: stderr, progress: progress, thread: f.thread, cmd: "run", fresh: f.newThread}
 	// On a terminal, with text output, calls waiting for approval are put
 	// to the person at the prompt.
 	askHere := terminal && f.output == "text"
@@ -281,6 +326,14 @@ type session struct {
 	context contextLog
 	// compaction is a /compact the next turn records in the thread.
 	compaction *compact.Manual
+	// prompt is the message that started the turn being driven; "" when
+	// it continues a turn started earlier (resume).
+	prompt string
+	// fresh is set while the session's thread is one it makes (no
+	// --thread, or --new-thread) and no turn of it has run yet; made is
+	// set when the session chose its id. discarded is set when the turn
+	// being reported removed the thread (discardFailedStart).
+	fresh, made, discarded bool
 }
 
 func (s *session) interactive(ctx context.Context, stdin io.Reader) int {
@@ -338,6 +391,11 @@ func (s *session) interactive(ctx context.Context, stdin io.Reader) int {
 			code = s.turn(tctx, line)
 		}
 		restore()
+		if ctx.Err() == nil && errors.Is(context.Cause(tctx), errInterrupted) {
+			// The person stopped this turn: ending the session after it
+			// (Ctrl-D, /exit) is no failure.
+			code = exitOK
+		}
 		cancel(nil)
 		s.settleCompaction(ctx)
 		if ctx.Err() != nil {
@@ -376,16 +434,26 @@ func (s *session) drive(ctx context.Context, in agent.Input, decisions []agent.D
 	}
 	if s.thread == "" {
 		s.thread = newThreadID()
+		s.fresh, s.made = true, true
 		s.announceNew()
 	}
+	s.discarded = false
 	var prog *progressPrinter
 	if s.progress {
 		prog = &progressPrinter{w: s.stderr, start: time.Now()}
 	}
+	s.prompt = ""
+	if len(in.Messages) > 0 {
+		s.prompt = in.Messages[0].Content
+	}
 	enc := json.NewEncoder(s.stdout)
+	// answered is set once the person at the terminal has answered calls
+	// waiting for approval: the run goes on by resuming its thread, which
+	// is this process's business, not news to them.
+	answered := false
 	for {
 		watch := &runWatch{Saver: s.setup.saver, thread: s.thread}
-		opts := []agent.RunOption{agent.WithCheckpoints(watch, s.thread), agent.WithMetadata(settingsMetadata(s.flags.given)), agent.WithSaveRetry(saveRetry(s.flags.saveRetry))}
+		opts := []agent.RunOption{agent.WithCheckpoints(watch, s.thread), agent.WithMetadata(settingsMetadata(s.flags.given, s.flags.notices.lines())), agent.WithSaveRetry(saveRetry(s.flags.saveRetry))}
 		if len(decisions) > 0 {
 			opts = append(opts, agent.WithDecisions(decisions...))
 		}
@@ -394,7 +462,9 @@ func (s *session) drive(ctx context.Context, in agent.Input, decisions []agent.D
 				prog.event(ev)
 			}
 			s.context.note(ev)
-			s.tell(ev, prog)
+			if !(answered && ev.Type == agent.Notice && ev.Notice != nil && ev.Notice.Source == "resume") {
+				s.tell(ev, prog)
+			}
 			if s.flags.output == "stream-json" {
 				s.stream(enc, ev)
 			}
@@ -402,6 +472,8 @@ func (s *session) drive(ctx context.Context, in agent.Input, decisions []agent.D
 		// A run that produced a result is reported and saved whatever error
 		// came with it (a non-ok status comes back as an error too); only a
 		// run without a result has nothing to show.
+		first := s.fresh
+		s.fresh = false
 		if res == nil {
 			if runErr == nil {
 				runErr = errors.New("the run ended without a result")
@@ -420,12 +492,20 @@ func (s *session) drive(ctx context.Context, in agent.Input, decisions []agent.D
 		if res.Status == agent.StatusInterrupted && s.ask != nil && ctx.Err() == nil {
 			ds, err := s.ask(ctx, res.Interrupts)
 			if err == nil && len(ds) > 0 {
-				in, decisions = agent.Input{}, ds
+				in, decisions, answered = agent.Input{}, ds, true
 				continue
 			}
 			if err != nil {
 				fmt.Fprintf(s.stderr, "deepagents %s: %v\n", s.name(), err)
 			}
+		}
+		if first && !answered && s.discardFailedStart(ctx, res) {
+			fmt.Fprintf(s.stderr, "deepagents %s: thread %s is not kept: its first model call failed, so it held nothing but your prompt\n", s.name(), s.thread)
+			s.discarded, s.fresh = true, true
+			if s.made {
+				s.thread, s.announced = "", false // the next turn makes another
+			}
+			return s.report(res, s.reason(ctx, res, runErr), "", prog)
 		}
 		path, saveErr := s.save(ctx, watch, res)
 		if errors.Is(saveErr, errStaleTranscript) {
@@ -433,14 +513,47 @@ func (s *session) drive(ctx context.Context, in agent.Input, decisions []agent.D
 		} else if saveErr != nil {
 			fmt.Fprintf(s.stderr, "deepagents %s: could not save the transcript: %v\n", s.name(), saveErr)
 		}
-		reason := res.Error
-		if res.Status != agent.StatusOK && res.Status != agent.StatusInterrupted && ctx.Err() != nil {
-			reason = context.Cause(ctx).Error() // "interrupted by the user (Ctrl-C)", not "context canceled"
-		} else if reason == "" && runErr != nil && res.Status != agent.StatusOK {
-			reason = runErr.Error()
-		}
-		return s.report(res, reason, path, prog)
+		return s.report(res, s.reason(ctx, res, runErr), path, prog)
 	}
+}
+
+// reason says why a run did not end ok.
+func (s *session) reason(ctx context.Context, res *agent.Result, runErr error) string {
+	reason := res.Error
+	if res.Status != agent.StatusOK && res.Status != agent.StatusInterrupted && ctx.Err() != nil {
+		reason = context.Cause(ctx).Error() // "interrupted by the user (Ctrl-C)", not "context canceled"
+	} else if reason == "" && runErr != nil && res.Status != agent.StatusOK {
+		reason = runErr.Error()
+	}
+	return reason
+}
+
+// discardFailedStart removes the thread a session has just made when the
+// first run in it failed before its model answered (a wrong key, an
+// unknown model, an endpoint that is down): the thread holds nothing but
+// the prompt, and would only stand in the list of threads as an empty
+// failure. A run stopped with Ctrl-C, or one the database failed, keeps
+// its thread, to be resumed. It reports whether the thread was removed.
+func (s *session) discardFailedStart(ctx context.Context, res *agent.Result) bool {
+	if res.Status != agent.StatusError || ctx.Err() != nil || len(res.Children) > 0 || errors.Is(res.Err(), checkpoint.ErrUnavailable) {
+		return false
+	}
+	for _, m := range res.State.Messages {
+		if m.Role != llm.RoleUser {
+			return false
+		}
+	}
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	holder := agent.LeaseHolder()
+	if _, err := agent.TakeLease(dctx, s.setup.saver, s.thread, holder, time.Now(), time.Minute); err != nil {
+		return false
+	}
+	if err := s.setup.saver.DeleteThread(dctx, s.thread); err != nil {
+		_ = s.setup.saver.Release(dctx, s.thread, holder)
+		return false
+	}
+	return true
 }
 
 // announceNew shows the id of a thread the session made on stderr before
@@ -478,7 +591,7 @@ func (s *session) report(res *agent.Result, reason, path string, prog *progressP
 	waiting := res.Status == agent.StatusInterrupted
 	switch s.flags.output {
 	case "text":
-		if text := res.FinalText(); text != "" && !refused && !waiting {
+		if text := s.answer(res); text != "" && !refused && !waiting {
 			fmt.Fprintln(s.stdout, text)
 		}
 		if res.Status != agent.StatusOK && !refused && !waiting {
@@ -495,8 +608,11 @@ func (s *session) report(res *agent.Result, reason, path string, prog *progressP
 		}
 	case "json", "stream-json":
 		out := summarise(res, path)
+		out.Result = s.answer(res)
 		out.Error = reason
-		out.ThreadID = s.thread
+		if !s.discarded {
+			out.ThreadID = s.thread
+		}
 		if s.flags.output == "stream-json" {
 			out.Type = "result"
 		}
@@ -518,6 +634,32 @@ func (s *session) report(res *agent.Result, reason, path string, prog *progressP
 		return exitInterrupted
 	}
 	return exitFailed
+}
+
+// answer is the turn's own answer: the text of the last assistant message
+// after the message that started the turn (s.prompt, else the person's
+// last message). The thread's state holds every earlier turn too, so a
+// turn stopped before its model answered (Ctrl-C) has no answer rather
+// than the previous turn's.
+func (s *session) answer(res *agent.Result) string {
+	msgs := res.State.Messages
+	start, last := -1, -1
+	for i := len(msgs) - 1; i >= 0 && start < 0; i-- {
+		m := msgs[i]
+		if m.Role != llm.RoleUser || compact.IsSummary(m) {
+			continue
+		}
+		if last < 0 {
+			last = i
+		}
+		if s.prompt == "" || m.Content == s.prompt {
+			start = i
+		}
+	}
+	if start < 0 {
+		start = last
+	}
+	return agent.LastText(msgs[start+1:])
 }
 
 // saveRetry is --save-retry as agent.WithSaveRetry takes it: 0 tries a

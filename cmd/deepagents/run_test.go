@@ -10,6 +10,7 @@ import (
 
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/providers/gemini/geminitest"
 	ot "github.com/deepagents-go/deepagents/providers/openai/openaitest"
 )
 
@@ -59,11 +60,33 @@ func TestRunWithoutAKeySaysWhatToSet(t *testing.T) {
 			t.Errorf("no model, no key: exit %d, stderr lacks %s: %s", code, v, errs)
 		}
 	}
-	if code, _, errs := runCLI(t, "run", "-p", "hi", "--model", "gpt-4"); code != 2 || !strings.Contains(errs, `write "gpt-4:MODEL"`) {
+	if code, _, errs := runCLI(t, "run", "-p", "hi", "--model", "mymodel"); code != 2 || !strings.Contains(errs, `write "mymodel:MODEL"`) {
 		t.Errorf("bad model string: %d %s", code, errs)
 	}
 	if code, _, errs := runCLI(t, "run", "-p", "hi", "--output", "yaml"); code != 2 || !strings.Contains(errs, "--output") {
 		t.Errorf("bad output: %d %s", code, errs)
+	}
+}
+
+// A model name written without its provider is refused with the
+// provider:model it most likely means, on the command line and in an agent
+// file.
+func TestModelWithoutProviderSaysWhatToWrite(t *testing.T) {
+	project, _ := runEnv(t, nil)
+	t.Setenv("OPENAI_API_KEY", "k")
+	for model, want := range map[string]string{
+		"gpt-4.1":           `--model: "gpt-4.1" is a model name without its provider: write openai:gpt-4.1`,
+		"claude-sonnet-4-5": "write anthropic:claude-sonnet-4-5",
+		"gemini-2.5-flash":  "write gemini:gemini-2.5-flash",
+	} {
+		if code, _, errs := runCLI(t, "run", "-p", "hi", "--model", model); code != 2 || !strings.Contains(errs, want) {
+			t.Errorf("--model %s: exit %d, want %q in: %s", model, code, want, errs)
+		}
+	}
+	writeFileAt(t, filepath.Join(project, ".deepagents", "agents", "scout.md"), "---\ndescription: Scouts.\nmodel: claude-haiku-4-5\n---\nYou scout.\n")
+	code, _, errs := runCLI(t, "run", "-p", "hi", "--model", "openai:gpt-4.1")
+	if want := `scout.md:3: model claude-haiku-4-5: "claude-haiku-4-5" is a model name without its provider: write anthropic:claude-haiku-4-5`; code != 2 || !strings.Contains(errs, want) {
+		t.Errorf("agent file: exit %d, want %q in: %s", code, want, errs)
 	}
 }
 
@@ -367,5 +390,116 @@ func TestTellShowsEveryRunsResumeNotice(t *testing.T) {
 	}
 	if n := strings.Count(got, "reasoning dropped"); n != 1 {
 		t.Errorf("the warning was shown %d times, want once:\n%s", n, got)
+	}
+}
+
+// Answering a waiting call at the prompt goes on with the run without a
+// note that it was resumed from a checkpoint: that is how the process
+// goes on, not news to the person who answered.
+func TestApprovalAtThePromptIsNoResume(t *testing.T) {
+	srv := gatedServer(t)
+	runEnv(t, srv)
+	f := runFlags{model: "openai:gpt-test", output: "text", set: map[string]bool{}, gates: map[string]agent.Approval{"write_file": {}}}
+	var out, errb strings.Builder
+	s, err := assemble(t.Context(), f, &errb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	sess := &session{setup: s, flags: f, stdout: &out, stderr: &errb, askAtPrompt: true}
+	if code := sess.interactive(t.Context(), strings.NewReader("write it\na\n")); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if out.String() != "done\n" || !strings.Contains(errb.String(), "⏸ Approval 1 of 1") {
+		t.Fatalf("the turn with an approval did not run: out %q\n%s", out.String(), errb.String())
+	}
+	if strings.Contains(errb.String(), "resumed from checkpoint") {
+		t.Errorf("an approval at the prompt is followed by a resume note:\n%s", errb.String())
+	}
+}
+
+// The endpoint notice and the notice of how execute runs are shown once
+// per thread: a later turn of the thread shows them only when they
+// changed; a new thread shows them again.
+func TestNoticesOncePerThread(t *testing.T) {
+	srv := ot.NewServer(t, func(r *ot.Request) ot.Reply { return ot.Text("ok") })
+	project, home := runEnv(t, srv)
+	if err := os.Mkdir(filepath.Join(project, "work"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const endpoint = "deepagents: provider openai sends its requests to "
+	const execute = "deepagents: execute: "
+	code, _, errs := runCLI(t, "run", "-p", "one", "--model", "openai:gpt-test", "--root", "work", "--thread", "n1", "--new-thread")
+	if code != 0 || !strings.Contains(errs, endpoint+srv.URL) {
+		t.Fatalf("turn 1: exit %d; no endpoint notice:\n%s", code, errs)
+	}
+	sandboxShown := strings.Contains(errs, execute)
+	code, _, errs = runCLI(t, "run", "-p", "two", "--thread", "n1")
+	if code != 0 || strings.Contains(errs, endpoint) || strings.Contains(errs, execute) {
+		t.Errorf("turn 2 repeats a notice (exit %d):\n%s", code, errs)
+	}
+	if code, _, errs := runCLI(t, "resume", "--thread", "n1"); strings.Contains(errs, endpoint) || strings.Contains(errs, execute) {
+		t.Errorf("resume repeats a notice (exit %d):\n%s", code, errs)
+	}
+	moved := strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)
+	t.Setenv("OPENAI_BASE_URL", moved)
+	code, _, errs = runCLI(t, "run", "-p", "three", "--thread", "n1")
+	if code != 0 || !strings.Contains(errs, endpoint+moved) || strings.Contains(errs, execute) {
+		t.Errorf("turn 3, whose endpoint changed, must show that notice only (exit %d):\n%s", code, errs)
+	}
+	code, _, errs = runCLI(t, "run", "-p", "four", "--model", "openai:gpt-test", "--root", "work")
+	if code != 0 || !strings.Contains(errs, endpoint+moved) || sandboxShown != strings.Contains(errs, execute) {
+		t.Errorf("a new thread must show the notices again (exit %d):\n%s", code, errs)
+	}
+	// The thread remembers digests of its notices, not the lines: an
+	// endpoint's URL may carry a secret.
+	files, _ := filepath.Glob(filepath.Join(home, ".deepagents", "state.db*"))
+	for _, name := range files {
+		if b, err := os.ReadFile(name); err == nil && strings.Contains(string(b), "sends its requests") {
+			t.Errorf("%s holds a notice's text", name)
+		}
+	}
+}
+
+// A --root that cannot be a workspace is named as the directory, not by
+// the package that opens it.
+func TestRootErrorsSayTheDirectory(t *testing.T) {
+	project, _ := runEnv(t, nil)
+	t.Setenv("OPENAI_API_KEY", "k")
+	writeFileAt(t, filepath.Join(project, "file"), "x")
+	for root, want := range map[string]string{
+		"missing": "deepagents run: --root: the directory " + filepath.Join(project, "missing") + " does not exist\n",
+		"file":    "deepagents run: --root: " + filepath.Join(project, "file") + " is not a directory\n",
+	} {
+		code, _, errs := runCLI(t, "run", "-p", "hi", "--model", "openai:gpt-4.1", "--root", root)
+		if code != 2 || !strings.HasSuffix(errs, want) || strings.Contains(errs, "osfs") {
+			t.Errorf("--root %s: exit %d, want %q in:\n%s", root, code, want, errs)
+		}
+	}
+}
+
+// Gemini's endpoint variable, GOOGLE_GEMINI_BASE_URL (read by the genai
+// SDK), sends its requests elsewhere, is announced like the others, and is
+// the one docs/RUN.md names for Gemini.
+func TestGeminiEndpointVariable(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "RUN.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := geminitest.NewServer(t, func(r *geminitest.Request) geminitest.Reply { return geminitest.Text("from the gateway") })
+	runEnv(t, nil)
+	t.Setenv("GEMINI_API_KEY", "k")
+	t.Setenv("GOOGLE_GEMINI_BASE_URL", srv.URL)
+	code, out, errs := runCLI(t, "run", "-p", "hi", "--model", "gemini:gemini-2.5-flash")
+	if code != 0 || strings.TrimSpace(out) != "from the gateway" || len(srv.Requests()) == 0 {
+		t.Fatalf("exit %d, out %q: %s", code, out, errs)
+	}
+	if want := "provider gemini sends its requests to " + srv.URL + " (set by the environment variable GOOGLE_GEMINI_BASE_URL)"; !strings.Contains(errs, want) {
+		t.Errorf("no endpoint notice %q in:\n%s", want, errs)
+	}
+	for line := range strings.SplitSeq(string(doc), "\n") {
+		if strings.HasPrefix(line, "| `gemini`") && !strings.Contains(line, "`GOOGLE_GEMINI_BASE_URL`") {
+			t.Errorf("docs/RUN.md's row for Gemini does not name its endpoint variable:\n%s", line)
+		}
 	}
 }

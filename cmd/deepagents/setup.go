@@ -81,12 +81,12 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 			s.close()
 		}
 	}()
-	notices := &endpointNotices{w: stderr, cfg: cfg}
+	notices := &endpointNotices{w: stderr, cfg: cfg, log: f.notices}
 
 	modelStr := cfg.Model
 	if f.model != "" {
 		if modelStr, err = cfg.ExpandModel(f.model); err != nil {
-			return nil, fmt.Errorf("--model: %w", err)
+			return nil, fmt.Errorf("--model: %w", modelError(err, f.model))
 		}
 	}
 	var spec providers.Spec
@@ -398,11 +398,11 @@ func agentSpec(ctx context.Context, cfg *config.Config, af config.AgentFile, not
 }
 
 func agentModel(ctx context.Context, cfg *config.Config, ref string, notices *endpointNotices) (llm.Model, error) {
-	ref, err := cfg.ExpandModel(ref)
+	full, err := cfg.ExpandModel(ref)
 	if err != nil {
-		return nil, err
+		return nil, modelError(err, ref)
 	}
-	spec, err := providers.Parse(ref)
+	spec, err := providers.Parse(full)
 	if err != nil {
 		return nil, err
 	}

@@ -25,6 +25,8 @@ type shellOptions struct {
 	noSandbox bool
 	// network is --sandbox-network: commands may use the network.
 	network bool
+	// notices shows the line saying how commands run once per thread.
+	notices *noticeLog
 }
 
 // shellFlags declares --allow, --no-sandbox and --sandbox-network.
@@ -94,7 +96,7 @@ func wireShell(ctx context.Context, o shellOptions, quiet bool, root *osfs.FS, g
 		}
 	}
 	if !quiet || !runner.Sandboxed() {
-		fmt.Fprintf(stderr, "deepagents: execute: %s; %s.\n", runner.Describe(), asking)
+		o.notices.show(stderr, fmt.Sprintf("deepagents: execute: %s; %s.", runner.Describe(), asking))
 	}
 	return root.WithRunner(runner), gates, opts, nil
 }

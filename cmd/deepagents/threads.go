@@ -32,8 +32,9 @@ const threadsHelp = `usage: deepagents threads [--limit N] [--json]
 
 Lists the threads of the thread database, most recently updated first: id,
 title (the first line of the first message), when it was last updated, its
-status (done, interrupted, error, or running: unfinished), its steps and
-its tokens. 'show' prints a thread's transcript, each subagent's
+status (its last run's, as 'show' prints it: ok, error, limit, refused,
+interrupted, or unfinished: running, cut off or stopped), its steps and its
+tokens. 'show' prints a thread's transcript, each subagent's
 conversation nested under the task call that started it, with the files
 changed and any calls waiting for approval. 'rm' deletes a thread, all
 its checkpoints and its transcript file (in --thread-dir), without asking.
@@ -187,7 +188,7 @@ func threadsList(ctx context.Context, saver checkpoint.Saver, f threadsFlags, st
 		fmt.Fprintf(stderr, "deepagents threads: %v\n", err)
 		return exitFailed
 	}
-	if err := settleInterrupted(ctx, saver, ts); err != nil {
+	if err := runStatuses(ctx, saver, ts); err != nil {
 		fmt.Fprintf(stderr, "deepagents threads: %v\n", err)
 		return exitFailed
 	}
@@ -399,7 +400,7 @@ func (t *threadTree) load(path agent.Path, depth int) (*shownRun, error) {
 	}
 	status := string(rs.Status)
 	if status == "" {
-		status = "unfinished"
+		status = statusUnfinished
 	}
 	run := &shownRun{Path: path.String(), Status: status, Rounds: rs.Loop.Rounds, Usage: rs.Loop.Usage,
 		FilesChanged: slices.Clone(rs.Loop.Changed), Interrupts: rs.Loop.Interrupts}
@@ -868,21 +869,36 @@ func printableID(id string) string {
 	return id
 }
 
-// settleInterrupted lists as running (unfinished) an interrupted thread
-// whose waiting calls were all answered by a resume that was then cut off,
-// as 'threads show' and resume see it: it waits for nothing.
-func settleInterrupted(ctx context.Context, saver checkpoint.Saver, ts []checkpoint.ThreadInfo) error {
+// runStatuses puts each thread's status in the words 'threads show' uses:
+// its top-level run's status (ok, error, limit, refused, interrupted), or
+// unfinished for a run still going, cut off or stopped with Ctrl-C. The
+// database knows done, running, interrupted and error: an error is read
+// from the run to tell a limit or a refusal, and an interrupted thread
+// whose waiting calls were all answered by a resume that was then cut off
+// waits for nothing, as 'threads show' and resume see it.
+func runStatuses(ctx context.Context, saver checkpoint.Saver, ts []checkpoint.ThreadInfo) error {
 	for i := range ts {
-		if ts[i].Status != checkpoint.StatusInterrupted {
+		switch ts[i].Status {
+		case checkpoint.StatusDone:
+			ts[i].Status = checkpoint.Status(agent.StatusOK)
+			continue
+		case checkpoint.StatusInterrupted, checkpoint.StatusError:
+		default:
+			ts[i].Status = statusUnfinished
 			continue
 		}
 		rs, err := agent.LoadRunState(ctx, saver, ts[i].ID, agent.RootPath("agent"), false)
 		if err != nil {
 			return fmt.Errorf("thread %q: %w", ts[i].ID, err)
 		}
+		ts[i].Status = checkpoint.Status(rs.Status)
 		if rs.Status == "" {
-			ts[i].Status = checkpoint.StatusRunning
+			ts[i].Status = statusUnfinished
 		}
 	}
 	return nil
 }
+
+// statusUnfinished is the status of a run that has not ended: still
+// running, cut off, or stopped with Ctrl-C.
+const statusUnfinished = "unfinished"

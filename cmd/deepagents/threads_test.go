@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -408,7 +410,7 @@ func TestThreadsListShowRemove(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &ts) != nil || len(ts) != 1 {
 		t.Fatalf("threads --json: exit %d\n%s", code, out)
 	}
-	if e := ts[0]; e.ID != id || e.Title != "What is the answer?" || e.Status != "done" || e.Steps < 2 || e.Tokens == 0 || e.Updated.IsZero() {
+	if e := ts[0]; e.ID != id || e.Title != "What is the answer?" || e.Status != "ok" || e.Steps < 2 || e.Tokens == 0 || e.Updated.IsZero() {
 		t.Errorf("entry %+v", e)
 	}
 	code, out, _ = runCLI(t, "threads", "--limit", "5")
@@ -514,7 +516,7 @@ func TestSecondRunOnAThreadIsRefused(t *testing.T) {
 	}, 1)
 	go func() {
 		var out, errb bytes.Buffer
-		code := run(t.Context(), []string{"run", "-p", "one", "--model", "openai:gpt-test", "--thread", "shared"}, strings.NewReader(""), &out, &errb)
+		code := run(t.Context(), []string{"run", "-p", "one", "--model", "openai:gpt-test", "--thread", "shared", "--new-thread"}, strings.NewReader(""), &out, &errb)
 		first <- struct {
 			code     int
 			out, err string
@@ -582,7 +584,7 @@ func TestResumeContinuesACutOffRun(t *testing.T) {
 		t.Fatalf("cut-off run: exit %d status %s: %s", code, sum.Status, errb.String())
 	}
 	_, list, _ := runCLI(t, "threads", "--json")
-	if !strings.Contains(list, `"status": "running"`) {
+	if !strings.Contains(list, `"status": "unfinished"`) {
 		t.Errorf("the cut-off thread is not listed as unfinished:\n%s", list)
 	}
 	code, o, errs := runCLI(t, "resume", "--thread", sum.ThreadID, "--model", "openai:gpt-test", "--output", "json")
@@ -668,7 +670,7 @@ func TestOnlyARunThatSavedWritesTheTranscript(t *testing.T) {
 	})
 	_, home := runEnv(t, srv)
 	dir := filepath.Join(home, ".deepagents", "threads")
-	code, _, errs := runCLI(t, "run", "-p", "first", "--model", "openai:gpt-test", "--thread", "A1")
+	code, _, errs := runCLI(t, "run", "-p", "first", "--model", "openai:gpt-test", "--thread", "A1", "--new-thread")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -694,7 +696,7 @@ func TestOnlyARunThatSavedWritesTheTranscript(t *testing.T) {
 	first := make(chan int, 1)
 	go func() {
 		var out, errb bytes.Buffer
-		first <- run(t.Context(), []string{"run", "-p", "hold", "--model", "openai:gpt-test", "--thread", "T5"}, strings.NewReader(""), &out, &errb)
+		first <- run(t.Context(), []string{"run", "-p", "hold", "--model", "openai:gpt-test", "--thread", "T5", "--new-thread"}, strings.NewReader(""), &out, &errb)
 	}()
 	<-entered
 	code, _, errs = runCLIIn(t, strings.NewReader(""), "run", "-p", "refused", "--model", "openai:gpt-test", "--thread", "T5")
@@ -783,7 +785,7 @@ func TestTranscriptNamesAreDistinct(t *testing.T) {
 	srv := ot.NewServer(t, func(r *ot.Request) ot.Reply { return ot.Text("answer to " + r.Last().Text()) })
 	_, home := runEnv(t, srv)
 	for _, id := range []string{"a b/c", "a_b_c"} {
-		if code, _, errs := runCLI(t, "run", "-p", "in "+id, "--model", "openai:gpt-test", "--thread", id); code != 0 {
+		if code, _, errs := runCLI(t, "run", "-p", "in "+id, "--model", "openai:gpt-test", "--thread", id, "--new-thread"); code != 0 {
 			t.Fatalf("exit %d: %s", code, errs)
 		}
 	}
@@ -801,7 +803,7 @@ func TestThreadsRmRemovesTheTranscript(t *testing.T) {
 	srv := ot.NewServer(t, func(r *ot.Request) ot.Reply { return ot.Text("answer to " + r.Last().Text()) })
 	_, home := runEnv(t, srv)
 	other := t.TempDir()
-	for _, args := range [][]string{{"--thread", "a b"}, {"--thread", "kept"}, {"--thread", "elsewhere", "--thread-dir", other}} {
+	for _, args := range [][]string{{"--thread", "a b", "--new-thread"}, {"--thread", "kept", "--new-thread"}, {"--thread", "elsewhere", "--new-thread", "--thread-dir", other}} {
 		if code, _, errs := runCLI(t, append([]string{"run", "-p", "hi", "--model", "openai:gpt-test"}, args...)...); code != 0 {
 			t.Fatalf("exit %d: %s", code, errs)
 		}
@@ -1081,7 +1083,7 @@ func TestSameCallIDInTwoSubagents(t *testing.T) {
 	})
 	project, _ := runEnv(t, srv)
 	writeFileAt(t, filepath.Join(project, "deepagents.toml"), "model = \"openai:gpt-test\"\ninterrupt_on = { write_file = true }\n")
-	code, _, errs := runCLI(t, "run", "-p", "go", "--thread", "T2")
+	code, _, errs := runCLI(t, "run", "-p", "go", "--thread", "T2", "--new-thread")
 	if code != 3 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -1107,5 +1109,159 @@ func TestSameCallIDInTwoSubagents(t *testing.T) {
 		"resume", "--thread", "T2", "--decisions", "-", "--output", "json")
 	if code != 0 || strings.Join(decode(t, out).FilesChanged, ",") != "/a.md" {
 		t.Errorf("decisions with paths: exit %d: %s\n%s", code, errs, out)
+	}
+}
+
+// A run whose first model call fails (here a wrong key: 401) leaves no
+// thread behind holding only its prompt, nor a transcript; a later turn
+// that fails so keeps its thread, and an interactive session goes on in a
+// thread of its own.
+func TestFailedFirstCallLeavesNoThread(t *testing.T) {
+	var wrongKey atomic.Bool
+	wrongKey.Store(true)
+	srv := ot.NewServer(t, func(r *ot.Request) ot.Reply {
+		if wrongKey.Load() {
+			return ot.ErrorReply(401, "invalid_request_error", "invalid_api_key", "Incorrect API key provided")
+		}
+		return ot.Text("answer to " + r.Last().Text())
+	})
+	_, home := runEnv(t, srv)
+	threads := func() []threadEntry {
+		t.Helper()
+		code, out, errs := runCLI(t, "threads", "--json")
+		var list []threadEntry
+		if code != 0 || json.Unmarshal([]byte(out), &list) != nil {
+			t.Fatalf("threads: exit %d: %s%s", code, out, errs)
+		}
+		return list
+	}
+	code, out, errs := runCLI(t, "run", "-p", "hi", "--model", "openai:gpt-test", "--output", "json")
+	if code != 1 || !strings.Contains(errs, "is not kept: its first model call failed") {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if sum := decode(t, out); sum.Status != "error" || sum.ThreadID != "" || !strings.Contains(sum.Error, "401") {
+		t.Errorf("result %+v", sum)
+	}
+	if list := threads(); len(list) != 0 {
+		t.Errorf("a run whose first call failed left threads %+v", list)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(home, ".deepagents", "threads")); len(entries) != 0 {
+		t.Errorf("it left a transcript: %v", entries)
+	}
+	if code, _, errs := runCLI(t, "run", "-p", "hi", "--model", "openai:gpt-test", "--thread", "mine", "--new-thread"); code != 1 || !strings.Contains(errs, "thread mine is not kept") {
+		t.Errorf("--new-thread: exit %d: %s", code, errs)
+	}
+
+	wrongKey.Store(false)
+	if code, _, errs := runCLI(t, "run", "-p", "first", "--model", "openai:gpt-test", "--thread", "kept", "--new-thread"); code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	wrongKey.Store(true)
+	if code, _, errs := runCLI(t, "run", "-p", "second", "--thread", "kept"); code != 1 || strings.Contains(errs, "not kept") {
+		t.Errorf("a later turn: exit %d: %s", code, errs)
+	}
+	if list := threads(); len(list) != 1 || list[0].ID != "kept" || list[0].Status != "error" {
+		t.Errorf("threads %+v, want kept with status error", list)
+	}
+
+	// The session's first turn fails; its second makes a thread of its
+	// own, announced anew.
+	f := runFlags{model: "openai:gpt-test", output: "text", set: map[string]bool{}}
+	var sout, serr strings.Builder
+	s, err := assemble(t.Context(), f, &serr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	sess := &session{setup: s, flags: f, stdout: &sout, stderr: &serr}
+	in := &flipReader{r: strings.NewReader("one\ntwo\n"), after: "one\n", flip: func() { wrongKey.Store(false) }}
+	if code := sess.interactive(t.Context(), in); code != 0 {
+		t.Fatalf("session: exit %d: %s", code, serr.String())
+	}
+	if sout.String() != "answer to two\n" || strings.Count(serr.String(), "deepagents: thread ") != 2 {
+		t.Errorf("session: out %q\n%s", sout.String(), serr.String())
+	}
+	list := threads()
+	if len(list) != 2 || list[0].Title != "two" || list[0].Status != "ok" {
+		t.Errorf("threads %+v, want the session's with its second turn", list)
+	}
+}
+
+// flipReader reads r and calls flip once after has been read, the line
+// after which the world changes.
+type flipReader struct {
+	r     io.Reader
+	after string
+	read  string
+	flip  func()
+}
+
+func (f *flipReader) Read(p []byte) (int, error) {
+	if f.flip != nil && f.read == f.after {
+		f.flip()
+		f.flip = nil
+	}
+	n, err := f.r.Read(p[:min(len(p), 1)])
+	f.read += string(p[:n])
+	return n, err
+}
+
+// 'threads' and 'threads show' give a thread the same status, in the words
+// of its last run.
+func TestThreadsAndShowAgreeOnStatus(t *testing.T) {
+	srv := ot.NewServer(t, func(r *ot.Request) ot.Reply {
+		switch p := r.FirstUser(); {
+		case p == "refuse":
+			return ot.Reply{Refusal: "I cannot help with that."}
+		case p == "fail" && r.Round() > 0:
+			return ot.BadRequest("the request is not valid")
+		case p == "ok" || r.Round() > 0:
+			return ot.Text("fine")
+		}
+		return ot.Tools(ot.Call{ID: "c1", Name: "write_file", Args: `{"file_path":"/a.md","content":"A\n"}`})
+	})
+	runEnv(t, srv)
+	for _, tt := range []struct {
+		id, status string
+		args       []string
+	}{
+		{"t-ok", "ok", nil},
+		{"t-interrupted", "interrupted", []string{"--interrupt-on", "write_file"}},
+		{"t-limit", "limit", []string{"--max-steps", "1"}},
+		{"t-refused", "refused", nil},
+		{"t-error", "error", nil},
+	} {
+		prompt := strings.TrimPrefix(tt.id, "t-")
+		switch prompt {
+		case "interrupted", "limit":
+			prompt = "write"
+		case "refused":
+			prompt = "refuse"
+		case "error":
+			prompt = "fail"
+		}
+		runCLI(t, append([]string{"run", "-p", prompt, "--model", "openai:gpt-test", "--thread", tt.id, "--new-thread"}, tt.args...)...)
+		code, out, errs := runCLI(t, "threads", "show", tt.id, "--json")
+		var th shownThread
+		if code != 0 || json.Unmarshal([]byte(out), &th) != nil {
+			t.Fatalf("show %s: exit %d: %s", tt.id, code, errs)
+		}
+		if th.Status != tt.status {
+			t.Errorf("threads show %s: status %q, want %q", tt.id, th.Status, tt.status)
+		}
+	}
+	_, out, _ := runCLI(t, "threads", "--json")
+	var list []threadEntry
+	if err := json.Unmarshal([]byte(out), &list); err != nil || len(list) != 5 {
+		t.Fatalf("threads: %v\n%s", err, out)
+	}
+	for _, e := range list {
+		if want := strings.TrimPrefix(e.ID, "t-"); e.Status != want {
+			t.Errorf("threads lists %s with status %q; threads show says %q", e.ID, e.Status, want)
+		}
+	}
+	_, text, _ := runCLI(t, "threads")
+	if !strings.Contains(text, "t-ok ") || strings.Contains(text, " done ") {
+		t.Errorf("threads:\n%s", text)
 	}
 }

@@ -93,6 +93,7 @@ func askOnTerminal(r io.Reader, w io.Writer) func(string) bool {
 type endpointNotices struct {
 	w     io.Writer
 	cfg   *config.Config
+	log   *noticeLog // once per thread (notices.go)
 	mu    sync.Mutex
 	shown map[string]bool
 }
@@ -111,7 +112,7 @@ func (n *endpointNotices) show(provider string, pc config.ProviderConfig) {
 		n.shown = map[string]bool{}
 	}
 	n.shown[line] = true
-	fmt.Fprintln(n.w, line)
+	n.log.show(n.w, line)
 }
 
 // builtinKinds are the protocols of the built-in providers.

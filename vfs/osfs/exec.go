@@ -32,7 +32,7 @@ func (f *FS) WithRunner(r Runner) *Shell { return &Shell{FS: f, runner: r} }
 // Execute runs req in the workspace directory.
 func (s *Shell) Execute(ctx context.Context, req vfs.ExecRequest) (vfs.ExecResult, error) {
 	if s.runner == nil {
-		return vfs.ExecResult{}, errors.New("osfs: this workspace has no command runner")
+		return vfs.ExecResult{}, errors.New("commands cannot run in this directory: it has no command runner")
 	}
 	if err := ctx.Err(); err != nil {
 		return vfs.ExecResult{}, err

@@ -195,20 +195,20 @@ func NoSync() Option { return func(f *FS) { f.noSync = true } }
 func New(dir string, opts ...Option) (*FS, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return nil, fmt.Errorf("osfs: workspace %q: %w", dir, err)
+		return nil, fmt.Errorf("the directory %q: %w", dir, err)
 	}
 	fi, err := os.Stat(abs)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf("osfs: workspace %s does not exist: %w", abs, err)
+		return nil, &dirError{fmt.Sprintf("the directory %s does not exist", abs), err}
 	case err != nil:
-		return nil, fmt.Errorf("osfs: workspace %s: %w", abs, err)
+		return nil, fmt.Errorf("the directory %s: %w", abs, err)
 	case !fi.IsDir():
-		return nil, fmt.Errorf("osfs: workspace %s is not a directory: %w", abs, vfs.ErrNotDir)
+		return nil, &dirError{fmt.Sprintf("%s is not a directory", abs), vfs.ErrNotDir}
 	}
 	r, err := os.OpenRoot(abs)
 	if err != nil {
-		return nil, fmt.Errorf("osfs: opening workspace %s: %w", abs, err)
+		return nil, fmt.Errorf("opening the directory %s: %w", abs, err)
 	}
 	f := &FS{root: r, dir: abs, maxBytes: DefaultMaxFileBytes, sweep: true, swept: make(chan struct{})}
 	for _, o := range opts {
@@ -322,3 +322,14 @@ func fileEntry(p string, fi fs.FileInfo) vfs.Entry {
 func dirEntry(p string, fi fs.FileInfo) vfs.Entry {
 	return vfs.Entry{Path: p, IsDir: true, ModifiedAt: fi.ModTime()}
 }
+
+// dirError says, in the words of the person who named the directory, why
+// it cannot be a workspace; it wraps the error it stands for (an
+// fs.ErrNotExist, vfs.ErrNotDir) without repeating its text.
+type dirError struct {
+	msg string
+	err error
+}
+
+func (e *dirError) Error() string { return e.msg }
+func (e *dirError) Unwrap() error { return e.err }

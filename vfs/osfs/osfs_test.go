@@ -72,13 +72,14 @@ func TestNew(t *testing.T) {
 	dir := t.TempDir()
 	seed(t, dir, map[string]string{"/file": "x"})
 
+	// The errors are in the user's words: the directory, not the package.
 	_, err := osfs.New(filepath.Join(dir, "missing"))
-	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "does not exist") || !strings.Contains(err.Error(), "missing") {
-		t.Errorf("New(missing) = %v", err)
+	if want := "the directory " + filepath.Join(dir, "missing") + " does not exist"; !errors.Is(err, fs.ErrNotExist) || err == nil || err.Error() != want {
+		t.Errorf("New(missing) = %v, want %q", err, want)
 	}
 	_, err = osfs.New(filepath.Join(dir, "file"))
-	if !errors.Is(err, vfs.ErrNotDir) || !strings.Contains(err.Error(), "not a directory") {
-		t.Errorf("New(file) = %v", err)
+	if want := filepath.Join(dir, "file") + " is not a directory"; !errors.Is(err, vfs.ErrNotDir) || err == nil || err.Error() != want {
+		t.Errorf("New(file) = %v, want %q", err, want)
 	}
 
 	t.Chdir(dir)
