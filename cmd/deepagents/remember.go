@@ -173,7 +173,7 @@ func applyTurnSettings(ctx context.Context, fs *flag.FlagSet, args []string, f *
 			return nil // nothing to resume; the resume itself says so
 		}
 	}
-	saver, err := openDatabase(ctx, d, f.sharedDB)
+	saver, err := openDatabase(ctx, d)
 	if err != nil {
 		return err
 	}

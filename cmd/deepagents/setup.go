@@ -196,7 +196,7 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 	if s.db, err = chooseDatabase(f.db, f.set["db"], cfg, cwd, home); err != nil {
 		return nil, err
 	}
-	saver, err := openDatabase(ctx, s.db, f.sharedDB)
+	saver, err := openDatabase(ctx, s.db)
 	if err != nil {
 		return nil, err
 	}
