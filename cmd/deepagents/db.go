@@ -109,13 +109,25 @@ func openDatabase(ctx context.Context, d config.Database) (checkpoint.Saver, err
 var errNoDatabase = errors.New("the thread database does not exist yet")
 
 // openExistingDatabase opens the thread database to read threads: as
-// openDatabase does, but it makes nothing. A missing SQLite file or a
-// PostgreSQL database without the thread tables is errNoDatabase.
+// openDatabase does, but it makes nothing. A missing or empty SQLite file
+// (an empty one is how a new database starts) or a PostgreSQL database
+// without the thread tables is errNoDatabase. Any other file that is not
+// a sound thread database is an error naming it, never "no threads".
 func openExistingDatabase(ctx context.Context, d config.Database) (checkpoint.Saver, error) {
 	switch d.Kind {
 	case config.SQLite:
-		if _, err := os.Stat(d.Path); err != nil {
+		fi, err := os.Stat(d.Path)
+		if errors.Is(err, fs.ErrNotExist) {
 			return nil, errNoDatabase
+		}
+		if err != nil {
+			return nil, fmt.Errorf("thread database %s: %w", d, err)
+		}
+		if fi.Mode().IsRegular() && fi.Size() == 0 {
+			if wal, err := os.Stat(d.Path + "-wal"); err != nil || wal.Size() == 0 {
+				return nil, errNoDatabase
+			}
+			// Emptied with its log still full: Open says so.
 		}
 		return openDatabase(ctx, d)
 	case config.Postgres:
