@@ -282,3 +282,24 @@ func TestDamagedDatabaseIsAnErrorNamingIt(t *testing.T) {
 		}
 	})
 }
+
+// --db sqlite:PATH?synchronous=full opens PATH (not a file named with the
+// parameter) with every commit synced; an unknown parameter is bad usage.
+func TestDBSynchronousParameter(t *testing.T) {
+	srv := ot.NewServer(t, func(r *ot.Request) ot.Reply { return ot.Text("ok") })
+	project, _ := runEnv(t, srv)
+	code, _, errs := runCLI(t, "run", "-p", "hi", "--model", "openai:gpt-test", "--db", "sqlite:full.db?synchronous=full")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if _, err := os.Stat(filepath.Join(project, "full.db")); err != nil {
+		t.Errorf("full.db was not made: %v", err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(project, "full.db?*")); len(left) > 0 {
+		t.Errorf("a file named with the parameter: %v", left)
+	}
+	code, _, errs = runCLI(t, "threads", "--db", "sqlite:full.db?synchronous=off")
+	if code != 2 || !strings.Contains(errs, "synchronous=off is not accepted") {
+		t.Errorf("synchronous=off: exit %d, %q", code, errs)
+	}
+}
