@@ -189,6 +189,13 @@ func TestParseDatabase(t *testing.T) {
 		{"postgres:h/db", "", Database{}, `postgres:h/db: write a PostgreSQL database as a URL, "postgres://USER@HOST:PORT/DB"`},
 		{"postgres://u:secret@h:port/db", "", Database{}, `is not a valid PostgreSQL URL`},
 		{"sqlite:a\nb", "", Database{}, "one line"},
+		{"sqlite:state.db?synchronous=full", "/work", Database{Kind: SQLite, Path: "/work/state.db", Synchronous: "FULL"}, ""},
+		{"sqlite:state.db?synchronous=Normal", "/work", Database{Kind: SQLite, Path: "/work/state.db", Synchronous: "NORMAL"}, ""},
+		{"sqlite:state.db?synchronous=off", "", Database{}, `synchronous=off is not accepted: an SQLite database takes one parameter, synchronous=normal (the default) or synchronous=full`},
+		{"sqlite:state.db?synchronous=", "", Database{}, `synchronous= is not accepted`},
+		{"sqlite:state.db?mode=ro", "", Database{}, `unknown parameter "mode"`},
+		{"sqlite:state.db?synchronous=full&synchronous=full", "", Database{}, `synchronous is given twice`},
+		{"sqlite:what?.db", "", Database{}, `unknown parameter ".db": an SQLite database takes one parameter, synchronous=normal (the default) or synchronous=full; a "?" starts the parameters, so a file name cannot have one`},
 	}
 	for _, tt := range tests {
 		got, err := ParseDatabase(tt.spec, tt.dir)
@@ -206,6 +213,9 @@ func TestParseDatabase(t *testing.T) {
 		}
 	}
 	if got := (Database{Kind: Postgres, DSN: "postgres://me:hunter2@db.example/x"}).String(); got != "postgres://me:xxxxx@db.example/x" {
+		t.Errorf("String = %q", got)
+	}
+	if got := (Database{Kind: SQLite, Path: "/a/s.db", Synchronous: "FULL"}).String(); got != "sqlite:/a/s.db?synchronous=full" {
 		t.Errorf("String = %q", got)
 	}
 }

@@ -11,13 +11,18 @@ import (
 )
 
 // Database says where the CLI keeps its threads (key db, flag --db):
-// "sqlite:PATH" for an SQLite file, or a "postgres://" (or
-// "postgresql://") URL for a PostgreSQL server.
+// "sqlite:PATH" for an SQLite file (optionally followed by
+// "?synchronous=full"), or a "postgres://" (or "postgresql://") URL for a
+// PostgreSQL server.
 type Database struct {
 	// Kind is "sqlite" or "postgres".
 	Kind string
 	// Path is the SQLite file.
 	Path string
+	// Synchronous is the SQLite file's synchronous setting: "" or "NORMAL"
+	// (a commit survives the process being killed; a power cut may lose
+	// the last ones) or "FULL" (every commit is synced to disk).
+	Synchronous string
 	// DSN is the PostgreSQL connection URL.
 	DSN string
 }
@@ -47,6 +52,14 @@ func ParseDatabase(spec, dir string) (Database, error) {
 	switch {
 	case strings.HasPrefix(low, "sqlite:"):
 		p := s[len("sqlite:"):]
+		p, params, hasParams := strings.Cut(p, "?")
+		sync := ""
+		if hasParams {
+			var err error
+			if sync, err = sqliteParams(s, params); err != nil {
+				return Database{}, err
+			}
+		}
 		if strings.HasPrefix(p, "//") {
 			return Database{}, fmt.Errorf(`%q: write an SQLite database as "sqlite:PATH" (for example sqlite:%s), without "//"`, s, DefaultDatabaseFile)
 		}
@@ -63,7 +76,7 @@ func ParseDatabase(spec, dir string) (Database, error) {
 		if !filepath.IsAbs(p) && dir != "" {
 			p = filepath.Join(dir, p)
 		}
-		return Database{Kind: SQLite, Path: p}, nil
+		return Database{Kind: SQLite, Path: p, Synchronous: sync}, nil
 	case strings.HasPrefix(low, "postgres://"), strings.HasPrefix(low, "postgresql://"):
 		if _, err := url.Parse(s); err != nil {
 			return Database{}, fmt.Errorf("%s is not a valid PostgreSQL URL: %v", Redact(s), urlErrText(err))
@@ -79,10 +92,40 @@ func ParseDatabase(spec, dir string) (Database, error) {
 	return Database{}, fmt.Errorf(`%q is not a database: write "sqlite:PATH" or "postgres://USER@HOST/DB"%s`, clipText(s, 60), hint)
 }
 
-// String names the database for people, without a password.
+// sqliteParams reads the parameters after the "?" of an SQLite database
+// setting spec: only synchronous, normal or full. It returns the setting
+// in SQLite's spelling ("NORMAL" or "FULL").
+func sqliteParams(spec, params string) (string, error) {
+	const accepted = `an SQLite database takes one parameter, synchronous=normal (the default) or synchronous=full; a "?" starts the parameters, so a file name cannot have one`
+	sync := ""
+	for _, kv := range strings.Split(params, "&") {
+		k, v, _ := strings.Cut(kv, "=")
+		if k != "synchronous" {
+			return "", fmt.Errorf("%q: unknown parameter %q: %s", clipText(spec, 80), clipText(k, 40), accepted)
+		}
+		if sync != "" {
+			return "", fmt.Errorf("%q: synchronous is given twice: %s", clipText(spec, 80), accepted)
+		}
+		switch strings.ToLower(v) {
+		case "normal":
+			sync = "NORMAL"
+		case "full":
+			sync = "FULL"
+		default:
+			return "", fmt.Errorf("%q: synchronous=%s is not accepted: %s", clipText(spec, 80), clipText(v, 40), accepted)
+		}
+	}
+	return sync, nil
+}
+
+// String names the database for people, without a password. It reads
+// back as the same setting.
 func (d Database) String() string {
 	if d.Kind == Postgres {
 		return Redact(d.DSN)
+	}
+	if d.Synchronous != "" {
+		return "sqlite:" + d.Path + "?synchronous=" + strings.ToLower(d.Synchronous)
 	}
 	return "sqlite:" + d.Path
 }

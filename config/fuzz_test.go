@@ -239,9 +239,11 @@ func FuzzParseReasoning(f *testing.F) {
 
 // FuzzParseDatabase checks that a database setting is either refused with a
 // message that never shows a password, or read as one of the two kinds with
-// what that kind needs.
+// what that kind needs; an SQLite setting reads back the same from its
+// String.
 func FuzzParseDatabase(f *testing.F) {
-	for _, s := range []string{"sqlite:state.db", "sqlite:", "postgres://u:pw@h/db", "postgresql:///x?host=/tmp", "x.db", "postgres://u:pw@h:bad/db", "sqlite:~/a.db"} {
+	for _, s := range []string{"sqlite:state.db", "sqlite:", "postgres://u:pw@h/db", "postgresql:///x?host=/tmp", "x.db", "postgres://u:pw@h:bad/db", "sqlite:~/a.db",
+		"sqlite:a.db?synchronous=full", "sqlite:a.db?synchronous=NORMAL", "sqlite:a.db?synchronous=off", "sqlite:a.db?x=1&synchronous=full", "sqlite:a?b.db", "sqlite:a.db?synchronous=full&synchronous=full"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, spec string) {
@@ -254,8 +256,14 @@ func FuzzParseDatabase(f *testing.F) {
 		}
 		switch d.Kind {
 		case SQLite:
-			if d.Path == "" || d.DSN != "" {
+			if d.Path == "" || d.DSN != "" || strings.Contains(d.Path, "?") {
 				t.Fatalf("sqlite %+v", d)
+			}
+			if d.Synchronous != "" && d.Synchronous != "NORMAL" && d.Synchronous != "FULL" {
+				t.Fatalf("sqlite synchronous %q", d.Synchronous)
+			}
+			if again, err := ParseDatabase(d.String(), "/project"); err != nil || again != d {
+				t.Fatalf("%q read as %+v, whose String %q reads back as %+v, %v", spec, d, d.String(), again, err)
 			}
 		case Postgres:
 			if d.DSN == "" || d.Path != "" {

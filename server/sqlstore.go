@@ -12,8 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/deepagents-go/deepagents/checkpoint/sqlite"
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
-	_ "modernc.org/sqlite"             // the "sqlite" database/sql driver
 )
 
 // callTimeout bounds every statement of a SQLStore.
@@ -52,7 +52,9 @@ func OpenSQLStore(ctx context.Context, kind, dsn string) (*SQLStore, error) {
 	var err error
 	switch kind {
 	case "sqlite":
-		base := "file:" + dsn + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=temp_store(MEMORY)"
+		// Opened as the thread database is (its file, usually), in WAL
+		// mode.
+		base := sqlite.FileDSN(dsn, 10*time.Second, "NORMAL") + "&_pragma=journal_mode(WAL)"
 		// The writer never checkpoints the WAL on its own (a checkpoint
 		// syncs and copies pages while every stream waits for the next
 		// commit): a second connection does it in the background.

@@ -290,13 +290,40 @@ func (d *db) version(ctx context.Context) (have int, found bool, err error) {
 		if current == nil && d.opts.Schema == "" {
 			return 0, false, fmt.Errorf("postgres checkpoint saver: no schema of the search path (search_path=%s) exists, or none this role may use, so there is nowhere to keep the tables: create the schema first, or name an existing one in search_path", path)
 		}
+		// No version, but the thread tables of some version are there:
+		// the database is not new, and must not be taken for one (no
+		// threads listed, tables made again over them).
+		var found []string
+		if err := d.pool.QueryRow(ctx, `SELECT array_remove(ARRAY[
+			to_regclass('cp_records')::text, to_regclass('checkpoints')::text, to_regclass('leases')::text], NULL)`).Scan(&found); err != nil {
+			return 0, false, fmt.Errorf("postgres checkpoint saver: looking for the thread tables: %w", err)
+		}
+		if len(found) > 0 {
+			return 0, false, fmt.Errorf("postgres checkpoint saver: the database has thread tables (%s) but no deepagents_migrations table recording their version (search_path=%s): it was changed by something other than deepagents; restore the table or the database from a backup", strings.Join(found, ", "), path)
+		}
 		return 0, false, nil
 	}
 	if err := d.pool.QueryRow(ctx, "SELECT coalesce(max(v), 0) FROM deepagents_migrations").Scan(&have); err != nil {
 		return 0, true, fmt.Errorf("postgres checkpoint saver: reading the schema version: %w", err)
 	}
+	if have == len(migrations) {
+		// The tables this version reads and writes must all be there: a
+		// database missing one is damaged, and would otherwise fail call
+		// by call, or list no threads.
+		var missing []string
+		if err := d.pool.QueryRow(ctx, `SELECT array_agg(t) FROM unnest($1::text[]) AS t WHERE to_regclass(t) IS NULL`, currentTables).Scan(&missing); err != nil {
+			return 0, true, fmt.Errorf("postgres checkpoint saver: looking for the thread tables: %w", err)
+		}
+		if len(missing) > 0 {
+			return 0, true, fmt.Errorf("postgres checkpoint saver: the database's schema is version %d but lacks its tables %s (search_path=%s): it was changed by something other than deepagents; restore them or the database from a backup", have, strings.Join(missing, ", "), path)
+		}
+	}
 	return have, true, nil
 }
+
+// currentTables are the tables the current schema version reads and
+// writes.
+var currentTables = []string{"cp_records", "cp_chunks", "cp_blobs", "cp_refs", "cp_writes", "leases"}
 
 // knownVersion refuses a schema version newer than this program's.
 func knownVersion(have int) error {

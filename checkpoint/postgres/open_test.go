@@ -408,3 +408,44 @@ func TestSchemaUpgradeOutlastsTheCallTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A schema whose thread tables are half there is damaged, not new: with
+// the version table dropped, Open (NoCreate or not) fails naming the
+// tables it found instead of reporting no tables (which lists no threads)
+// or making them again; with a table of the current version dropped, Open
+// fails naming it instead of failing call by call.
+func TestHalfThereSchemaIsAnError(t *testing.T) {
+	ctx := t.Context()
+	conn := pgtest.Connect(t)
+	for _, c := range []struct {
+		name, drop, want string
+	}{
+		{"no version table", "deepagents_migrations", "no deepagents_migrations table"},
+		{"a table missing", "cp_records", "lacks its tables cp_records"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dsn, schema := pgtest.Schema(t)
+			s, err := Open(ctx, dsn, Options{Schema: schema})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Put(ctx, checkpoint.Step{ThreadID: "th", ID: "c1"}); err != nil {
+				t.Fatal(err)
+			}
+			s.Close()
+			if _, err := conn.Exec(ctx, "DROP TABLE "+pgx.Identifier{schema, c.drop}.Sanitize()); err != nil {
+				t.Fatal(err)
+			}
+			for _, noCreate := range []bool{true, false} {
+				s, err := Open(ctx, dsn, Options{Schema: schema, NoCreate: noCreate})
+				if err == nil {
+					s.Close()
+					t.Fatalf("NoCreate=%v: opened", noCreate)
+				}
+				if errors.Is(err, ErrNoTables) || !strings.Contains(err.Error(), c.want) {
+					t.Errorf("NoCreate=%v: %v, want an error saying %q", noCreate, err, c.want)
+				}
+			}
+		})
+	}
+}

@@ -143,7 +143,7 @@ func (s *Saver) runTogether(ops []*op) error {
 	ctx := context.Background()
 	s.group.together++
 	afters := make([]func(), 0, len(ops))
-	return s.opTx(ctx, func(q querier) error {
+	return s.writeTxThen(ctx, func(q querier) error {
 		era := int64(-1)
 		seen := map[[2]string]bool{}
 		for _, o := range ops {
@@ -195,9 +195,9 @@ func (s *Saver) runOneEra(o *op, atInsert bool) error {
 	}
 	ctx := still(o.ctx)
 	var after func()
-	return s.opTx(ctx, func(q querier) error {
+	return s.writeTxThen(ctx, func(q querier) error {
 		era := int64(-1)
-		if o.put && atInsert && !s.journaling.Load() {
+		if o.put && atInsert {
 			era = engine.EraAtInsert
 		} else if o.put {
 			var err error

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/checkpoint/sqlite"
@@ -15,9 +14,9 @@ import (
 // as a durable round does) on a fresh database and returns the pages
 // written to the write-ahead log: every commit writes each page it changed
 // as one frame, so frames per round is the disk work of a round.
-func walFrames(t testing.TB, n int, delay time.Duration) int64 {
+func walFrames(t testing.TB, n int) int64 {
 	path := filepath.Join(t.TempDir(), "state.db")
-	s, err := sqlite.Open(path, sqlite.Options{Synchronous: "NORMAL", CommitDelay: delay})
+	s, err := sqlite.Open(path, sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,9 +34,6 @@ func walFrames(t testing.TB, n int, delay time.Duration) int64 {
 	if err := s.Put(ctx, st); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Flush(); err != nil {
-		t.Fatal(err)
-	}
 	before := size()
 	for i := 2; i <= n+1; i++ {
 		st, _ := agentStep("frames", i, 200)
@@ -49,35 +45,21 @@ func walFrames(t testing.TB, n int, delay time.Duration) int64 {
 			t.Fatal(err)
 		}
 	}
-	if err := s.Flush(); err != nil {
-		t.Fatal(err)
-	}
 	// A frame is a 24-byte header and a 4 KiB page.
 	return (size() - before) / (24 + 4096)
 }
 
-// A round (one put and one result write) changes few pages: the
-// checkpoint's row and its two index entries, the chunk and the write, a
-// content and its reference on the rounds that write a file, and now and
-// then the pages of a split or of a snapshot's pack. The second schema
-// (a third index on checkpoints, blobs with a rowid) wrote 8.36 frames per
-// round here, this one 7.27.
-//
-// With the journal (the default), rounds that come quickly share one
-// commit, which writes each page it changed once: a page changed by
-// every round (the index's last leaf, the table's last page) is written
-// once for all of them.
+// A round (one put and one result write, each its own commit) changes few
+// pages: the checkpoint's row and its two index entries, the chunk and the
+// write, a content and its reference on the rounds that write a file, and
+// now and then the pages of a split or of a snapshot's pack. The second
+// schema (a third index on checkpoints, blobs with a rowid) wrote 8.36
+// frames per round here, this one 7.27.
 func TestFramesPerRound(t *testing.T) {
 	const rounds = 100
-	for _, c := range []struct {
-		name  string
-		delay time.Duration
-		most  float64
-	}{{"a commit per put", -1, 7.5}, {"journaled", time.Hour, 2}} {
-		frames := walFrames(t, rounds, c.delay)
-		t.Logf("%s: %d WAL frames for %d rounds (%.2f per round)", c.name, frames, rounds, float64(frames)/rounds)
-		if perRound := float64(frames) / rounds; perRound > c.most {
-			t.Errorf("%s: %.2f WAL frames per round, want at most %.1f", c.name, perRound, c.most)
-		}
+	frames := walFrames(t, rounds)
+	t.Logf("%d WAL frames for %d rounds (%.2f per round)", frames, rounds, float64(frames)/rounds)
+	if perRound := float64(frames) / rounds; perRound > 7.5 {
+		t.Errorf("%.2f WAL frames per round, want at most 7.5", perRound)
 	}
 }

@@ -14,12 +14,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/deepagents-go/deepagents/checkpoint"
@@ -27,7 +27,7 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
-// Options tune a Saver.
+// Options tune a Saver. The zero value is ready to use.
 type Options struct {
 	// SnapshotEvery is the number of steps between snapshots
 	// (checkpoint.DefaultSnapshotEvery when 0).
@@ -37,26 +37,15 @@ type Options struct {
 	BusyTimeout time.Duration
 	// Readers is the size of the read pool (4 when 0).
 	Readers int
-	// Synchronous is SQLite's synchronous setting: "FULL" (the default:
-	// a committed put survives a power cut), "NORMAL" (survives a crash of
-	// the process, not of the machine) or "OFF" (for throwaway databases).
-	// The journal follows it: with FULL each record is synced to disk
-	// before its put returns.
+	// Synchronous is SQLite's synchronous setting: "NORMAL" (the default),
+	// "FULL" or "OFF". The database runs in WAL mode, where under NORMAL
+	// a committed put survives the process being killed, and a power cut
+	// or a crash of the operating system may lose the last commits but
+	// never damages the file; FULL syncs every commit to disk before it
+	// returns, so it survives those too, at the cost of a sync per
+	// commit. OFF is for throwaway databases.
 	Synchronous string
-	// CommitDelay is how long puts and writes may sit in the writer's open
-	// transaction, safe in the saver's journal, before it is committed
-	// (20 ms when 0). Other processes see a put that much later and wait
-	// up to that long to write; a negative value commits every put and
-	// write on its own, with no journal. See journal.go.
-	CommitDelay time.Duration
 }
-
-// Limits of one open journaled transaction: past either, it is committed
-// at once.
-const (
-	maxOpenOps   = 512
-	maxOpenBytes = 8 << 20
-)
 
 // Saver is a checkpoint.Saver on one SQLite file.
 type Saver struct {
@@ -71,46 +60,31 @@ type Saver struct {
 	stmts map[string]*sql.Stmt
 	tips  engine.Tips
 	group group // puts and writes waiting for the writer (group.go)
-
-	path string
-	// The journaled transaction (journal.go), all under wmu but
-	// journaling, which says puts and writes go through it (read without
-	// wmu; turned off when no journal can be made); j is the journal,
-	// created with the first; open says the writer's transaction is open, with ops
-	// operations and opBytes bytes of journal since since; txn numbers the
-	// open transactions, for the timer that commits one; sticky is set
-	// when journaled work could not be committed nor put back, and fails
-	// every later write (the journal keeps the work for the next Open).
-	journaling atomic.Bool
-	syncJ      bool
-	delay      time.Duration
-	j          *journal
-	open       bool
-	dirty      atomic.Bool // open, readable without wmu
-	ops        int
-	opBytes    int
-	since      time.Time
-	era        int64 // the open transaction's (see querier.era)
-	txn        uint64
-	timer      *time.Timer
-	sticky     error
-	rec        []byte // the operation's journal record being built
-	// none remembers, when not zero, the modification time of the
-	// database's directory at a listing that found no other journal in it
-	// (see otherJournals; under wmu).
-	none time.Time
-	// shared says another saver's journal lies beside the database, as
-	// last looked at sharedAt (see sharing; under wmu).
-	shared   bool
-	sharedAt time.Time
-	// busy is the busy timeout: how long a write waits for the lock.
+	path  string
+	// busy is how long a write waits for another connection's write lock
+	// (see lockWait).
 	busy time.Duration
-	// oplogSt is the prepared oplogPut, made at the first commit (under
-	// wmu).
-	oplogSt *sql.Stmt
 }
 
 var _ checkpoint.Saver = (*Saver)(nil)
+
+// FileDSN is the data source name (for database/sql with the
+// modernc.org/sqlite driver) that opens the SQLite file at path the way
+// deepagents opens its databases: statements wait up to busy for another
+// connection's lock, commits follow synchronous ("NORMAL", "FULL" or
+// "OFF"), temporary tables stay in memory, and the schema is not trusted
+// to run functions with side effects (triggers and views a damaged or
+// planted file might hold). The path is escaped, so a "?" or "#" in it
+// names the file rather than adding parameters. WAL mode is a property of
+// the file, set once by whoever creates it (see Open).
+func FileDSN(path string, busy time.Duration, synchronous string) string {
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
+	q.Add("_pragma", "synchronous("+synchronous+")")
+	q.Add("_pragma", "temp_store(MEMORY)")
+	q.Add("_pragma", "trusted_schema(0)")
+	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
+}
 
 // execPatiently runs the statement q on db, again and again while SQLite
 // answers that the database is locked, for up to wait. Switching a new
@@ -135,9 +109,7 @@ type migration struct {
 }
 
 // migrations are applied in order; schema version n means the first n ran.
-// Never edit one that has shipped: append a new one. Journals left by a
-// crash (journal.go) are replayed after migrating, so a migration must keep
-// the tables the journaled statements write valid for them.
+// Never edit one that has shipped: append a new one.
 var migrations = []migration{
 	{sql: `CREATE TABLE checkpoints (
 		seq      INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -235,17 +207,31 @@ var migrations = []migration{
 	INSERT INTO blobs3 SELECT hash, data FROM blobs;
 	DROP TABLE blobs;
 	ALTER TABLE blobs3 RENAME TO blobs;`},
-	// 4: the last journal record each saver's commits hold (journal.go).
+	// 4: the last journal record each saver's commits hold. Releases with
+	// this schema kept puts in a journal file beside the database before
+	// committing them, and replayed such files when opening it.
 	{sql: `CREATE TABLE oplog (
 		gen INTEGER PRIMARY KEY,
 		seq INTEGER NOT NULL
 	);`},
+	// 5: no more journal: every put and write is an ordinary transaction
+	// (a journal a crash of an earlier release left is refused before
+	// this runs; see refuseJournals).
+	{sql: `DROP TABLE oplog;`},
 }
+
+// tables are the checkpoint tables the current schema has; Open checks
+// that they are all there.
+var tables = []string{"checkpoints", "chunks", "blobs", "refs", "writes", "leases"}
 
 // SchemaVersion is the schema version this build writes.
 var SchemaVersion = len(migrations)
 
 // Open opens (creating if needed) the database at path and migrates it.
+// An empty file is a new database. Open reads no file but the database and
+// SQLite's own beside it (-wal, -shm): it refuses a database with a journal
+// an earlier release left beside it (see refuseJournals), and a file that
+// is damaged or not a thread database fails with an error naming it.
 func Open(path string, opts Options) (*Saver, error) {
 	if path == "" {
 		return nil, errors.New("sqlite checkpoint store: no database path given")
@@ -259,6 +245,12 @@ func Open(path string, opts Options) (*Saver, error) {
 			return nil, fmt.Errorf("sqlite checkpoint store %s: %s is not a directory", path, dir)
 		}
 	}
+	if err := refuseJournals(path); err != nil {
+		return nil, err
+	}
+	if err := checkNotEmptied(path); err != nil {
+		return nil, err
+	}
 	busy := opts.BusyTimeout
 	if busy <= 0 {
 		busy = 5 * time.Second
@@ -267,20 +259,15 @@ func Open(path string, opts Options) (*Saver, error) {
 	if readers <= 0 {
 		readers = 4
 	}
-	q := url.Values{}
-	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
 	syncMode := strings.ToUpper(opts.Synchronous)
 	switch syncMode {
 	case "":
-		syncMode = "FULL"
+		syncMode = "NORMAL"
 	case "FULL", "NORMAL", "OFF":
 	default:
-		return nil, fmt.Errorf("sqlite checkpoint store: synchronous %q is not one of FULL, NORMAL, OFF", opts.Synchronous)
+		return nil, fmt.Errorf("sqlite checkpoint store: synchronous %q is not one of NORMAL, FULL, OFF", opts.Synchronous)
 	}
-	q.Add("_pragma", "synchronous("+syncMode+")")
-	q.Add("_pragma", "foreign_keys(1)")
-	q.Add("_pragma", "temp_store(MEMORY)")
-	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
+	dsn := FileDSN(path, busy, syncMode)
 	w, err := sql.Open("sqlite", dsn+"&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
@@ -288,13 +275,13 @@ func Open(path string, opts Options) (*Saver, error) {
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
-	s := &Saver{w: w, every: opts.SnapshotEvery, path: path, delay: opts.CommitDelay, syncJ: syncMode == "FULL", busy: busy}
-	s.journaling.Store(journalSupported && opts.CommitDelay >= 0)
-	if s.delay == 0 {
-		s.delay = 20 * time.Millisecond
-	}
+	s := &Saver{w: w, every: opts.SnapshotEvery, path: path, busy: busy}
 	if s.every <= 0 {
 		s.every = checkpoint.DefaultSnapshotEvery
+	}
+	fail := func(err error) (*Saver, error) {
+		s.Close()
+		return nil, s.openErr(err)
 	}
 	// 4 KiB pages: every commit writes each page it changed to the WAL, so
 	// smaller pages make a put cheaper; space is not lost on 2 KB tool
@@ -303,42 +290,45 @@ func Open(path string, opts Options) (*Saver, error) {
 	// stored in the file for every connection).
 	for _, p := range []string{"PRAGMA page_size = 4096", "PRAGMA journal_mode = WAL"} {
 		if err := execPatiently(w, p, busy); err != nil {
-			w.Close()
-			return nil, fmt.Errorf("open %s: %s: %w", path, p, err)
+			return fail(err)
 		}
 	}
 	if err := s.migrate(context.Background()); err != nil {
-		w.Close()
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return fail(err)
+	}
+	if err := s.checkTables(context.Background()); err != nil {
+		return fail(err)
 	}
 	if s.wc, err = w.Conn(context.Background()); err != nil {
-		w.Close()
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return fail(err)
+	}
+	// The writer waits for the write lock in lockWait, not in SQLite's
+	// busy handler.
+	if _, err := s.wc.ExecContext(context.Background(), "PRAGMA busy_timeout = 0"); err != nil {
+		return fail(err)
 	}
 	r, err := sql.Open("sqlite", dsn+"&_pragma=query_only(1)")
 	if err != nil {
-		s.wc.Close()
-		w.Close()
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return fail(err)
 	}
 	r.SetMaxOpenConns(readers)
 	r.SetMaxIdleConns(readers)
 	s.r = r
 	if err := s.prepare(); err != nil {
-		s.Close()
-		return nil, fmt.Errorf("open %s: %w", path, err)
-	}
-	if journalSupported {
-		others, err := s.otherJournals()
-		if err == nil {
-			err = s.recoverJournals(context.Background(), others, true)
-		}
-		if err != nil {
-			s.Close()
-			return nil, fmt.Errorf("open %s: %w", path, err)
-		}
+		return fail(err)
 	}
 	return s, nil
+}
+
+// openErr is the error of an Open that failed with err: it names the file,
+// and says so when the file is damaged or not an SQLite database.
+func (s *Saver) openErr(err error) error {
+	err = s.damaged(err)
+	var d *damageError
+	if errors.As(err, &d) {
+		return err
+	}
+	return fmt.Errorf("open %s: %w", s.path, err)
 }
 
 func (s *Saver) migrate(ctx context.Context) error {
@@ -348,6 +338,17 @@ func (s *Saver) migrate(ctx context.Context) error {
 	}
 	if v > len(migrations) {
 		return fmt.Errorf("the database has schema version %d; this build knows versions up to %d (upgrade deepagents)", v, len(migrations))
+	}
+	if v == 0 {
+		// A new database, or one that has other tables (the server's, or
+		// an application's): the thread tables must not be there yet.
+		// When they are, the version was lost, and the tables would be
+		// made again over them.
+		if has, err := s.hasTable(ctx, "checkpoints"); err != nil {
+			return err
+		} else if has {
+			return &damageError{path: s.path, why: "has the thread tables but no schema version: it was changed by something other than deepagents"}
+		}
 	}
 	for i := v; i < len(migrations); i++ {
 		tx, err := s.w.BeginTx(ctx, nil) // BEGIN IMMEDIATE: the write lock
@@ -423,13 +424,9 @@ var statements = map[string]string{
 	"leaserenew": `UPDATE leases SET expires = ? WHERE thread = ? AND holder = ?`,
 	"leasedel":   `DELETE FROM leases WHERE thread = ? AND holder = ?`,
 	"begin":      `BEGIN IMMEDIATE`,
-	// The journaled transaction's marker: its RELEASE fails when SQLite
-	// has rolled the transaction back on its own (see commitOpen).
-	"mark":     `SAVEPOINT journaled`,
-	"release":  `RELEASE journaled`,
-	"commit":   `COMMIT`,
-	"rollback": `ROLLBACK`,
-	"r:record": `SELECT record FROM checkpoints WHERE thread = ? AND ns = ? AND id = ?`,
+	"commit":     `COMMIT`,
+	"rollback":   `ROLLBACK`,
+	"r:record":   `SELECT record FROM checkpoints WHERE thread = ? AND ns = ? AND id = ?`,
 	// The namespace's ?4 records put at or before checkpoint ?3.
 	"r:recent": `SELECT record FROM checkpoints WHERE thread = ?1 AND ns = ?2
 		AND seq <= (SELECT seq FROM checkpoints WHERE thread = ?1 AND ns = ?2 AND id = ?3) ORDER BY seq DESC LIMIT ?4`,
@@ -451,14 +448,6 @@ func (s *Saver) prepare() error {
 		var err error
 		if strings.HasPrefix(name, "r:") {
 			st, err = s.r.Prepare(q)
-			if err == nil {
-				// and on the writer, for reads inside the journaled
-				// transaction (readTx)
-				var wst *sql.Stmt
-				if wst, err = s.wc.PrepareContext(context.Background(), q); err == nil {
-					s.stmts["w"+name] = wst
-				}
-			}
 		} else {
 			st, err = s.wc.PrepareContext(context.Background(), q)
 		}
@@ -470,19 +459,10 @@ func (s *Saver) prepare() error {
 	return nil
 }
 
-// Close commits what the journal holds and closes the database.
+// Close closes the database.
 func (s *Saver) Close() error {
-	var jerr error
-	if s.wc != nil {
-		s.wmu.Lock()
-		jerr = s.closeJournal()
-		s.wmu.Unlock()
-	}
 	for _, st := range s.stmts {
 		st.Close()
-	}
-	if s.oplogSt != nil {
-		s.oplogSt.Close()
 	}
 	var err error
 	if s.r != nil {
@@ -496,9 +476,6 @@ func (s *Saver) Close() error {
 	if e := s.w.Close(); e != nil {
 		err = e
 	}
-	if jerr != nil {
-		err = jerr
-	}
 	return err
 }
 
@@ -509,40 +486,16 @@ type querier struct {
 	tx   execer
 	s    *Saver
 	read *sql.Tx // the read transaction, or nil for the writer
-	// rec, when set, collects the writing statements run, as the
-	// journal record of the operation (journal.go).
-	rec *[]byte
-	// wread marks a read run on the writer's connection, inside the
-	// journaled transaction (see readTx).
-	wread bool
 }
 
-// execNamed runs the writer's prepared statement name and records it.
+// execNamed runs the writer's prepared statement name.
 func (q querier) execNamed(ctx context.Context, name string, args ...any) (sql.Result, error) {
-	res, err := q.stmt(ctx, name).ExecContext(ctx, args...)
-	if err != nil {
-		return nil, err
-	}
-	return res, q.record(stmtNamed, name, args...)
+	return q.stmt(ctx, name).ExecContext(ctx, args...)
 }
 
-// execSQL runs a writing statement given as SQL text and records it.
+// execSQL runs a writing statement given as SQL text.
 func (q querier) execSQL(ctx context.Context, text string, args ...any) (sql.Result, error) {
-	res, err := q.tx.ExecContext(ctx, text, args...)
-	if err != nil {
-		return nil, err
-	}
-	return res, q.record(stmtSQL, text, args...)
-}
-
-// record adds a statement that ran to the operation's journal record.
-func (q querier) record(kind byte, text string, args ...any) error {
-	if q.rec == nil {
-		return nil
-	}
-	var err error
-	*q.rec, err = appendStmt(*q.rec, kind, text, args)
-	return err
+	return q.tx.ExecContext(ctx, text, args...)
 }
 
 // execer is a read transaction or the writer's connection.
@@ -555,9 +508,6 @@ type execer interface {
 func (q querier) stmt(ctx context.Context, name string) *sql.Stmt {
 	if q.read != nil {
 		return q.read.StmtContext(ctx, q.s.stmts[name])
-	}
-	if q.wread && strings.HasPrefix(name, "r:") {
-		return q.s.stmts["w"+name] // the read statement, on the writer
 	}
 	return q.s.stmts[name] // prepared on the writer's connection
 }
@@ -579,29 +529,23 @@ func (s *Saver) writeTxThen(ctx context.Context, fn func(q querier) error, then 
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	if err := s.flushLocked(); err != nil {
-		return err
-	}
-	return s.writeTxLocked(ctx, fn, then)
-}
-
-// writeTxLocked is writeTxThen with wmu held and no journaled transaction
-// open.
-func (s *Saver) writeTxLocked(ctx context.Context, fn func(q querier) error, then func()) error {
 	// BEGIN and COMMIT are not interrupted by ctx: an interrupted one may
 	// still have taken effect, and a transaction left open on the held
 	// connection would swallow the next one.
-	if _, err := s.stmts["begin"].ExecContext(still(ctx)); err != nil {
-		s.rollback()
+	if err := s.lockWait(func() error {
+		_, err := s.stmts["begin"].ExecContext(still(ctx))
 		return err
+	}); err != nil {
+		s.rollback()
+		return s.damaged(err)
 	}
 	if err := fn(querier{tx: s.wc, s: s}); err != nil {
 		s.rollback()
-		return err
+		return s.damaged(err)
 	}
 	if _, err := s.stmts["commit"].ExecContext(still(ctx)); err != nil {
 		s.rollback()
-		return err
+		return s.damaged(err)
 	}
 	if then != nil {
 		then()
@@ -617,10 +561,35 @@ func (s *Saver) execAlone(ctx context.Context, name string, args ...any) (sql.Re
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	if err := s.flushLocked(); err != nil {
-		return nil, err
+	var res sql.Result
+	err := s.lockWait(func() error {
+		var err error
+		res, err = s.stmts[name].ExecContext(still(ctx), args...)
+		return err
+	})
+	return res, s.damaged(err)
+}
+
+// lockWait runs f, a statement of the writer that takes SQLite's write
+// lock (a BEGIN IMMEDIATE, or a write that is its own transaction), again
+// every few milliseconds while another connection holds the lock, for up
+// to the busy timeout. A statement refused for the lock did nothing, so
+// running it again is safe. SQLite's own busy handler sleeps ever longer
+// between tries (up to 100 ms): with several processes writing to one
+// file, a waiter then keeps losing the lock to writers that hold it only
+// briefly, and a run can stall for a second between two steps.
+func (s *Saver) lockWait(f func() error) error {
+	deadline := time.Now().Add(s.busy)
+	for pause := time.Millisecond; ; pause = min(2*pause, 4*time.Millisecond) {
+		err := f()
+		if err == nil || !isBusy(err) {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("waiting %v for the database's write lock: %w", s.busy, err)
+		}
+		time.Sleep(pause/2 + rand.N(pause)) // jittered, so that waiters spread
 	}
-	return s.stmts[name].ExecContext(still(ctx), args...)
 }
 
 // rollback ends the writer's transaction, if one is still open.
@@ -636,11 +605,6 @@ func (s *Saver) rollback() {
 // A put in a transaction of its own reads it with its insert instead (see
 // runOne and querier.InsertEra), one statement less.
 func (q querier) era(ctx context.Context) (int64, error) {
-	if q.rec != nil {
-		// The journaled transaction read it when it began; no other
-		// connection can commit while it holds the write lock.
-		return q.s.era, nil
-	}
 	var v int64
 	if err := q.stmt(ctx, "dataversion").QueryRowContext(ctx).Scan(&v); err != nil {
 		return 0, err
@@ -648,37 +612,18 @@ func (q querier) era(ctx context.Context) (int64, error) {
 	return v, nil
 }
 
+// readTx runs fn in a read transaction on the read pool, which sees what
+// is committed.
 func (s *Saver) readTx(ctx context.Context, fn func(q querier) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// The read pool sees only what is committed: while the journaled
-	// transaction is open, the read runs inside it, on the writer.
-	if s.dirty.Load() {
-		s.wmu.Lock()
-		if s.open {
-			defer s.wmu.Unlock()
-			err := fn(querier{tx: s.wc, s: s, wread: true})
-			if err != nil && !errors.Is(err, checkpoint.ErrNotFound) {
-				// A statement that failed (a full disk, an I/O error)
-				// may have made SQLite roll the transaction back:
-				// commit now, which finds that out and puts the
-				// journaled work back, rather than let the next put run
-				// outside any transaction. Finding nothing is an
-				// answer, not a failure: a subagent looking for a run
-				// to resume does so on every start.
-				s.flushLocked()
-			}
-			return err
-		}
-		s.wmu.Unlock()
-	}
 	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
-		return err
+		return s.damaged(err)
 	}
 	defer tx.Rollback()
-	return fn(querier{tx: tx, s: s, read: tx})
+	return s.damaged(fn(querier{tx: tx, s: s, read: tx}))
 }
 
 // Put implements checkpoint.Saver.
@@ -723,27 +668,29 @@ func (s *Saver) PutWrite(ctx context.Context, ref checkpoint.Ref, w checkpoint.W
 		}
 		return nil
 	}
-	var alone func(ctx context.Context) error
-	if !s.journaling.Load() {
-		// Alone, the statement is its own transaction: no BEGIN and
-		// COMMIT to send.
-		alone = func(ctx context.Context) error {
-			s.wmu.Lock()
-			defer s.wmu.Unlock()
-			return check(s.stmts["putwrite"].ExecContext(ctx, args...))
-		}
-	}
 	return s.commit(&op{ctx: ctx,
-		run: func(ctx context.Context, q querier, _ int64) (func(), error) {
+		run: func(ctx context.Context, q querier, era int64) (func(), error) {
 			name := "putwrite"
-			if q.rec != nil && s.tips.Get(ref.ThreadID, ref.NS).Is(ref.ID, s.era) {
+			if s.tips.Get(ref.ThreadID, ref.NS).Is(ref.ID, era) {
 				// The checkpoint is the namespace's last put, in this
 				// era: no need to look it up.
 				name = "putwriteto"
 			}
 			return nil, check(q.execNamed(ctx, name, args...))
 		},
-		alone: alone,
+		// Alone, the statement is its own transaction: no BEGIN and
+		// COMMIT to send.
+		alone: func(ctx context.Context) error {
+			s.wmu.Lock()
+			defer s.wmu.Unlock()
+			var res sql.Result
+			err := s.lockWait(func() error {
+				var err error
+				res, err = s.stmts["putwrite"].ExecContext(ctx, args...)
+				return err
+			})
+			return s.damaged(check(res, err))
+		},
 	})
 }
 
@@ -757,22 +704,8 @@ func (s *Saver) Get(ctx context.Context, ref checkpoint.Ref) (*checkpoint.Checkp
 	}
 	var out *checkpoint.Checkpoint
 	err := s.readTx(ctx, func(q querier) error {
-		if q.wread && ref.ID == "" && s.tips.Get(ref.ThreadID, ref.NS) == nil && s.tips.Fresh(ref.ThreadID, s.era) {
-			// A namespace this saver has not put in, of a thread it
-			// started: a subagent that is not resuming finds nothing.
-			return fmt.Errorf("%w: thread %q namespace %q has no checkpoint", checkpoint.ErrNotFound, ref.ThreadID, ref.NS)
-		}
-		rctx := ctx
-		if q.wread {
-			// Inside the journaled transaction, on the writer: a point
-			// read that cannot be cancelled halfway. A cancellable one
-			// costs the driver a goroutine per statement, and an
-			// interrupt of the writer's connection is best kept for
-			// nothing.
-			rctx = still(ctx)
-		}
 		var err error
-		out, err = engine.Get(rctx, q, ref, s.every)
+		out, err = engine.Get(ctx, q, ref, s.every)
 		return err
 	})
 	return out, err

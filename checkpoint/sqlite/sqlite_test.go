@@ -61,18 +61,9 @@ func TestTwoProcessesShareOneFile(t *testing.T) {
 	if err := a.Put(ctx, checkpoint.Step{ThreadID: "th", ID: "c1", Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}}); err != nil {
 		t.Fatal(err)
 	}
-	// a's put is in its journal and its open transaction: b sees it once
-	// a commits, at the latest after a's commit delay.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := b.Get(ctx, checkpoint.Ref{ThreadID: "th"})
-		if err == nil && len(c.State.Messages) == 1 && c.State.Messages[0].Content == "hi" {
-			break
-		}
-		if !errors.Is(err, checkpoint.ErrNotFound) || time.Now().After(deadline) {
-			t.Fatalf("other process reads %+v, %v", c, err)
-		}
-		time.Sleep(time.Millisecond)
+	// a's put is committed as it returns: b reads it at once.
+	if c, err := b.Get(ctx, checkpoint.Ref{ThreadID: "th"}); err != nil || len(c.State.Messages) != 1 || c.State.Messages[0].Content != "hi" {
+		t.Fatalf("other process reads %+v, %v", c, err)
 	}
 	// The file is in WAL mode with 4 KiB pages, for any connection.
 	raw, err := sql.Open("sqlite", path)
@@ -99,7 +90,7 @@ func TestOpenRefuses(t *testing.T) {
 	if _, err := sqlite.Open("", sqlite.Options{}); err == nil || !strings.Contains(err.Error(), "no database path") {
 		t.Errorf("empty path: %v", err)
 	}
-	if _, err := sqlite.Open(filepath.Join(dir, "x.db"), sqlite.Options{Synchronous: "sometimes"}); err == nil || !strings.Contains(err.Error(), "FULL, NORMAL, OFF") {
+	if _, err := sqlite.Open(filepath.Join(dir, "x.db"), sqlite.Options{Synchronous: "sometimes"}); err == nil || !strings.Contains(err.Error(), "NORMAL, FULL, OFF") {
 		t.Errorf("bad synchronous: %v", err)
 	}
 	if _, err := sqlite.Open(filepath.Join(dir, "missing", "x.db"), sqlite.Options{}); !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "its directory") {
@@ -266,5 +257,33 @@ func TestNotFoundNamesTheCheckpoint(t *testing.T) {
 		if !errors.Is(err, checkpoint.ErrNotFound) || !strings.Contains(err.Error(), want) {
 			t.Errorf("get %+v: %v; want ErrNotFound saying %s", ref, err, want)
 		}
+	}
+}
+
+// FileDSN opens the file named, whatever its name holds ("?", "#", "%"),
+// with the settings asked for, and a schema that may not run functions
+// with side effects.
+func TestFileDSN(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a?b#c%20d.db")
+	db, err := sql.Open("sqlite", sqlite.FileDSN(path, 1500*time.Millisecond, "FULL"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	var busy, sync, trusted int
+	for q, v := range map[string]*int{"PRAGMA busy_timeout": &busy, "PRAGMA synchronous": &sync, "PRAGMA trusted_schema": &trusted} {
+		if err := db.QueryRow(q).Scan(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if busy != 1500 || sync != 2 || trusted != 0 {
+		t.Errorf("busy_timeout %d, synchronous %d, trusted_schema %d; want 1500, 2 (FULL), 0", busy, sync, trusted)
+	}
+	if _, err := db.Exec(`CREATE TABLE t (a)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Errorf("the file named was not made: %v", err)
 	}
 }

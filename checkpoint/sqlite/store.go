@@ -33,7 +33,7 @@ func (q querier) raw(ctx context.Context, stmt string, args ...any) ([]byte, err
 // Record implements engine.Records.
 func (q querier) Record(ctx context.Context, thread, ns, id string) ([]byte, error) {
 	name := "record"
-	if q.read != nil || q.wread {
+	if q.read != nil {
 		name = "r:record"
 	}
 	return q.raw(ctx, name, thread, ns, id)
@@ -47,7 +47,7 @@ func (q querier) Latest(ctx context.Context, thread, ns string) ([]byte, error) 
 // Recent implements engine.Records. The writer reads a put's chain one
 // record at a time: it is usually in the tip cache.
 func (q querier) Recent(ctx context.Context, thread, ns, from string, n int) ([][]byte, error) {
-	if q.read == nil && !q.wread {
+	if q.read == nil {
 		return nil, nil
 	}
 	rows, err := q.stmt(ctx, "r:recent").QueryContext(ctx, thread, ns, from, n)
@@ -172,10 +172,6 @@ func (q querier) InsertEra(ctx context.Context, r *checkpoint.Record, raw []byte
 		return 0, engine.ErrStored
 	}
 	if err != nil {
-		return 0, err
-	}
-	// Replayed, it is the plain insert: the data version is of no use then.
-	if err := q.record(stmtNamed, "insertcp", r.ThreadID, r.NS, r.ID, r.Title, raw); err != nil {
 		return 0, err
 	}
 	return era, q.insertRest(ctx, r, msgs, blobs, refs)

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"net/url"
 	"time"
 
 	"github.com/deepagents-go/deepagents/vfs"
@@ -37,11 +36,7 @@ func OpenFiles(path string) (*FileTable, error) {
 	if path == "" {
 		return nil, errors.New("sqlite file store: no database path given")
 	}
-	q := url.Values{}
-	q.Add("_pragma", "busy_timeout(5000)")
-	q.Add("_pragma", "synchronous(FULL)")
-	q.Add("_txlock", "immediate")
-	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?"+q.Encode())
+	db, err := sql.Open("sqlite", FileDSN(path, 5*time.Second, "FULL")+"&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}

@@ -33,18 +33,13 @@ func (s *Saver) Acquire(ctx context.Context, threadID, holder string, now time.T
 		return checkpoint.Lease{}, err
 	}
 	l := checkpoint.Lease{ThreadID: threadID, Holder: holder, Expires: now.Add(ttl).UTC()}
-	// A run taking over a thread first applies what a saver that is gone
-	// (another process, killed) left in its journal.
-	if err := s.recoverOthers(ctx); err != nil {
-		return checkpoint.Lease{}, err
-	}
-	// Journaled, the lease joins the open transaction, which holds the
-	// write lock: no other connection can take the thread in between, and
-	// the run's first commit makes both visible.
-	// The statements run on a context that cannot be cancelled, as every
-	// journaled operation's (see still): fn is called with the caller's.
+	// The lease is read and written in one write transaction, which holds
+	// SQLite's write lock: no other connection, in this process or
+	// another, can take the thread in between. The statements run on a
+	// context that cannot be cancelled, as every started write's (see
+	// still).
 	wctx := still(ctx)
-	err := s.opTx(ctx, func(q querier) error {
+	err := s.writeTx(ctx, func(q querier) error {
 		var cur string
 		var exp int64
 		err := q.stmt(wctx, "leaseget").QueryRowContext(wctx, threadID).Scan(&cur, &exp)
@@ -52,14 +47,11 @@ func (s *Saver) Acquire(ctx context.Context, threadID, holder string, now time.T
 			return err
 		}
 		if err == nil && cur != holder && now.UnixNano() < exp {
-			return refusal{&checkpoint.LeasedError{ThreadID: threadID, Holder: cur, Expires: time.Unix(0, exp).UTC()}}
+			return &checkpoint.LeasedError{ThreadID: threadID, Holder: cur, Expires: time.Unix(0, exp).UTC()}
 		}
 		_, err = q.execNamed(wctx, "leaseput", threadID, holder, l.Expires.UnixNano())
 		return err
-	}, nil)
-	if no := (refusal{}); errors.As(err, &no) {
-		err = no.error
-	}
+	})
 	if err != nil {
 		return checkpoint.Lease{}, err
 	}
@@ -90,19 +82,8 @@ func (s *Saver) Release(ctx context.Context, threadID, holder string) error {
 	if err := checkLease(ctx, threadID, holder, time.Second); err != nil {
 		return err
 	}
-	if !s.journaling.Load() {
-		_, err := s.execAlone(ctx, "leasedel", threadID, holder)
-		return err
-	}
-	// The end of a run: its work and the release are committed together,
-	// so that other processes see the thread finished and free at once.
-	if err := s.opTx(ctx, func(q querier) error {
-		_, err := q.execNamed(still(ctx), "leasedel", threadID, holder)
-		return err
-	}, nil); err != nil {
-		return err
-	}
-	return s.Flush()
+	_, err := s.execAlone(ctx, "leasedel", threadID, holder)
+	return err
 }
 
 // Threads implements checkpoint.Saver.
@@ -187,9 +168,6 @@ func (s *Saver) Stats(ctx context.Context, threadID string) (checkpoint.Stats, e
 func (s *Saver) DiskSize(ctx context.Context) (int64, error) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	if err := s.flushLocked(); err != nil {
-		return 0, err
-	}
 	if _, err := s.wc.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
 		return 0, err
 	}

@@ -26,7 +26,7 @@ func TestUnavailableMarksStoreFailures(t *testing.T) {
 		{codedErr(5 | 2<<8), true}, // SQLITE_BUSY_SNAPSHOT, an extended code
 		{codedErr(6), true},        // SQLITE_LOCKED
 		{codedErr(13), true},       // SQLITE_FULL
-		{fmt.Errorf("journal: %w", syscall.ENOSPC), true},
+		{fmt.Errorf("write: %w", syscall.ENOSPC), true},
 		{codedErr(19), false}, // SQLITE_CONSTRAINT: the operation's fault
 		{codedErr(1), false},
 		{checkpoint.ErrNotFound, false},
@@ -46,7 +46,7 @@ func TestUnavailableMarksStoreFailures(t *testing.T) {
 // put as unavailable, so that the run tries it again instead of failing.
 func TestPutOnALockedDatabaseIsUnavailable(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.db")
-	s, err := Open(path, Options{BusyTimeout: 20 * time.Millisecond, CommitDelay: -1})
+	s, err := Open(path, Options{BusyTimeout: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -73,9 +73,7 @@ func isProject(dir string) bool {
 // openDatabase opens the thread database. A missing SQLite file is made,
 // readable by the user only, with its directory; in a git work tree the
 // .deepagents directory gets a .gitignore that keeps it out of commits.
-// shared says other writers use the file all the time (see
-// runFlags.sharedDB).
-func openDatabase(ctx context.Context, d config.Database, shared bool) (checkpoint.Saver, error) {
+func openDatabase(ctx context.Context, d config.Database) (checkpoint.Saver, error) {
 	switch d.Kind {
 	case config.SQLite:
 		dir := filepath.Dir(d.Path)
@@ -88,11 +86,7 @@ func openDatabase(ctx context.Context, d config.Database, shared bool) (checkpoi
 				ignoreDatabase(dir, filepath.Base(d.Path))
 			}
 		}
-		opts := sqlite.Options{BusyTimeout: dbBusyTimeout}
-		if shared {
-			opts.CommitDelay = -1
-		}
-		s, err := sqlite.Open(d.Path, opts)
+		s, err := sqlite.Open(d.Path, sqlite.Options{BusyTimeout: dbBusyTimeout, Synchronous: d.Synchronous})
 		if err != nil {
 			return nil, fmt.Errorf("thread database %s: %w", d, err)
 		}
@@ -115,15 +109,27 @@ func openDatabase(ctx context.Context, d config.Database, shared bool) (checkpoi
 var errNoDatabase = errors.New("the thread database does not exist yet")
 
 // openExistingDatabase opens the thread database to read threads: as
-// openDatabase does, but it makes nothing. A missing SQLite file or a
-// PostgreSQL database without the thread tables is errNoDatabase.
+// openDatabase does, but it makes nothing. A missing or empty SQLite file
+// (an empty one is how a new database starts) or a PostgreSQL database
+// without the thread tables is errNoDatabase. Any other file that is not
+// a sound thread database is an error naming it, never "no threads".
 func openExistingDatabase(ctx context.Context, d config.Database) (checkpoint.Saver, error) {
 	switch d.Kind {
 	case config.SQLite:
-		if _, err := os.Stat(d.Path); err != nil {
+		fi, err := os.Stat(d.Path)
+		if errors.Is(err, fs.ErrNotExist) {
 			return nil, errNoDatabase
 		}
-		return openDatabase(ctx, d, false)
+		if err != nil {
+			return nil, fmt.Errorf("thread database %s: %w", d, err)
+		}
+		if fi.Mode().IsRegular() && fi.Size() == 0 {
+			if wal, err := os.Stat(d.Path + "-wal"); err != nil || wal.Size() == 0 {
+				return nil, errNoDatabase
+			}
+			// Emptied with its log still full: Open says so.
+		}
+		return openDatabase(ctx, d)
 	case config.Postgres:
 		s, err := postgres.Open(ctx, d.DSN, postgres.Options{ConnectTimeout: dbConnectTimeout, CallTimeout: dbCallTimeout, ServerClock: true, NoCreate: true})
 		if errors.Is(err, postgres.ErrNoTables) {
@@ -134,7 +140,7 @@ func openExistingDatabase(ctx context.Context, d config.Database) (checkpoint.Sa
 		}
 		return s, nil
 	}
-	return openDatabase(ctx, d, false)
+	return openDatabase(ctx, d)
 }
 
 // noDatabaseText says for messages why d holds no threads yet.

@@ -212,7 +212,7 @@ func applyTurnSettings(ctx context.Context, cmd string, fs *flag.FlagSet, args [
 			return given, nil
 		}
 	}
-	saver, err := openDatabase(ctx, d, f.sharedDB)
+	saver, err := openDatabase(ctx, d)
 	if err != nil {
 		return nil, err
 	}

@@ -26,11 +26,6 @@ import (
 
 // runFlags are the flags of `deepagents run`.
 type runFlags struct {
-	// sharedDB says other writers use the thread database's file all
-	// the time (the server's event tables): the SQLite store then commits
-	// every put at once instead of keeping it in its journal for a while,
-	// so that those writers never wait behind it.
-	sharedDB     bool
 	prompt       string
 	model        string
 	output       string

@@ -129,7 +129,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			fmt.Fprintf(stderr, "deepagents serve: %v\n", err)
 			return exitUsage
 		}
-		if saver, err = openDatabase(ctx, db, true); err != nil {
+		if saver, err = openDatabase(ctx, db); err != nil {
 			fmt.Fprintf(stderr, "deepagents serve: %v\n", err)
 			return exitFailed
 		}
@@ -139,7 +139,6 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return exitFailed
 		}
 	} else {
-		f.runFlags.sharedDB = true // the event tables are in the same file
 		s, err := assemble(ctx, f.runFlags, stderr)
 		if err != nil {
 			fmt.Fprintf(stderr, "deepagents serve: %v\n", err)

@@ -231,10 +231,8 @@ func killRestartRejoin(t *testing.T, db string) {
 // TestServeAssembledAgent serves the agent built as for `run` (a model on
 // a test OpenAI server, write_file gated): a run stops at the approval, a
 // resume finishes it, and cancelling the command's context stops the
-// server with exit status 0. The thread database commits every step at
-// once, with no journal file of the checkpoint saver beside it: the
-// server's event writer shares the file and must not wait for the saver's
-// open transaction.
+// server with exit status 0. The thread database, which the server's
+// event tables share, has no file beside it but SQLite's own.
 func TestServeAssembledAgent(t *testing.T) {
 	srv := gatedServer(t)
 	runEnv(t, srv)
@@ -280,8 +278,11 @@ func TestServeAssembledAgent(t *testing.T) {
 	if !strings.Contains(string(res["__interrupt__"]), `"write_file"`) {
 		t.Fatalf("the run did not stop at the approval: %v", res)
 	}
-	if js, _ := filepath.Glob(dbPath + "-oplog-*"); len(js) > 0 {
-		t.Errorf("the checkpoint saver keeps a journal (%v) in the database the server's events share", js)
+	side, _ := filepath.Glob(dbPath + "?*")
+	for _, p := range side {
+		if p != dbPath+"-wal" && p != dbPath+"-shm" {
+			t.Errorf("a file beside the thread database: %s", p)
+		}
 	}
 	res = post("/threads/x/runs/wait", `{"assistant_id":"agent","command":{"resume":[{"type":"approve","id":"c1"}]}}`)
 	if !strings.Contains(string(res["messages"]), `"done"`) || !strings.Contains(string(res["files"]), `"/a.md"`) {

@@ -219,7 +219,7 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 	gates = cp.withPathGates(gates, nil)
 	cp.gateSpecs(specs)
 
-	saver, err := openDatabase(ctx, s.db, f.sharedDB)
+	saver, err := openDatabase(ctx, s.db)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,145 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// journalSuffix names the journals of earlier releases: the database's
+// path, this, and 16 hex digits (a name ending in ".new" while one was
+// being made).
+const journalSuffix = "-oplog-"
+
+// refuseJournals fails when a file named like an earlier release's journal
+// lies beside the database at path. Those releases kept each put in such a
+// file until it was committed and, on opening the database, ran the SQL
+// the file held; so whoever could write a file beside the database (an
+// agent's write_file, a command it ran) could make them run SQL of its
+// choosing. This release never opens such a file: it only lists the
+// directory's names, and will not open the database beside one, since
+// the file may hold steps a crash of that release did not commit.
+func refuseJournals(path string) error {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil // Open then fails on the directory, saying why
+	}
+	names, _ := d.Readdirnames(-1)
+	d.Close()
+	var found []string
+	for _, n := range names {
+		if strings.HasPrefix(n, base+journalSuffix) {
+			found = append(found, n)
+		}
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	slices.Sort(found)
+	more := ""
+	if len(found) > 1 {
+		more = fmt.Sprintf(" (and %d more such files: %s)", len(found)-1, strings.Join(found[1:], ", "))
+	}
+	return fmt.Errorf("the database %s has beside it %s%s, a journal file of an earlier deepagents release: left by a crash of that release, or written there by something else. This release never reads such files, and does not open the database while one is there: delete it to open the database. It holds at most the last steps before that crash (about 20 ms of work), and resuming their thread does them again",
+		path, filepath.Join(dir, found[0]), more)
+}
+
+// checkNotEmptied fails when the database file is empty but its
+// write-ahead log is not: the file was cut short, and SQLite would take it
+// for a new database and throw the log away with what it holds.
+func checkNotEmptied(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil || fi.Size() > 0 {
+		return nil
+	}
+	wal := path + "-wal"
+	wi, err := os.Stat(wal)
+	if err != nil || wi.Size() == 0 {
+		return nil
+	}
+	return &damageError{path: path, why: fmt.Sprintf("is empty, but its write-ahead log %s holds %d bytes: the file was cut short", wal, wi.Size())}
+}
+
+// SQLite's primary result codes of a file that is not a sound database.
+const (
+	sqliteCorrupt = 11 // SQLITE_CORRUPT: the database disk image is malformed
+	sqliteNotADB  = 26 // SQLITE_NOTADB: the file is not a database
+)
+
+// damageError says that the database file is damaged or is not a thread
+// database, naming the file: it is never taken for an empty database.
+type damageError struct {
+	path, why string
+	err       error // SQLite's error, when it said so
+}
+
+func (e *damageError) Error() string {
+	return fmt.Sprintf("the database %s %s; restore it from a backup, or move it aside (with any %s-wal and %s-shm beside it) to start a new one", e.path, e.why, filepath.Base(e.path), filepath.Base(e.path))
+}
+
+func (e *damageError) Unwrap() error { return e.err }
+
+// damaged returns err marked as a damageError when SQLite found the file
+// damaged or not a database; other errors come back as they are.
+func (s *Saver) damaged(err error) error {
+	switch sqliteCode(err) {
+	case sqliteCorrupt, sqliteNotADB:
+	default:
+		return err
+	}
+	var d *damageError
+	if errors.As(err, &d) {
+		return err
+	}
+	return &damageError{path: s.path, why: fmt.Sprintf("is damaged or is not an SQLite database (%v)", err), err: err}
+}
+
+// hasTable says whether the database has a table of that name (while
+// opening: it needs the writer's pool, whose one connection the saver
+// then keeps).
+func (s *Saver) hasTable(ctx context.Context, name string) (bool, error) {
+	var n int
+	err := s.w.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_schema WHERE type = 'table' AND name = ?`, name).Scan(&n)
+	return n > 0, err
+}
+
+// checkTables fails, naming the file, when a table of the schema is
+// missing: a damaged database, or one changed by something else, whose
+// queries would otherwise fail one by one.
+func (s *Saver) checkTables(ctx context.Context) error {
+	rows, err := s.w.QueryContext(ctx, `SELECT name FROM sqlite_schema WHERE type = 'table'`)
+	if err != nil {
+		return err
+	}
+	have := map[string]bool{}
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			rows.Close()
+			return err
+		}
+		have[n] = true
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	var missing []string
+	for _, t := range tables {
+		if !have[t] {
+			missing = append(missing, t)
+		}
+	}
+	if len(missing) > 0 {
+		return &damageError{path: s.path, why: fmt.Sprintf("lacks the thread tables %s: it was changed by something other than deepagents", strings.Join(missing, ", "))}
+	}
+	return nil
+}
