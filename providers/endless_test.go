@@ -38,7 +38,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func buildEndless(t *testing.T) string {
+func buildEndless(t *testing.T, end time.Time) string {
 	t.Helper()
 	endlessOnce.Do(func() {
 		endlessDir, endlessErr = os.MkdirTemp("", "endless")
@@ -46,7 +46,7 @@ func buildEndless(t *testing.T) string {
 			return
 		}
 		endlessBin = filepath.Join(endlessDir, "endless")
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		ctx, cancel := context.WithDeadline(context.Background(), end)
 		defer cancel()
 		out, err := exec.CommandContext(ctx, "go", "build", "-o", endlessBin, "./testdata/endless").CombinedOutput()
 		if err != nil {
@@ -79,7 +79,7 @@ type endlessReport struct {
 // first turn and the second's prompt (not the cut-off answer), and the
 // process never holds more than 200 MB. Each case runs in a child process
 // (testdata/endless) whose peak resident memory it reports; this process
-// kills a child that passes 1 GiB or 2 minutes.
+// kills a child that passes 1 GiB or a minute.
 //
 // The shapes: text deltas without end; one tool call whose arguments never
 // end; tool calls without end (the 1,001st passes the limit); keep-alives
@@ -87,11 +87,14 @@ type endlessReport struct {
 // server-sent event that never ends (the event's wire cap, twice the byte
 // limit); and a non-streamed answer whose body never ends (four times the
 // byte limit). The last three run under a byte limit of 1 MiB.
+//
+// The whole test has 8 minutes, each child at most one of them.
 func TestEndlessResponsesAreCutOff(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("reads the child's peak memory from /proc (Linux only)")
 	}
-	bin := buildEndless(t)
+	end := time.Now().Add(8 * time.Minute)
+	bin := buildEndless(t, end)
 	const mib = 1 << 20
 	cases := []struct {
 		provider, shape string
@@ -128,7 +131,7 @@ func TestEndlessResponsesAreCutOff(t *testing.T) {
 			if c.provider == "openai" {
 				url += "/v1"
 			}
-			rep := runEndless(t, bin, "-provider", c.provider, "-url", url, "-stream="+strconv.FormatBool(c.stream),
+			rep := runEndless(t, end, bin, "-provider", c.provider, "-url", url, "-stream="+strconv.FormatBool(c.stream),
 				"-max-bytes", strconv.FormatInt(c.maxBytes, 10))
 			if rep.FirstStatus != "ok" {
 				t.Fatalf("the first turn ended %s: %s", rep.FirstStatus, rep.FirstError)
@@ -156,10 +159,15 @@ func TestEndlessResponsesAreCutOff(t *testing.T) {
 }
 
 // runEndless runs the program with args and decodes its report. It kills a
-// child that passes 1 GiB of resident memory or runs for 2 minutes.
-func runEndless(t *testing.T, bin string, args ...string) endlessReport {
+// child that passes 1 GiB of resident memory, runs for a minute, or is
+// still running at end.
+func runEndless(t *testing.T, end time.Time, bin string, args ...string) endlessReport {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	d := min(time.Until(end), time.Minute)
+	if d <= 0 {
+		t.Fatal("no time left: the cases before took the test's 8 minutes")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), d)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	var out, errOut strings.Builder

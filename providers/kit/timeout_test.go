@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/providers/internal/fakewire"
 )
 
 // streamBody reads a response body through the kit client, as a stream
@@ -49,6 +50,7 @@ func streamBody(ctx context.Context, t Timeouts, c *http.Client, url string) ite
 // A stream that keeps sending is not cut by the request timeout, which
 // only covers the wait for its headers.
 func TestSteadyStreamOutlivesRequestTimeout(t *testing.T) {
+	fakewire.Watchdog(t, fakewire.TestTimeout)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f := w.(http.Flusher)
 		for i := range 6 {
@@ -127,6 +129,7 @@ func TestClientCopies(t *testing.T) {
 // A caller that takes its time over an event does not make the stream look
 // idle: the idle clock stops while the event is being handled.
 func TestSlowConsumerIsNotIdle(t *testing.T) {
+	fakewire.Watchdog(t, fakewire.TestTimeout)
 	release := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f := w.(http.Flusher)
