@@ -82,7 +82,9 @@ type endlessReport struct {
 // kills a child that passes 1 GiB or a minute.
 //
 // The shapes: text deltas without end; one tool call whose arguments never
-// end; tool calls without end (the 1,001st passes the limit); keep-alives
+// end; tool calls without end (the 1,001st passes the limit); what an
+// adapter keeps without streaming it (a refusal, a thinking signature,
+// thought signatures), without end; keep-alives
 // that carry nothing (the stream's wire cap, 64 times the byte limit); one
 // server-sent event that never ends (the event's wire cap, twice the byte
 // limit); and a non-streamed answer whose body never ends (four times the
@@ -105,17 +107,20 @@ func TestEndlessResponsesAreCutOff(t *testing.T) {
 		{"openai", "text", true, 0, "max_response_bytes", ""},
 		{"openai", "args", true, 0, "max_response_bytes", ""},
 		{"openai", "calls", true, 0, "max_tool_calls", ""},
+		{"openai", "hidden", true, 0, "max_response_bytes", ""},
 		{"openai", "pings", true, mib, "max_response_bytes", "the stream"},
 		{"openai", "event", true, mib, "max_response_bytes", "one event of the stream"},
 		{"openai", "body", false, mib, "max_response_bytes", "the answer"},
 		{"anthropic", "text", true, 0, "max_response_bytes", ""},
 		{"anthropic", "args", true, 0, "max_response_bytes", ""},
 		{"anthropic", "calls", true, 0, "max_tool_calls", ""},
+		{"anthropic", "hidden", true, 0, "max_response_bytes", ""},
 		{"anthropic", "pings", true, mib, "max_response_bytes", "the stream"},
 		{"anthropic", "event", true, mib, "max_response_bytes", "one event of the stream"},
 		{"gemini", "text", true, 0, "max_response_bytes", ""},
 		{"gemini", "args", true, 0, "max_response_bytes", ""},
 		{"gemini", "calls", true, 0, "max_tool_calls", ""},
+		{"gemini", "hidden", true, 0, "max_response_bytes", ""},
 		{"gemini", "pings", true, mib, "max_response_bytes", "the stream"},
 		{"gemini", "event", true, mib, "max_response_bytes", "one event of the stream"},
 		{"gemini", "body", false, mib, "max_response_bytes", "the answer"},
@@ -322,6 +327,9 @@ func (s *endlessServer) endless(stream bool, out func(string) bool) {
 	case p == "openai" && shape == "calls":
 		for i := 0; out(openaiChunk(fmt.Sprintf(`{"tool_calls":[{"index":%d,"id":"call_%d","type":"function","function":{"name":"t","arguments":"{}"}}]}`, i, i))); i++ {
 		}
+	case p == "openai" && shape == "hidden":
+		for out(openaiChunk(`{"refusal":"` + filler + `"}`)) {
+		}
 	case p == "openai" && shape == "pings":
 		for out(": keep-alive\n\n") {
 		}
@@ -348,6 +356,12 @@ func (s *endlessServer) endless(stream bool, out func(string) bool) {
 		for i := 0; out(sse("content_block_start", fmt.Sprintf(`{"type":"content_block_start","index":%d,"content_block":{"type":"tool_use","id":"toolu_%d","name":"t","input":{}}}`, i, i)) +
 			sse("content_block_stop", fmt.Sprintf(`{"type":"content_block_stop","index":%d}`, i))); i++ {
 		}
+	case p == "anthropic" && shape == "hidden":
+		if !out(anthropicStart + sse("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}`)) {
+			return
+		}
+		for out(sse("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"`+filler+`"}}`)) {
+		}
 	case p == "anthropic" && shape == "pings":
 		if !out(anthropicStart) {
 			return
@@ -369,6 +383,9 @@ func (s *endlessServer) endless(stream bool, out func(string) bool) {
 		}
 	case p == "gemini" && shape == "calls":
 		for out(geminiChunk(`{"functionCall":{"name":"t","args":{}}}`)) {
+		}
+	case p == "gemini" && shape == "hidden":
+		for out(geminiChunk(`{"text":"","thoughtSignature":"` + filler + `"}`)) {
 		}
 	case p == "gemini" && shape == "pings":
 		// Chunks with no candidate, padded so the test is quick.

@@ -108,6 +108,8 @@ func (m *Model) streamOnce(ctx context.Context, b *built, yield func(llm.StreamE
 					out = llm.StreamEvent{Type: llm.EventTextDelta, Text: d.PartialJSON}
 				} else if k, ok := calls[ev.Index]; ok {
 					out = llm.StreamEvent{Type: llm.EventToolCallDelta, Index: k, ArgsDelta: d.PartialJSON}
+				} else if !keep(len(d.PartialJSON)) { // a server tool's input
+					return
 				}
 			case "signature_delta":
 				if !keep(len(d.Signature)) {
