@@ -73,6 +73,10 @@ type Config struct {
 	ResponseFormat any
 	// Stream makes every model call stream (model.delta events).
 	Stream bool
+	// ResponseLimits cap each model response, for the agent and every
+	// subagent: 16 MiB of text, reasoning and tool-call arguments and 1,000
+	// tool calls by default (see agent.Config.ResponseLimits).
+	ResponseLimits llm.ResponseLimits
 	// Offload sets when a large tool result or a huge user message is saved
 	// to a file and the model gets a notice with a preview instead, for the
 	// agent and every subagent. Nil means offload.Defaults(); a zero
@@ -288,6 +292,7 @@ func New(cfg Config) (*agent.Agent, error) {
 		Reasoning:      cfg.Reasoning,
 		InterruptOn:    cfg.InterruptOn,
 		ContextWindow:  cfg.ContextWindow,
+		ResponseLimits: cfg.ResponseLimits,
 		Skills:         skillsFor,
 	})
 	if err != nil {
@@ -305,7 +310,7 @@ func New(cfg Config) (*agent.Agent, error) {
 	return agent.New(agent.Config{
 		Name: cfg.Name, Model: cfg.Model, System: cfg.SystemPrompt, Tools: tools, Middleware: append(slices.Clone(hooks), shared...),
 		MaxSteps: cfg.MaxSteps, MaxParallel: cfg.MaxParallel, Backend: cfg.Backend, Response: rf, Stream: cfg.Stream,
-		Reasoning: cfg.Reasoning, InterruptOn: cfg.InterruptOn, ContextWindow: cfg.ContextWindow,
+		Reasoning: cfg.Reasoning, InterruptOn: cfg.InterruptOn, ContextWindow: cfg.ContextWindow, ResponseLimits: cfg.ResponseLimits,
 	})
 }
 

@@ -104,6 +104,12 @@ type Config struct {
 	// (see tokens.ProfileFor). The context report of every model request
 	// (RequestInfo.Context) measures the free space against it.
 	ContextWindow int
+	// ResponseLimits cap each model response (the zero value: 16 MiB of
+	// text, reasoning and tool-call arguments, 1,000 tool calls; see
+	// llm.ResponseLimits). A response past them ends the run with
+	// StatusError and an error matching llm.ErrResponseTooLarge; the thread
+	// keeps what came before it, and the cut-off response is not added.
+	ResponseLimits llm.ResponseLimits
 }
 
 // Middleware extends an agent. Every field is optional.

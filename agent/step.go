@@ -324,19 +324,37 @@ func (a *Agent) toolTokens() int {
 
 func (r *run) callModel(ctx context.Context, req *llm.Request) (*llm.Response, error) {
 	model := r.a.cfg.Model
+	limits := r.a.cfg.ResponseLimits
 	next := ModelFunc(func(ctx context.Context, req *llm.Request) (*llm.Response, error) {
 		// Calibration compares the provider's count with the request that
 		// reached the model, after any middleware rewrote it.
 		r.sent = req
+		// The limits bound every model, whatever it is: the loop counts
+		// what it is given, and providers read them from the context to
+		// bound what they keep and read themselves.
+		ctx = llm.WithResponseLimits(ctx, limits)
 		if !r.a.cfg.Stream {
-			return model.Generate(ctx, req)
+			resp, err := model.Generate(ctx, req)
+			if err == nil {
+				if err := limits.Check(resp); err != nil {
+					return nil, err
+				}
+			}
+			return resp, err
 		}
 		var acc llm.Accumulator
+		meter := llm.NewMeter(limits)
 		for ev, err := range model.Stream(ctx, req) {
 			if err != nil {
 				return nil, err
 			}
+			if err := meter.Add(ev); err != nil {
+				return nil, err
+			}
 			if resp := acc.Add(ev); resp != nil {
+				if err := limits.Check(resp); err != nil {
+					return nil, err
+				}
 				return resp, nil
 			}
 			d := ev

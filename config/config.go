@@ -33,6 +33,8 @@ import (
 //	system_prompt = "You are terse."
 //	max_steps = 40
 //	max_parallel = 4
+//	max_response_bytes = 33_554_432   # one model response: 32 MiB (default 16 MiB)
+//	max_tool_calls = 200              # tool calls in one response (default 1,000)
 //	reasoning = "high"     # or a budget of thinking tokens: reasoning = 8000
 //	db = "sqlite:.deepagents/state.db"   # or "postgres://user@host/db"
 //	interrupt_on = { write_file = true, edit_file = ["approve", "reject"] }
@@ -70,6 +72,13 @@ type Config struct {
 	// MaxParallel bounds concurrent tool calls in one step (key
 	// max_parallel, at least 1).
 	MaxParallel int
+	// MaxResponseBytes and MaxToolCalls cap one model response (keys
+	// max_response_bytes, max_tool_calls; at least 1): its text, reasoning
+	// and tool-call arguments in bytes, and its tool calls. A response past
+	// them ends the run with an error. Zero keeps the defaults (see
+	// llm.ResponseLimits).
+	MaxResponseBytes int64
+	MaxToolCalls     int
 	// Reasoning asks the agent's model to think before it answers (key
 	// reasoning): an effort, reasoning = "low", "medium" or "high", or a
 	// budget of thinking tokens, reasoning = 8000; or the same as a table,
@@ -193,7 +202,7 @@ var builtinKinds = map[string]string{
 }
 
 var (
-	topKeys       = []string{"model", "system_prompt", "max_steps", "max_parallel", "reasoning", "db", "interrupt_on", "permissions", "protect", "providers", "models"}
+	topKeys       = []string{"model", "system_prompt", "max_steps", "max_parallel", "max_response_bytes", "max_tool_calls", "reasoning", "db", "interrupt_on", "permissions", "protect", "providers", "models"}
 	providerKeys  = []string{"type", "base_url", "api_key_env", "model", "headers", "stream_tool_calls", "parallel_tool_calls", "reasoning_back", "request_timeout", "stream_idle_timeout", "api"}
 	providerTypes = []string{"openai", "anthropic", "gemini", "openai-compatible"}
 	envNameRe     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -346,6 +355,10 @@ func Parse(path string, data []byte) (*Config, error) {
 			c.MaxSteps = tomlPositiveInt(p, key, v, l)
 		case "max_parallel":
 			c.MaxParallel = tomlPositiveInt(p, key, v, l)
+		case "max_response_bytes":
+			c.MaxResponseBytes = int64(tomlPositiveInt(p, key, v, l))
+		case "max_tool_calls":
+			c.MaxToolCalls = tomlPositiveInt(p, key, v, l)
 		case "reasoning":
 			c.Reasoning = tomlReasoning(p, v, l, at)
 		case "db":
@@ -609,6 +622,12 @@ func (c *Config) Merge(other *Config) {
 	}
 	if other.MaxParallel != 0 {
 		c.MaxParallel = other.MaxParallel
+	}
+	if other.MaxResponseBytes != 0 {
+		c.MaxResponseBytes = other.MaxResponseBytes
+	}
+	if other.MaxToolCalls != 0 {
+		c.MaxToolCalls = other.MaxToolCalls
 	}
 	if other.Reasoning != nil {
 		r := *other.Reasoning

@@ -63,8 +63,12 @@ func (e *APIError) Is(target error) bool {
 }
 
 // Retryable reports whether err is worth retrying: rate limits, server errors
-// and network failures.
+// and network failures, but never a response cut off at its limits
+// (ErrResponseTooLarge), whatever kind of error carries it.
 func Retryable(err error) bool {
+	if errors.Is(err, ErrResponseTooLarge) {
+		return false
+	}
 	var ae *APIError
 	if !errors.As(err, &ae) {
 		return false

@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"iter"
-	"strings"
 	"time"
+
+	"github.com/deepagents-go/deepagents/internal/textbuf"
 )
 
 // StreamEventType tags a StreamEvent.
@@ -37,27 +38,19 @@ var ErrStreamIncomplete = errors.New("llm: stream ended before the response was 
 
 // Collect drains a stream and returns its complete response. If the stream
 // ends without EventDone, Collect assembles what arrived and returns
-// ErrStreamIncomplete alongside it.
+// ErrStreamIncomplete alongside it. The stream is cut off at the default
+// response limits (see CollectLimited).
 func Collect(stream iter.Seq2[StreamEvent, error]) (*Response, error) {
-	var acc Accumulator
-	for ev, err := range stream {
-		if err != nil {
-			return nil, err
-		}
-		if resp := acc.Add(ev); resp != nil {
-			return resp, nil
-		}
-	}
-	return acc.Partial(), ErrStreamIncomplete
+	return CollectLimited(stream, ResponseLimits{})
 }
 
 // Accumulator assembles stream events into a response, for providers whose
 // final event lacks the full message and for callers that want the partial
 // message of an interrupted stream.
 type Accumulator struct {
-	text, reasoning strings.Builder
+	text, reasoning textbuf.Buffer
 	calls           []ToolCall
-	args            []strings.Builder
+	args            []textbuf.Buffer
 }
 
 // Add folds ev in. It returns the complete response when ev is EventDone; the
@@ -93,7 +86,7 @@ func (a *Accumulator) Add(ev StreamEvent) *Response {
 func (a *Accumulator) grow(i int) {
 	for len(a.calls) <= i {
 		a.calls = append(a.calls, ToolCall{})
-		a.args = append(a.args, strings.Builder{})
+		a.args = append(a.args, textbuf.Buffer{})
 	}
 }
 

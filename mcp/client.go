@@ -8,12 +8,14 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"os"
 	"os/exec"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -31,6 +33,12 @@ const (
 	// cursor never ends cannot keep us listing forever.
 	maxToolPages = 1000
 )
+
+// MaxReplyBytes bounds one message from a server, the reply to a tool call
+// included: a stdio line, an HTTP response body or a server-sent event. A
+// larger reply fails the call it answers (an error result, never repeated)
+// instead of being read without bound.
+const MaxReplyBytes = 16 << 20
 
 // Options configure a Manager. The zero value works.
 type Options struct {
@@ -193,6 +201,9 @@ type conn struct {
 	reconnects int
 	// reconnectMu lets one call at a time replace a broken session.
 	reconnectMu sync.Mutex
+	// sending says how the session tells whether a call's request was
+	// written (set by connect).
+	sending sendTracking
 	// stops end the contexts the sessions were connected with.
 	stops []func()
 	// tail keeps the end of a stdio server's stderr, for failure reasons.
@@ -316,6 +327,7 @@ func (c *conn) connect(ctx context.Context) (*sdk.ClientSession, error) {
 		}
 		tr, cmd = transportFor(cfg, errw)
 	}
+	tr, sending := trackSends(tr)
 	client := sdk.NewClient(&sdk.Implementation{Name: "deepagents", Version: "1"}, &sdk.ClientOptions{
 		Capabilities: &sdk.ClientCapabilities{},
 		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) {
@@ -345,6 +357,7 @@ func (c *conn) connect(ctx context.Context) (*sdk.ClientSession, error) {
 	}
 	c.mu.Lock()
 	c.stops = append(c.stops, stop)
+	c.sending = sending
 	if cmd != nil {
 		c.cmd = cmd
 	}
@@ -366,14 +379,16 @@ func transportFor(cfg ServerConfig, stderr io.Writer) (sdk.Transport, *exec.Cmd)
 		}
 		return &sdk.CommandTransport{Command: cmd, TerminateDuration: terminateAfter}, cmd
 	case KindSSE:
-		return &sdk.SSEClientTransport{Endpoint: cfg.URL, HTTPClient: httpClient(cfg.Headers)}, nil
+		return &sdk.SSEClientTransport{Endpoint: cfg.URL, HTTPClient: httpClient(cfg.Headers), MaxEventSize: MaxReplyBytes}, nil
 	}
-	return &sdk.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: httpClient(cfg.Headers), MaxRetries: 5}, nil
+	return &sdk.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: httpClient(cfg.Headers), MaxRetries: 5, MaxEventSize: MaxReplyBytes}, nil
 }
 
-// httpClient sends the configured headers with every request. It has no
-// overall timeout, since the event stream of a session is long-lived: each
-// request is bounded by its context (connect and call timeouts).
+// httpClient sends the configured headers with every request and caps every
+// response body but an event stream (whose events the SDK caps) at
+// MaxReplyBytes. It has no overall timeout, since the event stream of a
+// session is long-lived: each request is bounded by its context (connect
+// and call timeouts).
 func httpClient(headers map[string]string) *http.Client {
 	return &http.Client{Transport: headerTransport{base: http.DefaultTransport, headers: headers}}
 }
@@ -390,7 +405,92 @@ func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 			r.Header.Set(k, v)
 		}
 	}
-	return t.base.RoundTrip(r)
+	resp, err := t.base.RoundTrip(r)
+	if err == nil && resp.Body != nil && !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		resp.Body = &cappedBody{ReadCloser: resp.Body, left: MaxReplyBytes}
+	}
+	return resp, err
+}
+
+// errReplyTooLarge is the read error of a reply past MaxReplyBytes.
+var errReplyTooLarge = fmt.Errorf("the server's reply is larger than %d MiB", MaxReplyBytes>>20)
+
+// cappedBody fails a read once more than left bytes have come.
+type cappedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left < 0 {
+		return 0, errReplyTooLarge
+	}
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	if b.left < 0 {
+		return 0, errReplyTooLarge
+	}
+	return n, err
+}
+
+// sendTracking says how a session tells whether a call's request was
+// written.
+type sendTracking int
+
+const (
+	// trackNone: the transport is unknown; only the SDK's refusal to send on
+	// a closed connection proves a request unsent.
+	trackNone sendTracking = iota
+	// trackWrites: the connection writes one message per Write (stdio, a
+	// pipe), which sendTracker observes.
+	trackWrites
+	// trackHTTP: each message is an HTTP request, whose writing an
+	// httptrace hook observes.
+	trackHTTP
+)
+
+// trackSends wraps tr, when it is a transport whose connections write one
+// message per Write, so that a call's request is marked written once its
+// Write returns; HTTP transports are observed through the request's trace
+// instead (see callOnce). Other transports are returned as they are.
+func trackSends(tr sdk.Transport) (sdk.Transport, sendTracking) {
+	switch tr.(type) {
+	case *sdk.CommandTransport, *sdk.InMemoryTransport, *sdk.IOTransport, *sdk.StdioTransport:
+		return sendTracker{tr}, trackWrites
+	case *sdk.StreamableClientTransport, *sdk.SSEClientTransport:
+		return tr, trackHTTP
+	}
+	return tr, trackNone
+}
+
+// sent is the record of one tools/call attempt, carried in its context.
+type sent struct{ wrote atomic.Bool }
+
+type sentKey struct{}
+
+type sendTracker struct{ sdk.Transport }
+
+func (t sendTracker) Connect(ctx context.Context) (sdk.Connection, error) {
+	c, err := t.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return sendTrackerConn{c}, nil
+}
+
+type sendTrackerConn struct{ sdk.Connection }
+
+func (c sendTrackerConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	err := c.Connection.Write(ctx, msg)
+	if req, ok := msg.(*jsonrpc.Request); ok && err == nil && req.IsCall() && req.Method == "tools/call" {
+		if s, ok := ctx.Value(sentKey{}).(*sent); ok {
+			s.wrote.Store(true)
+		}
+	}
+	return err
 }
 
 // listTools reads every page of tools/list.
@@ -455,16 +555,21 @@ func (c *conn) session() (*sdk.ClientSession, error) {
 // errTimeout is a call that got no answer within the call timeout.
 var errTimeout = errors.New("call timeout")
 
-// call makes one tools/call. On a transport error the session is opened
-// again, once, and the call repeated; if that fails too the server is
-// marked failed, and every later call fails at once.
+// call makes one tools/call. A call is never sent twice: only when the
+// connection broke before the request was written (or an HTTP server
+// answered that it no longer knows the session, so it ran nothing) is the
+// session opened again, once, and the call sent on it; if that fails too
+// the server is marked failed, and every later call fails at once. A call
+// whose request was written and that got no usable reply — the connection
+// broke, the reply was malformed or too large — fails, and the session is
+// replaced by the next call that finds it broken.
 func (c *conn) call(ctx context.Context, name string, args json.RawMessage) (*sdk.CallToolResult, error) {
 	sess, err := c.session()
 	if err != nil {
 		return nil, &serverDownError{server: c.srv.Name, err: err}
 	}
-	res, err := c.callOnce(ctx, sess, name, args)
-	if err == nil || !isTransportError(ctx, err) {
+	res, again, err := c.callOnce(ctx, sess, name, args)
+	if err == nil || !again {
 		return res, err
 	}
 	sess, rerr := c.reconnect(ctx, sess)
@@ -472,23 +577,63 @@ func (c *conn) call(ctx context.Context, name string, args json.RawMessage) (*sd
 		c.fail(fmt.Errorf("the connection broke (%v) and reconnecting failed: %w", err, rerr))
 		return nil, &serverDownError{server: c.srv.Name, err: c.failed()}
 	}
-	res, err = c.callOnce(ctx, sess, name, args)
-	if err != nil && isTransportError(ctx, err) {
+	res, again, err = c.callOnce(ctx, sess, name, args)
+	if err != nil && again {
 		c.fail(fmt.Errorf("the connection broke again after a reconnect: %w", err))
 		return nil, &serverDownError{server: c.srv.Name, err: c.failed()}
 	}
 	return res, err
 }
 
-func (c *conn) callOnce(ctx context.Context, sess *sdk.ClientSession, name string, args json.RawMessage) (*sdk.CallToolResult, error) {
-	cctx, cancel := context.WithTimeoutCause(ctx, c.m.opts.CallTimeout, errTimeout)
+// callOnce sends one tools/call on sess. When it fails, again says whether
+// the call may be sent once more on a new session: whether its request
+// never reached the server.
+func (c *conn) callOnce(ctx context.Context, sess *sdk.ClientSession, name string, args json.RawMessage) (_ *sdk.CallToolResult, again bool, _ error) {
+	c.mu.Lock()
+	tracking := c.sending
+	c.mu.Unlock()
+	st := &sent{}
+	cctx, cancel := context.WithTimeoutCause(context.WithValue(ctx, sentKey{}, st), c.m.opts.CallTimeout, errTimeout)
 	defer cancel()
-	res, err := sess.CallTool(cctx, &sdk.CallToolParams{Name: name, Arguments: args})
-	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(cctx), errTimeout) {
-		return nil, fmt.Errorf("%w: no answer within %s", errTimeout, c.m.opts.CallTimeout)
+	if tracking == trackHTTP {
+		cctx = httptrace.WithClientTrace(cctx, &httptrace.ClientTrace{WroteRequest: func(w httptrace.WroteRequestInfo) {
+			if w.Err == nil {
+				st.wrote.Store(true)
+			}
+		}})
 	}
-	return res, err
+	res, err := sess.CallTool(cctx, &sdk.CallToolParams{Name: name, Arguments: args})
+	switch {
+	case err == nil:
+		return res, false, nil
+	case ctx.Err() != nil:
+		return nil, false, err
+	case errors.Is(context.Cause(cctx), errTimeout):
+		return nil, false, fmt.Errorf("%w: no answer within %s", errTimeout, c.m.opts.CallTimeout)
+	case !isTransportError(ctx, err):
+		return nil, false, err // the server's own error answer
+	case errors.Is(err, sdk.ErrConnectionClosed):
+		// The SDK refused to send on a connection it knew was closed.
+		return nil, true, err
+	case tracking != trackNone && !st.wrote.Load():
+		return nil, true, err
+	case tracking == trackHTTP && errors.Is(err, sdk.ErrSessionMissing):
+		// The server answered that it does not know the session: it ran
+		// nothing.
+		return nil, true, err
+	}
+	return nil, false, &notRepeatedError{err: err}
 }
+
+// notRepeatedError is a call whose request reached the server but that got
+// no usable answer.
+type notRepeatedError struct{ err error }
+
+func (e *notRepeatedError) Error() string {
+	return fmt.Sprintf("no usable reply after the call was sent (%v); the call may have run on the server, so it was not repeated", e.err)
+}
+
+func (e *notRepeatedError) Unwrap() error { return e.err }
 
 // reconnect replaces the broken session old with a new one (unless another
 // call did so already) and lists the tools again.

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -58,8 +59,23 @@ func inMemory(t *testing.T, o mcptest.Options) func(Server) (sdk.Transport, erro
 	}
 }
 
+// watchdog ends the test binary with every goroutine's stack when the test
+// (its cleanups included) is still running after d, so a hang shows at once
+// instead of after go test's ten minutes. Every test that talks to a server
+// has one, through started or directly.
+func watchdog(t *testing.T, d time.Duration) {
+	t.Helper()
+	name := t.Name()
+	timer := time.AfterFunc(d, func() {
+		debug.SetTraceback("all")
+		panic(fmt.Sprintf("%s still running after %s", name, d))
+	})
+	t.Cleanup(func() { timer.Stop() })
+}
+
 func started(t *testing.T, servers []Server, opts Options) *Manager {
 	t.Helper()
+	watchdog(t, 60*time.Second)
 	m := NewManager(servers, opts)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
@@ -230,10 +246,12 @@ func TestStdioSubprocess(t *testing.T) {
 	}
 }
 
-// A server killed between calls is reconnected once and the call
-// repeated; killed mid-call with no way to start again, it is marked failed
-// and its tools answer an error at once. The whole test has 10 s.
+// A server killed mid-call fails that call, which is not repeated (it may
+// have run); the next call finds the connection broken and reconnects once,
+// and with no way to start the server again it is marked failed and its
+// tools answer an error at once. The whole test has 10 s.
 func TestKilledServerReconnectsOnceThenFails(t *testing.T) {
+	watchdog(t, 30*time.Second)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	bin := filepath.Join(t.TempDir(), "server")
@@ -256,22 +274,7 @@ func TestKilledServerReconnectsOnceThenFails(t *testing.T) {
 	m.Start(ctx)
 	defer m.Close()
 	c := m.servers[0]
-	call := func(name, args string) tool.Result {
-		res, err := toolNamed(t, m, name).Run(ctx, &tool.Env{}, json.RawMessage(args))
-		if err != nil {
-			t.Fatalf("%s: Go error %v", name, err)
-		}
-		return res
-	}
 	echo := toolNamed(t, m, "mcp__fragile__echo") // bound before the failure
-	pid1 := call("mcp__fragile__pid", `{}`).Content
-	if err := c.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	pid2 := call("mcp__fragile__pid", `{}`)
-	if pid2.IsError || pid2.Content == pid1 || c.reconnects != 1 {
-		t.Fatalf("after a kill: %+v (first pid %s), reconnects %d", pid2, pid1, c.reconnects)
-	}
 
 	done := make(chan tool.Result, 1)
 	go func() {
@@ -301,11 +304,18 @@ func TestKilledServerReconnectsOnceThenFails(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the call to a killed server hung")
 	}
-	if !res.IsError || !strings.Contains(res.Content, "MCP server fragile is unavailable") || !strings.Contains(res.Content, "reconnecting failed") {
+	if !res.IsError || !strings.Contains(res.Content, "may have run on the server, so it was not repeated") {
 		t.Fatalf("mid-call kill answered %+v", res)
 	}
-	if c.reconnects != 1 {
-		t.Errorf("reconnects %d, want 1", c.reconnects)
+	if c.reconnects != 0 {
+		t.Errorf("reconnects %d after the mid-call kill, want 0", c.reconnects)
+	}
+	next, err := echo.Run(ctx, &tool.Env{}, json.RawMessage(`{"text":"x"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !next.IsError || !strings.Contains(next.Content, "MCP server fragile is unavailable") || !strings.Contains(next.Content, "reconnecting failed") {
+		t.Fatalf("the call after the kill answered %+v", next)
 	}
 	later, err := echo.Run(ctx, &tool.Env{}, json.RawMessage(`{"text":"x"}`))
 	if err != nil {

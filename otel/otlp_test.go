@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	collectormetrics "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
@@ -120,7 +121,10 @@ func TestOTLPHTTPExport(t *testing.T) {
 	t.Setenv("OTEL_SERVICE_NAME", "otlp-test")
 	t.Setenv("OTEL_TRACES_SAMPLER", "always_on")
 
-	ctx := context.Background()
+	// The export has a deadline of its own, so a receiver that stops
+	// answering fails the test instead of hanging it.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	tr, err := daotel.Setup(ctx, daotel.SetupOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -609,10 +609,11 @@ func (r *Recorder) toolEnd(ev agent.Event, at time.Time) {
 		}
 		s.SetAttributes(semconv.ErrorTypeKey.String(typ))
 		// The status message is the start of the result: what went wrong,
-		// without the content a user did not opt in to record.
+		// without the content a user did not opt in to record, and
+		// redacted like the result itself.
 		msg := "the tool call failed"
 		if r.capture {
-			msg = truncate(ev.Tool.Result, 256)
+			msg = truncate(r.redact(semconv.GenAIToolCallResultKey, ev.Tool.Result), 256)
 		}
 		s.SetStatus(codes.Error, msg)
 	}
@@ -645,10 +646,15 @@ func (r *Recorder) interrupt(ev agent.Event, at time.Time) {
 
 // content is a content attribute, redacted and cut to the limit.
 func (r *Recorder) content(key attribute.Key, v string) attribute.KeyValue {
+	return key.String(truncate(r.redact(key, v), r.max))
+}
+
+// redact applies the Redact hook, if any, to content bound for key.
+func (r *Recorder) redact(key attribute.Key, v string) string {
 	if r.cfg.Redact != nil {
-		v = r.cfg.Redact(key, v)
+		return r.cfg.Redact(key, v)
 	}
-	return key.String(truncate(v, r.max))
+	return v
 }
 
 // truncate cuts s to at most n bytes without splitting a UTF-8 sequence.

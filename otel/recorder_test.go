@@ -382,13 +382,14 @@ func emptyConfig() deepagents.Config { return deepagents.Config{} }
 
 // Content is recorded only when opted in (the environment variable or the
 // Config field), redacted by the hook and cut to the limit on a UTF-8
-// boundary.
+// boundary. The secret sits before the cut, so the redacted value differs
+// from what the cut alone would leave.
 func TestContentCapture(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	long := strings.Repeat("é", 40) // 80 bytes
 	events := []agent.Event{
 		{Type: agent.RunStart, Agent: "parent", Time: at, Run: &agent.RunInfo{}},
-		{Type: agent.ToolStart, Agent: "parent", Time: at.Add(time.Second), Tool: &agent.ToolInfo{CallID: "c1", Name: "echo", Args: json.RawMessage(`{"secret":"s3cr3t"}`)}},
+		{Type: agent.ToolStart, Agent: "parent", Time: at.Add(time.Second), Tool: &agent.ToolInfo{CallID: "c1", Name: "echo", Args: json.RawMessage(`{"k":"s3cr3t","more":"x"}`)}},
 		{Type: agent.ToolEnd, Agent: "parent", Time: at.Add(2 * time.Second), Tool: &agent.ToolInfo{CallID: "c1", Name: "echo", Result: long}},
 		{Type: agent.RunEnd, Agent: "parent", Time: at.Add(3 * time.Second), Run: &agent.RunInfo{Status: agent.StatusOK}},
 	}
@@ -401,31 +402,28 @@ func TestContentCapture(t *testing.T) {
 		wantRes  string
 	}{
 		{"default is off", "", nil, "", ""},
-		{"environment turns it on", "true", nil, `{"secret":"[redacted]"}`, strings.Repeat("é", 5)},
-		{"environment TRUE", "TRUE", nil, `{"secret":"[redacted]"}`, strings.Repeat("é", 5)},
+		{"environment turns it on", "true", nil, `{"k":"[redacted]`, strings.Repeat("é", 8)},
+		{"environment TRUE", "TRUE", nil, `{"k":"[redacted]`, strings.Repeat("é", 8)},
 		{"other values keep it off", "1", nil, "", ""},
 		{"config wins over environment", "true", &off, "", ""},
-		{"config turns it on", "", &on, `{"secret":"[redacted]"}`, strings.Repeat("é", 5)},
+		{"config turns it on", "", &on, `{"k":"[redacted]`, strings.Repeat("é", 8)},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", c.env)
 			h := newHarness(t)
 			rec := daotel.NewRecorder(context.Background(), daotel.Config{
-				TracerProvider: h.tp, CaptureContent: c.capture, MaxAttributeBytes: 11,
+				TracerProvider: h.tp, CaptureContent: c.capture, MaxAttributeBytes: 16,
 				Redact: func(key attribute.Key, v string) string { return strings.ReplaceAll(v, "s3cr3t", "[redacted]") },
 			})
 			for _, ev := range events {
 				rec.Record(ev)
 			}
 			tool := one(t, h.exp.GetSpans(), "execute_tool echo")
-			// The redacted arguments are 23 bytes: the limit of 11 cuts them.
-			wantArgs := c.wantArgs
-			if wantArgs != "" {
-				wantArgs = wantArgs[:11]
-			}
-			if got := attrOf(tool, "gen_ai.tool.call.arguments"); got != wantArgs {
-				t.Errorf("arguments %q, want %q", got, wantArgs)
+			// The redacted arguments are cut after the redaction, to 16
+			// bytes; unredacted they would read {"k":"s3cr3t","m.
+			if got := attrOf(tool, "gen_ai.tool.call.arguments"); got != c.wantArgs {
+				t.Errorf("arguments %q, want %q", got, c.wantArgs)
 			}
 			if got := attrOf(tool, "gen_ai.tool.call.result"); got != c.wantRes {
 				t.Errorf("result %q, want %q", got, c.wantRes)
@@ -434,6 +432,65 @@ func TestContentCapture(t *testing.T) {
 				t.Errorf("tool span times %v..%v are not the events' times", tool.StartTime, tool.EndTime)
 			}
 		})
+	}
+}
+
+// Redaction reaches every place content is recorded in a real run: the
+// system instructions, the input and output messages, a tool call's
+// arguments and result, and the status of a failed call. The secret comes
+// first in each, well before the attribute limit.
+func TestRedactionReachesEveryContentAttribute(t *testing.T) {
+	h := newHarness(t)
+	const script = `{"parent": [
+	  {"content": "s3cr3t: reading it", "tool_calls": [{"id": "r1", "name": "read_file", "args": {"file_path": "/s3cr3t/notes.md"}}]},
+	  {"content": "s3cr3t: done"}]}`
+	a := buildAgent(t, script, deepagents.Config{SystemPrompt: "s3cr3t: the system prompt."})
+	var keys []string
+	ctx := context.Background()
+	rec := daotel.NewRecorder(ctx, daotel.Config{
+		TracerProvider: h.tp, Model: "scripted-model", Provider: "scripted", CaptureContent: new(true), MaxAttributeBytes: 4096,
+		Redact: func(key attribute.Key, v string) string {
+			keys = append(keys, string(key))
+			return strings.ReplaceAll(v, "s3cr3t", "[redacted]")
+		},
+	})
+	if _, err := agent.Drain(rec.Observe(a.Run(daotel.WithRecorder(ctx, rec), agent.Prompt("s3cr3t: my question"))), nil); err != nil {
+		t.Fatal(err)
+	}
+	spans := h.exp.GetSpans()
+	want := map[string]bool{
+		"gen_ai.system_instructions": false, "gen_ai.input.messages": false, "gen_ai.output.messages": false,
+		"gen_ai.tool.call.arguments": false, "gen_ai.tool.call.result": false,
+	}
+	for _, s := range spans {
+		for _, kv := range s.Attributes {
+			v := kv.Value.Emit()
+			if strings.Contains(v, "s3cr3t") {
+				t.Errorf("span %q attribute %s holds the secret: %s", s.Name, kv.Key, v)
+			}
+			if _, ok := want[string(kv.Key)]; ok && strings.Contains(v, "[redacted]") {
+				want[string(kv.Key)] = true
+			}
+		}
+		if strings.Contains(s.Status.Description, "s3cr3t") {
+			t.Errorf("span %q status holds the secret: %s", s.Name, s.Status.Description)
+		}
+		for _, ev := range s.Events {
+			for _, kv := range ev.Attributes {
+				if strings.Contains(kv.Value.Emit(), "s3cr3t") {
+					t.Errorf("span %q event %s holds the secret: %s", s.Name, ev.Name, kv.Value.Emit())
+				}
+			}
+		}
+	}
+	for k, seen := range want {
+		if !seen {
+			t.Errorf("no redacted %s recorded (redact saw %v)", k, keys)
+		}
+	}
+	tool := one(t, spans, "execute_tool read_file")
+	if tool.Status.Code.String() != "Error" || !strings.Contains(tool.Status.Description, "[redacted]") {
+		t.Errorf("failed read_file status %v %q, want an error naming the redacted path", tool.Status.Code, tool.Status.Description)
 	}
 }
 

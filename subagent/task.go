@@ -122,6 +122,9 @@ type Config struct {
 	// ContextWindow is the parent's model's context window, used by every
 	// child on the parent's model whose spec sets none.
 	ContextWindow int
+	// ResponseLimits cap each model response of every child (see
+	// agent.Config.ResponseLimits).
+	ResponseLimits llm.ResponseLimits
 	// Skills builds the skills middleware of an isolated child whose spec
 	// names skills (Spec.Skills), given the names and the child's context
 	// window. Nil: the parent has no skills, and a spec that names some is
@@ -243,7 +246,7 @@ func NewTask(cfg Config) (*Task, error) {
 		}
 		ac := agent.Config{
 			Name: s.Name, Model: model, MaxSteps: s.MaxSteps, MaxParallel: cfg.MaxParallel,
-			Response: formats[i], Stream: cfg.Stream, Reasoning: s.Reasoning,
+			Response: formats[i], Stream: cfg.Stream, Reasoning: s.Reasoning, ResponseLimits: cfg.ResponseLimits,
 		}
 		if ac.Reasoning == nil {
 			ac.Reasoning = cfg.Reasoning

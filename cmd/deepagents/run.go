@@ -47,6 +47,10 @@ type runFlags struct {
 	shell                            shellOptions    // --allow, --no-sandbox, --sandbox-network (shell.go)
 	backends                         backendFlags    // --no-store, --store-namespace, --permission (backends.go)
 	set                              map[string]bool // flags given on the command line
+	// maxResponseBytes and maxToolCalls are --max-response-bytes and
+	// --max-tool-calls.
+	maxResponseBytes int64
+	maxToolCalls     int
 	// gates is --interrupt-on, parsed; nil when the flag is not given.
 	gates map[string]agent.Approval
 	// decisions are resume's --approve, --reject, --edit and --decisions,
@@ -185,6 +189,8 @@ func agentFlags(fs *flag.FlagSet, f *runFlags) {
 	fs.IntVar(&f.maxSteps, "max-steps", 0, "model calls allowed per run (default from the config, else 500)")
 	fs.DurationVar(&f.saveRetry, "save-retry", agent.DefaultSaveRetry, "how long a save the thread database cannot take (restarting, unreachable, locked) is tried again before the run fails, unfinished (0: not at all)")
 	fs.IntVar(&f.maxParallel, "max-parallel", 0, "tool calls of one step that may run at once (default 16)")
+	fs.Int64Var(&f.maxResponseBytes, "max-response-bytes", 0, "bytes of text, reasoning and tool-call arguments one model response may hold; past them the run ends with an error (default from the config, else 16777216, 16 MiB)")
+	fs.IntVar(&f.maxToolCalls, "max-tool-calls", 0, "tool calls one model response may hold; past them the run ends with an error (default from the config, else 1000)")
 	fs.StringVar(&f.reasoning, "reasoning", "", "how much the model thinks before it answers: low | medium | high, or N thinking tokens (default from the config, else the model's own)")
 	fs.StringVar(&f.threadDir, "thread-dir", "", "where the thread's transcript is saved (default ~/.deepagents/threads)")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress or notices on stderr (warnings and the notice of a non-default endpoint are still shown)")

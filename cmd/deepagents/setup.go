@@ -127,6 +127,16 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 	if maxSteps < 0 || maxParallel < 0 {
 		return nil, fmt.Errorf("--max-steps and --max-parallel must not be negative")
 	}
+	limits := llm.ResponseLimits{MaxBytes: cfg.MaxResponseBytes, MaxToolCalls: cfg.MaxToolCalls}
+	if f.set["max-response-bytes"] {
+		limits.MaxBytes = f.maxResponseBytes
+	}
+	if f.set["max-tool-calls"] {
+		limits.MaxToolCalls = f.maxToolCalls
+	}
+	if limits.MaxBytes < 0 || limits.MaxToolCalls < 0 {
+		return nil, fmt.Errorf("--max-response-bytes and --max-tool-calls must not be negative")
+	}
 	reasoning := cfg.Reasoning
 	if f.reasoningCfg != nil {
 		reasoning = f.reasoningCfg
@@ -232,7 +242,7 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 
 	s.config = deepagents.Config{
 		Model: model, SystemPrompt: system, Subagents: specs, Backend: backend, Execute: execOpts,
-		MaxSteps: maxSteps, MaxParallel: maxParallel, Stream: true, Reasoning: reasoning, InterruptOn: gates,
+		MaxSteps: maxSteps, MaxParallel: maxParallel, Stream: true, Reasoning: reasoning, InterruptOn: gates, ResponseLimits: limits,
 		// The CLI plans with write_todos and compacts long conversations
 		// against each model's window.
 		Todos: true, ContextWindow: s.contextWindow, Permissions: rules, Skills: sc, Memory: mc,

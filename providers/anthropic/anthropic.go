@@ -199,7 +199,7 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, 
 		return nil, err
 	}
 	if _, terr := anthropic.CalculateNonStreamingTimeout(int(b.params.MaxTokens), b.params.Model, m.client.Options); terr != nil {
-		return llm.Collect(m.stream(ctx, b))
+		return llm.CollectLimited(m.stream(ctx, b), llm.ResponseLimitsFrom(ctx))
 	}
 	return retry.Do(ctx, m.cfg.Retry, func(ctx context.Context) (*llm.Response, error) {
 		return kit.Call(ctx, m.timeouts(), ProviderName, func(ctx context.Context) (*llm.Response, error) {

@@ -173,7 +173,7 @@ func FuzzCollectorRoundTrip(f *testing.F) {
 		for i := range prior % 8 {
 			history = append(history, llm.Assistant("", llm.ToolCall{ID: fmt.Sprintf("call_%d", i*2), Name: "x"}))
 		}
-		c := newCollector(newIDGen(history), testModel)
+		c := newCollector(newIDGen(history), testModel, llm.ResponseLimits{})
 		var acc llm.Accumulator
 		for _, ch := range chunks {
 			c.addResponse(ch, func(ev llm.StreamEvent) { acc.Add(ev) })

@@ -155,8 +155,11 @@ func (m *Model) generateOnce(ctx context.Context, call *prepared) (*llm.Response
 	if err != nil {
 		return nil, classify(ctx, err, rec)
 	}
-	c := newCollector(call.ids.clone(), m.cfg.Model)
+	c := newCollector(call.ids.clone(), m.cfg.Model, llm.ResponseLimitsFrom(ctx))
 	c.addResponse(resp, nil)
+	if c.err != nil {
+		return nil, c.err
+	}
 	if !c.candidate && !c.blocked {
 		return nil, noCandidates(rec)
 	}
@@ -196,7 +199,7 @@ func (m *Model) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Stre
 func (m *Model) streamOnce(ctx context.Context, call *prepared) iter.Seq2[llm.StreamEvent, error] {
 	return func(yield func(llm.StreamEvent, error) bool) {
 		rec := &capture{}
-		c := newCollector(call.ids.clone(), m.cfg.Model)
+		c := newCollector(call.ids.clone(), m.cfg.Model, llm.ResponseLimitsFrom(ctx))
 		var events []llm.StreamEvent
 		emit := func(ev llm.StreamEvent) { events = append(events, ev) }
 		for chunk, err := range m.client.Models.GenerateContentStream(withCapture(ctx, rec), m.cfg.Model, call.contents, call.config()) {
@@ -212,6 +215,10 @@ func (m *Model) streamOnce(ctx context.Context, call *prepared) iter.Seq2[llm.St
 			}
 			events = events[:0]
 			c.addResponse(chunk, emit)
+			if c.err != nil {
+				yield(llm.StreamEvent{}, c.err)
+				return
+			}
 			for _, ev := range events {
 				if !yield(ev, nil) {
 					return

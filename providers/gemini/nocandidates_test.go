@@ -17,6 +17,7 @@ import (
 // retried, streamed or not (the non-streamed one used to end "ok" with an
 // empty answer, the streamed one as a cut connection).
 func TestNoCandidatesIsAServerErrorStreamedOrNot(t *testing.T) {
+	fakewire.Watchdog(t, fakewire.TestTimeout)
 	var requests atomic.Int32
 	usage := []byte(`{"usageMetadata":{"promptTokenCount":3,"totalTokenCount":3},"modelVersion":"m"}`)
 	srv := fakewire.Start(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -6,6 +6,7 @@ import (
 
 	"google.golang.org/genai"
 
+	"github.com/deepagents-go/deepagents/internal/textbuf"
 	"github.com/deepagents-go/deepagents/llm"
 )
 
@@ -23,10 +24,55 @@ type collector struct {
 	blockMessage  string
 	candidate     bool // some response carried a candidate
 	usage         *genai.GenerateContentResponseUsageMetadata
+	// joined gathers the text of the last part while a stream's pieces
+	// are joined to it (joining), so the text is not copied whole with
+	// every piece; flush moves it into the part.
+	joined  textbuf.Buffer
+	joining bool
+	// hidden counts what is kept but not streamed (thought signatures,
+	// inline data, code and its results) against the response's limits;
+	// err is set once it passes them.
+	hidden *llm.Meter
+	err    error
 }
 
-func newCollector(ids *idGen, model string) *collector {
-	return &collector{ids: ids, model: model}
+func newCollector(ids *idGen, model string, limits llm.ResponseLimits) *collector {
+	return &collector{ids: ids, model: model, hidden: llm.NewMeter(limits)}
+}
+
+// flush ends the joining of pieces into the last part.
+func (c *collector) flush() {
+	if c.joining {
+		c.parts[len(c.parts)-1].Text = c.joined.String()
+		c.joined.Reset()
+		c.joining = false
+	}
+}
+
+// keep counts n bytes kept without being streamed.
+func (c *collector) keep(n int) {
+	if c.err == nil && n > 0 {
+		c.err = c.hidden.Count(n)
+	}
+}
+
+// hiddenSize is the size of what a part carries besides its text and
+// function call.
+func hiddenSize(p *genai.Part) int {
+	n := len(p.ThoughtSignature)
+	if d := p.InlineData; d != nil {
+		n += len(d.Data)
+	}
+	if d := p.FileData; d != nil {
+		n += len(d.FileURI)
+	}
+	if e := p.ExecutableCode; e != nil {
+		n += len(e.Code)
+	}
+	if r := p.CodeExecutionResult; r != nil {
+		n += len(r.Output)
+	}
+	return n
 }
 
 // addResponse folds in one response or stream chunk. emit, when not nil,
@@ -78,6 +124,7 @@ func (c *collector) addPart(p *genai.Part, emit func(llm.StreamEvent)) {
 	if emit == nil {
 		emit = func(llm.StreamEvent) {}
 	}
+	c.keep(hiddenSize(p))
 	cp := *p
 	switch {
 	case p.FunctionCall != nil:
@@ -92,6 +139,7 @@ func (c *collector) addPart(p *genai.Part, emit func(llm.StreamEvent)) {
 		call := llm.ToolCall{ID: c.ids.take(fc.ID), Name: fc.Name, Args: args}
 		i := len(c.calls)
 		c.calls = append(c.calls, call)
+		c.flush()
 		c.parts = append(c.parts, &cp)
 		emit(llm.StreamEvent{Type: llm.EventToolCallStart, Index: i, ToolCall: &llm.ToolCall{ID: call.ID, Name: call.Name}})
 		emit(llm.StreamEvent{Type: llm.EventToolCallDelta, Index: i, ArgsDelta: string(args)})
@@ -113,13 +161,19 @@ func (c *collector) addPart(p *genai.Part, emit func(llm.StreamEvent)) {
 		if n := len(c.parts); n > 0 && len(p.ThoughtSignature) == 0 {
 			last := c.parts[n-1]
 			if textLike(last) && last.Thought == p.Thought && len(last.ThoughtSignature) == 0 && plainText(last) && plainText(p) {
-				last.Text += p.Text
+				if !c.joining {
+					c.joined.WriteString(last.Text)
+					c.joining = true
+				}
+				c.joined.WriteString(p.Text)
 				return
 			}
 		}
+		c.flush()
 		c.parts = append(c.parts, &cp)
 	default:
 		// Server-side code execution and the like: kept for the round trip.
+		c.flush()
 		c.parts = append(c.parts, &cp)
 	}
 }
@@ -182,6 +236,7 @@ func (c *collector) stopReason() llm.StopReason {
 // writes, so CacheWriteTokens stays 0). A response that carried no usage
 // metadata at all has Usage.Unknown set.
 func (c *collector) response() *llm.Response {
+	c.flush()
 	msg := llm.Message{Role: llm.RoleAssistant, ToolCalls: c.calls}
 	parts, ex := fromWire(c.parts, c.calls)
 	msg.SetParts(parts)

@@ -1,10 +1,12 @@
 // Package kit is what the three provider adapters (openai, anthropic,
 // gemini) share about failures: one classifier that maps an HTTP status and
 // the provider's error type and message to an llm.ErrorKind, one parser of
-// the server's Retry-After headers, and per-attempt timeouts (time to an
-// answer, and silence in the middle of a stream). Sharing them means the
-// same failure gets the same kind, and the same retry decision, whichever
-// provider reported it.
+// the server's Retry-After headers, per-attempt timeouts (time to an
+// answer, and silence in the middle of a stream), and the response limits
+// of llm.ResponseLimits (every stream's events counted, and what is read
+// from the server capped in proportion; see AnswerFactor). Sharing them
+// means the same failure gets the same kind, and the same retry decision,
+// whichever provider reported it.
 package kit
 
 import (

@@ -69,6 +69,7 @@ type watch struct {
 	mu      sync.Mutex
 	timer   *time.Timer
 	fired   error
+	body    *capped // the wire caps of the response being read
 	done    bool
 	started bool // the response headers of a stream arrived
 	held    bool // the caller is busy with an event: its time is not idle
@@ -169,12 +170,20 @@ func (t Timeouts) start(ctx context.Context, stream bool) (context.Context, *wat
 	return context.WithValue(ctx, watchKey{}, w), w
 }
 
-// finish ends an attempt. When one of its timeouts fired while the caller's
-// own context is still alive, the attempt's error is replaced by a network
-// error naming the timeout.
+// finish ends an attempt. When the response passed a wire cap, the
+// attempt's error (however the SDK and the adapter wrapped it) is that
+// cap's *llm.ResponseTooLargeError. When one of its timeouts fired while
+// the caller's own context is still alive, the attempt's error is replaced
+// by a network error naming the timeout.
 func (w *watch) finish(parent context.Context, provider string, err error) error {
 	fired := w.stop()
 	w.cancel(context.Canceled)
+	w.mu.Lock()
+	body := w.body
+	w.mu.Unlock()
+	if tl := body.failed(); tl != nil && err != nil {
+		return tl
+	}
 	if fired == nil || err == nil || parent.Err() != nil {
 		return err
 	}
@@ -189,12 +198,23 @@ func Call[T any](ctx context.Context, t Timeouts, provider string, fn func(ctx c
 }
 
 // Stream runs one streamed attempt under t: t.Request until the response
-// headers arrive, then t.Idle between reads.
+// headers arrive, then t.Idle between reads. It also holds the response to
+// the limits in ctx (llm.ResponseLimitsFrom): the events are counted as they
+// pass (llm.Meter), the final response is checked, and the stream is cut
+// off with an *llm.ResponseTooLargeError past a limit.
 func Stream(ctx context.Context, t Timeouts, provider string, open func(ctx context.Context) iter.Seq2[llm.StreamEvent, error]) iter.Seq2[llm.StreamEvent, error] {
 	return func(yield func(llm.StreamEvent, error) bool) {
 		actx, w := t.start(ctx, true)
 		defer w.finish(ctx, provider, nil)
+		limits := llm.ResponseLimitsFrom(ctx)
+		meter := llm.NewMeter(limits)
 		for ev, err := range open(actx) {
+			if err == nil {
+				err = meter.Add(ev)
+			}
+			if err == nil && ev.Type == llm.EventDone {
+				err = limits.Check(ev.Response)
+			}
 			if err != nil {
 				yield(llm.StreamEvent{}, w.finish(ctx, provider, err))
 				return
@@ -238,20 +258,35 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	w.headers()
 	if resp.Body != nil {
-		resp.Body = &body{ReadCloser: resp.Body, w: w}
+		c := newCapped(req, resp)
+		w.mu.Lock()
+		w.body = c
+		w.mu.Unlock()
+		resp.Body = &body{ReadCloser: resp.Body, w: w, caps: c}
 	}
 	return resp, nil
 }
 
+// body reports reads to the attempt's timeouts and holds them to the wire
+// caps: past one, Read fails with the cap's *llm.ResponseTooLargeError.
 type body struct {
 	io.ReadCloser
-	w *watch
+	w    *watch
+	caps *capped // nil: no caps
 }
 
 func (b *body) Read(p []byte) (int, error) {
+	if err := b.caps.failed(); err != nil {
+		return 0, err
+	}
 	n, err := b.ReadCloser.Read(p)
 	if n > 0 {
 		b.w.data()
+		if b.caps != nil {
+			if tl := b.caps.add(p[:n]); tl != nil {
+				return 0, tl
+			}
+		}
 	}
 	return n, err
 }

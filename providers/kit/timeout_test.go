@@ -10,9 +10,11 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/providers/internal/fakewire"
 )
 
 // streamBody reads a response body through the kit client, as a stream
@@ -48,6 +50,7 @@ func streamBody(ctx context.Context, t Timeouts, c *http.Client, url string) ite
 // A stream that keeps sending is not cut by the request timeout, which
 // only covers the wait for its headers.
 func TestSteadyStreamOutlivesRequestTimeout(t *testing.T) {
+	fakewire.Watchdog(t, fakewire.TestTimeout)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f := w.(http.Flusher)
 		for i := range 6 {
@@ -102,12 +105,9 @@ func TestCallTimesOut(t *testing.T) {
 	}
 }
 
-// A negative timeout means no limit; success is passed through untouched.
-func TestNoLimitAndSuccess(t *testing.T) {
-	v, err := Call(context.Background(), Timeouts{Request: -1}, "test", func(ctx context.Context) (int, error) {
-		if _, ok := ctx.Deadline(); ok {
-			t.Error("a deadline was set")
-		}
+// Success is passed through untouched.
+func TestSuccessPassesThrough(t *testing.T) {
+	v, err := Call(context.Background(), Timeouts{Request: time.Minute}, "test", func(ctx context.Context) (int, error) {
 		return 7, nil
 	})
 	if v != 7 || err != nil {
@@ -129,6 +129,7 @@ func TestClientCopies(t *testing.T) {
 // A caller that takes its time over an event does not make the stream look
 // idle: the idle clock stops while the event is being handled.
 func TestSlowConsumerIsNotIdle(t *testing.T) {
+	fakewire.Watchdog(t, fakewire.TestTimeout)
 	release := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f := w.(http.Flusher)
@@ -159,4 +160,98 @@ func TestSlowConsumerIsNotIdle(t *testing.T) {
 	if got.String() != "first\nsecond\n" {
 		t.Errorf("got %q", got.String())
 	}
+}
+
+// slowTransport answers after headerDelay with a body whose reads each wait
+// for the next pause in pauses; every wait gives up when the request's
+// context ends. It runs on the fake clock of a synctest bubble.
+type slowTransport struct {
+	headerDelay time.Duration
+	pauses      []time.Duration
+}
+
+func (s *slowTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if err := wait(req.Context(), s.headerDelay); err != nil {
+		return nil, err
+	}
+	return &http.Response{StatusCode: 200, Header: http.Header{}, Body: &slowBody{ctx: req.Context(), pauses: s.pauses}, Request: req}, nil
+}
+
+type slowBody struct {
+	ctx    context.Context
+	pauses []time.Duration
+}
+
+func (b *slowBody) Read(p []byte) (int, error) {
+	if len(b.pauses) == 0 {
+		return 0, io.EOF
+	}
+	d := b.pauses[0]
+	b.pauses = b.pauses[1:]
+	if err := wait(b.ctx, d); err != nil {
+		return 0, err
+	}
+	return copy(p, "x"), nil
+}
+
+func (b *slowBody) Close() error { return nil }
+
+func wait(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// A negative timeout means no limit, not the default: on a fake clock, a
+// call that takes longer than the default request timeout, and a stream
+// whose headers and pauses take longer than both defaults, finish intact.
+// (The timeouts are timers, not context deadlines, so only waiting past
+// them tells.)
+func TestNegativeTimeoutsAreNoLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		long := DefaultRequestTimeout + time.Minute
+		v, err := Call(context.Background(), Timeouts{Request: -1}, "test", func(ctx context.Context) (int, error) {
+			if err := wait(ctx, long); err != nil {
+				return 0, err
+			}
+			return 7, nil
+		})
+		if v != 7 || err != nil {
+			t.Errorf("a call of %s with no request limit: %d, %v", long, v, err)
+		}
+
+		rt := &slowTransport{headerDelay: long, pauses: []time.Duration{0, DefaultIdleTimeout + time.Minute, DefaultIdleTimeout + time.Minute}}
+		var got strings.Builder
+		for ev, err := range streamBody(context.Background(), Timeouts{Request: -1, Idle: -1}, Client(&http.Client{Transport: rt}), "http://model.invalid/") {
+			if err != nil {
+				t.Fatalf("a stream with no limits failed after %q: %v", got.String(), err)
+			}
+			got.WriteString(ev.Text)
+		}
+		if got.String() != "xxx" {
+			t.Errorf("stream read %q, want %q", got.String(), "xxx")
+		}
+
+		// The same waits with the limits left at their defaults do time out,
+		// so the waits above are long enough to tell.
+		_, err = Call(context.Background(), Timeouts{}, "test", func(ctx context.Context) (int, error) {
+			return 0, wait(ctx, long)
+		})
+		if !errors.Is(err, ErrTimeout) {
+			t.Errorf("a call of %s with the default limit: %v, want a timeout", long, err)
+		}
+		rt = &slowTransport{pauses: []time.Duration{0, DefaultIdleTimeout + time.Minute}}
+		var last error
+		for _, err := range streamBody(context.Background(), Timeouts{}, Client(&http.Client{Transport: rt}), "http://model.invalid/") {
+			last = err
+		}
+		if !errors.Is(last, ErrTimeout) {
+			t.Errorf("a pause of %s with the default idle limit: %v, want a timeout", DefaultIdleTimeout+time.Minute, last)
+		}
+	})
 }

@@ -17,6 +17,7 @@ import (
 // An answer without choices is a server failure, retried, whether it was
 // streamed or not: a streamed one used to end "ok" with an empty answer.
 func TestNoChoicesIsAServerErrorStreamedOrNot(t *testing.T) {
+	fakewire.Watchdog(t, fakewire.TestTimeout)
 	var requests atomic.Int32
 	srv := fakewire.Start(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		requests.Add(1)

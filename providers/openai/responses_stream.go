@@ -35,6 +35,9 @@ type rStream struct {
 	final    *rResponse    // the response of the terminal event
 	terminal bool          // response.completed, .incomplete or .failed arrived
 	buf      []llm.StreamEvent
+	// hidden counts the finished items kept but not streamed against the
+	// response's limits.
+	hidden *llm.Meter
 }
 
 // add folds one event in and returns the stream events it produced (valid
@@ -77,6 +80,11 @@ func (s *rStream) add(m *Model, data []byte) ([]llm.StreamEvent, error) {
 			s.buf = append(s.buf, llm.StreamEvent{Type: llm.EventTextDelta, Text: ev.Delta})
 		}
 	case "response.output_item.done":
+		if s.hidden != nil {
+			if err := s.hidden.Count(len(data)); err != nil {
+				return nil, err
+			}
+		}
 		if ev.Item != nil {
 			if s.items == nil {
 				s.items = map[int]rItem{}
@@ -135,7 +143,7 @@ func (m *Model) streamResponses(ctx context.Context, body []byte) iter.Seq2[llm.
 		defer raw.Body.Close()
 		dec := ssestream.NewDecoder(raw)
 		defer dec.Close()
-		var st rStream
+		st := rStream{hidden: llm.NewMeter(llm.ResponseLimitsFrom(ctx))}
 		for !st.terminal && dec.Next() {
 			data := bytes.TrimSpace(dec.Event().Data)
 			if len(data) == 0 || string(data) == "[DONE]" {

@@ -7,12 +7,12 @@ import (
 	"iter"
 	"mime"
 	"net/http"
-	"strings"
 
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/ssestream"
 
+	"github.com/deepagents-go/deepagents/internal/textbuf"
 	"github.com/deepagents-go/deepagents/llm"
 )
 
@@ -34,7 +34,7 @@ func (m *Model) streamOnce(ctx context.Context, params sdk.ChatCompletionNewPara
 
 		dec := ssestream.NewDecoder(raw)
 		defer dec.Close()
-		st := streamState{provider: m.provider}
+		st := streamState{provider: m.provider, hidden: llm.NewMeter(llm.ResponseLimitsFrom(ctx))}
 		for dec.Next() {
 			ev := dec.Event()
 			data := bytes.TrimSpace(ev.Data)
@@ -59,7 +59,12 @@ func (m *Model) streamOnce(ctx context.Context, params sdk.ChatCompletionNewPara
 					Message: "malformed stream chunk: " + err.Error(), Err: err})
 				return
 			}
-			for _, e := range st.add(&chunk) {
+			evs := st.add(&chunk)
+			if st.err != nil {
+				yield(llm.StreamEvent{}, st.err)
+				return
+			}
+			for _, e := range evs {
 				if !yield(e, nil) {
 					return
 				}
@@ -139,12 +144,12 @@ func (m *Model) decodeChat(b []byte) (*llm.Response, error) {
 
 // streamState assembles chunks into events and the final response.
 type streamState struct {
-	text, reasoning strings.Builder
-	refusal         strings.Builder
+	text, reasoning textbuf.Buffer
+	refusal         textbuf.Buffer
 	provider        string // who the reasoning is marked as coming from
 	reasoningField  string // the message field the reasoning came in
 	calls           []llm.ToolCall
-	args            []strings.Builder
+	args            []textbuf.Buffer
 	byIndex         map[int64]int // the wire's tool-call index -> position in calls
 	finish          string
 	finished        bool // a finish_reason arrived
@@ -154,6 +159,10 @@ type streamState struct {
 	hasUsage        bool // some chunk carried usage
 	model           string
 	buf             []llm.StreamEvent
+	// hidden counts what is kept but not streamed (the refusal) against
+	// the response's limits; err is set once it passes them.
+	hidden *llm.Meter
+	err    error
 }
 
 // add folds one chunk in and returns the events it produced (valid until the
@@ -188,6 +197,9 @@ func (s *streamState) add(c *sdk.ChatCompletionChunk) []llm.StreamEvent {
 		if d.Refusal != "" {
 			// The refusal is not answer text: it is reported only in the
 			// final response.
+			if s.hidden != nil && s.err == nil {
+				s.err = s.hidden.Count(len(d.Refusal))
+			}
 			s.refusal.WriteString(d.Refusal)
 		}
 		for j := range d.ToolCalls {
@@ -217,7 +229,7 @@ func (s *streamState) toolDelta(tc *sdk.ChatCompletionChunkChoiceDeltaToolCall) 
 		pos = len(s.calls)
 		s.byIndex[tc.Index] = pos
 		s.calls = append(s.calls, llm.ToolCall{ID: tc.ID, Name: tc.Function.Name})
-		s.args = append(s.args, strings.Builder{})
+		s.args = append(s.args, textbuf.Buffer{})
 		s.buf = append(s.buf, llm.StreamEvent{Type: llm.EventToolCallStart, Index: pos,
 			ToolCall: &llm.ToolCall{ID: tc.ID, Name: tc.Function.Name}})
 	} else {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/providers/internal/fakewire"
 	"github.com/deepagents-go/deepagents/providers/openai/openaitest"
 	"github.com/deepagents-go/deepagents/providers/retry"
 )
@@ -158,6 +159,7 @@ func TestStreamConsumerStopsEarly(t *testing.T) {
 // sseServer serves one fixed body to every request.
 func sseServer(t *testing.T, contentType, body string) (*Model, *atomic.Int64) {
 	t.Helper()
+	fakewire.Watchdog(t, fakewire.TestTimeout)
 	count := new(atomic.Int64)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		count.Add(1)

@@ -22,6 +22,12 @@ type Options struct {
 	PageSize int
 	// OnHang is called when a call of the hang tool has started.
 	OnHang func()
+	// OnCall, when set, is told the name of every tool called, as the
+	// request arrives (before the tool runs).
+	OnCall func(name string)
+	// Faults, when set, adds the fault tools (see Faults): each answers
+	// normally, and Faults spoils the answer on its way out.
+	Faults *Faults
 }
 
 // PNG is the image the image tool returns.
@@ -40,6 +46,25 @@ type empty struct{}
 // NewServer returns the test server.
 func NewServer(o Options) *sdk.Server {
 	s := sdk.NewServer(&sdk.Implementation{Name: "mcptest", Version: "1"}, &sdk.ServerOptions{PageSize: o.PageSize})
+	if o.OnCall != nil {
+		s.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
+			return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+				if r, ok := req.(*sdk.CallToolRequest); ok && method == "tools/call" && r.Params != nil {
+					o.OnCall(r.Params.Name)
+				}
+				return next(ctx, method, req)
+			}
+		})
+	}
+	if f := o.Faults; f != nil {
+		for _, kind := range FaultKinds {
+			sdk.AddTool(s, &sdk.Tool{Name: kind, Description: "Answers, and has the answer spoiled: " + kind + "."},
+				func(_ context.Context, _ *sdk.CallToolRequest, _ empty) (*sdk.CallToolResult, any, error) {
+					f.arm(kind)
+					return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "a good answer"}}}, nil, nil
+				})
+		}
+	}
 	sdk.AddTool(s, &sdk.Tool{Name: "echo", Description: "Echoes the text back."},
 		func(_ context.Context, _ *sdk.CallToolRequest, in textIn) (*sdk.CallToolResult, any, error) {
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: in.Text}}}, nil, nil

@@ -61,8 +61,11 @@ func WithAPIKey(key string) Option { return func(s *Server) { s.apiKey = key } }
 func Lenient() Option { return func(s *Server) { s.lenient = true } }
 
 // New starts a server answering from h; it is closed when the test ends.
+// The test fails with every goroutine's stack if it is still running after
+// fakewire.TestTimeout (3 minutes).
 func New(tb testing.TB, h Handler, opts ...Option) *Server {
 	tb.Helper()
+	fakewire.Watchdog(tb, fakewire.TestTimeout)
 	s := NewServer(h, opts...)
 	tb.Cleanup(s.Close)
 	return s

@@ -348,8 +348,10 @@ func WithAPIKey(key string) Option { return func(s *Server) { s.apiKey = key } }
 func Lenient() Option { return func(s *Server) { s.lenient = true } }
 
 // NewServer starts a server answering with h; it is closed when the test
-// ends.
+// ends. The test fails with every goroutine's stack if it is still running
+// after fakewire.TestTimeout (3 minutes).
 func NewServer(t testing.TB, h Handler, opts ...Option) *Server {
+	fakewire.Watchdog(t, fakewire.TestTimeout)
 	s := &Server{handler: h}
 	for _, o := range opts {
 		o(s)

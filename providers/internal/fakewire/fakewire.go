@@ -12,10 +12,28 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime/debug"
 	"sync"
 	"testing"
 	"time"
 )
+
+// TestTimeout bounds every test that talks to a fake server (see Watchdog):
+// far above what any of them takes, far below go test's ten minutes.
+const TestTimeout = 3 * time.Minute
+
+// Watchdog ends the test binary, with every goroutine's stack, when tb (its
+// cleanups included) is still running after d, so that a test whose client
+// or server hangs fails at once with the hang in view instead of after go
+// test's ten minutes. The fakes' constructors install it with TestTimeout.
+func Watchdog(tb testing.TB, d time.Duration) {
+	name := tb.Name()
+	timer := time.AfterFunc(d, func() {
+		debug.SetTraceback("all")
+		panic(fmt.Sprintf("%s still running after %s: a fake provider server or its client hangs", name, d))
+	})
+	tb.Cleanup(func() { timer.Stop() })
+}
 
 // Server is a running fake. Close releases every handler that hangs.
 type Server struct {

@@ -88,7 +88,8 @@ func RejectParallelToolCalls() Option { return func(o *options) { o.rejectParall
 func RejectStreamOptions() Option { return func(o *options) { o.rejectStreamUse = true } }
 
 // NewServer starts a fake server answering with h and closes it when the
-// test ends.
+// test ends. The test fails with every goroutine's stack if it is still
+// running after fakewire.TestTimeout (3 minutes).
 func NewServer(tb testing.TB, h Handler, opts ...Option) *Server {
 	tb.Helper()
 	s := &Server{handler: h, created: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).Unix()}
@@ -98,6 +99,7 @@ func NewServer(tb testing.TB, h Handler, opts ...Option) *Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.serve)
 	mux.HandleFunc("POST /v1/responses", s.serveResponses)
+	fakewire.Watchdog(tb, fakewire.TestTimeout)
 	s.wire = fakewire.Start(mux)
 	s.URL = s.wire.URL + "/v1"
 	tb.Cleanup(s.Close)
