@@ -82,6 +82,9 @@ type File struct {
 	Text    string
 	Missing bool
 	Refused string
+	// Imports are the real paths of the files imported into Text, in the
+	// order they were read.
+	Imports []string
 }
 
 // reader reads files through a cache keyed by path, size and modification
@@ -166,11 +169,12 @@ func (r *reader) load(sources []Source) ([]File, []string, error) {
 			continue
 		}
 		abs, _ := filepath.Abs(s.Path)
-		out, err := r.expand(StripComments(text), abs, filepath.Dir(real), []string{real}, pl, &warns)
+		var imports []string
+		out, err := r.expand(StripComments(text), abs, filepath.Dir(real), []string{real}, pl, &warns, &imports)
 		if err != nil {
 			return nil, nil, err
 		}
-		files = append(files, File{Source: s, Text: strings.TrimSpace(out)})
+		files = append(files, File{Source: s, Text: strings.TrimSpace(out), Imports: imports})
 	}
 	return files, warns, nil
 }
@@ -178,8 +182,9 @@ func (r *reader) load(sources []Source) ([]File, []string, error) {
 // expand replaces each import line of text (from file, at depth
 // len(chain)-1; chain holds the real paths of the files importing) with the imported file's expanded text, reading only what
 // pl allows. A relative import is relative to base, the directory the
-// file really is in (a linked file imports from beside its target).
-func (r *reader) expand(text, file, base string, chain []string, pl place, warns *[]string) (string, error) {
+// file really is in (a linked file imports from beside its target). The
+// real path of each file imported is added to imports.
+func (r *reader) expand(text, file, base string, chain []string, pl place, warns, imports *[]string) (string, error) {
 	lines := strings.Split(text, "\n")
 	fence := false
 	for i, ln := range lines {
@@ -217,7 +222,8 @@ func (r *reader) expand(text, file, base string, chain []string, pl place, warns
 			*warns = append(*warns, fmt.Sprintf("%s: the import of %s was not expanded: it imports itself through %s", file, target, strings.Join(chain, " → ")))
 			continue
 		}
-		out, err := r.expand(StripComments(sub), path, filepath.Dir(real), append(chain[:len(chain):len(chain)], real), pl, warns)
+		*imports = append(*imports, real)
+		out, err := r.expand(StripComments(sub), path, filepath.Dir(real), append(chain[:len(chain):len(chain)], real), pl, warns, imports)
 		if err != nil {
 			return "", err
 		}

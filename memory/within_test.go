@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -118,6 +119,9 @@ func TestWithinDefaultsToTheFilesDirectory(t *testing.T) {
 	files, warns, err = memory.Load([]memory.Source{{Path: mine, Within: []string{filepath.Dir(mine), project}}})
 	if err != nil || files[0].Text != "Likes tea.\nDeep fact." || len(warns) != 0 {
 		t.Errorf("text %q, warnings %q, %v", files[0].Text, warns, err)
+	}
+	if want := []string{filepath.Join(home, ".deepagents", "notes", "tea.md"), filepath.Join(project, "more", "deep.md")}; !slices.Equal(files[0].Imports, want) {
+		t.Errorf("imports %q, want %q", files[0].Imports, want)
 	}
 }
 

@@ -43,6 +43,9 @@ type setup struct {
 	subagentWindows map[string]int
 	// tracing is set when OTEL_* variables ask for traces (otel.go).
 	tracing *cliTracing
+	// projectFiles are the untrusted project's memory files and skills,
+	// listed when the agent was assembled (nil: trusted, or none).
+	projectFiles *projectFiles
 }
 
 func (s *setup) close() {
@@ -218,6 +221,7 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 	if s.config.Skills, s.config.Memory, err = skillsAndMemory(f, cwd, home, f.root, s.contextWindow); err != nil {
 		return nil, err
 	}
+	s.projectFiles = listProjectFiles(stderr, projectTrusted(cfg, home, f), home, s.config.Skills, s.config.Memory)
 	if err := s.startTracing(ctx, stderr); err != nil {
 		return nil, err
 	}
