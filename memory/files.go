@@ -92,7 +92,7 @@ func (f *files) Stat(_ context.Context, path string) (vfs.Entry, error) {
 
 // errOf maps a disk error to the vfs sentinel it stands for.
 func errOf(err error) error {
-	var no *Refusal
+	var no *refusal
 	switch {
 	case errors.As(err, &no):
 		return fmt.Errorf("the memory file is not read or written: %s: %w", no.Reason, vfs.ErrPermission)

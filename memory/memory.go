@@ -100,7 +100,7 @@ type cached struct {
 }
 
 // read returns the file's text and real path if pl allows it, or ok false
-// when it does not exist; a *Refusal when pl does not allow it.
+// when it does not exist; a *refusal when pl does not allow it.
 func (r *reader) read(path string, pl place) (text, real string, ok bool, err error) {
 	real, dir, err := pl.check(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -155,7 +155,7 @@ func (r *reader) load(sources []Source) ([]File, []string, error) {
 	for _, s := range sources {
 		pl := newPlace(s)
 		text, real, ok, err := r.read(s.Path, pl)
-		var no *Refusal
+		var no *refusal
 		if errors.As(err, &no) {
 			warns = append(warns, fmt.Sprintf("%s was not read: %s", s.Path, no.Reason))
 			files = append(files, File{Source: s, Refused: no.Reason})
@@ -206,7 +206,7 @@ func (r *reader) expand(text, file, base string, chain []string, pl place, warns
 			continue
 		}
 		sub, real, ok, err := r.read(path, pl)
-		var no *Refusal
+		var no *refusal
 		if errors.As(err, &no) {
 			*warns = append(*warns, fmt.Sprintf("%s: the import of %s was not read: %s", file, target, no.Reason))
 			continue

@@ -20,14 +20,14 @@ import (
 // memory file is read from them, whatever the allowed directories.
 var systemDirs = []string{"/proc", "/sys", "/dev"}
 
-// Refusal is the error of a memory file or import that lies outside the
+// refusal is the error of a memory file or import that lies outside the
 // directories it may be read from; Reason says why, for the person.
-type Refusal struct {
+type refusal struct {
 	Path   string
 	Reason string
 }
 
-func (r *Refusal) Error() string { return r.Path + ": " + r.Reason }
+func (r *refusal) Error() string { return r.Path + ": " + r.Reason }
 
 // place is where one source's files may be read from.
 type place struct {
@@ -87,7 +87,7 @@ func systemPath(p string) bool {
 
 // check decides whether the file at p may be read. It returns p's real
 // path and the real form of the allowed directory holding it; a
-// *Refusal when p, or where its links lead, is outside the allowed
+// *refusal when p, or where its links lead, is outside the allowed
 // directories, in a system directory or in a .git directory; an error
 // wrapping fs.ErrNotExist when p is allowed but missing.
 func (pl place) check(p string) (real, dir string, err error) {
@@ -96,7 +96,7 @@ func (pl place) check(p string) (real, dir string, err error) {
 		return "", "", err
 	}
 	if systemPath(abs) {
-		return "", "", &Refusal{Path: p, Reason: fmt.Sprintf("%s is the system's view of processes and devices, not a memory file", abs)}
+		return "", "", &refusal{Path: p, Reason: fmt.Sprintf("%s is the system's view of processes and devices, not a memory file", abs)}
 	}
 	lexical := false
 	for _, d := range pl.dirs {
@@ -105,7 +105,7 @@ func (pl place) check(p string) (real, dir string, err error) {
 		lexical = lexical || a || b
 	}
 	if !lexical {
-		return "", "", &Refusal{Path: p, Reason: "it lies outside " + pl.names() + ", where memory may be read from"}
+		return "", "", &refusal{Path: p, Reason: "it lies outside " + pl.names() + ", where memory may be read from"}
 	}
 	// EvalSymlinks gives up after 255 links, so a loop ends here.
 	real, err = filepath.EvalSymlinks(abs)
@@ -113,10 +113,10 @@ func (pl place) check(p string) (real, dir string, err error) {
 		return "", "", err
 	}
 	if err != nil {
-		return "", "", &Refusal{Path: p, Reason: fmt.Sprintf("its symbolic links cannot be followed (%v)", safefile.WithoutPath(err, abs))}
+		return "", "", &refusal{Path: p, Reason: fmt.Sprintf("its symbolic links cannot be followed (%v)", safefile.WithoutPath(err, abs))}
 	}
 	if systemPath(real) {
-		return "", "", &Refusal{Path: p, Reason: fmt.Sprintf("a symbolic link leads to %s, the system's view of processes and devices", real)}
+		return "", "", &refusal{Path: p, Reason: fmt.Sprintf("a symbolic link leads to %s, the system's view of processes and devices", real)}
 	}
 	for _, d := range pl.dirs {
 		rel, ok := inside(d.real, real)
@@ -125,12 +125,12 @@ func (pl place) check(p string) (real, dir string, err error) {
 		}
 		for _, part := range strings.Split(filepath.ToSlash(rel), "/") {
 			if strings.EqualFold(part, ".git") {
-				return "", "", &Refusal{Path: p, Reason: "it is inside .git, which holds the repository's settings (and can hold credentials), not memory"}
+				return "", "", &refusal{Path: p, Reason: "it is inside .git, which holds the repository's settings (and can hold credentials), not memory"}
 			}
 		}
 		return real, d.real, nil
 	}
-	return "", "", &Refusal{Path: p, Reason: fmt.Sprintf("a symbolic link leads to %s, outside %s, where memory may be read from", real, pl.names())}
+	return "", "", &refusal{Path: p, Reason: fmt.Sprintf("a symbolic link leads to %s, outside %s, where memory may be read from", real, pl.names())}
 }
 
 // read returns the contents of the file at p once check allows it. The
@@ -148,7 +148,7 @@ func (pl place) read(p string) ([]byte, error) {
 func readBelow(dir, real, p string) ([]byte, error) {
 	rel, ok := inside(dir, real)
 	if !ok {
-		return nil, &Refusal{Path: p, Reason: "it lies outside " + dir}
+		return nil, &refusal{Path: p, Reason: "it lies outside " + dir}
 	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
@@ -159,7 +159,7 @@ func readBelow(dir, real, p string) ([]byte, error) {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		if strings.Contains(pe.Err.Error(), "escapes") {
-			return nil, &Refusal{Path: p, Reason: "a symbolic link in its path changed while it was read, and now leads outside " + dir}
+			return nil, &refusal{Path: p, Reason: "a symbolic link in its path changed while it was read, and now leads outside " + dir}
 		}
 		return nil, &fs.PathError{Op: pe.Op, Path: p, Err: pe.Err}
 	}
@@ -206,5 +206,5 @@ func (pl place) checkDir(dir string) error {
 			return nil
 		}
 	}
-	return &Refusal{Path: dir, Reason: fmt.Sprintf("it leads to %s, outside %s, where memory may be kept", real, pl.names())}
+	return &refusal{Path: dir, Reason: fmt.Sprintf("it leads to %s, outside %s, where memory may be kept", real, pl.names())}
 }
