@@ -151,7 +151,8 @@ type pkg struct {
 	out []string
 }
 
-// skips counts one package's tests skipped for one service.
+// skips counts one package's tests skipped for one service; first is the
+// first reason given.
 type skips struct {
 	pkg, service string
 	n            int
@@ -340,19 +341,33 @@ func (r *report) flush(name string) {
 	delete(r.pkgs, name)
 }
 
-// summary prints the packages whose tests skipped for a missing service
-// and how long the run took.
+// summary prints the packages whose tests skipped for a missing service,
+// then once per service the first reason given (which says how to provide
+// it), and how long the run took.
 func (r *report) summary(took time.Duration) {
 	if len(r.order) > 0 {
+		fmt.Fprintln(r.stdout, "Skipped for a missing service:")
+		// Reasons in the order the services were first met.
+		var svcs []string
+		why := map[string]string{}
+		for _, s := range r.order {
+			if _, ok := why[s.service]; !ok {
+				svcs = append(svcs, s.service)
+				why[s.service] = s.first
+			}
+		}
 		slices.SortStableFunc(r.order, func(a, b *skips) int { return strings.Compare(a.pkg+"\x00"+a.service, b.pkg+"\x00"+b.service) })
-		fmt.Fprintln(r.stdout, "Skipped for a missing service (bash .ci/run sets them all up):")
 		for _, s := range r.order {
 			tests := "tests need"
 			if s.n == 1 {
 				tests = "test needs"
 			}
-			fmt.Fprintf(r.stdout, "SKIP\t%s\t%d %s %s: %s\n", s.pkg, s.n, tests, s.service, s.first)
+			fmt.Fprintf(r.stdout, "SKIP\t%s\t%d %s %s\n", s.pkg, s.n, tests, s.service)
 		}
+		for _, svc := range svcs {
+			fmt.Fprintf(r.stdout, "%s: %s\n", svc, why[svc])
+		}
+		fmt.Fprintln(r.stdout, "(bash .ci/run sets them all up.)")
 	}
 	fmt.Fprintf(r.stdout, "go test took %s\n", took.Round(time.Second))
 }

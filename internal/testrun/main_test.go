@@ -83,10 +83,12 @@ func TestBroken(t *testing.T) {
 		"\nFAIL\texample.com/m/box\t",
 		"ok  \texample.com/m/db\t",
 		"?   \texample.com/m/plain\t[no test files]\n",
-		"Skipped for a missing service (bash .ci/run sets them all up):\n" +
-			"SKIP\texample.com/m/box\t1 test needs bubblewrap: bubblewrap (bwrap) is not installed\n" +
-			"SKIP\texample.com/m/db\t2 tests need PostgreSQL: no PostgreSQL test server: set DEEPAGENTS_TEST_POSTGRES\n" +
-			"go test took ",
+		"Skipped for a missing service:\n" +
+			"SKIP\texample.com/m/box\t1 test needs bubblewrap\n" +
+			"SKIP\texample.com/m/db\t2 tests need PostgreSQL\n",
+		"\nbubblewrap: bubblewrap (bwrap) is not installed\n",
+		"\nPostgreSQL: no PostgreSQL test server: set DEEPAGENTS_TEST_POSTGRES\n",
+		"(bash .ci/run sets them all up.)\ngo test took ",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, got)
