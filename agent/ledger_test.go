@@ -300,3 +300,48 @@ func TestCalibrationUsesTheRequestSent(t *testing.T) {
 		t.Fatalf("ratio %.3f; the model reports 2× what it was sent", r)
 	}
 }
+
+// fixedUsageModel calls echo once, then answers; every response reports
+// the same usage, whatever the request.
+type fixedUsageModel struct {
+	usage llm.Usage
+	n     int
+}
+
+func (m *fixedUsageModel) Name() string { return "fixed-usage" }
+
+func (m *fixedUsageModel) Generate(_ context.Context, _ *llm.Request) (*llm.Response, error) {
+	m.n++
+	if m.n == 1 {
+		return &llm.Response{Message: llm.Assistant("", llm.ToolCall{ID: "c1", Name: "echo", Args: json.RawMessage(`{"text":"x"}`)}),
+			Usage: m.usage, StopReason: llm.StopToolCalls}, nil
+	}
+	return &llm.Response{Message: llm.Assistant("done"), Usage: m.usage, StopReason: llm.StopEnd}, nil
+}
+
+func (m *fixedUsageModel) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.StreamEvent, error] {
+	return llm.StreamOf(ctx, req, m.Generate)
+}
+
+// The floor a request reports is everything the provider counted for the
+// previous call: its input and its answer (output), which the next request
+// sends again. A short request whose previous call was long loads as that
+// floor, not as its own small estimate.
+func TestContextFloorIsInputPlusOutput(t *testing.T) {
+	m := &fixedUsageModel{usage: llm.Usage{InputTokens: 9_000, OutputTokens: 2_500}}
+	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{echoTool}, ContextWindow: 100_000})
+	reps, _ := requestReports(t, a, "Go.")
+	got := reps["parent"]
+	if len(got) != 2 {
+		t.Fatalf("%d requests, want 2", len(got))
+	}
+	if got[0].LastReported != 0 {
+		t.Errorf("the first request has a floor before any report: %d", got[0].LastReported)
+	}
+	if got[1].LastReported != 11_500 {
+		t.Errorf("floor of the second request = %d, want 11500 (9000 input + 2500 output)", got[1].LastReported)
+	}
+	if got[1].Calibrated >= 11_500 || got[1].Load() != 11_500 {
+		t.Errorf("the second request loads as %d (calibrated %d), want the floor 11500", got[1].Load(), got[1].Calibrated)
+	}
+}

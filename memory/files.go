@@ -18,13 +18,23 @@ import (
 
 // files is a vfs.Backend of a few named files on disk, the memory files
 // of one directory as the agent sees it: /NAME is the disk file files[NAME].
-// Only those names can be read and written; nothing can be deleted.
+// Only those names can be read and written, each only where its source
+// allows (Source.Within); nothing can be deleted.
 type files struct {
-	names map[string]string // name → disk path
-	mu    sync.Mutex        // serialises writes and updates
+	names  map[string]string // name → disk path
+	places map[string]place  // name → where it may be read and written
+	mu     sync.Mutex        // serialises writes and updates
 }
 
 var _ vfs.Updater = (*files)(nil)
+
+// place is where the memory file name may be read and written.
+func (f *files) place(name string) place {
+	if pl, ok := f.places[name]; ok {
+		return pl
+	}
+	return newPlace(Source{Path: f.names[name]})
+}
 
 func (f *files) lookup(path string) (name, disk string, err error) {
 	p, err := vfs.Clean(path)
@@ -66,7 +76,11 @@ func (f *files) Stat(_ context.Context, path string) (vfs.Entry, error) {
 	if name == "" {
 		return vfs.Entry{Path: "/", IsDir: true}, nil
 	}
-	st, err := os.Stat(disk)
+	real, _, err := f.place(name).check(disk)
+	if err != nil {
+		return vfs.Entry{}, fmt.Errorf("%s: %w", path, errOf(err))
+	}
+	st, err := os.Stat(real)
 	if err != nil {
 		return vfs.Entry{}, fmt.Errorf("%s: %w", path, errOf(err))
 	}
@@ -78,7 +92,10 @@ func (f *files) Stat(_ context.Context, path string) (vfs.Entry, error) {
 
 // errOf maps a disk error to the vfs sentinel it stands for.
 func errOf(err error) error {
+	var no *refusal
 	switch {
+	case errors.As(err, &no):
+		return fmt.Errorf("the memory file is not read or written: %s: %w", no.Reason, vfs.ErrPermission)
 	case errors.Is(err, fs.ErrNotExist):
 		return vfs.ErrNotFound
 	case errors.Is(err, fs.ErrPermission):
@@ -95,7 +112,7 @@ func (f *files) Read(_ context.Context, path string) (string, error) {
 	if name == "" {
 		return "", fmt.Errorf("%s: %w", path, vfs.ErrIsDir)
 	}
-	data, err := safefile.Read(disk, MaxFileBytes)
+	data, err := f.place(name).read(disk)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", path, errOf(err))
 	}
@@ -121,6 +138,9 @@ func (f *files) write(path, content string) error {
 	}
 	if len(content) > MaxFileBytes {
 		return fmt.Errorf("%s: a memory file holds at most %s: %w", path, safefile.Size(MaxFileBytes), vfs.ErrPermission)
+	}
+	if err := f.place(name).checkDir(filepath.Dir(disk)); err != nil {
+		return fmt.Errorf("%s: %w", path, errOf(err))
 	}
 	if err := os.MkdirAll(filepath.Dir(disk), 0o755); err != nil {
 		return fmt.Errorf("%s: %w", path, errOf(err))

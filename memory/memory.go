@@ -14,7 +14,10 @@
 //
 // A line "@relative/path" in a memory file imports that file in its place
 // (to a depth of MaxDepth, each file once per chain), and HTML comments are
-// left out.
+// left out. A memory file and its imports are read only from the
+// directories its Source allows (Within), once symbolic links are
+// resolved: an import of /etc/passwd, ../../proc/self/environ or a link
+// that leads out is not read, and a warning says why.
 package memory
 
 import (
@@ -55,6 +58,12 @@ type Source struct {
 	// InBackend says the agent's backend already serves the file at Show
 	// (a real directory holding it), so it is not mounted again.
 	InBackend bool
+	// Within are the directories the file and everything it imports must
+	// lie in once symbolic links are resolved (the project's root, say, for
+	// a file that comes with a repository). A file elsewhere, under /proc,
+	// /sys or /dev, or inside a .git directory is not read, and a warning
+	// names it and says why. Empty: the directory holding Path.
+	Within []string
 }
 
 // shown is the path the block names for s.
@@ -66,11 +75,16 @@ func (s Source) shown() string {
 }
 
 // File is one source as read: its text with imports expanded and comments
-// removed, or Missing.
+// removed, Missing, or Refused (the reason it was not read: it lies
+// outside the source's Within directories).
 type File struct {
 	Source  Source
 	Text    string
 	Missing bool
+	Refused string
+	// Imports are the real paths of the files imported into Text, in the
+	// order they were read.
+	Imports []string
 }
 
 // reader reads files through a cache keyed by path, size and modification
@@ -85,44 +99,52 @@ type cached struct {
 	text string
 }
 
-// read returns the file's text, or ok false when it does not exist.
-func (r *reader) read(path string) (text string, ok bool, err error) {
-	st, err := os.Stat(path)
+// read returns the file's text and real path if pl allows it, or ok false
+// when it does not exist; a *refusal when pl does not allow it.
+func (r *reader) read(path string, pl place) (text, real string, ok bool, err error) {
+	real, dir, err := pl.check(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return "", false, nil
+		return "", "", false, nil
 	}
 	if err != nil {
-		return "", false, err
+		return "", "", false, err
+	}
+	st, err := os.Stat(real)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", "", false, nil
+	}
+	if err != nil {
+		return "", "", false, err
 	}
 	r.mu.Lock()
-	c, hit := r.cache[path]
+	c, hit := r.cache[real]
 	r.mu.Unlock()
 	// A write by rename (ours, osfs's, most editors') makes a new file,
 	// which SameFile tells apart even within one tick of a coarse clock.
 	if hit && os.SameFile(c.info, st) && c.info.Size() == st.Size() && c.info.ModTime().Equal(st.ModTime()) {
-		return c.text, true, nil
+		return c.text, real, true, nil
 	}
-	data, err := safefile.Read(path, MaxFileBytes)
+	data, err := readBelow(dir, real, path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return "", false, nil
+		return "", "", false, nil
 	}
 	if err != nil {
-		return "", false, err
+		return "", "", false, err
 	}
 	text = strings.ReplaceAll(strings.TrimPrefix(strings.ToValidUTF8(string(data), "\uFFFD"), "\ufeff"), "\r\n", "\n")
 	r.mu.Lock()
 	if r.cache == nil {
 		r.cache = map[string]cached{}
 	}
-	r.cache[path] = cached{info: st, text: text}
+	r.cache[real] = cached{info: st, text: text}
 	r.mu.Unlock()
-	return text, true, nil
+	return text, real, true, nil
 }
 
 // Load reads the sources in order, expanding imports and removing
 // comments. Warnings are problems that did not stop it (an import that is
-// missing, too deep or a cycle); an error names the file that could not be
-// read.
+// missing, too deep, a cycle, or outside the source's Within directories;
+// a source outside them); an error names the file that could not be read.
 func Load(sources []Source) ([]File, []string, error) {
 	return (&reader{}).load(sources)
 }
@@ -131,7 +153,14 @@ func (r *reader) load(sources []Source) ([]File, []string, error) {
 	var files []File
 	var warns []string
 	for _, s := range sources {
-		text, ok, err := r.read(s.Path)
+		pl := newPlace(s)
+		text, real, ok, err := r.read(s.Path, pl)
+		var no *refusal
+		if errors.As(err, &no) {
+			warns = append(warns, fmt.Sprintf("%s was not read: %s", s.Path, no.Reason))
+			files = append(files, File{Source: s, Refused: no.Reason})
+			continue
+		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("memory: reading %s: %w", s.Path, safefile.WithoutPath(err, s.Path))
 		}
@@ -140,18 +169,22 @@ func (r *reader) load(sources []Source) ([]File, []string, error) {
 			continue
 		}
 		abs, _ := filepath.Abs(s.Path)
-		out, err := r.expand(StripComments(text), abs, []string{abs}, &warns)
+		var imports []string
+		out, err := r.expand(StripComments(text), abs, filepath.Dir(real), []string{real}, pl, &warns, &imports)
 		if err != nil {
 			return nil, nil, err
 		}
-		files = append(files, File{Source: s, Text: strings.TrimSpace(out)})
+		files = append(files, File{Source: s, Text: strings.TrimSpace(out), Imports: imports})
 	}
 	return files, warns, nil
 }
 
 // expand replaces each import line of text (from file, at depth
-// len(chain)-1) with the imported file's expanded text.
-func (r *reader) expand(text, file string, chain []string, warns *[]string) (string, error) {
+// len(chain)-1; chain holds the real paths of the files importing) with the imported file's expanded text, reading only what
+// pl allows. A relative import is relative to base, the directory the
+// file really is in (a linked file imports from beside its target). The
+// real path of each file imported is added to imports.
+func (r *reader) expand(text, file, base string, chain []string, pl place, warns, imports *[]string) (string, error) {
 	lines := strings.Split(text, "\n")
 	fence := false
 	for i, ln := range lines {
@@ -166,17 +199,18 @@ func (r *reader) expand(text, file string, chain []string, warns *[]string) (str
 		}
 		path := target
 		if !filepath.IsAbs(path) {
-			path = filepath.Join(filepath.Dir(file), filepath.FromSlash(target))
+			path = filepath.Join(base, filepath.FromSlash(target))
 		}
-		switch {
-		case len(chain) > MaxDepth:
+		if len(chain) > MaxDepth {
 			*warns = append(*warns, fmt.Sprintf("%s: the import of %s was not expanded: imports nest at most %d levels deep", file, target, MaxDepth))
 			continue
-		case slices.Contains(chain, path):
-			*warns = append(*warns, fmt.Sprintf("%s: the import of %s was not expanded: it imports itself through %s", file, target, strings.Join(chain, " → ")))
+		}
+		sub, real, ok, err := r.read(path, pl)
+		var no *refusal
+		if errors.As(err, &no) {
+			*warns = append(*warns, fmt.Sprintf("%s: the import of %s was not read: %s", file, target, no.Reason))
 			continue
 		}
-		sub, ok, err := r.read(path)
 		if err != nil {
 			return "", fmt.Errorf("memory: reading %s (imported by %s): %w", path, file, safefile.WithoutPath(err, path))
 		}
@@ -184,7 +218,12 @@ func (r *reader) expand(text, file string, chain []string, warns *[]string) (str
 			*warns = append(*warns, fmt.Sprintf("%s: the import of %s was not expanded: %s does not exist", file, target, path))
 			continue
 		}
-		out, err := r.expand(StripComments(sub), path, append(chain[:len(chain):len(chain)], path), warns)
+		if slices.Contains(chain, real) {
+			*warns = append(*warns, fmt.Sprintf("%s: the import of %s was not expanded: it imports itself through %s", file, target, strings.Join(chain, " → ")))
+			continue
+		}
+		*imports = append(*imports, real)
+		out, err := r.expand(StripComments(sub), path, filepath.Dir(real), append(chain[:len(chain):len(chain)], real), pl, warns, imports)
 		if err != nil {
 			return "", err
 		}

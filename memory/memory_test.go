@@ -11,7 +11,7 @@ import (
 	"github.com/deepagents-go/deepagents/memory"
 )
 
-func write(t *testing.T, path, text string) string {
+func write(t testing.TB, path, text string) string {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)

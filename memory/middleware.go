@@ -108,6 +108,8 @@ func Render(files []File, maxBytes int) Block {
 	for i, f := range files {
 		b.WriteString("\n## " + f.Source.shown() + "\n\n")
 		switch {
+		case f.Refused != "":
+			b.WriteString("(not read: " + escape(f.Refused) + ")\n")
 		case f.Missing:
 			b.WriteString("(this file does not exist yet)\n")
 		case texts[i] != "":
@@ -184,10 +186,11 @@ func Middleware(cfg Config) (agent.Middleware, error) {
 		}
 		dir, name := path.Split(p)
 		if dirs[dir] == nil {
-			dirs[dir] = &files{names: map[string]string{}}
+			dirs[dir] = &files{names: map[string]string{}, places: map[string]place{}}
 			order = append(order, dir)
 		}
 		dirs[dir].names[name] = s.Path
+		dirs[dir].places[name] = newPlace(s)
 	}
 	for _, d := range order {
 		m.routes = append(m.routes, vfs.Route{Prefix: d, Backend: dirs[d]})

@@ -739,3 +739,52 @@ func TestGateNulls(t *testing.T) {
 		t.Errorf("warnings %q", s.Warnings)
 	}
 }
+
+// The parent and two subagents wait with one call id (w1) at one stop.
+// Each decision names its call's agent path, and reaches that call only,
+// in whatever order the decisions are listed: the approved agent's file
+// is written and no other, and each rejected agent reads its own reason.
+func TestDecisionsWithPathsReachTheirOwnAgent(t *testing.T) {
+	s, err := Load(filepath.Join("..", "testdata", "scenarios", "same-call-id-two-agents.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	given := slices.Clone(s.Decisions)
+	reasons := map[string]string{}
+	for _, d := range given {
+		if d.Type == agent.Reject {
+			reasons[d.Path] = d.Message
+		}
+	}
+	for _, order := range [][]int{{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}} {
+		t.Run(fmt.Sprint(order), func(t *testing.T) {
+			s.Decisions = nil
+			for _, i := range order {
+				s.Decisions = append(s.Decisions, given[i])
+			}
+			tr, err := s.Run(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tr.Status != agent.StatusOK || tr.Error != nil || len(tr.UnusedDecisions) != 0 {
+				t.Fatalf("status %s, error %v, unused %+v", tr.Status, tr.Error, tr.UnusedDecisions)
+			}
+			if len(tr.Files) != 1 || tr.Files["/b.md"] != "b\n" {
+				t.Errorf("files %v, want only /b.md (the approved subagent's)", tr.Files)
+			}
+			var parentTool []string
+			for _, m := range tr.ParentMessages {
+				if m.Role == "tool" {
+					parentTool = append(parentTool, m.Content)
+				}
+			}
+			if len(parentTool) != 3 || !strings.Contains(parentTool[2], reasons["parent"]) {
+				t.Errorf("the parent's tool results %q; the third must carry %q", parentTool, reasons["parent"])
+			}
+			a := tr.SubagentConversations["general-purpose#0"]
+			if got := fmt.Sprint(a.Messages); !strings.Contains(got, reasons["parent / general-purpose#t1"]) || strings.Contains(got, reasons["parent"]) {
+				t.Errorf("subagent a's conversation does not carry its own rejection only: %s", got)
+			}
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/deepagents-go/deepagents/skills"
 )
@@ -159,6 +160,40 @@ func TestLoaderRereadsOnlyOnChange(t *testing.T) {
 	writeSkill(t, dir, "b", "name: b\ndescription: new")
 	if s := l.Current(); len(s.Skills) != 2 {
 		t.Fatalf("a new skill was not seen: %+v", s.Skills)
+	}
+}
+
+// An edit of SKILL.md that keeps its size (one word for another of the
+// same length) is seen through the file's modification time.
+func TestLoaderSeesASameSizeEdit(t *testing.T) {
+	dir := t.TempDir()
+	p := writeSkill(t, dir, "a", "name: a\ndescription: alpha")
+	l, err := skills.NewLoader("", skills.Source{Label: "user", Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := l.Current(); s.Skills[0].Description != "alpha" {
+		t.Fatalf("%+v", s.Skills)
+	}
+	writeSkill(t, dir, "a", "name: a\ndescription: omega")
+	// Set the time explicitly: on a coarse clock the rewrite could fall
+	// in the same tick as the first write.
+	if err := os.Chtimes(p, before.ModTime().Add(2*time.Second), before.ModTime().Add(2*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	after, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Size() != before.Size() || after.Mode() != before.Mode() {
+		t.Fatalf("the edit changed more than the contents: %d %v → %d %v", before.Size(), before.Mode(), after.Size(), after.Mode())
+	}
+	if s := l.Current(); s.Skills[0].Description != "omega" {
+		t.Fatalf("a same-size edit was not read again: %+v", s.Skills)
 	}
 }
 

@@ -614,6 +614,9 @@ func (s *session) report(res *agent.Result, reason, path string, prog *progressP
 		if !s.discarded {
 			out.ThreadID = s.thread
 		}
+		if s.setup != nil {
+			out.UntrustedProject = s.setup.projectFiles
+		}
 		if s.flags.output == "stream-json" {
 			out.Type = "result"
 		}
@@ -961,6 +964,10 @@ type runSummary struct {
 	Context        *agent.ContextReport           `json:"context,omitempty"`
 	ContextByAgent map[string]agent.ContextLedger `json:"context_by_agent,omitempty"`
 	ContextTotal   *agent.ContextLedger           `json:"context_total,omitempty"`
+	// UntrustedProject lists the memory files and skills of a project the
+	// user has not trusted, which went to the model as written (see
+	// listProjectFiles); absent when trusted or there are none.
+	UntrustedProject *projectFiles `json:"untrusted_project,omitempty"`
 }
 
 // actionRequest is a LangChain action request with our call_id beside its

@@ -45,6 +45,9 @@ type setup struct {
 	subagentWindows map[string]int
 	// tracing is set when OTEL_* variables ask for traces (otel.go).
 	tracing *cliTracing
+	// projectFiles are the untrusted project's memory files and skills,
+	// listed when the agent was assembled (nil: trusted, or none).
+	projectFiles *projectFiles
 }
 
 func (s *setup) close() {
@@ -253,6 +256,7 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 		s.config.Middleware = append(s.config.Middleware, cp.mounts.Middleware())
 	}
 	applyMCP(&s.config, mcps, f.mcp)
+	s.projectFiles = listProjectFiles(stderr, projectTrusted(cfg, home, f), home, sc, mc)
 	if err := s.startTracing(ctx, stderr); err != nil {
 		return nil, err
 	}

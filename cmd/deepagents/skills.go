@@ -3,10 +3,15 @@ package main
 import (
 	"errors"
 	"flag"
+	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
+	"github.com/deepagents-go/deepagents/config"
+	"github.com/deepagents-go/deepagents/internal/safefile"
 	"github.com/deepagents-go/deepagents/memory"
 	"github.com/deepagents-go/deepagents/skills"
 )
@@ -67,15 +72,20 @@ func repoRoot(dir string) string {
 // agent knows where to write; the others only when they exist.
 //
 // Each file gets the path the agent edits it at: its path inside root when
-// root (--root) holds it, else a mount under /memory/.
+// root (--root) holds it, else a mount under /memory/. The project's files
+// import only from inside the project (the repository root): they come
+// with the repository, and must not pull the user's files (their
+// ~/.deepagents holds settings and the trust list) into the prompt. The
+// user's own file imports from their ~/.deepagents and the project.
 func memorySources(cwd, home, root string) []memory.Source {
 	top := repoRoot(cwd)
 	if top == "" {
 		top = cwd
 	}
 	var out []memory.Source
-	add := func(path, show string) {
-		s := memory.Source{Path: path, Show: show}
+	project := []string{top}
+	add := func(path, show string, within []string) {
+		s := memory.Source{Path: path, Show: show, Within: within}
 		if root != "" {
 			if rel, err := filepath.Rel(root, path); err == nil && filepath.IsLocal(rel) {
 				s.Show, s.InBackend = "/"+filepath.ToSlash(rel), true
@@ -84,7 +94,7 @@ func memorySources(cwd, home, root string) []memory.Source {
 		out = append(out, s)
 	}
 	if home != "" {
-		add(filepath.Join(home, ".deepagents", "AGENTS.md"), memoryMount+"user/AGENTS.md")
+		add(filepath.Join(home, ".deepagents", "AGENTS.md"), memoryMount+"user/AGENTS.md", []string{filepath.Join(home, ".deepagents"), top})
 	}
 	var dirs []string
 	for d := cwd; ; d = filepath.Dir(d) {
@@ -93,7 +103,7 @@ func memorySources(cwd, home, root string) []memory.Source {
 			break
 		}
 	}
-	project := func(path string) string {
+	shown := func(path string) string {
 		rel, err := filepath.Rel(top, path)
 		if err != nil {
 			return memoryMount + "project/" + filepath.Base(path)
@@ -111,10 +121,10 @@ func memorySources(cwd, home, root string) []memory.Source {
 		}
 		// Other errors are the run's: the middleware reports them with
 		// the path.
-		add(p, project(p))
+		add(p, shown(p), project)
 	}
 	own := filepath.Join(cwd, ".deepagents", "AGENTS.md")
-	add(own, project(own))
+	add(own, shown(own), project)
 	return out
 }
 
@@ -137,4 +147,102 @@ func skillsAndMemory(f runFlags, cwd, home, root string, window int) (*skills.Co
 		mc = &memory.Config{Sources: memorySources(cwd, home, root)}
 	}
 	return sc, mc, nil
+}
+
+// projectTrusted reports whether the user trusts the project in the
+// working directory: --trust-project on this command, or an approval
+// remembered for its deepagents.toml as it is now.
+func projectTrusted(cfg *config.Config, home string, f runFlags) bool {
+	if f.trustProject {
+		return true
+	}
+	if cfg == nil || cfg.ProjectFile == "" || home == "" {
+		return false
+	}
+	ok, err := config.UserTrustStore(home).Trusted(cfg.ProjectFile, cfg.ProjectHash)
+	return err == nil && ok
+}
+
+// projectFiles are the files of a project the user has not trusted that
+// go to the model as they are written: its memory files (with the files
+// they import) and its skills. They are listed, not blocked: the user
+// sees what a repository they cloned puts in front of the model.
+type projectFiles struct {
+	Memory []listedFile `json:"memory,omitempty"`
+	Skills []listedFile `json:"skills,omitempty"`
+}
+
+// listedFile is one file of projectFiles.
+type listedFile struct {
+	Path string `json:"path"`
+	Size int64  `json:"size"`
+	// Skill is the name of the skill whose SKILL.md this is.
+	Skill string `json:"skill,omitempty"`
+	// ImportedBy is the memory file that imports this one.
+	ImportedBy string `json:"imported_by,omitempty"`
+}
+
+// listProjectFiles finds the project's own memory files and skills in the
+// run's configuration (nil for what is off) and, unless the project is
+// trusted or has none, lists them on w with their sizes and returns them.
+// The user's own files (under home) are not listed.
+func listProjectFiles(w io.Writer, trusted bool, home string, sc *skills.Config, mc *memory.Config) *projectFiles {
+	if trusted {
+		return nil
+	}
+	var out projectFiles
+	size := func(p string) int64 {
+		st, err := os.Stat(p)
+		if err != nil {
+			return 0
+		}
+		return st.Size()
+	}
+	if mc != nil {
+		var project []memory.Source
+		for _, s := range mc.Sources {
+			if home == "" || s.Path != filepath.Join(home, ".deepagents", "AGENTS.md") {
+				project = append(project, s)
+			}
+		}
+		// A file that cannot be read fails the first model call with its
+		// path; refused ones are warned about there too.
+		files, _, _ := memory.Load(project)
+		for _, f := range files {
+			if f.Missing || f.Refused != "" {
+				continue
+			}
+			out.Memory = append(out.Memory, listedFile{Path: f.Source.Path, Size: size(f.Source.Path)})
+			for _, imp := range f.Imports {
+				out.Memory = append(out.Memory, listedFile{Path: imp, Size: size(imp), ImportedBy: f.Source.Path})
+			}
+		}
+	}
+	if sc != nil {
+		var project []skills.Source
+		for _, s := range sc.Sources {
+			if strings.HasPrefix(s.Label, "project") {
+				project = append(project, s)
+			}
+		}
+		for _, sk := range skills.Load("", project...).Skills {
+			p := filepath.Join(sk.Dir, skills.FileName)
+			out.Skills = append(out.Skills, listedFile{Path: p, Size: size(p), Skill: sk.Name})
+		}
+	}
+	if len(out.Memory) == 0 && len(out.Skills) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "deepagents: this project is not trusted; its memory files and skills below go to the model as they are written:")
+	for _, f := range out.Memory {
+		if f.ImportedBy != "" {
+			fmt.Fprintf(w, "  memory  %s (%s, imported by %s)\n", f.Path, safefile.Size(f.Size), f.ImportedBy)
+		} else {
+			fmt.Fprintf(w, "  memory  %s (%s)\n", f.Path, safefile.Size(f.Size))
+		}
+	}
+	for _, f := range out.Skills {
+		fmt.Fprintf(w, "  skill   %s: %s (%s)\n", f.Skill, f.Path, safefile.Size(f.Size))
+	}
+	return &out
 }

@@ -29,6 +29,23 @@ func Read(path string, max int64) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
+	return readOpen(f, path, max)
+}
+
+// ReadIn is Read of the file name inside root: a name or symbolic link that
+// would lead out of root is refused (os.Root's rule), even one swapped in
+// while the file is being opened.
+func ReadIn(root *os.Root, name string, max int64) ([]byte, error) {
+	f, err := root.OpenFile(name, os.O_RDONLY|oNonblock, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return readOpen(f, name, max)
+}
+
+// readOpen reads the open file f (at path, for errors) as Read does.
+func readOpen(f *os.File, path string, max int64) ([]byte, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, err

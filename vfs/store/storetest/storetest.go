@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/deepagents-go/deepagents"
 	"github.com/deepagents-go/deepagents/agent"
@@ -71,6 +72,7 @@ func Run(t *testing.T, newTable func(t *testing.T) store.Table, saver func(t *te
 			t.Errorf("after Apply: %v, want [/a/b]", got)
 		}
 	})
+	t.Run("Times", func(t *testing.T) { times(t, newTable(t)) })
 	t.Run("ConcurrentStores", func(t *testing.T) {
 		// Two stores of one namespace (two processes, say) updating one
 		// file: every update lands.
@@ -99,6 +101,51 @@ func Run(t *testing.T, newTable func(t *testing.T) store.Table, saver func(t *te
 	})
 	if saver != nil {
 		t.Run("AcrossThreads", func(t *testing.T) { acrossThreads(t, newTable(t), saver(t)) })
+	}
+}
+
+// times: a file keeps the time it was created through every overwrite
+// (Write, a merged Apply, Update), while its modification time moves on.
+func times(t *testing.T, tab store.Table) {
+	ctx := context.Background()
+	s, err := store.New(tab, "n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)
+	clock := t0
+	s.SetClock(func() time.Time { return clock })
+	check := func(step string, created, modified time.Time) {
+		t.Helper()
+		f, ok, err := tab.Get(ctx, "n", "/notes.md")
+		if err != nil || !ok {
+			t.Fatalf("%s: Get = %v, %v", step, ok, err)
+		}
+		if !f.CreatedAt.Equal(created) || !f.ModifiedAt.Equal(modified) {
+			t.Errorf("%s: created %v, modified %v; want created %v, modified %v", step, f.CreatedAt, f.ModifiedAt, created, modified)
+		}
+	}
+	if err := s.Write(ctx, "/notes.md", "one"); err != nil {
+		t.Fatal(err)
+	}
+	check("created", t0, t0)
+	clock = t0.Add(time.Hour)
+	if err := s.Write(ctx, "/notes.md", "two"); err != nil {
+		t.Fatal(err)
+	}
+	check("overwritten", t0, clock)
+	// A layer's change carries the layer's own times; the stored file's
+	// creation time wins.
+	clock = t0.Add(2 * time.Hour)
+	s.Apply(vfs.Delta{{Path: "/notes.md", File: &vfs.File{Content: "three", CreatedAt: clock, ModifiedAt: clock}}})
+	check("applied", t0, clock)
+	clock = t0.Add(3 * time.Hour)
+	if err := vfs.Update(ctx, s, "/notes.md", func(c string) (string, error) { return c + "!", nil }); err != nil {
+		t.Fatal(err)
+	}
+	check("updated", t0, clock)
+	if got := vfstest.MustRead(t, s, "/notes.md"); got != "three!" {
+		t.Errorf("content %q", got)
 	}
 }
 

@@ -1,0 +1,143 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/llm/scripted"
+	"github.com/deepagents-go/deepagents/subagent"
+	"github.com/deepagents-go/deepagents/tool"
+)
+
+// sameIDFamily is a parent whose first step starts the subagents alpha
+// (task call t1) and, with parentToo false, beta (t2); with parentToo the
+// parent makes its own write call instead of starting beta. Every model
+// numbers its write call w1, so two calls wait with one id in two agents.
+// written lists the files the write tool wrote.
+func sameIDFamily(t *testing.T, parentToo bool) (a *agent.Agent, written func() []string) {
+	t.Helper()
+	var mu sync.Mutex
+	var files []string
+	write := tool.MustFunc("write", "Write a file.", func(ctx context.Context, env *tool.Env, in writeIn) (string, error) {
+		mu.Lock()
+		files = append(files, in.Path)
+		mu.Unlock()
+		return "wrote " + in.Path, env.Files.Write(ctx, in.Path, in.Content)
+	})
+	w1 := func(path string) scripted.StepCall {
+		return scripted.StepCall{ID: "w1", Name: "write", Args: json.RawMessage(`{"path":"` + path + `","content":"x"}`)}
+	}
+	task := func(id, name string) scripted.StepCall {
+		return scripted.StepCall{ID: id, Name: "task", Args: json.RawMessage(`{"description":"write","subagent_type":"` + name + `"}`)}
+	}
+	first := []scripted.StepCall{task("t1", "alpha"), task("t2", "beta")}
+	if parentToo {
+		first = []scripted.StepCall{task("t1", "alpha"), w1("/parent.md")}
+	}
+	m := scripted.New(scripted.Script{
+		"parent": steps(scripted.Step{ToolCalls: first}, scripted.Step{Content: "parent done"}),
+		"alpha":  steps(scripted.Step{ToolCalls: []scripted.StepCall{w1("/alpha.md")}}, scripted.Step{Content: "alpha done"}),
+		"beta":   steps(scripted.Step{ToolCalls: []scripted.StepCall{w1("/beta.md")}}, scripted.Step{Content: "beta done"}),
+	}, scripted.Options{})
+	gates := map[string]agent.Approval{"write": {}}
+	tk, err := subagent.NewTask(subagent.Config{Model: m, InterruptOn: gates, Subagents: []subagent.Spec{
+		{Name: "alpha", Description: "Writes alpha.", Tools: []tool.Tool{write}},
+		{Name: "beta", Description: "Writes beta.", Tools: []tool.Tool{write}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a = newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{tk, write}, InterruptOn: gates})
+	return a, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		out := slices.Clone(files)
+		slices.Sort(out)
+		return out
+	}
+}
+
+// When two agents of one run wait with the same call id (two subagents, or
+// the parent and a subagent), a decision that names one agent's path is
+// applied to that agent's call only: approving one and rejecting the other
+// writes the approved agent's file and not the other's, whichever of the
+// two decisions comes first in the list. A decision without a path is
+// refused as ambiguous, before anything runs.
+func TestDecisionForOneAgentIsNotAppliedToAnother(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		parentToo bool
+		approve   string // the path whose call is approved
+		reject    string
+		want      string // the file written
+	}{
+		{"two subagents, first approved", false, "parent / alpha#t1", "parent / beta#t2", "/alpha.md"},
+		{"two subagents, second approved", false, "parent / beta#t2", "parent / alpha#t1", "/beta.md"},
+		{"parent approved, subagent rejected", true, "parent", "parent / alpha#t1", "/parent.md"},
+		{"subagent approved, parent rejected", true, "parent / alpha#t1", "parent", "/alpha.md"},
+	} {
+		for _, rejectFirst := range []bool{false, true} {
+			name := tc.name
+			if rejectFirst {
+				name += ", reject listed first"
+			}
+			t.Run(name, func(t *testing.T) {
+				ctx := t.Context()
+				a, written := sameIDFamily(t, tc.parentToo)
+				saver := checkpoint.NewMemory(0)
+				res, err := a.Invoke(ctx, agent.Prompt("go"), agent.WithCheckpoints(saver, "same"))
+				if !errors.Is(err, agent.ErrInterrupted) || len(res.Interrupts) != 2 {
+					t.Fatalf("first run: %v, interrupts %+v", err, res.Interrupts)
+				}
+				var paths []string
+				for _, in := range res.Interrupts {
+					if in.CallID != "w1" {
+						t.Fatalf("waiting %+v; both calls should be w1", res.Interrupts)
+					}
+					paths = append(paths, in.Path)
+				}
+				if !slices.Contains(paths, tc.approve) || !slices.Contains(paths, tc.reject) {
+					t.Fatalf("waiting in %q, want %q and %q", paths, tc.approve, tc.reject)
+				}
+				// Without a path the decision could be either call's.
+				var de *agent.DecisionError
+				bare := []agent.Decision{{Type: agent.Approve, CallID: "w1"}}
+				if err := a.CheckDecisions(bare, res.Interrupts); !errors.As(err, &de) {
+					t.Errorf("CheckDecisions of a decision without a path: %v", err)
+				}
+				if _, err := a.Invoke(ctx, agent.Input{}, agent.WithCheckpoints(saver, "same"), agent.WithDecisions(bare...)); !errors.As(err, &de) {
+					t.Errorf("resume with a decision without a path: %v", err)
+				}
+				if got := written(); len(got) != 0 {
+					t.Fatalf("written before any decision: %v", got)
+				}
+				ds := []agent.Decision{
+					{Type: agent.Approve, CallID: "w1", Path: tc.approve},
+					{Type: agent.Reject, CallID: "w1", Path: tc.reject, Message: "not this one"},
+				}
+				if rejectFirst {
+					ds[0], ds[1] = ds[1], ds[0]
+				}
+				if err := a.CheckDecisions(ds, res.Interrupts); err != nil {
+					t.Fatalf("CheckDecisions refused decisions with paths: %v", err)
+				}
+				res, err = a.Invoke(ctx, agent.Input{}, agent.WithCheckpoints(saver, "same"), agent.WithDecisions(ds...))
+				if err != nil || res.Status != agent.StatusOK {
+					t.Fatalf("resume: %v (status %v, waiting %+v)", err, res.Status, res.Interrupts)
+				}
+				if got := written(); !slices.Equal(got, []string{tc.want}) {
+					t.Errorf("written %v, want only %s", got, tc.want)
+				}
+				if !slices.Equal(res.Changed, []string{tc.want}) {
+					t.Errorf("files changed %v, want only %s", res.Changed, tc.want)
+				}
+			})
+		}
+	}
+}
