@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/llm/scripted"
 )
 
 // sseEvent is one parsed server-sent event.
@@ -152,4 +154,23 @@ func (h *harness) stream(method, path string, body any, hdr ...string) (*http.Re
 		h.t.Fatalf("%s %s: status %d; body %s", method, path, resp.StatusCode, b)
 	}
 	return resp, parseSSE(h.t, bytes.NewReader(b))
+}
+
+// subagentWriter is a scripted model whose parent starts one general-purpose
+// subagent, which writes content to /sub.md and ends; then the parent ends.
+func subagentWriter(content string) *scripted.Model {
+	c, _ := json.Marshal(content)
+	return scripted.New(nil, scripted.Options{Func: func(ci llm.CallInfo, req *llm.Request) (scripted.Step, error) {
+		last := req.Messages[len(req.Messages)-1]
+		switch {
+		case ci.Instance != "" && ci.Round == 0:
+			return scripted.Step{ToolCalls: []scripted.StepCall{{ID: "w", Name: "write_file", Args: json.RawMessage(`{"file_path":"/sub.md","content":` + string(c) + `}`)}}}, nil
+		case ci.Instance != "":
+			return scripted.Step{Content: "subagent done"}, nil
+		case last.Role == llm.RoleUser:
+			return scripted.Step{ToolCalls: []scripted.StepCall{{ID: "t1", Name: "task", Args: json.RawMessage(`{"description":"write the file","subagent_type":"general-purpose"}`)}}}, nil
+		default:
+			return scripted.Step{Content: "parent done"}, nil
+		}
+	}})
 }

@@ -7,8 +7,6 @@ import (
 
 	"github.com/deepagents-go/deepagents"
 	"github.com/deepagents-go/deepagents/agent"
-	"github.com/deepagents-go/deepagents/llm"
-	"github.com/deepagents-go/deepagents/llm/scripted"
 )
 
 // toolMessage finds the tool message answering call id in msgs.
@@ -105,19 +103,7 @@ func TestRejectedCallMarked(t *testing.T) {
 // marked in the subagent's streamed values (values|task:...) and in its
 // state read by checkpoint namespace.
 func TestRejectedSubagentCallMarked(t *testing.T) {
-	model := scripted.New(nil, scripted.Options{Func: func(ci llm.CallInfo, req *llm.Request) (scripted.Step, error) {
-		last := req.Messages[len(req.Messages)-1]
-		switch {
-		case ci.Instance != "" && ci.Round == 0:
-			return scripted.Step{ToolCalls: []scripted.StepCall{{ID: "w", Name: "write_file", Args: json.RawMessage(`{"file_path":"/sub.md","content":"x"}`)}}}, nil
-		case ci.Instance != "":
-			return scripted.Step{Content: "subagent done"}, nil
-		case last.Role == llm.RoleUser:
-			return scripted.Step{ToolCalls: []scripted.StepCall{{ID: "t1", Name: "task", Args: json.RawMessage(`{"description":"write the file","subagent_type":"general-purpose"}`)}}}, nil
-		default:
-			return scripted.Step{Content: "parent done"}, nil
-		}
-	}})
+	model := subagentWriter("x")
 	a, err := deepagents.New(deepagents.Config{Name: "boss", Model: model, InterruptOn: map[string]agent.Approval{"write_file": {}}})
 	if err != nil {
 		t.Fatal(err)

@@ -3,65 +3,26 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/binary"
 	"errors"
-	"hash/crc32"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/internal/testkit"
 	"github.com/deepagents-go/deepagents/llm"
 )
 
-// forgeOldJournal writes, beside the database at dbPath, a journal in the
-// format releases before schema 5 wrote and replayed on open
-// (state.db-oplog-<16 hex digits>: "DAOPLOG1", an 8-byte generation, then
-// records of a length, a CRC-32C and a payload of a record number and
-// statements), holding one statement given as SQL text: what an agent
-// could write with write_file to make such a release run SQL of its
-// choosing. It returns the journal's path.
+// forgeOldJournal writes, beside the database at dbPath, an old-format
+// journal holding sqlText (testkit.OldJournal) and returns its path.
 func forgeOldJournal(t testing.TB, dbPath, sqlText string) string {
 	t.Helper()
-	head := append([]byte("DAOPLOG1"), 1, 2, 3, 4, 5, 6, 7, 0)
-	var payload []byte
-	payload = binary.LittleEndian.AppendUint64(payload, 1) // record number
-	payload = append(payload, 's')                         // a statement given as SQL text
-	payload = binary.AppendUvarint(payload, uint64(len(sqlText)))
-	payload = append(payload, sqlText...)
-	payload = binary.AppendUvarint(payload, 0) // no arguments
-	rec := binary.LittleEndian.AppendUint32(nil, uint32(len(payload)))
-	rec = binary.LittleEndian.AppendUint32(rec, crc32.Checksum(payload, crc32.MakeTable(crc32.Castagnoli)))
-	rec = append(rec, payload...)
-	path := dbPath + "-oplog-0007060504030201"
-	if err := os.WriteFile(path, append(head, rec...), 0o600); err != nil {
+	path := dbPath + testkit.OldJournalSuffix
+	if err := os.WriteFile(path, testkit.OldJournal(sqlText, false), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return path
-}
-
-// attackSQL is a forged journal's statement: it ends the replay's
-// transaction, attaches a database of the attacker's choosing (creating
-// the file) and writes to it, then changes the thread database itself.
-func attackSQL(pwned string) string {
-	return "COMMIT; ATTACH DATABASE '" + pwned + "' AS x; CREATE TABLE x.t(a); DETACH DATABASE x; DELETE FROM checkpoints; BEGIN IMMEDIATE"
-}
-
-// countRows is the number of checkpoints in the database at path, read
-// without this package.
-func countRows(t *testing.T, path string) int {
-	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	var n int
-	if err := db.QueryRow(`SELECT COUNT(*) FROM checkpoints`).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
 }
 
 // A journal forged beside the thread database (as an agent's write_file
@@ -83,7 +44,7 @@ func TestForgedJournalIsNeverRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	pwned := filepath.Join(dir, "pwned.db")
-	journal := forgeOldJournal(t, path, attackSQL(pwned))
+	journal := forgeOldJournal(t, path, testkit.AttackSQL(pwned))
 
 	s, err = Open(path, Options{})
 	if err == nil {
@@ -95,7 +56,7 @@ func TestForgedJournalIsNeverRun(t *testing.T) {
 	if _, err := os.Stat(pwned); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the forged journal's ATTACH made %s (%v)", pwned, err)
 	}
-	if n := countRows(t, path); n != 1 {
+	if n := testkit.CheckpointRows(t, path); n != 1 {
 		t.Errorf("%d checkpoints after the open, want the 1 stored before", n)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/internal/testkit"
 )
 
 // opened watches a directory and reports the names of the files in it that
@@ -71,7 +72,7 @@ func TestOpenReadsOnlyTheDatabaseFiles(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	journal := forgeOldJournal(t, path, attackSQL(filepath.Join(dir, "pwned.db")))
+	journal := forgeOldJournal(t, path, testkit.AttackSQL(filepath.Join(dir, "pwned.db")))
 	others := []string{"state.db.bak", "state.db-foo", "state.db-journal2", "notes.md"}
 	for _, name := range others {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte("not for the saver"), 0o600); err != nil {

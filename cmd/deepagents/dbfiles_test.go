@@ -3,12 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
-	"database/sql"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"hash/crc32"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deepagents-go/deepagents/internal/testkit"
 	ot "github.com/deepagents-go/deepagents/providers/openai/openaitest"
 )
 
@@ -41,62 +38,8 @@ func cliChild(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	return code, out.String(), errb.String()
 }
 
-// oldJournal is a journal in the format releases before the thread
-// database's schema 5 replayed when they opened the database (a name
-// ending "-oplog-" and 16 hex digits beside it; "DAOPLOG1", an 8-byte
-// generation, then records of a length, a CRC-32C and a payload of a
-// record number and statements), holding one statement given as SQL
-// text. With ascii set, a numbered SQL comment is added, the first number
-// for which every byte of the file is below 0x80, so that the file can be
-// written as text (by write_file); the SQL must then be short.
-func oldJournal(sqlText string, ascii bool) []byte {
-	for i := 0; ; i++ {
-		text := sqlText
-		if ascii {
-			text = fmt.Sprintf("%s -- %04d", sqlText, i)
-		}
-		payload := binary.LittleEndian.AppendUint64(nil, 1) // record number
-		payload = append(payload, 's')                      // a statement given as SQL text
-		payload = binary.AppendUvarint(payload, uint64(len(text)))
-		payload = append(payload, text...)
-		payload = binary.AppendUvarint(payload, 0) // no arguments
-		out := append([]byte("DAOPLOG1"), 1, 2, 3, 4, 5, 6, 7, 0)
-		out = binary.LittleEndian.AppendUint32(out, uint32(len(payload)))
-		out = binary.LittleEndian.AppendUint32(out, crc32.Checksum(payload, crc32.MakeTable(crc32.Castagnoli)))
-		out = append(out, payload...)
-		if !ascii || !bytes.ContainsFunc(out, func(r rune) bool { return r >= 0x80 }) {
-			return out
-		}
-		if i == 9999 {
-			panic("no ASCII journal for " + sqlText)
-		}
-	}
-}
-
-const oldJournalName = "state.db-oplog-0007060504030201"
-
-// attackSQL ends the replay's transaction, attaches (and so creates) the
-// database pwned and writes to it, and deletes the thread database's
-// checkpoints.
-func attackSQL(pwned string) string {
-	return "COMMIT; ATTACH DATABASE '" + pwned + "' AS x; CREATE TABLE x.t(a); DETACH DATABASE x; DELETE FROM checkpoints; BEGIN IMMEDIATE"
-}
-
-// checkpointRows counts the checkpoints in the thread database at path,
-// read only.
-func checkpointRows(t *testing.T, path string) int {
-	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	var n int
-	if err := db.QueryRow(`SELECT COUNT(*) FROM checkpoints`).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
+// oldJournalName is the name of an old-format journal beside state.db.
+const oldJournalName = "state.db" + testkit.OldJournalSuffix
 
 // projectThread runs a first turn in a new project (a .deepagents
 // directory in the current one) and returns the thread database's path
@@ -122,14 +65,14 @@ func projectThread(t *testing.T) (db, id string) {
 // deleted, the file not changed.
 func TestForgedJournalIsNotRunByTheCLI(t *testing.T) {
 	db, id := projectThread(t)
-	rows := checkpointRows(t, db)
+	rows := testkit.CheckpointRows(t, db)
 	before, err := os.ReadFile(db)
 	if err != nil {
 		t.Fatal(err)
 	}
 	pwned := filepath.Join(t.TempDir(), "pwned.db")
 	journal := filepath.Join(filepath.Dir(db), oldJournalName)
-	if err := os.WriteFile(journal, oldJournal(attackSQL(pwned), false), 0o600); err != nil {
+	if err := os.WriteFile(journal, testkit.OldJournal(testkit.AttackSQL(pwned), false), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	for _, args := range [][]string{
@@ -151,7 +94,7 @@ func TestForgedJournalIsNotRunByTheCLI(t *testing.T) {
 	if after, err := os.ReadFile(db); err != nil || !bytes.Equal(after, before) {
 		t.Errorf("the thread database changed (%v)", err)
 	}
-	if n := checkpointRows(t, db); n != rows {
+	if n := testkit.CheckpointRows(t, db); n != rows {
 		t.Errorf("%d checkpoints, want the %d stored before", n, rows)
 	}
 	// Deleted as the error says, the database opens with its threads.
@@ -172,7 +115,7 @@ func TestAgentWrittenJournalIsJustAFile(t *testing.T) {
 		t.Run(map[bool]string{false: "in-memory files", true: "--root"}[root], func(t *testing.T) {
 			// The SQL attaches pwned.db in the current directory: the
 			// project, where the commands run.
-			content := oldJournal("COMMIT; ATTACH DATABASE 'pwned.db' AS x; CREATE TABLE x.t(a); BEGIN IMMEDIATE", true)
+			content := testkit.OldJournal("COMMIT; ATTACH DATABASE 'pwned.db' AS x; CREATE TABLE x.t(a); BEGIN IMMEDIATE", true)
 			args, _ := json.Marshal(map[string]string{"file_path": "/.deepagents/" + oldJournalName, "content": string(content)})
 			srv := ot.NewServer(t, func(r *ot.Request) ot.Reply {
 				if r.Round() == 0 {

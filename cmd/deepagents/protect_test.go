@@ -1,18 +1,15 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/deepagents-go/deepagents/config"
 	ot "github.com/deepagents-go/deepagents/providers/openai/openaitest"
@@ -598,30 +595,8 @@ func TestServeTellsWhyAProtectedWriteWaits(t *testing.T) {
 	controlProject(t, project)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	pr, pw := io.Pipe()
-	codec := make(chan int, 1)
-	go func() {
-		codec <- run(ctx, []string{"serve", "--model", "openai:gpt-test", "--root", project, "--addr", "127.0.0.1:0",
-			"--db", "sqlite:" + filepath.Join(t.TempDir(), "s.db")}, strings.NewReader(""), io.Discard, pw)
-		pw.Close()
-	}()
-	urlc := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			if _, rest, ok := strings.Cut(sc.Text(), "listening on "); ok {
-				urlc <- strings.Fields(rest)[0]
-			}
-		}
-	}()
-	var base string
-	select {
-	case base = <-urlc:
-	case code := <-codec:
-		t.Fatalf("serve exited with %d before listening", code)
-	case <-time.After(time.Minute):
-		t.Fatal("serve did not listen within a minute")
-	}
+	base, codec := serveInProcess(t, ctx, "--model", "openai:gpt-test", "--root", project, "--addr", "127.0.0.1:0",
+		"--db", "sqlite:"+filepath.Join(t.TempDir(), "s.db"))
 	post := func(body string) map[string]json.RawMessage {
 		resp := call(t, "POST", base+"/threads/p/runs/wait", body)
 		defer resp.Body.Close()

@@ -91,6 +91,37 @@ func startServe(t *testing.T, args ...string) (*exec.Cmd, string) {
 	return nil, ""
 }
 
+// serveInProcess runs `deepagents serve` with args in this process until
+// ctx ends, and returns its base URL once it listens and the channel its
+// exit status arrives on.
+func serveInProcess(t *testing.T, ctx context.Context, args ...string) (string, <-chan int) {
+	t.Helper()
+	pr, pw := io.Pipe()
+	codec := make(chan int, 1)
+	go func() {
+		codec <- run(ctx, append([]string{"serve"}, args...), strings.NewReader(""), io.Discard, pw)
+		pw.Close()
+	}()
+	urlc := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			if _, rest, ok := strings.Cut(sc.Text(), "listening on "); ok {
+				urlc <- strings.Fields(rest)[0]
+			}
+		}
+	}()
+	select {
+	case base := <-urlc:
+		return base, codec
+	case code := <-codec:
+		t.Fatalf("serve exited with %d before listening", code)
+	case <-time.After(time.Minute):
+		t.Fatal("serve did not start listening within a minute")
+	}
+	return "", nil
+}
+
 func call(t *testing.T, method, url, body string, hdr ...string) *http.Response {
 	t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
@@ -241,30 +272,8 @@ func TestServeAssembledAgent(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	dbPath := filepath.Join(t.TempDir(), "s.db")
-	pr, pw := io.Pipe()
-	codec := make(chan int, 1)
-	go func() {
-		codec <- run(ctx, []string{"serve", "--model", "openai:gpt-test", "--interrupt-on", "write_file", "--addr", "127.0.0.1:0",
-			"--db", "sqlite:" + dbPath}, strings.NewReader(""), io.Discard, pw)
-		pw.Close()
-	}()
-	urlc := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			if _, rest, ok := strings.Cut(sc.Text(), "listening on "); ok {
-				urlc <- strings.Fields(rest)[0]
-			}
-		}
-	}()
-	var base string
-	select {
-	case base = <-urlc:
-	case code := <-codec:
-		t.Fatalf("serve exited with %d before listening", code)
-	case <-time.After(time.Minute):
-		t.Fatal("serve did not start listening within a minute")
-	}
+	base, codec := serveInProcess(t, ctx, "--model", "openai:gpt-test", "--interrupt-on", "write_file", "--addr", "127.0.0.1:0",
+		"--db", "sqlite:"+dbPath)
 	post := func(path, body string) map[string]json.RawMessage {
 		resp := call(t, "POST", base+path, body)
 		defer resp.Body.Close()
