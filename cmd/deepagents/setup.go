@@ -256,7 +256,7 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 		s.config.Middleware = append(s.config.Middleware, cp.mounts.Middleware())
 	}
 	applyMCP(&s.config, mcps, f.mcp)
-	s.projectFiles = listProjectFiles(stderr, projectTrusted(cfg, home, f), home, sc, mc)
+	s.projectFiles = listProjectFiles(stderr, f.trustProject, cwd, home, sc, mc)
 	if err := s.startTracing(ctx, stderr); err != nil {
 		return nil, err
 	}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -8,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/deepagents-go/deepagents/config"
@@ -149,20 +152,6 @@ func skillsAndMemory(f runFlags, cwd, home, root string, window int) (*skills.Co
 	return sc, mc, nil
 }
 
-// projectTrusted reports whether the user trusts the project in the
-// working directory: --trust-project on this command, or an approval
-// remembered for its deepagents.toml as it is now.
-func projectTrusted(cfg *config.Config, home string, f runFlags) bool {
-	if f.trustProject {
-		return true
-	}
-	if cfg == nil || cfg.ProjectFile == "" || home == "" {
-		return false
-	}
-	ok, err := config.UserTrustStore(home).Trusted(cfg.ProjectFile, cfg.ProjectHash)
-	return err == nil && ok
-}
-
 // projectFiles are the files of a project the user has not trusted that
 // go to the model as they are written: its memory files (with the files
 // they import) and its skills. They are listed, not blocked: the user
@@ -183,13 +172,13 @@ type listedFile struct {
 }
 
 // listProjectFiles finds the project's own memory files and skills in the
-// run's configuration (nil for what is off) and, unless the project is
-// trusted or has none, lists them on w with their sizes and returns them.
-// The user's own files (under home) are not listed.
-func listProjectFiles(w io.Writer, trusted bool, home string, sc *skills.Config, mc *memory.Config) *projectFiles {
-	if trusted {
-		return nil
-	}
+// run's configuration (nil for what is off) and, unless there are none or
+// the user trusted them as they are now, lists them on w with their sizes
+// and returns them. The user's own files (under home) are not listed. With
+// trust (--trust-project) they are not listed, and the trust store under
+// home remembers them as they are, keyed by the project's directory (its
+// repository root, else cwd), until one of them changes.
+func listProjectFiles(w io.Writer, trust bool, cwd, home string, sc *skills.Config, mc *memory.Config) *projectFiles {
 	var out projectFiles
 	size := func(p string) int64 {
 		st, err := os.Stat(p)
@@ -233,6 +222,31 @@ func listProjectFiles(w io.Writer, trusted bool, home string, sc *skills.Config,
 	if len(out.Memory) == 0 && len(out.Skills) == 0 {
 		return nil
 	}
+	dir := repoRoot(cwd)
+	if dir == "" {
+		dir = cwd
+	}
+	var store config.TrustStore
+	if home != "" {
+		store = config.UserTrustStore(home)
+	}
+	key, digest := dir+string(filepath.Separator), out.digest()
+	if trust {
+		if store.Path == "" {
+			return nil // no home directory: trusted for this run only
+		}
+		if err := store.Add(key, digest); err != nil {
+			fmt.Fprintf(w, "deepagents: warning: could not remember that you trust the memory files and skills of %s: %v\n", dir, err)
+		} else {
+			fmt.Fprintf(w, "deepagents: trusting the memory files and skills of %s as they are now (remembered in %s; a change lists them again)\n", dir, store.Path)
+		}
+		return nil
+	}
+	if store.Path != "" {
+		if ok, err := store.Trusted(key, digest); err == nil && ok {
+			return nil
+		}
+	}
 	fmt.Fprintln(w, "deepagents: this project is not trusted; its memory files and skills below go to the model as they are written:")
 	for _, f := range out.Memory {
 		if f.ImportedBy != "" {
@@ -244,5 +258,27 @@ func listProjectFiles(w io.Writer, trusted bool, home string, sc *skills.Config,
 	for _, f := range out.Skills {
 		fmt.Fprintf(w, "  skill   %s: %s (%s)\n", f.Skill, f.Path, safefile.Size(f.Size))
 	}
+	fmt.Fprintln(w, "  (after reading them, --trust-project once stops this list until one of them changes)")
 	return &out
+}
+
+// maxReviewedFile caps how much of one listed file the digest of a review
+// reads: SKILL.md's own cap, above the memory files' 1 MiB.
+const maxReviewedFile = 10 << 20
+
+// digest is the SHA-256, in hex, of the listed files as they are now: each
+// one's path, then the SHA-256 of its contents (or why it could not be
+// read), so that editing, adding or removing any of them changes it.
+func (p *projectFiles) digest() string {
+	h := sha256.New()
+	for _, f := range slices.Concat(p.Memory, p.Skills) {
+		var sum string
+		if data, err := safefile.Read(f.Path, maxReviewedFile); err != nil {
+			sum = "unreadable: " + err.Error()
+		} else {
+			sum = fmt.Sprintf("%x", sha256.Sum256(data))
+		}
+		fmt.Fprintf(h, "%q %s\n", f.Path, sum)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
