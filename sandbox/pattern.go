@@ -36,8 +36,29 @@ type pattern struct {
 // files of linked worktrees that point elsewhere.
 var gitControl = []string{
 	"config", "config.worktree", "commondir", "hooks", "info",
-	"modules/**/config", "modules/**/config.worktree", "modules/**/commondir", "modules/**/hooks",
+	"modules/**/config", "modules/**/config.worktree", "modules/**/commondir", "modules/**/hooks", "modules/**/info",
 	"worktrees/*/config.worktree", "worktrees/*/commondir",
+}
+
+// GitDirEntries returns the protected entries (see Options.Protected) of
+// the git directory at dir, a plain path relative to the directory commands
+// run in: what configures git or makes it run programs, as for an entry
+// named ".git", for a git directory of another name, such as the one a
+// ".git" file points at (a bare repository kept beside its work tree).
+func GitDirEntries(dir string) []string {
+	var b strings.Builder
+	for _, r := range dir {
+		if strings.ContainsRune(`*?[]\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	prefix := strings.TrimSuffix(b.String(), "/")
+	out := make([]string, len(gitControl))
+	for i, c := range gitControl {
+		out[i] = prefix + "/" + c
+	}
+	return out
 }
 
 // parsePatterns checks the protected entries and compiles them. An entry is

@@ -63,6 +63,15 @@ func TestPatternMatch(t *testing.T) {
 		{[]string{"**/.git"}, "vendor/x/.git/hooks/post-checkout", false, true},
 		{[]string{"a/**/**/b"}, "a/b", false, true},
 		{[]string{"a/**/b"}, "a/x/y/b", false, true},
+		{GitDirEntries(".bare"), ".bare/config", false, true},
+		{GitDirEntries(".bare"), ".bare/commondir", false, true},
+		{GitDirEntries(".bare"), ".bare/hooks/pre-commit", false, true},
+		{GitDirEntries(".bare"), ".bare/worktrees/w/commondir", false, true},
+		{GitDirEntries(".bare"), ".bare/modules/m/info/attributes", false, true},
+		{GitDirEntries(".bare"), ".bare/objects/ab/cdef", false, false},
+		{GitDirEntries(".bare"), ".bare", true, false},
+		{GitDirEntries("a*b/"), "a*b/config", false, true},
+		{GitDirEntries("a*b/"), "axb/config", false, false},
 	} {
 		if got := mt(tc.entries...).protects(tc.path, tc.dir); got != tc.want {
 			t.Errorf("%q protects %q (dir %v) = %v, want %v", tc.entries, tc.path, tc.dir, got, tc.want)

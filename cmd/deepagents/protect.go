@@ -10,7 +10,9 @@ import (
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/config"
 	"github.com/deepagents-go/deepagents/fstools"
+	"github.com/deepagents-go/deepagents/internal/safefile"
 	"github.com/deepagents-go/deepagents/memory"
+	"github.com/deepagents-go/deepagents/sandbox"
 	"github.com/deepagents-go/deepagents/skills"
 	"github.com/deepagents-go/deepagents/subagent"
 	"github.com/deepagents-go/deepagents/vfs/perm"
@@ -172,6 +174,11 @@ func protectedZones(in protectInputs) []perm.Zone {
 	for _, r := range linked(".git") {
 		add(r, "**", perm.Never, config.ProtectGit, whatGit)
 	}
+	for _, d := range projects {
+		for _, r := range gitDirsOf(d) {
+			add(r, "**", perm.Never, config.ProtectGit, whatGit)
+		}
+	}
 	if in.db.Kind == config.SQLite && in.db.Path != "" {
 		for _, p := range anchors(absPath(in.db.Path)) {
 			add(filepath.Dir(p), escapeGlob(filepath.Base(p))+sideFiles, perm.Never, config.ProtectDatabase, whatDatabase)
@@ -241,6 +248,11 @@ func protectedZones(in protectInputs) []perm.Zone {
 func protectedForExecute(in protectInputs) []string {
 	root := realPath(in.root)
 	out := []string{
+		// Every git directory: its configuration, hooks, info and the
+		// commondir file that would send git to another directory's
+		// configuration; a .git that is a file (it says where the
+		// repository is) whole.
+		"**/.git",
 		"**/.git/config", "**/.git/config.worktree", "**/.git/hooks", "**/.git/info",
 		"**/.git/modules/**/config", "**/.git/modules/**/hooks", "**/.git/modules/**/info",
 		"**/" + deepagentsDir, "**/" + config.ProjectFile, "**/.mcp.json", "**/" + userMemoryFile,
@@ -249,6 +261,19 @@ func protectedForExecute(in protectInputs) []string {
 		// A .git file says where the repository is: changing it moves git
 		// to data the command wrote.
 		out = append(out, ".git")
+	}
+	// The git directory a .git file points at, when it is in the root (a
+	// bare repository kept beside its work tree), whatever its name.
+	for _, d := range []string{root, realPath(in.cwd)} {
+		for _, g := range gitDirsOf(d) {
+			if rel, err := filepath.Rel(root, g); err == nil && filepath.IsLocal(rel) {
+				for _, e := range sandbox.GitDirEntries(filepath.ToSlash(rel)) {
+					if !slices.Contains(out, e) {
+						out = append(out, e)
+					}
+				}
+			}
+		}
 	}
 	// under adds the host path p, relative to the root, when it is inside.
 	under := func(p, suffix string) {
@@ -311,6 +336,54 @@ func (cp *controlPlane) gateSpecs(specs []subagent.Spec) {
 			return !sp.ExactTools || hasTool(sp.Tools, name)
 		})
 	}
+}
+
+// maxGitFile caps the .git and commondir files read to find where a
+// repository's git directory is.
+const maxGitFile = 4 << 10
+
+// gitDirsOf returns the real places of the git directories that git uses
+// for dir when dir/.git says where they are: the directory a ".git" file
+// names ("gitdir: PATH", a worktree's or a bare repository's), and the
+// directory its commondir file names (the repository a worktree belongs
+// to). Both hold git's configuration and hooks whatever their names.
+func gitDirsOf(dir string) []string {
+	if dir == "" {
+		return nil
+	}
+	first := func(p string) string {
+		data, err := safefile.Read(p, maxGitFile)
+		if err != nil {
+			return ""
+		}
+		line, _, _ := strings.Cut(string(data), "\n")
+		return strings.TrimSpace(line)
+	}
+	at := func(base, p string) string {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(base, p)
+		}
+		return realPath(p)
+	}
+	dotGit := filepath.Join(dir, ".git")
+	fi, err := os.Lstat(dotGit)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	gitDir := dotGit
+	if fi.Mode().IsRegular() {
+		target, ok := strings.CutPrefix(first(dotGit), "gitdir:")
+		if target = strings.TrimSpace(target); !ok || target == "" {
+			return nil
+		}
+		gitDir = at(dir, target)
+		out = append(out, gitDir)
+	}
+	if common := first(filepath.Join(gitDir, "commondir")); common != "" {
+		out = append(out, at(realPath(gitDir), common))
+	}
+	return out
 }
 
 // anchors returns p and, when it differs, its real place (symbolic links

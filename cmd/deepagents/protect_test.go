@@ -390,7 +390,7 @@ func TestProtectedForExecute(t *testing.T) {
 		skills:    &skills.Config{Sources: []skills.Source{{Dir: filepath.Join(root, "my-skills")}, {Dir: "/outside/skills"}}},
 		subagents: filepath.Join(root, "agents")})
 	for _, want := range []string{
-		"**/.git/config", "**/.git/hooks", "**/.git/info", ".git", "**/.deepagents", "**/.mcp.json", "**/deepagents.toml", "**/AGENTS.md",
+		"**/.git", "**/.git/config", "**/.git/hooks", "**/.git/info", ".git", "**/.deepagents", "**/.mcp.json", "**/deepagents.toml", "**/AGENTS.md",
 		`data/threads\[1\].db*`, "home/.deepagents/trusted.json", "my-skills", "agents",
 	} {
 		if !slices.Contains(got, want) {

@@ -1,0 +1,188 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// fakeGitDir makes dir a git directory whose configuration runs a program
+// (core.fsmonitor) that creates marker: any git command that takes its
+// configuration from dir creates the marker.
+func fakeGitDir(t *testing.T, dir, marker string) {
+	t.Helper()
+	for _, d := range []string{"objects", "refs/heads"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFileAt(t, filepath.Join(dir, "HEAD"), "ref: refs/heads/main\n")
+	writeFileAt(t, filepath.Join(dir, "config"), "[core]\n\trepositoryformatversion = 0\n\tfsmonitor = \"touch "+marker+"; false\"\n")
+}
+
+// gitStatus runs git status in dir as the user would, outside any sandbox,
+// with no configuration of the user's or the system's.
+func gitStatus(t *testing.T, dir string) string {
+	t.Helper()
+	cmd := exec.Command("git", "status", "--short")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CEILING_DIRECTORIES="+filepath.Dir(dir))
+	out, _ := cmd.CombinedOutput()
+	return string(out)
+}
+
+// A command cannot point git at a configuration it wrote: not with a
+// commondir file in .git (git then reads the configuration of the
+// directory it names), not in a linked worktree's entry, not with a .git
+// file in a subdirectory, not in a new repository's .git. Each is removed
+// when the command ends, and the user's next git command runs nothing the
+// agent wrote.
+func TestExecuteCannotRedirectGit(t *testing.T) {
+	needBwrap(t)
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	srv := promptServer(t)
+	project, _ := runEnv(t, srv)
+	if out, err := exec.Command("git", "init", "-q", project).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v: %s", err, out)
+	}
+	marker := filepath.Join(t.TempDir(), "git-ran-the-agents-program")
+	fakeGitDir(t, filepath.Join(project, "evil"), marker)
+	attack := strings.Join([]string{
+		`echo ../evil > .git/commondir`,
+		`mkdir -p .git/worktrees/w && echo ../../../evil > .git/worktrees/w/commondir`,
+		`mkdir -p sub && echo 'gitdir: ../evil' > sub/.git`,
+		`mkdir -p other/.git && echo ../../evil > other/.git/commondir && echo 'ref: refs/heads/main' > other/.git/HEAD && mkdir -p other/.git/objects other/.git/refs`,
+		`git status --short >/dev/null 2>&1; echo done`,
+	}, "; ")
+	code, out, errs := runCLI(t, "run", "-p", callLine("execute", map[string]any{"command": attack}), "--model", "openai:gpt-test",
+		"--root", project, "--allow", "execute", "--output", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, errs, out)
+	}
+	res := decode(t, out).Result
+	for _, p := range []string{".git/commondir", ".git/worktrees/w/commondir", "sub/.git", "other/.git/commondir"} {
+		if _, err := os.Lstat(filepath.Join(project, filepath.FromSlash(p))); err == nil {
+			t.Errorf("%s was left in place", p)
+		}
+		if !strings.Contains(res, p) {
+			t.Errorf("the result does not name %s as removed: %s", p, res)
+		}
+	}
+	// The marker may have been made inside the sandbox, by the command's own
+	// git; what matters is the user's git afterwards.
+	_ = os.Remove(marker)
+	for _, dir := range []string{project, filepath.Join(project, "sub"), filepath.Join(project, "other")} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		gitStatus(t, dir)
+		if _, err := os.Stat(marker); err == nil {
+			t.Fatalf("git status in %s ran a program from the configuration the command wrote", dir)
+		}
+	}
+}
+
+// A work tree whose .git is a file naming a git directory inside the root
+// (a bare repository kept beside it, .bare) has that directory protected
+// like .git: the file tools never change it, and commands cannot change
+// its configuration or hooks, nor add a commondir to it.
+func TestGitDirNamedByAGitFileIsProtected(t *testing.T) {
+	needBwrap(t)
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	srv := promptServer(t)
+	project, _ := runEnv(t, srv)
+	if out, err := exec.Command("git", "init", "-q", "--bare", filepath.Join(project, ".bare")).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v: %s", err, out)
+	}
+	writeFileAt(t, filepath.Join(project, ".git"), "gitdir: ./.bare\n")
+	if err := os.MkdirAll(filepath.Join(project, ".bare", "hooks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	config, err := os.ReadFile(filepath.Join(project, ".bare", "config"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, call := range []string{
+		callLine("write_file", map[string]any{"file_path": "/.bare/hooks/pre-commit", "content": "#!/bin/sh\nevil\n"}),
+		callLine("edit_file", map[string]any{"file_path": "/.bare/config", "old_string": "[core]", "new_string": "[core]\n\tfsmonitor = evil"}),
+	} {
+		code, out, errs := runCLI(t, "run", "-p", call, "--model", "openai:gpt-test", "--root", project, "--output", "json")
+		if code != 0 {
+			t.Fatalf("exit %d: %s\n%s", code, errs, out)
+		}
+		if res := decode(t, out).Result; !strings.Contains(res, "git's repository data (.git), which the agent may read but never change") {
+			t.Errorf("%s: result %q", call, res)
+		}
+	}
+	marker := filepath.Join(t.TempDir(), "git-ran-the-agents-program")
+	fakeGitDir(t, filepath.Join(project, "evil"), marker)
+	attack := `printf '#!/bin/sh\ntouch ` + marker + `\n' > .bare/hooks/pre-commit; echo '[core]' >> .bare/config; echo ../evil > .bare/commondir; echo done`
+	code, out, errs := runCLI(t, "run", "-p", callLine("execute", map[string]any{"command": attack}), "--model", "openai:gpt-test",
+		"--root", project, "--allow", "execute", "--output", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, errs, out)
+	}
+	for _, p := range []string{".bare/hooks/pre-commit", ".bare/commondir"} {
+		if _, err := os.Lstat(filepath.Join(project, filepath.FromSlash(p))); err == nil {
+			t.Errorf("%s was made: %s", p, decode(t, out).Result)
+		}
+	}
+	if now, _ := os.ReadFile(filepath.Join(project, ".bare", "config")); string(now) != string(config) {
+		t.Errorf("the configuration changed: %q", now)
+	}
+	gitStatus(t, project)
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("git status ran a program the command wrote")
+	}
+}
+
+// gitDirsOf finds the git directories a .git file and a commondir file
+// name, relative to where each is, and nothing for a .git it cannot read
+// as such.
+func TestGitDirsOf(t *testing.T) {
+	dir := t.TempDir()
+	writeFileAt(t, filepath.Join(dir, ".git"), "gitdir: ./.bare\n")
+	writeFileAt(t, filepath.Join(dir, ".bare", "commondir"), "../main.git\n")
+	got := gitDirsOf(dir)
+	want := []string{realPath(filepath.Join(dir, ".bare")), realPath(filepath.Join(dir, "main.git"))}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("gitDirsOf = %q, want %q", got, want)
+	}
+	for body, want := range map[string]int{"gitdir:\n": 0, "not a gitdir line\n": 0, "gitdir: /abs/where\n": 1, "gitdir:rel": 1} {
+		writeFileAt(t, filepath.Join(dir, ".git"), body)
+		if got := gitDirsOf(dir); len(got) != want {
+			t.Errorf("%q: %q", body, got)
+		}
+	}
+	if got := gitDirsOf(t.TempDir()); got != nil {
+		t.Errorf("no .git: %q", got)
+	}
+}
+
+// FuzzGitDirsOf: whatever a .git file and the commondir file it leads to
+// hold, gitDirsOf returns clean absolute paths and does not fail.
+func FuzzGitDirsOf(f *testing.F) {
+	f.Add("gitdir: ./.bare\n", "../main.git\n")
+	f.Add("gitdir: /abs\n", "")
+	f.Add("gitdir:\x00\n", "\n\n")
+	f.Add("gitdir: "+strings.Repeat("a/", 3000), "..")
+	f.Fuzz(func(t *testing.T, dotGit, common string) {
+		dir := t.TempDir()
+		writeFileAt(t, filepath.Join(dir, ".git"), dotGit)
+		writeFileAt(t, filepath.Join(dir, "commondir"), common)
+		if err := os.MkdirAll(filepath.Join(dir, "gd"), 0o755); err == nil {
+			writeFileAt(t, filepath.Join(dir, "gd", "commondir"), common)
+		}
+		for _, p := range gitDirsOf(dir) {
+			if !filepath.IsAbs(p) || filepath.Clean(p) != p {
+				t.Fatalf("gitDirsOf gave %q for .git %q, commondir %q", p, dotGit, common)
+			}
+		}
+	})
+}
