@@ -56,6 +56,65 @@ type listing struct {
 	found   map[string]found // by slash path relative to the directory
 	entries int              // entries looked at
 	over    bool             // the scan stopped at its limit
+	// unlocked are the directories the scan gave their owner read and
+	// search permission again (see unlock); unreadable those it could not
+	// read even so.
+	unlocked, unreadable []string
+}
+
+// unlock gives the owner read and search permission on the directory rel
+// and on each directory above it that lacks them, so that the scan can list
+// it and look up its entries: a command running as the same user can take
+// them away (chmod 111 or 000) to hide what it made below from the check
+// after it. It reports whether it changed anything.
+func (l *listing) unlock(root *os.Root, rel string) bool {
+	changed := false
+	parts := []string{"."}
+	if rel != "." {
+		parts = append(parts, strings.Split(rel, "/")...)
+	}
+	for i := range parts {
+		p := path.Join(parts[:i+1]...)
+		fi, err := lstatDir(root, p)
+		if err != nil || !fi.IsDir() {
+			return changed
+		}
+		if fi.Mode().Perm()&0o500 == 0o500 {
+			continue
+		}
+		if err := chmodDir(root, p, fi.Mode().Perm()|0o500); err != nil {
+			return changed
+		}
+		changed = true
+		if !slices.Contains(l.unlocked, p) {
+			l.unlocked = append(l.unlocked, p)
+		}
+	}
+	return changed
+}
+
+// cannotRead notes that rel could not be read, even after unlock.
+func (l *listing) cannotRead(rel string) {
+	if !slices.Contains(l.unreadable, rel) {
+		l.unreadable = append(l.unreadable, rel)
+	}
+}
+
+// lstatDir and chmodDir are Lstat and Chmod in root, the root directory
+// itself taken by its path: a directory without search permission cannot
+// be looked up in, not even as ".".
+func lstatDir(root *os.Root, rel string) (fs.FileInfo, error) {
+	if rel == "." {
+		return os.Lstat(root.Name())
+	}
+	return root.Lstat(rel)
+}
+
+func chmodDir(root *os.Root, rel string, mode fs.FileMode) error {
+	if rel == "." {
+		return os.Chmod(root.Name(), mode)
+	}
+	return root.Chmod(rel, mode)
 }
 
 // scan lists the protected paths below root. It reads directories only
@@ -118,6 +177,12 @@ func (mt *matcher) scan(root *os.Root, deep bool, limit int) listing {
 			// list the directory.
 			for _, name := range names {
 				fi, err := root.Lstat(path.Join(d.rel, name))
+				if errors.Is(err, fs.ErrPermission) && l.unlock(root, d.rel) {
+					fi, err = root.Lstat(path.Join(d.rel, name))
+				}
+				if errors.Is(err, fs.ErrPermission) {
+					l.cannotRead(d.rel)
+				}
 				if err == nil && !visit(d, name, fi.IsDir()) {
 					return l
 				}
@@ -125,7 +190,13 @@ func (mt *matcher) scan(root *os.Root, deep bool, limit int) listing {
 			continue
 		}
 		f, err := openDir(root, d.rel)
+		if errors.Is(err, fs.ErrPermission) && l.unlock(root, d.rel) {
+			f, err = openDir(root, d.rel)
+		}
 		if err != nil {
+			if errors.Is(err, fs.ErrPermission) {
+				l.cannotRead(d.rel)
+			}
 			continue
 		}
 		for {
@@ -158,7 +229,13 @@ func gitOnly(mt *matcher, st states, isDir bool) bool {
 
 func (mt *matcher) record(root *os.Root, rel string, git bool, l *listing) {
 	fi, err := root.Lstat(rel)
+	if errors.Is(err, fs.ErrPermission) && l.unlock(root, path.Dir(rel)) {
+		fi, err = root.Lstat(rel)
+	}
 	if err != nil {
+		if errors.Is(err, fs.ErrPermission) {
+			l.cannotRead(rel)
+		}
 		return
 	}
 	f := found{mode: fi.Mode().Type(), id: identity(fi), git: git}
@@ -266,7 +343,10 @@ func (g *guard) covered(rel string) bool {
 // report collects what the check after a command did, for the notice.
 type report struct {
 	removed, restored, changed, deleted, failed []string
-	unchecked                                   bool
+	// unlocked are directories the command had made unreadable, given back
+	// their permissions to check them; unreadable could not be read.
+	unlocked, unreadable []string
+	unchecked            bool
 }
 
 // after checks the protected paths once the command has ended: what it made
@@ -281,6 +361,7 @@ func (g *guard) after() string {
 	post := g.mt.scan(g.root, !g.sandboxed, afterScanFactor*g.limit)
 	var rep report
 	rep.unchecked = post.over
+	rep.unlocked, rep.unreadable = post.unlocked, post.unreadable
 	var held map[fileID]bool
 	isHeld := func(id fileID) bool {
 		if held == nil {
@@ -411,7 +492,16 @@ func (g *guard) remove(rel string, held func(fileID) bool) (kept bool, err error
 			return true, nil
 		}
 	}
-	if err := g.root.Remove(rel); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	err = g.root.Remove(rel)
+	if errors.Is(err, fs.ErrPermission) {
+		// The command may have made the directory holding rel unwritable.
+		dir := path.Dir(rel)
+		if fi, serr := lstatDir(g.root, dir); serr == nil && fi.IsDir() && fi.Mode().Perm()&0o700 != 0o700 &&
+			chmodDir(g.root, dir, fi.Mode().Perm()|0o700) == nil {
+			err = g.root.Remove(rel)
+		}
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return kept, err
 	}
 	return kept, nil
@@ -430,6 +520,13 @@ func (rep *report) notice(sandboxed bool, limit int) string {
 	}
 	if len(rep.failed) > 0 {
 		parts = append(parts, "WARNING: the command changed protected paths that could not be put back: "+named(rep.failed))
+	}
+	if len(rep.unlocked) > 0 {
+		parts = append(parts, "the command took read or search permission away from "+named(rep.unlocked)+
+			", which would have hidden what it made below from this check; it was given back")
+	}
+	if len(rep.unreadable) > 0 {
+		parts = append(parts, "WARNING: "+named(rep.unreadable)+" could not be read, so what the command made there could not be checked")
 	}
 	if len(rep.changed)+len(rep.deleted) > 0 {
 		var what []string

@@ -337,6 +337,48 @@ func TestProtectedCreated(t *testing.T) {
 	}
 }
 
+// A command running as the user can take read or search permission away
+// from a directory (chmod 111, 000, 600; the root itself included) to hide
+// what it made there from the listing after it. The check gives the
+// permissions back, finds what was made and removes it, even from a
+// directory the command made unwritable, and the notice says so. As root no
+// permission hides anything from the check, so this runs as an ordinary
+// user (CI runs the sandbox's tests again as user nobody).
+func TestProtectedHiddenByPermissions(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("as root no permission hides a directory from the check; CI runs this test again as user nobody")
+	}
+	needGit(t)
+	guarded := sandboxed(t, sandbox.Options{Protected: protectedList})
+	template := newTemplate(t)
+	for _, tc := range []struct {
+		command, made string
+		hidden        bool // not merely unwritable
+	}{
+		{`mkdir -p h && printf evil > h/AGENTS.md && chmod 111 h`, "h/AGENTS.md", true},
+		{`mkdir -p h && printf evil > h/AGENTS.md && chmod 000 h`, "h/AGENTS.md", true},
+		{`mkdir -p h && printf evil > h/AGENTS.md && chmod 600 h`, "h/AGENTS.md", true},
+		{`mkdir -p h/i && printf evil > h/i/AGENTS.md && chmod 000 h/i && chmod 100 h`, "h/i/AGENTS.md", true},
+		{`printf evil > .git/commondir && chmod 000 .git`, ".git/commondir", true},
+		{`printf '{}' > .mcp.json && chmod 111 .`, ".mcp.json", true},
+		{`printf '{}' > .mcp.json && chmod 000 .`, ".mcp.json", true},
+		{`printf '{}' > .mcp.json && chmod 555 .`, ".mcp.json", false},
+	} {
+		t.Run(tc.command, func(t *testing.T) {
+			dir := project(t, template)
+			sh(t, dir, "rm -f .mcp.json")
+			res := run(t, guarded, dir, tc.command, 20*time.Second)
+			sh(t, "/", "chmod -R u+rwx '"+dir+"'")
+			if _, err := os.Lstat(filepath.Join(dir, tc.made)); err == nil {
+				t.Fatalf("%s was left in place (notice %q)", tc.made, res.Notice)
+			}
+			if !strings.Contains(res.Notice, tc.made) || tc.hidden != strings.Contains(res.Notice, "it was given back") {
+				t.Errorf("the notice does not say what was hidden and removed: %q", res.Notice)
+			}
+		})
+	}
+}
+
 // git works through the sandbox on a repository made by git init: add,
 // commit (with the existing pre-commit hook running), branch, log; while
 // its configuration and hooks stay read-only.
