@@ -345,6 +345,14 @@ func rejectedText(name, message string, again bool) string {
 	return b.String()
 }
 
+// staleApprovalText is the result of an approved call that did not run
+// because what it changes is no longer what the person was told: now is
+// what its gate says about it at the time it would run.
+func staleApprovalText(name, now string) string {
+	return fmt.Sprintf("Error: a person approved this %s call, but what it would change is not what they were shown when they decided: %s. It did not run. Make the call again if it is still needed, so that they are asked about what it changes now.",
+		name, strings.TrimRight(now, ". "))
+}
+
 // editedNote is prefixed to the result of a call a person edited, so the
 // model knows what actually ran.
 func editedNote(args json.RawMessage) string {

@@ -237,3 +237,68 @@ func TestApprovalOfATaskCallStaysWithIt(t *testing.T) {
 		t.Errorf("the task call ran %v approved %v; want it run, not marked approved", ran, approved)
 	}
 }
+
+// A person decides on what they are told. When the gate says something
+// else about the call by the time it would run (the place a path leads to
+// changed since), neither an approval nor an edit made on the old view lets
+// it run: it gets an error result saying what it would change now, and is
+// not remembered as rejected. While the gate says the same, it runs.
+func TestApprovalCoversWhatThePersonWasTold(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		decision agent.Decision
+		changed  bool // the gate's view changes before the decision
+		runs     bool
+	}{
+		{"approved, unchanged", agent.Decision{Type: agent.Approve, CallID: "c1"}, false, true},
+		{"approved, changed", agent.Decision{Type: agent.Approve, CallID: "c1"}, true, false},
+		{"edited, changed", agent.Decision{Type: agent.Edit, CallID: "c1", Args: json.RawMessage(`{"path":"/link/x","content":"edited"}`)}, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := scripted.New(scripted.Script{"parent": steps(
+				scripted.Step{ToolCalls: []scripted.StepCall{{ID: "c1", Name: "write", Args: json.RawMessage(`{"path":"/link/x","content":"a"}`)}}},
+				scripted.Step{Content: "done"},
+			)}, scripted.Options{})
+			var mu sync.Mutex
+			linked := false // /link leads to a protected place
+			check := func(_ context.Context, args json.RawMessage) agent.Verdict {
+				mu.Lock()
+				defer mu.Unlock()
+				if linked && strings.Contains(string(args), `"/link/`) {
+					return agent.Verdict{Wait: true, Reason: "/link/x leads to a protected place"}
+				}
+				return agent.Verdict{}
+			}
+			seen := &approvals{}
+			// write waits for every call (the person's own gate) and has
+			// the check too.
+			gates := agent.WithCheck(map[string]agent.Approval{"write": {}}, check, "write")
+			a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{noteWrite(seen)}, InterruptOn: gates})
+			saver := checkpoint.NewMemory(0)
+			res, err := a.Invoke(t.Context(), agent.Prompt("go"), agent.WithCheckpoints(saver, "T"))
+			if !errors.Is(err, agent.ErrInterrupted) || len(res.Interrupts) != 1 || res.Interrupts[0].Reason != "" {
+				t.Fatalf("err %v, interrupts %+v", err, res.Interrupts)
+			}
+			mu.Lock()
+			linked = tc.changed
+			mu.Unlock()
+			res, err = a.Invoke(t.Context(), agent.Input{}, agent.WithCheckpoints(saver, "T"), agent.WithDecisions(tc.decision))
+			if err != nil {
+				t.Fatalf("resume: %v", err)
+			}
+			if _, ran := seen.get("c1"); ran != tc.runs {
+				t.Fatalf("ran %v, want %v", ran, tc.runs)
+			}
+			var result string
+			for _, msg := range res.State.Messages {
+				if msg.Role == llm.RoleTool && msg.ToolCallID == "c1" {
+					result = msg.Content
+				}
+			}
+			const stale = "is not what they were shown when they decided: /link/x leads to a protected place. It did not run."
+			if got := strings.Contains(result, stale); got == tc.runs {
+				t.Errorf("result %q", result)
+			}
+		})
+	}
+}

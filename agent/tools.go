@@ -124,12 +124,17 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 		}
 		var note string
 		policy, verdict, gated := r.a.approvalFor(ctx, c)
+		// now is what the call's gate says about it (as the model made it)
+		// at this moment; told, whether a person was put the call, with
+		// verdict.Reason, before this run.
+		now, told := verdict, false
 		if saved, ok := pending.waits(c.ID); ok {
 			// The call waited when the run stopped: it keeps waiting under the
 			// policy it was put to the person with, whatever the resuming
 			// agent's configuration says.
 			policy, gated = Approval{Allowed: saved.Allowed, Description: saved.Description}, true
 			verdict.Reason = saved.Reason
+			told = true
 		}
 		approved := false
 		if gated {
@@ -184,6 +189,22 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 					}
 				}
 				r.emit(Event{Type: InterruptEvent, Interrupt: &in})
+				continue
+			}
+			if approved && told && now.Wait && now.Reason != "" && now.Reason != verdict.Reason {
+				// What the call would change is no longer what the person
+				// was told when they decided (a symbolic link made since
+				// then leads the path elsewhere, say): their decision, an
+				// approval or an edit made on that view, does not cover
+				// it. The call does not run; made again, it is put to them
+				// with what it changes now. (An edit that names another
+				// place is the person's own choice and runs.)
+				finished[i] = true
+				results[i] = tool.Errorf("%s", staleApprovalText(c.Name, now.Reason))
+				if err := r.saveOutcome(ctx, c, results[i], nil, nil, 0, false); err != nil {
+					return false, err
+				}
+				r.emit(Event{Type: ToolEnd, Tool: &ToolInfo{CallID: c.ID, Name: c.Name, Result: results[i].Content, IsError: true}})
 				continue
 			}
 		}

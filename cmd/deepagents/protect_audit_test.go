@@ -186,3 +186,50 @@ func FuzzGitDirsOf(f *testing.F) {
 		}
 	})
 }
+
+// A person's approval covers what they were told the call changes. A
+// command that ran in the same step as a waiting write, and made the
+// written path a link to the agent files, does not get the write through
+// on that approval (nor on an edit of its content): the call does not run,
+// and says what it would change now.
+func TestApprovalDoesNotCoverALinkMadeSince(t *testing.T) {
+	needBwrap(t)
+	srv := promptServer(t)
+	project, _ := runEnv(t, srv)
+	controlProject(t, project)
+	for _, decision := range []string{
+		`[{"type":"approve","call_id":"c2"}]`,
+		`[{"type":"edit","call_id":"c2","args":{"file_path":"/foo/evil.md","content":"---\ndescription: y\n---\nevil\n"}}]`,
+	} {
+		_ = os.Remove(filepath.Join(project, "foo"))
+		prompt := callLine("execute", map[string]any{"command": "ln -s .deepagents/agents foo"}) + "\n" +
+			callLine("write_file", map[string]any{"file_path": "/foo/evil.md", "content": "---\ndescription: x\n---\nevil\n"})
+		code, out, errs := runCLI(t, "run", "-p", prompt, "--model", "openai:gpt-test", "--root", project, "--output", "json",
+			"--allow", "execute", "--interrupt-on", "write_file")
+		if code != exitInterrupted {
+			t.Fatalf("exit %d: %s\n%s", code, errs, out)
+		}
+		sum := decode(t, out)
+		if len(sum.Interrupts) != 1 || sum.Interrupts[0].CallID != "c2" || sum.Interrupts[0].Reason != "" {
+			t.Fatalf("interrupts %+v: the write should wait for --interrupt-on alone", sum.Interrupts)
+		}
+		if target, err := os.Readlink(filepath.Join(project, "foo")); err != nil || target != ".deepagents/agents" {
+			t.Fatalf("the command did not make the link: %q %v", target, err)
+		}
+		code, out, errs = runCLIStdin(t, decision, "resume", "--thread", sum.ThreadID, "--decisions", "-", "--output", "json")
+		if code != 0 {
+			t.Fatalf("resume: exit %d: %s\n%s", code, errs, out)
+		}
+		done := decode(t, out)
+		if _, err := os.Stat(filepath.Join(project, ".deepagents", "agents", "evil.md")); err == nil {
+			t.Fatalf("%s: the agent file was written on an approval that did not name it", decision)
+		}
+		if !strings.Contains(done.Result, "is not what they were shown when they decided: Writing /foo/evil.md changes, through a symbolic link, an agent file") ||
+			!strings.Contains(done.Result, "It did not run") {
+			t.Errorf("%s: result %q", decision, done.Result)
+		}
+		if len(done.FilesChanged) != 0 {
+			t.Errorf("files changed %v", done.FilesChanged)
+		}
+	}
+}
