@@ -64,6 +64,11 @@ type Source struct {
 	// /sys or /dev, or inside a .git directory is not read, and a warning
 	// names it and says why. Empty: the directory holding Path.
 	Within []string
+	// Exclude are directories inside Within whose files are never read
+	// nor written for this source, whatever the links say: the user's own
+	// settings (~/.deepagents) for a file that comes with a repository,
+	// when the repository holds the home directory.
+	Exclude []string
 }
 
 // shown is the path the block names for s.

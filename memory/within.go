@@ -31,7 +31,8 @@ func (r *refusal) Error() string { return r.Path + ": " + r.Reason }
 
 // place is where one source's files may be read from.
 type place struct {
-	dirs []dirForms
+	dirs    []dirForms
+	exclude []dirForms // never read from, though inside dirs
 }
 
 // dirForms is one allowed directory as given (absolute, clean) and as it
@@ -55,7 +56,25 @@ func newPlace(s Source) place {
 		}
 		pl.dirs = append(pl.dirs, dirForms{given: abs, real: resolve(abs)})
 	}
+	for _, d := range s.Exclude {
+		if abs, err := filepath.Abs(d); err == nil {
+			pl.exclude = append(pl.exclude, dirForms{given: abs, real: resolve(abs)})
+		}
+	}
 	return pl
+}
+
+// excluded returns the excluded directory that holds p (as given, or its
+// real form), or "".
+func (pl place) excluded(p string) string {
+	for _, d := range pl.exclude {
+		_, a := inside(d.given, p)
+		_, b := inside(d.real, p)
+		if a || b {
+			return d.given
+		}
+	}
+	return ""
 }
 
 // names lists the allowed directories for messages.
@@ -107,6 +126,9 @@ func (pl place) check(p string) (real, dir string, err error) {
 	if !lexical {
 		return "", "", &refusal{Path: p, Reason: "it lies outside " + pl.names() + ", where memory may be read from"}
 	}
+	if d := pl.excluded(abs); d != "" {
+		return "", "", &refusal{Path: p, Reason: "it lies in " + d + ", which this memory file may not read"}
+	}
 	// EvalSymlinks gives up after 255 links, so a loop ends here.
 	real, err = filepath.EvalSymlinks(abs)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -117,6 +139,9 @@ func (pl place) check(p string) (real, dir string, err error) {
 	}
 	if systemPath(real) {
 		return "", "", &refusal{Path: p, Reason: fmt.Sprintf("a symbolic link leads to %s, the system's view of processes and devices", real)}
+	}
+	if d := pl.excluded(real); d != "" {
+		return "", "", &refusal{Path: p, Reason: fmt.Sprintf("a symbolic link leads to %s, in %s, which this memory file may not read", real, d)}
 	}
 	for _, d := range pl.dirs {
 		rel, ok := inside(d.real, real)
@@ -201,6 +226,9 @@ func (pl place) checkDir(dir string) error {
 		return err
 	}
 	real := resolve(abs)
+	if d := pl.excluded(real); d != "" {
+		return &refusal{Path: dir, Reason: fmt.Sprintf("it leads to %s, in %s, where this memory file may not be kept", real, d)}
+	}
 	for _, f := range pl.dirs {
 		if _, ok := inside(f.real, real); ok {
 			return nil

@@ -13,6 +13,7 @@ import (
 
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/llm/scripted"
 	"github.com/deepagents-go/deepagents/memory"
 	"github.com/deepagents-go/deepagents/tool"
 	"github.com/deepagents-go/deepagents/vfs"
@@ -235,4 +236,76 @@ func FuzzImportStaysHome(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A directory in Exclude is never read, though inside Within: not by an
+// import as written, nor through a link to it or to a file in it; and a
+// memory file whose directory leads into it is not read either.
+func TestExcludedDirectoriesAreNeverRead(t *testing.T) {
+	base := t.TempDir()
+	settings := filepath.Join(base, ".deepagents")
+	write(t, filepath.Join(settings, "trusted.json"), "SECRET-TRUST")
+	write(t, filepath.Join(base, "ok.md"), "FINE")
+	symlink(t, settings, filepath.Join(base, "proj", "s"))
+	symlink(t, filepath.Join(settings, "trusted.json"), filepath.Join(base, "proj", "t.md"))
+	symlink(t, settings, filepath.Join(base, "linked"))
+	write(t, filepath.Join(settings, "AGENTS.md"), "SETTINGS-MEMORY")
+	main := write(t, filepath.Join(base, "proj", "AGENTS.md"), "@../ok.md\n@../.deepagents/trusted.json\n@s/trusted.json\n@t.md\n")
+	files, warns, err := memory.Load([]memory.Source{
+		{Path: main, Within: []string{base}, Exclude: []string{settings}},
+		{Path: filepath.Join(base, "linked", "AGENTS.md"), Within: []string{base}, Exclude: []string{settings}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := files[0].Text; !strings.Contains(got, "FINE") || strings.Contains(got, "SECRET") {
+		t.Errorf("text %q", got)
+	}
+	if files[1].Refused == "" || strings.Contains(files[1].Text, "SETTINGS") {
+		t.Errorf("a memory file in the excluded directory through a link: %+v", files[1])
+	}
+	if n := strings.Count(strings.Join(warns, "\n"), "which this memory file may not read"); n != 4 {
+		t.Errorf("%d refusals, want 4: %q", n, warns)
+	}
+	// Without Exclude the same imports are read: the test shows something.
+	files, _, _ = memory.Load([]memory.Source{{Path: main, Within: []string{base}}})
+	if !strings.Contains(files[0].Text, "SECRET-TRUST") {
+		t.Errorf("control: %q", files[0].Text)
+	}
+}
+
+// A mounted memory file whose directory leads into an excluded directory
+// is not written there.
+func TestExcludedDirectoriesAreNeverWritten(t *testing.T) {
+	base := t.TempDir()
+	settings := filepath.Join(base, ".deepagents")
+	if err := os.MkdirAll(settings, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	symlink(t, settings, filepath.Join(base, "proj", ".deepagents"))
+	m := scripted.New(scripted.Script{"parent": {Steps: []scripted.Step{
+		{ToolCalls: []scripted.StepCall{call("write_file", `{"file_path":"/memory/AGENTS.md","content":"INJECTED"}`)}},
+		{Content: "done"},
+	}}}, scripted.Options{})
+	disk := filepath.Join(base, "proj", ".deepagents", "AGENTS.md")
+	for _, exclude := range [][]string{{settings}, nil} {
+		a := newAgent(t, m, memory.Config{Sources: []memory.Source{{Path: disk, Show: "/memory/AGENTS.md", Within: []string{base}, Exclude: exclude}}})
+		res, err := agent.Drain(a.Run(t.Context(), agent.Prompt("remember")), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var result llm.Message
+		for _, msg := range res.State.Messages {
+			if msg.Role == llm.RoleTool {
+				result = msg
+			}
+		}
+		_, err = os.Stat(filepath.Join(settings, "AGENTS.md"))
+		if exclude != nil && (!result.IsError || err == nil) {
+			t.Fatalf("the memory file was written into the excluded directory: %+v", result)
+		}
+		if exclude == nil && (result.IsError || err != nil) {
+			t.Fatalf("control: without Exclude the write fails: %+v %v", result, err)
+		}
+	}
 }

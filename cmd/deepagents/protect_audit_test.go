@@ -233,3 +233,78 @@ func TestApprovalDoesNotCoverALinkMadeSince(t *testing.T) {
 		}
 	}
 }
+
+// A home directory kept in git (dotfiles) is not the project of every
+// directory below it: a downloaded project there without a repository of
+// its own cannot import, from its AGENTS.md, the user's trust store,
+// settings or SSH key into the prompt. Neither can a project in a
+// repository that holds the home directory (one at /), nor a link to them.
+func TestProjectMemoryCannotImportFromAHomeKeptInGit(t *testing.T) {
+	srv := promptServer(t)
+	_, home := runEnv(t, srv)
+	if err := os.MkdirAll(filepath.Join(home, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFileAt(t, filepath.Join(home, ".deepagents", "trusted.json"), `{"projects":{"SECRET-TRUST":{}}}`)
+	writeFileAt(t, filepath.Join(home, ".deepagents", "config.toml"), "# SECRET-CONFIG\n")
+	writeFileAt(t, filepath.Join(home, ".ssh", "id_ed25519"), "SECRET-KEY\n")
+	project := filepath.Join(home, "Downloads", "proj")
+	writeFileAt(t, filepath.Join(project, "docs", "ok.md"), "PROJECT-NOTE\n")
+	if err := os.Symlink(filepath.Join(home, ".deepagents", "config.toml"), filepath.Join(project, "cfg.md")); err != nil {
+		t.Fatal(err)
+	}
+	writeFileAt(t, filepath.Join(project, "AGENTS.md"), strings.Join([]string{
+		"Project rules.", "@docs/ok.md", "@../../.deepagents/trusted.json", "@" + filepath.Join(home, ".ssh", "id_ed25519"), "@cfg.md", "",
+	}, "\n"))
+	t.Chdir(project)
+	code, out, errs := runCLI(t, "run", "-p", "hi", "--model", "openai:gpt-test", "--output", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, errs, out)
+	}
+	reqs := srv.Requests()
+	if len(reqs) == 0 {
+		t.Fatal("the model was not called")
+	}
+	prompt := reqs[0].System()
+	if !strings.Contains(prompt, "PROJECT-NOTE") {
+		t.Errorf("the project's own import is missing from the prompt:\n%s", prompt)
+	}
+	for _, secret := range []string{"SECRET-TRUST", "SECRET-KEY", "SECRET-CONFIG"} {
+		if strings.Contains(prompt, secret) {
+			t.Errorf("the prompt holds %s", secret)
+		}
+	}
+	if !strings.Contains(errs, "was not read") {
+		t.Errorf("stderr does not warn about the imports it did not read:\n%s", errs)
+	}
+}
+
+// A repository that holds both the project and the home directory (one at
+// /, say) does not let the project's memory read the home directory.
+func TestProjectMemoryCannotImportFromHomeInsideItsRepository(t *testing.T) {
+	srv := promptServer(t)
+	runEnv(t, srv)
+	base := t.TempDir()
+	home, project := filepath.Join(base, "home", "me"), filepath.Join(base, "srv", "proj")
+	t.Setenv("HOME", home)
+	if err := os.MkdirAll(filepath.Join(base, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFileAt(t, filepath.Join(home, ".ssh", "id_ed25519"), "SECRET-KEY\n")
+	writeFileAt(t, filepath.Join(home, "notes.md"), "SECRET-NOTES\n")
+	writeFileAt(t, filepath.Join(base, "srv", "shared.md"), "REPO-NOTE\n")
+	writeFileAt(t, filepath.Join(project, "AGENTS.md"), "Rules.\n@../shared.md\n@../../home/me/.ssh/id_ed25519\n@../../home/me/notes.md\n")
+	t.Chdir(project)
+	if code, out, errs := runCLI(t, "run", "-p", "hi", "--model", "openai:gpt-test", "--output", "json"); code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, errs, out)
+	}
+	prompt := srv.Requests()[0].System()
+	if !strings.Contains(prompt, "REPO-NOTE") {
+		t.Errorf("the repository's own file is missing from the prompt:\n%s", prompt)
+	}
+	for _, secret := range []string{"SECRET-KEY", "SECRET-NOTES"} {
+		if strings.Contains(prompt, secret) {
+			t.Errorf("the prompt holds %s", secret)
+		}
+	}
+}

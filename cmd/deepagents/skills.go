@@ -52,19 +52,32 @@ func skillSources(cwd, home string, claude bool) []skills.Source {
 	return append(out, skills.Source{Label: "project", Dir: filepath.Join(cwd, ".deepagents", "skills")})
 }
 
-// repoRoot returns the nearest directory at or above dir that holds .git,
-// or "" when there is none.
-func repoRoot(dir string) string {
+// projectRoot returns the project dir is in: the nearest directory at or
+// above dir that holds .git, else dir. Below the home directory the search
+// stops short of it: a home directory kept in git (dotfiles) is not the
+// project of every directory under it, and must not let their memory files
+// import the user's files.
+func projectRoot(dir, home string) string {
+	belowHome := home != "" && dir != home && isInside(home, dir)
 	for d := dir; ; {
+		if belowHome && d == home {
+			return dir
+		}
 		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
 			return d
 		}
 		up := filepath.Dir(d)
 		if up == d {
-			return ""
+			return dir
 		}
 		d = up
 	}
+}
+
+// isInside reports whether p is dir or below it (both absolute, clean).
+func isInside(dir, p string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && filepath.IsLocal(rel) || rel == "."
 }
 
 // memorySources returns the default memory files, farthest first: the
@@ -81,14 +94,21 @@ func repoRoot(dir string) string {
 // ~/.deepagents holds settings and the trust list) into the prompt. The
 // user's own file imports from their ~/.deepagents and the project.
 func memorySources(cwd, home, root string) []memory.Source {
-	top := repoRoot(cwd)
-	if top == "" {
-		top = cwd
-	}
+	top := projectRoot(cwd, home)
 	var out []memory.Source
 	project := []string{top}
-	add := func(path, show string, within []string) {
-		s := memory.Source{Path: path, Show: show, Within: within}
+	// What a project's files never read: the user's settings, and the home
+	// directory when the project holds it (a repository at /) without the
+	// run being in it.
+	var notProject []string
+	if home != "" {
+		notProject = append(notProject, filepath.Join(home, ".deepagents"))
+		if isInside(top, home) && !isInside(home, cwd) {
+			notProject = append(notProject, home)
+		}
+	}
+	add := func(path, show string, within, exclude []string) {
+		s := memory.Source{Path: path, Show: show, Within: within, Exclude: exclude}
 		if root != "" {
 			if rel, err := filepath.Rel(root, path); err == nil && filepath.IsLocal(rel) {
 				s.Show, s.InBackend = "/"+filepath.ToSlash(rel), true
@@ -96,8 +116,10 @@ func memorySources(cwd, home, root string) []memory.Source {
 		}
 		out = append(out, s)
 	}
+	userFile := ""
 	if home != "" {
-		add(filepath.Join(home, ".deepagents", "AGENTS.md"), memoryMount+"user/AGENTS.md", []string{filepath.Join(home, ".deepagents"), top})
+		userFile = filepath.Join(home, ".deepagents", "AGENTS.md")
+		add(userFile, memoryMount+"user/AGENTS.md", []string{filepath.Join(home, ".deepagents"), top}, nil)
 	}
 	var dirs []string
 	for d := cwd; ; d = filepath.Dir(d) {
@@ -124,10 +146,12 @@ func memorySources(cwd, home, root string) []memory.Source {
 		}
 		// Other errors are the run's: the middleware reports them with
 		// the path.
-		add(p, shown(p), project)
+		add(p, shown(p), project, notProject)
 	}
-	own := filepath.Join(cwd, ".deepagents", "AGENTS.md")
-	add(own, shown(own), project)
+	if own := filepath.Join(cwd, ".deepagents", "AGENTS.md"); own != userFile {
+		// In the home directory, it is the user's own, listed already.
+		add(own, shown(own), project, notProject)
+	}
 	return out
 }
 
@@ -222,10 +246,7 @@ func listProjectFiles(w io.Writer, trust bool, cwd, home string, sc *skills.Conf
 	if len(out.Memory) == 0 && len(out.Skills) == 0 {
 		return nil
 	}
-	dir := repoRoot(cwd)
-	if dir == "" {
-		dir = cwd
-	}
+	dir := projectRoot(cwd, home)
 	var store config.TrustStore
 	if home != "" {
 		store = config.UserTrustStore(home)

@@ -162,12 +162,14 @@ func TestMemorySources(t *testing.T) {
 	got := memorySources(cwd, home, "")
 	// The project's files import from the project only; the user's from
 	// their ~/.deepagents too.
+	// Neither ever reads the user's settings.
 	project, user := []string{top}, []string{filepath.Join(home, ".deepagents"), top}
+	settings := []string{filepath.Join(home, ".deepagents")}
 	want := []memory.Source{
 		{Path: filepath.Join(home, ".deepagents", "AGENTS.md"), Show: "/memory/user/AGENTS.md", Within: user},
-		{Path: filepath.Join(top, "AGENTS.md"), Show: "/memory/project/AGENTS.md", Within: project},
-		{Path: filepath.Join(cwd, "AGENTS.md"), Show: "/memory/project/a/b/AGENTS.md", Within: project},
-		{Path: filepath.Join(cwd, ".deepagents", "AGENTS.md"), Show: "/memory/project/a/b/.deepagents/AGENTS.md", Within: project},
+		{Path: filepath.Join(top, "AGENTS.md"), Show: "/memory/project/AGENTS.md", Within: project, Exclude: settings},
+		{Path: filepath.Join(cwd, "AGENTS.md"), Show: "/memory/project/a/b/AGENTS.md", Within: project, Exclude: settings},
+		{Path: filepath.Join(cwd, ".deepagents", "AGENTS.md"), Show: "/memory/project/a/b/.deepagents/AGENTS.md", Within: project, Exclude: settings},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("sources\n%+v\nwant\n%+v", got, want)
@@ -175,8 +177,8 @@ func TestMemorySources(t *testing.T) {
 	// Under --root (the a directory), the files inside it are reached at
 	// their own paths; the ones outside stay mounted.
 	got = memorySources(cwd, home, filepath.Join(top, "a"))
-	want[2] = memory.Source{Path: filepath.Join(cwd, "AGENTS.md"), Show: "/b/AGENTS.md", InBackend: true, Within: project}
-	want[3] = memory.Source{Path: filepath.Join(cwd, ".deepagents", "AGENTS.md"), Show: "/b/.deepagents/AGENTS.md", InBackend: true, Within: project}
+	want[2] = memory.Source{Path: filepath.Join(cwd, "AGENTS.md"), Show: "/b/AGENTS.md", InBackend: true, Within: project, Exclude: settings}
+	want[3] = memory.Source{Path: filepath.Join(cwd, ".deepagents", "AGENTS.md"), Show: "/b/.deepagents/AGENTS.md", InBackend: true, Within: project, Exclude: settings}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("sources under root\n%+v\nwant\n%+v", got, want)
 	}
