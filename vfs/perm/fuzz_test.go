@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/deepagents-go/deepagents/vfs"
 	"github.com/deepagents-go/deepagents/vfs/osfs"
@@ -153,4 +155,44 @@ func tree(t *testing.T, dir string) string {
 		return nil
 	})
 	return b.String()
+}
+
+// FuzzGuardFold: a path and the same path with any of its letters swapped
+// for another spelling case folding equates with it (as a case-insensitive
+// disk takes them) reach the same zones.
+func FuzzGuardFold(f *testing.F) {
+	f.Add("/.mcp.json", uint64(0b10))
+	f.Add("/.deepagents/skills/x", uint64(0xffff))
+	f.Add("/a/.GIT/config", uint64(1))
+	f.Add("/AGENTS.md", uint64(0x55))
+	f.Fuzz(func(t *testing.T, p string, swap uint64) {
+		if !utf8.ValidString(p) || len(p) > 1024 {
+			return // other spellings may be longer than a path may be
+		}
+		g, err := perm.NewGuard([]perm.Zone{
+			{Dir: "/", Glob: "**/.git/**", Level: perm.Never, What: "git"},
+			{Dir: "/h", Glob: "**/.deepagents/s[k]ills/**", Level: perm.Ask, What: "skills"},
+			{Dir: "/h", Glob: "**/{AGENTS.md,.mcp.json}", Level: perm.Ask, What: "memory"},
+		}, []perm.Mount{{Prefix: "/", Host: "/h"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		i := 0
+		for _, r := range p {
+			if swap&(1<<(i%64)) != 0 {
+				r = unicode.SimpleFold(r)
+			}
+			b.WriteRune(r)
+			i++
+		}
+		a, errA := g.CheckWrite(p)
+		c, errC := g.CheckWrite(b.String())
+		if errA != nil || errC != nil {
+			return // a path the tools refuse (vfs.Clean), such as "s:"
+		}
+		if a.Level != c.Level || a.What != c.What {
+			t.Fatalf("%q: %+v %v; %q: %+v %v", p, a, errA, b.String(), c, errC)
+		}
+	})
 }

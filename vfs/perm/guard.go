@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"unicode"
 
 	"github.com/bmatcuk/doublestar/v4"
 
@@ -78,7 +79,7 @@ type Zone struct {
 	Report bool
 }
 
-// matches reports whether the host path h (slash-separated, lower case)
+// matches reports whether the host path h (slash-separated, folded)
 // is in the zone.
 func (z *zone) matches(h string) bool {
 	var rel string
@@ -97,7 +98,7 @@ func (z *zone) matches(h string) bool {
 
 type zone struct {
 	Zone
-	dir, glob string // lower case, slash-separated
+	dir, glob string // folded (see fold), slash-separated
 }
 
 // Mount says where a virtual directory (or file) of the agent's files is on
@@ -134,7 +135,7 @@ func NewGuard(zones []Zone, mounts []Mount) (*Guard, error) {
 		if !filepath.IsAbs(z.Dir) {
 			return nil, fmt.Errorf("protected place %q: the directory %q is not absolute", z.What, z.Dir)
 		}
-		glob := strings.ToLower(z.Glob)
+		glob := foldCase(z.Glob)
 		if !doublestar.ValidatePattern(glob) {
 			return nil, fmt.Errorf("protected place %q: %q is not a valid glob", z.What, z.Glob)
 		}
@@ -158,8 +159,24 @@ func NewGuard(zones []Zone, mounts []Mount) (*Guard, error) {
 	return g, nil
 }
 
-// fold is a host path as zones compare it.
-func fold(h string) string { return strings.ToLower(filepath.ToSlash(h)) }
+// fold is a host path as zones compare it: each letter replaced by the
+// least of the letters Unicode's simple case folding equates with it, so
+// that every spelling a case-insensitive disk takes for the same name
+// compares equal ("ſ" and "S" for "s", the Kelvin sign for "k"), not only
+// the upper and lower case of ASCII.
+func fold(h string) string { return foldCase(filepath.ToSlash(h)) }
+
+// foldCase replaces each rune of s by the least rune of its case-folding
+// orbit (see unicode.SimpleFold).
+func foldCase(s string) string {
+	return strings.Map(func(r rune) rune {
+		least := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			least = min(least, f)
+		}
+		return least
+	}, s)
+}
 
 // Finding is what a Guard says about changing one path.
 type Finding struct {

@@ -321,3 +321,31 @@ func TestGuardConformance(t *testing.T) {
 		return g.Wrap(f)
 	})
 }
+
+// Zones compare names as a case-insensitive disk does, by Unicode's case
+// folding rather than ASCII's: "ſ" (long s) and "K" (the Kelvin sign) name
+// the same file as "s" and "k" on such a disk, so they reach the zone.
+func TestGuardFoldsCaseAsADiskWould(t *testing.T) {
+	dir := t.TempDir()
+	g, err := perm.NewGuard([]perm.Zone{
+		{Dir: "/", Glob: "**/.mcp.json", Level: perm.Ask, What: "an MCP server list"},
+		{Dir: "/", Glob: "**/.deepagents/skills/**", Level: perm.Ask, What: "a skill folder"},
+		{Dir: "/", Glob: "**/.git/**", Level: perm.Never, What: "git's data"},
+	}, []perm.Mount{{Prefix: "/", Host: dir, Links: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]string{
+		"/.mcp.j\u017Fon":                 "an MCP server list",
+		"/.MCP.JSON":                      "an MCP server list",
+		"/.deepagents/s\u212Aills/x.md":   "a skill folder",
+		"/.deepagents/\u017F\u212Aills/x": "a skill folder",
+		"/.GIT/config":                    "git's data",
+		"/.mcp.jsonx":                     "",
+	} {
+		f, err := g.CheckWrite(p)
+		if err != nil || f.What != want {
+			t.Errorf("%s: %+v %v, want %q", p, f, err, want)
+		}
+	}
+}
