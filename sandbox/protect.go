@@ -356,8 +356,10 @@ type report struct {
 // database's journal, say) is left alone, and so are the read-only mounted
 // paths, which the command could not touch. Without a sandbox, what was
 // changed or deleted in place is only reported. It returns the notice for
-// the model, or "" when there is nothing to say.
-func (g *guard) after() string {
+// the model, or "" when there is nothing to say, and the protected paths
+// changed, deleted or left in place that nothing stopped or put back (see
+// Options.Unguarded).
+func (g *guard) after() (string, []string) {
 	post := g.mt.scan(g.root, !g.sandboxed, afterScanFactor*g.limit)
 	var rep report
 	rep.unchecked = post.over
@@ -434,7 +436,8 @@ func (g *guard) after() string {
 			rep.deleted = append(rep.deleted, rel)
 		}
 	}
-	return rep.notice(g.sandboxed, g.limit)
+	unguarded := slices.Concat(rep.changed, rep.deleted, rep.failed)
+	return rep.notice(g.sandboxed, g.limit), unguarded
 }
 
 // restore makes the link rel -> target again.

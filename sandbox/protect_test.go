@@ -496,7 +496,8 @@ func TestProtectedHostFilesStay(t *testing.T) {
 // reported, as the runner's description warns.
 func TestProtectedUnsandboxed(t *testing.T) {
 	needGit(t)
-	r := unsandboxed(t, sandbox.Options{Protected: protectedList})
+	var unguarded []string // what Options.Unguarded is told
+	r := unsandboxed(t, sandbox.Options{Protected: protectedList, Unguarded: func(paths []string) { unguarded = append(unguarded, paths...) }})
 	if d := r.Describe(); !strings.Contains(d, "protected paths are NOT enforced") {
 		t.Errorf("Describe does not warn: %q", d)
 	}
@@ -514,6 +515,17 @@ func TestProtectedUnsandboxed(t *testing.T) {
 	}
 	if !exists(filepath.Join(dir, "sub/.mcp.json")) || !exists(filepath.Join(dir, ".mcp.json.x")) {
 		t.Error("paths that are not protected were removed")
+	}
+	// The person is told what nothing put back, not what was removed.
+	if !slices.Equal(unguarded, []string{".git/config", "trusted.json"}) {
+		t.Errorf("Unguarded was told %q, want the changed and deleted paths", unguarded)
+	}
+	// In the sandbox nothing goes unguarded.
+	unguarded = nil
+	guarded := sandboxed(t, sandbox.Options{Protected: protectedList, Unguarded: func(paths []string) { unguarded = append(unguarded, paths...) }})
+	run(t, guarded, dir, `printf x >> .git/config; rm -f AGENTS.md; printf evil > new2.md && mkdir -p n && mv new2.md n/AGENTS.md`, 10*time.Second)
+	if unguarded != nil {
+		t.Errorf("Unguarded was told %q in the sandbox", unguarded)
 	}
 }
 

@@ -308,3 +308,32 @@ func TestProjectMemoryCannotImportFromHomeInsideItsRepository(t *testing.T) {
 		}
 	}
 }
+
+// Without a sandbox nothing stops a command from changing a protected
+// file, such as the user's memory when --root is the home directory; the
+// person hears of it (on stderr, even with --quiet, and in stream-json),
+// not only the model, each time.
+func TestUnsandboxedChangesOfProtectedFilesAreReported(t *testing.T) {
+	srv := promptServer(t)
+	_, home := runEnv(t, srv)
+	mem := filepath.Join(home, ".deepagents", "AGENTS.md")
+	writeFileAt(t, mem, "I like tea.\n")
+	command := callLine("execute", map[string]any{"command": "echo INJECTED >> .deepagents/AGENTS.md"})
+	for _, output := range []string{"json", "stream-json"} {
+		code, out, errs := runCLI(t, "run", "-p", command, "--model", "openai:gpt-test", "--root", home,
+			"--no-sandbox", "--allow", "execute", "--output", output, "--quiet")
+		if code != 0 {
+			t.Fatalf("exit %d: %s\n%s", code, errs, out)
+		}
+		const told = "deepagents: warning: parent: execute: a command changed protected files and nothing stopped it or put them back (check them before you run the agent again): .deepagents/AGENTS.md"
+		if !strings.Contains(errs, told) {
+			t.Errorf("%s: stderr does not report the change:\n%s", output, errs)
+		}
+		if output == "stream-json" && !strings.Contains(out, `"source":"execute"`) {
+			t.Errorf("stream-json lacks the warning event:\n%s", out)
+		}
+	}
+	if b, _ := os.ReadFile(mem); strings.Count(string(b), "INJECTED") != 2 {
+		t.Fatalf("the commands did not run as the test expects: %q", b)
+	}
+}

@@ -141,6 +141,7 @@ func cmdResume(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	f.notices = &noticeLog{}
 	f.shell.notices = f.notices
+	f.shell.unguarded = &unguardedLog{}
 	if _, err := applyTurnSettings(ctx, "resume", fs, args, &f, stderr); err != nil {
 		fmt.Fprintf(stderr, "deepagents resume: %v\n", err)
 		return exitUsage

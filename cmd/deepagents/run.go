@@ -161,6 +161,7 @@ func parseRunFlags(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	f.notices = &noticeLog{}
 	f.shell.notices = f.notices
+	f.shell.unguarded = &unguardedLog{}
 	f.given = givenFlags(fs, args)
 	if f.set["thread"] {
 		given, err := applyTurnSettings(ctx, "run", fs, args, &f, stderr)
@@ -469,7 +470,11 @@ func (s *session) drive(ctx context.Context, in agent.Input, decisions []agent.D
 			if s.flags.output == "stream-json" {
 				s.stream(enc, ev)
 			}
+			if ev.Type == agent.ToolEnd {
+				s.tellUnguarded(ev.Agent, enc, prog)
+			}
 		})
+		s.tellUnguarded("", enc, prog)
 		// A run that produced a result is reported and saved whatever error
 		// came with it (a non-ok status comes back as an error too); only a
 		// run without a result has nothing to show.
@@ -917,6 +922,31 @@ func (s *session) tell(ev agent.Event, prog *progressPrinter) {
 		fmt.Fprintf(s.stderr, "deepagents: warning: %s: %s\n", ev.Agent, text)
 	default:
 		fmt.Fprintf(s.stderr, "deepagents: %s: %s\n", ev.Agent, text)
+	}
+}
+
+// tellUnguarded warns about the protected files commands changed that
+// nothing stopped since the last call (with --no-sandbox), on stderr even
+// with --quiet and as a warning event in stream-json; agentPath is the
+// agent whose command ended.
+func (s *session) tellUnguarded(agentPath string, enc *json.Encoder, prog *progressPrinter) {
+	paths := s.flags.shell.unguarded.take()
+	if len(paths) == 0 {
+		return
+	}
+	if agentPath == "" {
+		agentPath = "parent"
+	}
+	ev := unguardedWarning(agentPath, paths)
+	// Every time, not once per session as tell shows a warning: the same
+	// file changed again is news again.
+	if text := noticeText(ev); prog != nil {
+		prog.notice(ev, text)
+	} else {
+		fmt.Fprintf(s.stderr, "deepagents: warning: %s: %s\n", ev.Agent, text)
+	}
+	if s.flags.output == "stream-json" {
+		s.stream(enc, ev)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"strings"
+	"sync"
 
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/fstools"
@@ -27,6 +28,44 @@ type shellOptions struct {
 	network bool
 	// notices shows the line saying how commands run once per thread.
 	notices *noticeLog
+	// unguarded collects the protected paths commands changed that
+	// nothing stopped, for the session to report (nil: not collected).
+	unguarded *unguardedLog
+}
+
+// unguardedLog collects the protected paths that commands changed,
+// deleted or left and that nothing stopped or put back
+// (sandbox.Options.Unguarded), from the goroutines that run the commands,
+// until the session reports them.
+type unguardedLog struct {
+	mu    sync.Mutex
+	paths []string
+}
+
+func (l *unguardedLog) add(paths []string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.paths = append(l.paths, paths...)
+}
+
+// take returns the paths collected since the last take.
+func (l *unguardedLog) take() []string {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := l.paths
+	l.paths = nil
+	return out
+}
+
+// unguardedWarning is the warning event that tells the person about paths
+// a command changed that nothing protected, from the agent whose event
+// showed the command's end.
+func unguardedWarning(agentPath string, paths []string) agent.Event {
+	return agent.Event{Type: agent.Warning, Agent: agentPath, Warning: &agent.WarningInfo{Source: "execute", Tools: []string{fstools.ExecuteName},
+		Text: "a command changed protected files and nothing stopped it or put them back (check them before you run the agent again): " + strings.Join(paths, ", ")}}
 }
 
 // shellFlags declares --allow, --no-sandbox and --sandbox-network.
@@ -66,14 +105,18 @@ func wireShell(ctx context.Context, o shellOptions, quiet bool, root *osfs.FS, g
 	}
 	var runner *sandbox.Runner
 	var err error
+	var unguarded func([]string)
+	if o.unguarded != nil {
+		unguarded = o.unguarded.add
+	}
 	if !o.noSandbox {
-		runner, err = sandbox.New(ctx, sandbox.Options{Network: o.network, Protected: protected})
+		runner, err = sandbox.New(ctx, sandbox.Options{Network: o.network, Protected: protected, Unguarded: unguarded})
 		if err != nil {
 			fmt.Fprintf(stderr, "deepagents: execute is not available: %v. Pass --no-sandbox to run commands without a sandbox, with your full access to files and network.\n", err)
 			return root, gates, opts, nil
 		}
 	} else {
-		if runner, err = sandbox.New(ctx, sandbox.Options{Unsandboxed: true, Protected: protected}); err != nil {
+		if runner, err = sandbox.New(ctx, sandbox.Options{Unsandboxed: true, Protected: protected, Unguarded: unguarded}); err != nil {
 			return nil, nil, opts, err
 		}
 		opts = fstools.ExecuteOptions{Unsandboxed: true}
