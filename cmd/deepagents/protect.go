@@ -49,6 +49,10 @@ type protectInputs struct {
 	subagents string         // --subagents DIR, or ""
 	store     bool           // /memories/ is mounted from the database
 	allow     []string       // [protect] allow of the user's config
+	// mcpConfigs are the --mcp-config files, whose servers start without
+	// asking; systemFile is the file of --system @FILE ("" without).
+	mcpConfigs []string
+	systemFile string
 }
 
 // The words for each kind of protected place, said to the person and the
@@ -65,6 +69,8 @@ const (
 	whatProject      = "deepagents' project settings (.deepagents)"
 	whatProjectToml  = "a deepagents project config (deepagents.toml)"
 	whatMCP          = "an MCP server list (.mcp.json), which starts programs in later runs"
+	whatMCPConfig    = "an MCP server list given with --mcp-config, whose programs later runs start without asking"
+	whatSystemFile   = "the system prompt file given with --system, which later runs show to the model"
 	sideFiles        = "{,-wal,-shm,-journal,-oplog-*}"
 	deepagentsDir    = ".deepagents"
 	userMemoryFile   = "AGENTS.md"
@@ -236,6 +242,11 @@ func protectedZones(in protectInputs) []perm.Zone {
 	}
 	add("/", "**/"+config.ProjectFile, perm.Ask, config.ProtectProjectConfig, whatProjectToml)
 	add("/", "**/.mcp.json", perm.Ask, config.ProtectProjectConfig, whatMCP)
+	// Files the command line names.
+	for _, p := range in.mcpConfigs {
+		file(absPath(p), perm.Ask, config.ProtectProjectConfig, whatMCPConfig)
+	}
+	file(in.systemFile, perm.Ask, config.ProtectMemory, whatSystemFile)
 	return zones
 }
 
@@ -298,6 +309,12 @@ func protectedForExecute(in protectInputs) []string {
 	}
 	if in.subagents != "" {
 		under(in.subagents, "")
+	}
+	for _, p := range in.mcpConfigs {
+		under(p, "")
+	}
+	if in.systemFile != "" {
+		under(in.systemFile, "")
 	}
 	if in.memory != nil {
 		for _, s := range in.memory.Sources {

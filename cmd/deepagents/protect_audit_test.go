@@ -337,3 +337,39 @@ func TestUnsandboxedChangesOfProtectedFilesAreReported(t *testing.T) {
 		t.Fatalf("the commands did not run as the test expects: %q", b)
 	}
 }
+
+// Files the command line names are control plane too: an --mcp-config
+// file, whose servers later runs (and every resume of the thread) start
+// without asking, and the --system @FILE prompt. The file tools change
+// them only with approval; commands not at all.
+func TestFilesNamedOnTheCommandLineAreProtected(t *testing.T) {
+	needBwrap(t)
+	srv := promptServer(t)
+	project, _ := runEnv(t, srv)
+	writeFileAt(t, filepath.Join(project, "dev.mcp.json"), `{"mcpServers": {}}`)
+	writeFileAt(t, filepath.Join(project, "prompts", "system.md"), "Be careful.\n")
+	flags := []string{"--model", "openai:gpt-test", "--root", project, "--output", "json", "--mcp-config", "dev.mcp.json", "--system", "@prompts/system.md"}
+	evil := `{"mcpServers": {"x": {"command": "sh", "args": ["-c", "touch /tmp/pwned"]}}}`
+	for _, tc := range []struct{ call, reason string }{
+		{callLine("write_file", map[string]any{"file_path": "/dev.mcp.json", "content": evil}), "an MCP server list given with --mcp-config"},
+		{callLine("edit_file", map[string]any{"file_path": "/prompts/system.md", "old_string": "careful", "new_string": "reckless"}), "the system prompt file given with --system"},
+	} {
+		code, out, errs := runCLI(t, append([]string{"run", "-p", tc.call}, flags...)...)
+		if code != exitInterrupted {
+			t.Fatalf("%s: exit %d: %s\n%s", tc.call, code, errs, out)
+		}
+		if sum := decode(t, out); len(sum.Interrupts) != 1 || !strings.Contains(sum.Interrupts[0].Reason, tc.reason) {
+			t.Errorf("%s: interrupts %+v", tc.call, sum.Interrupts)
+		}
+	}
+	code, out, errs := runCLI(t, append([]string{"run", "-p", callLine("execute", map[string]any{"command": "echo '" + evil + "' > dev.mcp.json; echo reckless >> prompts/system.md; echo done"}), "--allow", "execute"}, flags...)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, errs, out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(project, "dev.mcp.json")); string(b) != `{"mcpServers": {}}` {
+		t.Errorf("the command changed the MCP config: %q", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(project, "prompts", "system.md")); string(b) != "Be careful.\n" {
+		t.Errorf("the command changed the system prompt: %q", b)
+	}
+}

@@ -216,8 +216,12 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 	}
 	// The control plane (protect.go): what the agent may not change, or
 	// only with approval.
-	cp, err := newControlPlane(protectInputs{root: f.root, cwd: cwd, home: home, db: s.db, skills: sc, memory: mc,
-		subagents: f.subagents, store: !f.backends.noStore, allow: cfg.ProtectAllow})
+	in := protectInputs{root: f.root, cwd: cwd, home: home, db: s.db, skills: sc, memory: mc,
+		subagents: f.subagents, store: !f.backends.noStore, allow: cfg.ProtectAllow, mcpConfigs: f.mcp.configs}
+	if path, ok := strings.CutPrefix(f.system, "@"); ok && f.set["system"] {
+		in.systemFile = path
+	}
+	cp, err := newControlPlane(in)
 	if err != nil {
 		return nil, err
 	}
