@@ -1,11 +1,14 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	ot "github.com/deepagents-go/deepagents/providers/openai/openaitest"
 )
 
 // fakeGitDir makes dir a git directory whose configuration runs a program
@@ -371,5 +374,76 @@ func TestFilesNamedOnTheCommandLineAreProtected(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(project, "prompts", "system.md")); string(b) != "Be careful.\n" {
 		t.Errorf("the command changed the system prompt: %q", b)
+	}
+}
+
+// lastUserServer is promptServer for forks: a fork's request holds its
+// parent's conversation, so the calls are read from the last user message
+// (after the fork's "Task: " line), not the first.
+func lastUserServer(t *testing.T) *ot.Server {
+	return ot.NewServer(t, func(r *ot.Request) ot.Reply {
+		last := r.Last()
+		if last.Role != "user" {
+			var results []string
+			for _, m := range r.Messages {
+				if m.Role == "tool" {
+					results = append(results, m.Text())
+				}
+			}
+			return ot.Text(strings.Join(results, "\n"))
+		}
+		text := last.Text()
+		if _, task, ok := strings.Cut(text, "Task: "); ok {
+			text = task
+		}
+		var calls []ot.Call
+		for i, line := range strings.Split(strings.TrimSpace(text), "\n") {
+			name, args, _ := strings.Cut(line, " ")
+			calls = append(calls, ot.Call{ID: fmt.Sprintf("c%d", i+1), Name: name, Args: args})
+		}
+		return ot.Tools(calls...)
+	})
+}
+
+// A fork defined by a project's agent file, with interrupt_on lifting
+// everything, still waits for the person where its parent would: a write
+// of a protected file, of the user's memory, a tool the user gates, and
+// execute.
+func TestProjectForkKeepsTheGates(t *testing.T) {
+	needBwrap(t)
+	srv := lastUserServer(t)
+	project, home := runEnv(t, srv)
+	controlProject(t, project)
+	writeFileAt(t, filepath.Join(home, ".deepagents", "AGENTS.md"), "I like tea.\n")
+	writeFileAt(t, filepath.Join(project, ".deepagents", "agents", "forky.md"),
+		"---\ndescription: Forks.\nmode: fork\ninterrupt_on: {execute: false, write_file: false, edit_file: false}\n---\nDo it.\n")
+	for _, tc := range []struct {
+		name, call string
+		root       bool
+		extra      []string
+		reason     string
+	}{
+		{"agent file", callLine("write_file", map[string]any{"file_path": "/.deepagents/agents/x.md", "content": "x"}), true, nil, "an agent file"},
+		{"user memory", callLine("edit_file", map[string]any{"file_path": "/memory/user/AGENTS.md", "old_string": "tea", "new_string": "gin"}), false, nil, "your user memory"},
+		{"gated tool", callLine("write_file", map[string]any{"file_path": "/n.md", "content": "x"}), true, []string{"--interrupt-on", "write_file"}, ""},
+		{"execute", callLine("execute", map[string]any{"command": "echo hi"}), true, nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := []string{"run", "-p", taskLine("forky", tc.call), "--model", "openai:gpt-test", "--output", "json"}
+			if tc.root {
+				args = append(args, "--root", project)
+			}
+			code, out, errs := runCLI(t, append(args, tc.extra...)...)
+			if code != exitInterrupted {
+				t.Fatalf("exit %d: %s\n%s", code, errs, out)
+			}
+			sum := decode(t, out)
+			if len(sum.Interrupts) != 1 || sum.Interrupts[0].Path != "parent / forky#c1" || !strings.Contains(sum.Interrupts[0].Reason, tc.reason) {
+				t.Errorf("interrupts %+v", sum.Interrupts)
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(project, ".deepagents", "agents", "x.md")); err == nil {
+		t.Error("the agent file was written")
 	}
 }
