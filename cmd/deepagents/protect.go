@@ -15,6 +15,7 @@ import (
 	"github.com/deepagents-go/deepagents/sandbox"
 	"github.com/deepagents-go/deepagents/skills"
 	"github.com/deepagents-go/deepagents/subagent"
+	"github.com/deepagents-go/deepagents/vfs"
 	"github.com/deepagents-go/deepagents/vfs/perm"
 )
 
@@ -37,6 +38,9 @@ type controlPlane struct {
 	// forExecute are the places execute's commands may read but not
 	// change, relative to the root.
 	forExecute []string
+	// rootMount is the --root directory as the file tools see it (nil
+	// without one).
+	rootMount *perm.Mount
 }
 
 // protectInputs are what the control plane is drawn from.
@@ -104,7 +108,7 @@ func newControlPlane(in protectInputs) (*controlPlane, error) {
 		}
 	}
 	gateMounts = append(gateMounts, memMounts...)
-	cp := &controlPlane{}
+	cp := &controlPlane{rootMount: rootMount}
 	var err error
 	if cp.gate, err = perm.NewGuard(zones, gateMounts); err != nil {
 		return nil, err
@@ -322,6 +326,17 @@ func protectedForExecute(in protectInputs) []string {
 		}
 	}
 	return out
+}
+
+// withLinkRules returns the --root directory's backend b with the user's
+// rules also checked where its symbolic links lead (perm.LinkRules), for
+// the agent and every subagent: a link in a cloned project cannot take a
+// read or write to a place the rules deny.
+func (cp *controlPlane) withLinkRules(b vfs.Backend, rules perm.Rules) (vfs.Backend, error) {
+	if cp == nil || cp.rootMount == nil || b == nil {
+		return b, nil
+	}
+	return perm.LinkRules(b, rules, []perm.Mount{*cp.rootMount})
 }
 
 // withPathGates adds to gates the control plane's check of the paths that

@@ -447,3 +447,62 @@ func TestProjectForkKeepsTheGates(t *testing.T) {
 		t.Error("the agent file was written")
 	}
 }
+
+// Your --permission and config rules hold where a symbolic link leads: a
+// cloned project's docs/env pointing at ../.env does not read what "deny
+// read /.env" keeps from the agent, nor does a link to a denied directory
+// let the agent write or list there; for the agent, its subagents, and a
+// project agent file with permissions: [].
+func TestPermissionRulesHoldThroughLinks(t *testing.T) {
+	srv := promptServer(t)
+	project, _ := runEnv(t, srv)
+	writeFileAt(t, filepath.Join(project, ".env"), "API_KEY=SECRET-VALUE\n")
+	writeFileAt(t, filepath.Join(project, "secret", "key"), "SECRET-KEY\n")
+	writeFileAt(t, filepath.Join(project, "docs", "ok.md"), "fine\n")
+	writeFileAt(t, filepath.Join(project, ".deepagents", "agents", "lax.md"), "---\ndescription: Lax.\npermissions: []\n---\nDo it.\n")
+	for link, target := range map[string]string{"docs/env": "../.env", "s": "secret", "docs/s2": "../s"} {
+		if err := os.Symlink(target, filepath.Join(project, filepath.FromSlash(link))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func(p string) string { return callLine("read_file", map[string]any{"file_path": p}) }
+	for _, tc := range []struct {
+		line    string
+		allowed bool
+	}{
+		{read("/docs/ok.md"), true},
+		{read("/docs/env"), false},
+		{read("/s/key"), false},
+		{read("/docs/s2/key"), false},
+		{callLine("ls", map[string]any{"path": "/s"}), false},
+		{callLine("grep", map[string]any{"pattern": "SECRET", "path": "/s"}), false},
+		// A search of everything skips the file the link leads to, saying why.
+		{callLine("grep", map[string]any{"pattern": "SECRET", "path": "/", "output_mode": "content"}), false},
+		{callLine("write_file", map[string]any{"file_path": "/s/new", "content": "x"}), false},
+		{callLine("delete", map[string]any{"file_path": "/s/key"}), false},
+		// The link itself could go, but delete looks at what it deletes
+		// first, and that is denied to the agent (deny all).
+		{callLine("delete", map[string]any{"file_path": "/docs/env"}), false},
+		{taskLine("general-purpose", read("/docs/env")), false},
+		{taskLine("lax", read("/s/key")), false},
+	} {
+		code, out, errs := runCLI(t, "run", "-p", tc.line, "--model", "openai:gpt-test", "--root", project, "--output", "json",
+			"--permission", "deny all /.env", "--permission", "deny all /secret/**")
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s\n%s", tc.line, code, errs, out)
+		}
+		res := decode(t, out).Result
+		if strings.Contains(res, "SECRET-") {
+			t.Errorf("%s: the result holds the secret: %q", tc.line, res)
+		}
+		if denied := strings.Contains(res, "permission denied by rule"); denied == tc.allowed {
+			t.Errorf("%s: result %q, want allowed %v", tc.line, res, tc.allowed)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(project, "secret", "key")); err != nil || string(b) != "SECRET-KEY\n" {
+		t.Errorf("the denied file changed: %q %v", b, err)
+	}
+	if _, err := os.Lstat(filepath.Join(project, "secret", "new")); err == nil {
+		t.Error("a file was written in the denied directory")
+	}
+}

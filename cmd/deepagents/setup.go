@@ -233,6 +233,9 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 	if cp.root != nil && backend != nil {
 		backend = cp.root.Wrap(backend)
 	}
+	if backend, err = cp.withLinkRules(backend, append(slices.Clip(flagRules), cfg.Permissions...)); err != nil {
+		return nil, err
+	}
 	gates = cp.withPathGates(gates, nil)
 	cp.gateSpecs(specs)
 
