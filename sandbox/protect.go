@@ -356,10 +356,9 @@ type report struct {
 // database's journal, say) is left alone, and so are the read-only mounted
 // paths, which the command could not touch. Without a sandbox, what was
 // changed or deleted in place is only reported. It returns the notice for
-// the model, or "" when there is nothing to say, and the protected paths
-// changed, deleted or left in place that nothing stopped or put back (see
-// Options.Unguarded).
-func (g *guard) after() (string, []string) {
+// the model, or "" when there is nothing to say, and what the person must
+// hear of (see Options.Unguarded).
+func (g *guard) after() (string, Unguarded) {
 	post := g.mt.scan(g.root, !g.sandboxed, afterScanFactor*g.limit)
 	var rep report
 	rep.unchecked = post.over
@@ -436,8 +435,21 @@ func (g *guard) after() (string, []string) {
 			rep.deleted = append(rep.deleted, rel)
 		}
 	}
-	unguarded := slices.Concat(rep.changed, rep.deleted, rep.failed)
+	unguarded := Unguarded{Paths: slices.Concat(rep.changed, rep.deleted, rep.failed, rep.unreadable), Unchecked: rep.unchecked}
 	return rep.notice(g.sandboxed, g.limit), unguarded
+}
+
+// Unguarded is what a command did to protected paths that the runner
+// neither stopped nor undid (see Options.Unguarded).
+type Unguarded struct {
+	// Paths are the protected paths, relative to the directory, that the
+	// command changed or deleted (only possible without a sandbox), that
+	// could not be removed or put back, or that could not be read to be
+	// checked.
+	Paths []string
+	// Unchecked says the command left too many files and directories to
+	// check everything it made; commands are refused from then on.
+	Unchecked bool
 }
 
 // restore makes the link rel -> target again.

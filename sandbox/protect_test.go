@@ -497,7 +497,8 @@ func TestProtectedHostFilesStay(t *testing.T) {
 func TestProtectedUnsandboxed(t *testing.T) {
 	needGit(t)
 	var unguarded []string // what Options.Unguarded is told
-	r := unsandboxed(t, sandbox.Options{Protected: protectedList, Unguarded: func(paths []string) { unguarded = append(unguarded, paths...) }})
+	tell := func(u sandbox.Unguarded) { unguarded = append(unguarded, u.Paths...) }
+	r := unsandboxed(t, sandbox.Options{Protected: protectedList, Unguarded: tell})
 	if d := r.Describe(); !strings.Contains(d, "protected paths are NOT enforced") {
 		t.Errorf("Describe does not warn: %q", d)
 	}
@@ -522,7 +523,7 @@ func TestProtectedUnsandboxed(t *testing.T) {
 	}
 	// In the sandbox nothing goes unguarded.
 	unguarded = nil
-	guarded := sandboxed(t, sandbox.Options{Protected: protectedList, Unguarded: func(paths []string) { unguarded = append(unguarded, paths...) }})
+	guarded := sandboxed(t, sandbox.Options{Protected: protectedList, Unguarded: tell})
 	run(t, guarded, dir, `printf x >> .git/config; rm -f AGENTS.md; printf evil > new2.md && mkdir -p n && mv new2.md n/AGENTS.md`, 10*time.Second)
 	if unguarded != nil {
 		t.Errorf("Unguarded was told %q in the sandbox", unguarded)
@@ -533,11 +534,15 @@ func TestProtectedUnsandboxed(t *testing.T) {
 // to list gets no commands (fails closed), and a command that makes it too
 // large to check gets a warning, after which commands are refused.
 func TestProtectedScanLimit(t *testing.T) {
-	r := sandboxed(t, sandbox.Options{Protected: []string{"**/AGENTS.md"}, MaxScanEntries: 50})
+	var told sandbox.Unguarded // what the person hears
+	r := sandboxed(t, sandbox.Options{Protected: []string{"**/AGENTS.md"}, MaxScanEntries: 50, Unguarded: func(u sandbox.Unguarded) { told = u }})
 	dir := t.TempDir()
 	res := run(t, r, dir, `i=0; while [ $i -lt 300 ]; do : > f$i; i=$((i+1)); done; printf evil > AGENTS.md`, 20*time.Second)
 	if !strings.Contains(res.Notice, "too many to check") {
 		t.Errorf("no warning after the command made the directory too large: %q", res.Notice)
+	}
+	if !told.Unchecked {
+		t.Errorf("Unguarded was not told that the check was incomplete: %+v", told)
 	}
 	_, err := r.Run(context.Background(), dir, vfs.ExecRequest{Command: "true"})
 	if !errors.Is(err, sandbox.ErrTooManyEntries) {

@@ -112,13 +112,13 @@ type Options struct {
 	// when it ends, and the result's Notice says so. Unsandboxed, only that
 	// removal protects them (see docs/SANDBOX.md).
 	Protected []string
-	// Unguarded, when set, is told after a command the protected paths
-	// it changed or deleted that nothing stopped and nothing could put
-	// back (without a sandbox, where the check after a command can only
-	// report them, or a removal that failed), so that the person hears
-	// of them, not only the model (the result's Notice). It is called on
-	// the goroutine that ran the command.
-	Unguarded func(paths []string)
+	// Unguarded, when set, is told after a command what it did to
+	// protected paths that nothing stopped and nothing could put back, or
+	// that the check after it could not see, so that the person hears of
+	// it, not only the model (the result's Notice). It is called on the
+	// goroutine that ran the command, only when there is something to
+	// tell.
+	Unguarded func(Unguarded)
 	// MaxScanEntries bounds the listing of the directory that finds the
 	// protected paths before and after each command
 	// (DefaultMaxScanEntries; the listing after a command may see four
@@ -365,7 +365,7 @@ func (r *Runner) Run(ctx context.Context, dir string, req vfs.ExecRequest) (vfs.
 		if err == nil {
 			res.Notice = notice
 		}
-		if len(unguarded) > 0 && r.opts.Unguarded != nil {
+		if (len(unguarded.Paths) > 0 || unguarded.Unchecked) && r.opts.Unguarded != nil {
 			r.opts.Unguarded(unguarded)
 		}
 	}

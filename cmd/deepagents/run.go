@@ -930,23 +930,20 @@ func (s *session) tell(ev agent.Event, prog *progressPrinter) {
 // with --quiet and as a warning event in stream-json; agentPath is the
 // agent whose command ended.
 func (s *session) tellUnguarded(agentPath string, enc *json.Encoder, prog *progressPrinter) {
-	paths := s.flags.shell.unguarded.take()
-	if len(paths) == 0 {
-		return
-	}
 	if agentPath == "" {
 		agentPath = "parent"
 	}
-	ev := unguardedWarning(agentPath, paths)
-	// Every time, not once per session as tell shows a warning: the same
-	// file changed again is news again.
-	if text := noticeText(ev); prog != nil {
-		prog.notice(ev, text)
-	} else {
-		fmt.Fprintf(s.stderr, "deepagents: warning: %s: %s\n", ev.Agent, text)
-	}
-	if s.flags.output == "stream-json" {
-		s.stream(enc, ev)
+	for _, ev := range unguardedWarnings(agentPath, s.flags.shell.unguarded.take()) {
+		// Every time, not once per session as tell shows a warning: the
+		// same file changed again is news again.
+		if text := noticeText(ev); prog != nil {
+			prog.notice(ev, text)
+		} else {
+			fmt.Fprintf(s.stderr, "deepagents: warning: %s: %s\n", ev.Agent, text)
+		}
+		if s.flags.output == "stream-json" {
+			s.stream(enc, ev)
+		}
 	}
 }
 

@@ -33,39 +33,49 @@ type shellOptions struct {
 	unguarded *unguardedLog
 }
 
-// unguardedLog collects the protected paths that commands changed,
-// deleted or left and that nothing stopped or put back
-// (sandbox.Options.Unguarded), from the goroutines that run the commands,
-// until the session reports them.
+// unguardedLog collects what commands did to protected paths that nothing
+// stopped or put back (sandbox.Options.Unguarded), from the goroutines
+// that run the commands, until the session reports it.
 type unguardedLog struct {
-	mu    sync.Mutex
-	paths []string
+	mu   sync.Mutex
+	seen sandbox.Unguarded
 }
 
-func (l *unguardedLog) add(paths []string) {
+func (l *unguardedLog) add(u sandbox.Unguarded) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.paths = append(l.paths, paths...)
+	l.seen.Paths = append(l.seen.Paths, u.Paths...)
+	l.seen.Unchecked = l.seen.Unchecked || u.Unchecked
 }
 
-// take returns the paths collected since the last take.
-func (l *unguardedLog) take() []string {
+// take returns what was collected since the last take.
+func (l *unguardedLog) take() sandbox.Unguarded {
 	if l == nil {
-		return nil
+		return sandbox.Unguarded{}
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := l.paths
-	l.paths = nil
+	out := l.seen
+	l.seen = sandbox.Unguarded{}
 	return out
 }
 
-// unguardedWarning is the warning event that tells the person about paths
-// a command changed that nothing protected, from the agent whose event
-// showed the command's end.
-func unguardedWarning(agentPath string, paths []string) agent.Event {
-	return agent.Event{Type: agent.Warning, Agent: agentPath, Warning: &agent.WarningInfo{Source: "execute", Tools: []string{fstools.ExecuteName},
-		Text: "a command changed protected files and nothing stopped it or put them back (check them before you run the agent again): " + strings.Join(paths, ", ")}}
+// unguardedWarnings are the warning events that tell the person what
+// commands did to protected paths that nothing stopped, from the agent
+// whose event showed a command's end.
+func unguardedWarnings(agentPath string, u sandbox.Unguarded) []agent.Event {
+	var texts []string
+	if len(u.Paths) > 0 {
+		texts = append(texts, "a command changed protected files and nothing stopped it or put them back (check them before you run the agent again): "+strings.Join(u.Paths, ", "))
+	}
+	if u.Unchecked {
+		texts = append(texts, "a command left too many files and directories to check what it did to protected files (settings, instructions, git's configuration); commands are refused from now on: check the directory (git status) before you run the agent again")
+	}
+	out := make([]agent.Event, len(texts))
+	for i, text := range texts {
+		out[i] = agent.Event{Type: agent.Warning, Agent: agentPath, Warning: &agent.WarningInfo{Source: "execute", Tools: []string{fstools.ExecuteName}, Text: text}}
+	}
+	return out
 }
 
 // shellFlags declares --allow, --no-sandbox and --sandbox-network.
@@ -105,7 +115,7 @@ func wireShell(ctx context.Context, o shellOptions, quiet bool, root *osfs.FS, g
 	}
 	var runner *sandbox.Runner
 	var err error
-	var unguarded func([]string)
+	var unguarded func(sandbox.Unguarded)
 	if o.unguarded != nil {
 		unguarded = o.unguarded.add
 	}
