@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -142,4 +143,44 @@ func (s *Saver) checkTables(ctx context.Context) error {
 		return &damageError{path: s.path, why: fmt.Sprintf("lacks the thread tables %s: it was changed by something other than deepagents", strings.Join(missing, ", "))}
 	}
 	return nil
+}
+
+// maxForeignNames caps the names a refusal of foreign schema objects lists.
+const maxForeignNames = 5
+
+// RefuseTriggers fails, naming the file at path, when the database's schema
+// holds a trigger or a view. deepagents makes neither; a trigger is SQL the
+// database file carries that SQLite runs on every write the program makes
+// (trusted_schema off limits the functions it may call, not the rows it
+// may change), so whoever could write the file once would act on every
+// later write. db is an open connection pool to that file.
+func RefuseTriggers(ctx context.Context, db *sql.DB, path string) error {
+	rows, err := db.QueryContext(ctx, `SELECT type, name FROM sqlite_schema WHERE type IN ('trigger', 'view') ORDER BY type, name`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var found []string
+	n := 0
+	for rows.Next() {
+		var typ, name string
+		if err := rows.Scan(&typ, &name); err != nil {
+			return err
+		}
+		if n++; n <= maxForeignNames {
+			found = append(found, fmt.Sprintf("%s %q", typ, name))
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if n == 0 {
+		return nil
+	}
+	if n > maxForeignNames {
+		found = append(found, fmt.Sprintf("and %d more", n-maxForeignNames))
+	}
+	return &damageError{path: path, why: fmt.Sprintf("holds %s, which deepagents never makes: something else changed the file, "+
+		"and SQL kept in it would run on every write; deepagents does not open it until they are removed (sqlite3 %s 'DROP TRIGGER name' or 'DROP VIEW name' for each) or the file is replaced",
+		strings.Join(found, ", "), path)}
 }

@@ -293,6 +293,9 @@ func Open(path string, opts Options) (*Saver, error) {
 			return fail(err)
 		}
 	}
+	if err := RefuseTriggers(context.Background(), w, path); err != nil {
+		return fail(err)
+	}
 	if err := s.migrate(context.Background()); err != nil {
 		return fail(err)
 	}
