@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -183,4 +184,54 @@ func RefuseTriggers(ctx context.Context, db *sql.DB, path string) error {
 	return &damageError{path: path, why: fmt.Sprintf("holds %s, which deepagents never makes: something else changed the file, "+
 		"and SQL kept in it would run on every write; deepagents does not open it until they are removed (sqlite3 %s 'DROP TRIGGER name' or 'DROP VIEW name' for each) or the file is replaced",
 		strings.Join(found, ", "), path)}
+}
+
+// fileKind names what a file that is not a regular file is.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "not a regular file"
+}
+
+// checkFiles fails, naming the file, when the database at path is not a
+// regular file (it may be a symbolic link to one), or when its write-ahead
+// log or shared-memory file is there but is not a regular file: SQLite
+// would say only "unable to open database file" or "disk I/O error", or
+// wait forever on a named pipe.
+func checkFiles(path string) error {
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		return &damageError{path: path, why: "is " + fileKind(fi.Mode()) + ", not a database file"}
+	}
+	// SQLite keeps the side files beside the file a link leads to.
+	real := path
+	if r, err := filepath.EvalSymlinks(path); err == nil {
+		real = r
+	}
+	for _, side := range []string{"-wal", "-shm"} {
+		p := real + side
+		fi, err := os.Lstat(p)
+		if err != nil || fi.Mode().IsRegular() {
+			continue
+		}
+		return &sideFileError{path: path, side: p, kind: fileKind(fi.Mode())}
+	}
+	return nil
+}
+
+// sideFileError is a write-ahead log or shared-memory file beside the
+// database that SQLite did not make.
+type sideFileError struct{ path, side, kind string }
+
+func (e *sideFileError) Error() string {
+	return fmt.Sprintf("the database %s has beside it %s, which is %s, not a file SQLite made; deepagents does not open the database with it there: move it aside (no thread data is in it)", e.path, e.side, e.kind)
 }

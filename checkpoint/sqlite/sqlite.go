@@ -248,6 +248,9 @@ func Open(path string, opts Options) (*Saver, error) {
 	if err := refuseJournals(path); err != nil {
 		return nil, err
 	}
+	if err := checkFiles(path); err != nil {
+		return nil, err
+	}
 	if err := checkNotEmptied(path); err != nil {
 		return nil, err
 	}

@@ -5,8 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/llm"
@@ -112,4 +115,77 @@ func TestPlantedTriggerIsRefused(t *testing.T) {
 		copyFile(t, other+"-wal", path+"-wal")
 		check(t, path, `trigger "t_pwn"`)
 	})
+}
+
+// A database path that is a directory, a named pipe or a link to a device,
+// and a write-ahead log or shared-memory file beside it that is not a
+// regular file (a directory, a pipe, a link elsewhere), each fails Open at
+// once with an error naming that file and what it is, instead of SQLite's
+// "unable to open database file" or "disk I/O error"; the link's target is
+// left untouched.
+func TestOddFilesAreNamed(t *testing.T) {
+	type layout func(t *testing.T, path string) (odd string)
+	target := func(t *testing.T) string {
+		p := filepath.Join(t.TempDir(), "precious")
+		if err := os.WriteFile(p, []byte("precious\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	mk := func(err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		name, kind string
+		make       layout
+	}{
+		{"database is a directory", "a directory", func(t *testing.T, p string) string { mk(os.Remove(p)); mk(os.Mkdir(p, 0o700)); return p }},
+		{"database is a pipe", "a named pipe", func(t *testing.T, p string) string { mk(os.Remove(p)); mk(syscall.Mkfifo(p, 0o600)); return p }},
+		{"database links to /dev/zero", "a device", func(t *testing.T, p string) string { mk(os.Remove(p)); mk(os.Symlink("/dev/zero", p)); return p }},
+		{"log is a directory", "a directory", func(t *testing.T, p string) string { mk(os.Mkdir(p+"-wal", 0o700)); return p + "-wal" }},
+		{"log is a pipe", "a named pipe", func(t *testing.T, p string) string { mk(syscall.Mkfifo(p+"-wal", 0o600)); return p + "-wal" }},
+		{"log links elsewhere", "a symbolic link", func(t *testing.T, p string) string { mk(os.Symlink(target(t), p+"-wal")); return p + "-wal" }},
+		{"shared memory is a pipe", "a named pipe", func(t *testing.T, p string) string { mk(syscall.Mkfifo(p+"-shm", 0o600)); return p + "-shm" }},
+		{"shared memory links to /dev/zero", "a symbolic link", func(t *testing.T, p string) string { mk(os.Symlink("/dev/zero", p+"-shm")); return p + "-shm" }},
+		{"shared memory links elsewhere", "a symbolic link", func(t *testing.T, p string) string { mk(os.Symlink(target(t), p+"-shm")); return p + "-shm" }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := threadFile(t)
+			odd := c.make(t, path)
+			done := make(chan error, 1)
+			go func() {
+				s, err := Open(path, Options{BusyTimeout: time.Second})
+				if err == nil {
+					s.Close()
+				}
+				done <- err
+			}()
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(30 * time.Second):
+				t.Fatal("Open did not return within 30 s")
+			}
+			if err == nil || !strings.Contains(err.Error(), odd) || !strings.Contains(err.Error(), c.kind) {
+				t.Errorf("error %v, want one naming %s as %s", err, odd, c.kind)
+			}
+			if l, lerr := os.Readlink(odd); lerr == nil && !strings.HasPrefix(l, "/dev/") {
+				if b, _ := os.ReadFile(l); string(b) != "precious\n" {
+					t.Errorf("the link's target changed: %q", b)
+				}
+			}
+		})
+	}
+	// A database reached through a link is fine, its side files beside
+	// the file it leads to.
+	path := threadFile(t)
+	link := filepath.Join(t.TempDir(), "linked.db")
+	mk(os.Symlink(path, link))
+	s, err := Open(link, Options{})
+	if err != nil {
+		t.Fatalf("a database through a link: %v", err)
+	}
+	s.Close()
 }
