@@ -190,3 +190,63 @@ func awaitJS(expr string) chromedp.Action[chromedp.Void] {
 		return nil
 	})
 }
+
+// TestBrowserPageCannotFrameUI: a page of another origin that frames the
+// web UI (to have the user click its Approve button under a decoy:
+// clickjacking) gets an empty frame. Chromium fetches the page and, as its
+// answer forbids framing, never runs it: none of its scripts or styles is
+// requested before the frame's load event. The UI opened directly loads
+// them.
+func TestBrowserPageCannotFrameUI(t *testing.T) {
+	a, err := server.DemoAgent("agent", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := server.New(server.Config{Agents: []server.AgentSpec{{Name: "agent", Agent: a}}, Saver: checkpoint.NewMemory(0), UI: ui.Handler()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	assets := map[string]int{} // asset requests by their Sec-Fetch-Dest's document: frame or top
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/app.js" || r.URL.Path == "/app.css" {
+			mu.Lock()
+			assets[r.URL.Path]++
+			mu.Unlock()
+		}
+		s.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() { target.Close(); _ = s.Close() })
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, `<!doctype html><title>win a prize</title><p>click the button</p>`)
+	}))
+	t.Cleanup(evil.Close)
+	count := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return assets["/app.js"] + assets["/app.css"]
+	}
+	p := page{t, browserWith(t, nil, "frame-ancestors", "Refused to display", "Refused to frame")}
+	tq, _ := json.Marshal(target.URL + "/")
+	p.do(
+		chromedp.Navigate(evil.URL+"/"),
+		waitJS(`document.title === 'win a prize'`),
+		// The frame's load event comes after its document's scripts and
+		// styles have loaded, when it is shown.
+		awaitJS(`new Promise(done => {
+			const f = document.createElement('iframe');
+			f.style.opacity = '0.01';
+			f.onload = () => done(true);
+			f.src = `+string(tq)+`;
+			document.body.append(f);
+		})`),
+	)
+	if n := count(); n != 0 {
+		t.Errorf("the framed UI loaded %d of its assets: a page of another origin can show it under a decoy", n)
+	}
+	p.do(chromedp.Navigate(target.URL+"/"), waitJS(`document.readyState === 'complete'`))
+	if n := count(); n != 2 {
+		t.Errorf("the UI opened directly loaded %d assets, want 2 (app.js, app.css)", n)
+	}
+}
