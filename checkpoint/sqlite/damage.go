@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/deepagents-go/deepagents/checkpoint"
 )
 
 // journalSuffix names the journals of earlier releases: the database's
@@ -92,16 +94,20 @@ func (e *damageError) Unwrap() error { return e.err }
 // damaged returns err marked as a damageError when SQLite found the file
 // damaged or not a database; other errors come back as they are.
 func (s *Saver) damaged(err error) error {
+	var d *damageError
+	if err == nil || errors.As(err, &d) {
+		return err
+	}
 	switch sqliteCode(err) {
 	case sqliteCorrupt, sqliteNotADB:
-	default:
-		return err
+		return &damageError{path: s.path, why: fmt.Sprintf("is damaged or is not an SQLite database (%v)", err), err: err}
 	}
-	var d *damageError
-	if errors.As(err, &d) {
-		return err
+	if errors.Is(err, checkpoint.ErrDamaged) {
+		// Rows SQLite reads fine, but that no saver writes: changed by
+		// something else.
+		return &damageError{path: s.path, why: fmt.Sprintf("holds damaged thread data (%v)", err), err: err}
 	}
-	return &damageError{path: s.path, why: fmt.Sprintf("is damaged or is not an SQLite database (%v)", err), err: err}
+	return err
 }
 
 // hasTable says whether the database has a table of that name (while

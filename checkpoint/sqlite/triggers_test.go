@@ -189,3 +189,48 @@ func TestOddFilesAreNamed(t *testing.T) {
 	}
 	s.Close()
 }
+
+// A record changed in the file to name far more messages than the thread
+// holds (a forged or damaged database) is an error naming the file and
+// saying the data is damaged; it does not make the saver allocate room for
+// the messages it names (a terabyte of them crashed the process).
+func TestForgedRecordIsDamageNamingTheFile(t *testing.T) {
+	const forge = `UPDATE checkpoints SET record = CAST(json_set(CAST(record AS TEXT), '$.messages.to', 1099511627776) AS BLOB)
+		WHERE seq = (SELECT MAX(seq) FROM checkpoints WHERE thread = 't0')`
+	for _, c := range []struct {
+		name  string
+		stmts []string
+		says  string
+	}{
+		{"the record", []string{forge}, "are missing"},
+		// A chunk row that claims the messages too: reading it again and
+		// again made no progress, for ever.
+		{"the record and the chunks", []string{forge, `UPDATE chunks SET seq_to = 1099511627776 WHERE thread = 't0'`}, "which it was recorded to hold"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := threadFile(t)
+			plant(t, path, false, c.stmts...)
+			s, err := Open(path, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			done := make(chan error, 1)
+			go func() {
+				_, err := s.Get(ctx, checkpoint.Ref{ThreadID: "t0"})
+				done <- err
+			}()
+			select {
+			case err = <-done:
+			case <-ctx.Done():
+				t.Fatal("Get did not return within 30 s")
+			}
+			var d *damageError
+			if !errors.As(err, &d) || !errors.Is(err, checkpoint.ErrDamaged) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), c.says) {
+				t.Errorf("error %v (%T), want one naming %s as holding damaged data (%s)", err, err, path, c.says)
+			}
+		})
+	}
+}
