@@ -114,6 +114,9 @@ func cmdThreads(ctx context.Context, args []string, stdin io.Reader, stdout, std
 				fmt.Fprintln(stdout, "[]")
 			} else {
 				what, makes := "no database at "+db.Path, "one"
+				if fi, err := os.Stat(db.Path); err == nil && fi.Size() == 0 {
+					what = "the database " + db.Path + " is empty" // how a new one starts
+				}
 				if db.Kind == config.Postgres {
 					what, makes = "no thread tables in "+db.String(), "them"
 				}
