@@ -125,6 +125,12 @@ func TestWebPageCannotDrive(t *testing.T) {
 			[]string{"Origin", evil, "Access-Control-Request-Method", "POST", "Access-Control-Request-Headers", "content-type"}},
 		{"a page of another port of this machine", "POST", "/threads", `{"thread_id":"planted"}`, 403,
 			[]string{"Origin", "http://127.0.0.1:3000", "Content-Type", "application/json"}},
+		{"an <img> of another site joining a stream (no Origin)", "GET", "/threads/victim/runs/" + run.RunID + "/stream", "", 403,
+			[]string{"Sec-Fetch-Site", "cross-site", "Sec-Fetch-Mode", "no-cors", "Sec-Fetch-Dest", "image"}},
+		{"a <script> probing for a thread (no Origin)", "GET", "/threads/victim/state", "", 403,
+			[]string{"Sec-Fetch-Site", "cross-site", "Sec-Fetch-Mode", "no-cors", "Sec-Fetch-Dest", "script"}},
+		{"a <link rel=prefetch> of another port of localhost", "GET", "/threads/victim", "", 403,
+			[]string{"Host", "localhost:" + port, "Sec-Fetch-Site", "same-site", "Sec-Fetch-Mode", "no-cors", "Sec-Fetch-Dest", "empty"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resp, b := h.raw(tc.method, tc.path, tc.body, tc.hdr...)
@@ -159,6 +165,10 @@ func TestWebPageCannotDrive(t *testing.T) {
 		{"Host 127.0.0.1", "GET", "/info", "", 200, []string{"Host", "127.0.0.1:" + port}},
 		{"Host LOCALHOST.", "GET", "/info", "", 200, []string{"Host", "LOCALHOST.:" + port}},
 		{"the web UI's own page", "GET", "/", "", 200, []string{"Host", "127.0.0.1:" + port, "Sec-Fetch-Site", "none"}},
+		{"a link to the web UI on another site", "GET", "/", "", 200,
+			[]string{"Host", "127.0.0.1:" + port, "Sec-Fetch-Site", "cross-site", "Sec-Fetch-Mode", "navigate", "Sec-Fetch-Dest", "document"}},
+		{"the web UI's script", "GET", "/app.js", "", 200,
+			[]string{"Host", "127.0.0.1:" + port, "Sec-Fetch-Site", "same-origin", "Sec-Fetch-Mode", "no-cors", "Sec-Fetch-Dest", "script"}},
 		{"the web UI posting to its own origin", "POST", "/threads/search", `{}`, 200,
 			[]string{"Host", "127.0.0.1:" + port, "Origin", "http://127.0.0.1:" + port, "Content-Type", "application/json", "Sec-Fetch-Site", "same-origin"}},
 		{"the web UI's page under localhost", "POST", "/threads/search", `{}`, 200,

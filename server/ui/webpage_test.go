@@ -42,8 +42,8 @@ func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter 
 // TestBrowserPageCannotDriveServer: a real page of another origin, open
 // in Chromium while the user runs `deepagents serve` without a token,
 // tries what such a page can do without the server's consent — a no-cors
-// fetch with a JSON text body, navigator.sendBeacon, a text/plain form
-// post — and, once its name resolves to 127.0.0.1 (DNS rebinding, here by
+// fetch with a JSON text body, navigator.sendBeacon, an image (a GET with
+// no Origin), a text/plain form post — and, once its name resolves to 127.0.0.1 (DNS rebinding, here by
 // Chromium's resolver rules), same-origin fetches to the server. Every
 // request reaches the server and is refused with 403 (for its origin, or
 // its host name); no thread or run is made.
@@ -99,6 +99,9 @@ func TestBrowserPageCannotDriveServer(t *testing.T) {
 		// A no-cors fetch: text/plain body, no preflight, the answer unreadable.
 		awaitJS(`(async () => { await fetch(`+string(tq)+` + '/threads/victim/runs', {method: 'POST', mode: 'no-cors', body: `+string(rq)+`}); return true; })()`),
 		waitJS(`navigator.sendBeacon(`+string(tq)+` + '/threads', '{"thread_id":"beacon"}')`),
+		// An image: a GET with no Origin, whose load or error event (or
+		// timing) would tell the page whether the thread exists.
+		awaitJS(`new Promise(done => { const i = new Image(); i.onload = i.onerror = () => done(true); i.src = `+string(tq)+` + '/threads/victim/state'; })`),
 		// A form whose text/plain body reads as JSON, posted into a frame.
 		waitJS(`(() => {
 			const frame = document.createElement('iframe');
@@ -132,9 +135,11 @@ func TestBrowserPageCannotDriveServer(t *testing.T) {
 	mu.Lock()
 	got := append([]seen(nil), log...)
 	mu.Unlock()
-	want := map[string]bool{"fetch": false, "beacon": false, "form": false, "rebound": false}
+	want := map[string]bool{"fetch": false, "beacon": false, "form": false, "rebound": false, "image": false}
 	for _, r := range got {
 		switch {
+		case r.path == "/threads/victim/state" && r.origin == "":
+			want["image"] = true
 		case r.path == "/threads/victim/runs" && r.origin == evil.URL:
 			want["fetch"] = true
 		case r.path == "/threads" && r.origin == evil.URL && strings.HasPrefix(r.ctype, "text/plain;"):
