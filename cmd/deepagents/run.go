@@ -601,10 +601,13 @@ func (s *session) report(res *agent.Result, reason, path string, prog *progressP
 	switch s.flags.output {
 	case "text":
 		if text := s.answer(res); text != "" && !refused && !waiting {
+			if isTerminal(s.stdout) {
+				text = termText(text) // shown, not acted on; a pipe gets it as it is
+			}
 			fmt.Fprintln(s.stdout, text)
 		}
 		if res.Status != agent.StatusOK && !refused && !waiting {
-			fmt.Fprintf(s.stderr, "deepagents %s: the run ended with status %s: %s\n", s.name(), res.Status, reason)
+			fmt.Fprintf(s.stderr, "deepagents %s: the run ended with status %s: %s\n", s.name(), res.Status, termText(reason)) // may quote a server
 			if errors.Is(res.Err(), checkpoint.ErrUnavailable) {
 				s.showUnsaved()
 			}

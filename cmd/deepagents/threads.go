@@ -521,6 +521,7 @@ func printRun(w io.Writer, r *shownRun, indent string) {
 		if r := []rune(text); len(r) > 2000 {
 			text = string(r[:1999]) + "…"
 		}
+		head, text = termText(head), termText(text) // what tools read, shown, never acted on
 		lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
 		fmt.Fprintf(w, "%s%s%s\n", indent, head, lines[0])
 		pad := strings.Repeat(" ", len([]rune(head)))
