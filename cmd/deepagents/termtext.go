@@ -33,3 +33,10 @@ func termText(s string) string {
 func unsafeOnTerminal(r rune) bool {
 	return r < 0x20 && r != '\n' && r != '\t' || r == 0x7f || hidden(r)
 }
+
+// termError is an error whose text quotes a file the user did not write:
+// its message is termText's, and it unwraps to the error as it was.
+type termError struct{ err error }
+
+func (e termError) Error() string { return termText(e.err.Error()) }
+func (e termError) Unwrap() error { return e.err }
