@@ -281,7 +281,26 @@ var (
 	// and writes are idempotent, so trying one again after a failure that
 	// may have landed is safe. Savers wrap such errors with it.
 	ErrUnavailable = errors.New("checkpoint store unavailable")
+	// ErrDamaged marks stored data that no saver writes: a record that
+	// does not decode or contradicts itself, messages or file contents it
+	// names that are missing or corrupt, a history that loops. The store
+	// was damaged or changed by something else; a saver of a file says
+	// which file.
+	ErrDamaged = errors.New("stored thread data is damaged")
 )
+
+// damagedError is an error about damaged stored data; it matches
+// ErrDamaged.
+type damagedError struct{ err error }
+
+func (e *damagedError) Error() string        { return e.err.Error() }
+func (e *damagedError) Unwrap() error        { return e.err }
+func (e *damagedError) Is(target error) bool { return target == ErrDamaged }
+
+// damagedf is an error about damaged stored data (see ErrDamaged).
+func damagedf(format string, args ...any) error {
+	return &damagedError{err: fmt.Errorf(format, args...)}
+}
 
 // LeasedError says who holds a thread and until when.
 type LeasedError struct {

@@ -289,9 +289,19 @@ type Chunk struct {
 // outside want. It fails when a message of want is missing. The messages
 // share memory with the chunks' Data, which must not change afterwards.
 func Messages(want []Range, chunks []Chunk) ([]llm.Message, error) {
-	total := int64(0)
+	// Room for the messages asked for, but never more than the chunks
+	// hold: the ranges come from a record, which a damaged or forged
+	// database may make as large as it likes (a missing message is an
+	// error below).
+	total, have := int64(0), int64(0)
 	for _, r := range want {
 		total += max(r.Len(), 0)
+	}
+	for _, c := range chunks {
+		have += chunkEntryCount(c.Data) // not c.To: a number read from the database
+	}
+	if total < 0 || total > have {
+		total = have
 	}
 	out := make([]llm.Message, 0, total)
 	var calls []llm.ToolCall
@@ -304,12 +314,17 @@ func Messages(want []Range, chunks []Chunk) ([]llm.Message, error) {
 				ci++
 			}
 			if ci >= len(chunks) || chunks[ci].From > next {
-				return nil, fmt.Errorf("messages %d..%d are missing", next, r.To)
+				return nil, damagedf("messages %d..%d are missing", next, r.To)
 			}
 			var err error
+			was := next
 			out, next, err = decodeChunk(out, &calls, chunks[ci], next, r.To)
 			if err != nil {
-				return nil, fmt.Errorf("message chunk from %d: %w", chunks[ci].From, err)
+				return nil, damagedf("message chunk from %d: %w", chunks[ci].From, err)
+			}
+			if next <= was {
+				// The chunk was said to hold message was, and does not.
+				return nil, damagedf("message chunk from %d ends before message %d, which it was recorded to hold", chunks[ci].From, was)
 			}
 		}
 	}
@@ -322,8 +337,13 @@ func chunkEnd(c Chunk) int64 {
 	if c.To > c.From {
 		return c.To
 	}
-	n := c.From
-	data := c.Data
+	return c.From + chunkEntryCount(c.Data)
+}
+
+// chunkEntryCount counts the entries of a chunk's data without decoding
+// them, as far as it can be read.
+func chunkEntryCount(data []byte) int64 {
+	n := int64(0)
 	for len(data) > 0 {
 		l, k := binary.Uvarint(data)
 		if k <= 0 || l > uint64(len(data)-k) {

@@ -2,6 +2,7 @@ package checkpoint_test
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -312,4 +313,46 @@ func BenchmarkDecodeMessages(b *testing.B) {
 			}
 		})
 	}
+}
+
+// Ranges that ask for more messages than the chunks hold, as a damaged or
+// forged record may (up to overflowing their sum), are an error matching
+// ErrDamaged, with no room made for what they ask.
+func TestMessagesBeyondTheChunks(t *testing.T) {
+	chunks := []checkpoint.Chunk{{From: 0, To: 1 << 40, Data: checkpoint.AppendChunk(nil, user("a"), user("b"))}}
+	for _, want := range [][]checkpoint.Range{
+		{{From: 0, To: 1 << 40}},
+		{{From: 0, To: 1<<62 + 1}, {From: 0, To: 1<<62 + 1}},
+		{{From: 1, To: 3}},
+	} {
+		_, err := checkpoint.Messages(want, chunks)
+		if !errors.Is(err, checkpoint.ErrDamaged) {
+			t.Errorf("%v: %v, want an error matching ErrDamaged", want, err)
+		}
+	}
+	if msgs, err := checkpoint.Messages([]checkpoint.Range{{From: 0, To: 2}}, chunks); err != nil || len(msgs) != 2 {
+		t.Errorf("the messages there: %v %v", msgs, err)
+	}
+}
+
+// FuzzMessagesRecordedBounds: chunks whose recorded end (To, read from the
+// database) says anything, and ranges of any size, never panic, hang or
+// make room for messages the chunks do not hold; what comes back has the
+// length the range asks for.
+func FuzzMessagesRecordedBounds(f *testing.F) {
+	f.Add(checkpoint.AppendChunk(nil, user("a"), user("b")), int64(0), int64(2), int64(2))
+	f.Add(checkpoint.AppendChunk(nil, user("a"), user("b")), int64(0), int64(1<<40), int64(1<<40))
+	f.Add(checkpoint.AppendChunk(nil, user("a")), int64(1), int64(3), int64(5))
+	f.Fuzz(func(t *testing.T, data []byte, from, to, chunkTo int64) {
+		if to < from || from < 0 {
+			return
+		}
+		msgs, err := checkpoint.Messages([]checkpoint.Range{{From: from, To: to}}, []checkpoint.Chunk{{From: 0, To: chunkTo, Data: data}})
+		if err == nil && int64(len(msgs)) != to-from {
+			t.Fatalf("%d messages for the range %d..%d", len(msgs), from, to)
+		}
+		if err != nil && !errors.Is(err, checkpoint.ErrDamaged) {
+			t.Fatalf("an error that does not say the data is damaged: %v", err)
+		}
+	})
 }

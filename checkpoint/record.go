@@ -114,7 +114,7 @@ func Encode(r *Record) ([]byte, error) {
 // consistent, so a damaged row is an error rather than a wrong state.
 func Decode(data []byte) (*Record, error) {
 	if len(data) > MaxRecordSize {
-		return nil, fmt.Errorf("checkpoint record is %d bytes; at most %d are read", len(data), MaxRecordSize)
+		return nil, damagedf("checkpoint record is %d bytes; at most %d are read", len(data), MaxRecordSize)
 	}
 	// A record of a known version decodes in one pass; anything else is
 	// looked at twice, for an error that says what is wrong.
@@ -123,7 +123,7 @@ func Decode(data []byte) (*Record, error) {
 	var r Record
 	if err := dec.Decode(&r); err == nil && !dec.More() && r.V >= 1 && r.V <= CodecVersion {
 		if err := r.check(); err != nil {
-			return nil, fmt.Errorf("checkpoint record %q: %w", r.ID, err)
+			return nil, damagedf("checkpoint record %q: %w", r.ID, err)
 		}
 		return &r, nil
 	}
@@ -131,10 +131,10 @@ func Decode(data []byte) (*Record, error) {
 		V *int `json:"v"`
 	}
 	if err := json.Unmarshal(data, &probe); err != nil {
-		return nil, fmt.Errorf("checkpoint record is not valid JSON: %w", err)
+		return nil, damagedf("checkpoint record is not valid JSON: %w", err)
 	}
 	if probe.V == nil {
-		return nil, fmt.Errorf("checkpoint record has no version field \"v\"")
+		return nil, damagedf("checkpoint record has no version field \"v\"")
 	}
 	if *probe.V < 1 || *probe.V > CodecVersion {
 		return nil, fmt.Errorf("checkpoint record has version %d; this build reads versions 1 to %d", *probe.V, CodecVersion)
@@ -143,13 +143,13 @@ func Decode(data []byte) (*Record, error) {
 	dec.DisallowUnknownFields()
 	r = Record{}
 	if err := dec.Decode(&r); err != nil {
-		return nil, fmt.Errorf("checkpoint record: %w", err)
+		return nil, damagedf("checkpoint record: %w", err)
 	}
 	if dec.More() {
-		return nil, fmt.Errorf("checkpoint record has data after its end")
+		return nil, damagedf("checkpoint record has data after its end")
 	}
 	if err := r.check(); err != nil {
-		return nil, fmt.Errorf("checkpoint record %q: %w", r.ID, err)
+		return nil, damagedf("checkpoint record %q: %w", r.ID, err)
 	}
 	return &r, nil
 }
@@ -225,14 +225,14 @@ func Chain(ctx context.Context, rec *Record, load Loader) ([]*Record, error) {
 			return nil, err
 		}
 		if rec.ParentID == "" {
-			return nil, fmt.Errorf("checkpoint %q: history broken (no parent before a snapshot)", rec.ID)
+			return nil, damagedf("checkpoint %q: history broken (no parent before a snapshot)", rec.ID)
 		}
 		p, err := load(ctx, rec.ParentID)
 		if err != nil {
 			return nil, fmt.Errorf("checkpoint %q: parent %q: %w", rec.ID, rec.ParentID, err)
 		}
 		if len(chain) > 1<<20 {
-			return nil, fmt.Errorf("checkpoint %q: history loops", rec.ID)
+			return nil, damagedf("checkpoint %q: history loops", rec.ID)
 		}
 		chain = append(chain, p)
 		rec = p
@@ -494,7 +494,7 @@ func Assemble(r *Record, v View, msgs [][]byte, blobs map[string][]byte) (*Check
 	for i, data := range msgs {
 		m, err := DecodeMessage(data)
 		if err != nil {
-			return nil, fmt.Errorf("checkpoint %q: message %d does not decode: %w", r.ID, i, err)
+			return nil, damagedf("checkpoint %q: message %d does not decode: %w", r.ID, i, err)
 		}
 		decoded = append(decoded, m)
 	}
@@ -513,7 +513,7 @@ func AssembleMessages(r *Record, v View, msgs []llm.Message, blobs map[string][]
 	for p, f := range v.Files {
 		content, ok := blobs[f.Hash]
 		if !ok {
-			return nil, fmt.Errorf("checkpoint %q: content of %s (sha256 %s) is missing", r.ID, p, f.Hash)
+			return nil, damagedf("checkpoint %q: content of %s (sha256 %s) is missing", r.ID, p, f.Hash)
 		}
 		c.State.Files[p] = vfs.File{Content: string(content), CreatedAt: f.Created, ModifiedAt: f.Modified}
 	}
@@ -586,13 +586,13 @@ func EncodeWrite(w Write) ([]byte, error) {
 func DecodeWrite(data []byte) (Write, error) {
 	var x writeV1
 	if err := json.Unmarshal(data, &x); err != nil {
-		return Write{}, fmt.Errorf("pending write does not decode: %w", err)
+		return Write{}, damagedf("pending write does not decode: %w", err)
 	}
 	if x.V < 1 || x.V > CodecVersion {
 		return Write{}, fmt.Errorf("pending write has version %d; this build reads versions 1 to %d", x.V, CodecVersion)
 	}
 	if x.CallID == "" || x.Kind == "" {
-		return Write{}, fmt.Errorf("pending write has no call id or kind")
+		return Write{}, damagedf("pending write has no call id or kind")
 	}
 	return Write{CallID: x.CallID, Kind: x.Kind, Result: x.Result, Files: x.Files, Data: x.Data, Time: x.Time}, nil
 }

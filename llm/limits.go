@@ -64,14 +64,22 @@ type ResponseTooLargeError struct {
 	Max, Got int64
 	// Wire, when set, says the cap was on what the server sent, framing
 	// included, and on which part of it ("the answer", "one event of the
-	// stream", "the stream"): a cap that follows from MaxBytes.
+	// stream", "the stream"): a cap that follows from MaxBytes; or
+	// WireLine, the longest line the provider's client library reads.
 	Wire string
 }
+
+// WireLine is the Wire of a response cut off at a line of its event stream
+// longer than the provider's client library reads (32 MiB for the OpenAI
+// and Anthropic libraries), whatever MaxBytes is.
+const WireLine = "one line of the stream"
 
 func (e *ResponseTooLargeError) Error() string {
 	switch {
 	case e.Limit == LimitToolCalls:
 		return fmt.Sprintf("the model's response was cut off after %d tool calls: its limit is %d (%s)", e.Got, e.Max, LimitToolCalls)
+	case e.Wire == WireLine:
+		return fmt.Sprintf("the model's response was cut off: %s read from the server passed %s, the longest line the provider's client library reads (%s does not raise it)", e.Wire, sizeText(e.Max), LimitBytes)
 	case e.Wire != "":
 		return fmt.Sprintf("the model's response was cut off: %s read from the server passed %s, a cap that follows from the response limit (%s)", e.Wire, sizeText(e.Max), LimitBytes)
 	}

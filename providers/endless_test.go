@@ -110,6 +110,7 @@ func TestEndlessResponsesAreCutOff(t *testing.T) {
 		{"openai", "hidden", true, 0, "max_response_bytes", ""},
 		{"openai", "pings", true, mib, "max_response_bytes", "the stream"},
 		{"openai", "event", true, mib, "max_response_bytes", "one event of the stream"},
+		{"openai", "line", true, 0, "max_response_bytes", "one line of the stream"},
 		{"openai", "body", false, mib, "max_response_bytes", "the answer"},
 		{"anthropic", "text", true, 0, "max_response_bytes", ""},
 		{"anthropic", "args", true, 0, "max_response_bytes", ""},
@@ -117,6 +118,7 @@ func TestEndlessResponsesAreCutOff(t *testing.T) {
 		{"anthropic", "hidden", true, 0, "max_response_bytes", ""},
 		{"anthropic", "pings", true, mib, "max_response_bytes", "the stream"},
 		{"anthropic", "event", true, mib, "max_response_bytes", "one event of the stream"},
+		{"anthropic", "line", true, 0, "max_response_bytes", "one line of the stream"},
 		{"gemini", "text", true, 0, "max_response_bytes", ""},
 		{"gemini", "args", true, 0, "max_response_bytes", ""},
 		{"gemini", "calls", true, 0, "max_tool_calls", ""},
@@ -367,6 +369,20 @@ func (s *endlessServer) endless(stream bool, out func(string) bool) {
 			return
 		}
 		for out(sse("ping", `{"type":"ping"}`)) {
+		}
+	case p == "openai" && shape == "line":
+		// One line without end, under the default limits: the client
+		// library's reader gives up before the event's wire cap.
+		if !out("data: ") {
+			return
+		}
+		for out(filler) {
+		}
+	case p == "anthropic" && shape == "line":
+		if !out(anthropicStart + "data: ") {
+			return
+		}
+		for out(filler) {
 		}
 	case p == "anthropic" && shape == "event":
 		if !out(anthropicStart + "event: content_block_delta\n") {

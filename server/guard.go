@@ -69,6 +69,11 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request) bool {
 			return true
 		}
 	}
+	if !present && crossSiteSubresource(r) {
+		writeError(w, http.StatusForbidden, fmt.Sprintf("a page of another site asked for this (Sec-Fetch-Site: %s, as an %s); "+
+			"the server answers web pages only of its own origin or those listed with --cors", r.Header.Get("Sec-Fetch-Site"), fetchDest(r)))
+		return true
+	}
 	if len(s.cfg.CORS.AllowOrigins) > 0 {
 		w.Header().Add("Vary", "Origin") // the answer depends on it
 	}
@@ -94,6 +99,29 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request) bool {
 		return true
 	}
 	return false
+}
+
+// crossSiteSubresource says whether r is a request a page of another site
+// made without an Origin header, as browsers make an image, a script, a
+// style sheet or a prefetch (a no-cors GET): its answer is not readable to
+// the page, but it still holds a stream or tells the page by its timing
+// and its load or error event what the server has. A person following a
+// link (a navigation) is not such a request, nor is anything a client
+// other than a browser sends (no Sec-Fetch-Site).
+func crossSiteSubresource(r *http.Request) bool {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "cross-site", "same-site":
+		return r.Header.Get("Sec-Fetch-Mode") != "navigate"
+	}
+	return false
+}
+
+// fetchDest names what the browser said the request is for.
+func fetchDest(r *http.Request) string {
+	if d := r.Header.Get("Sec-Fetch-Dest"); d != "" && d != "empty" {
+		return d
+	}
+	return "embedded request"
 }
 
 // hostAllowed says whether a request's Host names this machine's loopback

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -12,7 +13,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/deepagents-go/deepagents"
 	"github.com/deepagents-go/deepagents/server/ui"
 )
 
@@ -122,6 +125,12 @@ func TestWebPageCannotDrive(t *testing.T) {
 			[]string{"Origin", evil, "Access-Control-Request-Method", "POST", "Access-Control-Request-Headers", "content-type"}},
 		{"a page of another port of this machine", "POST", "/threads", `{"thread_id":"planted"}`, 403,
 			[]string{"Origin", "http://127.0.0.1:3000", "Content-Type", "application/json"}},
+		{"an <img> of another site joining a stream (no Origin)", "GET", "/threads/victim/runs/" + run.RunID + "/stream", "", 403,
+			[]string{"Sec-Fetch-Site", "cross-site", "Sec-Fetch-Mode", "no-cors", "Sec-Fetch-Dest", "image"}},
+		{"a <script> probing for a thread (no Origin)", "GET", "/threads/victim/state", "", 403,
+			[]string{"Sec-Fetch-Site", "cross-site", "Sec-Fetch-Mode", "no-cors", "Sec-Fetch-Dest", "script"}},
+		{"a <link rel=prefetch> of another port of localhost", "GET", "/threads/victim", "", 403,
+			[]string{"Host", "localhost:" + port, "Sec-Fetch-Site", "same-site", "Sec-Fetch-Mode", "no-cors", "Sec-Fetch-Dest", "empty"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resp, b := h.raw(tc.method, tc.path, tc.body, tc.hdr...)
@@ -156,6 +165,10 @@ func TestWebPageCannotDrive(t *testing.T) {
 		{"Host 127.0.0.1", "GET", "/info", "", 200, []string{"Host", "127.0.0.1:" + port}},
 		{"Host LOCALHOST.", "GET", "/info", "", 200, []string{"Host", "LOCALHOST.:" + port}},
 		{"the web UI's own page", "GET", "/", "", 200, []string{"Host", "127.0.0.1:" + port, "Sec-Fetch-Site", "none"}},
+		{"a link to the web UI on another site", "GET", "/", "", 200,
+			[]string{"Host", "127.0.0.1:" + port, "Sec-Fetch-Site", "cross-site", "Sec-Fetch-Mode", "navigate", "Sec-Fetch-Dest", "document"}},
+		{"the web UI's script", "GET", "/app.js", "", 200,
+			[]string{"Host", "127.0.0.1:" + port, "Sec-Fetch-Site", "same-origin", "Sec-Fetch-Mode", "no-cors", "Sec-Fetch-Dest", "script"}},
 		{"the web UI posting to its own origin", "POST", "/threads/search", `{}`, 200,
 			[]string{"Host", "127.0.0.1:" + port, "Origin", "http://127.0.0.1:" + port, "Content-Type", "application/json", "Sec-Fetch-Site", "same-origin"}},
 		{"the web UI's page under localhost", "POST", "/threads/search", `{}`, 200,
@@ -478,4 +491,60 @@ func FuzzAllowed(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestStreamCutsAClientThatStopsReading: a client that opens a stream and
+// never reads it (a slowloris on the response) is cut off once a write has
+// waited StreamWriteTimeout, so its stream slot is freed for others; the
+// server's Close does not wait on it either.
+func TestStreamCutsAClientThatStopsReading(t *testing.T) {
+	a, err := deepagents.New(deepagents.Config{Model: subagentWriter(strings.Repeat("all work and no play ", 400_000))}) // 8 MB in every values event
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, Config{Agents: []AgentSpec{{Name: "writer", Agent: a}}, MaxStreams: 1, StreamWriteTimeout: 200 * time.Millisecond})
+	var out map[string]any
+	h.json("POST", "/threads/t/runs/wait", map[string]any{"assistant_id": "writer", "if_not_exists": "create",
+		"input": map[string]any{"messages": []any{map[string]any{"role": "user", "content": "go"}}}}, 200, &out)
+	var runs []Run
+	h.json("GET", "/threads/t/runs", nil, 200, &runs)
+	path := "/threads/t/runs/" + runs[0].RunID + "/stream"
+
+	// The client that never reads: its request, then nothing.
+	conn, err := net.DialTimeout("tcp", h.http.Listener.Addr().String(), testTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetReadBuffer(4 << 10)
+	}
+	if _, err := fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: %s\r\n\r\n", path, h.http.Listener.Addr()); err != nil {
+		t.Fatal(err)
+	}
+	// Until it is cut off, its stream holds the one slot; after, another
+	// client's stream is served whole.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		req, err := http.NewRequestWithContext(t.Context(), "GET", h.http.URL+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := testClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == 200 {
+			if err != nil || !strings.Contains(string(b), "event: values") {
+				t.Fatalf("the second client's stream: %v, %d bytes", err, len(b))
+			}
+			break
+		}
+		if resp.StatusCode != 429 || time.Now().After(deadline) {
+			t.Fatalf("another client's stream: %d %s (the client that reads nothing still holds the only slot after 30 s)", resp.StatusCode, b)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

@@ -679,6 +679,10 @@ func (s *Server) streamRun(w http.ResponseWriter, r *http.Request) {
 // defaultHeartbeat is how often a quiet stream gets a comment line.
 const defaultHeartbeat = 10 * time.Second
 
+// defaultStreamWriteTimeout is how long one write of a stream may wait for
+// its client when Config.StreamWriteTimeout is 0.
+const defaultStreamWriteTimeout = time.Minute
+
 // lastEventID reads the Last-Event-ID header: the stream continues after
 // that event (all events when it is absent, -1 or not a number).
 func lastEventID(r *http.Request) int64 {
@@ -760,8 +764,25 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, lr *liveRun, run
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
+	// Every write must be taken within the timeout: a client that stops
+	// reading would otherwise hold the stream, its slot and this goroutine
+	// for as long as its connection stays open. The deadline is cleared at
+	// the end, for the connection's next request.
+	wait := s.cfg.StreamWriteTimeout
+	if wait == 0 {
+		wait = defaultStreamWriteTimeout
+	}
+	due := func() {
+		if wait > 0 {
+			_ = rc.SetWriteDeadline(time.Now().Add(wait))
+		}
+	}
+	if wait > 0 {
+		defer rc.SetWriteDeadline(time.Time{})
+	}
+	due()
+	w.WriteHeader(http.StatusOK)
 	_ = rc.Flush()
 	// The events ready are written together and flushed once: none waits
 	// for a later one, and a stream that fell behind catches up in few
@@ -777,6 +798,7 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, lr *liveRun, run
 			if len(buf) == 0 || len(buf) < sendChunk && i < len(evs)-1 {
 				continue
 			}
+			due()
 			if _, err := w.Write(buf); err != nil {
 				return err
 			}
@@ -817,6 +839,7 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, lr *liveRun, run
 		select {
 		case <-changed:
 		case <-beat.C:
+			due()
 			if _, err := io.WriteString(w, ": heartbeat\n\n"); err != nil || rc.Flush() != nil {
 				return
 			}

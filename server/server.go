@@ -72,6 +72,11 @@ type Config struct {
 	// Heartbeat is how often a stream with no event gets a comment line
 	// (10 s when 0).
 	Heartbeat time.Duration
+	// StreamWriteTimeout bounds how long one write of an event stream may
+	// wait for the client to take it (1 minute when 0; negative, no
+	// limit): a client that stops reading is cut off, and its stream slot
+	// freed, instead of holding them until it goes.
+	StreamWriteTimeout time.Duration
 	// Logger receives errors that cannot be sent to a client; nil discards.
 	Logger *slog.Logger
 	// Run starts one run of agent a on thread; nil means a.Run. Set it to

@@ -80,6 +80,13 @@ func OpenSQLStore(ctx context.Context, kind, dsn string) (*SQLStore, error) {
 		}
 		return nil, fmt.Errorf("server store: %w", err)
 	}
+	if !s.pg {
+		// SQL kept in the file (a trigger) would run on every write.
+		if err := sqlite.RefuseTriggers(ctx, s.db, dsn); err != nil {
+			s.closeDBs()
+			return nil, fmt.Errorf("server store: %w", err)
+		}
+	}
 	if err := s.migrate(ctx); err != nil {
 		s.closeDBs()
 		return nil, fmt.Errorf("server store: creating tables: %w", err)

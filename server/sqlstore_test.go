@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"path/filepath"
 	"strconv"
@@ -241,4 +242,33 @@ func restartCase(t *testing.T, open func() (checkpoint.Saver, Store)) {
 func jsonSame(a, b json.RawMessage) bool {
 	var x, y any
 	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && jsonEqual(x, y)
+}
+
+// A trigger planted in the database file (it would run on every event the
+// server stores) makes the SQL store refuse the file, naming it; nothing is
+// written.
+func TestSQLStoreRefusesPlantedTrigger(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.db")
+	st, err := OpenSQLStore(ctx, "sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`CREATE TABLE pwn (x); CREATE TRIGGER t_pwn AFTER INSERT ON server_events BEGIN INSERT INTO pwn VALUES (new.run_id); END`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	st, err = OpenSQLStore(ctx, "sqlite", path)
+	if err == nil {
+		st.Close()
+		t.Fatal("opened a database with a planted trigger")
+	}
+	if !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), `trigger "t_pwn"`) {
+		t.Errorf("error %v, want one naming %s and the trigger", err, path)
+	}
 }

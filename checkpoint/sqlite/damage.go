@@ -2,12 +2,16 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/deepagents-go/deepagents/checkpoint"
 )
 
 // journalSuffix names the journals of earlier releases: the database's
@@ -90,16 +94,20 @@ func (e *damageError) Unwrap() error { return e.err }
 // damaged returns err marked as a damageError when SQLite found the file
 // damaged or not a database; other errors come back as they are.
 func (s *Saver) damaged(err error) error {
+	var d *damageError
+	if err == nil || errors.As(err, &d) {
+		return err
+	}
 	switch sqliteCode(err) {
 	case sqliteCorrupt, sqliteNotADB:
-	default:
-		return err
+		return &damageError{path: s.path, why: fmt.Sprintf("is damaged or is not an SQLite database (%v)", err), err: err}
 	}
-	var d *damageError
-	if errors.As(err, &d) {
-		return err
+	if errors.Is(err, checkpoint.ErrDamaged) {
+		// Rows SQLite reads fine, but that no saver writes: changed by
+		// something else.
+		return &damageError{path: s.path, why: fmt.Sprintf("holds damaged thread data (%v)", err), err: err}
 	}
-	return &damageError{path: s.path, why: fmt.Sprintf("is damaged or is not an SQLite database (%v)", err), err: err}
+	return err
 }
 
 // hasTable says whether the database has a table of that name (while
@@ -142,4 +150,94 @@ func (s *Saver) checkTables(ctx context.Context) error {
 		return &damageError{path: s.path, why: fmt.Sprintf("lacks the thread tables %s: it was changed by something other than deepagents", strings.Join(missing, ", "))}
 	}
 	return nil
+}
+
+// maxForeignNames caps the names a refusal of foreign schema objects lists.
+const maxForeignNames = 5
+
+// RefuseTriggers fails, naming the file at path, when the database's schema
+// holds a trigger or a view. deepagents makes neither; a trigger is SQL the
+// database file carries that SQLite runs on every write the program makes
+// (trusted_schema off limits the functions it may call, not the rows it
+// may change), so whoever could write the file once would act on every
+// later write. db is an open connection pool to that file.
+func RefuseTriggers(ctx context.Context, db *sql.DB, path string) error {
+	rows, err := db.QueryContext(ctx, `SELECT type, name FROM sqlite_schema WHERE type IN ('trigger', 'view') ORDER BY type, name`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var found []string
+	n := 0
+	for rows.Next() {
+		var typ, name string
+		if err := rows.Scan(&typ, &name); err != nil {
+			return err
+		}
+		if n++; n <= maxForeignNames {
+			found = append(found, fmt.Sprintf("%s %q", typ, name))
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if n == 0 {
+		return nil
+	}
+	if n > maxForeignNames {
+		found = append(found, fmt.Sprintf("and %d more", n-maxForeignNames))
+	}
+	return &damageError{path: path, why: fmt.Sprintf("holds %s, which deepagents never makes: something else changed the file, "+
+		"and SQL kept in it would run on every write; deepagents does not open it until they are removed (sqlite3 %s 'DROP TRIGGER name' or 'DROP VIEW name' for each) or the file is replaced",
+		strings.Join(found, ", "), path)}
+}
+
+// fileKind names what a file that is not a regular file is.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "not a regular file"
+}
+
+// checkFiles fails, naming the file, when the database at path is not a
+// regular file (it may be a symbolic link to one), or when its write-ahead
+// log or shared-memory file is there but is not a regular file: SQLite
+// would say only "unable to open database file" or "disk I/O error", or
+// wait forever on a named pipe.
+func checkFiles(path string) error {
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		return &damageError{path: path, why: "is " + fileKind(fi.Mode()) + ", not a database file"}
+	}
+	// SQLite keeps the side files beside the file a link leads to.
+	real := path
+	if r, err := filepath.EvalSymlinks(path); err == nil {
+		real = r
+	}
+	for _, side := range []string{"-wal", "-shm"} {
+		p := real + side
+		fi, err := os.Lstat(p)
+		if err != nil || fi.Mode().IsRegular() {
+			continue
+		}
+		return &sideFileError{path: path, side: p, kind: fileKind(fi.Mode())}
+	}
+	return nil
+}
+
+// sideFileError is a write-ahead log or shared-memory file beside the
+// database that SQLite did not make.
+type sideFileError struct{ path, side, kind string }
+
+func (e *sideFileError) Error() string {
+	return fmt.Sprintf("the database %s has beside it %s, which is %s, not a file SQLite made; deepagents does not open the database with it there: move it aside (no thread data is in it)", e.path, e.side, e.kind)
 }

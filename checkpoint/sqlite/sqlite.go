@@ -248,6 +248,9 @@ func Open(path string, opts Options) (*Saver, error) {
 	if err := refuseJournals(path); err != nil {
 		return nil, err
 	}
+	if err := checkFiles(path); err != nil {
+		return nil, err
+	}
 	if err := checkNotEmptied(path); err != nil {
 		return nil, err
 	}
@@ -292,6 +295,9 @@ func Open(path string, opts Options) (*Saver, error) {
 		if err := execPatiently(w, p, busy); err != nil {
 			return fail(err)
 		}
+	}
+	if err := RefuseTriggers(context.Background(), w, path); err != nil {
+		return fail(err)
 	}
 	if err := s.migrate(context.Background()); err != nil {
 		return fail(err)

@@ -85,6 +85,9 @@ func openDatabase(ctx context.Context, d config.Database) (checkpoint.Saver, err
 			if filepath.Base(dir) == ".deepagents" {
 				ignoreDatabase(dir, filepath.Base(d.Path))
 			}
+		} else if !errors.Is(err, fs.ErrExist) {
+			// SQLite would say only "unable to open database file".
+			return nil, fmt.Errorf("thread database %s: cannot make the file: %w", d, err)
 		}
 		s, err := sqlite.Open(d.Path, sqlite.Options{BusyTimeout: dbBusyTimeout, Synchronous: d.Synchronous})
 		if err != nil {
@@ -147,6 +150,9 @@ func openExistingDatabase(ctx context.Context, d config.Database) (checkpoint.Sa
 func noDatabaseText(d config.Database) string {
 	if d.Kind == config.Postgres {
 		return "the database " + d.String() + " has no thread tables yet"
+	}
+	if fi, err := os.Stat(d.Path); err == nil && fi.Size() == 0 {
+		return "the thread database " + d.Path + " is empty"
 	}
 	return "there is no thread database at " + d.Path + " yet"
 }

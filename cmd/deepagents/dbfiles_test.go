@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -217,7 +218,7 @@ func TestDamagedDatabaseIsAnErrorNamingIt(t *testing.T) {
 			t.Fatal(err)
 		}
 		code, out, errs := cliChild(t, "threads")
-		if code != 0 || !strings.Contains(errs, "no threads yet") {
+		if code != 0 || !strings.Contains(errs, "no threads yet (the database "+db+" is empty)") {
 			t.Errorf("threads on an empty file: exit %d, %q, %q", code, out, errs)
 		}
 		if fi, err := os.Stat(db); err != nil || fi.Size() != 0 {
@@ -244,5 +245,20 @@ func TestDBSynchronousParameter(t *testing.T) {
 	code, _, errs = runCLI(t, "threads", "--db", "sqlite:full.db?synchronous=off")
 	if code != 2 || !strings.Contains(errs, "synchronous=off is not accepted") {
 		t.Errorf("synchronous=off: exit %d, %q", code, errs)
+	}
+}
+
+// A database file that cannot be made (here: in /proc, where no file can
+// be created) is an error saying so, with the system's reason, not
+// SQLite's "unable to open database file".
+func TestDatabaseThatCannotBeMadeSaysWhy(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("uses /proc, where no file can be made (Linux only)")
+	}
+	srv := ot.NewServer(t, func(r *ot.Request) ot.Reply { return ot.Text("ok") })
+	runEnv(t, srv)
+	code, _, errs := runCLI(t, "run", "-p", "hi", "--model", "openai:gpt-test", "--db", "sqlite:/proc/deepagents-test.db")
+	if code == 0 || !strings.Contains(errs, "thread database sqlite:/proc/deepagents-test.db: cannot make the file") || strings.Contains(errs, "unable to open") {
+		t.Errorf("exit %d: %s", code, errs)
 	}
 }

@@ -136,7 +136,7 @@ func summary(m scenario.Message) string {
 }
 
 func clip(s string, n int) string {
-	s = strings.ReplaceAll(s, "\n", " ")
+	s = termText(strings.ReplaceAll(s, "\n", " "))
 	if r := []rune(s); len(r) > n {
 		return string(r[:n-1]) + "…"
 	}

@@ -117,7 +117,7 @@ func loadMCP(f mcpFlags, cwd, home string, confirm func(string) bool, stderr io.
 	}
 	var names []string
 	for _, s := range untrusted {
-		names = append(names, s.Name+" ("+s.Source+")")
+		names = append(names, termText(s.Name)+" ("+s.Source+")")
 	}
 	fmt.Fprintf(stderr, "deepagents: warning: not starting the project's MCP servers %s: the project is not trusted; "+
 		"run with --trust-project-mcp to start them (remembered until their config changes)\n", strings.Join(names, ", "))
@@ -135,7 +135,9 @@ func describeProjectServers(servers []mcp.Server) string {
 			fmt.Fprintf(&b, "  %s: connects to %s (from %s)\n", s.Name, s.Config.URL, s.Source)
 		}
 	}
-	return b.String()
+	// What the person is asked to trust is shown as it is: no escape
+	// sequence in the project's file may hide a command.
+	return termText(b.String())
 }
 
 // startMCP starts the MCP servers for an agent; nil when there are none.
@@ -154,7 +156,7 @@ func startMCP(ctx context.Context, f mcpFlags, cwd, home string, confirm func(st
 	m.Start(ctx)
 	for _, st := range m.Statuses() {
 		if st.Status == mcp.StatusFailed {
-			fmt.Fprintf(stderr, "deepagents: warning: MCP server %s (%s) is not available: %s\n", st.Name, st.Source, st.Error)
+			fmt.Fprintf(stderr, "deepagents: warning: MCP server %s (%s) is not available: %s\n", termText(st.Name), st.Source, termText(st.Error))
 		}
 	}
 	return m, nil
@@ -262,7 +264,7 @@ func cmdMCP(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if st.Error != "" {
 			status += ": " + st.Error
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\n", st.Name, st.Source, status, len(st.Tools), st.Tokens)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\n", termText(st.Name), st.Source, termText(status), len(st.Tools), st.Tokens)
 		total += st.Tokens
 	}
 	tw.Flush()

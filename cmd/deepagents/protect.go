@@ -201,7 +201,7 @@ func protectedZones(in protectInputs) []perm.Zone {
 	if in.home != "" {
 		userDir := filepath.Join(in.home, deepagentsDir)
 		file(config.UserTrustStore(in.home).Path, perm.Never, config.ProtectTrust, whatTrust)
-		add(userDir, "{config.toml,.mcp.json,agents/**,"+projectStateGlob+"}", perm.Never, config.ProtectUserConfig, whatUserConfig)
+		add(userDir, "{config.toml,.mcp.json,agents/**,"+turnKeyFile+","+projectStateGlob+"}", perm.Never, config.ProtectUserConfig, whatUserConfig)
 		// Ask, reported.
 		file(filepath.Join(userDir, userMemoryFile), perm.Ask, config.ProtectUserMemory, whatUserMemory)
 	}

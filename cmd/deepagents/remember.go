@@ -119,13 +119,16 @@ func absFlag(name, value string) string {
 const noticesKey = "deepagents.notices"
 
 // settingsMetadata is the metadata that saves flags, and the working
-// directory, with a turn's input; and the notices that applied to it.
-func settingsMetadata(flags [][2]string, notices []string) map[string]string {
+// directory, with a turn's input of thread; and the notices that applied
+// to it; signed with the user's key (turnkey.go), so that a later command
+// takes them only from a record the user's own deepagents wrote. When no
+// key can be had, the metadata is unsigned and err says why.
+func settingsMetadata(thread string, flags [][2]string, notices []string) (md map[string]string, err error) {
 	if flags == nil {
 		flags = [][2]string{}
 	}
 	b, _ := json.Marshal(flags)
-	md := map[string]string{settingsKey: string(b)}
+	md = map[string]string{settingsKey: string(b)}
 	if wd, err := os.Getwd(); err == nil {
 		md[dirKey] = wd
 	}
@@ -133,7 +136,8 @@ func settingsMetadata(flags [][2]string, notices []string) map[string]string {
 		b, _ := json.Marshal(notices)
 		md[noticesKey] = string(b)
 	}
-	return md
+	home, _ := os.UserHomeDir()
+	return md, signTurn(home, thread, md)
 }
 
 // turnRecord is what a thread remembers of how its current turn was
@@ -146,6 +150,10 @@ type turnRecord struct {
 	dir string
 	// notices are the notices that applied to the turn.
 	notices []string
+	// signed says the user's own deepagents wrote the record (it is
+	// signed with their key): only then are its flags, directory and
+	// notices taken.
+	signed bool
 }
 
 // turnSettings reads the flags the thread's current turn was started with:
@@ -157,6 +165,8 @@ func turnSettings(ctx context.Context, saver checkpoint.Saver, thread string) (r
 		return rec, false, err
 	}
 	md := cps[0].Metadata
+	home, _ := os.UserHomeDir()
+	rec.signed = signedByUser(home, thread, md)
 	if raw, ok := md[noticesKey]; ok {
 		// Unreadable notices are shown again: nothing is lost.
 		_ = json.Unmarshal([]byte(raw), &rec.notices)
@@ -241,7 +251,6 @@ func applyTurnSettings(ctx context.Context, cmd string, fs *flag.FlagSet, args [
 			return nil, unknownThread(ctx, saver, f.thread, d)
 		}
 	}
-	f.notices.remember(rec.notices)
 	if !found {
 		return given, nil
 	}
@@ -249,6 +258,15 @@ func applyTurnSettings(ctx context.Context, cmd string, fs *flag.FlagSet, args [
 		fmt.Fprintf(stderr, "deepagents %s: warning: thread %s was started before threads remembered their flags; give the flags it was started with (--root, --model, --interrupt-on, …)\n", cmd, f.thread)
 		return given, nil
 	}
+	if !rec.signed {
+		// Not the user's record: a database from a cloned project or
+		// another machine, or forged. Its flags (--no-sandbox, --allow
+		// execute, --root …) and directory would be consent the user
+		// never gave; its notices would hide what this command does.
+		fmt.Fprintf(stderr, "deepagents %s: warning: %s\n", cmd, untakenText(fs, f.thread, d, rec))
+		return given, nil
+	}
+	f.notices.remember(rec.notices)
 	if rec.dir != "" && rec.dir != cwd {
 		if err := moveToTurnDir(cmd, fs, f, d, rec.dir, stderr); err != nil {
 			return nil, err
@@ -292,6 +310,27 @@ func applyTurnSettings(ctx context.Context, cmd string, fs *flag.FlagSet, args [
 		fmt.Fprintf(stderr, "deepagents %s: warning: thread %s was started otherwise; now %s\n", cmd, f.thread, strings.Join(changed, ", "))
 	}
 	return effective, nil
+}
+
+// untakenText says that the record of how thread's turn was started is
+// not the user's own, and what it would have set.
+func untakenText(fs *flag.FlagSet, thread string, d config.Database, rec turnRecord) string {
+	var flags []string
+	for _, p := range rec.flags {
+		if fl := fs.Lookup(p[0]); fl != nil && rememberedNames[p[0]] {
+			flags = append(flags, flagText(fl, p[1]))
+		}
+	}
+	what := "nothing"
+	if len(flags) > 0 {
+		what = strings.Join(flags, " ")
+	}
+	if rec.dir != "" {
+		what += fmt.Sprintf(", working in %q", rec.dir)
+	}
+	return fmt.Sprintf("thread %s in %s was not started by you here (its record is not signed with your key, ~/.deepagents/%s: "+
+		"the database comes from elsewhere, such as a cloned project or another machine, or from a release before threads were signed), "+
+		"so the flags it was started with are not taken (%s); give again those you want", thread, d, turnKeyFile, what)
 }
 
 // flagsText writes the values of one flag as they would be typed.

@@ -431,3 +431,53 @@ func TestRunThreadMustExist(t *testing.T) {
 		t.Errorf("--new-thread alone: exit %d: %s", code, errs)
 	}
 }
+
+// A thread database that is not the user's own (committed to a project they
+// cloned, copied from another machine or user) cannot make a command take
+// the flags its threads were started with: a thread started elsewhere with
+// --root, --no-sandbox and --allow execute, continued by another user with
+// 'run --thread', gets none of them (no execute tool, no directory), and
+// the warning lists what was not taken; its notices do not hide this
+// command's.
+func TestRunThreadTakesNoFlagsFromAnotherUsersDatabase(t *testing.T) {
+	srv := turnsServer(t)
+	project, home := runEnv(t, srv)
+	if err := os.MkdirAll(filepath.Join(project, ".deepagents"), 0o755); err != nil {
+		t.Fatal(err) // a project: its threads live in .deepagents/state.db
+	}
+	writeFileAt(t, filepath.Join(project, "work", "keep.md"), "x\n")
+	code, out, errs := runProcess(t, "", "run", "-p", "which model", "--thread", "fix-build", "--new-thread", "--model", "openai:gpt-one",
+		"--root", "work", "--no-sandbox", "--allow", "execute")
+	if code != 0 || strings.TrimSpace(out) != "model gpt-one" {
+		t.Fatalf("the first user's turn: exit %d, out %q: %s", code, out, errs)
+	}
+	if st, err := os.Stat(filepath.Join(home, ".deepagents", turnKeyFile)); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("the signing key: %v %v", st, err)
+	}
+
+	// Another user, with the same project (its database) in hand.
+	t.Setenv("HOME", t.TempDir())
+	code, _, errs = runProcess(t, "", "resume", "--thread", "fix-build", "--model", "openai:gpt-two")
+	if strings.Contains(errs, "as thread fix-build was started") || !strings.Contains(errs, "was not started by you here") {
+		t.Errorf("resume took the thread's flags (exit %d):\n%s", code, errs)
+	}
+	n := srv.Count()
+	code, out, errs = runProcess(t, "", "run", "-p", "which model", "--thread", "fix-build", "--model", "openai:gpt-two")
+	if code != 0 || strings.TrimSpace(out) != "model gpt-two" {
+		t.Fatalf("the other user's turn: exit %d, out %q: %s", code, out, errs)
+	}
+	if !strings.Contains(errs, "thread fix-build in sqlite:") || !strings.Contains(errs, "was not started by you here") ||
+		!strings.Contains(errs, "--no-sandbox --allow execute") {
+		t.Errorf("the other user is not told which flags were not taken:\n%s", errs)
+	}
+	if strings.Contains(errs, "as thread fix-build was started") || strings.Contains(errs, "UNSANDBOXED") {
+		t.Errorf("the other user's command took the thread's flags:\n%s", errs)
+	}
+	reqs := srv.Requests()[n:]
+	if len(reqs) == 0 {
+		t.Fatal("the other user's turn asked no model")
+	}
+	if last := reqs[len(reqs)-1]; last.HasTool("execute") {
+		t.Errorf("the other user's turn has execute (the thread's --root and --allow execute were taken): %v", last.ToolNames())
+	}
+}

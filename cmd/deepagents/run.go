@@ -455,7 +455,15 @@ func (s *session) drive(ctx context.Context, in agent.Input, decisions []agent.D
 	answered := false
 	for {
 		watch := &runWatch{Saver: s.setup.saver, thread: s.thread}
-		opts := []agent.RunOption{agent.WithCheckpoints(watch, s.thread), agent.WithMetadata(settingsMetadata(s.flags.given, s.flags.notices.lines())), agent.WithSaveRetry(saveRetry(s.flags.saveRetry))}
+		md, err := settingsMetadata(s.thread, s.flags.given, s.flags.notices.lines())
+		if err != nil && !s.told[sigKey] {
+			fmt.Fprintf(s.stderr, "deepagents %s: warning: the flags of this turn are saved unsigned (no key: %v), so a later command on thread %s will not take them\n", s.name(), err, s.thread)
+			if s.told == nil {
+				s.told = map[string]bool{}
+			}
+			s.told[sigKey] = true
+		}
+		opts := []agent.RunOption{agent.WithCheckpoints(watch, s.thread), agent.WithMetadata(md), agent.WithSaveRetry(saveRetry(s.flags.saveRetry))}
 		if len(decisions) > 0 {
 			opts = append(opts, agent.WithDecisions(decisions...))
 		}
@@ -598,10 +606,13 @@ func (s *session) report(res *agent.Result, reason, path string, prog *progressP
 	switch s.flags.output {
 	case "text":
 		if text := s.answer(res); text != "" && !refused && !waiting {
+			if isTerminal(s.stdout) {
+				text = termText(text) // shown, not acted on; a pipe gets it as it is
+			}
 			fmt.Fprintln(s.stdout, text)
 		}
 		if res.Status != agent.StatusOK && !refused && !waiting {
-			fmt.Fprintf(s.stderr, "deepagents %s: the run ended with status %s: %s\n", s.name(), res.Status, reason)
+			fmt.Fprintf(s.stderr, "deepagents %s: the run ended with status %s: %s\n", s.name(), res.Status, termText(reason)) // may quote a server
 			if errors.Is(res.Err(), checkpoint.ErrUnavailable) {
 				s.showUnsaved()
 			}

@@ -271,13 +271,13 @@ func listProjectFiles(w io.Writer, trust bool, cwd, home string, sc *skills.Conf
 	fmt.Fprintln(w, "deepagents: this project is not trusted; its memory files and skills below go to the model as they are written:")
 	for _, f := range out.Memory {
 		if f.ImportedBy != "" {
-			fmt.Fprintf(w, "  memory  %s (%s, imported by %s)\n", f.Path, safefile.Size(f.Size), f.ImportedBy)
+			fmt.Fprintf(w, "  memory  %s (%s, imported by %s)\n", termText(f.Path), safefile.Size(f.Size), termText(f.ImportedBy))
 		} else {
-			fmt.Fprintf(w, "  memory  %s (%s)\n", f.Path, safefile.Size(f.Size))
+			fmt.Fprintf(w, "  memory  %s (%s)\n", termText(f.Path), safefile.Size(f.Size))
 		}
 	}
 	for _, f := range out.Skills {
-		fmt.Fprintf(w, "  skill   %s: %s (%s)\n", f.Skill, f.Path, safefile.Size(f.Size))
+		fmt.Fprintf(w, "  skill   %s: %s (%s)\n", termText(f.Skill), termText(f.Path), safefile.Size(f.Size))
 	}
 	fmt.Fprintln(w, "  (after reading them, --trust-project once stops this list until one of them changes)")
 	return &out

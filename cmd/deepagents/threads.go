@@ -114,6 +114,9 @@ func cmdThreads(ctx context.Context, args []string, stdin io.Reader, stdout, std
 				fmt.Fprintln(stdout, "[]")
 			} else {
 				what, makes := "no database at "+db.Path, "one"
+				if fi, err := os.Stat(db.Path); err == nil && fi.Size() == 0 {
+					what = "the database " + db.Path + " is empty" // how a new one starts
+				}
 				if db.Kind == config.Postgres {
 					what, makes = "no thread tables in "+db.String(), "them"
 				}
@@ -518,6 +521,7 @@ func printRun(w io.Writer, r *shownRun, indent string) {
 		if r := []rune(text); len(r) > 2000 {
 			text = string(r[:1999]) + "…"
 		}
+		head, text = termText(head), termText(text) // what tools read, shown, never acted on
 		lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
 		fmt.Fprintf(w, "%s%s%s\n", indent, head, lines[0])
 		pad := strings.Repeat(" ", len([]rune(head)))

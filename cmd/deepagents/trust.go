@@ -50,11 +50,11 @@ func checkTrust(cfg *config.Config, home string, f runFlags, stderr io.Writer) e
 	if !errors.As(err, &ue) {
 		return err
 	}
-	if f.confirm != nil && f.confirm(ue.Error()+"\nTrust this file as it is now, and use these settings? [y/N] ") {
+	if f.confirm != nil && f.confirm(termText(ue.Error())+"\nTrust this file as it is now, and use these settings? [y/N] ") {
 		return remember()
 	}
-	return fmt.Errorf("%w\nIf you trust this project, run again with --trust-project: the approval is remembered "+
-		"for the file as it is now, and an edit to it needs a new one. Otherwise move these settings to ~/.deepagents/config.toml", err)
+	return termError{fmt.Errorf("%w\nIf you trust this project, run again with --trust-project: the approval is remembered "+
+		"for the file as it is now, and an edit to it needs a new one. Otherwise move these settings to ~/.deepagents/config.toml", err)}
 }
 
 // askOnTerminal asks question on w and reads a one-line answer from r, a

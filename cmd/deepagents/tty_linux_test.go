@@ -209,3 +209,41 @@ func (term *terminal) exitCode() int {
 	}
 	return -1
 }
+
+// What the model says and what tools read is shown on a terminal, never
+// acted on: an answer that would set the window title, clear the screen or
+// write over its own line, and a tool error quoting a path with such
+// characters (in the progress lines and in 'threads show'), reach the
+// terminal with those characters spelled as \u escapes. A pipe gets the
+// answer as it is.
+func TestTerminalShowsEscapesNotActsOnThem(t *testing.T) {
+	const answer = "done\x1b]0;owned\x07 \x1b[2J\rall fine\u202e"
+	srv := ot.NewServer(t, func(r *ot.Request) ot.Reply {
+		if r.Last().Role == "user" {
+			return ot.Tools(ot.Call{ID: "r1", Name: "read_file", Args: `{"file_path":"/no\u001b[2Jsuch"}`})
+		}
+		return ot.Text(answer)
+	})
+	runEnv(t, srv)
+	term := startCLI(t, "run", "-p", "go", "--model", "openai:gpt-test", "--no-mcp", "--thread", "esc", "--new-thread")
+	if code := term.exitCode(); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, term.output())
+	}
+	out := term.output()
+	for _, want := range []string{`done\u001b]0;owned\u0007 \u001b[2J\u000dall fine\u202e`, `no\u001b[2Jsuch`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the terminal does not show %q:\n%q", want, out)
+		}
+	}
+	if strings.ContainsAny(out, "\x1b\x07\u202e") {
+		t.Errorf("the terminal was sent control characters:\n%q", out)
+	}
+	show := startCLI(t, "threads", "show", "esc")
+	if code := show.exitCode(); code != 0 || strings.ContainsAny(show.output(), "\x1b\x07\u202e") || !strings.Contains(show.output(), `\u001b]0;owned`) {
+		t.Errorf("threads show: exit %d:\n%q", code, show.output())
+	}
+	code, stdout, errs := runCLI(t, "run", "-p", "go", "--model", "openai:gpt-test", "--no-mcp")
+	if code != 0 || stdout != answer+"\n" {
+		t.Errorf("a pipe: exit %d, %q (%s), want the answer as it is", code, stdout, errs)
+	}
+}

@@ -1,6 +1,7 @@
 package kit
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,12 @@ import (
 
 	"github.com/deepagents-go/deepagents/llm"
 )
+
+// SDKLineMax is the longest line of an event stream the OpenAI and
+// Anthropic client libraries read (their bufio.Scanner's buffer); a longer
+// one ends the attempt with an *llm.ResponseTooLargeError whose Wire is
+// llm.WireLine, never retried.
+const SDKLineMax = bufio.MaxScanTokenSize << 9
 
 // Default timeouts of one model-call attempt.
 const (
@@ -183,6 +190,11 @@ func (w *watch) finish(parent context.Context, provider string, err error) error
 	w.mu.Unlock()
 	if tl := body.failed(); tl != nil && err != nil {
 		return tl
+	}
+	if errors.Is(err, bufio.ErrTooLong) {
+		// The SDK's reader of the event stream met a line longer than it
+		// takes: another attempt would read the same.
+		return &llm.ResponseTooLargeError{Limit: llm.LimitBytes, Max: SDKLineMax, Got: SDKLineMax + 1, Wire: llm.WireLine}
 	}
 	if fired == nil || err == nil || parent.Err() != nil {
 		return err

@@ -51,11 +51,14 @@ func Handler() http.Handler {
 		}
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.Header().Set("Cache-Control", "no-cache")
+		// No page of another origin may show the UI in a frame, where a
+		// decoy over it could have the user click Approve (clickjacking).
+		w.Header().Set("X-Frame-Options", "DENY")
 		if !page {
 			fileServer.ServeHTTP(w, r)
 			return
 		}
-		w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; script-src 'self'; img-src 'self' data:; connect-src 'self'")
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; script-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'")
 		http.ServeFileFS(w, r, files, "index.html")
 	})
 }

@@ -58,11 +58,11 @@ func TestHandlerRoutes(t *testing.T) {
 }
 
 // The page may load only its own files: the policy forbids inline scripts
-// and any other origin.
+// and any other origin, and no page may frame it.
 func TestHandlerSecurityHeaders(t *testing.T) {
 	rec := get(t, ui.Handler(), "GET", "/")
 	csp := rec.Header().Get("Content-Security-Policy")
-	for _, want := range []string{"default-src 'self'", "script-src 'self'", "connect-src 'self'"} {
+	for _, want := range []string{"default-src 'self'", "script-src 'self'", "connect-src 'self'", "frame-ancestors 'none'"} {
 		if !strings.Contains(csp, want) {
 			t.Errorf("Content-Security-Policy %q lacks %q", csp, want)
 		}
@@ -72,6 +72,9 @@ func TestHandlerSecurityHeaders(t *testing.T) {
 	}
 	if got := rec.Header().Get("X-Content-Type-Options"); got != "nosniff" {
 		t.Errorf("X-Content-Type-Options %q, want nosniff", got)
+	}
+	if got := rec.Header().Get("X-Frame-Options"); got != "DENY" {
+		t.Errorf("X-Frame-Options %q, want DENY", got)
 	}
 }
 

@@ -42,8 +42,8 @@ func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter 
 // TestBrowserPageCannotDriveServer: a real page of another origin, open
 // in Chromium while the user runs `deepagents serve` without a token,
 // tries what such a page can do without the server's consent — a no-cors
-// fetch with a JSON text body, navigator.sendBeacon, a text/plain form
-// post — and, once its name resolves to 127.0.0.1 (DNS rebinding, here by
+// fetch with a JSON text body, navigator.sendBeacon, an image (a GET with
+// no Origin), a text/plain form post — and, once its name resolves to 127.0.0.1 (DNS rebinding, here by
 // Chromium's resolver rules), same-origin fetches to the server. Every
 // request reaches the server and is refused with 403 (for its origin, or
 // its host name); no thread or run is made.
@@ -99,6 +99,9 @@ func TestBrowserPageCannotDriveServer(t *testing.T) {
 		// A no-cors fetch: text/plain body, no preflight, the answer unreadable.
 		awaitJS(`(async () => { await fetch(`+string(tq)+` + '/threads/victim/runs', {method: 'POST', mode: 'no-cors', body: `+string(rq)+`}); return true; })()`),
 		waitJS(`navigator.sendBeacon(`+string(tq)+` + '/threads', '{"thread_id":"beacon"}')`),
+		// An image: a GET with no Origin, whose load or error event (or
+		// timing) would tell the page whether the thread exists.
+		awaitJS(`new Promise(done => { const i = new Image(); i.onload = i.onerror = () => done(true); i.src = `+string(tq)+` + '/threads/victim/state'; })`),
 		// A form whose text/plain body reads as JSON, posted into a frame.
 		waitJS(`(() => {
 			const frame = document.createElement('iframe');
@@ -132,9 +135,11 @@ func TestBrowserPageCannotDriveServer(t *testing.T) {
 	mu.Lock()
 	got := append([]seen(nil), log...)
 	mu.Unlock()
-	want := map[string]bool{"fetch": false, "beacon": false, "form": false, "rebound": false}
+	want := map[string]bool{"fetch": false, "beacon": false, "form": false, "rebound": false, "image": false}
 	for _, r := range got {
 		switch {
+		case r.path == "/threads/victim/state" && r.origin == "":
+			want["image"] = true
 		case r.path == "/threads/victim/runs" && r.origin == evil.URL:
 			want["fetch"] = true
 		case r.path == "/threads" && r.origin == evil.URL && strings.HasPrefix(r.ctype, "text/plain;"):
@@ -189,4 +194,64 @@ func awaitJS(expr string) chromedp.Action[chromedp.Void] {
 		}
 		return nil
 	})
+}
+
+// TestBrowserPageCannotFrameUI: a page of another origin that frames the
+// web UI (to have the user click its Approve button under a decoy:
+// clickjacking) gets an empty frame. Chromium fetches the page and, as its
+// answer forbids framing, never runs it: none of its scripts or styles is
+// requested before the frame's load event. The UI opened directly loads
+// them.
+func TestBrowserPageCannotFrameUI(t *testing.T) {
+	a, err := server.DemoAgent("agent", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := server.New(server.Config{Agents: []server.AgentSpec{{Name: "agent", Agent: a}}, Saver: checkpoint.NewMemory(0), UI: ui.Handler()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	assets := map[string]int{} // asset requests by their Sec-Fetch-Dest's document: frame or top
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/app.js" || r.URL.Path == "/app.css" {
+			mu.Lock()
+			assets[r.URL.Path]++
+			mu.Unlock()
+		}
+		s.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() { target.Close(); _ = s.Close() })
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, `<!doctype html><title>win a prize</title><p>click the button</p>`)
+	}))
+	t.Cleanup(evil.Close)
+	count := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return assets["/app.js"] + assets["/app.css"]
+	}
+	p := page{t, browserWith(t, nil, "frame-ancestors", "Refused to display", "Refused to frame")}
+	tq, _ := json.Marshal(target.URL + "/")
+	p.do(
+		chromedp.Navigate(evil.URL+"/"),
+		waitJS(`document.title === 'win a prize'`),
+		// The frame's load event comes after its document's scripts and
+		// styles have loaded, when it is shown.
+		awaitJS(`new Promise(done => {
+			const f = document.createElement('iframe');
+			f.style.opacity = '0.01';
+			f.onload = () => done(true);
+			f.src = `+string(tq)+`;
+			document.body.append(f);
+		})`),
+	)
+	if n := count(); n != 0 {
+		t.Errorf("the framed UI loaded %d of its assets: a page of another origin can show it under a decoy", n)
+	}
+	p.do(chromedp.Navigate(target.URL+"/"), waitJS(`document.readyState === 'complete'`))
+	if n := count(); n != 2 {
+		t.Errorf("the UI opened directly loaded %d assets, want 2 (app.js, app.css)", n)
+	}
 }

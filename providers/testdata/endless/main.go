@@ -112,8 +112,9 @@ func run(ctx context.Context, provider, url string, stream bool, limits llm.Resp
 	return json.NewEncoder(os.Stdout).Encode(rep)
 }
 
-// noRetry keeps the test from waiting on retries of what never succeeds.
-var noRetry = retry.Policy{MaxRetries: -1}
+// noRetry allows one retry, without waiting: a cut-off answer must not be
+// retried, and one that was would show as a third request to the server.
+var noRetry = retry.Policy{MaxRetries: 1, Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }}
 
 // peakKB is the process's peak resident set (VmHWM in /proc/self/status).
 func peakKB() int64 {
