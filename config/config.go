@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -76,7 +77,8 @@ type Config struct {
 	// max_response_bytes, max_tool_calls; at least 1): its text, reasoning
 	// and tool-call arguments in bytes, and its tool calls. A response past
 	// them ends the run with an error. Zero keeps the defaults (see
-	// llm.ResponseLimits).
+	// llm.ResponseLimits). A project file may lower them, never raise
+	// them: a higher value there is ignored.
 	MaxResponseBytes int64
 	MaxToolCalls     int
 	// Reasoning asks the agent's model to think before it answers (key
@@ -295,6 +297,17 @@ func load(files []file) (*Config, error) {
 			errs = append(errs, &FileError{Path: f.path, Line: fc.at["protect"].line,
 				Msg: "[protect] can only be set in your own config file (~/.deepagents/config.toml): a project file cannot loosen what protects you from it"})
 			continue
+		}
+		if f.project {
+			// A project may lower the caps on one response but never
+			// raise them past the user's (or the defaults): a bigger cap
+			// is room for an endless answer to fill memory.
+			if fc.MaxResponseBytes > cmp.Or(c.MaxResponseBytes, llm.DefaultMaxResponseBytes) {
+				fc.MaxResponseBytes = 0
+			}
+			if fc.MaxToolCalls > cmp.Or(c.MaxToolCalls, llm.DefaultMaxToolCalls) {
+				fc.MaxToolCalls = 0
+			}
 		}
 		if !f.project {
 			if fc.InterruptOn != nil {

@@ -315,3 +315,30 @@ func TestBuiltinKindsCoverTheBuiltinProviders(t *testing.T) {
 		}
 	}
 }
+
+// A project file may lower the caps on one model response but not raise
+// them past the user's or the defaults.
+func TestProjectOnlyLowersResponseLimits(t *testing.T) {
+	tests := []struct {
+		name, user, project string
+		bytes               int64
+		calls               int
+	}{
+		{"project raises the defaults", "", "max_response_bytes = 1_000_000_000\nmax_tool_calls = 100000\n", 0, 0},
+		{"project lowers them", "", "max_response_bytes = 1000\nmax_tool_calls = 5\n", 1000, 5},
+		{"project raises the user's", "max_response_bytes = 2000\nmax_tool_calls = 10\n", "max_response_bytes = 3000\nmax_tool_calls = 20\n", 2000, 10},
+		{"user raises, project lowers under that", "max_response_bytes = 99_000_000\n", "max_response_bytes = 50_000_000\n", 50_000_000, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			projectDir, homeDir := setup(t, tt.user, tt.project)
+			c, err := Load(projectDir, homeDir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.MaxResponseBytes != tt.bytes || c.MaxToolCalls != tt.calls {
+				t.Errorf("caps %d bytes, %d calls; want %d, %d", c.MaxResponseBytes, c.MaxToolCalls, tt.bytes, tt.calls)
+			}
+		})
+	}
+}
