@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/internal/modelref"
 	"github.com/deepagents-go/deepagents/internal/safefile"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/subagent"
@@ -948,6 +949,11 @@ func checkModelRef(s string) string {
 	switch {
 	case s == "":
 		return `must not be empty: write "provider:model"`
+	case !hasModel && modelref.Suggest(s) != "":
+		if !nameRe.MatchString(provider) {
+			return fmt.Sprintf(`%q is a model name without its provider: write %q`, s, modelref.Suggest(s))
+		}
+		return "" // a provider of that name may exist: ExpandModel says
 	case !nameRe.MatchString(provider):
 		return fmt.Sprintf(`must be "provider:model" (e.g. "openai:gpt-4.1"), got %q`, s)
 	case hasModel && strings.TrimSpace(model) == "":

@@ -257,6 +257,7 @@ func TestParseAgentFileErrors(t *testing.T) {
 		{"timeout without unit", "---\ndescription: d\ntimeout: 90\n---\n", `:3: timeout must be a duration like "90s" or "5m", got the integer 90; add a unit`},
 		{"timeout not positive", "---\ndescription: d\ntimeout: 0s\n---\n", `:3: timeout must be positive, got "0s"`},
 		{"bad model", "---\ndescription: d\nmodel: \"gpt 4\"\n---\n", `:3: model must be "provider:model" (e.g. "openai:gpt-4.1"), got "gpt 4"`},
+		{"model name without its provider", "---\ndescription: d\nmodel: gemini-2.5-pro\n---\n", `:3: model "gemini-2.5-pro" is a model name without its provider: write "gemini:gemini-2.5-pro"`},
 		{"model without model", "---\ndescription: d\nmodel: \"openai:\"\n---\n", `:3: model "openai:" names no model after the ":"`},
 		{"invalid UTF-8", "---\ndescription: d\n---\nok\n\xff\n", `:5: the file is not valid UTF-8 text`},
 		{"context_window a string", "---\ndescription: d\ncontext_window: 128k\n---\n", `:3: context_window must be a whole number, got the string "128k"`},

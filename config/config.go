@@ -18,6 +18,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/internal/modelref"
 	"github.com/deepagents-go/deepagents/internal/safefile"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/tokens"
@@ -821,6 +822,11 @@ func (c *Config) ExpandModel(ref string) (string, error) {
 	}
 	if m := c.ProviderFor(ref).Model; m != "" {
 		return ref + ":" + m, nil
+	}
+	if _, ok := c.Providers[strings.ToLower(ref)]; !ok {
+		if hint := modelref.Suggest(ref); hint != "" {
+			return "", fmt.Errorf("model %q is a model name without its provider: write %q", ref, hint)
+		}
 	}
 	return "", fmt.Errorf(`model %q names only a provider, and [providers.%s] sets no default model: write "%s:MODEL"`,
 		ref, strings.ToLower(ref), ref)

@@ -17,17 +17,23 @@ import (
 // refuses an id the database does not know, naming the ids nearest to it,
 // and makes a thread with a chosen id only when --new-thread says so.
 
-// unknownThreadError is 'run --thread ID' for an id the database has no
-// thread of.
+// unknownThreadError is 'run --thread ID' or 'resume --thread ID' for an
+// id the database has no thread of.
 type unknownThreadError struct {
 	thread  string
 	db      config.Database
 	nearest []string
+	// canMake says --new-thread would make the thread (run, not resume).
+	canMake bool
 }
 
 func (e *unknownThreadError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "--thread: there is no thread %q in %s ", e.thread, e.db)
+	if e.canMake {
+		fmt.Fprintf(&b, "--thread: there is no thread %q in %s ", e.thread, e.db)
+	} else {
+		fmt.Fprintf(&b, "thread %q has no run to resume: %s has no such thread ", e.thread, e.db)
+	}
 	switch len(e.nearest) {
 	case 0:
 		b.WriteString("(list the threads with 'deepagents threads')")
@@ -36,7 +42,9 @@ func (e *unknownThreadError) Error() string {
 	default:
 		fmt.Fprintf(&b, "(the nearest ids: %s)", strings.Join(e.nearest, ", "))
 	}
-	b.WriteString("; to start a new thread with this id, add --new-thread")
+	if e.canMake {
+		b.WriteString("; to start a new thread with this id, add --new-thread")
+	}
 	return b.String()
 }
 
@@ -61,9 +69,10 @@ const maxListedThreads = 10000
 const maxNearest = 3
 
 // unknownThread is the error for thread, which the database d (open as
-// saver) does not have, with the known ids nearest to it.
-func unknownThread(ctx context.Context, saver checkpoint.Saver, thread string, d config.Database) error {
-	e := &unknownThreadError{thread: thread, db: d}
+// saver) does not have, with the known ids nearest to it; canMake says
+// --new-thread would make it.
+func unknownThread(ctx context.Context, saver checkpoint.Saver, thread string, d config.Database, canMake bool) error {
+	e := &unknownThreadError{thread: thread, db: d, canMake: canMake}
 	ts, err := saver.Threads(ctx, checkpoint.ThreadsOptions{Limit: maxListedThreads})
 	if err != nil {
 		return e // the ids are a help; the error stands without them

@@ -217,7 +217,7 @@ func applyTurnSettings(ctx context.Context, cmd string, fs *flag.FlagSet, args [
 			// No database yet: no thread to resume (resume says so), or a
 			// new one.
 			if cmd == "run" && !f.newThread {
-				return nil, &unknownThreadError{thread: f.thread, db: d}
+				return nil, &unknownThreadError{thread: f.thread, db: d, canMake: true}
 			}
 			return given, nil
 		}
@@ -235,7 +235,7 @@ func applyTurnSettings(ctx context.Context, cmd string, fs *flag.FlagSet, args [
 	if err != nil {
 		return nil, err
 	}
-	if cmd == "run" {
+	if cmd == "run" || cmd == "resume" {
 		exists := found
 		if !exists {
 			cps, err := saver.List(ctx, checkpoint.ListOptions{ThreadID: f.thread, AllNamespaces: true, Limit: 1})
@@ -248,7 +248,7 @@ func applyTurnSettings(ctx context.Context, cmd string, fs *flag.FlagSet, args [
 		case exists && f.newThread:
 			return nil, fmt.Errorf("--new-thread: thread %q exists already in %s; leave out --new-thread to send the prompt as a new turn of it, or choose another id", f.thread, d)
 		case !exists && !f.newThread && !heldByAnother(ctx, saver, f.thread):
-			return nil, unknownThread(ctx, saver, f.thread, d)
+			return nil, unknownThread(ctx, saver, f.thread, d, cmd == "run")
 		}
 	}
 	if !found {

@@ -415,6 +415,12 @@ func TestRunThreadMustExist(t *testing.T) {
 			t.Errorf("--thread %s: exit %d; want %q in: %s", tt.id, code, tt.want, errs)
 		}
 	}
+	// resume names the nearest ids too, and offers no --new-thread.
+	code, _, errs = runCLI(t, "resume", "--thread", "notes-3", "--approve", "c1", "--model", "openai:gpt-test")
+	if code != 1 || !strings.Contains(errs, `thread "notes-3" has no run to resume`) || !strings.Contains(errs, "(the nearest ids: notes-2, notes-1)") ||
+		strings.Contains(errs, "--new-thread") {
+		t.Errorf("resume --thread notes-3: exit %d: %s", code, errs)
+	}
 	if srv.Count() != n {
 		t.Error("a run on an unknown thread called the model")
 	}

@@ -144,6 +144,9 @@ func cmdResume(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	f.shell.unguarded = &unguardedLog{}
 	if _, err := applyTurnSettings(ctx, "resume", fs, args, &f, stderr); err != nil {
 		fmt.Fprintf(stderr, "deepagents resume: %v\n", err)
+		if _, ok := errors.AsType[*unknownThreadError](err); ok {
+			return exitFailed // nothing to resume, as the exit statuses say
+		}
 		return exitUsage
 	}
 	if err := f.check(fs); err != nil {
