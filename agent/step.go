@@ -22,6 +22,9 @@ import (
 // resumed.
 func (r *run) steps(ctx context.Context, pending *StepState) (Status, error) {
 	a := r.a
+	// Every model the run calls, its own and those hooks and tools call
+	// (a summariser, say), is bound by the agent's response limits.
+	ctx = llm.WithResponseLimits(ctx, a.cfg.ResponseLimits)
 	for {
 		if err := ctx.Err(); err != nil {
 			return StatusCancelled, context.Cause(ctx)

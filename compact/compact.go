@@ -255,7 +255,7 @@ func (c *compactor) beforeModel(ctx context.Context, step agent.StepInfo, req *l
 	if est < c.cfg.Trigger() {
 		return nil
 	}
-	_, err = c.run(ctx, step, req, "auto", est, c.cfg.Model.Generate)
+	_, err = c.run(ctx, step, req, "auto", est, limited(c.cfg.Model))
 	return err
 }
 
@@ -278,7 +278,7 @@ func (c *compactor) wrapModel(ctx context.Context, req *llm.Request, next agent.
 	step, hasStep := agent.StepFrom(ctx)
 	summarise := next
 	if c.cfg.Model != nil {
-		summarise = c.cfg.Model.Generate
+		summarise = limited(c.cfg.Model)
 	}
 	if c.cfg.Model == nil && hasStep {
 		if est := c.estimate(step, req); est >= c.cfg.Trigger() {
@@ -514,4 +514,21 @@ func summarised(prior State, eff []llm.Message, next State) []llm.Message {
 	}
 	end := min(max(next.kept, start), len(eff))
 	return eff[start:end]
+}
+
+// limited calls m as the loop calls its own model: under the response
+// limits ctx carries (the agent's, or the defaults), so that a summariser
+// whose answer never ends is cut off too.
+func limited(m llm.Model) agent.ModelFunc {
+	return func(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+		lim := llm.ResponseLimitsFrom(ctx)
+		resp, err := m.Generate(llm.WithResponseLimits(ctx, lim), req)
+		if err != nil {
+			return nil, err
+		}
+		if err := lim.Check(resp); err != nil {
+			return nil, err
+		}
+		return resp, nil
+	}
 }

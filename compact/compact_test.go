@@ -513,3 +513,38 @@ func TestCalibrationFiresEarlier(t *testing.T) {
 		t.Fatalf("first compaction before call %d with a true estimate, %d with a doubled report", plain, doubled)
 	}
 }
+
+// A summariser of its own is bound by the agent's response limits, as the
+// agent's model is: its endless answer is cut off, not kept.
+func TestSummarizerIsBoundByResponseLimits(t *testing.T) {
+	huge := scripted.Step{Content: strings.Repeat("summary ", 1000)}
+	script := scripted.Script{
+		"parent":     steps(batch(0, 1), batch(1, 1), batch(2, 1), batch(3, 1), batch(4, 1), scripted.Step{Content: "done"}),
+		"summarizer": steps(huge, huge, huge),
+	}
+	m := scripted.New(script, scripted.Options{})
+	mw, err := compact.New(compact.Config{Model: m, TriggerTokens: 200, KeepMessages: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := agent.New(agent.Config{Model: m, Tools: []tool.Tool{echo}, Middleware: []agent.Middleware{mw}, MaxSteps: 100,
+		ResponseLimits: llm.ResponseLimits{MaxBytes: 2000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runErr error
+	var evs []agent.Event
+	for ev, err := range a.Run(t.Context(), agent.Prompt("Go.")) {
+		if err != nil {
+			runErr = err
+		}
+		evs = append(evs, ev)
+	}
+	if !errors.Is(runErr, compact.ErrCompactionFailed) {
+		t.Fatalf("err %v, want the compaction to fail", runErr)
+	}
+	cs := compactions(evs)
+	if len(cs) == 0 || !strings.Contains(cs[0].Error, "its limit is 2000 bytes (max_response_bytes)") {
+		t.Fatalf("compaction error %q", cs[0].Error)
+	}
+}

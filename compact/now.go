@@ -66,7 +66,7 @@ func Compact(ctx context.Context, cfg Config, rs *agent.RunState, focus string) 
 	eff := aligned(prior, nil, rs.Messages)
 	before := tokens.Estimate(&llm.Request{Messages: eff}).Total
 	next, info, res, cerr := c.compact(ctx, compactInput{prior: prior, eff: eff, raw: rs.Messages, agent: rs.Path,
-		gen: cfg.Model.Generate, trigger: "manual", before: before, emit: func(agent.Event) {}, state: st,
+		gen: limited(cfg.Model), trigger: "manual", before: before, emit: func(agent.Event) {}, state: st,
 		focus: focus, deferHistory: true})
 	switch res {
 	case notNeeded:

@@ -51,7 +51,7 @@ func (c *compactor) manual(ctx context.Context, env *tool.Env) tool.Result {
 		raw = eff
 	}
 	next, info, res, cerr := c.compact(ctx, compactInput{prior: prior, eff: eff, raw: raw, agent: env.Agent, files: env.Files,
-		gen: c.cfg.Model.Generate, trigger: "manual", before: est, emit: func(agent.Event) {}, state: st})
+		gen: limited(c.cfg.Model), trigger: "manual", before: est, emit: func(agent.Event) {}, state: st})
 	switch res {
 	case notNeeded:
 		return tool.Result{Content: "Not compacted: the conversation has too few messages before the part that is always kept."}
