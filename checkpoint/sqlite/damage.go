@@ -5,13 +5,13 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/internal/safefile"
 )
 
 // journalSuffix names the journals of earlier releases: the database's
@@ -192,23 +192,6 @@ func RefuseTriggers(ctx context.Context, db *sql.DB, path string) error {
 		strings.Join(found, ", "), path)}
 }
 
-// fileKind names what a file that is not a regular file is.
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeSymlink != 0:
-		return "a symbolic link"
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe (FIFO)"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	}
-	return "not a regular file"
-}
-
 // checkFiles fails, naming the file, when the database at path is not a
 // regular file (it may be a symbolic link to one), or when its write-ahead
 // log or shared-memory file is there but is not a regular file: SQLite
@@ -216,7 +199,7 @@ func fileKind(m fs.FileMode) string {
 // wait forever on a named pipe.
 func checkFiles(path string) error {
 	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
-		return &damageError{path: path, why: "is " + fileKind(fi.Mode()) + ", not a database file"}
+		return &damageError{path: path, why: "is " + safefile.Kind(fi.Mode()) + ", not a database file"}
 	}
 	// SQLite keeps the side files beside the file a link leads to.
 	real := path
@@ -229,7 +212,7 @@ func checkFiles(path string) error {
 		if err != nil || fi.Mode().IsRegular() {
 			continue
 		}
-		return &sideFileError{path: path, side: p, kind: fileKind(fi.Mode())}
+		return &sideFileError{path: path, side: p, kind: safefile.Kind(fi.Mode())}
 	}
 	return nil
 }

@@ -143,7 +143,7 @@ func TestOddFilesAreNamed(t *testing.T) {
 	}{
 		{"database is a directory", "a directory", func(t *testing.T, p string) string { mk(os.Remove(p)); mk(os.Mkdir(p, 0o700)); return p }},
 		{"database is a pipe", "a named pipe", func(t *testing.T, p string) string { mk(os.Remove(p)); mk(syscall.Mkfifo(p, 0o600)); return p }},
-		{"database links to /dev/zero", "a device", func(t *testing.T, p string) string { mk(os.Remove(p)); mk(os.Symlink("/dev/zero", p)); return p }},
+		{"database links to /dev/zero", "a character device", func(t *testing.T, p string) string { mk(os.Remove(p)); mk(os.Symlink("/dev/zero", p)); return p }},
 		{"log is a directory", "a directory", func(t *testing.T, p string) string { mk(os.Mkdir(p+"-wal", 0o700)); return p + "-wal" }},
 		{"log is a pipe", "a named pipe", func(t *testing.T, p string) string { mk(syscall.Mkfifo(p+"-wal", 0o600)); return p + "-wal" }},
 		{"log links elsewhere", "a symbolic link", func(t *testing.T, p string) string { mk(os.Symlink(target(t), p+"-wal")); return p + "-wal" }},

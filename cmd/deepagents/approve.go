@@ -224,20 +224,7 @@ func showArgs(w io.Writer, args json.RawMessage) {
 // visible spells the characters of Unicode's format category (Cf: text
 // direction overrides, zero-width spaces and joiners) and C1 controls as
 // JSON escapes, which mean the same inside the JSON strings they sit in.
-func visible(s string) string {
-	if !strings.ContainsFunc(s, hidden) {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		if hidden(r) {
-			fmt.Fprintf(&b, "\\u%04x", r)
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
+func visible(s string) string { return spellOut(s, hidden) }
 
 func hidden(r rune) bool {
 	return unicode.Is(unicode.Cf, r) || 0x80 <= r && r <= 0x9f

@@ -13,13 +13,16 @@ import (
 // zero-width marks) are spelled as \uXXXX escapes, so that what such text
 // holds is shown, never acted on, and what is shown is what is there.
 // Newlines and tabs stay.
-func termText(s string) string {
-	if !strings.ContainsFunc(s, unsafeOnTerminal) {
+func termText(s string) string { return spellOut(s, unsafeOnTerminal) }
+
+// spellOut writes the runes of s that unsafe picks as \uXXXX escapes.
+func spellOut(s string, unsafe func(rune) bool) string {
+	if !strings.ContainsFunc(s, unsafe) {
 		return s
 	}
 	var b strings.Builder
 	for _, r := range s {
-		if unsafeOnTerminal(r) {
+		if unsafe(r) {
 			fmt.Fprintf(&b, "\\u%04x", r)
 			continue
 		}

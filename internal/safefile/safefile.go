@@ -51,7 +51,7 @@ func readOpen(f *os.File, path string, max int64) ([]byte, error) {
 		return nil, err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w (%s)", ErrNotRegular, kind(fi.Mode()))}
+		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w (%s)", ErrNotRegular, Kind(fi.Mode()))}
 	}
 	if fi.Size() > max {
 		return nil, tooLarge(path, fi.Size(), max)
@@ -83,8 +83,12 @@ func tooLarge(path string, size, max int64) error {
 	return &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w: %s, the limit is %s", ErrTooLarge, Size(size), Size(max))}
 }
 
-func kind(m fs.FileMode) string {
+// Kind names what a file that is not a regular file is, for errors: "a
+// directory", "a named pipe", ...
+func Kind(m fs.FileMode) string {
 	switch {
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
 	case m.IsDir():
 		return "a directory"
 	case m&fs.ModeNamedPipe != 0:
