@@ -110,15 +110,6 @@ func (s *Saver) damaged(err error) error {
 	return err
 }
 
-// hasTable says whether the database has a table of that name (while
-// opening: it needs the writer's pool, whose one connection the saver
-// then keeps).
-func (s *Saver) hasTable(ctx context.Context, name string) (bool, error) {
-	var n int
-	err := s.w.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_schema WHERE type = 'table' AND name = ?`, name).Scan(&n)
-	return n > 0, err
-}
-
 // checkTables fails, naming the file, when a table of the schema is
 // missing: a damaged database, or one changed by something else, whose
 // queries would otherwise fail one by one.

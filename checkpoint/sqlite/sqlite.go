@@ -338,8 +338,13 @@ func (s *Saver) openErr(err error) error {
 }
 
 func (s *Saver) migrate(ctx context.Context) error {
+	// The version and the tables are read in one statement, so from one
+	// snapshot: another process migrating the file at the same time
+	// cannot be caught between its tables and its version.
 	var v int
-	if err := s.w.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+	var hasTables bool
+	if err := s.w.QueryRowContext(ctx, `SELECT (SELECT user_version FROM pragma_user_version()),
+		EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'checkpoints')`).Scan(&v, &hasTables); err != nil {
 		return fmt.Errorf("read schema version: %w", err)
 	}
 	if v > len(migrations) {
@@ -350,9 +355,7 @@ func (s *Saver) migrate(ctx context.Context) error {
 		// an application's): the thread tables must not be there yet.
 		// When they are, the version was lost, and the tables would be
 		// made again over them.
-		if has, err := s.hasTable(ctx, "checkpoints"); err != nil {
-			return err
-		} else if has {
+		if hasTables {
 			return &damageError{path: s.path, why: "has the thread tables but no schema version: it was changed by something other than deepagents"}
 		}
 	}
