@@ -19,6 +19,7 @@ import (
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/config"
+	"github.com/deepagents-go/deepagents/internal/demoagent"
 	"github.com/deepagents-go/deepagents/providers"
 	"github.com/deepagents-go/deepagents/server"
 )
@@ -134,7 +135,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return exitFailed
 		}
 		closers = append(closers, saver.Close)
-		if a, err = server.DemoAgent(f.name, 20); err != nil {
+		if a, err = demoagent.New(f.name, 20); err != nil {
 			fmt.Fprintf(stderr, "deepagents serve: %v\n", err)
 			return exitFailed
 		}

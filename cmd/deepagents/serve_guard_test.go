@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/internal/demoagent"
 	"github.com/deepagents-go/deepagents/server"
 )
 
@@ -127,7 +128,7 @@ func TestServeCutsSlowClients(t *testing.T) {
 	if d := defaultServeTimeouts; d.ReadHeader <= 0 || d.Read <= 0 || d.Read > 5*time.Minute || d.Idle <= 0 {
 		t.Fatalf("serve's timeouts %+v: a request must be read within bounds", d)
 	}
-	a, err := server.DemoAgent("agent", 0)
+	a, err := demoagent.New("agent", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

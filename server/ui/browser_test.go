@@ -17,6 +17,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/internal/demoagent"
 	"github.com/deepagents-go/deepagents/server"
 	"github.com/deepagents-go/deepagents/server/ui"
 )
@@ -134,7 +135,7 @@ func demoServer(t *testing.T, stepDelayMS float64) string {
 // demoServerToken is demoServer wanting a bearer token ("" for none).
 func demoServerToken(t *testing.T, stepDelayMS float64, token string) string {
 	t.Helper()
-	a, err := server.DemoAgent("agent", stepDelayMS)
+	a, err := demoagent.New("agent", stepDelayMS)
 	if err != nil {
 		t.Fatal(err)
 	}

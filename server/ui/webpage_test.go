@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/internal/demoagent"
 	"github.com/deepagents-go/deepagents/server"
 	"github.com/deepagents-go/deepagents/server/ui"
 )
@@ -48,7 +49,7 @@ func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter 
 // request reaches the server and is refused with 403 (for its origin, or
 // its host name); no thread or run is made.
 func TestBrowserPageCannotDriveServer(t *testing.T) {
-	a, err := server.DemoAgent("agent", 0)
+	a, err := demoagent.New("agent", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +204,7 @@ func awaitJS(expr string) chromedp.Action[chromedp.Void] {
 // requested before the frame's load event. The UI opened directly loads
 // them.
 func TestBrowserPageCannotFrameUI(t *testing.T) {
-	a, err := server.DemoAgent("agent", 0)
+	a, err := demoagent.New("agent", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

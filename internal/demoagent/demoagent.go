@@ -1,4 +1,7 @@
-package server
+// Package demoagent holds the agent that "deepagents serve --demo" serves:
+// a scripted model behind the real harness, so the server, its clients and
+// the web UI can be tried and tested without an API key.
+package demoagent
 
 import (
 	"encoding/json"
@@ -11,7 +14,7 @@ import (
 	"github.com/deepagents-go/deepagents/llm/scripted"
 )
 
-// DemoAgent is an agent answered by a built-in script instead of a model,
+// New returns an agent answered by a built-in script instead of a model,
 // so that the server, its clients and the web UI can be tried and tested
 // without an API key. Every turn goes the same way: the agent delegates two
 // research tasks to parallel general-purpose subagents, asks to write
@@ -19,7 +22,7 @@ import (
 // containing "slow" makes each model call take a minute instead (for
 // cancelling), and stepDelayMS slows every call down (0: none). When the
 // write is rejected, the answer says the report was not written.
-func DemoAgent(name string, stepDelayMS float64) (*agent.Agent, error) {
+func New(name string, stepDelayMS float64) (*agent.Agent, error) {
 	model := scripted.New(nil, scripted.Options{Func: func(ci llm.CallInfo, req *llm.Request) (scripted.Step, error) {
 		return demoStep(ci, req, stepDelayMS), nil
 	}})
