@@ -10,6 +10,8 @@
 package deepagents
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -163,7 +165,7 @@ func New(cfg Config) (*agent.Agent, error) {
 	if len(cfg.Permissions) > 0 {
 		// It checks at the tool itself, so its place in the list does not
 		// matter; forks run these hooks and so share the rules.
-		hooks = append([]agent.Middleware{perm.Middleware(cfg.Permissions)}, hooks...)
+		hooks = append([]agent.Middleware{PermissionsMiddleware(cfg.Permissions)}, hooks...)
 	}
 	// Skills and memory come after your middleware and before compaction,
 	// which measures the request they complete.
@@ -369,8 +371,61 @@ func withPermissions(specs []subagent.Spec, rules perm.Rules) ([]subagent.Spec, 
 			own = rules
 		}
 		if len(own) > 0 {
-			specs[i].Middleware = append([]agent.Middleware{perm.Middleware(own)}, s.Middleware...)
+			specs[i].Middleware = append([]agent.Middleware{PermissionsMiddleware(own)}, s.Middleware...)
 		}
 	}
 	return specs, nil
+}
+
+// PermissionsMiddleware enforces rules on every tool call of an agent. It
+// wraps the called tool, not the call's files, so the rules see the files
+// the tool finally gets, whatever other middleware mounted into them on
+// the way (skills, memory files), wherever it sits in the list. Tools that
+// run a subagent (agent.Nested, such as the task tool) are left alone: the
+// subagent gets its parent's files unwrapped and applies rules of its own,
+// its spec's or the same ones inherited. Hooks' own file access (saving an
+// offloaded result) is not checked. With no rules it does nothing.
+func PermissionsMiddleware(rules perm.Rules) agent.Middleware {
+	if len(rules) == 0 {
+		return agent.Middleware{Name: "permissions"}
+	}
+	return filesMiddleware("permissions", func(b vfs.Backend) vfs.Backend { return perm.Wrap(b, rules) })
+}
+
+// GuardMiddleware puts g on the files every tool call of an agent gets,
+// whatever other middleware mounted into them (memory files, say), as
+// PermissionsMiddleware does with rules. Tools that run a subagent are left
+// alone: the subagent's own calls are guarded by its own middleware or
+// backend. Set g.Approved to agent.Approved for the changes a person
+// approved to go through.
+func GuardMiddleware(g *perm.Guard) agent.Middleware {
+	return filesMiddleware("protect", g.Wrap)
+}
+
+// filesMiddleware runs every tool call but those of tools that run a
+// subagent on its files under wrap.
+func filesMiddleware(name string, wrap func(vfs.Backend) vfs.Backend) agent.Middleware {
+	return agent.Middleware{Name: name, WrapTool: func(ctx context.Context, call *agent.ToolCall, next agent.ToolFunc) (tool.Result, error) {
+		if _, nested := call.Tool.(agent.Nested); nested || call.Tool == nil {
+			return next(ctx, call)
+		}
+		c := *call
+		c.Tool = &wrappedFiles{Tool: call.Tool, wrap: wrap}
+		return next(ctx, &c)
+	}}
+}
+
+// wrappedFiles runs a tool on its files under wrap.
+type wrappedFiles struct {
+	tool.Tool
+	wrap func(vfs.Backend) vfs.Backend
+}
+
+func (t *wrappedFiles) Run(ctx context.Context, env *tool.Env, args json.RawMessage) (tool.Result, error) {
+	if env == nil || env.Files == nil {
+		return t.Tool.Run(ctx, env, args)
+	}
+	e := *env
+	e.Files = t.wrap(env.Files)
+	return t.Tool.Run(ctx, &e, args)
 }

@@ -35,7 +35,7 @@ func TestThroughAgentLoop(t *testing.T) {
 		),
 		{Content: "done"},
 	}}}, scripted.Options{NoUsage: true})
-	a, err := agent.New(agent.Config{Model: model, Middleware: []agent.Middleware{Middleware()}})
+	a, err := agent.New(agent.Config{Model: model, Tools: Tools()})
 	if err != nil {
 		t.Fatal(err)
 	}

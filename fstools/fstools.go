@@ -20,7 +20,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/tool"
 	"github.com/deepagents-go/deepagents/vfs"
 )
@@ -119,11 +118,6 @@ func New(opts Options) []tool.Tool {
 		return Tools()
 	}
 	return build(opts)
-}
-
-// Middleware binds the file tools to an agent. It adds no prompt section.
-func Middleware() agent.Middleware {
-	return agent.Middleware{Name: "filesystem", Tools: Tools()}
 }
 
 func build(opts Options) []tool.Tool {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -117,12 +118,14 @@ func newControlPlane(in protectInputs) (*controlPlane, error) {
 		if cp.root, err = perm.NewGuard(zones, []perm.Mount{*rootMount}); err != nil {
 			return nil, err
 		}
+		cp.root.Approved = agent.Approved
 		cp.forExecute = protectedForExecute(in)
 	}
 	if len(memMounts) > 0 {
 		if cp.mounts, err = perm.NewGuard(zones, memMounts); err != nil {
 			return nil, err
 		}
+		cp.mounts.Approved = agent.Approved
 	}
 	return cp, nil
 }
@@ -351,7 +354,11 @@ func (cp *controlPlane) withPathGates(gates map[string]agent.Approval, has func(
 			continue
 		}
 		target := func(args json.RawMessage) (string, bool, bool) { return fstools.ChangedPath(name, args) }
-		gates = agent.WithCheck(gates, cp.gate.ArgCheck(target), name)
+		check := func(_ context.Context, args json.RawMessage) agent.Verdict {
+			v := cp.gate.CheckCall(target, args)
+			return agent.Verdict{Wait: v.Wait, Reason: v.Reason, Report: v.Report, Changes: v.Changes}
+		}
+		gates = agent.WithCheck(gates, check, name)
 	}
 	return gates
 }

@@ -260,7 +260,7 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 	if cp.mounts != nil {
 		// The memory files mounted from outside --root (the user's, say):
 		// guarded on the files every call of the agent and its forks gets.
-		s.config.Middleware = append(s.config.Middleware, cp.mounts.Middleware())
+		s.config.Middleware = append(s.config.Middleware, deepagents.GuardMiddleware(cp.mounts))
 	}
 	applyMCP(&s.config, mcps, f.mcp)
 	s.projectFiles = listProjectFiles(stderr, f.trustProject, cwd, home, sc, mc)
@@ -347,7 +347,7 @@ func holdToFloor(specs []subagent.Spec, files []config.AgentFile, home string, f
 		}
 		sp := &specs[i]
 		if af.Permissions != nil && len(fl.rules) > 0 {
-			sp.Middleware = append([]agent.Middleware{perm.Middleware(fl.rules)}, sp.Middleware...)
+			sp.Middleware = append([]agent.Middleware{deepagents.PermissionsMiddleware(fl.rules)}, sp.Middleware...)
 		}
 		if af.InterruptOn != nil {
 			for name, a := range fl.gates {

@@ -119,7 +119,7 @@ func TestAgentLoopOnDisk(t *testing.T) {
 		step(sc("c5", "grep", `{"pattern":"a","path":"/notes","output_mode":"count"}`)),
 		{Content: "done"},
 	}}}, scripted.Options{NoUsage: true})
-	a, err := agent.New(agent.Config{Model: model, Middleware: []agent.Middleware{fstools.Middleware()}, Backend: f})
+	a, err := agent.New(agent.Config{Model: model, Tools: fstools.Tools(), Backend: f})
 	if err != nil {
 		t.Fatal(err)
 	}

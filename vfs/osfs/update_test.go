@@ -42,7 +42,7 @@ func TestParallelEditsThroughAgentLoop(t *testing.T) {
 			}
 			model := scripted.New(scripted.Script{"parent": {Steps: []scripted.Step{{ToolCalls: calls}, {Content: "done"}}}},
 				scripted.Options{NoUsage: true})
-			a, err := agent.New(agent.Config{Model: model, Middleware: []agent.Middleware{fstools.Middleware()}, Backend: f, MaxParallel: n})
+			a, err := agent.New(agent.Config{Model: model, Tools: fstools.Tools(), Backend: f, MaxParallel: n})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -2,12 +2,9 @@ package perm
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"iter"
 
-	"github.com/deepagents-go/deepagents/agent"
-	"github.com/deepagents-go/deepagents/tool"
 	"github.com/deepagents-go/deepagents/vfs"
 )
 
@@ -184,43 +181,4 @@ func (b *Backend) Walk(ctx context.Context, dir string) iter.Seq2[vfs.Entry, err
 			yield(vfs.Entry{}, denied)
 		}
 	}
-}
-
-// Middleware enforces rules on every tool call of an agent. It wraps the
-// called tool, not the call's files, so the rules see the files the tool
-// finally gets, whatever other middleware mounted into them on the way
-// (skills, memory files), wherever it sits in the list. Tools that run a
-// subagent (agent.Nested, such as the task tool) are left alone: the
-// subagent gets its parent's files unwrapped and applies rules of its own,
-// its spec's or the same ones inherited. Hooks' own file access (saving an
-// offloaded result) is not checked. With no rules it does nothing.
-func Middleware(rules Rules) agent.Middleware {
-	m := agent.Middleware{Name: "permissions"}
-	if len(rules) == 0 {
-		return m
-	}
-	m.WrapTool = func(ctx context.Context, call *agent.ToolCall, next agent.ToolFunc) (tool.Result, error) {
-		if _, nested := call.Tool.(agent.Nested); nested || call.Tool == nil {
-			return next(ctx, call)
-		}
-		c := *call
-		c.Tool = &guarded{Tool: call.Tool, rules: rules}
-		return next(ctx, &c)
-	}
-	return m
-}
-
-// guarded runs a tool on its files under rules.
-type guarded struct {
-	tool.Tool
-	rules Rules
-}
-
-func (g *guarded) Run(ctx context.Context, env *tool.Env, args json.RawMessage) (tool.Result, error) {
-	if env == nil || env.Files == nil {
-		return g.Tool.Run(ctx, env, args)
-	}
-	e := *env
-	e.Files = Wrap(env.Files, g.rules)
-	return g.Tool.Run(ctx, &e, args)
 }

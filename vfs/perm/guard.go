@@ -17,8 +17,6 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 
-	"github.com/deepagents-go/deepagents/agent"
-	"github.com/deepagents-go/deepagents/tool"
 	"github.com/deepagents-go/deepagents/vfs"
 )
 
@@ -38,7 +36,7 @@ const (
 	// Free places may be changed like any other.
 	Free Level = iota
 	// Ask places change only in a call a person approved
-	// (agent.Approved).
+	// (Guard.Approved).
 	Ask
 	// Never places are not changed by the agent, approved or not.
 	Never
@@ -121,6 +119,11 @@ type Mount struct {
 // first zone (in the order given) that one of the host paths reaches
 // matches decides. Create it with NewGuard; it is safe for concurrent use.
 type Guard struct {
+	// Approved reports whether the change running with ctx was approved by
+	// a person (agent.Approved, for the tool calls of an agent); an Ask
+	// place is changed only then. Nil: no change was approved.
+	Approved func(ctx context.Context) bool
+
 	zones  []zone
 	mounts []Mount // longest prefix first
 }
@@ -386,7 +389,7 @@ func (g *Guard) denial(ctx context.Context, op, p string, f Finding, err error) 
 	switch {
 	case f.Level == Never:
 		return &vfs.DeniedError{Op: op, Path: p, Reason: this + f.What + ", which the agent may read but never change"}
-	case f.Level == Ask && !agent.Approved(ctx):
+	case f.Level == Ask && (g.Approved == nil || !g.Approved(ctx)):
 		return &vfs.DeniedError{Op: op, Path: p, Reason: this + f.What + ": changing it needs a person's approval, and this call did not have it"}
 	}
 	return nil
@@ -394,7 +397,7 @@ func (g *Guard) denial(ctx context.Context, op, p string, f Finding, err error) 
 
 // Wrap returns b with every write, edit and delete checked by the guard
 // (reads pass): a change of a Never place is refused, and one of an Ask
-// place unless the call was approved (agent.Approved). The refusal is a
+// place unless the change was approved (Guard.Approved). The refusal is a
 // *vfs.DeniedError, which the file tools answer as an error result.
 func (g *Guard) Wrap(b vfs.Backend) vfs.Backend {
 	if b == nil {
@@ -458,82 +461,62 @@ func (b *guardedFS) Delete(ctx context.Context, path string) (int, error) {
 	return b.inner.Delete(ctx, path)
 }
 
-// Middleware puts the guard on the files every tool call of an agent gets,
-// whatever other middleware mounted into them (memory files, say), as
-// Middleware does with rules. Tools that run a subagent are left alone: the
-// subagent's own calls are guarded by its own middleware or backend.
-func (g *Guard) Middleware() agent.Middleware {
-	return agent.Middleware{Name: "protect", WrapTool: func(ctx context.Context, call *agent.ToolCall, next agent.ToolFunc) (tool.Result, error) {
-		if _, nested := call.Tool.(agent.Nested); nested || call.Tool == nil {
-			return next(ctx, call)
-		}
-		c := *call
-		c.Tool = &guardedTool{Tool: call.Tool, g: g}
-		return next(ctx, &c)
-	}}
-}
-
-// guardedTool runs a tool on its files under a guard.
-type guardedTool struct {
-	tool.Tool
-	g *Guard
-}
-
-func (t *guardedTool) Run(ctx context.Context, env *tool.Env, args json.RawMessage) (tool.Result, error) {
-	if env == nil || env.Files == nil {
-		return t.Tool.Run(ctx, env, args)
-	}
-	e := *env
-	e.Files = t.g.Wrap(env.Files)
-	return t.Tool.Run(ctx, &e, args)
-}
-
 // Target says which path a call changes, from its arguments: the virtual
 // path, and whether the call deletes it (else it writes the file there); ok
 // is false when the call changes no file or its arguments cannot be read.
 type Target func(args json.RawMessage) (path string, del bool, ok bool)
 
-// ArgCheck returns the approval check (see agent.WithCheck) of the calls
-// whose changed path target reads from their arguments: a call that
-// changes an Ask place waits for a person, saying why; one that changes a
-// place that asks to be reported is reported once it ran, and counted
-// among the run's changed files. A Never place does not make the call wait:
+// Verdict is what the guard says about one call that changes a file: the
+// agent's approval check (agent.ArgCheck) answers with it.
+type Verdict struct {
+	// Wait makes the call wait for a person's decision, for Reason.
+	Wait   bool
+	Reason string
+	// Report is told once the call ran: a change the user must hear about.
+	Report string
+	// Changes is the path the call changes, when it waits or is reported.
+	Changes string
+}
+
+// CheckCall says what the guard makes of a call whose changed path target
+// reads from its arguments args: a call that changes an Ask place waits
+// for a person, saying why; one that changes a place that asks to be
+// reported is reported once it ran, and counted among the run's changed
+// files. A Never place does not make the call wait:
 // no approval could let it through, and the backend refuses it.
-func (g *Guard) ArgCheck(target Target) agent.ArgCheck {
-	return func(_ context.Context, args json.RawMessage) agent.Verdict {
-		p, del, ok := target(args)
-		if !ok {
-			return agent.Verdict{}
-		}
-		cp, err := vfs.Clean(p)
-		if err != nil {
-			return agent.Verdict{}
-		}
-		f, err := g.check(cp, del)
-		if err != nil {
-			return agent.Verdict{}
-		}
-		var v agent.Verdict
-		verb := "Writing"
-		if del {
-			verb = "Deleting"
-		}
-		via := ""
-		if f.Linked {
-			via = ", through a symbolic link,"
-		}
-		if f.Level == Ask {
-			v.Wait = true
-			v.Reason = fmt.Sprintf("%s %s changes%s %s, so it waits for your approval", verb, cp, via, f.What)
-			v.Changes = cp
-		}
-		if f.Report {
-			v.Report = fmt.Sprintf("it changed %s: %s", cp, f.What)
-			if f.Linked {
-				v.Report = fmt.Sprintf("it changed %s, which leads through a symbolic link to %s", cp, f.What)
-			}
-			v.Changes = cp
-		}
-		return v
+func (g *Guard) CheckCall(target Target, args json.RawMessage) Verdict {
+	p, del, ok := target(args)
+	if !ok {
+		return Verdict{}
 	}
+	cp, err := vfs.Clean(p)
+	if err != nil {
+		return Verdict{}
+	}
+	f, err := g.check(cp, del)
+	if err != nil {
+		return Verdict{}
+	}
+	var v Verdict
+	verb := "Writing"
+	if del {
+		verb = "Deleting"
+	}
+	via := ""
+	if f.Linked {
+		via = ", through a symbolic link,"
+	}
+	if f.Level == Ask {
+		v.Wait = true
+		v.Reason = fmt.Sprintf("%s %s changes%s %s, so it waits for your approval", verb, cp, via, f.What)
+		v.Changes = cp
+	}
+	if f.Report {
+		v.Report = fmt.Sprintf("it changed %s: %s", cp, f.What)
+		if f.Linked {
+			v.Report = fmt.Sprintf("it changed %s, which leads through a symbolic link to %s", cp, f.What)
+		}
+		v.Changes = cp
+	}
+	return v
 }

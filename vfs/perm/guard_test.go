@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/deepagents-go/deepagents"
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/llm/scripted"
@@ -66,6 +67,7 @@ func project(t *testing.T) (string, vfs.Backend, *perm.Guard) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { fs.Close() })
+	g.Approved = agent.Approved
 	return dir, g.Wrap(fs), g
 }
 
@@ -185,10 +187,10 @@ func TestGuardRefusesChangesOfTheControlPlane(t *testing.T) {
 	}
 }
 
-// ArgCheck makes a call wait only for an Ask place, with the reason; it
+// CheckCall makes a call wait only for an Ask place, with the reason; it
 // lets a Never place through to the backend (no approval could lift it) and
 // reports the places that ask for it.
-func TestGuardArgCheck(t *testing.T) {
+func TestGuardCheckCall(t *testing.T) {
 	dir, _, _ := project(t)
 	zones := append([]perm.Zone{{Dir: dir, Glob: "mem/AGENTS.md", Level: perm.Free, Group: "user-memory", What: "your user memory", Report: true}}, controlZones(dir)...)
 	g, err := perm.NewGuard(zones, []perm.Mount{{Prefix: "/", Host: dir, Links: true}, {Prefix: "/memories", Host: ""}})
@@ -202,24 +204,23 @@ func TestGuardArgCheck(t *testing.T) {
 		}
 		return in.Path, in.Del, json.Unmarshal(args, &in) == nil && in.Path != ""
 	}
-	check := g.ArgCheck(target)
 	for _, tc := range []struct {
 		args string
-		want agent.Verdict
+		want perm.Verdict
 	}{
-		{`{"file_path":"/.deepagents/agents/new.md"}`, agent.Verdict{Wait: true, Changes: "/.deepagents/agents/new.md",
+		{`{"file_path":"/.deepagents/agents/new.md"}`, perm.Verdict{Wait: true, Changes: "/.deepagents/agents/new.md",
 			Reason: "Writing /.deepagents/agents/new.md changes deepagents' project settings (.deepagents), so it waits for your approval"}},
-		{`{"file_path":"/settings/x","del":true}`, agent.Verdict{Wait: true, Changes: "/settings/x",
+		{`{"file_path":"/settings/x","del":true}`, perm.Verdict{Wait: true, Changes: "/settings/x",
 			Reason: "Deleting /settings/x changes, through a symbolic link, deepagents' project settings (.deepagents), so it waits for your approval"}},
-		{`{"file_path":"/.git/config"}`, agent.Verdict{}},
-		{`{"file_path":"/mem/AGENTS.md"}`, agent.Verdict{Report: "it changed /mem/AGENTS.md: your user memory", Changes: "/mem/AGENTS.md"}},
-		{`{"file_path":"/memo.txt"}`, agent.Verdict{Report: "it changed /memo.txt, which leads through a symbolic link to your user memory", Changes: "/memo.txt"}},
-		{`{"file_path":"/memories/.deepagents/x"}`, agent.Verdict{}},
-		{`{"file_path":"/notes.txt"}`, agent.Verdict{}},
-		{`{"file_path":"/../x"}`, agent.Verdict{}},
-		{`not json`, agent.Verdict{}},
+		{`{"file_path":"/.git/config"}`, perm.Verdict{}},
+		{`{"file_path":"/mem/AGENTS.md"}`, perm.Verdict{Report: "it changed /mem/AGENTS.md: your user memory", Changes: "/mem/AGENTS.md"}},
+		{`{"file_path":"/memo.txt"}`, perm.Verdict{Report: "it changed /memo.txt, which leads through a symbolic link to your user memory", Changes: "/memo.txt"}},
+		{`{"file_path":"/memories/.deepagents/x"}`, perm.Verdict{}},
+		{`{"file_path":"/notes.txt"}`, perm.Verdict{}},
+		{`{"file_path":"/../x"}`, perm.Verdict{}},
+		{`not json`, perm.Verdict{}},
 	} {
-		if got := check(context.Background(), json.RawMessage(tc.args)); got != tc.want {
+		if got := g.CheckCall(target, json.RawMessage(tc.args)); got != tc.want {
 			t.Errorf("%s:\n got %+v\nwant %+v", tc.args, got, tc.want)
 		}
 	}
@@ -239,6 +240,7 @@ func TestGuardMiddlewareSeesMountedFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	g.Approved = agent.Approved
 	if f, err := g.CheckWrite("/memory/user/AGENTS.md"); err != nil || f.Level != perm.Ask || !f.Report || f.What != "your user memory" {
 		t.Fatalf("user memory: %+v %v", f, err)
 	}
@@ -255,7 +257,7 @@ func TestGuardMiddlewareSeesMountedFiles(t *testing.T) {
 	}) (string, error) {
 		return "wrote", env.Files.Write(ctx, in.Path, "remember this")
 	})
-	for _, order := range [][]agent.Middleware{{g.Middleware(), mount}, {mount, g.Middleware()}} {
+	for _, order := range [][]agent.Middleware{{deepagents.GuardMiddleware(g), mount}, {mount, deepagents.GuardMiddleware(g)}} {
 		_ = os.Remove(user)
 		m := scripted.New(scripted.Script{"parent": {Steps: []scripted.Step{
 			{ToolCalls: []scripted.StepCall{{ID: "c1", Name: "write", Args: json.RawMessage(`{"path":"/memory/user/AGENTS.md"}`)}}}, {Content: "done"}}}}, scripted.Options{})

@@ -19,9 +19,9 @@ import (
 // through symbolic links on the mounts that follow them (Mount.Links), as
 // the disk backend follows them: each path a read or write leads to, other
 // than the path as written, must be allowed too. The path as written is
-// left to Wrap or Middleware, which every agent applies with its own rules;
-// LinkRules, on the backend every agent shares, holds the rules given here
-// for all of them. A path whose links cannot be followed (a loop, a link
+// left to Wrap (deepagents.PermissionsMiddleware), which every agent
+// applies with its own rules; LinkRules, on the backend every agent
+// shares, holds the rules given here for all of them. A path whose links cannot be followed (a loop, a link
 // out of the directory) is refused. With no rules it returns b itself.
 func LinkRules(b vfs.Backend, rules Rules, mounts []Mount) (vfs.Backend, error) {
 	if len(rules) == 0 || b == nil {

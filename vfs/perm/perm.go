@@ -23,7 +23,7 @@
 // A Guard (guard.go) protects the control plane on disk, the files that
 // decide how later runs behave: it judges a change by the real places a
 // path reaches (through symbolic links), refuses some places outright and
-// lets others change only in a call a person approved; its ArgCheck makes
+// lets others change only in a call a person approved; its CheckCall makes
 // such calls wait for the person (see agent.WithCheck).
 package perm
 
