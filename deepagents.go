@@ -127,7 +127,7 @@ type Config struct {
 type ConfigError = agent.ConfigError
 
 // BuiltinToolNames are the names of the default stack's tools, in the order
-// they are bound (F1).
+// they are bound: the file tools, then task.
 var BuiltinToolNames = append(slices.Clone(fstools.Names), subagent.TaskToolName)
 
 // New assembles the deep agent. Every rejection is a *ConfigError.
@@ -345,7 +345,8 @@ func narrowMCP(specs []subagent.Spec, parent []tool.Tool) ([]subagent.Spec, erro
 }
 
 // WithGeneralPurpose returns specs with the default general-purpose subagent
-// first, unless a spec already has that name (F4, F5, F27).
+// first, unless a spec already has that name (it then stands in for the
+// default); an empty list gets the default alone.
 func WithGeneralPurpose(specs []subagent.Spec) []subagent.Spec {
 	for _, s := range specs {
 		if s.Name == subagent.GeneralPurposeName {

@@ -22,12 +22,14 @@ import (
 const TaskToolName = "task"
 
 // Fixed texts. RefusalText and the unknown-type wording are the ones the
-// system we reproduce uses (F21, F29); the rest are ours.
+// system we reproduce uses, word for word; the rest are ours.
 const (
-	// RefusalText answers a fork subagent's own call of task (F21).
+	// RefusalText answers a fork subagent's own call of task: a fork may
+	// not delegate further.
 	RefusalText = "You are a subagent and cannot delegate to another subagent. Complete this task yourself instead of calling this tool again."
 
-	// GeneralPurposePrompt is the default subagent's system prompt (F8).
+	// GeneralPurposePrompt is the default subagent's system prompt: it
+	// tells the child that only its final message reaches the parent.
 	GeneralPurposePrompt = "You are a subagent doing one task that was delegated to you. " +
 		"The agent that delegated it will see only your final message: none of your tool calls, tool results or files read. " +
 		"So end with a complete, self-contained report of what you found or did."
@@ -36,7 +38,8 @@ const (
 	GeneralPurposeDescription = "A general agent with the same file tools as you. Use it for research, searching many files, " +
 		"and multi-step work whose details would crowd your own context."
 
-	// ForkNote ends a fork subagent's listing line (F6).
+	// ForkNote ends a fork subagent's listing line, so the model knows a
+	// fork's brief can be short.
 	ForkNote = " (fork: inherits your full conversation and system prompt, so the brief can be short)"
 
 	// ForkPreamble precedes the description in a fork's user message.
@@ -87,8 +90,10 @@ const taskParams = `{"type":"object","properties":{` +
 	`"subagent_type":{"type":"string","description":"Name of a subagent from the list."}},` +
 	`"required":["description","subagent_type"],"additionalProperties":false}`
 
-// Config assembles the task tool. Subagents must not be empty (F28); the
-// rest describes what children inherit from the agent the tool is bound to.
+// Config assembles the task tool. Subagents must not be empty (a task tool
+// with nothing to delegate to is refused, as in the system we reproduce);
+// the rest describes what children inherit from the agent the tool is
+// bound to.
 type Config struct {
 	Subagents []Spec
 	// Model is the parent's model, used by specs that set none.
@@ -559,7 +564,8 @@ func firstLine(s string) string {
 }
 
 // refusal is a fork child's task tool: the same definition as the parent's,
-// so the request prefix is identical, but it never runs anything (F21, F22).
+// so the request prefix is identical (and the provider's prompt cache
+// holds), but it never runs anything: a fork does not delegate further.
 type refusal struct{ spec llm.ToolSpec }
 
 func (r *refusal) Spec() llm.ToolSpec { return r.spec }
