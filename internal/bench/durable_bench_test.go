@@ -12,19 +12,20 @@ import (
 // temporary file, each iteration on a thread of its own) for profiling the
 // save path: go test -run XXX -bench Durable -cpuprofile cpu.out
 // ./internal/bench. ns/round and cpu-ns/round (the process's
-// CPU time, GC included) are per model call.
+// CPU time, GC included) are per model call; the sequential phases at
+// K=50, 200 and 2000 show whether a round's cost grows with the thread.
 func BenchmarkDurable(b *testing.B) {
 	for _, c := range []struct {
 		task  string
 		calls int
-	}{{"seq 50", 51}, {"seq 200", 201}, {"fan 1", 2 + 3}, {"fan 8", 2 + 3*8}} {
+	}{{"seq 50", 51}, {"seq 200", 201}, {"seq 2000", 2001}, {"fan 1", 2 + 3}, {"fan 8", 2 + 3*8}} {
 		b.Run(c.task, func(b *testing.B) {
 			st, err := openStore()
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer st.close()
-			a, m, err := NewAgentFor(Options{K: 200, Fanouts: []int{1, 8}, SubRounds: 3}.norm())
+			a, m, err := NewAgentFor(Options{K: max(200, c.calls-1), Fanouts: []int{1, 8}, SubRounds: 3}.norm())
 			if err != nil {
 				b.Fatal(err)
 			}
