@@ -23,11 +23,14 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
+	"weak"
 
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/fstools"
@@ -111,6 +114,9 @@ type offloader struct {
 
 	mu   sync.Mutex
 	memo map[[sha256.Size]byte]measure // token counts of long user messages
+	seen map[weak.Pointer[agent.State]]*seen
+
+	looked atomic.Int64 // messages beforeModel looked at, for its tests
 }
 
 // maxMemo bounds the token-count memo; it is cleared when full.
@@ -263,10 +269,8 @@ func writePreview(b *strings.Builder, preview string, lines int) {
 func (o *offloader) beforeModel(ctx context.Context, step agent.StepInfo, req *llm.Request) error {
 	limit := o.cfg.UserMessageTokens
 	var out []llm.Message
-	for i, m := range req.Messages {
-		if m.Role != llm.RoleUser || !mayExceed(m.Content, limit) {
-			continue
-		}
+	for _, i := range o.candidates(step.State, req.Messages, limit) {
+		m := req.Messages[i]
 		sum := sha256.Sum256([]byte(m.Content))
 		n := o.measure(sum, m.Content, limit)
 		if !n.over(limit) {
@@ -289,6 +293,71 @@ func (o *offloader) beforeModel(ctx context.Context, step agent.StepInfo, req *l
 		req.Messages = out
 	}
 	return nil
+}
+
+// seen is what beforeModel found in one run's request messages at its last
+// look: a run's history only grows, so the next round need look only at the
+// messages added since.
+type seen struct {
+	base  *llm.Message // the first message of the slice it looked at
+	n     int          // how many messages it looked at
+	cands []int        // the user messages among them that may exceed the limit
+}
+
+// candidates returns the indexes of the user messages of msgs that may be
+// over limit, in order. For a run's state (the loop's requests) it looks
+// only at the messages added since its last look, when msgs still holds
+// those it looked at: the same backing array, at least as long. A history
+// rewritten (a new slice, as after a compaction) is looked at in full.
+func (o *offloader) candidates(state *agent.State, msgs []llm.Message, limit int) []int {
+	var s *seen
+	if state != nil {
+		s = o.seenFor(state)
+	} else {
+		s = &seen{}
+	}
+	start := 0
+	if s.n > 0 && len(msgs) >= s.n && &msgs[0] == s.base {
+		start = s.n
+	} else {
+		s.cands = s.cands[:0]
+	}
+	o.looked.Add(int64(len(msgs) - start))
+	for i := start; i < len(msgs); i++ {
+		if m := &msgs[i]; m.Role == llm.RoleUser && mayExceed(m.Content, limit) {
+			s.cands = append(s.cands, i)
+		}
+	}
+	s.n, s.base = len(msgs), nil
+	if len(msgs) > 0 {
+		s.base = &msgs[0]
+	}
+	return s.cands
+}
+
+// seenFor returns what was seen of the run whose state is state, forgotten
+// once the state is.
+func (o *offloader) seenFor(state *agent.State) *seen {
+	key := weak.Make(state)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	s := o.seen[key]
+	if s == nil {
+		s = &seen{}
+		if o.seen == nil {
+			o.seen = map[weak.Pointer[agent.State]]*seen{}
+		}
+		o.seen[key] = s
+		runtime.AddCleanup(state, o.forget, key)
+	}
+	return s
+}
+
+// forget drops what was seen of a run whose state is gone.
+func (o *offloader) forget(key weak.Pointer[agent.State]) {
+	o.mu.Lock()
+	delete(o.seen, key)
+	o.mu.Unlock()
 }
 
 // withText returns m with its text replaced by text. A message with parts
