@@ -54,10 +54,10 @@ func BenchmarkDurableMemory(b *testing.B) {
 	for _, c := range []struct {
 		task  string
 		calls int
-	}{{"seq 50", 51}, {"fan 1", 2 + 3}, {"fan 8", 2 + 3*8}} {
+	}{{"seq 50", 51}, {"seq 2000", 2001}, {"fan 1", 2 + 3}, {"fan 8", 2 + 3*8}} {
 		for _, saver := range []string{"none", "memory"} {
 			b.Run(c.task+"/"+saver, func(b *testing.B) {
-				a, m, err := NewAgentFor(Options{K: 200, Fanouts: []int{1, 8}, SubRounds: 3}.norm())
+				a, m, err := NewAgentFor(Options{K: max(200, c.calls-1), Fanouts: []int{1, 8}, SubRounds: 3}.norm())
 				if err != nil {
 					b.Fatal(err)
 				}
