@@ -158,9 +158,13 @@ func Signature(text string) string {
 // checkReasoning finds a scripted reasoning part of the history whose
 // signature does not match its text.
 func checkReasoning(req *llm.Request) error {
-	for i, msg := range req.Messages {
-		for _, p := range msg.ReasoningFor(Provider) {
-			if p.Reasoning.Signature != Signature(p.Text) {
+	// By index and part by part: a long history is walked on every call,
+	// and copying each message (or its reasoning parts) would cost more
+	// than the check.
+	for i := range req.Messages {
+		for j := range req.Messages[i].Parts {
+			p := &req.Messages[i].Parts[j]
+			if p.Type == llm.PartReasoning && p.Reasoning != nil && p.Reasoning.Provider == Provider && p.Reasoning.Signature != Signature(p.Text) {
 				return fmt.Errorf("scripted model: the reasoning in message %d was altered (its signature does not match its text)", i)
 			}
 		}
