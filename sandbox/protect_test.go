@@ -452,19 +452,14 @@ func TestProtectedHostFilesStay(t *testing.T) {
 		res vfs.ExecResult
 		err error
 	}
+	started := startBarrier(t, filepath.Join(dir, "started"))
 	done := make(chan result, 1)
 	go func() {
 		res, err := r.Run(context.Background(), dir, vfs.ExecRequest{
-			Command: `printf evil > db/state.db-wal; touch started; while [ ! -e go ]; do sleep 0.01; done`, Timeout: 20 * time.Second})
+			Command: `printf evil > db/state.db-wal; echo > started; while [ ! -e go ]; do sleep 0.01; done`, Timeout: 20 * time.Second})
 		done <- result{res, err}
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for !exists(filepath.Join(dir, "started")) {
-		if time.Now().After(deadline) {
-			t.Fatal("the command never started")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	started()
 	journal, err := os.OpenFile(filepath.Join(dir, "db", "state.db-journal"), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		t.Fatal(err)

@@ -474,18 +474,13 @@ func TestCancelKills(t *testing.T) {
 	token := unique("200.")
 	ctx, cancel := context.WithCancelCause(context.Background())
 	root := t.TempDir()
+	started := startBarrier(t, filepath.Join(root, "started"))
 	done := make(chan error, 1)
 	go func() {
-		_, err := r.Run(ctx, root, vfs.ExecRequest{Command: "touch started; sleep " + token})
+		_, err := r.Run(ctx, root, vfs.ExecRequest{Command: "echo > started; sleep " + token})
 		done <- err
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for !exists(filepath.Join(root, "started")) {
-		if time.Now().After(deadline) {
-			t.Fatal("the command never started")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	started()
 	stopped := errors.New("user stopped")
 	cancel(stopped)
 	if err := <-done; !errors.Is(err, stopped) {
