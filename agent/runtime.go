@@ -37,10 +37,9 @@ type Runtime interface {
 	// Semaphore returns a limit of n holders at a time (n ≥ 1): the
 	// parallelism of a step's calls.
 	Semaphore(n int) Semaphore
-	// Timeout returns a copy of ctx that is also done, with
-	// context.DeadlineExceeded, once d has passed on the runtime's timers;
-	// cancel frees them. The loop waits with it for the subagents of a step
-	// it cancelled.
+	// Timeout returns a copy of ctx that is also done once d has passed on
+	// the runtime's timers; cancel frees them. The loop waits with it for
+	// the subagents of a step it cancelled.
 	Timeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc)
 	// Model makes one model call; next is the call through the agent's
 	// middleware. A durable-execution runtime records its outcome here.
