@@ -45,6 +45,7 @@ type coop struct {
 	maxParked int
 	live      int
 	started   int
+	timeouts  int
 
 	wake chan struct{} // a goroutine outside the tasks made one runnable
 	turn chan struct{} // the running task gives the turn back
@@ -219,6 +220,7 @@ func (c *coop) Timeout(ctx context.Context, d time.Duration) (context.Context, c
 	tctx, cancel := context.WithCancelCause(ctx)
 	tm := &coopTimer{fire: func() { cancel(context.DeadlineExceeded) }}
 	c.mu.Lock()
+	c.timeouts++
 	tm.at = c.now.Add(d)
 	c.timers = append(c.timers, tm)
 	c.mu.Unlock()
@@ -544,5 +546,58 @@ func TestCooperativeRuntimeCatchesABlockedCall(t *testing.T) {
 	c.schedule(main)
 	if err != nil || res.FinalText() != "done" {
 		t.Fatalf("after the call let go: %v, %q", err, res.FinalText())
+	}
+}
+
+// A run cancelled while its two subagents are in the middle of their runs
+// stops on the cooperative runtime too: the loop waits for the subagents
+// through the runtime's primitives (its timer bounding the wait), they see
+// the cancellation and stop, and the result keeps their runs.
+func TestCooperativeRuntimeRunsCancellation(t *testing.T) {
+	m := scripted.New(scripted.Script{
+		"parent": {Steps: []scripted.Step{
+			step("", scripted.StepCall{ID: "t1", Name: "task", Args: json.RawMessage(`{"description":"write a","subagent_type":"helper"}`)},
+				scripted.StepCall{ID: "t2", Name: "task", Args: json.RawMessage(`{"description":"write b","subagent_type":"helper"}`)}),
+			step("all done"),
+		}},
+		"helper": {Steps: []scripted.Step{
+			step("", tc("write", `{"path":"/x.txt","content":"x"}`)),
+			step("", tc("note", `{}`)),
+			step("wrote"),
+		}},
+	}, scripted.Options{})
+	task := newTask(t, subagent.Config{Model: m, Subagents: []subagent.Spec{{Name: "helper", Description: "Helps.", Tools: []tool.Tool{noteTool}}}})
+	a, err := agent.New(agent.Config{Model: m, Tools: []tool.Tool{task}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	c := newCoop(t)
+	var res *agent.Result
+	c.run(func() {
+		res, err = agent.Drain(a.Run(ctx, agent.Prompt("go"), agent.WithRuntime(c)), func(ev agent.Event) {
+			if ev.Type == agent.ToolEnd && ev.Agent != "parent" {
+				// A subagent's first call ended: cut the run.
+				cancel()
+			}
+		})
+	})
+	if !errors.Is(err, agent.ErrCancelled) || res == nil || res.Status != agent.StatusCancelled {
+		t.Fatalf("run: %v (%+v)", err, res)
+	}
+	if len(res.Children) != 2 {
+		t.Fatalf("children %v, want both subagents' runs kept", res.Children)
+	}
+	for id, ch := range res.Children {
+		if ch.Status != agent.StatusCancelled {
+			t.Errorf("child of %s ended %s", id, ch.Status)
+		}
+	}
+	if c.maxParked < 3 {
+		t.Errorf("at most %d tasks waited at once; the subagents did not run side by side", c.maxParked)
+	}
+	if c.timeouts == 0 {
+		t.Error("the cancelled step did not wait for its subagents on the runtime's timer")
 	}
 }
