@@ -48,17 +48,17 @@ type Runtime interface {
 	Tool(ctx context.Context, call *ToolCall, next ToolFunc) (tool.Result, error)
 }
 
-// Queue carries functions from a step's running calls to the loop, which
-// runs them one at a time, in the order they were put.
+// Queue carries what a step's running calls report (events, their ends)
+// to the loop, which takes them one at a time, in the order they were put.
 type Queue interface {
-	// Put adds f. Any of the step's calls may put; Put may wait while the
-	// loop is behind, but never once the queue is closed: f is then
-	// dropped.
-	Put(f func())
-	// Next takes the next function put, waiting for one until ctx is done
-	// (then it returns nil). A function already waiting is taken even when
+	// Put adds v (never nil). Any of the step's calls may put; Put may wait
+	// while the loop is behind, but never once the queue is closed: v is
+	// then dropped.
+	Put(v any)
+	// Next takes the next value put, waiting for one until ctx is done
+	// (then it returns nil). A value already waiting is taken even when
 	// ctx is done. Only the loop calls Next.
-	Next(ctx context.Context) func()
+	Next(ctx context.Context) any
 	// Close drops whatever is put from now on and frees the Puts waiting.
 	Close()
 }

@@ -14,9 +14,9 @@ import (
 // and Sequential share.
 type local struct{}
 
-// Queue returns a channel-backed queue: a Put waits while 32 functions wait
-// to be taken.
-func (local) Queue() Queue { return &chanQueue{ch: make(chan func(), 32), closed: make(chan struct{})} }
+// Queue returns a channel-backed queue: a Put waits while 32 values wait to
+// be taken.
+func (local) Queue() Queue { return &chanQueue{ch: make(chan any, 32), closed: make(chan struct{})} }
 
 // Semaphore returns a channel-backed semaphore.
 func (local) Semaphore(n int) Semaphore { return make(chanSemaphore, max(n, 1)) }
@@ -27,27 +27,27 @@ func (local) Timeout(ctx context.Context, d time.Duration) (context.Context, con
 }
 
 type chanQueue struct {
-	ch     chan func()
+	ch     chan any
 	closed chan struct{}
 	once   sync.Once
 }
 
-func (q *chanQueue) Put(f func()) {
+func (q *chanQueue) Put(v any) {
 	select {
-	case q.ch <- f:
+	case q.ch <- v:
 	case <-q.closed:
 	}
 }
 
-func (q *chanQueue) Next(ctx context.Context) func() {
+func (q *chanQueue) Next(ctx context.Context) any {
 	select {
-	case f := <-q.ch:
-		return f
+	case v := <-q.ch:
+		return v
 	default:
 	}
 	select {
-	case f := <-q.ch:
-		return f
+	case v := <-q.ch:
+		return v
 	case <-ctx.Done():
 		return nil
 	}

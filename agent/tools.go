@@ -23,20 +23,13 @@ import (
 // Runtime's primitives only (Fanout, Queue, Semaphore, Timeout), so that a
 // runtime which allows no goroutine, channel or select can drive it.
 
-// batch is one step's tool calls in flight.
+// batch is one step's tool calls in flight. Its queue carries what they
+// report: an *Event to forward, or a *callDone when a call ends.
 type batch struct {
 	q Queue
-	// got handles an item on the loop's goroutine; set before the loop
-	// takes the first one from q.
-	got func(item)
 	// direct, when set, takes the events of a call run on the loop's own
 	// goroutine (see runTools), which cannot wait for itself to read them.
 	direct func(Event)
-}
-
-type item struct {
-	ev   *Event
-	done *callDone
 }
 
 type callDone struct {
@@ -48,12 +41,13 @@ type callDone struct {
 	child *Result // the run a nested tool started, if any
 }
 
-func (b *batch) send(it item) {
-	if it.ev != nil && b.direct != nil {
-		b.direct(*it.ev)
+// event reports an event of a running call.
+func (b *batch) event(ev *Event) {
+	if b.direct != nil {
+		b.direct(*ev)
 		return
 	}
-	b.q.Put(func() { b.got(it) })
+	b.q.Put(ev)
 }
 
 type brancher interface {
@@ -86,7 +80,7 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 	tracked := make([]*vfs.Tracked, n)
 	fanout := make([]func(), 0, n)
 	r.waiting = nil
-	host := Host{Path: r.path, Runtime: r.custom, Options: r.nestedOptions(), Emit: func(ev Event) { b.send(item{ev: &ev}) }}
+	host := Host{Path: r.path, Runtime: r.custom, Options: r.nestedOptions(), Emit: func(ev Event) { b.event(&ev) }}
 	running := 0
 	// nested marks the calls of Nested tools (subagents): a cut step waits
 	// for them (see below); nestedLeft counts those still running.
@@ -216,8 +210,8 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 		env := &tool.Env{CallID: c.ID, Agent: r.where, Files: files, Request: req, Capabilities: r.a.caps,
 			Calls: calls, State: r.state.Values, SystemParts: parts}
 		env.Progress = func(text string) {
-			b.send(item{ev: &Event{Type: ToolProgress, Agent: r.where, TaskCall: r.instance, Time: r.rt.Now(),
-				Tool: &ToolInfo{CallID: c.ID, Name: c.Name, Text: text}}})
+			b.event(&Event{Type: ToolProgress, Agent: r.where, TaskCall: r.instance, Time: r.rt.Now(),
+				Tool: &ToolInfo{CallID: c.ID, Name: c.Name, Text: text}})
 		}
 		t := r.a.byName[c.Name]
 		if t == nil {
@@ -245,7 +239,7 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 		}
 		fanout = append(fanout, func() {
 			if err := sem.Acquire(ctx); err != nil {
-				b.send(item{done: &callDone{i: i, fatal: err}})
+				b.q.Put(&callDone{i: i, fatal: err})
 				return
 			}
 			start := r.rt.Now()
@@ -254,7 +248,7 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 			if note != "" && ferr == nil {
 				res.Content = note + res.Content
 			}
-			b.send(item{done: &callDone{i: i, res: res, fatal: ferr, panic: stack, dur: r.rt.Now().Sub(start), child: child}})
+			b.q.Put(&callDone{i: i, res: res, fatal: ferr, panic: stack, dur: r.rt.Now().Sub(start), child: child})
 		})
 	}
 	if _, own := r.rt.(inProcess); own && inline && len(fanout) == 1 {
@@ -279,13 +273,14 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 		}
 		heldWaits = nil
 	}
-	// take handles one item of the batch: an event, or a call's end.
-	take := func(it item) {
-		if it.ev != nil {
-			r.emit(*it.ev)
+	// take handles one thing the batch's queue carried: an event, or a
+	// call's end.
+	take := func(v any) {
+		d, end := v.(*callDone)
+		if !end {
+			r.emit(*v.(*Event))
 			return
 		}
-		d := it.done
 		c := calls[d.i]
 		if d.child != nil && d.child.Status == StatusInterrupted && d.fatal == nil {
 			// The subagent waits for a person: the call is not finished,
@@ -336,18 +331,18 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 		}
 	}
 	left := running
-	b.got = func(it item) {
-		if it.done != nil {
+	got := func(v any) {
+		if d, end := v.(*callDone); end {
 			left--
-			if nested[it.done.i] {
+			if nested[d.i] {
 				nestedLeft--
 			}
 		}
-		take(it)
+		take(v)
 	}
 	for left > 0 && ctx.Err() == nil {
-		if f := b.q.Next(ctx); f != nil {
-			f()
+		if v := b.q.Next(ctx); v != nil {
+			got(v)
 		}
 	}
 	if left > 0 {
@@ -359,15 +354,15 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 		grace, stop := r.rt.Timeout(context.WithoutCancel(ctx), nestedGrace)
 		for waiting := true; left > 0; {
 			// ctx is done: Next takes only what is there already.
-			if f := b.q.Next(ctx); f != nil {
-				f()
+			if v := b.q.Next(ctx); v != nil {
+				got(v)
 				continue
 			}
 			if !waiting || nestedLeft == 0 {
 				break
 			}
-			if f := b.q.Next(grace); f != nil {
-				f()
+			if v := b.q.Next(grace); v != nil {
+				got(v)
 			} else {
 				waiting = false
 			}

@@ -256,18 +256,18 @@ func (c *coop) Queue() agent.Queue { return &coopQueue{c: c} }
 
 type coopQueue struct {
 	c      *coop
-	items  []func()
+	items  []any
 	waiter *coopTask
 	closed bool
 }
 
-func (q *coopQueue) Put(f func()) {
+func (q *coopQueue) Put(v any) {
 	q.c.mu.Lock()
 	if q.closed {
 		q.c.mu.Unlock()
 		return
 	}
-	q.items = append(q.items, f)
+	q.items = append(q.items, v)
 	w := q.waiter
 	q.waiter = nil
 	q.c.mu.Unlock()
@@ -276,17 +276,17 @@ func (q *coopQueue) Put(f func()) {
 	}
 }
 
-func (q *coopQueue) Next(ctx context.Context) func() {
-	var f func()
+func (q *coopQueue) Next(ctx context.Context) any {
+	var v any
 	_ = q.c.wait(ctx, "Queue.Next", func(me *coopTask) bool {
 		if len(q.items) == 0 {
 			q.waiter = me
 			return false
 		}
-		f, q.items = q.items[0], q.items[1:]
+		v, q.items = q.items[0], q.items[1:]
 		return true
 	})
-	return f
+	return v
 }
 
 func (q *coopQueue) Close() {
