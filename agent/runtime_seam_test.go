@@ -19,13 +19,18 @@ import (
 	"testing"
 )
 
-// seamExempt are the files of package agent allowed to schedule on their
-// own: the runtimes that implement the primitives, and why.
+// seamPackages are the packages on the loop's scheduling path: the loop,
+// and the task tool that runs a subagent's loop inside a call.
+var seamPackages = []string{"github.com/deepagents-go/deepagents/agent", "github.com/deepagents-go/deepagents/subagent"}
+
+// seamExempt are the files allowed to schedule on their own (package
+// directory and file name): the runtimes that implement the primitives,
+// and why.
 var seamExempt = map[string]string{
-	"runtime_inprocess.go": "the in-process runtimes (the default one and Sequential) implement the primitives",
+	"agent/runtime_inprocess.go": "the in-process runtimes (the default one and Sequential) implement the primitives",
 	// Temporary: the runner package takes lease renewal and save retries
 	// out of agent, and with them this file.
-	"durable.go": "lease renewal goroutine and save-retry timer, leaving with the runner package",
+	"agent/durable.go": "lease renewal goroutine and save-retry timer, leaving with the runner package",
 }
 
 // blockedCalls are the functions and types whose use is a goroutine, a
@@ -36,45 +41,54 @@ var blockedCalls = map[string]bool{
 	"sync.WaitGroup": true, "sync.Cond": true, "sync.NewCond": true,
 }
 
-// The loop schedules only through the Runtime: no file of package agent
-// but the runtime implementations starts a goroutine, selects, sends or
-// receives on a channel, has a value or type of channel kind, or uses the
-// wall clock's timers or a WaitGroup. A runtime that allows none of these
-// (a durable-execution engine's workflow code) can then drive the loop.
+// The loop schedules only through the Runtime: no non-test file of package
+// agent (nor of subagent, whose task tool runs a subagent's loop) but the
+// runtime implementations starts a goroutine, selects, sends or receives on
+// a channel, has a value or type of channel kind, or uses the wall clock's
+// timers or a WaitGroup. A runtime that allows none of these (a
+// durable-execution engine's workflow code) can then drive the loop.
 func TestLoopSchedulesOnlyThroughRuntime(t *testing.T) {
-	pkg, imp := loadAgentPackage(t)
-	fset := token.NewFileSet()
-	var files []*ast.File
-	for _, name := range pkg.GoFiles {
-		f, err := parser.ParseFile(fset, filepath.Join(pkg.Dir, name), nil, parser.SkipObjectResolution)
-		if err != nil {
-			t.Fatal(err)
+	pkgs, imp := loadPackages(t, seamPackages...)
+	listed := map[string]bool{}
+	for _, pkg := range pkgs {
+		dir := filepath.Base(pkg.Dir)
+		fset := token.NewFileSet()
+		var files []*ast.File
+		for _, name := range pkg.GoFiles {
+			listed[dir+"/"+name] = true
+			f, err := parser.ParseFile(fset, filepath.Join(pkg.Dir, name), nil, parser.SkipObjectResolution)
+			if err != nil {
+				t.Fatal(err)
+			}
+			files = append(files, f)
 		}
-		files = append(files, f)
-	}
-	info := &types.Info{Types: map[ast.Expr]types.TypeAndValue{}, Uses: map[*ast.Ident]types.Object{}}
-	conf := types.Config{Importer: importer.ForCompiler(fset, "gc", imp)}
-	if _, err := conf.Check(pkg.ImportPath, fset, files, info); err != nil {
-		t.Fatalf("type-checking package agent: %v", err)
+		info := &types.Info{Types: map[ast.Expr]types.TypeAndValue{}, Uses: map[*ast.Ident]types.Object{}}
+		conf := types.Config{Importer: importer.ForCompiler(fset, "gc", imp)}
+		if _, err := conf.Check(pkg.ImportPath, fset, files, info); err != nil {
+			t.Fatalf("type-checking %s: %v", pkg.ImportPath, err)
+		}
+		checked := 0
+		for _, f := range files {
+			name := dir + "/" + filepath.Base(fset.Position(f.Package).Filename)
+			if _, ok := seamExempt[name]; ok {
+				continue
+			}
+			checked++
+			for _, p := range schedulingIn(fset, f, info) {
+				t.Errorf("%s: schedules outside the Runtime; use its primitives (Fanout, Queue, Semaphore, Timeout)", p)
+			}
+		}
+		if checked == 0 {
+			t.Errorf("checked no file of %s", pkg.ImportPath)
+		}
 	}
 	for name := range seamExempt {
-		if !slices.Contains(pkg.GoFiles, name) {
-			t.Errorf("exempt file %s is not in package agent: drop it from seamExempt", name)
+		if !listed[name] {
+			t.Errorf("exempt file %s is not in the packages checked: drop it from seamExempt", name)
 		}
 	}
-	checked := 0
-	for _, f := range files {
-		name := filepath.Base(fset.Position(f.Package).Filename)
-		if _, ok := seamExempt[name]; ok {
-			continue
-		}
-		checked++
-		for _, p := range schedulingIn(fset, f, info) {
-			t.Errorf("%s: schedules outside the Runtime; use its primitives (Fanout, Queue, Semaphore, Timeout)", p)
-		}
-	}
-	if checked < 10 {
-		t.Fatalf("checked %d files of package agent; the list %v looks wrong", checked, pkg.GoFiles)
+	if len(listed) < 20 {
+		t.Fatalf("checked %d files; the list %v looks wrong", len(listed), listed)
 	}
 }
 
@@ -106,7 +120,7 @@ func f(ctx context.Context, wg *sync.WaitGroup) { // want (WaitGroup)
 	_ = b
 }
 `
-	_, imp := loadAgentPackage(t)
+	_, imp := loadPackages(t, seamPackages[0])
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, "p.go", src, parser.SkipObjectResolution)
 	if err != nil {
@@ -183,12 +197,12 @@ type listedPackage struct {
 	GoFiles    []string
 }
 
-// loadAgentPackage lists package agent (its non-test files for this
-// build) and returns it with an importer lookup of its dependencies'
+// loadPackages lists the packages named (their non-test files for this
+// build) and returns them with an importer lookup of their dependencies'
 // export data, as the go command built them.
-func loadAgentPackage(t *testing.T) (listedPackage, func(string) (io.ReadCloser, error)) {
+func loadPackages(t *testing.T, paths ...string) ([]listedPackage, func(string) (io.ReadCloser, error)) {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-export", "-deps", "-json=ImportPath,Dir,Export,GoFiles", ".")
+	cmd := exec.Command("go", append([]string{"list", "-export", "-deps", "-json=ImportPath,Dir,Export,GoFiles"}, paths...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -196,19 +210,21 @@ func loadAgentPackage(t *testing.T) (listedPackage, func(string) (io.ReadCloser,
 		t.Fatalf("go list: %v\n%s", err, stderr.Bytes())
 	}
 	exports := map[string]string{}
-	var pkg listedPackage
+	var pkgs []listedPackage
 	for dec := json.NewDecoder(bytes.NewReader(out)); dec.More(); {
 		var p listedPackage
 		if err := dec.Decode(&p); err != nil {
 			t.Fatal(err)
 		}
 		exports[p.ImportPath] = p.Export
-		pkg = p // the package itself comes last
+		if slices.Contains(paths, p.ImportPath) {
+			pkgs = append(pkgs, p)
+		}
 	}
-	if !strings.HasSuffix(pkg.ImportPath, "/agent") {
-		t.Fatalf("go list ended with %s, not package agent", pkg.ImportPath)
+	if len(pkgs) != len(paths) {
+		t.Fatalf("go list found %d of the packages %v", len(pkgs), paths)
 	}
-	return pkg, func(path string) (io.ReadCloser, error) {
+	return pkgs, func(path string) (io.ReadCloser, error) {
 		file, ok := exports[path]
 		if !ok || file == "" {
 			return nil, errors.New("no export data for " + path)
