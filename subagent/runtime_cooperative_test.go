@@ -27,8 +27,10 @@ import (
 // runs, and the scheduler on the test's goroutine hands the turn out one
 // task at a time, in a fixed order. A task gives the turn back only by
 // finishing or by waiting on one of the runtime's primitives (Queue.Next,
-// Semaphore.Acquire). Its timers are virtual: when no task can run, the
-// clock jumps to the next one. A task that blocks anywhere else keeps the
+// Semaphore.Acquire). A task waiting with a context that is done is woken
+// by the scheduler itself, between turns, in the order the tasks were
+// started, so cancellations are as deterministic as the rest. Its timers
+// are virtual: when no task can run, the clock jumps to the next one. A task that blocks anywhere else keeps the
 // turn; the scheduler fails the test after a second with its stack. So does
 // a run in which no task can run and none will be woken.
 type coop struct {
@@ -40,6 +42,7 @@ type coop struct {
 	runnable []*coopTask
 	timers   []*coopTimer
 	running  *coopTask
+	tasks    []*coopTask          // every task, in the order they started
 	parked   map[*coopTask]string // the tasks waiting, and on what
 	// maxParked is the most tasks that waited at once.
 	maxParked int
@@ -63,6 +66,8 @@ type coopTask struct {
 	resume chan struct{}
 	queued bool
 	done   bool
+	// ctx is the context the task waits with, while it waits.
+	ctx context.Context
 }
 
 type coopTimer struct {
@@ -82,6 +87,7 @@ func (c *coop) spawn(name string, f func()) *coopTask {
 	c.mu.Lock()
 	c.live++
 	c.started++
+	c.tasks = append(c.tasks, tk)
 	c.mu.Unlock()
 	go func() {
 		gid <- goroutineID()
@@ -144,6 +150,12 @@ func (c *coop) schedule(main *coopTask) {
 	c.t.Helper()
 	for {
 		c.mu.Lock()
+		for _, tk := range c.tasks {
+			if tk.ctx != nil && tk.ctx.Err() != nil && !tk.queued && !tk.done {
+				tk.queued = true
+				c.runnable = append(c.runnable, tk)
+			}
+		}
 		if main.done {
 			live := c.live
 			c.mu.Unlock()
@@ -160,10 +172,8 @@ func (c *coop) schedule(main *coopTask) {
 			c.running = tk
 			c.mu.Unlock()
 			tk.resume <- struct{}{}
-			select {
-			case <-c.turn:
-			case <-time.After(time.Second):
-				c.t.Fatalf("task %q blocked for 1s outside the runtime's primitives:\n%s", tk.name, stackOf(tk.gid))
+			if stack, ok := c.awaitTurn(tk); !ok {
+				c.t.Fatalf("task %q blocked for 1s outside the runtime's primitives:\n%s", tk.name, stack)
 				return
 			}
 			c.mu.Lock()
@@ -188,6 +198,49 @@ func (c *coop) schedule(main *coopTask) {
 			return
 		}
 	}
+}
+
+// awaitTurn waits for tk to give the turn back. After a second it looks at
+// tk's goroutine: one that waits (on a channel, a lock, a timer, ...) and
+// still waits, on the same stack, a moment later is blocked outside the
+// runtime's primitives, since those give the turn back before they wait,
+// and awaitTurn returns its stack. One that is only slow (running, or
+// runnable on a loaded machine) is given more time.
+func (c *coop) awaitTurn(tk *coopTask) (stack string, ok bool) {
+	check := time.NewTimer(time.Second)
+	defer check.Stop()
+	for {
+		select {
+		case <-c.turn:
+			return "", true
+		case <-check.C:
+		}
+		if first, waits := goroutineWaits(tk.gid); waits {
+			select {
+			case <-c.turn:
+				return "", true
+			case <-time.After(50 * time.Millisecond):
+			}
+			if again, waits := goroutineWaits(tk.gid); waits && again == first {
+				return again, false
+			}
+		}
+		check.Reset(100 * time.Millisecond)
+	}
+}
+
+// goroutineWaits returns the stack of goroutine gid and whether it is
+// waiting rather than running or ready to run.
+func goroutineWaits(gid string) (string, bool) {
+	stack := stackOf(gid)
+	header, _, _ := strings.Cut(stack, "\n")
+	_, state, _ := strings.Cut(header, "[")
+	for _, busy := range []string{"running", "runnable", "preempted", "syscall"} {
+		if strings.HasPrefix(state, busy) {
+			return stack, false
+		}
+	}
+	return stack, strings.HasPrefix(header, "goroutine ")
 }
 
 func (c *coop) parkedStacks() string {
@@ -246,9 +299,22 @@ func (c *coop) wait(ctx context.Context, on string, ready func(me *coopTask) boo
 		if ctx.Err() != nil {
 			return context.Cause(ctx)
 		}
-		stop := context.AfterFunc(ctx, func() { c.ready(me) })
+		c.mu.Lock()
+		me.ctx = ctx
+		c.mu.Unlock()
+		// The scheduler wakes the task once ctx is done; this only rouses
+		// a scheduler with nothing to run.
+		stop := context.AfterFunc(ctx, func() {
+			select {
+			case c.wake <- struct{}{}:
+			default:
+			}
+		})
 		c.park(on)
 		stop()
+		c.mu.Lock()
+		me.ctx = nil
+		c.mu.Unlock()
 	}
 }
 
@@ -552,40 +618,50 @@ func TestCooperativeRuntimeCatchesABlockedCall(t *testing.T) {
 // A run cancelled while its two subagents are in the middle of their runs
 // stops on the cooperative runtime too: the loop waits for the subagents
 // through the runtime's primitives (its timer bounding the wait), they see
-// the cancellation and stop, and the result keeps their runs.
+// the cancellation and stop, and the result keeps their runs; the stream is
+// the same on every run.
 func TestCooperativeRuntimeRunsCancellation(t *testing.T) {
-	m := scripted.New(scripted.Script{
-		"parent": {Steps: []scripted.Step{
-			step("", scripted.StepCall{ID: "t1", Name: "task", Args: json.RawMessage(`{"description":"write a","subagent_type":"helper"}`)},
-				scripted.StepCall{ID: "t2", Name: "task", Args: json.RawMessage(`{"description":"write b","subagent_type":"helper"}`)}),
-			step("all done"),
-		}},
-		"helper": {Steps: []scripted.Step{
-			step("", tc("write", `{"path":"/x.txt","content":"x"}`)),
-			step("", tc("note", `{}`)),
-			step("wrote"),
-		}},
-	}, scripted.Options{})
-	task := newTask(t, subagent.Config{Model: m, Subagents: []subagent.Spec{{Name: "helper", Description: "Helps.", Tools: []tool.Tool{noteTool}}}})
-	a, err := agent.New(agent.Config{Model: m, Tools: []tool.Tool{task}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	c := newCoop(t)
-	var res *agent.Result
-	c.run(func() {
-		res, err = agent.Drain(a.Run(ctx, agent.Prompt("go"), agent.WithRuntime(c)), func(ev agent.Event) {
-			if ev.Type == agent.ToolEnd && ev.Agent != "parent" {
-				// A subagent's first call ended: cut the run.
-				cancel()
-			}
+	run := func() ([]byte, *agent.Result, *coop) {
+		m := scripted.New(scripted.Script{
+			"parent": {Steps: []scripted.Step{
+				step("", scripted.StepCall{ID: "t1", Name: "task", Args: json.RawMessage(`{"description":"write a","subagent_type":"helper"}`)},
+					scripted.StepCall{ID: "t2", Name: "task", Args: json.RawMessage(`{"description":"write b","subagent_type":"helper"}`)}),
+				step("all done"),
+			}},
+			"helper": {Steps: []scripted.Step{
+				step("", tc("write", `{"path":"/x.txt","content":"x"}`)),
+				step("", tc("note", `{}`)),
+				step("wrote"),
+			}},
+		}, scripted.Options{})
+		task := newTask(t, subagent.Config{Model: m, Subagents: []subagent.Spec{{Name: "helper", Description: "Helps.", Tools: []tool.Tool{noteTool}}}})
+		a, err := agent.New(agent.Config{Model: m, Tools: []tool.Tool{task}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		c := newCoop(t)
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		var res *agent.Result
+		c.run(func() {
+			res, err = agent.Drain(a.Run(ctx, agent.Prompt("go"), agent.WithRuntime(c)), func(ev agent.Event) {
+				if err := enc.Encode(ev); err != nil {
+					t.Error(err)
+				}
+				if ev.Type == agent.ToolEnd && ev.Agent != "parent" {
+					// A subagent's first call ended: cut the run.
+					cancel()
+				}
+			})
 		})
-	})
-	if !errors.Is(err, agent.ErrCancelled) || res == nil || res.Status != agent.StatusCancelled {
-		t.Fatalf("run: %v (%+v)", err, res)
+		if !errors.Is(err, agent.ErrCancelled) || res == nil || res.Status != agent.StatusCancelled {
+			t.Fatalf("run: %v (%+v)", err, res)
+		}
+		return buf.Bytes(), res, c
 	}
+	first, res, c := run()
 	if len(res.Children) != 2 {
 		t.Fatalf("children %v, want both subagents' runs kept", res.Children)
 	}
@@ -599,5 +675,8 @@ func TestCooperativeRuntimeRunsCancellation(t *testing.T) {
 	}
 	if c.timeouts == 0 {
 		t.Error("the cancelled step did not wait for its subagents on the runtime's timer")
+	}
+	if again, _, _ := run(); !bytes.Equal(first, again) {
+		t.Errorf("a second run on a fresh cooperative runtime streamed other events:\n%s\n---\n%s", first, again)
 	}
 }
