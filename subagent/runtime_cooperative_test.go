@@ -62,7 +62,7 @@ type tb interface {
 
 type coopTask struct {
 	name   string
-	gid    string
+	gid    string // its goroutine's id, once it started
 	resume chan struct{}
 	queued bool
 	done   bool
@@ -83,14 +83,15 @@ func newCoop(t tb) *coop {
 // spawn makes a task of f; it runs when the scheduler gives it the turn.
 func (c *coop) spawn(name string, f func()) *coopTask {
 	tk := &coopTask{name: name, resume: make(chan struct{})}
-	gid := make(chan string, 1)
 	c.mu.Lock()
 	c.live++
 	c.started++
 	c.tasks = append(c.tasks, tk)
 	c.mu.Unlock()
 	go func() {
-		gid <- goroutineID()
+		c.mu.Lock()
+		tk.gid = goroutineID()
+		c.mu.Unlock()
 		<-tk.resume
 		defer func() {
 			c.mu.Lock()
@@ -101,7 +102,6 @@ func (c *coop) spawn(name string, f func()) *coopTask {
 		}()
 		f()
 	}()
-	tk.gid = <-gid
 	c.ready(tk)
 	return tk
 }
@@ -126,8 +126,12 @@ func (c *coop) ready(tk *coopTask) {
 func (c *coop) park(on string) {
 	c.mu.Lock()
 	tk := c.running
+	running := ""
+	if tk != nil {
+		running = tk.gid
+	}
 	c.mu.Unlock()
-	if gid := goroutineID(); tk == nil || gid != tk.gid {
+	if gid := goroutineID(); gid != running {
 		panic(fmt.Sprintf("coop: goroutine %s waits on %s but is not the running task", gid, on))
 	}
 	c.mu.Lock()
@@ -207,6 +211,9 @@ func (c *coop) schedule(main *coopTask) {
 // and awaitTurn returns its stack. One that is only slow (running, or
 // runnable on a loaded machine) is given more time.
 func (c *coop) awaitTurn(tk *coopTask) (stack string, ok bool) {
+	c.mu.Lock()
+	gid := tk.gid // set before the task took the turn
+	c.mu.Unlock()
 	check := time.NewTimer(time.Second)
 	defer check.Stop()
 	for {
@@ -215,13 +222,13 @@ func (c *coop) awaitTurn(tk *coopTask) (stack string, ok bool) {
 			return "", true
 		case <-check.C:
 		}
-		if first, waits := goroutineWaits(tk.gid); waits {
+		if first, waits := goroutineWaits(gid); waits {
 			select {
 			case <-c.turn:
 				return "", true
 			case <-time.After(50 * time.Millisecond):
 			}
-			if again, waits := goroutineWaits(tk.gid); waits && again == first {
+			if again, waits := goroutineWaits(gid); waits && again == first {
 				return again, false
 			}
 		}
