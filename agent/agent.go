@@ -258,8 +258,8 @@ type Agent struct {
 	specs    []llm.ToolSpec
 	names    []string
 	respTool *responseTool
-	// idle hands tool calls to the agent's idle worker goroutines.
-	idle chan func()
+	// pool runs tool calls under the default runtime.
+	pool workers
 	// settings are sent with every request; dropped names those the model
 	// said it will not send.
 	settings llm.Settings
@@ -294,7 +294,7 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.ContextWindow < 0 {
 		return nil, configErr("agent: ContextWindow is %d; it must be 0 (unknown) or more", cfg.ContextWindow)
 	}
-	a := &Agent{cfg: cfg, name: cfg.Name, byName: map[string]tool.Tool{}, idle: make(chan func())}
+	a := &Agent{cfg: cfg, name: cfg.Name, byName: map[string]tool.Tool{}, pool: newWorkers()}
 	if a.name == "" {
 		a.name = DefaultName
 	}

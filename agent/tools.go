@@ -9,7 +9,6 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/deepagents-go/deepagents/checkpoint"
@@ -19,22 +18,18 @@ import (
 )
 
 // This file is the batch of one step's tool calls: running them concurrently
-// on the agent's workers, forwarding their events, merging their file changes
-// in call order and appending their results.
+// through the run's Runtime, forwarding their events, merging their file
+// changes in call order and appending their results. It schedules with the
+// Runtime's primitives only (Fanout, Queue, Semaphore, Timeout), so that a
+// runtime which allows no goroutine, channel or select can drive it.
 
-// batch is one step's tool calls in flight.
+// batch is one step's tool calls in flight. Its queue carries what they
+// report: an *Event to forward, or a *callDone when a call ends.
 type batch struct {
-	ch        chan item
-	abandoned chan struct{}
-	once      sync.Once
+	q Queue
 	// direct, when set, takes the events of a call run on the loop's own
 	// goroutine (see runTools), which cannot wait for itself to read them.
 	direct func(Event)
-}
-
-type item struct {
-	ev   *Event
-	done *callDone
 }
 
 type callDone struct {
@@ -46,18 +41,14 @@ type callDone struct {
 	child *Result // the run a nested tool started, if any
 }
 
-func (b *batch) send(it item) {
-	if it.ev != nil && b.direct != nil {
-		b.direct(*it.ev)
+// event reports an event of a running call.
+func (b *batch) event(ev *Event) {
+	if b.direct != nil {
+		b.direct(*ev)
 		return
 	}
-	select {
-	case b.ch <- it:
-	case <-b.abandoned:
-	}
+	b.q.Put(ev)
 }
-
-func (b *batch) abandon() { b.once.Do(func() { close(b.abandoned) }) }
 
 type brancher interface {
 	Branch() *vfs.Layer
@@ -76,20 +67,20 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 	finished := make([]bool, n)
 	deltas := make([]vfs.Delta, n)
 	var fatal error
-	b := &batch{ch: make(chan item, 32), abandoned: make(chan struct{})}
-	defer b.abandon()
+	b := &batch{q: r.rt.Queue()}
+	defer b.q.Close()
 
 	limit := r.a.cfg.MaxParallel
 	if limit == 0 {
 		limit = DefaultMaxParallel
 	}
-	sem := make(chan struct{}, limit)
+	sem := r.rt.Semaphore(limit)
 	br, branching := r.backend.(brancher)
 	layers := make([]*vfs.Layer, n)
 	tracked := make([]*vfs.Tracked, n)
 	fanout := make([]func(), 0, n)
 	r.waiting = nil
-	host := Host{Path: r.path, Runtime: r.custom, Options: r.nestedOptions(), Emit: func(ev Event) { b.send(item{ev: &ev}) }}
+	host := Host{Path: r.path, Runtime: r.custom, Options: r.nestedOptions(), Emit: func(ev Event) { b.event(&ev) }}
 	running := 0
 	// nested marks the calls of Nested tools (subagents): a cut step waits
 	// for them (see below); nestedLeft counts those still running.
@@ -219,8 +210,8 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 		env := &tool.Env{CallID: c.ID, Agent: r.where, Files: files, Request: req, Capabilities: r.a.caps,
 			Calls: calls, State: r.state.Values, SystemParts: parts}
 		env.Progress = func(text string) {
-			b.send(item{ev: &Event{Type: ToolProgress, Agent: r.where, TaskCall: r.instance, Time: r.rt.Now(),
-				Tool: &ToolInfo{CallID: c.ID, Name: c.Name, Text: text}}})
+			b.event(&Event{Type: ToolProgress, Agent: r.where, TaskCall: r.instance, Time: r.rt.Now(),
+				Tool: &ToolInfo{CallID: c.ID, Name: c.Name, Text: text}})
 		}
 		t := r.a.byName[c.Name]
 		if t == nil {
@@ -247,25 +238,23 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 			inline = false
 		}
 		fanout = append(fanout, func() {
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				b.send(item{done: &callDone{i: i, fatal: context.Cause(ctx)}})
+			if err := sem.Acquire(ctx); err != nil {
+				b.q.Put(&callDone{i: i, fatal: err})
 				return
 			}
 			start := r.rt.Now()
 			res, child, ferr, stack := r.invoke(callCtx, tc, host)
-			<-sem
+			sem.Release()
 			if note != "" && ferr == nil {
 				res.Content = note + res.Content
 			}
-			b.send(item{done: &callDone{i: i, res: res, fatal: ferr, panic: stack, dur: r.rt.Now().Sub(start), child: child}})
+			b.q.Put(&callDone{i: i, res: res, fatal: ferr, panic: stack, dur: r.rt.Now().Sub(start), child: child})
 		})
 	}
 	if _, own := r.rt.(inProcess); own && inline && len(fanout) == 1 {
 		// A lone call of an Inline tool runs here: handing it to a worker
 		// and waiting costs more than many calls do. Its events are
-		// emitted as they come; its end waits in the channel.
+		// emitted as they come; its end waits in the queue.
 		b.direct = r.emit
 		fanout[0]()
 		b.direct = nil
@@ -284,13 +273,14 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 		}
 		heldWaits = nil
 	}
-	// take handles one item of the batch: an event, or a call's end.
-	take := func(it item) {
-		if it.ev != nil {
-			r.emit(*it.ev)
+	// take handles one thing the batch's queue carried: an event, or a
+	// call's end.
+	take := func(v any) {
+		d, end := v.(*callDone)
+		if !end {
+			r.emit(*v.(*Event))
 			return
 		}
-		d := it.done
 		c := calls[d.i]
 		if d.child != nil && d.child.Status == StatusInterrupted && d.fatal == nil {
 			// The subagent waits for a person: the call is not finished,
@@ -341,59 +331,57 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 		}
 	}
 	left := running
-	got := func(it item) {
-		if it.done != nil {
+	got := func(v any) {
+		if d, end := v.(*callDone); end {
 			left--
-			if nested[it.done.i] {
+			if nested[d.i] {
 				nestedLeft--
 			}
 		}
-		take(it)
+		take(v)
 	}
-	for left > 0 {
-		select {
-		case it := <-b.ch:
-			got(it)
-		case <-ctx.Done():
-			// Calls that ended before the cancellation was seen keep their
-			// results: a resume must not run them again. Subagents still
-			// running stop as soon as they see the cancellation: they are
-			// waited for (a while at most), so that what they did and spent
-			// is in this run's result.
-			grace := time.NewTimer(nestedGrace)
-			for waiting := true; left > 0; {
-				select {
-				case it := <-b.ch:
-					got(it)
-					continue
-				default:
-				}
-				if !waiting || nestedLeft == 0 {
-					break
-				}
-				select {
-				case it := <-b.ch:
-					got(it)
-				case <-grace.C:
-					waiting = false
-				}
-			}
-			grace.Stop()
-			b.abandon()
-			joinHeld()
-			// The calls that finished keep their file changes as well as
-			// their results, so that the state the run ends with holds what
-			// its history says was done; those cut off leave none.
-			for i := range results {
-				if !finished[i] {
-					results[i] = tool.Errorf("Error: cancelled before %s finished.", calls[i].Name)
-					deltas[i] = nil
-				}
-			}
-			r.mergeCalls(context.WithoutCancel(ctx), calls, deltas, results, br, branching)
-			r.appendResults(calls, results)
-			return false, context.Cause(ctx)
+	for left > 0 && ctx.Err() == nil {
+		if v := b.q.Next(ctx); v != nil {
+			got(v)
 		}
+	}
+	if left > 0 {
+		// Calls that ended before the cancellation was seen keep their
+		// results: a resume must not run them again. Subagents still
+		// running stop as soon as they see the cancellation: they are
+		// waited for (a while at most), so that what they did and spent is
+		// in this run's result.
+		grace, stop := r.rt.Timeout(context.WithoutCancel(ctx), nestedGrace)
+		for waiting := true; left > 0; {
+			// ctx is done: Next takes only what is there already.
+			if v := b.q.Next(ctx); v != nil {
+				got(v)
+				continue
+			}
+			if !waiting || nestedLeft == 0 {
+				break
+			}
+			if v := b.q.Next(grace); v != nil {
+				got(v)
+			} else {
+				waiting = false
+			}
+		}
+		stop()
+		b.q.Close()
+		joinHeld()
+		// The calls that finished keep their file changes as well as their
+		// results, so that the state the run ends with holds what its
+		// history says was done; those cut off leave none.
+		for i := range results {
+			if !finished[i] {
+				results[i] = tool.Errorf("Error: cancelled before %s finished.", calls[i].Name)
+				deltas[i] = nil
+			}
+		}
+		r.mergeCalls(context.WithoutCancel(ctx), calls, deltas, results, br, branching)
+		r.appendResults(calls, results)
+		return false, context.Cause(ctx)
 	}
 	joinHeld()
 	if fatal != nil || held || len(r.waiting) > 0 {
@@ -626,34 +614,3 @@ func (r *run) invoke(ctx context.Context, tc *ToolCall, host Host) (res tool.Res
 // nestedGrace bounds how long a cut step waits for its subagents to stop,
 // should one of them not heed its context.
 const nestedGrace = 5 * time.Second
-
-// workerIdle is how long a worker goroutine waits for its agent's next tool
-// call before it ends.
-const workerIdle = time.Second
-
-// spawn runs f on one of the agent's idle worker goroutines if one is
-// waiting, else on a new one that then stays around briefly for the next
-// call. Reusing workers keeps their grown stacks, which tool calls (JSON
-// decoding, reflection) need. The pool is per Agent, not global, so the
-// workers of an agent assembled inside a testing/synctest bubble stay in it.
-func (a *Agent) spawn(f func()) {
-	select {
-	case a.idle <- f:
-	default:
-		go a.worker(f)
-	}
-}
-
-func (a *Agent) worker(f func()) {
-	t := time.NewTimer(workerIdle)
-	defer t.Stop()
-	for {
-		f()
-		t.Reset(workerIdle)
-		select {
-		case f = <-a.idle:
-		case <-t.C:
-			return
-		}
-	}
-}

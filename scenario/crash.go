@@ -320,6 +320,13 @@ type lockRuntime struct{ l *lockstep }
 func (r lockRuntime) Now() time.Time                 { return r.l.seq.Now() }
 func (r lockRuntime) CallID(round, index int) string { return r.l.seq.CallID(round, index) }
 func (r lockRuntime) Fanout(calls []func())          { r.l.seq.Fanout(calls) }
+func (r lockRuntime) Queue() agent.Queue             { return r.l.seq.Queue() }
+func (r lockRuntime) Semaphore(n int) agent.Semaphore {
+	return r.l.seq.Semaphore(n)
+}
+func (r lockRuntime) Timeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	return r.l.seq.Timeout(ctx, d)
+}
 
 // Model waits for the call's model.request.
 func (r lockRuntime) Model(ctx context.Context, req *llm.Request, next agent.ModelFunc) (*llm.Response, error) {
