@@ -33,6 +33,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
 	"strings"
 	"sync"
@@ -125,8 +126,18 @@ type Middleware struct {
 	// (ContextReport.Memory or Skills) that the text BeforeModel appends to
 	// the system prompt counts as; without it that text counts as System.
 	ContextPart ContextPart
-	// WrapModel wraps the model call.
+	// WrapModel wraps the model call at the level of its response. The
+	// events of each call it makes through next are passed on as they come,
+	// and the response it returns is the step's.
 	WrapModel func(ctx context.Context, req *llm.Request, next ModelFunc) (*llm.Response, error)
+	// WrapStream wraps the model call as a stream of events: it may read,
+	// change, hold back or add events, or call next again. What the
+	// outermost wrapper yields is what the run reports (model.delta events,
+	// when the agent streams) and its EventDone response is the step's. A
+	// model is read through Stream when Config.Stream is set, and otherwise
+	// through Generate as one delta per part (llm.StreamOf). A middleware's
+	// WrapModel is outside its own WrapStream.
+	WrapStream func(ctx context.Context, req *llm.Request, next StreamFunc) iter.Seq2[llm.StreamEvent, error]
 	// WrapTool wraps every tool call; returning without calling next skips
 	// the tool (an approval gate, a cache).
 	WrapTool func(ctx context.Context, call *ToolCall, next ToolFunc) (tool.Result, error)

@@ -325,60 +325,6 @@ func (a *Agent) toolTokens() int {
 	return a.tokTotal
 }
 
-func (r *run) callModel(ctx context.Context, req *llm.Request) (*llm.Response, error) {
-	model := r.a.cfg.Model
-	limits := r.a.cfg.ResponseLimits
-	next := ModelFunc(func(ctx context.Context, req *llm.Request) (*llm.Response, error) {
-		// Calibration compares the provider's count with the request that
-		// reached the model, after any middleware rewrote it.
-		r.sent = req
-		// The limits bound every model, whatever it is: the loop counts
-		// what it is given, and providers read them from the context to
-		// bound what they keep and read themselves.
-		ctx = llm.WithResponseLimits(ctx, limits)
-		if !r.a.cfg.Stream {
-			resp, err := model.Generate(ctx, req)
-			if err == nil {
-				if err := limits.Check(resp); err != nil {
-					return nil, err
-				}
-			}
-			return resp, err
-		}
-		var acc llm.Accumulator
-		meter := llm.NewMeter(limits)
-		for ev, err := range model.Stream(ctx, req) {
-			if err != nil {
-				return nil, err
-			}
-			if err := meter.Add(ev); err != nil {
-				return nil, err
-			}
-			if resp := acc.Add(ev); resp != nil {
-				if err := limits.Check(resp); err != nil {
-					return nil, err
-				}
-				return resp, nil
-			}
-			d := ev
-			r.emit(Event{Type: ModelDelta, Delta: &d})
-		}
-		return nil, llm.ErrStreamIncomplete
-	})
-	mws := r.a.cfg.Middleware
-	for i := len(mws) - 1; i >= 0; i-- {
-		if w := mws[i].WrapModel; w != nil {
-			inner := next
-			next = func(ctx context.Context, req *llm.Request) (*llm.Response, error) { return w(ctx, req, inner) }
-		}
-	}
-	resp, err := r.rt.Model(ctx, req, next)
-	if err == nil && resp == nil {
-		err = errors.New("the model returned no response")
-	}
-	return resp, err
-}
-
 func retryEvent(round int, rt llm.Retry) Event {
 	info := &RetryInfo{Round: round, Attempt: rt.Attempt, WaitMS: ms(rt.Wait)}
 	if rt.Err != nil {

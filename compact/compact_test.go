@@ -470,7 +470,7 @@ func TestConfigDefaults(t *testing.T) {
 		t.Error("a negative keep was taken")
 	}
 	m, err := compact.New(compact.Config{})
-	if err != nil || m.BeforeModel == nil || m.WrapModel == nil || len(m.Tools) != 0 {
+	if err != nil || m.BeforeModel == nil || m.WrapStream == nil || len(m.Tools) != 0 {
 		t.Fatalf("zero config: %+v %v", m, err)
 	}
 	m, _ = compact.New(compact.Config{Tool: true})
