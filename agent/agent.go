@@ -181,6 +181,12 @@ type StepInfo struct {
 	// (State.Values, as JSON), where it is checkpointed with the step and
 	// restored on resume; nil removes it. Read values back with GetValue.
 	SetValue func(name string, v any) error
+	// AddUsage counts model calls a middleware made for this agent besides
+	// its steps, such as a summariser's, and what they used: in the run's
+	// usage and in its ledger (ContextLedger.SummarizerCalls and
+	// Summarizer), so that the run's usage holds every token paid for it.
+	// Called on the loop's goroutine, like Emit.
+	AddUsage func(calls int, u llm.Usage)
 
 	measure func(*llm.Request) ContextReport
 }

@@ -95,10 +95,10 @@ type CompactionInfo struct {
 	File string `json:"file,omitempty"`
 	// SummarizerCalls counts the summariser's calls (chunks, merge, re-prompt).
 	SummarizerCalls int `json:"summarizer_calls,omitempty"`
-	// Usage is what the summariser's calls used (end only). The loop adds
-	// it to the usage of the agent that emits the event (Result.Usage,
-	// UsageByAgent under that agent's path) and to its context ledger, so
-	// that a run's usage counts every token paid for it.
+	// Usage is what the summariser's calls used (end only). It is also in
+	// the usage of the agent compacted (Result.Usage, UsageByAgent under
+	// that agent's path) and in its context ledger, so that a run's usage
+	// counts every token paid for it.
 	Usage llm.Usage `json:"usage,omitzero"`
 	// Verbatim lists facts the summary lost that were appended as written.
 	Verbatim []string `json:"verbatim,omitempty"`

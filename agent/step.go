@@ -228,7 +228,7 @@ func StepFrom(ctx context.Context) (StepInfo, bool) {
 // stepInfo describes the run to middleware hooks.
 func (r *run) stepInfo() StepInfo {
 	return StepInfo{Agent: r.where, Path: r.path, Round: r.rounds, State: &r.state, Files: r.backend, Emit: r.emit,
-		SetValue: r.setValue, measure: r.measure}
+		SetValue: r.setValue, AddUsage: r.addUsage, measure: r.measure}
 }
 
 // setValue stores a middleware value in the run's state.

@@ -376,15 +376,26 @@ func IsOverflow(err error) bool {
 		strings.Contains(t, "prompt is too long")
 }
 
-// announce emits the events of a compaction made by the tool.
+// announce records a compaction made outside the run's steps (by the tool,
+// or by Compact): its events, and its summariser's usage.
 func announce(step agent.StepInfo, info *agent.CompactionInfo) {
-	if step.Emit == nil {
-		return
-	}
 	now := time.Now()
-	step.Emit(agent.Event{Type: agent.CompactionStart, Time: now,
-		Compaction: &agent.CompactionInfo{Trigger: info.Trigger, TokensBefore: info.TokensBefore}})
-	step.Emit(agent.Event{Type: agent.CompactionEnd, Time: now, Compaction: info})
+	if step.Emit != nil {
+		step.Emit(agent.Event{Type: agent.CompactionStart, Time: now,
+			Compaction: &agent.CompactionInfo{Trigger: info.Trigger, TokensBefore: info.TokensBefore}})
+	}
+	ended(step, now, info)
+}
+
+// ended counts what a compaction's summariser used in the agent's usage and
+// emits the compaction's end.
+func ended(step agent.StepInfo, at time.Time, info *agent.CompactionInfo) {
+	if step.AddUsage != nil {
+		step.AddUsage(info.SummarizerCalls, info.Usage)
+	}
+	if step.Emit != nil {
+		step.Emit(agent.Event{Type: agent.CompactionEnd, Time: at, Compaction: info})
+	}
 }
 
 // outcome of one attempt, for the manual tool's answer.
@@ -422,10 +433,10 @@ func (c *compactor) run(ctx context.Context, step agent.StepInfo, req *llm.Reque
 	case notNeeded:
 		return false, nil
 	case vetoed:
-		emit(agent.Event{Type: agent.CompactionEnd, Compaction: info})
+		ended(step, time.Now(), info)
 		return false, nil
 	case failed:
-		emit(agent.Event{Type: agent.CompactionEnd, Compaction: info})
+		ended(step, time.Now(), info)
 		prior.Failures++
 		if step.SetValue != nil {
 			if err := step.SetValue(StateKey, prior); err != nil {
@@ -444,7 +455,7 @@ func (c *compactor) run(ctx context.Context, step agent.StepInfo, req *llm.Reque
 	}
 	req.Messages = rewrite(next, eff)
 	info.TokensAfter = c.estimate(step, req)
-	emit(agent.Event{Type: agent.CompactionEnd, Compaction: info})
+	ended(step, time.Now(), info)
 	c.postCompact(ctx, step.Agent, next, info, summarised(prior, eff, next))
 	return true, nil
 }
