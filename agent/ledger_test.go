@@ -353,8 +353,8 @@ func TestContextFloorIsInputPlusOutput(t *testing.T) {
 func TestAddUsageCountsInTheRunAndItsLedger(t *testing.T) {
 	helper := agent.Middleware{Name: "helper", BeforeModel: func(_ context.Context, step agent.StepInfo, _ *llm.Request) error {
 		step.AddUsage(2, llm.Usage{InputTokens: 100, OutputTokens: 10})
-		step.Emit(agent.Event{Type: agent.CompactionEnd, Compaction: &agent.CompactionInfo{Trigger: "auto", SummarizerCalls: 5,
-			Usage: llm.Usage{InputTokens: 7000, OutputTokens: 700}}})
+		step.Emit(agent.Event{Type: "compaction.end", Payload: &agent.Payload{Key: "compaction", Value: map[string]any{
+			"trigger": "auto", "summarizer_calls": 5, "usage": llm.Usage{InputTokens: 7000, OutputTokens: 700}}}})
 		return nil
 	}}
 	m := scripted.New(scripted.Script{"parent": steps(scripted.Step{Content: "done", Usage: &llm.Usage{InputTokens: 40, OutputTokens: 4}})}, scripted.Options{})

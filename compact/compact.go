@@ -170,7 +170,7 @@ type State struct {
 	// Announce is a compaction the compact_conversation tool made (or
 	// tried), whose events the next model call emits: a tool cannot emit
 	// events itself.
-	Announce *agent.CompactionInfo `json:"announce,omitempty"`
+	Announce *Info `json:"announce,omitempty"`
 
 	// kept is, right after a compaction, the index into the request it
 	// compacted of the first message kept as it is (not saved).
@@ -378,23 +378,26 @@ func IsOverflow(err error) bool {
 
 // announce records a compaction made outside the run's steps (by the tool,
 // or by Compact): its events, and its summariser's usage.
-func announce(step agent.StepInfo, info *agent.CompactionInfo) {
+func announce(step agent.StepInfo, info *Info) {
 	now := time.Now()
 	if step.Emit != nil {
-		step.Emit(agent.Event{Type: agent.CompactionStart, Time: now,
-			Compaction: &agent.CompactionInfo{Trigger: info.Trigger, TokensBefore: info.TokensBefore}})
+		ev := event(EventStart, &Info{Trigger: info.Trigger, TokensBefore: info.TokensBefore})
+		ev.Time = now
+		step.Emit(ev)
 	}
 	ended(step, now, info)
 }
 
 // ended counts what a compaction's summariser used in the agent's usage and
 // emits the compaction's end.
-func ended(step agent.StepInfo, at time.Time, info *agent.CompactionInfo) {
+func ended(step agent.StepInfo, at time.Time, info *Info) {
 	if step.AddUsage != nil {
 		step.AddUsage(info.SummarizerCalls, info.Usage)
 	}
 	if step.Emit != nil {
-		step.Emit(agent.Event{Type: agent.CompactionEnd, Time: at, Compaction: info})
+		ev := event(EventEnd, info)
+		ev.Time = at
+		step.Emit(ev)
 	}
 }
 

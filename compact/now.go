@@ -30,13 +30,13 @@ type Manual struct {
 	prefix  [32]byte
 	next    State
 	evicted []llm.Message
-	info    agent.CompactionInfo
+	info    Info
 }
 
 // Info describes the compaction: tokens before and after (estimates of the
 // conversation's messages), messages summarised, summariser calls and
 // their usage, the history file and the cutoff.
-func (m *Manual) Info() agent.CompactionInfo {
+func (m *Manual) Info() Info {
 	info := m.info
 	info.Verbatim = slices.Clone(info.Verbatim)
 	return info
