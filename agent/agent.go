@@ -17,7 +17,8 @@
 // Where things are: agent.go assembles an Agent (Config, Middleware, State,
 // Result); run.go is a run as a whole (Run, Invoke, Drain, run options, the
 // run value, its start and end); step.go is one step (request, model call,
-// response); tools.go is the batch of a step's tool calls (fan-out, merge of
+// response); stream.go is the model call as a stream through the
+// middleware's WrapModel and WrapStream hooks; tools.go is the batch of a step's tool calls (fan-out, merge of
 // file changes, results); emit.go is how events leave a run; history.go
 // balances a history with unanswered tool calls; path.go is the typed agent
 // path; runtime.go is the seam for time, ids, fan-out and model and tool

@@ -88,3 +88,40 @@ func TestOverflowRetryShowsOneAttempt(t *testing.T) {
 		})
 	}
 }
+
+// A summary written by the agent's own model (no summariser model set) is
+// compaction's, not the agent's answer: none of it is shown as model.delta
+// events of a streaming agent.
+func TestOwnModelSummaryIsNotShownAsTheAnswer(t *testing.T) {
+	m := scripted.New(scripted.Script{
+		"parent":     steps(batch(0, 2), batch(1, 2), batch(2, 2), scripted.Step{Content: "done"}),
+		"summarizer": steps(scripted.Step{Content: "SUMMARY: src/a.go, 30 s"}),
+	}, scripted.Options{})
+	mw, err := compact.New(compact.Config{TriggerTokens: 250, KeepMessages: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := agent.New(agent.Config{Model: m, Stream: true, Tools: []tool.Tool{echo}, Middleware: []agent.Middleware{mw}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	compacted := 0
+	res, err := agent.Drain(a.Run(t.Context(), agent.Prompt("Please edit src/a.go and keep the limit at 30 s.")), func(e agent.Event) {
+		switch e.Type {
+		case agent.ModelDelta:
+			text.WriteString(e.Delta.Text)
+		case compact.EventEnd:
+			compacted++
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if compacted == 0 {
+		t.Fatal("no compaction happened")
+	}
+	if text.String() != "done" || res.FinalText() != "done" {
+		t.Errorf("the run showed %q, want only the agent's answer", text.String())
+	}
+}
