@@ -125,14 +125,6 @@ func modelAsStream(w func(context.Context, *llm.Request, ModelFunc) (*llm.Respon
 
 var errNoResponse = errors.New("the model returned no response")
 
-// CollectStream reads a model call's stream to its response, as the loop
-// does, under the response limits ctx carries: for a wrapper that makes a
-// call of its own through next (a summary, say) and wants only its answer.
-// The call's events are not shown to anyone.
-func CollectStream(ctx context.Context, req *llm.Request, next StreamFunc) (*llm.Response, error) {
-	return llm.CollectLimited(next(ctx, req), llm.ResponseLimitsFrom(ctx))
-}
-
 // readStream reads the outermost wrapper's stream to the response. What it
 // reads is what the run reports: each event before EventDone is a
 // model.delta event when the agent streams. The limits are checked again,

@@ -286,7 +286,9 @@ func (c *compactor) wrapStream(ctx context.Context, req *llm.Request, next agent
 	return func(yield func(llm.StreamEvent, error) bool) {
 		step, hasStep := agent.StepFrom(ctx)
 		summarise := agent.ModelFunc(func(ctx context.Context, req *llm.Request) (*llm.Response, error) {
-			return agent.CollectStream(ctx, req, next)
+			// Read to its answer, under the limits the loop set: none of
+			// the summary's events is the agent's answer.
+			return llm.CollectLimited(next(ctx, req), llm.ResponseLimitsFrom(ctx))
 		})
 		if c.cfg.Model != nil {
 			summarise = limited(c.cfg.Model)
