@@ -69,10 +69,14 @@ func (r *run) modelStream() StreamFunc {
 // assistant's when the model left its role empty, so that the stream's
 // EventDone carries the message as the model made it (an accumulator
 // rebuilds a message without a role from the deltas, which drop reasoning).
+// No response and no error is an error.
 func generateAssistant(m llm.Model) func(context.Context, *llm.Request) (*llm.Response, error) {
 	return func(ctx context.Context, req *llm.Request) (*llm.Response, error) {
 		resp, err := m.Generate(ctx, req)
-		if err == nil && resp != nil && resp.Message.Role == "" {
+		if err == nil && resp == nil {
+			return nil, errNoResponse
+		}
+		if err == nil && resp.Message.Role == "" {
 			c := *resp
 			c.Message.Role = llm.RoleAssistant
 			resp = &c

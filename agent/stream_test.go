@@ -247,3 +247,23 @@ func TestRetryingWrapperShowsOnlyTheLastAttempt(t *testing.T) {
 		t.Errorf("the run showed %q and ended with %q after %d calls; want only the second attempt", text.String(), res.FinalText(), m.calls)
 	}
 }
+
+// nothingModel answers with neither a response nor an error.
+type nothingModel struct{}
+
+func (nothingModel) Generate(context.Context, *llm.Request) (*llm.Response, error) { return nil, nil }
+
+func (nothingModel) Stream(context.Context, *llm.Request) iter.Seq2[llm.StreamEvent, error] {
+	return func(func(llm.StreamEvent, error) bool) {}
+}
+
+// A model that answers with nothing fails the run; it does not bring the
+// loop down.
+func TestAModelThatAnswersNothingFailsTheRun(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		res, err := newAgent(t, agent.Config{Model: nothingModel{}, Stream: stream}).Invoke(t.Context(), agent.Prompt("go"))
+		if err == nil || res.Status != agent.StatusError {
+			t.Errorf("stream %v: %v (status %s), want a failed run", stream, err, res.Status)
+		}
+	}
+}
