@@ -17,7 +17,8 @@
 // Where things are: agent.go assembles an Agent (Config, Middleware, State,
 // Result); run.go is a run as a whole (Run, Invoke, Drain, run options, the
 // run value, its start and end); step.go is one step (request, model call,
-// response); tools.go is the batch of a step's tool calls (fan-out, merge of
+// response); stream.go is the model call as a stream through the
+// middleware's WrapModel and WrapStream hooks; tools.go is the batch of a step's tool calls (fan-out, merge of
 // file changes, results); emit.go is how events leave a run; history.go
 // balances a history with unanswered tool calls; path.go is the typed agent
 // path; runtime.go is the seam for time, ids, fan-out and model and tool
@@ -33,6 +34,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
 	"strings"
 	"sync"
@@ -125,8 +127,18 @@ type Middleware struct {
 	// (ContextReport.Memory or Skills) that the text BeforeModel appends to
 	// the system prompt counts as; without it that text counts as System.
 	ContextPart ContextPart
-	// WrapModel wraps the model call.
+	// WrapModel wraps the model call at the level of its response. The
+	// events of each call it makes through next are passed on as they come,
+	// and the response it returns is the step's.
 	WrapModel func(ctx context.Context, req *llm.Request, next ModelFunc) (*llm.Response, error)
+	// WrapStream wraps the model call as a stream of events: it may read,
+	// change, hold back or add events, or call next again. What the
+	// outermost wrapper yields is what the run reports (model.delta events,
+	// when the agent streams) and its EventDone response is the step's. A
+	// model is read through Stream when Config.Stream is set, and otherwise
+	// through Generate as one delta per part (llm.StreamOf). A middleware's
+	// WrapModel is outside its own WrapStream.
+	WrapStream func(ctx context.Context, req *llm.Request, next StreamFunc) iter.Seq2[llm.StreamEvent, error]
 	// WrapTool wraps every tool call; returning without calling next skips
 	// the tool (an approval gate, a cache).
 	WrapTool func(ctx context.Context, call *ToolCall, next ToolFunc) (tool.Result, error)
@@ -170,6 +182,12 @@ type StepInfo struct {
 	// (State.Values, as JSON), where it is checkpointed with the step and
 	// restored on resume; nil removes it. Read values back with GetValue.
 	SetValue func(name string, v any) error
+	// AddUsage counts model calls a middleware made for this agent besides
+	// its steps, such as a summariser's, and what they used: in the run's
+	// usage and in its ledger (ContextLedger.SummarizerCalls and
+	// Summarizer), so that the run's usage holds every token paid for it.
+	// Called on the loop's goroutine, like Emit.
+	AddUsage func(calls int, u llm.Usage)
 
 	measure func(*llm.Request) ContextReport
 }

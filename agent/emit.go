@@ -11,9 +11,6 @@ import (
 
 // emit sends ev to the consumer. Called only on the loop's goroutine.
 func (r *run) emit(ev Event) {
-	if ev.Type == CompactionEnd && (ev.Agent == "" || ev.Agent == r.where) {
-		r.countSummarizer(ev.Compaction)
-	}
 	if ev.Agent == "" {
 		ev.Agent = r.where
 	}

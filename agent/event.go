@@ -38,11 +38,6 @@ const (
 	// InterruptEvent: a tool call waits for a person's decision (the run
 	// ends with StatusInterrupted once the step's other calls are done).
 	InterruptEvent EventType = "interrupt"
-	// CompactionStart and CompactionEnd bracket a compaction of the history
-	// the model is sent (a summary of the older messages replaces them in
-	// every later request; the thread itself keeps every message).
-	CompactionStart EventType = "compaction.start"
-	CompactionEnd   EventType = "compaction.end"
 )
 
 // Event is one thing that happened in a run. Exactly one of the payload
@@ -71,40 +66,85 @@ type Event struct {
 	Warning  *WarningInfo     `json:"warning,omitempty"`
 	// Interrupt is the call waiting for a decision (interrupt events).
 	Interrupt *Interrupt `json:"interrupt,omitempty"`
-	// Compaction is the payload of compaction.start and compaction.end.
-	Compaction *CompactionInfo `json:"compaction,omitempty"`
+	// Payload is the payload of an event a middleware defines, of a type
+	// of its own (compaction's, say).
+	Payload *Payload `json:"-"`
 }
 
-// CompactionInfo describes a compaction of the history sent to the model.
-type CompactionInfo struct {
-	// Trigger says why: "auto" (the request reached the threshold),
-	// "overflow" (the provider said the request was too long) or "manual"
-	// (the compact_conversation tool).
-	Trigger string `json:"trigger"`
-	// TokensBefore is the estimated size of the request before compaction;
-	// TokensAfter (end only) its size after.
-	TokensBefore int `json:"tokens_before"`
-	TokensAfter  int `json:"tokens_after,omitempty"`
-	// Cutoff (end only) is the index into the thread's messages from which
-	// messages are still sent as they are; the ones before it are summarised.
-	Cutoff int `json:"cutoff,omitempty"`
-	// Evicted (end only) is how many messages this compaction summarised.
-	Evicted int `json:"evicted,omitempty"`
-	// File is where the summarised messages were saved in full (end only;
-	// empty when saving failed).
-	File string `json:"file,omitempty"`
-	// SummarizerCalls counts the summariser's calls (chunks, merge, re-prompt).
-	SummarizerCalls int `json:"summarizer_calls,omitempty"`
-	// Usage is what the summariser's calls used (end only). The loop adds
-	// it to the usage of the agent that emits the event (Result.Usage,
-	// UsageByAgent under that agent's path) and to its context ledger, so
-	// that a run's usage counts every token paid for it.
-	Usage llm.Usage `json:"usage,omitzero"`
-	// Verbatim lists facts the summary lost that were appended as written.
-	Verbatim []string `json:"verbatim,omitempty"`
-	// Error (end only) says why the compaction did not happen, or what went
-	// wrong around it (a history file that could not be written).
-	Error string `json:"error,omitempty"`
+// Payload is what an event of a middleware's own type carries. In the
+// event's JSON it is written as Value encodes, under Key, beside the fields
+// every event has, as the payloads of the loop's own events are. An event
+// read back from JSON has the payload's JSON as Value (a
+// json.RawMessage): the middleware that defines the event decodes it.
+type Payload struct {
+	Key   string
+	Value any
+}
+
+// MarshalJSON writes the event's fields, and its Payload under its key.
+func (e Event) MarshalJSON() ([]byte, error) {
+	type plain Event
+	b, err := json.Marshal(plain(e))
+	if err != nil || e.Payload == nil || e.Payload.Key == "" {
+		return b, err
+	}
+	key, err := json.Marshal(e.Payload.Key)
+	if err != nil {
+		return nil, err
+	}
+	v, err := json.Marshal(e.Payload.Value)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, len(b)+len(key)+len(v)+2)
+	out = append(out, b[:len(b)-1]...)
+	out = append(out, ',')
+	out = append(out, key...)
+	out = append(out, ':')
+	out = append(out, v...)
+	return append(out, '}'), nil
+}
+
+// UnmarshalJSON reads what MarshalJSON writes. The payload of an event of
+// a type the loop does not define is the one field it does not know.
+func (e *Event) UnmarshalJSON(b []byte) error {
+	type plain Event
+	if err := json.Unmarshal(b, (*plain)(e)); err != nil {
+		return err
+	}
+	e.Payload = nil
+	if e.Type.own() {
+		return nil
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(b, &fields); err != nil {
+		return err
+	}
+	var key string
+	for k := range fields {
+		if !eventFields[k] && (key == "" || k < key) {
+			key = k
+		}
+	}
+	if key != "" {
+		e.Payload = &Payload{Key: key, Value: fields[key]}
+	}
+	return nil
+}
+
+// eventFields are the JSON names of Event's own fields.
+var eventFields = map[string]bool{"type": true, "agent": true, "task_call": true, "time": true, "run": true,
+	"request": true, "delta": true, "response": true, "retry": true, "tool": true, "file": true, "conflict": true,
+	"subagent": true, "notice": true, "warning": true, "interrupt": true}
+
+// own reports whether the loop defines events of type t.
+func (t EventType) own() bool {
+	switch t {
+	case RunStart, RunEnd, ModelRequest, ModelDelta, ModelResponse, ModelRetry, ToolStart, ToolProgress, ToolEnd,
+		FileWrite, FileDelete, FileConflict, SubagentStart, SubagentEnd, Notice, Warning, InterruptEvent:
+		return true
+	}
+	return false
 }
 
 // RunInfo is the payload of run.start and run.end.

@@ -336,20 +336,19 @@ func (r *run) restoreCalibration() {
 	r.a.calib.Seed(saved.Model, saved.Ratio)
 }
 
-// countSummarizer adds what a compaction's summariser calls used (the
-// compaction.end event this run emits) to the run's usage, the step's
-// checkpointed usage and the ledger: they are model calls made for this
-// agent, paid like its own.
-func (r *run) countSummarizer(info *CompactionInfo) {
-	if info == nil || (info.SummarizerCalls == 0 && info.Usage == (llm.Usage{})) {
+// addUsage adds what model calls a middleware made for this agent (a
+// summariser's, StepInfo.AddUsage) used to the run's usage, the step's
+// checkpointed usage and the ledger: they are paid like the agent's own.
+func (r *run) addUsage(calls int, u llm.Usage) {
+	if calls == 0 && u == (llm.Usage{}) {
 		return
 	}
-	r.usage = r.usage.Add(info.Usage)
+	r.usage = r.usage.Add(u)
 	if r.ck != nil {
-		r.ck.usage = r.ck.usage.Add(info.Usage)
+		r.ck.usage = r.ck.usage.Add(u)
 	}
-	r.ledger.SummarizerCalls += info.SummarizerCalls
-	r.ledger.Summarizer = r.ledger.Summarizer.Add(info.Usage)
+	r.ledger.SummarizerCalls += calls
+	r.ledger.Summarizer = r.ledger.Summarizer.Add(u)
 }
 
 // addContext counts a request in this run's ledger.

@@ -228,7 +228,7 @@ func StepFrom(ctx context.Context) (StepInfo, bool) {
 // stepInfo describes the run to middleware hooks.
 func (r *run) stepInfo() StepInfo {
 	return StepInfo{Agent: r.where, Path: r.path, Round: r.rounds, State: &r.state, Files: r.backend, Emit: r.emit,
-		SetValue: r.setValue, measure: r.measure}
+		SetValue: r.setValue, AddUsage: r.addUsage, measure: r.measure}
 }
 
 // setValue stores a middleware value in the run's state.
@@ -323,60 +323,6 @@ func sameSpecs(a, b []llm.ToolSpec) bool {
 func (a *Agent) toolTokens() int {
 	a.tokOnce.Do(func() { a.tokTotal = tokens.ToolsO200k(a.specs) })
 	return a.tokTotal
-}
-
-func (r *run) callModel(ctx context.Context, req *llm.Request) (*llm.Response, error) {
-	model := r.a.cfg.Model
-	limits := r.a.cfg.ResponseLimits
-	next := ModelFunc(func(ctx context.Context, req *llm.Request) (*llm.Response, error) {
-		// Calibration compares the provider's count with the request that
-		// reached the model, after any middleware rewrote it.
-		r.sent = req
-		// The limits bound every model, whatever it is: the loop counts
-		// what it is given, and providers read them from the context to
-		// bound what they keep and read themselves.
-		ctx = llm.WithResponseLimits(ctx, limits)
-		if !r.a.cfg.Stream {
-			resp, err := model.Generate(ctx, req)
-			if err == nil {
-				if err := limits.Check(resp); err != nil {
-					return nil, err
-				}
-			}
-			return resp, err
-		}
-		var acc llm.Accumulator
-		meter := llm.NewMeter(limits)
-		for ev, err := range model.Stream(ctx, req) {
-			if err != nil {
-				return nil, err
-			}
-			if err := meter.Add(ev); err != nil {
-				return nil, err
-			}
-			if resp := acc.Add(ev); resp != nil {
-				if err := limits.Check(resp); err != nil {
-					return nil, err
-				}
-				return resp, nil
-			}
-			d := ev
-			r.emit(Event{Type: ModelDelta, Delta: &d})
-		}
-		return nil, llm.ErrStreamIncomplete
-	})
-	mws := r.a.cfg.Middleware
-	for i := len(mws) - 1; i >= 0; i-- {
-		if w := mws[i].WrapModel; w != nil {
-			inner := next
-			next = func(ctx context.Context, req *llm.Request) (*llm.Response, error) { return w(ctx, req, inner) }
-		}
-	}
-	resp, err := r.rt.Model(ctx, req, next)
-	if err == nil && resp == nil {
-		err = errors.New("the model returned no response")
-	}
-	return resp, err
 }
 
 func retryEvent(round int, rt llm.Retry) Event {

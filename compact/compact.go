@@ -21,6 +21,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
 	"strings"
 	"time"
@@ -169,7 +170,7 @@ type State struct {
 	// Announce is a compaction the compact_conversation tool made (or
 	// tried), whose events the next model call emits: a tool cannot emit
 	// events itself.
-	Announce *agent.CompactionInfo `json:"announce,omitempty"`
+	Announce *Info `json:"announce,omitempty"`
 
 	// kept is, right after a compaction, the index into the request it
 	// compacted of the first message kept as it is (not saved).
@@ -188,7 +189,7 @@ func New(cfg Config) (agent.Middleware, error) {
 		return agent.Middleware{}, errors.New("compaction: window, trigger, keep and summariser window must not be negative")
 	}
 	c := &compactor{cfg: cfg}
-	m := agent.Middleware{Name: Name, BeforeModel: c.beforeModel, WrapModel: c.wrapModel, AfterRun: c.afterRun}
+	m := agent.Middleware{Name: Name, BeforeModel: c.beforeModel, WrapStream: c.wrapStream, AfterRun: c.afterRun}
 	if cfg.Tool {
 		m.Tools = append(m.Tools, c.tool())
 	}
@@ -274,45 +275,79 @@ func (c *compactor) afterRun(_ context.Context, step agent.StepInfo, _ agent.Sta
 	}
 }
 
-func (c *compactor) wrapModel(ctx context.Context, req *llm.Request, next agent.ModelFunc) (*llm.Response, error) {
-	step, hasStep := agent.StepFrom(ctx)
-	summarise := next
-	if c.cfg.Model != nil {
-		summarise = limited(c.cfg.Model)
-	}
-	if c.cfg.Model == nil && hasStep {
-		if est := c.estimate(step, req); est >= c.cfg.Trigger() {
-			r := *req
-			if _, err := c.run(ctx, step, &r, "auto", est, summarise); err != nil {
-				return nil, err
+// wrapStream compacts with the agent's own model just before the request is
+// sent when it reaches the trigger, and compacts and sends it again when the
+// provider answers that it is too long. The model's events pass on as they
+// come. A provider refuses a request that is too long before it answers
+// it; an overflow error that comes after some of the answer was passed on
+// is not retried, since the run has shown that answer already: a retry
+// would show two answers to one request.
+func (c *compactor) wrapStream(ctx context.Context, req *llm.Request, next agent.StreamFunc) iter.Seq2[llm.StreamEvent, error] {
+	return func(yield func(llm.StreamEvent, error) bool) {
+		step, hasStep := agent.StepFrom(ctx)
+		summarise := agent.ModelFunc(func(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+			// Read to its answer, under the limits the loop set: none of
+			// the summary's events is the agent's answer.
+			return llm.CollectLimited(next(ctx, req), llm.ResponseLimitsFrom(ctx))
+		})
+		if c.cfg.Model != nil {
+			summarise = limited(c.cfg.Model)
+		}
+		if c.cfg.Model == nil && hasStep {
+			if est := c.estimate(step, req); est >= c.cfg.Trigger() {
+				r := *req
+				if _, err := c.run(ctx, step, &r, "auto", est, summarise); err != nil {
+					yield(llm.StreamEvent{}, err)
+					return
+				}
+				req = &r
 			}
-			req = &r
+		}
+		shown, err := pass(next(ctx, req), yield)
+		if err == nil {
+			return
+		}
+		if shown || !IsOverflow(err) || !hasStep || ctx.Err() != nil {
+			yield(llm.StreamEvent{}, err)
+			return
+		}
+		// The provider says the request is too long: compact once and try
+		// once more. A second overflow is the run's error.
+		r := *req
+		done, cerr := c.run(ctx, step, &r, "overflow", c.estimate(step, req), summarise)
+		if cerr != nil {
+			yield(llm.StreamEvent{}, errors.Join(err, cerr))
+			return
+		}
+		if !done {
+			yield(llm.StreamEvent{}, err)
+			return
+		}
+		rctx := ctx
+		if ci, ok := llm.CallInfoFrom(ctx); ok {
+			ci.Resent = true
+			rctx = llm.WithCallInfo(ctx, ci)
+		}
+		if _, err := pass(next(rctx, &r), yield); err != nil {
+			yield(llm.StreamEvent{}, err)
 		}
 	}
-	resp, err := next(ctx, req)
-	if err == nil {
-		return resp, nil
+}
+
+// pass yields the events of stream until it ends, the consumer stops or
+// the stream fails. It reports whether any event was yielded, and returns
+// the stream's error without yielding it.
+func pass(stream iter.Seq2[llm.StreamEvent, error], yield func(llm.StreamEvent, error) bool) (shown bool, err error) {
+	for ev, err := range stream {
+		if err != nil {
+			return shown, err
+		}
+		shown = true
+		if !yield(ev, nil) {
+			return shown, nil
+		}
 	}
-	if !IsOverflow(err) || !hasStep || ctx.Err() != nil {
-		return resp, err
-	}
-	// The provider says the request is too long: compact once and try once
-	// more. A second overflow is the run's error.
-	r := *req
-	done, cerr := c.run(ctx, step, &r, "overflow", c.estimate(step, req), summarise)
-	if cerr != nil {
-		return nil, errors.Join(err, cerr)
-	}
-	if !done {
-		return resp, err
-	}
-	rctx := ctx
-	if ci, ok := llm.CallInfoFrom(ctx); ok {
-		ci.Resent = true
-		rctx = llm.WithCallInfo(ctx, ci)
-	}
-	resp, err = next(rctx, &r)
-	return resp, err
+	return shown, nil
 }
 
 // IsOverflow reports whether err says a request did not fit the model's
@@ -343,15 +378,29 @@ func IsOverflow(err error) bool {
 		strings.Contains(t, "prompt is too long")
 }
 
-// announce emits the events of a compaction made by the tool.
-func announce(step agent.StepInfo, info *agent.CompactionInfo) {
-	if step.Emit == nil {
-		return
-	}
+// announce records a compaction made outside the run's steps (by the tool,
+// or by Compact): its events, and its summariser's usage.
+func announce(step agent.StepInfo, info *Info) {
 	now := time.Now()
-	step.Emit(agent.Event{Type: agent.CompactionStart, Time: now,
-		Compaction: &agent.CompactionInfo{Trigger: info.Trigger, TokensBefore: info.TokensBefore}})
-	step.Emit(agent.Event{Type: agent.CompactionEnd, Time: now, Compaction: info})
+	if step.Emit != nil {
+		ev := event(EventStart, &Info{Trigger: info.Trigger, TokensBefore: info.TokensBefore})
+		ev.Time = now
+		step.Emit(ev)
+	}
+	ended(step, now, info)
+}
+
+// ended counts what a compaction's summariser used in the agent's usage and
+// emits the compaction's end.
+func ended(step agent.StepInfo, at time.Time, info *Info) {
+	if step.AddUsage != nil {
+		step.AddUsage(info.SummarizerCalls, info.Usage)
+	}
+	if step.Emit != nil {
+		ev := event(EventEnd, info)
+		ev.Time = at
+		step.Emit(ev)
+	}
 }
 
 // outcome of one attempt, for the manual tool's answer.
@@ -389,10 +438,10 @@ func (c *compactor) run(ctx context.Context, step agent.StepInfo, req *llm.Reque
 	case notNeeded:
 		return false, nil
 	case vetoed:
-		emit(agent.Event{Type: agent.CompactionEnd, Compaction: info})
+		ended(step, time.Now(), info)
 		return false, nil
 	case failed:
-		emit(agent.Event{Type: agent.CompactionEnd, Compaction: info})
+		ended(step, time.Now(), info)
 		prior.Failures++
 		if step.SetValue != nil {
 			if err := step.SetValue(StateKey, prior); err != nil {
@@ -411,7 +460,7 @@ func (c *compactor) run(ctx context.Context, step agent.StepInfo, req *llm.Reque
 	}
 	req.Messages = rewrite(next, eff)
 	info.TokensAfter = c.estimate(step, req)
-	emit(agent.Event{Type: agent.CompactionEnd, Compaction: info})
+	ended(step, time.Now(), info)
 	c.postCompact(ctx, step.Agent, next, info, summarised(prior, eff, next))
 	return true, nil
 }

@@ -101,11 +101,17 @@ func checkBalanced(t *testing.T, msgs []llm.Message) {
 	}
 }
 
-func compactions(evs []agent.Event) []*agent.CompactionInfo {
-	var out []*agent.CompactionInfo
+// info is the payload of a compaction event.
+func info(e agent.Event) *compact.Info {
+	i, _ := compact.InfoOf(e)
+	return i
+}
+
+func compactions(evs []agent.Event) []*compact.Info {
+	var out []*compact.Info
 	for _, e := range evs {
-		if e.Type == agent.CompactionEnd {
-			out = append(out, e.Compaction)
+		if e.Type == compact.EventEnd {
+			out = append(out, info(e))
 		}
 	}
 	return out
@@ -159,7 +165,7 @@ func TestTwoCompactionsChainTheirCutoffs(t *testing.T) {
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
-	var cs []*agent.CompactionInfo
+	var cs []*compact.Info
 	for _, c := range compactions(r.events) {
 		if c.Error == "" {
 			cs = append(cs, c)
@@ -386,13 +392,13 @@ func TestCompactConversationTool(t *testing.T) {
 			mw, _ := compact.New(compact.Config{TriggerTokens: tc.trigger, KeepMessages: 2, Model: m, Tool: true})
 			a, _ := agent.New(agent.Config{Model: m, Tools: []tool.Tool{echo}, Middleware: []agent.Middleware{mw}})
 			var res *agent.Result
-			var manual []*agent.CompactionInfo
+			var manual []*compact.Info
 			for ev, err := range a.Run(t.Context(), agent.Prompt("Please edit src/a.go, limit 30 s.")) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if ev.Type == agent.CompactionEnd {
-					manual = append(manual, ev.Compaction)
+				if ev.Type == compact.EventEnd {
+					manual = append(manual, info(ev))
 				}
 				if ev.Type == agent.RunEnd {
 					res = ev.Run.Result
@@ -470,7 +476,7 @@ func TestConfigDefaults(t *testing.T) {
 		t.Error("a negative keep was taken")
 	}
 	m, err := compact.New(compact.Config{})
-	if err != nil || m.BeforeModel == nil || m.WrapModel == nil || len(m.Tools) != 0 {
+	if err != nil || m.BeforeModel == nil || m.WrapStream == nil || len(m.Tools) != 0 {
 		t.Fatalf("zero config: %+v %v", m, err)
 	}
 	m, _ = compact.New(compact.Config{Tool: true})
@@ -502,7 +508,7 @@ func TestCalibrationFiresEarlier(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if ev.Type == agent.CompactionStart {
+			if ev.Type == compact.EventStart {
 				return len(parentRequests(m))
 			}
 		}

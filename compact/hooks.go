@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/llm"
 )
 
@@ -48,7 +47,7 @@ type Compacted struct {
 	Summarised []llm.Message
 	// Info is what the compaction.end event reports: tokens before and
 	// after, cutoff, history file, summariser calls and usage.
-	Info agent.CompactionInfo
+	Info Info
 }
 
 // preCompact asks Config.PreCompact about a cut. It returns the focus to
@@ -74,7 +73,7 @@ func (c *compactor) preCompact(ctx context.Context, in compactInput, start, cut 
 }
 
 // postCompact tells Config.PostCompact about a compaction made.
-func (c *compactor) postCompact(ctx context.Context, agentPath string, next State, info *agent.CompactionInfo, summarised []llm.Message) {
+func (c *compactor) postCompact(ctx context.Context, agentPath string, next State, info *Info, summarised []llm.Message) {
 	if c.cfg.PostCompact == nil || info == nil {
 		return
 	}

@@ -61,9 +61,9 @@ func longRun(tb testing.TB, rounds int) (maxReq, compactions int, perRound []tim
 			if ev.Agent == "parent" {
 				ends = append(ends, time.Now())
 			}
-		case agent.CompactionEnd:
-			if ev.Compaction.Error != "" {
-				tb.Fatalf("compaction failed: %s", ev.Compaction.Error)
+		case compact.EventEnd:
+			if info(ev).Error != "" {
+				tb.Fatalf("compaction failed: %s", info(ev).Error)
 			}
 			compactions++
 		}

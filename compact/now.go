@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/llm"
@@ -31,13 +30,13 @@ type Manual struct {
 	prefix  [32]byte
 	next    State
 	evicted []llm.Message
-	info    agent.CompactionInfo
+	info    Info
 }
 
 // Info describes the compaction: tokens before and after (estimates of the
 // conversation's messages), messages summarised, summariser calls and
 // their usage, the history file and the cutoff.
-func (m *Manual) Info() agent.CompactionInfo {
+func (m *Manual) Info() Info {
 	info := m.info
 	info.Verbatim = slices.Clone(info.Verbatim)
 	return info
@@ -129,12 +128,7 @@ func (c *compactor) takeManual(ctx context.Context, step agent.StepInfo, s State
 	if err := step.SetValue(StateKey, next); err != nil {
 		return s, err
 	}
-	if step.Emit != nil {
-		now := time.Now()
-		step.Emit(agent.Event{Type: agent.CompactionStart, Time: now,
-			Compaction: &agent.CompactionInfo{Trigger: info.Trigger, TokensBefore: info.TokensBefore}})
-		step.Emit(agent.Event{Type: agent.CompactionEnd, Time: now, Compaction: &info})
-	}
+	announce(step, &info)
 	return next, nil
 }
 

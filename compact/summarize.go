@@ -67,7 +67,7 @@ type compactInput struct {
 
 // compact summarises what falls before the keep window of in.eff. It
 // returns the new state and the end event's payload (TokensAfter unset).
-func (c *compactor) compact(ctx context.Context, in compactInput) (State, *agent.CompactionInfo, outcome, error) {
+func (c *compactor) compact(ctx context.Context, in compactInput) (State, *Info, outcome, error) {
 	start := 0
 	if in.prior.Summary != "" && len(in.eff) > 0 && IsSummary(in.eff[0]) {
 		start = 1
@@ -76,8 +76,8 @@ func (c *compactor) compact(ctx context.Context, in compactInput) (State, *agent
 	if cut <= start {
 		return in.prior, nil, notNeeded, nil
 	}
-	info := &agent.CompactionInfo{Trigger: in.trigger, TokensBefore: in.before}
-	in.emit(agent.Event{Type: agent.CompactionStart, Compaction: &agent.CompactionInfo{Trigger: in.trigger, TokensBefore: in.before}})
+	info := &Info{Trigger: in.trigger, TokensBefore: in.before}
+	in.emit(event(EventStart, &Info{Trigger: in.trigger, TokensBefore: in.before}))
 	focus, veto := c.preCompact(ctx, in, start, cut)
 	if veto != nil {
 		info.Error = vetoText(veto)

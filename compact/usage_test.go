@@ -66,9 +66,9 @@ func TestSummarizerUsageIsInTheRunsUsage(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if ev.Type == agent.CompactionEnd {
-					summed = summed.Add(ev.Compaction.Usage)
-					calls += ev.Compaction.SummarizerCalls
+				if ev.Type == compact.EventEnd {
+					summed = summed.Add(info(ev).Usage)
+					calls += info(ev).SummarizerCalls
 				}
 				if ev.Type == agent.RunEnd {
 					res = ev.Run.Result
@@ -118,7 +118,7 @@ func TestToolCompactionInTheLastStepIsCounted(t *testing.T) {
 	a, _ := agent.New(agent.Config{Model: m, Tools: []tool.Tool{echo}, Middleware: []agent.Middleware{mw}, MaxSteps: 3})
 	var ends int
 	res, _ := agent.Drain(a.Run(t.Context(), agent.Prompt("Please edit src/a.go, limit 30 s.")), func(ev agent.Event) {
-		if ev.Type == agent.CompactionEnd {
+		if ev.Type == compact.EventEnd {
 			ends++
 		}
 	})

@@ -108,3 +108,39 @@ func TestCollectStopsAnEndlessStream(t *testing.T) {
 		t.Errorf("a bare context carries %+v", got)
 	}
 }
+
+// Limited passes a stream on until it passes a limit, then yields the
+// limit's error and stops the stream; a done response past the limits is
+// cut off too.
+func TestLimitedCutsOffAStreamItPassesOn(t *testing.T) {
+	stopped := false
+	var endless iter.Seq2[StreamEvent, error] = func(yield func(StreamEvent, error) bool) {
+		for {
+			if !yield(StreamEvent{Type: EventTextDelta, Text: strings.Repeat("x", 1024)}, nil) {
+				stopped = true
+				return
+			}
+		}
+	}
+	n := 0
+	var last error
+	for ev, err := range Limited(endless, ResponseLimits{MaxBytes: 4096}) {
+		if err != nil {
+			last = err
+			continue
+		}
+		n += len(ev.Text)
+	}
+	if n != 4096 || !errors.Is(last, ErrResponseTooLarge) || !stopped {
+		t.Errorf("passed %d bytes, then %v (stopped %v)", n, last, stopped)
+	}
+	big := &Response{Message: Message{Role: RoleAssistant, Content: strings.Repeat("y", 100)}}
+	var done iter.Seq2[StreamEvent, error] = func(yield func(StreamEvent, error) bool) {
+		yield(StreamEvent{Type: EventDone, Response: big}, nil)
+	}
+	for ev, err := range Limited(done, ResponseLimits{MaxBytes: 10}) {
+		if !errors.Is(err, ErrResponseTooLarge) {
+			t.Errorf("a done response past the limit: %+v, %v", ev, err)
+		}
+	}
+}

@@ -111,6 +111,32 @@ func (a *Accumulator) Partial() *Response {
 	return &Response{Message: msg, StopReason: stop}
 }
 
+// Limited passes stream on, cut off at l: once the events carry more than
+// the limits allow, or the response of EventDone does, it yields a
+// *ResponseTooLargeError and stops. Code that passes a provider's stream to
+// others (the agent loop, to its middleware) uses it so that a stream that
+// never ends is stopped where it is read, whatever reads it.
+func Limited(stream iter.Seq2[StreamEvent, error], l ResponseLimits) iter.Seq2[StreamEvent, error] {
+	return func(yield func(StreamEvent, error) bool) {
+		m := NewMeter(l)
+		for ev, err := range stream {
+			if err == nil {
+				err = m.Add(ev)
+			}
+			if err == nil && ev.Type == EventDone {
+				err = l.Check(ev.Response)
+			}
+			if err != nil {
+				yield(StreamEvent{}, err)
+				return
+			}
+			if !yield(ev, nil) {
+				return
+			}
+		}
+	}
+}
+
 // StreamOf turns a Generate-style function into a stream that yields the
 // response's text and tool calls as single deltas, then EventDone. Models that
 // cannot stream use it to implement Stream.

@@ -3,6 +3,7 @@ package daotel
 import (
 	"context"
 	"errors"
+	"iter"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -46,43 +47,54 @@ type lastRun struct {
 // Middleware); subagents are covered by their parent's recorder.
 func Middleware() agent.Middleware {
 	return agent.Middleware{
-		Name:      "otel",
-		WrapModel: wrapModel,
-		AfterRun:  afterRun,
+		Name:       "otel",
+		WrapStream: wrapStream,
+		AfterRun:   afterRun,
 	}
 }
 
-func wrapModel(ctx context.Context, req *llm.Request, next agent.ModelFunc) (*llm.Response, error) {
+// wrapStream notes, for the recorder's chat span of the call, the request
+// as sent (when content is captured), the model that answered (from the
+// stream's response) and the kind of error that ended the stream.
+func wrapStream(ctx context.Context, req *llm.Request, next agent.StreamFunc) iter.Seq2[llm.StreamEvent, error] {
 	r := recorderFrom(ctx)
-	if r == nil {
-		return next(ctx, req)
-	}
 	step, ok := agent.StepFrom(ctx)
-	if !ok {
+	if r == nil || !ok {
 		return next(ctx, req)
 	}
-	if r.capture {
-		input := inputMessages(req.Messages)
-		system := systemInstructions(req.System, req.SystemTail)
-		r.noteModel(step.Agent, step.Round, func(n *modelNote) { n.input, n.system = input, system })
-	}
-	resp, err := next(ctx, req)
-	switch {
-	case err != nil:
-		typ := "_OTHER"
-		var ae *llm.APIError
-		if errors.As(err, &ae) && ae.Kind != "" {
-			typ = string(ae.Kind)
-		} else if errors.Is(err, context.Canceled) {
-			typ = "cancelled"
-		} else if errors.Is(err, context.DeadlineExceeded) {
-			typ = "timeout"
+	return func(yield func(llm.StreamEvent, error) bool) {
+		if r.capture {
+			input := inputMessages(req.Messages)
+			system := systemInstructions(req.System, req.SystemTail)
+			r.noteModel(step.Agent, step.Round, func(n *modelNote) { n.input, n.system = input, system })
 		}
-		r.noteModel(step.Agent, step.Round, func(n *modelNote) { n.errType = typ })
-	case resp != nil && resp.Model != "":
-		r.noteModel(step.Agent, step.Round, func(n *modelNote) { n.responseModel = resp.Model })
+		for ev, err := range next(ctx, req) {
+			switch {
+			case err != nil:
+				typ := errorType(err)
+				r.noteModel(step.Agent, step.Round, func(n *modelNote) { n.errType = typ })
+			case ev.Type == llm.EventDone && ev.Response != nil && ev.Response.Model != "":
+				r.noteModel(step.Agent, step.Round, func(n *modelNote) { n.responseModel = ev.Response.Model })
+			}
+			if !yield(ev, err) || err != nil {
+				return
+			}
+		}
 	}
-	return resp, err
+}
+
+// errorType is the error.type of a failed model call.
+func errorType(err error) string {
+	var ae *llm.APIError
+	switch {
+	case errors.As(err, &ae) && ae.Kind != "":
+		return string(ae.Kind)
+	case errors.Is(err, context.Canceled):
+		return "cancelled"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	}
+	return "_OTHER"
 }
 
 // afterRun links the top-level span to the thread's previous run and

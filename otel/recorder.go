@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/compact"
 	"github.com/deepagents-go/deepagents/llm"
 )
 
@@ -272,16 +273,22 @@ func (r *Recorder) Record(ev agent.Event) {
 			}
 			a.span.AddEvent("deepagents.resume", trace.WithTimestamp(at))
 		}
-	case agent.CompactionEnd:
-		if a := r.agents[ev.Agent]; a != nil && ev.Compaction != nil {
+	case compact.EventEnd:
+		if a, info := r.agents[ev.Agent], compactionOf(ev); a != nil && info != nil {
 			attrs := []attribute.KeyValue{
-				attribute.String("deepagents.compaction.trigger", ev.Compaction.Trigger),
-				attribute.Int("deepagents.compaction.tokens_before", ev.Compaction.TokensBefore),
-				attribute.Int("deepagents.compaction.tokens_after", ev.Compaction.TokensAfter),
+				attribute.String("deepagents.compaction.trigger", info.Trigger),
+				attribute.Int("deepagents.compaction.tokens_before", info.TokensBefore),
+				attribute.Int("deepagents.compaction.tokens_after", info.TokensAfter),
 			}
 			a.span.AddEvent("deepagents.compaction", trace.WithTimestamp(at), trace.WithAttributes(attrs...))
 		}
 	}
+}
+
+// compactionOf is the payload of a compaction event, nil for another.
+func compactionOf(ev agent.Event) *compact.Info {
+	info, _ := compact.InfoOf(ev)
+	return info
 }
 
 // resumedFrom reads the checkpoint id out of the loop's resume notice

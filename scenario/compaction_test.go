@@ -3,6 +3,8 @@ package scenario
 import (
 	"strings"
 	"testing"
+
+	compaction "github.com/deepagents-go/deepagents/compact"
 )
 
 func TestCompactionSetting(t *testing.T) {
@@ -86,7 +88,7 @@ func TestFailingSummarizerEndsTheRun(t *testing.T) {
 	}
 	failures := 0
 	for _, e := range tr.Events {
-		if e.Type == "compaction.end" && strings.Contains(e.Compaction.Error, "summariser service unavailable") {
+		if info, ok := compaction.InfoOf(e); ok && e.Type == "compaction.end" && strings.Contains(info.Error, "summariser service unavailable") {
 			failures++
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/deepagents-go/deepagents/agent"
+	compaction "github.com/deepagents-go/deepagents/compact"
 	"github.com/deepagents-go/deepagents/llm/scripted"
 )
 
@@ -266,7 +266,7 @@ func (s *Scenario) checkKey(key string, v json.RawMessage, t *Transcript, model 
 		}
 		got := 0
 		for _, e := range t.Events {
-			if e.Type == agent.CompactionEnd && e.Compaction != nil && e.Compaction.Cutoff > 0 {
+			if info, ok := compaction.InfoOf(e); ok && e.Type == compaction.EventEnd && info.Cutoff > 0 {
 				got++
 			}
 		}

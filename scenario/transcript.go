@@ -336,8 +336,8 @@ var eventRank = map[agent.EventType]int{
 // next model.request); one forced by an overflow error happens inside the
 // model call.
 func rankOf(e agent.Event) int {
-	if e.Type == agent.CompactionStart || e.Type == agent.CompactionEnd {
-		if e.Compaction != nil && e.Compaction.Trigger == "overflow" {
+	if info, ok := compaction.InfoOf(e); ok {
+		if info.Trigger == "overflow" {
 			return eventRank[agent.ModelDelta]
 		}
 		return eventRank[agent.FileConflict]

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/compact"
 	"github.com/deepagents-go/deepagents/config"
 	"github.com/deepagents-go/deepagents/providers"
 )
@@ -56,12 +57,12 @@ func (l *contextLog) startTurn() { l.byAgent = nil }
 
 // note takes in a model.request or compaction.end event.
 func (l *contextLog) note(ev agent.Event) {
-	if ev.Type == agent.CompactionEnd && ev.Compaction != nil {
-		if ev.Compaction.Error == "" || ev.Compaction.Evicted > 0 {
+	if info, ok := compact.InfoOf(ev); ok && ev.Type == compact.EventEnd {
+		if info.Error == "" || info.Evicted > 0 {
 			l.compactions++
 		}
-		l.summarizer.SummarizerCalls += ev.Compaction.SummarizerCalls
-		l.summarizer.Summarizer = l.summarizer.Summarizer.Add(ev.Compaction.Usage)
+		l.summarizer.SummarizerCalls += info.SummarizerCalls
+		l.summarizer.Summarizer = l.summarizer.Summarizer.Add(info.Usage)
 		return
 	}
 	if ev.Type != agent.ModelRequest || ev.Request == nil || ev.Request.Context == nil {

@@ -590,10 +590,15 @@ func (s *session) stream(enc *json.Encoder, ev agent.Event) {
 		_ = enc.Encode(ev)
 		return
 	}
-	_ = enc.Encode(struct {
-		agent.Event
-		ThreadID string `json:"thread_id"`
-	}{ev, s.thread})
+	// The event's own JSON with the thread's id after its fields (an
+	// embedded Event would write only its own, by its MarshalJSON).
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return
+	}
+	id, _ := json.Marshal(s.thread)
+	b = append(append(append(b[:len(b)-1], `,"thread_id":`...), id...), '}')
+	_ = enc.Encode(json.RawMessage(b))
 }
 
 // report prints a finished turn in the chosen format and returns the exit
