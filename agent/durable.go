@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -124,9 +125,12 @@ type ckConfig struct {
 	parentStep string
 	// metadata goes with the input's checkpoint (WithMetadata).
 	metadata map[string]string
-	// retry is how long a save the store cannot take is tried again
-	// (WithSaveRetry; 0 for DefaultSaveRetry).
-	retry time.Duration
+	// rec takes the run's step records: a ckRecorder of saver unless
+	// WithRecorder gave another.
+	rec Recorder
+	// recOnly: the run is recorded (WithRecorder) but has no saver to
+	// read a thread from.
+	recOnly bool
 	// acceptEnded: a resume of an ended run returns its result
 	// (WithEndedResult).
 	acceptEnded bool
@@ -150,11 +154,10 @@ type durable struct {
 	keeps  bool // the run's files are saved (a branchable backend)
 	usage  llm.Usage
 	values map[string]json.RawMessage // set since the last save
-	kids   map[string]*Result         // children finished since the last save
-	// kidJSON holds the summaries of kids already encoded for their calls'
-	// result writes, so that a save does not encode them again.
-	kidJSON map[string]json.RawMessage
-	own     int // checkpoints this run saved itself
+	// kids are the children finished since the last save; a nil one is
+	// a child of the turn before, dropped from the thread.
+	kids map[string]*Result
+	own  int // checkpoints this run saved itself
 	// legacyKids: the thread's state holds its finished children the way
 	// databases written before did, all under childrenValue.
 	legacyKids bool
@@ -283,34 +286,29 @@ func (r *run) loopState(status Status, err error) LoopState {
 	return ls
 }
 
-// save puts a checkpoint of everything since the last one. status is "" while
-// the run goes on.
-func (r *run) save(ctx context.Context, source string, status Status, runErr error) error {
+// save records everything since the last record as the next step (kind
+// input, loop or end). status is "" while the run goes on.
+func (r *run) save(ctx context.Context, kind RecordKind, status Status, runErr error) error {
 	d := r.ck
 	if d == nil {
 		return nil
 	}
-	st := checkpoint.Step{ThreadID: d.thread, NS: d.ns, ID: cpID(d.seq + 1), ParentID: d.last, Step: d.seq + 1,
-		Metadata: map[string]string{"source": source}, Messages: r.state.Messages[d.msgs:], Usage: d.usage,
-		Status: ckStatus(status), Time: r.rt.Now()}
-	if source == sourceInput && len(d.metadata) > 0 {
-		for k, v := range d.metadata {
-			if k != "source" {
-				st.Metadata[k] = v
-			}
-		}
+	rec := &StepRecord{Path: r.path, Kind: kind, Step: d.seq + 1, Checkpoint: cpID(d.seq + 1), Parent: d.last,
+		Appended: r.state.Messages[d.msgs:], Usage: d.usage, Values: d.values, Children: d.kids, Time: r.rt.Now(), warn: r.warnSave}
+	if kind == RecordInput {
+		rec.Metadata = d.metadata
 	}
 	if d.seq < 0 {
-		st.ParentID = ""
+		rec.Parent = ""
 	}
 	var deleted []string
 	switch {
 	case d.keeps && d.tracked:
 		// The run's own files say what changed: no copy of all of them.
-		st.Files = r.mem.TakeChanges()
+		rec.Files = r.mem.TakeChanges()
 	case d.keeps:
 		files, del, _ := r.fileView()
-		st.Files = diffFiles(d.files, files)
+		rec.Files = diffFiles(d.files, files)
 		d.files, deleted, d.deleted = files, del, del
 		if r.mem != nil && r.backend == vfs.Backend(r.mem) {
 			// From the first save on, the run's own memory tracks its
@@ -320,30 +318,147 @@ func (r *run) save(ctx context.Context, source string, status Status, runErr err
 			d.tracked, d.files = true, nil
 		}
 	}
-	ls := r.loopState(status, runErr)
-	ls.Deleted = deleted
-	lv, err := json.Marshal(ls)
+	rec.Loop = r.loopState(status, runErr)
+	rec.Loop.Deleted = deleted
+	if err := d.rec.Record(ctx, rec); err != nil {
+		return err
+	}
+	d.count.Add(1)
+	d.own++
+	d.seq, d.last, d.msgs = rec.Step, rec.Checkpoint, len(r.state.Messages)
+	d.usage, d.values, d.kids = llm.Usage{}, nil, nil
+	return nil
+}
+
+// warnSave reports a save the run tries again.
+func (r *run) warnSave(text string) {
+	r.emit(Event{Type: Warning, Warning: &WarningInfo{Source: "checkpoint", Text: text}})
+}
+
+// recordCall records a call of the step in progress: its result, a
+// decision taken for it, or that it waits for one.
+func (r *run) recordCall(ctx context.Context, call *CallRecord) error {
+	d := r.ck
+	if d == nil || d.stepCP == "" {
+		return nil
+	}
+	return d.rec.Record(ctx, &StepRecord{Path: r.path, Kind: RecordCall, Step: d.seq + 1, Checkpoint: d.stepCP,
+		Time: r.rt.Now(), Call: call, warn: r.warnSave})
+}
+
+// ckRecorder saves step records in a checkpoint saver: one checkpoint per
+// step, one write per call. A run given WithCheckpoints records with one,
+// and so do the subagent runs it starts.
+type ckRecorder struct {
+	saver  checkpoint.Saver
+	thread string
+	// retry is how long a save the store cannot take is tried again
+	// (WithSaveRetry; 0 for DefaultSaveRetry).
+	retry time.Duration
+
+	mu sync.Mutex
+	// kidJSON holds, by namespace and call id, the summaries of subagent
+	// runs already encoded for their calls' result writes, so that the
+	// next step's save does not encode them again.
+	kidJSON map[string]map[string]encodedKid
+}
+
+type encodedKid struct {
+	kid *Result
+	b   json.RawMessage
+}
+
+// Record saves rec.
+func (c *ckRecorder) Record(ctx context.Context, rec *StepRecord) error {
+	ns := nsOf(rec.Path)
+	if rec.Kind == RecordCall {
+		return c.recordCall(ctx, ns, rec)
+	}
+	st := checkpoint.Step{ThreadID: c.thread, NS: ns, ID: rec.Checkpoint, ParentID: rec.Parent, Step: rec.Step,
+		Metadata: map[string]string{"source": string(rec.Kind)}, Messages: rec.Appended, Usage: rec.Usage,
+		Files: rec.Files, Status: ckStatus(rec.Loop.Status), Time: rec.Time}
+	for k, v := range rec.Metadata {
+		if k != "source" {
+			st.Metadata[k] = v
+		}
+	}
+	lv, err := json.Marshal(rec.Loop)
 	if err != nil {
 		return err
 	}
 	st.Values = map[string]json.RawMessage{loopValue: lv}
-	maps.Copy(st.Values, d.values)
-	for id, c := range d.kids {
-		b, ok := d.kidJSON[id]
-		if !ok {
-			if b, err = json.Marshal(summary(c)); err != nil {
+	maps.Copy(st.Values, rec.Values)
+	c.mu.Lock()
+	encoded := c.kidJSON[ns]
+	c.mu.Unlock()
+	for id, kid := range rec.Children {
+		if kid == nil {
+			st.Values[childValue+id] = nil
+			continue
+		}
+		b := encoded[id].b
+		if encoded[id].kid != kid {
+			if b, err = json.Marshal(summary(kid)); err != nil {
 				return err
 			}
 		}
 		st.Values[childValue+id] = b
 	}
-	if err := r.keep(ctx, func(ctx context.Context) error { return d.saver.Put(ctx, st) }); err != nil {
-		return fmt.Errorf("saving checkpoint %d of thread %q: %w", st.Step, d.thread, err)
+	if err := c.keep(ctx, rec.warn, func(ctx context.Context) error { return c.saver.Put(ctx, st) }); err != nil {
+		return fmt.Errorf("saving checkpoint %d of thread %q: %w", st.Step, c.thread, err)
 	}
-	d.count.Add(1)
-	d.own++
-	d.seq, d.last, d.msgs = st.Step, st.ID, len(r.state.Messages)
-	d.usage, d.values, d.kids, d.kidJSON = llm.Usage{}, nil, nil, nil
+	c.mu.Lock()
+	delete(c.kidJSON, ns)
+	c.mu.Unlock()
+	return nil
+}
+
+// recordCall saves a call record as a write under the step in progress.
+func (c *ckRecorder) recordCall(ctx context.Context, ns string, rec *StepRecord) error {
+	call := rec.Call
+	w := checkpoint.Write{CallID: call.ID, Time: rec.Time}
+	switch {
+	case call.Decision != nil:
+		w.Kind = kindDecision
+		w.Data, _ = json.Marshal(*call.Decision)
+	case call.Waiting != nil:
+		w.Kind = kindWaiting
+		w.Data, _ = json.Marshal(*call.Waiting)
+	case call.Outcome != nil:
+		oc := *call.Outcome
+		oc.Child, oc.Files = nil, nil
+		saved := outcomeOut{savedOutcome: savedOutcome{CallOutcome: oc, Rejected: call.Rejected}}
+		if kid := call.Outcome.Child; kid != nil {
+			// Encoded once, for this write and for the next checkpoint's value.
+			b, err := json.Marshal(summary(kid))
+			if err != nil {
+				return err
+			}
+			saved.Child = b
+			c.mu.Lock()
+			if c.kidJSON == nil {
+				c.kidJSON = map[string]map[string]encodedKid{}
+			}
+			if c.kidJSON[ns] == nil {
+				c.kidJSON[ns] = map[string]encodedKid{}
+			}
+			c.kidJSON[ns][call.ID] = encodedKid{kid: kid, b: b}
+			c.mu.Unlock()
+		}
+		if saved.Content != "" && call.Message.Content == saved.Content {
+			// The write's message holds the text already: one copy is enough.
+			saved.Content, saved.InResult = "", true
+		}
+		data, err := saved.encode()
+		if err != nil {
+			return err
+		}
+		w.Kind, w.Result, w.Files, w.Data = checkpoint.KindResult, call.Message, call.Outcome.Files, data
+	}
+	ref := checkpoint.Ref{ThreadID: c.thread, NS: ns, ID: rec.Checkpoint}
+	if err := c.keep(ctx, rec.warn, func(ctx context.Context) error { return c.saver.PutWrite(ctx, ref, w) }); err != nil {
+		return fmt.Errorf("saving the result of call %s in thread %q: %w", w.CallID, c.thread, err)
+	}
 	return nil
 }
 
@@ -360,12 +475,12 @@ var saveRetryPauses = []time.Duration{100 * time.Millisecond, 250 * time.Millise
 // the resume must find it. One that fails because the store is unavailable
 // is tried again, with growing pauses, for up to the run's save retry
 // (WithSaveRetry), so that a database restart does not end every run that
-// saves meanwhile. Saves are idempotent, so a save that had landed before
-// it failed is not doubled.
-func (r *run) keep(ctx context.Context, save func(context.Context) error) error {
+// saves meanwhile; warn announces each try. Saves are idempotent, so a save
+// that had landed before it failed is not doubled.
+func (c *ckRecorder) keep(ctx context.Context, warn func(string), save func(context.Context) error) error {
 	err := save(ctx)
 	if err != nil && ctx.Err() == nil && errors.Is(err, checkpoint.ErrUnavailable) {
-		err = r.retrySave(ctx, save, err)
+		err = c.retrySave(ctx, warn, save, err)
 	}
 	if err == nil || ctx.Err() == nil {
 		return err
@@ -379,8 +494,8 @@ func (r *run) keep(ctx context.Context, save func(context.Context) error) error 
 // within the run's save retry of the first failure (err), unless ctx ends
 // first. The pauses are waits on the wall clock, as the lease's renewal
 // is: they decide nothing the run records.
-func (r *run) retrySave(ctx context.Context, save func(context.Context) error, err error) error {
-	budget := r.ck.retry
+func (c *ckRecorder) retrySave(ctx context.Context, warn func(string), save func(context.Context) error, err error) error {
+	budget := c.retry
 	if budget == 0 {
 		budget = DefaultSaveRetry
 	}
@@ -390,8 +505,9 @@ func (r *run) retrySave(ctx context.Context, save func(context.Context) error, e
 		if time.Since(first)+pause > budget {
 			return err
 		}
-		r.emit(Event{Type: Warning, Warning: &WarningInfo{Source: "checkpoint",
-			Text: fmt.Sprintf("a save failed (%v); trying again in %s (try %d; giving up %s after the first failure)", err, pause, i+2, budget)}})
+		if warn != nil {
+			warn(fmt.Sprintf("a save failed (%v); trying again in %s (try %d; giving up %s after the first failure)", err, pause, i+2, budget))
+		}
 		t := time.NewTimer(pause)
 		select {
 		case <-ctx.Done():
@@ -403,21 +519,6 @@ func (r *run) retrySave(ctx context.Context, save func(context.Context) error, e
 			return err
 		}
 	}
-}
-
-// saveWrite saves one finished call, a decision or a waiting call under the
-// step in progress.
-func (r *run) saveWrite(ctx context.Context, w checkpoint.Write) error {
-	d := r.ck
-	if d == nil || d.stepCP == "" {
-		return nil
-	}
-	w.Time = r.rt.Now()
-	ref := checkpoint.Ref{ThreadID: d.thread, NS: d.ns, ID: d.stepCP}
-	if err := r.keep(ctx, func(ctx context.Context) error { return d.saver.PutWrite(ctx, ref, w) }); err != nil {
-		return fmt.Errorf("saving the result of call %s in thread %q: %w", w.CallID, d.thread, err)
-	}
-	return nil
 }
 
 // Kinds of the writes a step in progress keeps besides results.
@@ -1112,13 +1213,18 @@ func (r *run) dropChildren() {
 	if d == nil || len(r.children) == 0 && !d.legacyKids {
 		return
 	}
-	if d.values == nil {
-		d.values = map[string]json.RawMessage{}
+	if d.kids == nil {
+		d.kids = map[string]*Result{}
 	}
 	for id := range r.children {
-		d.values[childValue+id] = nil
+		if _, kept := d.kids[id]; !kept { // a child saved with a closed step stays
+			d.kids[id] = nil
+		}
 	}
 	if d.legacyKids {
+		if d.values == nil {
+			d.values = map[string]json.RawMessage{}
+		}
 		d.values[childrenValue] = nil
 		d.legacyKids = false
 	}
@@ -1182,7 +1288,7 @@ func (r *run) saveInput(ctx context.Context) error {
 		return nil
 	}
 	r.ck.input = cpID(r.ck.seq + 1)
-	return r.save(ctx, sourceInput, "", nil)
+	return r.save(ctx, RecordInput, "", nil)
 }
 
 // rebuildChanged recomputes the paths an unfinished run changed, after a

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/deepagents-go/deepagents/checkpoint"
@@ -31,6 +32,7 @@ type runConfig struct {
 	runtime  Runtime
 
 	ck        *ckConfig
+	rec       Recorder
 	metadata  map[string]string
 	holder    string
 	ttl       time.Duration
@@ -238,13 +240,25 @@ func (a *Agent) newRun(in Input, rc runConfig) *run {
 			r.mem, r.backend = mem, b
 		}
 	}
+	if rc.rec != nil {
+		if rc.ck == nil {
+			rc.ck = &ckConfig{count: new(atomic.Int64), recOnly: true}
+		}
+		rc.ck.rec = rc.rec
+	}
 	if rc.ck != nil {
 		r.ck = &durable{ckConfig: *rc.ck, ns: nsOf(r.path), seq: -1}
+		if r.ck.rec == nil && r.ck.saver != nil {
+			r.ck.rec = &ckRecorder{saver: r.ck.saver, thread: r.ck.thread}
+		}
 		if !r.ck.nested && rc.metadata != nil {
 			r.ck.metadata = rc.metadata
 		}
 		if !r.ck.nested {
-			r.ck.retry, r.ck.acceptEnded = rc.saveRetry, rc.ended
+			r.ck.acceptEnded = rc.ended
+			if cr, ok := r.ck.rec.(*ckRecorder); ok {
+				cr.retry = rc.saveRetry
+			}
 		}
 		_, _, r.ck.keeps = r.fileView()
 	}
@@ -288,11 +302,11 @@ func (r *run) loop(parent context.Context) {
 			Text: ungatedText(r.a.ungated, r.a.names, r.a.stepTools)}})
 	}
 	var pending *StepState
-	if r.ck != nil && r.ck.saver == nil {
+	if r.ck != nil && r.ck.saver == nil && !r.ck.recOnly {
 		r.end(parent, StatusError, errors.New("WithCheckpoints was given no saver"))
 		return
 	}
-	if r.ck == nil {
+	if r.ck == nil || r.ck.recOnly {
 		switch {
 		case len(r.decisions) > 0:
 			r.end(parent, StatusError, &DecisionError{Msg: "decisions answer the waiting calls of a thread: resume it with WithCheckpoints"})
@@ -302,7 +316,15 @@ func (r *run) loop(parent context.Context) {
 			return
 		}
 	}
-	if r.ck != nil {
+	switch {
+	case r.ck != nil && r.ck.recOnly:
+		// Recorded but not checkpointed: a run from its input alone.
+		r.closeDangling()
+		if err := r.saveInput(ctx); err != nil {
+			r.end(parent, cancelledBy(ctx, StatusError, err), err)
+			return
+		}
+	case r.ck != nil:
 		if !r.ck.nested {
 			stop, err := r.lease(ctx)
 			if err != nil {
@@ -319,7 +341,7 @@ func (r *run) loop(parent context.Context) {
 		}
 		pending = p
 		r.restoreCalibration()
-	} else {
+	default:
 		r.closeDangling()
 	}
 	status, err := r.steps(ctx, pending)
@@ -346,7 +368,7 @@ func (r *run) loop(parent context.Context) {
 func (r *run) saveEnd(ctx context.Context, status Status, err error) error {
 	sctx, stop := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer stop()
-	return r.save(sctx, "end", status, err)
+	return r.save(sctx, RecordEnd, status, err)
 }
 
 // endWith ends the steps with the model's last response (ev), saving the

@@ -1,0 +1,93 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/vfs"
+)
+
+// RecordKind says what a StepRecord records.
+type RecordKind string
+
+const (
+	// RecordInput is a turn's input, the record its changes count from.
+	RecordInput RecordKind = "input"
+	// RecordStep is a model response, recorded before any of its calls
+	// starts and before anyone sees it.
+	RecordStep RecordKind = "loop"
+	// RecordEnd is the run's end.
+	RecordEnd RecordKind = "end"
+	// RecordCall is one call of the step in progress that finished, was
+	// decided, or waits for a decision (StepRecord.Call).
+	RecordCall RecordKind = "call"
+)
+
+// StepRecord is what a run did since its last record: handed to the run's
+// Recorder once per step (its input, each model response, its end) and once
+// per call of the step in progress that finished, was decided or now waits,
+// so that a process that dies never repeats a finished model or tool call.
+type StepRecord struct {
+	// Path is the run's agent path: a subagent's records go to the
+	// recorder of the run that started it.
+	Path Path
+	Kind RecordKind
+	// Step numbers the run's steps; Checkpoint names the step (for a call,
+	// the step in progress it belongs to) and Parent the record this step
+	// follows ("" starts a new history).
+	Step       int
+	Checkpoint string
+	Parent     string
+	// Metadata goes with a turn's input (WithMetadata).
+	Metadata map[string]string
+	Time     time.Time
+
+	// Appended are the messages added since the last step record, Files
+	// the file changes, Values the values set (nil: removed) and Usage the
+	// model usage.
+	Appended []llm.Message
+	Files    vfs.Delta
+	Values   map[string]json.RawMessage
+	Usage    llm.Usage
+	// Children are the subagent runs that finished since the last step
+	// record, by call id; a nil one is dropped from the thread.
+	Children map[string]*Result
+	// Loop is the loop's own value as of this step.
+	Loop LoopState
+
+	// Call is set in a RecordCall.
+	Call *CallRecord
+
+	// warn reports a warning on the run that made the record.
+	warn func(text string)
+}
+
+// CallRecord is one call of the step in progress: exactly one of Outcome,
+// Decision and Waiting is set.
+type CallRecord struct {
+	ID string
+	// Message is the tool message a finished call appends, Outcome what
+	// it did (its files and subagent run included).
+	Message llm.Message
+	Outcome *CallOutcome
+	// Rejected: the call never ran, a person rejected it.
+	Rejected bool
+	Decision *Decision
+	Waiting  *Interrupt
+}
+
+// Recorder takes a run's step records, and those of the subagent runs it
+// starts, in order per run. An error stops the run: it fails, as when its
+// store cannot save a step.
+type Recorder interface {
+	Record(ctx context.Context, rec *StepRecord) error
+}
+
+// WithRecorder hands the run's step records, and those of the subagent runs
+// it starts, to rec. With WithCheckpoints, rec takes them in place of the
+// saver, which the run still reads a thread from; without, the run starts
+// afresh from its input (there is no thread to resume) and rec sees what it
+// does.
+func WithRecorder(rec Recorder) RunOption { return func(c *runConfig) { c.rec = rec } }
