@@ -2,15 +2,11 @@ package agent
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,13 +19,7 @@ import (
 )
 
 // This file is what makes a run durable: saving each step to a checkpoint
-// saver, reading a run back, and the thread's lease.
-
-// DefaultLeaseTTL is how long a run's hold on its thread lasts without
-// renewal. A running process renews it every third of that; the lease of a
-// process that died expires after it (at once when the holder was a process
-// on this machine that no longer exists).
-const DefaultLeaseTTL = time.Minute
+// saver and reading a run back.
 
 // sourceInput is the "source" metadata of a checkpoint holding a run's input.
 const sourceInput = "input"
@@ -58,8 +48,9 @@ func ReservedValue(name string) bool { return strings.HasPrefix(name, "agent.") 
 // A run given input continues the thread's conversation and files (a new
 // thread starts empty); a run given no input resumes the thread's
 // unfinished run from its last checkpoint, repeating no finished model or
-// tool call. A top-level run holds the thread's lease while it runs, so a
-// second run on the thread is refused.
+// tool call. runner.Checkpoints does this and also holds the thread's
+// lease while the run goes on, so that a second run on the thread is
+// refused.
 func WithCheckpoints(saver checkpoint.Saver, thread string) RunOption {
 	return func(c *runConfig) {
 		c.ck = &ckConfig{saver: saver, thread: thread, count: new(atomic.Int64)}
@@ -73,12 +64,6 @@ func WithCheckpoints(saver checkpoint.Saver, thread string) RunOption {
 // run, and a run resumed without input, save no input and so no metadata.
 func WithMetadata(md map[string]string) RunOption {
 	return func(c *runConfig) { c.metadata = maps.Clone(md) }
-}
-
-// WithLease names the holder of the thread's lease (default: this host and
-// process) and its time to live (default DefaultLeaseTTL).
-func WithLease(holder string, ttl time.Duration) RunOption {
-	return func(c *runConfig) { c.holder, c.ttl = holder, ttl }
 }
 
 // DefaultSaveRetry is how long a run keeps trying a save that fails because
@@ -934,150 +919,6 @@ func storedErr(rs *RunState) error {
 	}
 	return errors.New(rs.Loop.Error)
 }
-
-// LeaseHolder names this process in a thread's lease, as runs name it when
-// WithLease gives no holder: host, process id, a random part (so that a
-// later process with the same id is not mistaken for it) and, on Linux,
-// the machine's boot and process id namespace (so that a process in a
-// container sharing the host's name is not either). Another holder named
-// so (a server's probe, say) is known for dead by LeaseHolderGone.
-func LeaseHolder() string { return holderName() }
-
-// holderName names this process in a lease (see LeaseHolder).
-func holderName() string { return LeaseHolderOf(os.Getpid()) }
-
-// LeaseHolderGone reports whether a lease holder named as LeaseHolder names
-// them is a process of this host and process id namespace, other than this
-// one, that no longer runs (a zombie included): its lease can be taken over
-// without waiting for it to expire. A holder from anywhere else, or named
-// otherwise, is never taken for gone.
-func LeaseHolderGone(holder string) bool { return deadLocalHolder(holder) }
-
-// LeaseHolderOf names process pid of this host as LeaseHolder names this
-// process: for a supervisor that takes leases on behalf of processes it
-// starts, so that their leases are freed as soon as they die.
-func LeaseHolderOf(pid int) string {
-	host, _ := os.Hostname()
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	name := fmt.Sprintf("%s/%d/%s", host, pid, hex.EncodeToString(b[:]))
-	if space := hostSpace(); space != "" {
-		name += "/" + space
-	}
-	return name
-}
-
-// localHolder returns the process id a holder named as holderName names
-// them gives, when it is a process whose id this process sees as it is:
-// the same host and, where that is not enough, the same boot and process
-// id namespace. ok is false otherwise.
-func localHolder(holder string) (pid int, ok bool) {
-	parts := strings.Split(holder, "/")
-	space := hostSpace()
-	switch {
-	case hostSpaced && (space == "" || len(parts) != 4 || parts[3] != space):
-		return 0, false
-	case !hostSpaced && len(parts) != 3:
-		return 0, false
-	}
-	host, _ := os.Hostname()
-	pid, err := strconv.Atoi(parts[1])
-	return pid, parts[0] == host && err == nil && pid > 0
-}
-
-// ownHolder reports whether holder names this very process.
-func ownHolder(holder string) bool {
-	pid, ok := localHolder(holder)
-	return ok && pid == os.Getpid()
-}
-
-// deadLocalHolder reports whether holder names a process on this host that
-// no longer exists, so its lease need not run out first.
-func deadLocalHolder(holder string) bool {
-	pid, ok := localHolder(holder)
-	return ok && pid != os.Getpid() && !processAlive(pid)
-}
-
-// TakeLease acquires thread's lease for holder until now+ttl, as
-// checkpoint.Saver.Acquire does, but first takes it over from a holder
-// that LeaseHolderGone says is gone, without waiting for its lease to
-// expire. Runs take their threads this way; so should other callers that
-// hold a thread (to delete it, say).
-func TakeLease(ctx context.Context, saver checkpoint.Saver, thread, holder string, now time.Time, ttl time.Duration) (checkpoint.Lease, error) {
-	l, err := saver.Acquire(ctx, thread, holder, now, ttl)
-	var le *checkpoint.LeasedError
-	if errors.As(err, &le) && deadLocalHolder(le.Holder) {
-		if rerr := saver.Release(ctx, thread, le.Holder); rerr == nil {
-			l, err = saver.Acquire(ctx, thread, holder, now, ttl)
-		}
-	}
-	return l, err
-}
-
-// lease takes the thread for this run and keeps it until stop is called.
-func (r *run) lease(ctx context.Context) (stop func(), err error) {
-	d := r.ck
-	holder, ttl := r.holder, r.ttl
-	if holder == "" {
-		holder = holderName()
-	}
-	if ttl <= 0 {
-		ttl = DefaultLeaseTTL
-	}
-	_, err = TakeLease(ctx, d.saver, d.thread, holder, r.rt.Now(), ttl)
-	var le *checkpoint.LeasedError
-	if err != nil {
-		if errors.As(err, &le) {
-			who := "another process"
-			if ownHolder(le.Holder) {
-				who = "another run of this process"
-			}
-			return nil, &busyError{msg: fmt.Sprintf("thread %q is being run by %s (%s) until %s; wait for it to finish or for its lease to expire",
-				d.thread, who, le.Holder, le.Expires.UTC().Format(time.RFC3339)), err: err}
-		}
-		return nil, fmt.Errorf("taking thread %q: %w", d.thread, err)
-	}
-	done := make(chan struct{})
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		t := time.NewTicker(max(ttl/3, time.Millisecond))
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				rctx, cancel := context.WithTimeout(context.Background(), ttl/3)
-				_, err := d.saver.Renew(rctx, d.thread, holder, r.rt.Now(), ttl)
-				cancel()
-				if errors.Is(err, checkpoint.ErrNotHeld) {
-					// Another process took the thread over: this run must not
-					// write another step.
-					r.cancelCause(fmt.Errorf("lost thread %q to another process (its lease expired)", d.thread))
-					return
-				}
-			}
-		}
-	}()
-	return func() {
-		close(done)
-		<-finished
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		_ = d.saver.Release(rctx, d.thread, holder)
-	}, nil
-}
-
-// busyError is the error of a run whose thread another run holds; it
-// matches checkpoint.ErrLeased.
-type busyError struct {
-	msg string
-	err error
-}
-
-func (e *busyError) Error() string { return e.msg }
-func (e *busyError) Unwrap() error { return e.err }
 
 // errWaiting is the cause of a run that stopped for approval.
 type errWaiting struct{ n int }

@@ -91,3 +91,26 @@ type Recorder interface {
 // afresh from its input (there is no thread to resume) and rec sees what it
 // does.
 func WithRecorder(rec Recorder) RunOption { return func(c *runConfig) { c.rec = rec } }
+
+// Hold keeps a run's thread for it while it runs, so that no other run
+// takes it meanwhile (package runner holds a lease). A top-level run calls
+// Hold once, before it reads its thread, on its runtime's clock now; lost
+// ends the run with a reason when the thread is taken from it, and release
+// lets the thread go when the run ends. An error ends the run at once.
+type Hold interface {
+	Hold(ctx context.Context, now func() time.Time, lost func(error)) (release func(), err error)
+}
+
+// WithHold has the run keep its thread with h (subagent runs are held by
+// their top-level run's).
+func WithHold(h Hold) RunOption { return func(c *runConfig) { c.hold = h } }
+
+// Options makes one option of several, applied in order: for a package
+// that gives runs a set of options at once.
+func Options(opts ...RunOption) RunOption {
+	return func(c *runConfig) {
+		for _, o := range opts {
+			o(c)
+		}
+	}
+}

@@ -34,8 +34,7 @@ type runConfig struct {
 	ck        *ckConfig
 	rec       Recorder
 	metadata  map[string]string
-	holder    string
-	ttl       time.Duration
+	hold      Hold
 	saveRetry time.Duration
 	decisions []Decision
 	ended     bool
@@ -175,8 +174,7 @@ type run struct {
 	lastRespError string
 
 	ck        *durable // nil when the run is not checkpointed
-	holder    string
-	ttl       time.Duration
+	hold      Hold     // nil but for a top-level run given WithHold
 	decisions []Decision
 	rejected  map[string]string // callKey → the reason a person gave
 	waiting   []Interrupt       // calls waiting for a decision, own and children's
@@ -206,7 +204,7 @@ func (a *Agent) newRun(in Input, rc runConfig) *run {
 		r.inherited = rc.parts
 	}
 	r.rt, r.custom = rc.runtime, rc.runtime
-	r.holder, r.ttl, r.decisions = rc.holder, rc.ttl, rc.decisions
+	r.hold, r.decisions = rc.hold, rc.decisions
 	if r.rt == nil {
 		r.rt = inProcess{a: a}
 	}
@@ -325,13 +323,13 @@ func (r *run) loop(parent context.Context) {
 			return
 		}
 	case r.ck != nil:
-		if !r.ck.nested {
-			stop, err := r.lease(ctx)
+		if r.hold != nil && !r.ck.nested {
+			release, err := r.hold.Hold(ctx, r.rt.Now, r.cancelCause)
 			if err != nil {
 				r.end(parent, cancelledBy(ctx, StatusError, err), err)
 				return
 			}
-			defer stop()
+			defer release()
 		}
 		p, done, status, err := r.open(ctx)
 		if done {

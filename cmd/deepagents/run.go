@@ -22,6 +22,7 @@ import (
 	"github.com/deepagents-go/deepagents/internal/safefile"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/providers"
+	"github.com/deepagents-go/deepagents/runner"
 )
 
 // runFlags are the flags of `deepagents run`.
@@ -463,7 +464,7 @@ func (s *session) drive(ctx context.Context, in agent.Input, decisions []agent.D
 			}
 			s.told[sigKey] = true
 		}
-		opts := []agent.RunOption{agent.WithCheckpoints(watch, s.thread), agent.WithMetadata(md), agent.WithSaveRetry(saveRetry(s.flags.saveRetry))}
+		opts := []agent.RunOption{runner.Checkpoints(watch, s.thread), agent.WithMetadata(md), agent.WithSaveRetry(saveRetry(s.flags.saveRetry))}
 		if len(decisions) > 0 {
 			opts = append(opts, agent.WithDecisions(decisions...))
 		}
@@ -559,8 +560,8 @@ func (s *session) discardFailedStart(ctx context.Context, res *agent.Result) boo
 	}
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	holder := agent.LeaseHolder()
-	if _, err := agent.TakeLease(dctx, s.setup.saver, s.thread, holder, time.Now(), time.Minute); err != nil {
+	holder := runner.LeaseHolder()
+	if _, err := runner.TakeLease(dctx, s.setup.saver, s.thread, holder, time.Now(), time.Minute); err != nil {
 		return false
 	}
 	if err := s.setup.saver.DeleteThread(dctx, s.thread); err != nil {
