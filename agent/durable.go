@@ -390,7 +390,7 @@ func (c *ckRecorder) Record(ctx context.Context, rec *StepRecord) error {
 		st.Values[childValue+id] = b
 	}
 	if err := c.keep(ctx, rec.warn, func(ctx context.Context) error { return c.saver.Put(ctx, st) }); err != nil {
-		return fmt.Errorf("saving checkpoint %d of thread %q: %w", st.Step, c.thread, err)
+		return marked(fmt.Errorf("saving checkpoint %d of thread %q: %w", st.Step, c.thread, err))
 	}
 	c.mu.Lock()
 	delete(c.kidJSON, ns)
@@ -442,9 +442,18 @@ func (c *ckRecorder) recordCall(ctx context.Context, ns string, rec *StepRecord)
 	}
 	ref := checkpoint.Ref{ThreadID: c.thread, NS: ns, ID: rec.Checkpoint}
 	if err := c.keep(ctx, rec.warn, func(ctx context.Context) error { return c.saver.PutWrite(ctx, ref, w) }); err != nil {
-		return fmt.Errorf("saving the result of call %s in thread %q: %w", w.CallID, c.thread, err)
+		return marked(fmt.Errorf("saving the result of call %s in thread %q: %w", w.CallID, c.thread, err))
 	}
 	return nil
+}
+
+// marked marks a save the store could not take for now as the recorder
+// being unavailable.
+func marked(err error) error {
+	if errors.Is(err, checkpoint.ErrUnavailable) {
+		return unavailableError{err}
+	}
+	return err
 }
 
 // keepTimeout bounds a save made after the run was cancelled.

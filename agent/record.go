@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/deepagents-go/deepagents/llm"
@@ -80,10 +81,26 @@ type CallRecord struct {
 
 // Recorder takes a run's step records, and those of the subagent runs it
 // starts, in order per run. An error stops the run: it fails, as when its
-// store cannot save a step.
+// store cannot save a step. An error that matches ErrRecorderUnavailable
+// leaves the run unfinished instead, to be resumed once the recorder is
+// back: the run records no end, and a subagent stopped so stops its whole
+// run rather than telling its parent's model it failed.
 type Recorder interface {
 	Record(ctx context.Context, rec *StepRecord) error
 }
+
+// ErrRecorderUnavailable is matched by a Recorder's error when its store
+// could not take the record for now (a database restarting, a network
+// cut), not because the record was wrong.
+var ErrRecorderUnavailable = errors.New("the run's recorder is unavailable")
+
+// unavailableError marks err as ErrRecorderUnavailable, keeping its text
+// and what it wraps.
+type unavailableError struct{ err error }
+
+func (e unavailableError) Error() string        { return e.err.Error() }
+func (e unavailableError) Unwrap() error        { return e.err }
+func (e unavailableError) Is(target error) bool { return target == ErrRecorderUnavailable }
 
 // WithRecorder hands the run's step records, and those of the subagent runs
 // it starts, to rec. With WithCheckpoints, rec takes them in place of the

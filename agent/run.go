@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/tokens"
 	"github.com/deepagents-go/deepagents/tool"
@@ -349,10 +348,10 @@ func (r *run) loop(parent context.Context) {
 			m.AfterRun(context.WithoutCancel(ctx), r.stepInfo(), status)
 		}
 	}
-	// A cancelled run saves no end, and neither does one the checkpoint
-	// store failed (it stayed unavailable through the save's retries): both
+	// A cancelled run saves no end, and neither does one its recorder
+	// failed for now (its store stayed unavailable through the retries): both
 	// stay unfinished, so that they can be resumed from their last save.
-	if r.ck != nil && status != StatusCancelled && !(status == StatusError && errors.Is(err, checkpoint.ErrUnavailable)) &&
+	if r.ck != nil && status != StatusCancelled && !(status == StatusError && errors.Is(err, ErrRecorderUnavailable)) &&
 		!(r.ck.ended && r.unchanged()) {
 		if serr := r.saveEnd(ctx, status, err); serr != nil {
 			status, err = StatusError, errors.Join(err, serr)
