@@ -1,4 +1,4 @@
-package deepagents_test
+package runner_test
 
 import (
 	"context"

@@ -1,6 +1,6 @@
 //go:build unix
 
-package deepagents_test
+package runner_test
 
 import (
 	"bufio"
