@@ -66,21 +66,6 @@ func WithMetadata(md map[string]string) RunOption {
 	return func(c *runConfig) { c.metadata = maps.Clone(md) }
 }
 
-// DefaultSaveRetry is how long a run keeps trying a save that fails because
-// the checkpoint store is unavailable (checkpoint.ErrUnavailable: a database
-// restarting, a network cut) before the run fails.
-const DefaultSaveRetry = 2 * time.Minute
-
-// WithSaveRetry sets how long a save that fails because the checkpoint
-// store is unavailable is tried again, with growing pauses, before the run
-// fails (default DefaultSaveRetry; negative: not at all). Each try is
-// announced by a warning event (source "checkpoint"). A run that fails so
-// saves no end: it stays unfinished, and can be resumed once the store is
-// back. Subagent runs take their parent's setting.
-func WithSaveRetry(d time.Duration) RunOption {
-	return func(c *runConfig) { c.saveRetry = d }
-}
-
 // WithDecisions answers calls that wait for a person (Result.Interrupts)
 // when a thread is resumed. Decisions may answer some of the waiting calls;
 // the others keep waiting. A decision that answers no waiting call, or takes
@@ -279,7 +264,7 @@ func (r *run) save(ctx context.Context, kind RecordKind, status Status, runErr e
 		return nil
 	}
 	rec := &StepRecord{Path: r.path, Kind: kind, Step: d.seq + 1, Checkpoint: cpID(d.seq + 1), Parent: d.last,
-		Appended: r.state.Messages[d.msgs:], Usage: d.usage, Values: d.values, Children: d.kids, Time: r.rt.Now(), warn: r.warnSave}
+		Appended: r.state.Messages[d.msgs:], Usage: d.usage, Values: d.values, Children: d.kids, Time: r.rt.Now(), Warn: r.warnSave}
 	if kind == RecordInput {
 		rec.Metadata = d.metadata
 	}
@@ -306,7 +291,10 @@ func (r *run) save(ctx context.Context, kind RecordKind, status Status, runErr e
 	rec.Loop = r.loopState(status, runErr)
 	rec.Loop.Deleted = deleted
 	if err := d.rec.Record(ctx, rec); err != nil {
-		return err
+		if d.recOnly {
+			return fmt.Errorf("recording step %d: %w", rec.Step, err)
+		}
+		return fmt.Errorf("saving checkpoint %d of thread %q: %w", rec.Step, d.thread, err)
 	}
 	d.count.Add(1)
 	d.own++
@@ -327,19 +315,31 @@ func (r *run) recordCall(ctx context.Context, call *CallRecord) error {
 	if d == nil || d.stepCP == "" {
 		return nil
 	}
-	return d.rec.Record(ctx, &StepRecord{Path: r.path, Kind: RecordCall, Step: d.seq + 1, Checkpoint: d.stepCP,
-		Time: r.rt.Now(), Call: call, warn: r.warnSave})
+	err := d.rec.Record(ctx, &StepRecord{Path: r.path, Kind: RecordCall, Step: d.seq + 1, Checkpoint: d.stepCP,
+		Time: r.rt.Now(), Call: call, Warn: r.warnSave})
+	switch {
+	case err == nil:
+		return nil
+	case d.recOnly:
+		return fmt.Errorf("recording call %s: %w", call.ID, err)
+	}
+	return fmt.Errorf("saving the result of call %s in thread %q: %w", call.ID, d.thread, err)
 }
 
-// ckRecorder saves step records in a checkpoint saver: one checkpoint per
-// step, one write per call. A run given WithCheckpoints records with one,
-// and so do the subagent runs it starts.
+// CheckpointRecorder saves step records in saver under thread: one
+// checkpoint per step, one write per call, in the namespace of the record's
+// path. A save cut short by the run's cancellation is made again without it
+// (what it saves was paid for); one the store cannot take for now fails
+// with ErrRecorderUnavailable. A run given WithCheckpoints records with
+// one, and so do the subagent runs it starts.
+func CheckpointRecorder(saver checkpoint.Saver, thread string) Recorder {
+	return &ckRecorder{saver: saver, thread: thread}
+}
+
+// ckRecorder is CheckpointRecorder's recorder.
 type ckRecorder struct {
 	saver  checkpoint.Saver
 	thread string
-	// retry is how long a save the store cannot take is tried again
-	// (WithSaveRetry; 0 for DefaultSaveRetry).
-	retry time.Duration
 
 	mu sync.Mutex
 	// kidJSON holds, by namespace and call id, the summaries of subagent
@@ -389,8 +389,8 @@ func (c *ckRecorder) Record(ctx context.Context, rec *StepRecord) error {
 		}
 		st.Values[childValue+id] = b
 	}
-	if err := c.keep(ctx, rec.warn, func(ctx context.Context) error { return c.saver.Put(ctx, st) }); err != nil {
-		return marked(fmt.Errorf("saving checkpoint %d of thread %q: %w", st.Step, c.thread, err))
+	if err := keep(ctx, func(ctx context.Context) error { return c.saver.Put(ctx, st) }); err != nil {
+		return marked(err)
 	}
 	c.mu.Lock()
 	delete(c.kidJSON, ns)
@@ -441,10 +441,7 @@ func (c *ckRecorder) recordCall(ctx context.Context, ns string, rec *StepRecord)
 		w.Kind, w.Result, w.Files, w.Data = checkpoint.KindResult, call.Message, call.Outcome.Files, data
 	}
 	ref := checkpoint.Ref{ThreadID: c.thread, NS: ns, ID: rec.Checkpoint}
-	if err := c.keep(ctx, rec.warn, func(ctx context.Context) error { return c.saver.PutWrite(ctx, ref, w) }); err != nil {
-		return marked(fmt.Errorf("saving the result of call %s in thread %q: %w", w.CallID, c.thread, err))
-	}
-	return nil
+	return marked(keep(ctx, func(ctx context.Context) error { return c.saver.PutWrite(ctx, ref, w) }))
 }
 
 // marked marks a save the store could not take for now as the recorder
@@ -459,60 +456,19 @@ func marked(err error) error {
 // keepTimeout bounds a save made after the run was cancelled.
 const keepTimeout = 30 * time.Second
 
-// saveRetryPauses are the pauses between tries of a save the store could
-// not take; the last one repeats.
-var saveRetryPauses = []time.Duration{100 * time.Millisecond, 250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, 5 * time.Second}
-
 // keep runs a save. One that fails because the run was cancelled meanwhile
 // is made again, without the cancellation (bounded by keepTimeout): what
 // it saves was paid for — a model response, a call that finished — and
-// the resume must find it. One that fails because the store is unavailable
-// is tried again, with growing pauses, for up to the run's save retry
-// (WithSaveRetry), so that a database restart does not end every run that
-// saves meanwhile; warn announces each try. Saves are idempotent, so a save
-// that had landed before it failed is not doubled.
-func (c *ckRecorder) keep(ctx context.Context, warn func(string), save func(context.Context) error) error {
+// the resume must find it. Saves are idempotent, so a save that had landed
+// before it failed is not doubled.
+func keep(ctx context.Context, save func(context.Context) error) error {
 	err := save(ctx)
-	if err != nil && ctx.Err() == nil && errors.Is(err, checkpoint.ErrUnavailable) {
-		err = c.retrySave(ctx, warn, save, err)
-	}
 	if err == nil || ctx.Err() == nil {
 		return err
 	}
 	dctx, stop := context.WithTimeout(context.WithoutCancel(ctx), keepTimeout)
 	defer stop()
 	return save(dctx)
-}
-
-// retrySave tries save again while it fails with checkpoint.ErrUnavailable,
-// within the run's save retry of the first failure (err), unless ctx ends
-// first. The pauses are waits on the wall clock, as the lease's renewal
-// is: they decide nothing the run records.
-func (c *ckRecorder) retrySave(ctx context.Context, warn func(string), save func(context.Context) error, err error) error {
-	budget := c.retry
-	if budget == 0 {
-		budget = DefaultSaveRetry
-	}
-	first := time.Now()
-	for i := 0; ; i++ {
-		pause := saveRetryPauses[min(i, len(saveRetryPauses)-1)]
-		if time.Since(first)+pause > budget {
-			return err
-		}
-		if warn != nil {
-			warn(fmt.Sprintf("a save failed (%v); trying again in %s (try %d; giving up %s after the first failure)", err, pause, i+2, budget))
-		}
-		t := time.NewTimer(pause)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return err
-		case <-t.C:
-		}
-		if err = save(ctx); err == nil || ctx.Err() != nil || !errors.Is(err, checkpoint.ErrUnavailable) {
-			return err
-		}
-	}
 }
 
 // Kinds of the writes a step in progress keeps besides results.

@@ -61,8 +61,10 @@ type StepRecord struct {
 	// Call is set in a RecordCall.
 	Call *CallRecord
 
-	// warn reports a warning on the run that made the record.
-	warn func(text string)
+	// Warn reports a warning event (source "checkpoint") on the run that
+	// made the record, while Record runs: a recorder that tries a save
+	// again says so.
+	Warn func(text string) `json:"-"`
 }
 
 // CallRecord is one call of the step in progress: exactly one of Outcome,

@@ -34,7 +34,6 @@ type runConfig struct {
 	rec       Recorder
 	metadata  map[string]string
 	hold      Hold
-	saveRetry time.Duration
 	decisions []Decision
 	ended     bool
 }
@@ -246,16 +245,13 @@ func (a *Agent) newRun(in Input, rc runConfig) *run {
 	if rc.ck != nil {
 		r.ck = &durable{ckConfig: *rc.ck, ns: nsOf(r.path), seq: -1}
 		if r.ck.rec == nil && r.ck.saver != nil {
-			r.ck.rec = &ckRecorder{saver: r.ck.saver, thread: r.ck.thread}
+			r.ck.rec = CheckpointRecorder(r.ck.saver, r.ck.thread)
 		}
 		if !r.ck.nested && rc.metadata != nil {
 			r.ck.metadata = rc.metadata
 		}
 		if !r.ck.nested {
 			r.ck.acceptEnded = rc.ended
-			if cr, ok := r.ck.rec.(*ckRecorder); ok {
-				cr.retry = rc.saveRetry
-			}
 		}
 		_, _, r.ck.keeps = r.fileView()
 	}

@@ -26,12 +26,35 @@ import (
 const DefaultLeaseTTL = time.Minute
 
 // Checkpoints makes a run durable in saver under thread
-// (agent.WithCheckpoints) and has it hold the thread's lease while it runs,
-// as this process for DefaultLeaseTTL, so that a second run on the thread
-// is refused. Lease, given after it, changes the holder or its time to live.
-func Checkpoints(saver checkpoint.Saver, thread string) agent.RunOption {
-	return agent.Options(agent.WithCheckpoints(saver, thread), Lease(saver, thread, "", 0))
+// (agent.WithCheckpoints): each step is saved as it is taken, a save the
+// store cannot take for now is tried again (WithSaveRetry), and the run
+// holds the thread's lease while it runs, as this process for
+// DefaultLeaseTTL, so that a second run on the thread is refused. Lease,
+// given after it, changes the holder or its time to live.
+func Checkpoints(saver checkpoint.Saver, thread string, opts ...Option) agent.RunOption {
+	var c config
+	for _, o := range opts {
+		o(&c)
+	}
+	return agent.Options(agent.WithCheckpoints(saver, thread),
+		agent.WithRecorder(retrying{rec: agent.CheckpointRecorder(saver, thread), budget: c.saveRetry}),
+		Lease(saver, thread, "", 0))
 }
+
+// Option is a knob of Checkpoints.
+type Option func(*config)
+
+type config struct {
+	saveRetry time.Duration
+}
+
+// WithSaveRetry sets how long a save that fails because the checkpoint
+// store is unavailable is tried again, with growing pauses, before the run
+// fails (default DefaultSaveRetry; negative: not at all). Each try is
+// announced by a warning event (source "checkpoint"). A run that fails so
+// saves no end: it stays unfinished, and can be resumed once the store is
+// back. Subagent runs take their parent's setting.
+func WithSaveRetry(d time.Duration) Option { return func(c *config) { c.saveRetry = d } }
 
 // Lease has a run hold thread's lease in saver as holder (default: this
 // host and process, LeaseHolder) with a time to live of ttl (default
