@@ -287,7 +287,7 @@ func (d *driver) once(ctx context.Context, in agent.Input, ds []agent.Decision) 
 		d.model.keep()
 		ctx = withProcess(ctx, lock)
 	}
-	opts = append(opts, agent.WithCheckpoints(saver, d.thread), runner.Lease(saver, d.thread, holder, 0))
+	opts = append(opts, runner.Checkpoints(saver, d.thread), runner.Lease(saver, d.thread, holder, 0))
 	if len(ds) > 0 {
 		opts = append(opts, agent.WithDecisions(ds...))
 	}
