@@ -48,9 +48,9 @@ func ReservedValue(name string) bool { return strings.HasPrefix(name, "agent.") 
 // A run given input continues the thread's conversation and files (a new
 // thread starts empty); a run given no input resumes the thread's
 // unfinished run from its last checkpoint, repeating no finished model or
-// tool call. runner.Checkpoints does this and also holds the thread's
-// lease while the run goes on, so that a second run on the thread is
-// refused.
+// tool call. runner.Checkpoints does this and also tries again a save the
+// store cannot take for now, and holds the thread's lease while the run
+// goes on, so that a second run on the thread is refused.
 func WithCheckpoints(saver checkpoint.Saver, thread string) RunOption {
 	return func(c *runConfig) {
 		c.ck = &ckConfig{saver: saver, thread: thread, count: new(atomic.Int64)}

@@ -11,6 +11,7 @@ import (
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
+	"github.com/deepagents-go/deepagents/subagent"
 	"github.com/deepagents-go/deepagents/tool"
 )
 
@@ -106,5 +107,40 @@ func TestRecorderWithoutSaverRefusesDecisions(t *testing.T) {
 	var de *agent.DecisionError
 	if !errors.As(err, &de) {
 		t.Fatalf("err %v, want a *DecisionError", err)
+	}
+}
+
+// A subagent run records with its parent's recorder, under its own path.
+func TestSubagentRecordsWithItsParentsRecorder(t *testing.T) {
+	task := scripted.StepCall{ID: "c1", Name: "task", Args: json.RawMessage(`{"description":"write it","subagent_type":"worker"}`)}
+	m := scripted.New(scripted.Script{
+		"parent": steps(scripted.Step{ToolCalls: []scripted.StepCall{task}}, scripted.Step{Content: "parent done"}),
+		"worker": steps(scripted.Step{ToolCalls: []scripted.StepCall{call("write", `{"path":"/w.md","content":"w"}`)}}, scripted.Step{Content: "worker done"}),
+	}, scripted.Options{})
+	tk, err := subagent.NewTask(subagent.Config{Model: m, Subagents: []subagent.Spec{{Name: "worker", Description: "Works.", Tools: []tool.Tool{writeTool}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorded{}
+	if _, err := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{tk}}).Invoke(t.Context(), agent.Prompt("go"), agent.WithRecorder(rec)); err != nil {
+		t.Fatal(err)
+	}
+	byPath := map[string][]agent.RecordKind{}
+	var files []string
+	for _, r := range rec.recs {
+		byPath[r.Path.String()] = append(byPath[r.Path.String()], r.Kind)
+		for _, c := range r.Files {
+			files = append(files, r.Path.String()+" "+c.Path)
+		}
+	}
+	want := map[string][]agent.RecordKind{
+		"parent":             {agent.RecordInput, agent.RecordStep, agent.RecordCall, agent.RecordEnd},
+		"parent / worker#c1": {agent.RecordStep, agent.RecordCall, agent.RecordEnd},
+	}
+	if len(byPath) != len(want) || !slices.Equal(byPath["parent"], want["parent"]) || !slices.Equal(byPath["parent / worker#c1"], want["parent / worker#c1"]) {
+		t.Errorf("records by path %v, want %v", byPath, want)
+	}
+	if !slices.Contains(files, "parent / worker#c1 /w.md") {
+		t.Errorf("file changes recorded %v; want the worker's /w.md in its own records", files)
 	}
 }
