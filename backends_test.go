@@ -10,6 +10,7 @@ import (
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
+	"github.com/deepagents-go/deepagents/runner"
 	"github.com/deepagents-go/deepagents/vfs"
 )
 
@@ -72,7 +73,7 @@ func TestCompositeOverRunState(t *testing.T) {
 		t.Fatal(err)
 	}
 	saver := checkpoint.NewMemory(0)
-	res, err := a.Invoke(t.Context(), agent.Prompt("first"), agent.WithCheckpoints(saver, "A"))
+	res, err := a.Invoke(t.Context(), agent.Prompt("first"), runner.Checkpoints(saver, "A"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +107,7 @@ func TestCompositeOverRunState(t *testing.T) {
 	}
 
 	// The thread's next run gets its files back from the checkpoint.
-	res, err = a.Invoke(t.Context(), agent.Prompt("next"), agent.WithCheckpoints(saver, "A"))
+	res, err = a.Invoke(t.Context(), agent.Prompt("next"), runner.Checkpoints(saver, "A"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +123,7 @@ func TestCompositeOverRunState(t *testing.T) {
 
 	// Another thread shares the store but not thread A's files.
 	m.Reset()
-	res, err = a.Invoke(t.Context(), agent.Prompt("second"), agent.WithCheckpoints(saver, "B"))
+	res, err = a.Invoke(t.Context(), agent.Prompt("second"), runner.Checkpoints(saver, "B"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,14 +161,14 @@ func TestCompositeAcrossAnApproval(t *testing.T) {
 	saver := checkpoint.NewMemory(0)
 	in := agent.Prompt("go")
 	in.Files = map[string]vfs.File{"/old.md": {Content: "old"}}
-	res, err := a.Invoke(t.Context(), in, agent.WithCheckpoints(saver, "T"))
+	res, err := a.Invoke(t.Context(), in, runner.Checkpoints(saver, "T"))
 	if res == nil || res.Status != agent.StatusInterrupted {
 		t.Fatalf("first run: %v, %v", res, err)
 	}
 	if _, err := store.Read(t.Context(), "/x"); err == nil {
 		t.Error("a call's write reached the store before its step was merged")
 	}
-	res, err = a.Invoke(t.Context(), agent.Input{}, agent.WithCheckpoints(saver, "T"),
+	res, err = a.Invoke(t.Context(), agent.Input{}, runner.Checkpoints(saver, "T"),
 		agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "d1"}))
 	if err != nil {
 		t.Fatal(err)

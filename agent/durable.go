@@ -2,16 +2,13 @@ package agent
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -22,13 +19,7 @@ import (
 )
 
 // This file is what makes a run durable: saving each step to a checkpoint
-// saver, reading a run back, and the thread's lease.
-
-// DefaultLeaseTTL is how long a run's hold on its thread lasts without
-// renewal. A running process renews it every third of that; the lease of a
-// process that died expires after it (at once when the holder was a process
-// on this machine that no longer exists).
-const DefaultLeaseTTL = time.Minute
+// saver and reading a run back.
 
 // sourceInput is the "source" metadata of a checkpoint holding a run's input.
 const sourceInput = "input"
@@ -57,8 +48,9 @@ func ReservedValue(name string) bool { return strings.HasPrefix(name, "agent.") 
 // A run given input continues the thread's conversation and files (a new
 // thread starts empty); a run given no input resumes the thread's
 // unfinished run from its last checkpoint, repeating no finished model or
-// tool call. A top-level run holds the thread's lease while it runs, so a
-// second run on the thread is refused.
+// tool call. runner.Checkpoints does this and also tries again a save the
+// store cannot take for now, and holds the thread's lease while the run
+// goes on, so that a second run on the thread is refused.
 func WithCheckpoints(saver checkpoint.Saver, thread string) RunOption {
 	return func(c *runConfig) {
 		c.ck = &ckConfig{saver: saver, thread: thread, count: new(atomic.Int64)}
@@ -72,27 +64,6 @@ func WithCheckpoints(saver checkpoint.Saver, thread string) RunOption {
 // run, and a run resumed without input, save no input and so no metadata.
 func WithMetadata(md map[string]string) RunOption {
 	return func(c *runConfig) { c.metadata = maps.Clone(md) }
-}
-
-// WithLease names the holder of the thread's lease (default: this host and
-// process) and its time to live (default DefaultLeaseTTL).
-func WithLease(holder string, ttl time.Duration) RunOption {
-	return func(c *runConfig) { c.holder, c.ttl = holder, ttl }
-}
-
-// DefaultSaveRetry is how long a run keeps trying a save that fails because
-// the checkpoint store is unavailable (checkpoint.ErrUnavailable: a database
-// restarting, a network cut) before the run fails.
-const DefaultSaveRetry = 2 * time.Minute
-
-// WithSaveRetry sets how long a save that fails because the checkpoint
-// store is unavailable is tried again, with growing pauses, before the run
-// fails (default DefaultSaveRetry; negative: not at all). Each try is
-// announced by a warning event (source "checkpoint"). A run that fails so
-// saves no end: it stays unfinished, and can be resumed once the store is
-// back. Subagent runs take their parent's setting.
-func WithSaveRetry(d time.Duration) RunOption {
-	return func(c *runConfig) { c.saveRetry = d }
 }
 
 // WithDecisions answers calls that wait for a person (Result.Interrupts)
@@ -124,9 +95,12 @@ type ckConfig struct {
 	parentStep string
 	// metadata goes with the input's checkpoint (WithMetadata).
 	metadata map[string]string
-	// retry is how long a save the store cannot take is tried again
-	// (WithSaveRetry; 0 for DefaultSaveRetry).
-	retry time.Duration
+	// rec takes the run's step records: a ckRecorder of saver unless
+	// WithRecorder gave another.
+	rec Recorder
+	// recOnly: the run is recorded (WithRecorder) but has no saver to
+	// read a thread from.
+	recOnly bool
 	// acceptEnded: a resume of an ended run returns its result
 	// (WithEndedResult).
 	acceptEnded bool
@@ -150,11 +124,10 @@ type durable struct {
 	keeps  bool // the run's files are saved (a branchable backend)
 	usage  llm.Usage
 	values map[string]json.RawMessage // set since the last save
-	kids   map[string]*Result         // children finished since the last save
-	// kidJSON holds the summaries of kids already encoded for their calls'
-	// result writes, so that a save does not encode them again.
-	kidJSON map[string]json.RawMessage
-	own     int // checkpoints this run saved itself
+	// kids are the children finished since the last save; a nil one is
+	// a child of the turn before, dropped from the thread.
+	kids map[string]*Result
+	own  int // checkpoints this run saved itself
 	// legacyKids: the thread's state holds its finished children the way
 	// databases written before did, all under childrenValue.
 	legacyKids bool
@@ -283,34 +256,29 @@ func (r *run) loopState(status Status, err error) LoopState {
 	return ls
 }
 
-// save puts a checkpoint of everything since the last one. status is "" while
-// the run goes on.
-func (r *run) save(ctx context.Context, source string, status Status, runErr error) error {
+// save records everything since the last record as the next step (kind
+// input, loop or end). status is "" while the run goes on.
+func (r *run) save(ctx context.Context, kind RecordKind, status Status, runErr error) error {
 	d := r.ck
 	if d == nil {
 		return nil
 	}
-	st := checkpoint.Step{ThreadID: d.thread, NS: d.ns, ID: cpID(d.seq + 1), ParentID: d.last, Step: d.seq + 1,
-		Metadata: map[string]string{"source": source}, Messages: r.state.Messages[d.msgs:], Usage: d.usage,
-		Status: ckStatus(status), Time: r.rt.Now()}
-	if source == sourceInput && len(d.metadata) > 0 {
-		for k, v := range d.metadata {
-			if k != "source" {
-				st.Metadata[k] = v
-			}
-		}
+	rec := &StepRecord{Path: r.path, Kind: kind, Step: d.seq + 1, Checkpoint: cpID(d.seq + 1), Parent: d.last,
+		Appended: r.state.Messages[d.msgs:], Usage: d.usage, Values: d.values, Children: d.kids, Time: r.rt.Now(), Warn: r.warnSave}
+	if kind == RecordInput {
+		rec.Metadata = d.metadata
 	}
 	if d.seq < 0 {
-		st.ParentID = ""
+		rec.Parent = ""
 	}
 	var deleted []string
 	switch {
 	case d.keeps && d.tracked:
 		// The run's own files say what changed: no copy of all of them.
-		st.Files = r.mem.TakeChanges()
+		rec.Files = r.mem.TakeChanges()
 	case d.keeps:
 		files, del, _ := r.fileView()
-		st.Files = diffFiles(d.files, files)
+		rec.Files = diffFiles(d.files, files)
 		d.files, deleted, d.deleted = files, del, del
 		if r.mem != nil && r.backend == vfs.Backend(r.mem) {
 			// From the first save on, the run's own memory tracks its
@@ -320,104 +288,187 @@ func (r *run) save(ctx context.Context, source string, status Status, runErr err
 			d.tracked, d.files = true, nil
 		}
 	}
-	ls := r.loopState(status, runErr)
-	ls.Deleted = deleted
-	lv, err := json.Marshal(ls)
+	rec.Loop = r.loopState(status, runErr)
+	rec.Loop.Deleted = deleted
+	if err := d.rec.Record(ctx, rec); err != nil {
+		if d.recOnly {
+			return fmt.Errorf("recording step %d: %w", rec.Step, err)
+		}
+		return fmt.Errorf("saving checkpoint %d of thread %q: %w", rec.Step, d.thread, err)
+	}
+	d.count.Add(1)
+	d.own++
+	d.seq, d.last, d.msgs = rec.Step, rec.Checkpoint, len(r.state.Messages)
+	d.usage, d.values, d.kids = llm.Usage{}, nil, nil
+	return nil
+}
+
+// warnSave reports a save the run tries again.
+func (r *run) warnSave(text string) {
+	r.emit(Event{Type: Warning, Warning: &WarningInfo{Source: "checkpoint", Text: text}})
+}
+
+// recordCall records a call of the step in progress: its result, a
+// decision taken for it, or that it waits for one.
+func (r *run) recordCall(ctx context.Context, call *CallRecord) error {
+	d := r.ck
+	if d == nil || d.stepCP == "" {
+		return nil
+	}
+	err := d.rec.Record(ctx, &StepRecord{Path: r.path, Kind: RecordCall, Step: d.seq + 1, Checkpoint: d.stepCP,
+		Time: r.rt.Now(), Call: call, Warn: r.warnSave})
+	switch {
+	case err == nil:
+		return nil
+	case d.recOnly:
+		return fmt.Errorf("recording call %s: %w", call.ID, err)
+	}
+	return fmt.Errorf("saving the result of call %s in thread %q: %w", call.ID, d.thread, err)
+}
+
+// CheckpointRecorder saves step records in saver under thread: one
+// checkpoint per step, one write per call, in the namespace of the record's
+// path. A save cut short by the run's cancellation is made again without it
+// (what it saves was paid for); one the store cannot take for now fails
+// with ErrRecorderUnavailable. A run given WithCheckpoints records with
+// one, and so do the subagent runs it starts.
+func CheckpointRecorder(saver checkpoint.Saver, thread string) Recorder {
+	return &ckRecorder{saver: saver, thread: thread}
+}
+
+// ckRecorder is CheckpointRecorder's recorder.
+type ckRecorder struct {
+	saver  checkpoint.Saver
+	thread string
+
+	mu sync.Mutex
+	// kidJSON holds, by namespace and call id, the summaries of subagent
+	// runs already encoded for their calls' result writes, so that the
+	// next step's save does not encode them again.
+	kidJSON map[string]map[string]encodedKid
+}
+
+type encodedKid struct {
+	kid *Result
+	b   json.RawMessage
+}
+
+// Record saves rec.
+func (c *ckRecorder) Record(ctx context.Context, rec *StepRecord) error {
+	ns := nsOf(rec.Path)
+	if rec.Kind == RecordCall {
+		return c.recordCall(ctx, ns, rec)
+	}
+	st := checkpoint.Step{ThreadID: c.thread, NS: ns, ID: rec.Checkpoint, ParentID: rec.Parent, Step: rec.Step,
+		Metadata: map[string]string{"source": string(rec.Kind)}, Messages: rec.Appended, Usage: rec.Usage,
+		Files: rec.Files, Status: ckStatus(rec.Loop.Status), Time: rec.Time}
+	for k, v := range rec.Metadata {
+		if k != "source" {
+			st.Metadata[k] = v
+		}
+	}
+	lv, err := json.Marshal(rec.Loop)
 	if err != nil {
 		return err
 	}
 	st.Values = map[string]json.RawMessage{loopValue: lv}
-	maps.Copy(st.Values, d.values)
-	for id, c := range d.kids {
-		b, ok := d.kidJSON[id]
-		if !ok {
-			if b, err = json.Marshal(summary(c)); err != nil {
+	maps.Copy(st.Values, rec.Values)
+	c.mu.Lock()
+	encoded := c.kidJSON[ns]
+	c.mu.Unlock()
+	for id, kid := range rec.Children {
+		if kid == nil {
+			st.Values[childValue+id] = nil
+			continue
+		}
+		b := encoded[id].b
+		if encoded[id].kid != kid {
+			if b, err = json.Marshal(summary(kid)); err != nil {
 				return err
 			}
 		}
 		st.Values[childValue+id] = b
 	}
-	if err := r.keep(ctx, func(ctx context.Context) error { return d.saver.Put(ctx, st) }); err != nil {
-		return fmt.Errorf("saving checkpoint %d of thread %q: %w", st.Step, d.thread, err)
+	if err := keep(ctx, func(ctx context.Context) error { return c.saver.Put(ctx, st) }); err != nil {
+		return marked(err)
 	}
-	d.count.Add(1)
-	d.own++
-	d.seq, d.last, d.msgs = st.Step, st.ID, len(r.state.Messages)
-	d.usage, d.values, d.kids, d.kidJSON = llm.Usage{}, nil, nil, nil
+	c.mu.Lock()
+	delete(c.kidJSON, ns)
+	c.mu.Unlock()
 	return nil
+}
+
+// recordCall saves a call record as a write under the step in progress.
+func (c *ckRecorder) recordCall(ctx context.Context, ns string, rec *StepRecord) error {
+	call := rec.Call
+	w := checkpoint.Write{CallID: call.ID, Time: rec.Time}
+	switch {
+	case call.Decision != nil:
+		w.Kind = kindDecision
+		w.Data, _ = json.Marshal(*call.Decision)
+	case call.Waiting != nil:
+		w.Kind = kindWaiting
+		w.Data, _ = json.Marshal(*call.Waiting)
+	case call.Outcome != nil:
+		oc := *call.Outcome
+		oc.Child, oc.Files = nil, nil
+		saved := outcomeOut{savedOutcome: savedOutcome{CallOutcome: oc, Rejected: call.Rejected}}
+		if kid := call.Outcome.Child; kid != nil {
+			// Encoded once, for this write and for the next checkpoint's value.
+			b, err := json.Marshal(summary(kid))
+			if err != nil {
+				return err
+			}
+			saved.Child = b
+			c.mu.Lock()
+			if c.kidJSON == nil {
+				c.kidJSON = map[string]map[string]encodedKid{}
+			}
+			if c.kidJSON[ns] == nil {
+				c.kidJSON[ns] = map[string]encodedKid{}
+			}
+			c.kidJSON[ns][call.ID] = encodedKid{kid: kid, b: b}
+			c.mu.Unlock()
+		}
+		if saved.Content != "" && call.Message.Content == saved.Content {
+			// The write's message holds the text already: one copy is enough.
+			saved.Content, saved.InResult = "", true
+		}
+		data, err := saved.encode()
+		if err != nil {
+			return err
+		}
+		w.Kind, w.Result, w.Files, w.Data = checkpoint.KindResult, call.Message, call.Outcome.Files, data
+	}
+	ref := checkpoint.Ref{ThreadID: c.thread, NS: ns, ID: rec.Checkpoint}
+	return marked(keep(ctx, func(ctx context.Context) error { return c.saver.PutWrite(ctx, ref, w) }))
+}
+
+// marked marks a save the store could not take for now as the recorder
+// being unavailable.
+func marked(err error) error {
+	if errors.Is(err, checkpoint.ErrUnavailable) {
+		return unavailableError{err}
+	}
+	return err
 }
 
 // keepTimeout bounds a save made after the run was cancelled.
 const keepTimeout = 30 * time.Second
 
-// saveRetryPauses are the pauses between tries of a save the store could
-// not take; the last one repeats.
-var saveRetryPauses = []time.Duration{100 * time.Millisecond, 250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, 5 * time.Second}
-
 // keep runs a save. One that fails because the run was cancelled meanwhile
 // is made again, without the cancellation (bounded by keepTimeout): what
 // it saves was paid for — a model response, a call that finished — and
-// the resume must find it. One that fails because the store is unavailable
-// is tried again, with growing pauses, for up to the run's save retry
-// (WithSaveRetry), so that a database restart does not end every run that
-// saves meanwhile. Saves are idempotent, so a save that had landed before
-// it failed is not doubled.
-func (r *run) keep(ctx context.Context, save func(context.Context) error) error {
+// the resume must find it. Saves are idempotent, so a save that had landed
+// before it failed is not doubled.
+func keep(ctx context.Context, save func(context.Context) error) error {
 	err := save(ctx)
-	if err != nil && ctx.Err() == nil && errors.Is(err, checkpoint.ErrUnavailable) {
-		err = r.retrySave(ctx, save, err)
-	}
 	if err == nil || ctx.Err() == nil {
 		return err
 	}
 	dctx, stop := context.WithTimeout(context.WithoutCancel(ctx), keepTimeout)
 	defer stop()
 	return save(dctx)
-}
-
-// retrySave tries save again while it fails with checkpoint.ErrUnavailable,
-// within the run's save retry of the first failure (err), unless ctx ends
-// first. The pauses are waits on the wall clock, as the lease's renewal
-// is: they decide nothing the run records.
-func (r *run) retrySave(ctx context.Context, save func(context.Context) error, err error) error {
-	budget := r.ck.retry
-	if budget == 0 {
-		budget = DefaultSaveRetry
-	}
-	first := time.Now()
-	for i := 0; ; i++ {
-		pause := saveRetryPauses[min(i, len(saveRetryPauses)-1)]
-		if time.Since(first)+pause > budget {
-			return err
-		}
-		r.emit(Event{Type: Warning, Warning: &WarningInfo{Source: "checkpoint",
-			Text: fmt.Sprintf("a save failed (%v); trying again in %s (try %d; giving up %s after the first failure)", err, pause, i+2, budget)}})
-		t := time.NewTimer(pause)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return err
-		case <-t.C:
-		}
-		if err = save(ctx); err == nil || ctx.Err() != nil || !errors.Is(err, checkpoint.ErrUnavailable) {
-			return err
-		}
-	}
-}
-
-// saveWrite saves one finished call, a decision or a waiting call under the
-// step in progress.
-func (r *run) saveWrite(ctx context.Context, w checkpoint.Write) error {
-	d := r.ck
-	if d == nil || d.stepCP == "" {
-		return nil
-	}
-	w.Time = r.rt.Now()
-	ref := checkpoint.Ref{ThreadID: d.thread, NS: d.ns, ID: d.stepCP}
-	if err := r.keep(ctx, func(ctx context.Context) error { return d.saver.PutWrite(ctx, ref, w) }); err != nil {
-		return fmt.Errorf("saving the result of call %s in thread %q: %w", w.CallID, d.thread, err)
-	}
-	return nil
 }
 
 // Kinds of the writes a step in progress keeps besides results.
@@ -834,150 +885,6 @@ func storedErr(rs *RunState) error {
 	return errors.New(rs.Loop.Error)
 }
 
-// LeaseHolder names this process in a thread's lease, as runs name it when
-// WithLease gives no holder: host, process id, a random part (so that a
-// later process with the same id is not mistaken for it) and, on Linux,
-// the machine's boot and process id namespace (so that a process in a
-// container sharing the host's name is not either). Another holder named
-// so (a server's probe, say) is known for dead by LeaseHolderGone.
-func LeaseHolder() string { return holderName() }
-
-// holderName names this process in a lease (see LeaseHolder).
-func holderName() string { return LeaseHolderOf(os.Getpid()) }
-
-// LeaseHolderGone reports whether a lease holder named as LeaseHolder names
-// them is a process of this host and process id namespace, other than this
-// one, that no longer runs (a zombie included): its lease can be taken over
-// without waiting for it to expire. A holder from anywhere else, or named
-// otherwise, is never taken for gone.
-func LeaseHolderGone(holder string) bool { return deadLocalHolder(holder) }
-
-// LeaseHolderOf names process pid of this host as LeaseHolder names this
-// process: for a supervisor that takes leases on behalf of processes it
-// starts, so that their leases are freed as soon as they die.
-func LeaseHolderOf(pid int) string {
-	host, _ := os.Hostname()
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	name := fmt.Sprintf("%s/%d/%s", host, pid, hex.EncodeToString(b[:]))
-	if space := hostSpace(); space != "" {
-		name += "/" + space
-	}
-	return name
-}
-
-// localHolder returns the process id a holder named as holderName names
-// them gives, when it is a process whose id this process sees as it is:
-// the same host and, where that is not enough, the same boot and process
-// id namespace. ok is false otherwise.
-func localHolder(holder string) (pid int, ok bool) {
-	parts := strings.Split(holder, "/")
-	space := hostSpace()
-	switch {
-	case hostSpaced && (space == "" || len(parts) != 4 || parts[3] != space):
-		return 0, false
-	case !hostSpaced && len(parts) != 3:
-		return 0, false
-	}
-	host, _ := os.Hostname()
-	pid, err := strconv.Atoi(parts[1])
-	return pid, parts[0] == host && err == nil && pid > 0
-}
-
-// ownHolder reports whether holder names this very process.
-func ownHolder(holder string) bool {
-	pid, ok := localHolder(holder)
-	return ok && pid == os.Getpid()
-}
-
-// deadLocalHolder reports whether holder names a process on this host that
-// no longer exists, so its lease need not run out first.
-func deadLocalHolder(holder string) bool {
-	pid, ok := localHolder(holder)
-	return ok && pid != os.Getpid() && !processAlive(pid)
-}
-
-// TakeLease acquires thread's lease for holder until now+ttl, as
-// checkpoint.Saver.Acquire does, but first takes it over from a holder
-// that LeaseHolderGone says is gone, without waiting for its lease to
-// expire. Runs take their threads this way; so should other callers that
-// hold a thread (to delete it, say).
-func TakeLease(ctx context.Context, saver checkpoint.Saver, thread, holder string, now time.Time, ttl time.Duration) (checkpoint.Lease, error) {
-	l, err := saver.Acquire(ctx, thread, holder, now, ttl)
-	var le *checkpoint.LeasedError
-	if errors.As(err, &le) && deadLocalHolder(le.Holder) {
-		if rerr := saver.Release(ctx, thread, le.Holder); rerr == nil {
-			l, err = saver.Acquire(ctx, thread, holder, now, ttl)
-		}
-	}
-	return l, err
-}
-
-// lease takes the thread for this run and keeps it until stop is called.
-func (r *run) lease(ctx context.Context) (stop func(), err error) {
-	d := r.ck
-	holder, ttl := r.holder, r.ttl
-	if holder == "" {
-		holder = holderName()
-	}
-	if ttl <= 0 {
-		ttl = DefaultLeaseTTL
-	}
-	_, err = TakeLease(ctx, d.saver, d.thread, holder, r.rt.Now(), ttl)
-	var le *checkpoint.LeasedError
-	if err != nil {
-		if errors.As(err, &le) {
-			who := "another process"
-			if ownHolder(le.Holder) {
-				who = "another run of this process"
-			}
-			return nil, &busyError{msg: fmt.Sprintf("thread %q is being run by %s (%s) until %s; wait for it to finish or for its lease to expire",
-				d.thread, who, le.Holder, le.Expires.UTC().Format(time.RFC3339)), err: err}
-		}
-		return nil, fmt.Errorf("taking thread %q: %w", d.thread, err)
-	}
-	done := make(chan struct{})
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		t := time.NewTicker(max(ttl/3, time.Millisecond))
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				rctx, cancel := context.WithTimeout(context.Background(), ttl/3)
-				_, err := d.saver.Renew(rctx, d.thread, holder, r.rt.Now(), ttl)
-				cancel()
-				if errors.Is(err, checkpoint.ErrNotHeld) {
-					// Another process took the thread over: this run must not
-					// write another step.
-					r.cancelCause(fmt.Errorf("lost thread %q to another process (its lease expired)", d.thread))
-					return
-				}
-			}
-		}
-	}()
-	return func() {
-		close(done)
-		<-finished
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		_ = d.saver.Release(rctx, d.thread, holder)
-	}, nil
-}
-
-// busyError is the error of a run whose thread another run holds; it
-// matches checkpoint.ErrLeased.
-type busyError struct {
-	msg string
-	err error
-}
-
-func (e *busyError) Error() string { return e.msg }
-func (e *busyError) Unwrap() error { return e.err }
-
 // errWaiting is the cause of a run that stopped for approval.
 type errWaiting struct{ n int }
 
@@ -1112,13 +1019,18 @@ func (r *run) dropChildren() {
 	if d == nil || len(r.children) == 0 && !d.legacyKids {
 		return
 	}
-	if d.values == nil {
-		d.values = map[string]json.RawMessage{}
+	if d.kids == nil {
+		d.kids = map[string]*Result{}
 	}
 	for id := range r.children {
-		d.values[childValue+id] = nil
+		if _, kept := d.kids[id]; !kept { // a child saved with a closed step stays
+			d.kids[id] = nil
+		}
 	}
 	if d.legacyKids {
+		if d.values == nil {
+			d.values = map[string]json.RawMessage{}
+		}
 		d.values[childrenValue] = nil
 		d.legacyKids = false
 	}
@@ -1182,7 +1094,7 @@ func (r *run) saveInput(ctx context.Context) error {
 		return nil
 	}
 	r.ck.input = cpID(r.ck.seq + 1)
-	return r.save(ctx, sourceInput, "", nil)
+	return r.save(ctx, RecordInput, "", nil)
 }
 
 // rebuildChanged recomputes the paths an unfinished run changed, after a

@@ -8,9 +8,9 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
-	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/tokens"
 	"github.com/deepagents-go/deepagents/tool"
@@ -31,10 +31,9 @@ type runConfig struct {
 	runtime  Runtime
 
 	ck        *ckConfig
+	rec       Recorder
 	metadata  map[string]string
-	holder    string
-	ttl       time.Duration
-	saveRetry time.Duration
+	hold      Hold
 	decisions []Decision
 	ended     bool
 }
@@ -173,8 +172,7 @@ type run struct {
 	lastRespError string
 
 	ck        *durable // nil when the run is not checkpointed
-	holder    string
-	ttl       time.Duration
+	hold      Hold     // nil but for a top-level run given WithHold
 	decisions []Decision
 	rejected  map[string]string // callKey → the reason a person gave
 	waiting   []Interrupt       // calls waiting for a decision, own and children's
@@ -204,7 +202,7 @@ func (a *Agent) newRun(in Input, rc runConfig) *run {
 		r.inherited = rc.parts
 	}
 	r.rt, r.custom = rc.runtime, rc.runtime
-	r.holder, r.ttl, r.decisions = rc.holder, rc.ttl, rc.decisions
+	r.hold, r.decisions = rc.hold, rc.decisions
 	if r.rt == nil {
 		r.rt = inProcess{a: a}
 	}
@@ -238,13 +236,22 @@ func (a *Agent) newRun(in Input, rc runConfig) *run {
 			r.mem, r.backend = mem, b
 		}
 	}
+	if rc.rec != nil {
+		if rc.ck == nil {
+			rc.ck = &ckConfig{count: new(atomic.Int64), recOnly: true}
+		}
+		rc.ck.rec = rc.rec
+	}
 	if rc.ck != nil {
 		r.ck = &durable{ckConfig: *rc.ck, ns: nsOf(r.path), seq: -1}
+		if r.ck.rec == nil && r.ck.saver != nil {
+			r.ck.rec = CheckpointRecorder(r.ck.saver, r.ck.thread)
+		}
 		if !r.ck.nested && rc.metadata != nil {
 			r.ck.metadata = rc.metadata
 		}
 		if !r.ck.nested {
-			r.ck.retry, r.ck.acceptEnded = rc.saveRetry, rc.ended
+			r.ck.acceptEnded = rc.ended
 		}
 		_, _, r.ck.keeps = r.fileView()
 	}
@@ -288,11 +295,11 @@ func (r *run) loop(parent context.Context) {
 			Text: ungatedText(r.a.ungated, r.a.names, r.a.stepTools)}})
 	}
 	var pending *StepState
-	if r.ck != nil && r.ck.saver == nil {
+	if r.ck != nil && r.ck.saver == nil && !r.ck.recOnly {
 		r.end(parent, StatusError, errors.New("WithCheckpoints was given no saver"))
 		return
 	}
-	if r.ck == nil {
+	if r.ck == nil || r.ck.recOnly {
 		switch {
 		case len(r.decisions) > 0:
 			r.end(parent, StatusError, &DecisionError{Msg: "decisions answer the waiting calls of a thread: resume it with WithCheckpoints"})
@@ -302,14 +309,22 @@ func (r *run) loop(parent context.Context) {
 			return
 		}
 	}
-	if r.ck != nil {
-		if !r.ck.nested {
-			stop, err := r.lease(ctx)
+	switch {
+	case r.ck != nil && r.ck.recOnly:
+		// Recorded but not checkpointed: a run from its input alone.
+		r.closeDangling()
+		if err := r.saveInput(ctx); err != nil {
+			r.end(parent, cancelledBy(ctx, StatusError, err), err)
+			return
+		}
+	case r.ck != nil:
+		if r.hold != nil && !r.ck.nested {
+			release, err := r.hold.Hold(ctx, r.rt.Now, r.cancelCause)
 			if err != nil {
 				r.end(parent, cancelledBy(ctx, StatusError, err), err)
 				return
 			}
-			defer stop()
+			defer release()
 		}
 		p, done, status, err := r.open(ctx)
 		if done {
@@ -319,7 +334,7 @@ func (r *run) loop(parent context.Context) {
 		}
 		pending = p
 		r.restoreCalibration()
-	} else {
+	default:
 		r.closeDangling()
 	}
 	status, err := r.steps(ctx, pending)
@@ -329,10 +344,10 @@ func (r *run) loop(parent context.Context) {
 			m.AfterRun(context.WithoutCancel(ctx), r.stepInfo(), status)
 		}
 	}
-	// A cancelled run saves no end, and neither does one the checkpoint
-	// store failed (it stayed unavailable through the save's retries): both
+	// A cancelled run saves no end, and neither does one its recorder
+	// failed for now (its store stayed unavailable through the retries): both
 	// stay unfinished, so that they can be resumed from their last save.
-	if r.ck != nil && status != StatusCancelled && !(status == StatusError && errors.Is(err, checkpoint.ErrUnavailable)) &&
+	if r.ck != nil && status != StatusCancelled && !(status == StatusError && errors.Is(err, ErrRecorderUnavailable)) &&
 		!(r.ck.ended && r.unchanged()) {
 		if serr := r.saveEnd(ctx, status, err); serr != nil {
 			status, err = StatusError, errors.Join(err, serr)
@@ -346,7 +361,7 @@ func (r *run) loop(parent context.Context) {
 func (r *run) saveEnd(ctx context.Context, status Status, err error) error {
 	sctx, stop := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer stop()
-	return r.save(sctx, "end", status, err)
+	return r.save(sctx, RecordEnd, status, err)
 }
 
 // endWith ends the steps with the model's last response (ev), saving the

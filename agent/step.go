@@ -173,7 +173,7 @@ func (r *run) steps(ctx context.Context, pending *StepState) (Status, error) {
 		// model call: what a consumer was shown is what a resumed run has.
 		if r.ck != nil {
 			r.ck.stepCP = cpID(r.ck.seq + 1)
-			if err := r.save(ctx, "loop", "", nil); err != nil {
+			if err := r.save(ctx, RecordStep, "", nil); err != nil {
 				r.emit(respEv)
 				return StatusError, err
 			}

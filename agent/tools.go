@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -11,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/tool"
 	"github.com/deepagents-go/deepagents/vfs"
@@ -132,7 +130,7 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 			dc, decided := pending.decided(c.ID)
 			if !decided {
 				if dc, decided = r.decisionFor(c.ID); decided {
-					if err := r.saveWrite(ctx, decisionWrite(c.ID, dc)); err != nil {
+					if err := r.recordCall(ctx, &CallRecord{ID: c.ID, Decision: &dc}); err != nil {
 						return false, err
 					}
 				}
@@ -175,7 +173,7 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 					Description: describeCall(policy, verdict.Reason, c.Name, c.Args), Reason: verdict.Reason}
 				r.waiting = append(r.waiting, in)
 				if _, saved := pending.waits(c.ID); !saved {
-					if err := r.saveWrite(ctx, waitingWrite(in)); err != nil {
+					if err := r.recordCall(ctx, &CallRecord{ID: in.CallID, Waiting: &in}); err != nil {
 						return false, err
 					}
 				}
@@ -446,42 +444,9 @@ func (r *run) saveOutcome(ctx context.Context, c llm.ToolCall, res tool.Result, 
 	if r.ck == nil {
 		return nil
 	}
-	saved := outcomeOut{savedOutcome: savedOutcome{CallOutcome: CallOutcome{Content: res.Content, IsError: res.IsError, Structured: res.Structured, Stop: res.Stop, Parts: res.Parts,
-		State: res.State, DurationMS: ms(dur)}, Rejected: rejected}}
-	if child != nil {
-		// Encoded once, for this write and for the next checkpoint's value.
-		b, err := json.Marshal(summary(child))
-		if err != nil {
-			return err
-		}
-		saved.Child = b
-		if r.ck.kids[c.ID] == child {
-			if r.ck.kidJSON == nil {
-				r.ck.kidJSON = map[string]json.RawMessage{}
-			}
-			r.ck.kidJSON[c.ID] = b
-		}
-	}
-	msg := res.Message(c)
-	if saved.Content != "" && msg.Content == saved.Content {
-		// The write's message holds the text already: one copy is enough.
-		saved.Content, saved.InResult = "", true
-	}
-	data, err := saved.encode()
-	if err != nil {
-		return err
-	}
-	return r.saveWrite(ctx, checkpoint.Write{CallID: c.ID, Kind: checkpoint.KindResult, Result: msg, Files: files, Data: data})
-}
-
-func decisionWrite(callID string, d Decision) checkpoint.Write {
-	data, _ := json.Marshal(d)
-	return checkpoint.Write{CallID: callID, Kind: kindDecision, Data: data}
-}
-
-func waitingWrite(in Interrupt) checkpoint.Write {
-	data, _ := json.Marshal(in)
-	return checkpoint.Write{CallID: in.CallID, Kind: kindWaiting, Data: data}
+	return r.recordCall(ctx, &CallRecord{ID: c.ID, Message: res.Message(c), Rejected: rejected,
+		Outcome: &CallOutcome{Content: res.Content, IsError: res.IsError, Structured: res.Structured, Stop: res.Stop, Parts: res.Parts,
+			State: res.State, DurationMS: ms(dur), Child: child, Files: files}})
 }
 
 func (s *StepState) done(id string) (CallOutcome, bool) {

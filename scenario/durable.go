@@ -14,6 +14,7 @@ import (
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/runner"
 	"github.com/deepagents-go/deepagents/vfs"
 )
 
@@ -276,7 +277,7 @@ func (d *driver) once(ctx context.Context, in agent.Input, ds []agent.Decision) 
 	holder := fmt.Sprintf("replay-process-%d", d.incarnation)
 	var lock *lockstep
 	saver := checkpoint.Saver(d.saver)
-	opts := []agent.RunOption{agent.WithLease(holder, 0)}
+	var opts []agent.RunOption
 	if len(d.s.CrashAfterEvents) > 0 {
 		lock = newLockstep(d.saver)
 		lock.model = d.model
@@ -286,7 +287,7 @@ func (d *driver) once(ctx context.Context, in agent.Input, ds []agent.Decision) 
 		d.model.keep()
 		ctx = withProcess(ctx, lock)
 	}
-	opts = append(opts, agent.WithCheckpoints(saver, d.thread))
+	opts = append(opts, runner.Checkpoints(saver, d.thread), runner.Lease(saver, d.thread, holder, 0))
 	if len(ds) > 0 {
 		opts = append(opts, agent.WithDecisions(ds...))
 	}

@@ -89,17 +89,18 @@ func cutOffServer(t *testing.T, c *cutCounts) *harness {
 	t.Helper()
 	holder := goneHolder(t)
 	dir := t.TempDir()
-	serve := func(a *agent.Agent, run func(context.Context, string, *agent.Agent, agent.Input, ...agent.RunOption) iter.Seq2[agent.Event, error]) *harness {
+	serve := func(a *agent.Agent, leased bool) *harness {
 		sv, st := openFiles(t, dir)
 		t.Cleanup(func() { _ = st.Close(); _ = sv.Close() })
+		var run func(context.Context, string, *agent.Agent, agent.Input, ...agent.RunOption) iter.Seq2[agent.Event, error]
+		if leased {
+			run = leasedAs(sv, holder)
+		}
 		return newHarness(t, Config{Saver: sv, Store: st, Run: run, Agents: []AgentSpec{{Name: "cut", Agent: a}}})
 	}
 	hanging := make(chan struct{})
 	var once sync.Once
-	hA := serve(cutAgent(t, c, true, func() { once.Do(func() { close(hanging) }) }),
-		func(ctx context.Context, _ string, a *agent.Agent, in agent.Input, opts ...agent.RunOption) iter.Seq2[agent.Event, error] {
-			return a.Run(ctx, in, append(opts, agent.WithLease(holder, 0))...)
-		})
+	hA := serve(cutAgent(t, c, true, func() { once.Do(func() { close(hanging) }) }), true)
 	hA.json("POST", "/threads/T/runs", map[string]any{"assistant_id": "cut", "if_not_exists": "create",
 		"input": map[string]any{"messages": []any{map[string]any{"role": "user", "content": "count twice"}}}}, 200, nil)
 	select {
@@ -122,7 +123,7 @@ func cutOffServer(t *testing.T, c *cutCounts) *harness {
 	if n, m := c.count.Load(), c.model.Load(); n != 2 || m != 2 {
 		t.Fatalf("before the cut: count ran %d times, the model %d; want 2 and 2", n, m)
 	}
-	return serve(cutAgent(t, c, false, nil), nil)
+	return serve(cutAgent(t, c, false, nil), false)
 }
 
 // cutValues are the final values of the "cut" thread as the tests read them.

@@ -7,8 +7,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/runner"
 )
 
 // probeTTL is how long a lease probe may hold a thread should the server
@@ -23,8 +23,8 @@ const probeTTL = 5 * time.Second
 // server restarted after a crash runs the thread at once; a lease of a live
 // holder is a 409. s.mu is held, and no run of this server is on the thread.
 func (s *Server) checkThreadFree(ctx context.Context, thread string) error {
-	probe := agent.LeaseHolder()
-	_, err := agent.TakeLease(ctx, s.cfg.Saver, thread, probe, time.Now(), probeTTL)
+	probe := runner.LeaseHolder()
+	_, err := runner.TakeLease(ctx, s.cfg.Saver, thread, probe, time.Now(), probeTTL)
 	var le *checkpoint.LeasedError
 	if errors.As(err, &le) {
 		return errf(http.StatusConflict, "thread %q is being run by another process (%s) until %s; wait for it to finish or for its lease to expire",
@@ -43,11 +43,11 @@ func (s *Server) checkThreadFree(ctx context.Context, thread string) error {
 func (s *Server) runElsewhere(ctx context.Context, thread string) (bool, error) {
 	// Named as runs name their holders, so that a probe a crash left
 	// behind is known for a dead process's by whoever comes next.
-	probe := agent.LeaseHolder()
+	probe := runner.LeaseHolder()
 	_, err := s.cfg.Saver.Acquire(ctx, thread, probe, time.Now(), probeTTL)
 	var le *checkpoint.LeasedError
 	if errors.As(err, &le) {
-		return !agent.LeaseHolderGone(le.Holder), nil
+		return !runner.LeaseHolderGone(le.Holder), nil
 	}
 	if err != nil {
 		return false, err

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/runner"
 )
 
 // TestRunTakesLeaseOfKilledProcess: a server restarted after a crash finds
@@ -40,7 +40,7 @@ func TestRunTakesLeaseOfKilledProcess(t *testing.T) {
 	}
 	ctx := context.Background()
 	saver := checkpoint.NewMemory(0)
-	dead := agent.LeaseHolderOf(pid)
+	dead := runner.LeaseHolderOf(pid)
 	if _, err := saver.Acquire(ctx, "T", dead, time.Now(), time.Minute); err != nil {
 		t.Fatal(err)
 	}

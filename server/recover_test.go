@@ -14,8 +14,10 @@ import (
 	"time"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/checkpoint/sqlite"
 	"github.com/deepagents-go/deepagents/llm/scripted"
+	"github.com/deepagents-go/deepagents/runner"
 )
 
 // goneHolder names a lease holder that is a process of this host that has
@@ -29,7 +31,15 @@ func goneHolder(t *testing.T) string {
 	if err := gone.Run(); err != nil {
 		t.Skip("cannot run a process that ends:", err)
 	}
-	return agent.LeaseHolderOf(gone.Process.Pid)
+	return runner.LeaseHolderOf(gone.Process.Pid)
+}
+
+// leasedAs runs an agent as the server does, its thread's lease in sv
+// held as holder.
+func leasedAs(sv checkpoint.Saver, holder string) func(context.Context, string, *agent.Agent, agent.Input, ...agent.RunOption) iter.Seq2[agent.Event, error] {
+	return func(ctx context.Context, thread string, a *agent.Agent, in agent.Input, opts ...agent.RunOption) iter.Seq2[agent.Event, error] {
+		return a.Run(ctx, in, append(opts, runner.Lease(sv, thread, holder, 0))...)
+	}
 }
 
 // stoppedServer leaves what a server killed mid-run leaves in its SQLite
@@ -44,14 +54,11 @@ func stoppedServer(t *testing.T, holder string) (hB *harness, st Store, running,
 	if holder == "" {
 		holder = goneHolder(t)
 	}
-	run := func(ctx context.Context, _ string, a *agent.Agent, in agent.Input, opts ...agent.RunOption) iter.Seq2[agent.Event, error] {
-		return a.Run(ctx, in, append(opts, agent.WithLease(holder, 0))...)
-	}
 	dir := t.TempDir()
 	serve := func() (*harness, Store) {
 		sv, st := openFiles(t, dir)
 		t.Cleanup(func() { _ = st.Close(); _ = sv.Close() })
-		return newHarness(t, Config{Saver: sv, Store: st, Run: run}), st
+		return newHarness(t, Config{Saver: sv, Store: st, Run: leasedAs(sv, holder)}), st
 	}
 	hA, stA := serve()
 	hA.json("POST", "/threads", map[string]any{"thread_id": "T"}, 200, nil)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/runner"
 )
 
 // Run statuses.
@@ -545,7 +546,7 @@ func (s *Server) execute(ctx context.Context, lr *liveRun) {
 	var res *agent.Result
 	var runErr error
 	if err == nil {
-		opts := []agent.RunOption{agent.WithCheckpoints(s.cfg.Saver, lr.rec.ThreadID)}
+		opts := []agent.RunOption{runner.Checkpoints(s.cfg.Saver, lr.rec.ThreadID)}
 		if len(lr.decisions) > 0 {
 			opts = append(opts, agent.WithDecisions(lr.decisions...))
 		}

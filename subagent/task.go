@@ -13,7 +13,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/deepagents-go/deepagents/agent"
-	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/tool"
 )
@@ -481,10 +480,11 @@ func (t *Task) RunNested(ctx context.Context, env *tool.Env, raw json.RawMessage
 		return tool.Text(NoReportText), res, nil
 	}
 	receipt := tool.Result{Content: failureReceipt(c.name, status, reason, res), IsError: true}
-	if err := res.Err(); errors.Is(err, checkpoint.ErrUnavailable) {
-		// The checkpoint store failed the child, not its work: the whole
-		// run stops unfinished, to be resumed once the store is back,
-		// rather than the parent's model being told its subagent failed.
+	if err := res.Err(); errors.Is(err, agent.ErrRecorderUnavailable) {
+		// The child's recorder (its checkpoint store) failed it, not its
+		// work: the whole run stops unfinished, to be resumed once the
+		// store is back, rather than the parent's model being told its
+		// subagent failed.
 		return receipt, res, tool.Fatal(fmt.Errorf("subagent %s: %w", path, err))
 	}
 	return receipt, res, nil

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/config"
+	"github.com/deepagents-go/deepagents/runner"
 )
 
 // A mistyped --thread must not silently start a new conversation: 'run'
@@ -52,7 +52,7 @@ func (e *unknownThreadError) Error() string {
 // moments ago, whose first save the database may not show yet. Such a
 // thread exists; the run that goes on to use it is told it is held.
 func heldByAnother(ctx context.Context, saver checkpoint.Saver, thread string) bool {
-	holder := agent.LeaseHolder()
+	holder := runner.LeaseHolder()
 	_, err := saver.Acquire(ctx, thread, holder, time.Now(), time.Minute)
 	if err == nil {
 		_ = saver.Release(context.WithoutCancel(ctx), thread, holder)

@@ -21,6 +21,7 @@ import (
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
 	ot "github.com/deepagents-go/deepagents/providers/openai/openaitest"
+	"github.com/deepagents-go/deepagents/runner"
 )
 
 // 'resume' builds the agent the turn was started with: given only the
@@ -227,7 +228,7 @@ func TestHintNamesTheDatabaseAndRmTakesADeadHold(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Skip("cannot run a process:", err)
 	}
-	dead := agent.LeaseHolderOf(cmd.Process.Pid)
+	dead := runner.LeaseHolderOf(cmd.Process.Pid)
 	s, err := sqlite.Open("my.db", sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)

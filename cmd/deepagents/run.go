@@ -22,6 +22,7 @@ import (
 	"github.com/deepagents-go/deepagents/internal/safefile"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/providers"
+	"github.com/deepagents-go/deepagents/runner"
 )
 
 // runFlags are the flags of `deepagents run`.
@@ -188,7 +189,7 @@ func agentFlags(fs *flag.FlagSet, f *runFlags) {
 	fs.StringVar(&f.system, "system", "", "the agent's system prompt (@FILE reads it from a file)")
 	fs.StringVar(&f.subagents, "subagents", "", "a directory of subagent files (NAME.md), read after the user's and the project's")
 	fs.IntVar(&f.maxSteps, "max-steps", 0, "model calls allowed per run (default from the config, else 500)")
-	fs.DurationVar(&f.saveRetry, "save-retry", agent.DefaultSaveRetry, "how long a save the thread database cannot take (restarting, unreachable, locked) is tried again before the run fails, unfinished (0: not at all)")
+	fs.DurationVar(&f.saveRetry, "save-retry", runner.DefaultSaveRetry, "how long a save the thread database cannot take (restarting, unreachable, locked) is tried again before the run fails, unfinished (0: not at all)")
 	fs.IntVar(&f.maxParallel, "max-parallel", 0, "tool calls of one step that may run at once (default 16)")
 	fs.Int64Var(&f.maxResponseBytes, "max-response-bytes", 0, "bytes of text, reasoning and tool-call arguments one model response may hold; past them the run ends with an error (default from the config, else 16777216, 16 MiB)")
 	fs.IntVar(&f.maxToolCalls, "max-tool-calls", 0, "tool calls one model response may hold; past them the run ends with an error (default from the config, else 1000)")
@@ -463,7 +464,7 @@ func (s *session) drive(ctx context.Context, in agent.Input, decisions []agent.D
 			}
 			s.told[sigKey] = true
 		}
-		opts := []agent.RunOption{agent.WithCheckpoints(watch, s.thread), agent.WithMetadata(md), agent.WithSaveRetry(saveRetry(s.flags.saveRetry))}
+		opts := []agent.RunOption{runner.Checkpoints(watch, s.thread, runner.WithSaveRetry(saveRetry(s.flags.saveRetry))), agent.WithMetadata(md)}
 		if len(decisions) > 0 {
 			opts = append(opts, agent.WithDecisions(decisions...))
 		}
@@ -559,8 +560,8 @@ func (s *session) discardFailedStart(ctx context.Context, res *agent.Result) boo
 	}
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	holder := agent.LeaseHolder()
-	if _, err := agent.TakeLease(dctx, s.setup.saver, s.thread, holder, time.Now(), time.Minute); err != nil {
+	holder := runner.LeaseHolder()
+	if _, err := runner.TakeLease(dctx, s.setup.saver, s.thread, holder, time.Now(), time.Minute); err != nil {
 		return false
 	}
 	if err := s.setup.saver.DeleteThread(dctx, s.thread); err != nil {
@@ -687,7 +688,7 @@ func (s *session) answer(res *agent.Result) string {
 	return agent.LastText(msgs[start+1:])
 }
 
-// saveRetry is --save-retry as agent.WithSaveRetry takes it: 0 tries a
+// saveRetry is --save-retry as runner.WithSaveRetry takes it: 0 tries a
 // save once.
 func saveRetry(d time.Duration) time.Duration {
 	if d == 0 {

@@ -24,6 +24,7 @@ import (
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/config"
 	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/runner"
 )
 
 const threadsHelp = `usage: deepagents threads [--limit N] [--json]
@@ -596,8 +597,8 @@ func threadsRemove(ctx context.Context, saver checkpoint.Saver, db config.Databa
 	// pulled from under it.
 	// Named as runs name their holders, so that a dead rm's hold is known
 	// for dead; a dead run's hold is taken over, as resume does.
-	holder := agent.LeaseHolder()
-	if _, err = agent.TakeLease(ctx, saver, id, holder, time.Now(), time.Minute); err != nil {
+	holder := runner.LeaseHolder()
+	if _, err = runner.TakeLease(ctx, saver, id, holder, time.Now(), time.Minute); err != nil {
 		var le *checkpoint.LeasedError
 		if errors.As(err, &le) {
 			fmt.Fprintf(stderr, "deepagents threads rm: thread %q is being run by %s (until %s); let that run finish first\n",
@@ -859,9 +860,9 @@ func saveTranscript(ctx context.Context, w *runWatch, dir, model string, res *ag
 }
 
 // transcriptHolder names this process in the lease it holds while it
-// writes a transcript, as the agent names its runs (agent.LeaseHolder), so
+// writes a transcript, as the agent names its runs (runner.LeaseHolder), so
 // that the lease of a process that died holding it is taken over at once.
-func transcriptHolder() string { return agent.LeaseHolder() }
+func transcriptHolder() string { return runner.LeaseHolder() }
 
 // printableID is a thread id as a listing shows it: quoted when it holds
 // control characters (a thread made before 'run' refused them, or by

@@ -17,6 +17,7 @@ import (
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/llm"
 	ot "github.com/deepagents-go/deepagents/providers/openai/openaitest"
+	"github.com/deepagents-go/deepagents/runner"
 )
 
 // decode reads a run's --output json summary.
@@ -740,7 +741,7 @@ func TestStaleRunDoesNotOverwriteTheTranscript(t *testing.T) {
 	<-entered
 
 	// Its lease is taken over once expired, and the winner runs a turn.
-	if _, err := saver.Acquire(t.Context(), "T", "winner/1/x", time.Now().Add(2*agent.DefaultLeaseTTL), time.Second); err != nil {
+	if _, err := saver.Acquire(t.Context(), "T", "winner/1/x", time.Now().Add(2*runner.DefaultLeaseTTL), time.Second); err != nil {
 		t.Fatal(err)
 	}
 	_ = saver.Release(t.Context(), "T", "winner/1/x")

@@ -32,6 +32,7 @@ import (
 	"github.com/deepagents-go/deepagents/internal/safefile"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
+	"github.com/deepagents-go/deepagents/runner"
 )
 
 // Options choose the phases. The zero value is the reference setup: K=50,
@@ -269,7 +270,7 @@ func runPhase(ctx context.Context, a *agent.Agent, m *scripted.Model, name, task
 	if st != nil {
 		st.threads++
 		thread = fmt.Sprintf("bench-%d", st.threads)
-		opts = append(opts, agent.WithCheckpoints(st.saver, thread))
+		opts = append(opts, runner.Checkpoints(st.saver, thread))
 		dbBefore = st.bytes()
 	}
 	var before, after runtime.MemStats

@@ -1,4 +1,4 @@
-package deepagents_test
+package subagent_test
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"github.com/deepagents-go/deepagents/fstools"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
+	"github.com/deepagents-go/deepagents/scenario"
 	"github.com/deepagents-go/deepagents/subagent"
 	"github.com/deepagents-go/deepagents/tokens"
 	"github.com/deepagents-go/deepagents/tool"
@@ -731,4 +733,24 @@ func TestPanickingChildIsIsolated(t *testing.T) {
 	if ok.Content != "fine" {
 		t.Errorf("sibling receipt = %q", ok.Content)
 	}
+}
+
+// loadScenario reads a checked-in scenario of the repository's testdata.
+func loadScenario(t *testing.T, name string) *scenario.Scenario {
+	t.Helper()
+	sc, err := scenario.Load(filepath.Join("..", "testdata", "scenarios", name+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+// replay runs a checked-in scenario and returns its transcript.
+func replay(t *testing.T, name string) *scenario.Transcript {
+	t.Helper()
+	tr, err := loadScenario(t, name).Run(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
 }

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package agent
+package runner
 
 // processAlive cannot tell here, so a lease always runs its course.
 func processAlive(int) bool { return true }

@@ -10,6 +10,7 @@ import (
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/llm/scripted"
+	"github.com/deepagents-go/deepagents/runner"
 )
 
 // downAfterInput is a saver that takes a run's input, then fails every
@@ -35,7 +36,7 @@ func TestRunTheDatabaseFailedSaysHowToResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, runErr := a.Invoke(t.Context(), agent.Prompt("go"), agent.WithCheckpoints(&downAfterInput{Saver: checkpoint.NewMemory(0)}, "T 1"), agent.WithSaveRetry(-1))
+	res, runErr := a.Invoke(t.Context(), agent.Prompt("go"), runner.Checkpoints(&downAfterInput{Saver: checkpoint.NewMemory(0)}, "T 1", runner.WithSaveRetry(-1)))
 	if res.Status != agent.StatusError || runErr == nil {
 		t.Fatalf("run: %v %v", res.Status, runErr)
 	}
@@ -73,7 +74,7 @@ func TestSaveRetryFlag(t *testing.T) {
 	if code, _, errs := runCLI(t, "run", "-p", "x", "--save-retry", "-1s"); code != 2 || !strings.Contains(errs, "--save-retry must not be negative") {
 		t.Errorf("negative --save-retry: exit %d: %s", code, errs)
 	}
-	if saveRetry(0) >= 0 || saveRetry(agent.DefaultSaveRetry) != agent.DefaultSaveRetry {
+	if saveRetry(0) >= 0 || saveRetry(runner.DefaultSaveRetry) != runner.DefaultSaveRetry {
 		t.Error("--save-retry 0 must turn retries off, and a duration keep its value")
 	}
 }

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package agent
+package runner
 
 // hostSpace is empty where processes that share a host name share their
 // process ids too.

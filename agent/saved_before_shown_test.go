@@ -8,6 +8,7 @@ import (
 
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/llm/scripted"
 	"github.com/deepagents-go/deepagents/tool"
 )
 
@@ -104,4 +105,13 @@ func TestEndedRunGivesItsResult(t *testing.T) {
 	if _, ok := again.State.Files["/b.md"]; !ok {
 		t.Errorf("files: %v", again.State.Files)
 	}
+}
+
+// threeSteps is a parent that writes two files, one step each, then answers.
+func threeSteps() *scripted.Model {
+	return scripted.New(scripted.Script{"parent": steps(
+		scripted.Step{ToolCalls: []scripted.StepCall{call("write", `{"path":"/a.md","content":"a"}`)}},
+		scripted.Step{ToolCalls: []scripted.StepCall{call("write", `{"path":"/b.md","content":"b"}`)}},
+		scripted.Step{Content: "both written"},
+	)}, scripted.Options{})
 }

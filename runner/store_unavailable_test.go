@@ -1,4 +1,4 @@
-package agent_test
+package runner_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/llm/scripted"
+	"github.com/deepagents-go/deepagents/runner"
 	"github.com/deepagents-go/deepagents/subagent"
 	"github.com/deepagents-go/deepagents/tool"
 )
@@ -99,7 +100,7 @@ func TestSaveIsTriedAgainWhileTheStoreIsUnavailable(t *testing.T) {
 	var res *agent.Result
 	var warnings []string
 	var err error
-	res, warnings, err = runCollecting(t, a, agent.Prompt("go"), agent.WithCheckpoints(onSecondSave(store, 3), "T"))
+	res, warnings, err = runCollecting(t, a, agent.Prompt("go"), runner.Checkpoints(onSecondSave(store, 3), "T"))
 	if err != nil || res.Status != agent.StatusOK || res.FinalText() != "both written" {
 		t.Fatalf("run: %v %v %q", err, res.Status, res.FinalText())
 	}
@@ -132,7 +133,7 @@ func TestRunFailedByTheStoreCanBeResumed(t *testing.T) {
 	store := &flakyStore{Saver: checkpoint.NewMemory(0)}
 	m := threeSteps()
 	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{writeTool}})
-	ck := agent.WithCheckpoints(store, "T")
+	ck := runner.Checkpoints(store, "T")
 	// Up for the input and the first step (its response and its call's
 	// result), then down for good.
 	saves := 0
@@ -141,7 +142,7 @@ func TestRunFailedByTheStoreCanBeResumed(t *testing.T) {
 			store.set(func(s *flakyStore) { s.down = true })
 		}
 	}}
-	res, warnings, err := runCollecting(t, a, agent.Prompt("go"), agent.WithCheckpoints(down, "T"), agent.WithSaveRetry(300*time.Millisecond))
+	res, warnings, err := runCollecting(t, a, agent.Prompt("go"), runner.Checkpoints(down, "T", runner.WithSaveRetry(300*time.Millisecond)))
 	if res.Status != agent.StatusError || !errors.Is(err, checkpoint.ErrUnavailable) {
 		t.Fatalf("run: %v %v; want an error that says the store is unavailable", res.Status, err)
 	}
@@ -198,7 +199,7 @@ func TestOnlyUnavailableSavesAreTriedAgain(t *testing.T) {
 			store := &flakyStore{Saver: checkpoint.NewMemory(0), err: c.err}
 			a := newAgent(t, agent.Config{Model: threeSteps(), Tools: []tool.Tool{writeTool}})
 			start := time.Now()
-			res, warnings, err := runCollecting(t, a, agent.Prompt("go"), agent.WithCheckpoints(onSecondSave(store, 100), "T"), agent.WithSaveRetry(c.retry))
+			res, warnings, err := runCollecting(t, a, agent.Prompt("go"), runner.Checkpoints(onSecondSave(store, 100), "T", runner.WithSaveRetry(c.retry)))
 			if res.Status != agent.StatusError || err == nil || len(warnings) != 0 || store.tries != c.tries {
 				t.Fatalf("status %v, err %v, %d warnings, %d tries; want an error after one try of the failing save, no warning, %d tries", res.Status, err, len(warnings), store.tries, c.tries)
 			}
@@ -233,14 +234,14 @@ func TestStoreFailingASubagentStopsTheRunUnfinished(t *testing.T) {
 			store.set(func(s *flakyStore) { s.fails = 1 })
 		}
 	}}
-	res, _, err := runCollecting(t, a, agent.Prompt("go"), agent.WithCheckpoints(down, "T"), agent.WithSaveRetry(-1))
+	res, _, err := runCollecting(t, a, agent.Prompt("go"), runner.Checkpoints(down, "T", runner.WithSaveRetry(-1)))
 	if res.Status != agent.StatusError || !errors.Is(err, checkpoint.ErrUnavailable) {
 		t.Fatalf("run: %v %v; want an error that says the store is unavailable", res.Status, err)
 	}
 	if rs, err := agent.LoadRunState(t.Context(), store, "T", agent.RootPath("parent"), false); err != nil || rs.Status != "" {
 		t.Fatalf("saved state: %v, status %q; want the run unfinished", err, rs.Status)
 	}
-	res, _, err = runCollecting(t, a, agent.Input{}, agent.WithCheckpoints(store, "T"))
+	res, _, err = runCollecting(t, a, agent.Input{}, runner.Checkpoints(store, "T"))
 	if err != nil || res.Status != agent.StatusOK || res.FinalText() != "parent done" {
 		t.Fatalf("resume: %v %v %q", err, res.Status, res.FinalText())
 	}
@@ -253,4 +254,28 @@ func TestStoreFailingASubagentStopsTheRunUnfinished(t *testing.T) {
 	if byWho["parent"] != 2 || byWho["worker"] != 2 {
 		t.Errorf("model calls %v; want 2 each (none asked for twice)", byWho)
 	}
+}
+
+type writeIn struct {
+	Path    string `json:"path"`
+	Content string `json:"content"`
+}
+
+var writeTool = tool.MustFunc("write", "Write a file.", func(ctx context.Context, env *tool.Env, in writeIn) (string, error) {
+	return "wrote " + in.Path, env.Files.Write(ctx, in.Path, in.Content)
+})
+
+func call(name, args string) scripted.StepCall {
+	return scripted.StepCall{Name: name, Args: json.RawMessage(args)}
+}
+
+func steps(s ...scripted.Step) scripted.AgentScript { return scripted.AgentScript{Steps: s} }
+
+func newAgent(t *testing.T, cfg agent.Config) *agent.Agent {
+	t.Helper()
+	a, err := agent.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }

@@ -1,4 +1,4 @@
-package deepagents_test
+package runner_test
 
 import (
 	"context"
@@ -20,6 +20,7 @@ import (
 	"github.com/deepagents-go/deepagents/checkpoint/sqlite"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
+	"github.com/deepagents-go/deepagents/runner"
 	"github.com/deepagents-go/deepagents/tool"
 	"github.com/deepagents-go/deepagents/vfs"
 	"github.com/deepagents-go/deepagents/vfs/osfs"
@@ -204,7 +205,7 @@ func crashAtEveryEvent(t *testing.T, every int, open func(t *testing.T) checkpoi
 		c := &counter{}
 		a := durableAgent(t, durableScript, deepagents.Config{Tools: []tool.Tool{c}})
 		saver := open(t)
-		res, err := agent.Drain(a.Run(ctx, agent.Prompt("go"), agent.WithCheckpoints(saver, "ref")), func(agent.Event) { refEvents++ })
+		res, err := agent.Drain(a.Run(ctx, agent.Prompt("go"), runner.Checkpoints(saver, "ref")), func(agent.Event) { refEvents++ })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -228,7 +229,7 @@ func crashAtEveryEvent(t *testing.T, every int, open func(t *testing.T) checkpoi
 			saver := &crashable{Saver: base}
 			a := durableAgent(t, durableScript, deepagents.Config{Tools: []tool.Tool{c}})
 			seen := 0
-			for range a.Run(ctx, agent.Prompt("go"), agent.WithCheckpoints(saver, "th"), agent.WithLease("first", time.Millisecond)) {
+			for range a.Run(ctx, agent.Prompt("go"), runner.Checkpoints(saver, "th"), runner.Lease(saver, "th", "first", time.Millisecond)) {
 				seen++
 				if seen == n {
 					saver.dead.Store(true)
@@ -242,10 +243,10 @@ func crashAtEveryEvent(t *testing.T, every int, open func(t *testing.T) checkpoi
 			time.Sleep(2 * time.Millisecond)
 
 			a2 := durableAgent(t, durableScript, deepagents.Config{Tools: []tool.Tool{c}})
-			res, err := a2.Invoke(ctx, agent.Input{}, agent.WithCheckpoints(base, "th"), agent.WithLease("second", time.Minute))
+			res, err := a2.Invoke(ctx, agent.Input{}, runner.Checkpoints(base, "th"), runner.Lease(base, "th", "second", time.Minute))
 			if err != nil && strings.Contains(err.Error(), "has no run to resume") {
 				// The crash came before the input was saved: start again.
-				res, err = a2.Invoke(ctx, agent.Prompt("go"), agent.WithCheckpoints(base, "th"), agent.WithLease("second", time.Minute))
+				res, err = a2.Invoke(ctx, agent.Prompt("go"), runner.Checkpoints(base, "th"), runner.Lease(base, "th", "second", time.Minute))
 			}
 			if err != nil {
 				var msgs []string
@@ -341,7 +342,7 @@ func TestApprovalsPartialThenAll(t *testing.T) {
 		t.Fatal(err)
 	}
 	var interruptEvents int
-	res, err := agent.Drain(a.Run(ctx, agent.Prompt("go"), agent.WithCheckpoints(saver, "ap")), func(ev agent.Event) {
+	res, err := agent.Drain(a.Run(ctx, agent.Prompt("go"), runner.Checkpoints(saver, "ap")), func(ev agent.Event) {
 		if ev.Type == agent.InterruptEvent {
 			interruptEvents++
 		}
@@ -366,17 +367,17 @@ func TestApprovalsPartialThenAll(t *testing.T) {
 	}
 
 	// A decision for a call that is not waiting changes nothing.
-	res, err = a.Invoke(ctx, agent.Input{}, agent.WithCheckpoints(saver, "ap"), agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "nope"}))
+	res, err = a.Invoke(ctx, agent.Input{}, runner.Checkpoints(saver, "ap"), agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "nope"}))
 	var de *agent.DecisionError
 	if !errors.As(err, &de) || res.Status != agent.StatusInterrupted || len(res.Interrupts) != 2 {
 		t.Fatalf("bad decision: %v status %v", err, res.Status)
 	}
 
-	res, err = a.Invoke(ctx, agent.Input{}, agent.WithCheckpoints(saver, "ap"), agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "w1"}))
+	res, err = a.Invoke(ctx, agent.Input{}, runner.Checkpoints(saver, "ap"), agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "w1"}))
 	if res.Status != agent.StatusInterrupted || len(res.Interrupts) != 1 || res.Interrupts[0].CallID != "w2" {
 		t.Fatalf("after one decision: %v %+v", err, res.Interrupts)
 	}
-	res, err = a.Invoke(ctx, agent.Input{}, agent.WithCheckpoints(saver, "ap"),
+	res, err = a.Invoke(ctx, agent.Input{}, runner.Checkpoints(saver, "ap"),
 		agent.WithDecisions(agent.Decision{Type: agent.Reject, CallID: "w2", Message: "not that file"}))
 	if err != nil {
 		t.Fatal(err)
@@ -410,7 +411,7 @@ func TestApprovalEditRunsNewArgs(t *testing.T) {
 	ctx := context.Background()
 	saver := checkpoint.NewMemory(0)
 	a := durableAgent(t, approvalScript, deepagents.Config{Tools: []tool.Tool{&counter{}}, InterruptOn: gated()})
-	if _, err := a.Invoke(ctx, agent.Prompt("go"), agent.WithCheckpoints(saver, "ed")); !errors.Is(err, agent.ErrInterrupted) {
+	if _, err := a.Invoke(ctx, agent.Prompt("go"), runner.Checkpoints(saver, "ed")); !errors.Is(err, agent.ErrInterrupted) {
 		t.Fatal(err)
 	}
 	ds, err := agent.ParseDecisions([]byte(`{"decisions": [
@@ -419,7 +420,7 @@ func TestApprovalEditRunsNewArgs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := a.Invoke(ctx, agent.Input{}, agent.WithCheckpoints(saver, "ed"), agent.WithDecisions(ds...))
+	res, err := a.Invoke(ctx, agent.Input{}, runner.Checkpoints(saver, "ed"), agent.WithDecisions(ds...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -444,10 +445,10 @@ func TestRejectedCallIsAnsweredWithoutAsking(t *testing.T) {
 	  {"tool_calls": [{"id": "x2", "name": "write_file", "args": {"content": "x", "file_path": "/x.md"}}]},
 	  {"content": "gave up"}]}`
 	a := durableAgent(t, script, deepagents.Config{InterruptOn: gated()})
-	if _, err := a.Invoke(ctx, agent.Prompt("go"), agent.WithCheckpoints(saver, "rj")); !errors.Is(err, agent.ErrInterrupted) {
+	if _, err := a.Invoke(ctx, agent.Prompt("go"), runner.Checkpoints(saver, "rj")); !errors.Is(err, agent.ErrInterrupted) {
 		t.Fatal(err)
 	}
-	res, err := a.Invoke(ctx, agent.Input{}, agent.WithCheckpoints(saver, "rj"), agent.WithDecisions(agent.Decision{Type: agent.Reject, CallID: "x1", Message: "no"}))
+	res, err := a.Invoke(ctx, agent.Input{}, runner.Checkpoints(saver, "rj"), agent.WithDecisions(agent.Decision{Type: agent.Reject, CallID: "x1", Message: "no"}))
 	if err != nil {
 		t.Fatalf("the repeated call was put to the person again: %v %+v", err, res.Interrupts)
 	}
@@ -475,7 +476,7 @@ func TestSubagentInterruptResumesInsideTheChild(t *testing.T) {
 	c := &counter{}
 	saver := checkpoint.NewMemory(0)
 	a := durableAgent(t, script, deepagents.Config{Tools: []tool.Tool{c}, InterruptOn: gated()})
-	res, err := a.Invoke(ctx, agent.Prompt("go"), agent.WithCheckpoints(saver, "sub"))
+	res, err := a.Invoke(ctx, agent.Prompt("go"), runner.Checkpoints(saver, "sub"))
 	if !errors.Is(err, agent.ErrInterrupted) || len(res.Interrupts) != 1 {
 		t.Fatalf("%v %+v", err, res)
 	}
@@ -492,7 +493,7 @@ func TestSubagentInterruptResumesInsideTheChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err = a2.Invoke(ctx, agent.Input{}, agent.WithCheckpoints(saver, "sub"),
+	res, err = a2.Invoke(ctx, agent.Input{}, runner.Checkpoints(saver, "sub"),
 		agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "cw", Path: "parent / general-purpose#t1"}))
 	if err != nil {
 		t.Fatal(err)
@@ -531,13 +532,13 @@ func TestTurnsContinueAThread(t *testing.T) {
 	  {"tool_calls": [{"id": "r", "name": "read_file", "args": {"file_path": "/n.md"}}]},
 	  {"content": "second answer"}]}`
 	a := durableAgent(t, script, deepagents.Config{})
-	if _, err := a.Invoke(ctx, agent.Prompt("one"), agent.WithCheckpoints(saver, "turns")); err != nil {
+	if _, err := a.Invoke(ctx, agent.Prompt("one"), runner.Checkpoints(saver, "turns")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Invoke(ctx, agent.Input{}, agent.WithCheckpoints(saver, "turns")); err == nil || !strings.Contains(err.Error(), "no unfinished run") {
+	if _, err := a.Invoke(ctx, agent.Input{}, runner.Checkpoints(saver, "turns")); err == nil || !strings.Contains(err.Error(), "no unfinished run") {
 		t.Fatalf("resuming a finished thread: %v", err)
 	}
-	res, err := a.Invoke(ctx, agent.Prompt("two"), agent.WithCheckpoints(saver, "turns"))
+	res, err := a.Invoke(ctx, agent.Prompt("two"), runner.Checkpoints(saver, "turns"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -550,7 +551,7 @@ func TestTurnsContinueAThread(t *testing.T) {
 	// Each turn has its own step budget.
 	b := durableAgent(t, `{"parent": [{"content": "a"}, {"content": "b"}, {"content": "c"}]}`, deepagents.Config{MaxSteps: 1})
 	for _, q := range []string{"1", "2", "3"} {
-		if _, err := b.Invoke(ctx, agent.Prompt(q), agent.WithCheckpoints(saver, "budget")); err != nil {
+		if _, err := b.Invoke(ctx, agent.Prompt(q), runner.Checkpoints(saver, "budget")); err != nil {
 			t.Fatalf("turn %s: %v", q, err)
 		}
 	}
@@ -583,16 +584,16 @@ func TestLeaseRefusesASecondRun(t *testing.T) {
 	a := durableAgent(t, script, deepagents.Config{Tools: []tool.Tool{b}})
 	done := make(chan error, 1)
 	go func() {
-		_, err := a.Invoke(ctx, agent.Prompt("hold"), agent.WithCheckpoints(saver, "busy"))
+		_, err := a.Invoke(ctx, agent.Prompt("hold"), runner.Checkpoints(saver, "busy"))
 		done <- err
 	}()
 	<-b.started
-	_, err := a.Invoke(ctx, agent.Prompt("me too"), agent.WithCheckpoints(saver, "busy"))
+	_, err := a.Invoke(ctx, agent.Prompt("me too"), runner.Checkpoints(saver, "busy"))
 	if err == nil || !strings.Contains(err.Error(), "is being run by another run of this process") || !errors.Is(err, checkpoint.ErrLeased) {
 		t.Fatalf("second run on a held thread: %v", err)
 	}
 	other := durableAgent(t, `{"parent": [{"content": "free"}]}`, deepagents.Config{})
-	if res, err := other.Invoke(ctx, agent.Prompt("x"), agent.WithCheckpoints(saver, "other")); err != nil || res.FinalText() != "free" {
+	if res, err := other.Invoke(ctx, agent.Prompt("x"), runner.Checkpoints(saver, "other")); err != nil || res.FinalText() != "free" {
 		t.Fatalf("another thread: %v", err)
 	}
 	close(b.release)
@@ -611,7 +612,7 @@ func TestLostLeaseStopsTheRun(t *testing.T) {
 	a := durableAgent(t, `{"parent": [{"tool_calls": [{"id": "k", "name": "block"}]}, {"content": "ok"}]}`, deepagents.Config{Tools: []tool.Tool{b}})
 	done := make(chan error, 1)
 	go func() {
-		_, err := a.Invoke(ctx, agent.Prompt("hold"), agent.WithCheckpoints(saver, "lost"), agent.WithLease("first", 30*time.Millisecond))
+		_, err := a.Invoke(ctx, agent.Prompt("hold"), runner.Checkpoints(saver, "lost"), runner.Lease(saver, "lost", "first", 30*time.Millisecond))
 		done <- err
 	}()
 	<-b.started
@@ -638,7 +639,7 @@ func TestResumeFromAnEarlierStep(t *testing.T) {
 	ctx := context.Background()
 	saver := checkpoint.NewMemory(0)
 	a := durableAgent(t, durableScript, deepagents.Config{Tools: []tool.Tool{&counter{}}})
-	ref, err := a.Invoke(ctx, agent.Prompt("go"), agent.WithCheckpoints(saver, "orig"))
+	ref, err := a.Invoke(ctx, agent.Prompt("go"), runner.Checkpoints(saver, "orig"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -655,7 +656,7 @@ func TestResumeFromAnEarlierStep(t *testing.T) {
 			t.Fatal(err)
 		}
 		a2 := durableAgent(t, durableScript, deepagents.Config{Tools: []tool.Tool{&counter{}}})
-		res, err := a2.Invoke(ctx, agent.Input{}, agent.WithCheckpoints(saver, dst))
+		res, err := a2.Invoke(ctx, agent.Input{}, runner.Checkpoints(saver, dst))
 		if err != nil {
 			t.Fatalf("resuming at %s (%s): %v", cp.ID, cp.Metadata["source"], err)
 		}
@@ -680,10 +681,10 @@ func TestNewInputClosesAnUnfinishedStep(t *testing.T) {
 	  {"content": "moved on"}]}`
 	c := &counter{}
 	a := durableAgent(t, script, deepagents.Config{Tools: []tool.Tool{c}, InterruptOn: gated()})
-	if _, err := a.Invoke(ctx, agent.Prompt("first"), agent.WithCheckpoints(saver, "moveon")); !errors.Is(err, agent.ErrInterrupted) {
+	if _, err := a.Invoke(ctx, agent.Prompt("first"), runner.Checkpoints(saver, "moveon")); !errors.Is(err, agent.ErrInterrupted) {
 		t.Fatal(err)
 	}
-	res, err := a.Invoke(ctx, agent.Prompt("never mind, do something else"), agent.WithCheckpoints(saver, "moveon"))
+	res, err := a.Invoke(ctx, agent.Prompt("never mind, do something else"), runner.Checkpoints(saver, "moveon"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -718,11 +719,11 @@ func TestReusedTaskCallIDRunsANewSubagent(t *testing.T) {
 	    {"match": "first", "steps": [{"content": "first report"}]},
 	    {"match": "second", "steps": [{"content": "second report"}]}]}}`
 	a := durableAgent(t, script, deepagents.Config{})
-	if _, err := a.Invoke(ctx, agent.Prompt("a"), agent.WithCheckpoints(saver, "reuse")); err != nil {
+	if _, err := a.Invoke(ctx, agent.Prompt("a"), runner.Checkpoints(saver, "reuse")); err != nil {
 		t.Fatal(err)
 	}
 	b := durableAgent(t, script, deepagents.Config{}) // a fresh model: its cases match anew
-	res, err := b.Invoke(ctx, agent.Prompt("b"), agent.WithCheckpoints(saver, "reuse"))
+	res, err := b.Invoke(ctx, agent.Prompt("b"), runner.Checkpoints(saver, "reuse"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -744,15 +745,15 @@ func TestWaitingCallStaysGatedWithoutThePolicy(t *testing.T) {
 	ctx := context.Background()
 	saver := checkpoint.NewMemory(0)
 	gatedAgent := durableAgent(t, approvalScript, deepagents.Config{Tools: []tool.Tool{&counter{}}, InterruptOn: gated()})
-	if _, err := gatedAgent.Invoke(ctx, agent.Prompt("go"), agent.WithCheckpoints(saver, "g")); !errors.Is(err, agent.ErrInterrupted) {
+	if _, err := gatedAgent.Invoke(ctx, agent.Prompt("go"), runner.Checkpoints(saver, "g")); !errors.Is(err, agent.ErrInterrupted) {
 		t.Fatal(err)
 	}
 	plain := durableAgent(t, approvalScript, deepagents.Config{Tools: []tool.Tool{&counter{}}})
-	res, err := plain.Invoke(ctx, agent.Input{}, agent.WithCheckpoints(saver, "g"), agent.WithDecisions(agent.Decision{Type: agent.Reject, CallID: "w1"}))
+	res, err := plain.Invoke(ctx, agent.Input{}, runner.Checkpoints(saver, "g"), agent.WithDecisions(agent.Decision{Type: agent.Reject, CallID: "w1"}))
 	if res == nil || res.Status != agent.StatusInterrupted || len(res.Interrupts) != 1 || res.Interrupts[0].CallID != "w2" {
 		t.Fatalf("w2 must keep waiting: %v %+v", err, res)
 	}
-	res, err = plain.Invoke(ctx, agent.Input{}, agent.WithCheckpoints(saver, "g"), agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "w2"}))
+	res, err = plain.Invoke(ctx, agent.Input{}, runner.Checkpoints(saver, "g"), agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "w2"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -766,7 +767,7 @@ func TestWaitingCallStaysGatedWithoutThePolicy(t *testing.T) {
 func TestTwoCrashesKeepFinishedChildren(t *testing.T) {
 	ctx := context.Background()
 	ref, err := durableAgent(t, durableScript, deepagents.Config{Tools: []tool.Tool{&counter{}}}).
-		Invoke(ctx, agent.Prompt("go"), agent.WithCheckpoints(checkpoint.NewMemory(0), "ref"))
+		Invoke(ctx, agent.Prompt("go"), runner.Checkpoints(checkpoint.NewMemory(0), "ref"))
 	if err != nil || len(ref.Children) != 2 {
 		t.Fatalf("%v, %d children", err, len(ref.Children))
 	}
@@ -774,7 +775,7 @@ func TestTwoCrashesKeepFinishedChildren(t *testing.T) {
 		dying := &crashable{Saver: saver}
 		a := durableAgent(t, durableScript, deepagents.Config{Tools: []tool.Tool{&counter{}}})
 		seen := 0
-		for ev := range a.Run(ctx, in, agent.WithCheckpoints(dying, "th"), agent.WithLease(holder, time.Millisecond)) {
+		for ev := range a.Run(ctx, in, runner.Checkpoints(dying, "th"), runner.Lease(dying, "th", holder, time.Millisecond)) {
 			seen++
 			if seen == n {
 				dying.dead.Store(true)
@@ -796,7 +797,7 @@ func TestTwoCrashesKeepFinishedChildren(t *testing.T) {
 			crashAfter(saver, agent.Input{}, "two", second)
 			time.Sleep(2 * time.Millisecond)
 			res, err := durableAgent(t, durableScript, deepagents.Config{Tools: []tool.Tool{&counter{}}}).
-				Invoke(ctx, agent.Input{}, agent.WithCheckpoints(saver, "th"))
+				Invoke(ctx, agent.Input{}, runner.Checkpoints(saver, "th"))
 			if err != nil && strings.Contains(err.Error(), "no unfinished run") {
 				continue // the second crash came after the end was saved
 			}
@@ -825,7 +826,7 @@ func TestSubagentInputIsItsFirstStep(t *testing.T) {
 	  "general-purpose": [
 	    {"tool_calls": [{"id": "w1", "name": "write_file", "args": {"file_path": "/n.md", "content": "n"}}]},
 	    {"content": "noted"}]}`, deepagents.Config{})
-	if _, err := a.Invoke(ctx, agent.Prompt("go"), agent.WithCheckpoints(saver, "inputs")); err != nil {
+	if _, err := a.Invoke(ctx, agent.Prompt("go"), runner.Checkpoints(saver, "inputs")); err != nil {
 		t.Fatal(err)
 	}
 	all, err := saver.List(ctx, checkpoint.ListOptions{ThreadID: "inputs", AllNamespaces: true})
@@ -956,10 +957,10 @@ func TestFinishedSubagentsSavedOnce(t *testing.T) {
 			ctx := context.Background()
 			saver := &valuesLog{Saver: checkpoint.NewMemory(0), legacy: legacy}
 			a := durableAgent(t, threeHelpers, deepagents.Config{InterruptOn: gated()})
-			if _, err := a.Invoke(ctx, agent.Prompt("go"), agent.WithCheckpoints(saver, "kids")); !errors.Is(err, agent.ErrInterrupted) {
+			if _, err := a.Invoke(ctx, agent.Prompt("go"), runner.Checkpoints(saver, "kids")); !errors.Is(err, agent.ErrInterrupted) {
 				t.Fatalf("turn 1: %v", err)
 			}
-			res, err := a.Invoke(ctx, agent.Input{}, agent.WithCheckpoints(saver, "kids"), agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "w0"}))
+			res, err := a.Invoke(ctx, agent.Input{}, runner.Checkpoints(saver, "kids"), agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "w0"}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -1007,10 +1008,10 @@ func TestFinishedSubagentsSavedOnce(t *testing.T) {
 
 			// A second turn stops for approval; resumed, it reports only
 			// its own work.
-			if _, err = a.Invoke(ctx, agent.Prompt("sign it"), agent.WithCheckpoints(saver, "kids")); !errors.Is(err, agent.ErrInterrupted) {
+			if _, err = a.Invoke(ctx, agent.Prompt("sign it"), runner.Checkpoints(saver, "kids")); !errors.Is(err, agent.ErrInterrupted) {
 				t.Fatalf("turn 2: %v", err)
 			}
-			res, err = a.Invoke(ctx, agent.Input{}, agent.WithCheckpoints(saver, "kids"), agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "w9"}))
+			res, err = a.Invoke(ctx, agent.Input{}, runner.Checkpoints(saver, "kids"), agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "w9"}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -1096,11 +1097,11 @@ func TestAnsweredCallNoLongerWaits(t *testing.T) {
 		t.Fatalf("read as agent: %v, status %q, waiting %+v", err, other.Status, other.Loop.Interrupts)
 	}
 	var de *agent.DecisionError
-	_, err := a.Invoke(ctx, agent.Input{}, agent.WithCheckpoints(saver, "ans"), agent.WithDecisions(agent.Decision{Type: agent.Reject, CallID: "w1", Message: "changed my mind"}))
+	_, err := a.Invoke(ctx, agent.Input{}, runner.Checkpoints(saver, "ans"), agent.WithDecisions(agent.Decision{Type: agent.Reject, CallID: "w1", Message: "changed my mind"}))
 	if !errors.As(err, &de) || !strings.Contains(err.Error(), "no call is waiting") {
 		t.Fatalf("a decision for the answered call: %v", err)
 	}
-	res, err := a.Invoke(ctx, agent.Input{}, agent.WithCheckpoints(saver, "ans"))
+	res, err := a.Invoke(ctx, agent.Input{}, runner.Checkpoints(saver, "ans"))
 	if err != nil || res.FinalText() != "done" {
 		t.Fatalf("resume: %v %q", err, res.FinalText())
 	}
@@ -1134,10 +1135,10 @@ func TestAnsweredSubagentCallNoLongerWaits(t *testing.T) {
 		return scripted.Step{Content: "written"}, nil
 	})
 	var de *agent.DecisionError
-	if _, err := a.Invoke(ctx, agent.Input{}, agent.WithCheckpoints(saver, "sub"), agent.WithDecisions(agent.Decision{Type: agent.Reject, CallID: "w1"})); !errors.As(err, &de) {
+	if _, err := a.Invoke(ctx, agent.Input{}, runner.Checkpoints(saver, "sub"), agent.WithDecisions(agent.Decision{Type: agent.Reject, CallID: "w1"})); !errors.As(err, &de) {
 		t.Fatalf("a decision for the answered call: %v", err)
 	}
-	res, err := a.Invoke(ctx, agent.Input{}, agent.WithCheckpoints(saver, "sub"))
+	res, err := a.Invoke(ctx, agent.Input{}, runner.Checkpoints(saver, "sub"))
 	if err != nil || res.FinalText() != "done" || res.State.Files["/a.md"].Content != "a" {
 		t.Fatalf("resume: %v %q %v", err, res.FinalText(), res.State.Files)
 	}
@@ -1154,10 +1155,10 @@ func TestRunMetadata(t *testing.T) {
 	    {"content": "one"}, {"content": "two"}],
 	  "general-purpose": [{"content": "did"}]}`, deepagents.Config{})
 	md := map[string]string{"flags": "--root /tmp/x", "source": "mine"}
-	if _, err := a.Invoke(ctx, agent.Prompt("go"), agent.WithCheckpoints(saver, "md"), agent.WithMetadata(md)); err != nil {
+	if _, err := a.Invoke(ctx, agent.Prompt("go"), runner.Checkpoints(saver, "md"), agent.WithMetadata(md)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Invoke(ctx, agent.Prompt("again"), agent.WithCheckpoints(saver, "md"), agent.WithMetadata(map[string]string{"flags": "--root /tmp/y"})); err != nil {
+	if _, err := a.Invoke(ctx, agent.Prompt("again"), runner.Checkpoints(saver, "md"), agent.WithMetadata(map[string]string{"flags": "--root /tmp/y"})); err != nil {
 		t.Fatal(err)
 	}
 	all, err := saver.List(ctx, checkpoint.ListOptions{ThreadID: "md", AllNamespaces: true})
@@ -1208,7 +1209,7 @@ func TestInterruptedResultCountsWaitingSubagents(t *testing.T) {
 		}
 		return u
 	}
-	res, err := a.Invoke(ctx, agent.Prompt("go"), agent.WithCheckpoints(saver, "held"))
+	res, err := a.Invoke(ctx, agent.Prompt("go"), runner.Checkpoints(saver, "held"))
 	if !errors.Is(err, agent.ErrInterrupted) {
 		t.Fatal(err)
 	}
@@ -1220,7 +1221,7 @@ func TestInterruptedResultCountsWaitingSubagents(t *testing.T) {
 	if before.InputTokens == 0 || res.Usage != sum(res) || res.Usage == res.UsageByAgent["parent"] {
 		t.Errorf("interrupted usage %+v, by agent %+v", res.Usage, res.UsageByAgent)
 	}
-	res, err = a.Invoke(ctx, agent.Input{}, agent.WithCheckpoints(saver, "held"), agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "w1"}))
+	res, err = a.Invoke(ctx, agent.Input{}, runner.Checkpoints(saver, "held"), agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "w1"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1237,12 +1238,12 @@ func TestEditThatDoesNotFitIsRefused(t *testing.T) {
 	saver := checkpoint.NewMemory(0)
 	c := &counter{}
 	a := durableAgent(t, approvalScript, deepagents.Config{Tools: []tool.Tool{c}, InterruptOn: gated()})
-	if _, err := a.Invoke(ctx, agent.Prompt("go"), agent.WithCheckpoints(saver, "fit")); !errors.Is(err, agent.ErrInterrupted) {
+	if _, err := a.Invoke(ctx, agent.Prompt("go"), runner.Checkpoints(saver, "fit")); !errors.Is(err, agent.ErrInterrupted) {
 		t.Fatal(err)
 	}
 	runs := c.snapshot()["parent b1"]
 	for _, args := range []string{`{"file_path": 5, "content": "x"}`, `{"content": "x"}`, `{"file_path": "/x.md", "content": "x", "mode": "append"}`} {
-		res, err := a.Invoke(ctx, agent.Input{}, agent.WithCheckpoints(saver, "fit"),
+		res, err := a.Invoke(ctx, agent.Input{}, runner.Checkpoints(saver, "fit"),
 			agent.WithDecisions(agent.Decision{Type: agent.Edit, CallID: "w1", Args: json.RawMessage(args)}, agent.Decision{Type: agent.Approve, CallID: "w2"}))
 		var de *agent.DecisionError
 		if !errors.As(err, &de) || !strings.Contains(err.Error(), "do not fit write_file") || res.Status != agent.StatusInterrupted || len(res.Interrupts) != 2 {
@@ -1277,10 +1278,10 @@ func TestNewInputClosesACutOffCall(t *testing.T) {
 		deepagents.Config{Tools: []tool.Tool{hang}})
 	cctx, cancel := context.WithCancel(ctx)
 	cut = cancel
-	if _, err := a.Invoke(cctx, agent.Prompt("first"), agent.WithCheckpoints(saver, "cut")); err == nil {
+	if _, err := a.Invoke(cctx, agent.Prompt("first"), runner.Checkpoints(saver, "cut")); err == nil {
 		t.Fatal("the cut-off run ended well")
 	}
-	res, err := a.Invoke(ctx, agent.Prompt("something else"), agent.WithCheckpoints(saver, "cut"))
+	res, err := a.Invoke(ctx, agent.Prompt("something else"), runner.Checkpoints(saver, "cut"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1291,15 +1292,15 @@ func TestNewInputClosesACutOffCall(t *testing.T) {
 	// The same for a call a person approved, cut off while it ran.
 	gated := durableAgent(t, `{"parent": [{"tool_calls": [{"id": "h", "name": "hang", "args": {}}]}, {"content": "moved on"}]}`,
 		deepagents.Config{Tools: []tool.Tool{hang}, InterruptOn: map[string]agent.Approval{"hang": {}}})
-	if _, err := gated.Invoke(ctx, agent.Prompt("first"), agent.WithCheckpoints(saver, "cut2")); !errors.Is(err, agent.ErrInterrupted) {
+	if _, err := gated.Invoke(ctx, agent.Prompt("first"), runner.Checkpoints(saver, "cut2")); !errors.Is(err, agent.ErrInterrupted) {
 		t.Fatal(err)
 	}
 	cctx, cancel = context.WithCancel(ctx)
 	cut = cancel
-	if _, err := gated.Invoke(cctx, agent.Input{}, agent.WithCheckpoints(saver, "cut2"), agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "h"})); err == nil {
+	if _, err := gated.Invoke(cctx, agent.Input{}, runner.Checkpoints(saver, "cut2"), agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "h"})); err == nil {
 		t.Fatal("the cut-off resume ended well")
 	}
-	res, err = gated.Invoke(ctx, agent.Prompt("something else"), agent.WithCheckpoints(saver, "cut2"))
+	res, err = gated.Invoke(ctx, agent.Prompt("something else"), runner.Checkpoints(saver, "cut2"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1350,7 +1351,7 @@ func checkCancelThenResume(t *testing.T, name string, arm func(saver *cancelOnPu
 	defer cancel()
 	each := arm(saver, cancel)
 	ended := map[string]bool{}
-	res, err := agent.Drain(a.Run(cctx, agent.Prompt("go"), agent.WithCheckpoints(saver, "cx")), func(ev agent.Event) {
+	res, err := agent.Drain(a.Run(cctx, agent.Prompt("go"), runner.Checkpoints(saver, "cx")), func(ev agent.Event) {
 		if ev.Type == agent.ToolEnd && ev.Tool.Name == "bump" {
 			ended[ev.Agent+" "+ev.Tool.CallID] = true
 		}
@@ -1367,7 +1368,7 @@ func checkCancelThenResume(t *testing.T, name string, arm func(saver *cancelOnPu
 		if _, lerr := agent.LoadRunState(ctx, saver, "cx", agent.RootPath("parent"), false); errors.Is(lerr, checkpoint.ErrNotFound) {
 			in = agent.Prompt("go") // cancelled before its input was saved
 		}
-		if res, err = a.Invoke(ctx, in, agent.WithCheckpoints(saver, "cx")); err != nil {
+		if res, err = a.Invoke(ctx, in, runner.Checkpoints(saver, "cx")); err != nil {
 			t.Fatalf("%s: resume: %v", name, err)
 		}
 	}
@@ -1440,7 +1441,7 @@ func TestCancelKeepsEndedCalls(t *testing.T) {
 			deepagents.Config{Tools: []tool.Tool{gate}})
 		saver := checkpoint.NewMemory(0)
 		cctx, cancel := context.WithCancel(ctx)
-		_, err = agent.Drain(a.Run(cctx, agent.Prompt("go"), agent.WithCheckpoints(saver, "keep")), func(ev agent.Event) {
+		_, err = agent.Drain(a.Run(cctx, agent.Prompt("go"), runner.Checkpoints(saver, "keep")), func(ev agent.Event) {
 			if ev.Type == agent.ToolEnd && ev.Tool.CallID == "c1" {
 				// The gate ends while the run is in this event; give its
 				// end time to reach the run, then cancel.
@@ -1456,7 +1457,7 @@ func TestCancelKeepsEndedCalls(t *testing.T) {
 		if err == nil {
 			t.Fatal("the run was not cancelled")
 		}
-		res, err := a.Invoke(ctx, agent.Input{}, agent.WithCheckpoints(saver, "keep"))
+		res, err := a.Invoke(ctx, agent.Input{}, runner.Checkpoints(saver, "keep"))
 		if err != nil || res.FinalText() != "done" {
 			t.Fatalf("resume: %v %q", err, res.FinalText())
 		}
@@ -1472,7 +1473,7 @@ func TestMisuseGetsClearErrors(t *testing.T) {
 	ctx := context.Background()
 	a := durableAgent(t, approvalScript, deepagents.Config{Tools: []tool.Tool{&counter{}}, InterruptOn: gated()})
 	var de *agent.DecisionError
-	if _, err := a.Invoke(ctx, agent.Prompt("go"), agent.WithCheckpoints(nil, "t")); err == nil || !strings.Contains(err.Error(), "no saver") {
+	if _, err := a.Invoke(ctx, agent.Prompt("go"), runner.Checkpoints(nil, "t")); err == nil || !strings.Contains(err.Error(), "no saver") {
 		t.Errorf("nil saver: %v", err)
 	}
 	if _, err := a.Invoke(ctx, agent.Input{}); err == nil || !strings.Contains(err.Error(), "no input") {
@@ -1482,13 +1483,13 @@ func TestMisuseGetsClearErrors(t *testing.T) {
 		t.Errorf("decisions without a thread: %v", err)
 	}
 	saver := checkpoint.NewMemory(0)
-	if _, err := a.Invoke(ctx, agent.Input{}, agent.WithCheckpoints(saver, "nope")); !errors.Is(err, checkpoint.ErrNotFound) {
+	if _, err := a.Invoke(ctx, agent.Input{}, runner.Checkpoints(saver, "nope")); !errors.Is(err, checkpoint.ErrNotFound) {
 		t.Errorf("resuming a thread that does not exist: %v", err)
 	}
-	if _, err := a.Invoke(ctx, agent.Prompt("go"), agent.WithCheckpoints(saver, "w")); !errors.Is(err, agent.ErrInterrupted) {
+	if _, err := a.Invoke(ctx, agent.Prompt("go"), runner.Checkpoints(saver, "w")); !errors.Is(err, agent.ErrInterrupted) {
 		t.Fatal(err)
 	}
-	_, err := a.Invoke(ctx, agent.Prompt("other"), agent.WithCheckpoints(saver, "w"), agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "w1"}))
+	_, err := a.Invoke(ctx, agent.Prompt("other"), runner.Checkpoints(saver, "w"), agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "w1"}))
 	if !errors.As(err, &de) || !strings.Contains(err.Error(), "one or the other") {
 		t.Errorf("input and decisions together: %v", err)
 	}
@@ -1496,11 +1497,11 @@ func TestMisuseGetsClearErrors(t *testing.T) {
 	if err != nil || rs.Status != agent.StatusInterrupted || len(rs.Loop.Interrupts) != 2 {
 		t.Fatalf("the refused run changed the thread: %v %+v", err, rs.Loop)
 	}
-	if _, err := a.Invoke(ctx, agent.Input{}, agent.WithCheckpoints(saver, "w"),
+	if _, err := a.Invoke(ctx, agent.Input{}, runner.Checkpoints(saver, "w"),
 		agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "w1"}, agent.Decision{Type: agent.Approve, CallID: "w2"})); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Invoke(ctx, agent.Input{}, agent.WithCheckpoints(saver, "w"), agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "w1"})); !errors.As(err, &de) {
+	if _, err := a.Invoke(ctx, agent.Input{}, runner.Checkpoints(saver, "w"), agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "w1"})); !errors.As(err, &de) {
 		t.Errorf("decisions on a finished thread: %v", err)
 	}
 }
@@ -1519,7 +1520,7 @@ func TestSubagentResultCountsItsOwnCheckpoints(t *testing.T) {
 	  "general-purpose": {"cases": [
 	    {"match": "one", "steps": [{"tool_calls": [{"id": "l1", "name": "ls", "args": {}}]}, {"tool_calls": [{"id": "l2", "name": "ls", "args": {}}]}, {"content": "1"}]},
 	    {"match": "two", "steps": [{"content": "2"}]}]}}`, deepagents.Config{})
-	res, err := a.Invoke(ctx, agent.Prompt("go"), agent.WithCheckpoints(saver, "cc"))
+	res, err := a.Invoke(ctx, agent.Prompt("go"), runner.Checkpoints(saver, "cc"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1589,11 +1590,11 @@ func approveThenCut(t *testing.T, saver checkpoint.Saver, thread string, answer 
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := a.Invoke(ctx, agent.Prompt("go"), agent.WithCheckpoints(saver, thread))
+	res, err := a.Invoke(ctx, agent.Prompt("go"), runner.Checkpoints(saver, thread))
 	if !errors.Is(err, agent.ErrInterrupted) || len(res.Interrupts) != 1 || res.Interrupts[0].CallID != "w1" {
 		t.Fatalf("first run: %v %+v", err, res.Interrupts)
 	}
-	if _, err := a.Invoke(cctx, agent.Input{}, agent.WithCheckpoints(saver, thread), agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "w1"})); err == nil {
+	if _, err := a.Invoke(cctx, agent.Input{}, runner.Checkpoints(saver, thread), agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "w1"})); err == nil {
 		t.Fatal("the cut-off resume ended well")
 	}
 	rs, err := agent.LoadRunState(ctx, saver, thread, agent.RootPath("parent"), false)
@@ -1685,7 +1686,7 @@ func crashOnADirectory(t *testing.T, layered bool) {
 	refEvents := 0
 	{
 		a := dirAgent(t, &counter{}, t.TempDir())
-		res, err := agent.Drain(a.Run(ctx, agent.Prompt("go"), agent.WithCheckpoints(checkpoint.NewMemory(0), "ref")), func(agent.Event) { refEvents++ })
+		res, err := agent.Drain(a.Run(ctx, agent.Prompt("go"), runner.Checkpoints(checkpoint.NewMemory(0), "ref")), func(agent.Event) { refEvents++ })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1702,7 +1703,7 @@ func crashOnADirectory(t *testing.T, layered bool) {
 			dir := t.TempDir()
 			a := dirAgent(t, c, dir)
 			seen := 0
-			for range a.Run(ctx, agent.Prompt("go"), agent.WithCheckpoints(saver, "th"), agent.WithLease("first", time.Millisecond)) {
+			for range a.Run(ctx, agent.Prompt("go"), runner.Checkpoints(saver, "th"), runner.Lease(saver, "th", "first", time.Millisecond)) {
 				seen++
 				if seen == n {
 					saver.dead.Store(true)
@@ -1739,7 +1740,7 @@ func crashOnADirectory(t *testing.T, layered bool) {
 				t.Errorf("the finished steps changed %v, want %v", got, want)
 			}
 
-			res, err := dirAgent(t, c, dir).Invoke(ctx, agent.Input{}, agent.WithCheckpoints(base, "th"), agent.WithLease("second", time.Minute))
+			res, err := dirAgent(t, c, dir).Invoke(ctx, agent.Input{}, runner.Checkpoints(base, "th"), runner.Lease(base, "th", "second", time.Minute))
 			if err != nil {
 				t.Fatalf("resume: %v", err)
 			}

@@ -1,6 +1,6 @@
 //go:build unix
 
-package deepagents_test
+package runner_test
 
 import (
 	"bufio"
@@ -28,6 +28,7 @@ import (
 	"github.com/deepagents-go/deepagents/checkpoint/sqlite"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
+	"github.com/deepagents-go/deepagents/runner"
 	"github.com/deepagents-go/deepagents/tool"
 )
 
@@ -249,7 +250,7 @@ func TestCrashChildProcess(t *testing.T) {
 	if os.Getenv(crashModeEnv) == "start" {
 		in = agent.Prompt(crashPrompt)
 	}
-	_, runErr := agent.Drain(a.Run(context.Background(), in, agent.WithCheckpoints(&markedSaver{Saver: db, w: w}, crashThread)), func(ev agent.Event) {
+	_, runErr := agent.Drain(a.Run(context.Background(), in, runner.Checkpoints(&markedSaver{Saver: db, w: w}, crashThread)), func(ev agent.Event) {
 		b, err := json.Marshal(ev)
 		if err != nil {
 			t.Errorf("event %s: %v", ev.Type, err)
