@@ -414,7 +414,7 @@ func ValidateStep(s *Step) error {
 		if name == "" {
 			return invalid("a value has an empty name")
 		}
-		if len(v) > 0 && !validJSON(v) {
+		if len(v) > 0 && !json.Valid(v) {
 			return invalid("value %q is not valid JSON", name)
 		}
 	}

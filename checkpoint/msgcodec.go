@@ -55,12 +55,6 @@ var compactFields = func() bool {
 // when it holds all of the message, else JSON.
 func EncodeMessage(m llm.Message) ([]byte, error) {
 	if !compactFields || len(m.Parts) > 0 || len(m.Extra) > 0 {
-		if e := newEnc(); e != nil {
-			e.message(&m)
-			if data, ok := e.done(); ok {
-				return data, nil
-			}
-		}
 		data, err := json.Marshal(m)
 		if err != nil {
 			return nil, invalid("a message does not encode: %v", err)

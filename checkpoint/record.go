@@ -99,12 +99,6 @@ func Hash(content string) string {
 
 // Encode encodes r with the current codec version.
 func Encode(r *Record) ([]byte, error) {
-	if e := newEnc(); e != nil {
-		e.record(r, CodecVersion)
-		if out, ok := e.done(); ok {
-			return out, nil
-		}
-	}
 	c := *r
 	c.V = CodecVersion
 	return json.Marshal(&c)
@@ -286,9 +280,6 @@ func ViewOf(chain []*Record) View {
 // compactValue returns a copy of v without insignificant white space, as
 // json.Compact writes it.
 func compactValue(v json.RawMessage) (json.RawMessage, error) {
-	if b, ok := appendCompact(make([]byte, 0, len(v)), v, false); ok {
-		return b, nil
-	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, v); err != nil {
 		return nil, err
@@ -573,12 +564,6 @@ func EncodeWrite(w Write) ([]byte, error) {
 	}
 	w.Time = w.Time.UTC()
 	x := writeV1{V: CodecVersion, CallID: w.CallID, Kind: w.Kind, Result: w.Result, Files: w.Files, Data: w.Data, Time: w.Time}
-	if e := newEnc(); e != nil {
-		e.write(&x)
-		if out, ok := e.done(); ok {
-			return out, nil
-		}
-	}
 	return json.Marshal(x)
 }
 
@@ -620,7 +605,7 @@ func ValidateWrite(ref Ref, w *Write) error {
 			return err
 		}
 	}
-	if len(w.Data) > 0 && !validJSON(w.Data) {
+	if len(w.Data) > 0 && !json.Valid(w.Data) {
 		return invalid("data of the write for call %q is not valid JSON", w.CallID)
 	}
 	return nil
