@@ -36,17 +36,13 @@ func OpenFiles(path string) (*FileTable, error) {
 	if path == "" {
 		return nil, errors.New("sqlite file store: no database path given")
 	}
-	db, err := sql.Open("sqlite", FileDSN(path, 5*time.Second, "FULL")+"&_txlock=immediate")
+	db, err := OpenDB(path, DBOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	// One connection: writes take the database's lock in turn, and reads
 	// never wait on a half-done write of this process.
 	db.SetMaxOpenConns(1)
-	if _, err := db.Exec("PRAGMA journal_mode = WAL"); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("open %s: %w", path, err)
-	}
 	t, err := NewFileTable(context.Background(), db)
 	if err != nil {
 		db.Close()
