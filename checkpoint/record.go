@@ -84,7 +84,7 @@ type FileRef struct {
 	Deleted  bool      `json:"deleted,omitempty"`
 }
 
-// Snapshot is a whole state by reference.
+// Snapshot is a whole state by reference (see View).
 type Snapshot struct {
 	Messages []Range                    `json:"messages"`
 	Files    map[string]FileRef         `json:"files,omitempty"`
@@ -187,12 +187,8 @@ func (r *Record) check() error {
 }
 
 // View is a state by reference: which messages, file contents and values it
-// holds.
-type View struct {
-	Messages []Range
-	Files    map[string]FileRef
-	Values   map[string]json.RawMessage
-}
+// holds. It is the type a snapshot record stores.
+type View = Snapshot
 
 // AddRange appends r to rs, joining it to the last range when they touch.
 func AddRange(rs []Range, r Range) []Range {
@@ -363,9 +359,9 @@ func Build(s *Step, parent *Record, parentView *View, msgFrom int64, every int) 
 			}
 			base = *parentView
 		}
-		v := ViewOf([]*Record{r, {Depth: 0, Snapshot: &Snapshot{Messages: base.Messages, Files: base.Files, Values: base.Values}}})
+		v := ViewOf([]*Record{r, {Depth: 0, Snapshot: &base}})
 		r.Depth, r.Span = 0, SnapshotSpan(len(v.Files))
-		r.Snapshot = &Snapshot{Messages: v.Messages, Files: v.Files, Values: v.Values}
+		r.Snapshot = &v
 		if len(r.Snapshot.Files) == 0 {
 			r.Snapshot.Files = nil
 		}
@@ -429,7 +425,7 @@ func MakeSnapshot(chain []*Record) *Record {
 	v := ViewOf(chain)
 	r := *chain[0]
 	r.Depth, r.Span = 0, SnapshotSpan(len(v.Files))
-	r.Snapshot = &Snapshot{Messages: v.Messages, Files: v.Files, Values: v.Values}
+	r.Snapshot = &v
 	if r.Snapshot.Messages == nil {
 		r.Snapshot.Messages = []Range{}
 	}
