@@ -641,23 +641,17 @@ func (s *Saver) PutWrite(ctx context.Context, ref checkpoint.Ref, w checkpoint.W
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := checkpoint.ValidateWrite(ref, &w); err != nil {
-		return err
-	}
-	if w.Kind == "" {
-		w.Kind = checkpoint.KindResult
-	}
-	data, err := checkpoint.EncodeWrite(w)
+	kind, data, err := engine.WriteRow(ref, w)
 	if err != nil {
 		return err
 	}
-	args := []any{ref.ThreadID, ref.NS, ref.ID, w.CallID, w.Kind, data}
+	args := []any{ref.ThreadID, ref.NS, ref.ID, w.CallID, kind, data}
 	check := func(res sql.Result, err error) error {
 		if err != nil {
 			return err
 		}
 		if n, err := res.RowsAffected(); err != nil || n == 0 {
-			return fmt.Errorf("%w: checkpoint %q in thread %q", checkpoint.ErrNotFound, ref.ID, ref.ThreadID)
+			return engine.NotStored(ref)
 		}
 		return nil
 	}
