@@ -25,7 +25,7 @@
 // uses Build to turn a step into a record, Chain, ViewOf and Assemble to
 // rebuild a state, and PlanPrune and PlanCopy for Prune and CopyThread, as
 // Memory, checkpoint/sqlite and checkpoint/postgres do. Messages are stored
-// with EncodeMessage, and may be joined into chunks (AppendChunk, Messages)
+// in the savers' own form (checkpoint/internal/msgcodec), joined into chunks
 // so that a long history reads back in few rows.
 package checkpoint
 
@@ -38,6 +38,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/deepagents-go/deepagents/checkpoint/internal/ckerr"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/vfs"
 )
@@ -306,7 +307,7 @@ var (
 	ErrLeased       = errors.New("thread is leased")
 	ErrNotHeld      = errors.New("lease not held")
 	ErrThreadExists = errors.New("thread already exists")
-	ErrInvalid      = errors.New("invalid checkpoint input")
+	ErrInvalid      = ckerr.ErrInvalid
 	// ErrUnavailable marks a failure of the store itself, not of the
 	// operation: the database could not be reached, restarted, or stayed
 	// too busy. The same operation may succeed if tried again later; puts
@@ -318,21 +319,11 @@ var (
 	// names that are missing or corrupt, a history that loops. The store
 	// was damaged or changed by something else; a saver of a file says
 	// which file.
-	ErrDamaged = errors.New("stored thread data is damaged")
+	ErrDamaged = ckerr.ErrDamaged
 )
 
-// damagedError is an error about damaged stored data; it matches
-// ErrDamaged.
-type damagedError struct{ err error }
-
-func (e *damagedError) Error() string        { return e.err.Error() }
-func (e *damagedError) Unwrap() error        { return e.err }
-func (e *damagedError) Is(target error) bool { return target == ErrDamaged }
-
 // damagedf is an error about damaged stored data (see ErrDamaged).
-func damagedf(format string, args ...any) error {
-	return &damagedError{err: fmt.Errorf(format, args...)}
-}
+func damagedf(format string, args ...any) error { return ckerr.Damagedf(format, args...) }
 
 // LeasedError says who holds a thread and until when.
 type LeasedError struct {
@@ -348,9 +339,7 @@ func (e *LeasedError) Error() string {
 // Is makes errors.Is(err, ErrLeased) true.
 func (e *LeasedError) Is(target error) bool { return target == ErrLeased }
 
-func invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
-}
+func invalid(format string, args ...any) error { return ckerr.Invalidf(format, args...) }
 
 // CheckListOptions checks what List is given: a valid thread id and a limit
 // that is not negative. Savers call it first.

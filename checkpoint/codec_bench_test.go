@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/checkpoint/internal/msgcodec"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/vfs"
 )
@@ -100,7 +101,7 @@ func BenchmarkEncodeMessageJSON(b *testing.B) {
 			{Type: llm.PartText, Text: "Reading the file first."}}}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := checkpoint.EncodeMessage(m); err != nil {
+		if _, err := msgcodec.EncodeMessage(m); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/checkpoint/internal/msgcodec"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/vfs"
 	"github.com/google/go-cmp/cmp"
@@ -278,7 +279,7 @@ func TestEncodeMessageToolCallArgs(t *testing.T) {
 	for _, tc := range tests {
 		m := llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "c", Name: "n", Args: json.RawMessage(tc.args)}},
 			Parts: []llm.Part{{Type: llm.PartText, Text: "t"}}}
-		got, err := checkpoint.EncodeMessage(m)
+		got, err := msgcodec.EncodeMessage(m)
 		want := `{"role":"assistant","content":"","tool_calls":[` + tc.want + `],"parts":[{"type":"text","text":"t"}]}`
 		if err != nil || string(got) != want {
 			t.Errorf("%s: EncodeMessage = %s, %v; want %s", tc.name, got, err, want)

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/deepagents-go/deepagents/checkpoint/internal/msgcodec"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/vfs"
 )
@@ -66,13 +67,7 @@ type Record struct {
 }
 
 // Range is the half-open range [From, To) of message sequence numbers.
-type Range struct {
-	From int64 `json:"from"`
-	To   int64 `json:"to"`
-}
-
-// Len is the number of messages in r.
-func (r Range) Len() int64 { return r.To - r.From }
+type Range = msgcodec.Range
 
 // FileRef is one path's state in a record: a content hash with the file's
 // times, or a deletion.
@@ -312,7 +307,7 @@ func Build(s *Step, parent *Record, parentView *View, msgFrom int64, every int) 
 	}
 	b := &Built{Record: r, Blobs: map[string][]byte{}, Messages: make([][]byte, 0, len(s.Messages))}
 	for _, m := range s.Messages {
-		data, err := EncodeMessage(m)
+		data, err := msgcodec.EncodeMessage(m)
 		if err != nil {
 			return nil, err
 		}
@@ -479,7 +474,7 @@ func (r *Record) Refs() []string {
 func Assemble(r *Record, v View, msgs [][]byte, blobs map[string][]byte) (*Checkpoint, error) {
 	decoded := make([]llm.Message, 0, len(msgs))
 	for i, data := range msgs {
-		m, err := DecodeMessage(data)
+		m, err := msgcodec.DecodeMessage(data)
 		if err != nil {
 			return nil, damagedf("checkpoint %q: message %d does not decode: %w", r.ID, i, err)
 		}
