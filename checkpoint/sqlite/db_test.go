@@ -53,6 +53,16 @@ func TestOpenDBSettings(t *testing.T) {
 		t.Errorf("file table settings %v; want %v", fgot, got)
 	}
 
+	// Given the settings the saver runs with, the file table takes them.
+	ft2, err := sqlite.OpenFilesWith(path, sqlite.DBOptions{Synchronous: "FULL", BusyTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ft2.Close()
+	if g := pragmas(t, sqlite.FileTableDB(ft2)); g["synchronous"] != int64(2) || g["busy_timeout"] != int64(2000) {
+		t.Errorf("file table with FULL, 2 s: synchronous %v, busy_timeout %v", g["synchronous"], g["busy_timeout"])
+	}
+
 	if _, err := sqlite.OpenDB(filepath.Join(t.TempDir(), "x.db"), sqlite.DBOptions{Synchronous: "sometimes"}); err == nil {
 		t.Error("OpenDB took synchronous=sometimes")
 	}

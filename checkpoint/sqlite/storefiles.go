@@ -26,11 +26,15 @@ var _ store.Table = (*FileTable)(nil)
 // OpenFiles opens the file table of the database at path (creating the
 // file and the table if needed), on a connection of its own: it can share
 // the file with a Saver of this package. Close it when done.
-func OpenFiles(path string) (*FileTable, error) {
+func OpenFiles(path string) (*FileTable, error) { return OpenFilesWith(path, DBOptions{}) }
+
+// OpenFilesWith is OpenFiles with the database settings o, so that the file
+// table runs with those the thread saver of the same file was given.
+func OpenFilesWith(path string, o DBOptions) (*FileTable, error) {
 	if path == "" {
 		return nil, errors.New("sqlite file store: no database path given")
 	}
-	db, err := OpenDB(path, DBOptions{})
+	db, err := OpenDB(path, o)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
