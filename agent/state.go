@@ -3,7 +3,6 @@ package agent
 import (
 	"encoding/json"
 
-	"github.com/deepagents-go/deepagents/internal/jsonw"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/vfs"
 )
@@ -139,39 +138,8 @@ type outcomeOut struct {
 	Child json.RawMessage `json:"child,omitempty"`
 }
 
-// encode writes o as json.Marshal would, by hand for what every call has
-// (a durable run saves one per tool call); Child must be what json.Marshal
-// wrote, and is copied as it is. Outcomes with structured content, parts
-// or state values go through json.Marshal.
-func (o *outcomeOut) encode() ([]byte, error) {
-	if len(o.Structured) > 0 || len(o.Parts) > 0 || len(o.State) > 0 {
-		return json.Marshal(o)
-	}
-	b := make([]byte, 0, 112+len(o.Content)+len(o.Child))
-	b = jsonw.String(append(b, `{"content":`...), o.Content)
-	if o.IsError {
-		b = append(b, `,"is_error":true`...)
-	}
-	if o.Stop {
-		b = append(b, `,"stop":true`...)
-	}
-	if o.DurationMS != 0 {
-		var ok bool
-		if b, ok = jsonw.Float(append(b, `,"duration_ms":`...), o.DurationMS); !ok {
-			return json.Marshal(o)
-		}
-	}
-	if o.InResult {
-		b = append(b, `,"content_in_result":true`...)
-	}
-	if o.Rejected {
-		b = append(b, `,"rejected":true`...)
-	}
-	if len(o.Child) > 0 {
-		b = append(append(b, `,"child":`...), o.Child...)
-	}
-	return append(b, '}'), nil
-}
+// encode returns the stored form of o; Child must be JSON already.
+func (o *outcomeOut) encode() ([]byte, error) { return json.Marshal(o) }
 
 // summary is res without message histories, for saving beside a parent's
 // step: the child's own namespace holds its messages.

@@ -25,7 +25,7 @@
 // uses Build to turn a step into a record, Chain, ViewOf and Assemble to
 // rebuild a state, and PlanPrune and PlanCopy for Prune and CopyThread, as
 // Memory, checkpoint/sqlite and checkpoint/postgres do. Messages are stored
-// with EncodeMessage, and may be joined into chunks (AppendChunk, Messages)
+// in the savers' own form (checkpoint/internal/msgcodec), joined into chunks
 // so that a long history reads back in few rows.
 package checkpoint
 
@@ -38,6 +38,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/deepagents-go/deepagents/checkpoint/internal/ckerr"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/vfs"
 )
@@ -218,20 +219,72 @@ type Stats struct {
 	Bytes       int64
 }
 
-// Saver stores checkpoints. Implementations are safe for concurrent use and
-// honour context cancellation.
+// Saver stores checkpoints: the union of the interfaces below, each of
+// which is what one kind of consumer needs. Implementations are safe for
+// concurrent use and honour context cancellation.
 type Saver interface {
+	RunStore
+	Leaser
+	Admin
+	Close() error
+}
+
+// RunStore is what a durable run needs of its store: read a thread back
+// (Get, List) and save each step and each finished call (Put, PutWrite).
+// The agent loop and a runner driving it use it; one holding threads
+// against other processes adds a Leaser. A driver whose engine already
+// runs each thread once (a workflow engine) needs no more.
+type RunStore interface {
+	Reader
+	Recorder
+}
+
+// Reader reads a thread back: a resumed run, and the CLI and the server
+// showing a thread.
+type Reader interface {
+	// Get returns the checkpoint at ref with its full state, or the latest of
+	// the namespace when ref.ID is empty; ErrNotFound when there is none.
+	Get(ctx context.Context, ref Ref) (*Checkpoint, error)
+	// List returns a thread's checkpoints, newest first, without their state.
+	List(ctx context.Context, opts ListOptions) ([]Checkpoint, error)
+}
+
+// Recorder saves a run as it goes: its steps, and each call that finished
+// inside a step. The agent loop is its one writer.
+type Recorder interface {
 	// Put stores a step. Putting a checkpoint id that is already stored in
 	// the thread's namespace does nothing, so a retried put leaves one record.
 	Put(ctx context.Context, s Step) error
 	// PutWrite stores one finished call's result for the checkpoint at ref
 	// (ref.ID is required).
 	PutWrite(ctx context.Context, ref Ref, w Write) error
-	// Get returns the checkpoint at ref with its full state, or the latest of
-	// the namespace when ref.ID is empty; ErrNotFound when there is none.
-	Get(ctx context.Context, ref Ref) (*Checkpoint, error)
-	// List returns a thread's checkpoints, newest first, without their state.
-	List(ctx context.Context, opts ListOptions) ([]Checkpoint, error)
+}
+
+// Leaser holds threads for one process at a time: a run for as long as it
+// runs, the CLI's threads rm and the server's liveness checks briefly.
+type Leaser interface {
+	// Acquire leases a thread to holder until now+ttl. A lease held by
+	// another holder that has not expired at now is refused with a
+	// *LeasedError (errors.Is ErrLeased); an expired one is taken over.
+	// Acquiring a lease one already holds renews it. A saver shared by
+	// several machines may time leases by a clock of its own instead of
+	// now (postgres.Options.ServerClock).
+	Acquire(ctx context.Context, threadID, holder string, now time.Time, ttl time.Duration) (Lease, error)
+	// Renew extends holder's lease to now+ttl; ErrNotHeld if holder does
+	// not hold it (it expired and someone else took it, or it was released).
+	Renew(ctx context.Context, threadID, holder string, now time.Time, ttl time.Duration) (Lease, error)
+	// Release ends holder's lease; releasing a lease one does not hold does
+	// nothing.
+	Release(ctx context.Context, threadID, holder string) error
+}
+
+// Admin manages stored threads as a whole: the CLI's threads command and
+// the server's thread endpoints list, fork, prune and delete them.
+type Admin interface {
+	// Threads lists threads.
+	Threads(ctx context.Context, opts ThreadsOptions) ([]ThreadInfo, error)
+	// Stats counts stored rows and bytes.
+	Stats(ctx context.Context, threadID string) (Stats, error)
 	// DeleteThread removes a thread, its writes and its lease. Deleting a
 	// thread that does not exist is not an error. It does not look at the
 	// lease: a run still holding the thread would go on saving into it, so
@@ -246,26 +299,6 @@ type Saver interface {
 	CopyThread(ctx context.Context, src Ref, dst string) error
 	// Prune drops history of a thread (see PruneOptions).
 	Prune(ctx context.Context, threadID string, opts PruneOptions) error
-
-	// Acquire leases a thread to holder until now+ttl. A lease held by
-	// another holder that has not expired at now is refused with a
-	// *LeasedError (errors.Is ErrLeased); an expired one is taken over.
-	// Acquiring a lease one already holds renews it. A saver shared by
-	// several machines may time leases by a clock of its own instead of
-	// now (postgres.Options.ServerClock).
-	Acquire(ctx context.Context, threadID, holder string, now time.Time, ttl time.Duration) (Lease, error)
-	// Renew extends holder's lease to now+ttl; ErrNotHeld if holder does
-	// not hold it (it expired and someone else took it, or it was released).
-	Renew(ctx context.Context, threadID, holder string, now time.Time, ttl time.Duration) (Lease, error)
-	// Release ends holder's lease; releasing a lease one does not hold does
-	// nothing.
-	Release(ctx context.Context, threadID, holder string) error
-
-	// Threads lists threads.
-	Threads(ctx context.Context, opts ThreadsOptions) ([]ThreadInfo, error)
-	// Stats counts stored rows and bytes.
-	Stats(ctx context.Context, threadID string) (Stats, error)
-	Close() error
 }
 
 // Errors a Saver returns; match them with errors.Is.
@@ -274,7 +307,7 @@ var (
 	ErrLeased       = errors.New("thread is leased")
 	ErrNotHeld      = errors.New("lease not held")
 	ErrThreadExists = errors.New("thread already exists")
-	ErrInvalid      = errors.New("invalid checkpoint input")
+	ErrInvalid      = ckerr.ErrInvalid
 	// ErrUnavailable marks a failure of the store itself, not of the
 	// operation: the database could not be reached, restarted, or stayed
 	// too busy. The same operation may succeed if tried again later; puts
@@ -286,21 +319,11 @@ var (
 	// names that are missing or corrupt, a history that loops. The store
 	// was damaged or changed by something else; a saver of a file says
 	// which file.
-	ErrDamaged = errors.New("stored thread data is damaged")
+	ErrDamaged = ckerr.ErrDamaged
 )
 
-// damagedError is an error about damaged stored data; it matches
-// ErrDamaged.
-type damagedError struct{ err error }
-
-func (e *damagedError) Error() string        { return e.err.Error() }
-func (e *damagedError) Unwrap() error        { return e.err }
-func (e *damagedError) Is(target error) bool { return target == ErrDamaged }
-
 // damagedf is an error about damaged stored data (see ErrDamaged).
-func damagedf(format string, args ...any) error {
-	return &damagedError{err: fmt.Errorf(format, args...)}
-}
+func damagedf(format string, args ...any) error { return ckerr.Damagedf(format, args...) }
 
 // LeasedError says who holds a thread and until when.
 type LeasedError struct {
@@ -316,9 +339,7 @@ func (e *LeasedError) Error() string {
 // Is makes errors.Is(err, ErrLeased) true.
 func (e *LeasedError) Is(target error) bool { return target == ErrLeased }
 
-func invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
-}
+func invalid(format string, args ...any) error { return ckerr.Invalidf(format, args...) }
 
 // CheckListOptions checks what List is given: a valid thread id and a limit
 // that is not negative. Savers call it first.
@@ -414,7 +435,7 @@ func ValidateStep(s *Step) error {
 		if name == "" {
 			return invalid("a value has an empty name")
 		}
-		if len(v) > 0 && !validJSON(v) {
+		if len(v) > 0 && !json.Valid(v) {
 			return invalid("value %q is not valid JSON", name)
 		}
 	}

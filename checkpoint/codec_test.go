@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/checkpoint/internal/msgcodec"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/vfs"
 	"github.com/google/go-cmp/cmp"
@@ -204,4 +205,98 @@ func mustRead(t *testing.T, name string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// The golden files the first codec wrote come out of Encode and
+// EncodeWrite byte for byte after a round trip.
+func TestGoldenFilesReencode(t *testing.T) {
+	for _, name := range []string{"checkpoint_v1_delta.json", "checkpoint_v1_snapshot.json", "write_v1_result.json"} {
+		data := bytes.TrimSpace(mustRead(t, filepath.Join("testdata", name)))
+		var got []byte
+		if strings.HasPrefix(name, "write") {
+			w, err := checkpoint.DecodeWrite(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err = checkpoint.EncodeWrite(w); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			r, err := checkpoint.Decode(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err = checkpoint.Encode(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !bytes.Equal(got, data) {
+			t.Errorf("%s re-encodes as\n%s\nwant\n%s", name, got, data)
+		}
+	}
+}
+
+// A typical write, as the agent loop stores it, encodes to these bytes and
+// reads back: times in RFC 3339 (the write's own in UTC), HTML characters
+// escaped, raw data compacted.
+func TestEncodeWriteTypical(t *testing.T) {
+	at := time.Date(2026, 12, 3, 8, 30, 0, 123, time.FixedZone("CET", 3600))
+	w := checkpoint.Write{CallID: "call_1", Result: llm.Message{Role: llm.RoleTool, Content: "line 1\nline <2> & \"3\"", ToolCallID: "call_1", Name: "read_file"},
+		Files: vfs.Delta{{Path: "/a.md", File: &vfs.File{Content: "x", CreatedAt: at, ModifiedAt: at}}, {Path: "/gone"}},
+		Data:  json.RawMessage(` {"k": [1, 2]} `), Time: at}
+	got, err := checkpoint.EncodeWrite(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"v":1,"call_id":"call_1","kind":"result","result":{"role":"tool","content":"line 1\nline \u003c2\u003e \u0026 \"3\"","tool_call_id":"call_1","name":"read_file"},` +
+		`"files":[{"path":"/a.md","file":{"content":"x","created_at":"2026-12-03T08:30:00.000000123+01:00","modified_at":"2026-12-03T08:30:00.000000123+01:00"}},{"path":"/gone"}],` +
+		`"data":{"k":[1,2]},"time":"2026-12-03T07:30:00.000000123Z"}`
+	if string(got) != want {
+		t.Errorf("EncodeWrite =\n%s\nwant\n%s", got, want)
+	}
+	back, err := checkpoint.DecodeWrite(got)
+	if err != nil || back.Result.Content != w.Result.Content || len(back.Files) != 2 || !back.Time.Equal(at) {
+		t.Errorf("DecodeWrite = %+v, %v", back, err)
+	}
+}
+
+// A message with parts is stored as JSON; its tool calls' arguments are
+// compacted and escaped, and arguments that are not JSON are kept as a
+// string with a flag.
+func TestEncodeMessageToolCallArgs(t *testing.T) {
+	tests := []struct {
+		name string
+		args string
+		want string
+	}{
+		{"nil", "", `{"id":"c","name":"n","args":null}`},
+		{"compacted and escaped", " { \"q\" : \"<a & b>\" } ", `{"id":"c","name":"n","args":{"q":"\u003ca \u0026 b\u003e"}}`},
+		{"line separator in a string", "[\"\u2028\"]", `{"id":"c","name":"n","args":["\u2028"]}`},
+		{"cut off", `{"q":"abc`, `{"id":"c","name":"n","args":"{\"q\":\"abc","args_invalid":true}`},
+		{"broken UTF-8 made valid first", "\"a\xff\xfeb\"", `{"id":"c","name":"n","args":"a` + "\ufffd" + `b"}`},
+		{"broken UTF-8 in broken JSON", "{\xff", `{"id":"c","name":"n","args":"{` + "\ufffd" + `","args_invalid":true}`},
+	}
+	for _, tc := range tests {
+		m := llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "c", Name: "n", Args: json.RawMessage(tc.args)}},
+			Parts: []llm.Part{{Type: llm.PartText, Text: "t"}}}
+		got, err := msgcodec.EncodeMessage(m)
+		want := `{"role":"assistant","content":"","tool_calls":[` + tc.want + `],"parts":[{"type":"text","text":"t"}]}`
+		if err != nil || string(got) != want {
+			t.Errorf("%s: EncodeMessage = %s, %v; want %s", tc.name, got, err, want)
+		}
+	}
+}
+
+// Deeply nested raw JSON is accepted and stored as it is; a value that is
+// not JSON is refused.
+func TestDeepRawJSON(t *testing.T) {
+	deep := json.RawMessage(strings.Repeat("[", 1000) + strings.Repeat("]", 1000))
+	r := &checkpoint.Record{ThreadID: "t", ID: "i", Values: map[string]json.RawMessage{"deep": deep}}
+	got, err := checkpoint.Encode(r)
+	if err != nil || !strings.Contains(string(got), `"values":{"deep":`+string(deep)+`}`) {
+		t.Errorf("Encode = %s, %v", got, err)
+	}
+	if _, err := checkpoint.Encode(&checkpoint.Record{ThreadID: "t", ID: "i", Values: map[string]json.RawMessage{"bad": json.RawMessage(`[`)}}); err == nil {
+		t.Error("Encode accepted a value that is not JSON")
+	}
 }

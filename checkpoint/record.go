@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/deepagents-go/deepagents/checkpoint/internal/msgcodec"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/vfs"
 )
@@ -66,13 +67,7 @@ type Record struct {
 }
 
 // Range is the half-open range [From, To) of message sequence numbers.
-type Range struct {
-	From int64 `json:"from"`
-	To   int64 `json:"to"`
-}
-
-// Len is the number of messages in r.
-func (r Range) Len() int64 { return r.To - r.From }
+type Range = msgcodec.Range
 
 // FileRef is one path's state in a record: a content hash with the file's
 // times, or a deletion.
@@ -84,7 +79,7 @@ type FileRef struct {
 	Deleted  bool      `json:"deleted,omitempty"`
 }
 
-// Snapshot is a whole state by reference.
+// Snapshot is a whole state by reference (see View).
 type Snapshot struct {
 	Messages []Range                    `json:"messages"`
 	Files    map[string]FileRef         `json:"files,omitempty"`
@@ -99,12 +94,6 @@ func Hash(content string) string {
 
 // Encode encodes r with the current codec version.
 func Encode(r *Record) ([]byte, error) {
-	if e := newEnc(); e != nil {
-		e.record(r, CodecVersion)
-		if out, ok := e.done(); ok {
-			return out, nil
-		}
-	}
 	c := *r
 	c.V = CodecVersion
 	return json.Marshal(&c)
@@ -193,12 +182,8 @@ func (r *Record) check() error {
 }
 
 // View is a state by reference: which messages, file contents and values it
-// holds.
-type View struct {
-	Messages []Range
-	Files    map[string]FileRef
-	Values   map[string]json.RawMessage
-}
+// holds. It is the type a snapshot record stores.
+type View = Snapshot
 
 // AddRange appends r to rs, joining it to the last range when they touch.
 func AddRange(rs []Range, r Range) []Range {
@@ -286,9 +271,6 @@ func ViewOf(chain []*Record) View {
 // compactValue returns a copy of v without insignificant white space, as
 // json.Compact writes it.
 func compactValue(v json.RawMessage) (json.RawMessage, error) {
-	if b, ok := appendCompact(make([]byte, 0, len(v)), v, false); ok {
-		return b, nil
-	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, v); err != nil {
 		return nil, err
@@ -325,7 +307,7 @@ func Build(s *Step, parent *Record, parentView *View, msgFrom int64, every int) 
 	}
 	b := &Built{Record: r, Blobs: map[string][]byte{}, Messages: make([][]byte, 0, len(s.Messages))}
 	for _, m := range s.Messages {
-		data, err := EncodeMessage(m)
+		data, err := msgcodec.EncodeMessage(m)
 		if err != nil {
 			return nil, err
 		}
@@ -372,9 +354,9 @@ func Build(s *Step, parent *Record, parentView *View, msgFrom int64, every int) 
 			}
 			base = *parentView
 		}
-		v := ViewOf([]*Record{r, {Depth: 0, Snapshot: &Snapshot{Messages: base.Messages, Files: base.Files, Values: base.Values}}})
+		v := ViewOf([]*Record{r, {Depth: 0, Snapshot: &base}})
 		r.Depth, r.Span = 0, SnapshotSpan(len(v.Files))
-		r.Snapshot = &Snapshot{Messages: v.Messages, Files: v.Files, Values: v.Values}
+		r.Snapshot = &v
 		if len(r.Snapshot.Files) == 0 {
 			r.Snapshot.Files = nil
 		}
@@ -438,7 +420,7 @@ func MakeSnapshot(chain []*Record) *Record {
 	v := ViewOf(chain)
 	r := *chain[0]
 	r.Depth, r.Span = 0, SnapshotSpan(len(v.Files))
-	r.Snapshot = &Snapshot{Messages: v.Messages, Files: v.Files, Values: v.Values}
+	r.Snapshot = &v
 	if r.Snapshot.Messages == nil {
 		r.Snapshot.Messages = []Range{}
 	}
@@ -492,7 +474,7 @@ func (r *Record) Refs() []string {
 func Assemble(r *Record, v View, msgs [][]byte, blobs map[string][]byte) (*Checkpoint, error) {
 	decoded := make([]llm.Message, 0, len(msgs))
 	for i, data := range msgs {
-		m, err := DecodeMessage(data)
+		m, err := msgcodec.DecodeMessage(data)
 		if err != nil {
 			return nil, damagedf("checkpoint %q: message %d does not decode: %w", r.ID, i, err)
 		}
@@ -573,12 +555,6 @@ func EncodeWrite(w Write) ([]byte, error) {
 	}
 	w.Time = w.Time.UTC()
 	x := writeV1{V: CodecVersion, CallID: w.CallID, Kind: w.Kind, Result: w.Result, Files: w.Files, Data: w.Data, Time: w.Time}
-	if e := newEnc(); e != nil {
-		e.write(&x)
-		if out, ok := e.done(); ok {
-			return out, nil
-		}
-	}
 	return json.Marshal(x)
 }
 
@@ -620,7 +596,7 @@ func ValidateWrite(ref Ref, w *Write) error {
 			return err
 		}
 	}
-	if len(w.Data) > 0 && !validJSON(w.Data) {
+	if len(w.Data) > 0 && !json.Valid(w.Data) {
 		return invalid("data of the write for call %q is not valid JSON", w.CallID)
 	}
 	return nil

@@ -52,18 +52,16 @@ func OpenSQLStore(ctx context.Context, kind, dsn string) (*SQLStore, error) {
 	var err error
 	switch kind {
 	case "sqlite":
-		// Opened as the thread database is (its file, usually), in WAL
-		// mode.
-		base := sqlite.FileDSN(dsn, 10*time.Second, "NORMAL") + "&_pragma=journal_mode(WAL)"
-		// The writer never checkpoints the WAL on its own (a checkpoint
-		// syncs and copies pages while every stream waits for the next
-		// commit): a second connection does it in the background.
-		s.db, err = sql.Open("sqlite", base+"&_pragma=wal_autocheckpoint(0)&_txlock=immediate")
+		// Opened as the thread database is (its file, usually). The writer
+		// never checkpoints the WAL on its own (a checkpoint syncs and
+		// copies pages while every stream waits for the next commit): a
+		// second connection does it in the background.
+		s.db, err = sqlite.OpenDB(dsn, sqlite.DBOptions{BusyTimeout: 10 * time.Second, ManualCheckpoints: true})
 		if err == nil {
 			// One writer: SQLite serialises writes anyway, and a single
 			// connection keeps busy errors away.
 			s.db.SetMaxOpenConns(1)
-			s.ckpt, err = sql.Open("sqlite", base)
+			s.ckpt, err = sqlite.OpenDB(dsn, sqlite.DBOptions{BusyTimeout: 10 * time.Second})
 		}
 		if err == nil {
 			s.ckpt.SetMaxOpenConns(1)
@@ -79,13 +77,6 @@ func OpenSQLStore(ctx context.Context, kind, dsn string) (*SQLStore, error) {
 			s.db.Close()
 		}
 		return nil, fmt.Errorf("server store: %w", err)
-	}
-	if !s.pg {
-		// SQL kept in the file (a trigger) would run on every write.
-		if err := sqlite.RefuseTriggers(ctx, s.db, dsn); err != nil {
-			s.closeDBs()
-			return nil, fmt.Errorf("server store: %w", err)
-		}
 	}
 	if err := s.migrate(ctx); err != nil {
 		s.closeDBs()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/checkpoint/internal/engine"
+	"github.com/deepagents-go/deepagents/checkpoint/internal/msgcodec"
 	"github.com/deepagents-go/deepagents/vfs"
 	"github.com/jackc/pgx/v5"
 )
@@ -143,7 +144,7 @@ func oldStep(ctx context.Context, tx pgx.Tx, o oldCheckpoint) (*checkpoint.Step,
 			rows.Close()
 			return nil, false, err
 		}
-		m, err := checkpoint.DecodeMessage(body)
+		m, err := msgcodec.DecodeMessage(body)
 		if err != nil {
 			rows.Close()
 			return nil, false, err

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/checkpoint/internal/msgcodec"
 	"github.com/deepagents-go/deepagents/internal/pgtest"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/google/go-cmp/cmp"
@@ -43,7 +44,7 @@ func TestConvertFromSchema2(t *testing.T) {
 	hi := llm.Message{Role: llm.RoleUser, Content: "hi"}
 	call := llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "call_1", Name: "ls", Args: json.RawMessage(`{}`)}}}
 	hiJSON, _ := json.Marshal(hi) // version 1 stored JSON bodies
-	callBody, err := checkpoint.EncodeMessage(call)
+	callBody, err := msgcodec.EncodeMessage(call)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +68,7 @@ func TestConvertFromSchema2(t *testing.T) {
 		VALUES ('p', '', 'r5', 'r4', 5, 5, '{}', 'running', $1, $2, $3, 'first', '{"chain":["r5"],"values":{"v":1}}')`,
 		fmtTime(at), usage(2), usage(42))
 	for i, text := range []string{"first", "second", "third"} {
-		body, _ := checkpoint.EncodeMessage(llm.Message{Role: llm.RoleUser, Content: text})
+		body, _ := msgcodec.EncodeMessage(llm.Message{Role: llm.RoleUser, Content: text})
 		exec(`INSERT INTO messages (thread_id, ns, checkpoint_id, idx, body) VALUES ('p', '', 'r5', $1, $2)`, i, body)
 	}
 	exec(`INSERT INTO snapshot_files (thread_id, ns, checkpoint_id, path, sha, created_at, modified_at) VALUES ('p', '', 'r5', '/s.txt', $1, $2, $2)`, sha("S"), fmtTime(at))

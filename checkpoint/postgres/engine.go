@@ -65,16 +65,9 @@ func (s *Saver) PutWrite(ctx context.Context, ref checkpoint.Ref, w checkpoint.W
 	if err := s.check(ctx); err != nil {
 		return err
 	}
-	if err := checkpoint.ValidateWrite(ref, &w); err != nil {
-		return err
-	}
-	kind := w.Kind
-	if kind == "" {
-		kind = checkpoint.KindResult
-	}
-	body, err := checkpoint.EncodeWrite(w)
+	kind, body, err := engine.WriteRow(ref, w)
 	if err != nil {
-		return fmt.Errorf("%w: write: %v", checkpoint.ErrInvalid, err)
+		return err
 	}
 	// The call's own deadline is not the caller's: a write it cuts short
 	// failed for the server's slowness, which unavailable says.
@@ -89,7 +82,7 @@ func (s *Saver) PutWrite(ctx context.Context, ref checkpoint.Ref, w checkpoint.W
 		return unavailable(ctx, s.wrap(ctx, err))
 	}
 	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("%w: checkpoint %q in thread %q", checkpoint.ErrNotFound, ref.ID, ref.ThreadID)
+		return engine.NotStored(ref)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/checkpoint/internal/engine"
+	"github.com/deepagents-go/deepagents/checkpoint/internal/msgcodec"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -65,7 +66,7 @@ func (s store) Recent(ctx context.Context, thread, ns, from string, n int) ([][]
 }
 
 // Chunks implements engine.Reader.
-func (s store) Chunks(ctx context.Context, thread, ns string, rg checkpoint.Range, add func(checkpoint.Chunk)) error {
+func (s store) Chunks(ctx context.Context, thread, ns string, rg checkpoint.Range, add func(msgcodec.Chunk)) error {
 	rows, err := s.q.Query(ctx, `SELECT seq_from, seq_to, data FROM cp_chunks WHERE thread_id = $1 AND ns = $2 AND seq_from < $4
 		AND seq_from >= COALESCE((SELECT max(seq_from) FROM cp_chunks WHERE thread_id = $1 AND ns = $2 AND seq_from <= $3), $3)
 		ORDER BY seq_from`, thread, ns, rg.From, rg.To)
@@ -177,7 +178,7 @@ func (s store) Insert(ctx context.Context, r *checkpoint.Record, raw []byte, msg
 	batch.Queue(`INSERT INTO cp_records (thread_id, ns, id, title, record) VALUES ($1, $2, $3, $4, $5)`, r.ThreadID, r.NS, r.ID, r.Title, raw)
 	if len(msgs) > 0 {
 		batch.Queue(`INSERT INTO cp_chunks (thread_id, ns, seq_from, seq_to, packed, data) VALUES ($1, $2, $3, $4, false, $5)`,
-			r.ThreadID, r.NS, r.Messages.From, r.Messages.To, checkpoint.AppendChunk(nil, msgs...))
+			r.ThreadID, r.NS, r.Messages.From, r.Messages.To, msgcodec.AppendChunk(nil, msgs...))
 	}
 	// In hash order, so that two puts sharing contents cannot deadlock.
 	for _, h := range slices.Sorted(func(yield func(string) bool) {
@@ -196,7 +197,7 @@ func (s store) Insert(ctx context.Context, r *checkpoint.Record, raw []byte, msg
 }
 
 // Unpacked implements engine.Writer.
-func (s store) Unpacked(ctx context.Context, thread, ns string) ([]checkpoint.Chunk, error) {
+func (s store) Unpacked(ctx context.Context, thread, ns string) ([]msgcodec.Chunk, error) {
 	rows, err := s.q.Query(ctx, `SELECT seq_from, seq_to, packed FROM cp_chunks WHERE thread_id = $1 AND ns = $2 ORDER BY seq_from DESC`, thread, ns)
 	if err != nil {
 		return nil, err
@@ -330,7 +331,7 @@ func (s store) DeleteChunk(ctx context.Context, thread, ns string, from int64) e
 }
 
 // InsertChunk implements engine.Writer.
-func (s store) InsertChunk(ctx context.Context, thread, ns string, c checkpoint.Chunk, packed bool) error {
+func (s store) InsertChunk(ctx context.Context, thread, ns string, c msgcodec.Chunk, packed bool) error {
 	_, err := s.q.Exec(ctx, `INSERT INTO cp_chunks (thread_id, ns, seq_from, seq_to, packed, data) VALUES ($1, $2, $3, $4, $5, $6)`,
 		thread, ns, c.From, c.To, packed, c.Data)
 	return err

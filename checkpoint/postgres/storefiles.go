@@ -8,31 +8,24 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/deepagents-go/deepagents/vfs"
+	"github.com/deepagents-go/deepagents/checkpoint/internal/engine"
 	vstore "github.com/deepagents-go/deepagents/vfs/store"
 )
 
 // FileTable is a vstore.Table in a PostgreSQL database, usually the
 // checkpoint database: files that outlive a thread (see package vfs/store).
 // They live in their own table, deepagents_files, created when missing;
-// the checkpoint tables are not touched. Paths are stored as bytes, so
-// ranges and order are byte order whatever the database's collation.
+// the checkpoint tables are not touched. The table and its queries are the
+// ones the sqlite saver's file table has too.
 type FileTable struct {
+	engine.FileTable
 	pool    *pgxpool.Pool
 	own     bool
 	timeout time.Duration
 }
-
-const pgFilesSchema = `CREATE TABLE IF NOT EXISTS deepagents_files (
-	ns       text   NOT NULL,
-	path     bytea  NOT NULL,
-	content  bytea  NOT NULL,
-	created  bigint NOT NULL,
-	modified bigint NOT NULL,
-	PRIMARY KEY (ns, path)
-)`
 
 // OpenFiles connects to the server at dsn and opens its file table, with
 // the connect and call timeouts and the schema of opts (the other fields
@@ -76,12 +69,13 @@ func NewFileTable(ctx context.Context, pool *pgxpool.Pool, timeout time.Duration
 		if _, err := tx.Exec(cctx, "SELECT pg_advisory_xact_lock($1)", filesLockKey("deepagents files schema", "")); err != nil {
 			return err
 		}
-		_, err := tx.Exec(cctx, pgFilesSchema)
+		_, err := tx.Exec(cctx, engine.FilesSchema("bytea", ""))
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("postgres file store: creating the table: %w", err)
 	}
+	t.FileTable = engine.FileTable{DB: pgFileDB{q: pool, timeout: timeout}}
 	return t, nil
 }
 
@@ -103,128 +97,64 @@ func filesLockKey(what, ns string) int64 {
 	return int64(h.Sum64())
 }
 
-// pgBelow returns the condition (after "ns = $1") selecting dir and every
-// path under it, numbering arguments from $2; strict leaves dir out.
-func pgBelow(dir string, strict bool) (string, []any) {
-	if dir == "/" {
-		return "", nil
-	}
-	// Paths under dir sort between dir+"/" and dir+"0" ('0' follows '/').
-	lo, hi := []byte(dir+"/"), []byte(dir+"0")
-	if strict {
-		return " AND path >= $2 AND path < $3", []any{lo, hi}
-	}
-	return " AND (path = $2 OR (path >= $3 AND path < $4))", []any{[]byte(dir), lo, hi}
-}
-
+// pgQuerier is what a pool and a transaction of pgx share.
 type pgQuerier interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
 
-func pgGet(ctx context.Context, q pgQuerier, ns, path string) (vfs.File, bool, error) {
-	var (
-		size              int64
-		content           []byte
-		created, modified int64
-	)
-	err := q.QueryRow(ctx,
-		`SELECT length(content), CASE WHEN length(content) <= $3 THEN content END, created, modified
-		 FROM deepagents_files WHERE ns = $1 AND path = $2`, ns, []byte(path), vstore.MaxFileSize).
-		Scan(&size, &content, &created, &modified)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return vfs.File{}, false, nil
-	}
-	if err != nil {
-		return vfs.File{}, false, err
-	}
-	if size > vstore.MaxFileSize {
-		return vfs.File{}, false, fmt.Errorf("the stored file %s is %d bytes, over the limit of %d", path, size, vstore.MaxFileSize)
-	}
-	return vfs.File{Content: string(content), CreatedAt: time.Unix(0, created), ModifiedAt: time.Unix(0, modified)}, true, nil
+// pgFileDB is engine.FileDB on pgx: on the pool, each call bounded by
+// timeout, or (in a change) in a transaction.
+type pgFileDB struct {
+	q       pgQuerier
+	timeout time.Duration
+	inTx    bool
 }
 
-// Get implements vstore.Table.
-func (t *FileTable) Get(ctx context.Context, ns, path string) (vfs.File, bool, error) {
-	ctx, cancel := t.call(ctx)
+func (d pgFileDB) call(ctx context.Context) (context.Context, context.CancelFunc) {
+	if d.inTx {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, d.timeout)
+}
+
+func (d pgFileDB) Query(ctx context.Context, q string, args []any, each func(engine.Rows) error) error {
+	ctx, cancel := d.call(ctx)
 	defer cancel()
-	return pgGet(ctx, t.pool, ns, path)
-}
-
-// Rows implements vstore.Table.
-func (t *FileTable) Rows(ctx context.Context, ns, dir string) ([]vstore.Row, error) {
-	ctx, cancel := t.call(ctx)
-	defer cancel()
-	where, args := pgBelow(dir, false)
-	rows, err := t.pool.Query(ctx,
-		`SELECT path, length(content), created, modified FROM deepagents_files WHERE ns = $1`+where+` ORDER BY path`,
-		append([]any{ns}, args...)...)
+	rows, err := d.q.Query(ctx, engine.Numbered(q), args...)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer rows.Close()
-	var out []vstore.Row
-	for rows.Next() {
-		var (
-			p                 []byte
-			size              int64
-			created, modified int64
-		)
-		if err := rows.Scan(&p, &size, &created, &modified); err != nil {
-			return nil, err
-		}
-		out = append(out, vstore.Row{Path: string(p), Size: size, CreatedAt: time.Unix(0, created), ModifiedAt: time.Unix(0, modified)})
-	}
-	return out, rows.Err()
+	return each(rows)
 }
 
-// Change implements vstore.Table: fn runs in one transaction holding an
-// advisory lock on the namespace, so changes of one namespace (from any
-// process) take turns.
-func (t *FileTable) Change(ctx context.Context, ns string, fn func(tx vstore.Tx) error) error {
-	ctx, cancel := t.call(ctx)
+func (d pgFileDB) Exec(ctx context.Context, q string, args ...any) (int64, error) {
+	ctx, cancel := d.call(ctx)
 	defer cancel()
-	return pgx.BeginFunc(ctx, t.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", filesLockKey("deepagents files", ns)); err != nil {
-			return err
-		}
-		return fn(&pgFileTx{ctx: ctx, tx: tx, ns: ns})
-	})
-}
-
-type pgFileTx struct {
-	ctx context.Context
-	tx  pgx.Tx
-	ns  string
-}
-
-func (x *pgFileTx) Get(path string) (vfs.File, bool, error) { return pgGet(x.ctx, x.tx, x.ns, path) }
-
-func (x *pgFileTx) Below(dir string) (bool, error) {
-	where, args := pgBelow(dir, true)
-	var one int
-	err := x.tx.QueryRow(x.ctx, `SELECT 1 FROM deepagents_files WHERE ns = $1`+where+` LIMIT 1`,
-		append([]any{x.ns}, args...)...).Scan(&one)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return false, nil
-	}
-	return err == nil, err
-}
-
-func (x *pgFileTx) Put(path string, f vfs.File) error {
-	_, err := x.tx.Exec(x.ctx,
-		`INSERT INTO deepagents_files (ns, path, content, created, modified) VALUES ($1, $2, $3, $4, $5)
-		 ON CONFLICT (ns, path) DO UPDATE SET content = excluded.content, created = excluded.created, modified = excluded.modified`,
-		x.ns, []byte(path), []byte(f.Content), f.CreatedAt.UnixNano(), f.ModifiedAt.UnixNano())
-	return err
-}
-
-func (x *pgFileTx) Delete(dir string) (int, error) {
-	where, args := pgBelow(dir, false)
-	tag, err := x.tx.Exec(x.ctx, `DELETE FROM deepagents_files WHERE ns = $1`+where, append([]any{x.ns}, args...)...)
+	tag, err := d.q.Exec(ctx, engine.Numbered(q), args...)
 	if err != nil {
 		return 0, err
 	}
-	return int(tag.RowsAffected()), nil
+	return tag.RowsAffected(), nil
+}
+
+// Change runs fn in one transaction holding an advisory lock on the
+// namespace, so changes of one namespace (from any process) take turns;
+// the timeout bounds the whole transaction.
+func (d pgFileDB) Change(ctx context.Context, ns string, fn func(engine.FileDB) error) error {
+	pool, ok := d.q.(*pgxpool.Pool)
+	if !ok {
+		return errors.New("postgres file store: a change inside a change")
+	}
+	ctx, cancel := d.call(ctx)
+	defer cancel()
+	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", filesLockKey("deepagents files", ns)); err != nil {
+			return err
+		}
+		return fn(pgFileDB{q: tx, inTx: true})
+	})
 }
 
 var _ vstore.Table = (*FileTable)(nil)

@@ -7,10 +7,11 @@ import (
 
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/checkpoint/internal/engine"
+	"github.com/deepagents-go/deepagents/checkpoint/internal/msgcodec"
 )
 
 // Messages are stored in chunks: rows holding the entries of consecutive
-// message numbers [seq_from, seq_to) of one namespace (checkpoint.AppendChunk).
+// message numbers [seq_from, seq_to) of one namespace (msgcodec.AppendChunk).
 // A put writes its messages as one chunk; a put that writes a snapshot also
 // packs the namespace's chunks written since the last pack into one row
 // (joining their bytes, decoding nothing). Reading a thread of 10,000 steps
@@ -19,7 +20,7 @@ import (
 // costs about a microsecond.
 
 // Chunks implements engine.Reader.
-func (q querier) Chunks(ctx context.Context, thread, ns string, rg checkpoint.Range, add func(checkpoint.Chunk)) error {
+func (q querier) Chunks(ctx context.Context, thread, ns string, rg checkpoint.Range, add func(msgcodec.Chunk)) error {
 	rows, err := q.stmt(ctx, "r:chunks").QueryContext(ctx, thread, ns, rg.From, rg.To)
 	if err != nil {
 		return err
@@ -29,7 +30,7 @@ func (q querier) Chunks(ctx context.Context, thread, ns string, rg checkpoint.Ra
 }
 
 // Unpacked implements engine.Writer.
-func (q querier) Unpacked(ctx context.Context, thread, ns string) ([]checkpoint.Chunk, error) {
+func (q querier) Unpacked(ctx context.Context, thread, ns string) ([]msgcodec.Chunk, error) {
 	rows, err := q.stmt(ctx, "tail").QueryContext(ctx, thread, ns)
 	if err != nil {
 		return nil, err
@@ -131,7 +132,7 @@ func (q querier) DeleteChunk(ctx context.Context, thread, ns string, from int64)
 }
 
 // InsertChunk implements engine.Writer.
-func (q querier) InsertChunk(ctx context.Context, thread, ns string, c checkpoint.Chunk, packed bool) error {
+func (q querier) InsertChunk(ctx context.Context, thread, ns string, c msgcodec.Chunk, packed bool) error {
 	p := 0
 	if packed {
 		p = 1
@@ -166,7 +167,7 @@ func migrateMessagesToChunks(ctx context.Context, tx *sql.Tx) error {
 			out = append(out, pending{thread: thread, ns: ns, from: seq, to: seq})
 			n++
 		}
-		out[n-1].data = checkpoint.AppendChunk(out[n-1].data, data)
+		out[n-1].data = msgcodec.AppendChunk(out[n-1].data, data)
 		out[n-1].to = seq + 1
 	}
 	rows.Close()

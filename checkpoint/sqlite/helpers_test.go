@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"strings"
 	"testing"
 
@@ -50,3 +51,6 @@ func messages(t *testing.T, s *Saver) string {
 	}
 	return strings.Join(out, ",")
 }
+
+// FileTableDB is the database a file table runs on.
+func FileTableDB(t *FileTable) *sql.DB { return t.db }

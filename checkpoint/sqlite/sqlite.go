@@ -262,42 +262,25 @@ func Open(path string, opts Options) (*Saver, error) {
 	if readers <= 0 {
 		readers = 4
 	}
-	syncMode := strings.ToUpper(opts.Synchronous)
-	switch syncMode {
-	case "":
-		syncMode = "NORMAL"
-	case "FULL", "NORMAL", "OFF":
-	default:
+	if _, err := synchronous(opts.Synchronous); err != nil {
 		return nil, fmt.Errorf("sqlite checkpoint store: synchronous %q is not one of NORMAL, FULL, OFF", opts.Synchronous)
 	}
-	dsn := FileDSN(path, busy, syncMode)
-	w, err := sql.Open("sqlite", dsn+"&_txlock=immediate")
+	s := &Saver{every: opts.SnapshotEvery, path: path, busy: busy}
+	if s.every <= 0 {
+		s.every = checkpoint.DefaultSnapshotEvery
+	}
+	dbo := DBOptions{BusyTimeout: busy, Synchronous: opts.Synchronous}
+	w, err := OpenDB(path, dbo)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return nil, s.openErr(err)
 	}
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
-	s := &Saver{w: w, every: opts.SnapshotEvery, path: path, busy: busy}
-	if s.every <= 0 {
-		s.every = checkpoint.DefaultSnapshotEvery
-	}
+	s.w = w
 	fail := func(err error) (*Saver, error) {
 		s.Close()
 		return nil, s.openErr(err)
-	}
-	// 4 KiB pages: every commit writes each page it changed to the WAL, so
-	// smaller pages make a put cheaper; space is not lost on 2 KB tool
-	// results, which packs join into long runs. The page size only takes
-	// effect on a new file, so it is set before WAL mode (which is then
-	// stored in the file for every connection).
-	for _, p := range []string{"PRAGMA page_size = 4096", "PRAGMA journal_mode = WAL"} {
-		if err := execPatiently(w, p, busy); err != nil {
-			return fail(err)
-		}
-	}
-	if err := RefuseTriggers(context.Background(), w, path); err != nil {
-		return fail(err)
 	}
 	if err := s.migrate(context.Background()); err != nil {
 		return fail(err)
@@ -313,7 +296,8 @@ func Open(path string, opts Options) (*Saver, error) {
 	if _, err := s.wc.ExecContext(context.Background(), "PRAGMA busy_timeout = 0"); err != nil {
 		return fail(err)
 	}
-	r, err := sql.Open("sqlite", dsn+"&_pragma=query_only(1)")
+	dbo.ReadOnly = true
+	r, err := OpenDB(path, dbo)
 	if err != nil {
 		return fail(err)
 	}
@@ -657,23 +641,17 @@ func (s *Saver) PutWrite(ctx context.Context, ref checkpoint.Ref, w checkpoint.W
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := checkpoint.ValidateWrite(ref, &w); err != nil {
-		return err
-	}
-	if w.Kind == "" {
-		w.Kind = checkpoint.KindResult
-	}
-	data, err := checkpoint.EncodeWrite(w)
+	kind, data, err := engine.WriteRow(ref, w)
 	if err != nil {
 		return err
 	}
-	args := []any{ref.ThreadID, ref.NS, ref.ID, w.CallID, w.Kind, data}
+	args := []any{ref.ThreadID, ref.NS, ref.ID, w.CallID, kind, data}
 	check := func(res sql.Result, err error) error {
 		if err != nil {
 			return err
 		}
 		if n, err := res.RowsAffected(); err != nil || n == 0 {
-			return fmt.Errorf("%w: checkpoint %q in thread %q", checkpoint.ErrNotFound, ref.ID, ref.ThreadID)
+			return engine.NotStored(ref)
 		}
 		return nil
 	}

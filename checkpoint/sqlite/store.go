@@ -8,6 +8,7 @@ import (
 
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/checkpoint/internal/engine"
+	"github.com/deepagents-go/deepagents/checkpoint/internal/msgcodec"
 )
 
 // The queries the shared engine runs on records, contents and writes; the
@@ -180,7 +181,7 @@ func (q querier) InsertEra(ctx context.Context, r *checkpoint.Record, raw []byte
 // insertRest stores what comes with a checkpoint's record.
 func (q querier) insertRest(ctx context.Context, r *checkpoint.Record, msgs [][]byte, blobs map[string][]byte, refs []string) error {
 	if len(msgs) > 0 {
-		if _, err := q.execNamed(ctx, "insertchunk", r.ThreadID, r.NS, r.Messages.From, r.Messages.To, 0, checkpoint.AppendChunk(nil, msgs...)); err != nil {
+		if _, err := q.execNamed(ctx, "insertchunk", r.ThreadID, r.NS, r.Messages.From, r.Messages.To, 0, msgcodec.AppendChunk(nil, msgs...)); err != nil {
 			return err
 		}
 	}

@@ -91,7 +91,8 @@ func wireBackends(ctx context.Context, s *setup, b backendFlags, flagRules perm.
 func openFileTable(ctx context.Context, d config.Database) (store.Table, func() error, error) {
 	switch d.Kind {
 	case config.SQLite:
-		t, err := sqlite.OpenFiles(d.Path)
+		// The settings the thread saver of the same file runs with.
+		t, err := sqlite.OpenFilesWith(d.Path, sqlite.DBOptions{BusyTimeout: dbBusyTimeout, Synchronous: d.Synchronous})
 		if err != nil {
 			return nil, nil, fmt.Errorf("file store in %s: %w", d, err)
 		}

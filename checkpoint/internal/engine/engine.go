@@ -12,6 +12,7 @@ import (
 	"fmt"
 
 	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/checkpoint/internal/msgcodec"
 	"github.com/deepagents-go/deepagents/llm"
 )
 
@@ -42,7 +43,7 @@ type Reader interface {
 	// chunks holding the messages of rg: from the last one starting at or
 	// before rg.From (or at rg.From itself when none does, so that a gap
 	// is seen) to the last one starting before rg.To.
-	Chunks(ctx context.Context, thread, ns string, rg checkpoint.Range, add func(checkpoint.Chunk)) error
+	Chunks(ctx context.Context, thread, ns string, rg checkpoint.Range, add func(msgcodec.Chunk)) error
 	// Blobs puts into out the stored contents of those of hashes that are
 	// stored.
 	Blobs(ctx context.Context, hashes []string, out map[string][]byte) error
@@ -107,7 +108,7 @@ type Writer interface {
 	Insert(ctx context.Context, r *checkpoint.Record, raw []byte, msgs [][]byte, blobs map[string][]byte, refs []string) error
 	// Unpacked returns the namespace's chunks after its last packed one,
 	// oldest first, with their data.
-	Unpacked(ctx context.Context, thread, ns string) ([]checkpoint.Chunk, error)
+	Unpacked(ctx context.Context, thread, ns string) ([]msgcodec.Chunk, error)
 	// WritePacks applies packs (see Pack).
 	WritePacks(ctx context.Context, thread, ns string, packs []Pack) error
 	// Rows calls each with the put order and stored bytes of every
@@ -133,7 +134,7 @@ type Writer interface {
 	// DeleteChunk deletes the chunk starting at from.
 	DeleteChunk(ctx context.Context, thread, ns string, from int64) error
 	// InsertChunk stores chunk c of (thread, ns), packed or not.
-	InsertChunk(ctx context.Context, thread, ns string, c checkpoint.Chunk, packed bool) error
+	InsertChunk(ctx context.Context, thread, ns string, c msgcodec.Chunk, packed bool) error
 	// SweepBlobs deletes the contents no checkpoint refers to.
 	SweepBlobs(ctx context.Context) error
 }
@@ -171,8 +172,8 @@ func RecentLoader(r Records, thread, ns, from string, every int) checkpoint.Load
 
 // Messages reads and decodes the messages of ranges from their chunks.
 func Messages(ctx context.Context, r Reader, thread, ns string, ranges []checkpoint.Range) ([]llm.Message, error) {
-	var chunks []checkpoint.Chunk
-	add := func(c checkpoint.Chunk) {
+	var chunks []msgcodec.Chunk
+	add := func(c msgcodec.Chunk) {
 		// Ranges of a view are sorted and disjoint, but two may share a
 		// chunk: read it once.
 		if n := len(chunks); n > 0 && chunks[n-1].From == c.From {
@@ -188,7 +189,7 @@ func Messages(ctx context.Context, r Reader, thread, ns string, ranges []checkpo
 			return nil, err
 		}
 	}
-	return checkpoint.Messages(ranges, chunks)
+	return msgcodec.Messages(ranges, chunks)
 }
 
 // Get returns the checkpoint at ref (the latest of its namespace when

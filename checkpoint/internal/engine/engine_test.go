@@ -9,6 +9,7 @@ import (
 
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/checkpoint/internal/engine"
+	"github.com/deepagents-go/deepagents/checkpoint/internal/msgcodec"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -22,11 +23,11 @@ type chunkStore struct {
 }
 
 type storedChunk struct {
-	c      checkpoint.Chunk
+	c      msgcodec.Chunk
 	packed bool
 }
 
-func (s *chunkStore) put(thread string, c checkpoint.Chunk, packed bool) {
+func (s *chunkStore) put(thread string, c msgcodec.Chunk, packed bool) {
 	if s.chunks == nil {
 		s.chunks = map[string][]storedChunk{}
 	}
@@ -43,8 +44,8 @@ func (s *chunkStore) find(thread string, from int64) int {
 	return -1
 }
 
-func (s *chunkStore) Unpacked(_ context.Context, thread, _ string) ([]checkpoint.Chunk, error) {
-	var out []checkpoint.Chunk
+func (s *chunkStore) Unpacked(_ context.Context, thread, _ string) ([]msgcodec.Chunk, error) {
+	var out []msgcodec.Chunk
 	for _, sc := range s.chunks[thread] {
 		if sc.packed {
 			out = out[:0]
@@ -70,7 +71,7 @@ func (s *chunkStore) WritePacks(_ context.Context, thread, _ string, packs []eng
 		}
 		s.chunks[thread] = kept
 		if p.Chunks > 1 {
-			s.put(thread, checkpoint.Chunk{From: p.From, To: p.To, Data: p.Data}, true)
+			s.put(thread, msgcodec.Chunk{From: p.From, To: p.To, Data: p.Data}, true)
 		}
 	}
 	return nil
@@ -109,18 +110,18 @@ func (s *chunkStore) DeleteChunk(_ context.Context, thread, _ string, from int64
 	return nil
 }
 
-func (s *chunkStore) InsertChunk(_ context.Context, thread, _ string, c checkpoint.Chunk, packed bool) error {
+func (s *chunkStore) InsertChunk(_ context.Context, thread, _ string, c msgcodec.Chunk, packed bool) error {
 	s.put(thread, c, packed)
 	return nil
 }
 
 // entries returns a chunk of messages from..to-1, each entry "m<n>".
-func entries(from, to int64) checkpoint.Chunk {
+func entries(from, to int64) msgcodec.Chunk {
 	var msgs [][]byte
 	for n := from; n < to; n++ {
 		msgs = append(msgs, fmt.Appendf(nil, "m%d", n))
 	}
-	return checkpoint.Chunk{From: from, To: to, Data: checkpoint.AppendChunk(nil, msgs...)}
+	return msgcodec.Chunk{From: from, To: to, Data: msgcodec.AppendChunk(nil, msgs...)}
 }
 
 // layout describes a thread's chunks as "from-to:entries" (with a "p"
@@ -129,7 +130,7 @@ func layout(t *testing.T, s *chunkStore, thread string) []string {
 	t.Helper()
 	var out []string
 	for _, sc := range s.chunks[thread] {
-		es, err := checkpoint.ChunkEntries(sc.c.Data)
+		es, err := msgcodec.ChunkEntries(sc.c.Data)
 		if err != nil {
 			t.Fatalf("chunk from %d: %v", sc.c.From, err)
 		}
@@ -148,30 +149,30 @@ func layout(t *testing.T, s *chunkStore, thread string) []string {
 func TestPackChunks(t *testing.T) {
 	// Packing joins bytes without reading them: big fills a pack with the
 	// 6 bytes of entries(5, 7) exactly.
-	big := checkpoint.Chunk{From: 7, To: 8, Data: bytes.Repeat([]byte("x"), engine.MaxPack-6)}
+	big := msgcodec.Chunk{From: 7, To: 8, Data: bytes.Repeat([]byte("x"), engine.MaxPack-6)}
 	tests := []struct {
 		name   string
-		chunks []checkpoint.Chunk
+		chunks []msgcodec.Chunk
 		packed int // how many of the first chunks are already packed
 		want   []engine.Pack
 	}{
-		{name: "nothing unpacked", chunks: []checkpoint.Chunk{entries(0, 2)}, packed: 1},
+		{name: "nothing unpacked", chunks: []msgcodec.Chunk{entries(0, 2)}, packed: 1},
 		{
 			name:   "one run after the last pack",
-			chunks: []checkpoint.Chunk{entries(0, 2), entries(2, 3), entries(3, 5)},
+			chunks: []msgcodec.Chunk{entries(0, 2), entries(2, 3), entries(3, 5)},
 			packed: 1,
 			want:   []engine.Pack{{From: 2, To: 5, Chunks: 2, Data: entries(2, 5).Data}},
 		},
 		{
 			name:   "a lone chunk is only marked",
-			chunks: []checkpoint.Chunk{entries(0, 2)},
+			chunks: []msgcodec.Chunk{entries(0, 2)},
 			want:   []engine.Pack{{From: 0, To: 2, Chunks: 1}},
 		},
 		{
 			// A branch's messages are numbered after a gap: the runs on
 			// either side pack apart.
 			name:   "a gap splits runs",
-			chunks: []checkpoint.Chunk{entries(0, 1), entries(1, 2), entries(5, 6), entries(6, 8)},
+			chunks: []msgcodec.Chunk{entries(0, 1), entries(1, 2), entries(5, 6), entries(6, 8)},
 			want: []engine.Pack{
 				{From: 0, To: 2, Chunks: 2, Data: entries(0, 2).Data},
 				{From: 5, To: 8, Chunks: 2, Data: entries(5, 8).Data},
@@ -179,7 +180,7 @@ func TestPackChunks(t *testing.T) {
 		},
 		{
 			name:   "a pack stays under MaxPack",
-			chunks: []checkpoint.Chunk{entries(5, 7), big, entries(8, 9), entries(9, 10)},
+			chunks: []msgcodec.Chunk{entries(5, 7), big, entries(8, 9), entries(9, 10)},
 			want: []engine.Pack{
 				{From: 5, To: 8, Chunks: 2, Data: append(entries(5, 7).Data, big.Data...)},
 				{From: 8, To: 10, Chunks: 2, Data: entries(8, 10).Data},

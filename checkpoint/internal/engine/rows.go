@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/checkpoint/internal/msgcodec"
 )
 
 // Rows is what the result sets of both drivers (database/sql and pgx)
@@ -70,8 +71,8 @@ func Ranges(rows Rows) ([]checkpoint.Range, error) {
 }
 
 // EachChunk calls add with the (from, to, data) columns of every row.
-func EachChunk(rows Rows, add func(checkpoint.Chunk)) error {
-	var c checkpoint.Chunk
+func EachChunk(rows Rows, add func(msgcodec.Chunk)) error {
+	var c msgcodec.Chunk
 	for rows.Next() {
 		if err := rows.Scan(&c.From, &c.To, &c.Data); err != nil {
 			return err
@@ -98,9 +99,9 @@ func EachRecord(rows Rows, each func(seq int64, raw []byte) error) error {
 
 // Unpacked reads rows of (from, to, packed), newest first, up to the first
 // packed one, and returns those chunks oldest first, without their data.
-func Unpacked(rows Rows) ([]checkpoint.Chunk, error) {
-	var tail []checkpoint.Chunk // newest first
-	var c checkpoint.Chunk
+func Unpacked(rows Rows) ([]msgcodec.Chunk, error) {
+	var tail []msgcodec.Chunk // newest first
+	var c msgcodec.Chunk
 	var packed bool
 	for rows.Next() {
 		if err := rows.Scan(&c.From, &c.To, &packed); err != nil {

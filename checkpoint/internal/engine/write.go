@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/checkpoint/internal/msgcodec"
 )
 
 // ErrStored is what Writer.Insert returns, having written nothing, when the
@@ -166,7 +167,7 @@ func PackChunks(ctx context.Context, w Writer, thread, ns string) error {
 	if len(tail) == 0 {
 		return nil
 	}
-	var runs [][]checkpoint.Chunk
+	var runs [][]msgcodec.Chunk
 	size := 0
 	for _, c := range tail {
 		n := len(runs)
@@ -354,7 +355,7 @@ func KeepMessages(ctx context.Context, w Writer, thread, ns string, keep []check
 			if err != nil {
 				return err
 			}
-			parts, err := checkpoint.TrimChunk(checkpoint.Chunk{From: sp.From, Data: data}, keep)
+			parts, err := msgcodec.TrimChunk(msgcodec.Chunk{From: sp.From, Data: data}, keep)
 			if err != nil {
 				return fmt.Errorf("message chunk from %d: %w", sp.From, err)
 			}
@@ -365,7 +366,7 @@ func KeepMessages(ctx context.Context, w Writer, thread, ns string, keep []check
 				return err
 			}
 			for _, p := range parts {
-				entries, err := checkpoint.ChunkEntries(p.Data)
+				entries, err := msgcodec.ChunkEntries(p.Data)
 				if err != nil {
 					return err
 				}

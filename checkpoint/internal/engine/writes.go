@@ -49,3 +49,24 @@ func EachKeyed(rows Rows, each func(key string, data []byte) error) error {
 	}
 	return rows.Err()
 }
+
+// WriteRow checks a pending write for the checkpoint at ref and returns the
+// columns both savers store it under: its kind ("" is stored as
+// checkpoint.KindResult) and its encoded bytes.
+func WriteRow(ref checkpoint.Ref, w checkpoint.Write) (kind string, data []byte, err error) {
+	if err := checkpoint.ValidateWrite(ref, &w); err != nil {
+		return "", nil, err
+	}
+	if w.Kind == "" {
+		w.Kind = checkpoint.KindResult
+	}
+	if data, err = checkpoint.EncodeWrite(w); err != nil {
+		return "", nil, fmt.Errorf("%w: write: %v", checkpoint.ErrInvalid, err)
+	}
+	return w.Kind, data, nil
+}
+
+// NotStored is the error of a write whose checkpoint is not stored.
+func NotStored(ref checkpoint.Ref) error {
+	return fmt.Errorf("%w: checkpoint %q in thread %q", checkpoint.ErrNotFound, ref.ID, ref.ThreadID)
+}

@@ -1,4 +1,7 @@
-package checkpoint
+// Package msgcodec is how the checkpoint savers store messages: one
+// entry per message, in a compact binary form or as JSON, joined into
+// chunks of consecutive sequence numbers.
+package msgcodec
 
 import (
 	"encoding/binary"
@@ -7,6 +10,7 @@ import (
 	"fmt"
 	"reflect"
 
+	"github.com/deepagents-go/deepagents/checkpoint/internal/ckerr"
 	"github.com/deepagents-go/deepagents/llm"
 )
 
@@ -55,15 +59,9 @@ var compactFields = func() bool {
 // when it holds all of the message, else JSON.
 func EncodeMessage(m llm.Message) ([]byte, error) {
 	if !compactFields || len(m.Parts) > 0 || len(m.Extra) > 0 {
-		if e := newEnc(); e != nil {
-			e.message(&m)
-			if data, ok := e.done(); ok {
-				return data, nil
-			}
-		}
 		data, err := json.Marshal(m)
 		if err != nil {
-			return nil, invalid("a message does not encode: %v", err)
+			return nil, ckerr.Invalidf("a message does not encode: %v", err)
 		}
 		return data, nil
 	}
@@ -276,6 +274,15 @@ func ChunkEntries(chunk []byte) ([][]byte, error) {
 	return out, nil
 }
 
+// Range is the half-open range [From, To) of message sequence numbers.
+type Range struct {
+	From int64 `json:"from"`
+	To   int64 `json:"to"`
+}
+
+// Len is the number of messages in r.
+func (r Range) Len() int64 { return r.To - r.From }
+
 // Chunk is a stored run of messages: From is the sequence number of its
 // first entry, To the number after its last (0 when not known), Data the
 // entries (see AppendChunk).
@@ -314,17 +321,17 @@ func Messages(want []Range, chunks []Chunk) ([]llm.Message, error) {
 				ci++
 			}
 			if ci >= len(chunks) || chunks[ci].From > next {
-				return nil, damagedf("messages %d..%d are missing", next, r.To)
+				return nil, ckerr.Damagedf("messages %d..%d are missing", next, r.To)
 			}
 			var err error
 			was := next
 			out, next, err = decodeChunk(out, &calls, chunks[ci], next, r.To)
 			if err != nil {
-				return nil, damagedf("message chunk from %d: %w", chunks[ci].From, err)
+				return nil, ckerr.Damagedf("message chunk from %d: %w", chunks[ci].From, err)
 			}
 			if next <= was {
 				// The chunk was said to hold message was, and does not.
-				return nil, damagedf("message chunk from %d ends before message %d, which it was recorded to hold", chunks[ci].From, was)
+				return nil, ckerr.Damagedf("message chunk from %d ends before message %d, which it was recorded to hold", chunks[ci].From, was)
 			}
 		}
 	}

@@ -1,4 +1,4 @@
-package checkpoint_test
+package msgcodec_test
 
 import (
 	"encoding/json"
@@ -9,7 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/checkpoint/internal/ckerr"
+	"github.com/deepagents-go/deepagents/checkpoint/internal/msgcodec"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/google/go-cmp/cmp"
 )
@@ -39,14 +40,14 @@ var codecCases = []struct {
 func TestMessageCodecRoundTrip(t *testing.T) {
 	for _, tc := range codecCases {
 		t.Run(tc.name, func(t *testing.T) {
-			data, err := checkpoint.EncodeMessage(tc.m)
+			data, err := msgcodec.EncodeMessage(tc.m)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if compact := data[0] != '{'; compact != tc.compact {
 				t.Errorf("compact form = %v, want %v (first byte %q)", compact, tc.compact, data[0])
 			}
-			got, err := checkpoint.DecodeMessage(data)
+			got, err := msgcodec.DecodeMessage(data)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -54,7 +55,7 @@ func TestMessageCodecRoundTrip(t *testing.T) {
 				t.Errorf("round trip (-put +got):\n%s", d)
 			}
 			// The same entry read from a chunk.
-			msgs, err := checkpoint.Messages([]checkpoint.Range{{From: 7, To: 8}}, []checkpoint.Chunk{{From: 7, Data: checkpoint.AppendChunk(nil, data)}})
+			msgs, err := msgcodec.Messages([]msgcodec.Range{{From: 7, To: 8}}, []msgcodec.Chunk{{From: 7, Data: msgcodec.AppendChunk(nil, data)}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -70,12 +71,12 @@ func TestMessageCodecRoundTrip(t *testing.T) {
 func TestMessageCodecReadsJSONEntries(t *testing.T) {
 	legacy := []byte(`{"role":"assistant","content":"","tool_calls":[{"id":"c1","name":"ls","args":"{\"pa","args_invalid":true}]}`)
 	want := llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "c1", Name: "ls", Args: json.RawMessage(`{"pa`)}}}
-	got, err := checkpoint.DecodeMessage(legacy)
+	got, err := msgcodec.DecodeMessage(legacy)
 	if err != nil || !cmp.Equal(got, want) {
 		t.Fatalf("legacy entry = %+v, %v", got, err)
 	}
-	compact, _ := checkpoint.EncodeMessage(llm.Message{Role: llm.RoleUser, Content: "next"})
-	msgs, err := checkpoint.Messages([]checkpoint.Range{{From: 0, To: 2}}, []checkpoint.Chunk{{From: 0, Data: checkpoint.AppendChunk(nil, legacy, compact)}})
+	compact, _ := msgcodec.EncodeMessage(llm.Message{Role: llm.RoleUser, Content: "next"})
+	msgs, err := msgcodec.Messages([]msgcodec.Range{{From: 0, To: 2}}, []msgcodec.Chunk{{From: 0, Data: msgcodec.AppendChunk(nil, legacy, compact)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,14 +84,14 @@ func TestMessageCodecReadsJSONEntries(t *testing.T) {
 		t.Error(d)
 	}
 	for _, bad := range [][]byte{nil, []byte("x"), {0x01}, {0x01, 5, 'a'}, {0x02, 0}, []byte(`{"role":`)} {
-		if _, err := checkpoint.DecodeMessage(bad); err == nil {
+		if _, err := msgcodec.DecodeMessage(bad); err == nil {
 			t.Errorf("DecodeMessage(%q) accepted a broken entry", bad)
 		}
 	}
 }
 
 func user(text string) []byte {
-	b, err := checkpoint.EncodeMessage(llm.Message{Role: llm.RoleUser, Content: text})
+	b, err := msgcodec.EncodeMessage(llm.Message{Role: llm.RoleUser, Content: text})
 	if err != nil {
 		panic(err)
 	}
@@ -109,23 +110,23 @@ func texts(ms []llm.Message) string {
 // (other branches' messages) and may be shared by two ranges; a message the
 // chunks do not hold is an error, never a silently shorter history.
 func TestMessagesFromChunks(t *testing.T) {
-	chunks := []checkpoint.Chunk{
-		{From: 0, Data: checkpoint.AppendChunk(nil, user("m0"), user("m1"), user("m2"))},
-		{From: 3, To: 5, Data: checkpoint.AppendChunk(nil, user("m3"), user("m4"))},
-		{From: 7, Data: checkpoint.AppendChunk(nil, user("m7"))},
+	chunks := []msgcodec.Chunk{
+		{From: 0, Data: msgcodec.AppendChunk(nil, user("m0"), user("m1"), user("m2"))},
+		{From: 3, To: 5, Data: msgcodec.AppendChunk(nil, user("m3"), user("m4"))},
+		{From: 7, Data: msgcodec.AppendChunk(nil, user("m7"))},
 	}
 	for _, tc := range []struct {
-		want []checkpoint.Range
+		want []msgcodec.Range
 		got  string
 		err  string
 	}{
-		{want: []checkpoint.Range{{From: 0, To: 5}}, got: "m0,m1,m2,m3,m4"},
-		{want: []checkpoint.Range{{From: 1, To: 2}, {From: 2, To: 3}, {From: 4, To: 5}, {From: 7, To: 8}}, got: "m1,m2,m4,m7"},
-		{want: []checkpoint.Range{{From: 4, To: 8}}, err: "messages 5..8 are missing"},
-		{want: []checkpoint.Range{{From: 8, To: 9}}, err: "messages 8..9 are missing"},
+		{want: []msgcodec.Range{{From: 0, To: 5}}, got: "m0,m1,m2,m3,m4"},
+		{want: []msgcodec.Range{{From: 1, To: 2}, {From: 2, To: 3}, {From: 4, To: 5}, {From: 7, To: 8}}, got: "m1,m2,m4,m7"},
+		{want: []msgcodec.Range{{From: 4, To: 8}}, err: "messages 5..8 are missing"},
+		{want: []msgcodec.Range{{From: 8, To: 9}}, err: "messages 8..9 are missing"},
 		{want: nil, got: ""},
 	} {
-		msgs, err := checkpoint.Messages(tc.want, chunks)
+		msgs, err := msgcodec.Messages(tc.want, chunks)
 		if tc.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.err) {
 				t.Errorf("%v: error %v, want %q", tc.want, err, tc.err)
@@ -137,32 +138,32 @@ func TestMessagesFromChunks(t *testing.T) {
 		}
 	}
 	// A corrupt chunk is an error.
-	if _, err := checkpoint.Messages([]checkpoint.Range{{From: 0, To: 2}}, []checkpoint.Chunk{{From: 0, Data: []byte{9, 1, 2}}}); err == nil {
+	if _, err := msgcodec.Messages([]msgcodec.Range{{From: 0, To: 2}}, []msgcodec.Chunk{{From: 0, Data: []byte{9, 1, 2}}}); err == nil {
 		t.Error("a truncated chunk was accepted")
 	}
 }
 
 func TestTrimChunk(t *testing.T) {
-	c := checkpoint.Chunk{From: 10, Data: checkpoint.AppendChunk(nil, user("a"), user("b"), user("c"), user("d"))}
+	c := msgcodec.Chunk{From: 10, Data: msgcodec.AppendChunk(nil, user("a"), user("b"), user("c"), user("d"))}
 	for _, tc := range []struct {
-		keep []checkpoint.Range
+		keep []msgcodec.Range
 		want []string // per part: first number and texts
 	}{
-		{keep: []checkpoint.Range{{From: 0, To: 100}}, want: []string{"10:a,b,c,d"}},
-		{keep: []checkpoint.Range{{From: 11, To: 12}, {From: 13, To: 20}}, want: []string{"11:b", "13:d"}},
-		{keep: []checkpoint.Range{{From: 0, To: 10}, {From: 14, To: 20}}, want: nil},
+		{keep: []msgcodec.Range{{From: 0, To: 100}}, want: []string{"10:a,b,c,d"}},
+		{keep: []msgcodec.Range{{From: 11, To: 12}, {From: 13, To: 20}}, want: []string{"11:b", "13:d"}},
+		{keep: []msgcodec.Range{{From: 0, To: 10}, {From: 14, To: 20}}, want: nil},
 	} {
-		parts, err := checkpoint.TrimChunk(c, tc.keep)
+		parts, err := msgcodec.TrimChunk(c, tc.keep)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var got []string
 		for _, p := range parts {
-			entries, err := checkpoint.ChunkEntries(p.Data)
+			entries, err := msgcodec.ChunkEntries(p.Data)
 			if err != nil {
 				t.Fatal(err)
 			}
-			msgs, err := checkpoint.Messages([]checkpoint.Range{{From: p.From, To: p.From + int64(len(entries))}}, []checkpoint.Chunk{p})
+			msgs, err := msgcodec.Messages([]msgcodec.Range{{From: p.From, To: p.From + int64(len(entries))}}, []msgcodec.Chunk{p})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -176,7 +177,7 @@ func TestTrimChunk(t *testing.T) {
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
-// The compact form is stored on disk: testdata/chunk_v1.bin, written by the
+// The compact form is stored on disk: checkpoint/testdata/chunk_v1.bin, written by the
 // first version of the codec, must decode to these messages forever.
 func TestGoldenV1Chunk(t *testing.T) {
 	want := []llm.Message{
@@ -185,17 +186,17 @@ func TestGoldenV1Chunk(t *testing.T) {
 		{Role: llm.RoleTool, ToolCallID: "call_1", Name: "read_file", Content: "Error: file not found", IsError: true},
 		{Role: llm.RoleAssistant, Content: "It is not there.", Extra: map[string]json.RawMessage{"openai": json.RawMessage(`{"id":"rs_1"}`)}},
 	}
-	path := filepath.Join("testdata", "chunk_v1.bin")
+	path := filepath.Join("..", "..", "testdata", "chunk_v1.bin")
 	if os.Getenv("CHECKPOINT_WRITE_GOLDEN_CHUNK") != "" {
 		var entries [][]byte
 		for _, m := range want {
-			e, err := checkpoint.EncodeMessage(m)
+			e, err := msgcodec.EncodeMessage(m)
 			if err != nil {
 				t.Fatal(err)
 			}
 			entries = append(entries, e)
 		}
-		if err := os.WriteFile(path, checkpoint.AppendChunk(nil, entries...), 0o644); err != nil {
+		if err := os.WriteFile(path, msgcodec.AppendChunk(nil, entries...), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -203,7 +204,7 @@ func TestGoldenV1Chunk(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := checkpoint.Messages([]checkpoint.Range{{From: 100, To: 104}}, []checkpoint.Chunk{{From: 100, Data: data}})
+	got, err := msgcodec.Messages([]msgcodec.Range{{From: 100, To: 104}}, []msgcodec.Chunk{{From: 100, Data: data}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +217,7 @@ func TestGoldenV1Chunk(t *testing.T) {
 // accepts encodes and decodes back to the same message.
 func FuzzDecodeMessage(f *testing.F) {
 	for _, tc := range codecCases {
-		data, err := checkpoint.EncodeMessage(tc.m)
+		data, err := msgcodec.EncodeMessage(tc.m)
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -224,15 +225,15 @@ func FuzzDecodeMessage(f *testing.F) {
 	}
 	f.Add([]byte{0x01, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		m, err := checkpoint.DecodeMessage(data)
+		m, err := msgcodec.DecodeMessage(data)
 		if err != nil {
 			return
 		}
-		enc, err := checkpoint.EncodeMessage(m)
+		enc, err := msgcodec.EncodeMessage(m)
 		if err != nil {
 			return // JSON the decoder took but the encoder refuses (a bad extra)
 		}
-		again, err := checkpoint.DecodeMessage(enc)
+		again, err := msgcodec.DecodeMessage(enc)
 		if err != nil {
 			t.Fatalf("re-encoded message refused: %v\n%q", err, enc)
 		}
@@ -245,28 +246,28 @@ func FuzzDecodeMessage(f *testing.F) {
 // FuzzMessages: arbitrary chunk bytes and ranges never panic, and what
 // comes back has exactly the length the ranges ask for.
 func FuzzMessages(f *testing.F) {
-	f.Add(checkpoint.AppendChunk(nil, user("a"), user("b")), int64(0), int64(2))
+	f.Add(msgcodec.AppendChunk(nil, user("a"), user("b")), int64(0), int64(2))
 	f.Add([]byte{3, 0x01, 0, 0}, int64(0), int64(1))
 	f.Fuzz(func(t *testing.T, data []byte, from, to int64) {
 		if to-from > 1<<16 || to < from || from < 0 {
 			return
 		}
-		msgs, err := checkpoint.Messages([]checkpoint.Range{{From: from, To: to}}, []checkpoint.Chunk{{From: 0, Data: data}})
+		msgs, err := msgcodec.Messages([]msgcodec.Range{{From: from, To: to}}, []msgcodec.Chunk{{From: 0, Data: data}})
 		if err == nil && int64(len(msgs)) != to-from {
 			t.Fatalf("%d messages for the range %d..%d", len(msgs), from, to)
 		}
 		// Cutting the chunk to the range keeps exactly the entries in it.
-		entries, err := checkpoint.ChunkEntries(data)
+		entries, err := msgcodec.ChunkEntries(data)
 		if err != nil {
 			return
 		}
-		parts, err := checkpoint.TrimChunk(checkpoint.Chunk{From: 0, Data: data}, []checkpoint.Range{{From: from, To: to}})
+		parts, err := msgcodec.TrimChunk(msgcodec.Chunk{From: 0, Data: data}, []msgcodec.Range{{From: from, To: to}})
 		if err != nil {
 			t.Fatalf("TrimChunk refused a chunk ChunkEntries read: %v", err)
 		}
 		kept := 0
 		for _, p := range parts {
-			pe, err := checkpoint.ChunkEntries(p.Data)
+			pe, err := msgcodec.ChunkEntries(p.Data)
 			if err != nil {
 				t.Fatalf("a part does not split: %v", err)
 			}
@@ -293,7 +294,7 @@ func BenchmarkDecodeMessages(b *testing.B) {
 			{Role: llm.RoleAssistant, Content: "Fetching the next page.", ToolCalls: []llm.ToolCall{call}},
 			{Role: llm.RoleTool, ToolCallID: call.ID, Name: "fetch", Content: strings.Repeat("line of a fetched page. ", 3)},
 		} {
-			e, _ := checkpoint.EncodeMessage(m)
+			e, _ := msgcodec.EncodeMessage(m)
 			entries = append(entries, e)
 			j, _ := json.Marshal(m)
 			jsons = append(jsons, j)
@@ -301,12 +302,12 @@ func BenchmarkDecodeMessages(b *testing.B) {
 	}
 	for name, es := range map[string][][]byte{"compact": entries, "json": jsons} {
 		b.Run(name, func(b *testing.B) {
-			var chunks []checkpoint.Chunk
+			var chunks []msgcodec.Chunk
 			for i := 0; i < len(es); i += 100 {
-				chunks = append(chunks, checkpoint.Chunk{From: int64(i), Data: checkpoint.AppendChunk(nil, es[i:i+100]...)})
+				chunks = append(chunks, msgcodec.Chunk{From: int64(i), Data: msgcodec.AppendChunk(nil, es[i:i+100]...)})
 			}
 			for b.Loop() {
-				msgs, err := checkpoint.Messages([]checkpoint.Range{{From: 0, To: int64(len(es))}}, chunks)
+				msgs, err := msgcodec.Messages([]msgcodec.Range{{From: 0, To: int64(len(es))}}, chunks)
 				if err != nil || len(msgs) != len(es) {
 					b.Fatal(err)
 				}
@@ -319,18 +320,18 @@ func BenchmarkDecodeMessages(b *testing.B) {
 // forged record may (up to overflowing their sum), are an error matching
 // ErrDamaged, with no room made for what they ask.
 func TestMessagesBeyondTheChunks(t *testing.T) {
-	chunks := []checkpoint.Chunk{{From: 0, To: 1 << 40, Data: checkpoint.AppendChunk(nil, user("a"), user("b"))}}
-	for _, want := range [][]checkpoint.Range{
+	chunks := []msgcodec.Chunk{{From: 0, To: 1 << 40, Data: msgcodec.AppendChunk(nil, user("a"), user("b"))}}
+	for _, want := range [][]msgcodec.Range{
 		{{From: 0, To: 1 << 40}},
 		{{From: 0, To: 1<<62 + 1}, {From: 0, To: 1<<62 + 1}},
 		{{From: 1, To: 3}},
 	} {
-		_, err := checkpoint.Messages(want, chunks)
-		if !errors.Is(err, checkpoint.ErrDamaged) {
+		_, err := msgcodec.Messages(want, chunks)
+		if !errors.Is(err, ckerr.ErrDamaged) {
 			t.Errorf("%v: %v, want an error matching ErrDamaged", want, err)
 		}
 	}
-	if msgs, err := checkpoint.Messages([]checkpoint.Range{{From: 0, To: 2}}, chunks); err != nil || len(msgs) != 2 {
+	if msgs, err := msgcodec.Messages([]msgcodec.Range{{From: 0, To: 2}}, chunks); err != nil || len(msgs) != 2 {
 		t.Errorf("the messages there: %v %v", msgs, err)
 	}
 }
@@ -340,18 +341,18 @@ func TestMessagesBeyondTheChunks(t *testing.T) {
 // make room for messages the chunks do not hold; what comes back has the
 // length the range asks for.
 func FuzzMessagesRecordedBounds(f *testing.F) {
-	f.Add(checkpoint.AppendChunk(nil, user("a"), user("b")), int64(0), int64(2), int64(2))
-	f.Add(checkpoint.AppendChunk(nil, user("a"), user("b")), int64(0), int64(1<<40), int64(1<<40))
-	f.Add(checkpoint.AppendChunk(nil, user("a")), int64(1), int64(3), int64(5))
+	f.Add(msgcodec.AppendChunk(nil, user("a"), user("b")), int64(0), int64(2), int64(2))
+	f.Add(msgcodec.AppendChunk(nil, user("a"), user("b")), int64(0), int64(1<<40), int64(1<<40))
+	f.Add(msgcodec.AppendChunk(nil, user("a")), int64(1), int64(3), int64(5))
 	f.Fuzz(func(t *testing.T, data []byte, from, to, chunkTo int64) {
 		if to < from || from < 0 {
 			return
 		}
-		msgs, err := checkpoint.Messages([]checkpoint.Range{{From: from, To: to}}, []checkpoint.Chunk{{From: 0, To: chunkTo, Data: data}})
+		msgs, err := msgcodec.Messages([]msgcodec.Range{{From: from, To: to}}, []msgcodec.Chunk{{From: 0, To: chunkTo, Data: data}})
 		if err == nil && int64(len(msgs)) != to-from {
 			t.Fatalf("%d messages for the range %d..%d", len(msgs), from, to)
 		}
-		if err != nil && !errors.Is(err, checkpoint.ErrDamaged) {
+		if err != nil && !errors.Is(err, ckerr.ErrDamaged) {
 			t.Fatalf("an error that does not say the data is damaged: %v", err)
 		}
 	})
