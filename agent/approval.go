@@ -47,7 +47,7 @@ var knownDecisions = []DecisionType{Approve, Edit, Reject, Respond}
 func (d DecisionType) Known() bool { return slices.Contains(knownDecisions, d) }
 
 // Approval says that calls of one tool wait for a person, and what the
-// person may decide. The zero value allows every decision.
+// person may decide. The zero value allows approve, edit and reject.
 type Approval struct {
 	// Allowed lists the decisions the person may take; empty means
 	// approve, edit and reject (respond only when listed).

@@ -180,7 +180,8 @@ func yamlInterruptOn(p *problems, v *yaml.Node, line int, at func(*yaml.Node) in
 }
 
 // ParseInterruptOnFlag reads a comma-separated list of tool names, as the
-// CLI's --interrupt-on takes it, into approvals that allow every decision.
+// CLI's --interrupt-on takes it, into approvals that allow approve, edit
+// and reject.
 func ParseInterruptOnFlag(text string) (map[string]agent.Approval, error) {
 	out := map[string]agent.Approval{}
 	for _, name := range strings.Split(text, ",") {

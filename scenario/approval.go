@@ -72,7 +72,7 @@ func decodeGate(d *decoder, n *node, v reflect.Value, path string) error {
 		for _, m := range n.members {
 			if m.val.kind == kNull {
 				// As elsewhere in a scenario, null is an absent value: no
-				// description, all three decisions.
+				// description, approve, edit and reject.
 				if m.key != "allowed_decisions" && m.key != "allowedDecisions" && m.key != "description" {
 					d.warn(m.keyPos, "unknown key %q in %s (ignored)", m.key, path)
 				}
