@@ -11,6 +11,7 @@ import (
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
+	"github.com/deepagents-go/deepagents/subagent"
 	"github.com/deepagents-go/deepagents/tool"
 )
 
@@ -127,5 +128,55 @@ func TestRespondDecisionJSON(t *testing.T) {
 	if _, err := agent.New(agent.Config{Model: scripted.New(scripted.Script{}, scripted.Options{}), Tools: []tool.Tool{writeTool},
 		InterruptOn: map[string]agent.Approval{"write": {Allowed: []agent.DecisionType{agent.Respond}}}}); err != nil {
 		t.Errorf("a policy allowing respond: %v", err)
+	}
+}
+
+// A respond to a call inside a subagent answers it there: the subagent's
+// tool does not run, its model reads the answer, and the run goes on.
+func TestRespondInsideASubagent(t *testing.T) {
+	m := scripted.New(scripted.Script{
+		"parent": steps(scripted.Step{ToolCalls: []scripted.StepCall{{ID: "t1", Name: "task", Args: json.RawMessage(`{"description":"write","subagent_type":"w"}`)}}},
+			scripted.Step{Content: "done"}),
+		"w": steps(scripted.Step{ToolCalls: []scripted.StepCall{{ID: "s1", Name: "write", Args: json.RawMessage(`{"path":"/s.md","content":"x"}`)}}},
+			scripted.Step{Content: "child done"}),
+	}, scripted.Options{})
+	seen := &approvals{}
+	gates := map[string]agent.Approval{"write": {Allowed: []agent.DecisionType{agent.Respond}}}
+	tk, err := subagent.NewTask(subagent.Config{Model: m, InterruptOn: gates, Subagents: []subagent.Spec{
+		{Name: "w", Description: "Writes.", Tools: []tool.Tool{noteWrite(seen)}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{tk}, InterruptOn: gates})
+	saver := checkpoint.NewMemory(0)
+	res, err := a.Invoke(t.Context(), agent.Prompt("go"), agent.WithCheckpoints(saver, "T"))
+	if !errors.Is(err, agent.ErrInterrupted) || len(res.Interrupts) != 1 || res.Interrupts[0].CallID != "s1" {
+		t.Fatalf("err %v, interrupts %+v", err, res.Interrupts)
+	}
+	in := res.Interrupts[0]
+	res, err = a.Invoke(t.Context(), agent.Input{}, agent.WithCheckpoints(saver, "T"),
+		agent.WithDecisions(agent.Decision{Type: agent.Respond, CallID: "s1", Path: in.Path, Message: "answered by a person"}))
+	if err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	if _, ran := seen.get("s1"); ran {
+		t.Error("the subagent's tool ran")
+	}
+	child := res.Children["t1"]
+	if child == nil {
+		t.Fatalf("no child result: %+v", res.Children)
+	}
+	var got []llm.Message
+	for _, msg := range child.State.Messages {
+		if msg.Role == llm.RoleTool && msg.ToolCallID == "s1" {
+			got = append(got, msg)
+		}
+	}
+	if len(got) != 1 || got[0].Content != "answered by a person" || got[0].IsError {
+		t.Errorf("the subagent's result for s1: %+v", got)
+	}
+	if res.Status != agent.StatusOK {
+		t.Errorf("status %s", res.Status)
 	}
 }
