@@ -337,6 +337,21 @@ func TestResumeRespond(t *testing.T) {
 	if res, ok := last.ToolResult("c1"); !ok || res.Text() != "/a.md is written by hand already." {
 		t.Errorf("the model did not read the answer as the call's result: %v %q", ok, res.Text())
 	}
+
+	// In LangChain's shape, naming no call: it answers the waiting call at
+	// its position.
+	code, out, errs = runCLI(t, "run", "-p", "write it", "--output", "json")
+	if code != 3 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	code, out, errs = runCLIStdin(t, `{"decisions": [{"type": "respond", "message": "kept elsewhere"}]}`, "resume", "--thread", decode(t, out).ThreadID, "--decisions", "-", "--output", "json")
+	if code != 0 || len(decode(t, out).FilesChanged) != 0 {
+		t.Fatalf("--decisions - with a respond: exit %d: %s %s", code, errs, out)
+	}
+	last = srv.Requests()[len(srv.Requests())-1]
+	if res, ok := last.ToolResult("c1"); !ok || res.Text() != "kept elsewhere" {
+		t.Errorf("the model did not read the answer: %v %q", ok, res.Text())
+	}
 }
 
 // Decisions that do not fit are refused with exit status 2 and leave the
