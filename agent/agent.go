@@ -322,8 +322,8 @@ func New(cfg Config) (*Agent, error) {
 	}
 	for name, p := range cfg.InterruptOn {
 		for _, d := range p.Allowed {
-			if !slices.Contains(AllDecisions, d) {
-				return nil, configErr("agent %s: interrupt_on %s: decision %q is not one of approve, edit, reject", a.name, name, d)
+			if !d.Known() {
+				return nil, configErr("agent %s: interrupt_on %s: decision %q is not one of approve, edit, reject, respond", a.name, name, d)
 			}
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/tool"
 )
 
 // This file is human approval: which tool calls wait for a person, what a
@@ -29,16 +30,27 @@ const (
 	Edit DecisionType = "edit"
 	// Reject does not run the call; the model is told why.
 	Reject DecisionType = "reject"
+	// Respond does not run the call: the person answers in the tool's
+	// place, and their message is the call's result. A policy allows it
+	// only when it names it.
+	Respond DecisionType = "respond"
 )
 
 // AllDecisions are the decisions a policy allows when it names none.
 var AllDecisions = []DecisionType{Approve, Edit, Reject}
 
+// knownDecisions are every decision there is, in the order they are listed.
+var knownDecisions = []DecisionType{Approve, Edit, Reject, Respond}
+
+// Known reports whether d is a decision there is: approve, edit, reject or
+// respond.
+func (d DecisionType) Known() bool { return slices.Contains(knownDecisions, d) }
+
 // Approval says that calls of one tool wait for a person, and what the
-// person may decide. The zero value allows every decision.
+// person may decide. The zero value allows approve, edit and reject.
 type Approval struct {
-	// Allowed lists the decisions the person may take; empty means all
-	// three.
+	// Allowed lists the decisions the person may take; empty means
+	// approve, edit and reject (respond only when listed).
 	Allowed []DecisionType `json:"allowed_decisions,omitempty"`
 	// Description is shown to the person with each request; empty gives a
 	// default naming the tool.
@@ -58,10 +70,10 @@ func (p Approval) Allows(d DecisionType) bool {
 }
 
 // Decisions returns the allowed decisions, in the order approve, edit,
-// reject.
+// reject, respond.
 func (p Approval) Decisions() []DecisionType {
 	var out []DecisionType
-	for _, d := range AllDecisions {
+	for _, d := range knownDecisions {
 		if p.Allows(d) {
 			out = append(out, d)
 		}
@@ -88,7 +100,8 @@ type Interrupt struct {
 
 // Decision is a person's answer to one Interrupt. CallID names the call
 // (Path may narrow it down when two agents used one call id); Args are the
-// new arguments of an edit; Message tells the model why a call was rejected.
+// new arguments of an edit; Message tells the model why a call was rejected,
+// or is the answer of a respond.
 type Decision struct {
 	Type    DecisionType    `json:"type"`
 	CallID  string          `json:"call_id,omitempty"`
@@ -231,11 +244,15 @@ func plural(n int, one, many string) string {
 	return many
 }
 
-// Check verifies a decision's shape: a known type, a call id, and for an
-// edit arguments that are a JSON object.
+// Check verifies a decision's shape: a known type, a call id, for an edit
+// arguments that are a JSON object, and for a respond a message.
 func (d Decision) Check() error {
 	switch d.Type {
 	case Approve, Reject:
+	case Respond:
+		if strings.TrimSpace(d.Message) == "" {
+			return fmt.Errorf(`the respond to call %q has no "message": a respond answers the call with its message, in the tool's place`, d.CallID)
+		}
 	case Edit:
 		if len(d.Args) == 0 {
 			return fmt.Errorf("an edit of call %q has no arguments", d.CallID)
@@ -245,9 +262,9 @@ func (d Decision) Check() error {
 			return fmt.Errorf("the arguments of the edit of call %q are not a JSON object", d.CallID)
 		}
 	case "":
-		return errors.New(`the decision has no "type"; it must be approve, edit or reject`)
+		return errors.New(`the decision has no "type"; it must be approve, edit, reject or respond`)
 	default:
-		return fmt.Errorf("decision type %q is not one of approve, edit, reject", d.Type)
+		return fmt.Errorf("decision type %q is not one of approve, edit, reject, respond", d.Type)
 	}
 	if d.CallID == "" {
 		return fmt.Errorf("the %s decision names no call_id", d.Type)
@@ -344,6 +361,10 @@ func rejectedText(name, message string, again bool) string {
 	b.WriteString(" Do not repeat this call with the same arguments; change the approach or ask the user.")
 	return b.String()
 }
+
+// respondedResult is the result of a call a person answered in its tool's
+// place: their message, a result like any other, not an error.
+func respondedResult(d Decision) tool.Result { return tool.Result{Content: d.Message} }
 
 // staleApprovalText is the result of an approved call that did not run
 // because what it changes is no longer what the person was told: now is

@@ -66,7 +66,8 @@ func withApproved(ctx context.Context, approved bool) context.Context {
 // puts its calls to check: a call waits when the tool's own policy makes it
 // wait (every call, for a policy without a Check) or when check says so,
 // with the reasons and reports of both. A tool that gates has no policy
-// gets one of check alone, allowing every decision. gates is not changed.
+// gets one of check alone, allowing approve, edit and reject. gates is not
+// changed.
 func WithCheck(gates map[string]Approval, check ArgCheck, tools ...string) map[string]Approval {
 	out := make(map[string]Approval, len(gates)+len(tools))
 	maps.Copy(out, gates)

@@ -156,6 +156,15 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 				continue
 			}
 			switch {
+			case decided && dc.Type == Respond:
+				// The person answered in the tool's place: it does not run.
+				finished[i] = true
+				results[i] = respondedResult(dc)
+				if err := r.saveOutcome(ctx, c, results[i], nil, nil, 0, false); err != nil {
+					return false, err
+				}
+				r.emit(Event{Type: ToolEnd, Tool: &ToolInfo{CallID: c.ID, Name: c.Name, Result: results[i].Content}})
+				continue
 			case decided && dc.Type == Edit:
 				c.Args = dc.Args
 				note = editedNote(dc.Args)

@@ -60,7 +60,7 @@ import (
 //	                 {budget_tokens: 8000}; absent: the parent's setting
 //	interrupt_on     the tools whose calls wait for a person's decision: a
 //	                 mapping of tool names, each true, false or a list of
-//	                 decisions ([approve, edit, reject]); absent: the
+//	                 decisions ([approve, edit, reject, respond]); absent: the
 //	                 parent's; {} for none (the CLI keeps the user's gates
 //	                 under a project's agent file)
 //	permissions      rules on the subagent's file access, a list such as

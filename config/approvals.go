@@ -11,18 +11,19 @@ import (
 )
 
 // interrupt_on names the tools whose calls wait for a person's decision.
-// Each tool name maps to true (every decision: approve, edit, reject), to
-// false (the tool runs without asking, which lets a subagent opt out of a
-// tool its parent gates), or to a list of the decisions allowed:
+// Each tool name maps to true (approve, edit and reject), to false (the
+// tool runs without asking, which lets a subagent opt out of a tool its
+// parent gates), or to a list of the decisions allowed; respond (the person
+// answers in the tool's place) is allowed only when listed:
 //
-//	interrupt_on = { write_file = true, edit_file = ["approve", "reject"] }
+//	interrupt_on = { write_file = true, edit_file = ["approve", "reject"], ask_user = ["respond"] }
 //
 // In an agent file's front matter the same is written in YAML:
 //
 //	interrupt_on: {write_file: true, edit_file: [approve, reject]}
 
 // decisionNames are the decisions a list may name.
-var decisionNames = []string{string(agent.Approve), string(agent.Edit), string(agent.Reject)}
+var decisionNames = []string{string(agent.Approve), string(agent.Edit), string(agent.Reject), string(agent.Respond)}
 
 // approvalEntry reads one tool's entry: gate reports whether calls of the
 // tool wait at all; a problem is returned as text.
@@ -43,7 +44,7 @@ func checkApprovalTool(name string) string {
 // returned as text.
 func approvalFromList(tool string, names []string) (agent.Approval, string) {
 	if len(names) == 0 {
-		return agent.Approval{}, fmt.Sprintf("interrupt_on.%s: the list of decisions is empty; write true for all of them, or false to not ask", tool)
+		return agent.Approval{}, fmt.Sprintf("interrupt_on.%s: the list of decisions is empty; write true for approve, edit and reject, or false to not ask", tool)
 	}
 	var a agent.Approval
 	for _, n := range names {
@@ -179,7 +180,8 @@ func yamlInterruptOn(p *problems, v *yaml.Node, line int, at func(*yaml.Node) in
 }
 
 // ParseInterruptOnFlag reads a comma-separated list of tool names, as the
-// CLI's --interrupt-on takes it, into approvals that allow every decision.
+// CLI's --interrupt-on takes it, into approvals that allow approve, edit
+// and reject.
 func ParseInterruptOnFlag(text string) (map[string]agent.Approval, error) {
 	out := map[string]agent.Approval{}
 	for _, name := range strings.Split(text, ",") {

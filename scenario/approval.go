@@ -13,14 +13,14 @@ import (
 // decision before they run, and which decisions that person may take.
 type InterruptOn map[string]Gate
 
-// Gate is one tool's entry in interrupt_on. In JSON it is true (every
-// decision: approve, edit, reject), false (not gated), a list of decision
-// names, or LangChain's object {"allowed_decisions": [...], "description":
-// "..."}.
+// Gate is one tool's entry in interrupt_on. In JSON it is true (approve,
+// edit and reject), false (not gated), a list of decision names (respond,
+// the person answering in the tool's place, only when listed), or
+// LangChain's object {"allowed_decisions": [...], "description": "..."}.
 type Gate struct {
 	// Off is set by false: the tool's calls do not wait.
 	Off bool
-	// Allowed lists the decisions; empty means all three.
+	// Allowed lists the decisions; empty means approve, edit and reject.
 	Allowed []agent.DecisionType
 	// Description is shown with each request; empty gives a default.
 	Description string
@@ -58,7 +58,7 @@ func (io InterruptOn) approvals() map[string]agent.Approval {
 	return out
 }
 
-const gateForms = `true, false, a list of decisions ("approve", "edit", "reject") or {"allowed_decisions": [...], "description": "..."}`
+const gateForms = `true, false, a list of decisions ("approve", "edit", "reject", "respond") or {"allowed_decisions": [...], "description": "..."}`
 
 func decodeGate(d *decoder, n *node, v reflect.Value, path string) error {
 	var g Gate
@@ -72,7 +72,7 @@ func decodeGate(d *decoder, n *node, v reflect.Value, path string) error {
 		for _, m := range n.members {
 			if m.val.kind == kNull {
 				// As elsewhere in a scenario, null is an absent value: no
-				// description, all three decisions.
+				// description, approve, edit and reject.
 				if m.key != "allowed_decisions" && m.key != "allowedDecisions" && m.key != "description" {
 					d.warn(m.keyPos, "unknown key %q in %s (ignored)", m.key, path)
 				}
@@ -106,12 +106,12 @@ func decodeGate(d *decoder, n *node, v reflect.Value, path string) error {
 		}
 		for i, it := range list.items {
 			dt := agent.DecisionType(it.str)
-			if it.kind != kString || !slices.Contains(agent.AllDecisions, dt) {
+			if it.kind != kString || !dt.Known() {
 				what := it.kind.words()
 				if it.kind == kString {
 					what = strconv.Quote(it.str)
 				}
-				return errAt(it.start, `%s: a decision is "approve", "edit" or "reject", not %s`, indexPath(path, i), what)
+				return errAt(it.start, `%s: a decision is "approve", "edit", "reject" or "respond", not %s`, indexPath(path, i), what)
 			}
 			if !slices.Contains(g.Allowed, dt) {
 				g.Allowed = append(g.Allowed, dt)
@@ -225,7 +225,7 @@ func decodeDecision(d *decoder, n *node, v reflect.Value, path string) error {
 			dc.Args = raw(ea, "arguments")
 		}
 	}
-	if dc.CallID == "" && slices.Contains(agent.AllDecisions, dc.Type) {
+	if dc.CallID == "" && dc.Type.Known() {
 		return errAt(n.start, `%s names no "call_id" (the id of the call it answers)`, path)
 	}
 	if err := dc.Check(); err != nil {
@@ -236,6 +236,8 @@ func decodeDecision(d *decoder, n *node, v reflect.Value, path string) error {
 			if n.get("args") == nil {
 				key = "edited_action"
 			}
+		case dc.Type == agent.Respond && dc.CallID != "":
+			key = "message"
 		}
 		off := n.start
 		if m := n.get(key); m != nil {

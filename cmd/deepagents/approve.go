@@ -52,7 +52,8 @@ const maxTries = 5
 // and the decisions allowed. An edit asks for new arguments (a JSON object,
 // checked before it is taken: JSON, and, when check is set, by check, which
 // is given the edit and its call and refuses arguments that do not fit the
-// tool), a rejection for a reason. The end of input leaves every call
+// tool), a rejection for a reason, a respond for the answer given in the
+// tool's place. The end of input leaves every call
 // waiting.
 func askApprovals(lines *lineReader, w io.Writer, check func([]agent.Decision, []agent.Interrupt) error) func(context.Context, []agent.Interrupt) ([]agent.Decision, error) {
 	return func(ctx context.Context, waiting []agent.Interrupt) ([]agent.Decision, error) {
@@ -83,7 +84,8 @@ func askOne(lines *lineReader, w io.Writer, in agent.Interrupt, n, of int, check
 	}
 	var choices []string
 	for _, d := range allowed {
-		choices = append(choices, fmt.Sprintf("[%c]%s", d[0], d[1:]))
+		k := strings.IndexByte(string(d), decisionKey(d))
+		choices = append(choices, fmt.Sprintf("%s[%c]%s", d[:k], d[k], d[k+1:]))
 	}
 	ask := func(q string) (string, error) {
 		fmt.Fprint(w, q)
@@ -138,31 +140,55 @@ func askOne(lines *lineReader, w io.Writer, in agent.Interrupt, n, of int, check
 				return d, err
 			}
 			d.Message = msg
+		case agent.Respond:
+			for try := 0; ; try++ {
+				msg, err := ask("  the answer, given to the model as the call's result: ")
+				if err != nil {
+					return d, err
+				}
+				if msg != "" {
+					d.Message = msg
+					return d, nil
+				}
+				if try+1 >= maxTries {
+					return d, fmt.Errorf("call %s: no answer given after %d tries; the calls keep waiting", in.CallID, maxTries)
+				}
+				fmt.Fprintln(w, "  a respond needs an answer; try again")
+			}
 		}
 		return d, nil
 	}
 	return d, fmt.Errorf("call %s: no decision understood after %d tries; the calls keep waiting", in.CallID, maxTries)
 }
 
-// pickDecision reads an answer: a decision's name or its first letter,
-// among those allowed.
+// pickDecision reads an answer: a decision's name or its letter (see
+// decisionKey), among those allowed.
 func pickDecision(ans string, allowed []agent.DecisionType) (agent.DecisionType, bool) {
 	ans = strings.ToLower(strings.TrimSpace(ans))
 	if ans == "" {
 		return "", false
 	}
 	for _, d := range allowed {
-		if ans == string(d) || len(ans) == 1 && ans[0] == d[0] {
+		if ans == string(d) || len(ans) == 1 && ans[0] == decisionKey(d) {
 			return d, true
 		}
 	}
 	return "", false
 }
 
+// decisionKey is the letter that picks d at the prompt: its first, but s
+// for respond, whose first letter is reject's.
+func decisionKey(d agent.DecisionType) byte {
+	if d == agent.Respond {
+		return 's'
+	}
+	return d[0]
+}
+
 func decisionWords(ds []agent.DecisionType) []string {
 	out := make([]string, len(ds))
 	for i, d := range ds {
-		out[i] = fmt.Sprintf("%s (%c)", d, d[0])
+		out[i] = fmt.Sprintf("%s (%c)", d, decisionKey(d))
 	}
 	return out
 }

@@ -25,26 +25,32 @@ func TestInteractiveApprovalAtThePrompt(t *testing.T) {
 		stderr  []string
 		file    string // the content of /a.md or /e.md afterwards, "" for none
 		path    string
-		seenRes string // a substring of the result the model saw for c1
+		seenRes string               // a substring of the result the model saw for c1
+		allowed []agent.DecisionType // write_file's gate; nil for the default
 	}{
 		{"edit after bad answers", "write it\nx\ne\nnot json\n{\"file_path\":\"/e.md\",\"content\":\"E\"}\n/exit\n", 0, "done\n",
 			[]string{"⏸ Approval 1 of 1: parent wants to call write_file (call c1)", `"file_path": "/a.md"`, "[a]pprove / [e]dit / [r]eject? ",
 				"answer approve (a), edit (e), reject (r)", "not JSON", "new arguments, a JSON object on one line: "},
-			"E", "/e.md", "changed the arguments"},
+			"E", "/e.md", "changed the arguments", nil},
 		// Arguments that are JSON but do not fit the tool are asked for
 		// again rather than taken, which would refuse the stop's
 		// decisions all together and end the run.
 		{"edit that does not fit the tool", "write it\ne\n{\"file_path\":5}\n{\"file_path\":\"/e.md\",\"content\":\"E\"}\n/exit\n", 0, "done\n",
-			[]string{`the new arguments of call "c1" do not fit write_file`, "try again"}, "E", "/e.md", "changed the arguments"},
-		{"reject with a reason", "write it\nreject\nwrong file\n", 0, "done\n", []string{"reason, told to the model"}, "", "/a.md", "wrong file"},
-		{"approve", "write it\nA\n", 0, "done\n", nil, "A\n", "/a.md", "/a.md"},
-		{"end of input", "write it\n", 3, "", []string{"no answer (end of input): the calls keep waiting", "is waiting for approval of 1 tool call(s)"}, "", "/a.md", ""},
+			[]string{`the new arguments of call "c1" do not fit write_file`, "try again"}, "E", "/e.md", "changed the arguments", nil},
+		{"reject with a reason", "write it\nreject\nwrong file\n", 0, "done\n", []string{"reason, told to the model"}, "", "/a.md", "wrong file", nil},
+		{"approve", "write it\nA\n", 0, "done\n", nil, "A\n", "/a.md", "/a.md", nil},
+		// respond's letter is s: r is reject's.
+		{"respond after an empty answer", "write it\nx\ns\n\n/a.md is written by hand\n", 0, "done\n",
+			[]string{"[a]pprove / [r]eject / re[s]pond? ", "answer approve (a), reject (r), respond (s)",
+				"the answer, given to the model as the call's result: ", "a respond needs an answer; try again"},
+			"", "/a.md", "/a.md is written by hand", []agent.DecisionType{agent.Approve, agent.Reject, agent.Respond}},
+		{"end of input", "write it\n", 3, "", []string{"no answer (end of input): the calls keep waiting", "is waiting for approval of 1 tool call(s)"}, "", "/a.md", "", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := gatedServer(t)
 			runEnv(t, srv)
-			f := runFlags{model: "openai:gpt-test", output: "text", set: map[string]bool{}, gates: map[string]agent.Approval{"write_file": {}}}
+			f := runFlags{model: "openai:gpt-test", output: "text", set: map[string]bool{}, gates: map[string]agent.Approval{"write_file": {Allowed: tt.allowed}}}
 			var errb strings.Builder
 			s, err := assemble(t.Context(), f, &errb)
 			if err != nil {
@@ -139,7 +145,7 @@ func TestDecisionFlagsPairInOrder(t *testing.T) {
 func FuzzDecisionFlags(f *testing.F) {
 	for _, s := range []string{
 		"--approve\x00c1", "--reject\x00c1\x00--message\x00why", "--edit\x00c1\x00--args\x00{\"a\":1}",
-		"--message\x00x", "--edit\x00c1", "--args\x00{}", "--edit\x00c1\x00--args\x00null", "--approve\x00\x00--reject\x00c2",
+		"--respond\x00c1\x00--message\x00the answer", "--respond\x00c1", "--message\x00x", "--edit\x00c1", "--args\x00{}", "--edit\x00c1\x00--args\x00null", "--approve\x00\x00--reject\x00c2",
 	} {
 		f.Add(s)
 	}
@@ -158,7 +164,7 @@ func FuzzDecisionFlags(f *testing.F) {
 			if err := x.Check(); err != nil {
 				t.Fatalf("accepted decision %+v fails its check: %v", x, err)
 			}
-			if x.Message != "" && x.Type != agent.Reject || x.Args != nil && x.Type != agent.Edit {
+			if x.Message != "" && x.Type != agent.Reject && x.Type != agent.Respond || x.Args != nil && x.Type != agent.Edit {
 				t.Fatalf("a message or arguments went to the wrong decision: %+v", x)
 			}
 		}
@@ -292,6 +298,21 @@ func TestAnswerHintPerWaitingCall(t *testing.T) {
 	}
 	if strings.Contains(errs, "--edit c1") {
 		t.Errorf("offers an edit of c1, which does not allow one:\n%s", errs)
+	}
+}
+
+// A call that allows respond is offered it, with the answer as --message.
+func TestAnswerHintOffersRespond(t *testing.T) {
+	in := agent.Interrupt{Path: "parent", CallID: "c1", Tool: "ask", Args: json.RawMessage(`{}`), Allowed: []agent.DecisionType{agent.Respond, agent.Approve}}
+	if got, want := strings.Join(answerFlags(in), " | "), "--respond c1 --message ANSWER | --approve c1"; got != want {
+		t.Errorf("answer flags %q, want %q", got, want)
+	}
+	if got, want := pathDecision(in), `echo '[{"type":"respond","call_id":"c1","path":"parent","message":"ANSWER"}]'`; got != want {
+		t.Errorf("path decision %s, want %s", got, want)
+	}
+	in.Allowed = []agent.DecisionType{agent.Approve, agent.Respond}
+	if got, want := otherDecisions(in), `"type": "respond" with "message": "ANSWER"`; got != want {
+		t.Errorf("other decisions %s, want %s", got, want)
 	}
 }
 

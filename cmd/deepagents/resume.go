@@ -27,6 +27,9 @@ Calls waiting for approval are answered with decisions, in the order given:
   --approve CALL_ID                 run the call as the model asked
   --reject CALL_ID [--message WHY]  do not run it; the model is told why
   --edit CALL_ID --args JSON        run it with these arguments instead
+  --respond CALL_ID --message TEXT  do not run it; TEXT is its result, as
+                                    if the tool had answered (only for
+                                    calls that allow respond)
   --decisions FILE                  a JSON list of decisions, or
                                     {"decisions": [...]}; "-" reads stdin;
                                     one without a call_id answers the
@@ -53,9 +56,9 @@ Exit status:
 // maxDecisionsFile caps a --decisions file.
 const maxDecisionsFile = 4 << 20
 
-// decisionFlags collects --approve, --reject, --message, --edit and --args
-// in the order given: --message belongs to the --reject before it and
-// --args to the --edit before it.
+// decisionFlags collects --approve, --reject, --respond, --message, --edit
+// and --args in the order given: --message belongs to the --reject or
+// --respond before it and --args to the --edit before it.
 type decisionFlags struct {
 	ds []agent.Decision
 }
@@ -71,8 +74,8 @@ func (d *decisionFlags) add(t agent.DecisionType, callID string) error {
 
 func (d *decisionFlags) message(text string) error {
 	n := len(d.ds)
-	if n == 0 || d.ds[n-1].Type != agent.Reject {
-		return errors.New("must follow the --reject CALL_ID it explains")
+	if n == 0 || d.ds[n-1].Type != agent.Reject && d.ds[n-1].Type != agent.Respond {
+		return errors.New("must follow the --reject CALL_ID it explains or the --respond CALL_ID it answers")
 	}
 	if d.ds[n-1].Message != "" {
 		return fmt.Errorf("call %s already has a message", d.ds[n-1].CallID)
@@ -97,11 +100,15 @@ func (d *decisionFlags) args(text string) error {
 	return nil
 }
 
-// done checks that every edit got its arguments.
+// done checks that every edit got its arguments and every respond its
+// message.
 func (d *decisionFlags) done() error {
 	for _, x := range d.ds {
 		if x.Type == agent.Edit && x.Args == nil {
 			return fmt.Errorf("--edit %s needs --args JSON after it", x.CallID)
+		}
+		if x.Type == agent.Respond && strings.TrimSpace(x.Message) == "" {
+			return fmt.Errorf("--respond %s needs --message TEXT after it: the answer given in the tool's place", x.CallID)
 		}
 	}
 	return nil
@@ -111,7 +118,8 @@ func (d *decisionFlags) done() error {
 func (d *decisionFlags) register(fs *flag.FlagSet) {
 	fs.Func("approve", "approve the waiting call CALL_ID (repeatable)", func(v string) error { return d.add(agent.Approve, v) })
 	fs.Func("reject", "reject the waiting call CALL_ID (repeatable); --message after it says why", func(v string) error { return d.add(agent.Reject, v) })
-	fs.Func("message", "the reason for the --reject before it, told to the model", d.message)
+	fs.Func("respond", "answer the waiting call CALL_ID in its tool's place (repeatable); --message after it is the answer", func(v string) error { return d.add(agent.Respond, v) })
+	fs.Func("message", "the reason for the --reject before it, or the answer of the --respond before it, told to the model", d.message)
 	fs.Func("edit", "run the waiting call CALL_ID with other arguments (repeatable); --args after it gives them", func(v string) error { return d.add(agent.Edit, v) })
 	fs.Func("args", "the new arguments, a JSON object, for the --edit before it", d.args)
 }

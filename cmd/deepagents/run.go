@@ -801,6 +801,8 @@ func answerFlags(in agent.Interrupt) []string {
 			out = append(out, "--edit "+id+" --args JSON")
 		case agent.Reject:
 			out = append(out, "--reject "+id+" --message WHY")
+		case agent.Respond:
+			out = append(out, "--respond "+id+" --message ANSWER")
 		default:
 			out = append(out, "--"+string(d)+" "+id)
 		}
@@ -821,6 +823,8 @@ func pathDecision(in agent.Interrupt) string {
 		d.Args = in.Args
 	case agent.Reject:
 		d.Message = "WHY"
+	case agent.Respond:
+		d.Message = "ANSWER"
 	}
 	return echoDecision(d, in)
 }
@@ -847,6 +851,8 @@ func otherDecisions(in agent.Interrupt) string {
 			out = append(out, `"type": "edit" with "args": {...}`)
 		case agent.Reject:
 			out = append(out, `"type": "reject" with "message": "WHY"`)
+		case agent.Respond:
+			out = append(out, `"type": "respond" with "message": "ANSWER"`)
 		default:
 			out = append(out, fmt.Sprintf("%q: %q", "type", d))
 		}

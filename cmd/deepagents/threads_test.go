@@ -313,6 +313,48 @@ func TestResumeRejectAndEdit(t *testing.T) {
 	}
 }
 
+// --respond answers a waiting call in its tool's place: the call does not
+// run, and the model reads the --message as the call's result.
+func TestResumeRespond(t *testing.T) {
+	srv := gatedServer(t)
+	project, _ := runEnv(t, srv)
+	writeFileAt(t, filepath.Join(project, "deepagents.toml"), "model = \"openai:gpt-test\"\ninterrupt_on = { write_file = [\"approve\", \"respond\"] }\n")
+	code, out, errs := runCLI(t, "run", "-p", "write it", "--output", "json")
+	if code != 3 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	sum := decode(t, out)
+	if got := sum.Interrupts[0].Allowed; len(got) != 2 || got[1] != agent.Respond {
+		t.Fatalf("allowed decisions from the config: %v", got)
+	}
+	code, out, errs = runCLI(t, "resume", "--thread", sum.ThreadID, "--respond", "c1", "--message", "/a.md is written by hand already.", "--output", "json")
+	if code != 0 {
+		t.Fatalf("respond: exit %d: %s", code, errs)
+	}
+	if done := decode(t, out); done.Status != "ok" || len(done.FilesChanged) != 0 {
+		t.Errorf("after the respond %+v (the call must not run)", done)
+	}
+	last := srv.Requests()[len(srv.Requests())-1]
+	if res, ok := last.ToolResult("c1"); !ok || res.Text() != "/a.md is written by hand already." {
+		t.Errorf("the model did not read the answer as the call's result: %v %q", ok, res.Text())
+	}
+
+	// In LangChain's shape, naming no call: it answers the waiting call at
+	// its position.
+	code, out, errs = runCLI(t, "run", "-p", "write it", "--output", "json")
+	if code != 3 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	code, out, errs = runCLIStdin(t, `{"decisions": [{"type": "respond", "message": "kept elsewhere"}]}`, "resume", "--thread", decode(t, out).ThreadID, "--decisions", "-", "--output", "json")
+	if code != 0 || len(decode(t, out).FilesChanged) != 0 {
+		t.Fatalf("--decisions - with a respond: exit %d: %s %s", code, errs, out)
+	}
+	last = srv.Requests()[len(srv.Requests())-1]
+	if res, ok := last.ToolResult("c1"); !ok || res.Text() != "kept elsewhere" {
+		t.Errorf("the model did not read the answer: %v %q", ok, res.Text())
+	}
+}
+
 // Decisions that do not fit are refused with exit status 2 and leave the
 // thread waiting; bad flags are usage errors.
 func TestResumeRefusesBadDecisions(t *testing.T) {
@@ -342,6 +384,8 @@ func TestResumeRefusesBadDecisions(t *testing.T) {
 		{[]string{"--approve", "c1", "--reject", "c1"}, 2, `call "c1" has two decisions`},
 		{[]string{"--message", "why"}, 2, "must follow the --reject CALL_ID it explains"},
 		{[]string{"--edit", "c1"}, 2, "--edit c1 needs --args JSON after it"},
+		{[]string{"--respond", "c1", "--message", "written by hand"}, 2, `call "c1" (write_file) allows approve, reject, not respond`},
+		{[]string{"--respond", "c1"}, 2, "--respond c1 needs --message TEXT after it"},
 		{[]string{"--edit", "c1", "--args", "[1]"}, 2, "call c1: not JSON"},
 		{[]string{"--approve", ""}, 2, "needs a call id"},
 		{[]string{"--decisions", bad}, 2, `decision type "maybe" is not one of approve, edit, reject`},

@@ -480,6 +480,9 @@ function approvalItem(a) {
   editor.hidden = true;
   const reason = el('input', { placeholder: 'why (sent to the model)', class: 'reason' });
   reason.hidden = true;
+  // A respond answers in the tool's place: the text is the call's result.
+  const answer = el('input', { placeholder: "answer (the call's result, sent to the model)", class: 'answer' });
+  answer.hidden = true;
   const msg = el('span', { class: 'muted' });
   const readArgs = () => {
     if (fields.has('')) return JSON.parse(fields.get('').input.value);
@@ -511,11 +514,18 @@ function approvalItem(a) {
       decide({ type: 'reject', message: reason.value || 'Rejected by the user.' });
     } }, 'reject'));
   }
+  if (allowed.includes('respond')) {
+    buttons.push(el('button', { type: 'button', class: 'respond', onclick: () => {
+      if (answer.hidden) { answer.hidden = false; answer.focus(); return; }
+      if (!answer.value.trim()) { msg.textContent = 'a respond needs an answer'; answer.focus(); return; }
+      decide({ type: 'respond', message: answer.value });
+    } }, 'respond'));
+  }
   const shown = el('pre', { class: 'args' }, pretty(a.args));
   node = el('div', { class: 'action', 'data-call': a.id },
     el('div', {}, el('code', {}, a.name), isSubagentPath(a.path) ? el('span', { class: 'muted' }, ' in ' + a.path) : null),
     ownDescription(a) ? el('div', { class: 'muted description' }, a.description) : null,
-    shown, editor, reason, el('div', { class: 'row' }, buttons, msg));
+    shown, editor, reason, answer, el('div', { class: 'row' }, buttons, msg));
   // While the arguments are edited, the form shows them (once).
   editShown = () => { shown.hidden = true; };
   approvalNodes.set(a.id, node);
