@@ -7,8 +7,7 @@ import (
 
 	"github.com/deepagents-go/deepagents"
 	"github.com/deepagents-go/deepagents/agent"
-	"github.com/deepagents-go/deepagents/llm"
-	"github.com/deepagents-go/deepagents/llm/scripted"
+	"github.com/deepagents-go/deepagents/internal/demoagent"
 )
 
 // TestResumeWithRespond: a command.resume decision {"type": "respond",
@@ -17,9 +16,7 @@ import (
 // success, not marked rejected. A respond to a call that does not allow it,
 // or one without a message, is refused with 422 and the call keeps waiting.
 func TestResumeWithRespond(t *testing.T) {
-	model := scripted.New(nil, scripted.Options{Func: func(ci llm.CallInfo, req *llm.Request) (scripted.Step, error) {
-		return demoStep(ci, req, 0), nil
-	}})
+	model := demoagent.Model(0)
 	asker, err := deepagents.New(deepagents.Config{Name: "asker", Model: model, Stream: true,
 		InterruptOn: map[string]agent.Approval{"write_file": {Allowed: []agent.DecisionType{agent.Approve, agent.Respond}}}})
 	if err != nil {

@@ -23,13 +23,18 @@ import (
 // cancelling), and stepDelayMS slows every call down (0: none). When the
 // write is rejected, the answer says the report was not written.
 func New(name string, stepDelayMS float64) (*agent.Agent, error) {
-	model := scripted.New(nil, scripted.Options{Func: func(ci llm.CallInfo, req *llm.Request) (scripted.Step, error) {
-		return demoStep(ci, req, stepDelayMS), nil
-	}})
 	return deepagents.New(deepagents.Config{
-		Name: name, Model: model, Stream: true,
+		Name: name, Model: Model(stepDelayMS), Stream: true,
 		InterruptOn: map[string]agent.Approval{"write_file": {}},
 	})
+}
+
+// Model returns the demo's scripted model on its own, for agents that put
+// other rules around the same script.
+func Model(stepDelayMS float64) llm.Model {
+	return scripted.New(nil, scripted.Options{Func: func(ci llm.CallInfo, req *llm.Request) (scripted.Step, error) {
+		return demoStep(ci, req, stepDelayMS), nil
+	}})
 }
 
 func demoStep(ci llm.CallInfo, req *llm.Request, delayMS float64) scripted.Step {
