@@ -407,13 +407,18 @@ func (s *Server) finish(lr *liveRun) {
 	lr.mu.Unlock()
 	lr.poke()
 	<-lr.persister
-	lr.mu.Lock()
-	lr.done = true
-	lr.notifyLocked()
-	lr.mu.Unlock()
-	// Whoever waits on finished sees the thread free (or busy with the
-	// next run), never still busy with this one.
+	// The thread is let go before anyone hears the run is over: a client
+	// that reads the run's last event and at once sends the next request
+	// (a resume, say) finds the thread free (or busy with the next queued
+	// run), never still busy with this one. Whoever waits on finished sees
+	// the same.
 	defer close(lr.finished)
+	defer func() {
+		lr.mu.Lock()
+		lr.done = true
+		lr.notifyLocked()
+		lr.mu.Unlock()
+	}()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.live, lr.rec.RunID)
