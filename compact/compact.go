@@ -325,7 +325,7 @@ func (c *compactor) wrapStream(ctx context.Context, req *llm.Request, next agent
 		}
 		rctx := ctx
 		if ci, ok := llm.CallInfoFrom(ctx); ok {
-			ci.Resent = true
+			ci.Attempt++
 			rctx = llm.WithCallInfo(ctx, ci)
 		}
 		if _, err := pass(next(rctx, &r), yield); err != nil {

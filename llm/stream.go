@@ -181,10 +181,12 @@ type CallInfo struct {
 	Task string
 	// Round is the number of model calls this run made before this one.
 	Round int
-	// Resent is set on a call that repeats the round's request after it was
-	// made smaller (a compaction after the provider said it was too long),
-	// so a scripted model answers it with its next step.
-	Resent bool
+	// Attempt counts the earlier sends of this round's request: 0 for the
+	// first. A middleware that sends the round again (compaction, after the
+	// provider said the request was too long, sends a smaller one) raises
+	// it, so logs can tell a resend apart and a scripted model answers it
+	// with a step of its own.
+	Attempt int
 	// OnRetry, when set, is told about every failed attempt of this call that
 	// will be tried again, before the wait. Providers report through
 	// NotifyRetry; the agent loop turns each notice into an event.

@@ -76,9 +76,9 @@ func (m *replayModel) numbered(ctx context.Context) (context.Context, error) {
 		m.cur.summarizer++
 	case ci.Agent != "" && ci.Path != "":
 		key := ci.Agent + "#" + ci.Instance
-		if ci.Resent {
+		if ci.Attempt > 0 {
 			m.cur.resent[key]++
-			ci.Resent = false
+			ci.Attempt = 0
 		}
 		ci.Round += m.cur.resent[key]
 	default:

@@ -203,7 +203,7 @@ type Model struct {
 
 type instance struct {
 	calls     int
-	resent    int // calls that repeated a round (CallInfo.Resent): later rounds shift by this many steps
+	resent    int // calls that repeated a round (CallInfo.Attempt > 0): later rounds shift by this many steps
 	caseIndex int
 	usage     usageCache
 }
@@ -278,7 +278,7 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, 
 	// the step it would have got had it never stopped.
 	round := inst.calls
 	if fromLoop {
-		if ci.Resent {
+		if ci.Attempt > 0 {
 			inst.resent++
 		}
 		round = ci.Round + inst.resent
