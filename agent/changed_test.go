@@ -14,6 +14,7 @@ import (
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/checkpoint/sqlite"
 	"github.com/deepagents-go/deepagents/llm/scripted"
+	"github.com/deepagents-go/deepagents/runner"
 	"github.com/deepagents-go/deepagents/tool"
 	"github.com/deepagents-go/deepagents/vfs/osfs"
 )
@@ -42,7 +43,7 @@ func longRun(tb testing.TB, saver checkpoint.Saver, n int) *agent.RunState {
 	tb.Cleanup(func() { fs.Close() })
 	in := agent.Prompt("go")
 	in.Backend = fs
-	if res, err := a.Invoke(ctx, in, agent.WithCheckpoints(saver, "long")); err != nil || res.Status != agent.StatusOK {
+	if res, err := a.Invoke(ctx, in, runner.Checkpoints(saver, "long")); err != nil || res.Status != agent.StatusOK {
 		tb.Fatalf("the long run: %v", err)
 	}
 	rs, err := agent.LoadRunState(ctx, saver, "long", agent.RootPath("parent"), false)

@@ -12,6 +12,7 @@ import (
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
+	"github.com/deepagents-go/deepagents/runner"
 	"github.com/deepagents-go/deepagents/tool"
 )
 
@@ -60,7 +61,7 @@ func TestMiddlewareValuesAndStepTools(t *testing.T) {
 		t.Fatal(err)
 	}
 	saver := checkpoint.NewMemory(0)
-	res, err := a.Invoke(t.Context(), agent.Prompt("go"), agent.WithCheckpoints(saver, "mw"))
+	res, err := a.Invoke(t.Context(), agent.Prompt("go"), runner.Checkpoints(saver, "mw"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +123,7 @@ func TestToolsSetStateInCallOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	saver := checkpoint.NewMemory(0)
-	res, err := a.Invoke(t.Context(), agent.Prompt("go"), agent.WithCheckpoints(saver, "ts"))
+	res, err := a.Invoke(t.Context(), agent.Prompt("go"), runner.Checkpoints(saver, "ts"))
 	if err != nil {
 		t.Fatal(err)
 	}
