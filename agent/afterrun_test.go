@@ -40,7 +40,7 @@ func TestAfterRunHook(t *testing.T) {
 	if got := string(res.State.Values["closed"]); got != `"ok"` {
 		t.Fatalf("result value %s", got)
 	}
-	rs, err := agent.LoadRunState(t.Context(), saver, "ar", agent.RootPath("parent"), false)
+	rs, err := runner.LoadRunState(t.Context(), saver, "ar", agent.RootPath("parent"), false)
 	if err != nil || string(rs.Values["closed"]) != `"ok"` {
 		t.Fatalf("saved value %s (%v)", rs.Values["closed"], err)
 	}

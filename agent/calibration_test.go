@@ -62,7 +62,7 @@ func TestCalibrationSurvivesResume(t *testing.T) {
 		}
 		return rep
 	}
-	if rs, err := agent.LoadRunState(t.Context(), saver, "cal", agent.RootPath("parent"), false); err != nil || rs.Values["agent.calibration"] == nil {
+	if rs, err := runner.LoadRunState(t.Context(), saver, "cal", agent.RootPath("parent"), false); err != nil || rs.Values["agent.calibration"] == nil {
 		t.Fatalf("the checkpoint keeps no calibration: %v %v", rs, err)
 	}
 	crashNow = func() {}

@@ -50,7 +50,7 @@ func TestResponsesAreSavedBeforeTheyAreShown(t *testing.T) {
 			return
 		}
 		shown = append(shown, store.count())
-		rs, err := agent.LoadRunState(t.Context(), mem, "T", agent.RootPath("parent"), false)
+		rs, err := runner.LoadRunState(t.Context(), mem, "T", agent.RootPath("parent"), false)
 		if err != nil {
 			t.Fatalf("reading the thread at round %d: %v", ev.Response.Round, err)
 		}

@@ -99,7 +99,7 @@ func TestSubagentEditThatDoesNotFitIsRefused(t *testing.T) {
 					t.Fatalf("resume, edit %s: %v (status %v, waiting %+v)", args, err, res.Status, res.Interrupts)
 				}
 			}
-			rs, err := agent.LoadRunState(ctx, saver, "sub", agent.RootPath("parent"), false)
+			rs, err := runner.LoadRunState(ctx, saver, "sub", agent.RootPath("parent"), false)
 			if err != nil || rs.Status != agent.StatusInterrupted || len(rs.Loop.Interrupts) != 1 || writes.Load() != 0 {
 				t.Fatalf("the thread changed: %v, %+v, %d writes", err, rs, writes.Load())
 			}

@@ -142,7 +142,7 @@ func TestCompactAsksTheHooks(t *testing.T) {
 	if _, err := a.Invoke(t.Context(), agent.Prompt("Please edit src/a.go and keep the limit at 30 s."), runner.Checkpoints(saver, "h")); err != nil {
 		t.Fatal(err)
 	}
-	rs, err := agent.LoadRunState(t.Context(), saver, "h", agent.RootPath("parent"), false)
+	rs, err := runner.LoadRunState(t.Context(), saver, "h", agent.RootPath("parent"), false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,7 +39,7 @@ func TestManualCompactionBetweenTurns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rs, err := agent.LoadRunState(t.Context(), saver, "t", agent.RootPath("parent"), false)
+	rs, err := runner.LoadRunState(t.Context(), saver, "t", agent.RootPath("parent"), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestManualCompactionBetweenTurns(t *testing.T) {
 		t.Fatalf("the focus is not in the summariser's input: %+v", sumReq)
 	}
 	// Nothing in the thread changed yet.
-	if again, _ := agent.LoadRunState(t.Context(), saver, "t", agent.RootPath("parent"), false); again.Values[compact.StateKey] != nil {
+	if again, _ := runner.LoadRunState(t.Context(), saver, "t", agent.RootPath("parent"), false); again.Values[compact.StateKey] != nil {
 		t.Fatal("Compact changed the thread")
 	}
 
