@@ -1,4 +1,4 @@
-package agent_test
+package runner_test
 
 import (
 	"context"
