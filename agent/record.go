@@ -130,12 +130,14 @@ func Options(opts ...RunOption) RunOption {
 }
 
 // Thread is a saved thread as a run reads it back (package runner reads
-// one from a checkpoint store): the state of a run at a path, its files as
-// of one of its records, and what an unfinished run changed so far.
+// one from a checkpoint store): how a run starts on it, the files of a run
+// as of one of its records, and what an unfinished run changed so far.
 type Thread interface {
-	// Load reads the state of the run at path as of its last record; the
-	// error matches ErrNoRun when the run has none.
-	Load(ctx context.Context, path Path) (*RunState, error)
+	// Open reads the run at path and decides how it starts: a new
+	// history, a new turn, the resumption of an unfinished run, the
+	// result of one that had ended, or refused decisions. An error ends
+	// the run at once (StatusError).
+	Open(ctx context.Context, path Path, o Opening) (Start, error)
 	// FilesAt reads the files of the run at path as of its record id.
 	FilesAt(ctx context.Context, path Path, id string) (map[string]vfs.File, error)
 	// Changed lists the paths that the unfinished run rs changed: in its
@@ -144,8 +146,51 @@ type Thread interface {
 	Changed(ctx context.Context, rs *RunState, finished bool) ([]string, error)
 }
 
-// ErrNoRun is matched by a Thread's error when the run has no record.
-var ErrNoRun = errors.New("the run has no saved state")
+// Opening is what a run brings to its thread (Thread.Open).
+type Opening struct {
+	// Input: the run was given messages.
+	Input     bool
+	Decisions []Decision
+	// Nested: a subagent run, started by its parent's step ParentStep
+	// (namespace@checkpoint).
+	Nested     bool
+	ParentStep string
+	// AcceptEnded: a resume of an ended run gives its result
+	// (WithEndedResult).
+	AcceptEnded bool
+	// Check refuses decisions that do not fit the calls waiting, as the
+	// agent checks them (edits against its tools' schemas included).
+	Check func(ds []Decision, waiting []Interrupt) error
+}
+
+// StartHow says how a run starts on its thread.
+type StartHow int
+
+const (
+	// StartResume continues State, the run's unfinished step included.
+	StartResume StartHow = iota
+	// StartFresh starts a new history: a new thread, or (State set) a new
+	// run under a call id that an earlier run used.
+	StartFresh
+	// StartNewTurn takes State's conversation and files and starts a turn
+	// with the run's input.
+	StartNewTurn
+	// StartCloseStep is StartNewTurn on an unfinished run: its step in
+	// progress is closed first, its unfinished calls told they did not run.
+	StartCloseStep
+	// StartEnded ends the run at once with State's saved result.
+	StartEnded
+	// StartRefused ends the run at once, interrupted as State is, with
+	// Err: the decisions do not fit its waiting calls.
+	StartRefused
+)
+
+// Start is how a run starts on its thread (Thread.Open).
+type Start struct {
+	How   StartHow
+	State *RunState
+	Err   error
+}
 
 // WithThread has the run continue thread, named name, which its Recorder
 // (WithRecorder) records it into: a run given input continues the thread's

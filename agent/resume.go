@@ -188,103 +188,61 @@ func (e errWaiting) Error() string {
 	return fmt.Sprintf("%d tool calls are waiting for approval", e.n)
 }
 
-// open starts a checkpointed run: a new thread, a new turn on a thread, or
-// the resumption of an unfinished run. done says the run has nothing more to
-// do (a nested run that had finished already, or input that cannot be
-// taken), with its status and error.
+// open starts a run on its thread as the thread's Open decides: a new
+// thread, a new turn on a thread, or the resumption of an unfinished run.
+// done says the run has nothing more to do (a nested run that had finished
+// already, or input that cannot be taken), with its status and error.
 func (r *run) open(ctx context.Context) (pending *StepState, done bool, status Status, err error) {
 	d := r.ck
 	input := r.state.Messages
-	rs, err := d.src.Load(ctx, r.path)
-	if errors.Is(err, ErrNoRun) {
-		if len(input) == 0 {
-			return nil, true, StatusError, fmt.Errorf("thread %q has no run to resume; start it with a message (%w)", d.thread, err)
-		}
-		if len(r.decisions) > 0 && !d.nested {
-			return nil, true, StatusError, &DecisionError{Msg: fmt.Sprintf("thread %q has no calls waiting for a decision", d.thread)}
-		}
-		r.closeDangling()
-		if err := r.saveInput(ctx); err != nil {
-			return nil, true, StatusError, err
-		}
-		return nil, false, "", nil
-	}
+	st, err := d.src.Open(ctx, r.path, Opening{Input: len(input) > 0, Decisions: r.decisions, Nested: d.nested,
+		ParentStep: d.parentStep, AcceptEnded: d.acceptEnded, Check: func(ds []Decision, waiting []Interrupt) error {
+			if err := CheckDecisions(ds, waiting); err != nil {
+				return err
+			}
+			return r.a.checkEdits(ds, waiting, r.where)
+		}})
 	if err != nil {
-		return nil, true, StatusError, fmt.Errorf("reading thread %q: %w", d.thread, err)
+		return nil, true, StatusError, err
 	}
-	if rs.V > RunStateVersion {
-		return nil, true, StatusError, fmt.Errorf("thread %q was saved by a newer version (state v%d; this one reads v%d)", d.thread, rs.V, RunStateVersion)
-	}
-	unfinished := rs.Status == "" || rs.Status == StatusInterrupted
-	if d.nested && rs.Loop.ParentStep != d.parentStep {
-		// The call id was used by an earlier step of the thread (models and
-		// servers that number calls per response do that): this is another
-		// run, with a history of its own in the same namespace.
-		d.seq = rs.Step
+	rs := st.State
+	switch st.How {
+	case StartFresh:
+		if rs != nil {
+			// A history of its own after another run's in the same
+			// namespace: its steps are numbered after that one's.
+			d.seq = rs.Step
+		}
 		r.closeDangling()
 		if err := r.saveInput(ctx); err != nil {
 			return nil, true, StatusError, err
 		}
 		return nil, false, "", nil
-	}
-	if d.nested {
-		// A subagent's namespace is its call's, and the step that started it
-		// is this one: whatever it holds is this very run, started before a
-		// crash or an interrupt.
+	case StartEnded:
 		r.restore(rs)
-		if !unfinished {
-			return nil, true, rs.Status, storedErr(rs)
-		}
-		if err := r.rebuildChanged(ctx, rs); err != nil {
-			return nil, true, StatusError, err
-		}
-		r.resumed(rs)
-		return rs.InProgress, false, "", nil
-	}
-	if unfinished && len(input) > 0 && len(r.decisions) > 0 {
-		return nil, true, StatusError, &DecisionError{Msg: fmt.Sprintf("thread %q: decisions go with a resume, which sends no message; "+
-			"a new message instead closes the waiting calls unanswered. Send one or the other", d.thread)}
-	}
-	if unfinished && len(input) > 0 {
-		// New input on a run that was cut off or waits for approval: the
-		// person moved on. The step in progress is closed (finished calls
-		// keep their results, the others are told they did not run) and the
-		// input starts a new turn.
+		return nil, true, rs.Status, storedErr(rs)
+	case StartRefused:
+		// Decisions that do not fit the waiting calls: the run stays as
+		// it was, waiting for them.
+		r.restore(rs)
+		r.waiting = rs.Loop.Interrupts
+		return nil, true, StatusInterrupted, st.Err
+	case StartCloseStep:
 		r.restore(rs)
 		if err := r.closeStep(ctx, rs); err != nil {
 			return nil, true, StatusError, err
 		}
 		return r.newTurn(ctx, input)
-	}
-	if unfinished {
-		err := CheckDecisions(r.decisions, rs.Loop.Interrupts)
-		if err == nil {
-			err = r.a.checkEdits(r.decisions, rs.Loop.Interrupts, r.where)
-		}
-		if err != nil {
-			r.restore(rs)
-			r.waiting = rs.Loop.Interrupts
-			return nil, true, StatusInterrupted, err
-		}
+	case StartNewTurn:
 		r.restore(rs)
-		if err := r.rebuildChanged(ctx, rs); err != nil {
-			return nil, true, StatusError, err
-		}
-		r.resumed(rs)
-		return rs.InProgress, false, "", nil
-	}
-	if len(r.decisions) > 0 {
-		return nil, true, StatusError, &DecisionError{Msg: fmt.Sprintf("thread %q has no calls waiting for a decision (its last run ended %s)", d.thread, rs.Status)}
-	}
-	if len(input) == 0 && d.acceptEnded && rs.Status != "" {
-		r.restore(rs)
-		return nil, true, rs.Status, storedErr(rs)
-	}
-	if len(input) == 0 {
-		return nil, true, StatusError, fmt.Errorf("thread %q has no unfinished run to resume (its last run ended %s); send a new message instead", d.thread, rs.Status)
+		return r.newTurn(ctx, input)
 	}
 	r.restore(rs)
-	return r.newTurn(ctx, input)
+	if err := r.rebuildChanged(ctx, rs); err != nil {
+		return nil, true, StatusError, err
+	}
+	r.resumed(rs)
+	return rs.InProgress, false, "", nil
 }
 
 // newTurn starts a new run on a restored thread with input.

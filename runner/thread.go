@@ -49,20 +49,68 @@ type thread struct {
 	id    string
 }
 
-// noRun is checkpoint.ErrNotFound as a run's "no saved run": it keeps the
-// store's text and matches both.
-type noRun struct{ err error }
-
-func (e noRun) Error() string        { return e.err.Error() }
-func (e noRun) Unwrap() error        { return e.err }
-func (e noRun) Is(target error) bool { return target == agent.ErrNoRun }
-
-func (t thread) Load(ctx context.Context, path agent.Path) (*agent.RunState, error) {
+// Open reads the run at path and decides how it starts: the resume
+// matrix. A thread with no run at path starts one from the run's input; a
+// subagent's namespace holds its own run when its parent's step started it
+// (resumed, or ended already), else another's under a call id used again;
+// on a top-level run, input on an unfinished run closes its step and starts
+// a new turn, no input resumes it with the decisions given (checked first),
+// and input on an ended run starts a new turn.
+func (t thread) Open(ctx context.Context, path agent.Path, o agent.Opening) (agent.Start, error) {
 	rs, err := LoadRunState(ctx, t.saver, t.id, path, false)
 	if errors.Is(err, checkpoint.ErrNotFound) {
-		return nil, noRun{err}
+		if !o.Input {
+			return agent.Start{}, fmt.Errorf("thread %q has no run to resume; start it with a message (%w)", t.id, err)
+		}
+		if len(o.Decisions) > 0 && !o.Nested {
+			return agent.Start{}, &agent.DecisionError{Msg: fmt.Sprintf("thread %q has no calls waiting for a decision", t.id)}
+		}
+		return agent.Start{How: agent.StartFresh}, nil
 	}
-	return rs, err
+	if err != nil {
+		return agent.Start{}, fmt.Errorf("reading thread %q: %w", t.id, err)
+	}
+	if rs.V > agent.RunStateVersion {
+		return agent.Start{}, fmt.Errorf("thread %q was saved by a newer version (state v%d; this one reads v%d)", t.id, rs.V, agent.RunStateVersion)
+	}
+	unfinished := rs.Status == "" || rs.Status == agent.StatusInterrupted
+	switch {
+	case o.Nested && rs.Loop.ParentStep != o.ParentStep:
+		// The call id was used by an earlier step of the thread (models and
+		// servers that number calls per response do that): this is another
+		// run, with a history of its own in the same namespace.
+		return agent.Start{How: agent.StartFresh, State: rs}, nil
+	case o.Nested && !unfinished:
+		// A subagent's namespace is its call's, and the step that started it
+		// is this one: whatever it holds is this very run, started before a
+		// crash or an interrupt.
+		return agent.Start{How: agent.StartEnded, State: rs}, nil
+	case o.Nested:
+		return agent.Start{How: agent.StartResume, State: rs}, nil
+	case unfinished && o.Input && len(o.Decisions) > 0:
+		return agent.Start{}, &agent.DecisionError{Msg: fmt.Sprintf("thread %q: decisions go with a resume, which sends no message; "+
+			"a new message instead closes the waiting calls unanswered. Send one or the other", t.id)}
+	case unfinished && o.Input:
+		// New input on a run that was cut off or waits for approval: the
+		// person moved on. The step in progress is closed (finished calls
+		// keep their results, the others are told they did not run) and the
+		// input starts a new turn.
+		return agent.Start{How: agent.StartCloseStep, State: rs}, nil
+	case unfinished:
+		if o.Check != nil {
+			if err := o.Check(o.Decisions, rs.Loop.Interrupts); err != nil {
+				return agent.Start{How: agent.StartRefused, State: rs, Err: err}, nil
+			}
+		}
+		return agent.Start{How: agent.StartResume, State: rs}, nil
+	case len(o.Decisions) > 0:
+		return agent.Start{}, &agent.DecisionError{Msg: fmt.Sprintf("thread %q has no calls waiting for a decision (its last run ended %s)", t.id, rs.Status)}
+	case !o.Input && o.AcceptEnded && rs.Status != "":
+		return agent.Start{How: agent.StartEnded, State: rs}, nil
+	case !o.Input:
+		return agent.Start{}, fmt.Errorf("thread %q has no unfinished run to resume (its last run ended %s); send a new message instead", t.id, rs.Status)
+	}
+	return agent.Start{How: agent.StartNewTurn, State: rs}, nil
 }
 
 func (t thread) FilesAt(ctx context.Context, path agent.Path, id string) (map[string]vfs.File, error) {
