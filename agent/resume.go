@@ -50,7 +50,7 @@ type ckConfig struct {
 	src    Thread
 	thread string
 	count  *atomic.Int64 // checkpoints written by the run tree
-	nested bool          // a subagent run: its parent holds the lease
+	nested bool          // a subagent run: its parent holds the thread (Hold)
 	// parentStep names the parent's step that started a subagent run, so
 	// that a later turn reusing the call id starts a history of its own.
 	parentStep string
@@ -66,8 +66,8 @@ type ckConfig struct {
 	acceptEnded bool
 }
 
-// durable is a checkpointed run's bookkeeping: what is saved already.
-type durable struct {
+// recording is a recorded run's bookkeeping: what is recorded already.
+type recording struct {
 	ckConfig
 	ns     string
 	seq    int    // step number of the last checkpoint, -1 before the first

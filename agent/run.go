@@ -171,8 +171,8 @@ type run struct {
 	respRepaired  bool
 	lastRespError string
 
-	ck        *durable // nil when the run is not checkpointed
-	hold      Hold     // nil but for a top-level run given WithHold
+	ck        *recording // nil when the run is not recorded
+	hold      Hold       // nil but for a top-level run given WithHold
 	decisions []Decision
 	rejected  map[string]string // callKey → the reason a person gave
 	waiting   []Interrupt       // calls waiting for a decision, own and children's
@@ -243,7 +243,7 @@ func (a *Agent) newRun(in Input, rc runConfig) *run {
 		rc.ck.rec = rc.rec
 	}
 	if rc.ck != nil {
-		r.ck = &durable{ckConfig: *rc.ck, ns: nsOf(r.path), seq: -1}
+		r.ck = &recording{ckConfig: *rc.ck, ns: nsOf(r.path), seq: -1}
 		if !r.ck.nested && rc.metadata != nil {
 			r.ck.metadata = rc.metadata
 		}
