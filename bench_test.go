@@ -16,6 +16,7 @@ import (
 	"github.com/deepagents-go/deepagents/internal/bench"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
+	"github.com/deepagents-go/deepagents/runner"
 )
 
 // BenchmarkSequential is the reference harness's "sequential" phase: 50
@@ -80,7 +81,7 @@ func BenchmarkParkedRuns(b *testing.B) {
 		saver := checkpoint.NewMemory(0)
 		heap0, rss0 := liveHeap(), residentBytes()
 		for i := range parked {
-			_, err := a.Invoke(b.Context(), agent.Prompt(fmt.Sprintf("write the report of thread %d", i)), agent.WithCheckpoints(saver, fmt.Sprintf("t-%d", i)))
+			_, err := a.Invoke(b.Context(), agent.Prompt(fmt.Sprintf("write the report of thread %d", i)), runner.Checkpoints(saver, fmt.Sprintf("t-%d", i)))
 			if !errors.Is(err, agent.ErrInterrupted) {
 				b.Fatalf("thread %d: %v, want it waiting for approval", i, err)
 			}
@@ -94,7 +95,7 @@ func BenchmarkParkedRuns(b *testing.B) {
 		if rss0 > 0 && rss1 > 0 {
 			b.ReportMetric(float64(rss1-rss0)/parked, "rss-B/parked")
 		}
-		res, err := a.Invoke(b.Context(), agent.Input{}, agent.WithCheckpoints(saver, "t-7"), agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "w1"}))
+		res, err := a.Invoke(b.Context(), agent.Input{}, runner.Checkpoints(saver, "t-7"), agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "w1"}))
 		if err != nil || res.Status != agent.StatusOK {
 			b.Fatalf("resuming a parked run: %v %v", err, res.Status)
 		}

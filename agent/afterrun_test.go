@@ -7,6 +7,7 @@ import (
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/llm/scripted"
+	"github.com/deepagents-go/deepagents/runner"
 )
 
 // AfterRun is called once per run with the status it ends with, before
@@ -24,7 +25,7 @@ func TestAfterRunHook(t *testing.T) {
 	a := newAgent(t, agent.Config{Model: m, Middleware: []agent.Middleware{mw}})
 	saver := checkpoint.NewMemory(0)
 	var types []agent.EventType
-	res, err := agent.Drain(a.Run(t.Context(), agent.Prompt("go"), agent.WithCheckpoints(saver, "ar")), func(ev agent.Event) {
+	res, err := agent.Drain(a.Run(t.Context(), agent.Prompt("go"), runner.Checkpoints(saver, "ar")), func(ev agent.Event) {
 		types = append(types, ev.Type)
 	})
 	if err != nil {
@@ -39,7 +40,7 @@ func TestAfterRunHook(t *testing.T) {
 	if got := string(res.State.Values["closed"]); got != `"ok"` {
 		t.Fatalf("result value %s", got)
 	}
-	rs, err := agent.LoadRunState(t.Context(), saver, "ar", agent.RootPath("parent"), false)
+	rs, err := runner.LoadRunState(t.Context(), saver, "ar", agent.RootPath("parent"), false)
 	if err != nil || string(rs.Values["closed"]) != `"ok"` {
 		t.Fatalf("saved value %s (%v)", rs.Values["closed"], err)
 	}

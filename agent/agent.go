@@ -23,8 +23,10 @@
 // balances a history with unanswered tool calls; path.go is the typed agent
 // path; runtime.go is the seam for time, ids, fan-out and model and tool
 // calls (Runtime, the deterministic Sequential); state.go is the run as a
-// value (RunState); durable.go saves a run to a checkpoint saver and resumes
-// it (WithCheckpoints); approval.go is human approval of tool calls
+// value (RunState); record.go hands out a run's step records (WithRecorder)
+// and resume.go starts a run on its saved thread (WithThread), both driven
+// by package runner over a checkpoint store; decide.go checks decisions;
+// approval.go is human approval of tool calls
 // (InterruptOn, decisions); event.go and errors.go define the events and
 // errors callers see.
 package agent
@@ -97,8 +99,8 @@ type Config struct {
 	// before they run, and what the person may decide. A run that reaches
 	// such a call ends with StatusInterrupted once the step's other calls
 	// are done; resuming its thread with WithDecisions continues it (the
-	// model call that asked is never repeated). Resuming needs a
-	// checkpointer (WithCheckpoints). A name that matches none of the
+	// model call that asked is never repeated). Resuming needs a saved
+	// thread (runner.Checkpoints). A name that matches none of the
 	// agent's tools (see UngatedNames) is reported by a warning event at
 	// the start of every run.
 	InterruptOn map[string]Approval

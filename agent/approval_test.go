@@ -11,6 +11,7 @@ import (
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/llm/scripted"
+	"github.com/deepagents-go/deepagents/runner"
 	"github.com/deepagents-go/deepagents/subagent"
 	"github.com/deepagents-go/deepagents/tool"
 )
@@ -216,7 +217,7 @@ func TestSubagentsWaitingCallsAreInCallOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{tk}, InterruptOn: gates})
-	res, err := a.Invoke(t.Context(), agent.Prompt("go"), agent.WithCheckpoints(checkpoint.NewMemory(0), "T"))
+	res, err := a.Invoke(t.Context(), agent.Prompt("go"), runner.Checkpoints(checkpoint.NewMemory(0), "T"))
 	if !errors.Is(err, agent.ErrInterrupted) {
 		t.Fatalf("run: %v", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
+	"github.com/deepagents-go/deepagents/runner"
 	"github.com/deepagents-go/deepagents/tool"
 )
 
@@ -36,7 +37,7 @@ func TestCalibrationSurvivesResume(t *testing.T) {
 	first := newAgent(t, agent.Config{Model: scripted.New(script(), scripted.Options{}), Tools: []tool.Tool{crash}})
 	ctx, cancel := context.WithCancel(t.Context())
 	crashNow = cancel
-	_, err := first.Invoke(ctx, agent.Prompt("go"), agent.WithCheckpoints(saver, "cal"))
+	_, err := first.Invoke(ctx, agent.Prompt("go"), runner.Checkpoints(saver, "cal"))
 	if !errors.Is(err, agent.ErrCancelled) {
 		t.Fatalf("first run: %v, want cancelled", err)
 	}
@@ -61,13 +62,13 @@ func TestCalibrationSurvivesResume(t *testing.T) {
 		}
 		return rep
 	}
-	if rs, err := agent.LoadRunState(t.Context(), saver, "cal", agent.RootPath("parent"), false); err != nil || rs.Values["agent.calibration"] == nil {
+	if rs, err := runner.LoadRunState(t.Context(), saver, "cal", agent.RootPath("parent"), false); err != nil || rs.Values["agent.calibration"] == nil {
 		t.Fatalf("the checkpoint keeps no calibration: %v %v", rs, err)
 	}
 	crashNow = func() {}
 	resumed := newAgent(t, agent.Config{Model: scripted.New(script(), scripted.Options{}), Tools: []tool.Tool{crash}})
 	// The crashed step's call runs again, then the next request is measured.
-	rep := firstReport(resumed, agent.Input{}, agent.WithCheckpoints(saver, "cal"))
+	rep := firstReport(resumed, agent.Input{}, runner.Checkpoints(saver, "cal"))
 	if rep.Ratio != learnt {
 		t.Fatalf("resumed run's first report has ratio %v, want the saved %v", rep.Ratio, learnt)
 	}
@@ -77,7 +78,7 @@ func TestCalibrationSurvivesResume(t *testing.T) {
 
 	// Control: a fresh agent on a new thread starts at 1.
 	fresh := newAgent(t, agent.Config{Model: scripted.New(script(), scripted.Options{}), Tools: []tool.Tool{crash}})
-	if rep := firstReport(fresh, agent.Prompt("go"), agent.WithCheckpoints(saver, "other")); rep.Ratio != 1 {
+	if rep := firstReport(fresh, agent.Prompt("go"), runner.Checkpoints(saver, "other")); rep.Ratio != 1 {
 		t.Fatalf("fresh run's ratio %v, want 1", rep.Ratio)
 	}
 }

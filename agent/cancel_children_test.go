@@ -15,6 +15,7 @@ import (
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
+	"github.com/deepagents-go/deepagents/runner"
 	"github.com/deepagents-go/deepagents/subagent"
 	"github.com/deepagents-go/deepagents/tool"
 )
@@ -168,14 +169,14 @@ func TestCancelledDurableRunKeepsRunningChildren(t *testing.T) {
 	a, m, blocked := cutFamily(t)
 	saver := checkpoint.NewMemory(0)
 	ctx, cancel := context.WithCancel(t.Context())
-	res, err := agent.Drain(a.Run(ctx, agent.Prompt("go"), agent.WithCheckpoints(saver, "cut")), cutWhenBlocked(blocked, cancel))
+	res, err := agent.Drain(a.Run(ctx, agent.Prompt("go"), runner.Checkpoints(saver, "cut")), cutWhenBlocked(blocked, cancel))
 	cancel()
 	if !errors.Is(err, agent.ErrCancelled) || res.Status != agent.StatusCancelled {
 		t.Fatalf("status %s, err %v; want cancelled", res.Status, err)
 	}
 	checkCutFamily(t, res)
 
-	res, err = a.Invoke(t.Context(), agent.Input{}, agent.WithCheckpoints(saver, "cut"))
+	res, err = a.Invoke(t.Context(), agent.Input{}, runner.Checkpoints(saver, "cut"))
 	if err != nil || res.FinalText() != "parent done" {
 		t.Fatalf("resume: %v %q", err, res.FinalText())
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/llm/scripted"
+	"github.com/deepagents-go/deepagents/runner"
 	"github.com/deepagents-go/deepagents/tool"
 )
 
@@ -49,7 +50,7 @@ func TestCutStepKeepsTheFilesOfFinishedCalls(t *testing.T) {
 			var opts []agent.RunOption
 			store := checkpoint.NewMemory(0)
 			if durable {
-				opts = append(opts, agent.WithCheckpoints(store, "T"))
+				opts = append(opts, runner.Checkpoints(store, "T"))
 			}
 			res, err := agent.Drain(a.Run(ctx, agent.Prompt("go"), opts...), func(ev agent.Event) {
 				if ev.Type == agent.ToolEnd && ev.Tool.Name == "write" {
@@ -78,7 +79,7 @@ func TestCutStepKeepsTheFilesOfFinishedCalls(t *testing.T) {
 				return
 			}
 			// The resume ends with the files of a run never cut.
-			res, err = a.Invoke(t.Context(), agent.Input{}, agent.WithCheckpoints(store, "T"))
+			res, err = a.Invoke(t.Context(), agent.Input{}, runner.Checkpoints(store, "T"))
 			if err != nil || res.Status != agent.StatusOK || res.State.Files["/done.md"].Content != "d" || res.State.Files["/partial.md"].Content != "half" {
 				t.Fatalf("resume: %v %v, files %v", res.Status, err, res.State.Files)
 			}

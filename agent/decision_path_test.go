@@ -11,6 +11,7 @@ import (
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/llm/scripted"
+	"github.com/deepagents-go/deepagents/runner"
 	"github.com/deepagents-go/deepagents/subagent"
 	"github.com/deepagents-go/deepagents/tool"
 )
@@ -91,7 +92,7 @@ func TestDecisionForOneAgentIsNotAppliedToAnother(t *testing.T) {
 				ctx := t.Context()
 				a, written := sameIDFamily(t, tc.parentToo)
 				saver := checkpoint.NewMemory(0)
-				res, err := a.Invoke(ctx, agent.Prompt("go"), agent.WithCheckpoints(saver, "same"))
+				res, err := a.Invoke(ctx, agent.Prompt("go"), runner.Checkpoints(saver, "same"))
 				if !errors.Is(err, agent.ErrInterrupted) || len(res.Interrupts) != 2 {
 					t.Fatalf("first run: %v, interrupts %+v", err, res.Interrupts)
 				}
@@ -111,7 +112,7 @@ func TestDecisionForOneAgentIsNotAppliedToAnother(t *testing.T) {
 				if err := a.CheckDecisions(bare, res.Interrupts); !errors.As(err, &de) {
 					t.Errorf("CheckDecisions of a decision without a path: %v", err)
 				}
-				if _, err := a.Invoke(ctx, agent.Input{}, agent.WithCheckpoints(saver, "same"), agent.WithDecisions(bare...)); !errors.As(err, &de) {
+				if _, err := a.Invoke(ctx, agent.Input{}, runner.Checkpoints(saver, "same"), agent.WithDecisions(bare...)); !errors.As(err, &de) {
 					t.Errorf("resume with a decision without a path: %v", err)
 				}
 				if got := written(); len(got) != 0 {
@@ -127,7 +128,7 @@ func TestDecisionForOneAgentIsNotAppliedToAnother(t *testing.T) {
 				if err := a.CheckDecisions(ds, res.Interrupts); err != nil {
 					t.Fatalf("CheckDecisions refused decisions with paths: %v", err)
 				}
-				res, err = a.Invoke(ctx, agent.Input{}, agent.WithCheckpoints(saver, "same"), agent.WithDecisions(ds...))
+				res, err = a.Invoke(ctx, agent.Input{}, runner.Checkpoints(saver, "same"), agent.WithDecisions(ds...))
 				if err != nil || res.Status != agent.StatusOK {
 					t.Fatalf("resume: %v (status %v, waiting %+v)", err, res.Status, res.Interrupts)
 				}

@@ -13,6 +13,7 @@ import (
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
+	"github.com/deepagents-go/deepagents/runner"
 	"github.com/deepagents-go/deepagents/tool"
 )
 
@@ -82,7 +83,7 @@ func TestArgCheckGatesOnlyTheCallsItPicks(t *testing.T) {
 	gates := agent.WithCheck(nil, protectedCheck, "write")
 	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{noteWrite(seen)}, InterruptOn: gates})
 	saver := checkpoint.NewMemory(0)
-	res, err := a.Invoke(t.Context(), agent.Prompt("go"), agent.WithCheckpoints(saver, "T"))
+	res, err := a.Invoke(t.Context(), agent.Prompt("go"), runner.Checkpoints(saver, "T"))
 	if !errors.Is(err, agent.ErrInterrupted) {
 		t.Fatalf("err %v, want interrupted", err)
 	}
@@ -104,7 +105,7 @@ func TestArgCheckGatesOnlyTheCallsItPicks(t *testing.T) {
 		t.Fatal("c2 ran before a person decided")
 	}
 
-	res, err = a.Invoke(t.Context(), agent.Input{}, agent.WithCheckpoints(saver, "T"),
+	res, err = a.Invoke(t.Context(), agent.Input{}, runner.Checkpoints(saver, "T"),
 		agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "c2"}))
 	if err != nil {
 		t.Fatalf("resume: %v", err)
@@ -173,7 +174,7 @@ func TestArgCheckReportsWhatRan(t *testing.T) {
 			reports = append(reports, ev.Warning.Text)
 		}
 	}
-	if _, err := agent.Drain(a.Run(t.Context(), agent.Prompt("go"), agent.WithCheckpoints(saver, "T")), collect); !errors.Is(err, agent.ErrInterrupted) {
+	if _, err := agent.Drain(a.Run(t.Context(), agent.Prompt("go"), runner.Checkpoints(saver, "T")), collect); !errors.Is(err, agent.ErrInterrupted) {
 		t.Fatalf("err %v", err)
 	}
 	want := []string{"write call c1 ran without waiting for a person: it changed /told/a"}
@@ -181,7 +182,7 @@ func TestArgCheckReportsWhatRan(t *testing.T) {
 		t.Fatalf("reports %q, want %q", reports, want)
 	}
 	reports = nil
-	res, err := agent.Drain(a.Run(t.Context(), agent.Input{}, agent.WithCheckpoints(saver, "T"),
+	res, err := agent.Drain(a.Run(t.Context(), agent.Input{}, runner.Checkpoints(saver, "T"),
 		agent.WithDecisions(agent.Decision{Type: agent.Edit, CallID: "c3", Args: json.RawMessage(`{"path":"/protected/q","content":"d"}`)})), collect)
 	if err != nil {
 		t.Fatal(err)
@@ -226,10 +227,10 @@ func TestApprovalOfATaskCallStaysWithIt(t *testing.T) {
 	seen := &approvals{}
 	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{nestedProbe{seen}}, InterruptOn: map[string]agent.Approval{"task": {}}})
 	saver := checkpoint.NewMemory(0)
-	if _, err := a.Invoke(t.Context(), agent.Prompt("go"), agent.WithCheckpoints(saver, "T")); !errors.Is(err, agent.ErrInterrupted) {
+	if _, err := a.Invoke(t.Context(), agent.Prompt("go"), runner.Checkpoints(saver, "T")); !errors.Is(err, agent.ErrInterrupted) {
 		t.Fatalf("err %v", err)
 	}
-	if _, err := a.Invoke(t.Context(), agent.Input{}, agent.WithCheckpoints(saver, "T"),
+	if _, err := a.Invoke(t.Context(), agent.Input{}, runner.Checkpoints(saver, "T"),
 		agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "t1"})); err != nil {
 		t.Fatal(err)
 	}
@@ -275,14 +276,14 @@ func TestApprovalCoversWhatThePersonWasTold(t *testing.T) {
 			gates := agent.WithCheck(map[string]agent.Approval{"write": {}}, check, "write")
 			a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{noteWrite(seen)}, InterruptOn: gates})
 			saver := checkpoint.NewMemory(0)
-			res, err := a.Invoke(t.Context(), agent.Prompt("go"), agent.WithCheckpoints(saver, "T"))
+			res, err := a.Invoke(t.Context(), agent.Prompt("go"), runner.Checkpoints(saver, "T"))
 			if !errors.Is(err, agent.ErrInterrupted) || len(res.Interrupts) != 1 || res.Interrupts[0].Reason != "" {
 				t.Fatalf("err %v, interrupts %+v", err, res.Interrupts)
 			}
 			mu.Lock()
 			linked = tc.changed
 			mu.Unlock()
-			res, err = a.Invoke(t.Context(), agent.Input{}, agent.WithCheckpoints(saver, "T"), agent.WithDecisions(tc.decision))
+			res, err = a.Invoke(t.Context(), agent.Input{}, runner.Checkpoints(saver, "T"), agent.WithDecisions(tc.decision))
 			if err != nil {
 				t.Fatalf("resume: %v", err)
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
+	"github.com/deepagents-go/deepagents/runner"
 	"github.com/deepagents-go/deepagents/tool"
 )
 
@@ -60,7 +61,7 @@ func TestMiddlewareValuesAndStepTools(t *testing.T) {
 		t.Fatal(err)
 	}
 	saver := checkpoint.NewMemory(0)
-	res, err := a.Invoke(t.Context(), agent.Prompt("go"), agent.WithCheckpoints(saver, "mw"))
+	res, err := a.Invoke(t.Context(), agent.Prompt("go"), runner.Checkpoints(saver, "mw"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +72,7 @@ func TestMiddlewareValuesAndStepTools(t *testing.T) {
 	if err != nil || !ok || !slices.Equal(v.Rounds, []int{0, 1, 2}) {
 		t.Fatalf("value %+v %v %v", v, ok, err)
 	}
-	rs, err := agent.LoadRunState(t.Context(), saver, "mw", agent.RootPath("parent"), false)
+	rs, err := runner.LoadRunState(t.Context(), saver, "mw", agent.RootPath("parent"), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +123,7 @@ func TestToolsSetStateInCallOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	saver := checkpoint.NewMemory(0)
-	res, err := a.Invoke(t.Context(), agent.Prompt("go"), agent.WithCheckpoints(saver, "ts"))
+	res, err := a.Invoke(t.Context(), agent.Prompt("go"), runner.Checkpoints(saver, "ts"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +136,7 @@ func TestToolsSetStateInCallOrder(t *testing.T) {
 	if !slices.Equal(got, []string{"saw  of 2", "saw  of 2", "saw 2 of 1"}) || string(res.State.Values["k"]) != "3" {
 		t.Fatalf("results %q, k=%s", got, res.State.Values["k"])
 	}
-	rs, err := agent.LoadRunState(t.Context(), saver, "ts", agent.RootPath("parent"), false)
+	rs, err := runner.LoadRunState(t.Context(), saver, "ts", agent.RootPath("parent"), false)
 	if err != nil || string(rs.Values["k"]) != "3" {
 		t.Fatalf("saved k=%s (%v)", rs.Values["k"], err)
 	}

@@ -4,6 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/deepagents-go/deepagents/llm"
@@ -96,19 +100,10 @@ type Recorder interface {
 // cut), not because the record was wrong.
 var ErrRecorderUnavailable = errors.New("the run's recorder is unavailable")
 
-// unavailableError marks err as ErrRecorderUnavailable, keeping its text
-// and what it wraps.
-type unavailableError struct{ err error }
-
-func (e unavailableError) Error() string        { return e.err.Error() }
-func (e unavailableError) Unwrap() error        { return e.err }
-func (e unavailableError) Is(target error) bool { return target == ErrRecorderUnavailable }
-
 // WithRecorder hands the run's step records, and those of the subagent runs
-// it starts, to rec. With WithCheckpoints, rec takes them in place of the
-// saver, which the run still reads a thread from; without, the run starts
-// afresh from its input (there is no thread to resume) and rec sees what it
-// does.
+// it starts, to rec. With WithThread, the run continues the thread it reads
+// from there; without, the run starts afresh from its input (there is no
+// thread to resume) and rec sees what it does.
 func WithRecorder(rec Recorder) RunOption { return func(c *runConfig) { c.rec = rec } }
 
 // Hold keeps a run's thread for it while it runs, so that no other run
@@ -132,4 +127,251 @@ func Options(opts ...RunOption) RunOption {
 			o(c)
 		}
 	}
+}
+
+// Thread is a saved thread as a run reads it back (package runner reads
+// one from a checkpoint store): how a run starts on it, the files of a run
+// as of one of its records, and what an unfinished run changed so far.
+type Thread interface {
+	// Open reads the run at path and decides how it starts: a new
+	// history, a new turn, the resumption of an unfinished run, the
+	// result of one that had ended, or refused decisions. An error ends
+	// the run at once (StatusError).
+	Open(ctx context.Context, path Path, o Opening) (Start, error)
+	// FilesAt reads the files of the run at path as of its record id.
+	FilesAt(ctx context.Context, path Path, id string) (map[string]vfs.File, error)
+	// Changed lists the paths that the unfinished run rs changed: in its
+	// finished steps when finished is set, and in the subagent runs that
+	// calls of its step in progress started and that have not finished.
+	Changed(ctx context.Context, rs *RunState, finished bool) ([]string, error)
+}
+
+// Opening is what a run brings to its thread (Thread.Open).
+type Opening struct {
+	// Input: the run was given messages.
+	Input     bool
+	Decisions []Decision
+	// Nested: a subagent run, started by its parent's step ParentStep
+	// (namespace@checkpoint).
+	Nested     bool
+	ParentStep string
+	// AcceptEnded: a resume of an ended run gives its result
+	// (WithEndedResult).
+	AcceptEnded bool
+	// Check refuses decisions that do not fit the calls waiting, as the
+	// agent checks them (edits against its tools' schemas included).
+	Check func(ds []Decision, waiting []Interrupt) error
+}
+
+// StartHow says how a run starts on its thread.
+type StartHow int
+
+const (
+	// StartResume continues State, the run's unfinished step included.
+	StartResume StartHow = iota
+	// StartFresh starts a new history: a new thread, or (State set) a new
+	// run under a call id that an earlier run used.
+	StartFresh
+	// StartNewTurn takes State's conversation and files and starts a turn
+	// with the run's input.
+	StartNewTurn
+	// StartCloseStep is StartNewTurn on an unfinished run: its step in
+	// progress is closed first, its unfinished calls told they did not run.
+	StartCloseStep
+	// StartEnded ends the run at once with State's saved result.
+	StartEnded
+	// StartRefused ends the run at once, interrupted as State is, with
+	// Err: the decisions do not fit its waiting calls.
+	StartRefused
+)
+
+// Start is how a run starts on its thread (Thread.Open).
+type Start struct {
+	How   StartHow
+	State *RunState
+	Err   error
+}
+
+// WithThread has the run continue thread, named name, which its Recorder
+// (WithRecorder) records it into: a run given input continues the thread's
+// conversation and files (a new thread starts empty); a run given no input
+// resumes the thread's unfinished run from its last record, repeating no
+// finished model or tool call. Subagent runs read their own state from the
+// same thread. runner.Checkpoints gives a run both, over a checkpoint store.
+func WithThread(name string, thread Thread) RunOption {
+	return func(c *runConfig) {
+		c.ck = &ckConfig{src: thread, thread: name, count: new(atomic.Int64)}
+	}
+}
+
+// unchanged says whether nothing the run saves changed since its last
+// save.
+func (r *run) unchanged() bool {
+	d := r.ck
+	if d.msgs != len(r.state.Messages) || d.values != nil || len(d.kids) > 0 || d.usage != (llm.Usage{}) {
+		return false
+	}
+	// Files: a hook may write them (StepInfo.Files).
+	switch {
+	case !d.keeps:
+		return true
+	case d.tracked:
+		return !r.mem.HasChanges()
+	}
+	files, deleted, _ := r.fileView()
+	return slices.Equal(deleted, d.deleted) && len(diffFiles(d.files, files)) == 0
+}
+
+func nsOf(p Path) string {
+	if !p.IsNested() {
+		return ""
+	}
+	return p.String()
+}
+
+func cpID(step int) string { return fmt.Sprintf("%08d", step) }
+
+// fileView is the run's files as saved: all of them for an in-state
+// filesystem, the net changes for a layer over given files.
+func (r *run) fileView() (files map[string]vfs.File, deleted []string, ok bool) {
+	if r.mem != nil { // the run's own files, maybe under mounts
+		return r.mem.Files(), nil, true
+	}
+	switch b := r.backend.(type) {
+	case *vfs.Memory:
+		return b.Files(), nil, true
+	case *vfs.Layer:
+		files = map[string]vfs.File{}
+		for _, c := range b.Delta() {
+			if c.File == nil {
+				deleted = append(deleted, c.Path)
+			} else {
+				files[c.Path] = *c.File
+			}
+		}
+		return files, deleted, true
+	}
+	return nil, nil, false
+}
+
+func diffFiles(prev, cur map[string]vfs.File) vfs.Delta {
+	var d vfs.Delta
+	for p, f := range cur {
+		if old, ok := prev[p]; !ok || old != f {
+			f := f
+			d = append(d, vfs.Change{Path: p, File: &f})
+		}
+	}
+	for p := range prev {
+		if _, ok := cur[p]; !ok {
+			d = append(d, vfs.Change{Path: p})
+		}
+	}
+	slices.SortFunc(d, func(a, b vfs.Change) int { return strings.Compare(a.Path, b.Path) })
+	return d
+}
+
+// loopState is the loop's value as of now.
+func (r *run) loopState(status Status, err error) LoopState {
+	// Tree is the sum of the finished children's usage, which are saved
+	// one by one, so it is left out (see restore) unless the thread still
+	// keeps its children the old way, where it tells stale ones apart.
+	ls := LoopState{Status: status, Rounds: r.rounds, TurnStart: r.turnStart, Usage: r.usage, Output: r.output,
+		RespFailures: r.respFailures, RespRepaired: r.respRepaired, LastRespError: r.lastRespError,
+		Rejected: r.rejected, Interrupts: r.waiting}
+	if err != nil {
+		ls.Error = err.Error()
+		var re *refusalError
+		if errors.As(err, &re) {
+			ls.Refusal = re.text
+		}
+	}
+	// The list of changed paths grows with the run, so it is saved only
+	// when the run stops; a run resumed after a crash rebuilds it (see
+	// rebuildChanged).
+	if status != "" {
+		for p := range r.changed {
+			ls.Changed = append(ls.Changed, p)
+		}
+		slices.Sort(ls.Changed)
+	}
+	if r.ck != nil {
+		if r.ck.legacyKids {
+			ls.Tree = r.tree
+		}
+		ls.StepCheckpoint = r.ck.stepCP
+		ls.Input = r.ck.input
+		ls.ParentStep = r.ck.parentStep
+	}
+	return ls
+}
+
+// save records everything since the last record as the next step (kind
+// input, loop or end). status is "" while the run goes on.
+func (r *run) save(ctx context.Context, kind RecordKind, status Status, runErr error) error {
+	d := r.ck
+	if d == nil {
+		return nil
+	}
+	rec := &StepRecord{Path: r.path, Kind: kind, Step: d.seq + 1, Checkpoint: cpID(d.seq + 1), Parent: d.last,
+		Appended: r.state.Messages[d.msgs:], Usage: d.usage, Values: d.values, Children: d.kids, Time: r.rt.Now(), Warn: r.warnSave}
+	if kind == RecordInput {
+		rec.Metadata = d.metadata
+	}
+	if d.seq < 0 {
+		rec.Parent = ""
+	}
+	var deleted []string
+	switch {
+	case d.keeps && d.tracked:
+		// The run's own files say what changed: no copy of all of them.
+		rec.Files = r.mem.TakeChanges()
+	case d.keeps:
+		files, del, _ := r.fileView()
+		rec.Files = diffFiles(d.files, files)
+		d.files, deleted, d.deleted = files, del, del
+		if r.mem != nil && r.backend == vfs.Backend(r.mem) {
+			// From the first save on, the run's own memory tracks its
+			// changes; what came before is in this save.
+			r.mem.TrackChanges()
+			r.mem.TakeChanges()
+			d.tracked, d.files = true, nil
+		}
+	}
+	rec.Loop = r.loopState(status, runErr)
+	rec.Loop.Deleted = deleted
+	if err := d.rec.Record(ctx, rec); err != nil {
+		if d.recOnly {
+			return fmt.Errorf("recording step %d: %w", rec.Step, err)
+		}
+		return fmt.Errorf("saving checkpoint %d of thread %q: %w", rec.Step, d.thread, err)
+	}
+	d.count.Add(1)
+	d.own++
+	d.seq, d.last, d.msgs = rec.Step, rec.Checkpoint, len(r.state.Messages)
+	d.usage, d.values, d.kids = llm.Usage{}, nil, nil
+	return nil
+}
+
+// warnSave reports a save the run tries again.
+func (r *run) warnSave(text string) {
+	r.emit(Event{Type: Warning, Warning: &WarningInfo{Source: "checkpoint", Text: text}})
+}
+
+// recordCall records a call of the step in progress: its result, a
+// decision taken for it, or that it waits for one.
+func (r *run) recordCall(ctx context.Context, call *CallRecord) error {
+	d := r.ck
+	if d == nil || d.stepCP == "" {
+		return nil
+	}
+	err := d.rec.Record(ctx, &StepRecord{Path: r.path, Kind: RecordCall, Step: d.seq + 1, Checkpoint: d.stepCP,
+		Time: r.rt.Now(), Call: call, Warn: r.warnSave})
+	switch {
+	case err == nil:
+		return nil
+	case d.recOnly:
+		return fmt.Errorf("recording call %s: %w", call.ID, err)
+	}
+	return fmt.Errorf("saving the result of call %s in thread %q: %w", call.ID, d.thread, err)
 }

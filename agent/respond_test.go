@@ -11,6 +11,7 @@ import (
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
+	"github.com/deepagents-go/deepagents/runner"
 	"github.com/deepagents-go/deepagents/subagent"
 	"github.com/deepagents-go/deepagents/tool"
 )
@@ -26,7 +27,7 @@ func respondRun(t *testing.T, policy agent.Approval) (*agent.Agent, checkpoint.S
 	seen := &approvals{}
 	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{noteWrite(seen)}, InterruptOn: map[string]agent.Approval{"write": policy}})
 	saver := checkpoint.NewMemory(0)
-	res, err := a.Invoke(t.Context(), agent.Prompt("go"), agent.WithCheckpoints(saver, "T"))
+	res, err := a.Invoke(t.Context(), agent.Prompt("go"), runner.Checkpoints(saver, "T"))
 	if !errors.Is(err, agent.ErrInterrupted) || len(res.Interrupts) != 1 {
 		t.Fatalf("err %v, interrupts %+v", err, res.Interrupts)
 	}
@@ -43,7 +44,7 @@ func TestRespondAnswersInTheToolsPlace(t *testing.T) {
 	}
 	var ends []agent.ToolInfo
 	starts := 0
-	res, err := agent.Drain(a.Run(t.Context(), agent.Input{}, agent.WithCheckpoints(saver, "T"),
+	res, err := agent.Drain(a.Run(t.Context(), agent.Input{}, runner.Checkpoints(saver, "T"),
 		agent.WithDecisions(agent.Decision{Type: agent.Respond, CallID: "c1", Message: "The file is written already."})),
 		func(ev agent.Event) {
 			switch ev.Type {
@@ -103,7 +104,7 @@ func TestRespondIsRefusedWhenNotAllowedOrEmpty(t *testing.T) {
 			if err := a.CheckDecisions([]agent.Decision{tc.d}, []agent.Interrupt{in}); err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("CheckDecisions: %v, want %q", err, tc.want)
 			}
-			_, err := a.Invoke(t.Context(), agent.Input{}, agent.WithCheckpoints(saver, "T"), agent.WithDecisions(tc.d))
+			_, err := a.Invoke(t.Context(), agent.Input{}, runner.Checkpoints(saver, "T"), agent.WithDecisions(tc.d))
 			var de *agent.DecisionError
 			if !errors.As(err, &de) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("resume: %v, want a decision error %q", err, tc.want)
@@ -150,12 +151,12 @@ func TestRespondInsideASubagent(t *testing.T) {
 	}
 	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{tk}, InterruptOn: gates})
 	saver := checkpoint.NewMemory(0)
-	res, err := a.Invoke(t.Context(), agent.Prompt("go"), agent.WithCheckpoints(saver, "T"))
+	res, err := a.Invoke(t.Context(), agent.Prompt("go"), runner.Checkpoints(saver, "T"))
 	if !errors.Is(err, agent.ErrInterrupted) || len(res.Interrupts) != 1 || res.Interrupts[0].CallID != "s1" {
 		t.Fatalf("err %v, interrupts %+v", err, res.Interrupts)
 	}
 	in := res.Interrupts[0]
-	res, err = a.Invoke(t.Context(), agent.Input{}, agent.WithCheckpoints(saver, "T"),
+	res, err = a.Invoke(t.Context(), agent.Input{}, runner.Checkpoints(saver, "T"),
 		agent.WithDecisions(agent.Decision{Type: agent.Respond, CallID: "s1", Path: in.Path, Message: "answered by a person"}))
 	if err != nil {
 		t.Fatalf("resume: %v", err)

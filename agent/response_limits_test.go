@@ -13,6 +13,7 @@ import (
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/runner"
 )
 
 // endlessModel is a model of one's own (not a provider adapter) whose
@@ -81,7 +82,7 @@ func TestEndlessStreamOfAnyModelIsCutOff(t *testing.T) {
 				t.Fatal(err)
 			}
 			saver := checkpoint.NewMemory(0)
-			res, err := a.Invoke(ctx, agent.Prompt("go"), agent.WithCheckpoints(saver, "t1"))
+			res, err := a.Invoke(ctx, agent.Prompt("go"), runner.Checkpoints(saver, "t1"))
 			var tl *llm.ResponseTooLargeError
 			if !errors.Is(err, llm.ErrResponseTooLarge) || !errors.Is(err, agent.ErrFailed) || !errors.As(err, &tl) {
 				t.Fatalf("err = %v, want a response cut off, failing the run", err)

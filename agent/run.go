@@ -171,8 +171,8 @@ type run struct {
 	respRepaired  bool
 	lastRespError string
 
-	ck        *durable // nil when the run is not checkpointed
-	hold      Hold     // nil but for a top-level run given WithHold
+	ck        *recording // nil when the run is not recorded
+	hold      Hold       // nil but for a top-level run given WithHold
 	decisions []Decision
 	rejected  map[string]string // callKey → the reason a person gave
 	waiting   []Interrupt       // calls waiting for a decision, own and children's
@@ -243,10 +243,7 @@ func (a *Agent) newRun(in Input, rc runConfig) *run {
 		rc.ck.rec = rc.rec
 	}
 	if rc.ck != nil {
-		r.ck = &durable{ckConfig: *rc.ck, ns: nsOf(r.path), seq: -1}
-		if r.ck.rec == nil && r.ck.saver != nil {
-			r.ck.rec = CheckpointRecorder(r.ck.saver, r.ck.thread)
-		}
+		r.ck = &recording{ckConfig: *rc.ck, ns: nsOf(r.path), seq: -1}
 		if !r.ck.nested && rc.metadata != nil {
 			r.ck.metadata = rc.metadata
 		}
@@ -295,17 +292,17 @@ func (r *run) loop(parent context.Context) {
 			Text: ungatedText(r.a.ungated, r.a.names, r.a.stepTools)}})
 	}
 	var pending *StepState
-	if r.ck != nil && r.ck.saver == nil && !r.ck.recOnly {
-		r.end(parent, StatusError, errors.New("WithCheckpoints was given no saver"))
+	if r.ck != nil && (r.ck.src == nil || r.ck.rec == nil) && !r.ck.recOnly {
+		r.end(parent, StatusError, errors.New("the run's thread was given no saver to read it from and record it to (WithThread, WithRecorder)"))
 		return
 	}
 	if r.ck == nil || r.ck.recOnly {
 		switch {
 		case len(r.decisions) > 0:
-			r.end(parent, StatusError, &DecisionError{Msg: "decisions answer the waiting calls of a thread: resume it with WithCheckpoints"})
+			r.end(parent, StatusError, &DecisionError{Msg: "decisions answer the waiting calls of a thread: resume it with runner.Checkpoints"})
 			return
 		case len(r.state.Messages) == 0:
-			r.end(parent, StatusError, errors.New("the run has no input: give it a message (or resume a thread with WithCheckpoints)"))
+			r.end(parent, StatusError, errors.New("the run has no input: give it a message (or resume a thread with runner.Checkpoints)"))
 			return
 		}
 	}

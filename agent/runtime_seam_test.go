@@ -28,9 +28,6 @@ var seamPackages = []string{"github.com/deepagents-go/deepagents/agent", "github
 // and why.
 var seamExempt = map[string]string{
 	"agent/runtime_inprocess.go": "the in-process runtimes (the default one and Sequential) implement the primitives",
-	// Temporary: the runner package takes lease renewal and save retries
-	// out of agent, and with them this file.
-	"agent/durable.go": "lease renewal goroutine and save-retry timer, leaving with the runner package",
 }
 
 // blockedCalls are the functions and types whose use is a goroutine, a

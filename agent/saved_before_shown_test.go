@@ -9,6 +9,7 @@ import (
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/llm/scripted"
+	"github.com/deepagents-go/deepagents/runner"
 	"github.com/deepagents-go/deepagents/tool"
 )
 
@@ -44,12 +45,12 @@ func TestResponsesAreSavedBeforeTheyAreShown(t *testing.T) {
 	a := newAgent(t, agent.Config{Model: threeSteps(), Tools: []tool.Tool{writeTool}})
 	var shown []int             // puts taken when each response was shown
 	var statuses []agent.Status // the thread's, when each response was shown
-	res, err := agent.Drain(a.Run(t.Context(), agent.Prompt("go"), agent.WithCheckpoints(store, "T")), func(ev agent.Event) {
+	res, err := agent.Drain(a.Run(t.Context(), agent.Prompt("go"), runner.Checkpoints(store, "T")), func(ev agent.Event) {
 		if ev.Type != agent.ModelResponse {
 			return
 		}
 		shown = append(shown, store.count())
-		rs, err := agent.LoadRunState(t.Context(), mem, "T", agent.RootPath("parent"), false)
+		rs, err := runner.LoadRunState(t.Context(), mem, "T", agent.RootPath("parent"), false)
 		if err != nil {
 			t.Fatalf("reading the thread at round %d: %v", ev.Response.Round, err)
 		}
@@ -82,15 +83,15 @@ func TestEndedRunGivesItsResult(t *testing.T) {
 	mem := checkpoint.NewMemory(0)
 	m := threeSteps()
 	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{writeTool}})
-	first, err := a.Invoke(t.Context(), agent.Prompt("go"), agent.WithCheckpoints(mem, "T"))
+	first, err := a.Invoke(t.Context(), agent.Prompt("go"), runner.Checkpoints(mem, "T"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	calls := len(m.Records())
-	if _, err := a.Invoke(t.Context(), agent.Input{}, agent.WithCheckpoints(mem, "T")); err == nil {
+	if _, err := a.Invoke(t.Context(), agent.Input{}, runner.Checkpoints(mem, "T")); err == nil {
 		t.Fatal("a resume of an ended run was not refused")
 	}
-	again, err := a.Invoke(t.Context(), agent.Input{}, agent.WithCheckpoints(mem, "T"), agent.WithEndedResult())
+	again, err := a.Invoke(t.Context(), agent.Input{}, runner.Checkpoints(mem, "T"), agent.WithEndedResult())
 	if err != nil || again.Status != agent.StatusOK {
 		t.Fatalf("ended result: %v %v", err, again.Status)
 	}

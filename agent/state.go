@@ -12,10 +12,10 @@ import (
 const RunStateVersion = 1
 
 // RunState is a run as a value: everything the loop needs to continue it,
-// JSON-serialisable and versioned. A run that is checkpointed
-// (WithCheckpoints) can be continued from the RunState of its last
-// checkpoint, in this process or another, as if it had never stopped;
-// LoadRunState reads one back.
+// JSON-serialisable and versioned. A run that is recorded into a thread
+// (WithThread) can be continued from the RunState of its last record, in
+// this process or another, as if it had never stopped; runner.LoadRunState
+// reads one back from a checkpoint store.
 type RunState struct {
 	V int `json:"v"`
 	// Thread and Path say whose state this is; Checkpoint and Step which
@@ -47,12 +47,12 @@ type RunState struct {
 	// the model call that asked for them is never repeated.
 	InProgress *StepState `json:"in_progress,omitempty"`
 	// Children are the states of subagent runs started by calls of the step
-	// in progress, by call id (filled by LoadRunState with deep set).
+	// in progress, by call id (filled by runner.LoadRunState with deep set).
 	Children map[string]*RunState `json:"children,omitempty"`
 
-	// legacyKids: Finished came from the single value older databases
-	// kept all finished children in.
-	legacyKids bool
+	// LegacyChildren: Finished came from the single value older databases
+	// kept all finished children in (a new turn removes it).
+	LegacyChildren bool `json:"-"`
 }
 
 // LoopState holds the loop's own counters and memory.
@@ -70,7 +70,7 @@ type LoopState struct {
 	// RunState.Finished and no longer saved.
 	Tree map[string]llm.Usage `json:"tree,omitempty"`
 	// Changed lists the paths the run changed; saved when the run stops,
-	// not with each step (see ChangedByFinishedSteps for a run cut off).
+	// not with each step (see runner.ChangedByFinishedSteps for a run cut off).
 	Changed       []string        `json:"changed,omitempty"`
 	Output        json.RawMessage `json:"output,omitempty"`
 	RespFailures  int             `json:"resp_failures,omitempty"`
@@ -120,40 +120,4 @@ type CallOutcome struct {
 	DurationMS float64                    `json:"duration_ms,omitempty"`
 	Child      *Result                    `json:"child,omitempty"`
 	Files      vfs.Delta                  `json:"-"`
-}
-
-// savedOutcome is a CallOutcome as a result write stores it: InResult says
-// its Content is the write's message's (not repeated in the data).
-type savedOutcome struct {
-	CallOutcome
-	InResult bool `json:"content_in_result,omitempty"`
-	// Rejected: the call never ran, a person rejected it (now or before).
-	Rejected bool `json:"rejected,omitempty"`
-}
-
-// outcomeOut is a savedOutcome as finishCall writes it, with the child's
-// summary encoded beforehand (the field shadows CallOutcome.Child).
-type outcomeOut struct {
-	savedOutcome
-	Child json.RawMessage `json:"child,omitempty"`
-}
-
-// encode returns the stored form of o; Child must be JSON already.
-func (o *outcomeOut) encode() ([]byte, error) { return json.Marshal(o) }
-
-// summary is res without message histories, for saving beside a parent's
-// step: the child's own namespace holds its messages.
-func summary(res *Result) *Result {
-	if res == nil {
-		return nil
-	}
-	s := *res
-	s.State = State{}
-	if len(res.Children) > 0 {
-		s.Children = make(map[string]*Result, len(res.Children))
-		for id, c := range res.Children {
-			s.Children[id] = summary(c)
-		}
-	}
-	return &s
 }

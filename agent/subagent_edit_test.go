@@ -11,6 +11,7 @@ import (
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/llm/scripted"
+	"github.com/deepagents-go/deepagents/runner"
 	"github.com/deepagents-go/deepagents/subagent"
 	"github.com/deepagents-go/deepagents/tool"
 )
@@ -77,7 +78,7 @@ func TestSubagentEditThatDoesNotFitIsRefused(t *testing.T) {
 			ctx := t.Context()
 			a, writes := subEditFamily(t, tc.nested)
 			saver := checkpoint.NewMemory(0)
-			res, err := a.Invoke(ctx, agent.Prompt("go"), agent.WithCheckpoints(saver, "sub"))
+			res, err := a.Invoke(ctx, agent.Prompt("go"), runner.Checkpoints(saver, "sub"))
 			if !errors.Is(err, agent.ErrInterrupted) || len(res.Interrupts) != 1 || res.Interrupts[0].Path != tc.path {
 				t.Fatalf("first run: %v, interrupts %+v", err, res.Interrupts)
 			}
@@ -93,12 +94,12 @@ func TestSubagentEditThatDoesNotFitIsRefused(t *testing.T) {
 				if err := a.CheckDecisions([]agent.Decision{named}, waiting); !errors.As(err, &de) {
 					t.Errorf("CheckDecisions, edit %s naming the path: %v", args, err)
 				}
-				res, err := a.Invoke(ctx, agent.Input{}, agent.WithCheckpoints(saver, "sub"), agent.WithDecisions(bad))
+				res, err := a.Invoke(ctx, agent.Input{}, runner.Checkpoints(saver, "sub"), agent.WithDecisions(bad))
 				if !errors.As(err, &de) || res.Status != agent.StatusInterrupted || len(res.Interrupts) != 1 || res.Interrupts[0].Path != tc.path {
 					t.Fatalf("resume, edit %s: %v (status %v, waiting %+v)", args, err, res.Status, res.Interrupts)
 				}
 			}
-			rs, err := agent.LoadRunState(ctx, saver, "sub", agent.RootPath("parent"), false)
+			rs, err := runner.LoadRunState(ctx, saver, "sub", agent.RootPath("parent"), false)
 			if err != nil || rs.Status != agent.StatusInterrupted || len(rs.Loop.Interrupts) != 1 || writes.Load() != 0 {
 				t.Fatalf("the thread changed: %v, %+v, %d writes", err, rs, writes.Load())
 			}
@@ -106,7 +107,7 @@ func TestSubagentEditThatDoesNotFitIsRefused(t *testing.T) {
 			if err := a.CheckDecisions([]agent.Decision{good}, waiting); err != nil {
 				t.Fatalf("CheckDecisions refused an edit that fits: %v", err)
 			}
-			res, err = a.Invoke(ctx, agent.Input{}, agent.WithCheckpoints(saver, "sub"), agent.WithDecisions(good))
+			res, err = a.Invoke(ctx, agent.Input{}, runner.Checkpoints(saver, "sub"), agent.WithDecisions(good))
 			if err != nil || res.Status != agent.StatusOK || writes.Load() != 1 {
 				t.Fatalf("resume with an edit that fits: %v (status %v, %d writes)", err, res.Status, writes.Load())
 			}

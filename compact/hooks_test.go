@@ -12,6 +12,7 @@ import (
 	"github.com/deepagents-go/deepagents/compact"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
+	"github.com/deepagents-go/deepagents/runner"
 	"github.com/deepagents-go/deepagents/tool"
 )
 
@@ -138,10 +139,10 @@ func TestCompactAsksTheHooks(t *testing.T) {
 	mw, _ := compact.New(compact.Config{KeepMessages: 2})
 	a, _ := agent.New(agent.Config{Model: m, Tools: []tool.Tool{echo}, Middleware: []agent.Middleware{mw}})
 	saver := checkpoint.NewMemory(0)
-	if _, err := a.Invoke(t.Context(), agent.Prompt("Please edit src/a.go and keep the limit at 30 s."), agent.WithCheckpoints(saver, "h")); err != nil {
+	if _, err := a.Invoke(t.Context(), agent.Prompt("Please edit src/a.go and keep the limit at 30 s."), runner.Checkpoints(saver, "h")); err != nil {
 		t.Fatal(err)
 	}
-	rs, err := agent.LoadRunState(t.Context(), saver, "h", agent.RootPath("parent"), false)
+	rs, err := runner.LoadRunState(t.Context(), saver, "h", agent.RootPath("parent"), false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,7 +43,7 @@ func (m *Manual) Info() Info {
 }
 
 // Compact summarises the conversation of rs (a thread's saved run state,
-// agent.LoadRunState) now, with focus (optional) telling the summariser
+// runner.LoadRunState) now, with focus (optional) telling the summariser
 // what to keep in detail. It keeps what automatic compaction keeps
 // (Config.KeepMessages, or the newest tenth of the window, or 6 messages)
 // and needs no threshold: a person asked. cfg.Model writes the summary and

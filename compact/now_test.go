@@ -10,6 +10,7 @@ import (
 	"github.com/deepagents-go/deepagents/compact"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
+	"github.com/deepagents-go/deepagents/runner"
 	"github.com/deepagents-go/deepagents/tool"
 )
 
@@ -34,11 +35,11 @@ func TestManualCompactionBetweenTurns(t *testing.T) {
 		t.Fatal(err)
 	}
 	saver := checkpoint.NewMemory(0)
-	_, err = a.Invoke(t.Context(), agent.Prompt("Please edit src/a.go and keep the limit at 30 s."), agent.WithCheckpoints(saver, "t"))
+	_, err = a.Invoke(t.Context(), agent.Prompt("Please edit src/a.go and keep the limit at 30 s."), runner.Checkpoints(saver, "t"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rs, err := agent.LoadRunState(t.Context(), saver, "t", agent.RootPath("parent"), false)
+	rs, err := runner.LoadRunState(t.Context(), saver, "t", agent.RootPath("parent"), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,12 +70,12 @@ func TestManualCompactionBetweenTurns(t *testing.T) {
 		t.Fatalf("the focus is not in the summariser's input: %+v", sumReq)
 	}
 	// Nothing in the thread changed yet.
-	if again, _ := agent.LoadRunState(t.Context(), saver, "t", agent.RootPath("parent"), false); again.Values[compact.StateKey] != nil {
+	if again, _ := runner.LoadRunState(t.Context(), saver, "t", agent.RootPath("parent"), false); again.Values[compact.StateKey] != nil {
 		t.Fatal("Compact changed the thread")
 	}
 
 	// A run of another thread does not take it.
-	other, err := a.Invoke(compact.WithManual(t.Context(), man), agent.Prompt("unrelated"), agent.WithCheckpoints(saver, "u"))
+	other, err := a.Invoke(compact.WithManual(t.Context(), man), agent.Prompt("unrelated"), runner.Checkpoints(saver, "u"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +84,7 @@ func TestManualCompactionBetweenTurns(t *testing.T) {
 	}
 
 	var events []agent.Event
-	second, err := agent.Drain(a.Run(compact.WithManual(t.Context(), man), agent.Prompt("Now the tests."), agent.WithCheckpoints(saver, "t")),
+	second, err := agent.Drain(a.Run(compact.WithManual(t.Context(), man), agent.Prompt("Now the tests."), runner.Checkpoints(saver, "t")),
 		func(ev agent.Event) { events = append(events, ev) })
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
 	"github.com/deepagents-go/deepagents/memory"
+	"github.com/deepagents-go/deepagents/runner"
 	"github.com/deepagents-go/deepagents/todos"
 )
 
@@ -45,14 +46,14 @@ func TestAnEditIsSeenByTheNextCallAndTheNextTurn(t *testing.T) {
 	}}}, scripted.Options{})
 	a := newAgent(t, m, memory.Config{Sources: []memory.Source{{Path: disk, Show: "/memory/user/AGENTS.md"}}})
 	saver := checkpoint.NewMemory(0)
-	res, err := a.Invoke(t.Context(), agent.Prompt("the codename is beta now"), agent.WithCheckpoints(saver, "th"))
+	res, err := a.Invoke(t.Context(), agent.Prompt("the codename is beta now"), runner.Checkpoints(saver, "th"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r := res.State.Messages[2]; r.Role != llm.RoleTool || r.IsError {
 		t.Fatalf("edit result %+v", r)
 	}
-	if _, err := a.Invoke(t.Context(), agent.Prompt("what is the codename?"), agent.WithCheckpoints(saver, "th")); err != nil {
+	if _, err := a.Invoke(t.Context(), agent.Prompt("what is the codename?"), runner.Checkpoints(saver, "th")); err != nil {
 		t.Fatal(err)
 	}
 	recs := m.Records()
@@ -89,7 +90,7 @@ func TestUnchangedMemoryIsByteIdenticalAndPrecedesTodos(t *testing.T) {
 	a := newAgent(t, m, memory.Config{Sources: []memory.Source{{Path: disk, Show: "/memory/AGENTS.md"}}}, todos.Middleware())
 	saver := checkpoint.NewMemory(0)
 	for _, p := range []string{"first", "second"} {
-		if _, err := a.Invoke(t.Context(), agent.Prompt(p), agent.WithCheckpoints(saver, "th")); err != nil {
+		if _, err := a.Invoke(t.Context(), agent.Prompt(p), runner.Checkpoints(saver, "th")); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/checkpoint"
 	daotel "github.com/deepagents-go/deepagents/otel"
+	"github.com/deepagents-go/deepagents/runner"
 )
 
 // receiver is an OTLP/HTTP trace endpoint that keeps what it is sent.
@@ -138,7 +139,7 @@ func TestOTLPHTTPExport(t *testing.T) {
 	a := buildAgent(t, script, emptyConfig())
 	rec := daotel.NewRecorder(ctx, daotel.Config{TracerProvider: tr.Provider, MeterProvider: tr.Meters, ConversationID: "thread-otlp", Model: "m1"})
 	if _, err := agent.Drain(rec.Observe(a.Run(daotel.WithRecorder(ctx, rec), agent.Prompt("go"),
-		agent.WithCheckpoints(checkpoint.NewMemory(0), "thread-otlp"))), nil); err != nil {
+		runner.Checkpoints(checkpoint.NewMemory(0), "thread-otlp"))), nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := tr.Shutdown(ctx); err != nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/llm/scripted"
 	daotel "github.com/deepagents-go/deepagents/otel"
+	"github.com/deepagents-go/deepagents/runner"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden span trees in testdata/golden")
@@ -66,7 +67,7 @@ func (h *harness) run(a *agent.Agent, saver checkpoint.Saver, thread string, in 
 		CaptureContent: &capture,
 	})
 	ctx = daotel.WithRecorder(ctx, rec)
-	opts = append(opts, agent.WithCheckpoints(saver, thread))
+	opts = append(opts, runner.Checkpoints(saver, thread))
 	res, err := agent.Drain(rec.Observe(a.Run(ctx, in, opts...)), nil)
 	return res, err, rec
 }

@@ -452,7 +452,7 @@ func crashStates(t *testing.T, db checkpoint.Saver) map[string]*agent.RunState {
 				t.Fatal(err)
 			}
 		}
-		rs, err := agent.LoadRunState(ctx, db, crashThread, path, false)
+		rs, err := runner.LoadRunState(ctx, db, crashThread, path, false)
 		if err != nil {
 			t.Fatal(err)
 		}

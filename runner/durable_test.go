@@ -157,7 +157,7 @@ func finishedCalls(t *testing.T, s checkpoint.Saver, thread string) map[string]b
 				t.Fatal(err)
 			}
 		}
-		rs, err := agent.LoadRunState(ctx, s, thread, path, false)
+		rs, err := runner.LoadRunState(ctx, s, thread, path, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -256,7 +256,7 @@ func crashAtEveryEvent(t *testing.T, every int, open func(t *testing.T) checkpoi
 				if strings.Contains(fmt.Sprint(err), "has no unfinished run") {
 					// The crash came after the run's end was saved.
 					res, err = nil, nil
-					rs, lerr := agent.LoadRunState(ctx, base, "th", agent.RootPath("parent"), false)
+					rs, lerr := runner.LoadRunState(ctx, base, "th", agent.RootPath("parent"), false)
 					if lerr != nil {
 						t.Fatal(lerr)
 					}
@@ -662,7 +662,7 @@ func TestResumeFromAnEarlierStep(t *testing.T) {
 		}
 		compareEnd(t, ref, res.State.Messages, res.State.Files)
 	}
-	rs, err := agent.LoadRunState(ctx, saver, "orig", agent.RootPath("parent"), false)
+	rs, err := runner.LoadRunState(ctx, saver, "orig", agent.RootPath("parent"), false)
 	if err != nil || rs.Status != agent.StatusOK || len(rs.Messages) != len(ref.State.Messages) {
 		t.Fatalf("the original thread changed: %v %v", rs.Status, err)
 	}
@@ -990,7 +990,7 @@ func TestFinishedSubagentsSavedOnce(t *testing.T) {
 			if !legacy && !maps.Equal(saved, map[string]int{"t1": 1, "t2": 1, "t3": 1}) {
 				t.Errorf("finished subagents saved %v times; want each once", saved)
 			}
-			rs, err := agent.LoadRunState(ctx, saver, "kids", agent.RootPath("parent"), false)
+			rs, err := runner.LoadRunState(ctx, saver, "kids", agent.RootPath("parent"), false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -1028,7 +1028,7 @@ func TestFinishedSubagentsSavedOnce(t *testing.T) {
 			if res.Usage != own || res.Usage.InputTokens == 0 {
 				t.Errorf("turn 2 usage %+v; its agents used %+v", res.Usage, own)
 			}
-			rs, err = agent.LoadRunState(ctx, saver, "kids", agent.RootPath("parent"), false)
+			rs, err = runner.LoadRunState(ctx, saver, "kids", agent.RootPath("parent"), false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -1061,7 +1061,7 @@ func TestStaleLegacyChildren(t *testing.T) {
 		if err := saver.Put(ctx, st); err != nil {
 			t.Fatal(err)
 		}
-		rs, err := agent.LoadRunState(ctx, saver, "old", agent.RootPath("parent"), false)
+		rs, err := runner.LoadRunState(ctx, saver, "old", agent.RootPath("parent"), false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1093,7 +1093,7 @@ func TestAnsweredCallNoLongerWaits(t *testing.T) {
 	}
 	// Read under another root name (as the CLI and the server read a
 	// thread's top-level run), the same.
-	if other, err := agent.LoadRunState(ctx, saver, "ans", agent.RootPath("agent"), false); err != nil || other.Status != "" || len(other.Loop.Interrupts) != 0 {
+	if other, err := runner.LoadRunState(ctx, saver, "ans", agent.RootPath("agent"), false); err != nil || other.Status != "" || len(other.Loop.Interrupts) != 0 {
 		t.Fatalf("read as agent: %v, status %q, waiting %+v", err, other.Status, other.Loop.Interrupts)
 	}
 	var de *agent.DecisionError
@@ -1250,7 +1250,7 @@ func TestEditThatDoesNotFitIsRefused(t *testing.T) {
 			t.Fatalf("edit %s: %v (status %v, %d waiting)", args, err, res.Status, len(res.Interrupts))
 		}
 	}
-	rs, err := agent.LoadRunState(ctx, saver, "fit", agent.RootPath("parent"), false)
+	rs, err := runner.LoadRunState(ctx, saver, "fit", agent.RootPath("parent"), false)
 	if err != nil || rs.Status != agent.StatusInterrupted || len(rs.Loop.Interrupts) != 2 || len(rs.InProgress.Decided) != 0 {
 		t.Fatalf("the thread changed: %v %+v", err, rs)
 	}
@@ -1365,7 +1365,7 @@ func checkCancelThenResume(t *testing.T, name string, arm func(saver *cancelOnPu
 	saver.cancel = nil
 	if err != nil {
 		in := agent.Input{}
-		if _, lerr := agent.LoadRunState(ctx, saver, "cx", agent.RootPath("parent"), false); errors.Is(lerr, checkpoint.ErrNotFound) {
+		if _, lerr := runner.LoadRunState(ctx, saver, "cx", agent.RootPath("parent"), false); errors.Is(lerr, checkpoint.ErrNotFound) {
 			in = agent.Prompt("go") // cancelled before its input was saved
 		}
 		if res, err = a.Invoke(ctx, in, runner.Checkpoints(saver, "cx")); err != nil {
@@ -1493,7 +1493,7 @@ func TestMisuseGetsClearErrors(t *testing.T) {
 	if !errors.As(err, &de) || !strings.Contains(err.Error(), "one or the other") {
 		t.Errorf("input and decisions together: %v", err)
 	}
-	rs, err := agent.LoadRunState(ctx, saver, "w", agent.RootPath("parent"), false)
+	rs, err := runner.LoadRunState(ctx, saver, "w", agent.RootPath("parent"), false)
 	if err != nil || rs.Status != agent.StatusInterrupted || len(rs.Loop.Interrupts) != 2 {
 		t.Fatalf("the refused run changed the thread: %v %+v", err, rs.Loop)
 	}
@@ -1597,7 +1597,7 @@ func approveThenCut(t *testing.T, saver checkpoint.Saver, thread string, answer 
 	if _, err := a.Invoke(cctx, agent.Input{}, runner.Checkpoints(saver, thread), agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "w1"})); err == nil {
 		t.Fatal("the cut-off resume ended well")
 	}
-	rs, err := agent.LoadRunState(ctx, saver, thread, agent.RootPath("parent"), false)
+	rs, err := runner.LoadRunState(ctx, saver, thread, agent.RootPath("parent"), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1711,7 +1711,7 @@ func crashOnADirectory(t *testing.T, layered bool) {
 				}
 			}
 			time.Sleep(2 * time.Millisecond)
-			rs, err := agent.LoadRunState(ctx, base, "th", agent.RootPath("parent"), false)
+			rs, err := runner.LoadRunState(ctx, base, "th", agent.RootPath("parent"), false)
 			if errors.Is(err, checkpoint.ErrNotFound) {
 				return // cut off before its input was saved
 			}
@@ -1725,7 +1725,7 @@ func crashOnADirectory(t *testing.T, layered bool) {
 				return
 			}
 			// The steps whose results are in the conversation finished.
-			got, err := agent.ChangedByFinishedSteps(ctx, base, rs)
+			got, err := runner.ChangedByFinishedSteps(ctx, base, rs)
 			if err != nil {
 				t.Fatal(err)
 			}

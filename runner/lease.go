@@ -26,7 +26,8 @@ import (
 const DefaultLeaseTTL = time.Minute
 
 // Checkpoints makes a run durable in saver under thread
-// (agent.WithCheckpoints): each step is saved as it is taken, a save the
+// (agent.WithThread, agent.WithRecorder): each step is saved as it is
+// taken (CheckpointRecorder), a save the
 // store cannot take for now is tried again (WithSaveRetry), and the run
 // holds the thread's lease while it runs, as this process for
 // DefaultLeaseTTL, so that a second run on the thread is refused. Lease,
@@ -36,8 +37,8 @@ func Checkpoints(saver checkpoint.Saver, thread string, opts ...Option) agent.Ru
 	for _, o := range opts {
 		o(&c)
 	}
-	return agent.Options(agent.WithCheckpoints(saver, thread),
-		agent.WithRecorder(retrying{rec: agent.CheckpointRecorder(saver, thread), budget: c.saveRetry}),
+	return agent.Options(agent.WithThread(thread, threadOf(saver, thread)),
+		agent.WithRecorder(retrying{rec: CheckpointRecorder(saver, thread), budget: c.saveRetry}),
 		Lease(saver, thread, "", 0))
 }
 

@@ -110,7 +110,7 @@ func TestSaveIsTriedAgainWhileTheStoreIsUnavailable(t *testing.T) {
 	if n := len(m.Records()); n != 3 {
 		t.Errorf("the model was called %d times; want 3", n)
 	}
-	rs, err := agent.LoadRunState(t.Context(), store, "T", agent.RootPath("parent"), false)
+	rs, err := runner.LoadRunState(t.Context(), store, "T", agent.RootPath("parent"), false)
 	if err != nil || rs.Status != agent.StatusOK || len(rs.Messages) != len(res.State.Messages) {
 		t.Fatalf("saved state: %v, status %q, %d messages; want ok and %d", err, rs.Status, len(rs.Messages), len(res.State.Messages))
 	}
@@ -149,7 +149,7 @@ func TestRunFailedByTheStoreCanBeResumed(t *testing.T) {
 	if len(warnings) == 0 {
 		t.Error("no warning said the save was tried again")
 	}
-	rs, lerr := agent.LoadRunState(t.Context(), store, "T", agent.RootPath("parent"), false)
+	rs, lerr := runner.LoadRunState(t.Context(), store, "T", agent.RootPath("parent"), false)
 	if lerr != nil || rs.Status != "" {
 		t.Fatalf("saved state: %v, status %q; want the run unfinished (no end saved)", lerr, rs.Status)
 	}
@@ -238,7 +238,7 @@ func TestStoreFailingASubagentStopsTheRunUnfinished(t *testing.T) {
 	if res.Status != agent.StatusError || !errors.Is(err, checkpoint.ErrUnavailable) {
 		t.Fatalf("run: %v %v; want an error that says the store is unavailable", res.Status, err)
 	}
-	if rs, err := agent.LoadRunState(t.Context(), store, "T", agent.RootPath("parent"), false); err != nil || rs.Status != "" {
+	if rs, err := runner.LoadRunState(t.Context(), store, "T", agent.RootPath("parent"), false); err != nil || rs.Status != "" {
 		t.Fatalf("saved state: %v, status %q; want the run unfinished", err, rs.Status)
 	}
 	res, _, err = runCollecting(t, a, agent.Input{}, runner.Checkpoints(store, "T"))

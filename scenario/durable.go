@@ -253,7 +253,7 @@ func (d *driver) stillWaiting(ctx context.Context, ds []agent.Decision) ([]agent
 	if len(ds) == 0 {
 		return nil, nil
 	}
-	rs, err := agent.LoadRunState(ctx, d.saver.inner, d.thread, agent.RootPath(d.a.Name()), false)
+	rs, err := runner.LoadRunState(ctx, d.saver.inner, d.thread, agent.RootPath(d.a.Name()), false)
 	if err != nil {
 		return nil, fmt.Errorf("reading thread %q after a crash: %w", d.thread, err)
 	}

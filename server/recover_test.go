@@ -241,7 +241,7 @@ func (f *stoppedFiles) run(id, thread, status string, at time.Time) {
 // finish runs thread to its end, saved in the checkpoints.
 func (f *stoppedFiles) finish(thread string) {
 	f.t.Helper()
-	if _, err := f.a.Invoke(context.Background(), agent.Prompt("go"), agent.WithCheckpoints(f.sv, thread)); err != nil {
+	if _, err := f.a.Invoke(context.Background(), agent.Prompt("go"), runner.Checkpoints(f.sv, thread)); err != nil {
 		f.t.Fatal(err)
 	}
 }

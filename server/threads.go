@@ -17,6 +17,7 @@ import (
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/runner"
 	"github.com/deepagents-go/deepagents/vfs"
 )
 
@@ -289,7 +290,7 @@ func messageID(prefix string, i int) string {
 // loadState reads the thread's latest top-level state; nil when the thread
 // has no checkpoint yet.
 func (s *Server) loadState(ctx context.Context, thread string) (*agent.RunState, error) {
-	rs, err := agent.LoadRunState(ctx, s.cfg.Saver, thread, agent.RootPath("agent"), false)
+	rs, err := runner.LoadRunState(ctx, s.cfg.Saver, thread, agent.RootPath("agent"), false)
 	if errors.Is(err, checkpoint.ErrNotFound) {
 		return nil, nil
 	}

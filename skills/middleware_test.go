@@ -14,6 +14,7 @@ import (
 	"github.com/deepagents-go/deepagents/fstools"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
+	"github.com/deepagents-go/deepagents/runner"
 	"github.com/deepagents-go/deepagents/skills"
 	"github.com/deepagents-go/deepagents/tokens"
 	"github.com/deepagents-go/deepagents/vfs"
@@ -119,12 +120,12 @@ func TestListingIsStableAcrossRunsAndSeesNewSkills(t *testing.T) {
 	a := newAgent(t, m, mustMW(t, skills.Config{Sources: []skills.Source{{Label: "user", Dir: dir}}}), nil)
 	saver := checkpoint.NewMemory(0)
 	for _, p := range []string{"first", "second"} {
-		if _, err := a.Invoke(t.Context(), agent.Prompt(p), agent.WithCheckpoints(saver, "th")); err != nil {
+		if _, err := a.Invoke(t.Context(), agent.Prompt(p), runner.Checkpoints(saver, "th")); err != nil {
 			t.Fatal(err)
 		}
 	}
 	writeSkill(t, dir, "csv", "name: csv\ndescription: Clean CSV files.")
-	if _, err := a.Invoke(t.Context(), agent.Prompt("third"), agent.WithCheckpoints(saver, "th")); err != nil {
+	if _, err := a.Invoke(t.Context(), agent.Prompt("third"), runner.Checkpoints(saver, "th")); err != nil {
 		t.Fatal(err)
 	}
 	recs := m.Records()
@@ -201,7 +202,7 @@ func TestLoadWarningsAreReportedOncePerRun(t *testing.T) {
 	saver := checkpoint.NewMemory(0)
 	count := 0
 	for _, p := range []string{"one", "two"} {
-		_, err := agent.Drain(a.Run(t.Context(), agent.Prompt(p), agent.WithCheckpoints(saver, "th")), func(ev agent.Event) {
+		_, err := agent.Drain(a.Run(t.Context(), agent.Prompt(p), runner.Checkpoints(saver, "th")), func(ev agent.Event) {
 			if ev.Type == agent.Warning && ev.Warning.Source == "skills" {
 				count++
 				if !strings.Contains(ev.Warning.Text, `skill "nodesc" has no description`) {

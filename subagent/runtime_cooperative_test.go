@@ -17,6 +17,7 @@ import (
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/llm/scripted"
+	"github.com/deepagents-go/deepagents/runner"
 	"github.com/deepagents-go/deepagents/subagent"
 	"github.com/deepagents-go/deepagents/tool"
 )
@@ -548,7 +549,7 @@ func TestCooperativeRuntimeRunsApproval(t *testing.T) {
 	c := newCoop(t)
 	var res *agent.Result
 	c.run(func() {
-		res, err = a.Invoke(t.Context(), agent.Prompt("go"), agent.WithRuntime(c), agent.WithCheckpoints(saver, "T"))
+		res, err = a.Invoke(t.Context(), agent.Prompt("go"), agent.WithRuntime(c), runner.Checkpoints(saver, "T"))
 	})
 	if !errors.Is(err, agent.ErrInterrupted) {
 		t.Fatalf("first run: %v", err)
@@ -566,7 +567,7 @@ func TestCooperativeRuntimeRunsApproval(t *testing.T) {
 
 	c = newCoop(t)
 	c.run(func() {
-		res, err = a.Invoke(t.Context(), agent.Input{}, agent.WithRuntime(c), agent.WithCheckpoints(saver, "T"),
+		res, err = a.Invoke(t.Context(), agent.Input{}, agent.WithRuntime(c), runner.Checkpoints(saver, "T"),
 			agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "w1"}, agent.Decision{Type: agent.Approve, CallID: "w2", Path: res.Interrupts[1].Path}))
 	})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/llm/scripted"
+	"github.com/deepagents-go/deepagents/runner"
 	"github.com/deepagents-go/deepagents/subagent"
 	"github.com/deepagents-go/deepagents/tool"
 )
@@ -94,7 +95,7 @@ func TestSequentialRuntimeGivesIdenticalStreams(t *testing.T) {
 func TestSequentialRuntimeSavesIdenticalCheckpoints(t *testing.T) {
 	saved := func() (stream, store []byte) {
 		saver := checkpoint.NewMemory(0)
-		stream, res := delegationStream(t, agent.WithCheckpoints(saver, "det"))
+		stream, res := delegationStream(t, runner.Checkpoints(saver, "det"))
 		if res.Checkpoints < 6 {
 			t.Fatalf("only %d checkpoints", res.Checkpoints)
 		}

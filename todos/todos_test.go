@@ -10,6 +10,7 @@ import (
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
+	"github.com/deepagents-go/deepagents/runner"
 	"github.com/deepagents-go/deepagents/todos"
 	"github.com/deepagents-go/deepagents/tool"
 )
@@ -223,10 +224,10 @@ func TestListSurvivesAResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Invoke(t.Context(), agent.Prompt("one"), agent.WithCheckpoints(saver, "th")); err != nil {
+	if _, err := a.Invoke(t.Context(), agent.Prompt("one"), runner.Checkpoints(saver, "th")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Invoke(t.Context(), agent.Prompt("two"), agent.WithCheckpoints(saver, "th")); err != nil {
+	if _, err := a.Invoke(t.Context(), agent.Prompt("two"), runner.Checkpoints(saver, "th")); err != nil {
 		t.Fatal(err)
 	}
 	recs := m.Records()

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/runner"
 )
 
 // An interactive session on a terminal asks about each waiting call at the
@@ -70,7 +71,7 @@ func TestInteractiveApprovalAtThePrompt(t *testing.T) {
 					t.Errorf("stderr lacks %q:\n%s", w, errb.String())
 				}
 			}
-			rs, err := agent.LoadRunState(t.Context(), s.saver, sess.thread, nil, false)
+			rs, err := runner.LoadRunState(t.Context(), s.saver, sess.thread, nil, false)
 			if err != nil {
 				t.Fatal(err)
 			}

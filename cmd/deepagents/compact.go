@@ -9,6 +9,7 @@ import (
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/compact"
+	"github.com/deepagents-go/deepagents/runner"
 )
 
 // This file is /compact in an interactive session: summarise the thread's
@@ -31,7 +32,7 @@ func (s *session) compactNow(ctx context.Context, focus string) {
 		fmt.Fprintln(s.stderr, "Nothing to compact yet: this session has no conversation.")
 		return
 	}
-	rs, err := agent.LoadRunState(ctx, s.setup.saver, s.thread, agent.RootPath(s.setup.agent.Name()), false)
+	rs, err := runner.LoadRunState(ctx, s.setup.saver, s.thread, agent.RootPath(s.setup.agent.Name()), false)
 	if errors.Is(err, checkpoint.ErrNotFound) {
 		fmt.Fprintln(s.stderr, "Nothing to compact yet: this session has no conversation.")
 		return
@@ -92,7 +93,7 @@ func (s *session) settleCompaction(ctx context.Context) {
 	if s.compaction == nil || s.setup.saver == nil || s.thread == "" {
 		return
 	}
-	rs, err := agent.LoadRunState(ctx, s.setup.saver, s.thread, agent.RootPath(s.setup.agent.Name()), false)
+	rs, err := runner.LoadRunState(ctx, s.setup.saver, s.thread, agent.RootPath(s.setup.agent.Name()), false)
 	if err == nil && s.compaction.Done(&agent.State{Values: rs.Values}) {
 		s.compaction = nil
 	}

@@ -269,12 +269,12 @@ func TestThreadsListsAnAnsweredThreadRunning(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Invoke(ctx, agent.Prompt("go"), agent.WithCheckpoints(saver, "A1")); !errors.Is(err, agent.ErrInterrupted) {
+	if _, err := a.Invoke(ctx, agent.Prompt("go"), runner.Checkpoints(saver, "A1")); !errors.Is(err, agent.ErrInterrupted) {
 		t.Fatal(err)
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	cut = cancel
-	if _, err := a.Invoke(cctx, agent.Input{}, agent.WithCheckpoints(saver, "A1"), agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "w1"})); err == nil {
+	if _, err := a.Invoke(cctx, agent.Input{}, runner.Checkpoints(saver, "A1"), agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "w1"})); err == nil {
 		t.Fatal("the cut-off resume ended well")
 	}
 	saver.Close()

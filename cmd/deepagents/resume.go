@@ -13,6 +13,7 @@ import (
 
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/internal/safefile"
+	"github.com/deepagents-go/deepagents/runner"
 )
 
 const resumeHelp = `usage: deepagents resume --thread ID [decisions] [flags]
@@ -244,7 +245,7 @@ func readDecisions(name string, stdin io.Reader) ([]json.RawMessage, error) {
 // action_requests in the JSON result of the run that stopped.
 func answerInOrder(ctx context.Context, setup *setup, thread string, list []json.RawMessage) ([]agent.Decision, error) {
 	var waiting []agent.Interrupt
-	if rs, err := agent.LoadRunState(ctx, setup.saver, thread, agent.RootPath(setup.agent.Name()), false); err == nil {
+	if rs, err := runner.LoadRunState(ctx, setup.saver, thread, agent.RootPath(setup.agent.Name()), false); err == nil {
 		waiting = rs.Loop.Interrupts
 	}
 	return agent.DecisionsInOrder(list, waiting)
@@ -257,7 +258,7 @@ func flagsTellCallsApart(ctx context.Context, setup *setup, f runFlags, ds []age
 	if len(ds) == 0 {
 		return nil
 	}
-	rs, err := agent.LoadRunState(ctx, setup.saver, f.thread, agent.RootPath(setup.agent.Name()), false)
+	rs, err := runner.LoadRunState(ctx, setup.saver, f.thread, agent.RootPath(setup.agent.Name()), false)
 	if err != nil {
 		return nil // the run says what is wrong with the thread
 	}

@@ -395,7 +395,7 @@ const maxDepth = 32
 // load reads the run at path (nil for the top level) with its subagent
 // runs.
 func (t *threadTree) load(path agent.Path, depth int) (*shownRun, error) {
-	rs, err := agent.LoadRunState(t.ctx, t.saver, t.id, path, false)
+	rs, err := runner.LoadRunState(t.ctx, t.saver, t.id, path, false)
 	if err != nil {
 		if errors.Is(err, checkpoint.ErrNotFound) && path != nil {
 			return nil, nil
@@ -465,7 +465,7 @@ func (t *threadTree) load(path agent.Path, depth int) (*shownRun, error) {
 // subagent's input has no checkpoint of its own). A run on a real directory
 // keeps no files in its state: the saved changes are all there is.
 func (t *threadTree) changedSinceInput(rs *agent.RunState) ([]string, error) {
-	changed, err := agent.ChangedByFinishedSteps(t.ctx, t.saver, rs)
+	changed, err := runner.ChangedByFinishedSteps(t.ctx, t.saver, rs)
 	if err != nil {
 		return nil, err
 	}
@@ -892,7 +892,7 @@ func runStatuses(ctx context.Context, saver checkpoint.Saver, ts []checkpoint.Th
 			ts[i].Status = statusUnfinished
 			continue
 		}
-		rs, err := agent.LoadRunState(ctx, saver, ts[i].ID, agent.RootPath("agent"), false)
+		rs, err := runner.LoadRunState(ctx, saver, ts[i].ID, agent.RootPath("agent"), false)
 		if err != nil {
 			return fmt.Errorf("thread %q: %w", ts[i].ID, err)
 		}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/runner"
 )
 
 // BenchmarkDurable runs the phases of durable mode (an SQLite store on a
@@ -35,7 +36,7 @@ func BenchmarkDurable(b *testing.B) {
 			for b.Loop() {
 				i++
 				m.Reset()
-				res, err := a.Invoke(b.Context(), agent.Prompt(c.task), agent.WithCheckpoints(st.saver, fmt.Sprintf("b-%d", i)))
+				res, err := a.Invoke(b.Context(), agent.Prompt(c.task), runner.Checkpoints(st.saver, fmt.Sprintf("b-%d", i)))
 				if err != nil || res.Status != agent.StatusOK {
 					b.Fatalf("%v %v", err, res.Status)
 				}
@@ -70,7 +71,7 @@ func BenchmarkDurableMemory(b *testing.B) {
 					m.Reset()
 					var opts []agent.RunOption
 					if saver == "memory" {
-						opts = append(opts, agent.WithCheckpoints(mem, fmt.Sprintf("b-%d", i)))
+						opts = append(opts, runner.Checkpoints(mem, fmt.Sprintf("b-%d", i)))
 					}
 					res, err := a.Invoke(b.Context(), agent.Prompt(c.task), opts...)
 					if err != nil || res.Status != agent.StatusOK {

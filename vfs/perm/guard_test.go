@@ -14,6 +14,7 @@ import (
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/llm/scripted"
+	"github.com/deepagents-go/deepagents/runner"
 	"github.com/deepagents-go/deepagents/tool"
 	"github.com/deepagents-go/deepagents/vfs"
 	"github.com/deepagents-go/deepagents/vfs/osfs"
@@ -88,10 +89,10 @@ func approvedCtx(t *testing.T) context.Context {
 		t.Fatal(err)
 	}
 	saver := checkpoint.NewMemory(0)
-	if _, err := a.Invoke(t.Context(), agent.Prompt("go"), agent.WithCheckpoints(saver, "T")); !errors.Is(err, agent.ErrInterrupted) {
+	if _, err := a.Invoke(t.Context(), agent.Prompt("go"), runner.Checkpoints(saver, "T")); !errors.Is(err, agent.ErrInterrupted) {
 		t.Fatal(err)
 	}
-	if _, err := a.Invoke(t.Context(), agent.Input{}, agent.WithCheckpoints(saver, "T"), agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "c1"})); err != nil {
+	if _, err := a.Invoke(t.Context(), agent.Input{}, runner.Checkpoints(saver, "T"), agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "c1"})); err != nil {
 		t.Fatal(err)
 	}
 	if got == nil || !agent.Approved(got) {

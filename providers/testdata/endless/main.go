@@ -25,6 +25,7 @@ import (
 	"github.com/deepagents-go/deepagents/providers/gemini"
 	"github.com/deepagents-go/deepagents/providers/openai"
 	"github.com/deepagents-go/deepagents/providers/retry"
+	"github.com/deepagents-go/deepagents/runner"
 	"github.com/deepagents-go/deepagents/tool"
 )
 
@@ -83,12 +84,12 @@ func run(ctx context.Context, provider, url string, stream bool, limits llm.Resp
 	}
 	saver := checkpoint.NewMemory(0)
 	var rep Report
-	first, err := a.Invoke(ctx, agent.Prompt("hello"), agent.WithCheckpoints(saver, "thread"))
+	first, err := a.Invoke(ctx, agent.Prompt("hello"), runner.Checkpoints(saver, "thread"))
 	rep.FirstStatus = string(first.Status)
 	if err != nil {
 		rep.FirstError = err.Error()
 	}
-	res, err := a.Invoke(ctx, agent.Prompt("go on"), agent.WithCheckpoints(saver, "thread"))
+	res, err := a.Invoke(ctx, agent.Prompt("go on"), runner.Checkpoints(saver, "thread"))
 	if res != nil {
 		rep.Status = string(res.Status)
 	}

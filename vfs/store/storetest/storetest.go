@@ -18,6 +18,7 @@ import (
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
+	"github.com/deepagents-go/deepagents/runner"
 	"github.com/deepagents-go/deepagents/vfs"
 	"github.com/deepagents-go/deepagents/vfs/store"
 	"github.com/deepagents-go/deepagents/vfs/vfstest"
@@ -184,11 +185,11 @@ func acrossThreads(t *testing.T, tab store.Table, saver checkpoint.Saver) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Invoke(t.Context(), agent.Prompt("remember"), agent.WithCheckpoints(saver, "thread-A")); err != nil {
+	if _, err := a.Invoke(t.Context(), agent.Prompt("remember"), runner.Checkpoints(saver, "thread-A")); err != nil {
 		t.Fatal(err)
 	}
 	m.Reset() // the scripted model's progress is per agent, not per thread
-	res, err := a.Invoke(t.Context(), agent.Prompt("recall"), agent.WithCheckpoints(saver, "thread-B"))
+	res, err := a.Invoke(t.Context(), agent.Prompt("recall"), runner.Checkpoints(saver, "thread-B"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,12 @@
-package agent
+package runner
 
 import (
 	"context"
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/deepagents-go/deepagents/agent"
 
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/llm"
@@ -23,7 +25,7 @@ func TestOutcomeContentFromTheResultMessage(t *testing.T) {
 		{"text that differs from the message", `{"content":"raw"}`, "raw, shortened", "raw"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			var done map[string]CallOutcome
+			var done map[string]agent.CallOutcome
 			w := checkpoint.Write{CallID: "call_1", Kind: checkpoint.KindResult, Data: []byte(c.data),
 				Result: llm.Message{Role: llm.RoleTool, ToolCallID: "call_1", Content: c.msg}}
 			if err := decodeOutcome(&done, w); err != nil {
@@ -46,12 +48,12 @@ func TestResultWriteKeepsTheTextOnce(t *testing.T) {
 	echo := tool.MustFunc("echo", "Say something.", func(ctx context.Context, _ *tool.Env, _ struct{}) (string, error) {
 		return "a tool result of some length", nil
 	})
-	a, err := New(Config{Model: m, Tools: []tool.Tool{echo}})
+	a, err := agent.New(agent.Config{Model: m, Tools: []tool.Tool{echo}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	saver := checkpoint.NewMemory(0)
-	if _, err := Drain(a.Run(t.Context(), Prompt("go"), WithCheckpoints(saver, "once")), nil); err != nil {
+	if _, err := agent.Drain(a.Run(t.Context(), agent.Prompt("go"), Checkpoints(saver, "once")), nil); err != nil {
 		t.Fatal(err)
 	}
 	cps, err := saver.List(t.Context(), checkpoint.ListOptions{ThreadID: "once"})
@@ -75,7 +77,7 @@ func TestResultWriteKeepsTheTextOnce(t *testing.T) {
 			if strings.Contains(string(w.Data), "some length") || !strings.Contains(string(w.Data), `"content_in_result":true`) {
 				t.Errorf("the write's data repeats the text or does not say where it is: %s", w.Data)
 			}
-			var done map[string]CallOutcome
+			var done map[string]agent.CallOutcome
 			if err := decodeOutcome(&done, w); err != nil || done["w1"].Content != "a tool result of some length" {
 				t.Errorf("read back: %q (%v)", done["w1"].Content, err)
 			}

@@ -1,4 +1,4 @@
-package agent_test
+package runner_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/checkpoint/sqlite"
 	"github.com/deepagents-go/deepagents/llm/scripted"
+	"github.com/deepagents-go/deepagents/runner"
 	"github.com/deepagents-go/deepagents/tool"
 	"github.com/deepagents-go/deepagents/vfs/osfs"
 )
@@ -42,10 +43,10 @@ func longRun(tb testing.TB, saver checkpoint.Saver, n int) *agent.RunState {
 	tb.Cleanup(func() { fs.Close() })
 	in := agent.Prompt("go")
 	in.Backend = fs
-	if res, err := a.Invoke(ctx, in, agent.WithCheckpoints(saver, "long")); err != nil || res.Status != agent.StatusOK {
+	if res, err := a.Invoke(ctx, in, runner.Checkpoints(saver, "long")); err != nil || res.Status != agent.StatusOK {
 		tb.Fatalf("the long run: %v", err)
 	}
-	rs, err := agent.LoadRunState(ctx, saver, "long", agent.RootPath("parent"), false)
+	rs, err := runner.LoadRunState(ctx, saver, "long", agent.RootPath("parent"), false)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -76,7 +77,7 @@ func BenchmarkChangedByFinishedSteps(b *testing.B) {
 				rs := longRun(b, saver, n)
 				ctx := context.Background()
 				for b.Loop() {
-					got, err := agent.ChangedByFinishedSteps(ctx, saver, rs)
+					got, err := runner.ChangedByFinishedSteps(ctx, saver, rs)
 					if err != nil || len(got) != n {
 						b.Fatalf("%d paths, %v", len(got), err)
 					}
@@ -132,17 +133,17 @@ func TestChangedByFinishedStepsReadsOnlyWrites(t *testing.T) {
 				want = append(want, fmt.Sprintf("/f%04d.md", i))
 			}
 			whole := &getCounter{Saver: saver}
-			got, err := agent.ChangedByFinishedSteps(ctx, whole, rs)
+			got, err := runner.ChangedByFinishedSteps(ctx, whole, rs)
 			if err != nil || !slices.Equal(got, want) || whole.gets.Load() < n {
 				t.Fatalf("read with Get: %v, %v (%d checkpoints read)", got, err, whole.gets.Load())
 			}
 			unsupported := pendingCounter{getCounter: &getCounter{Saver: saver}, unsupported: true}
-			got, err = agent.ChangedByFinishedSteps(ctx, unsupported, rs)
+			got, err = runner.ChangedByFinishedSteps(ctx, unsupported, rs)
 			if err != nil || !slices.Equal(got, want) || unsupported.gets.Load() < n {
 				t.Fatalf("read past an unsupported PendingWrites: %v, %v (%d checkpoints read)", got, err, unsupported.gets.Load())
 			}
 			writes := pendingCounter{getCounter: &getCounter{Saver: saver}}
-			got, err = agent.ChangedByFinishedSteps(ctx, writes, rs)
+			got, err = runner.ChangedByFinishedSteps(ctx, writes, rs)
 			if err != nil || !slices.Equal(got, want) || writes.gets.Load() != 0 {
 				t.Fatalf("read with PendingWrites: %v, %v (%d checkpoints read whole)", got, err, writes.gets.Load())
 			}
@@ -164,7 +165,7 @@ func TestChangedByFinishedStepsGrowsLinearly(t *testing.T) {
 		saver := checkpoint.NewMemory(0)
 		rs := longRun(t, saver, n)
 		allocs[n] = testing.AllocsPerRun(3, func() {
-			if got, err := agent.ChangedByFinishedSteps(t.Context(), saver, rs); err != nil || len(got) != n {
+			if got, err := runner.ChangedByFinishedSteps(t.Context(), saver, rs); err != nil || len(got) != n {
 				t.Fatalf("%d paths, %v", len(got), err)
 			}
 		})

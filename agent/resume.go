@@ -1,0 +1,427 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync/atomic"
+
+	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/tool"
+	"github.com/deepagents-go/deepagents/vfs"
+)
+
+// This file starts a run on its thread (WithThread): a new thread, a new turn
+// on a thread, or the resumption of an unfinished run, read through Thread.
+
+// childrenValue is the value in which databases written before kept all
+// the finished subagent runs of a turn: a new turn removes it.
+const childrenValue = "agent.children"
+
+// ReservedValue reports whether a checkpointed state value belongs to the
+// loop itself (names beginning "agent."), not to a middleware: views of a
+// thread for people (the server's thread state) leave those out.
+func ReservedValue(name string) bool { return strings.HasPrefix(name, "agent.") }
+
+// WithMetadata saves md with the checkpoint of the run's input (beside the
+// "source" key, which it cannot replace): what the caller needs to know of
+// the turn later, such as the settings it was started with. Listing a
+// thread's history can filter by it (checkpoint.ListOptions). A subagent
+// run, and a run resumed without input, save no input and so no metadata.
+func WithMetadata(md map[string]string) RunOption {
+	return func(c *runConfig) { c.metadata = maps.Clone(md) }
+}
+
+// WithEndedResult makes a run given no input, on a thread whose last run
+// has already ended, end at once with that run's saved status and result
+// (messages, files, usage, subagents) instead of being refused. It is for a
+// process that takes a thread over after a crash: a run saves its end
+// before it shows its last response, so a process that died after showing
+// it may have finished the run.
+func WithEndedResult() RunOption {
+	return func(c *runConfig) { c.ended = true }
+}
+
+type ckConfig struct {
+	src    Thread
+	thread string
+	count  *atomic.Int64 // checkpoints written by the run tree
+	nested bool          // a subagent run: its parent holds the thread (Hold)
+	// parentStep names the parent's step that started a subagent run, so
+	// that a later turn reusing the call id starts a history of its own.
+	parentStep string
+	// metadata goes with the input's checkpoint (WithMetadata).
+	metadata map[string]string
+	// rec takes the run's step records (WithRecorder).
+	rec Recorder
+	// recOnly: the run is recorded (WithRecorder) but has no thread to
+	// read a thread from.
+	recOnly bool
+	// acceptEnded: a resume of an ended run returns its result
+	// (WithEndedResult).
+	acceptEnded bool
+}
+
+// recording is a recorded run's bookkeeping: what is recorded already.
+type recording struct {
+	ckConfig
+	ns     string
+	seq    int    // step number of the last checkpoint, -1 before the first
+	last   string // its id
+	stepCP string // checkpoint of the step in progress
+	msgs   int    // messages saved so far
+	files  map[string]vfs.File
+	keeps  bool // the run's files are saved (a branchable backend)
+	usage  llm.Usage
+	values map[string]json.RawMessage // set since the last save
+	// kids are the children finished since the last save; a nil one is
+	// a child of the turn before, dropped from the thread.
+	kids map[string]*Result
+	own  int // checkpoints this run saved itself
+	// legacyKids: the thread's state holds its finished children the way
+	// databases written before did, all under childrenValue.
+	legacyKids bool
+	input      string // the checkpoint of this run's input
+	// tracked: the run's own vfs.Memory tracks its changes since the last
+	// save (files is then unused).
+	tracked bool
+	// ended: the run's end is saved (see endWith).
+	ended bool
+	// deleted: the paths the last save listed as deleted (a run on a
+	// layer, whose files are not tracked).
+	deleted []string
+}
+
+// restore takes the run's state from rs.
+func (r *run) restore(rs *RunState) {
+	r.state.Messages = slices.Clip(rs.Messages)
+	r.state.Values = rs.Values
+	ls := rs.Loop
+	r.rounds, r.turnStart, r.usage, r.tree, r.output = ls.Rounds, ls.TurnStart, ls.Usage, ls.Tree, ls.Output
+	if ls.Tree == nil {
+		// Saved since children are saved one by one: the usage by agent
+		// path is what the finished children report (see loopState).
+		for _, kid := range rs.Finished {
+			for p, u := range kid.UsageByAgent {
+				if r.tree == nil {
+					r.tree = map[string]llm.Usage{}
+				}
+				r.tree[p] = r.tree[p].Add(u)
+			}
+		}
+	}
+	r.respFailures, r.respRepaired, r.lastRespError = ls.RespFailures, ls.RespRepaired, ls.LastRespError
+	r.rejected = ls.Rejected
+	for _, p := range ls.Changed {
+		if r.changed == nil {
+			r.changed = map[string]bool{}
+		}
+		r.changed[p] = true
+	}
+	if r.ck != nil {
+		r.ck.input = ls.Input
+		r.ck.legacyKids = rs.LegacyChildren
+	}
+	r.children = rs.Finished
+	switch b := r.backend.(type) {
+	case *vfs.Memory:
+		if r.mem == b {
+			r.mem = vfs.NewMemory(rs.Files)
+			r.mem.SetClock(r.rt.Now)
+			r.backend = r.mem
+		} else {
+			b.Apply(diffFiles(b.Files(), rs.Files))
+		}
+	case vfs.StateMounter:
+		if r.mem != nil {
+			r.mem.Apply(diffFiles(r.mem.Files(), rs.Files))
+		}
+	case *vfs.Layer:
+		var d vfs.Delta
+		for p, f := range rs.Files {
+			f := f
+			d = append(d, vfs.Change{Path: p, File: &f})
+		}
+		for _, p := range rs.Deleted {
+			d = append(d, vfs.Change{Path: p})
+		}
+		b.Apply(d)
+	}
+	if r.ck != nil {
+		r.ck.seq, r.ck.last, r.ck.msgs = rs.Step, rs.Checkpoint, len(r.state.Messages)
+		if rs.InProgress != nil {
+			r.ck.stepCP = rs.InProgress.Checkpoint
+		}
+		if r.ck.keeps {
+			if r.mem != nil && r.backend == vfs.Backend(r.mem) {
+				r.mem.TrackChanges()
+				r.ck.tracked, r.ck.files = true, nil
+			} else {
+				r.ck.files, _, _ = r.fileView()
+			}
+		}
+	}
+}
+
+// storedErr is the error of a run that ended before, rebuilt from its state.
+func storedErr(rs *RunState) error {
+	switch rs.Status {
+	case StatusOK:
+		return nil
+	case StatusRefused:
+		return &refusalError{text: rs.Loop.Refusal}
+	}
+	return errors.New(rs.Loop.Error)
+}
+
+// errWaiting is the cause of a run that stopped for approval.
+type errWaiting struct{ n int }
+
+func (e errWaiting) Error() string {
+	if e.n == 1 {
+		return "1 tool call is waiting for approval"
+	}
+	return fmt.Sprintf("%d tool calls are waiting for approval", e.n)
+}
+
+// open starts a run on its thread as the thread's Open decides: a new
+// thread, a new turn on a thread, or the resumption of an unfinished run.
+// done says the run has nothing more to do (a nested run that had finished
+// already, or input that cannot be taken), with its status and error.
+func (r *run) open(ctx context.Context) (pending *StepState, done bool, status Status, err error) {
+	d := r.ck
+	input := r.state.Messages
+	st, err := d.src.Open(ctx, r.path, Opening{Input: len(input) > 0, Decisions: r.decisions, Nested: d.nested,
+		ParentStep: d.parentStep, AcceptEnded: d.acceptEnded, Check: func(ds []Decision, waiting []Interrupt) error {
+			if err := CheckDecisions(ds, waiting); err != nil {
+				return err
+			}
+			return r.a.checkEdits(ds, waiting, r.where)
+		}})
+	if err != nil {
+		return nil, true, StatusError, err
+	}
+	rs := st.State
+	switch st.How {
+	case StartFresh:
+		if rs != nil {
+			// A history of its own after another run's in the same
+			// namespace: its steps are numbered after that one's.
+			d.seq = rs.Step
+		}
+		r.closeDangling()
+		if err := r.saveInput(ctx); err != nil {
+			return nil, true, StatusError, err
+		}
+		return nil, false, "", nil
+	case StartEnded:
+		r.restore(rs)
+		return nil, true, rs.Status, storedErr(rs)
+	case StartRefused:
+		// Decisions that do not fit the waiting calls: the run stays as
+		// it was, waiting for them.
+		r.restore(rs)
+		r.waiting = rs.Loop.Interrupts
+		return nil, true, StatusInterrupted, st.Err
+	case StartCloseStep:
+		r.restore(rs)
+		if err := r.closeStep(ctx, rs); err != nil {
+			return nil, true, StatusError, err
+		}
+		return r.newTurn(ctx, input)
+	case StartNewTurn:
+		r.restore(rs)
+		return r.newTurn(ctx, input)
+	}
+	r.restore(rs)
+	if err := r.rebuildChanged(ctx, rs); err != nil {
+		return nil, true, StatusError, err
+	}
+	r.resumed(rs)
+	return rs.InProgress, false, "", nil
+}
+
+// newTurn starts a new run on a restored thread with input.
+func (r *run) newTurn(ctx context.Context, input []llm.Message) (*StepState, bool, Status, error) {
+	// A new turn is a new run on the thread's conversation and files: its
+	// step budget, usage, children and answer are its own. Rounds keep
+	// counting, so each model call of the thread has its own number.
+	r.turnStart = r.rounds
+	r.dropChildren()
+	r.usage, r.tree, r.children, r.changed, r.output = llm.Usage{}, nil, nil, nil, nil
+	r.respFailures, r.respRepaired, r.lastRespError = 0, false, ""
+	r.state.Messages = append(r.state.Messages, input...)
+	r.closeDangling()
+	if err := r.saveInput(ctx); err != nil {
+		return nil, true, StatusError, err
+	}
+	return nil, false, "", nil
+}
+
+// dropChildren removes the finished subagent runs of the turn before from
+// the thread's state with the next checkpoint: a new turn's result lists
+// only its own.
+func (r *run) dropChildren() {
+	d := r.ck
+	if d == nil || len(r.children) == 0 && !d.legacyKids {
+		return
+	}
+	if d.kids == nil {
+		d.kids = map[string]*Result{}
+	}
+	for id := range r.children {
+		if _, kept := d.kids[id]; !kept { // a child saved with a closed step stays
+			d.kids[id] = nil
+		}
+	}
+	if d.legacyKids {
+		if d.values == nil {
+			d.values = map[string]json.RawMessage{}
+		}
+		d.values[childrenValue] = nil
+		d.legacyKids = false
+	}
+}
+
+// closeStep ends a restored run's step in progress without running what
+// had not finished: finished calls keep their results and file changes,
+// calls in flight and calls waiting for a decision get results saying they
+// did not run.
+func (r *run) closeStep(ctx context.Context, rs *RunState) error {
+	st := rs.InProgress
+	if st == nil {
+		return nil
+	}
+	results := make([]tool.Result, len(st.Calls))
+	deltas := make([]vfs.Delta, len(st.Calls))
+	owners := make([]string, len(st.Calls))
+	open := 0
+	for i, c := range st.Calls {
+		owners[i] = c.ID
+		oc, done := st.Done[c.ID]
+		switch _, waiting := st.Waiting[c.ID]; {
+		case done:
+			results[i] = tool.Result{Content: oc.Content, IsError: oc.IsError, Structured: oc.Structured, Parts: oc.Parts, State: oc.State}
+			deltas[i] = oc.Files
+			if oc.Child != nil {
+				r.addChild(c.ID, oc.Child)
+			}
+			continue
+		case waiting && !decidedToRun(st, c.ID):
+			results[i] = tool.Errorf("Error: this %s call waited for a person's approval, but they sent a new message instead, so it did not run.", c.Name)
+		default:
+			results[i] = tool.Errorf("%s", cutOffResult(c, r.ck.keeps))
+		}
+		open++
+	}
+	if ap, ok := r.backend.(vfs.Applier); ok && r.ck.keeps {
+		net, _ := vfs.Merge(ctx, ap, deltas, owners)
+		r.fileEvents(net)
+	}
+	r.appendResults(st.Calls, results)
+	r.applyState(results)
+	r.ck.stepCP = ""
+	r.emit(Event{Type: Notice, Notice: &NoticeInfo{Source: "history", Count: open,
+		Text: fmt.Sprintf("new input on an unfinished run: its last step was closed; %d of its %d tool calls had not finished and were closed without a result", open, len(st.Calls))}})
+	return nil
+}
+
+// saveInput saves the run's input, the checkpoint its changes are counted
+// from. A subagent's input is not saved on its own: its parent's step holds
+// the call that starts it (a crash before its first step starts it again,
+// from the same call), and its first step is saved before any of its tools
+// runs, with the files as they were at its input, so that checkpoint is the
+// one its changes are counted from.
+func (r *run) saveInput(ctx context.Context) error {
+	if r.ck.nested {
+		// The input's step number is taken all the same, so that a
+		// subagent's steps are numbered as a top-level run's are.
+		r.ck.seq++
+		r.ck.input = cpID(r.ck.seq + 1)
+		return nil
+	}
+	r.ck.input = cpID(r.ck.seq + 1)
+	return r.save(ctx, RecordInput, "", nil)
+}
+
+// rebuildChanged recomputes the paths an unfinished run changed, after a
+// crash: from its files now and at its input when its checkpoints keep its
+// files, else (a real directory, say) from the file changes saved with the
+// results of its finished steps' calls, and with what the subagents that
+// calls of its step in progress started changed so far. The step in
+// progress adds its calls' own changes when it completes.
+func (r *run) rebuildChanged(ctx context.Context, rs *RunState) error {
+	if !r.ck.keeps {
+		// A call of the step in progress that started a subagent continues
+		// its run, and the call's own file changes count only what it
+		// changes from now on: what it changed before counts here.
+		paths, err := r.ck.src.Changed(ctx, rs, rs.Loop.Changed == nil)
+		if err != nil {
+			return err
+		}
+		for _, p := range paths {
+			r.markChanged(p)
+		}
+		return nil
+	}
+	if rs.Loop.Changed != nil {
+		return nil
+	}
+	var before map[string]vfs.File
+	if _, own := r.backend.(*vfs.Memory); (own || r.mem != nil) && rs.Loop.Input != "" {
+		files, err := r.ck.src.FilesAt(ctx, r.path, rs.Loop.Input)
+		if err != nil {
+			return fmt.Errorf("thread %q: the run's input checkpoint: %w", r.ck.thread, err)
+		}
+		before = files
+	}
+	now, deleted, _ := r.fileView()
+	for _, c := range diffFiles(before, now) {
+		r.markChanged(c.Path)
+	}
+	for _, p := range deleted {
+		r.markChanged(p)
+	}
+	return nil
+}
+
+func (r *run) markChanged(p string) {
+	if r.changed == nil {
+		r.changed = map[string]bool{}
+	}
+	r.changed[p] = true
+}
+
+// resumed reports a resumption.
+func (r *run) resumed(rs *RunState) {
+	text := fmt.Sprintf("resumed from checkpoint %s of thread %q", rs.Checkpoint, r.ck.thread)
+	n := 0
+	if st := rs.InProgress; st != nil {
+		n = len(st.Calls)
+		text += fmt.Sprintf("; %d of the step's %d tool calls had finished and are kept", len(st.Done), len(st.Calls))
+	}
+	r.emit(Event{Type: Notice, Notice: &NoticeInfo{Source: "resume", Count: n, Text: text}})
+}
+
+// nestedOptions are the options a nested run is started with: this run's
+// runtime, its checkpointer and the decisions not meant for this run.
+func (r *run) nestedOptions() []RunOption {
+	var opts []RunOption
+	if r.custom != nil {
+		opts = append(opts, WithRuntime(r.custom))
+	}
+	if r.ck != nil {
+		ck := r.ck.ckConfig
+		ck.nested, ck.metadata = true, nil
+		ck.parentStep = r.ck.ns + "@" + r.ck.stepCP
+		opts = append(opts, func(c *runConfig) { c.ck = &ck })
+	}
+	if len(r.decisions) > 0 {
+		opts = append(opts, WithDecisions(r.decisions...))
+	}
+	return opts
+}
