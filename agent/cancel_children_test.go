@@ -20,6 +20,18 @@ import (
 	"github.com/deepagents-go/deepagents/tool"
 )
 
+// inBubble runs f in a testing/synctest bubble, whose clock moves only when
+// every goroutine in it waits. When f is done the bubble's time runs on a
+// minute, so that the agent's idle workers (they wait a second for another
+// call) end with it.
+func inBubble(t *testing.T, f func(t *testing.T)) {
+	t.Helper()
+	synctest.Test(t, func(t *testing.T) {
+		defer time.Sleep(time.Minute)
+		f(t)
+	})
+}
+
 // Paths of the two subagents cutFamily's parent starts.
 const (
 	fastKid = "parent / worker#c1"
@@ -29,7 +41,8 @@ const (
 // cutFamily is a parent whose first step starts two subagents at once: c1
 // ("fast") answers at once; c2 ("slow") writes a file, then calls block,
 // which waits until its context ends. A cut child takes a moment to wind
-// down, so that its end comes after its parent saw the cut. Every
+// down (it waits until every other goroutine of the test's synctest bubble
+// waits), so that its end comes after its parent saw the cut. Every
 // model call reports fixed usage: the parent 100 input tokens, the fast
 // child 5, the slow child 7 a call.
 // blocked is closed when the slow child's block call starts; only the
@@ -68,7 +81,7 @@ func cutFamily(t *testing.T) (a *agent.Agent, m *scripted.Model, blocked chan st
 	}, scripted.Options{})
 	windDown := agent.Middleware{Name: "wind-down", AfterRun: func(_ context.Context, _ agent.StepInfo, s agent.Status) {
 		if s == agent.StatusCancelled {
-			time.Sleep(50 * time.Millisecond)
+			synctest.Wait()
 		}
 	}}
 	tk, err := subagent.NewTask(subagent.Config{Model: m, Subagents: []subagent.Spec{
@@ -136,64 +149,70 @@ func checkCutFamily(t *testing.T, res *agent.Result) {
 // subagent in Result.Children, cancelled, with what it did and spent so
 // far; the run's error still says it was cancelled.
 func TestCancelledRunKeepsRunningChildren(t *testing.T) {
-	for rep := range 20 {
-		a, _, blocked := cutFamily(t)
-		ctx, cancel := context.WithCancel(t.Context())
-		res, err := agent.Drain(a.Run(ctx, agent.Prompt("go")), cutWhenBlocked(blocked, cancel))
-		cancel()
-		if !errors.Is(err, agent.ErrCancelled) || !errors.Is(err, context.Canceled) || res.Status != agent.StatusCancelled {
-			t.Fatalf("rep %d: status %s, err %v; want cancelled", rep, res.Status, err)
+	inBubble(t, func(t *testing.T) {
+		for rep := range 20 {
+			a, _, blocked := cutFamily(t)
+			ctx, cancel := context.WithCancel(t.Context())
+			res, err := agent.Drain(a.Run(ctx, agent.Prompt("go")), cutWhenBlocked(blocked, cancel))
+			cancel()
+			if !errors.Is(err, agent.ErrCancelled) || !errors.Is(err, context.Canceled) || res.Status != agent.StatusCancelled {
+				t.Fatalf("rep %d: status %s, err %v; want cancelled", rep, res.Status, err)
+			}
+			checkCutFamily(t, res)
+			if t.Failed() {
+				t.Fatalf("rep %d failed", rep)
+			}
 		}
-		checkCutFamily(t, res)
-		if t.Failed() {
-			t.Fatalf("rep %d failed", rep)
-		}
-	}
+	})
 }
 
 // A run whose own time runs out (a limit, not a cancellation) lists the
 // subagents it cut the same way: the slow one blocks until the time is up.
 func TestTimedOutRunKeepsRunningChildren(t *testing.T) {
-	a, _, _ := cutFamily(t)
-	res, err := a.Invoke(t.Context(), agent.Prompt("go"), agent.WithTimeout(500*time.Millisecond))
-	if !errors.Is(err, agent.ErrLimit) || !errors.Is(err, context.DeadlineExceeded) || res.Status != agent.StatusLimit {
-		t.Fatalf("status %s, err %v; want a limit", res.Status, err)
-	}
-	checkCutFamily(t, res)
+	inBubble(t, func(t *testing.T) {
+		a, _, _ := cutFamily(t)
+		res, err := a.Invoke(t.Context(), agent.Prompt("go"), agent.WithTimeout(500*time.Millisecond))
+		if !errors.Is(err, agent.ErrLimit) || !errors.Is(err, context.DeadlineExceeded) || res.Status != agent.StatusLimit {
+			t.Fatalf("status %s, err %v; want a limit", res.Status, err)
+		}
+		checkCutFamily(t, res)
+	})
 }
 
 // A checkpointed run cancelled while a subagent works lists it the same
 // way, and resuming the thread finishes that subagent where it stopped,
 // without running the finished one again.
 func TestCancelledDurableRunKeepsRunningChildren(t *testing.T) {
-	a, m, blocked := cutFamily(t)
-	saver := checkpoint.NewMemory(0)
-	ctx, cancel := context.WithCancel(t.Context())
-	res, err := agent.Drain(a.Run(ctx, agent.Prompt("go"), runner.Checkpoints(saver, "cut")), cutWhenBlocked(blocked, cancel))
-	cancel()
-	if !errors.Is(err, agent.ErrCancelled) || res.Status != agent.StatusCancelled {
-		t.Fatalf("status %s, err %v; want cancelled", res.Status, err)
-	}
-	checkCutFamily(t, res)
+	inBubble(t, func(t *testing.T) {
+		a, m, blocked := cutFamily(t)
+		saver := checkpoint.NewMemory(0)
+		ctx, cancel := context.WithCancel(t.Context())
+		res, err := agent.Drain(a.Run(ctx, agent.Prompt("go"), runner.Checkpoints(saver, "cut")), cutWhenBlocked(blocked, cancel))
+		cancel()
+		if !errors.Is(err, agent.ErrCancelled) || res.Status != agent.StatusCancelled {
+			t.Fatalf("status %s, err %v; want cancelled", res.Status, err)
+		}
+		checkCutFamily(t, res)
 
-	res, err = a.Invoke(t.Context(), agent.Input{}, runner.Checkpoints(saver, "cut"))
-	if err != nil || res.FinalText() != "parent done" {
-		t.Fatalf("resume: %v %q", err, res.FinalText())
-	}
-	fast, slow := res.Children["c1"], res.Children["c2"]
-	if fast == nil || slow == nil || fast.Status != agent.StatusOK || slow.Status != agent.StatusOK {
-		t.Fatalf("children after the resume: %v", res.Children)
-	}
-	if slow.Usage.InputTokens != 21 || res.Usage.InputTokens != 226 {
-		t.Errorf("usage after the resume: slow child %+v, parent %+v; want 21 and 226 (200 own, 5, 21)", slow.Usage, res.Usage)
-	}
-	calls := map[string]int{}
-	for _, r := range m.Records() {
-		calls[r.Path]++
-	}
-	if calls[fastKid] != 1 || calls[slowKid] != 3 {
-		t.Errorf("model calls by path %v: the fast child must call once, the slow one three times in all", calls)
-	}
+		res, err = a.Invoke(t.Context(), agent.Input{}, runner.Checkpoints(saver, "cut"))
+		if err != nil || res.FinalText() != "parent done" {
+			t.Fatalf("resume: %v %q", err, res.FinalText())
+		}
+		fast, slow := res.Children["c1"], res.Children["c2"]
+		if fast == nil || slow == nil || fast.Status != agent.StatusOK || slow.Status != agent.StatusOK {
+			t.Fatalf("children after the resume: %v", res.Children)
+		}
+		if slow.Usage.InputTokens != 21 || res.Usage.InputTokens != 226 {
+			t.Errorf("usage after the resume: slow child %+v, parent %+v; want 21 and 226 (200 own, 5, 21)", slow.Usage, res.Usage)
+		}
+		calls := map[string]int{}
+		for _, r := range m.Records() {
+			calls[r.Path]++
+		}
+		if calls[fastKid] != 1 || calls[slowKid] != 3 {
+			t.Errorf("model calls by path %v: the fast child must call once, the slow one three times in all", calls)
+		}
+	})
 }
 
 // stubborn is a nested tool whose run ignores its context: it takes a
@@ -212,7 +231,7 @@ func (s stubborn) Run(ctx context.Context, env *tool.Env, args json.RawMessage) 
 
 func (s stubborn) RunNested(_ context.Context, env *tool.Env, _ json.RawMessage, host agent.Host) (tool.Result, *agent.Result, error) {
 	close(s.started)
-	time.Sleep(time.Minute)
+	time.Sleep(time.Minute) // the call that ignores its context; a bubble's minute passes at once
 	return tool.Text("done"), &agent.Result{Agent: host.Path.Child("stubborn", env.CallID).String(), Status: agent.StatusOK}, nil
 }
 

@@ -27,6 +27,8 @@ func TestZombieHolderIsGone(t *testing.T) {
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
+	// A real process dies in the kernel's own time: poll /proc for it, up
+	// to a deadline.
 	for deadline := time.Now().Add(5 * time.Second); !zombie(pid); time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("process %d did not become a zombie", pid)
@@ -56,7 +58,9 @@ func TestZombieHolderIsGone(t *testing.T) {
 func TestHolderInAnotherPIDNamespaceIsNotGone(t *testing.T) {
 	if os.Getenv("DEEPAGENTS_TEST_PRINT_HOLDER") == "1" {
 		fmt.Println(LeaseHolder())
-		time.Sleep(time.Minute) // killed by the test before
+		// A real process that must stay alive while the test looks at it;
+		// the test kills it long before the minute is up.
+		time.Sleep(time.Minute)
 		return
 	}
 	cmd := exec.Command(os.Args[0], "-test.run", "^TestHolderInAnotherPIDNamespaceIsNotGone$")

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/deepagents-go/deepagents"
@@ -121,6 +122,18 @@ const durableScript = `{
       {"content": "second report"}]}]}
 }`
 
+// inBubble runs f in a testing/synctest bubble, whose clock moves only when
+// every goroutine in it waits: a wait for a lease to run out takes no real
+// time. When f is done the bubble's time runs on a minute, so that the
+// agents' idle workers (they wait a second for another call) end with it.
+func inBubble(t *testing.T, f func(t *testing.T)) {
+	t.Helper()
+	synctest.Test(t, func(t *testing.T) {
+		defer time.Sleep(time.Minute)
+		f(t)
+	})
+}
+
 func durableAgent(t *testing.T, script string, cfg deepagents.Config) *agent.Agent {
 	t.Helper()
 	var s scripted.Script
@@ -224,62 +237,65 @@ func crashAtEveryEvent(t *testing.T, every int, open func(t *testing.T) checkpoi
 	}
 	for n := 1; n < refEvents; n += every {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
-			c := &counter{}
-			base := open(t)
-			saver := &crashable{Saver: base}
-			a := durableAgent(t, durableScript, deepagents.Config{Tools: []tool.Tool{c}})
-			seen := 0
-			for range a.Run(ctx, agent.Prompt("go"), runner.Checkpoints(saver, "th"), runner.Lease(saver, "th", "first", time.Millisecond)) {
-				seen++
-				if seen == n {
-					saver.dead.Store(true)
-					break
-				}
-			}
-			// What was saved before the crash is all that survives it. The
-			// dead process's lease runs out (1 ms) before the new one starts.
-			finished := finishedCalls(t, base, "th")
-			before := c.snapshot()
-			time.Sleep(2 * time.Millisecond)
-
-			a2 := durableAgent(t, durableScript, deepagents.Config{Tools: []tool.Tool{c}})
-			res, err := a2.Invoke(ctx, agent.Input{}, runner.Checkpoints(base, "th"), runner.Lease(base, "th", "second", time.Minute))
-			if err != nil && strings.Contains(err.Error(), "has no run to resume") {
-				// The crash came before the input was saved: start again.
-				res, err = a2.Invoke(ctx, agent.Prompt("go"), runner.Checkpoints(base, "th"), runner.Lease(base, "th", "second", time.Minute))
-			}
-			if err != nil {
-				var msgs []string
-				if res != nil {
-					msgs = append(msgs, res.Error)
-				}
-				if strings.Contains(fmt.Sprint(err), "has no unfinished run") {
-					// The crash came after the run's end was saved.
-					res, err = nil, nil
-					rs, lerr := runner.LoadRunState(ctx, base, "th", agent.RootPath("parent"), false)
-					if lerr != nil {
-						t.Fatal(lerr)
+			inBubble(t, func(t *testing.T) {
+				c := &counter{}
+				base := open(t)
+				saver := &crashable{Saver: base}
+				a := durableAgent(t, durableScript, deepagents.Config{Tools: []tool.Tool{c}})
+				seen := 0
+				for range a.Run(ctx, agent.Prompt("go"), runner.Checkpoints(saver, "th"), runner.Lease(saver, "th", "first", time.Millisecond)) {
+					seen++
+					if seen == n {
+						saver.dead.Store(true)
+						break
 					}
-					compareEnd(t, ref, rs.Messages, rs.Files)
-					return
 				}
-				t.Fatalf("resume: %v %v", err, msgs)
-			}
-			compareEnd(t, ref, res.State.Messages, res.State.Files)
-			if !slices.Equal(res.Changed, ref.Changed) {
-				t.Errorf("changed paths %v, want %v", res.Changed, ref.Changed)
-			}
-			after := c.snapshot()
-			for k := range finished {
-				if after[k] != before[k] {
-					t.Errorf("call %s had finished before the crash but ran again (%d → %d)", k, before[k], after[k])
+				// What was saved before the crash is all that survives it. The
+				// dead process's lease runs out (1 ms, in the bubble's time)
+				// before the new one starts.
+				finished := finishedCalls(t, base, "th")
+				before := c.snapshot()
+				time.Sleep(2 * time.Millisecond)
+
+				a2 := durableAgent(t, durableScript, deepagents.Config{Tools: []tool.Tool{c}})
+				res, err := a2.Invoke(ctx, agent.Input{}, runner.Checkpoints(base, "th"), runner.Lease(base, "th", "second", time.Minute))
+				if err != nil && strings.Contains(err.Error(), "has no run to resume") {
+					// The crash came before the input was saved: start again.
+					res, err = a2.Invoke(ctx, agent.Prompt("go"), runner.Checkpoints(base, "th"), runner.Lease(base, "th", "second", time.Minute))
 				}
-			}
-			for k, v := range after {
-				if v == 0 {
-					t.Errorf("call %s never ran", k)
+				if err != nil {
+					var msgs []string
+					if res != nil {
+						msgs = append(msgs, res.Error)
+					}
+					if strings.Contains(fmt.Sprint(err), "has no unfinished run") {
+						// The crash came after the run's end was saved.
+						res, err = nil, nil
+						rs, lerr := runner.LoadRunState(ctx, base, "th", agent.RootPath("parent"), false)
+						if lerr != nil {
+							t.Fatal(lerr)
+						}
+						compareEnd(t, ref, rs.Messages, rs.Files)
+						return
+					}
+					t.Fatalf("resume: %v %v", err, msgs)
 				}
-			}
+				compareEnd(t, ref, res.State.Messages, res.State.Files)
+				if !slices.Equal(res.Changed, ref.Changed) {
+					t.Errorf("changed paths %v, want %v", res.Changed, ref.Changed)
+				}
+				after := c.snapshot()
+				for k := range finished {
+					if after[k] != before[k] {
+						t.Errorf("call %s had finished before the crash but ran again (%d → %d)", k, before[k], after[k])
+					}
+				}
+				for k, v := range after {
+					if v == 0 {
+						t.Errorf("call %s never ran", k)
+					}
+				}
+			})
 		})
 	}
 }
@@ -765,51 +781,53 @@ func TestWaitingCallStaysGatedWithoutThePolicy(t *testing.T) {
 // TestTwoCrashesKeepFinishedChildren: a subagent that finished before the
 // first crash is still among the run's children after a second crash.
 func TestTwoCrashesKeepFinishedChildren(t *testing.T) {
-	ctx := context.Background()
-	ref, err := durableAgent(t, durableScript, deepagents.Config{Tools: []tool.Tool{&counter{}}}).
-		Invoke(ctx, agent.Prompt("go"), runner.Checkpoints(checkpoint.NewMemory(0), "ref"))
-	if err != nil || len(ref.Children) != 2 {
-		t.Fatalf("%v, %d children", err, len(ref.Children))
-	}
-	crashAfter := func(saver checkpoint.Saver, in agent.Input, holder string, n int) bool {
-		dying := &crashable{Saver: saver}
-		a := durableAgent(t, durableScript, deepagents.Config{Tools: []tool.Tool{&counter{}}})
-		seen := 0
-		for ev := range a.Run(ctx, in, runner.Checkpoints(dying, "th"), runner.Lease(dying, "th", holder, time.Millisecond)) {
-			seen++
-			if seen == n {
-				dying.dead.Store(true)
-				return true
+	inBubble(t, func(t *testing.T) {
+		ctx := context.Background()
+		ref, err := durableAgent(t, durableScript, deepagents.Config{Tools: []tool.Tool{&counter{}}}).
+			Invoke(ctx, agent.Prompt("go"), runner.Checkpoints(checkpoint.NewMemory(0), "ref"))
+		if err != nil || len(ref.Children) != 2 {
+			t.Fatalf("%v, %d children", err, len(ref.Children))
+		}
+		crashAfter := func(saver checkpoint.Saver, in agent.Input, holder string, n int) bool {
+			dying := &crashable{Saver: saver}
+			a := durableAgent(t, durableScript, deepagents.Config{Tools: []tool.Tool{&counter{}}})
+			seen := 0
+			for ev := range a.Run(ctx, in, runner.Checkpoints(dying, "th"), runner.Lease(dying, "th", holder, time.Millisecond)) {
+				seen++
+				if seen == n {
+					dying.dead.Store(true)
+					return true
+				}
+				if ev.Type == agent.RunEnd && ev.Agent == "parent" {
+					return false
+				}
 			}
-			if ev.Type == agent.RunEnd && ev.Agent == "parent" {
-				return false
+			return false
+		}
+		for first := 20; first < 48; first++ {
+			for _, second := range []int{3, 6, 9} {
+				saver := checkpoint.NewMemory(0)
+				if !crashAfter(saver, agent.Prompt("go"), "one", first) {
+					continue
+				}
+				time.Sleep(2 * time.Millisecond) // the crashed holder's 1 ms lease runs out (bubble time)
+				crashAfter(saver, agent.Input{}, "two", second)
+				time.Sleep(2 * time.Millisecond) // and so does the second one's
+				res, err := durableAgent(t, durableScript, deepagents.Config{Tools: []tool.Tool{&counter{}}}).
+					Invoke(ctx, agent.Input{}, runner.Checkpoints(saver, "th"))
+				if err != nil && strings.Contains(err.Error(), "no unfinished run") {
+					continue // the second crash came after the end was saved
+				}
+				if err != nil {
+					t.Fatalf("crashes at %d and %d: %v", first, second, err)
+				}
+				compareEnd(t, ref, res.State.Messages, res.State.Files)
+				if len(res.Children) != 2 || res.Children["t1"] == nil || res.Children["t2"] == nil {
+					t.Errorf("crashes at %d and %d: children %v", first, second, slices.Sorted(maps.Keys(res.Children)))
+				}
 			}
 		}
-		return false
-	}
-	for first := 20; first < 48; first++ {
-		for _, second := range []int{3, 6, 9} {
-			saver := checkpoint.NewMemory(0)
-			if !crashAfter(saver, agent.Prompt("go"), "one", first) {
-				continue
-			}
-			time.Sleep(2 * time.Millisecond)
-			crashAfter(saver, agent.Input{}, "two", second)
-			time.Sleep(2 * time.Millisecond)
-			res, err := durableAgent(t, durableScript, deepagents.Config{Tools: []tool.Tool{&counter{}}}).
-				Invoke(ctx, agent.Input{}, runner.Checkpoints(saver, "th"))
-			if err != nil && strings.Contains(err.Error(), "no unfinished run") {
-				continue // the second crash came after the end was saved
-			}
-			if err != nil {
-				t.Fatalf("crashes at %d and %d: %v", first, second, err)
-			}
-			compareEnd(t, ref, res.State.Messages, res.State.Files)
-			if len(res.Children) != 2 || res.Children["t1"] == nil || res.Children["t2"] == nil {
-				t.Errorf("crashes at %d and %d: children %v", first, second, slices.Sorted(maps.Keys(res.Children)))
-			}
-		}
-	}
+	})
 }
 
 // A subagent's input is not a checkpoint of its own: the parent's step holds
@@ -1417,53 +1435,56 @@ func TestCancelledRunResumes(t *testing.T) {
 // result; resuming does not run it again.
 func TestCancelKeepsEndedCalls(t *testing.T) {
 	for i := range 20 {
-		ctx := context.Background()
-		release := make(chan struct{})
-		var ran atomic.Int32
-		gate, err := tool.Func("gate", "Waits to be let go.", func(ctx context.Context, _ *tool.Env, in struct{}) (string, error) {
-			select {
-			case <-release:
-			case <-ctx.Done():
-				return "", ctx.Err()
+		inBubble(t, func(t *testing.T) {
+			ctx := context.Background()
+			release := make(chan struct{})
+			var ran atomic.Int32
+			gate, err := tool.Func("gate", "Waits to be let go.", func(ctx context.Context, _ *tool.Env, in struct{}) (string, error) {
+				select {
+				case <-release:
+				case <-ctx.Done():
+					return "", ctx.Err()
+				}
+				ran.Add(1)
+				return "let go", nil
+			})
+			if err != nil {
+				t.Fatal(err)
 			}
-			ran.Add(1)
-			return "let go", nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		a := durableAgent(t, `{
+			a := durableAgent(t, `{
 		  "parent": [
 		    {"tool_calls": [{"id": "g1", "name": "gate", "args": {}},
 		                    {"id": "t1", "name": "task", "args": {"description": "count", "subagent_type": "general-purpose"}}]},
 		    {"content": "done"}],
 		  "general-purpose": [{"tool_calls": [{"id": "c1", "name": "ls", "args": {}}]}, {"content": "listed"}]}`,
-			deepagents.Config{Tools: []tool.Tool{gate}})
-		saver := checkpoint.NewMemory(0)
-		cctx, cancel := context.WithCancel(ctx)
-		_, err = agent.Drain(a.Run(cctx, agent.Prompt("go"), runner.Checkpoints(saver, "keep")), func(ev agent.Event) {
-			if ev.Type == agent.ToolEnd && ev.Tool.CallID == "c1" {
-				// The gate ends while the run is in this event; give its
-				// end time to reach the run, then cancel.
-				close(release)
-				for ran.Load() == 0 {
-					time.Sleep(time.Millisecond)
+				deepagents.Config{Tools: []tool.Tool{gate}})
+			saver := checkpoint.NewMemory(0)
+			cctx, cancel := context.WithCancel(ctx)
+			_, err = agent.Drain(a.Run(cctx, agent.Prompt("go"), runner.Checkpoints(saver, "keep")), func(ev agent.Event) {
+				if ev.Type == agent.ToolEnd && ev.Tool.CallID == "c1" {
+					// The gate ends while the run is in this event; once every
+					// other goroutine of the bubble waits, its end has reached
+					// the run: cancel.
+					close(release)
+					synctest.Wait()
+					if ran.Load() == 0 {
+						t.Error("the gate did not end when let go")
+					}
+					cancel()
 				}
-				time.Sleep(20 * time.Millisecond)
-				cancel()
+			})
+			cancel()
+			if err == nil {
+				t.Fatal("the run was not cancelled")
+			}
+			res, err := a.Invoke(ctx, agent.Input{}, runner.Checkpoints(saver, "keep"))
+			if err != nil || res.FinalText() != "done" {
+				t.Fatalf("resume: %v %q", err, res.FinalText())
+			}
+			if n := ran.Load(); n != 1 {
+				t.Fatalf("iteration %d: the gate call ran %d times", i, n)
 			}
 		})
-		cancel()
-		if err == nil {
-			t.Fatal("the run was not cancelled")
-		}
-		res, err := a.Invoke(ctx, agent.Input{}, runner.Checkpoints(saver, "keep"))
-		if err != nil || res.FinalText() != "done" {
-			t.Fatalf("resume: %v %q", err, res.FinalText())
-		}
-		if n := ran.Load(); n != 1 {
-			t.Fatalf("iteration %d: the gate call ran %d times", i, n)
-		}
 	}
 }
 
@@ -1697,56 +1718,58 @@ func crashOnADirectory(t *testing.T, layered bool) {
 	}
 	for n := 1; n < refEvents; n++ {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
-			c := &counter{}
-			base := checkpoint.NewMemory(0)
-			saver := &crashable{Saver: base}
-			dir := t.TempDir()
-			a := dirAgent(t, c, dir)
-			seen := 0
-			for range a.Run(ctx, agent.Prompt("go"), runner.Checkpoints(saver, "th"), runner.Lease(saver, "th", "first", time.Millisecond)) {
-				seen++
-				if seen == n {
-					saver.dead.Store(true)
-					break
+			inBubble(t, func(t *testing.T) {
+				c := &counter{}
+				base := checkpoint.NewMemory(0)
+				saver := &crashable{Saver: base}
+				dir := t.TempDir()
+				a := dirAgent(t, c, dir)
+				seen := 0
+				for range a.Run(ctx, agent.Prompt("go"), runner.Checkpoints(saver, "th"), runner.Lease(saver, "th", "first", time.Millisecond)) {
+					seen++
+					if seen == n {
+						saver.dead.Store(true)
+						break
+					}
 				}
-			}
-			time.Sleep(2 * time.Millisecond)
-			rs, err := runner.LoadRunState(ctx, base, "th", agent.RootPath("parent"), false)
-			if errors.Is(err, checkpoint.ErrNotFound) {
-				return // cut off before its input was saved
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if rs.Status != "" {
-				if !slices.Equal(rs.Loop.Changed, ref.Changed) {
-					t.Errorf("saved changed paths %v, want %v", rs.Loop.Changed, ref.Changed)
+				time.Sleep(2 * time.Millisecond) // the crashed holder's 1 ms lease runs out (bubble time)
+				rs, err := runner.LoadRunState(ctx, base, "th", agent.RootPath("parent"), false)
+				if errors.Is(err, checkpoint.ErrNotFound) {
+					return // cut off before its input was saved
 				}
-				return
-			}
-			// The steps whose results are in the conversation finished.
-			got, err := runner.ChangedByFinishedSteps(ctx, base, rs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var want []string
-			for _, m := range rs.Messages {
-				if p, ok := dirCallPaths[m.ToolCallID]; ok && m.Role == llm.RoleTool && !slices.Contains(want, p) {
-					want = append(want, p)
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
-			slices.Sort(want)
-			if !slices.Equal(got, want) {
-				t.Errorf("the finished steps changed %v, want %v", got, want)
-			}
+				if rs.Status != "" {
+					if !slices.Equal(rs.Loop.Changed, ref.Changed) {
+						t.Errorf("saved changed paths %v, want %v", rs.Loop.Changed, ref.Changed)
+					}
+					return
+				}
+				// The steps whose results are in the conversation finished.
+				got, err := runner.ChangedByFinishedSteps(ctx, base, rs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var want []string
+				for _, m := range rs.Messages {
+					if p, ok := dirCallPaths[m.ToolCallID]; ok && m.Role == llm.RoleTool && !slices.Contains(want, p) {
+						want = append(want, p)
+					}
+				}
+				slices.Sort(want)
+				if !slices.Equal(got, want) {
+					t.Errorf("the finished steps changed %v, want %v", got, want)
+				}
 
-			res, err := dirAgent(t, c, dir).Invoke(ctx, agent.Input{}, runner.Checkpoints(base, "th"), runner.Lease(base, "th", "second", time.Minute))
-			if err != nil {
-				t.Fatalf("resume: %v", err)
-			}
-			if res.Status != agent.StatusOK || !slices.Equal(res.Changed, ref.Changed) {
-				t.Errorf("resumed run: %s, changed %v, want %v", res.Status, res.Changed, ref.Changed)
-			}
+				res, err := dirAgent(t, c, dir).Invoke(ctx, agent.Input{}, runner.Checkpoints(base, "th"), runner.Lease(base, "th", "second", time.Minute))
+				if err != nil {
+					t.Fatalf("resume: %v", err)
+				}
+				if res.Status != agent.StatusOK || !slices.Equal(res.Changed, ref.Changed) {
+					t.Errorf("resumed run: %s, changed %v, want %v", res.Status, res.Changed, ref.Changed)
+				}
+			})
 		})
 	}
 }

@@ -379,14 +379,17 @@ func TestFinishedRunStreamsInPages(t *testing.T) {
 		t.Fatal(err)
 	}
 	live, runID := ids(resp)
-	for {
-		s.mu.Lock()
-		_, running := s.live[runID]
-		s.mu.Unlock()
-		if !running {
-			break
+	// The stream ends with the run's last event, a moment before the run
+	// is let go: wait for it to finish, so that the join reads it stored.
+	s.mu.Lock()
+	lr := s.live[runID]
+	s.mu.Unlock()
+	if lr != nil {
+		select {
+		case <-lr.finished:
+		case <-time.After(testTimeout):
+			t.Fatalf("run %s did not finish", runID)
 		}
-		time.Sleep(time.Millisecond)
 	}
 	req, _ := http.NewRequest("GET", hs.URL+"/threads/t/runs/"+runID+"/stream", nil)
 	req.Header.Set("Last-Event-ID", "-1")

@@ -545,6 +545,8 @@ func TestStreamCutsAClientThatStopsReading(t *testing.T) {
 		if resp.StatusCode != 429 || time.Now().After(deadline) {
 			t.Fatalf("another client's stream: %d %s (the client that reads nothing still holds the only slot after 30 s)", resp.StatusCode, b)
 		}
+		// Real time: the cut is the server's write deadline on a real
+		// connection, which no fake clock moves.
 		time.Sleep(50 * time.Millisecond)
 	}
 }

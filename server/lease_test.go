@@ -33,6 +33,8 @@ func TestRunTakesLeaseOfKilledProcess(t *testing.T) {
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
+	// A real process dies in the kernel's own time: poll /proc for it, up
+	// to a deadline.
 	for deadline := time.Now().Add(5 * time.Second); !isZombie(pid); time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("process %d did not become a zombie", pid)

@@ -396,6 +396,9 @@ func TestSchemaUpgradeOutlastsTheCallTimeout(t *testing.T) {
 	defer func() { <-unlocked }() // before admin is closed
 	go func() {
 		defer close(unlocked)
+		// Real time: the lock must be held for longer than the call
+		// timeout, and that timeout runs on the wall clock against a real
+		// server.
 		time.Sleep(800 * time.Millisecond)
 		_, _ = admin.Exec(context.Background(), "SELECT pg_advisory_unlock($1)", key)
 	}()

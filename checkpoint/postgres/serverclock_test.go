@@ -30,6 +30,8 @@ func TestServerClockTimesLeases(t *testing.T) {
 	if _, err := s.Renew(ctx, "T", "a", time.Unix(0, 0), ttl); err != nil {
 		t.Fatalf("renew with a clock far behind: %v", err)
 	}
+	// Real time: the lease runs out by the PostgreSQL server's clock, which
+	// no fake clock in this process moves.
 	time.Sleep(ttl + 200*time.Millisecond)
 	if l, err := s.Acquire(ctx, "T", "b", time.Unix(0, 0), ttl); err != nil || l.Holder != "b" {
 		t.Fatalf("the lease ran out by the server's clock, but a clock far behind could not take it: %v", err)

@@ -94,11 +94,14 @@ func TestPutAfterTheServerEndedTheConnections(t *testing.T) {
 	st := checkpoint.Step{ThreadID: "T", ID: "c3", ParentID: "c2"}
 	done := make(chan error, 1)
 	go func() { done <- s.Put(ctx, st) }()
-	for waiting := 0; waiting == 0; {
+	// Poll the server, up to a deadline, until the put waits on the lock.
+	for waiting, deadline := 0, time.Now().Add(time.Minute); waiting == 0; time.Sleep(5 * time.Millisecond) {
 		if err := tx.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`, app).Scan(&waiting); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(5 * time.Millisecond)
+		if waiting == 0 && time.Now().After(deadline) {
+			t.Fatal("the put did not wait on the locked table")
+		}
 	}
 	var n int
 	if err := tx.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`, app).Scan(&n); err != nil || n == 0 {
