@@ -1773,3 +1773,29 @@ func crashOnADirectory(t *testing.T, layered bool) {
 		})
 	}
 }
+
+// TestCheckpointsOnARunStore: a store with only the four methods of
+// checkpoint.RunStore is enough for a durable run and its resumption; it
+// takes no lease, so a thread another holder leases in the same saver is
+// not refused, while the whole saver (a Leaser too) refuses it.
+func TestCheckpointsOnARunStore(t *testing.T) {
+	ctx := context.Background()
+	saver := checkpoint.NewMemory(0)
+	store := struct{ checkpoint.RunStore }{saver}
+	if _, err := saver.Acquire(ctx, "th", "someone else", time.Now(), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	a := durableAgent(t, `{"parent": [{"tool_calls": [{"id": "w", "name": "write_file", "args": {"file_path": "/a.md", "content": "x"}}]}, {"content": "done"}]}`,
+		deepagents.Config{InterruptOn: map[string]agent.Approval{"write_file": {}}})
+	res, err := a.Invoke(ctx, agent.Prompt("go"), runner.Checkpoints(store, "th"))
+	if !errors.Is(err, agent.ErrInterrupted) || len(res.Interrupts) != 1 {
+		t.Fatalf("first run: %v, %d waiting", err, len(res.Interrupts))
+	}
+	res, err = a.Invoke(ctx, agent.Input{}, runner.Checkpoints(store, "th"), agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "w"}))
+	if err != nil || res.FinalText() != "done" {
+		t.Fatalf("resumed run: %v %+v", err, res)
+	}
+	if _, err := a.Invoke(ctx, agent.Prompt("again"), runner.Checkpoints(saver, "th")); !errors.Is(err, checkpoint.ErrLeased) {
+		t.Fatalf("the whole saver leases the thread: %v", err)
+	}
+}

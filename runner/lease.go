@@ -32,14 +32,22 @@ const DefaultLeaseTTL = time.Minute
 // holds the thread's lease while it runs, as this process for
 // DefaultLeaseTTL, so that a second run on the thread is refused. Lease,
 // given after it, changes the holder or its time to live.
-func Checkpoints(saver checkpoint.Saver, thread string, opts ...Option) agent.RunOption {
+//
+// A run needs only the four methods of checkpoint.RunStore. The lease is
+// taken when store is also a checkpoint.Leaser, as every saver of this
+// module is; a store without leases (one under an engine that already runs
+// each thread once, say) runs without them.
+func Checkpoints(store checkpoint.RunStore, thread string, opts ...Option) agent.RunOption {
 	var c config
 	for _, o := range opts {
 		o(&c)
 	}
-	return agent.Options(agent.WithThread(thread, threadOf(saver, thread)),
-		agent.WithRecorder(retrying{rec: CheckpointRecorder(saver, thread), budget: c.saveRetry}),
-		Lease(saver, thread, "", 0))
+	opts2 := []agent.RunOption{agent.WithThread(thread, threadOf(store, thread)),
+		agent.WithRecorder(retrying{rec: CheckpointRecorder(store, thread), budget: c.saveRetry})}
+	if l, ok := store.(checkpoint.Leaser); ok {
+		opts2 = append(opts2, Lease(l, thread, "", 0))
+	}
+	return agent.Options(opts2...)
 }
 
 // Option is a knob of Checkpoints.
@@ -60,7 +68,7 @@ func WithSaveRetry(d time.Duration) Option { return func(c *config) { c.saveRetr
 // Lease has a run hold thread's lease in saver as holder (default: this
 // host and process, LeaseHolder) with a time to live of ttl (default
 // DefaultLeaseTTL).
-func Lease(saver checkpoint.Saver, thread, holder string, ttl time.Duration) agent.RunOption {
+func Lease(saver checkpoint.Leaser, thread, holder string, ttl time.Duration) agent.RunOption {
 	return agent.WithHold(&lease{saver: saver, thread: thread, holder: holder, ttl: ttl})
 }
 
@@ -132,7 +140,7 @@ func deadLocalHolder(holder string) bool {
 // that LeaseHolderGone says is gone, without waiting for its lease to
 // expire. Runs take their threads this way; so should other callers that
 // hold a thread (to delete it, say).
-func TakeLease(ctx context.Context, saver checkpoint.Saver, thread, holder string, now time.Time, ttl time.Duration) (checkpoint.Lease, error) {
+func TakeLease(ctx context.Context, saver checkpoint.Leaser, thread, holder string, now time.Time, ttl time.Duration) (checkpoint.Lease, error) {
 	l, err := saver.Acquire(ctx, thread, holder, now, ttl)
 	var le *checkpoint.LeasedError
 	if errors.As(err, &le) && deadLocalHolder(le.Holder) {
@@ -147,7 +155,7 @@ func TakeLease(ctx context.Context, saver checkpoint.Saver, thread, holder strin
 // starts, renewed every third of its time to live, released when the run
 // ends.
 type lease struct {
-	saver  checkpoint.Saver
+	saver  checkpoint.Leaser
 	thread string
 	holder string
 	ttl    time.Duration

@@ -14,8 +14,9 @@ import (
 )
 
 // putRun saves a one-step run at ns in thread "T" whose loop value is ls.
-func putRun(t *testing.T, saver checkpoint.Saver, ns string, ls agent.LoopState) {
+func putRun(t *testing.T, store checkpoint.Reader, ns string, ls agent.LoopState) {
 	t.Helper()
+	saver := store.(checkpoint.Recorder)
 	lv, err := json.Marshal(ls)
 	if err != nil {
 		t.Fatal(err)

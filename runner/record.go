@@ -40,13 +40,13 @@ func (e unavailable) Is(target error) bool { return target == agent.ErrRecorderU
 // (what it saves was paid for); one the store cannot take for now fails
 // with agent.ErrRecorderUnavailable. A run given Checkpoints records with
 // one, and so do the subagent runs it starts.
-func CheckpointRecorder(saver checkpoint.Saver, thread string) agent.Recorder {
+func CheckpointRecorder(saver checkpoint.RunStore, thread string) agent.Recorder {
 	return &ckRecorder{saver: saver, thread: thread}
 }
 
 // ckRecorder is CheckpointRecorder's recorder.
 type ckRecorder struct {
-	saver  checkpoint.Saver
+	saver  checkpoint.RunStore
 	thread string
 
 	mu sync.Mutex

@@ -45,7 +45,7 @@ func nsOf(p agent.Path) string {
 
 // thread is a thread of a checkpoint store as a run reads it (agent.Thread).
 type thread struct {
-	saver checkpoint.Saver
+	saver checkpoint.Reader
 	id    string
 }
 
@@ -155,7 +155,7 @@ func nsOfState(rs *agent.RunState) (string, error) {
 // checkpoint. With deep set, the states of subagents started by the step in
 // progress are read too (agent.RunState.Children). It returns checkpoint.ErrNotFound
 // when the run has no checkpoint.
-func LoadRunState(ctx context.Context, saver checkpoint.Saver, thread string, path agent.Path, deep bool) (*agent.RunState, error) {
+func LoadRunState(ctx context.Context, saver checkpoint.Reader, thread string, path agent.Path, deep bool) (*agent.RunState, error) {
 	ns := nsOf(path)
 	cp, err := saver.Get(ctx, checkpoint.Ref{ThreadID: thread, NS: ns})
 	if err != nil {
@@ -287,7 +287,7 @@ func LoadRunState(ctx context.Context, saver checkpoint.Saver, thread string, pa
 // was cut off before the run's next checkpoint. Such a run is no longer
 // waiting for them; with none left it is unfinished, and resuming it
 // continues without decisions.
-func dropAnswered(ctx context.Context, saver checkpoint.Saver, rs *agent.RunState, path agent.Path) error {
+func dropAnswered(ctx context.Context, saver checkpoint.Reader, rs *agent.RunState, path agent.Path) error {
 	// Paths are compared by namespace: a top-level run's is "" whatever
 	// name its root is read under.
 	own := nsOf(path)
@@ -353,7 +353,7 @@ func dropAnswered(ctx context.Context, saver checkpoint.Saver, rs *agent.RunStat
 // progress (rs.InProgress) are left out. A run that stops saves its list
 // (rs.Loop.Changed), and one whose files are in its state can compare them
 // with its input's; one cut off on a real directory has only this.
-func ChangedByFinishedSteps(ctx context.Context, saver checkpoint.Saver, rs *agent.RunState) ([]string, error) {
+func ChangedByFinishedSteps(ctx context.Context, saver checkpoint.Reader, rs *agent.RunState) ([]string, error) {
 	ns, err := nsOfState(rs)
 	if err != nil {
 		return nil, err
@@ -369,7 +369,7 @@ func ChangedByFinishedSteps(ctx context.Context, saver checkpoint.Saver, rs *age
 // step would cost every step): a saver that reads a namespace's writes
 // alone (checkpoint.PendingReader) does it in one read; with any other,
 // each step's checkpoint is read whole.
-func changedByCalls(ctx context.Context, saver checkpoint.Saver, thread, ns string, rs *agent.RunState) ([]string, error) {
+func changedByCalls(ctx context.Context, saver checkpoint.Reader, thread, ns string, rs *agent.RunState) ([]string, error) {
 	cps, err := saver.List(ctx, checkpoint.ListOptions{ThreadID: thread, NS: ns})
 	if err != nil {
 		return nil, fmt.Errorf("thread %q: listing the run's checkpoints: %w", thread, err)
@@ -431,7 +431,7 @@ func changedByCalls(ctx context.Context, saver checkpoint.Saver, thread, ns stri
 // changedByKidsInFlight lists the paths that the subagent runs started by
 // the calls of rs's step in progress that have not finished changed so far,
 // theirs and their own subagents'.
-func changedByKidsInFlight(ctx context.Context, saver checkpoint.Saver, thread, ns string, rs *agent.RunState) ([]string, error) {
+func changedByKidsInFlight(ctx context.Context, saver checkpoint.Reader, thread, ns string, rs *agent.RunState) ([]string, error) {
 	st := rs.InProgress
 	if st == nil {
 		return nil, nil
@@ -493,7 +493,7 @@ func changedByKidsInFlight(ctx context.Context, saver checkpoint.Saver, thread, 
 }
 
 // threadOf is thread id of saver as a run reads it.
-func threadOf(saver checkpoint.Saver, id string) agent.Thread {
+func threadOf(saver checkpoint.Reader, id string) agent.Thread {
 	if saver == nil {
 		return nil
 	}
