@@ -114,119 +114,6 @@ type Decision struct {
 	Tool string `json:"tool,omitempty"`
 }
 
-// UnmarshalJSON accepts a decision in our shape or in LangChain's, where an
-// edit carries {"edited_action": {"name": ..., "args": {...}}} (older
-// clients send "arguments").
-func (d *Decision) UnmarshalJSON(b []byte) error {
-	var raw struct {
-		Type         DecisionType    `json:"type"`
-		CallID       string          `json:"call_id"`
-		ID           string          `json:"id"`
-		Path         string          `json:"path"`
-		Args         json.RawMessage `json:"args"`
-		Message      string          `json:"message"`
-		EditedAction *struct {
-			Name      string          `json:"name"`
-			Args      json.RawMessage `json:"args"`
-			Arguments json.RawMessage `json:"arguments"`
-		} `json:"edited_action"`
-	}
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return err
-	}
-	*d = Decision{Type: raw.Type, CallID: raw.CallID, Path: raw.Path, Args: raw.Args, Message: raw.Message}
-	if d.CallID == "" {
-		d.CallID = raw.ID
-	}
-	if ea := raw.EditedAction; ea != nil {
-		d.Tool = ea.Name
-	}
-	if ea := raw.EditedAction; ea != nil && len(d.Args) == 0 {
-		d.Args = ea.Args
-		if len(d.Args) == 0 {
-			d.Args = ea.Arguments
-		}
-	}
-	if isJSONNull(d.Args) {
-		d.Args = nil
-	}
-	return nil
-}
-
-func isJSONNull(b json.RawMessage) bool { return string(bytes.TrimSpace(b)) == "null" }
-
-// ParseDecisions reads decisions as JSON: a list of decisions, or an object
-// {"decisions": [...]} as LangChain's resume payload has it. Every decision
-// is checked for shape (a known type, a call id, object arguments for an
-// edit); whether it answers a waiting call is checked when a run resumes.
-func ParseDecisions(b []byte) ([]Decision, error) {
-	b = bytes.TrimSpace(b)
-	var ds []Decision
-	if len(b) > 0 && b[0] == '{' {
-		var wrap struct {
-			Decisions *[]Decision `json:"decisions"`
-		}
-		if err := json.Unmarshal(b, &wrap); err != nil {
-			return nil, fmt.Errorf("decisions: %w", err)
-		}
-		if wrap.Decisions == nil {
-			return nil, errors.New(`decisions: the object has no "decisions" list`)
-		}
-		ds = *wrap.Decisions
-	} else if err := json.Unmarshal(b, &ds); err != nil {
-		return nil, fmt.Errorf("decisions: %w", err)
-	}
-	for i, d := range ds {
-		if err := d.Check(); err != nil {
-			return nil, fmt.Errorf("decision %d: %w", i+1, err)
-		}
-	}
-	return ds, nil
-}
-
-// DecisionsInOrder reads decisions given as JSON objects, as a resume
-// payload lists them, against the calls waiting for them. A decision that
-// names no call (no "call_id" or "id"), as LangChain's clients send them,
-// answers the waiting call at its position in waiting, which is the order
-// of the interrupt's action_requests; a decision that names one is left as
-// it is. Then the decisions are parsed as by ParseDecisions.
-func DecisionsInOrder(list []json.RawMessage, waiting []Interrupt) ([]Decision, error) {
-	fixed := make([]json.RawMessage, len(list))
-	for i, raw := range list {
-		fixed[i] = raw
-		var m map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &m); err != nil || m == nil {
-			return nil, fmt.Errorf("decision %d is not a JSON object", i+1)
-		}
-		_, hasCall := m["call_id"]
-		_, hasID := m["id"]
-		if hasCall || hasID {
-			continue
-		}
-		if len(waiting) == 0 {
-			return nil, fmt.Errorf("decision %d names no call_id, and no call is waiting for a decision", i+1)
-		}
-		if len(list) > len(waiting) {
-			return nil, fmt.Errorf("%d %s for %d waiting %s (%s): give one decision per waiting call, in order, or name each one's call_id",
-				len(list), plural(len(list), "decision", "decisions"), len(waiting), plural(len(waiting), "call", "calls"), WaitingNames(waiting))
-		}
-		m["call_id"], _ = json.Marshal(waiting[i].CallID)
-		if _, ok := m["path"]; !ok {
-			m["path"], _ = json.Marshal(waiting[i].Path)
-		}
-		b, err := json.Marshal(m)
-		if err != nil {
-			return nil, fmt.Errorf("decision %d: %v", i+1, err)
-		}
-		fixed[i] = b
-	}
-	b, err := json.Marshal(fixed)
-	if err != nil {
-		return nil, err
-	}
-	return ParseDecisions(b)
-}
-
 // WaitingNames names waiting calls by tool and call id, for messages:
 // "write_file c1, edit_file c2".
 func WaitingNames(waiting []Interrupt) string {
@@ -270,40 +157,6 @@ func (d Decision) Check() error {
 		return fmt.Errorf("the %s decision names no call_id", d.Type)
 	}
 	return nil
-}
-
-// HITLRequest is the LangChain-compatible view of the calls a run stopped
-// at: one action request and one review config per waiting call, in order.
-type HITLRequest struct {
-	ActionRequests []ActionRequest `json:"action_requests"`
-	ReviewConfigs  []ReviewConfig  `json:"review_configs"`
-}
-
-// ActionRequest is one waiting call as LangChain clients show it; ID and
-// Path are ours, so that a client can answer by call id.
-type ActionRequest struct {
-	Name        string          `json:"name"`
-	Args        json.RawMessage `json:"args"`
-	Description string          `json:"description,omitempty"`
-	ID          string          `json:"id"`
-	Path        string          `json:"path"`
-}
-
-// ReviewConfig says which decisions a waiting call allows.
-type ReviewConfig struct {
-	ActionName       string         `json:"action_name"`
-	AllowedDecisions []DecisionType `json:"allowed_decisions"`
-}
-
-// HITL returns the LangChain-compatible request for interrupts.
-func HITL(interrupts []Interrupt) HITLRequest {
-	req := HITLRequest{ActionRequests: []ActionRequest{}, ReviewConfigs: []ReviewConfig{}}
-	for _, in := range interrupts {
-		req.ActionRequests = append(req.ActionRequests, ActionRequest{Name: in.Tool, Args: in.Args,
-			Description: in.Description, ID: in.CallID, Path: in.Path})
-		req.ReviewConfigs = append(req.ReviewConfigs, ReviewConfig{ActionName: in.Tool, AllowedDecisions: in.Allowed})
-	}
-	return req
 }
 
 // approvalFor returns the policy for call c of the agent's tools and what
@@ -408,3 +261,5 @@ func ungatedText(ungated, tools []string, stepTools bool) string {
 	}
 	return fmt.Sprintf("interrupt_on names %s, which %s, %s", strings.Join(ungated, ", "), which, then)
 }
+
+func isJSONNull(b json.RawMessage) bool { return string(bytes.TrimSpace(b)) == "null" }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/hitl"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
 	"github.com/deepagents-go/deepagents/runner"
@@ -95,7 +96,7 @@ func TestArgCheckGatesOnlyTheCallsItPicks(t *testing.T) {
 		!strings.HasPrefix(in.Description, "/protected/x.txt is protected. The agent wants to call write with") {
 		t.Errorf("interrupt %+v", in)
 	}
-	if h := agent.HITL(res.Interrupts); h.ActionRequests[0].Description != in.Description {
+	if h := hitl.RequestFor(res.Interrupts); h.ActionRequests[0].Description != in.Description {
 		t.Errorf("the LangChain request's description %q, want %q", h.ActionRequests[0].Description, in.Description)
 	}
 	if approved, ran := seen.get("c1"); !ran || approved {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/hitl"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
 	"github.com/deepagents-go/deepagents/runner"
@@ -119,7 +120,7 @@ func TestRespondIsRefusedWhenNotAllowedOrEmpty(t *testing.T) {
 // The JSON shape LangChain's clients send, {"type": "respond", "message":
 // ...}, is read, and "respond" is a decision a policy may name.
 func TestRespondDecisionJSON(t *testing.T) {
-	ds, err := agent.ParseDecisions([]byte(`{"decisions":[{"type":"respond","id":"c1","message":"42"}]}`))
+	ds, err := hitl.ParseDecisions([]byte(`{"decisions":[{"type":"respond","id":"c1","message":"42"}]}`))
 	if err != nil || len(ds) != 1 || ds[0].Type != agent.Respond || ds[0].CallID != "c1" || ds[0].Message != "42" {
 		t.Fatalf("got %+v, %v", ds, err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/checkpoint/sqlite"
+	"github.com/deepagents-go/deepagents/hitl"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
 	"github.com/deepagents-go/deepagents/runner"
@@ -376,7 +377,7 @@ func TestApprovalsPartialThenAll(t *testing.T) {
 	if c.snapshot()["parent b1"] != 1 {
 		t.Fatalf("the free call did not run once: %v", c.snapshot())
 	}
-	hitl, _ := json.Marshal(agent.HITL(res.Interrupts))
+	hitl, _ := json.Marshal(hitl.RequestFor(res.Interrupts))
 	if !strings.Contains(string(hitl), `"action_requests":[{"name":"write_file","args":{"file_path":"/one.md","content":"1"}`) ||
 		!strings.Contains(string(hitl), `"review_configs":[{"action_name":"write_file","allowed_decisions":["approve","edit","reject"]}`) {
 		t.Fatalf("HITL payload %s", hitl)
@@ -430,7 +431,7 @@ func TestApprovalEditRunsNewArgs(t *testing.T) {
 	if _, err := a.Invoke(ctx, agent.Prompt("go"), runner.Checkpoints(saver, "ed")); !errors.Is(err, agent.ErrInterrupted) {
 		t.Fatal(err)
 	}
-	ds, err := agent.ParseDecisions([]byte(`{"decisions": [
+	ds, err := hitl.ParseDecisions([]byte(`{"decisions": [
 		{"type": "edit", "call_id": "w1", "edited_action": {"name": "write_file", "args": {"file_path": "/edited.md", "content": "E"}}},
 		{"type": "approve", "call_id": "w2"}]}`))
 	if err != nil {
@@ -1571,7 +1572,7 @@ func TestDecisionErrorsNameWhatIsWrong(t *testing.T) {
 		{Path: "parent", CallID: "c", Tool: "write_file", Allowed: agent.AllDecisions},
 		{Path: "parent / general-purpose#t1", CallID: "c", Tool: "edit_file", Allowed: agent.AllDecisions},
 	}
-	ds, err := agent.ParseDecisions([]byte(`[{"type": "edit", "call_id": "c", "path": "parent", "edited_action": {"name": "delete", "args": {"file_path": "/a"}}}]`))
+	ds, err := hitl.ParseDecisions([]byte(`[{"type": "edit", "call_id": "c", "path": "parent", "edited_action": {"name": "delete", "args": {"file_path": "/a"}}}]`))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/hitl"
 )
 
 // InterruptOn maps a tool name to whether its calls wait for a person's
@@ -140,15 +141,17 @@ func (d *Decision) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &stop); err != nil {
 		return err
 	}
-	if err := json.Unmarshal(b, &d.Decision); err != nil {
+	dec, err := hitl.ParseDecision(b)
+	if err != nil {
 		return err
 	}
+	d.Decision = dec
 	d.Stop = stop.Stop
 	return nil
 }
 
 // decodeDecision reads one decision in our shape or LangChain's (see
-// agent.Decision), checks its shape and reports problems at their position.
+// hitl.ParseDecision), checks its shape and reports problems at their position.
 func decodeDecision(d *decoder, n *node, v reflect.Value, path string) error {
 	if n.kind != kObject {
 		return errAt(n.start, `%s must be a decision {"call_id", "type", ...}, not %s`, path, n.kind.words())

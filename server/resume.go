@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/hitl"
 )
 
 // maxDecisions caps the decisions of one resume.
@@ -59,7 +60,7 @@ func parseResume(raw json.RawMessage, waiting []agent.Interrupt, interruptID str
 		return nil, fmt.Errorf("command.resume has %d decisions for %d waiting %s (%s); send one decision per waiting call",
 			len(list), len(waiting), plural(len(waiting), "call", "calls"), agent.WaitingNames(waiting))
 	}
-	ds, err := agent.DecisionsInOrder(list, waiting)
+	ds, err := hitl.InOrder(list, waiting)
 	if err != nil {
 		return nil, fmt.Errorf("command.resume: %w", err)
 	}

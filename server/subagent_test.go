@@ -7,6 +7,7 @@ import (
 
 	"github.com/deepagents-go/deepagents"
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/hitl"
 )
 
 // TestSubagentApproval: a call a subagent makes that needs approval is
@@ -22,7 +23,7 @@ func TestSubagentApproval(t *testing.T) {
 	h := newHarness(t, Config{Agents: []AgentSpec{{Name: "boss", Agent: a}}})
 	var res struct {
 		Interrupt []struct {
-			Value agent.HITLRequest `json:"value"`
+			Value hitl.Request `json:"value"`
 		} `json:"__interrupt__"`
 	}
 	h.json("POST", "/threads/sa/runs/wait", map[string]any{"assistant_id": "boss", "if_not_exists": "create",

@@ -16,6 +16,7 @@ import (
 
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/hitl"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/runner"
 	"github.com/deepagents-go/deepagents/vfs"
@@ -301,7 +302,7 @@ func interruptsOf(rs *agent.RunState) []InterruptRecord {
 	if rs == nil || rs.Status != agent.StatusInterrupted || len(rs.Loop.Interrupts) == 0 {
 		return []InterruptRecord{}
 	}
-	return []InterruptRecord{{ID: rs.Checkpoint, Value: agent.HITL(rs.Loop.Interrupts)}}
+	return []InterruptRecord{{ID: rs.Checkpoint, Value: hitl.RequestFor(rs.Loop.Interrupts)}}
 }
 
 func (s *Server) threadView(ctx context.Context, rec ThreadRecord) (Thread, error) {

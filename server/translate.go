@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/hitl"
 	"github.com/deepagents-go/deepagents/llm"
 )
 
@@ -189,7 +190,7 @@ func (t *translator) final(res *agent.Result) {
 	if res != nil && res.Status == agent.StatusInterrupted {
 		in := interruptsOf(rs)
 		if len(in) == 0 && len(res.Interrupts) > 0 {
-			in = []InterruptRecord{{ID: rs.Checkpoint, Value: agent.HITL(res.Interrupts)}}
+			in = []InterruptRecord{{ID: rs.Checkpoint, Value: hitl.RequestFor(res.Interrupts)}}
 		}
 		if len(in) > 0 {
 			v["__interrupt__"] = in

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/hitl"
 	"github.com/deepagents-go/deepagents/internal/safefile"
 	"github.com/deepagents-go/deepagents/runner"
 )
@@ -240,7 +241,7 @@ func readDecisions(name string, stdin io.Reader) ([]json.RawMessage, error) {
 }
 
 // answerInOrder reads decisions from a --decisions file against the
-// thread's waiting calls (agent.DecisionsInOrder): one that names no call
+// thread's waiting calls (hitl.InOrder): one that names no call
 // answers the waiting call at its position, which is the order of
 // action_requests in the JSON result of the run that stopped.
 func answerInOrder(ctx context.Context, setup *setup, thread string, list []json.RawMessage) ([]agent.Decision, error) {
@@ -248,7 +249,7 @@ func answerInOrder(ctx context.Context, setup *setup, thread string, list []json
 	if rs, err := runner.LoadRunState(ctx, setup.saver, thread, agent.RootPath(setup.agent.Name()), false); err == nil {
 		waiting = rs.Loop.Interrupts
 	}
-	return agent.DecisionsInOrder(list, waiting)
+	return hitl.InOrder(list, waiting)
 }
 
 // flagsTellCallsApart refuses a decision flag whose call id more than one

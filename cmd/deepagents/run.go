@@ -19,6 +19,7 @@ import (
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/compact"
 	"github.com/deepagents-go/deepagents/config"
+	"github.com/deepagents-go/deepagents/hitl"
 	"github.com/deepagents-go/deepagents/internal/safefile"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/providers"
@@ -1004,9 +1005,9 @@ type runSummary struct {
 	// Interrupts are the calls waiting for approval (status interrupted),
 	// and ActionRequests and ReviewConfigs the same calls in the shape of
 	// LangChain's human-in-the-loop requests.
-	Interrupts     []agent.Interrupt    `json:"interrupts,omitempty"`
-	ActionRequests []actionRequest      `json:"action_requests,omitempty"`
-	ReviewConfigs  []agent.ReviewConfig `json:"review_configs,omitempty"`
+	Interrupts     []agent.Interrupt   `json:"interrupts,omitempty"`
+	ActionRequests []actionRequest     `json:"action_requests,omitempty"`
+	ReviewConfigs  []hitl.ReviewConfig `json:"review_configs,omitempty"`
 	// Context is the context report of the agent's last model request of
 	// the turn: its tokens by source and the window left; ContextByAgent
 	// sums every agent path's requests (count, tokens sent, last and
@@ -1023,7 +1024,7 @@ type runSummary struct {
 // actionRequest is a LangChain action request with our call_id beside its
 // id, so that a client can answer it by either name.
 type actionRequest struct {
-	agent.ActionRequest
+	hitl.ActionRequest
 	CallID string `json:"call_id"`
 }
 
@@ -1056,7 +1057,7 @@ func summarise(res *agent.Result, transcript string) runSummary {
 	slices.SortFunc(out.Subagents, func(a, b subagentSummary) int { return strings.Compare(a.CallID, b.CallID) })
 	if len(res.Interrupts) > 0 {
 		out.Interrupts = res.Interrupts
-		h := agent.HITL(res.Interrupts)
+		h := hitl.RequestFor(res.Interrupts)
 		for _, ar := range h.ActionRequests {
 			out.ActionRequests = append(out.ActionRequests, actionRequest{ar, ar.ID})
 		}
