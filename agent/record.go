@@ -276,9 +276,9 @@ func (r *run) loopState(status Status, err error) LoopState {
 	// Tree is the sum of the finished children's usage, which are saved
 	// one by one, so it is left out (see restore) unless the thread still
 	// keeps its children the old way, where it tells stale ones apart.
-	ls := LoopState{Status: status, Rounds: r.rounds, TurnStart: r.turnStart, Usage: r.usage, Output: r.output,
-		RespFailures: r.respFailures, RespRepaired: r.respRepaired, LastRespError: r.lastRespError,
-		Rejected: r.rejected, Interrupts: r.waiting}
+	ls := r.ls
+	ls.Status, ls.Error, ls.Refusal, ls.Changed, ls.Tree, ls.Deleted = status, "", "", nil, nil, nil
+	ls.ParentStep, ls.Input, ls.StepCheckpoint = "", "", ""
 	if err != nil {
 		ls.Error = err.Error()
 		var re *refusalError

@@ -101,7 +101,12 @@ func (r *run) restore(rs *RunState) {
 	r.state.Messages = slices.Clip(rs.Messages)
 	r.state.Values = rs.Values
 	ls := rs.Loop
-	r.rounds, r.turnStart, r.usage, r.tree, r.output = ls.Rounds, ls.TurnStart, ls.Usage, ls.Tree, ls.Output
+	r.ls = ls
+	// What a save fills in from elsewhere (see loopState) is not the
+	// loop's, and calls waiting are put again unless refused (see open).
+	r.ls.Status, r.ls.Error, r.ls.Refusal, r.ls.Changed, r.ls.Tree, r.ls.Deleted = "", "", "", nil, nil, nil
+	r.ls.ParentStep, r.ls.Input, r.ls.StepCheckpoint, r.ls.Interrupts = "", "", "", nil
+	r.tree = ls.Tree
 	if ls.Tree == nil {
 		// Saved since children are saved one by one: the usage by agent
 		// path is what the finished children report (see loopState).
@@ -114,8 +119,6 @@ func (r *run) restore(rs *RunState) {
 			}
 		}
 	}
-	r.respFailures, r.respRepaired, r.lastRespError = ls.RespFailures, ls.RespRepaired, ls.LastRespError
-	r.rejected = ls.Rejected
 	for _, p := range ls.Changed {
 		if r.changed == nil {
 			r.changed = map[string]bool{}
@@ -225,7 +228,7 @@ func (r *run) open(ctx context.Context) (pending *StepState, done bool, status S
 		// Decisions that do not fit the waiting calls: the run stays as
 		// it was, waiting for them.
 		r.restore(rs)
-		r.waiting = rs.Loop.Interrupts
+		r.ls.Interrupts = rs.Loop.Interrupts
 		return nil, true, StatusInterrupted, st.Err
 	case StartCloseStep:
 		r.restore(rs)
@@ -250,10 +253,10 @@ func (r *run) newTurn(ctx context.Context, input []llm.Message) (*StepState, boo
 	// A new turn is a new run on the thread's conversation and files: its
 	// step budget, usage, children and answer are its own. Rounds keep
 	// counting, so each model call of the thread has its own number.
-	r.turnStart = r.rounds
+	r.ls.TurnStart = r.ls.Rounds
 	r.dropChildren()
-	r.usage, r.tree, r.children, r.changed, r.output = llm.Usage{}, nil, nil, nil, nil
-	r.respFailures, r.respRepaired, r.lastRespError = 0, false, ""
+	r.ls.Usage, r.tree, r.children, r.changed, r.ls.Output = llm.Usage{}, nil, nil, nil, nil
+	r.ls.RespFailures, r.ls.RespRepaired, r.ls.LastRespError = 0, false, ""
 	r.state.Messages = append(r.state.Messages, input...)
 	r.closeDangling()
 	if err := r.saveInput(ctx); err != nil {

@@ -146,36 +146,28 @@ type run struct {
 	// cancelCause ends the run with a reason (a lost lease).
 	cancelCause context.CancelCauseFunc
 
-	state   State
+	state State
+	// ls is the loop's saved value, read and written in place: saving
+	// hands out a copy, resuming sets it.
+	ls      LoopState
 	backend vfs.Backend
 	mem     *vfs.Memory
-	rounds  int
 	// estimates remembers message estimates for this run's requests.
 	estimates tokens.Cache
 	// sent is the request the model call actually sent (middleware may
 	// rewrite it), for calibration.
-	sent *llm.Request
-	// turnStart is rounds when this run (a turn on a thread) began.
-	turnStart int
-	usage     llm.Usage // own model calls
-	tree      map[string]llm.Usage
-	children  map[string]*Result
+	sent     *llm.Request
+	tree     map[string]llm.Usage
+	children map[string]*Result
 	// held are the subagent runs that stopped waiting for a person, by
 	// call id: not finished, so not saved as children, but what they did
 	// so far is in this run's result.
 	held    map[string]*Result
 	changed map[string]bool
 
-	output        []byte
-	respFailures  int
-	respRepaired  bool
-	lastRespError string
-
 	ck        *recording // nil when the run is not recorded
 	hold      Hold       // nil but for a top-level run given WithHold
 	decisions []Decision
-	rejected  map[string]string // callKey → the reason a person gave
-	waiting   []Interrupt       // calls waiting for a decision, own and children's
 	stepTools map[string]tool.Tool
 	stepSpecs []llm.ToolSpec
 
@@ -264,7 +256,7 @@ func (a *Agent) newRun(in Input, rc runConfig) *run {
 }
 
 func (r *run) totalUsage() llm.Usage {
-	total := r.usage
+	total := r.ls.Usage
 	for _, c := range r.children {
 		total = total.Add(c.Usage)
 	}
@@ -415,7 +407,7 @@ func (r *run) end(parent context.Context, status Status, err error) {
 }
 
 func (r *run) result(status Status, err error) *Result {
-	res := &Result{Agent: r.where, Status: status, State: r.state, Rounds: r.rounds - r.turnStart, Children: r.children}
+	res := &Result{Agent: r.where, Status: status, State: r.state, Rounds: r.ls.Rounds - r.ls.TurnStart, Children: r.children}
 	var re *refusalError
 	if errors.As(err, &re) {
 		res.Refusal = re.text
@@ -427,11 +419,11 @@ func (r *run) result(status Status, err error) *Result {
 	if r.mem != nil {
 		res.State.Files = r.mem.Files()
 	}
-	if r.output != nil {
-		res.Output = r.output
+	if r.ls.Output != nil {
+		res.Output = r.ls.Output
 	}
 	if status == StatusInterrupted {
-		res.Interrupts = slices.Clone(r.waiting)
+		res.Interrupts = slices.Clone(r.ls.Interrupts)
 	}
 	if r.ck != nil {
 		res.Thread = r.ck.thread
@@ -446,7 +438,7 @@ func (r *run) result(status Status, err error) *Result {
 		}
 	}
 	res.Usage = r.totalUsage()
-	res.UsageByAgent = map[string]llm.Usage{r.where: r.usage}
+	res.UsageByAgent = map[string]llm.Usage{r.where: r.ls.Usage}
 	maps.Copy(res.UsageByAgent, r.tree)
 	for p := range r.changed {
 		res.Changed = append(res.Changed, p)
