@@ -44,11 +44,11 @@ func (r *run) addChild(callID string, child *Result) {
 		}
 		r.ck.kids[callID] = child
 	}
-	if r.tree == nil {
-		r.tree = map[string]llm.Usage{}
+	if r.ls.Tree == nil {
+		r.ls.Tree = map[string]llm.Usage{}
 	}
 	for p, u := range child.UsageByAgent {
-		r.tree[p] = r.tree[p].Add(u)
+		r.ls.Tree[p] = r.ls.Tree[p].Add(u)
 	}
 	r.addChildContext(child)
 }

@@ -297,7 +297,7 @@ func (r *run) loopState(status Status, err error) LoopState {
 	}
 	if r.ck != nil {
 		if r.ck.legacyKids {
-			ls.Tree = r.tree
+			ls.Tree = r.ls.Tree
 		}
 		ls.StepCheckpoint = r.ck.stepCP
 		ls.Input = r.ck.input

@@ -104,18 +104,17 @@ func (r *run) restore(rs *RunState) {
 	r.ls = ls
 	// What a save fills in from elsewhere (see loopState) is not the
 	// loop's, and calls waiting are put again unless refused (see open).
-	r.ls.Status, r.ls.Error, r.ls.Refusal, r.ls.Changed, r.ls.Tree, r.ls.Deleted = "", "", "", nil, nil, nil
+	r.ls.Status, r.ls.Error, r.ls.Refusal, r.ls.Changed, r.ls.Deleted = "", "", "", nil, nil
 	r.ls.ParentStep, r.ls.Input, r.ls.StepCheckpoint, r.ls.Interrupts = "", "", "", nil
-	r.tree = ls.Tree
 	if ls.Tree == nil {
 		// Saved since children are saved one by one: the usage by agent
 		// path is what the finished children report (see loopState).
 		for _, kid := range rs.Finished {
 			for p, u := range kid.UsageByAgent {
-				if r.tree == nil {
-					r.tree = map[string]llm.Usage{}
+				if r.ls.Tree == nil {
+					r.ls.Tree = map[string]llm.Usage{}
 				}
-				r.tree[p] = r.tree[p].Add(u)
+				r.ls.Tree[p] = r.ls.Tree[p].Add(u)
 			}
 		}
 	}
@@ -255,7 +254,7 @@ func (r *run) newTurn(ctx context.Context, input []llm.Message) (*StepState, boo
 	// counting, so each model call of the thread has its own number.
 	r.ls.TurnStart = r.ls.Rounds
 	r.dropChildren()
-	r.ls.Usage, r.tree, r.children, r.changed, r.ls.Output = llm.Usage{}, nil, nil, nil, nil
+	r.ls.Usage, r.ls.Tree, r.children, r.changed, r.ls.Output = llm.Usage{}, nil, nil, nil, nil
 	r.ls.RespFailures, r.ls.RespRepaired, r.ls.LastRespError = 0, false, ""
 	r.state.Messages = append(r.state.Messages, input...)
 	r.closeDangling()

@@ -157,7 +157,6 @@ type run struct {
 	// sent is the request the model call actually sent (middleware may
 	// rewrite it), for calibration.
 	sent     *llm.Request
-	tree     map[string]llm.Usage
 	children map[string]*Result
 	// held are the subagent runs that stopped waiting for a person, by
 	// call id: not finished, so not saved as children, but what they did
@@ -439,7 +438,7 @@ func (r *run) result(status Status, err error) *Result {
 	}
 	res.Usage = r.totalUsage()
 	res.UsageByAgent = map[string]llm.Usage{r.where: r.ls.Usage}
-	maps.Copy(res.UsageByAgent, r.tree)
+	maps.Copy(res.UsageByAgent, r.ls.Tree)
 	for p := range r.changed {
 		res.Changed = append(res.Changed, p)
 	}
