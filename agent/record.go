@@ -276,7 +276,7 @@ func (r *run) loopState(status Status, err error) LoopState {
 	// Tree is the sum of the finished children's usage, which are saved
 	// one by one, so it is left out (see restore) unless the thread still
 	// keeps its children the old way, where it tells stale ones apart.
-	ls := r.ls
+	ls := r.rs.Loop
 	ls.Status, ls.Error, ls.Refusal, ls.Changed, ls.Tree, ls.Deleted = status, "", "", nil, nil, nil
 	ls.ParentStep, ls.Input, ls.StepCheckpoint = "", "", ""
 	if err != nil {
@@ -297,7 +297,7 @@ func (r *run) loopState(status Status, err error) LoopState {
 	}
 	if r.ck != nil {
 		if r.ck.legacyKids {
-			ls.Tree = r.ls.Tree
+			ls.Tree = r.rs.Loop.Tree
 		}
 		ls.StepCheckpoint = r.ck.stepCP
 		ls.Input = r.ck.input

@@ -101,20 +101,20 @@ func (r *run) restore(rs *RunState) {
 	r.state.Messages = slices.Clip(rs.Messages)
 	r.state.Values = rs.Values
 	ls := rs.Loop
-	r.ls = ls
+	r.rs.Loop, r.rs.Finished = ls, rs.Finished
 	// What a save fills in from elsewhere (see loopState) is not the
 	// loop's, and calls waiting are put again unless refused (see open).
-	r.ls.Status, r.ls.Error, r.ls.Refusal, r.ls.Changed, r.ls.Deleted = "", "", "", nil, nil
-	r.ls.ParentStep, r.ls.Input, r.ls.StepCheckpoint, r.ls.Interrupts = "", "", "", nil
+	r.rs.Loop.Status, r.rs.Loop.Error, r.rs.Loop.Refusal, r.rs.Loop.Changed, r.rs.Loop.Deleted = "", "", "", nil, nil
+	r.rs.Loop.ParentStep, r.rs.Loop.Input, r.rs.Loop.StepCheckpoint, r.rs.Loop.Interrupts = "", "", "", nil
 	if ls.Tree == nil {
 		// Saved since children are saved one by one: the usage by agent
 		// path is what the finished children report (see loopState).
 		for _, kid := range rs.Finished {
 			for p, u := range kid.UsageByAgent {
-				if r.ls.Tree == nil {
-					r.ls.Tree = map[string]llm.Usage{}
+				if r.rs.Loop.Tree == nil {
+					r.rs.Loop.Tree = map[string]llm.Usage{}
 				}
-				r.ls.Tree[p] = r.ls.Tree[p].Add(u)
+				r.rs.Loop.Tree[p] = r.rs.Loop.Tree[p].Add(u)
 			}
 		}
 	}
@@ -128,7 +128,6 @@ func (r *run) restore(rs *RunState) {
 		r.ck.input = ls.Input
 		r.ck.legacyKids = rs.LegacyChildren
 	}
-	r.children = rs.Finished
 	switch b := r.backend.(type) {
 	case *vfs.Memory:
 		if r.mem == b {
@@ -227,7 +226,7 @@ func (r *run) open(ctx context.Context) (pending *StepState, done bool, status S
 		// Decisions that do not fit the waiting calls: the run stays as
 		// it was, waiting for them.
 		r.restore(rs)
-		r.ls.Interrupts = rs.Loop.Interrupts
+		r.rs.Loop.Interrupts = rs.Loop.Interrupts
 		return nil, true, StatusInterrupted, st.Err
 	case StartCloseStep:
 		r.restore(rs)
@@ -252,10 +251,10 @@ func (r *run) newTurn(ctx context.Context, input []llm.Message) (*StepState, boo
 	// A new turn is a new run on the thread's conversation and files: its
 	// step budget, usage, children and answer are its own. Rounds keep
 	// counting, so each model call of the thread has its own number.
-	r.ls.TurnStart = r.ls.Rounds
+	r.rs.Loop.TurnStart = r.rs.Loop.Rounds
 	r.dropChildren()
-	r.ls.Usage, r.ls.Tree, r.children, r.changed, r.ls.Output = llm.Usage{}, nil, nil, nil, nil
-	r.ls.RespFailures, r.ls.RespRepaired, r.ls.LastRespError = 0, false, ""
+	r.rs.Loop.Usage, r.rs.Loop.Tree, r.rs.Finished, r.changed, r.rs.Loop.Output = llm.Usage{}, nil, nil, nil, nil
+	r.rs.Loop.RespFailures, r.rs.Loop.RespRepaired, r.rs.Loop.LastRespError = 0, false, ""
 	r.state.Messages = append(r.state.Messages, input...)
 	r.closeDangling()
 	if err := r.saveInput(ctx); err != nil {
@@ -269,13 +268,13 @@ func (r *run) newTurn(ctx context.Context, input []llm.Message) (*StepState, boo
 // only its own.
 func (r *run) dropChildren() {
 	d := r.ck
-	if d == nil || len(r.children) == 0 && !d.legacyKids {
+	if d == nil || len(r.rs.Finished) == 0 && !d.legacyKids {
 		return
 	}
 	if d.kids == nil {
 		d.kids = map[string]*Result{}
 	}
-	for id := range r.children {
+	for id := range r.rs.Finished {
 		if _, kept := d.kids[id]; !kept { // a child saved with a closed step stays
 			d.kids[id] = nil
 		}

@@ -147,17 +147,18 @@ type run struct {
 	cancelCause context.CancelCauseFunc
 
 	state State
-	// ls is the loop's saved value, read and written in place: saving
-	// hands out a copy, resuming sets it.
-	ls      LoopState
+	// rs is the run's saved value, read and written in place: a save hands
+	// out its Loop, a resume sets it. Its messages and values are in state
+	// (StepInfo.State points there for the whole run) and its files in
+	// backend, so those fields stay empty.
+	rs      RunState
 	backend vfs.Backend
 	mem     *vfs.Memory
 	// estimates remembers message estimates for this run's requests.
 	estimates tokens.Cache
 	// sent is the request the model call actually sent (middleware may
 	// rewrite it), for calibration.
-	sent     *llm.Request
-	children map[string]*Result
+	sent *llm.Request
 	// held are the subagent runs that stopped waiting for a person, by
 	// call id: not finished, so not saved as children, but what they did
 	// so far is in this run's result.
@@ -255,8 +256,8 @@ func (a *Agent) newRun(in Input, rc runConfig) *run {
 }
 
 func (r *run) totalUsage() llm.Usage {
-	total := r.ls.Usage
-	for _, c := range r.children {
+	total := r.rs.Loop.Usage
+	for _, c := range r.rs.Finished {
 		total = total.Add(c.Usage)
 	}
 	return total
@@ -406,7 +407,7 @@ func (r *run) end(parent context.Context, status Status, err error) {
 }
 
 func (r *run) result(status Status, err error) *Result {
-	res := &Result{Agent: r.where, Status: status, State: r.state, Rounds: r.ls.Rounds - r.ls.TurnStart, Children: r.children}
+	res := &Result{Agent: r.where, Status: status, State: r.state, Rounds: r.rs.Loop.Rounds - r.rs.Loop.TurnStart, Children: r.rs.Finished}
 	var re *refusalError
 	if errors.As(err, &re) {
 		res.Refusal = re.text
@@ -418,11 +419,11 @@ func (r *run) result(status Status, err error) *Result {
 	if r.mem != nil {
 		res.State.Files = r.mem.Files()
 	}
-	if r.ls.Output != nil {
-		res.Output = r.ls.Output
+	if r.rs.Loop.Output != nil {
+		res.Output = r.rs.Loop.Output
 	}
 	if status == StatusInterrupted {
-		res.Interrupts = slices.Clone(r.ls.Interrupts)
+		res.Interrupts = slices.Clone(r.rs.Loop.Interrupts)
 	}
 	if r.ck != nil {
 		res.Thread = r.ck.thread
@@ -431,14 +432,14 @@ func (r *run) result(status Status, err error) *Result {
 			// A subagent's own and its subagents': the tree's counter is
 			// shared with its siblings.
 			res.Checkpoints = r.ck.own
-			for _, c := range r.children {
+			for _, c := range r.rs.Finished {
 				res.Checkpoints += c.Checkpoints
 			}
 		}
 	}
 	res.Usage = r.totalUsage()
-	res.UsageByAgent = map[string]llm.Usage{r.where: r.ls.Usage}
-	maps.Copy(res.UsageByAgent, r.ls.Tree)
+	res.UsageByAgent = map[string]llm.Usage{r.where: r.rs.Loop.Usage}
+	maps.Copy(res.UsageByAgent, r.rs.Loop.Tree)
 	for p := range r.changed {
 		res.Changed = append(res.Changed, p)
 	}
