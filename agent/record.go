@@ -278,7 +278,7 @@ func (r *run) loopState(status Status, err error) LoopState {
 	// keeps its children the old way, where it tells stale ones apart.
 	ls := r.rs.Loop
 	ls.Status, ls.Error, ls.Refusal, ls.Changed, ls.Tree, ls.Deleted = status, "", "", nil, nil, nil
-	ls.ParentStep, ls.Input, ls.StepCheckpoint = "", "", ""
+	ls.ParentStep = ""
 	if err != nil {
 		ls.Error = err.Error()
 		var re *refusalError
@@ -299,8 +299,6 @@ func (r *run) loopState(status Status, err error) LoopState {
 		if r.ck.legacyKids {
 			ls.Tree = r.rs.Loop.Tree
 		}
-		ls.StepCheckpoint = r.ck.stepCP
-		ls.Input = r.ck.input
 		ls.ParentStep = r.ck.parentStep
 	}
 	return ls
@@ -362,10 +360,10 @@ func (r *run) warnSave(text string) {
 // decision taken for it, or that it waits for one.
 func (r *run) recordCall(ctx context.Context, call *CallRecord) error {
 	d := r.ck
-	if d == nil || d.stepCP == "" {
+	if d == nil || r.rs.Loop.StepCheckpoint == "" {
 		return nil
 	}
-	err := d.rec.Record(ctx, &StepRecord{Path: r.path, Kind: RecordCall, Step: d.seq + 1, Checkpoint: d.stepCP,
+	err := d.rec.Record(ctx, &StepRecord{Path: r.path, Kind: RecordCall, Step: d.seq + 1, Checkpoint: r.rs.Loop.StepCheckpoint,
 		Time: r.rt.Now(), Call: call, Warn: r.warnSave})
 	switch {
 	case err == nil:

@@ -72,7 +72,6 @@ type recording struct {
 	ns     string
 	seq    int    // step number of the last checkpoint, -1 before the first
 	last   string // its id
-	stepCP string // checkpoint of the step in progress
 	msgs   int    // messages saved so far
 	files  map[string]vfs.File
 	keeps  bool // the run's files are saved (a branchable backend)
@@ -85,7 +84,6 @@ type recording struct {
 	// legacyKids: the thread's state holds its finished children the way
 	// databases written before did, all under childrenValue.
 	legacyKids bool
-	input      string // the checkpoint of this run's input
 	// tracked: the run's own vfs.Memory tracks its changes since the last
 	// save (files is then unused).
 	tracked bool
@@ -105,7 +103,7 @@ func (r *run) restore(rs *RunState) {
 	// What a save fills in from elsewhere (see loopState) is not the
 	// loop's, and calls waiting are put again unless refused (see open).
 	r.rs.Loop.Status, r.rs.Loop.Error, r.rs.Loop.Refusal, r.rs.Loop.Changed, r.rs.Loop.Deleted = "", "", "", nil, nil
-	r.rs.Loop.ParentStep, r.rs.Loop.Input, r.rs.Loop.StepCheckpoint, r.rs.Loop.Interrupts = "", "", "", nil
+	r.rs.Loop.ParentStep, r.rs.Loop.StepCheckpoint, r.rs.Loop.Interrupts = "", "", nil
 	if ls.Tree == nil {
 		// Saved since children are saved one by one: the usage by agent
 		// path is what the finished children report (see loopState).
@@ -125,7 +123,6 @@ func (r *run) restore(rs *RunState) {
 		r.changed[p] = true
 	}
 	if r.ck != nil {
-		r.ck.input = ls.Input
 		r.ck.legacyKids = rs.LegacyChildren
 	}
 	switch b := r.backend.(type) {
@@ -155,7 +152,7 @@ func (r *run) restore(rs *RunState) {
 	if r.ck != nil {
 		r.ck.seq, r.ck.last, r.ck.msgs = rs.Step, rs.Checkpoint, len(r.state.Messages)
 		if rs.InProgress != nil {
-			r.ck.stepCP = rs.InProgress.Checkpoint
+			r.rs.Loop.StepCheckpoint = rs.InProgress.Checkpoint
 		}
 		if r.ck.keeps {
 			if r.mem != nil && r.backend == vfs.Backend(r.mem) {
@@ -325,7 +322,7 @@ func (r *run) closeStep(ctx context.Context, rs *RunState) error {
 	}
 	r.appendResults(st.Calls, results)
 	r.applyState(results)
-	r.ck.stepCP = ""
+	r.rs.Loop.StepCheckpoint = ""
 	r.emit(Event{Type: Notice, Notice: &NoticeInfo{Source: "history", Count: open,
 		Text: fmt.Sprintf("new input on an unfinished run: its last step was closed; %d of its %d tool calls had not finished and were closed without a result", open, len(st.Calls))}})
 	return nil
@@ -342,10 +339,10 @@ func (r *run) saveInput(ctx context.Context) error {
 		// The input's step number is taken all the same, so that a
 		// subagent's steps are numbered as a top-level run's are.
 		r.ck.seq++
-		r.ck.input = cpID(r.ck.seq + 1)
+		r.rs.Loop.Input = cpID(r.ck.seq + 1)
 		return nil
 	}
-	r.ck.input = cpID(r.ck.seq + 1)
+	r.rs.Loop.Input = cpID(r.ck.seq + 1)
 	return r.save(ctx, RecordInput, "", nil)
 }
 
@@ -418,7 +415,7 @@ func (r *run) nestedOptions() []RunOption {
 	if r.ck != nil {
 		ck := r.ck.ckConfig
 		ck.nested, ck.metadata = true, nil
-		ck.parentStep = r.ck.ns + "@" + r.ck.stepCP
+		ck.parentStep = r.ck.ns + "@" + r.rs.Loop.StepCheckpoint
 		opts = append(opts, func(c *runConfig) { c.ck = &ck })
 	}
 	if len(r.decisions) > 0 {
