@@ -311,12 +311,12 @@ func (r *run) save(ctx context.Context, kind RecordKind, status Status, runErr e
 	if d == nil {
 		return nil
 	}
-	rec := &StepRecord{Path: r.path, Kind: kind, Step: d.seq + 1, Checkpoint: cpID(d.seq + 1), Parent: d.last,
+	rec := &StepRecord{Path: r.path, Kind: kind, Step: r.rs.Step + 1, Checkpoint: cpID(r.rs.Step + 1), Parent: r.rs.Checkpoint,
 		Appended: r.state.Messages[d.msgs:], Usage: d.usage, Values: d.values, Children: d.kids, Time: r.rt.Now(), Warn: r.warnSave}
 	if kind == RecordInput {
 		rec.Metadata = d.metadata
 	}
-	if d.seq < 0 {
+	if r.rs.Step < 0 {
 		rec.Parent = ""
 	}
 	var deleted []string
@@ -346,7 +346,7 @@ func (r *run) save(ctx context.Context, kind RecordKind, status Status, runErr e
 	}
 	d.count.Add(1)
 	d.own++
-	d.seq, d.last, d.msgs = rec.Step, rec.Checkpoint, len(r.state.Messages)
+	r.rs.Step, r.rs.Checkpoint, d.msgs = rec.Step, rec.Checkpoint, len(r.state.Messages)
 	d.usage, d.values, d.kids = llm.Usage{}, nil, nil
 	return nil
 }
@@ -363,7 +363,7 @@ func (r *run) recordCall(ctx context.Context, call *CallRecord) error {
 	if d == nil || r.rs.Loop.StepCheckpoint == "" {
 		return nil
 	}
-	err := d.rec.Record(ctx, &StepRecord{Path: r.path, Kind: RecordCall, Step: d.seq + 1, Checkpoint: r.rs.Loop.StepCheckpoint,
+	err := d.rec.Record(ctx, &StepRecord{Path: r.path, Kind: RecordCall, Step: r.rs.Step + 1, Checkpoint: r.rs.Loop.StepCheckpoint,
 		Time: r.rt.Now(), Call: call, Warn: r.warnSave})
 	switch {
 	case err == nil:

@@ -70,9 +70,7 @@ type ckConfig struct {
 type recording struct {
 	ckConfig
 	ns     string
-	seq    int    // step number of the last checkpoint, -1 before the first
-	last   string // its id
-	msgs   int    // messages saved so far
+	msgs   int // messages saved so far
 	files  map[string]vfs.File
 	keeps  bool // the run's files are saved (a branchable backend)
 	usage  llm.Usage
@@ -150,7 +148,7 @@ func (r *run) restore(rs *RunState) {
 		b.Apply(d)
 	}
 	if r.ck != nil {
-		r.ck.seq, r.ck.last, r.ck.msgs = rs.Step, rs.Checkpoint, len(r.state.Messages)
+		r.rs.Step, r.rs.Checkpoint, r.ck.msgs = rs.Step, rs.Checkpoint, len(r.state.Messages)
 		if rs.InProgress != nil {
 			r.rs.Loop.StepCheckpoint = rs.InProgress.Checkpoint
 		}
@@ -209,7 +207,7 @@ func (r *run) open(ctx context.Context) (pending *StepState, done bool, status S
 		if rs != nil {
 			// A history of its own after another run's in the same
 			// namespace: its steps are numbered after that one's.
-			d.seq = rs.Step
+			r.rs.Step = rs.Step
 		}
 		r.closeDangling()
 		if err := r.saveInput(ctx); err != nil {
@@ -338,11 +336,11 @@ func (r *run) saveInput(ctx context.Context) error {
 	if r.ck.nested {
 		// The input's step number is taken all the same, so that a
 		// subagent's steps are numbered as a top-level run's are.
-		r.ck.seq++
-		r.rs.Loop.Input = cpID(r.ck.seq + 1)
+		r.rs.Step++
+		r.rs.Loop.Input = cpID(r.rs.Step + 1)
 		return nil
 	}
-	r.rs.Loop.Input = cpID(r.ck.seq + 1)
+	r.rs.Loop.Input = cpID(r.rs.Step + 1)
 	return r.save(ctx, RecordInput, "", nil)
 }
 

@@ -150,7 +150,8 @@ type run struct {
 	// rs is the run's saved value, read and written in place: a save hands
 	// out its Loop, a resume sets it. Its messages and values are in state
 	// (StepInfo.State points there for the whole run) and its files in
-	// backend, so those fields stay empty.
+	// backend, so those fields stay empty. Step and Checkpoint name the
+	// last checkpoint saved (Step is -1 before the first).
 	rs      RunState
 	backend vfs.Backend
 	mem     *vfs.Memory
@@ -235,7 +236,8 @@ func (a *Agent) newRun(in Input, rc runConfig) *run {
 		rc.ck.rec = rc.rec
 	}
 	if rc.ck != nil {
-		r.ck = &recording{ckConfig: *rc.ck, ns: nsOf(r.path), seq: -1}
+		r.ck = &recording{ckConfig: *rc.ck, ns: nsOf(r.path)}
+		r.rs.Step = -1 // no checkpoint yet: the first save is step 0
 		if !r.ck.nested && rc.metadata != nil {
 			r.ck.metadata = rc.metadata
 		}

@@ -172,7 +172,7 @@ func (r *run) steps(ctx context.Context, pending *StepState) (Status, error) {
 		// anyone sees it, so that a crash from here on never repeats the
 		// model call: what a consumer was shown is what a resumed run has.
 		if r.ck != nil {
-			r.rs.Loop.StepCheckpoint = cpID(r.ck.seq + 1)
+			r.rs.Loop.StepCheckpoint = cpID(r.rs.Step + 1)
 			if err := r.save(ctx, RecordStep, "", nil); err != nil {
 				r.emit(respEv)
 				return StatusError, err
