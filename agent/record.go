@@ -271,14 +271,15 @@ func diffFiles(prev, cur map[string]vfs.File) vfs.Delta {
 	return d
 }
 
-// loopState is the loop's value as of now.
+// loopState is the copy of the run's loop a save hands out, with what is
+// kept outside it filled in: how the run stopped, the paths it changed and
+// the parent step that started it.
 func (r *run) loopState(status Status, err error) LoopState {
 	// Tree is the sum of the finished children's usage, which are saved
 	// one by one, so it is left out (see restore) unless the thread still
 	// keeps its children the old way, where it tells stale ones apart.
 	ls := r.rs.Loop
-	ls.Status, ls.Error, ls.Refusal, ls.Changed, ls.Tree, ls.Deleted = status, "", "", nil, nil, nil
-	ls.ParentStep = ""
+	ls.Status, ls.Error, ls.Refusal, ls.Changed, ls.Tree, ls.Deleted, ls.ParentStep = status, "", "", nil, nil, nil, ""
 	if err != nil {
 		ls.Error = err.Error()
 		var re *refusalError

@@ -92,7 +92,8 @@ type recording struct {
 	deleted []string
 }
 
-// restore takes the run's state from rs.
+// restore sets the run's value from rs: its loop and finished children as
+// saved, its messages, values and files into the run's state and backend.
 func (r *run) restore(rs *RunState) {
 	r.state.Messages = slices.Clip(rs.Messages)
 	r.state.Values = rs.Values
