@@ -32,10 +32,10 @@ func (r *run) emit(ev Event) {
 // addChild keeps the finished run of a nested tool call and rolls its usage
 // up. The child's Result comes straight from the tool call that ran it.
 func (r *run) addChild(callID string, child *Result) {
-	if r.children == nil {
-		r.children = map[string]*Result{}
+	if r.rs.Finished == nil {
+		r.rs.Finished = map[string]*Result{}
 	}
-	r.children[callID] = child
+	r.rs.Finished[callID] = child
 	if r.ck != nil {
 		// Saved with the next checkpoint, whichever way the child came in
 		// (just finished, or restored from a saved call after a crash).
@@ -44,11 +44,11 @@ func (r *run) addChild(callID string, child *Result) {
 		}
 		r.ck.kids[callID] = child
 	}
-	if r.tree == nil {
-		r.tree = map[string]llm.Usage{}
+	if r.rs.Loop.Tree == nil {
+		r.rs.Loop.Tree = map[string]llm.Usage{}
 	}
 	for p, u := range child.UsageByAgent {
-		r.tree[p] = r.tree[p].Add(u)
+		r.rs.Loop.Tree[p] = r.rs.Loop.Tree[p].Add(u)
 	}
 	r.addChildContext(child)
 }

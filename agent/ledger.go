@@ -343,7 +343,7 @@ func (r *run) addUsage(calls int, u llm.Usage) {
 	if calls == 0 && u == (llm.Usage{}) {
 		return
 	}
-	r.usage = r.usage.Add(u)
+	r.rs.Loop.Usage = r.rs.Loop.Usage.Add(u)
 	if r.ck != nil {
 		r.ck.usage = r.ck.usage.Add(u)
 	}

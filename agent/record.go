@@ -271,14 +271,15 @@ func diffFiles(prev, cur map[string]vfs.File) vfs.Delta {
 	return d
 }
 
-// loopState is the loop's value as of now.
+// loopState is the copy of the run's loop a save hands out, with what is
+// kept outside it filled in: how the run stopped, the paths it changed and
+// the parent step that started it.
 func (r *run) loopState(status Status, err error) LoopState {
 	// Tree is the sum of the finished children's usage, which are saved
 	// one by one, so it is left out (see restore) unless the thread still
 	// keeps its children the old way, where it tells stale ones apart.
-	ls := LoopState{Status: status, Rounds: r.rounds, TurnStart: r.turnStart, Usage: r.usage, Output: r.output,
-		RespFailures: r.respFailures, RespRepaired: r.respRepaired, LastRespError: r.lastRespError,
-		Rejected: r.rejected, Interrupts: r.waiting}
+	ls := r.rs.Loop
+	ls.Status, ls.Error, ls.Refusal, ls.Changed, ls.Tree, ls.Deleted, ls.ParentStep = status, "", "", nil, nil, nil, ""
 	if err != nil {
 		ls.Error = err.Error()
 		var re *refusalError
@@ -297,10 +298,8 @@ func (r *run) loopState(status Status, err error) LoopState {
 	}
 	if r.ck != nil {
 		if r.ck.legacyKids {
-			ls.Tree = r.tree
+			ls.Tree = r.rs.Loop.Tree
 		}
-		ls.StepCheckpoint = r.ck.stepCP
-		ls.Input = r.ck.input
 		ls.ParentStep = r.ck.parentStep
 	}
 	return ls
@@ -313,12 +312,12 @@ func (r *run) save(ctx context.Context, kind RecordKind, status Status, runErr e
 	if d == nil {
 		return nil
 	}
-	rec := &StepRecord{Path: r.path, Kind: kind, Step: d.seq + 1, Checkpoint: cpID(d.seq + 1), Parent: d.last,
+	rec := &StepRecord{Path: r.path, Kind: kind, Step: r.rs.Step + 1, Checkpoint: cpID(r.rs.Step + 1), Parent: r.rs.Checkpoint,
 		Appended: r.state.Messages[d.msgs:], Usage: d.usage, Values: d.values, Children: d.kids, Time: r.rt.Now(), Warn: r.warnSave}
 	if kind == RecordInput {
 		rec.Metadata = d.metadata
 	}
-	if d.seq < 0 {
+	if r.rs.Step < 0 {
 		rec.Parent = ""
 	}
 	var deleted []string
@@ -348,7 +347,7 @@ func (r *run) save(ctx context.Context, kind RecordKind, status Status, runErr e
 	}
 	d.count.Add(1)
 	d.own++
-	d.seq, d.last, d.msgs = rec.Step, rec.Checkpoint, len(r.state.Messages)
+	r.rs.Step, r.rs.Checkpoint, d.msgs = rec.Step, rec.Checkpoint, len(r.state.Messages)
 	d.usage, d.values, d.kids = llm.Usage{}, nil, nil
 	return nil
 }
@@ -362,10 +361,10 @@ func (r *run) warnSave(text string) {
 // decision taken for it, or that it waits for one.
 func (r *run) recordCall(ctx context.Context, call *CallRecord) error {
 	d := r.ck
-	if d == nil || d.stepCP == "" {
+	if d == nil || r.rs.Loop.StepCheckpoint == "" {
 		return nil
 	}
-	err := d.rec.Record(ctx, &StepRecord{Path: r.path, Kind: RecordCall, Step: d.seq + 1, Checkpoint: d.stepCP,
+	err := d.rec.Record(ctx, &StepRecord{Path: r.path, Kind: RecordCall, Step: r.rs.Step + 1, Checkpoint: r.rs.Loop.StepCheckpoint,
 		Time: r.rt.Now(), Call: call, Warn: r.warnSave})
 	switch {
 	case err == nil:

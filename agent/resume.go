@@ -70,10 +70,7 @@ type ckConfig struct {
 type recording struct {
 	ckConfig
 	ns     string
-	seq    int    // step number of the last checkpoint, -1 before the first
-	last   string // its id
-	stepCP string // checkpoint of the step in progress
-	msgs   int    // messages saved so far
+	msgs   int // messages saved so far
 	files  map[string]vfs.File
 	keeps  bool // the run's files are saved (a branchable backend)
 	usage  llm.Usage
@@ -85,7 +82,6 @@ type recording struct {
 	// legacyKids: the thread's state holds its finished children the way
 	// databases written before did, all under childrenValue.
 	legacyKids bool
-	input      string // the checkpoint of this run's input
 	// tracked: the run's own vfs.Memory tracks its changes since the last
 	// save (files is then unused).
 	tracked bool
@@ -96,26 +92,29 @@ type recording struct {
 	deleted []string
 }
 
-// restore takes the run's state from rs.
+// restore sets the run's value from rs: its loop and finished children as
+// saved, its messages, values and files into the run's state and backend.
 func (r *run) restore(rs *RunState) {
 	r.state.Messages = slices.Clip(rs.Messages)
 	r.state.Values = rs.Values
 	ls := rs.Loop
-	r.rounds, r.turnStart, r.usage, r.tree, r.output = ls.Rounds, ls.TurnStart, ls.Usage, ls.Tree, ls.Output
+	r.rs.Loop, r.rs.Finished = ls, rs.Finished
+	// What a save fills in from elsewhere (see loopState) is not the
+	// loop's, and calls waiting are put again unless refused (see open).
+	r.rs.Loop.Status, r.rs.Loop.Error, r.rs.Loop.Refusal, r.rs.Loop.Changed, r.rs.Loop.Deleted = "", "", "", nil, nil
+	r.rs.Loop.ParentStep, r.rs.Loop.StepCheckpoint, r.rs.Loop.Interrupts = "", "", nil
 	if ls.Tree == nil {
 		// Saved since children are saved one by one: the usage by agent
 		// path is what the finished children report (see loopState).
 		for _, kid := range rs.Finished {
 			for p, u := range kid.UsageByAgent {
-				if r.tree == nil {
-					r.tree = map[string]llm.Usage{}
+				if r.rs.Loop.Tree == nil {
+					r.rs.Loop.Tree = map[string]llm.Usage{}
 				}
-				r.tree[p] = r.tree[p].Add(u)
+				r.rs.Loop.Tree[p] = r.rs.Loop.Tree[p].Add(u)
 			}
 		}
 	}
-	r.respFailures, r.respRepaired, r.lastRespError = ls.RespFailures, ls.RespRepaired, ls.LastRespError
-	r.rejected = ls.Rejected
 	for _, p := range ls.Changed {
 		if r.changed == nil {
 			r.changed = map[string]bool{}
@@ -123,10 +122,8 @@ func (r *run) restore(rs *RunState) {
 		r.changed[p] = true
 	}
 	if r.ck != nil {
-		r.ck.input = ls.Input
 		r.ck.legacyKids = rs.LegacyChildren
 	}
-	r.children = rs.Finished
 	switch b := r.backend.(type) {
 	case *vfs.Memory:
 		if r.mem == b {
@@ -152,9 +149,9 @@ func (r *run) restore(rs *RunState) {
 		b.Apply(d)
 	}
 	if r.ck != nil {
-		r.ck.seq, r.ck.last, r.ck.msgs = rs.Step, rs.Checkpoint, len(r.state.Messages)
+		r.rs.Step, r.rs.Checkpoint, r.ck.msgs = rs.Step, rs.Checkpoint, len(r.state.Messages)
 		if rs.InProgress != nil {
-			r.ck.stepCP = rs.InProgress.Checkpoint
+			r.rs.Loop.StepCheckpoint = rs.InProgress.Checkpoint
 		}
 		if r.ck.keeps {
 			if r.mem != nil && r.backend == vfs.Backend(r.mem) {
@@ -211,7 +208,7 @@ func (r *run) open(ctx context.Context) (pending *StepState, done bool, status S
 		if rs != nil {
 			// A history of its own after another run's in the same
 			// namespace: its steps are numbered after that one's.
-			d.seq = rs.Step
+			r.rs.Step = rs.Step
 		}
 		r.closeDangling()
 		if err := r.saveInput(ctx); err != nil {
@@ -225,7 +222,7 @@ func (r *run) open(ctx context.Context) (pending *StepState, done bool, status S
 		// Decisions that do not fit the waiting calls: the run stays as
 		// it was, waiting for them.
 		r.restore(rs)
-		r.waiting = rs.Loop.Interrupts
+		r.rs.Loop.Interrupts = rs.Loop.Interrupts
 		return nil, true, StatusInterrupted, st.Err
 	case StartCloseStep:
 		r.restore(rs)
@@ -250,10 +247,10 @@ func (r *run) newTurn(ctx context.Context, input []llm.Message) (*StepState, boo
 	// A new turn is a new run on the thread's conversation and files: its
 	// step budget, usage, children and answer are its own. Rounds keep
 	// counting, so each model call of the thread has its own number.
-	r.turnStart = r.rounds
+	r.rs.Loop.TurnStart = r.rs.Loop.Rounds
 	r.dropChildren()
-	r.usage, r.tree, r.children, r.changed, r.output = llm.Usage{}, nil, nil, nil, nil
-	r.respFailures, r.respRepaired, r.lastRespError = 0, false, ""
+	r.rs.Loop.Usage, r.rs.Loop.Tree, r.rs.Finished, r.changed, r.rs.Loop.Output = llm.Usage{}, nil, nil, nil, nil
+	r.rs.Loop.RespFailures, r.rs.Loop.RespRepaired, r.rs.Loop.LastRespError = 0, false, ""
 	r.state.Messages = append(r.state.Messages, input...)
 	r.closeDangling()
 	if err := r.saveInput(ctx); err != nil {
@@ -267,13 +264,13 @@ func (r *run) newTurn(ctx context.Context, input []llm.Message) (*StepState, boo
 // only its own.
 func (r *run) dropChildren() {
 	d := r.ck
-	if d == nil || len(r.children) == 0 && !d.legacyKids {
+	if d == nil || len(r.rs.Finished) == 0 && !d.legacyKids {
 		return
 	}
 	if d.kids == nil {
 		d.kids = map[string]*Result{}
 	}
-	for id := range r.children {
+	for id := range r.rs.Finished {
 		if _, kept := d.kids[id]; !kept { // a child saved with a closed step stays
 			d.kids[id] = nil
 		}
@@ -324,7 +321,7 @@ func (r *run) closeStep(ctx context.Context, rs *RunState) error {
 	}
 	r.appendResults(st.Calls, results)
 	r.applyState(results)
-	r.ck.stepCP = ""
+	r.rs.Loop.StepCheckpoint = ""
 	r.emit(Event{Type: Notice, Notice: &NoticeInfo{Source: "history", Count: open,
 		Text: fmt.Sprintf("new input on an unfinished run: its last step was closed; %d of its %d tool calls had not finished and were closed without a result", open, len(st.Calls))}})
 	return nil
@@ -340,11 +337,11 @@ func (r *run) saveInput(ctx context.Context) error {
 	if r.ck.nested {
 		// The input's step number is taken all the same, so that a
 		// subagent's steps are numbered as a top-level run's are.
-		r.ck.seq++
-		r.ck.input = cpID(r.ck.seq + 1)
+		r.rs.Step++
+		r.rs.Loop.Input = cpID(r.rs.Step + 1)
 		return nil
 	}
-	r.ck.input = cpID(r.ck.seq + 1)
+	r.rs.Loop.Input = cpID(r.rs.Step + 1)
 	return r.save(ctx, RecordInput, "", nil)
 }
 
@@ -417,7 +414,7 @@ func (r *run) nestedOptions() []RunOption {
 	if r.ck != nil {
 		ck := r.ck.ckConfig
 		ck.nested, ck.metadata = true, nil
-		ck.parentStep = r.ck.ns + "@" + r.ck.stepCP
+		ck.parentStep = r.ck.ns + "@" + r.rs.Loop.StepCheckpoint
 		opts = append(opts, func(c *runConfig) { c.ck = &ck })
 	}
 	if len(r.decisions) > 0 {

@@ -146,36 +146,29 @@ type run struct {
 	// cancelCause ends the run with a reason (a lost lease).
 	cancelCause context.CancelCauseFunc
 
-	state   State
+	state State
+	// rs is the run's saved value, read and written in place: a save hands
+	// out its Loop, a resume sets it. Its messages and values are in state
+	// (StepInfo.State points there for the whole run) and its files in
+	// backend, so those fields stay empty. Step and Checkpoint name the
+	// last checkpoint saved (Step is -1 before the first).
+	rs      RunState
 	backend vfs.Backend
 	mem     *vfs.Memory
-	rounds  int
 	// estimates remembers message estimates for this run's requests.
 	estimates tokens.Cache
 	// sent is the request the model call actually sent (middleware may
 	// rewrite it), for calibration.
 	sent *llm.Request
-	// turnStart is rounds when this run (a turn on a thread) began.
-	turnStart int
-	usage     llm.Usage // own model calls
-	tree      map[string]llm.Usage
-	children  map[string]*Result
 	// held are the subagent runs that stopped waiting for a person, by
 	// call id: not finished, so not saved as children, but what they did
 	// so far is in this run's result.
 	held    map[string]*Result
 	changed map[string]bool
 
-	output        []byte
-	respFailures  int
-	respRepaired  bool
-	lastRespError string
-
 	ck        *recording // nil when the run is not recorded
 	hold      Hold       // nil but for a top-level run given WithHold
 	decisions []Decision
-	rejected  map[string]string // callKey → the reason a person gave
-	waiting   []Interrupt       // calls waiting for a decision, own and children's
 	stepTools map[string]tool.Tool
 	stepSpecs []llm.ToolSpec
 
@@ -243,7 +236,8 @@ func (a *Agent) newRun(in Input, rc runConfig) *run {
 		rc.ck.rec = rc.rec
 	}
 	if rc.ck != nil {
-		r.ck = &recording{ckConfig: *rc.ck, ns: nsOf(r.path), seq: -1}
+		r.ck = &recording{ckConfig: *rc.ck, ns: nsOf(r.path)}
+		r.rs.Step = -1 // no checkpoint yet: the first save is step 0
 		if !r.ck.nested && rc.metadata != nil {
 			r.ck.metadata = rc.metadata
 		}
@@ -264,8 +258,8 @@ func (a *Agent) newRun(in Input, rc runConfig) *run {
 }
 
 func (r *run) totalUsage() llm.Usage {
-	total := r.usage
-	for _, c := range r.children {
+	total := r.rs.Loop.Usage
+	for _, c := range r.rs.Finished {
 		total = total.Add(c.Usage)
 	}
 	return total
@@ -415,7 +409,7 @@ func (r *run) end(parent context.Context, status Status, err error) {
 }
 
 func (r *run) result(status Status, err error) *Result {
-	res := &Result{Agent: r.where, Status: status, State: r.state, Rounds: r.rounds - r.turnStart, Children: r.children}
+	res := &Result{Agent: r.where, Status: status, State: r.state, Rounds: r.rs.Loop.Rounds - r.rs.Loop.TurnStart, Children: r.rs.Finished}
 	var re *refusalError
 	if errors.As(err, &re) {
 		res.Refusal = re.text
@@ -427,11 +421,11 @@ func (r *run) result(status Status, err error) *Result {
 	if r.mem != nil {
 		res.State.Files = r.mem.Files()
 	}
-	if r.output != nil {
-		res.Output = r.output
+	if r.rs.Loop.Output != nil {
+		res.Output = r.rs.Loop.Output
 	}
 	if status == StatusInterrupted {
-		res.Interrupts = slices.Clone(r.waiting)
+		res.Interrupts = slices.Clone(r.rs.Loop.Interrupts)
 	}
 	if r.ck != nil {
 		res.Thread = r.ck.thread
@@ -440,14 +434,14 @@ func (r *run) result(status Status, err error) *Result {
 			// A subagent's own and its subagents': the tree's counter is
 			// shared with its siblings.
 			res.Checkpoints = r.ck.own
-			for _, c := range r.children {
+			for _, c := range r.rs.Finished {
 				res.Checkpoints += c.Checkpoints
 			}
 		}
 	}
 	res.Usage = r.totalUsage()
-	res.UsageByAgent = map[string]llm.Usage{r.where: r.usage}
-	maps.Copy(res.UsageByAgent, r.tree)
+	res.UsageByAgent = map[string]llm.Usage{r.where: r.rs.Loop.Usage}
+	maps.Copy(res.UsageByAgent, r.rs.Loop.Tree)
 	for p := range r.changed {
 		res.Changed = append(res.Changed, p)
 	}

@@ -40,7 +40,7 @@ func (r *run) steps(ctx context.Context, pending *StepState) (Status, error) {
 			}
 			continue
 		}
-		if r.rounds-r.turnStart >= r.maxSteps {
+		if r.rs.Loop.Rounds-r.rs.Loop.TurnStart >= r.maxSteps {
 			calls := "model calls"
 			if r.maxSteps == 1 {
 				calls = "model call"
@@ -83,20 +83,20 @@ func (r *run) steps(ctx context.Context, pending *StepState) (Status, error) {
 		report, est := r.contextReport(req)
 		r.addContext(report)
 		r.emit(Event{Type: ModelRequest, Request: &RequestInfo{
-			Round: r.rounds, MessageCount: len(req.Messages), SystemChars: tokens.Chars(req.System),
+			Round: r.rs.Loop.Rounds, MessageCount: len(req.Messages), SystemChars: tokens.Chars(req.System),
 			Tools: r.toolNames(req), ToolTokens: r.toolTokens(req), Context: &report,
 		}})
 		start := r.rt.Now()
-		round := r.rounds
+		round := r.rs.Loop.Rounds
 		mctx := llm.WithCallInfo(ctx, llm.CallInfo{Agent: a.name, Instance: r.instance, Path: r.where, Task: r.task, Round: round,
 			OnRetry: func(rt llm.Retry) { r.emit(retryEvent(round, rt)) }})
 		resp, err := r.callModel(withStep(mctx, r.stepInfo()), req)
-		r.rounds++
+		r.rs.Loop.Rounds++
 		if err != nil {
 			if ctx.Err() != nil {
 				return StatusCancelled, context.Cause(ctx)
 			}
-			return StatusError, fmt.Errorf("model call %d of %s failed: %w", r.rounds, r.where, err)
+			return StatusError, fmt.Errorf("model call %d of %s failed: %w", r.rs.Loop.Rounds, r.where, err)
 		}
 		msg := resp.Message
 		msg.Role = llm.RoleAssistant
@@ -114,7 +114,7 @@ func (r *run) steps(ctx context.Context, pending *StepState) (Status, error) {
 			msg.ToolCalls = slices.Clone(msg.ToolCalls)
 			for i := range msg.ToolCalls {
 				if msg.ToolCalls[i].ID == "" {
-					msg.ToolCalls[i].ID = r.rt.CallID(r.rounds-1, i)
+					msg.ToolCalls[i].ID = r.rt.CallID(r.rs.Loop.Rounds-1, i)
 				}
 				if len(msg.ToolCalls[i].Args) == 0 {
 					msg.ToolCalls[i].Args = []byte("{}")
@@ -135,12 +135,12 @@ func (r *run) steps(ctx context.Context, pending *StepState) (Status, error) {
 		}
 		r.sent = nil
 		r.observe(est.Total, resp.Usage)
-		r.usage = r.usage.Add(resp.Usage)
+		r.rs.Loop.Usage = r.rs.Loop.Usage.Add(resp.Usage)
 		if r.ck != nil {
 			r.ck.usage = r.ck.usage.Add(resp.Usage)
 		}
 		r.state.Messages = append(r.state.Messages, msg)
-		info := &ResponseInfo{Round: r.rounds - 1, Usage: resp.Usage, StopReason: resp.StopReason, Text: msg.Content,
+		info := &ResponseInfo{Round: r.rs.Loop.Rounds - 1, Usage: resp.Usage, StopReason: resp.StopReason, Text: msg.Content,
 			Refusal: resp.Refusal, DurationMS: ms(r.rt.Now().Sub(start)), Message: &r.state.Messages[len(r.state.Messages)-1]}
 		for _, c := range msg.ToolCalls {
 			info.ToolCalls = append(info.ToolCalls, c.Name)
@@ -155,14 +155,14 @@ func (r *run) steps(ctx context.Context, pending *StepState) (Status, error) {
 		}
 
 		if len(msg.ToolCalls) == 0 {
-			if a.respTool == nil || r.output != nil {
+			if a.respTool == nil || r.rs.Loop.Output != nil {
 				return r.endWith(ctx, respEv, StatusOK, nil)
 			}
 			r.emit(respEv)
-			if r.respRepaired {
+			if r.rs.Loop.RespRepaired {
 				return StatusError, fmt.Errorf("%w: it answered in text instead of calling %s", ErrNoStructuredResponse, a.respTool.spec.Name)
 			}
-			r.respRepaired = true
+			r.rs.Loop.RespRepaired = true
 			r.state.Messages = append(r.state.Messages, llm.User(fmt.Sprintf(
 				"Your final answer must be a call of the %s tool with arguments matching its schema; plain text is not accepted. Call %s now.",
 				a.respTool.spec.Name, a.respTool.spec.Name)))
@@ -172,7 +172,7 @@ func (r *run) steps(ctx context.Context, pending *StepState) (Status, error) {
 		// anyone sees it, so that a crash from here on never repeats the
 		// model call: what a consumer was shown is what a resumed run has.
 		if r.ck != nil {
-			r.ck.stepCP = cpID(r.ck.seq + 1)
+			r.rs.Loop.StepCheckpoint = cpID(r.rs.Step + 1)
 			if err := r.save(ctx, RecordStep, "", nil); err != nil {
 				r.emit(respEv)
 				return StatusError, err
@@ -195,17 +195,17 @@ func (r *run) toolPhase(ctx context.Context, req *llm.Request, calls []llm.ToolC
 		}
 		return StatusError, err, true
 	}
-	if len(r.waiting) > 0 {
-		return StatusInterrupted, errWaiting{len(r.waiting)}, true
+	if len(r.rs.Loop.Interrupts) > 0 {
+		return StatusInterrupted, errWaiting{len(r.rs.Loop.Interrupts)}, true
 	}
 	if r.ck != nil {
-		r.ck.stepCP = ""
+		r.rs.Loop.StepCheckpoint = ""
 	}
 	if stop {
 		return StatusOK, nil, true
 	}
-	if r.respFailures >= 2 {
-		return StatusError, fmt.Errorf("%w: %s", ErrNoStructuredResponse, r.lastRespError), true
+	if r.rs.Loop.RespFailures >= 2 {
+		return StatusError, fmt.Errorf("%w: %s", ErrNoStructuredResponse, r.rs.Loop.LastRespError), true
 	}
 	return "", nil, false
 }
@@ -227,7 +227,7 @@ func StepFrom(ctx context.Context) (StepInfo, bool) {
 
 // stepInfo describes the run to middleware hooks.
 func (r *run) stepInfo() StepInfo {
-	return StepInfo{Agent: r.where, Path: r.path, Round: r.rounds, State: &r.state, Files: r.backend, Emit: r.emit,
+	return StepInfo{Agent: r.where, Path: r.path, Round: r.rs.Loop.Rounds, State: &r.state, Files: r.backend, Emit: r.emit,
 		SetValue: r.setValue, AddUsage: r.addUsage, measure: r.measure}
 }
 

@@ -58,7 +58,7 @@ type brancher interface {
 // pending, for a resumed step, holds the calls that finished before and the
 // decisions taken: those calls are not run again. Calls that need a person's
 // decision and have none are not run; the step then stays in progress
-// (r.waiting lists them) and nothing is appended.
+// (r.rs.Loop.Interrupts lists them) and nothing is appended.
 func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCall, pending *StepState) (stop bool, err error) {
 	n := len(calls)
 	results := make([]tool.Result, n)
@@ -77,7 +77,7 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 	layers := make([]*vfs.Layer, n)
 	tracked := make([]*vfs.Tracked, n)
 	fanout := make([]func(), 0, n)
-	r.waiting = nil
+	r.rs.Loop.Interrupts = nil
 	host := Host{Path: r.path, Runtime: r.custom, Options: r.nestedOptions(), Emit: func(ev Event) { b.event(&ev) }}
 	running := 0
 	// nested marks the calls of Nested tools (subagents): a cut step waits
@@ -102,11 +102,11 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 				// Saved before the step's checkpoint that would have
 				// remembered the rejection: remember it now, so that the
 				// same call is not put to the person again.
-				if r.rejected == nil {
-					r.rejected = map[string]string{}
+				if r.rs.Loop.Rejected == nil {
+					r.rs.Loop.Rejected = map[string]string{}
 				}
-				if key := callKey(c.Name, c.Args); !hasKey(r.rejected, key) {
-					r.rejected[key] = dc.Message
+				if key := callKey(c.Name, c.Args); !hasKey(r.rs.Loop.Rejected, key) {
+					r.rs.Loop.Rejected[key] = dc.Message
 				}
 			}
 			continue
@@ -136,16 +136,16 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 				}
 			}
 			key := callKey(c.Name, c.Args)
-			rejected, again := decided && dc.Type == Reject, !decided && hasKey(r.rejected, key)
+			rejected, again := decided && dc.Type == Reject, !decided && hasKey(r.rs.Loop.Rejected, key)
 			if rejected || again {
 				reason := dc.Message
 				if again {
-					reason = r.rejected[key]
+					reason = r.rs.Loop.Rejected[key]
 				} else {
-					if r.rejected == nil {
-						r.rejected = map[string]string{}
+					if r.rs.Loop.Rejected == nil {
+						r.rs.Loop.Rejected = map[string]string{}
 					}
-					r.rejected[key] = reason
+					r.rs.Loop.Rejected[key] = reason
 				}
 				finished[i] = true
 				results[i] = tool.Errorf("%s", rejectedText(c.Name, reason, again))
@@ -180,7 +180,7 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 			default:
 				in := Interrupt{Path: r.where, CallID: c.ID, Tool: c.Name, Args: c.Args, Allowed: policy.Decisions(),
 					Description: describeCall(policy, verdict.Reason, c.Name, c.Args), Reason: verdict.Reason}
-				r.waiting = append(r.waiting, in)
+				r.rs.Loop.Interrupts = append(r.rs.Loop.Interrupts, in)
 				if _, saved := pending.waits(c.ID); !saved {
 					if err := r.recordCall(ctx, &CallRecord{ID: in.CallID, Waiting: &in}); err != nil {
 						return false, err
@@ -271,12 +271,12 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 
 	held := false
 	// heldWaits are the waiting calls of subagents that stopped for a
-	// person, by their task call's index: they join r.waiting in call
+	// person, by their task call's index: they join r.rs.Loop.Interrupts in call
 	// order, not in the order the subagents happened to stop.
 	var heldWaits map[int][]Interrupt
 	joinHeld := func() {
 		for _, i := range slices.Sorted(maps.Keys(heldWaits)) {
-			r.waiting = append(r.waiting, heldWaits[i]...)
+			r.rs.Loop.Interrupts = append(r.rs.Loop.Interrupts, heldWaits[i]...)
 		}
 		heldWaits = nil
 	}
@@ -391,7 +391,7 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 		return false, context.Cause(ctx)
 	}
 	joinHeld()
-	if fatal != nil || held || len(r.waiting) > 0 {
+	if fatal != nil || held || len(r.rs.Loop.Interrupts) > 0 {
 		if fatal == nil {
 			// The step stays in progress until every call has an answer.
 			return false, nil
@@ -401,7 +401,7 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 				results[i] = tool.Errorf("Error: %s did not run because another call of the step failed fatally.", calls[i].Name)
 			}
 		}
-		r.waiting = nil
+		r.rs.Loop.Interrupts = nil
 	}
 
 	r.mergeCalls(ctx, calls, deltas, results, br, branching)
@@ -410,10 +410,10 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 	for i, c := range calls {
 		if r.a.respTool != nil && c.Name == r.a.respTool.spec.Name {
 			if results[i].IsError {
-				r.respFailures++
-				r.lastRespError = results[i].Content
-			} else if r.output == nil {
-				r.output = results[i].Structured
+				r.rs.Loop.RespFailures++
+				r.rs.Loop.LastRespError = results[i].Content
+			} else if r.rs.Loop.Output == nil {
+				r.rs.Loop.Output = results[i].Structured
 			}
 		}
 		if results[i].Stop && !results[i].IsError {
