@@ -128,7 +128,10 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 		approved := false
 		if gated {
 			dc, decided := pending.decided(c.ID)
-			if !decided {
+			// A decision answers only a call that was put to the person and
+			// saved as waiting: the model chooses call ids, so a later call
+			// that reuses an answered one's id must be asked about anew.
+			if !decided && told {
 				if dc, decided = r.decisionFor(c.ID); decided {
 					if err := r.recordCall(ctx, &CallRecord{ID: c.ID, Decision: &dc}); err != nil {
 						return false, err

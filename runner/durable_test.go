@@ -1800,3 +1800,31 @@ func TestCheckpointsOnARunStore(t *testing.T) {
 		t.Fatalf("the whole saver leases the thread: %v", err)
 	}
 }
+
+// TestDecisionAnswersOnlyTheWaitingCall: an approval answers the call that
+// was put to the person, not a later call that reuses its id. The model
+// chooses call ids: after "approve c1" for a write of /safe.md, its next step
+// writes /danger.md under the same id c1, and that write must wait for a
+// person again instead of running on the old approval.
+func TestDecisionAnswersOnlyTheWaitingCall(t *testing.T) {
+	ctx := context.Background()
+	saver := checkpoint.NewMemory(0)
+	const script = `{"parent": [
+		{"tool_calls": [{"id": "c1", "name": "write_file", "args": {"file_path": "/safe.md", "content": "ok"}}]},
+		{"tool_calls": [{"id": "c1", "name": "write_file", "args": {"file_path": "/danger.md", "content": "bad"}}]},
+		{"content": "done"}]}`
+	a := durableAgent(t, script, deepagents.Config{InterruptOn: map[string]agent.Approval{"write_file": {}}})
+	if _, err := a.Invoke(ctx, agent.Prompt("go"), runner.Checkpoints(saver, "reuse")); !errors.Is(err, agent.ErrInterrupted) {
+		t.Fatalf("first run: %v", err)
+	}
+	res, err := a.Invoke(ctx, agent.Input{}, runner.Checkpoints(saver, "reuse"), agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "c1"}))
+	if !errors.Is(err, agent.ErrInterrupted) || len(res.Interrupts) != 1 || !strings.Contains(string(res.Interrupts[0].Args), "/danger.md") {
+		t.Fatalf("the second write under the approved call's id did not wait: %v, %+v", err, res.Interrupts)
+	}
+	if _, ok := res.State.Files["/danger.md"]; ok {
+		t.Fatal("/danger.md was written on the approval of another call")
+	}
+	if _, ok := res.State.Files["/safe.md"]; !ok {
+		t.Fatal("the approved write of /safe.md did not run")
+	}
+}
