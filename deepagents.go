@@ -397,9 +397,12 @@ func PermissionsMiddleware(rules perm.Rules) agent.Middleware {
 // whatever other middleware mounted into them (memory files, say), as
 // PermissionsMiddleware does with rules. Tools that run a subagent are left
 // alone: the subagent's own calls are guarded by its own middleware or
-// backend. Set g.Approved to agent.Approved for the changes a person
-// approved to go through.
+// backend. A guard without an Approved function gets agent.Approved, so
+// that the changes a person approved go through.
 func GuardMiddleware(g *perm.Guard) agent.Middleware {
+	if g.Approved == nil {
+		g.Approved = agent.Approved
+	}
 	return filesMiddleware("protect", g.Wrap)
 }
 

@@ -124,13 +124,6 @@ func WaitingNames(waiting []Interrupt) string {
 	return strings.Join(names, ", ")
 }
 
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
-}
-
 // Check verifies a decision's shape: a known type, a call id, for an edit
 // arguments that are a JSON object, and for a respond a message.
 func (d Decision) Check() error {

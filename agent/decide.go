@@ -11,6 +11,7 @@ import (
 
 // This file checks the decisions a person takes on waiting calls.
 
+// WithDecisions answers calls that wait for a person (Result.Interrupts)
 // when a thread is resumed. Decisions may answer some of the waiting calls;
 // the others keep waiting. A decision that answers no waiting call, or takes
 // a decision its call does not allow, is refused with a *DecisionError and

@@ -76,13 +76,23 @@ func generateAssistant(m llm.Model) func(context.Context, *llm.Request) (*llm.Re
 		if err == nil && resp == nil {
 			return nil, errNoResponse
 		}
-		if err == nil && resp.Message.Role == "" {
-			c := *resp
-			c.Message.Role = llm.RoleAssistant
-			resp = &c
+		if err != nil {
+			return resp, err
 		}
-		return resp, err
+		return asAssistant(resp), nil
 	}
+}
+
+// asAssistant returns resp with its message's role set to assistant when a
+// model or a hook left it empty; a stream's end takes a response without a
+// role for the pieces streamed before it, which would lose its text.
+func asAssistant(resp *llm.Response) *llm.Response {
+	if resp.Message.Role != "" {
+		return resp
+	}
+	c := *resp
+	c.Message.Role = llm.RoleAssistant
+	return &c
 }
 
 // modelAsStream puts a response-level hook on the stream chain. The events
@@ -121,7 +131,7 @@ func modelAsStream(w func(context.Context, *llm.Request, ModelFunc) (*llm.Respon
 			case resp == nil:
 				yield(llm.StreamEvent{}, errNoResponse)
 			default:
-				yield(llm.StreamEvent{Type: llm.EventDone, Response: resp}, nil)
+				yield(llm.StreamEvent{Type: llm.EventDone, Response: asAssistant(resp)}, nil)
 			}
 		}
 	}

@@ -267,3 +267,23 @@ func TestAModelThatAnswersNothingFailsTheRun(t *testing.T) {
 		}
 	}
 }
+
+// A response hook that answers by itself (a cache) with a message that has
+// no role keeps its answer: the run takes it as the assistant's, as it takes
+// a model's Generate answer without a role.
+func TestWrapModelAnswerWithoutRoleIsKept(t *testing.T) {
+	m := scripted.New(scripted.Script{"parent": steps(scripted.Step{Content: "from the model"})}, scripted.Options{})
+	cache := func(ctx context.Context, req *llm.Request, next agent.ModelFunc) (*llm.Response, error) {
+		return &llm.Response{Message: llm.Message{Content: "from the cache"}}, nil
+	}
+	for _, stream := range []bool{false, true} {
+		a := newAgent(t, agent.Config{Model: m, Stream: stream, Middleware: []agent.Middleware{{Name: "cache", WrapModel: cache}}})
+		res, err := a.Invoke(t.Context(), agent.Prompt("go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := res.FinalText(); got != "from the cache" {
+			t.Errorf("stream %v: final text %q, want the hook's answer", stream, got)
+		}
+	}
+}

@@ -142,7 +142,7 @@ func (d pgFileDB) Exec(ctx context.Context, q string, args ...any) (int64, error
 // Change runs fn in one transaction holding an advisory lock on the
 // namespace, so changes of one namespace (from any process) take turns;
 // the timeout bounds the whole transaction.
-func (d pgFileDB) Change(ctx context.Context, ns string, fn func(engine.FileDB) error) error {
+func (d pgFileDB) Change(ctx context.Context, ns string, fn func(context.Context, engine.FileDB) error) error {
 	pool, ok := d.q.(*pgxpool.Pool)
 	if !ok {
 		return errors.New("postgres file store: a change inside a change")
@@ -153,7 +153,7 @@ func (d pgFileDB) Change(ctx context.Context, ns string, fn func(engine.FileDB) 
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", filesLockKey("deepagents files", ns)); err != nil {
 			return err
 		}
-		return fn(pgFileDB{q: tx, inTx: true})
+		return fn(ctx, pgFileDB{q: tx, inTx: true})
 	})
 }
 

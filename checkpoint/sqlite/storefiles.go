@@ -97,7 +97,7 @@ func (d fileDB) Exec(ctx context.Context, q string, args ...any) (int64, error) 
 
 // Change runs fn in one BEGIN IMMEDIATE transaction: SQLite's write lock
 // makes every change of the file take its turn.
-func (d fileDB) Change(ctx context.Context, _ string, fn func(engine.FileDB) error) error {
+func (d fileDB) Change(ctx context.Context, _ string, fn func(context.Context, engine.FileDB) error) error {
 	db, ok := d.q.(*sql.DB)
 	if !ok {
 		return errors.New("sqlite file store: a change inside a change")
@@ -106,7 +106,7 @@ func (d fileDB) Change(ctx context.Context, _ string, fn func(engine.FileDB) err
 	if err != nil {
 		return err
 	}
-	if err := fn(fileDB{tx}); err != nil {
+	if err := fn(ctx, fileDB{tx}); err != nil {
 		tx.Rollback()
 		return err
 	}

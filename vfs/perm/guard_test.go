@@ -352,3 +352,28 @@ func TestGuardFoldsCaseAsADiskWould(t *testing.T) {
 		}
 	}
 }
+
+// GuardMiddleware gives a guard without an Approved function the agent's,
+// so that a library user who builds a guard and mounts it this way keeps
+// the approvals a person gives (a guard without one refuses every change
+// to an Ask place); a function the caller set is kept.
+func TestGuardMiddlewareTakesTheAgentsApprovals(t *testing.T) {
+	g, err := perm.NewGuard([]perm.Zone{{Dir: "/", Glob: "**/AGENTS.md", Level: perm.Ask, What: "a memory file"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deepagents.GuardMiddleware(g)
+	if g.Approved == nil {
+		t.Fatal("the guard has no way to see approvals")
+	}
+	if g.Approved(t.Context()) {
+		t.Error("a call nobody approved counts as approved")
+	}
+	mine := func(context.Context) bool { return true }
+	g2, _ := perm.NewGuard(nil, nil)
+	g2.Approved = mine
+	deepagents.GuardMiddleware(g2)
+	if !g2.Approved(t.Context()) {
+		t.Error("the caller's Approved function was replaced")
+	}
+}

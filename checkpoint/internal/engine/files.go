@@ -33,8 +33,9 @@ type FileDB interface {
 	// Exec runs q and returns the number of rows it changed.
 	Exec(ctx context.Context, q string, args ...any) (int64, error)
 	// Change runs fn in one write transaction that changes of namespace ns
-	// take in turn, with a FileDB bound to it.
-	Change(ctx context.Context, ns string, fn func(FileDB) error) error
+	// take in turn, with a FileDB bound to it and the context its
+	// statements run under (the transaction's, bounded as a whole).
+	Change(ctx context.Context, ns string, fn func(context.Context, FileDB) error) error
 }
 
 // FileTable is a store.Table on a FileDB: the one implementation of the
@@ -113,7 +114,7 @@ func (t FileTable) Rows(ctx context.Context, ns, dir string) ([]store.Row, error
 
 // Change implements store.Table: fn runs in one write transaction.
 func (t FileTable) Change(ctx context.Context, ns string, fn func(tx store.Tx) error) error {
-	return t.DB.Change(ctx, ns, func(db FileDB) error {
+	return t.DB.Change(ctx, ns, func(ctx context.Context, db FileDB) error {
 		return fn(&fileTx{ctx: ctx, db: db, ns: ns})
 	})
 }
