@@ -207,18 +207,11 @@ func ResponseLimitsFrom(ctx context.Context) ResponseLimits {
 // off there with a *ResponseTooLargeError and no response.
 func CollectLimited(stream iter.Seq2[StreamEvent, error], l ResponseLimits) (*Response, error) {
 	var acc Accumulator
-	m := NewMeter(l)
-	for ev, err := range stream {
+	for ev, err := range Limited(stream, l) {
 		if err != nil {
 			return nil, err
 		}
-		if err := m.Add(ev); err != nil {
-			return nil, err
-		}
 		if resp := acc.Add(ev); resp != nil {
-			if err := l.Check(resp); err != nil {
-				return nil, err
-			}
 			return resp, nil
 		}
 	}
