@@ -25,7 +25,8 @@
 // calls (Runtime, the deterministic Sequential); state.go is the run as a
 // value (RunState); record.go hands out a run's step records (WithRecorder)
 // and resume.go starts a run on its saved thread (WithThread), both driven
-// by package runner over a checkpoint store; decide.go checks decisions;
+// by package runner over a checkpoint store; ask.go is how a tool call
+// waits for a person (Ask, Admit, DecisionOf); decide.go checks decisions;
 // approval.go is human approval of tool calls
 // (InterruptOn, decisions); event.go and errors.go define the events and
 // errors callers see.
@@ -142,8 +143,16 @@ type Middleware struct {
 	// WrapModel is outside its own WrapStream.
 	WrapStream func(ctx context.Context, req *llm.Request, next StreamFunc) iter.Seq2[llm.StreamEvent, error]
 	// WrapTool wraps every tool call; returning without calling next skips
-	// the tool (an approval gate, a cache).
+	// the tool (a cache), and returning Ask(...) makes the call wait for a
+	// person.
 	WrapTool func(ctx context.Context, call *ToolCall, next ToolFunc) (tool.Result, error)
+	// Admit looks at each tool call before it starts, on the loop's
+	// goroutine, so it must return promptly (call.Env is nil). Returning
+	// Ask(...) makes the call wait for a person without starting (an
+	// approval gate); any other error is the call's error result. When the
+	// person approved or edited the call, it is admitted again with the
+	// model's arguments and the decision in ctx (DecisionOf).
+	Admit func(ctx context.Context, call *ToolCall) error
 	// StepTools adds tools for one step only: they are sent with that
 	// step's request and its calls of them are run. Tools that come and go
 	// (servers that connect later, skills that load) use it.
@@ -167,6 +176,17 @@ type ToolCall struct {
 	Call llm.ToolCall
 	Tool tool.Tool
 	Env  *tool.Env
+
+	ran []func(emit func(Event), changed func(path string))
+}
+
+// OnRan has f called on the loop's goroutine once the call has run without
+// an error, after its tool.end event, for an Admit hook to report what the
+// call did: emit adds an event to the run's stream, and changed counts a
+// file as changed by the run (Result.Changed), for one the run's own
+// tracking does not see, such as one a middleware mounted.
+func (c *ToolCall) OnRan(f func(emit func(Event), changed func(path string))) {
+	c.ran = append(c.ran, f)
 }
 
 // StepInfo tells BeforeModel where the run is.

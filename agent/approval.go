@@ -2,14 +2,12 @@ package agent
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
-	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/tool"
 )
 
@@ -150,35 +148,6 @@ func (d Decision) Check() error {
 		return fmt.Errorf("the %s decision names no call_id", d.Type)
 	}
 	return nil
-}
-
-// approvalFor returns the policy for call c of the agent's tools and what
-// it says about the call; gated reports whether the call waits for a
-// person.
-func (a *Agent) approvalFor(ctx context.Context, c llm.ToolCall) (p Approval, v Verdict, gated bool) {
-	p, ok := a.cfg.InterruptOn[c.Name]
-	if !ok {
-		return p, Verdict{}, false
-	}
-	v = verdictFor(ctx, p, c.Args)
-	return p, v, v.Wait
-}
-
-// describeCall is what the person is told about a waiting call: the
-// policy's description, else a default naming the tool and its arguments;
-// a gate's reason comes first.
-func describeCall(p Approval, reason, name string, args json.RawMessage) string {
-	text := p.Description
-	if text == "" {
-		text = fmt.Sprintf("The agent wants to call %s with %s.", name, compactArgs(args))
-	}
-	if reason == "" {
-		return text
-	}
-	if !strings.ContainsAny(reason[len(reason)-1:], ".!?") {
-		reason += "."
-	}
-	return reason + " " + text
 }
 
 func compactArgs(args json.RawMessage) string {

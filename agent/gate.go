@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"maps"
 	"strings"
-
-	"github.com/deepagents-go/deepagents/llm"
 )
 
 // This file is the part of human approval that looks at a call's arguments
@@ -120,6 +118,44 @@ func verdictFor(ctx context.Context, p Approval, args json.RawMessage) Verdict {
 	return p.Check(ctx, args)
 }
 
+// admitGated is the agent's InterruptOn as an Admit hook: a call of a gated
+// tool that its policy makes wait asks the person, and what the policy asks
+// to hear about a call is reported once it ran. A call the person approved
+// or edited is reported by what runs: the person's arguments, for an edit.
+func (a *Agent) admitGated(ctx context.Context, call *ToolCall) error {
+	p, ok := a.cfg.InterruptOn[call.Call.Name]
+	if !ok {
+		return nil
+	}
+	v := verdictFor(ctx, p, call.Call.Args)
+	report, changes := v.Report, v.Changes
+	d, decided := DecisionOf(ctx)
+	if decided && d.Type == Edit {
+		rv := verdictFor(ctx, p, d.Args)
+		report, changes = rv.Report, rv.Changes
+	}
+	if report != "" || changes != "" {
+		// A person's approval of a task call is not one of the calls its
+		// subagent makes.
+		_, nested := call.Tool.(Nested)
+		approved := decided && !nested
+		name, id := call.Call.Name, call.Call.ID
+		call.OnRan(func(emit func(Event), changed func(string)) {
+			if changes != "" {
+				changed(changes)
+			}
+			if report != "" {
+				emit(Event{Type: Warning, Warning: &WarningInfo{Source: "gate", Tools: []string{name},
+					Text: gateReport(name, id, report, approved)}})
+			}
+		})
+	}
+	if v.Wait {
+		return Ask(Question{Allowed: p.Allowed, Description: p.Description, Reason: v.Reason})
+	}
+	return nil
+}
+
 // gateReport is the text of the warning that reports a call a gate asked to
 // hear about.
 func gateReport(name, callID, report string, approved bool) string {
@@ -128,22 +164,4 @@ func gateReport(name, callID, report string, approved bool) string {
 		how = "after a person approved it"
 	}
 	return name + " call " + callID + " ran " + how + ": " + report
-}
-
-// gateNote is what a gate asked to hear about one call once it ran.
-type gateNote struct {
-	verdict  Verdict
-	approved bool
-}
-
-// gateRan reports call c, which ran without an error, as its gate asked:
-// a warning event, and its changed path among the run's changed files.
-func (r *run) gateRan(c llm.ToolCall, n gateNote) {
-	if n.verdict.Changes != "" {
-		r.markChanged(n.verdict.Changes)
-	}
-	if n.verdict.Report != "" {
-		r.emit(Event{Type: Warning, Warning: &WarningInfo{Source: "gate", Tools: []string{c.Name},
-			Text: gateReport(c.Name, c.ID, n.verdict.Report, n.approved)}})
-	}
 }
