@@ -26,9 +26,9 @@
 // value (RunState); record.go hands out a run's step records (WithRecorder)
 // and resume.go starts a run on its saved thread (WithThread), both driven
 // by package runner over a checkpoint store; ask.go is how a tool call
-// waits for a person (Ask, Admit, DecisionOf); decide.go checks decisions;
-// approval.go is human approval of tool calls
-// (InterruptOn, decisions); event.go and errors.go define the events and
+// waits for a person (Ask, Admit, DecisionOf); approval.go and decide.go
+// are the decisions a person takes and their checks (package approve
+// makes calls wait by tool name); event.go and errors.go define the events and
 // errors callers see.
 package agent
 
@@ -96,15 +96,6 @@ type Config struct {
 	// refuses is a *ConfigError, and settings it drops are reported by a
 	// warning event at the start of every run.
 	Reasoning *llm.ReasoningConfig
-	// InterruptOn names the tools whose calls wait for a person's decision
-	// before they run, and what the person may decide. A run that reaches
-	// such a call ends with StatusInterrupted once the step's other calls
-	// are done; resuming its thread with WithDecisions continues it (the
-	// model call that asked is never repeated). Resuming needs a saved
-	// thread (runner.Checkpoints). A name that matches none of the
-	// agent's tools (see UngatedNames) is reported by a warning event at
-	// the start of every run.
-	InterruptOn map[string]Approval
 	// ContextWindow is the model's context window in tokens, 0 when unknown
 	// (see tokens.ProfileFor). The context report of every model request
 	// (RequestInfo.Context) measures the free space against it.
@@ -146,6 +137,10 @@ type Middleware struct {
 	// the tool (a cache), and returning Ask(...) makes the call wait for a
 	// person.
 	WrapTool func(ctx context.Context, call *ToolCall, next ToolFunc) (tool.Result, error)
+	// Gates names the tools whose calls Admit may make wait for a person:
+	// a name none of the agent's tools has (a misspelling) is reported by
+	// a warning event (source Name) at the start of every run.
+	Gates []string
 	// Admit looks at each tool call before it starts, on the loop's
 	// goroutine, so it must return promptly (call.Env is nil). Returning
 	// Ask(...) makes the call wait for a person without starting (an
@@ -304,9 +299,10 @@ type Agent struct {
 	// said it will not send.
 	settings llm.Settings
 	dropped  []string
-	// ungated names the InterruptOn entries no bound tool has; stepTools
-	// says whether a middleware may bind more for a step.
-	ungated   []string
+	// ungated names, by gating middleware, the tools it gates that are
+	// not bound (Middleware.Gates); stepTools says whether a middleware may
+	// bind more for a step.
+	ungated   []ungated
 	stepTools bool
 	caps      llm.Capabilities
 
@@ -341,13 +337,6 @@ func New(cfg Config) (*Agent, error) {
 	a.calibKey = calibrationKey(cfg.Model, a.name)
 	if err := a.checkSettings(); err != nil {
 		return nil, err
-	}
-	for name, p := range cfg.InterruptOn {
-		for _, d := range p.Allowed {
-			if !d.Known() {
-				return nil, configErr("agent %s: interrupt_on %s: decision %q is not one of approve, edit, reject, respond", a.name, name, d)
-			}
-		}
 	}
 	a.caps = llm.CapabilitiesOf(cfg.Model)
 	var sections []string
@@ -386,30 +375,46 @@ func New(cfg Config) (*Agent, error) {
 		a.specs = append(a.specs, spec)
 		a.names = append(a.names, spec.Name)
 	}
-	a.ungated = gatesWithoutTool(cfg.InterruptOn, a.byName)
 	for _, m := range cfg.Middleware {
 		a.stepTools = a.stepTools || m.StepTools != nil
+		if names := gatesWithoutTool(m.Gates, a.byName); len(names) > 0 {
+			a.ungated = append(a.ungated, ungated{source: m.Name, names: names})
+		}
 	}
 	return a, nil
 }
 
+// ungated are the tools a gating middleware (source) names that the agent
+// does not have.
+type ungated struct {
+	source string
+	names  []string
+}
+
 // gatesWithoutTool names, sorted, the gated tools that are not bound.
-func gatesWithoutTool(gates map[string]Approval, bound map[string]tool.Tool) []string {
+func gatesWithoutTool(gates []string, bound map[string]tool.Tool) []string {
 	var out []string
-	for name := range gates {
+	for _, name := range gates {
 		if _, ok := bound[name]; !ok {
 			out = append(out, name)
 		}
 	}
 	slices.Sort(out)
-	return out
+	return slices.Compact(out)
 }
 
-// UngatedNames names, sorted, the InterruptOn entries that match none of
-// the agent's tools, as a misspelt name does: each run reports them in a
-// warning event, since their calls can only wait if a middleware adds a
-// tool by that name for a step.
-func (a *Agent) UngatedNames() []string { return slices.Clone(a.ungated) }
+// UngatedNames names, sorted, the tools a middleware gates
+// (Middleware.Gates) that match none of the agent's tools, as a misspelt
+// name does: each run reports them in a warning event, since their calls
+// can only wait if a middleware adds a tool by that name for a step.
+func (a *Agent) UngatedNames() []string {
+	var out []string
+	for _, u := range a.ungated {
+		out = append(out, u.names...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
 
 // checkSettings validates the reasoning setting and asks a model that can
 // tell which of the settings it refuses or drops.

@@ -131,3 +131,25 @@ func describeCall(description, reason, name string, args json.RawMessage) string
 	}
 	return reason + " " + text
 }
+
+// approvedKey marks the context of a tool call that a person approved.
+type approvedKey struct{}
+
+// Approved reports whether the tool call running with ctx waited for a
+// person and was approved, as asked or with arguments the person edited.
+// Backends that guard files whose change needs a person's approval allow
+// the change only then. It is false for every other call, and inside a
+// subagent started by an approved call.
+func Approved(ctx context.Context) bool {
+	v, _ := ctx.Value(approvedKey{}).(bool)
+	return v
+}
+
+// withApproved returns ctx marked as approved or not, leaving ctx as it is
+// when it already says so.
+func withApproved(ctx context.Context, approved bool) context.Context {
+	if Approved(ctx) == approved {
+		return ctx
+	}
+	return context.WithValue(ctx, approvedKey{}, approved)
+}

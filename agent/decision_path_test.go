@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/approve"
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/llm/scripted"
 	"github.com/deepagents-go/deepagents/runner"
@@ -46,15 +47,15 @@ func sameIDFamily(t *testing.T, parentToo bool) (a *agent.Agent, written func() 
 		"alpha":  steps(scripted.Step{ToolCalls: []scripted.StepCall{w1("/alpha.md")}}, scripted.Step{Content: "alpha done"}),
 		"beta":   steps(scripted.Step{ToolCalls: []scripted.StepCall{w1("/beta.md")}}, scripted.Step{Content: "beta done"}),
 	}, scripted.Options{})
-	gates := map[string]agent.Approval{"write": {}}
-	tk, err := subagent.NewTask(subagent.Config{Model: m, InterruptOn: gates, Subagents: []subagent.Spec{
+	gates := map[string]approve.Policy{"write": {}}
+	tk, err := subagent.NewTask(subagent.Config{Model: m, Middleware: []agent.Middleware{approve.Gate(gates)}, Subagents: []subagent.Spec{
 		{Name: "alpha", Description: "Writes alpha.", Tools: []tool.Tool{write}},
 		{Name: "beta", Description: "Writes beta.", Tools: []tool.Tool{write}},
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a = newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{tk, write}, InterruptOn: gates})
+	a = newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{tk, write}, Middleware: []agent.Middleware{approve.Gate(gates)}})
 	return a, func() []string {
 		mu.Lock()
 		defer mu.Unlock()

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/approve"
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/llm/scripted"
 	"github.com/deepagents-go/deepagents/runner"
@@ -40,10 +41,10 @@ func subEditFamily(t *testing.T, nested bool) (a *agent.Agent, writes *atomic.In
 		script["inner"] = steps(scripted.Step{ToolCalls: []scripted.StepCall{w1}}, scripted.Step{Content: "inner wrote"})
 	}
 	m := scripted.New(script, scripted.Options{})
-	gates := map[string]agent.Approval{"write": {}}
+	gates := map[string]approve.Policy{"write": {}}
 	workerTools := []tool.Tool{write}
 	if nested {
-		inner, err := subagent.NewTask(subagent.Config{Model: m, InterruptOn: gates, Subagents: []subagent.Spec{
+		inner, err := subagent.NewTask(subagent.Config{Model: m, Middleware: []agent.Middleware{approve.Gate(gates)}, Subagents: []subagent.Spec{
 			{Name: "inner", Description: "Writes.", Tools: []tool.Tool{write}},
 		}})
 		if err != nil {
@@ -51,13 +52,13 @@ func subEditFamily(t *testing.T, nested bool) (a *agent.Agent, writes *atomic.In
 		}
 		workerTools = []tool.Tool{inner}
 	}
-	tk, err := subagent.NewTask(subagent.Config{Model: m, InterruptOn: gates, Subagents: []subagent.Spec{
+	tk, err := subagent.NewTask(subagent.Config{Model: m, Middleware: []agent.Middleware{approve.Gate(gates)}, Subagents: []subagent.Spec{
 		{Name: "worker", Description: "Works.", Tools: workerTools},
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{tk}, InterruptOn: gates}), writes
+	return newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{tk}, Middleware: []agent.Middleware{approve.Gate(gates)}}), writes
 }
 
 // An edit of a call waiting in a subagent (or in a subagent's subagent)

@@ -632,16 +632,10 @@ func (r *run) invoke(ctx context.Context, tc *ToolCall, host Host) (res tool.Res
 // should one of them not heed its context.
 const nestedGrace = 5 * time.Second
 
-// admit puts call to the Admit hooks before it starts: the agent's own
-// InterruptOn gate, then its middleware's, outermost first. The first that
-// asks a person decides (ask); another error refuses the call.
+// admit puts call to the middleware's Admit hooks before it starts,
+// outermost first. The first that asks a person decides (ask); another
+// error refuses the call.
 func (r *run) admit(ctx context.Context, call *ToolCall) (ask *Question, refused error) {
-	if err := r.a.admitGated(ctx, call); err != nil {
-		if q, ok := askedOf(err); ok {
-			return q, nil
-		}
-		return nil, err
-	}
 	for _, m := range r.a.cfg.Middleware {
 		if m.Admit == nil {
 			continue

@@ -17,6 +17,7 @@ import (
 
 	"github.com/deepagents-go/deepagents"
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/approve"
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/checkpoint/sqlite"
 	"github.com/deepagents-go/deepagents/hitl"
@@ -329,8 +330,8 @@ const approvalScript = `{
     {"content": "done"}]
 }`
 
-func gated() map[string]agent.Approval {
-	return map[string]agent.Approval{"write_file": {}}
+func gated() map[string]approve.Policy {
+	return map[string]approve.Policy{"write_file": {}}
 }
 
 func toolResult(msgs []llm.Message, id string) string {
@@ -1310,7 +1311,7 @@ func TestNewInputClosesACutOffCall(t *testing.T) {
 
 	// The same for a call a person approved, cut off while it ran.
 	gated := durableAgent(t, `{"parent": [{"tool_calls": [{"id": "h", "name": "hang", "args": {}}]}, {"content": "moved on"}]}`,
-		deepagents.Config{Tools: []tool.Tool{hang}, InterruptOn: map[string]agent.Approval{"hang": {}}})
+		deepagents.Config{Tools: []tool.Tool{hang}, InterruptOn: map[string]approve.Policy{"hang": {}}})
 	if _, err := gated.Invoke(ctx, agent.Prompt("first"), runner.Checkpoints(saver, "cut2")); !errors.Is(err, agent.ErrInterrupted) {
 		t.Fatal(err)
 	}
@@ -1787,7 +1788,7 @@ func TestCheckpointsOnARunStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := durableAgent(t, `{"parent": [{"tool_calls": [{"id": "w", "name": "write_file", "args": {"file_path": "/a.md", "content": "x"}}]}, {"content": "done"}]}`,
-		deepagents.Config{InterruptOn: map[string]agent.Approval{"write_file": {}}})
+		deepagents.Config{InterruptOn: map[string]approve.Policy{"write_file": {}}})
 	res, err := a.Invoke(ctx, agent.Prompt("go"), runner.Checkpoints(store, "th"))
 	if !errors.Is(err, agent.ErrInterrupted) || len(res.Interrupts) != 1 {
 		t.Fatalf("first run: %v, %d waiting", err, len(res.Interrupts))
@@ -1813,7 +1814,7 @@ func TestDecisionAnswersOnlyTheWaitingCall(t *testing.T) {
 		{"tool_calls": [{"id": "c1", "name": "write_file", "args": {"file_path": "/safe.md", "content": "ok"}}]},
 		{"tool_calls": [{"id": "c1", "name": "write_file", "args": {"file_path": "/danger.md", "content": "bad"}}]},
 		{"content": "done"}]}`
-	a := durableAgent(t, script, deepagents.Config{InterruptOn: map[string]agent.Approval{"write_file": {}}})
+	a := durableAgent(t, script, deepagents.Config{InterruptOn: map[string]approve.Policy{"write_file": {}}})
 	if _, err := a.Invoke(ctx, agent.Prompt("go"), runner.Checkpoints(saver, "reuse")); !errors.Is(err, agent.ErrInterrupted) {
 		t.Fatalf("first run: %v", err)
 	}

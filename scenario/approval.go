@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/approve"
 	"github.com/deepagents-go/deepagents/hitl"
 )
 
@@ -46,14 +47,14 @@ func (g Gate) MarshalJSON() ([]byte, error) {
 // approvals turns the scenario's policy into the agent's: nil stays nil (a
 // subagent then inherits its parent's), and tools set to false are left
 // out.
-func (io InterruptOn) approvals() map[string]agent.Approval {
+func (io InterruptOn) approvals() map[string]approve.Policy {
 	if io == nil {
 		return nil
 	}
-	out := make(map[string]agent.Approval, len(io))
+	out := make(map[string]approve.Policy, len(io))
 	for name, g := range io {
 		if !g.Off {
-			out[name] = agent.Approval{Allowed: slices.Clone(g.Allowed), Description: g.Description}
+			out[name] = approve.Policy{Allowed: slices.Clone(g.Allowed), Description: g.Description}
 		}
 	}
 	return out

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/approve"
 	"github.com/deepagents-go/deepagents/checkpoint"
 )
 
@@ -99,7 +100,7 @@ func TestParseDurableFields(t *testing.T) {
 		t.Errorf("turns %q, crash points %v", s.Turns, s.CrashAfterEvents)
 	}
 	got := s.Agent.InterruptOn.approvals()
-	want := map[string]agent.Approval{
+	want := map[string]approve.Policy{
 		"write_file": {},
 		"edit_file":  {Allowed: []agent.DecisionType{agent.Reject, agent.Approve}},
 		"delete":     {Allowed: []agent.DecisionType{agent.Approve}, Description: "Deleting needs a yes."},

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/approve"
 	"github.com/deepagents-go/deepagents/runner"
 )
 
@@ -51,7 +52,7 @@ func TestInteractiveApprovalAtThePrompt(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := gatedServer(t)
 			runEnv(t, srv)
-			f := runFlags{model: "openai:gpt-test", output: "text", set: map[string]bool{}, gates: map[string]agent.Approval{"write_file": {Allowed: tt.allowed}}}
+			f := runFlags{model: "openai:gpt-test", output: "text", set: map[string]bool{}, gates: map[string]approve.Policy{"write_file": {Allowed: tt.allowed}}}
 			var errb strings.Builder
 			s, err := assemble(t.Context(), f, &errb)
 			if err != nil {
