@@ -46,9 +46,9 @@ func (d DecisionType) Known() bool { return slices.Contains(knownDecisions, d) }
 
 // Interrupt is a tool call waiting for a person's decision.
 type Interrupt struct {
-	// Path is the text of the agent path of the run whose model made the
-	// call: the top-level agent's, or a subagent's.
-	Path    string          `json:"path"`
+	// Path is the agent path of the run whose model made the call: the
+	// top-level agent's, or a subagent's.
+	Path    Path            `json:"path"`
 	CallID  string          `json:"call_id"`
 	Tool    string          `json:"tool"`
 	Args    json.RawMessage `json:"args"`
@@ -68,7 +68,7 @@ type Interrupt struct {
 type Decision struct {
 	Type    DecisionType    `json:"type"`
 	CallID  string          `json:"call_id,omitempty"`
-	Path    string          `json:"path,omitempty"`
+	Path    Path            `json:"path,omitempty"`
 	Args    json.RawMessage `json:"args,omitempty"`
 	Message string          `json:"message,omitempty"`
 	// Tool, when set, is the tool an edit names (LangChain's

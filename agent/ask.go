@@ -93,7 +93,7 @@ func withDecision(ctx context.Context, d *Decision) context.Context {
 // question returns the waiting call a question asks about, as the person
 // is shown it.
 func (r *run) question(c llm.ToolCall, q *Question) Interrupt {
-	return Interrupt{Path: r.where, CallID: c.ID, Tool: c.Name, Args: c.Args, Allowed: allowedDecisions(q.Allowed),
+	return Interrupt{Path: r.path, CallID: c.ID, Tool: c.Name, Args: c.Args, Allowed: allowedDecisions(q.Allowed),
 		Description: describeCall(q.Description, q.Reason, c.Name, c.Args), Reason: q.Reason}
 }
 

@@ -80,7 +80,7 @@ func TestSubagentEditThatDoesNotFitIsRefused(t *testing.T) {
 			a, writes := subEditFamily(t, tc.nested)
 			saver := checkpoint.NewMemory(0)
 			res, err := a.Invoke(ctx, agent.Prompt("go"), runner.Checkpoints(saver, "sub"))
-			if !errors.Is(err, agent.ErrInterrupted) || len(res.Interrupts) != 1 || res.Interrupts[0].Path != tc.path {
+			if !errors.Is(err, agent.ErrInterrupted) || len(res.Interrupts) != 1 || res.Interrupts[0].Path.String() != tc.path {
 				t.Fatalf("first run: %v, interrupts %+v", err, res.Interrupts)
 			}
 			waiting := res.Interrupts
@@ -91,12 +91,12 @@ func TestSubagentEditThatDoesNotFitIsRefused(t *testing.T) {
 					t.Errorf("CheckDecisions, edit %s: %v", args, err)
 				}
 				named := bad
-				named.Path = tc.path
+				named.Path = mustPath(t, tc.path)
 				if err := a.CheckDecisions([]agent.Decision{named}, waiting); !errors.As(err, &de) {
 					t.Errorf("CheckDecisions, edit %s naming the path: %v", args, err)
 				}
 				res, err := a.Invoke(ctx, agent.Input{}, runner.Checkpoints(saver, "sub"), agent.WithDecisions(bad))
-				if !errors.As(err, &de) || res.Status != agent.StatusInterrupted || len(res.Interrupts) != 1 || res.Interrupts[0].Path != tc.path {
+				if !errors.As(err, &de) || res.Status != agent.StatusInterrupted || len(res.Interrupts) != 1 || res.Interrupts[0].Path.String() != tc.path {
 					t.Fatalf("resume, edit %s: %v (status %v, waiting %+v)", args, err, res.Status, res.Interrupts)
 				}
 			}
@@ -122,11 +122,11 @@ func TestEditOfUnknownAgentIsLeftToTheTool(t *testing.T) {
 	a, _ := subEditFamily(t, true)
 	bad := json.RawMessage(`{"file_path":"/w.md"}`)
 	for _, in := range []agent.Interrupt{
-		{Path: "parent / nobody#t1", CallID: "w1", Tool: "write"},
-		{Path: "parent / worker#t1 / nobody#t2", CallID: "w1", Tool: "write"},
-		{Path: "parent / worker#t1", CallID: "w1", Tool: "write"}, // worker has no write here
-		{Path: "parent / worker#t1 / inner#t2", CallID: "w1", Tool: "unknown"},
-		{Path: "other / worker#t1", CallID: "w1", Tool: "write"}, // not below this agent
+		{Path: agent.RootPath("parent").Child("nobody", "t1"), CallID: "w1", Tool: "write"},
+		{Path: agent.RootPath("parent").Child("worker", "t1").Child("nobody", "t2"), CallID: "w1", Tool: "write"},
+		{Path: agent.RootPath("parent").Child("worker", "t1"), CallID: "w1", Tool: "write"}, // worker has no write here
+		{Path: agent.RootPath("parent").Child("worker", "t1").Child("inner", "t2"), CallID: "w1", Tool: "unknown"},
+		{Path: agent.RootPath("other").Child("worker", "t1"), CallID: "w1", Tool: "write"}, // not below this agent
 	} {
 		in.Allowed = agent.AllDecisions
 		if err := a.CheckDecisions([]agent.Decision{{Type: agent.Edit, CallID: "w1", Args: bad}}, []agent.Interrupt{in}); err != nil {

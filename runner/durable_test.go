@@ -372,7 +372,7 @@ func TestApprovalsPartialThenAll(t *testing.T) {
 		t.Fatalf("interrupts %+v (events %d)", res.Interrupts, interruptEvents)
 	}
 	in := res.Interrupts[0]
-	if in.Path != "parent" || in.Tool != "write_file" || !slices.Equal(in.Allowed, []agent.DecisionType{"approve", "edit", "reject"}) {
+	if in.Path.String() != "parent" || in.Tool != "write_file" || !slices.Equal(in.Allowed, []agent.DecisionType{"approve", "edit", "reject"}) {
 		t.Fatalf("interrupt %+v", in)
 	}
 	if c.snapshot()["parent b1"] != 1 {
@@ -498,7 +498,7 @@ func TestSubagentInterruptResumesInsideTheChild(t *testing.T) {
 	if !errors.Is(err, agent.ErrInterrupted) || len(res.Interrupts) != 1 {
 		t.Fatalf("%v %+v", err, res)
 	}
-	if got := res.Interrupts[0].Path; got != "parent / general-purpose#t1" || res.Interrupts[0].CallID != "cw" {
+	if got := res.Interrupts[0].Path.String(); got != "parent / general-purpose#t1" || res.Interrupts[0].CallID != "cw" {
 		t.Fatalf("interrupt %+v", res.Interrupts[0])
 	}
 
@@ -512,7 +512,7 @@ func TestSubagentInterruptResumesInsideTheChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err = a2.Invoke(ctx, agent.Input{}, runner.Checkpoints(saver, "sub"),
-		agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "cw", Path: "parent / general-purpose#t1"}))
+		agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "cw", Path: agent.RootPath("parent").Child("general-purpose", "t1")}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1570,8 +1570,8 @@ func TestSubagentResultCountsItsOwnCheckpoints(t *testing.T) {
 // their agents when an id waits in two.
 func TestDecisionErrorsNameWhatIsWrong(t *testing.T) {
 	waiting := []agent.Interrupt{
-		{Path: "parent", CallID: "c", Tool: "write_file", Allowed: agent.AllDecisions},
-		{Path: "parent / general-purpose#t1", CallID: "c", Tool: "edit_file", Allowed: agent.AllDecisions},
+		{Path: agent.RootPath("parent"), CallID: "c", Tool: "write_file", Allowed: agent.AllDecisions},
+		{Path: agent.RootPath("parent").Child("general-purpose", "t1"), CallID: "c", Tool: "edit_file", Allowed: agent.AllDecisions},
 	}
 	ds, err := hitl.ParseDecisions([]byte(`[{"type": "edit", "call_id": "c", "path": "parent", "edited_action": {"name": "delete", "args": {"file_path": "/a"}}}]`))
 	if err != nil {
@@ -1580,7 +1580,7 @@ func TestDecisionErrorsNameWhatIsWrong(t *testing.T) {
 	if err := agent.CheckDecisions(ds, waiting); err == nil || !strings.Contains(err.Error(), "names tool delete, but the call is a write_file call") {
 		t.Errorf("an edit naming another tool: %v", err)
 	}
-	err = agent.CheckDecisions([]agent.Decision{{Type: agent.Approve, CallID: "c", Path: "elsewhere"}}, waiting)
+	err = agent.CheckDecisions([]agent.Decision{{Type: agent.Approve, CallID: "c", Path: agent.RootPath("elsewhere")}}, waiting)
 	if err == nil || !strings.Contains(err.Error(), "waiting: c (in parent), c (in parent / general-purpose#t1)") {
 		t.Errorf("no match: %v", err)
 	}

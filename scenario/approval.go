@@ -212,7 +212,14 @@ func decodeDecision(d *decoder, n *node, v reflect.Value, path string) error {
 		}
 		return nil
 	}
-	dc.Type, dc.CallID, dc.Path, dc.Message = agent.DecisionType(str(n, "type")), str(n, "call_id"), str(n, "path"), str(n, "message")
+	dc.Type, dc.CallID, dc.Message = agent.DecisionType(str(n, "type")), str(n, "call_id"), str(n, "message")
+	if text := str(n, "path"); text != "" {
+		p, err := agent.ParsePath(text)
+		if err != nil {
+			return errAt(n.get("path").start, "%s.path: %v", path, err)
+		}
+		dc.Path = p
+	}
 	if dc.CallID == "" {
 		dc.CallID = str(n, "id")
 	}
