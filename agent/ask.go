@@ -48,7 +48,9 @@ func (e *asked) Error() string {
 // Ask returns the error by which a tool call waits for a person's decision:
 // returned by a middleware's Admit hook, the call waits before it starts;
 // returned by a tool or a WrapTool middleware, it waits once it has
-// started, and what it did is dropped. Either way the run ends with
+// started, and its file changes are dropped when the backend branches (the
+// in-state default; a backend that does not keeps what the call did, so
+// such a tool asks before it changes anything). Either way the run ends with
 // StatusInterrupted once the step's other calls are done, and resuming the
 // thread with WithDecisions goes through the same hook or tool again, with
 // the decision visible to it (DecisionOf). It is not an error result for

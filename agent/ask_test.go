@@ -332,3 +332,43 @@ func TestWaitingCallKeepsItsQuestion(t *testing.T) {
 		t.Errorf("still waiting: %+v\nwant %+v", got, first)
 	}
 }
+
+// A tool that asks again once a person decided on its call does not wait a
+// second time: with the reason they were told, its call ends with an error
+// saying it asked again; with another reason, what the person approved no
+// longer holds, and the result says so.
+func TestToolAsksAgainAfterTheDecision(t *testing.T) {
+	for _, tc := range []struct {
+		name, later, want string
+	}{
+		{"same reason", "risky", "asked a person again about what they had decided already"},
+		{"other reason", "riskier", "is not what they were shown when they decided: riskier. It did not run."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := scripted.New(scripted.Script{"parent": steps(
+				scripted.Step{ToolCalls: []scripted.StepCall{{ID: "c1", Name: "nag", Args: json.RawMessage(`{}`)}}},
+				scripted.Step{Content: "done"},
+			)}, scripted.Options{})
+			nag := tool.MustFunc("nag", "Always asks.", func(ctx context.Context, _ *tool.Env, _ struct{}) (string, error) {
+				reason := "risky"
+				if _, decided := agent.DecisionOf(ctx); decided {
+					reason = tc.later
+				}
+				return "", agent.Ask(agent.Question{Reason: reason})
+			})
+			a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{nag}})
+			saver := checkpoint.NewMemory(0)
+			if _, err := a.Invoke(t.Context(), agent.Prompt("go"), runner.Checkpoints(saver, "T")); !errors.Is(err, agent.ErrInterrupted) {
+				t.Fatalf("err %v", err)
+			}
+			res, err := a.Invoke(t.Context(), agent.Input{}, runner.Checkpoints(saver, "T"),
+				agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "c1"}))
+			if err != nil {
+				t.Fatalf("resume: %v", err)
+			}
+			if got, _ := toolResult(res, "c1"); !got.IsError || !strings.Contains(got.Content, tc.want) {
+				t.Errorf("c1 result %+v, want %q", got, tc.want)
+			}
+		})
+	}
+}

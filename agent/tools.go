@@ -119,105 +119,37 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 			t = r.stepTools[c.Name]
 		}
 		tc := &ToolCall{Call: c, Tool: t}
-		saved, told := pending.waits(c.ID)
-		dc, decided := pending.decided(c.ID)
-		// A decision answers only a call that was put to the person and
-		// saved as waiting: the model chooses call ids, so a later call
-		// that reuses an answered one's id must be asked about anew.
-		if !decided && told {
-			if dc, decided = r.decisionFor(c.ID); decided {
-				if err := r.recordCall(ctx, &CallRecord{ID: c.ID, Decision: &dc}); err != nil {
-					return false, err
-				}
-			}
+		bf, err := r.beforeStart(ctx, c, tc, pending)
+		if err != nil {
+			return false, err
 		}
-		// ask is the question the call waits with, if it does; for a call
-		// the person approved or edited, what its check says now.
-		var ask *Question
-		var refused error
-		switch {
-		case decided && (dc.Type == Reject || dc.Type == Respond):
-		case decided:
-			// Admitted again as the model made it, with the decision.
-			ask, refused = r.admit(withDecision(ctx, &dc), tc)
-		case told:
-			// The call waited when the run stopped: it keeps waiting with
-			// what it was put to the person with, whatever the resuming
-			// agent's configuration says.
-			ask = &Question{Allowed: saved.Allowed, Description: saved.Description, Reason: saved.Reason}
-		default:
-			ask, refused = r.admit(withDecision(ctx, nil), tc)
-		}
-		key := callKey(c.Name, c.Args)
-		rejected, again := decided && dc.Type == Reject, !decided && ask != nil && hasKey(r.rs.Loop.Rejected, key)
-		if rejected || again {
+		if bf.answer != nil {
 			finished[i] = true
-			results[i] = r.rejectCall(c, key, dc.Message, again)
-			if err := r.saveOutcome(ctx, c, results[i], nil, nil, 0, true); err != nil {
-				return false, err
-			}
-			r.emit(Event{Type: ToolEnd, Tool: &ToolInfo{CallID: c.ID, Name: c.Name, Result: results[i].Content, IsError: true}})
-			continue
-		}
-		var answer *tool.Result
-		switch {
-		case decided && dc.Type == Respond:
-			// The person answered in the tool's place: it does not run.
-			res := respondedResult(dc)
-			answer = &res
-		case refused != nil:
-			res := tool.Errorf("Error: %v", refused)
-			answer = &res
-		case decided && ask != nil && ask.Reason != "" && ask.Reason != saved.Reason:
-			// What the call would change is no longer what the person
-			// was told when they decided (a symbolic link made since
-			// then leads the path elsewhere, say): their decision, an
-			// approval or an edit made on that view, does not cover
-			// it. The call does not run; made again, it is put to them
-			// with what it changes now. (An edit that names another
-			// place is the person's own choice and runs.)
-			res := tool.Errorf("%s", staleApprovalText(c.Name, ask.Reason))
-			answer = &res
-		case !decided && ask != nil:
-			if told {
-				ask.Reason = "" // the saved description opens with it already
-			}
-			in := r.question(c, ask)
-			if told {
-				in.Reason = saved.Reason
-			} else if err := r.recordCall(ctx, &CallRecord{ID: in.CallID, Waiting: &in}); err != nil {
-				return false, err
-			}
-			r.rs.Loop.Interrupts = append(r.rs.Loop.Interrupts, in)
-			r.emit(Event{Type: InterruptEvent, Interrupt: &in})
-			continue
-		}
-		if answer != nil {
-			finished[i] = true
-			results[i] = *answer
-			if err := r.saveOutcome(ctx, c, results[i], nil, nil, 0, false); err != nil {
+			results[i] = *bf.answer
+			if err := r.saveOutcome(ctx, c, results[i], nil, nil, 0, bf.rejected); err != nil {
 				return false, err
 			}
 			r.emit(Event{Type: ToolEnd, Tool: &ToolInfo{CallID: c.ID, Name: c.Name, Result: results[i].Content, IsError: results[i].IsError}})
 			continue
 		}
+		if bf.wait != nil {
+			r.rs.Loop.Interrupts = append(r.rs.Loop.Interrupts, *bf.wait)
+			r.emit(Event{Type: InterruptEvent, Interrupt: bf.wait})
+			continue
+		}
 		// approved: a person approved the call or edited it.
-		approved := decided
+		approved := bf.decision != nil
 		var note string
-		var decision *Decision
-		if decided {
-			decision = &dc
-			if dc.Type == Edit {
-				c.Args = dc.Args
-				tc.Call.Args = dc.Args
-				note = editedNote(dc.Args)
+		if bf.decision != nil {
+			if bf.decision.Type == Edit {
+				c.Args = bf.decision.Args
+				tc.Call.Args = bf.decision.Args
+				note = editedNote(bf.decision.Args)
 			}
-			if told {
-				if asks == nil {
-					asks = make([]*Interrupt, n)
-				}
-				asks[i] = &saved
+			if asks == nil {
+				asks = make([]*Interrupt, n)
 			}
+			asks[i] = bf.told
 		}
 		var files vfs.Backend
 		if branching {
@@ -249,7 +181,7 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 			}
 			reports[i] = tc.ran
 		}
-		callCtx := withApproved(withDecision(ctx, decision), approved)
+		callCtx := withApproved(withDecision(ctx, bf.decision), approved)
 		if in, ok := t.(tool.Inline); !ok || !in.Inline() {
 			inline = false
 		}
@@ -664,4 +596,85 @@ func (r *run) rejectCall(c llm.ToolCall, key, message string, again bool) tool.R
 		r.rs.Loop.Rejected[key] = message
 	}
 	return tool.Errorf("%s", rejectedText(c.Name, message, again))
+}
+
+// before is what becomes of a call before it starts: answered without
+// running (a person rejected it, now or before, or answered it; a hook
+// refused it; what the person approved no longer holds), waiting for a
+// person, or run, with the person's decision when they took one.
+type before struct {
+	answer   *tool.Result
+	rejected bool // answer is a person's rejection
+	wait     *Interrupt
+	decision *Decision // approve or edit, of the waiting call told
+	told     *Interrupt
+}
+
+// beforeStart decides what becomes of call c (tc as middleware see it)
+// before it starts: it applies the decision taken on it when it was saved
+// as waiting (pending), else puts it to the middleware's Admit hooks. A
+// call that waits for the first time, or gets a decision, is recorded.
+func (r *run) beforeStart(ctx context.Context, c llm.ToolCall, tc *ToolCall, pending *StepState) (before, error) {
+	saved, told := pending.waits(c.ID)
+	dc, decided := pending.decided(c.ID)
+	// A decision answers only a call that was put to the person and saved
+	// as waiting: the model chooses call ids, so a later call that reuses
+	// an answered one's id must be asked about anew.
+	if !decided && told {
+		if dc, decided = r.decisionFor(c.ID); decided {
+			if err := r.recordCall(ctx, &CallRecord{ID: c.ID, Decision: &dc}); err != nil {
+				return before{}, err
+			}
+		}
+	}
+	// ask is the question the call waits with, if it does; for a call the
+	// person approved or edited, what the hooks say now.
+	var ask *Question
+	var refused error
+	switch {
+	case decided && (dc.Type == Reject || dc.Type == Respond):
+	case decided:
+		// Admitted again as the model made it, with the decision.
+		ask, refused = r.admit(withDecision(ctx, &dc), tc)
+	case told:
+		// The call waited when the run stopped: it keeps waiting with what
+		// it was put to the person with, whatever the resuming agent's
+		// configuration says.
+		ask = &Question{Allowed: saved.Allowed, Description: saved.Description, Reason: saved.Reason}
+	default:
+		ask, refused = r.admit(withDecision(ctx, nil), tc)
+	}
+	answer := func(res tool.Result) (before, error) { return before{answer: &res}, nil }
+	key := callKey(c.Name, c.Args)
+	switch rejected, again := decided && dc.Type == Reject, !decided && ask != nil && hasKey(r.rs.Loop.Rejected, key); {
+	case rejected || again:
+		return before{answer: new(r.rejectCall(c, key, dc.Message, again)), rejected: true}, nil
+	case decided && dc.Type == Respond:
+		// The person answered in the tool's place: it does not run.
+		return answer(respondedResult(dc))
+	case refused != nil:
+		return answer(tool.Errorf("Error: %v", refused))
+	case decided && ask != nil && ask.Reason != "" && ask.Reason != saved.Reason:
+		// What the call would change is no longer what the person was told
+		// when they decided (a symbolic link made since then leads the path
+		// elsewhere, say): their decision, an approval or an edit made on
+		// that view, does not cover it. The call does not run; made again,
+		// it is put to them with what it changes now. (An edit that names
+		// another place is the person's own choice and runs.)
+		return answer(tool.Errorf("%s", staleApprovalText(c.Name, ask.Reason)))
+	case decided:
+		return before{decision: &dc, told: &saved}, nil
+	case ask == nil:
+		return before{}, nil
+	case told:
+		ask.Reason = "" // the saved description opens with it already
+		in := r.question(c, ask)
+		in.Reason = saved.Reason
+		return before{wait: &in}, nil
+	}
+	in := r.question(c, ask)
+	if err := r.recordCall(ctx, &CallRecord{ID: in.CallID, Waiting: &in}); err != nil {
+		return before{}, err
+	}
+	return before{wait: &in}, nil
 }
