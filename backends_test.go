@@ -7,6 +7,7 @@ import (
 
 	"github.com/deepagents-go/deepagents"
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/approve"
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
@@ -154,7 +155,7 @@ func TestCompositeAcrossAnApproval(t *testing.T) {
 		}},
 		{Content: "done"},
 	}}}, scripted.Options{})
-	a, err := deepagents.New(deepagents.Config{Model: m, Backend: files, InterruptOn: map[string]agent.Approval{"delete": {}}})
+	a, err := deepagents.New(deepagents.Config{Model: m, Backend: files, InterruptOn: map[string]approve.Policy{"delete": {}}})
 	if err != nil {
 		t.Fatal(err)
 	}

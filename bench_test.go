@@ -12,6 +12,7 @@ import (
 
 	"github.com/deepagents-go/deepagents"
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/approve"
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/internal/bench"
 	"github.com/deepagents-go/deepagents/llm"
@@ -74,7 +75,7 @@ func BenchmarkParkedRuns(b *testing.B) {
 			args, _ := json.Marshal(map[string]string{"file_path": "/report.md", "content": "# Report\n\n" + ci.Task + "\n"})
 			return scripted.Step{ToolCalls: []scripted.StepCall{{ID: "w1", Name: "write_file", Args: args}}}, nil
 		}})
-		a, err := deepagents.New(deepagents.Config{Model: model, InterruptOn: map[string]agent.Approval{"write_file": {}}})
+		a, err := deepagents.New(deepagents.Config{Model: model, InterruptOn: map[string]approve.Policy{"write_file": {}}})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/approve"
 	"github.com/deepagents-go/deepagents/compact"
 	"github.com/deepagents-go/deepagents/fstools"
 	"github.com/deepagents-go/deepagents/llm"
@@ -90,8 +91,8 @@ type Config struct {
 	Reasoning *llm.ReasoningConfig
 	// InterruptOn names the tools whose calls wait for a person's decision
 	// before they run, for the agent and every subagent whose spec sets
-	// none (see agent.Config.InterruptOn; resuming needs a checkpointer).
-	InterruptOn map[string]agent.Approval
+	// none (see package approve; resuming needs a checkpointer).
+	InterruptOn map[string]approve.Policy
 	// Todos binds the write_todos tool (package todos) for the agent and
 	// every subagent: each agent instance keeps its own plan, shown to its
 	// model after the cached part of the prompt, and a run that ends with
@@ -309,10 +310,17 @@ func New(cfg Config) (*agent.Agent, error) {
 		return nil, err
 	}
 	tools := append(append(fs, task), after...)
+	mw := append(slices.Clone(hooks), shared...)
+	if len(cfg.InterruptOn) > 0 {
+		if err := approve.Validate(cfg.InterruptOn); err != nil {
+			return nil, &ConfigError{Msg: "deepagents: " + err.Error(), Err: err}
+		}
+		mw = append([]agent.Middleware{approve.Gate(cfg.InterruptOn)}, mw...)
+	}
 	return agent.New(agent.Config{
-		Name: cfg.Name, Model: cfg.Model, System: cfg.SystemPrompt, Tools: tools, Middleware: append(slices.Clone(hooks), shared...),
+		Name: cfg.Name, Model: cfg.Model, System: cfg.SystemPrompt, Tools: tools, Middleware: mw,
 		MaxSteps: cfg.MaxSteps, MaxParallel: cfg.MaxParallel, Backend: cfg.Backend, Response: rf, Stream: cfg.Stream,
-		Reasoning: cfg.Reasoning, InterruptOn: cfg.InterruptOn, ContextWindow: cfg.ContextWindow, ResponseLimits: cfg.ResponseLimits,
+		Reasoning: cfg.Reasoning, ContextWindow: cfg.ContextWindow, ResponseLimits: cfg.ResponseLimits,
 	})
 }
 

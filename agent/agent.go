@@ -25,9 +25,10 @@
 // calls (Runtime, the deterministic Sequential); state.go is the run as a
 // value (RunState); record.go hands out a run's step records (WithRecorder)
 // and resume.go starts a run on its saved thread (WithThread), both driven
-// by package runner over a checkpoint store; decide.go checks decisions;
-// approval.go is human approval of tool calls
-// (InterruptOn, decisions); event.go and errors.go define the events and
+// by package runner over a checkpoint store; ask.go is how a tool call
+// waits for a person (Ask, Admit, DecisionOf); approval.go and decide.go
+// are the decisions a person takes and their checks (package approve
+// makes calls wait by tool name); event.go and errors.go define the events and
 // errors callers see.
 package agent
 
@@ -95,15 +96,6 @@ type Config struct {
 	// refuses is a *ConfigError, and settings it drops are reported by a
 	// warning event at the start of every run.
 	Reasoning *llm.ReasoningConfig
-	// InterruptOn names the tools whose calls wait for a person's decision
-	// before they run, and what the person may decide. A run that reaches
-	// such a call ends with StatusInterrupted once the step's other calls
-	// are done; resuming its thread with WithDecisions continues it (the
-	// model call that asked is never repeated). Resuming needs a saved
-	// thread (runner.Checkpoints). A name that matches none of the
-	// agent's tools (see UngatedNames) is reported by a warning event at
-	// the start of every run.
-	InterruptOn map[string]Approval
 	// ContextWindow is the model's context window in tokens, 0 when unknown
 	// (see tokens.ProfileFor). The context report of every model request
 	// (RequestInfo.Context) measures the free space against it.
@@ -142,8 +134,20 @@ type Middleware struct {
 	// WrapModel is outside its own WrapStream.
 	WrapStream func(ctx context.Context, req *llm.Request, next StreamFunc) iter.Seq2[llm.StreamEvent, error]
 	// WrapTool wraps every tool call; returning without calling next skips
-	// the tool (an approval gate, a cache).
+	// the tool (a cache), and returning Ask(...) makes the call wait for a
+	// person.
 	WrapTool func(ctx context.Context, call *ToolCall, next ToolFunc) (tool.Result, error)
+	// Gates names the tools whose calls Admit may make wait for a person:
+	// a name none of the agent's tools has (a misspelling) is reported by
+	// a warning event (source Name) at the start of every run.
+	Gates []string
+	// Admit looks at each tool call before it starts, on the loop's
+	// goroutine, so it must return promptly (call.Env is nil). Returning
+	// Ask(...) makes the call wait for a person without starting (an
+	// approval gate); any other error is the call's error result. When the
+	// person approved or edited the call, it is admitted again with the
+	// model's arguments and the decision in ctx (DecisionOf).
+	Admit func(ctx context.Context, call *ToolCall) error
 	// StepTools adds tools for one step only: they are sent with that
 	// step's request and its calls of them are run. Tools that come and go
 	// (servers that connect later, skills that load) use it.
@@ -167,6 +171,17 @@ type ToolCall struct {
 	Call llm.ToolCall
 	Tool tool.Tool
 	Env  *tool.Env
+
+	ran []func(emit func(Event), changed func(path string))
+}
+
+// OnRan has f called on the loop's goroutine once the call has run without
+// an error, after its tool.end event, for an Admit hook to report what the
+// call did: emit adds an event to the run's stream, and changed counts a
+// file as changed by the run (Result.Changed), for one the run's own
+// tracking does not see, such as one a middleware mounted.
+func (c *ToolCall) OnRan(f func(emit func(Event), changed func(path string))) {
+	c.ran = append(c.ran, f)
 }
 
 // StepInfo tells BeforeModel where the run is.
@@ -284,9 +299,10 @@ type Agent struct {
 	// said it will not send.
 	settings llm.Settings
 	dropped  []string
-	// ungated names the InterruptOn entries no bound tool has; stepTools
-	// says whether a middleware may bind more for a step.
-	ungated   []string
+	// ungated names, by gating middleware, the tools it gates that are
+	// not bound (Middleware.Gates); stepTools says whether a middleware may
+	// bind more for a step.
+	ungated   []ungated
 	stepTools bool
 	caps      llm.Capabilities
 
@@ -321,13 +337,6 @@ func New(cfg Config) (*Agent, error) {
 	a.calibKey = calibrationKey(cfg.Model, a.name)
 	if err := a.checkSettings(); err != nil {
 		return nil, err
-	}
-	for name, p := range cfg.InterruptOn {
-		for _, d := range p.Allowed {
-			if !d.Known() {
-				return nil, configErr("agent %s: interrupt_on %s: decision %q is not one of approve, edit, reject, respond", a.name, name, d)
-			}
-		}
 	}
 	a.caps = llm.CapabilitiesOf(cfg.Model)
 	var sections []string
@@ -366,30 +375,46 @@ func New(cfg Config) (*Agent, error) {
 		a.specs = append(a.specs, spec)
 		a.names = append(a.names, spec.Name)
 	}
-	a.ungated = gatesWithoutTool(cfg.InterruptOn, a.byName)
 	for _, m := range cfg.Middleware {
 		a.stepTools = a.stepTools || m.StepTools != nil
+		if names := gatesWithoutTool(m.Gates, a.byName); len(names) > 0 {
+			a.ungated = append(a.ungated, ungated{source: m.Name, names: names})
+		}
 	}
 	return a, nil
 }
 
+// ungated are the tools a gating middleware (source) names that the agent
+// does not have.
+type ungated struct {
+	source string
+	names  []string
+}
+
 // gatesWithoutTool names, sorted, the gated tools that are not bound.
-func gatesWithoutTool(gates map[string]Approval, bound map[string]tool.Tool) []string {
+func gatesWithoutTool(gates []string, bound map[string]tool.Tool) []string {
 	var out []string
-	for name := range gates {
+	for _, name := range gates {
 		if _, ok := bound[name]; !ok {
 			out = append(out, name)
 		}
 	}
 	slices.Sort(out)
-	return out
+	return slices.Compact(out)
 }
 
-// UngatedNames names, sorted, the InterruptOn entries that match none of
-// the agent's tools, as a misspelt name does: each run reports them in a
-// warning event, since their calls can only wait if a middleware adds a
-// tool by that name for a step.
-func (a *Agent) UngatedNames() []string { return slices.Clone(a.ungated) }
+// UngatedNames names, sorted, the tools a middleware gates
+// (Middleware.Gates) that match none of the agent's tools, as a misspelt
+// name does: each run reports them in a warning event, since their calls
+// can only wait if a middleware adds a tool by that name for a step.
+func (a *Agent) UngatedNames() []string {
+	var out []string
+	for _, u := range a.ungated {
+		out = append(out, u.names...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
 
 // checkSettings validates the reasoning setting and asks a model that can
 // tell which of the settings it refuses or drops.

@@ -2,14 +2,12 @@ package agent
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
-	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/tool"
 )
 
@@ -31,12 +29,12 @@ const (
 	// Reject does not run the call; the model is told why.
 	Reject DecisionType = "reject"
 	// Respond does not run the call: the person answers in the tool's
-	// place, and their message is the call's result. A policy allows it
+	// place, and their message is the call's result. A question allows it
 	// only when it names it.
 	Respond DecisionType = "respond"
 )
 
-// AllDecisions are the decisions a policy allows when it names none.
+// AllDecisions are the decisions a question allows when it names none.
 var AllDecisions = []DecisionType{Approve, Edit, Reject}
 
 // knownDecisions are every decision there is, in the order they are listed.
@@ -46,46 +44,11 @@ var knownDecisions = []DecisionType{Approve, Edit, Reject, Respond}
 // respond.
 func (d DecisionType) Known() bool { return slices.Contains(knownDecisions, d) }
 
-// Approval says that calls of one tool wait for a person, and what the
-// person may decide. The zero value allows approve, edit and reject.
-type Approval struct {
-	// Allowed lists the decisions the person may take; empty means
-	// approve, edit and reject (respond only when listed).
-	Allowed []DecisionType `json:"allowed_decisions,omitempty"`
-	// Description is shown to the person with each request; empty gives a
-	// default naming the tool.
-	Description string `json:"description,omitempty"`
-	// Check, when set, looks at each call's arguments: only the calls it
-	// says wait do, with its reason (see ArgCheck and WithCheck). Nil makes
-	// every call of the tool wait.
-	Check ArgCheck `json:"-"`
-}
-
-// Allows reports whether d is one of the policy's decisions.
-func (p Approval) Allows(d DecisionType) bool {
-	if len(p.Allowed) == 0 {
-		return slices.Contains(AllDecisions, d)
-	}
-	return slices.Contains(p.Allowed, d)
-}
-
-// Decisions returns the allowed decisions, in the order approve, edit,
-// reject, respond.
-func (p Approval) Decisions() []DecisionType {
-	var out []DecisionType
-	for _, d := range knownDecisions {
-		if p.Allows(d) {
-			out = append(out, d)
-		}
-	}
-	return out
-}
-
 // Interrupt is a tool call waiting for a person's decision.
 type Interrupt struct {
-	// Path is the text of the agent path of the run whose model made the
-	// call: the top-level agent's, or a subagent's.
-	Path    string          `json:"path"`
+	// Path is the agent path of the run whose model made the call: the
+	// top-level agent's, or a subagent's.
+	Path    Path            `json:"path"`
 	CallID  string          `json:"call_id"`
 	Tool    string          `json:"tool"`
 	Args    json.RawMessage `json:"args"`
@@ -105,7 +68,7 @@ type Interrupt struct {
 type Decision struct {
 	Type    DecisionType    `json:"type"`
 	CallID  string          `json:"call_id,omitempty"`
-	Path    string          `json:"path,omitempty"`
+	Path    Path            `json:"path,omitempty"`
 	Args    json.RawMessage `json:"args,omitempty"`
 	Message string          `json:"message,omitempty"`
 	// Tool, when set, is the tool an edit names (LangChain's
@@ -150,35 +113,6 @@ func (d Decision) Check() error {
 		return fmt.Errorf("the %s decision names no call_id", d.Type)
 	}
 	return nil
-}
-
-// approvalFor returns the policy for call c of the agent's tools and what
-// it says about the call; gated reports whether the call waits for a
-// person.
-func (a *Agent) approvalFor(ctx context.Context, c llm.ToolCall) (p Approval, v Verdict, gated bool) {
-	p, ok := a.cfg.InterruptOn[c.Name]
-	if !ok {
-		return p, Verdict{}, false
-	}
-	v = verdictFor(ctx, p, c.Args)
-	return p, v, v.Wait
-}
-
-// describeCall is what the person is told about a waiting call: the
-// policy's description, else a default naming the tool and its arguments;
-// a gate's reason comes first.
-func describeCall(p Approval, reason, name string, args json.RawMessage) string {
-	text := p.Description
-	if text == "" {
-		text = fmt.Sprintf("The agent wants to call %s with %s.", name, compactArgs(args))
-	}
-	if reason == "" {
-		return text
-	}
-	if !strings.ContainsAny(reason[len(reason)-1:], ".!?") {
-		reason += "."
-	}
-	return reason + " " + text
 }
 
 func compactArgs(args json.RawMessage) string {
@@ -238,9 +172,9 @@ func callKey(name string, args json.RawMessage) string {
 	return name + " " + string(args)
 }
 
-// ungatedText says which interrupt_on names match no tool, and what that
-// means for their calls.
-func ungatedText(ungated, tools []string, stepTools bool) string {
+// ungatedText says which names a gating middleware (source) gives match no
+// tool, and what that means for their calls.
+func ungatedText(source string, ungated, tools []string, stepTools bool) string {
 	which := "is not one of the agent's tools"
 	if len(ungated) > 1 {
 		which = "are not among the agent's tools"
@@ -252,7 +186,7 @@ func ungatedText(ungated, tools []string, stepTools bool) string {
 	if stepTools {
 		then = "so their calls wait only if a middleware adds a tool by that name for a step"
 	}
-	return fmt.Sprintf("interrupt_on names %s, which %s, %s", strings.Join(ungated, ", "), which, then)
+	return fmt.Sprintf("%s names %s, which %s, %s", source, strings.Join(ungated, ", "), which, then)
 }
 
 func isJSONNull(b json.RawMessage) bool { return string(bytes.TrimSpace(b)) == "null" }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/approve"
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/llm/scripted"
 	"github.com/deepagents-go/deepagents/runner"
@@ -15,39 +16,20 @@ import (
 	"github.com/deepagents-go/deepagents/tool"
 )
 
-// A gate on a name no tool has (a misspelling) is reported by a warning
-// right after run.start, and the agent says which names those are.
-func TestGateWithoutToolWarns(t *testing.T) {
-	stepTools := agent.Middleware{Name: "late", StepTools: func(context.Context, agent.StepInfo) []tool.Tool { return nil }}
-	for _, tc := range []struct {
-		name  string
-		gates map[string]agent.Approval
-		mw    []agent.Middleware
-		want  string
-	}{
-		{"misspelt", map[string]agent.Approval{"wirte": {}, "write": {}}, nil,
-			"interrupt_on names wirte, which is not one of the agent's tools (write), so nothing waits for a decision on them"},
-		{"two, with step tools", map[string]agent.Approval{"b": {}, "a": {}}, []agent.Middleware{stepTools},
-			"interrupt_on names a, b, which are not among the agent's tools (write), so their calls wait only if a middleware adds a tool by that name for a step"},
-		{"all bound", map[string]agent.Approval{"write": {}}, nil, ""},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			m := scripted.New(scripted.Script{"parent": steps(scripted.Step{Content: "hi"})}, scripted.Options{})
-			a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{writeTool}, InterruptOn: tc.gates, Middleware: tc.mw})
-			types, warn := warningOf(t, a)
-			if tc.want == "" {
-				if warn != nil || len(a.UngatedNames()) != 0 {
-					t.Fatalf("unexpected warning %+v (ungated %v)", warn, a.UngatedNames())
-				}
-				return
-			}
-			if warn == nil || types[1] != agent.Warning {
-				t.Fatalf("events %v: want a warning right after run.start", types)
-			}
-			if warn.Source != "interrupt_on" || !slices.Equal(warn.Tools, a.UngatedNames()) || warn.Text != tc.want {
-				t.Errorf("warning %+v (ungated %v), want text %q", warn, a.UngatedNames(), tc.want)
-			}
-		})
+// A middleware that gates a name no tool has is reported by a warning
+// right after run.start, under the middleware's name.
+func TestMiddlewareGatesWithoutToolWarn(t *testing.T) {
+	m := scripted.New(scripted.Script{"parent": steps(scripted.Step{Content: "hi"})}, scripted.Options{})
+	gate := agent.Middleware{Name: "budget", Gates: []string{"spend", "write", "spend"}}
+	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{writeTool}, Middleware: []agent.Middleware{gate}})
+	types, warn := warningOf(t, a)
+	if warn == nil || types[1] != agent.Warning {
+		t.Fatalf("events %v: want a warning right after run.start", types)
+	}
+	want := "budget names spend, which is not one of the agent's tools (write), so nothing waits for a decision on them"
+	if warn.Source != "budget" || !slices.Equal(warn.Tools, []string{"spend"}) || warn.Text != want ||
+		!slices.Equal(a.UngatedNames(), []string{"spend"}) {
+		t.Errorf("warning %+v (ungated %v), want text %q", warn, a.UngatedNames(), want)
 	}
 }
 
@@ -70,15 +52,15 @@ func TestSubagentsWaitingCallsAreInCallOrder(t *testing.T) {
 		"slow":   steps(scripted.Step{DelayMS: &slow, ToolCalls: []scripted.StepCall{wr("s1", "/s.md")}}, scripted.Step{Content: "s"}),
 		"quick":  steps(scripted.Step{ToolCalls: []scripted.StepCall{wr("q1", "/q.md")}}, scripted.Step{Content: "q"}),
 	}, scripted.Options{})
-	gates := map[string]agent.Approval{"write": {}}
-	tk, err := subagent.NewTask(subagent.Config{Model: m, InterruptOn: gates, Subagents: []subagent.Spec{
+	gates := map[string]approve.Policy{"write": {}}
+	tk, err := subagent.NewTask(subagent.Config{Model: m, Middleware: []agent.Middleware{approve.Gate(gates)}, Subagents: []subagent.Spec{
 		{Name: "slow", Description: "Writes slowly.", Tools: []tool.Tool{write}},
 		{Name: "quick", Description: "Writes.", Tools: []tool.Tool{write}},
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{tk}, InterruptOn: gates})
+	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{tk}, Middleware: []agent.Middleware{approve.Gate(gates)}})
 	res, err := a.Invoke(t.Context(), agent.Prompt("go"), runner.Checkpoints(checkpoint.NewMemory(0), "T"))
 	if !errors.Is(err, agent.ErrInterrupted) {
 		t.Fatalf("run: %v", err)

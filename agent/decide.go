@@ -35,7 +35,7 @@ func (a *Agent) CheckDecisions(ds []Decision, waiting []Interrupt) error {
 	if err := CheckDecisions(ds, waiting); err != nil {
 		return err
 	}
-	return a.checkEdits(ds, waiting, RootPath(a.name).String())
+	return a.checkEdits(ds, waiting, RootPath(a.name))
 }
 
 // checkEdits refuses an edit whose arguments do not fit the schema of the
@@ -43,30 +43,20 @@ func (a *Agent) CheckDecisions(ds []Decision, waiting []Interrupt) error {
 // before anything runs: a person's typo should be theirs to fix, not the
 // model's to puzzle over. A call whose agent, tool or schema cannot be
 // found or read here is left to its tool to check when it runs.
-func (a *Agent) checkEdits(ds []Decision, waiting []Interrupt, path string) error {
-	var where Path
+func (a *Agent) checkEdits(ds []Decision, waiting []Interrupt, where Path) error {
 	for _, d := range ds {
 		if d.Type != Edit {
 			continue
 		}
 		for _, in := range waiting {
-			if in.CallID != d.CallID || d.Path != "" && d.Path != in.Path {
+			if !d.answers(in) {
 				continue
 			}
-			var rest Path
-			if in.Path != path {
-				if where == nil {
-					var err error
-					if where, err = ParsePath(path); err != nil {
-						return nil // not a path this agent can read
-					}
-				}
-				p, err := ParsePath(in.Path)
-				if err != nil || len(p) <= len(where) || !p[:len(where)].Equal(where) {
-					continue // not below this run
-				}
-				rest = p[len(where):]
+			p := in.Path
+			if len(p) < len(where) || !p[:len(where)].Equal(where) {
+				continue // not below this run
 			}
+			rest := p[len(where):]
 			specs, ok := a.toolSpecsAt(rest)
 			if !ok {
 				continue
@@ -137,7 +127,7 @@ func CheckDecisions(ds []Decision, waiting []Interrupt) error {
 		}
 		var match *Interrupt
 		for i := range waiting {
-			if waiting[i].CallID == d.CallID && (d.Path == "" || d.Path == waiting[i].Path) {
+			if d.answers(waiting[i]) {
 				if match != nil {
 					return &DecisionError{Msg: fmt.Sprintf("call id %q is waiting in more than one agent (%s and %s); give the decision a path",
 						d.CallID, match.Path, waiting[i].Path)}
@@ -153,7 +143,7 @@ func CheckDecisions(ds []Decision, waiting []Interrupt) error {
 			}
 			for _, w := range waiting {
 				if seen[w.CallID] > 1 {
-					ids = append(ids, w.CallID+" (in "+w.Path+")") // one id in two agents
+					ids = append(ids, w.CallID+" (in "+w.Path.String()+")") // one id in two agents
 				} else {
 					ids = append(ids, w.CallID)
 				}
@@ -166,7 +156,7 @@ func CheckDecisions(ds []Decision, waiting []Interrupt) error {
 		if d.Tool != "" && d.Tool != match.Tool {
 			return &DecisionError{Msg: fmt.Sprintf("the edit of call %q names tool %s, but the call is a %s call; an edit changes the arguments only", d.CallID, d.Tool, match.Tool)}
 		}
-		key := match.Path + "\x00" + match.CallID
+		key := match.Path.String() + "\x00" + match.CallID
 		if seen[key] {
 			return &DecisionError{Msg: fmt.Sprintf("call %q has two decisions", d.CallID)}
 		}
@@ -189,9 +179,15 @@ func joinDecisions(ds []DecisionType) string {
 // decisionFor returns the decision given for this run's call id.
 func (r *run) decisionFor(callID string) (Decision, bool) {
 	for _, d := range r.decisions {
-		if d.CallID == callID && (d.Path == "" || d.Path == r.where) {
+		if d.CallID == callID && (len(d.Path) == 0 || d.Path.Equal(r.path)) {
 			return d, true
 		}
 	}
 	return Decision{}, false
+}
+
+// answers reports whether d names the waiting call in: its call id, and
+// its path when d gives one.
+func (d Decision) answers(in Interrupt) bool {
+	return d.CallID == in.CallID && (len(d.Path) == 0 || d.Path.Equal(in.Path))
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/approve"
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/llm/scripted"
 	"github.com/deepagents-go/deepagents/runner"
@@ -46,15 +47,15 @@ func sameIDFamily(t *testing.T, parentToo bool) (a *agent.Agent, written func() 
 		"alpha":  steps(scripted.Step{ToolCalls: []scripted.StepCall{w1("/alpha.md")}}, scripted.Step{Content: "alpha done"}),
 		"beta":   steps(scripted.Step{ToolCalls: []scripted.StepCall{w1("/beta.md")}}, scripted.Step{Content: "beta done"}),
 	}, scripted.Options{})
-	gates := map[string]agent.Approval{"write": {}}
-	tk, err := subagent.NewTask(subagent.Config{Model: m, InterruptOn: gates, Subagents: []subagent.Spec{
+	gates := map[string]approve.Policy{"write": {}}
+	tk, err := subagent.NewTask(subagent.Config{Model: m, Middleware: []agent.Middleware{approve.Gate(gates)}, Subagents: []subagent.Spec{
 		{Name: "alpha", Description: "Writes alpha.", Tools: []tool.Tool{write}},
 		{Name: "beta", Description: "Writes beta.", Tools: []tool.Tool{write}},
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a = newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{tk, write}, InterruptOn: gates})
+	a = newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{tk, write}, Middleware: []agent.Middleware{approve.Gate(gates)}})
 	return a, func() []string {
 		mu.Lock()
 		defer mu.Unlock()
@@ -101,7 +102,7 @@ func TestDecisionForOneAgentIsNotAppliedToAnother(t *testing.T) {
 					if in.CallID != "w1" {
 						t.Fatalf("waiting %+v; both calls should be w1", res.Interrupts)
 					}
-					paths = append(paths, in.Path)
+					paths = append(paths, in.Path.String())
 				}
 				if !slices.Contains(paths, tc.approve) || !slices.Contains(paths, tc.reject) {
 					t.Fatalf("waiting in %q, want %q and %q", paths, tc.approve, tc.reject)
@@ -119,8 +120,8 @@ func TestDecisionForOneAgentIsNotAppliedToAnother(t *testing.T) {
 					t.Fatalf("written before any decision: %v", got)
 				}
 				ds := []agent.Decision{
-					{Type: agent.Approve, CallID: "w1", Path: tc.approve},
-					{Type: agent.Reject, CallID: "w1", Path: tc.reject, Message: "not this one"},
+					{Type: agent.Approve, CallID: "w1", Path: mustPath(t, tc.approve)},
+					{Type: agent.Reject, CallID: "w1", Path: mustPath(t, tc.reject), Message: "not this one"},
 				}
 				if rejectFirst {
 					ds[0], ds[1] = ds[1], ds[0]
@@ -140,5 +141,46 @@ func TestDecisionForOneAgentIsNotAppliedToAnother(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+func mustPath(t *testing.T, text string) agent.Path {
+	t.Helper()
+	p, err := agent.ParsePath(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// The paths of waiting calls and decisions are typed but read and written as
+// their text: a waiting call always has "path" (empty at no agent), a
+// decision only when it names one.
+func TestInterruptAndDecisionPathJSON(t *testing.T) {
+	nested := agent.RootPath("parent").Child("general-purpose", "t1")
+	for _, tc := range []struct {
+		v    any
+		want string
+	}{
+		{agent.Interrupt{CallID: "c1", Tool: "write"}, `{"path":"","call_id":"c1","tool":"write","args":null,"allowed_decisions":null}`},
+		{agent.Interrupt{Path: nested, CallID: "c1", Tool: "write"}, `{"path":"parent / general-purpose#t1","call_id":"c1","tool":"write","args":null,"allowed_decisions":null}`},
+		{agent.Decision{Type: agent.Approve, CallID: "c1"}, `{"type":"approve","call_id":"c1"}`},
+		{agent.Decision{Type: agent.Approve, CallID: "c1", Path: nested}, `{"type":"approve","call_id":"c1","path":"parent / general-purpose#t1"}`},
+	} {
+		b, err := json.Marshal(tc.v)
+		if err != nil || string(b) != tc.want {
+			t.Errorf("%+v: %s, %v; want %s", tc.v, b, err, tc.want)
+		}
+	}
+	var in agent.Interrupt
+	if err := json.Unmarshal([]byte(`{"path":"parent / general-purpose#t1","call_id":"c1"}`), &in); err != nil || !in.Path.Equal(nested) {
+		t.Errorf("read back: %+v, %v", in, err)
+	}
+	var d agent.Decision
+	if err := json.Unmarshal([]byte(`{"type":"approve","call_id":"c1","path":""}`), &d); err != nil || d.Path != nil {
+		t.Errorf("empty path: %+v, %v", d, err)
+	}
+	if err := json.Unmarshal([]byte(`{"type":"approve","call_id":"c1","path":"parent / "}`), &d); err == nil {
+		t.Error("a decision with a path that is not one was read")
 	}
 }

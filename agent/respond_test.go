@@ -1,13 +1,16 @@
 package agent_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/approve"
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/hitl"
 	"github.com/deepagents-go/deepagents/llm"
@@ -19,14 +22,14 @@ import (
 
 // respondRun stops a run at one write call gated by policy and returns
 // the agent, its saver and what the call's tool saw.
-func respondRun(t *testing.T, policy agent.Approval) (*agent.Agent, checkpoint.Saver, *approvals, agent.Interrupt) {
+func respondRun(t *testing.T, policy approve.Policy) (*agent.Agent, checkpoint.Saver, *approvals, agent.Interrupt) {
 	t.Helper()
 	m := scripted.New(scripted.Script{"parent": steps(
 		scripted.Step{ToolCalls: []scripted.StepCall{{ID: "c1", Name: "write", Args: json.RawMessage(`{"path":"/a.md","content":"a"}`)}}},
 		scripted.Step{Content: "done"},
 	)}, scripted.Options{})
 	seen := &approvals{}
-	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{noteWrite(seen)}, InterruptOn: map[string]agent.Approval{"write": policy}})
+	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{noteWrite(seen)}, Middleware: []agent.Middleware{approve.Gate(map[string]approve.Policy{"write": policy})}})
 	saver := checkpoint.NewMemory(0)
 	res, err := a.Invoke(t.Context(), agent.Prompt("go"), runner.Checkpoints(saver, "T"))
 	if !errors.Is(err, agent.ErrInterrupted) || len(res.Interrupts) != 1 {
@@ -39,7 +42,7 @@ func respondRun(t *testing.T, policy agent.Approval) (*agent.Agent, checkpoint.S
 // run, and the person's message is the call's result, a success (not an
 // error, unlike a rejection), which the model reads on its next step.
 func TestRespondAnswersInTheToolsPlace(t *testing.T) {
-	a, saver, seen, in := respondRun(t, agent.Approval{Allowed: []agent.DecisionType{agent.Approve, agent.Respond}})
+	a, saver, seen, in := respondRun(t, approve.Policy{Allowed: []agent.DecisionType{agent.Approve, agent.Respond}})
 	if want := []agent.DecisionType{agent.Approve, agent.Respond}; !slices.Equal(in.Allowed, want) {
 		t.Fatalf("allowed %v, want %v", in.Allowed, want)
 	}
@@ -86,18 +89,18 @@ func TestRespondAnswersInTheToolsPlace(t *testing.T) {
 // runs, naming the decisions the call allows; a respond without a message
 // is refused too.
 func TestRespondIsRefusedWhenNotAllowedOrEmpty(t *testing.T) {
-	if got := (agent.Approval{}).Decisions(); !slices.Equal(got, agent.AllDecisions) || slices.Contains(got, agent.Respond) {
+	if got := (approve.Policy{}).Decisions(); !slices.Equal(got, agent.AllDecisions) || slices.Contains(got, agent.Respond) {
 		t.Fatalf("default decisions %v", got)
 	}
 	for _, tc := range []struct {
 		name   string
-		policy agent.Approval
+		policy approve.Policy
 		d      agent.Decision
 		want   string
 	}{
-		{"not allowed", agent.Approval{}, agent.Decision{Type: agent.Respond, CallID: "c1", Message: "done"},
+		{"not allowed", approve.Policy{}, agent.Decision{Type: agent.Respond, CallID: "c1", Message: "done"},
 			`call "c1" (write) allows approve, edit, reject, not respond`},
-		{"no message", agent.Approval{Allowed: []agent.DecisionType{agent.Respond}}, agent.Decision{Type: agent.Respond, CallID: "c1", Message: " "},
+		{"no message", approve.Policy{Allowed: []agent.DecisionType{agent.Respond}}, agent.Decision{Type: agent.Respond, CallID: "c1", Message: " "},
 			`the respond to call "c1" has no "message"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -127,9 +130,11 @@ func TestRespondDecisionJSON(t *testing.T) {
 	if !agent.Respond.Known() || agent.DecisionType("ignore").Known() {
 		t.Error("Known")
 	}
-	if _, err := agent.New(agent.Config{Model: scripted.New(scripted.Script{}, scripted.Options{}), Tools: []tool.Tool{writeTool},
-		InterruptOn: map[string]agent.Approval{"write": {Allowed: []agent.DecisionType{agent.Respond}}}}); err != nil {
+	if err := approve.Validate(map[string]approve.Policy{"write": {Allowed: []agent.DecisionType{agent.Respond}}}); err != nil {
 		t.Errorf("a policy allowing respond: %v", err)
+	}
+	if err := approve.Validate(map[string]approve.Policy{"write": {Allowed: []agent.DecisionType{"ignore"}}}); err == nil {
+		t.Error("a policy allowing a decision there is not is valid")
 	}
 }
 
@@ -143,14 +148,14 @@ func TestRespondInsideASubagent(t *testing.T) {
 			scripted.Step{Content: "child done"}),
 	}, scripted.Options{})
 	seen := &approvals{}
-	gates := map[string]agent.Approval{"write": {Allowed: []agent.DecisionType{agent.Respond}}}
-	tk, err := subagent.NewTask(subagent.Config{Model: m, InterruptOn: gates, Subagents: []subagent.Spec{
+	gates := map[string]approve.Policy{"write": {Allowed: []agent.DecisionType{agent.Respond}}}
+	tk, err := subagent.NewTask(subagent.Config{Model: m, Middleware: []agent.Middleware{approve.Gate(gates)}, Subagents: []subagent.Spec{
 		{Name: "w", Description: "Writes.", Tools: []tool.Tool{noteWrite(seen)}},
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{tk}, InterruptOn: gates})
+	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{tk}, Middleware: []agent.Middleware{approve.Gate(gates)}})
 	saver := checkpoint.NewMemory(0)
 	res, err := a.Invoke(t.Context(), agent.Prompt("go"), runner.Checkpoints(saver, "T"))
 	if !errors.Is(err, agent.ErrInterrupted) || len(res.Interrupts) != 1 || res.Interrupts[0].CallID != "s1" {
@@ -181,4 +186,38 @@ func TestRespondInsideASubagent(t *testing.T) {
 	if res.Status != agent.StatusOK {
 		t.Errorf("status %s", res.Status)
 	}
+}
+
+// approvals records, per call id, whether the call ran with a context that
+// says a person approved it.
+type approvals struct {
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func (a *approvals) note(ctx context.Context, id string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.seen == nil {
+		a.seen = map[string]bool{}
+	}
+	a.seen[id] = agent.Approved(ctx)
+}
+
+func (a *approvals) get(id string) (approved, ran bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	approved, ran = a.seen[id]
+	return approved, ran
+}
+
+// noteWrite is the write tool, recording whether each call was approved.
+func noteWrite(seen *approvals) tool.Tool {
+	return tool.MustFunc("write", "Write a file.", func(ctx context.Context, env *tool.Env, in writeIn) (string, error) {
+		seen.note(ctx, env.CallID)
+		if strings.HasPrefix(in.Path, "/fail") {
+			return "", errors.New("this path fails")
+		}
+		return "wrote " + in.Path, env.Files.Write(ctx, in.Path, in.Content)
+	})
 }

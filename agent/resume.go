@@ -197,7 +197,7 @@ func (r *run) open(ctx context.Context) (pending *StepState, done bool, status S
 			if err := CheckDecisions(ds, waiting); err != nil {
 				return err
 			}
-			return r.a.checkEdits(ds, waiting, r.where)
+			return r.a.checkEdits(ds, waiting, r.path)
 		}})
 	if err != nil {
 		return nil, true, StatusError, err

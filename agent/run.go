@@ -281,9 +281,9 @@ func (r *run) loop(parent context.Context) {
 			Text: fmt.Sprintf("the model does not take %s, so %s not sent with its requests",
 				strings.Join(r.a.dropped, ", "), isAre(len(r.a.dropped)))}})
 	}
-	if len(r.a.ungated) > 0 {
-		r.emit(Event{Type: Warning, Warning: &WarningInfo{Source: "interrupt_on", Tools: slices.Clone(r.a.ungated),
-			Text: ungatedText(r.a.ungated, r.a.names, r.a.stepTools)}})
+	for _, u := range r.a.ungated {
+		r.emit(Event{Type: Warning, Warning: &WarningInfo{Source: u.source, Tools: slices.Clone(u.names),
+			Text: ungatedText(u.source, u.names, r.a.names, r.a.stepTools)}})
 	}
 	var pending *StepState
 	if r.ck != nil && (r.ck.src == nil || r.ck.rec == nil) && !r.ck.recOnly {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/approve"
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/llm/scripted"
 	"github.com/deepagents-go/deepagents/runner"
@@ -40,10 +41,10 @@ func subEditFamily(t *testing.T, nested bool) (a *agent.Agent, writes *atomic.In
 		script["inner"] = steps(scripted.Step{ToolCalls: []scripted.StepCall{w1}}, scripted.Step{Content: "inner wrote"})
 	}
 	m := scripted.New(script, scripted.Options{})
-	gates := map[string]agent.Approval{"write": {}}
+	gates := map[string]approve.Policy{"write": {}}
 	workerTools := []tool.Tool{write}
 	if nested {
-		inner, err := subagent.NewTask(subagent.Config{Model: m, InterruptOn: gates, Subagents: []subagent.Spec{
+		inner, err := subagent.NewTask(subagent.Config{Model: m, Middleware: []agent.Middleware{approve.Gate(gates)}, Subagents: []subagent.Spec{
 			{Name: "inner", Description: "Writes.", Tools: []tool.Tool{write}},
 		}})
 		if err != nil {
@@ -51,13 +52,13 @@ func subEditFamily(t *testing.T, nested bool) (a *agent.Agent, writes *atomic.In
 		}
 		workerTools = []tool.Tool{inner}
 	}
-	tk, err := subagent.NewTask(subagent.Config{Model: m, InterruptOn: gates, Subagents: []subagent.Spec{
+	tk, err := subagent.NewTask(subagent.Config{Model: m, Middleware: []agent.Middleware{approve.Gate(gates)}, Subagents: []subagent.Spec{
 		{Name: "worker", Description: "Works.", Tools: workerTools},
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{tk}, InterruptOn: gates}), writes
+	return newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{tk}, Middleware: []agent.Middleware{approve.Gate(gates)}}), writes
 }
 
 // An edit of a call waiting in a subagent (or in a subagent's subagent)
@@ -79,7 +80,7 @@ func TestSubagentEditThatDoesNotFitIsRefused(t *testing.T) {
 			a, writes := subEditFamily(t, tc.nested)
 			saver := checkpoint.NewMemory(0)
 			res, err := a.Invoke(ctx, agent.Prompt("go"), runner.Checkpoints(saver, "sub"))
-			if !errors.Is(err, agent.ErrInterrupted) || len(res.Interrupts) != 1 || res.Interrupts[0].Path != tc.path {
+			if !errors.Is(err, agent.ErrInterrupted) || len(res.Interrupts) != 1 || res.Interrupts[0].Path.String() != tc.path {
 				t.Fatalf("first run: %v, interrupts %+v", err, res.Interrupts)
 			}
 			waiting := res.Interrupts
@@ -90,12 +91,12 @@ func TestSubagentEditThatDoesNotFitIsRefused(t *testing.T) {
 					t.Errorf("CheckDecisions, edit %s: %v", args, err)
 				}
 				named := bad
-				named.Path = tc.path
+				named.Path = mustPath(t, tc.path)
 				if err := a.CheckDecisions([]agent.Decision{named}, waiting); !errors.As(err, &de) {
 					t.Errorf("CheckDecisions, edit %s naming the path: %v", args, err)
 				}
 				res, err := a.Invoke(ctx, agent.Input{}, runner.Checkpoints(saver, "sub"), agent.WithDecisions(bad))
-				if !errors.As(err, &de) || res.Status != agent.StatusInterrupted || len(res.Interrupts) != 1 || res.Interrupts[0].Path != tc.path {
+				if !errors.As(err, &de) || res.Status != agent.StatusInterrupted || len(res.Interrupts) != 1 || res.Interrupts[0].Path.String() != tc.path {
 					t.Fatalf("resume, edit %s: %v (status %v, waiting %+v)", args, err, res.Status, res.Interrupts)
 				}
 			}
@@ -121,11 +122,11 @@ func TestEditOfUnknownAgentIsLeftToTheTool(t *testing.T) {
 	a, _ := subEditFamily(t, true)
 	bad := json.RawMessage(`{"file_path":"/w.md"}`)
 	for _, in := range []agent.Interrupt{
-		{Path: "parent / nobody#t1", CallID: "w1", Tool: "write"},
-		{Path: "parent / worker#t1 / nobody#t2", CallID: "w1", Tool: "write"},
-		{Path: "parent / worker#t1", CallID: "w1", Tool: "write"}, // worker has no write here
-		{Path: "parent / worker#t1 / inner#t2", CallID: "w1", Tool: "unknown"},
-		{Path: "other / worker#t1", CallID: "w1", Tool: "write"}, // not below this agent
+		{Path: agent.RootPath("parent").Child("nobody", "t1"), CallID: "w1", Tool: "write"},
+		{Path: agent.RootPath("parent").Child("worker", "t1").Child("nobody", "t2"), CallID: "w1", Tool: "write"},
+		{Path: agent.RootPath("parent").Child("worker", "t1"), CallID: "w1", Tool: "write"}, // worker has no write here
+		{Path: agent.RootPath("parent").Child("worker", "t1").Child("inner", "t2"), CallID: "w1", Tool: "unknown"},
+		{Path: agent.RootPath("other").Child("worker", "t1"), CallID: "w1", Tool: "write"}, // not below this agent
 	} {
 		in.Allowed = agent.AllDecisions
 		if err := a.CheckDecisions([]agent.Decision{{Type: agent.Edit, CallID: "w1", Args: bad}}, []agent.Interrupt{in}); err != nil {

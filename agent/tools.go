@@ -86,9 +86,12 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 	nestedLeft := 0
 	inline := true // every call to run is of an Inline tool
 	parts := r.claims.systemParts(req)
-	// reports are what gates asked to hear about the calls once they ran
-	// (see Verdict), by call index; nil when none asked.
-	var reports []gateNote
+	// reports are what Admit hooks asked to be told once the calls ran
+	// (ToolCall.OnRan), by call index; nil when none asked.
+	var reports [][]func(func(Event), func(string))
+	// asks are the waiting calls the person decided to run, by call index,
+	// for a call whose tool asks again once it started.
+	var asks []*Interrupt
 
 	for i, c := range calls {
 		if oc, ok := pending.done(c.ID); ok {
@@ -111,103 +114,42 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 			}
 			continue
 		}
-		var note string
-		policy, verdict, gated := r.a.approvalFor(ctx, c)
-		// now is what the call's gate says about it (as the model made it)
-		// at this moment; told, whether a person was put the call, with
-		// verdict.Reason, before this run.
-		now, told := verdict, false
-		if saved, ok := pending.waits(c.ID); ok {
-			// The call waited when the run stopped: it keeps waiting under the
-			// policy it was put to the person with, whatever the resuming
-			// agent's configuration says.
-			policy, gated = Approval{Allowed: saved.Allowed, Description: saved.Description}, true
-			verdict.Reason = saved.Reason
-			told = true
+		t := r.a.byName[c.Name]
+		if t == nil {
+			t = r.stepTools[c.Name]
 		}
-		approved := false
-		if gated {
-			dc, decided := pending.decided(c.ID)
-			// A decision answers only a call that was put to the person and
-			// saved as waiting: the model chooses call ids, so a later call
-			// that reuses an answered one's id must be asked about anew.
-			if !decided && told {
-				if dc, decided = r.decisionFor(c.ID); decided {
-					if err := r.recordCall(ctx, &CallRecord{ID: c.ID, Decision: &dc}); err != nil {
-						return false, err
-					}
-				}
+		tc := &ToolCall{Call: c, Tool: t}
+		bf, err := r.beforeStart(ctx, c, tc, pending)
+		if err != nil {
+			return false, err
+		}
+		if bf.answer != nil {
+			finished[i] = true
+			results[i] = *bf.answer
+			if err := r.saveOutcome(ctx, c, results[i], nil, nil, 0, bf.rejected); err != nil {
+				return false, err
 			}
-			key := callKey(c.Name, c.Args)
-			rejected, again := decided && dc.Type == Reject, !decided && hasKey(r.rs.Loop.Rejected, key)
-			if rejected || again {
-				reason := dc.Message
-				if again {
-					reason = r.rs.Loop.Rejected[key]
-				} else {
-					if r.rs.Loop.Rejected == nil {
-						r.rs.Loop.Rejected = map[string]string{}
-					}
-					r.rs.Loop.Rejected[key] = reason
-				}
-				finished[i] = true
-				results[i] = tool.Errorf("%s", rejectedText(c.Name, reason, again))
-				if err := r.saveOutcome(ctx, c, results[i], nil, nil, 0, true); err != nil {
-					return false, err
-				}
-				r.emit(Event{Type: ToolEnd, Tool: &ToolInfo{CallID: c.ID, Name: c.Name, Result: results[i].Content, IsError: true}})
-				continue
+			r.emit(Event{Type: ToolEnd, Tool: &ToolInfo{CallID: c.ID, Name: c.Name, Result: results[i].Content, IsError: results[i].IsError}})
+			continue
+		}
+		if bf.wait != nil {
+			r.rs.Loop.Interrupts = append(r.rs.Loop.Interrupts, *bf.wait)
+			r.emit(Event{Type: InterruptEvent, Interrupt: bf.wait})
+			continue
+		}
+		// approved: a person approved the call or edited it.
+		approved := bf.decision != nil
+		var note string
+		if bf.decision != nil {
+			if bf.decision.Type == Edit {
+				c.Args = bf.decision.Args
+				tc.Call.Args = bf.decision.Args
+				note = editedNote(bf.decision.Args)
 			}
-			switch {
-			case decided && dc.Type == Respond:
-				// The person answered in the tool's place: it does not run.
-				finished[i] = true
-				results[i] = respondedResult(dc)
-				if err := r.saveOutcome(ctx, c, results[i], nil, nil, 0, false); err != nil {
-					return false, err
-				}
-				r.emit(Event{Type: ToolEnd, Tool: &ToolInfo{CallID: c.ID, Name: c.Name, Result: results[i].Content}})
-				continue
-			case decided && dc.Type == Edit:
-				c.Args = dc.Args
-				note = editedNote(dc.Args)
-				approved = true
-				if p, ok := r.a.cfg.InterruptOn[c.Name]; ok {
-					// What runs is the person's arguments: report what they
-					// change.
-					v := verdictFor(ctx, p, c.Args)
-					verdict.Report, verdict.Changes = v.Report, v.Changes
-				}
-			case decided:
-				approved = true
-			default:
-				in := Interrupt{Path: r.where, CallID: c.ID, Tool: c.Name, Args: c.Args, Allowed: policy.Decisions(),
-					Description: describeCall(policy, verdict.Reason, c.Name, c.Args), Reason: verdict.Reason}
-				r.rs.Loop.Interrupts = append(r.rs.Loop.Interrupts, in)
-				if _, saved := pending.waits(c.ID); !saved {
-					if err := r.recordCall(ctx, &CallRecord{ID: in.CallID, Waiting: &in}); err != nil {
-						return false, err
-					}
-				}
-				r.emit(Event{Type: InterruptEvent, Interrupt: &in})
-				continue
+			if asks == nil {
+				asks = make([]*Interrupt, n)
 			}
-			if approved && told && now.Wait && now.Reason != "" && now.Reason != verdict.Reason {
-				// What the call would change is no longer what the person
-				// was told when they decided (a symbolic link made since
-				// then leads the path elsewhere, say): their decision, an
-				// approval or an edit made on that view, does not cover
-				// it. The call does not run; made again, it is put to them
-				// with what it changes now. (An edit that names another
-				// place is the person's own choice and runs.)
-				finished[i] = true
-				results[i] = tool.Errorf("%s", staleApprovalText(c.Name, now.Reason))
-				if err := r.saveOutcome(ctx, c, results[i], nil, nil, 0, false); err != nil {
-					return false, err
-				}
-				r.emit(Event{Type: ToolEnd, Tool: &ToolInfo{CallID: c.ID, Name: c.Name, Result: results[i].Content, IsError: true}})
-				continue
-			}
+			asks[i] = bf.told
 		}
 		var files vfs.Backend
 		if branching {
@@ -223,11 +165,7 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 			b.event(&Event{Type: ToolProgress, Agent: r.where, TaskCall: r.instance, Time: r.rt.Now(),
 				Tool: &ToolInfo{CallID: c.ID, Name: c.Name, Text: text}})
 		}
-		t := r.a.byName[c.Name]
-		if t == nil {
-			t = r.stepTools[c.Name]
-		}
-		tc := &ToolCall{Call: c, Tool: t, Env: env}
+		tc.Env = env
 		r.emit(Event{Type: ToolStart, Tool: &ToolInfo{CallID: c.ID, Name: c.Name, Args: c.Args}})
 		running++
 		if _, ok := t.(Nested); ok {
@@ -237,13 +175,13 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 			// its subagent makes.
 			approved = false
 		}
-		if verdict.Report != "" || verdict.Changes != "" {
+		if len(tc.ran) > 0 {
 			if reports == nil {
-				reports = make([]gateNote, n)
+				reports = make([][]func(func(Event), func(string)), n)
 			}
-			reports[i] = gateNote{verdict: verdict, approved: approved}
+			reports[i] = tc.ran
 		}
-		callCtx := withApproved(ctx, approved)
+		callCtx := withApproved(withDecision(ctx, bf.decision), approved)
 		if in, ok := t.(tool.Inline); !ok || !in.Inline() {
 			inline = false
 		}
@@ -292,6 +230,40 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 			return
 		}
 		c := calls[d.i]
+		rejected := false
+		if q, ok := askedOf(d.fatal); ok {
+			// The call asked for a person's decision once it had started:
+			// what it did is dropped, and it waits unless it was decided
+			// on already or rejected before.
+			var told *Interrupt
+			if asks != nil {
+				told = asks[d.i]
+			}
+			if told == nil && !hasKey(r.rs.Loop.Rejected, callKey(c.Name, c.Args)) {
+				in := r.question(c, q)
+				if err := r.recordCall(ctx, &CallRecord{ID: in.CallID, Waiting: &in}); err != nil && fatal == nil {
+					fatal = err
+				}
+				r.emit(Event{Type: InterruptEvent, Interrupt: &in})
+				if heldWaits == nil {
+					heldWaits = map[int][]Interrupt{}
+				}
+				heldWaits[d.i] = []Interrupt{in}
+				return
+			}
+			d.fatal = nil
+			switch {
+			case told == nil:
+				d.res, rejected = r.rejectCall(c, callKey(c.Name, c.Args), "", true), true
+			case q.Reason != "" && q.Reason != told.Reason:
+				d.res = tool.Errorf("%s", staleApprovalText(c.Name, q.Reason))
+			default:
+				d.res = tool.Errorf("Error: the %s call asked a person again about what they had decided already, so it did not finish.", c.Name)
+			}
+			if branching {
+				layers[d.i] = br.Branch() // what it did is dropped
+			}
+		}
 		if d.child != nil && d.child.Status == StatusInterrupted && d.fatal == nil {
 			// The subagent waits for a person: the call is not finished,
 			// and resuming the thread resumes the subagent.
@@ -330,14 +302,16 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 			deltas[d.i] = tracked[d.i].Changes()
 		}
 		if d.fatal == nil {
-			if err := r.finishCall(ctx, c, results[d.i], deltas[d.i], d.child, d.dur); err != nil && fatal == nil {
+			if err := r.saveOutcome(ctx, c, results[d.i], deltas[d.i], d.child, d.dur, rejected); err != nil && fatal == nil {
 				fatal = err
 			}
 		}
 		r.emit(Event{Type: ToolEnd, Tool: &ToolInfo{CallID: c.ID, Name: c.Name,
 			Result: results[d.i].Content, IsError: results[d.i].IsError, Panic: d.panic, DurationMS: ms(d.dur)}})
 		if reports != nil && d.fatal == nil && !results[d.i].IsError {
-			r.gateRan(c, reports[d.i])
+			for _, f := range reports[d.i] {
+				f(r.emit, r.markChanged)
+			}
 		}
 	}
 	left := running
@@ -445,13 +419,8 @@ func hasKey(m map[string]string, k string) bool {
 	return ok
 }
 
-// finishCall saves a finished call's result under the step in progress.
-func (r *run) finishCall(ctx context.Context, c llm.ToolCall, res tool.Result, files vfs.Delta, child *Result, dur time.Duration) error {
-	return r.saveOutcome(ctx, c, res, files, child, dur, false)
-}
-
-// saveOutcome is finishCall; rejected marks the answer to a call a person
-// rejected, which never ran.
+// saveOutcome saves a finished call's result under the step in progress;
+// rejected marks the answer to a call a person rejected, which never ran.
 func (r *run) saveOutcome(ctx context.Context, c llm.ToolCall, res tool.Result, files vfs.Delta, child *Result, dur time.Duration, rejected bool) error {
 	if r.ck == nil {
 		return nil
@@ -577,6 +546,9 @@ func (r *run) invoke(ctx context.Context, tc *ToolCall, host Host) (res tool.Res
 		return res, child, context.Cause(ctx), ""
 	}
 	if err != nil {
+		if _, ok := askedOf(err); ok {
+			return res, child, err, ""
+		}
 		if errors.Is(err, tool.ErrFatal) {
 			return res, child, err, ""
 		}
@@ -591,3 +563,118 @@ func (r *run) invoke(ctx context.Context, tc *ToolCall, host Host) (res tool.Res
 // nestedGrace bounds how long a cut step waits for its subagents to stop,
 // should one of them not heed its context.
 const nestedGrace = 5 * time.Second
+
+// admit puts call to the middleware's Admit hooks before it starts,
+// outermost first. The first that asks a person decides (ask); another
+// error refuses the call.
+func (r *run) admit(ctx context.Context, call *ToolCall) (ask *Question, refused error) {
+	for _, m := range r.a.cfg.Middleware {
+		if m.Admit == nil {
+			continue
+		}
+		if err := m.Admit(ctx, call); err != nil {
+			if q, ok := askedOf(err); ok {
+				return q, nil
+			}
+			return nil, err
+		}
+	}
+	return nil, nil
+}
+
+// rejectCall is the result of call c (key names it) that a person rejected
+// with message, which is remembered so that the same call is rejected
+// again without asking; again marks such a call, answered with the reason
+// of the earlier rejection.
+func (r *run) rejectCall(c llm.ToolCall, key, message string, again bool) tool.Result {
+	if again {
+		message = r.rs.Loop.Rejected[key]
+	} else {
+		if r.rs.Loop.Rejected == nil {
+			r.rs.Loop.Rejected = map[string]string{}
+		}
+		r.rs.Loop.Rejected[key] = message
+	}
+	return tool.Errorf("%s", rejectedText(c.Name, message, again))
+}
+
+// before is what becomes of a call before it starts: answered without
+// running (a person rejected it, now or before, or answered it; a hook
+// refused it; what the person approved no longer holds), waiting for a
+// person, or run, with the person's decision when they took one.
+type before struct {
+	answer   *tool.Result
+	rejected bool // answer is a person's rejection
+	wait     *Interrupt
+	decision *Decision // approve or edit, of the waiting call told
+	told     *Interrupt
+}
+
+// beforeStart decides what becomes of call c (tc as middleware see it)
+// before it starts: it applies the decision taken on it when it was saved
+// as waiting (pending), else puts it to the middleware's Admit hooks. A
+// call that waits for the first time, or gets a decision, is recorded.
+func (r *run) beforeStart(ctx context.Context, c llm.ToolCall, tc *ToolCall, pending *StepState) (before, error) {
+	saved, told := pending.waits(c.ID)
+	dc, decided := pending.decided(c.ID)
+	// A decision answers only a call that was put to the person and saved
+	// as waiting: the model chooses call ids, so a later call that reuses
+	// an answered one's id must be asked about anew.
+	if !decided && told {
+		if dc, decided = r.decisionFor(c.ID); decided {
+			if err := r.recordCall(ctx, &CallRecord{ID: c.ID, Decision: &dc}); err != nil {
+				return before{}, err
+			}
+		}
+	}
+	// ask is the question the call waits with, if it does; for a call the
+	// person approved or edited, what the hooks say now.
+	var ask *Question
+	var refused error
+	switch {
+	case decided && (dc.Type == Reject || dc.Type == Respond):
+	case decided:
+		// Admitted again as the model made it, with the decision.
+		ask, refused = r.admit(withDecision(ctx, &dc), tc)
+	case told:
+		// The call waited when the run stopped: it keeps waiting with what
+		// it was put to the person with, whatever the resuming agent's
+		// configuration says.
+		ask = &Question{Allowed: saved.Allowed, Description: saved.Description, Reason: saved.Reason}
+	default:
+		ask, refused = r.admit(withDecision(ctx, nil), tc)
+	}
+	answer := func(res tool.Result) (before, error) { return before{answer: &res}, nil }
+	key := callKey(c.Name, c.Args)
+	switch rejected, again := decided && dc.Type == Reject, !decided && ask != nil && hasKey(r.rs.Loop.Rejected, key); {
+	case rejected || again:
+		return before{answer: new(r.rejectCall(c, key, dc.Message, again)), rejected: true}, nil
+	case decided && dc.Type == Respond:
+		// The person answered in the tool's place: it does not run.
+		return answer(respondedResult(dc))
+	case refused != nil:
+		return answer(tool.Errorf("Error: %v", refused))
+	case decided && ask != nil && ask.Reason != "" && ask.Reason != saved.Reason:
+		// What the call would change is no longer what the person was told
+		// when they decided (a symbolic link made since then leads the path
+		// elsewhere, say): their decision, an approval or an edit made on
+		// that view, does not cover it. The call does not run; made again,
+		// it is put to them with what it changes now. (An edit that names
+		// another place is the person's own choice and runs.)
+		return answer(tool.Errorf("%s", staleApprovalText(c.Name, ask.Reason)))
+	case decided:
+		return before{decision: &dc, told: &saved}, nil
+	case ask == nil:
+		return before{}, nil
+	case told:
+		ask.Reason = "" // the saved description opens with it already
+		in := r.question(c, ask)
+		in.Reason = saved.Reason
+		return before{wait: &in}, nil
+	}
+	in := r.question(c, ask)
+	if err := r.recordCall(ctx, &CallRecord{ID: in.CallID, Waiting: &in}); err != nil {
+		return before{}, err
+	}
+	return before{wait: &in}, nil
+}

@@ -17,7 +17,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/approve"
 	"github.com/deepagents-go/deepagents/internal/modelref"
 	"github.com/deepagents-go/deepagents/internal/safefile"
 	"github.com/deepagents-go/deepagents/llm"
@@ -106,7 +106,7 @@ type AgentFile struct {
 	Reasoning *llm.ReasoningConfig
 	// InterruptOn is nil when not set: the subagent inherits the parent's
 	// approvals. An empty map asks about nothing.
-	InterruptOn map[string]agent.Approval
+	InterruptOn map[string]approve.Policy
 	// Permissions is nil when not set: the subagent inherits the parent's
 	// rules. An empty list lifts them.
 	Permissions perm.Rules

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/approve"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -28,7 +29,7 @@ var decisionNames = []string{string(agent.Approve), string(agent.Edit), string(a
 // approvalEntry reads one tool's entry: gate reports whether calls of the
 // tool wait at all; a problem is returned as text.
 type approvalEntry struct {
-	approval agent.Approval
+	approval approve.Policy
 	gate     bool
 }
 
@@ -42,18 +43,18 @@ func checkApprovalTool(name string) string {
 
 // approvalFromList turns decision names into an approval; what is wrong is
 // returned as text.
-func approvalFromList(tool string, names []string) (agent.Approval, string) {
+func approvalFromList(tool string, names []string) (approve.Policy, string) {
 	if len(names) == 0 {
-		return agent.Approval{}, fmt.Sprintf("interrupt_on.%s: the list of decisions is empty; write true for approve, edit and reject, or false to not ask", tool)
+		return approve.Policy{}, fmt.Sprintf("interrupt_on.%s: the list of decisions is empty; write true for approve, edit and reject, or false to not ask", tool)
 	}
-	var a agent.Approval
+	var a approve.Policy
 	for _, n := range names {
 		n = strings.ToLower(strings.TrimSpace(n))
 		if !slices.Contains(decisionNames, n) {
-			return agent.Approval{}, fmt.Sprintf("interrupt_on.%s: %q is not a decision; use %s", tool, n, quoteList(decisionNames, "or"))
+			return approve.Policy{}, fmt.Sprintf("interrupt_on.%s: %q is not a decision; use %s", tool, n, quoteList(decisionNames, "or"))
 		}
 		if slices.Contains(a.Allowed, agent.DecisionType(n)) {
-			return agent.Approval{}, fmt.Sprintf("interrupt_on.%s: decision %q is listed twice", tool, n)
+			return approve.Policy{}, fmt.Sprintf("interrupt_on.%s: decision %q is listed twice", tool, n)
 		}
 		a.Allowed = append(a.Allowed, agent.DecisionType(n))
 	}
@@ -61,14 +62,14 @@ func approvalFromList(tool string, names []string) (agent.Approval, string) {
 }
 
 // tomlInterruptOn reads interrupt_on from a TOML value.
-func tomlInterruptOn(p *problems, v any, line int, at func(...string) int) map[string]agent.Approval {
+func tomlInterruptOn(p *problems, v any, line int, at func(...string) int) map[string]approve.Policy {
 	t, ok := v.(map[string]any)
 	if !ok {
 		p.add(line, "interrupt_on must be a table of tool names, each true, false or a list of decisions (%s), got %s",
 			quoteList(decisionNames, "and"), tomlKind(v))
 		return nil
 	}
-	out := map[string]agent.Approval{}
+	out := map[string]approve.Policy{}
 	for _, name := range slices.Sorted(maps.Keys(t)) {
 		l := at("interrupt_on", name)
 		if msg := checkApprovalTool(name); msg != "" {
@@ -112,13 +113,13 @@ func tomlInterruptOn(p *problems, v any, line int, at func(...string) int) map[s
 }
 
 // yamlInterruptOn reads interrupt_on from an agent file's front matter.
-func yamlInterruptOn(p *problems, v *yaml.Node, line int, at func(*yaml.Node) int) map[string]agent.Approval {
+func yamlInterruptOn(p *problems, v *yaml.Node, line int, at func(*yaml.Node) int) map[string]approve.Policy {
 	if v.Kind != yaml.MappingNode {
 		p.add(line, "interrupt_on must be a mapping of tool names, each true, false or a list of decisions (%s), got %s",
 			quoteList(decisionNames, "and"), describe(v))
 		return nil
 	}
-	out := map[string]agent.Approval{}
+	out := map[string]approve.Policy{}
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(v.Content); i += 2 {
 		kn, vn := deref(v.Content[i]), deref(v.Content[i+1])
@@ -145,7 +146,7 @@ func yamlInterruptOn(p *problems, v *yaml.Node, line int, at func(*yaml.Node) in
 				continue
 			}
 			if b {
-				out[name] = agent.Approval{}
+				out[name] = approve.Policy{}
 			}
 		case vn.Kind == yaml.SequenceNode:
 			names := make([]string, 0, len(vn.Content))
@@ -182,8 +183,8 @@ func yamlInterruptOn(p *problems, v *yaml.Node, line int, at func(*yaml.Node) in
 // ParseInterruptOnFlag reads a comma-separated list of tool names, as the
 // CLI's --interrupt-on takes it, into approvals that allow approve, edit
 // and reject.
-func ParseInterruptOnFlag(text string) (map[string]agent.Approval, error) {
-	out := map[string]agent.Approval{}
+func ParseInterruptOnFlag(text string) (map[string]approve.Policy, error) {
+	out := map[string]approve.Policy{}
 	for _, name := range strings.Split(text, ",") {
 		name = strings.TrimSpace(name)
 		if name == "" {
@@ -192,7 +193,7 @@ func ParseInterruptOnFlag(text string) (map[string]agent.Approval, error) {
 		if !nameRe.MatchString(name) {
 			return nil, fmt.Errorf(`%q is not a tool name (letters, digits, "_" and "-" only; separate names with commas)`, name)
 		}
-		out[name] = agent.Approval{}
+		out[name] = approve.Policy{}
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("no tool names given; write for example write_file,edit_file")
@@ -201,11 +202,11 @@ func ParseInterruptOnFlag(text string) (map[string]agent.Approval, error) {
 }
 
 // cloneApprovals copies a policy map, keeping nil as nil.
-func cloneApprovals(m map[string]agent.Approval) map[string]agent.Approval {
+func cloneApprovals(m map[string]approve.Policy) map[string]approve.Policy {
 	if m == nil {
 		return nil
 	}
-	out := make(map[string]agent.Approval, len(m))
+	out := make(map[string]approve.Policy, len(m))
 	for k, v := range m {
 		v.Allowed = slices.Clone(v.Allowed)
 		out[k] = v

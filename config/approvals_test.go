@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/approve"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -14,16 +15,16 @@ func TestInterruptOnInConfigFiles(t *testing.T) {
 	tests := []struct {
 		name string
 		toml string
-		want map[string]agent.Approval
+		want map[string]approve.Policy
 		err  string
 	}{
 		{"inline table", "interrupt_on = { write_file = true, edit_file = [\"approve\", \"reject\"], ls = false }\n",
-			map[string]agent.Approval{"write_file": {}, "edit_file": {Allowed: []agent.DecisionType{"approve", "reject"}}}, ""},
+			map[string]approve.Policy{"write_file": {}, "edit_file": {Allowed: []agent.DecisionType{"approve", "reject"}}}, ""},
 		{"table", "[interrupt_on]\nwrite_file = [\"Edit\"]\n",
-			map[string]agent.Approval{"write_file": {Allowed: []agent.DecisionType{"edit"}}}, ""},
-		{"empty", "interrupt_on = {}\n", map[string]agent.Approval{}, ""},
+			map[string]approve.Policy{"write_file": {Allowed: []agent.DecisionType{"edit"}}}, ""},
+		{"empty", "interrupt_on = {}\n", map[string]approve.Policy{}, ""},
 		{"respond is named", "interrupt_on = { ask_user = [\"respond\"], write_file = [\"approve\", \"Respond\"] }\n",
-			map[string]agent.Approval{"ask_user": {Allowed: []agent.DecisionType{agent.Respond}},
+			map[string]approve.Policy{"ask_user": {Allowed: []agent.DecisionType{agent.Respond}},
 				"write_file": {Allowed: []agent.DecisionType{agent.Approve, agent.Respond}}}, ""},
 		{"not a table", "interrupt_on = \"write_file\"\n", nil,
 			`deepagents.toml:1: interrupt_on must be a table of tool names, each true, false or a list of decisions ("approve", "edit", "reject" and "respond"), got a string`},
@@ -76,14 +77,14 @@ func TestInterruptOnMerge(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := map[string]agent.Approval{"write_file": {}, "edit_file": {}}
+		want := map[string]approve.Policy{"write_file": {}, "edit_file": {}}
 		if strings.Contains(project, "ls") {
-			want["ls"] = agent.Approval{}
+			want["ls"] = approve.Policy{}
 		}
 		if diff := cmp.Diff(want, c.InterruptOn); diff != "" {
 			t.Errorf("%s merged (-want +got):\n%s", project, diff)
 		}
-		if diff := cmp.Diff(map[string]agent.Approval{"write_file": {}, "edit_file": {}}, c.UserInterruptOn); diff != "" {
+		if diff := cmp.Diff(map[string]approve.Policy{"write_file": {}, "edit_file": {}}, c.UserInterruptOn); diff != "" {
 			t.Errorf("the user's own (-want +got):\n%s", diff)
 		}
 	}
@@ -92,7 +93,7 @@ func TestInterruptOnMerge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(map[string]agent.Approval{"ls": {}}, c.InterruptOn); diff != "" || c.UserInterruptOn != nil {
+	if diff := cmp.Diff(map[string]approve.Policy{"ls": {}}, c.InterruptOn); diff != "" || c.UserInterruptOn != nil {
 		t.Errorf("project only (-want +got):\n%s; user's %v", diff, c.UserInterruptOn)
 	}
 }
@@ -101,15 +102,15 @@ func TestInterruptOnInAgentFiles(t *testing.T) {
 	tests := []struct {
 		name  string
 		front string
-		want  map[string]agent.Approval
+		want  map[string]approve.Policy
 		err   string
 	}{
 		{"absent inherits", "", nil, ""},
 		{"flow mapping", "interrupt_on: {write_file: true, edit_file: [approve, reject], ls: false}\n",
-			map[string]agent.Approval{"write_file": {}, "edit_file": {Allowed: []agent.DecisionType{"approve", "reject"}}}, ""},
-		{"block mapping", "interrupt_on:\n  write_file:\n    - edit\n", map[string]agent.Approval{"write_file": {Allowed: []agent.DecisionType{"edit"}}}, ""},
-		{"none", "interrupt_on: {}\n", map[string]agent.Approval{}, ""},
-		{"respond", "interrupt_on: {ask_user: [respond]}\n", map[string]agent.Approval{"ask_user": {Allowed: []agent.DecisionType{agent.Respond}}}, ""},
+			map[string]approve.Policy{"write_file": {}, "edit_file": {Allowed: []agent.DecisionType{"approve", "reject"}}}, ""},
+		{"block mapping", "interrupt_on:\n  write_file:\n    - edit\n", map[string]approve.Policy{"write_file": {Allowed: []agent.DecisionType{"edit"}}}, ""},
+		{"none", "interrupt_on: {}\n", map[string]approve.Policy{}, ""},
+		{"respond", "interrupt_on: {ask_user: [respond]}\n", map[string]approve.Policy{"ask_user": {Allowed: []agent.DecisionType{agent.Respond}}}, ""},
 		{"a list", "interrupt_on: [write_file]\n", nil,
 			`a.md:3: interrupt_on must be a mapping of tool names, each true, false or a list of decisions ("approve", "edit", "reject" and "respond"), got a list`},
 		{"bad decision", "interrupt_on:\n  write_file: [approve, maybe]\n", nil,
@@ -157,7 +158,7 @@ func TestParseInterruptOnFlag(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(map[string]agent.Approval{"write_file": {}, "edit_file": {}}, got); diff != "" {
+	if diff := cmp.Diff(map[string]approve.Policy{"write_file": {}, "edit_file": {}}, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 	for in, want := range map[string]string{

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
-	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/approve"
 	"github.com/deepagents-go/deepagents/internal/modelref"
 	"github.com/deepagents-go/deepagents/internal/safefile"
 	"github.com/deepagents-go/deepagents/llm"
@@ -99,7 +99,7 @@ type Config struct {
 	// file sets it. A project file's table adds to the user's: it gates
 	// more tools, and leaves the user's entries as they are (false or {}
 	// in a project file lifts nothing).
-	InterruptOn map[string]agent.Approval
+	InterruptOn map[string]approve.Policy
 	// Permissions are the rules of the [permissions] table (rules = [...],
 	// see package vfs/perm): nil when no file sets it. The user's rules
 	// come before the project's, so a project file cannot lift them.
@@ -108,7 +108,7 @@ type Config struct {
 	// interrupt_on and rules alone (nil when it sets none): with the
 	// command line's, the floor that no project file, and no project agent
 	// file, can lower.
-	UserInterruptOn map[string]agent.Approval
+	UserInterruptOn map[string]approve.Policy
 	UserPermissions perm.Rules
 	// ProtectAllow are the kinds of protected places (ProtectGroups) whose
 	// changes by the agent need no approval: the [protect] table's allow

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/approve"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,7 +39,7 @@ func TestExampleConfig(t *testing.T) {
 		MaxParallel:  4,
 		Reasoning:    &llm.ReasoningConfig{Effort: llm.EffortMedium},
 		Database:     &Database{Kind: "sqlite", Path: ".deepagents/state.db"},
-		InterruptOn: map[string]agent.Approval{
+		InterruptOn: map[string]approve.Policy{
 			"write_file": {},
 			"edit_file":  {Allowed: []agent.DecisionType{"approve", "reject"}},
 		},

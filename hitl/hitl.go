@@ -42,7 +42,7 @@ func RequestFor(interrupts []agent.Interrupt) Request {
 	req := Request{ActionRequests: []ActionRequest{}, ReviewConfigs: []ReviewConfig{}}
 	for _, in := range interrupts {
 		req.ActionRequests = append(req.ActionRequests, ActionRequest{Name: in.Tool, Args: in.Args,
-			Description: in.Description, ID: in.CallID, Path: in.Path})
+			Description: in.Description, ID: in.CallID, Path: in.Path.String()})
 		req.ReviewConfigs = append(req.ReviewConfigs, ReviewConfig{ActionName: in.Tool, AllowedDecisions: in.Allowed})
 	}
 	return req
@@ -55,7 +55,7 @@ type wireDecision struct {
 	Type         agent.DecisionType `json:"type"`
 	CallID       string             `json:"call_id"`
 	ID           string             `json:"id"`
-	Path         string             `json:"path"`
+	Path         agent.Path         `json:"path"`
 	Args         json.RawMessage    `json:"args"`
 	Message      string             `json:"message"`
 	EditedAction *struct {

@@ -22,7 +22,7 @@ func TestParseDecisions(t *testing.T) {
 		{name: "older clients say arguments", in: `[{"type":"edit","call_id":"c4","edited_action":{"arguments":{"b":2}}}]`,
 			want: []agent.Decision{{Type: "edit", CallID: "c4", Args: json.RawMessage(`{"b":2}`)}}},
 		{name: "path narrows", in: `[{"type":"approve","call_id":"c","path":"parent / general-purpose#t1"}]`,
-			want: []agent.Decision{{Type: "approve", CallID: "c", Path: "parent / general-purpose#t1"}}},
+			want: []agent.Decision{{Type: "approve", CallID: "c", Path: agent.RootPath("parent").Child("general-purpose", "t1")}}},
 		{name: "unknown type", in: `[{"type":"ignore","call_id":"c"}]`, err: `decision 1: decision type "ignore" is not one of approve, edit, reject, respond`},
 		{name: "respond", in: `[{"type":"respond","call_id":"c","message":"42"}]`, want: []agent.Decision{{Type: "respond", CallID: "c", Message: "42"}}},
 		{name: "respond without message", in: `[{"type":"respond","call_id":"c"}]`, err: `the respond to call "c" has no "message"`},
@@ -87,7 +87,7 @@ func FuzzParseDecisions(f *testing.F) {
 // keeping a path they give; decisions that name a call are left alone; more
 // unnamed decisions than waiting calls, or none waiting, are refused.
 func TestDecisionsInOrder(t *testing.T) {
-	waiting := []agent.Interrupt{{Path: "parent", CallID: "c1", Tool: "write_file"}, {Path: "parent / w#t1", CallID: "c1", Tool: "edit_file"}}
+	waiting := []agent.Interrupt{{Path: agent.RootPath("parent"), CallID: "c1", Tool: "write_file"}, {Path: agent.RootPath("parent").Child("w", "t1"), CallID: "c1", Tool: "edit_file"}}
 	raws := func(s ...string) []json.RawMessage {
 		out := make([]json.RawMessage, len(s))
 		for i, x := range s {
@@ -96,11 +96,11 @@ func TestDecisionsInOrder(t *testing.T) {
 		return out
 	}
 	ds, err := hitl.InOrder(raws(`{"type":"approve"}`, `{"type":"reject","message":"no"}`), waiting)
-	if err != nil || len(ds) != 2 || ds[0].CallID != "c1" || ds[0].Path != "parent" || ds[1].Path != "parent / w#t1" || ds[1].Type != agent.Reject {
+	if err != nil || len(ds) != 2 || ds[0].CallID != "c1" || ds[0].Path.String() != "parent" || ds[1].Path.String() != "parent / w#t1" || ds[1].Type != agent.Reject {
 		t.Fatalf("by position: %+v, %v", ds, err)
 	}
 	ds, err = hitl.InOrder(raws(`{"type":"approve","call_id":"c9","path":"x"}`, `{"type":"approve","path":"mine"}`), waiting)
-	if err != nil || ds[0].CallID != "c9" || ds[0].Path != "x" || ds[1].CallID != "c1" || ds[1].Path != "mine" {
+	if err != nil || ds[0].CallID != "c9" || ds[0].Path.String() != "x" || ds[1].CallID != "c1" || ds[1].Path.String() != "mine" {
 		t.Fatalf("named and given a path: %+v, %v", ds, err)
 	}
 	for _, c := range []struct {
@@ -125,7 +125,7 @@ func FuzzDecisionsInOrder(f *testing.F) {
 	for _, s := range []string{`[]`, `[{"type":"approve"}]`, `[{"type":"edit","args":{"a":1}},{"type":"approve","id":"x"}]`, `[null]`, `[{"type":"reject","path":""}]`} {
 		f.Add([]byte(s))
 	}
-	waiting := []agent.Interrupt{{Path: "parent", CallID: "c1", Tool: "t"}, {Path: "parent", CallID: "c2", Tool: "t"}}
+	waiting := []agent.Interrupt{{Path: agent.RootPath("parent"), CallID: "c1", Tool: "t"}, {Path: agent.RootPath("parent"), CallID: "c2", Tool: "t"}}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var list []json.RawMessage
 		if json.Unmarshal(b, &list) != nil {

@@ -632,7 +632,7 @@ func (r *Recorder) interrupt(ev agent.Event, at time.Time) {
 	if in == nil {
 		return
 	}
-	path := in.Path
+	path := in.Path.String()
 	if path == "" {
 		path = ev.Agent
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/deepagents-go/deepagents"
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/approve"
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/llm/scripted"
 	daotel "github.com/deepagents-go/deepagents/otel"
@@ -304,7 +305,7 @@ func TestInterruptedAndResumed(t *testing.T) {
 	const script = `{"parent": [
 	  {"tool_calls": [{"id": "w1", "name": "write_file", "args": {"file_path": "/one.md", "content": "1"}}], "usage": {"input_tokens": 150, "output_tokens": 18}},
 	  {"content": "done", "usage": {"input_tokens": 175, "output_tokens": 2}}]}`
-	a := buildAgent(t, script, deepagents.Config{InterruptOn: map[string]agent.Approval{"write_file": {}}})
+	a := buildAgent(t, script, deepagents.Config{InterruptOn: map[string]approve.Policy{"write_file": {}}})
 	saver := checkpoint.NewMemory(0)
 	res, err, first := h.run(a, saver, "thread-4", agent.Prompt("go"), false)
 	if !errors.Is(err, agent.ErrInterrupted) || res.Status != agent.StatusInterrupted {
@@ -531,7 +532,7 @@ func TestSubagentInterruptedAndResumed(t *testing.T) {
 	  "general-purpose": [
 	    {"tool_calls": [{"id": "c1", "name": "write_file", "args": {"file_path": "/note.md", "content": "N"}}], "usage": {"input_tokens": 10, "output_tokens": 3}},
 	    {"content": "note written", "usage": {"input_tokens": 12, "output_tokens": 2}}]}`
-	a := buildAgent(t, script, deepagents.Config{InterruptOn: map[string]agent.Approval{"write_file": {}}})
+	a := buildAgent(t, script, deepagents.Config{InterruptOn: map[string]approve.Policy{"write_file": {}}})
 	saver := checkpoint.NewMemory(0)
 	res, err, _ := h.run(a, saver, "thread-6", agent.Prompt("delegate"), false)
 	if !errors.Is(err, agent.ErrInterrupted) {

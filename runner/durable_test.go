@@ -17,6 +17,7 @@ import (
 
 	"github.com/deepagents-go/deepagents"
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/approve"
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/checkpoint/sqlite"
 	"github.com/deepagents-go/deepagents/hitl"
@@ -329,8 +330,8 @@ const approvalScript = `{
     {"content": "done"}]
 }`
 
-func gated() map[string]agent.Approval {
-	return map[string]agent.Approval{"write_file": {}}
+func gated() map[string]approve.Policy {
+	return map[string]approve.Policy{"write_file": {}}
 }
 
 func toolResult(msgs []llm.Message, id string) string {
@@ -371,7 +372,7 @@ func TestApprovalsPartialThenAll(t *testing.T) {
 		t.Fatalf("interrupts %+v (events %d)", res.Interrupts, interruptEvents)
 	}
 	in := res.Interrupts[0]
-	if in.Path != "parent" || in.Tool != "write_file" || !slices.Equal(in.Allowed, []agent.DecisionType{"approve", "edit", "reject"}) {
+	if in.Path.String() != "parent" || in.Tool != "write_file" || !slices.Equal(in.Allowed, []agent.DecisionType{"approve", "edit", "reject"}) {
 		t.Fatalf("interrupt %+v", in)
 	}
 	if c.snapshot()["parent b1"] != 1 {
@@ -497,7 +498,7 @@ func TestSubagentInterruptResumesInsideTheChild(t *testing.T) {
 	if !errors.Is(err, agent.ErrInterrupted) || len(res.Interrupts) != 1 {
 		t.Fatalf("%v %+v", err, res)
 	}
-	if got := res.Interrupts[0].Path; got != "parent / general-purpose#t1" || res.Interrupts[0].CallID != "cw" {
+	if got := res.Interrupts[0].Path.String(); got != "parent / general-purpose#t1" || res.Interrupts[0].CallID != "cw" {
 		t.Fatalf("interrupt %+v", res.Interrupts[0])
 	}
 
@@ -511,7 +512,7 @@ func TestSubagentInterruptResumesInsideTheChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err = a2.Invoke(ctx, agent.Input{}, runner.Checkpoints(saver, "sub"),
-		agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "cw", Path: "parent / general-purpose#t1"}))
+		agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "cw", Path: agent.RootPath("parent").Child("general-purpose", "t1")}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1310,7 +1311,7 @@ func TestNewInputClosesACutOffCall(t *testing.T) {
 
 	// The same for a call a person approved, cut off while it ran.
 	gated := durableAgent(t, `{"parent": [{"tool_calls": [{"id": "h", "name": "hang", "args": {}}]}, {"content": "moved on"}]}`,
-		deepagents.Config{Tools: []tool.Tool{hang}, InterruptOn: map[string]agent.Approval{"hang": {}}})
+		deepagents.Config{Tools: []tool.Tool{hang}, InterruptOn: map[string]approve.Policy{"hang": {}}})
 	if _, err := gated.Invoke(ctx, agent.Prompt("first"), runner.Checkpoints(saver, "cut2")); !errors.Is(err, agent.ErrInterrupted) {
 		t.Fatal(err)
 	}
@@ -1569,8 +1570,8 @@ func TestSubagentResultCountsItsOwnCheckpoints(t *testing.T) {
 // their agents when an id waits in two.
 func TestDecisionErrorsNameWhatIsWrong(t *testing.T) {
 	waiting := []agent.Interrupt{
-		{Path: "parent", CallID: "c", Tool: "write_file", Allowed: agent.AllDecisions},
-		{Path: "parent / general-purpose#t1", CallID: "c", Tool: "edit_file", Allowed: agent.AllDecisions},
+		{Path: agent.RootPath("parent"), CallID: "c", Tool: "write_file", Allowed: agent.AllDecisions},
+		{Path: agent.RootPath("parent").Child("general-purpose", "t1"), CallID: "c", Tool: "edit_file", Allowed: agent.AllDecisions},
 	}
 	ds, err := hitl.ParseDecisions([]byte(`[{"type": "edit", "call_id": "c", "path": "parent", "edited_action": {"name": "delete", "args": {"file_path": "/a"}}}]`))
 	if err != nil {
@@ -1579,7 +1580,7 @@ func TestDecisionErrorsNameWhatIsWrong(t *testing.T) {
 	if err := agent.CheckDecisions(ds, waiting); err == nil || !strings.Contains(err.Error(), "names tool delete, but the call is a write_file call") {
 		t.Errorf("an edit naming another tool: %v", err)
 	}
-	err = agent.CheckDecisions([]agent.Decision{{Type: agent.Approve, CallID: "c", Path: "elsewhere"}}, waiting)
+	err = agent.CheckDecisions([]agent.Decision{{Type: agent.Approve, CallID: "c", Path: agent.RootPath("elsewhere")}}, waiting)
 	if err == nil || !strings.Contains(err.Error(), "waiting: c (in parent), c (in parent / general-purpose#t1)") {
 		t.Errorf("no match: %v", err)
 	}
@@ -1787,7 +1788,7 @@ func TestCheckpointsOnARunStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := durableAgent(t, `{"parent": [{"tool_calls": [{"id": "w", "name": "write_file", "args": {"file_path": "/a.md", "content": "x"}}]}, {"content": "done"}]}`,
-		deepagents.Config{InterruptOn: map[string]agent.Approval{"write_file": {}}})
+		deepagents.Config{InterruptOn: map[string]approve.Policy{"write_file": {}}})
 	res, err := a.Invoke(ctx, agent.Prompt("go"), runner.Checkpoints(store, "th"))
 	if !errors.Is(err, agent.ErrInterrupted) || len(res.Interrupts) != 1 {
 		t.Fatalf("first run: %v, %d waiting", err, len(res.Interrupts))
@@ -1813,7 +1814,7 @@ func TestDecisionAnswersOnlyTheWaitingCall(t *testing.T) {
 		{"tool_calls": [{"id": "c1", "name": "write_file", "args": {"file_path": "/safe.md", "content": "ok"}}]},
 		{"tool_calls": [{"id": "c1", "name": "write_file", "args": {"file_path": "/danger.md", "content": "bad"}}]},
 		{"content": "done"}]}`
-	a := durableAgent(t, script, deepagents.Config{InterruptOn: map[string]agent.Approval{"write_file": {}}})
+	a := durableAgent(t, script, deepagents.Config{InterruptOn: map[string]approve.Policy{"write_file": {}}})
 	if _, err := a.Invoke(ctx, agent.Prompt("go"), runner.Checkpoints(saver, "reuse")); !errors.Is(err, agent.ErrInterrupted) {
 		t.Fatalf("first run: %v", err)
 	}

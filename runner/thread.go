@@ -295,13 +295,13 @@ func dropAnswered(ctx context.Context, saver checkpoint.Reader, rs *agent.RunSta
 	waiting := rs.Loop.Interrupts[:0:0]
 	for _, in := range rs.Loop.Interrupts {
 		st := rs.InProgress
-		p, perr := agent.ParsePath(in.Path)
-		if perr != nil {
+		p := in.Path
+		if len(p) == 0 {
 			waiting = append(waiting, in) // not a path this run can read
 			continue
 		}
 		if nsOf(p) != own {
-			at, ok := states[in.Path]
+			at, ok := states[in.Path.String()]
 			if !ok {
 				if len(p) <= len(path) || nsOf(p[:len(path)]) != own {
 					waiting = append(waiting, in) // not below this run
@@ -314,7 +314,7 @@ func dropAnswered(ctx context.Context, saver checkpoint.Reader, rs *agent.RunSta
 				case err != nil:
 					return err
 				}
-				states[in.Path] = at
+				states[in.Path.String()] = at
 			}
 			if at == nil {
 				waiting = append(waiting, in)

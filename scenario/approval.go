@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/approve"
 	"github.com/deepagents-go/deepagents/hitl"
 )
 
@@ -46,14 +47,14 @@ func (g Gate) MarshalJSON() ([]byte, error) {
 // approvals turns the scenario's policy into the agent's: nil stays nil (a
 // subagent then inherits its parent's), and tools set to false are left
 // out.
-func (io InterruptOn) approvals() map[string]agent.Approval {
+func (io InterruptOn) approvals() map[string]approve.Policy {
 	if io == nil {
 		return nil
 	}
-	out := make(map[string]agent.Approval, len(io))
+	out := make(map[string]approve.Policy, len(io))
 	for name, g := range io {
 		if !g.Off {
-			out[name] = agent.Approval{Allowed: slices.Clone(g.Allowed), Description: g.Description}
+			out[name] = approve.Policy{Allowed: slices.Clone(g.Allowed), Description: g.Description}
 		}
 	}
 	return out
@@ -211,7 +212,14 @@ func decodeDecision(d *decoder, n *node, v reflect.Value, path string) error {
 		}
 		return nil
 	}
-	dc.Type, dc.CallID, dc.Path, dc.Message = agent.DecisionType(str(n, "type")), str(n, "call_id"), str(n, "path"), str(n, "message")
+	dc.Type, dc.CallID, dc.Message = agent.DecisionType(str(n, "type")), str(n, "call_id"), str(n, "message")
+	if text := str(n, "path"); text != "" {
+		p, err := agent.ParsePath(text)
+		if err != nil {
+			return errAt(n.get("path").start, "%s.path: %v", path, err)
+		}
+		dc.Path = p
+	}
 	if dc.CallID == "" {
 		dc.CallID = str(n, "id")
 	}

@@ -214,7 +214,7 @@ func (l *lockstep) Put(ctx context.Context, s checkpoint.Step) error {
 			}
 			var own []agent.Interrupt
 			for _, in := range loop.Interrupts {
-				if in.Path == s.NS {
+				if in.Path.String() == s.NS {
 					own = append(own, in)
 				}
 			}

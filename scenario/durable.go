@@ -159,7 +159,7 @@ func (d *driver) run(ctx context.Context, files map[string]vfs.File) (*agent.Res
 		}
 		stops++
 		for _, w := range stopOrder(res.Interrupts) {
-			d.t.Interrupts = append(d.t.Interrupts, Interrupt{Stop: stops, Path: w.Path, CallID: w.CallID, Tool: w.Tool,
+			d.t.Interrupts = append(d.t.Interrupts, Interrupt{Stop: stops, Path: w.Path.String(), CallID: w.CallID, Tool: w.Tool,
 				Args: w.Args, Allowed: w.Allowed, Description: w.Description})
 		}
 		var take []Decision
@@ -180,7 +180,7 @@ func (d *driver) run(ctx context.Context, files map[string]vfs.File) (*agent.Res
 // calls, which is as fixed but not by path.
 func stopOrder(waiting []agent.Interrupt) []agent.Interrupt {
 	out := slices.Clone(waiting)
-	slices.SortStableFunc(out, func(a, b agent.Interrupt) int { return strings.Compare(a.Path, b.Path) })
+	slices.SortStableFunc(out, func(a, b agent.Interrupt) int { return strings.Compare(a.Path.String(), b.Path.String()) })
 	return out
 }
 
@@ -214,7 +214,7 @@ func takeDecisions(ds []Decision, waiting []agent.Interrupt, stop int) (take, re
 	for _, dc := range ds {
 		var names []int // the waiting calls dc names
 		for i, w := range waiting {
-			if w.CallID == dc.CallID && (dc.Path == "" || dc.Path == w.Path) {
+			if w.CallID == dc.CallID && (len(dc.Path) == 0 || dc.Path.Equal(w.Path)) {
 				names = append(names, i)
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/approve"
 	"github.com/deepagents-go/deepagents/checkpoint"
 )
 
@@ -99,7 +100,7 @@ func TestParseDurableFields(t *testing.T) {
 		t.Errorf("turns %q, crash points %v", s.Turns, s.CrashAfterEvents)
 	}
 	got := s.Agent.InterruptOn.approvals()
-	want := map[string]agent.Approval{
+	want := map[string]approve.Policy{
 		"write_file": {},
 		"edit_file":  {Allowed: []agent.DecisionType{agent.Reject, agent.Approve}},
 		"delete":     {Allowed: []agent.DecisionType{agent.Approve}, Description: "Deleting needs a yes."},
@@ -252,9 +253,13 @@ func TestDecisionsForOneCallIDGoToSuccessiveStops(t *testing.T) {
 // waiting call, is left for later stops.
 func TestTakeDecisions(t *testing.T) {
 	d := func(id, path string, stop int, typ agent.DecisionType) Decision {
-		return Decision{Decision: agent.Decision{Type: typ, CallID: id, Path: path}, Stop: stop}
+		var p agent.Path
+		if path != "" {
+			p, _ = agent.ParsePath(path)
+		}
+		return Decision{Decision: agent.Decision{Type: typ, CallID: id, Path: p}, Stop: stop}
 	}
-	waiting := []agent.Interrupt{{Path: "parent", CallID: "c1"}, {Path: "parent / w#t1", CallID: "c1"}, {Path: "parent", CallID: "c2"}}
+	waiting := []agent.Interrupt{{Path: agent.RootPath("parent"), CallID: "c1"}, {Path: agent.RootPath("parent").Child("w", "t1"), CallID: "c1"}, {Path: agent.RootPath("parent"), CallID: "c2"}}
 	ds := []Decision{
 		d("c1", "parent", 0, agent.Approve),        // taken: parent's c1
 		d("c2", "", 2, agent.Approve),              // its stop has not come
@@ -759,7 +764,7 @@ func TestDecisionsWithPathsReachTheirOwnAgent(t *testing.T) {
 	reasons := map[string]string{}
 	for _, d := range given {
 		if d.Type == agent.Reject {
-			reasons[d.Path] = d.Message
+			reasons[d.Path.String()] = d.Message
 		}
 	}
 	for _, order := range [][]int{{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}} {

@@ -12,7 +12,7 @@ import (
 // FuzzParseResume: any command.resume either fails with an error or gives
 // decisions that pass their own shape check.
 func FuzzParseResume(f *testing.F) {
-	waiting := []agent.Interrupt{{Path: "agent", CallID: "w1", Tool: "write_file"}, {Path: "agent", CallID: "w2", Tool: "edit_file"}}
+	waiting := []agent.Interrupt{{Path: agent.RootPath("agent"), CallID: "w1", Tool: "write_file"}, {Path: agent.RootPath("agent"), CallID: "w2", Tool: "edit_file"}}
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		ds, err := parseResume(raw, waiting, "00000004")
 		if err != nil {

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/deepagents-go/deepagents"
-	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/approve"
 )
 
 // toolMessage finds the tool message answering call id in msgs.
@@ -104,7 +104,7 @@ func TestRejectedCallMarked(t *testing.T) {
 // state read by checkpoint namespace.
 func TestRejectedSubagentCallMarked(t *testing.T) {
 	model := subagentWriter("x")
-	a, err := deepagents.New(deepagents.Config{Name: "boss", Model: model, InterruptOn: map[string]agent.Approval{"write_file": {}}})
+	a, err := deepagents.New(deepagents.Config{Name: "boss", Model: model, InterruptOn: map[string]approve.Policy{"write_file": {}}})
 	if err != nil {
 		t.Fatal(err)
 	}

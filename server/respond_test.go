@@ -7,6 +7,7 @@ import (
 
 	"github.com/deepagents-go/deepagents"
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/approve"
 	"github.com/deepagents-go/deepagents/internal/demoagent"
 )
 
@@ -18,7 +19,7 @@ import (
 func TestResumeWithRespond(t *testing.T) {
 	model := demoagent.Model(0)
 	asker, err := deepagents.New(deepagents.Config{Name: "asker", Model: model, Stream: true,
-		InterruptOn: map[string]agent.Approval{"write_file": {Allowed: []agent.DecisionType{agent.Approve, agent.Respond}}}})
+		InterruptOn: map[string]approve.Policy{"write_file": {Allowed: []agent.DecisionType{agent.Approve, agent.Respond}}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,7 +68,7 @@ type liveRun struct {
 // agent at path.
 func (lr *liveRun) rejects(path, callID string) bool {
 	for _, d := range lr.decisions {
-		if d.Type == agent.Reject && d.CallID == callID && (d.Path == "" || d.Path == path) {
+		if d.Type == agent.Reject && d.CallID == callID && (len(d.Path) == 0 || d.Path.String() == path) {
 			return true
 		}
 	}

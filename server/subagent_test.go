@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/deepagents-go/deepagents"
-	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/approve"
 	"github.com/deepagents-go/deepagents/hitl"
 )
 
@@ -16,7 +16,7 @@ import (
 // An edit that does not fit the subagent's tool is refused up front.
 func TestSubagentApproval(t *testing.T) {
 	model := subagentWriter("from the subagent")
-	a, err := deepagents.New(deepagents.Config{Name: "boss", Model: model, InterruptOn: map[string]agent.Approval{"write_file": {}}})
+	a, err := deepagents.New(deepagents.Config{Name: "boss", Model: model, InterruptOn: map[string]approve.Policy{"write_file": {}}})
 	if err != nil {
 		t.Fatal(err)
 	}

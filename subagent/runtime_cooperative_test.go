@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/approve"
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/llm/scripted"
 	"github.com/deepagents-go/deepagents/runner"
@@ -539,9 +540,9 @@ func TestCooperativeRuntimeRunsApproval(t *testing.T) {
 			step("wrote a"),
 		}},
 	}, scripted.Options{})
-	gates := map[string]agent.Approval{"write": {}}
-	task := newTask(t, subagent.Config{Model: m, InterruptOn: gates, Subagents: []subagent.Spec{{Name: "helper", Description: "Helps.", Tools: []tool.Tool{noteTool}}}})
-	a, err := agent.New(agent.Config{Model: m, Tools: []tool.Tool{writeTool, task}, InterruptOn: gates})
+	gates := map[string]approve.Policy{"write": {}}
+	task := newTask(t, subagent.Config{Model: m, Middleware: []agent.Middleware{approve.Gate(gates)}, Subagents: []subagent.Spec{{Name: "helper", Description: "Helps.", Tools: []tool.Tool{noteTool}}}})
+	a, err := agent.New(agent.Config{Model: m, Tools: []tool.Tool{writeTool, task}, Middleware: []agent.Middleware{approve.Gate(gates)}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/approve"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/tool"
 	"github.com/deepagents-go/deepagents/vfs/perm"
@@ -71,9 +72,9 @@ type Spec struct {
 	// unknown. The subagent's context report and compaction use it.
 	ContextWindow int
 	// InterruptOn names the subagent's tools whose calls wait for a
-	// person's decision (see agent.Config.InterruptOn). Nil inherits the
+	// person's decision (see package approve). Nil inherits the
 	// parent's; an empty map turns approvals off for this subagent.
-	InterruptOn map[string]agent.Approval
+	InterruptOn map[string]approve.Policy
 	// Middleware wrap the subagent's model and tool calls.
 	Middleware []agent.Middleware
 	// Permissions are the rules on the subagent's file access (package

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/approve"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/tool"
 )
@@ -122,7 +123,7 @@ type Config struct {
 	Reasoning *llm.ReasoningConfig
 	// InterruptOn is the parent's approval policy, used by every child whose
 	// spec sets none.
-	InterruptOn map[string]agent.Approval
+	InterruptOn map[string]approve.Policy
 	// ContextWindow is the parent's model's context window, used by every
 	// child on the parent's model whose spec sets none.
 	ContextWindow int
@@ -255,9 +256,9 @@ func NewTask(cfg Config) (*Task, error) {
 		if ac.Reasoning == nil {
 			ac.Reasoning = cfg.Reasoning
 		}
-		ac.InterruptOn = s.InterruptOn
-		if ac.InterruptOn == nil {
-			ac.InterruptOn = cfg.InterruptOn
+		gates := s.InterruptOn
+		if gates == nil {
+			gates = cfg.InterruptOn
 		}
 		if ac.MaxSteps == 0 {
 			ac.MaxSteps = cfg.MaxSteps
@@ -307,7 +308,13 @@ func NewTask(cfg Config) (*Task, error) {
 			ac.System = s.SystemPrompt
 		}
 		if s.InterruptOn == nil {
-			ac.InterruptOn = ownGates(ac)
+			gates = ownGates(ac, gates)
+		}
+		if len(gates) > 0 {
+			if err := approve.Validate(gates); err != nil {
+				return nil, &ConfigError{Subagent: s.Name, Msg: fmt.Sprintf("SubAgent '%s': %v", s.Name, err), Err: err}
+			}
+			ac.Middleware = append([]agent.Middleware{approve.Gate(gates)}, ac.Middleware...)
 		}
 		a, err := agent.New(ac)
 		if err != nil {
@@ -320,13 +327,13 @@ func NewTask(cfg Config) (*Task, error) {
 	return t, nil
 }
 
-// ownGates is the parent's approval policy cut to the tools the child
-// config ac binds, so that a child is not warned about gates it inherits
-// for tools it never had. With a middleware that binds tools per step,
-// every gate is kept.
-func ownGates(ac agent.Config) map[string]agent.Approval {
-	if len(ac.InterruptOn) == 0 {
-		return ac.InterruptOn
+// ownGates is the parent's approval policy gates cut to the tools the
+// child config ac binds, so that a child is not warned about gates it
+// inherits for tools it never had. With a middleware that binds tools per
+// step, every gate is kept.
+func ownGates(ac agent.Config, gates map[string]approve.Policy) map[string]approve.Policy {
+	if len(gates) == 0 {
+		return gates
 	}
 	has := map[string]bool{}
 	for _, t := range ac.Tools {
@@ -336,7 +343,7 @@ func ownGates(ac agent.Config) map[string]agent.Approval {
 	}
 	for _, m := range ac.Middleware {
 		if m.StepTools != nil {
-			return ac.InterruptOn
+			return gates
 		}
 		for _, t := range m.Tools {
 			if t != nil {
@@ -344,8 +351,8 @@ func ownGates(ac agent.Config) map[string]agent.Approval {
 			}
 		}
 	}
-	out := make(map[string]agent.Approval, len(ac.InterruptOn))
-	for name, p := range ac.InterruptOn {
+	out := make(map[string]approve.Policy, len(gates))
+	for name, p := range gates {
 		if has[name] {
 			out[name] = p
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/deepagents-go/deepagents/internal/testkit"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/approve"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
 	"github.com/deepagents-go/deepagents/subagent"
@@ -554,12 +555,12 @@ func TestRunOutsideALoopReportsIgnoredArguments(t *testing.T) {
 // A child that inherits the parent's gates is not warned about gates on
 // tools it was never given; a gate its own spec names wrongly is reported.
 func TestInheritedGatesFitTheChild(t *testing.T) {
-	gates := map[string]agent.Approval{"write": {}, "shell": {}}
+	gates := map[string]approve.Policy{"write": {}, "shell": {}}
 	m := scripted.New(scripted.Script{"inherits": {Steps: []scripted.Step{step("done")}}, "own": {Steps: []scripted.Step{step("done")}}}, scripted.Options{})
 	task := newTask(t, subagent.Config{Model: m, InterruptOn: gates, DefaultTools: []tool.Tool{noteTool},
 		Subagents: []subagent.Spec{
 			{Name: "inherits", Description: "Inherits."},
-			{Name: "own", Description: "Its own gates.", InterruptOn: map[string]agent.Approval{"wirte": {}, "write": {}}},
+			{Name: "own", Description: "Its own gates.", InterruptOn: map[string]approve.Policy{"wirte": {}, "write": {}}},
 		}})
 	got := runTask(t, t.Context(), task, "c1", `{"description":"go","subagent_type":"inherits"}`, nil)
 	if w := got.ofType(agent.Warning); len(w) != 0 {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/approve"
 	"github.com/deepagents-go/deepagents/runner"
 )
 
@@ -51,7 +52,7 @@ func TestInteractiveApprovalAtThePrompt(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := gatedServer(t)
 			runEnv(t, srv)
-			f := runFlags{model: "openai:gpt-test", output: "text", set: map[string]bool{}, gates: map[string]agent.Approval{"write_file": {Allowed: tt.allowed}}}
+			f := runFlags{model: "openai:gpt-test", output: "text", set: map[string]bool{}, gates: map[string]approve.Policy{"write_file": {Allowed: tt.allowed}}}
 			var errb strings.Builder
 			s, err := assemble(t.Context(), f, &errb)
 			if err != nil {
@@ -304,7 +305,7 @@ func TestAnswerHintPerWaitingCall(t *testing.T) {
 
 // A call that allows respond is offered it, with the answer as --message.
 func TestAnswerHintOffersRespond(t *testing.T) {
-	in := agent.Interrupt{Path: "parent", CallID: "c1", Tool: "ask", Args: json.RawMessage(`{}`), Allowed: []agent.DecisionType{agent.Respond, agent.Approve}}
+	in := agent.Interrupt{Path: agent.RootPath("parent"), CallID: "c1", Tool: "ask", Args: json.RawMessage(`{}`), Allowed: []agent.DecisionType{agent.Respond, agent.Approve}}
 	if got, want := strings.Join(answerFlags(in), " | "), "--respond c1 --message ANSWER | --approve c1"; got != want {
 		t.Errorf("answer flags %q, want %q", got, want)
 	}
@@ -332,7 +333,7 @@ func TestAnswerHintHidesThePassword(t *testing.T) {
 	for _, tt := range tests {
 		var errs strings.Builder
 		s := &session{flags: runFlags{db: tt.db, set: map[string]bool{"db": true}}, stderr: &errs, thread: "T1"}
-		s.showWaiting([]agent.Interrupt{{Path: "parent", CallID: "w1", Tool: "write_file", Args: json.RawMessage(`{}`), Allowed: []agent.DecisionType{agent.Approve}}})
+		s.showWaiting([]agent.Interrupt{{Path: agent.RootPath("parent"), CallID: "w1", Tool: "write_file", Args: json.RawMessage(`{}`), Allowed: []agent.DecisionType{agent.Approve}}})
 		out := errs.String()
 		if strings.Contains(out, "hunter2") {
 			t.Errorf("%s: the hint shows the password:\n%s", tt.db, out)

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/approve"
 	"github.com/deepagents-go/deepagents/config"
 	"github.com/deepagents-go/deepagents/fstools"
 	"github.com/deepagents-go/deepagents/internal/safefile"
@@ -345,7 +346,7 @@ func (cp *controlPlane) withLinkRules(b vfs.Backend, rules perm.Rules) (vfs.Back
 // withPathGates adds to gates the control plane's check of the paths that
 // write_file, edit_file and delete change; has says which of those tools
 // the agent has (nil: all).
-func (cp *controlPlane) withPathGates(gates map[string]agent.Approval, has func(string) bool) map[string]agent.Approval {
+func (cp *controlPlane) withPathGates(gates map[string]approve.Policy, has func(string) bool) map[string]approve.Policy {
 	if cp == nil || cp.gate == nil {
 		return gates
 	}
@@ -354,11 +355,11 @@ func (cp *controlPlane) withPathGates(gates map[string]agent.Approval, has func(
 			continue
 		}
 		target := func(args json.RawMessage) (string, bool, bool) { return fstools.ChangedPath(name, args) }
-		check := func(_ context.Context, args json.RawMessage) agent.Verdict {
+		check := func(_ context.Context, args json.RawMessage) approve.Verdict {
 			v := cp.gate.CheckCall(target, args)
-			return agent.Verdict{Wait: v.Wait, Reason: v.Reason, Report: v.Report, Changes: v.Changes}
+			return approve.Verdict{Wait: v.Wait, Reason: v.Reason, Report: v.Report, Changes: v.Changes}
 		}
-		gates = agent.WithCheck(gates, check, name)
+		gates = approve.WithCheck(gates, check, name)
 	}
 	return gates
 }

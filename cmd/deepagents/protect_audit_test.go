@@ -440,7 +440,7 @@ func TestProjectForkKeepsTheGates(t *testing.T) {
 				t.Fatalf("exit %d: %s\n%s", code, errs, out)
 			}
 			sum := decode(t, out)
-			if len(sum.Interrupts) != 1 || sum.Interrupts[0].Path != "parent / forky#c1" || !strings.Contains(sum.Interrupts[0].Reason, tc.reason) {
+			if len(sum.Interrupts) != 1 || sum.Interrupts[0].Path.String() != "parent / forky#c1" || !strings.Contains(sum.Interrupts[0].Reason, tc.reason) {
 				t.Errorf("interrupts %+v", sum.Interrupts)
 			}
 		})

@@ -221,7 +221,7 @@ func TestApprovalNeededOnRoot(t *testing.T) {
 				if wantAgent == "" {
 					wantAgent = "parent"
 				}
-				if !strings.Contains(in.Reason, tc.reason) || !strings.HasPrefix(in.Description, in.Reason) || in.Path != wantAgent {
+				if !strings.Contains(in.Reason, tc.reason) || !strings.HasPrefix(in.Description, in.Reason) || in.Path.String() != wantAgent {
 					t.Errorf("interrupt %+v, want reason %q for %s", in, tc.reason, wantAgent)
 				}
 				if len(sum.ActionRequests) != 1 || sum.ActionRequests[0].Description != in.Description {
@@ -235,7 +235,7 @@ func TestApprovalNeededOnRoot(t *testing.T) {
 					t.Errorf("stderr does not say why:\n%s", text)
 				}
 				args := []string{"resume", "--thread", sum.ThreadID, "--" + decision, in.CallID, "--output", "json"}
-				if strings.Count(out, `"call_id":"`+in.CallID+`"`) > 0 && in.Path != "parent" {
+				if strings.Count(out, `"call_id":"`+in.CallID+`"`) > 0 && in.Path.String() != "parent" {
 					args = []string{"resume", "--thread", sum.ThreadID, "--decisions", "-", "--output", "json"}
 				}
 				var code2 int
@@ -510,7 +510,7 @@ func TestUsersRulesAreAFloorForAgentFiles(t *testing.T) {
 		if waits := code == exitInterrupted; waits != tc.waits {
 			t.Errorf("%s calling %s: exit %d (interrupts %+v), want waiting %v: %s", tc.agent, tc.tool, code, sum.Interrupts, tc.waits, errs)
 		}
-		if tc.waits && (len(sum.Interrupts) != 1 || sum.Interrupts[0].Path != "parent / "+tc.agent+"#c1") {
+		if tc.waits && (len(sum.Interrupts) != 1 || sum.Interrupts[0].Path.String() != "parent / "+tc.agent+"#c1") {
 			t.Errorf("%s calling %s: interrupts %+v", tc.agent, tc.tool, sum.Interrupts)
 		}
 	}

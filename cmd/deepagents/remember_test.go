@@ -17,6 +17,7 @@ import (
 
 	"github.com/deepagents-go/deepagents"
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/approve"
 	"github.com/deepagents-go/deepagents/checkpoint/sqlite"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
@@ -265,7 +266,7 @@ func TestThreadsListsAnAnsweredThreadRunning(t *testing.T) {
 		}
 		return scripted.Step{Content: "done"}, nil
 	}})
-	a, err := deepagents.New(deepagents.Config{Model: model, InterruptOn: map[string]agent.Approval{"write_file": {}}})
+	a, err := deepagents.New(deepagents.Config{Model: model, InterruptOn: map[string]approve.Policy{"write_file": {}}})
 	if err != nil {
 		t.Fatal(err)
 	}

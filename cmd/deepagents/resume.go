@@ -278,10 +278,10 @@ func flagsTellCallsApart(ctx context.Context, setup *setup, f runFlags, ds []age
 		if len(same) < 2 {
 			continue
 		}
-		slices.SortFunc(same, func(a, b agent.Interrupt) int { return strings.Compare(a.Path, b.Path) })
+		slices.SortFunc(same, func(a, b agent.Interrupt) int { return strings.Compare(a.Path.String(), b.Path.String()) })
 		paths := make([]string, len(same))
 		for i, in := range same {
-			paths[i] = in.Path
+			paths[i] = in.Path.String()
 		}
 		return fmt.Errorf("call id %q is waiting in more than one agent (%s), and --%s cannot say which: answer with --decisions, naming the call's \"path\" too, such as %s | deepagents resume --thread %s%s --decisions -",
 			d.CallID, strings.Join(paths, "; "), d.Type, echoDecision(d, same[0]), shellWord(f.thread), db)

@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/approve"
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/compact"
 	"github.com/deepagents-go/deepagents/config"
@@ -54,7 +55,7 @@ type runFlags struct {
 	maxResponseBytes int64
 	maxToolCalls     int
 	// gates is --interrupt-on, parsed; nil when the flag is not given.
-	gates map[string]agent.Approval
+	gates map[string]approve.Policy
 	// decisions are resume's --approve, --reject, --edit and --decisions,
 	// in the order given.
 	decisions []agent.Decision

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/approve"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/providers/gemini/geminitest"
 	ot "github.com/deepagents-go/deepagents/providers/openai/openaitest"
@@ -399,7 +400,7 @@ func TestTellShowsEveryRunsResumeNotice(t *testing.T) {
 func TestApprovalAtThePromptIsNoResume(t *testing.T) {
 	srv := gatedServer(t)
 	runEnv(t, srv)
-	f := runFlags{model: "openai:gpt-test", output: "text", set: map[string]bool{}, gates: map[string]agent.Approval{"write_file": {}}}
+	f := runFlags{model: "openai:gpt-test", output: "text", set: map[string]bool{}, gates: map[string]approve.Policy{"write_file": {}}}
 	var out, errb strings.Builder
 	s, err := assemble(t.Context(), f, &errb)
 	if err != nil {

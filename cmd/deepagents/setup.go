@@ -14,6 +14,7 @@ import (
 
 	"github.com/deepagents-go/deepagents"
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/approve"
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/config"
 	"github.com/deepagents-go/deepagents/fstools"
@@ -149,9 +150,9 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 		return nil, fmt.Errorf("--permission: %w", err)
 	}
 	// --interrupt-on adds to the config's interrupt_on.
-	var gates map[string]agent.Approval
+	var gates map[string]approve.Policy
 	if cfg.InterruptOn != nil || f.gates != nil {
-		gates = map[string]agent.Approval{}
+		gates = map[string]approve.Policy{}
 		maps.Copy(gates, cfg.InterruptOn)
 		maps.Copy(gates, f.gates)
 	}
@@ -283,7 +284,7 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 // tool any agent has: a misspelt name would let the calls it meant to stop
 // run without asking. MCP tools found through mcp_search (extra) count:
 // they are bound, under their own names, once found.
-func checkGates(a *agent.Agent, gates map[string]agent.Approval, specs []subagent.Spec, extra []string) error {
+func checkGates(a *agent.Agent, gates map[string]approve.Policy, specs []subagent.Spec, extra []string) error {
 	known := slices.Clone(fstools.Names)
 	for _, ts := range a.ToolSpecs() {
 		extra = append(extra, ts.Name)
@@ -293,7 +294,7 @@ func checkGates(a *agent.Agent, gates map[string]agent.Approval, specs []subagen
 			known = append(known, name)
 		}
 	}
-	check := func(m map[string]agent.Approval, where string) error {
+	check := func(m map[string]approve.Policy, where string) error {
 		for _, name := range slices.Sorted(maps.Keys(m)) {
 			if !slices.Contains(known, name) {
 				return fmt.Errorf("%s names %q, which is not a tool, so its calls would never wait; the tools are %s", where, name, strings.Join(known, ", "))
@@ -315,7 +316,7 @@ func checkGates(a *agent.Agent, gates map[string]agent.Approval, specs []subagen
 // floor is rules and gates that hold under an agent file's own.
 type floor struct {
 	rules perm.Rules
-	gates map[string]agent.Approval
+	gates map[string]approve.Policy
 }
 
 // holdToFloor keeps the user's rules and gates under every subagent whose
@@ -337,7 +338,7 @@ func holdToFloor(specs []subagent.Spec, files []config.AgentFile, home string, f
 		if filepath.Dir(af.Path) != userDir {
 			fl.rules = append(slices.Clip(fl.rules), user.rules...)
 			if fl.gates == nil {
-				fl.gates = map[string]agent.Approval{}
+				fl.gates = map[string]approve.Policy{}
 			}
 			for name, a := range user.gates {
 				if _, ok := fl.gates[name]; !ok {

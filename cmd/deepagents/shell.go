@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/approve"
 	"github.com/deepagents-go/deepagents/fstools"
 	"github.com/deepagents-go/deepagents/sandbox"
 	"github.com/deepagents-go/deepagents/subagent"
@@ -105,7 +106,7 @@ func shellFlags(fs *flag.FlagSet, o *shellOptions) {
 // why execute is absent. Without a root it returns a nil backend and the
 // gates unchanged. protected are the places below the root that commands
 // may read but not change (see protectedForExecute).
-func wireShell(ctx context.Context, o shellOptions, quiet bool, root *osfs.FS, gates map[string]agent.Approval, specs []subagent.Spec, protected []string, stderr io.Writer) (vfs.Backend, map[string]agent.Approval, fstools.ExecuteOptions, error) {
+func wireShell(ctx context.Context, o shellOptions, quiet bool, root *osfs.FS, gates map[string]approve.Policy, specs []subagent.Spec, protected []string, stderr io.Writer) (vfs.Backend, map[string]approve.Policy, fstools.ExecuteOptions, error) {
 	opts := fstools.ExecuteOptions{Network: o.network}
 	if root == nil {
 		if o.allowExecute || o.noSandbox || o.network {
@@ -166,11 +167,11 @@ func hasTool(tools []tool.Tool, name string) bool {
 
 // withExecuteGate returns a copy of gates in which execute waits for
 // approval, keeping a policy for it that is already there.
-func withExecuteGate(gates map[string]agent.Approval) map[string]agent.Approval {
-	out := make(map[string]agent.Approval, len(gates)+1)
+func withExecuteGate(gates map[string]approve.Policy) map[string]approve.Policy {
+	out := make(map[string]approve.Policy, len(gates)+1)
 	maps.Copy(out, gates)
 	if _, ok := out[fstools.ExecuteName]; !ok {
-		out[fstools.ExecuteName] = agent.Approval{}
+		out[fstools.ExecuteName] = approve.Policy{}
 	}
 	return out
 }

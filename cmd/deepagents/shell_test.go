@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/approve"
 	"github.com/deepagents-go/deepagents/fstools"
 	ot "github.com/deepagents-go/deepagents/providers/openai/openaitest"
 	"github.com/deepagents-go/deepagents/subagent"
@@ -164,9 +164,9 @@ func TestExecuteGatesForSubagents(t *testing.T) {
 	}
 	defer f.Close()
 	for _, allow := range []bool{false, true} {
-		specs := []subagent.Spec{{Name: "gated", InterruptOn: map[string]agent.Approval{"write_file": {}}}, {Name: "inherits"},
-			{Name: "no-execute", ExactTools: true, Tools: fstools.Tools()[:1], InterruptOn: map[string]agent.Approval{}}}
-		mine := map[string]agent.Approval{"edit_file": {}}
+		specs := []subagent.Spec{{Name: "gated", InterruptOn: map[string]approve.Policy{"write_file": {}}}, {Name: "inherits"},
+			{Name: "no-execute", ExactTools: true, Tools: fstools.Tools()[:1], InterruptOn: map[string]approve.Policy{}}}
+		mine := map[string]approve.Policy{"edit_file": {}}
 		var errb strings.Builder
 		b, gates, _, err := wireShell(t.Context(), shellOptions{allowExecute: allow}, false, f, mine, specs, nil, &errb)
 		if err != nil {

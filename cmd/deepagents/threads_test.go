@@ -203,7 +203,7 @@ func TestInterruptedRunResumedWithApprove(t *testing.T) {
 		t.Errorf("review config %v", rc)
 	}
 	in := sum.Interrupts[0]
-	if in.CallID != "c1" || in.Tool != "write_file" || in.Path != "parent" {
+	if in.CallID != "c1" || in.Tool != "write_file" || in.Path.String() != "parent" {
 		t.Errorf("interrupt %+v", in)
 	}
 	if n := len(srv.Requests()); n != 1 {
@@ -426,7 +426,7 @@ func TestSubagentApprovalNestsAndResumes(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	sum := decode(t, out)
-	if len(sum.Interrupts) != 1 || sum.Interrupts[0].Path != "parent / general-purpose#call_p1" || sum.Interrupts[0].CallID != "call_c1" {
+	if len(sum.Interrupts) != 1 || sum.Interrupts[0].Path.String() != "parent / general-purpose#call_p1" || sum.Interrupts[0].CallID != "call_c1" {
 		t.Fatalf("interrupts %+v", sum.Interrupts)
 	}
 	code, out, errs = runCLI(t, "resume", "--thread", sum.ThreadID, "--approve", "call_c1", "--output", "json")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/deepagents-go/deepagents"
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/approve"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
 )
@@ -25,7 +26,7 @@ import (
 func New(name string, stepDelayMS float64) (*agent.Agent, error) {
 	return deepagents.New(deepagents.Config{
 		Name: name, Model: Model(stepDelayMS), Stream: true,
-		InterruptOn: map[string]agent.Approval{"write_file": {}},
+		InterruptOn: map[string]approve.Policy{"write_file": {}},
 	})
 }
 

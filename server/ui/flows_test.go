@@ -13,7 +13,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/deepagents-go/deepagents"
-	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/approve"
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
@@ -48,7 +48,7 @@ func subagentApprovalServer(t *testing.T) string {
 		return scripted.Step{Content: "All done."}, nil
 	}})
 	a, err := deepagents.New(deepagents.Config{Name: "agent", Model: model, Stream: true,
-		InterruptOn: map[string]agent.Approval{"write_file": {}}})
+		InterruptOn: map[string]approve.Policy{"write_file": {}}})
 	if err != nil {
 		t.Fatal(err)
 	}

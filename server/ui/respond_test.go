@@ -10,6 +10,7 @@ import (
 
 	"github.com/deepagents-go/deepagents"
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/approve"
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
@@ -31,7 +32,7 @@ func TestBrowserRespond(t *testing.T) {
 		return scripted.Step{Content: "The model read: " + last.Content}, nil
 	}})
 	a, err := deepagents.New(deepagents.Config{Name: "agent", Model: model, Stream: true,
-		InterruptOn: map[string]agent.Approval{"write_file": {Allowed: []agent.DecisionType{agent.Approve, agent.Respond}}}})
+		InterruptOn: map[string]approve.Policy{"write_file": {Allowed: []agent.DecisionType{agent.Approve, agent.Respond}}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -467,7 +467,7 @@ func (b *guardedFS) Delete(ctx context.Context, path string) (int, error) {
 type Target func(args json.RawMessage) (path string, del bool, ok bool)
 
 // Verdict is what the guard says about one call that changes a file: the
-// agent's approval check (agent.ArgCheck) answers with it.
+// agent's approval check (approve.Check) answers with it.
 type Verdict struct {
 	// Wait makes the call wait for a person's decision, for Reason.
 	Wait   bool

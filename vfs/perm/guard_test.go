@@ -12,6 +12,7 @@ import (
 
 	"github.com/deepagents-go/deepagents"
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/approve"
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/llm/scripted"
 	"github.com/deepagents-go/deepagents/runner"
@@ -84,7 +85,7 @@ func approvedCtx(t *testing.T) context.Context {
 	})
 	m := scripted.New(scripted.Script{"parent": {Steps: []scripted.Step{
 		{ToolCalls: []scripted.StepCall{{ID: "c1", Name: "grab", Args: json.RawMessage(`{}`)}}}, {Content: "done"}}}}, scripted.Options{})
-	a, err := agent.New(agent.Config{Model: m, Tools: []tool.Tool{grab}, InterruptOn: map[string]agent.Approval{"grab": {}}})
+	a, err := agent.New(agent.Config{Model: m, Tools: []tool.Tool{grab}, Middleware: []agent.Middleware{approve.Gate(map[string]approve.Policy{"grab": {}})}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@
 // decide how later runs behave: it judges a change by the real places a
 // path reaches (through symbolic links), refuses some places outright and
 // lets others change only in a call a person approved; its CheckCall makes
-// such calls wait for the person (see agent.WithCheck).
+// such calls wait for the person (see approve.WithCheck).
 package perm
 
 import (

@@ -1,4 +1,4 @@
-package agent_test
+package approve_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/approve"
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/hitl"
 	"github.com/deepagents-go/deepagents/llm"
@@ -17,6 +18,43 @@ import (
 	"github.com/deepagents-go/deepagents/runner"
 	"github.com/deepagents-go/deepagents/tool"
 )
+
+type writeIn struct {
+	Path    string `json:"path"`
+	Content string `json:"content"`
+}
+
+var writeTool = tool.MustFunc("write", "Write a file.", func(ctx context.Context, env *tool.Env, in writeIn) (string, error) {
+	return "wrote " + in.Path, env.Files.Write(ctx, in.Path, in.Content)
+})
+
+func steps(s ...scripted.Step) scripted.AgentScript { return scripted.AgentScript{Steps: s} }
+
+func newAgent(t *testing.T, cfg agent.Config) *agent.Agent {
+	t.Helper()
+	a, err := agent.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// warningOf runs a once and returns the types of its events and its
+// last warning, if any.
+func warningOf(t *testing.T, a *agent.Agent) ([]agent.EventType, *agent.WarningInfo) {
+	t.Helper()
+	var types []agent.EventType
+	var warn *agent.WarningInfo
+	if _, err := agent.Drain(a.Run(t.Context(), agent.Prompt("go")), func(ev agent.Event) {
+		types = append(types, ev.Type)
+		if ev.Type == agent.Warning {
+			warn = ev.Warning
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return types, warn
+}
 
 // approvals records, per call id, whether the call ran with a context that
 // says a person approved it.
@@ -54,12 +92,12 @@ func noteWrite(seen *approvals) tool.Tool {
 
 // protectedCheck makes a write under /protected/ wait, and asks to hear
 // about every write under /protected/ or /told/.
-func protectedCheck(_ context.Context, args json.RawMessage) agent.Verdict {
+func protectedCheck(_ context.Context, args json.RawMessage) approve.Verdict {
 	var in writeIn
 	if json.Unmarshal(args, &in) != nil {
-		return agent.Verdict{}
+		return approve.Verdict{}
 	}
-	var v agent.Verdict
+	var v approve.Verdict
 	if strings.HasPrefix(in.Path, "/protected/") {
 		v.Wait, v.Reason = true, in.Path+" is protected"
 	}
@@ -72,7 +110,7 @@ func protectedCheck(_ context.Context, args json.RawMessage) agent.Verdict {
 // A check on the arguments makes only the calls it picks wait, with its
 // reason; once approved, the call runs with a context that says so, and the
 // calls that never waited run without it.
-func TestArgCheckGatesOnlyTheCallsItPicks(t *testing.T) {
+func TestCheckGatesOnlyTheCallsItPicks(t *testing.T) {
 	m := scripted.New(scripted.Script{"parent": steps(
 		scripted.Step{ToolCalls: []scripted.StepCall{
 			{ID: "c1", Name: "write", Args: json.RawMessage(`{"path":"/free.txt","content":"a"}`)},
@@ -81,8 +119,8 @@ func TestArgCheckGatesOnlyTheCallsItPicks(t *testing.T) {
 		scripted.Step{Content: "done"},
 	)}, scripted.Options{})
 	seen := &approvals{}
-	gates := agent.WithCheck(nil, protectedCheck, "write")
-	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{noteWrite(seen)}, InterruptOn: gates})
+	gates := approve.WithCheck(nil, protectedCheck, "write")
+	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{noteWrite(seen)}, Middleware: []agent.Middleware{approve.Gate(gates)}})
 	saver := checkpoint.NewMemory(0)
 	res, err := a.Invoke(t.Context(), agent.Prompt("go"), runner.Checkpoints(saver, "T"))
 	if !errors.Is(err, agent.ErrInterrupted) {
@@ -126,8 +164,8 @@ func TestArgCheckGatesOnlyTheCallsItPicks(t *testing.T) {
 // added, keeps its allowed decisions, and the check's reason is told for the
 // calls it picks.
 func TestWithCheckKeepsTheToolsOwnGate(t *testing.T) {
-	own := map[string]agent.Approval{"write": {Allowed: []agent.DecisionType{agent.Approve, agent.Reject}}}
-	gates := agent.WithCheck(own, protectedCheck, "write", "other")
+	own := map[string]approve.Policy{"write": {Allowed: []agent.DecisionType{agent.Approve, agent.Reject}}}
+	gates := approve.WithCheck(own, protectedCheck, "write", "other")
 	if own["write"].Check != nil {
 		t.Fatal("WithCheck changed the map it was given")
 	}
@@ -150,7 +188,7 @@ func TestWithCheckKeepsTheToolsOwnGate(t *testing.T) {
 
 // A call a gate asked to hear about is reported once it ran without an
 // error, whether it waited or not; a call that failed is not.
-func TestArgCheckReportsWhatRan(t *testing.T) {
+func TestCheckReportsWhatRan(t *testing.T) {
 	m := scripted.New(scripted.Script{"parent": steps(
 		scripted.Step{ToolCalls: []scripted.StepCall{
 			{ID: "c1", Name: "write", Args: json.RawMessage(`{"path":"/told/a","content":"a"}`)},
@@ -159,7 +197,7 @@ func TestArgCheckReportsWhatRan(t *testing.T) {
 		}},
 		scripted.Step{Content: "done"},
 	)}, scripted.Options{})
-	failing := func(ctx context.Context, args json.RawMessage) agent.Verdict {
+	failing := func(ctx context.Context, args json.RawMessage) approve.Verdict {
 		v := protectedCheck(ctx, args)
 		if strings.Contains(string(args), "/failing") {
 			v.Report = "the failing one"
@@ -167,7 +205,7 @@ func TestArgCheckReportsWhatRan(t *testing.T) {
 		return v
 	}
 	seen := &approvals{}
-	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{noteWrite(seen)}, InterruptOn: agent.WithCheck(nil, failing, "write")})
+	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{noteWrite(seen)}, Middleware: []agent.Middleware{approve.Gate(approve.WithCheck(nil, failing, "write"))}})
 	saver := checkpoint.NewMemory(0)
 	var reports []string
 	collect := func(ev agent.Event) {
@@ -226,7 +264,7 @@ func TestApprovalOfATaskCallStaysWithIt(t *testing.T) {
 		scripted.Step{Content: "done"},
 	)}, scripted.Options{})
 	seen := &approvals{}
-	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{nestedProbe{seen}}, InterruptOn: map[string]agent.Approval{"task": {}}})
+	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{nestedProbe{seen}}, Middleware: []agent.Middleware{approve.Gate(map[string]approve.Policy{"task": {}})}})
 	saver := checkpoint.NewMemory(0)
 	if _, err := a.Invoke(t.Context(), agent.Prompt("go"), runner.Checkpoints(saver, "T")); !errors.Is(err, agent.ErrInterrupted) {
 		t.Fatalf("err %v", err)
@@ -263,19 +301,19 @@ func TestApprovalCoversWhatThePersonWasTold(t *testing.T) {
 			)}, scripted.Options{})
 			var mu sync.Mutex
 			linked := false // /link leads to a protected place
-			check := func(_ context.Context, args json.RawMessage) agent.Verdict {
+			check := func(_ context.Context, args json.RawMessage) approve.Verdict {
 				mu.Lock()
 				defer mu.Unlock()
 				if linked && strings.Contains(string(args), `"/link/`) {
-					return agent.Verdict{Wait: true, Reason: "/link/x leads to a protected place"}
+					return approve.Verdict{Wait: true, Reason: "/link/x leads to a protected place"}
 				}
-				return agent.Verdict{}
+				return approve.Verdict{}
 			}
 			seen := &approvals{}
 			// write waits for every call (the person's own gate) and has
 			// the check too.
-			gates := agent.WithCheck(map[string]agent.Approval{"write": {}}, check, "write")
-			a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{noteWrite(seen)}, InterruptOn: gates})
+			gates := approve.WithCheck(map[string]approve.Policy{"write": {}}, check, "write")
+			a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{noteWrite(seen)}, Middleware: []agent.Middleware{approve.Gate(gates)}})
 			saver := checkpoint.NewMemory(0)
 			res, err := a.Invoke(t.Context(), agent.Prompt("go"), runner.Checkpoints(saver, "T"))
 			if !errors.Is(err, agent.ErrInterrupted) || len(res.Interrupts) != 1 || res.Interrupts[0].Reason != "" {
@@ -300,6 +338,42 @@ func TestApprovalCoversWhatThePersonWasTold(t *testing.T) {
 			const stale = "is not what they were shown when they decided: /link/x leads to a protected place. It did not run."
 			if got := strings.Contains(result, stale); got == tc.runs {
 				t.Errorf("result %q", result)
+			}
+		})
+	}
+}
+
+// A gate on a name no tool has (a misspelling) is reported by a warning
+// right after run.start, and the agent says which names those are.
+func TestGateWithoutToolWarns(t *testing.T) {
+	stepTools := agent.Middleware{Name: "late", StepTools: func(context.Context, agent.StepInfo) []tool.Tool { return nil }}
+	for _, tc := range []struct {
+		name  string
+		gates map[string]approve.Policy
+		mw    []agent.Middleware
+		want  string
+	}{
+		{"misspelt", map[string]approve.Policy{"wirte": {}, "write": {}}, nil,
+			"interrupt_on names wirte, which is not one of the agent's tools (write), so nothing waits for a decision on them"},
+		{"two, with step tools", map[string]approve.Policy{"b": {}, "a": {}}, []agent.Middleware{stepTools},
+			"interrupt_on names a, b, which are not among the agent's tools (write), so their calls wait only if a middleware adds a tool by that name for a step"},
+		{"all bound", map[string]approve.Policy{"write": {}}, nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := scripted.New(scripted.Script{"parent": steps(scripted.Step{Content: "hi"})}, scripted.Options{})
+			a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{writeTool}, Middleware: append([]agent.Middleware{approve.Gate(tc.gates)}, tc.mw...)})
+			types, warn := warningOf(t, a)
+			if tc.want == "" {
+				if warn != nil || len(a.UngatedNames()) != 0 {
+					t.Fatalf("unexpected warning %+v (ungated %v)", warn, a.UngatedNames())
+				}
+				return
+			}
+			if warn == nil || types[1] != agent.Warning {
+				t.Fatalf("events %v: want a warning right after run.start", types)
+			}
+			if warn.Source != "interrupt_on" || !slices.Equal(warn.Tools, a.UngatedNames()) || warn.Text != tc.want {
+				t.Errorf("warning %+v (ungated %v), want text %q", warn, a.UngatedNames(), tc.want)
 			}
 		})
 	}
