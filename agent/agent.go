@@ -41,6 +41,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/deepagents-go/deepagents/ledger"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/tokens"
 	"github.com/deepagents-go/deepagents/tool"
@@ -125,10 +126,11 @@ type Middleware struct {
 	Prompt string
 	// BeforeModel may rewrite the request of each step before it is sent.
 	BeforeModel func(ctx context.Context, step StepInfo, req *llm.Request) error
-	// ContextPart, when set, is the part of each request's context report
-	// (ContextReport.Memory or Skills) that the text BeforeModel appends to
-	// the system prompt counts as; without it that text counts as System.
-	ContextPart ContextPart
+	// SystemPart, when set, tags the text BeforeModel adds to the system
+	// prompt, so that each request's context report can count it apart
+	// (see package ledger for the tags it knows); untagged text counts as
+	// the system prompt.
+	SystemPart string
 	// WrapModel wraps the model call at the level of its response. The
 	// events of each call it makes through next are passed on as they come,
 	// and the response it returns is the step's.
@@ -186,22 +188,22 @@ type StepInfo struct {
 	SetValue func(name string, v any) error
 	// AddUsage counts model calls a middleware made for this agent besides
 	// its steps, such as a summariser's, and what they used: in the run's
-	// usage and in its ledger (ContextLedger.SummarizerCalls and
+	// usage and in its ledger (ledger.Ledger.SummarizerCalls and
 	// Summarizer), so that the run's usage holds every token paid for it.
 	// Called on the loop's goroutine, like Emit.
 	AddUsage func(calls int, u llm.Usage)
 
-	measure func(*llm.Request) ContextReport
+	measure func(*llm.Request) ledger.Report
 }
 
 // Measure returns the context report req would have if it were sent now by
 // this step's agent: its window and calibration, and the previous call's
-// reported usage (see ContextReport.Load). Middleware that rewrite the
+// reported usage (see ledger.Report.Load). Middleware that rewrite the
 // request, such as compaction, use it to decide and to check the result. A
 // StepInfo not made by the loop measures without a window or calibration.
-func (s StepInfo) Measure(req *llm.Request) ContextReport {
+func (s StepInfo) Measure(req *llm.Request) ledger.Report {
 	if s.measure == nil {
-		return newContextReport(tokens.Estimate(req), 0, 0, 1, 0)
+		return ledger.NewReport(tokens.Estimate(req), nil, 1, 0)
 	}
 	return s.measure(req)
 }
@@ -529,10 +531,10 @@ type Result struct {
 	Checkpoints int `json:"checkpoints,omitempty"`
 	// Context is the ledger of this run's own model requests (nil when it
 	// made none): the last one, the largest one, and their sum.
-	Context *ContextLedger `json:"context,omitempty"`
+	Context *ledger.Ledger `json:"context,omitempty"`
 	// ContextByAgent is the ledger of every agent path in the run tree,
-	// this run's and its subagents'; ContextTotal sums it.
-	ContextByAgent map[string]ContextLedger `json:"context_by_agent,omitempty"`
+	// this run's and its subagents'; ledger.Tree sums it.
+	ContextByAgent map[string]ledger.Ledger `json:"context_by_agent,omitempty"`
 
 	err error
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/ledger"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
 	"github.com/deepagents-go/deepagents/runner"
@@ -46,9 +47,9 @@ func TestCalibrationSurvivesResume(t *testing.T) {
 		t.Fatalf("learnt ratio %v, want 2", learnt)
 	}
 
-	firstReport := func(a *agent.Agent, in agent.Input, opts ...agent.RunOption) *agent.ContextReport {
+	firstReport := func(a *agent.Agent, in agent.Input, opts ...agent.RunOption) *ledger.Report {
 		t.Helper()
-		var rep *agent.ContextReport
+		var rep *ledger.Report
 		_, err := agent.Drain(a.Run(t.Context(), in, opts...), func(ev agent.Event) {
 			if rep == nil && ev.Type == agent.ModelRequest {
 				rep = ev.Request.Context

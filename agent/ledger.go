@@ -3,132 +3,50 @@ package agent
 import (
 	"encoding/json"
 	"maps"
-	"math"
-	"strconv"
 	"strings"
 
+	"github.com/deepagents-go/deepagents/ledger"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/tokens"
 )
 
-// This file is the context ledger: for every model call, where the
-// request's tokens come from and how much of the model's window is left,
-// summed per agent and per run tree.
+// This file is the loop's side of the context ledger (package ledger):
+// measuring each request, the calibration learnt from the usage providers
+// report, and the ledgers of a run and its subagents.
 
-// ContextReport is how one model request's tokens split by source. The
-// parts are fast estimates (package tokens) scaled by the agent's
-// calibration ratio, so they add up to Calibrated; Free is what is left of
-// the window. Memory and Skills are the parts of the system prompt those
-// features add (0 while an agent has neither).
-type ContextReport struct {
-	System      int `json:"system"`
-	Tools       int `json:"tools"`
-	Messages    int `json:"messages"` // user and assistant messages
-	ToolResults int `json:"tool_results"`
-	Memory      int `json:"memory"`
-	Skills      int `json:"skills"`
-	// Free is Window − Calibrated (negative when the request does not fit);
-	// left out of the JSON when the window is unknown.
-	Free int `json:"free"`
-	// Window is the model's context window, 0 when unknown
-	// (Config.ContextWindow).
-	Window int `json:"window,omitempty"`
-	// Estimated is the request's uncalibrated estimate; Calibrated is the
-	// sum of the parts, the estimate scaled by Ratio, the agent's ratio of
-	// reported to estimated input tokens so far (1 before any report).
-	Estimated  int     `json:"estimated"`
-	Calibrated int     `json:"calibrated"`
-	Ratio      float64 `json:"ratio"`
-	// LastReported is the input plus output tokens the provider reported
-	// for this agent's previous call of the run (0 before one): a floor for
-	// this request, which resends all of it.
-	LastReported int `json:"last_reported,omitempty"`
-}
-
-// Load is the size the request is taken to have: the calibrated estimate,
-// or what the provider reported for the previous call and its answer if
-// that is more. Thresholds (such as compaction's) compare against it.
-func (c ContextReport) Load() int { return max(c.Calibrated, c.LastReported) }
-
-// MarshalJSON leaves out Free when the window is unknown. Reports go with
-// every model request's event and every saved subagent result, so they are
-// written by hand, byte for byte as encoding/json writes them.
-func (c ContextReport) MarshalJSON() ([]byte, error) {
-	if math.IsNaN(c.Ratio) || math.IsInf(c.Ratio, 0) || c.Ratio != 0 && (math.Abs(c.Ratio) < 1e-6 || math.Abs(c.Ratio) >= 1e21) {
-		return c.marshalSlow() // encoding/json's error, or its exponent form
-	}
-	b := make([]byte, 0, 192)
-	b = appendIntField(b, `{"system":`, c.System)
-	b = appendIntField(b, `,"tools":`, c.Tools)
-	b = appendIntField(b, `,"messages":`, c.Messages)
-	b = appendIntField(b, `,"tool_results":`, c.ToolResults)
-	b = appendIntField(b, `,"memory":`, c.Memory)
-	b = appendIntField(b, `,"skills":`, c.Skills)
-	if c.Window != 0 {
-		b = appendIntField(b, `,"window":`, c.Window)
-	}
-	b = appendIntField(b, `,"estimated":`, c.Estimated)
-	b = appendIntField(b, `,"calibrated":`, c.Calibrated)
-	b = append(b, `,"ratio":`...)
-	b = strconv.AppendFloat(b, c.Ratio, 'f', -1, 64)
-	if c.LastReported != 0 {
-		b = appendIntField(b, `,"last_reported":`, c.LastReported)
-	}
-	if c.Window > 0 {
-		b = appendIntField(b, `,"free":`, c.Free)
-	}
-	return append(b, '}'), nil
-}
-
-func appendIntField(b []byte, key string, v int) []byte {
-	return strconv.AppendInt(append(b, key...), int64(v), 10)
-}
-
-// marshalSlow is MarshalJSON through encoding/json.
-func (c ContextReport) marshalSlow() ([]byte, error) {
-	type plain ContextReport
-	w := struct {
-		plain
-		Free *int `json:"free,omitempty"`
-	}{plain: plain(c)}
-	if c.Window > 0 {
-		w.Free = &c.Free
-	}
-	return json.Marshal(w)
-}
-
-// ContextPart names a part of the system prompt that middleware adds and
-// the context report counts apart (Middleware.ContextPart).
-type ContextPart string
-
-// The parts middleware can claim.
-const (
-	ContextMemory ContextPart = "memory"
-	ContextSkills ContextPart = "skills"
-)
-
-// claims is the system prompt text that middleware claimed for a request,
-// estimated, with the prompt it was measured on.
+// claims is the system prompt text that middleware tagged for a request
+// (Middleware.SystemPart), estimated by tag, with the prompt it was
+// measured on.
 type claims struct {
-	system, tail   string
-	memory, skills int
-	// inSystem are the parts of memory and skills in the system prompt
-	// itself (not its tail): what a fork inherits with the prompt.
-	inSystem [2]int
+	system, tail string
+	parts        map[string]int
+	// inSystem are the tagged parts in the system prompt itself (not its
+	// tail): what a fork inherits with the prompt.
+	inSystem map[string]int
 }
 
 // of returns the claims when req has the system prompt they were measured
 // on (a middleware that rewrites the request later keeps the prompt).
-func (c *claims) of(req *llm.Request) (memory, skills int) {
+func (c *claims) of(req *llm.Request) map[string]int {
 	if c == nil || req.System != c.system || req.SystemTail != c.tail {
-		return 0, 0
+		return nil
 	}
-	return c.memory, c.skills
+	return c.parts
+}
+
+// add counts n tokens of the tagged part, head of them in the system
+// prompt itself.
+func (c *claims) add(part string, n, head int) {
+	if c.parts == nil {
+		c.parts, c.inSystem = map[string]int{}, map[string]int{}
+	}
+	c.parts[part] += n
+	c.inSystem[part] += head
 }
 
 // claim counts what a middleware's BeforeModel added to the system prompt
-// (sys and tail are the prompt before it ran) as its ContextPart.
-func (c *claims) claim(part ContextPart, sys, tail string, req *llm.Request) {
+// (sys and tail are the prompt before it ran) as its part.
+func (c *claims) claim(part, sys, tail string, req *llm.Request) {
 	n, head := 0, 0
 	if strings.HasPrefix(req.System, sys) {
 		head = tokens.EstimateText(req.System[len(sys):])
@@ -137,98 +55,22 @@ func (c *claims) claim(part ContextPart, sys, tail string, req *llm.Request) {
 	if strings.HasPrefix(req.SystemTail, tail) {
 		n += tokens.EstimateText(req.SystemTail[len(tail):])
 	}
-	switch part {
-	case ContextMemory:
-		c.memory += n
-		c.inSystem[0] += head
-	case ContextSkills:
-		c.skills += n
-		c.inSystem[1] += head
-	}
+	c.add(part, n, head)
 }
 
 // systemParts returns the claims of req's system prompt (not its tail) by
 // part, or nil when there are none: what a fork inherits (see
 // tool.Env.SystemParts).
 func (c *claims) systemParts(req *llm.Request) map[string]int {
-	if c == nil || req.System != c.system || c.inSystem == [2]int{} {
+	if c == nil || req.System != c.system {
 		return nil
 	}
-	return map[string]int{string(ContextMemory): c.inSystem[0], string(ContextSkills): c.inSystem[1]}
-}
-
-// newContextReport splits b's estimate scaled by ratio, memory and skills
-// (estimated parts of its system prompt) counted apart. Each part is
-// rounded on its own and Calibrated is their sum, so that the parts and
-// Free always add up to the window.
-func newContextReport(b tokens.Breakdown, memory, skills int, ratio float64, window int) ContextReport {
-	scale := func(n int) int { return int(float64(n)*ratio + 0.5) }
-	memory, skills = min(memory, b.System), min(skills, max(b.System-memory, 0))
-	c := ContextReport{System: scale(b.System - memory - skills), Tools: scale(b.Tools), Messages: scale(b.Messages),
-		ToolResults: scale(b.ToolResults), Memory: scale(memory), Skills: scale(skills), Window: window, Estimated: b.Total, Ratio: ratio}
-	c.Calibrated = c.System + c.Tools + c.Messages + c.ToolResults + c.Memory + c.Skills
-	if window > 0 {
-		c.Free = window - c.Calibrated
-	}
-	return c
-}
-
-// ContextLedger sums the model requests of one agent (or, merged, of a run
-// tree): how many there were, their calibrated tokens together, the last
-// one and the largest one.
-type ContextLedger struct {
-	Calls int `json:"calls"`
-	// Sent is the calibrated tokens of all the requests together.
-	Sent int           `json:"sent"`
-	Last ContextReport `json:"last"`
-	// Peak is the request with the most calibrated tokens.
-	Peak ContextReport `json:"peak"`
-	// SummarizerCalls and Summarizer are the calls compaction made to
-	// summarise this agent's history and what they used as the provider
-	// reported it. That usage is also in the run's (Result.Usage).
-	SummarizerCalls int       `json:"summarizer_calls,omitempty"`
-	Summarizer      llm.Usage `json:"summarizer,omitzero"`
-}
-
-// Add counts one request.
-func (l *ContextLedger) Add(c ContextReport) {
-	l.Calls++
-	l.Sent += c.Calibrated
-	l.Last = c
-	if l.Calls == 1 || c.Calibrated > l.Peak.Calibrated {
-		l.Peak = c
-	}
-}
-
-// Merge returns l and o together: calls and tokens summed, the larger peak;
-// Last stays l's unless l has no calls.
-func (l ContextLedger) Merge(o ContextLedger) ContextLedger {
-	out := l
-	if l.Calls == 0 {
-		out.Last, out.Peak = o.Last, o.Peak
-	} else if o.Calls > 0 && o.Peak.Calibrated > l.Peak.Calibrated {
-		out.Peak = o.Peak
-	}
-	out.Calls += o.Calls
-	out.Sent += o.Sent
-	out.SummarizerCalls += o.SummarizerCalls
-	out.Summarizer = out.Summarizer.Add(o.Summarizer)
-	return out
-}
-
-// ContextTotal is the ledger of the whole run tree: this run's requests
-// and every subagent's below it (ContextByAgent merged, this run's Last).
-func (r *Result) ContextTotal() ContextLedger {
-	var total ContextLedger
-	if own, ok := r.ContextByAgent[r.Agent]; ok {
-		total = own
-	}
-	for p, l := range r.ContextByAgent {
-		if p != r.Agent {
-			total = total.Merge(l)
+	for _, n := range c.inSystem {
+		if n != 0 {
+			return maps.Clone(c.inSystem)
 		}
 	}
-	return total
+	return nil
 }
 
 // Calibrator returns the agent's calibration: per model, the ratio between
@@ -255,16 +97,15 @@ func calibrationKey(m llm.Model, agentName string) string {
 }
 
 // contextReport measures req as it is about to be sent.
-func (r *run) contextReport(req *llm.Request) (ContextReport, tokens.Breakdown) {
+func (r *run) contextReport(req *llm.Request) (ledger.Report, tokens.Breakdown) {
 	a := r.a
 	b := r.estimates.Estimate(req)
-	memory, skills := r.claims.of(req)
-	rep := newContextReport(b, memory, skills, a.calib.Ratio(a.calibKey), a.cfg.ContextWindow)
+	rep := ledger.NewReport(b, r.claims.of(req), a.calib.Ratio(a.calibKey), a.cfg.ContextWindow)
 	rep.LastReported = r.lastReported
 	return rep, b
 }
 
-func (r *run) measure(req *llm.Request) ContextReport {
+func (r *run) measure(req *llm.Request) ledger.Report {
 	rep, _ := r.contextReport(req)
 	return rep
 }
@@ -352,7 +193,7 @@ func (r *run) addUsage(calls int, u llm.Usage) {
 }
 
 // addContext counts a request in this run's ledger.
-func (r *run) addContext(c ContextReport) {
+func (r *run) addContext(c ledger.Report) {
 	r.ledger.Add(c)
 }
 
@@ -362,7 +203,7 @@ func (r *run) addChildContext(child *Result) {
 		return
 	}
 	if r.ctxTree == nil {
-		r.ctxTree = map[string]ContextLedger{}
+		r.ctxTree = map[string]ledger.Ledger{}
 	}
 	for p, l := range child.ContextByAgent {
 		r.ctxTree[p] = r.ctxTree[p].Merge(l)
@@ -374,7 +215,7 @@ func (r *run) contextResult(res *Result) {
 	if r.ledger.Calls == 0 && r.ledger.SummarizerCalls == 0 && len(r.ctxTree) == 0 {
 		return
 	}
-	res.ContextByAgent = map[string]ContextLedger{}
+	res.ContextByAgent = map[string]ledger.Ledger{}
 	maps.Copy(res.ContextByAgent, r.ctxTree)
 	if r.ledger.Calls > 0 || r.ledger.SummarizerCalls > 0 {
 		own := r.ledger

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/ledger"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
 	"github.com/deepagents-go/deepagents/tokens"
@@ -75,9 +76,9 @@ var echoTool = tool.MustFunc("echo", "Say it back.", func(_ context.Context, _ *
 
 // requestReports runs a and returns the context reports of its model
 // requests, in order, by agent path.
-func requestReports(t *testing.T, a *agent.Agent, prompt string) (map[string][]agent.ContextReport, *agent.Result) {
+func requestReports(t *testing.T, a *agent.Agent, prompt string) (map[string][]ledger.Report, *agent.Result) {
 	t.Helper()
-	reps := map[string][]agent.ContextReport{}
+	reps := map[string][]ledger.Report{}
 	var mu sync.Mutex
 	res, err := agent.Drain(a.Run(context.Background(), agent.Prompt(prompt)), func(ev agent.Event) {
 		if ev.Type == agent.ModelRequest {
@@ -123,7 +124,7 @@ func TestCalibrationInTheLoop(t *testing.T) {
 		t.Errorf("agent's ratio after the run: %.3f", r)
 	}
 	threshold := window * 85 / 100
-	first := func(size func(agent.ContextReport) int) int {
+	first := func(size func(ledger.Report) int) int {
 		for i, r := range got {
 			if size(r) >= threshold {
 				return i
@@ -131,8 +132,8 @@ func TestCalibrationInTheLoop(t *testing.T) {
 		}
 		return -1
 	}
-	calibrated := first(func(r agent.ContextReport) int { return r.Load() })
-	raw := first(func(r agent.ContextReport) int { return r.Estimated })
+	calibrated := first(func(r ledger.Report) int { return r.Load() })
+	raw := first(func(r ledger.Report) int { return r.Estimated })
 	if calibrated < 0 || raw < 0 || calibrated != raw-1 {
 		var sizes []int
 		for _, r := range got {
@@ -181,7 +182,7 @@ func TestContextReportAddsUp(t *testing.T) {
 	if !strings.Contains(string(b), `"free":`) {
 		t.Errorf("a report with a window has no free space in JSON: %s", b)
 	}
-	var back agent.ContextReport
+	var back ledger.Report
 	if err := json.Unmarshal(b, &back); err != nil || back != got[0] {
 		t.Errorf("JSON round trip: %+v, %v", back, err)
 	}
@@ -241,7 +242,7 @@ func TestContextLedgerPerSubagent(t *testing.T) {
 	if pl.Calls != len(reps["parent"]) || cl.Calls != len(reps[cp]) || cl.Calls != 3 {
 		t.Fatalf("calls by path: parent %d (%d seen), child %d (%d seen)", pl.Calls, len(reps["parent"]), cl.Calls, len(reps[cp]))
 	}
-	total := res.ContextTotal()
+	total := ledger.Tree(res.Agent, res.ContextByAgent)
 	if total.Calls != pl.Calls+cl.Calls || total.Sent != pl.Sent+cl.Sent || total.Last != pl.Last {
 		t.Errorf("tree total %+v from parent %+v and child %+v", total, pl, cl)
 	}
@@ -258,7 +259,7 @@ func TestContextLedgerPerSubagent(t *testing.T) {
 // window, same calibration, same floor from the previous call's usage.
 func TestStepInfoMeasure(t *testing.T) {
 	m := &ledgerModel{name: "m", factor: 1.5, calls: 2, grow: 800}
-	var measured []agent.ContextReport
+	var measured []ledger.Report
 	mw := agent.Middleware{Name: "measure", BeforeModel: func(_ context.Context, st agent.StepInfo, req *llm.Request) error {
 		measured = append(measured, st.Measure(req))
 		return nil

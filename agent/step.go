@@ -57,24 +57,23 @@ func (r *run) steps(ctx context.Context, pending *StepState) (Status, error) {
 				if err := m.BeforeModel(ctx, r.stepInfo(), req); err != nil {
 					return StatusError, fmt.Errorf("middleware %s: %w", m.Name, err)
 				}
-				if m.ContextPart != "" {
+				if m.SystemPart != "" {
 					if r.claims == nil {
 						r.claims = &claims{}
 					}
-					r.claims.claim(m.ContextPart, sys, tail, req)
+					r.claims.claim(m.SystemPart, sys, tail, req)
 				}
 			}
 		}
 		if len(r.inherited) > 0 && strings.HasPrefix(req.System, r.system) {
-			// A fork's prompt is its parent's as sent, memory and skills
+			// A fork's prompt is its parent's as sent, its tagged parts
 			// included.
 			if r.claims == nil {
 				r.claims = &claims{}
 			}
-			r.claims.memory += r.inherited[ContextMemory]
-			r.claims.skills += r.inherited[ContextSkills]
-			r.claims.inSystem[0] += r.inherited[ContextMemory]
-			r.claims.inSystem[1] += r.inherited[ContextSkills]
+			for part, n := range r.inherited {
+				r.claims.add(part, n, n)
+			}
 		}
 		if r.claims != nil {
 			// The prompt as sent: later hooks may have added to it.

@@ -449,14 +449,7 @@ func (t *Task) RunNested(ctx context.Context, env *tool.Env, raw json.RawMessage
 			system = env.Request.System
 		}
 		in.Messages = append(append(make([]llm.Message, 0, len(history)+1), history...), llm.User(ForkPreamble+args.Description))
-		opts = append(opts, agent.WithSystem(system))
-		if len(env.SystemParts) > 0 {
-			parts := map[agent.ContextPart]int{}
-			for k, n := range env.SystemParts {
-				parts[agent.ContextPart(k)] = n
-			}
-			opts = append(opts, agent.WithSystemParts(parts))
-		}
+		opts = append(opts, agent.WithSystem(system, env.SystemParts))
 	} else {
 		in.Messages = []llm.Message{llm.User(args.Description)}
 	}
