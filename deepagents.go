@@ -20,6 +20,7 @@ import (
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/compact"
 	"github.com/deepagents-go/deepagents/fstools"
+	"github.com/deepagents-go/deepagents/ledger"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/memory"
 	"github.com/deepagents-go/deepagents/offload"
@@ -309,11 +310,14 @@ func New(cfg Config) (*agent.Agent, error) {
 		return nil, err
 	}
 	tools := append(append(fs, task), after...)
-	return agent.New(agent.Config{
+	ac := agent.Config{
 		Name: cfg.Name, Model: cfg.Model, System: cfg.SystemPrompt, Tools: tools, Middleware: append(slices.Clone(hooks), shared...),
 		MaxSteps: cfg.MaxSteps, MaxParallel: cfg.MaxParallel, Backend: cfg.Backend, Response: rf, Stream: cfg.Stream,
 		Reasoning: cfg.Reasoning, InterruptOn: cfg.InterruptOn, ContextWindow: cfg.ContextWindow, ResponseLimits: cfg.ResponseLimits,
-	})
+	}
+	// The context ledger, last: it measures the requests as sent.
+	ac.Middleware = append(ac.Middleware, ledger.New(ac).Middleware())
+	return agent.New(ac)
 }
 
 // narrowMCP gives each subagent whose spec names MCP servers only those

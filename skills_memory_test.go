@@ -12,7 +12,6 @@ import (
 
 	"github.com/deepagents-go/deepagents"
 	"github.com/deepagents-go/deepagents/agent"
-	"github.com/deepagents-go/deepagents/ledger"
 	"github.com/deepagents-go/deepagents/llm/scripted"
 	"github.com/deepagents-go/deepagents/memory"
 	"github.com/deepagents-go/deepagents/skills"
@@ -161,7 +160,7 @@ func TestContextReportCountsMemoryAndSkills(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var rep *ledger.Report
+		var rep *tokens.Report
 		if _, err := agent.Drain(a.Run(t.Context(), agent.Prompt("Start.")), func(e agent.Event) {
 			if e.Type == agent.ModelRequest && rep == nil {
 				rep = e.Request.Context
@@ -210,7 +209,7 @@ func TestForkContextReportCountsInheritedMemoryAndSkills(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reports := map[string]*ledger.Report{}
+	reports := map[string]*tokens.Report{}
 	if _, err := agent.Drain(a.Run(t.Context(), agent.Prompt("Start.")), func(e agent.Event) {
 		if e.Type == agent.ModelRequest && reports[e.Agent] == nil {
 			reports[e.Agent] = e.Request.Context
@@ -218,7 +217,7 @@ func TestForkContextReportCountsInheritedMemoryAndSkills(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	var parent, fork *ledger.Report
+	var parent, fork *tokens.Report
 	for who, rep := range reports {
 		if strings.Contains(who, "twin") {
 			fork = rep

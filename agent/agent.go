@@ -41,7 +41,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/deepagents-go/deepagents/ledger"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/tokens"
 	"github.com/deepagents-go/deepagents/tool"
@@ -131,6 +130,13 @@ type Middleware struct {
 	// (see package ledger for the tags it knows); untagged text counts as
 	// the system prompt.
 	SystemPart string
+	// Measure, when set, measures each request as it is about to be sent:
+	// the report goes with the model.request event (RequestInfo.Context)
+	// and into the run's ledger (Result.Context), and StepInfo.Measure
+	// returns it. parts are the estimated tokens of the system prompt's
+	// tagged parts (SystemPart). The last middleware that has one
+	// measures; package ledger's does.
+	Measure func(step StepInfo, req *llm.Request, parts map[string]int) tokens.Report
 	// WrapModel wraps the model call at the level of its response. The
 	// events of each call it makes through next are passed on as they come,
 	// and the response it returns is the step's.
@@ -188,22 +194,30 @@ type StepInfo struct {
 	SetValue func(name string, v any) error
 	// AddUsage counts model calls a middleware made for this agent besides
 	// its steps, such as a summariser's, and what they used: in the run's
-	// usage and in its ledger (ledger.Ledger.SummarizerCalls and
+	// usage and in its ledger (tokens.Ledger.SummarizerCalls and
 	// Summarizer), so that the run's usage holds every token paid for it.
 	// Called on the loop's goroutine, like Emit.
 	AddUsage func(calls int, u llm.Usage)
+	// Keep saves a middleware's value under a reserved name (see
+	// ReservedValue) with the run's next checkpoint but out of State.Values;
+	// Kept returns it, or what a resumed run was saved with (nil when
+	// none). The context ledger keeps its calibration this way.
+	Keep func(name string, v any) error
+	Kept func(name string) json.RawMessage
 
-	measure func(*llm.Request) ledger.Report
+	measure func(*llm.Request) tokens.Report
 }
 
 // Measure returns the context report req would have if it were sent now by
-// this step's agent: its window and calibration, and the previous call's
-// reported usage (see ledger.Report.Load). Middleware that rewrite the
-// request, such as compaction, use it to decide and to check the result. A
-// StepInfo not made by the loop measures without a window or calibration.
-func (s StepInfo) Measure(req *llm.Request) ledger.Report {
+// this step's agent, as the middleware that measures its requests makes it
+// (Middleware.Measure: with the agent's calibration and the previous
+// call's reported usage, see tokens.Report.Load), else the plain estimate
+// against the agent's window. Middleware that rewrite the request, such as
+// compaction, use it to decide and to check the result. A StepInfo not
+// made by the loop measures without a window or calibration.
+func (s StepInfo) Measure(req *llm.Request) tokens.Report {
 	if s.measure == nil {
-		return ledger.NewReport(tokens.Estimate(req), nil, 1, 0)
+		return tokens.NewReport(tokens.Estimate(req), nil, 1, 0)
 	}
 	return s.measure(req)
 }
@@ -294,11 +308,6 @@ type Agent struct {
 
 	tokOnce  sync.Once
 	tokTotal int
-
-	// calib learns the ratio of reported to estimated input tokens, kept
-	// under calibKey (the model's name, or the agent's).
-	calib    tokens.Calibrator
-	calibKey string
 }
 
 // New validates cfg and assembles an agent. Every rejection is a
@@ -320,7 +329,6 @@ func New(cfg Config) (*Agent, error) {
 	if a.name == "" {
 		a.name = DefaultName
 	}
-	a.calibKey = calibrationKey(cfg.Model, a.name)
 	if err := a.checkSettings(); err != nil {
 		return nil, err
 	}
@@ -531,10 +539,10 @@ type Result struct {
 	Checkpoints int `json:"checkpoints,omitempty"`
 	// Context is the ledger of this run's own model requests (nil when it
 	// made none): the last one, the largest one, and their sum.
-	Context *ledger.Ledger `json:"context,omitempty"`
+	Context *tokens.Ledger `json:"context,omitempty"`
 	// ContextByAgent is the ledger of every agent path in the run tree,
 	// this run's and its subagents'; ledger.Tree sums it.
-	ContextByAgent map[string]ledger.Ledger `json:"context_by_agent,omitempty"`
+	ContextByAgent map[string]tokens.Ledger `json:"context_by_agent,omitempty"`
 
 	err error
 }

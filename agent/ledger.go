@@ -2,17 +2,18 @@ package agent
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"strings"
 
-	"github.com/deepagents-go/deepagents/ledger"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/tokens"
 )
 
-// This file is the loop's side of the context ledger (package ledger):
-// measuring each request, the calibration learnt from the usage providers
-// report, and the ledgers of a run and its subagents.
+// This file is the loop's side of the context ledger (package ledger): the
+// system prompt parts middleware tag, the report of each request that a
+// middleware measures, the values such middleware keep out of the run's
+// state, and the ledgers of a run and its subagents.
 
 // claims is the system prompt text that middleware tagged for a request
 // (Middleware.SystemPart), estimated by tag, with the prompt it was
@@ -73,108 +74,73 @@ func (c *claims) systemParts(req *llm.Request) map[string]int {
 	return nil
 }
 
-// Calibrator returns the agent's calibration: per model, the ratio between
-// the input tokens its provider reported and the loop's estimate of the
-// same requests. Every run of the agent feeds it after each response.
-func (a *Agent) Calibrator() *tokens.Calibrator { return &a.calib }
-
-// CalibrationKey is the key the agent's calibration is kept under: the
-// model's name when the model tells it (a Name() string method, as the
-// providers' models have), else the agent's name.
-func (a *Agent) CalibrationKey() string { return a.calibKey }
-
-// ContextWindow is the window the agent's ledger measures against
-// (Config.ContextWindow; 0 when unknown).
-func (a *Agent) ContextWindow() int { return a.cfg.ContextWindow }
-
-func calibrationKey(m llm.Model, agentName string) string {
-	if n, ok := m.(interface{ Name() string }); ok {
-		if name := n.Name(); name != "" {
-			return name
+// report measures req as it is about to be sent, through the last
+// middleware that measures requests (Middleware.Measure), with the parts
+// of its system prompt middleware tagged. ok is false when none does.
+func (r *run) report(req *llm.Request) (rep tokens.Report, ok bool) {
+	mws := r.a.cfg.Middleware
+	for i := len(mws) - 1; i >= 0; i-- {
+		if m := mws[i].Measure; m != nil {
+			return m(r.stepInfo(), req, r.claims.of(req)), true
 		}
 	}
-	return agentName
+	return rep, false
 }
 
-// contextReport measures req as it is about to be sent.
-func (r *run) contextReport(req *llm.Request) (ledger.Report, tokens.Breakdown) {
-	a := r.a
-	b := r.estimates.Estimate(req)
-	rep := ledger.NewReport(b, r.claims.of(req), a.calib.Ratio(a.calibKey), a.cfg.ContextWindow)
-	rep.LastReported = r.lastReported
-	return rep, b
-}
-
-func (r *run) measure(req *llm.Request) ledger.Report {
-	rep, _ := r.contextReport(req)
-	return rep
-}
-
-// observe feeds a response's reported usage to the calibration and the
-// ledger's floor for the next request. A checkpointed run also keeps the
-// new ratio in its state, so that a resumed run (in a process whose agent
-// has seen no response yet) measures with it from its first request.
-func (r *run) observe(est int, u llm.Usage) {
-	if u.Unknown || u.InputTokens <= 0 {
-		r.lastReported = 0
-		return
+// measure is StepInfo.Measure: the report of a middleware that measures,
+// else the plain estimate against the window.
+func (r *run) measure(req *llm.Request) tokens.Report {
+	if rep, ok := r.report(req); ok {
+		return rep
 	}
-	r.a.calib.Observe(r.a.calibKey, est, u.InputTokens)
-	r.lastReported = u.InputTokens + u.OutputTokens
-	if r.ck != nil {
-		r.saveCalibration()
-	}
+	return tokens.NewReport(r.estimates.Estimate(req), r.claims.of(req), 1, r.a.cfg.ContextWindow)
 }
 
-// calibrationValue is the checkpointed value that keeps the agent's
-// calibration ratio across a resume. Like the loop's own value it is saved
-// with the step but kept out of the run's State.Values, so results and
-// transcripts show only what middleware stored.
-const calibrationValue = "agent.calibration"
-
-// savedCalibration is the calibrationValue: the ratio and the model it was
-// measured for.
-type savedCalibration struct {
-	Model string  `json:"model"`
-	Ratio float64 `json:"ratio"`
-}
-
-// saveCalibration marks the agent's current ratio for the next checkpoint
-// when it differs from the one saved last.
-func (r *run) saveCalibration() {
-	ratio := r.a.calib.Ratio(r.a.calibKey)
-	if ratio == r.calibSaved {
-		return
+// keep saves a middleware's value under a reserved name (StepInfo.Keep)
+// with the next checkpoint, out of the run's State.Values.
+func (r *run) keep(name string, v any) error {
+	if !ReservedValue(name) {
+		return fmt.Errorf("kept value name %q is not reserved", name)
 	}
-	b, err := json.Marshal(savedCalibration{Model: r.a.calibKey, Ratio: ratio})
+	b, err := json.Marshal(v)
 	if err != nil {
-		return
+		return fmt.Errorf("kept value %q: %w", name, err)
 	}
-	if r.ck.values == nil {
-		r.ck.values = map[string]json.RawMessage{}
+	if r.kept == nil {
+		r.kept = map[string]json.RawMessage{}
 	}
-	r.ck.values[calibrationValue] = b
-	r.calibSaved = ratio
+	r.kept[name] = b
+	if r.ck != nil {
+		if r.ck.values == nil {
+			r.ck.values = map[string]json.RawMessage{}
+		}
+		r.ck.values[name] = b
+	}
+	return nil
 }
 
-// restoreCalibration takes the saved ratio out of a resumed run's values
-// and gives it to the agent, unless the agent has measured this model
-// itself already (its ratio is newer) or the run now has another model.
-func (r *run) restoreCalibration() {
-	raw, ok := r.state.Values[calibrationValue]
-	if !ok {
-		return
+// keptValue is StepInfo.Kept.
+func (r *run) keptValue(name string) json.RawMessage { return r.kept[name] }
+
+// takeKept takes the reserved values a resumed run was saved with out of
+// its state's values, where results and middleware would see them, and
+// keeps them for StepInfo.Kept. Like the loop's own value they are saved
+// with the steps but are no part of the run's State.
+func (r *run) takeKept() {
+	taken := false
+	for name, raw := range r.state.Values {
+		if ReservedValue(name) {
+			if r.kept == nil {
+				r.kept = map[string]json.RawMessage{}
+			}
+			r.kept[name] = raw
+			delete(r.state.Values, name)
+			taken = true
+		}
 	}
-	delete(r.state.Values, calibrationValue)
-	if len(r.state.Values) == 0 {
+	if taken && len(r.state.Values) == 0 {
 		r.state.Values = nil
 	}
-	var saved savedCalibration
-	if json.Unmarshal(raw, &saved) != nil || saved.Model != r.a.calibKey {
-		return
-	}
-	r.calibSaved = saved.Ratio
-	r.a.calib.Seed(saved.Model, saved.Ratio)
 }
 
 // addUsage adds what model calls a middleware made for this agent (a
@@ -192,18 +158,13 @@ func (r *run) addUsage(calls int, u llm.Usage) {
 	r.ledger.Summarizer = r.ledger.Summarizer.Add(u)
 }
 
-// addContext counts a request in this run's ledger.
-func (r *run) addContext(c ledger.Report) {
-	r.ledger.Add(c)
-}
-
 // addChildContext rolls a finished child's ledgers up into the tree.
 func (r *run) addChildContext(child *Result) {
 	if len(child.ContextByAgent) == 0 {
 		return
 	}
 	if r.ctxTree == nil {
-		r.ctxTree = map[string]ledger.Ledger{}
+		r.ctxTree = map[string]tokens.Ledger{}
 	}
 	for p, l := range child.ContextByAgent {
 		r.ctxTree[p] = r.ctxTree[p].Merge(l)
@@ -215,7 +176,7 @@ func (r *run) contextResult(res *Result) {
 	if r.ledger.Calls == 0 && r.ledger.SummarizerCalls == 0 && len(r.ctxTree) == 0 {
 		return
 	}
-	res.ContextByAgent = map[string]ledger.Ledger{}
+	res.ContextByAgent = map[string]tokens.Ledger{}
 	maps.Copy(res.ContextByAgent, r.ctxTree)
 	if r.ledger.Calls > 0 || r.ledger.SummarizerCalls > 0 {
 		own := r.ledger

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -11,7 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/deepagents-go/deepagents/ledger"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/tokens"
 	"github.com/deepagents-go/deepagents/tool"
@@ -155,9 +155,6 @@ type run struct {
 	mem     *vfs.Memory
 	// estimates remembers message estimates for this run's requests.
 	estimates tokens.Cache
-	// sent is the request the model call actually sent (middleware may
-	// rewrite it), for calibration.
-	sent *llm.Request
 	// held are the subagent runs that stopped waiting for a person, by
 	// call id: not finished, so not saved as children, but what they did
 	// so far is in this run's result.
@@ -171,12 +168,11 @@ type run struct {
 	stepSpecs []llm.ToolSpec
 
 	// ledger counts this run's model requests, ctxTree its subagents' by
-	// path; lastReported is the previous call's reported input+output.
-	ledger       ledger.Ledger
-	ctxTree      map[string]ledger.Ledger
-	lastReported int
-	// calibSaved is the calibration ratio last checkpointed.
-	calibSaved float64
+	// path.
+	ledger  tokens.Ledger
+	ctxTree map[string]tokens.Ledger
+	// kept are the values middleware keep out of the state (StepInfo.Keep).
+	kept map[string]json.RawMessage
 	// claims is what middleware tagged of the current request's system
 	// prompt (Middleware.SystemPart).
 	claims *claims
@@ -316,12 +312,12 @@ func (r *run) loop(parent context.Context) {
 		}
 		p, done, status, err := r.open(ctx)
 		if done {
-			r.restoreCalibration() // a run that had ended: the value is the loop's
+			r.takeKept() // a run that had ended: they are no part of its result
 			r.end(parent, cancelledBy(ctx, status, err), err)
 			return
 		}
 		pending = p
-		r.restoreCalibration()
+		r.takeKept()
 	default:
 		r.closeDangling()
 	}
@@ -462,7 +458,7 @@ func (r *run) result(status Status, err error) *Result {
 			}
 			for p, l := range kid.ContextByAgent {
 				if res.ContextByAgent == nil {
-					res.ContextByAgent = map[string]ledger.Ledger{}
+					res.ContextByAgent = map[string]tokens.Ledger{}
 				}
 				res.ContextByAgent[p] = res.ContextByAgent[p].Merge(l)
 			}

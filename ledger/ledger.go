@@ -1,142 +1,160 @@
-// Package ledger is the context ledger: for every model request, where its
-// tokens come from and how much of the model's window is left, summed per
-// agent and per run tree. The agent loop measures each request with
-// NewReport; middleware tags the parts of the system prompt it adds
-// (agent.Middleware.SystemPart) with the part names below.
+// Package ledger is the context ledger of an agent as a middleware: it
+// measures every model request (tokens.Report: where its tokens come from
+// and how much of the model's window is left) and calibrates the estimate
+// against the input tokens the provider reports, as it sees them at the end
+// of each model call's stream. The loop sums the reports per agent and per
+// run tree (agent.Result.Context and ContextByAgent).
 package ledger
 
 import (
+	"context"
 	"encoding/json"
+	"iter"
+	"sync"
 
+	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/tokens"
 )
 
-// The system prompt parts a report counts apart: the tags memory and skills
-// middleware give the text they add to the prompt. Text with any other tag
-// counts as System.
-const (
-	Memory = "memory"
-	Skills = "skills"
-)
+// calibrationValue is the reserved value that keeps an agent's calibration
+// ratio across a resume (agent.StepInfo.Keep): threads saved since it was
+// the loop's own have it under this name and shape.
+const calibrationValue = "agent.calibration"
 
-// Report is how one model request's tokens split by source. The parts are
-// fast estimates (package tokens) scaled by the agent's calibration ratio,
-// so they add up to Calibrated; Free is what is left of the window. Memory
-// and Skills are the parts of the system prompt those features add (0 while
-// an agent has neither).
-type Report struct {
-	System      int `json:"system"`
-	Tools       int `json:"tools"`
-	Messages    int `json:"messages"` // user and assistant messages
-	ToolResults int `json:"tool_results"`
-	Memory      int `json:"memory"`
-	Skills      int `json:"skills"`
-	// Free is Window − Calibrated (negative when the request does not fit);
-	// left out of the JSON when the window is unknown.
-	Free int `json:"free"`
-	// Window is the model's context window, 0 when unknown
-	// (agent.Config.ContextWindow).
-	Window int `json:"window,omitempty"`
-	// Estimated is the request's uncalibrated estimate; Calibrated is the
-	// sum of the parts, the estimate scaled by Ratio, the agent's ratio of
-	// reported to estimated input tokens so far (1 before any report).
-	Estimated  int     `json:"estimated"`
-	Calibrated int     `json:"calibrated"`
-	Ratio      float64 `json:"ratio"`
-	// LastReported is the input plus output tokens the provider reported
-	// for this agent's previous call of the run (0 before one): a floor for
-	// this request, which resends all of it.
-	LastReported int `json:"last_reported,omitempty"`
+// savedCalibration is the calibrationValue: the ratio and the model it was
+// measured for.
+type savedCalibration struct {
+	Model string  `json:"model"`
+	Ratio float64 `json:"ratio"`
 }
 
-// Load is the size the request is taken to have: the calibrated estimate,
-// or what the provider reported for the previous call and its answer if
-// that is more. Thresholds (such as compaction's) compare against it.
-func (c Report) Load() int { return max(c.Calibrated, c.LastReported) }
+// Meter is one agent's ledger: its calibration, learnt over all of its
+// runs, and what each run in progress needs to measure its requests. Safe
+// for concurrent runs.
+type Meter struct {
+	key    string
+	window int
+	calib  tokens.Calibrator
 
-// MarshalJSON writes Free last, and only when the window is known.
-func (c Report) MarshalJSON() ([]byte, error) {
-	type plain Report
-	w := struct {
-		plain
-		Free *int `json:"free,omitempty"`
-	}{plain: plain(c)}
-	if c.Window > 0 {
-		w.Free = &c.Free
+	mu   sync.Mutex
+	runs map[*agent.State]*runMeter
+}
+
+// runMeter is what one run's measures need: runs are told apart by their
+// state, which the loop hands every hook of the run.
+type runMeter struct {
+	estimates tokens.Cache
+	// lastReported is the previous call's reported input+output, a floor
+	// for the next request; saved is the ratio last kept for a resume.
+	lastReported int
+	saved        float64
+}
+
+// New returns the ledger of an agent with the configuration cfg: it
+// measures against cfg.ContextWindow, and calibrates under the model's
+// name when the model tells it (a Name() string method, as the providers'
+// models have), else the agent's name.
+func New(cfg agent.Config) *Meter {
+	key := cfg.Name
+	if key == "" {
+		key = agent.DefaultName
 	}
-	return json.Marshal(w)
-}
-
-// NewReport splits b's estimate scaled by ratio against window. parts are
-// the estimated tokens of the tagged parts of b's system prompt: Memory and
-// Skills are counted apart, other tags stay System. Each part is rounded on
-// its own and Calibrated is their sum, so that the parts and Free always add
-// up to the window.
-func NewReport(b tokens.Breakdown, parts map[string]int, ratio float64, window int) Report {
-	scale := func(n int) int { return int(float64(n)*ratio + 0.5) }
-	memory := min(parts[Memory], b.System)
-	skills := min(parts[Skills], max(b.System-memory, 0))
-	c := Report{System: scale(b.System - memory - skills), Tools: scale(b.Tools), Messages: scale(b.Messages),
-		ToolResults: scale(b.ToolResults), Memory: scale(memory), Skills: scale(skills), Window: window, Estimated: b.Total, Ratio: ratio}
-	c.Calibrated = c.System + c.Tools + c.Messages + c.ToolResults + c.Memory + c.Skills
-	if window > 0 {
-		c.Free = window - c.Calibrated
-	}
-	return c
-}
-
-// Ledger sums the model requests of one agent (or, merged, of a run tree):
-// how many there were, their calibrated tokens together, the last one and
-// the largest one.
-type Ledger struct {
-	Calls int `json:"calls"`
-	// Sent is the calibrated tokens of all the requests together.
-	Sent int    `json:"sent"`
-	Last Report `json:"last"`
-	// Peak is the request with the most calibrated tokens.
-	Peak Report `json:"peak"`
-	// SummarizerCalls and Summarizer are the calls compaction made to
-	// summarise this agent's history and what they used as the provider
-	// reported it. That usage is also in the run's (agent.Result.Usage).
-	SummarizerCalls int       `json:"summarizer_calls,omitempty"`
-	Summarizer      llm.Usage `json:"summarizer,omitzero"`
-}
-
-// Add counts one request.
-func (l *Ledger) Add(c Report) {
-	l.Calls++
-	l.Sent += c.Calibrated
-	l.Last = c
-	if l.Calls == 1 || c.Calibrated > l.Peak.Calibrated {
-		l.Peak = c
-	}
-}
-
-// Merge returns l and o together: calls and tokens summed, the larger peak;
-// Last stays l's unless l has no calls.
-func (l Ledger) Merge(o Ledger) Ledger {
-	out := l
-	if l.Calls == 0 {
-		out.Last, out.Peak = o.Last, o.Peak
-	} else if o.Calls > 0 && o.Peak.Calibrated > l.Peak.Calibrated {
-		out.Peak = o.Peak
-	}
-	out.Calls += o.Calls
-	out.Sent += o.Sent
-	out.SummarizerCalls += o.SummarizerCalls
-	out.Summarizer = out.Summarizer.Add(o.Summarizer)
-	return out
-}
-
-// Tree is the ledger of a whole run tree from its ledgers by agent path:
-// own's, with every other path's merged in (so Last is own's).
-func Tree(own string, byAgent map[string]Ledger) Ledger {
-	total := byAgent[own]
-	for p, l := range byAgent {
-		if p != own {
-			total = total.Merge(l)
+	if n, ok := cfg.Model.(interface{ Name() string }); ok {
+		if name := n.Name(); name != "" {
+			key = name
 		}
 	}
-	return total
+	return &Meter{key: key, window: cfg.ContextWindow, runs: map[*agent.State]*runMeter{}}
+}
+
+// Middleware is the meter as the agent's middleware. It must come last in
+// the agent's list, so that it sees each request as it reaches the model,
+// after every other middleware has rewritten it.
+func (m *Meter) Middleware() agent.Middleware {
+	return agent.Middleware{Name: "ledger", Measure: m.measure, WrapStream: m.wrapStream, AfterRun: m.afterRun}
+}
+
+// Ratio is the agent's calibration so far: the ratio of the input tokens
+// its provider reported to the estimate of the same requests (1 before any
+// report).
+func (m *Meter) Ratio() float64 { return m.calib.Ratio(m.key) }
+
+// run returns the run's meter, made on the run's first measure; a resumed
+// run starts from the ratio it was saved with, unless the agent has
+// measured this model itself already (its ratio is newer).
+func (m *Meter) run(step agent.StepInfo) *runMeter {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	rm, ok := m.runs[step.State]
+	if ok {
+		return rm
+	}
+	rm = &runMeter{}
+	m.runs[step.State] = rm
+	if step.Kept == nil {
+		return rm
+	}
+	var saved savedCalibration
+	if raw := step.Kept(calibrationValue); raw != nil && json.Unmarshal(raw, &saved) == nil && saved.Model == m.key {
+		rm.saved = saved.Ratio
+		m.calib.Seed(saved.Model, saved.Ratio)
+	}
+	return rm
+}
+
+// measure is the Measure hook: req's estimate split by source, scaled by
+// the calibration, against the window, with the previous call's reported
+// usage as its floor.
+func (m *Meter) measure(step agent.StepInfo, req *llm.Request, parts map[string]int) tokens.Report {
+	rm := m.run(step)
+	rep := tokens.NewReport(rm.estimates.Estimate(req), parts, m.calib.Ratio(m.key), m.window)
+	rep.LastReported = rm.lastReported
+	return rep
+}
+
+// wrapStream passes the model call's events on as they come and, at its
+// end, feeds the usage the provider reported to the calibration, against
+// the request as it reached the model.
+func (m *Meter) wrapStream(ctx context.Context, req *llm.Request, next agent.StreamFunc) iter.Seq2[llm.StreamEvent, error] {
+	return func(yield func(llm.StreamEvent, error) bool) {
+		for ev, err := range next(ctx, req) {
+			if err == nil && ev.Type == llm.EventDone && ev.Response != nil {
+				if step, ok := agent.StepFrom(ctx); ok && step.State != nil {
+					m.observe(step, req, ev.Response.Usage)
+				}
+			}
+			if !yield(ev, err) {
+				return
+			}
+		}
+	}
+}
+
+// observe feeds a response's reported usage to the calibration and the
+// floor for the run's next request. A checkpointed run also keeps the new
+// ratio, so that a resumed run (in a process whose agent has seen no
+// response yet) measures with it from its first request.
+func (m *Meter) observe(step agent.StepInfo, req *llm.Request, u llm.Usage) {
+	rm := m.run(step)
+	if u.Unknown || u.InputTokens <= 0 {
+		rm.lastReported = 0
+		return
+	}
+	m.calib.Observe(m.key, rm.estimates.Estimate(req).Total, u.InputTokens)
+	rm.lastReported = u.InputTokens + u.OutputTokens
+	ratio := m.calib.Ratio(m.key)
+	if ratio == rm.saved || step.Keep == nil {
+		return
+	}
+	if step.Keep(calibrationValue, savedCalibration{Model: m.key, Ratio: ratio}) == nil {
+		rm.saved = ratio
+	}
+}
+
+// afterRun forgets the run.
+func (m *Meter) afterRun(_ context.Context, step agent.StepInfo, _ agent.Status) {
+	m.mu.Lock()
+	delete(m.runs, step.State)
+	m.mu.Unlock()
 }

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/ledger"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/tool"
 )
@@ -309,6 +310,8 @@ func NewTask(cfg Config) (*Task, error) {
 		if s.InterruptOn == nil {
 			ac.InterruptOn = ownGates(ac)
 		}
+		// The context ledger, last: it measures the requests as sent.
+		ac.Middleware = append(ac.Middleware, ledger.New(ac).Middleware())
 		a, err := agent.New(ac)
 		if err != nil {
 			return nil, &ConfigError{Subagent: s.Name, Msg: fmt.Sprintf("SubAgent '%s': %v", s.Name, err), Err: err}

@@ -11,8 +11,8 @@ import (
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/compact"
 	"github.com/deepagents-go/deepagents/config"
-	"github.com/deepagents-go/deepagents/ledger"
 	"github.com/deepagents-go/deepagents/providers"
+	"github.com/deepagents-go/deepagents/tokens"
 )
 
 // This file is the context ledger in the CLI: the model's window from the
@@ -44,12 +44,12 @@ func contextWindows(cfg *config.Config, spec providers.Spec, files []config.Agen
 // request of the session's own agent and a ledger per agent path.
 type contextLog struct {
 	root    string
-	last    *ledger.Report
-	byAgent map[string]ledger.Ledger
+	last    *tokens.Report
+	byAgent map[string]tokens.Ledger
 	// compactions and summarizer count the session's compactions and what
 	// their summariser calls used (also in each turn's usage).
 	compactions int
-	summarizer  ledger.Ledger
+	summarizer  tokens.Ledger
 }
 
 // startTurn forgets the previous turn's subagents (the last request of
@@ -71,7 +71,7 @@ func (l *contextLog) note(ev agent.Event) {
 	}
 	rep := *ev.Request.Context
 	if l.byAgent == nil {
-		l.byAgent = map[string]ledger.Ledger{}
+		l.byAgent = map[string]tokens.Ledger{}
 	}
 	led := l.byAgent[ev.Agent]
 	led.Add(rep)
@@ -123,7 +123,7 @@ func (l *contextLog) write(w io.Writer) {
 // writeContextTable prints one request's tokens by source, each with its
 // share of the window (of the request, when the window is unknown), and the
 // free space.
-func writeContextTable(w io.Writer, who string, c ledger.Report) {
+func writeContextTable(w io.Writer, who string, c tokens.Report) {
 	base := c.Window
 	if base > 0 {
 		fmt.Fprintf(w, "Context of the last model call (%s): %s of %s tokens (%s)\n",

@@ -1,4 +1,4 @@
-package agent_test
+package ledger_test
 
 import (
 	"context"
@@ -8,10 +8,10 @@ import (
 
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/checkpoint"
-	"github.com/deepagents-go/deepagents/ledger"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
 	"github.com/deepagents-go/deepagents/runner"
+	"github.com/deepagents-go/deepagents/tokens"
 	"github.com/deepagents-go/deepagents/tool"
 )
 
@@ -22,11 +22,11 @@ func TestCalibrationSurvivesResume(t *testing.T) {
 	// The provider reports far more input tokens than the estimate, so the
 	// ratio moves to its bound of 2 on the first response.
 	script := func() scripted.Script {
-		return scripted.Script{"parent": steps(
-			scripted.Step{ToolCalls: []scripted.StepCall{{ID: "c1", Name: "crash", Args: json.RawMessage(`{}`)}},
+		return scripted.Script{"parent": scripted.AgentScript{Steps: []scripted.Step{
+			{ToolCalls: []scripted.StepCall{{ID: "c1", Name: "crash", Args: json.RawMessage(`{}`)}},
 				Usage: &llm.Usage{InputTokens: 1_000_000, OutputTokens: 5}},
-			scripted.Step{Content: "done"},
-		)}
+			{Content: "done"},
+		}}}
 	}
 	var crashNow context.CancelFunc
 	crash := tool.MustFunc("crash", "Stop the process.", func(context.Context, *tool.Env, struct{}) (string, error) {
@@ -35,21 +35,21 @@ func TestCalibrationSurvivesResume(t *testing.T) {
 	})
 	saver := checkpoint.NewMemory(0)
 
-	first := newAgent(t, agent.Config{Model: scripted.New(script(), scripted.Options{}), Tools: []tool.Tool{crash}})
+	first, meter := newMetered(t, agent.Config{Model: scripted.New(script(), scripted.Options{}), Tools: []tool.Tool{crash}})
 	ctx, cancel := context.WithCancel(t.Context())
 	crashNow = cancel
 	_, err := first.Invoke(ctx, agent.Prompt("go"), runner.Checkpoints(saver, "cal"))
 	if !errors.Is(err, agent.ErrCancelled) {
 		t.Fatalf("first run: %v, want cancelled", err)
 	}
-	learnt := first.Calibrator().Ratio(first.CalibrationKey())
+	learnt := meter.Ratio()
 	if learnt != 2 {
 		t.Fatalf("learnt ratio %v, want 2", learnt)
 	}
 
-	firstReport := func(a *agent.Agent, in agent.Input, opts ...agent.RunOption) *ledger.Report {
+	firstReport := func(a *agent.Agent, in agent.Input, opts ...agent.RunOption) *tokens.Report {
 		t.Helper()
-		var rep *ledger.Report
+		var rep *tokens.Report
 		_, err := agent.Drain(a.Run(t.Context(), in, opts...), func(ev agent.Event) {
 			if rep == nil && ev.Type == agent.ModelRequest {
 				rep = ev.Request.Context
