@@ -106,7 +106,8 @@ type Config struct {
 	InterruptOn map[string]Approval
 	// ContextWindow is the model's context window in tokens, 0 when unknown
 	// (see tokens.ProfileFor). The context report of every model request
-	// (RequestInfo.Context) measures the free space against it.
+	// (RequestInfo.Context, made by the agent's ledger: package ledger)
+	// measures the free space against it.
 	ContextWindow int
 	// ResponseLimits cap each model response (the zero value: 16 MiB of
 	// text, reasoning and tool-call arguments, 1,000 tool calls; see

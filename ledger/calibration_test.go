@@ -47,10 +47,12 @@ func TestCalibrationSurvivesResume(t *testing.T) {
 		t.Fatalf("learnt ratio %v, want 2", learnt)
 	}
 
+	var res *agent.Result
 	firstReport := func(a *agent.Agent, in agent.Input, opts ...agent.RunOption) *tokens.Report {
 		t.Helper()
 		var rep *tokens.Report
-		_, err := agent.Drain(a.Run(t.Context(), in, opts...), func(ev agent.Event) {
+		var err error
+		res, err = agent.Drain(a.Run(t.Context(), in, opts...), func(ev agent.Event) {
 			if rep == nil && ev.Type == agent.ModelRequest {
 				rep = ev.Request.Context
 			}
@@ -63,13 +65,20 @@ func TestCalibrationSurvivesResume(t *testing.T) {
 		}
 		return rep
 	}
-	if rs, err := runner.LoadRunState(t.Context(), saver, "cal", agent.RootPath("parent"), false); err != nil || rs.Values["agent.calibration"] == nil {
+	// The value keeps the name and shape it had when the loop saved it, so
+	// that threads saved before resume with their ratio: the model's key
+	// (the agent's name, for a model that tells none) and the ratio.
+	rs, err := runner.LoadRunState(t.Context(), saver, "cal", agent.RootPath("parent"), false)
+	if err != nil || string(rs.Values["agent.calibration"]) != `{"model":"parent","ratio":2}` {
 		t.Fatalf("the checkpoint keeps no calibration: %v %v", rs, err)
 	}
 	crashNow = func() {}
 	resumed := newAgent(t, agent.Config{Model: scripted.New(script(), scripted.Options{}), Tools: []tool.Tool{crash}})
 	// The crashed step's call runs again, then the next request is measured.
 	rep := firstReport(resumed, agent.Input{}, runner.Checkpoints(saver, "cal"))
+	if _, ok := res.State.Values["agent.calibration"]; ok {
+		t.Errorf("the resumed run's result shows the calibration: %s", res.State.Values)
+	}
 	if rep.Ratio != learnt {
 		t.Fatalf("resumed run's first report has ratio %v, want the saved %v", rep.Ratio, learnt)
 	}
