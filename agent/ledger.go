@@ -81,7 +81,7 @@ func (r *run) report(req *llm.Request) (rep tokens.Report, ok bool) {
 	mws := r.a.cfg.Middleware
 	for i := len(mws) - 1; i >= 0; i-- {
 		if m := mws[i].Measure; m != nil {
-			return m(r.stepInfo(), req, r.claims.of(req)), true
+			return m(r.stepInfo(), req, maps.Clone(r.claims.of(req))), true
 		}
 	}
 	return rep, false

@@ -56,7 +56,7 @@ func WithTask(text string) RunOption { return func(c *runConfig) { c.task = text
 // subagent runs under its parent's prompt this way). parts are the
 // estimated tokens of the prompt's tagged parts (Middleware.SystemPart), as
 // tool.Env.SystemParts gives them, so that the context report counts them
-// as the parent's did: a fork inherits its parent's memory and skills.
+// as the parent's did: a fork inherits them with its parent's prompt.
 func WithSystem(prompt string, parts map[string]int) RunOption {
 	return func(c *runConfig) { c.system, c.parts = &prompt, maps.Clone(parts) }
 }
