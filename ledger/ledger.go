@@ -120,7 +120,7 @@ func (m *Meter) wrapStream(ctx context.Context, req *llm.Request, next agent.Str
 	return func(yield func(llm.StreamEvent, error) bool) {
 		for ev, err := range next(ctx, req) {
 			if err == nil && ev.Type == llm.EventDone && ev.Response != nil {
-				if step, ok := agent.StepFrom(ctx); ok && step.State != nil {
+				if step, ok := ownCall(ctx); ok {
 					m.observe(step, req, ev.Response.Usage)
 				}
 			}
@@ -129,6 +129,20 @@ func (m *Meter) wrapStream(ctx context.Context, req *llm.Request, next agent.Str
 			}
 		}
 	}
+}
+
+// ownCall returns the step of a model call the loop makes for its agent.
+// A middleware's calls through the chain on its own behalf (compaction's
+// summariser, when it has no model of its own) carry a CallInfo of their
+// own, without the agent's path: their usage calibrates nothing and sets
+// no floor, as it did when the loop calibrated from the step's response.
+func ownCall(ctx context.Context) (agent.StepInfo, bool) {
+	step, ok := agent.StepFrom(ctx)
+	if !ok || step.State == nil {
+		return step, false
+	}
+	ci, ok := llm.CallInfoFrom(ctx)
+	return step, ok && ci.Path == step.Agent
 }
 
 // observe feeds a response's reported usage to the calibration and the

@@ -362,3 +362,52 @@ func TestContextFloorIsInputPlusOutput(t *testing.T) {
 		t.Errorf("the second request loads as %d (calibrated %d), want the floor 11500", got[1].Load(), got[1].Calibrated)
 	}
 }
+
+// helperModel reports 3× the estimate of a call a middleware makes on its
+// own behalf (CallInfo agent "helper") and the estimate itself for the
+// agent's: it calls echo once, then answers.
+type helperModel struct{ n int }
+
+func (m *helperModel) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	ci, _ := llm.CallInfoFrom(ctx)
+	est := tokens.Estimate(req).Total
+	if ci.Agent == "helper" {
+		return &llm.Response{Message: llm.Assistant("summary"), Usage: llm.Usage{InputTokens: 3 * est, OutputTokens: 50_000}, StopReason: llm.StopEnd}, nil
+	}
+	m.n++
+	usage := llm.Usage{InputTokens: est, OutputTokens: 1}
+	if m.n == 1 {
+		return &llm.Response{Message: llm.Assistant("", llm.ToolCall{ID: "c1", Name: "echo", Args: json.RawMessage(`{"text":"x"}`)}),
+			Usage: usage, StopReason: llm.StopToolCalls}, nil
+	}
+	return &llm.Response{Message: llm.Assistant("done"), Usage: usage, StopReason: llm.StopEnd}, nil
+}
+
+func (m *helperModel) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.StreamEvent, error] {
+	return llm.StreamOf(ctx, req, m.Generate)
+}
+
+// A call a middleware makes through the rest of the chain on its own
+// behalf (as compaction's summariser does when it has no model of its own)
+// is not the step's: its usage neither calibrates nor sets the floor.
+func TestCalibrationIgnoresAMiddlewaresOwnCalls(t *testing.T) {
+	helper := agent.Middleware{Name: "helper", WrapStream: func(ctx context.Context, req *llm.Request, next agent.StreamFunc) iter.Seq2[llm.StreamEvent, error] {
+		hctx := llm.WithCallInfo(ctx, llm.CallInfo{Agent: "helper"})
+		if _, err := llm.Collect(next(hctx, &llm.Request{Messages: []llm.Message{llm.User(strings.Repeat("summarise this. ", 100))}})); err != nil {
+			return func(yield func(llm.StreamEvent, error) bool) { yield(llm.StreamEvent{}, err) }
+		}
+		return next(ctx, req)
+	}}
+	a, meter := newMetered(t, agent.Config{Model: &helperModel{}, Tools: []tool.Tool{echoTool}, Middleware: []agent.Middleware{helper}, ContextWindow: 100_000})
+	reps, _ := requestReports(t, a, "Go.")
+	got := reps["parent"]
+	if len(got) != 2 {
+		t.Fatalf("%d requests, want 2", len(got))
+	}
+	if r := meter.Ratio(); r != 1 || got[1].Ratio != 1 {
+		t.Errorf("ratio %v (second request %v), want 1: the helper's calls calibrated", r, got[1].Ratio)
+	}
+	if got[1].LastReported >= 50_000 || got[1].LastReported == 0 {
+		t.Errorf("floor %d: want the agent's own previous call, not the helper's", got[1].LastReported)
+	}
+}
