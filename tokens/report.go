@@ -19,8 +19,8 @@ const (
 )
 
 // Report is how one model request's tokens split by source. The parts are
-// fast estimates (package tokens) scaled by the agent's calibration ratio,
-// so they add up to Calibrated; Free is what is left of the window. Memory
+// fast estimates (Estimate) scaled by the agent's calibration ratio, so
+// they add up to Calibrated; Free is what is left of the window. Memory
 // and Skills are the parts of the system prompt those features add (0 while
 // an agent has neither).
 type Report struct {
