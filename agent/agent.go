@@ -128,8 +128,8 @@ type Middleware struct {
 	BeforeModel func(ctx context.Context, step StepInfo, req *llm.Request) error
 	// SystemPart, when set, tags the text BeforeModel adds to the system
 	// prompt, so that each request's context report can count it apart
-	// (see package ledger for the tags it knows); untagged text counts as
-	// the system prompt.
+	// (tokens.MemoryPart and SkillsPart are the tags reports know);
+	// untagged text counts as the system prompt.
 	SystemPart string
 	// Measure, when set, measures each request as it is about to be sent:
 	// the report goes with the model.request event (RequestInfo.Context)
@@ -542,7 +542,7 @@ type Result struct {
 	// made none): the last one, the largest one, and their sum.
 	Context *tokens.Ledger `json:"context,omitempty"`
 	// ContextByAgent is the ledger of every agent path in the run tree,
-	// this run's and its subagents'; ledger.Tree sums it.
+	// this run's and its subagents'; tokens.LedgerTree sums it.
 	ContextByAgent map[string]tokens.Ledger `json:"context_by_agent,omitempty"`
 
 	err error
