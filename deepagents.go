@@ -21,6 +21,7 @@ import (
 	"github.com/deepagents-go/deepagents/approve"
 	"github.com/deepagents-go/deepagents/compact"
 	"github.com/deepagents-go/deepagents/fstools"
+	"github.com/deepagents-go/deepagents/ledger"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/memory"
 	"github.com/deepagents-go/deepagents/offload"
@@ -317,11 +318,14 @@ func New(cfg Config) (*agent.Agent, error) {
 		}
 		mw = append([]agent.Middleware{approve.Gate(cfg.InterruptOn)}, mw...)
 	}
-	return agent.New(agent.Config{
+	ac := agent.Config{
 		Name: cfg.Name, Model: cfg.Model, System: cfg.SystemPrompt, Tools: tools, Middleware: mw,
 		MaxSteps: cfg.MaxSteps, MaxParallel: cfg.MaxParallel, Backend: cfg.Backend, Response: rf, Stream: cfg.Stream,
 		Reasoning: cfg.Reasoning, ContextWindow: cfg.ContextWindow, ResponseLimits: cfg.ResponseLimits,
-	})
+	}
+	// The context ledger, last: it measures the requests as sent.
+	ac.Middleware = append(ac.Middleware, ledger.New(ac).Middleware())
+	return agent.New(ac)
 }
 
 // narrowMCP gives each subagent whose spec names MCP servers only those

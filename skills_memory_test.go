@@ -160,7 +160,7 @@ func TestContextReportCountsMemoryAndSkills(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var rep *agent.ContextReport
+		var rep *tokens.Report
 		if _, err := agent.Drain(a.Run(t.Context(), agent.Prompt("Start.")), func(e agent.Event) {
 			if e.Type == agent.ModelRequest && rep == nil {
 				rep = e.Request.Context
@@ -209,7 +209,7 @@ func TestForkContextReportCountsInheritedMemoryAndSkills(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reports := map[string]*agent.ContextReport{}
+	reports := map[string]*tokens.Report{}
 	if _, err := agent.Drain(a.Run(t.Context(), agent.Prompt("Start.")), func(e agent.Event) {
 		if e.Type == agent.ModelRequest && reports[e.Agent] == nil {
 			reports[e.Agent] = e.Request.Context
@@ -217,7 +217,7 @@ func TestForkContextReportCountsInheritedMemoryAndSkills(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	var parent, fork *agent.ContextReport
+	var parent, fork *tokens.Report
 	for who, rep := range reports {
 		if strings.Contains(who, "twin") {
 			fork = rep

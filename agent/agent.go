@@ -98,7 +98,8 @@ type Config struct {
 	Reasoning *llm.ReasoningConfig
 	// ContextWindow is the model's context window in tokens, 0 when unknown
 	// (see tokens.ProfileFor). The context report of every model request
-	// (RequestInfo.Context) measures the free space against it.
+	// (RequestInfo.Context, made by the agent's ledger: package ledger)
+	// measures the free space against it.
 	ContextWindow int
 	// ResponseLimits cap each model response (the zero value: 16 MiB of
 	// text, reasoning and tool-call arguments, 1,000 tool calls; see
@@ -117,10 +118,18 @@ type Middleware struct {
 	Prompt string
 	// BeforeModel may rewrite the request of each step before it is sent.
 	BeforeModel func(ctx context.Context, step StepInfo, req *llm.Request) error
-	// ContextPart, when set, is the part of each request's context report
-	// (ContextReport.Memory or Skills) that the text BeforeModel appends to
-	// the system prompt counts as; without it that text counts as System.
-	ContextPart ContextPart
+	// SystemPart, when set, tags the text BeforeModel adds to the system
+	// prompt, so that each request's context report can count it apart
+	// (tokens.MemoryPart and SkillsPart are the tags reports know);
+	// untagged text counts as the system prompt.
+	SystemPart string
+	// Measure, when set, measures each request as it is about to be sent:
+	// the report goes with the model.request event (RequestInfo.Context)
+	// and into the run's ledger (Result.Context), and StepInfo.Measure
+	// returns it. parts are the estimated tokens of the system prompt's
+	// tagged parts (SystemPart). The last middleware that has one
+	// measures; package ledger's does.
+	Measure func(step StepInfo, req *llm.Request, parts map[string]int) tokens.Report
 	// WrapModel wraps the model call at the level of its response. The
 	// events of each call it makes through next are passed on as they come,
 	// and the response it returns is the step's.
@@ -201,22 +210,30 @@ type StepInfo struct {
 	SetValue func(name string, v any) error
 	// AddUsage counts model calls a middleware made for this agent besides
 	// its steps, such as a summariser's, and what they used: in the run's
-	// usage and in its ledger (ContextLedger.SummarizerCalls and
+	// usage and in its ledger (tokens.Ledger.SummarizerCalls and
 	// Summarizer), so that the run's usage holds every token paid for it.
 	// Called on the loop's goroutine, like Emit.
 	AddUsage func(calls int, u llm.Usage)
+	// Keep saves a middleware's value under a reserved name (see
+	// ReservedValue) with the run's next checkpoint but out of State.Values;
+	// Kept returns it, or what a resumed run was saved with (nil when
+	// none). The context ledger keeps its calibration this way.
+	Keep func(name string, v any) error
+	Kept func(name string) json.RawMessage
 
-	measure func(*llm.Request) ContextReport
+	measure func(*llm.Request) tokens.Report
 }
 
 // Measure returns the context report req would have if it were sent now by
-// this step's agent: its window and calibration, and the previous call's
-// reported usage (see ContextReport.Load). Middleware that rewrite the
-// request, such as compaction, use it to decide and to check the result. A
-// StepInfo not made by the loop measures without a window or calibration.
-func (s StepInfo) Measure(req *llm.Request) ContextReport {
+// this step's agent, as the middleware that measures its requests makes it
+// (Middleware.Measure: with the agent's calibration and the previous
+// call's reported usage, see tokens.Report.Load), else the plain estimate
+// against the agent's window. Middleware that rewrite the request, such as
+// compaction, use it to decide and to check the result. A StepInfo not
+// made by the loop measures without a window or calibration.
+func (s StepInfo) Measure(req *llm.Request) tokens.Report {
 	if s.measure == nil {
-		return newContextReport(tokens.Estimate(req), 0, 0, 1, 0)
+		return tokens.NewReport(tokens.Estimate(req), nil, 1, 0)
 	}
 	return s.measure(req)
 }
@@ -308,11 +325,6 @@ type Agent struct {
 
 	tokOnce  sync.Once
 	tokTotal int
-
-	// calib learns the ratio of reported to estimated input tokens, kept
-	// under calibKey (the model's name, or the agent's).
-	calib    tokens.Calibrator
-	calibKey string
 }
 
 // New validates cfg and assembles an agent. Every rejection is a
@@ -334,7 +346,6 @@ func New(cfg Config) (*Agent, error) {
 	if a.name == "" {
 		a.name = DefaultName
 	}
-	a.calibKey = calibrationKey(cfg.Model, a.name)
 	if err := a.checkSettings(); err != nil {
 		return nil, err
 	}
@@ -554,10 +565,10 @@ type Result struct {
 	Checkpoints int `json:"checkpoints,omitempty"`
 	// Context is the ledger of this run's own model requests (nil when it
 	// made none): the last one, the largest one, and their sum.
-	Context *ContextLedger `json:"context,omitempty"`
+	Context *tokens.Ledger `json:"context,omitempty"`
 	// ContextByAgent is the ledger of every agent path in the run tree,
-	// this run's and its subagents'; ContextTotal sums it.
-	ContextByAgent map[string]ContextLedger `json:"context_by_agent,omitempty"`
+	// this run's and its subagents'; tokens.LedgerTree sums it.
+	ContextByAgent map[string]tokens.Ledger `json:"context_by_agent,omitempty"`
 
 	err error
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/tokens"
 	"github.com/deepagents-go/deepagents/vfs"
 )
 
@@ -168,7 +169,7 @@ type RequestInfo struct {
 	ToolTokens   int      `json:"tool_tokens"` // o200k tokens of the tool definitions
 	// Context is the request's context report: its estimated tokens by
 	// source and the window left.
-	Context *ContextReport `json:"context,omitempty"`
+	Context *tokens.Report `json:"context,omitempty"`
 }
 
 // ResponseInfo describes one model response.

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -27,7 +28,7 @@ type runConfig struct {
 	maxSteps int
 	timeout  time.Duration
 	system   *string
-	parts    map[ContextPart]int
+	parts    map[string]int
 	runtime  Runtime
 
 	ck        *ckConfig
@@ -52,15 +53,12 @@ func WithInstance(callID string) RunOption { return func(c *runConfig) { c.insta
 func WithTask(text string) RunOption { return func(c *runConfig) { c.task = text } }
 
 // WithSystem replaces the agent's system prompt for this run (a fork
-// subagent runs under its parent's prompt this way).
-func WithSystem(prompt string) RunOption { return func(c *runConfig) { c.system = &prompt } }
-
-// WithSystemParts says how many (estimated) tokens of the WithSystem prompt
-// are memory and skills, so that the context report counts them as such
-// rather than as system prompt: a fork inherits them with its parent's
-// prompt (tool.Env.SystemParts).
-func WithSystemParts(parts map[ContextPart]int) RunOption {
-	return func(c *runConfig) { c.parts = maps.Clone(parts) }
+// subagent runs under its parent's prompt this way). parts are the
+// estimated tokens of the prompt's tagged parts (Middleware.SystemPart), as
+// tool.Env.SystemParts gives them, so that the context report counts them
+// as the parent's did: a fork inherits them with its parent's prompt.
+func WithSystem(prompt string, parts map[string]int) RunOption {
+	return func(c *runConfig) { c.system, c.parts = &prompt, maps.Clone(parts) }
 }
 
 // WithRuntime runs the loop on rt (see Runtime); nil keeps the in-process
@@ -157,9 +155,6 @@ type run struct {
 	mem     *vfs.Memory
 	// estimates remembers message estimates for this run's requests.
 	estimates tokens.Cache
-	// sent is the request the model call actually sent (middleware may
-	// rewrite it), for calibration.
-	sent *llm.Request
 	// held are the subagent runs that stopped waiting for a person, by
 	// call id: not finished, so not saved as children, but what they did
 	// so far is in this run's result.
@@ -173,18 +168,16 @@ type run struct {
 	stepSpecs []llm.ToolSpec
 
 	// ledger counts this run's model requests, ctxTree its subagents' by
-	// path; lastReported is the previous call's reported input+output.
-	ledger       ContextLedger
-	ctxTree      map[string]ContextLedger
-	lastReported int
-	// calibSaved is the calibration ratio last checkpointed.
-	calibSaved float64
-	// claims is what middleware claimed of the current request's system
-	// prompt (Middleware.ContextPart).
+	// path.
+	ledger  tokens.Ledger
+	ctxTree map[string]tokens.Ledger
+	// kept are the values middleware keep out of the state (StepInfo.Keep).
+	kept map[string]json.RawMessage
+	// claims is what middleware tagged of the current request's system
+	// prompt (Middleware.SystemPart).
 	claims *claims
-	// inherited are the parts of a prompt given by WithSystem that count
-	// as memory and skills (WithSystemParts).
-	inherited map[ContextPart]int
+	// inherited are the tagged parts of a prompt given by WithSystem.
+	inherited map[string]int
 }
 
 func (a *Agent) newRun(in Input, rc runConfig) *run {
@@ -319,12 +312,12 @@ func (r *run) loop(parent context.Context) {
 		}
 		p, done, status, err := r.open(ctx)
 		if done {
-			r.restoreCalibration() // a run that had ended: the value is the loop's
+			r.takeKept() // a run that had ended: they are no part of its result
 			r.end(parent, cancelledBy(ctx, status, err), err)
 			return
 		}
 		pending = p
-		r.restoreCalibration()
+		r.takeKept()
 	default:
 		r.closeDangling()
 	}
@@ -465,7 +458,7 @@ func (r *run) result(status Status, err error) *Result {
 			}
 			for p, l := range kid.ContextByAgent {
 				if res.ContextByAgent == nil {
-					res.ContextByAgent = map[string]ContextLedger{}
+					res.ContextByAgent = map[string]tokens.Ledger{}
 				}
 				res.ContextByAgent[p] = res.ContextByAgent[p].Merge(l)
 			}

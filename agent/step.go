@@ -57,35 +57,35 @@ func (r *run) steps(ctx context.Context, pending *StepState) (Status, error) {
 				if err := m.BeforeModel(ctx, r.stepInfo(), req); err != nil {
 					return StatusError, fmt.Errorf("middleware %s: %w", m.Name, err)
 				}
-				if m.ContextPart != "" {
+				if m.SystemPart != "" {
 					if r.claims == nil {
 						r.claims = &claims{}
 					}
-					r.claims.claim(m.ContextPart, sys, tail, req)
+					r.claims.claim(m.SystemPart, sys, tail, req)
 				}
 			}
 		}
 		if len(r.inherited) > 0 && strings.HasPrefix(req.System, r.system) {
-			// A fork's prompt is its parent's as sent, memory and skills
+			// A fork's prompt is its parent's as sent, its tagged parts
 			// included.
 			if r.claims == nil {
 				r.claims = &claims{}
 			}
-			r.claims.memory += r.inherited[ContextMemory]
-			r.claims.skills += r.inherited[ContextSkills]
-			r.claims.inSystem[0] += r.inherited[ContextMemory]
-			r.claims.inSystem[1] += r.inherited[ContextSkills]
+			for part, n := range r.inherited {
+				r.claims.add(part, n, n)
+			}
 		}
 		if r.claims != nil {
 			// The prompt as sent: later hooks may have added to it.
 			r.claims.system, r.claims.tail = req.System, req.SystemTail
 		}
-		report, est := r.contextReport(req)
-		r.addContext(report)
-		r.emit(Event{Type: ModelRequest, Request: &RequestInfo{
-			Round: r.rs.Loop.Rounds, MessageCount: len(req.Messages), SystemChars: tokens.Chars(req.System),
-			Tools: r.toolNames(req), ToolTokens: r.toolTokens(req), Context: &report,
-		}})
+		reqInfo := &RequestInfo{Round: r.rs.Loop.Rounds, MessageCount: len(req.Messages), SystemChars: tokens.Chars(req.System),
+			Tools: r.toolNames(req), ToolTokens: r.toolTokens(req)}
+		if report, ok := r.report(req); ok {
+			r.ledger.Add(report)
+			reqInfo.Context = &report
+		}
+		r.emit(Event{Type: ModelRequest, Request: reqInfo})
 		start := r.rt.Now()
 		round := r.rs.Loop.Rounds
 		mctx := llm.WithCallInfo(ctx, llm.CallInfo{Agent: a.name, Instance: r.instance, Path: r.where, Task: r.task, Round: round,
@@ -130,11 +130,6 @@ func (r *run) steps(ctx context.Context, pending *StepState) (Status, error) {
 				}
 			}
 		}
-		if r.sent != nil && r.sent != req {
-			est = r.estimates.Estimate(r.sent)
-		}
-		r.sent = nil
-		r.observe(est.Total, resp.Usage)
 		r.rs.Loop.Usage = r.rs.Loop.Usage.Add(resp.Usage)
 		if r.ck != nil {
 			r.ck.usage = r.ck.usage.Add(resp.Usage)
@@ -228,7 +223,7 @@ func StepFrom(ctx context.Context) (StepInfo, bool) {
 // stepInfo describes the run to middleware hooks.
 func (r *run) stepInfo() StepInfo {
 	return StepInfo{Agent: r.where, Path: r.path, Round: r.rs.Loop.Rounds, State: &r.state, Files: r.backend, Emit: r.emit,
-		SetValue: r.setValue, AddUsage: r.addUsage, measure: r.measure}
+		SetValue: r.setValue, AddUsage: r.addUsage, Keep: r.keep, Kept: r.keptValue, measure: r.measure}
 }
 
 // setValue stores a middleware value in the run's state.

@@ -31,9 +31,6 @@ func (r *run) modelStream() StreamFunc {
 	stream := r.a.cfg.Stream
 	next := StreamFunc(func(ctx context.Context, req *llm.Request) iter.Seq2[llm.StreamEvent, error] {
 		return func(yield func(llm.StreamEvent, error) bool) {
-			// Calibration compares the provider's count with the request
-			// that reached the model, after any middleware rewrote it.
-			r.sent = req
 			// Providers read the limits from the context to bound what
 			// they keep and read themselves.
 			ctx := llm.WithResponseLimits(ctx, limits)

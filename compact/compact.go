@@ -198,7 +198,8 @@ func New(cfg Config) (agent.Middleware, error) {
 
 // estimate is req's size in tokens as the loop measures it
 // (StepInfo.Measure): calibrated by the agent's own ratio of reported to
-// estimated input tokens, unless NoCalibration asks for the plain estimate.
+// estimated input tokens when the agent has a ledger (package ledger),
+// unless NoCalibration asks for the plain estimate.
 func (c *compactor) estimate(step agent.StepInfo, req *llm.Request) int {
 	rep := step.Measure(req)
 	if c.cfg.NoCalibration {

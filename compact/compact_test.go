@@ -11,6 +11,7 @@ import (
 
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/compact"
+	"github.com/deepagents-go/deepagents/ledger"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
 	"github.com/deepagents-go/deepagents/tokens"
@@ -503,7 +504,9 @@ func TestCalibrationFiresEarlier(t *testing.T) {
 			return st, nil
 		}})
 		mw, _ := compact.New(compact.Config{TriggerTokens: 700, KeepMessages: 2, Model: m})
-		a, _ := agent.New(agent.Config{Model: m, Tools: []tool.Tool{echo}, Middleware: []agent.Middleware{mw}})
+		ac := agent.Config{Model: m, Tools: []tool.Tool{echo}, Middleware: []agent.Middleware{mw}}
+		ac.Middleware = append(ac.Middleware, ledger.New(ac).Middleware()) // the calibration
+		a, _ := agent.New(ac)
 		for ev, err := range a.Run(t.Context(), agent.Prompt("Please edit src/a.go and keep the limit at 30 s.")) {
 			if err != nil {
 				t.Fatal(err)

@@ -6,8 +6,10 @@ import (
 
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/compact"
+	"github.com/deepagents-go/deepagents/ledger"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
+	"github.com/deepagents-go/deepagents/tokens"
 	"github.com/deepagents-go/deepagents/tool"
 )
 
@@ -55,7 +57,9 @@ func TestSummarizerUsageIsInTheRunsUsage(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			a, err := agent.New(agent.Config{Model: m, Tools: []tool.Tool{echo}, Middleware: []agent.Middleware{mw}})
+			ac := agent.Config{Model: m, Tools: []tool.Tool{echo}, Middleware: []agent.Middleware{mw}}
+			ac.Middleware = append(ac.Middleware, ledger.New(ac).Middleware())
+			a, err := agent.New(ac)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -85,7 +89,7 @@ func TestSummarizerUsageIsInTheRunsUsage(t *testing.T) {
 			if got := res.UsageByAgent["parent"]; got != want {
 				t.Fatalf("usage of parent %+v, want %+v", got, want)
 			}
-			led := res.ContextTotal()
+			led := tokens.LedgerTree(res.Agent, res.ContextByAgent)
 			if led.SummarizerCalls != calls || led.Summarizer != summed || led.Calls != 4 {
 				t.Fatalf("ledger %d calls, summariser %d calls %+v; want 4, %d, %+v", led.Calls, led.SummarizerCalls, led.Summarizer, calls, summed)
 			}
@@ -95,9 +99,9 @@ func TestSummarizerUsageIsInTheRunsUsage(t *testing.T) {
 
 // A ledger merged from agents keeps every summariser call.
 func TestLedgerMergeKeepsSummarizerUsage(t *testing.T) {
-	a := agent.ContextLedger{Calls: 2, Sent: 10, SummarizerCalls: 1, Summarizer: llm.Usage{InputTokens: 7, OutputTokens: 1}}
-	b := agent.ContextLedger{SummarizerCalls: 2, Summarizer: llm.Usage{InputTokens: 5, OutputTokens: 2}}
-	for _, got := range []agent.ContextLedger{a.Merge(b), b.Merge(a)} {
+	a := tokens.Ledger{Calls: 2, Sent: 10, SummarizerCalls: 1, Summarizer: llm.Usage{InputTokens: 7, OutputTokens: 1}}
+	b := tokens.Ledger{SummarizerCalls: 2, Summarizer: llm.Usage{InputTokens: 5, OutputTokens: 2}}
+	for _, got := range []tokens.Ledger{a.Merge(b), b.Merge(a)} {
 		if got.Calls != 2 || got.Sent != 10 || got.SummarizerCalls != 3 || got.Summarizer != (llm.Usage{InputTokens: 12, OutputTokens: 3}) {
 			t.Fatalf("merged %+v", got)
 		}

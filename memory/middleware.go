@@ -12,6 +12,7 @@ import (
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/internal/safefile"
 	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/tokens"
 	"github.com/deepagents-go/deepagents/tool"
 	"github.com/deepagents-go/deepagents/vfs"
 )
@@ -198,7 +199,7 @@ func Middleware(cfg Config) (agent.Middleware, error) {
 	if _, err := vfs.NewComposite(vfs.NewMemory(nil), m.routes...); err != nil {
 		return agent.Middleware{}, fmt.Errorf("memory: %w", err)
 	}
-	out := agent.Middleware{Name: "memory", BeforeModel: m.beforeModel, ContextPart: agent.ContextMemory}
+	out := agent.Middleware{Name: "memory", BeforeModel: m.beforeModel, SystemPart: tokens.MemoryPart}
 	if len(m.routes) > 0 {
 		out.WrapTool = m.wrapTool
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/tokens"
 	"github.com/deepagents-go/deepagents/tool"
 	"github.com/deepagents-go/deepagents/vfs"
 )
@@ -72,7 +73,7 @@ func Middleware(cfg Config) (agent.Middleware, error) {
 		slices.Sort(m.only)
 		m.only = slices.Compact(m.only)
 	}
-	out := agent.Middleware{Name: "skills", BeforeModel: m.beforeModel, ContextPart: agent.ContextSkills}
+	out := agent.Middleware{Name: "skills", BeforeModel: m.beforeModel, SystemPart: tokens.SkillsPart}
 	if !cfg.NoMount {
 		out.WrapTool = m.wrapTool
 	}

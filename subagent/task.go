@@ -14,6 +14,7 @@ import (
 
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/approve"
+	"github.com/deepagents-go/deepagents/ledger"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/tool"
 )
@@ -316,6 +317,8 @@ func NewTask(cfg Config) (*Task, error) {
 			}
 			ac.Middleware = append([]agent.Middleware{approve.Gate(gates)}, ac.Middleware...)
 		}
+		// The context ledger, last: it measures the requests as sent.
+		ac.Middleware = append(ac.Middleware, ledger.New(ac).Middleware())
 		a, err := agent.New(ac)
 		if err != nil {
 			return nil, &ConfigError{Subagent: s.Name, Msg: fmt.Sprintf("SubAgent '%s': %v", s.Name, err), Err: err}
@@ -456,14 +459,7 @@ func (t *Task) RunNested(ctx context.Context, env *tool.Env, raw json.RawMessage
 			system = env.Request.System
 		}
 		in.Messages = append(append(make([]llm.Message, 0, len(history)+1), history...), llm.User(ForkPreamble+args.Description))
-		opts = append(opts, agent.WithSystem(system))
-		if len(env.SystemParts) > 0 {
-			parts := map[agent.ContextPart]int{}
-			for k, n := range env.SystemParts {
-				parts[agent.ContextPart(k)] = n
-			}
-			opts = append(opts, agent.WithSystemParts(parts))
-		}
+		opts = append(opts, agent.WithSystem(system, env.SystemParts))
 	} else {
 		in.Messages = []llm.Message{llm.User(args.Description)}
 	}

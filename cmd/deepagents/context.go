@@ -12,6 +12,7 @@ import (
 	"github.com/deepagents-go/deepagents/compact"
 	"github.com/deepagents-go/deepagents/config"
 	"github.com/deepagents-go/deepagents/providers"
+	"github.com/deepagents-go/deepagents/tokens"
 )
 
 // This file is the context ledger in the CLI: the model's window from the
@@ -43,12 +44,12 @@ func contextWindows(cfg *config.Config, spec providers.Spec, files []config.Agen
 // request of the session's own agent and a ledger per agent path.
 type contextLog struct {
 	root    string
-	last    *agent.ContextReport
-	byAgent map[string]agent.ContextLedger
+	last    *tokens.Report
+	byAgent map[string]tokens.Ledger
 	// compactions and summarizer count the session's compactions and what
 	// their summariser calls used (also in each turn's usage).
 	compactions int
-	summarizer  agent.ContextLedger
+	summarizer  tokens.Ledger
 }
 
 // startTurn forgets the previous turn's subagents (the last request of
@@ -70,7 +71,7 @@ func (l *contextLog) note(ev agent.Event) {
 	}
 	rep := *ev.Request.Context
 	if l.byAgent == nil {
-		l.byAgent = map[string]agent.ContextLedger{}
+		l.byAgent = map[string]tokens.Ledger{}
 	}
 	led := l.byAgent[ev.Agent]
 	led.Add(rep)
@@ -122,7 +123,7 @@ func (l *contextLog) write(w io.Writer) {
 // writeContextTable prints one request's tokens by source, each with its
 // share of the window (of the request, when the window is unknown), and the
 // free space.
-func writeContextTable(w io.Writer, who string, c agent.ContextReport) {
+func writeContextTable(w io.Writer, who string, c tokens.Report) {
 	base := c.Window
 	if base > 0 {
 		fmt.Fprintf(w, "Context of the last model call (%s): %s of %s tokens (%s)\n",

@@ -10,10 +10,11 @@ import (
 
 	"github.com/deepagents-go/deepagents/agent"
 	ot "github.com/deepagents-go/deepagents/providers/openai/openaitest"
+	"github.com/deepagents-go/deepagents/tokens"
 )
 
 func TestContextTable(t *testing.T) {
-	withWindow := agent.ContextReport{System: 1200, Tools: 5400, Messages: 3000, ToolResults: 12_400, Free: 178_000,
+	withWindow := tokens.Report{System: 1200, Tools: 5400, Messages: 3000, ToolResults: 12_400, Free: 178_000,
 		Window: 200_000, Estimated: 11_000, Calibrated: 22_000, Ratio: 2}
 	var b strings.Builder
 	writeContextTable(&b, "parent", withWindow)
@@ -32,7 +33,7 @@ Estimated at 11,000 tokens, scaled by 2.00 to match the usage the provider repor
 	}
 
 	b.Reset()
-	writeContextTable(&b, "parent", agent.ContextReport{System: 25, Tools: 50, Messages: 25, Estimated: 100, Calibrated: 100, Ratio: 1})
+	writeContextTable(&b, "parent", tokens.Report{System: 25, Tools: 50, Messages: 25, Estimated: 100, Calibrated: 100, Ratio: 1})
 	want = `Context of the last model call (parent): 100 tokens; the model's window is unknown (set context_window in a [models."provider:model"] table), so shares are of the request
   system prompt              25   25.0%
   tool definitions           50   50.0%
@@ -63,7 +64,7 @@ func TestContextLogListsSubagents(t *testing.T) {
 	}
 	req := func(who, task string, cal int) agent.Event {
 		return agent.Event{Type: agent.ModelRequest, Agent: who, TaskCall: task, Request: &agent.RequestInfo{
-			Context: &agent.ContextReport{Messages: cal, Estimated: cal, Calibrated: cal, Ratio: 1, Window: 10_000, Free: 10_000 - cal}}}
+			Context: &tokens.Report{Messages: cal, Estimated: cal, Calibrated: cal, Ratio: 1, Window: 10_000, Free: 10_000 - cal}}}
 	}
 	l.startTurn()
 	l.note(req("parent", "", 100))

@@ -25,6 +25,7 @@ import (
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/providers"
 	"github.com/deepagents-go/deepagents/runner"
+	"github.com/deepagents-go/deepagents/tokens"
 )
 
 // runFlags are the flags of `deepagents run`.
@@ -1013,9 +1014,9 @@ type runSummary struct {
 	// the turn: its tokens by source and the window left; ContextByAgent
 	// sums every agent path's requests (count, tokens sent, last and
 	// largest request), and ContextTotal all of them together.
-	Context        *agent.ContextReport           `json:"context,omitempty"`
-	ContextByAgent map[string]agent.ContextLedger `json:"context_by_agent,omitempty"`
-	ContextTotal   *agent.ContextLedger           `json:"context_total,omitempty"`
+	Context        *tokens.Report           `json:"context,omitempty"`
+	ContextByAgent map[string]tokens.Ledger `json:"context_by_agent,omitempty"`
+	ContextTotal   *tokens.Ledger           `json:"context_total,omitempty"`
 	// UntrustedProject lists the memory files and skills of a project the
 	// user has not trusted, which went to the model as written (see
 	// listProjectFiles); absent when trusted or there are none.
@@ -1049,7 +1050,7 @@ func summarise(res *agent.Result, transcript string) runSummary {
 	}
 	out.ContextByAgent = res.ContextByAgent
 	if len(res.ContextByAgent) > 0 {
-		total := res.ContextTotal()
+		total := tokens.LedgerTree(res.Agent, res.ContextByAgent)
 		out.ContextTotal = &total
 	}
 	for id, c := range res.Children {

@@ -1,4 +1,4 @@
-package agent_test
+package ledger_test
 
 import (
 	"context"
@@ -9,11 +9,30 @@ import (
 	"testing"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/ledger"
 	"github.com/deepagents-go/deepagents/llm"
-	"github.com/deepagents-go/deepagents/llm/scripted"
 	"github.com/deepagents-go/deepagents/tokens"
 	"github.com/deepagents-go/deepagents/tool"
 )
+
+// newMetered returns an agent with cfg and its ledger, last among its
+// middleware.
+func newMetered(t *testing.T, cfg agent.Config) (*agent.Agent, *ledger.Meter) {
+	t.Helper()
+	m := ledger.New(cfg)
+	cfg.Middleware = append(append([]agent.Middleware{}, cfg.Middleware...), m.Middleware())
+	a, err := agent.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, m
+}
+
+func newAgent(t *testing.T, cfg agent.Config) *agent.Agent {
+	t.Helper()
+	a, _ := newMetered(t, cfg)
+	return a
+}
 
 // ledgerModel is a model whose provider reports `factor` times our own
 // estimate of each request as its input tokens. Each answer asks for one
@@ -75,9 +94,9 @@ var echoTool = tool.MustFunc("echo", "Say it back.", func(_ context.Context, _ *
 
 // requestReports runs a and returns the context reports of its model
 // requests, in order, by agent path.
-func requestReports(t *testing.T, a *agent.Agent, prompt string) (map[string][]agent.ContextReport, *agent.Result) {
+func requestReports(t *testing.T, a *agent.Agent, prompt string) (map[string][]tokens.Report, *agent.Result) {
 	t.Helper()
-	reps := map[string][]agent.ContextReport{}
+	reps := map[string][]tokens.Report{}
 	var mu sync.Mutex
 	res, err := agent.Drain(a.Run(context.Background(), agent.Prompt(prompt)), func(ev agent.Event) {
 		if ev.Type == agent.ModelRequest {
@@ -102,10 +121,7 @@ func requestReports(t *testing.T, a *agent.Agent, prompt string) (map[string][]a
 func TestCalibrationInTheLoop(t *testing.T) {
 	const window = 40_000
 	m := &ledgerModel{name: "double-counter", factor: 2, calls: 7, grow: -1}
-	a := newAgent(t, agent.Config{Model: m, System: "Be brief.", Tools: []tool.Tool{echoTool}, ContextWindow: window})
-	if a.CalibrationKey() != "double-counter" {
-		t.Fatalf("calibration key %q; the model's name expected", a.CalibrationKey())
-	}
+	a, meter := newMetered(t, agent.Config{Model: m, System: "Be brief.", Tools: []tool.Tool{echoTool}, ContextWindow: window})
 	reps, _ := requestReports(t, a, strings.Repeat("Please look at this. ", 40))
 	got := reps["parent"]
 	if len(got) != 8 {
@@ -119,11 +135,11 @@ func TestCalibrationInTheLoop(t *testing.T) {
 			t.Errorf("request %d: ratio %.3f after %d reports", i+3, r.Ratio, i+3)
 		}
 	}
-	if r := a.Calibrator().Ratio(a.CalibrationKey()); r < 1.8 || r > 2.0 {
+	if r := meter.Ratio(); r < 1.8 || r > 2.0 {
 		t.Errorf("agent's ratio after the run: %.3f", r)
 	}
 	threshold := window * 85 / 100
-	first := func(size func(agent.ContextReport) int) int {
+	first := func(size func(tokens.Report) int) int {
 		for i, r := range got {
 			if size(r) >= threshold {
 				return i
@@ -131,8 +147,8 @@ func TestCalibrationInTheLoop(t *testing.T) {
 		}
 		return -1
 	}
-	calibrated := first(func(r agent.ContextReport) int { return r.Load() })
-	raw := first(func(r agent.ContextReport) int { return r.Estimated })
+	calibrated := first(func(r tokens.Report) int { return r.Load() })
+	raw := first(func(r tokens.Report) int { return r.Estimated })
 	if calibrated < 0 || raw < 0 || calibrated != raw-1 {
 		var sizes []int
 		for _, r := range got {
@@ -181,7 +197,7 @@ func TestContextReportAddsUp(t *testing.T) {
 	if !strings.Contains(string(b), `"free":`) {
 		t.Errorf("a report with a window has no free space in JSON: %s", b)
 	}
-	var back agent.ContextReport
+	var back tokens.Report
 	if err := json.Unmarshal(b, &back); err != nil || back != got[0] {
 		t.Errorf("JSON round trip: %+v, %v", back, err)
 	}
@@ -241,7 +257,7 @@ func TestContextLedgerPerSubagent(t *testing.T) {
 	if pl.Calls != len(reps["parent"]) || cl.Calls != len(reps[cp]) || cl.Calls != 3 {
 		t.Fatalf("calls by path: parent %d (%d seen), child %d (%d seen)", pl.Calls, len(reps["parent"]), cl.Calls, len(reps[cp]))
 	}
-	total := res.ContextTotal()
+	total := tokens.LedgerTree(res.Agent, res.ContextByAgent)
 	if total.Calls != pl.Calls+cl.Calls || total.Sent != pl.Sent+cl.Sent || total.Last != pl.Last {
 		t.Errorf("tree total %+v from parent %+v and child %+v", total, pl, cl)
 	}
@@ -258,7 +274,7 @@ func TestContextLedgerPerSubagent(t *testing.T) {
 // window, same calibration, same floor from the previous call's usage.
 func TestStepInfoMeasure(t *testing.T) {
 	m := &ledgerModel{name: "m", factor: 1.5, calls: 2, grow: 800}
-	var measured []agent.ContextReport
+	var measured []tokens.Report
 	mw := agent.Middleware{Name: "measure", BeforeModel: func(_ context.Context, st agent.StepInfo, req *llm.Request) error {
 		measured = append(measured, st.Measure(req))
 		return nil
@@ -284,7 +300,7 @@ func TestStepInfoMeasure(t *testing.T) {
 }
 
 // A middleware that shrinks the request inside the model call (as
-// compaction does) does not skew the calibration: the loop compares the
+// compaction does) does not skew the calibration: the ledger compares the
 // provider's count with the request that reached the model.
 func TestCalibrationUsesTheRequestSent(t *testing.T) {
 	m := &ledgerModel{name: "double-counter", factor: 2, calls: 5, grow: -1}
@@ -293,11 +309,11 @@ func TestCalibrationUsesTheRequestSent(t *testing.T) {
 		r.Messages = r.Messages[len(r.Messages)-1:]
 		return next(ctx, &r)
 	}}
-	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{echoTool}, Middleware: []agent.Middleware{shrink}})
+	a, meter := newMetered(t, agent.Config{Model: m, Tools: []tool.Tool{echoTool}, Middleware: []agent.Middleware{shrink}})
 	if _, err := a.Invoke(t.Context(), agent.Prompt(strings.Repeat("Please look at this. ", 40))); err != nil {
 		t.Fatal(err)
 	}
-	if r := a.Calibrator().Ratio(a.CalibrationKey()); r < 1.8 || r > 2.0 {
+	if r := meter.Ratio(); r < 1.8 || r > 2.0 {
 		t.Fatalf("ratio %.3f; the model reports 2× what it was sent", r)
 	}
 }
@@ -347,26 +363,51 @@ func TestContextFloorIsInputPlusOutput(t *testing.T) {
 	}
 }
 
-// Model calls a middleware makes for the agent (a summariser's) count in
-// the run's usage and ledger when the middleware reports them
-// (StepInfo.AddUsage); an event that mentions usage counts nothing.
-func TestAddUsageCountsInTheRunAndItsLedger(t *testing.T) {
-	helper := agent.Middleware{Name: "helper", BeforeModel: func(_ context.Context, step agent.StepInfo, _ *llm.Request) error {
-		step.AddUsage(2, llm.Usage{InputTokens: 100, OutputTokens: 10})
-		step.Emit(agent.Event{Type: "compaction.end", Payload: &agent.Payload{Key: "compaction", Value: map[string]any{
-			"trigger": "auto", "summarizer_calls": 5, "usage": llm.Usage{InputTokens: 7000, OutputTokens: 700}}}})
-		return nil
+// helperModel reports 3× the estimate of a call a middleware makes on its
+// own behalf (CallInfo agent "helper") and the estimate itself for the
+// agent's: it calls echo once, then answers.
+type helperModel struct{ n int }
+
+func (m *helperModel) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	ci, _ := llm.CallInfoFrom(ctx)
+	est := tokens.Estimate(req).Total
+	if ci.Agent == "helper" {
+		return &llm.Response{Message: llm.Assistant("summary"), Usage: llm.Usage{InputTokens: 3 * est, OutputTokens: 50_000}, StopReason: llm.StopEnd}, nil
+	}
+	m.n++
+	usage := llm.Usage{InputTokens: est, OutputTokens: 1}
+	if m.n == 1 {
+		return &llm.Response{Message: llm.Assistant("", llm.ToolCall{ID: "c1", Name: "echo", Args: json.RawMessage(`{"text":"x"}`)}),
+			Usage: usage, StopReason: llm.StopToolCalls}, nil
+	}
+	return &llm.Response{Message: llm.Assistant("done"), Usage: usage, StopReason: llm.StopEnd}, nil
+}
+
+func (m *helperModel) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.StreamEvent, error] {
+	return llm.StreamOf(ctx, req, m.Generate)
+}
+
+// A call a middleware makes through the rest of the chain on its own
+// behalf (as compaction's summariser does when it has no model of its own)
+// is not the step's: its usage neither calibrates nor sets the floor.
+func TestCalibrationIgnoresAMiddlewaresOwnCalls(t *testing.T) {
+	helper := agent.Middleware{Name: "helper", WrapStream: func(ctx context.Context, req *llm.Request, next agent.StreamFunc) iter.Seq2[llm.StreamEvent, error] {
+		hctx := llm.WithCallInfo(ctx, llm.CallInfo{Agent: "helper"})
+		if _, err := llm.Collect(next(hctx, &llm.Request{Messages: []llm.Message{llm.User(strings.Repeat("summarise this. ", 100))}})); err != nil {
+			return func(yield func(llm.StreamEvent, error) bool) { yield(llm.StreamEvent{}, err) }
+		}
+		return next(ctx, req)
 	}}
-	m := scripted.New(scripted.Script{"parent": steps(scripted.Step{Content: "done", Usage: &llm.Usage{InputTokens: 40, OutputTokens: 4}})}, scripted.Options{})
-	res, err := newAgent(t, agent.Config{Model: m, Middleware: []agent.Middleware{helper}}).Invoke(t.Context(), agent.Prompt("go"))
-	if err != nil {
-		t.Fatal(err)
+	a, meter := newMetered(t, agent.Config{Model: &helperModel{}, Tools: []tool.Tool{echoTool}, Middleware: []agent.Middleware{helper}, ContextWindow: 100_000})
+	reps, _ := requestReports(t, a, "Go.")
+	got := reps["parent"]
+	if len(got) != 2 {
+		t.Fatalf("%d requests, want 2", len(got))
 	}
-	want := llm.Usage{InputTokens: 140, OutputTokens: 14}
-	if res.Usage.InputTokens != want.InputTokens || res.Usage.OutputTokens != want.OutputTokens {
-		t.Errorf("usage %+v, want the model's and the helper's: %+v", res.Usage, want)
+	if r := meter.Ratio(); r != 1 || got[1].Ratio != 1 {
+		t.Errorf("ratio %v (second request %v), want 1: the helper's calls calibrated", r, got[1].Ratio)
 	}
-	if res.Context == nil || res.Context.SummarizerCalls != 2 || res.Context.Summarizer.InputTokens != 100 {
-		t.Errorf("ledger %+v, want the helper's 2 calls and 100 input tokens", res.Context)
+	if got[1].LastReported >= 50_000 || got[1].LastReported == 0 {
+		t.Errorf("floor %d: want the agent's own previous call, not the helper's", got[1].LastReported)
 	}
 }
