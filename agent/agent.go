@@ -40,6 +40,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/tokens"
@@ -190,6 +191,10 @@ type StepInfo struct {
 	// Summarizer), so that the run's usage holds every token paid for it.
 	// Called on the loop's goroutine, like Emit.
 	AddUsage func(calls int, u llm.Usage)
+	// Now is the run's clock (its Runtime's Now). Middleware that record
+	// when something happened, such as tracing, read it so that their
+	// times agree with the run's events.
+	Now func() time.Time
 
 	measure func(*llm.Request) ContextReport
 }
