@@ -2,11 +2,13 @@ package daotel
 
 import (
 	"context"
+	"slices"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/subagent"
 )
 
 type recorderKey struct{}
@@ -41,8 +43,8 @@ type lastRun struct {
 // context (see WithRecorder). Without a recorder in the context it does
 // nothing. Install it on the top-level agent (deepagents.Config
 // Middleware), where forks inherit it, and on each isolated subagent whose
-// model calls should be traced (its spec's Middleware): a model call made
-// without it has no chat span. The other spans of subagents come from the
+// model calls should be traced (its spec's Middleware, see Subagents): a
+// model call made without it has no chat span. The other spans of subagents come from the
 // parent's recorder.
 func Middleware() agent.Middleware {
 	return agent.Middleware{
@@ -50,6 +52,21 @@ func Middleware() agent.Middleware {
 		WrapStream: wrapStream,
 		AfterRun:   afterRun,
 	}
+}
+
+// Subagents returns specs with Middleware added to each isolated
+// subagent, whose model calls it then traces; forks run their parent's
+// middleware and are left as they are. Pass
+// deepagents.WithGeneralPurpose(specs) to include the default
+// general-purpose subagent.
+func Subagents(specs []subagent.Spec) []subagent.Spec {
+	out := slices.Clone(specs)
+	for i := range out {
+		if out[i].Mode != subagent.Fork {
+			out[i].Middleware = append(slices.Clone(out[i].Middleware), Middleware())
+		}
+	}
+	return out
 }
 
 // afterRun links the top-level span to the thread's previous run and

@@ -26,7 +26,6 @@ import (
 	"github.com/deepagents-go/deepagents/llm/scripted"
 	daotel "github.com/deepagents-go/deepagents/otel"
 	"github.com/deepagents-go/deepagents/runner"
-	"github.com/deepagents-go/deepagents/subagent"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden span trees in testdata/golden")
@@ -55,12 +54,7 @@ func buildAgent(t *testing.T, script string, cfg deepagents.Config) *agent.Agent
 	cfg.Middleware = append(cfg.Middleware, daotel.Middleware())
 	// Isolated subagents run their own middleware: the chat spans of their
 	// model calls come from an otel middleware of their own.
-	cfg.Subagents = deepagents.WithGeneralPurpose(cfg.Subagents)
-	for i := range cfg.Subagents {
-		if cfg.Subagents[i].Mode != subagent.Fork {
-			cfg.Subagents[i].Middleware = append(slices.Clone(cfg.Subagents[i].Middleware), daotel.Middleware())
-		}
-	}
+	cfg.Subagents = daotel.Subagents(deepagents.WithGeneralPurpose(cfg.Subagents))
 	a, err := deepagents.New(cfg)
 	if err != nil {
 		t.Fatal(err)
