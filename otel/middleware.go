@@ -37,15 +37,16 @@ type lastRun struct {
 }
 
 // Middleware returns the agent middleware that makes the chat span of
-// every model call of the agents it is installed on (see wrapStream), and
-// links a run to the thread's previous run — the run it resumed after an
-// interrupt, or the turn before — for the Recorder found in the run's
+// every model call of the agents it is installed on, from the call's
+// stream (started when the request goes out, ended when the stream ends),
+// and links a run to the thread's previous run — the run it resumed after
+// an interrupt, or the turn before — for the Recorder found in the run's
 // context (see WithRecorder). Without a recorder in the context it does
 // nothing. Install it on the top-level agent (deepagents.Config
 // Middleware), where forks inherit it, and on each isolated subagent whose
 // model calls should be traced (its spec's Middleware, see Subagents): a
-// model call made without it has no chat span. The other spans of subagents come from the
-// parent's recorder.
+// model call made without it has no chat span. The other spans of
+// subagents come from the parent's recorder.
 func Middleware() agent.Middleware {
 	return agent.Middleware{
 		Name:       "otel",
