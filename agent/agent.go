@@ -41,6 +41,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/tokens"
@@ -220,6 +221,10 @@ type StepInfo struct {
 	// none). The context ledger keeps its calibration this way.
 	Keep func(name string, v any) error
 	Kept func(name string) json.RawMessage
+	// Now is the run's clock (its Runtime's Now). Middleware that record
+	// when something happened, such as tracing, read it so that their
+	// times agree with the run's events.
+	Now func() time.Time
 
 	measure func(*llm.Request) tokens.Report
 }

@@ -4,7 +4,14 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/llm"
 )
 
 func TestTruncate(t *testing.T) {
@@ -182,5 +189,44 @@ func TestSetupRefusesOtherProtocols(t *testing.T) {
 				t.Errorf("Setup returned tracing with a refused protocol")
 			}
 		})
+	}
+}
+
+// A subagent's model call may end before the recorder sees the subagent's
+// run.start (the child's events pass through its parent's loop): its chat
+// span waits for the child's span and is made under it, with the call's
+// own times.
+func TestChatBeforeItsRunStart(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	r := NewRecorder(context.Background(), Config{TracerProvider: tp, Model: "m"})
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	const child = "parent / general-purpose#t1"
+	r.Record(agent.Event{Type: agent.RunStart, Agent: "parent", Time: at(0), Run: &agent.RunInfo{}})
+	r.chatEnded(&chatCall{path: child, start: at(2), end: at(3), resp: &llm.Response{StopReason: llm.StopEnd}})
+	if n := len(exp.GetSpans()); n != 0 {
+		t.Fatalf("%d spans ended before the child's run started", n)
+	}
+	r.Record(agent.Event{Type: agent.RunStart, Agent: child, TaskCall: "t1", Time: at(1), Run: &agent.RunInfo{}})
+	r.Record(agent.Event{Type: agent.RunEnd, Agent: child, TaskCall: "t1", Time: at(4), Run: &agent.RunInfo{Status: agent.StatusOK}})
+	r.Record(agent.Event{Type: agent.RunEnd, Agent: "parent", Time: at(5), Run: &agent.RunInfo{Status: agent.StatusOK}})
+	var chat, run tracetest.SpanStub
+	for _, s := range exp.GetSpans() {
+		switch s.Name {
+		case "chat m":
+			chat = s
+		case "invoke_agent general-purpose":
+			run = s
+		}
+	}
+	if !chat.SpanContext.IsValid() || chat.Parent.SpanID() != run.SpanContext.SpanID() {
+		t.Fatalf("the chat span %v is not under the child's run %v", chat.Parent.SpanID(), run.SpanContext.SpanID())
+	}
+	if !chat.StartTime.Equal(at(2)) || !chat.EndTime.Equal(at(3)) {
+		t.Errorf("chat span %v..%v, want the call's times", chat.StartTime, chat.EndTime)
+	}
+	if len(r.early) != 0 {
+		t.Errorf("calls still waiting: %v", r.early)
 	}
 }

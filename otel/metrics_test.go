@@ -2,6 +2,8 @@ package daotel_test
 
 import (
 	"context"
+	"errors"
+	"iter"
 	"testing"
 	"time"
 
@@ -12,28 +14,53 @@ import (
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/llm"
 	daotel "github.com/deepagents-go/deepagents/otel"
+	"github.com/deepagents-go/deepagents/tool"
 )
 
-// The GenAI client metrics come from the events' times and usage: one
-// streamed call that answers and one that fails for good.
+// The GenAI client metrics come from the model calls the otel wrapper
+// sees, timed by the run's clock: one streamed call that answers (first
+// chunk after 0.3 s, done after 1.5 s) and one that fails for good after
+// 0.5 s.
 func TestMetrics(t *testing.T) {
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	h := newHarness(t)
 	rec := daotel.NewRecorder(context.Background(), daotel.Config{TracerProvider: h.tp, MeterProvider: mp, Model: "m1", Provider: "openai"})
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
-	for _, ev := range []agent.Event{
-		{Type: agent.RunStart, Agent: "parent", Time: at(0), Run: &agent.RunInfo{}},
-		{Type: agent.ModelRequest, Agent: "parent", Time: at(100), Request: &agent.RequestInfo{Round: 0}},
-		{Type: agent.ModelDelta, Agent: "parent", Time: at(400), Delta: &llm.StreamEvent{}},
-		{Type: agent.ModelDelta, Agent: "parent", Time: at(900), Delta: &llm.StreamEvent{}},
-		{Type: agent.ModelResponse, Agent: "parent", Time: at(1600), Response: &agent.ResponseInfo{Round: 0, StopReason: llm.StopEnd,
-			Usage: llm.Usage{InputTokens: 100, OutputTokens: 20, CachedInputTokens: 80}}},
-		{Type: agent.ModelRequest, Agent: "parent", Time: at(2000), Request: &agent.RequestInfo{Round: 1}},
-		{Type: agent.RunEnd, Agent: "parent", Time: at(2500), Run: &agent.RunInfo{Status: agent.StatusError, Error: "boom"}},
-	} {
-		rec.Record(ev)
+	rt := agent.NewSequential(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	calls := 0
+	model := streamFunc(func(ctx context.Context, _ *llm.Request) iter.Seq2[llm.StreamEvent, error] {
+		calls++
+		first := calls == 1
+		return func(yield func(llm.StreamEvent, error) bool) {
+			if !first {
+				rt.Advance(ms(500))
+				yield(llm.StreamEvent{}, errors.New("boom"))
+				return
+			}
+			call := llm.ToolCall{ID: "n1", Name: "noop", Args: []byte(`{}`)}
+			rt.Advance(ms(300))
+			if !yield(llm.StreamEvent{Type: llm.EventToolCallStart, ToolCall: &llm.ToolCall{ID: call.ID, Name: call.Name}}, nil) {
+				return
+			}
+			rt.Advance(ms(500))
+			if !yield(llm.StreamEvent{Type: llm.EventToolCallDelta, ArgsDelta: "{}"}, nil) {
+				return
+			}
+			rt.Advance(ms(700))
+			yield(llm.StreamEvent{Type: llm.EventDone, Response: &llm.Response{
+				Message: llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{call}}, StopReason: llm.StopToolCalls,
+				Usage: llm.Usage{InputTokens: 100, OutputTokens: 20, CachedInputTokens: 80}}}, nil)
+		}
+	})
+	noop := tool.MustFunc("noop", "Does nothing.", func(context.Context, *tool.Env, struct{}) (string, error) { return "ok", nil })
+	a, err := agent.New(agent.Config{Model: model, Stream: true, Tools: []tool.Tool{noop}, Middleware: []agent.Middleware{daotel.Middleware()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := daotel.WithRecorder(context.Background(), rec)
+	if res, _ := agent.Drain(rec.Observe(a.Run(ctx, agent.Prompt("go"), agent.WithRuntime(rt))), nil); res == nil || res.Status != agent.StatusError || calls != 2 {
+		t.Fatalf("run %+v after %d calls, want an error on the second", res, calls)
 	}
 	var rm metricdata.ResourceMetrics
 	if err := reader.Collect(context.Background(), &rm); err != nil {

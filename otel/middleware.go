@@ -2,14 +2,13 @@ package daotel
 
 import (
 	"context"
-	"errors"
-	"iter"
+	"slices"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/deepagents-go/deepagents/agent"
-	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/subagent"
 )
 
 type recorderKey struct{}
@@ -37,14 +36,17 @@ type lastRun struct {
 	Status  agent.Status `json:"status"`
 }
 
-// Middleware returns the agent middleware that adds what events do not
-// carry to the spans of the Recorder found in the run's context (see
-// WithRecorder): the model a provider answered with, the error kind of a
-// failed model call, the request's messages (when content capture is on),
-// and the link from a run to the thread's previous run — the run it resumed
-// after an interrupt, or the turn before. Without a recorder in the context
-// it does nothing. Install it on the top-level agent (deepagents.Config
-// Middleware); subagents are covered by their parent's recorder.
+// Middleware returns the agent middleware that makes the chat span of
+// every model call of the agents it is installed on, from the call's
+// stream (started when the request goes out, ended when the stream ends),
+// and links a run to the thread's previous run — the run it resumed after
+// an interrupt, or the turn before — for the Recorder found in the run's
+// context (see WithRecorder). Without a recorder in the context it does
+// nothing. Install it on the top-level agent (deepagents.Config
+// Middleware), where forks inherit it, and on each isolated subagent whose
+// model calls should be traced (its spec's Middleware, see Subagents): a
+// model call made without it has no chat span. The other spans of
+// subagents come from the parent's recorder.
 func Middleware() agent.Middleware {
 	return agent.Middleware{
 		Name:       "otel",
@@ -53,48 +55,19 @@ func Middleware() agent.Middleware {
 	}
 }
 
-// wrapStream notes, for the recorder's chat span of the call, the request
-// as sent (when content is captured), the model that answered (from the
-// stream's response) and the kind of error that ended the stream.
-func wrapStream(ctx context.Context, req *llm.Request, next agent.StreamFunc) iter.Seq2[llm.StreamEvent, error] {
-	r := recorderFrom(ctx)
-	step, ok := agent.StepFrom(ctx)
-	if r == nil || !ok {
-		return next(ctx, req)
-	}
-	return func(yield func(llm.StreamEvent, error) bool) {
-		if r.capture {
-			input := inputMessages(req.Messages)
-			system := systemInstructions(req.System, req.SystemTail)
-			r.noteModel(step.Agent, step.Round, func(n *modelNote) { n.input, n.system = input, system })
-		}
-		for ev, err := range next(ctx, req) {
-			switch {
-			case err != nil:
-				typ := errorType(err)
-				r.noteModel(step.Agent, step.Round, func(n *modelNote) { n.errType = typ })
-			case ev.Type == llm.EventDone && ev.Response != nil && ev.Response.Model != "":
-				r.noteModel(step.Agent, step.Round, func(n *modelNote) { n.responseModel = ev.Response.Model })
-			}
-			if !yield(ev, err) || err != nil {
-				return
-			}
+// Subagents returns specs with Middleware added to each isolated
+// subagent, whose model calls it then traces; forks run their parent's
+// middleware and are left as they are. Pass
+// deepagents.WithGeneralPurpose(specs) to include the default
+// general-purpose subagent.
+func Subagents(specs []subagent.Spec) []subagent.Spec {
+	out := slices.Clone(specs)
+	for i := range out {
+		if out[i].Mode != subagent.Fork {
+			out[i].Middleware = append(slices.Clone(out[i].Middleware), Middleware())
 		}
 	}
-}
-
-// errorType is the error.type of a failed model call.
-func errorType(err error) string {
-	var ae *llm.APIError
-	switch {
-	case errors.As(err, &ae) && ae.Kind != "":
-		return string(ae.Kind)
-	case errors.Is(err, context.Canceled):
-		return "cancelled"
-	case errors.Is(err, context.DeadlineExceeded):
-		return "timeout"
-	}
-	return "_OTHER"
+	return out
 }
 
 // afterRun links the top-level span to the thread's previous run and

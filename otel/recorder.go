@@ -93,10 +93,13 @@ type Config struct {
 	MeterProvider metric.MeterProvider
 }
 
-// Recorder builds spans from the events of one run (and of the runs of its
-// subagents). Feed it every event of the run in order, with Record or by
-// wrapping the stream with Observe. It is safe for concurrent use, so that
-// Middleware may reach it from the agent's goroutines.
+// Recorder builds the spans of one run (and of the runs of its subagents).
+// The run's events make the invoke_agent, execute_tool, interrupt, resume
+// and compaction parts: feed it every event of the run in order, with
+// Record or by wrapping the stream with Observe. The chat spans of model
+// calls come from Middleware, which sees each call's stream, not from the
+// model events. It is safe for concurrent use, so that Middleware may reach
+// it from the agent's goroutines.
 type Recorder struct {
 	cfg     Config
 	tracer  trace.Tracer
@@ -108,36 +111,19 @@ type Recorder struct {
 	mu     sync.Mutex
 	parent context.Context
 	agents map[string]*agentSpans
-	models map[modelKey]*modelNote
-	root   trace.Span
+	// early are the finished model calls of agents whose run.start has not
+	// been recorded yet, by agent path (see chatEnded).
+	early map[string][]*chatCall
+	root  trace.Span
 }
 
 type agentSpans struct {
 	path  string
 	span  trace.Span
 	ctx   context.Context
-	chat  trace.Span
-	round int
-	// chatStart is when the open chat span started; chunked is set once its
-	// first streamed chunk came.
-	chatStart time.Time
-	chunked   bool
-	tools     map[string]trace.Span
+	tools map[string]trace.Span
 	// waiting are the call ids waiting for a decision.
 	waiting map[string]bool
-}
-
-type modelKey struct {
-	path  string
-	round int
-}
-
-// modelNote is what Middleware learned about one model call.
-type modelNote struct {
-	responseModel string
-	input         string
-	system        string
-	errType       string
 }
 
 // NewRecorder returns a Recorder whose top-level span is a child of the span
@@ -152,7 +138,7 @@ func NewRecorder(ctx context.Context, cfg Config) *Recorder {
 		tracer: tp.Tracer(ScopeName),
 		parent: context.WithoutCancel(ctx),
 		agents: map[string]*agentSpans{},
-		models: map[modelKey]*modelNote{},
+		early:  map[string][]*chatCall{},
 		max:    cfg.MaxAttributeBytes,
 	}
 	mp := cfg.MeterProvider
@@ -208,9 +194,10 @@ func (r *Recorder) Close() {
 	}
 	// Deepest first, so children end before their parents.
 	slices.SortFunc(paths, func(a, b string) int { return len(b) - len(a) })
+	clear(r.early)
 	for _, p := range paths {
 		a := r.agents[p]
-		r.closeOpen(a, now, "the run's events stopped before its end")
+		r.closeOpen(a, now)
 		a.span.SetStatus(codes.Error, "the run's events stopped before its end")
 		a.span.SetAttributes(semconv.ErrorTypeKey.String("incomplete"))
 		a.span.End(trace.WithTimestamp(now))
@@ -218,7 +205,9 @@ func (r *Recorder) Close() {
 	}
 }
 
-// Record turns one event into span starts, ends and attributes.
+// Record turns one event into span starts, ends and attributes. Model
+// events (model.request, model.delta, model.response, model.retry) make
+// nothing: the chat spans are Middleware's.
 func (r *Recorder) Record(ev agent.Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -231,23 +220,6 @@ func (r *Recorder) Record(ev agent.Event) {
 		r.runStart(ev, at)
 	case agent.RunEnd:
 		r.runEnd(ev, at)
-	case agent.ModelRequest:
-		r.modelRequest(ev, at)
-	case agent.ModelResponse:
-		r.modelResponse(ev, at)
-	case agent.ModelDelta:
-		if a := r.agents[ev.Agent]; a != nil && a.chat != nil && !a.chunked {
-			a.chunked = true
-			r.metrics.firstChunk(a.ctx, at.Sub(a.chatStart), r.opAttrs(ev.Agent, ""))
-		}
-	case agent.ModelRetry:
-		if a := r.agents[ev.Agent]; a != nil && a.chat != nil && ev.Retry != nil {
-			a.chat.AddEvent("deepagents.model.retry", trace.WithTimestamp(at), trace.WithAttributes(
-				attribute.Int("deepagents.retry.attempt", ev.Retry.Attempt),
-				attribute.Float64("deepagents.retry.wait_ms", ev.Retry.WaitMS),
-				semconv.ErrorTypeKey.String(errKind(string(ev.Retry.Kind))),
-			))
-		}
 	case agent.ToolStart:
 		r.toolStart(ev, at)
 	case agent.ToolEnd:
@@ -320,7 +292,7 @@ func (r *Recorder) common() []attribute.KeyValue {
 func (r *Recorder) runStart(ev agent.Event, at time.Time) {
 	if old := r.agents[ev.Agent]; old != nil {
 		// A second start on one path without an end: close the first.
-		r.closeOpen(old, at, "the run started again")
+		r.closeOpen(old, at)
 		old.span.End(trace.WithTimestamp(at))
 	}
 	path, err := agent.ParsePath(ev.Agent)
@@ -352,6 +324,10 @@ func (r *Recorder) runStart(ev agent.Event, at time.Time) {
 	ctx, span := r.tracer.Start(parent, "invoke_agent "+name, opts...)
 	a := &agentSpans{path: ev.Agent, span: span, ctx: ctx, tools: map[string]trace.Span{}, waiting: map[string]bool{}}
 	r.agents[ev.Agent] = a
+	for _, c := range r.early[ev.Agent] {
+		r.chatSpan(a, c)
+	}
+	delete(r.early, ev.Agent)
 	if !nested && r.root == nil {
 		r.root = span
 	}
@@ -387,7 +363,7 @@ func (r *Recorder) runEnd(ev agent.Event, at time.Time) {
 	prefix := ev.Agent + " / "
 	for p, c := range r.agents {
 		if strings.HasPrefix(p, prefix) {
-			r.closeOpen(c, at, "the parent run ended first")
+			r.closeOpen(c, at)
 			c.span.End(trace.WithTimestamp(at))
 			delete(r.agents, p)
 		}
@@ -410,7 +386,7 @@ func (r *Recorder) runEnd(ev agent.Event, at time.Time) {
 			}
 		}
 	}
-	r.closeOpen(a, at, reason)
+	r.closeOpen(a, at)
 	switch status {
 	case agent.StatusOK, agent.StatusInterrupted, "":
 	default:
@@ -420,23 +396,8 @@ func (r *Recorder) runEnd(ev agent.Event, at time.Time) {
 	a.span.End(trace.WithTimestamp(at))
 }
 
-// closeOpen ends a's chat and tool spans that are still open. A chat span
-// open at the end of a run is a model call that failed for good.
-func (r *Recorder) closeOpen(a *agentSpans, at time.Time, reason string) {
-	if a.chat != nil {
-		k := modelKey{a.path, a.round}
-		note := r.models[k]
-		delete(r.models, k)
-		typ := "_OTHER"
-		if note != nil && note.errType != "" {
-			typ = note.errType
-		}
-		a.chat.SetAttributes(semconv.ErrorTypeKey.String(typ))
-		a.chat.SetStatus(codes.Error, reason)
-		r.metrics.duration(a.ctx, at.Sub(a.chatStart), append(r.opAttrs(a.path, ""), semconv.ErrorTypeKey.String(typ)))
-		a.chat.End(trace.WithTimestamp(at))
-		a.chat = nil
-	}
+// closeOpen ends a's tool spans that are still open.
+func (r *Recorder) closeOpen(a *agentSpans, at time.Time) {
 	ids := make([]string, 0, len(a.tools))
 	for id := range a.tools {
 		ids = append(ids, id)
@@ -446,29 +407,6 @@ func (r *Recorder) closeOpen(a *agentSpans, at time.Time, reason string) {
 		a.tools[id].End(trace.WithTimestamp(at))
 		delete(a.tools, id)
 	}
-}
-
-func (r *Recorder) modelRequest(ev agent.Event, at time.Time) {
-	a := r.agents[ev.Agent]
-	if a == nil || ev.Request == nil {
-		return
-	}
-	if a.chat != nil {
-		a.chat.End(trace.WithTimestamp(at))
-	}
-	name := agentName(ev.Agent)
-	model := r.modelFor(name)
-	span := "chat"
-	attrs := append([]attribute.KeyValue{semconv.GenAIOperationNameChat, PathKey.String(ev.Agent),
-		RoundKey.Int(ev.Request.Round)}, r.common()...)
-	if model != "" {
-		span += " " + model
-		attrs = append(attrs, semconv.GenAIRequestModel(model))
-	}
-	_, a.chat = r.tracer.Start(a.ctx, span, trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithTimestamp(at), trace.WithAttributes(attrs...))
-	a.round = ev.Request.Round
-	a.chatStart, a.chunked = at, false
 }
 
 // opAttrs are the attributes of a model call's metrics.
@@ -492,49 +430,6 @@ func agentName(path string) string {
 		return path
 	}
 	return p.Last().Name
-}
-
-func (r *Recorder) modelResponse(ev agent.Event, at time.Time) {
-	a := r.agents[ev.Agent]
-	if a == nil || a.chat == nil || ev.Response == nil {
-		return
-	}
-	resp := ev.Response
-	attrs := usageAttrs(resp.Usage)
-	if resp.StopReason != "" {
-		attrs = append(attrs, semconv.GenAIResponseFinishReasons(finishReason(resp.StopReason)))
-	}
-	key := modelKey{ev.Agent, resp.Round}
-	responseModel := ""
-	if note := r.models[key]; note != nil {
-		responseModel = note.responseModel
-		delete(r.models, key)
-		if note.responseModel != "" {
-			attrs = append(attrs, semconv.GenAIResponseModel(note.responseModel))
-		}
-		if r.capture && note.input != "" {
-			attrs = append(attrs, r.content(semconv.GenAIInputMessagesKey, note.input))
-		}
-		if r.capture && note.system != "" {
-			attrs = append(attrs, r.content(semconv.GenAISystemInstructionsKey, note.system))
-		}
-	}
-	if r.capture {
-		attrs = append(attrs, r.content(semconv.GenAIOutputMessagesKey, outputMessages(resp)))
-	}
-	a.chat.SetAttributes(attrs...)
-	mattrs := r.opAttrs(ev.Agent, responseModel)
-	r.metrics.tokens(a.ctx, resp.Usage, mattrs)
-	if resp.StopReason == llm.StopRefusal {
-		mattrs = append(mattrs, semconv.ErrorTypeKey.String("refusal"))
-	}
-	r.metrics.duration(a.ctx, at.Sub(a.chatStart), mattrs)
-	if resp.StopReason == llm.StopRefusal {
-		a.chat.SetAttributes(semconv.ErrorTypeKey.String("refusal"))
-		a.chat.SetStatus(codes.Error, "the model refused to answer")
-	}
-	a.chat.End(trace.WithTimestamp(at))
-	a.chat = nil
 }
 
 // finishReason maps a stop reason to the conventions' finish reasons.
@@ -693,12 +588,13 @@ type message struct {
 	FinishReason string `json:"finish_reason,omitempty"`
 }
 
-func outputMessages(resp *agent.ResponseInfo) string {
+// outputMessages is gen_ai.output.messages: the response's message as the
+// model sent it, with its refusal as text when it said nothing else.
+func outputMessages(resp *llm.Response) string {
 	m := message{Role: "assistant", FinishReason: finishReason(resp.StopReason)}
-	if resp.Message != nil {
-		m.Parts = parts(*resp.Message)
-	} else if resp.Text != "" {
-		m.Parts = []part{{Type: "text", Content: resp.Text}}
+	m.Parts = parts(resp.Message)
+	if resp.Refusal != "" && !resp.Message.HasText() {
+		m.Parts = append(m.Parts, part{Type: "text", Content: resp.Refusal})
 	}
 	if m.Parts == nil {
 		m.Parts = []part{}
@@ -777,17 +673,4 @@ func errKind(kind string) string {
 		return "_OTHER"
 	}
 	return kind
-}
-
-// noteModel records what Middleware saw of one model call.
-func (r *Recorder) noteModel(path string, round int, f func(*modelNote)) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	k := modelKey{path, round}
-	n := r.models[k]
-	if n == nil {
-		n = &modelNote{}
-		r.models[k] = n
-	}
-	f(n)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"iter"
 	"os"
 	"path/filepath"
 	"slices"
@@ -22,6 +23,7 @@ import (
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/approve"
 	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
 	daotel "github.com/deepagents-go/deepagents/otel"
 	"github.com/deepagents-go/deepagents/runner"
@@ -51,6 +53,9 @@ func buildAgent(t *testing.T, script string, cfg deepagents.Config) *agent.Agent
 	}
 	cfg.Model = scripted.New(s, scripted.Options{})
 	cfg.Middleware = append(cfg.Middleware, daotel.Middleware())
+	// Isolated subagents run their own middleware: the chat spans of their
+	// model calls come from an otel middleware of their own.
+	cfg.Subagents = daotel.Subagents(deepagents.WithGeneralPurpose(cfg.Subagents))
 	a, err := deepagents.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -560,21 +565,31 @@ func TestSubagentInterruptedAndResumed(t *testing.T) {
 }
 
 // A run started inside another span (a server's request span) is its child;
-// retried model attempts are events of the chat span; a refusal is an error
-// of the chat span but not a failure of the call's duration.
+// a provider's retried attempts are events of the call's chat span, at the
+// run's clock; a refusal is an error of the chat span but not a failure of
+// the call's duration.
 func TestParentSpanRetriesAndProviderNames(t *testing.T) {
 	h := newHarness(t)
 	ctx, server := h.tp.Tracer("test").Start(context.Background(), "POST /runs")
 	rec := daotel.NewRecorder(ctx, daotel.Config{TracerProvider: h.tp, Model: "m"})
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	for _, ev := range []agent.Event{
-		{Type: agent.RunStart, Agent: "parent", Time: t0, Run: &agent.RunInfo{}},
-		{Type: agent.ModelRequest, Agent: "parent", Time: t0.Add(time.Second), Request: &agent.RequestInfo{}},
-		{Type: agent.ModelRetry, Agent: "parent", Time: t0.Add(2 * time.Second), Retry: &agent.RetryInfo{Attempt: 1, WaitMS: 500, Kind: "rate_limit", Error: "slow down"}},
-		{Type: agent.ModelResponse, Agent: "parent", Time: t0.Add(3 * time.Second), Response: &agent.ResponseInfo{StopReason: "refusal", Refusal: "no"}},
-		{Type: agent.RunEnd, Agent: "parent", Time: t0.Add(4 * time.Second), Run: &agent.RunInfo{Status: agent.StatusRefused, Error: "the model refused"}},
-	} {
-		rec.Record(ev)
+	rt := agent.NewSequential(t0)
+	model := streamFunc(func(ctx context.Context, _ *llm.Request) iter.Seq2[llm.StreamEvent, error] {
+		return func(yield func(llm.StreamEvent, error) bool) {
+			rt.Advance(time.Second)
+			llm.NotifyRetry(ctx, llm.Retry{Attempt: 1, Wait: 500 * time.Millisecond, Err: &llm.APIError{Kind: llm.ErrKindRateLimit, Message: "slow down"}})
+			rt.Advance(time.Second)
+			yield(llm.StreamEvent{Type: llm.EventDone, Response: &llm.Response{Message: llm.Message{Role: llm.RoleAssistant},
+				StopReason: llm.StopRefusal, Refusal: "no"}}, nil)
+		}
+	})
+	a, err := agent.New(agent.Config{Model: model, Stream: true, Middleware: []agent.Middleware{daotel.Middleware()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, _ := agent.Drain(rec.Observe(a.Run(daotel.WithRecorder(ctx, rec), agent.Prompt("hi"), agent.WithRuntime(rt))), nil)
+	if res == nil || res.Status != agent.StatusRefused {
+		t.Fatalf("run %+v, want refused", res)
 	}
 	server.End()
 	spans := h.exp.GetSpans()
@@ -583,8 +598,14 @@ func TestParentSpanRetriesAndProviderNames(t *testing.T) {
 		t.Errorf("the run's span is not under the server's span")
 	}
 	chat := one(t, spans, "chat m")
-	if len(chat.Events) != 1 || chat.Events[0].Name != "deepagents.model.retry" || !chat.Events[0].Time.Equal(t0.Add(2*time.Second)) {
-		t.Errorf("chat events %+v", chat.Events)
+	if chat.Parent.SpanID() != root.SpanContext.SpanID() {
+		t.Errorf("the chat span is not under the run's span")
+	}
+	if len(chat.Events) != 1 || chat.Events[0].Name != "deepagents.model.retry" || !chat.Events[0].Time.Equal(chat.StartTime.Add(time.Second)) {
+		t.Errorf("chat events %+v (start %v)", chat.Events, chat.StartTime)
+	}
+	if !chat.StartTime.Equal(t0) || !chat.EndTime.Equal(t0.Add(2*time.Second)) {
+		t.Errorf("chat span %v..%v, want the run's clock: %v..%v", chat.StartTime, chat.EndTime, t0, t0.Add(2*time.Second))
 	}
 	if attrOf(chat, "error.type") != "refusal" || attrOf(root, "error.type") != "refused" {
 		t.Errorf("refusal: chat %q, run %q", attrOf(chat, "error.type"), attrOf(root, "error.type"))
@@ -594,4 +615,15 @@ func TestParentSpanRetriesAndProviderNames(t *testing.T) {
 			t.Errorf("ProviderName(%q) = %q, want %q", in, got, want)
 		}
 	}
+}
+
+// streamFunc is a model whose Stream is the function; Generate collects it.
+type streamFunc func(ctx context.Context, req *llm.Request) iter.Seq2[llm.StreamEvent, error]
+
+func (f streamFunc) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.StreamEvent, error] {
+	return f(ctx, req)
+}
+
+func (f streamFunc) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	return llm.Collect(f(ctx, req))
 }

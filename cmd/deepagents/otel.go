@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/deepagents-go/deepagents"
 	"github.com/deepagents-go/deepagents/agent"
 	daotel "github.com/deepagents-go/deepagents/otel"
 	"github.com/deepagents-go/deepagents/providers"
@@ -44,6 +45,9 @@ func (s *setup) startTracing(ctx context.Context, stderr io.Writer) error {
 	}
 	s.tracing = &cliTracing{config: cfg}
 	s.config.Middleware = append(s.config.Middleware, daotel.Middleware())
+	// An isolated subagent runs its own middleware, not the agent's: each
+	// gets the tracing middleware too, for the chat spans of its calls.
+	s.config.Subagents = daotel.Subagents(deepagents.WithGeneralPurpose(s.config.Subagents))
 	s.closers = append(s.closers, func() error {
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tracingFlushTimeout)
 		defer cancel()

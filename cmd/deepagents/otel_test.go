@@ -71,7 +71,8 @@ func collectTraces(t *testing.T) *otlpSink {
 
 // deepagents run exports its spans to the collector named by
 // OTEL_EXPORTER_OTLP_ENDPOINT before it exits, the subagent nested under
-// the task call, with the thread id as the conversation id.
+// the task call with the chat spans of its own model calls, and the thread
+// id as the conversation id.
 func TestRunExportsTraces(t *testing.T) {
 	srv := delegationServer(t)
 	runEnv(t, srv)
@@ -106,6 +107,15 @@ func TestRunExportsTraces(t *testing.T) {
 	}
 	if string(child.GetParentSpanId()) != string(task.GetSpanId()) {
 		t.Error("the subagent's span is not under the task call")
+	}
+	childChat := false
+	for _, s := range sink.spans {
+		if strings.HasPrefix(s.GetName(), "chat ") && string(s.GetParentSpanId()) == string(child.GetSpanId()) {
+			childChat = true
+		}
+	}
+	if !childChat {
+		t.Error("the subagent's model calls have no chat span under its run")
 	}
 	if got := spanAttr(chat, "gen_ai.provider.name"); got != "openai" {
 		t.Errorf("provider %q", got)
