@@ -225,6 +225,9 @@ type StepInfo struct {
 	// when something happened, such as tracing, read it so that their
 	// times agree with the run's events.
 	Now func() time.Time
+	// Streaming reports whether the model is read as a stream
+	// (Config.Stream); otherwise its whole answer comes as one chunk.
+	Streaming bool
 
 	measure func(*llm.Request) tokens.Report
 }

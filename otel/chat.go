@@ -117,7 +117,9 @@ func wrapStream(ctx context.Context, req *llm.Request, next agent.StreamFunc) it
 				end(nil, err)
 			case ev.Type == llm.EventDone:
 				end(ev.Response, nil)
-			case c.first.IsZero():
+			case c.first.IsZero() && step.Streaming:
+				// A call that does not stream has no first chunk to
+				// time: its answer comes whole.
 				c.first = now()
 			}
 			if !yield(ev, err) || err != nil || ev.Type == llm.EventDone {
