@@ -47,14 +47,18 @@ import (
 	"github.com/deepagents-go/deepagents/vfs"
 )
 
-// Defaults used when a Config leaves a limit at zero. DefaultMaxSteps lets one
-// run make as many model calls as the reference implementation's default
-// recursion limit allows (about 500); every subagent instance has a budget of
-// its own.
+// Defaults used when a Config leaves a limit at zero, and the version of the
+// saved RunState. DefaultMaxSteps lets one run make as many model calls as
+// the reference implementation's default recursion limit allows (about 500);
+// every subagent instance has a budget of its own.
 const (
 	DefaultMaxSteps    = 500
 	DefaultMaxParallel = 16
 	DefaultName        = "parent"
+
+	// RunStateVersion is the version of the RunState encoding; a reader
+	// refuses a newer one instead of guessing.
+	RunStateVersion = 1
 )
 
 // Config assembles an agent. The zero value of every field but Model works.

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -96,9 +95,6 @@ func (p *Path) UnmarshalJSON(b []byte) error {
 	*p = q
 	return nil
 }
-
-// ErrBadPath is wrapped by every error of ParsePath.
-var ErrBadPath = errors.New("not an agent path")
 
 // ParsePath reads a path's text form back. Below the top, a segment's call id
 // is what follows its last "#", so subagent names may contain "#" but call

@@ -95,11 +95,6 @@ type Recorder interface {
 	Record(ctx context.Context, rec *StepRecord) error
 }
 
-// ErrRecorderUnavailable is matched by a Recorder's error when its store
-// could not take the record for now (a database restarting, a network
-// cut), not because the record was wrong.
-var ErrRecorderUnavailable = errors.New("the run's recorder is unavailable")
-
 // WithRecorder hands the run's step records, and those of the subagent runs
 // it starts, to rec. With WithThread, the run continues the thread it reads
 // from there; without, the run starts afresh from its input (there is no

@@ -76,10 +76,6 @@ func WithMaxSteps(n int) RunOption { return func(c *runConfig) { c.maxSteps = n 
 // subagent's Spec.Timeout works this way.
 func WithTimeout(d time.Duration) RunOption { return func(c *runConfig) { c.timeout = d } }
 
-// ErrNoStructuredResponse ends a run whose agent has a ResponseFormat but
-// finished without a valid call of its response tool.
-var ErrNoStructuredResponse = errors.New("the agent finished without a valid structured response")
-
 // Run starts a run and streams its events. The last event is always RunEnd
 // (unless the consumer stops early, which cancels the run); it is paired with
 // the run's error, a *RunError, whenever the status is not StatusOK.

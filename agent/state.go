@@ -7,10 +7,6 @@ import (
 	"github.com/deepagents-go/deepagents/vfs"
 )
 
-// RunStateVersion is the version of the RunState encoding; a reader refuses
-// a newer one instead of guessing.
-const RunStateVersion = 1
-
 // RunState is a run as a value: everything the loop needs to continue it,
 // JSON-serialisable and versioned. A run that is recorded into a thread
 // (WithThread) can be continued from the RunState of its last record, in
