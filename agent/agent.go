@@ -562,7 +562,7 @@ func (r *Result) Err() error {
 // FinalText returns the text of the last assistant message that has text,
 // or "" if none has.
 func (r *Result) FinalText() string {
-	return LastText(r.State.Messages)
+	return llm.LastText(r.State.Messages)
 }
 
 // Child returns the subagent run started by the task call with this id,
@@ -577,16 +577,4 @@ func (r *Result) Child(callID string) (*Result, bool) {
 		}
 	}
 	return nil, false
-}
-
-// LastText returns the text of the last assistant message with non-blank
-// text in msgs. Only text parts count: a message that holds nothing but the
-// model's reasoning has no text.
-func LastText(msgs []llm.Message) string {
-	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role == llm.RoleAssistant && msgs[i].HasText() {
-			return msgs[i].Content
-		}
-	}
-	return ""
 }

@@ -686,7 +686,7 @@ func (s *session) answer(res *agent.Result) string {
 	if start < 0 {
 		start = last
 	}
-	return agent.LastText(msgs[start+1:])
+	return llm.LastText(msgs[start+1:])
 }
 
 // saveRetry is --save-retry as runner.WithSaveRetry takes it: 0 tries a
