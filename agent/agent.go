@@ -25,7 +25,7 @@
 // calls (Runtime, the deterministic Sequential); state.go is the run as a
 // value (RunState); record.go hands out a run's step records (WithRecorder)
 // and resume.go starts a run on its saved thread (WithThread), both driven
-// by package runner over a checkpoint store; decide.go checks decisions;
+// by package runner, which saves the records; decide.go checks decisions;
 // approval.go is human approval of tool calls
 // (InterruptOn, decisions); event.go and errors.go define the events and
 // errors callers see.
@@ -104,7 +104,7 @@ type Config struct {
 	// such a call ends with StatusInterrupted once the step's other calls
 	// are done; resuming its thread with WithDecisions continues it (the
 	// model call that asked is never repeated). Resuming needs a saved
-	// thread (runner.Checkpoints). A name that matches none of the
+	// thread (see package runner). A name that matches none of the
 	// agent's tools (see UngatedNames) is reported by a warning event at
 	// the start of every run.
 	InterruptOn map[string]Approval
@@ -155,7 +155,7 @@ type Middleware struct {
 	// AfterRun is called once when a run's steps are over, before its end
 	// is saved and run.end is emitted, with the status it ends with: a hook
 	// may report unfinished work (StepInfo.Emit) or set a last state value,
-	// which reaches the Result and the run's final checkpoint.
+	// which reaches the Result and the run's last step record.
 	AfterRun func(ctx context.Context, step StepInfo, status Status)
 }
 
@@ -185,7 +185,7 @@ type StepInfo struct {
 	// Emit adds an event to the run's stream (the agent path is filled in).
 	Emit func(Event)
 	// SetValue stores a middleware's own value in the run's state
-	// (State.Values, as JSON), where it is checkpointed with the step and
+	// (State.Values, as JSON), where it is recorded with the step and
 	// restored on resume; nil removes it. Read values back with GetValue.
 	SetValue func(name string, v any) error
 	// AddUsage counts model calls a middleware made for this agent besides
@@ -266,8 +266,8 @@ type Host struct {
 	// Emit forwards an event to the run's stream. Safe from any goroutine.
 	Emit func(Event)
 	// Options are what a nested run must be started with, after its own
-	// options: the hosting run's runtime, its checkpointer (the nested run
-	// is saved in the same thread, under its own path) and the decisions
+	// options: the hosting run's runtime, its recorder (the nested run is
+	// recorded in the same thread, under its own path) and the decisions
 	// for calls waiting in it.
 	Options []RunOption
 }
@@ -465,7 +465,7 @@ const (
 )
 
 // State is what a run owns and returns: the conversation and, with the
-// default backend, the files. It is JSON-serialisable for checkpoints.
+// default backend, the files. It is JSON-serialisable, to be saved.
 type State struct {
 	Messages []llm.Message       `json:"messages"`
 	Files    map[string]vfs.File `json:"files,omitzero"`
@@ -527,10 +527,11 @@ type Result struct {
 	// Interrupts are the tool calls waiting for a person's decision
 	// (StatusInterrupted), this run's and its subagents'.
 	Interrupts []Interrupt `json:"interrupts,omitempty"`
-	// Thread is the checkpoint thread the run was saved under, if any.
+	// Thread is the thread the run was recorded into, if any.
 	Thread string `json:"thread_id,omitempty"`
-	// Checkpoints counts the checkpoints this run and its subagents wrote.
-	Checkpoints int `json:"checkpoints,omitempty"`
+	// SavedSteps counts the step records (input, steps, end) this run and
+	// its subagents handed out to be saved.
+	SavedSteps int `json:"checkpoints,omitempty"`
 	// Context is the ledger of this run's own model requests (nil when it
 	// made none): the last one, the largest one, and their sum.
 	Context *ContextLedger `json:"context,omitempty"`

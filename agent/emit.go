@@ -36,13 +36,13 @@ func (r *run) addChild(callID string, child *Result) {
 		r.rs.Finished = map[string]*Result{}
 	}
 	r.rs.Finished[callID] = child
-	if r.ck != nil {
-		// Saved with the next checkpoint, whichever way the child came in
+	if r.rec != nil {
+		// Recorded with the next step, whichever way the child came in
 		// (just finished, or restored from a saved call after a crash).
-		if r.ck.kids == nil {
-			r.ck.kids = map[string]*Result{}
+		if r.rec.kids == nil {
+			r.rec.kids = map[string]*Result{}
 		}
-		r.ck.kids[callID] = child
+		r.rec.kids[callID] = child
 	}
 	if r.rs.Loop.Tree == nil {
 		r.rs.Loop.Tree = map[string]llm.Usage{}

@@ -280,7 +280,7 @@ func (r *run) observe(est int, u llm.Usage) {
 	}
 	r.a.calib.Observe(r.a.calibKey, est, u.InputTokens)
 	r.lastReported = u.InputTokens + u.OutputTokens
-	if r.ck != nil {
+	if r.rec != nil {
 		r.saveCalibration()
 	}
 }
@@ -309,10 +309,10 @@ func (r *run) saveCalibration() {
 	if err != nil {
 		return
 	}
-	if r.ck.values == nil {
-		r.ck.values = map[string]json.RawMessage{}
+	if r.rec.values == nil {
+		r.rec.values = map[string]json.RawMessage{}
 	}
-	r.ck.values[calibrationValue] = b
+	r.rec.values[calibrationValue] = b
 	r.calibSaved = ratio
 }
 
@@ -344,8 +344,8 @@ func (r *run) addUsage(calls int, u llm.Usage) {
 		return
 	}
 	r.rs.Loop.Usage = r.rs.Loop.Usage.Add(u)
-	if r.ck != nil {
-		r.ck.usage = r.ck.usage.Add(u)
+	if r.rec != nil {
+		r.rec.usage = r.rec.usage.Add(u)
 	}
 	r.ledger.SummarizerCalls += calls
 	r.ledger.Summarizer = r.ledger.Summarizer.Add(u)

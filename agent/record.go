@@ -39,12 +39,12 @@ type StepRecord struct {
 	// recorder of the run that started it.
 	Path Path
 	Kind RecordKind
-	// Step numbers the run's steps; Checkpoint names the step (for a call,
+	// Step numbers the run's steps; ID names the step (for a call,
 	// the step in progress it belongs to) and Parent the record this step
 	// follows ("" starts a new history).
-	Step       int
-	Checkpoint string
-	Parent     string
+	Step   int
+	ID     string
+	Parent string
 	// Metadata goes with a turn's input (WithMetadata).
 	Metadata map[string]string
 	Time     time.Time
@@ -125,7 +125,7 @@ func Options(opts ...RunOption) RunOption {
 }
 
 // Thread is a saved thread as a run reads it back (package runner reads
-// one from a checkpoint store): how a run starts on it, the files of a run
+// one from its store): how a run starts on it, the files of a run
 // as of one of its records, and what an unfinished run changed so far.
 type Thread interface {
 	// Open reads the run at path and decides how it starts: a new
@@ -147,7 +147,7 @@ type Opening struct {
 	Input     bool
 	Decisions []Decision
 	// Nested: a subagent run, started by its parent's step ParentStep
-	// (namespace@checkpoint).
+	// (namespace@step id).
 	Nested     bool
 	ParentStep string
 	// AcceptEnded: a resume of an ended run gives its result
@@ -192,17 +192,17 @@ type Start struct {
 // conversation and files (a new thread starts empty); a run given no input
 // resumes the thread's unfinished run from its last record, repeating no
 // finished model or tool call. Subagent runs read their own state from the
-// same thread. runner.Checkpoints gives a run both, over a checkpoint store.
+// same thread. Package runner gives a run both, over its store.
 func WithThread(name string, thread Thread) RunOption {
 	return func(c *runConfig) {
-		c.ck = &ckConfig{src: thread, thread: name, count: new(atomic.Int64)}
+		c.record = &recordConfig{src: thread, thread: name, count: new(atomic.Int64)}
 	}
 }
 
 // unchanged says whether nothing the run saves changed since its last
 // save.
 func (r *run) unchanged() bool {
-	d := r.ck
+	d := r.rec
 	if d.msgs != len(r.state.Messages) || d.values != nil || len(d.kids) > 0 || d.usage != (llm.Usage{}) {
 		return false
 	}
@@ -224,7 +224,7 @@ func nsOf(p Path) string {
 	return p.String()
 }
 
-func cpID(step int) string { return fmt.Sprintf("%08d", step) }
+func stepID(step int) string { return fmt.Sprintf("%08d", step) }
 
 // fileView is the run's files as saved: all of them for an in-state
 // filesystem, the net changes for a layer over given files.
@@ -291,11 +291,11 @@ func (r *run) loopState(status Status, err error) LoopState {
 		}
 		slices.Sort(ls.Changed)
 	}
-	if r.ck != nil {
-		if r.ck.legacyKids {
+	if r.rec != nil {
+		if r.rec.legacyKids {
 			ls.Tree = r.rs.Loop.Tree
 		}
-		ls.ParentStep = r.ck.parentStep
+		ls.ParentStep = r.rec.parentStep
 	}
 	return ls
 }
@@ -303,11 +303,11 @@ func (r *run) loopState(status Status, err error) LoopState {
 // save records everything since the last record as the next step (kind
 // input, loop or end). status is "" while the run goes on.
 func (r *run) save(ctx context.Context, kind RecordKind, status Status, runErr error) error {
-	d := r.ck
+	d := r.rec
 	if d == nil {
 		return nil
 	}
-	rec := &StepRecord{Path: r.path, Kind: kind, Step: r.rs.Step + 1, Checkpoint: cpID(r.rs.Step + 1), Parent: r.rs.Checkpoint,
+	rec := &StepRecord{Path: r.path, Kind: kind, Step: r.rs.Step + 1, ID: stepID(r.rs.Step + 1), Parent: r.rs.StepID,
 		Appended: r.state.Messages[d.msgs:], Usage: d.usage, Values: d.values, Children: d.kids, Time: r.rt.Now(), Warn: r.warnSave}
 	if kind == RecordInput {
 		rec.Metadata = d.metadata
@@ -342,7 +342,7 @@ func (r *run) save(ctx context.Context, kind RecordKind, status Status, runErr e
 	}
 	d.count.Add(1)
 	d.own++
-	r.rs.Step, r.rs.Checkpoint, d.msgs = rec.Step, rec.Checkpoint, len(r.state.Messages)
+	r.rs.Step, r.rs.StepID, d.msgs = rec.Step, rec.ID, len(r.state.Messages)
 	d.usage, d.values, d.kids = llm.Usage{}, nil, nil
 	return nil
 }
@@ -355,11 +355,11 @@ func (r *run) warnSave(text string) {
 // recordCall records a call of the step in progress: its result, a
 // decision taken for it, or that it waits for one.
 func (r *run) recordCall(ctx context.Context, call *CallRecord) error {
-	d := r.ck
-	if d == nil || r.rs.Loop.StepCheckpoint == "" {
+	d := r.rec
+	if d == nil || r.rs.Loop.StepInProgress == "" {
 		return nil
 	}
-	err := d.rec.Record(ctx, &StepRecord{Path: r.path, Kind: RecordCall, Step: r.rs.Step + 1, Checkpoint: r.rs.Loop.StepCheckpoint,
+	err := d.rec.Record(ctx, &StepRecord{Path: r.path, Kind: RecordCall, Step: r.rs.Step + 1, ID: r.rs.Loop.StepInProgress,
 		Time: r.rt.Now(), Call: call, Warn: r.warnSave})
 	switch {
 	case err == nil:

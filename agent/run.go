@@ -30,7 +30,7 @@ type runConfig struct {
 	parts    map[ContextPart]int
 	runtime  Runtime
 
-	ck        *ckConfig
+	record    *recordConfig
 	rec       Recorder
 	metadata  map[string]string
 	hold      Hold
@@ -146,8 +146,8 @@ type run struct {
 	// rs is the run's saved value, read and written in place: a save hands
 	// out its Loop, a resume sets it. Its messages and values are in state
 	// (StepInfo.State points there for the whole run) and its files in
-	// backend, so those fields stay empty. Step and Checkpoint name the
-	// last checkpoint saved (Step is -1 before the first).
+	// backend, so those fields stay empty. Step and StepID name the
+	// last step recorded (Step is -1 before the first).
 	rs      RunState
 	backend vfs.Backend
 	mem     *vfs.Memory
@@ -162,7 +162,7 @@ type run struct {
 	held    map[string]*Result
 	changed map[string]bool
 
-	ck        *recording // nil when the run is not recorded
+	rec       *recording // nil when the run is not recorded
 	hold      Hold       // nil but for a top-level run given WithHold
 	decisions []Decision
 	stepTools map[string]tool.Tool
@@ -173,7 +173,7 @@ type run struct {
 	ledger       ContextLedger
 	ctxTree      map[string]ContextLedger
 	lastReported int
-	// calibSaved is the calibration ratio last checkpointed.
+	// calibSaved is the calibration ratio last recorded.
 	calibSaved float64
 	// claims is what middleware claimed of the current request's system
 	// prompt (Middleware.ContextPart).
@@ -226,21 +226,21 @@ func (a *Agent) newRun(in Input, rc runConfig) *run {
 		}
 	}
 	if rc.rec != nil {
-		if rc.ck == nil {
-			rc.ck = &ckConfig{count: new(atomic.Int64), recOnly: true}
+		if rc.record == nil {
+			rc.record = &recordConfig{count: new(atomic.Int64), recOnly: true}
 		}
-		rc.ck.rec = rc.rec
+		rc.record.rec = rc.rec
 	}
-	if rc.ck != nil {
-		r.ck = &recording{ckConfig: *rc.ck, ns: nsOf(r.path)}
-		r.rs.Step = -1 // no checkpoint yet: the first save is step 0
-		if !r.ck.nested && rc.metadata != nil {
-			r.ck.metadata = rc.metadata
+	if rc.record != nil {
+		r.rec = &recording{recordConfig: *rc.record, ns: nsOf(r.path)}
+		r.rs.Step = -1 // nothing recorded yet: the first record is step 0
+		if !r.rec.nested && rc.metadata != nil {
+			r.rec.metadata = rc.metadata
 		}
-		if !r.ck.nested {
-			r.ck.acceptEnded = rc.ended
+		if !r.rec.nested {
+			r.rec.acceptEnded = rc.ended
 		}
-		_, _, r.ck.keeps = r.fileView()
+		_, _, r.rec.keeps = r.fileView()
 	}
 	if r.task == "" {
 		for _, m := range in.Messages {
@@ -282,11 +282,11 @@ func (r *run) loop(parent context.Context) {
 			Text: ungatedText(r.a.ungated, r.a.names, r.a.stepTools)}})
 	}
 	var pending *StepState
-	if r.ck != nil && (r.ck.src == nil || r.ck.rec == nil) && !r.ck.recOnly {
+	if r.rec != nil && (r.rec.src == nil || r.rec.rec == nil) && !r.rec.recOnly {
 		r.end(parent, StatusError, errors.New("the run's thread was given no saver to read it from and record it to (WithThread, WithRecorder)"))
 		return
 	}
-	if r.ck == nil || r.ck.recOnly {
+	if r.rec == nil || r.rec.recOnly {
 		switch {
 		case len(r.decisions) > 0:
 			r.end(parent, StatusError, &DecisionError{Msg: "decisions answer the waiting calls of a thread: resume it with runner.Checkpoints"})
@@ -297,15 +297,15 @@ func (r *run) loop(parent context.Context) {
 		}
 	}
 	switch {
-	case r.ck != nil && r.ck.recOnly:
-		// Recorded but not checkpointed: a run from its input alone.
+	case r.rec != nil && r.rec.recOnly:
+		// Recorded but with no thread to read: a run from its input alone.
 		r.closeDangling()
 		if err := r.saveInput(ctx); err != nil {
 			r.end(parent, cancelledBy(ctx, StatusError, err), err)
 			return
 		}
-	case r.ck != nil:
-		if r.hold != nil && !r.ck.nested {
+	case r.rec != nil:
+		if r.hold != nil && !r.rec.nested {
 			release, err := r.hold.Hold(ctx, r.rt.Now, r.cancelCause)
 			if err != nil {
 				r.end(parent, cancelledBy(ctx, StatusError, err), err)
@@ -334,8 +334,8 @@ func (r *run) loop(parent context.Context) {
 	// A cancelled run saves no end, and neither does one its recorder
 	// failed for now (its store stayed unavailable through the retries): both
 	// stay unfinished, so that they can be resumed from their last save.
-	if r.ck != nil && status != StatusCancelled && !(status == StatusError && errors.Is(err, ErrRecorderUnavailable)) &&
-		!(r.ck.ended && r.unchanged()) {
+	if r.rec != nil && status != StatusCancelled && !(status == StatusError && errors.Is(err, ErrRecorderUnavailable)) &&
+		!(r.rec.ended && r.unchanged()) {
 		if serr := r.saveEnd(ctx, status, err); serr != nil {
 			status, err = StatusError, errors.Join(err, serr)
 		}
@@ -356,12 +356,12 @@ func (r *run) saveEnd(ctx context.Context, status Status, err error) error {
 // response finds the run finished rather than asking the model again. The
 // loop saves the end again only if the AfterRun hooks change something.
 func (r *run) endWith(ctx context.Context, ev Event, status Status, err error) (Status, error) {
-	if r.ck != nil {
+	if r.rec != nil {
 		if serr := r.saveEnd(ctx, status, err); serr != nil {
 			r.emit(ev)
 			return StatusError, serr
 		}
-		r.ck.ended = true
+		r.rec.ended = true
 	}
 	r.emit(ev)
 	return status, err
@@ -423,15 +423,15 @@ func (r *run) result(status Status, err error) *Result {
 	if status == StatusInterrupted {
 		res.Interrupts = slices.Clone(r.rs.Loop.Interrupts)
 	}
-	if r.ck != nil {
-		res.Thread = r.ck.thread
-		res.Checkpoints = int(r.ck.count.Load()) // the whole tree's, for a top-level run
-		if r.ck.nested {
+	if r.rec != nil {
+		res.Thread = r.rec.thread
+		res.SavedSteps = int(r.rec.count.Load()) // the whole tree's, for a top-level run
+		if r.rec.nested {
 			// A subagent's own and its subagents': the tree's counter is
 			// shared with its siblings.
-			res.Checkpoints = r.ck.own
+			res.SavedSteps = r.rec.own
 			for _, c := range r.rs.Finished {
-				res.Checkpoints += c.Checkpoints
+				res.SavedSteps += c.SavedSteps
 			}
 		}
 	}
@@ -452,8 +452,8 @@ func (r *run) result(status Status, err error) *Result {
 		}
 		for id, kid := range r.held {
 			res.Children[id] = kid
-			if r.ck != nil && r.ck.nested {
-				res.Checkpoints += kid.Checkpoints
+			if r.rec != nil && r.rec.nested {
+				res.SavedSteps += kid.SavedSteps
 			}
 			res.Usage = res.Usage.Add(kid.Usage)
 			for p, u := range kid.UsageByAgent {

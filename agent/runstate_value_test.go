@@ -19,7 +19,7 @@ func TestRestoredLoopIsSavedAgain(t *testing.T) {
 	}
 	r := a.newRun(Input{}, runConfig{})
 	kid := &Result{Agent: "main/worker", UsageByAgent: map[string]llm.Usage{"main/worker": {InputTokens: 7}}}
-	saved := &RunState{V: RunStateVersion, Path: "main", Step: 4, Checkpoint: cpID(4),
+	saved := &RunState{V: RunStateVersion, Path: "main", Step: 4, StepID: stepID(4),
 		Messages: []llm.Message{llm.User("hi")},
 		Finished: map[string]*Result{"call-1": kid},
 		Loop: LoopState{Rounds: 9, TurnStart: 3, Usage: llm.Usage{InputTokens: 11, OutputTokens: 2},

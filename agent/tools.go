@@ -453,7 +453,7 @@ func (r *run) finishCall(ctx context.Context, c llm.ToolCall, res tool.Result, f
 // saveOutcome is finishCall; rejected marks the answer to a call a person
 // rejected, which never ran.
 func (r *run) saveOutcome(ctx context.Context, c llm.ToolCall, res tool.Result, files vfs.Delta, child *Result, dur time.Duration, rejected bool) error {
-	if r.ck == nil {
+	if r.rec == nil {
 		return nil
 	}
 	return r.recordCall(ctx, &CallRecord{ID: c.ID, Message: res.Message(c), Rejected: rejected,

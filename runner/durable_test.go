@@ -229,8 +229,8 @@ func crashAtEveryEvent(t *testing.T, every int, open func(t *testing.T) checkpoi
 				t.Fatalf("uncrashed run: %s ran %d times", k, n)
 			}
 		}
-		if res.Checkpoints == 0 || res.Thread != "ref" {
-			t.Fatalf("checkpoints %d, thread %q", res.Checkpoints, res.Thread)
+		if res.SavedSteps == 0 || res.Thread != "ref" {
+			t.Fatalf("checkpoints %d, thread %q", res.SavedSteps, res.Thread)
 		}
 	}
 	if refEvents < 20 {
@@ -1554,12 +1554,12 @@ func TestSubagentResultCountsItsOwnCheckpoints(t *testing.T) {
 	for _, c := range all {
 		per[c.NS]++
 	}
-	if res.Checkpoints != len(all) {
-		t.Errorf("the parent reports %d checkpoints; %d are stored", res.Checkpoints, len(all))
+	if res.SavedSteps != len(all) {
+		t.Errorf("the parent reports %d checkpoints; %d are stored", res.SavedSteps, len(all))
 	}
 	for id, kid := range res.Children {
-		if kid.Checkpoints != per[kid.Agent] || kid.Checkpoints == 0 {
-			t.Errorf("subagent %s reports %d checkpoints; its namespace holds %d", id, kid.Checkpoints, per[kid.Agent])
+		if kid.SavedSteps != per[kid.Agent] || kid.SavedSteps == 0 {
+			t.Errorf("subagent %s reports %d checkpoints; its namespace holds %d", id, kid.SavedSteps, per[kid.Agent])
 		}
 	}
 }

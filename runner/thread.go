@@ -161,7 +161,7 @@ func LoadRunState(ctx context.Context, saver checkpoint.Reader, thread string, p
 	if err != nil {
 		return nil, err
 	}
-	rs := &agent.RunState{V: agent.RunStateVersion, Thread: thread, Path: path.String(), Checkpoint: cp.ID, Step: cp.Step,
+	rs := &agent.RunState{V: agent.RunStateVersion, Thread: thread, Path: path.String(), StepID: cp.ID, Step: cp.Step,
 		Messages: cp.State.Messages, Files: cp.State.Files, Values: map[string]json.RawMessage{}}
 	for k, v := range cp.State.Values {
 		switch k {
@@ -201,11 +201,11 @@ func LoadRunState(ctx context.Context, saver checkpoint.Reader, thread string, p
 	// no results after it.
 	if n := len(rs.Messages); n > 0 && rs.Messages[n-1].Role == llm.RoleAssistant && len(rs.Messages[n-1].ToolCalls) > 0 &&
 		rs.Status != agent.StatusOK && rs.Status != agent.StatusError && rs.Status != agent.StatusLimit && rs.Status != agent.StatusRefused {
-		sc := rs.Loop.StepCheckpoint
+		sc := rs.Loop.StepInProgress
 		if sc == "" {
 			sc = cp.ID
 		}
-		ss := &agent.StepState{Checkpoint: sc, Calls: rs.Messages[n-1].ToolCalls}
+		ss := &agent.StepState{ID: sc, Calls: rs.Messages[n-1].ToolCalls}
 		pending := cp.Pending
 		if sc != cp.ID {
 			at, err := saver.Get(ctx, checkpoint.Ref{ThreadID: thread, NS: ns, ID: sc})
@@ -389,11 +389,11 @@ func changedByCalls(ctx context.Context, saver checkpoint.Reader, thread, ns str
 	}
 	inProgress := ""
 	if rs.InProgress != nil {
-		inProgress = rs.InProgress.Checkpoint
+		inProgress = rs.InProgress.ID
 	}
 	changed := map[string]bool{}
 	seen := map[string]bool{}
-	for id := rs.Checkpoint; id != "" && !seen[id]; {
+	for id := rs.StepID; id != "" && !seen[id]; {
 		seen[id] = true
 		cp, ok := byID[id]
 		if !ok {
@@ -449,7 +449,7 @@ func changedByKidsInFlight(ctx context.Context, saver checkpoint.Reader, thread,
 	if err != nil {
 		return nil, fmt.Errorf("thread %q: listing its runs: %w", thread, err)
 	}
-	step := ns + "@" + st.Checkpoint
+	step := ns + "@" + st.ID
 	seen := map[string]bool{}
 	var out []string
 	for _, k := range cps {

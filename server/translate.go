@@ -190,7 +190,7 @@ func (t *translator) final(res *agent.Result) {
 	if res != nil && res.Status == agent.StatusInterrupted {
 		in := interruptsOf(rs)
 		if len(in) == 0 && len(res.Interrupts) > 0 {
-			in = []InterruptRecord{{ID: rs.Checkpoint, Value: hitl.RequestFor(res.Interrupts)}}
+			in = []InterruptRecord{{ID: rs.StepID, Value: hitl.RequestFor(res.Interrupts)}}
 		}
 		if len(in) > 0 {
 			v["__interrupt__"] = in

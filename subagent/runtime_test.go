@@ -96,8 +96,8 @@ func TestSequentialRuntimeSavesIdenticalCheckpoints(t *testing.T) {
 	saved := func() (stream, store []byte) {
 		saver := checkpoint.NewMemory(0)
 		stream, res := delegationStream(t, runner.Checkpoints(saver, "det"))
-		if res.Checkpoints < 6 {
-			t.Fatalf("only %d checkpoints", res.Checkpoints)
+		if res.SavedSteps < 6 {
+			t.Fatalf("only %d checkpoints", res.SavedSteps)
 		}
 		cps, err := saver.List(t.Context(), checkpoint.ListOptions{ThreadID: "det", AllNamespaces: true})
 		if err != nil {
