@@ -207,8 +207,8 @@ func (n nestTool) Run(ctx context.Context, env *tool.Env, args json.RawMessage) 
 }
 
 func (n nestTool) RunNested(ctx context.Context, env *tool.Env, _ json.RawMessage, host agent.Host) (tool.Result, *agent.Result, error) {
-	res, err := agent.Drain(n.child.Run(ctx, agent.Prompt("child work"), agent.WithPath(host.Path.Child("helper", env.CallID)),
-		agent.WithInstance(env.CallID)), host.Emit)
+	res, err := agent.Drain(n.child.Run(ctx, agent.Prompt("child work"), agent.AsChild(agent.Child{Path: host.Path.Child("helper", env.CallID)})),
+		host.Emit)
 	if res == nil {
 		return tool.Result{}, nil, err
 	}

@@ -22,7 +22,6 @@ type RunOption func(*runConfig)
 
 type runConfig struct {
 	path     Path
-	instance string
 	task     string
 	maxSteps int
 	timeout  time.Duration
@@ -38,24 +37,34 @@ type runConfig struct {
 	ended     bool
 }
 
-// WithPath sets the run's agent path (default: RootPath of the agent's
-// name). Subagent runs are started with their parent's path plus their own
-// segment (Path.Child).
-func WithPath(path Path) RunOption { return func(c *runConfig) { c.path = slices.Clone(path) } }
+// Child says which subagent run a run is. A tool that runs an agent of its
+// own (Nested) starts it with AsChild.
+type Child struct {
+	// Path is the run's agent path: its parent's path plus its own segment
+	// (Path.Child), whose call id is the parent's tool call that started
+	// it (Event.TaskCall).
+	Path Path
+	// Task is the text the run was started with, as reported to the model
+	// in llm.CallInfo (default: the first user message).
+	Task string
+	// System, when not nil, replaces the agent's system prompt (a fork
+	// subagent runs under its parent's prompt this way).
+	System *string
+}
 
-// WithInstance tags the run as the subagent instance started by the parent's
-// tool call callID.
-func WithInstance(callID string) RunOption { return func(c *runConfig) { c.instance = callID } }
+// AsChild runs the agent as the subagent run c describes. A run given no
+// path runs at RootPath of the agent's name.
+func AsChild(c Child) RunOption {
+	return func(rc *runConfig) {
+		rc.path, rc.task = slices.Clone(c.Path), c.Task
+		if c.System != nil {
+			system := *c.System
+			rc.system = &system
+		}
+	}
+}
 
-// WithTask sets the text the run was started with, as reported to the model
-// in llm.CallInfo (default: the first user message).
-func WithTask(text string) RunOption { return func(c *runConfig) { c.task = text } }
-
-// WithSystem replaces the agent's system prompt for this run (a fork
-// subagent runs under its parent's prompt this way).
-func WithSystem(prompt string) RunOption { return func(c *runConfig) { c.system = &prompt } }
-
-// WithSystemParts says how many (estimated) tokens of the WithSystem prompt
+// WithSystemParts says how many (estimated) tokens of the Child.System prompt
 // are memory and skills, so that the context report counts them as such
 // rather than as system prompt: a fork inherits them with its parent's
 // prompt (tool.Env.SystemParts).
@@ -139,7 +148,7 @@ type run struct {
 	yield   func(Event, error) bool
 	stopped bool // the consumer stopped iterating
 	cancel  context.CancelFunc
-	// cancelCause ends the run with a reason (a lost lease).
+	// cancelCause ends the run with a reason (its Hold lost the thread).
 	cancelCause context.CancelCauseFunc
 
 	state State
@@ -178,13 +187,13 @@ type run struct {
 	// claims is what middleware claimed of the current request's system
 	// prompt (Middleware.ContextPart).
 	claims *claims
-	// inherited are the parts of a prompt given by WithSystem that count
+	// inherited are the parts of a prompt given by Child.System that count
 	// as memory and skills (WithSystemParts).
 	inherited map[ContextPart]int
 }
 
 func (a *Agent) newRun(in Input, rc runConfig) *run {
-	r := &run{a: a, path: rc.path, instance: rc.instance, task: rc.task, maxSteps: rc.maxSteps, timeout: rc.timeout,
+	r := &run{a: a, path: rc.path, task: rc.task, maxSteps: rc.maxSteps, timeout: rc.timeout,
 		system: a.system}
 	if rc.system != nil {
 		r.system = *rc.system
@@ -199,6 +208,7 @@ func (a *Agent) newRun(in Input, rc runConfig) *run {
 		r.path = RootPath(a.name)
 	}
 	r.where = r.path.String()
+	r.instance = r.path.Last().CallID // "" at the top
 	if r.maxSteps == 0 {
 		r.maxSteps = a.cfg.MaxSteps
 	}

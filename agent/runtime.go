@@ -18,7 +18,7 @@ import (
 // in-process default: the wall clock, ids "call_R_I", and the agent's pool
 // of worker goroutines.
 //
-// Timeouts (WithTimeout) and lease expiry still use the context's deadline
+// Timeouts (WithTimeout) and a Hold losing its thread still use the context's deadline
 // and the wall clock.
 type Runtime interface {
 	// Now is the time events are stamped with and durations measured by.

@@ -435,7 +435,8 @@ func (t *Task) RunNested(ctx context.Context, env *tool.Env, raw json.RawMessage
 	path := parent.Child(c.name, callID)
 
 	in := agent.Input{Backend: env.Files}
-	opts := []agent.RunOption{agent.WithPath(path), agent.WithInstance(callID), agent.WithTask(args.Description), agent.WithTimeout(c.timeout)}
+	child := agent.Child{Path: path, Task: args.Description}
+	opts := []agent.RunOption{agent.WithTimeout(c.timeout)}
 	if len(host.Options) > 0 {
 		opts = append(opts, host.Options...)
 	} else if host.Runtime != nil {
@@ -449,7 +450,7 @@ func (t *Task) RunNested(ctx context.Context, env *tool.Env, raw json.RawMessage
 			system = env.Request.System
 		}
 		in.Messages = append(append(make([]llm.Message, 0, len(history)+1), history...), llm.User(ForkPreamble+args.Description))
-		opts = append(opts, agent.WithSystem(system))
+		child.System = &system
 		if len(env.SystemParts) > 0 {
 			parts := map[agent.ContextPart]int{}
 			for k, n := range env.SystemParts {
@@ -460,6 +461,7 @@ func (t *Task) RunNested(ctx context.Context, env *tool.Env, raw json.RawMessage
 	} else {
 		in.Messages = []llm.Message{llm.User(args.Description)}
 	}
+	opts = append(opts, agent.AsChild(child))
 
 	emit(agent.Event{Type: agent.SubagentStart, Agent: parentText, Time: now(), Subagent: &agent.SubagentInfo{
 		Name: c.name, Mode: string(c.mode), CallID: callID, Path: path, Task: args.Description}})
