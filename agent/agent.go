@@ -175,7 +175,7 @@ type ToolCall struct {
 
 // StepInfo tells BeforeModel where the run is.
 type StepInfo struct {
-	Agent string // the path's text form
+	// Path is the run's agent path (Path.String is its text form).
 	Path  Path
 	Round int
 	State *State // read-only
@@ -502,7 +502,7 @@ func Prompt(text string) Input { return Input{Messages: []llm.Message{llm.User(t
 
 // Result is a finished run.
 type Result struct {
-	Agent  string `json:"agent"`
+	Agent  Path   `json:"agent"`
 	Status Status `json:"status"`
 	// Error says why a run did not end with StatusOK (the text of Err).
 	Error string `json:"error,omitempty"`

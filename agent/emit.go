@@ -11,10 +11,10 @@ import (
 
 // emit sends ev to the consumer. Called only on the loop's goroutine.
 func (r *run) emit(ev Event) {
-	if ev.Agent == "" {
-		ev.Agent = r.where
+	if len(ev.Agent) == 0 {
+		ev.Agent = r.path
 	}
-	if ev.Agent == r.where && ev.TaskCall == "" {
+	if ev.TaskCall == "" && ev.Agent.Equal(r.path) {
 		ev.TaskCall = r.instance
 	}
 	if ev.Time.IsZero() {

@@ -61,7 +61,7 @@ var (
 // of its status and the underlying cause.
 type RunError struct {
 	// Agent is the path of the run, e.g. "parent".
-	Agent string
+	Agent Path
 	// Status is how the run ended; never StatusOK.
 	Status Status
 	// Err is the cause.

@@ -220,11 +220,11 @@ func (l ContextLedger) Merge(o ContextLedger) ContextLedger {
 // and every subagent's below it (ContextByAgent merged, this run's Last).
 func (r *Result) ContextTotal() ContextLedger {
 	var total ContextLedger
-	if own, ok := r.ContextByAgent[r.Agent]; ok {
+	if own, ok := r.ContextByAgent[r.Agent.String()]; ok {
 		total = own
 	}
 	for p, l := range r.ContextByAgent {
-		if p != r.Agent {
+		if p != r.Agent.String() {
 			total = total.Merge(l)
 		}
 	}

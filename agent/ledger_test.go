@@ -86,7 +86,7 @@ func requestReports(t *testing.T, a *agent.Agent, prompt string) (map[string][]a
 				return
 			}
 			mu.Lock()
-			reps[ev.Agent] = append(reps[ev.Agent], *ev.Request.Context)
+			reps[ev.Agent.String()] = append(reps[ev.Agent.String()], *ev.Request.Context)
 			mu.Unlock()
 		}
 	})

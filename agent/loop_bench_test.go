@@ -32,11 +32,11 @@ func BenchmarkEventJSON(b *testing.B) {
 	path := agent.RootPath("parent").Child("general-purpose", "call_1")
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	evs := []agent.Event{
-		{Type: agent.ModelResponse, Agent: path.String(), TaskCall: "call_1", Time: now,
+		{Type: agent.ModelResponse, Agent: path, TaskCall: "call_1", Time: now,
 			Response: &agent.ResponseInfo{Round: 1, Usage: llm.Usage{InputTokens: 100, OutputTokens: 20}, Text: "hi", ToolCalls: []string{"write"}}},
-		{Type: agent.ToolStart, Agent: path.String(), TaskCall: "call_1", Time: now,
+		{Type: agent.ToolStart, Agent: path, TaskCall: "call_1", Time: now,
 			Tool: &agent.ToolInfo{CallID: "call_2", Name: "write", Args: json.RawMessage(`{"path":"/a.txt","content":"hello"}`)}},
-		{Type: agent.SubagentStart, Agent: "parent", Time: now,
+		{Type: agent.SubagentStart, Agent: agent.RootPath("parent"), Time: now,
 			Subagent: &agent.SubagentInfo{Name: "general-purpose", Mode: "task", CallID: "call_1", Path: path, Task: "do it"}},
 	}
 	for b.Loop() {

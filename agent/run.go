@@ -407,7 +407,7 @@ func settle(parent context.Context, status Status, err error) (Status, error) {
 func (r *run) end(parent context.Context, status Status, err error) {
 	status, err = settle(parent, status, err)
 	res := r.result(status, err)
-	ev := Event{Type: RunEnd, Agent: r.where, TaskCall: r.instance, Time: r.rt.Now(),
+	ev := Event{Type: RunEnd, Agent: r.path, TaskCall: r.instance, Time: r.rt.Now(),
 		Run: &RunInfo{Status: status, Error: res.Error, Rounds: res.Rounds, Usage: res.Usage, Result: res}}
 	if !r.stopped {
 		r.yield(ev, res.Err())
@@ -415,13 +415,13 @@ func (r *run) end(parent context.Context, status Status, err error) {
 }
 
 func (r *run) result(status Status, err error) *Result {
-	res := &Result{Agent: r.where, Status: status, State: r.state, Rounds: r.rs.Loop.Rounds - r.rs.Loop.TurnStart, Children: r.rs.Finished}
+	res := &Result{Agent: r.path, Status: status, State: r.state, Rounds: r.rs.Loop.Rounds - r.rs.Loop.TurnStart, Children: r.rs.Finished}
 	var re *refusalError
 	if errors.As(err, &re) {
 		res.Refusal = re.text
 	}
 	if status != StatusOK {
-		res.err = &RunError{Agent: r.where, Status: status, Err: err}
+		res.err = &RunError{Agent: r.path, Status: status, Err: err}
 		res.Error = res.err.Error()
 	}
 	if r.mem != nil {

@@ -17,7 +17,7 @@ type RunState struct {
 	// Thread and Path say whose state this is; StepID and Step which step
 	// record it was read as of.
 	Thread string `json:"thread_id,omitempty"`
-	Path   string `json:"path"`
+	Path   Path   `json:"path"`
 	StepID string `json:"checkpoint,omitempty"`
 	Step   int    `json:"step"`
 	// Status is how the run stopped; empty while it is still running (or

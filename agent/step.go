@@ -227,7 +227,7 @@ func StepFrom(ctx context.Context) (StepInfo, bool) {
 
 // stepInfo describes the run to middleware hooks.
 func (r *run) stepInfo() StepInfo {
-	return StepInfo{Agent: r.where, Path: r.path, Round: r.rs.Loop.Rounds, State: &r.state, Files: r.backend, Emit: r.emit,
+	return StepInfo{Path: r.path, Round: r.rs.Loop.Rounds, State: &r.state, Files: r.backend, Emit: r.emit,
 		SetValue: r.setValue, AddUsage: r.addUsage, measure: r.measure}
 }
 

@@ -220,7 +220,7 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 		env := &tool.Env{CallID: c.ID, Agent: r.where, Files: files, Request: req, Capabilities: r.a.caps,
 			Calls: calls, State: r.state.Values, SystemParts: parts}
 		env.Progress = func(text string) {
-			b.event(&Event{Type: ToolProgress, Agent: r.where, TaskCall: r.instance, Time: r.rt.Now(),
+			b.event(&Event{Type: ToolProgress, Agent: r.path, TaskCall: r.instance, Time: r.rt.Now(),
 				Tool: &ToolInfo{CallID: c.ID, Name: c.Name, Text: text}})
 		}
 		t := r.a.byName[c.Name]

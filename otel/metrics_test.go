@@ -24,14 +24,14 @@ func TestMetrics(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
 	for _, ev := range []agent.Event{
-		{Type: agent.RunStart, Agent: "parent", Time: at(0), Run: &agent.RunInfo{}},
-		{Type: agent.ModelRequest, Agent: "parent", Time: at(100), Request: &agent.RequestInfo{Round: 0}},
-		{Type: agent.ModelDelta, Agent: "parent", Time: at(400), Delta: &llm.StreamEvent{}},
-		{Type: agent.ModelDelta, Agent: "parent", Time: at(900), Delta: &llm.StreamEvent{}},
-		{Type: agent.ModelResponse, Agent: "parent", Time: at(1600), Response: &agent.ResponseInfo{Round: 0, StopReason: llm.StopEnd,
+		{Type: agent.RunStart, Agent: agent.RootPath("parent"), Time: at(0), Run: &agent.RunInfo{}},
+		{Type: agent.ModelRequest, Agent: agent.RootPath("parent"), Time: at(100), Request: &agent.RequestInfo{Round: 0}},
+		{Type: agent.ModelDelta, Agent: agent.RootPath("parent"), Time: at(400), Delta: &llm.StreamEvent{}},
+		{Type: agent.ModelDelta, Agent: agent.RootPath("parent"), Time: at(900), Delta: &llm.StreamEvent{}},
+		{Type: agent.ModelResponse, Agent: agent.RootPath("parent"), Time: at(1600), Response: &agent.ResponseInfo{Round: 0, StopReason: llm.StopEnd,
 			Usage: llm.Usage{InputTokens: 100, OutputTokens: 20, CachedInputTokens: 80}}},
-		{Type: agent.ModelRequest, Agent: "parent", Time: at(2000), Request: &agent.RequestInfo{Round: 1}},
-		{Type: agent.RunEnd, Agent: "parent", Time: at(2500), Run: &agent.RunInfo{Status: agent.StatusError, Error: "boom"}},
+		{Type: agent.ModelRequest, Agent: agent.RootPath("parent"), Time: at(2000), Request: &agent.RequestInfo{Round: 1}},
+		{Type: agent.RunEnd, Agent: agent.RootPath("parent"), Time: at(2500), Run: &agent.RunInfo{Status: agent.StatusError, Error: "boom"}},
 	} {
 		rec.Record(ev)
 	}

@@ -66,15 +66,15 @@ func wrapStream(ctx context.Context, req *llm.Request, next agent.StreamFunc) it
 		if r.capture {
 			input := inputMessages(req.Messages)
 			system := systemInstructions(req.System, req.SystemTail)
-			r.noteModel(step.Agent, step.Round, func(n *modelNote) { n.input, n.system = input, system })
+			r.noteModel(step.Path.String(), step.Round, func(n *modelNote) { n.input, n.system = input, system })
 		}
 		for ev, err := range next(ctx, req) {
 			switch {
 			case err != nil:
 				typ := errorType(err)
-				r.noteModel(step.Agent, step.Round, func(n *modelNote) { n.errType = typ })
+				r.noteModel(step.Path.String(), step.Round, func(n *modelNote) { n.errType = typ })
 			case ev.Type == llm.EventDone && ev.Response != nil && ev.Response.Model != "":
-				r.noteModel(step.Agent, step.Round, func(n *modelNote) { n.responseModel = ev.Response.Model })
+				r.noteModel(step.Path.String(), step.Round, func(n *modelNote) { n.responseModel = ev.Response.Model })
 			}
 			if !yield(ev, err) || err != nil {
 				return
@@ -105,7 +105,7 @@ func afterRun(ctx context.Context, step agent.StepInfo, status agent.Status) {
 		return
 	}
 	r.mu.Lock()
-	a := r.agents[step.Agent]
+	a := r.agents[step.Path.String()]
 	r.mu.Unlock()
 	if a == nil {
 		return

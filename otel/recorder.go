@@ -236,12 +236,12 @@ func (r *Recorder) Record(ev agent.Event) {
 	case agent.ModelResponse:
 		r.modelResponse(ev, at)
 	case agent.ModelDelta:
-		if a := r.agents[ev.Agent]; a != nil && a.chat != nil && !a.chunked {
+		if a := r.agents[ev.Agent.String()]; a != nil && a.chat != nil && !a.chunked {
 			a.chunked = true
-			r.metrics.firstChunk(a.ctx, at.Sub(a.chatStart), r.opAttrs(ev.Agent, ""))
+			r.metrics.firstChunk(a.ctx, at.Sub(a.chatStart), r.opAttrs(ev.Agent.String(), ""))
 		}
 	case agent.ModelRetry:
-		if a := r.agents[ev.Agent]; a != nil && a.chat != nil && ev.Retry != nil {
+		if a := r.agents[ev.Agent.String()]; a != nil && a.chat != nil && ev.Retry != nil {
 			a.chat.AddEvent("deepagents.model.retry", trace.WithTimestamp(at), trace.WithAttributes(
 				attribute.Int("deepagents.retry.attempt", ev.Retry.Attempt),
 				attribute.Float64("deepagents.retry.wait_ms", ev.Retry.WaitMS),
@@ -253,13 +253,13 @@ func (r *Recorder) Record(ev agent.Event) {
 	case agent.ToolEnd:
 		r.toolEnd(ev, at)
 	case agent.SubagentStart:
-		if a := r.agents[ev.Agent]; a != nil && ev.Subagent != nil {
+		if a := r.agents[ev.Agent.String()]; a != nil && ev.Subagent != nil {
 			if s := a.tools[ev.Subagent.CallID]; s != nil {
 				s.SetAttributes(SubagentKey.String(ev.Subagent.Name), ModeKey.String(ev.Subagent.Mode))
 			}
 		}
 	case agent.SubagentEnd:
-		if a := r.agents[ev.Agent]; a != nil && ev.Subagent != nil {
+		if a := r.agents[ev.Agent.String()]; a != nil && ev.Subagent != nil {
 			if s := a.tools[ev.Subagent.CallID]; s != nil && ev.Subagent.Status != "" {
 				s.SetAttributes(StatusKey.String(string(ev.Subagent.Status)))
 			}
@@ -267,14 +267,14 @@ func (r *Recorder) Record(ev agent.Event) {
 	case agent.InterruptEvent:
 		r.interrupt(ev, at)
 	case agent.Notice:
-		if a := r.agents[ev.Agent]; a != nil && ev.Notice != nil && ev.Notice.Source == "resume" {
+		if a := r.agents[ev.Agent.String()]; a != nil && ev.Notice != nil && ev.Notice.Source == "resume" {
 			if id := resumedFrom(ev.Notice.Text); id != "" {
 				a.span.SetAttributes(CheckpointKey.String(id))
 			}
 			a.span.AddEvent("deepagents.resume", trace.WithTimestamp(at))
 		}
 	case compact.EventEnd:
-		if a, info := r.agents[ev.Agent], compactionOf(ev); a != nil && info != nil {
+		if a, info := r.agents[ev.Agent.String()], compactionOf(ev); a != nil && info != nil {
 			attrs := []attribute.KeyValue{
 				attribute.String("deepagents.compaction.trigger", info.Trigger),
 				attribute.Int("deepagents.compaction.tokens_before", info.TokensBefore),
@@ -318,25 +318,22 @@ func (r *Recorder) common() []attribute.KeyValue {
 }
 
 func (r *Recorder) runStart(ev agent.Event, at time.Time) {
-	if old := r.agents[ev.Agent]; old != nil {
+	if old := r.agents[ev.Agent.String()]; old != nil {
 		// A second start on one path without an end: close the first.
 		r.closeOpen(old, at, "the run started again")
 		old.span.End(trace.WithTimestamp(at))
 	}
-	path, err := agent.ParsePath(ev.Agent)
-	name := ev.Agent
-	if err == nil && len(path) > 0 {
-		name = path.Last().Name
-	}
+	path := ev.Agent
+	name := path.Last().Name
 	parent := r.parent
-	nested := err == nil && path.IsNested()
+	nested := path.IsNested()
 	if nested {
 		parent = r.parentOf(path.Parent().String(), ev.TaskCall)
 	}
 	attrs := append([]attribute.KeyValue{
 		semconv.GenAIOperationNameInvokeAgent,
 		semconv.GenAIAgentName(name),
-		PathKey.String(ev.Agent),
+		PathKey.String(ev.Agent.String()),
 	}, r.common()...)
 	if m := r.modelFor(name); m != "" {
 		attrs = append(attrs, semconv.GenAIRequestModel(m))
@@ -350,8 +347,8 @@ func (r *Recorder) runStart(ev agent.Event, at time.Time) {
 		opts = append(opts, trace.WithLinks(r.cfg.Links...))
 	}
 	ctx, span := r.tracer.Start(parent, "invoke_agent "+name, opts...)
-	a := &agentSpans{path: ev.Agent, span: span, ctx: ctx, tools: map[string]trace.Span{}, waiting: map[string]bool{}}
-	r.agents[ev.Agent] = a
+	a := &agentSpans{path: ev.Agent.String(), span: span, ctx: ctx, tools: map[string]trace.Span{}, waiting: map[string]bool{}}
+	r.agents[ev.Agent.String()] = a
 	if !nested && r.root == nil {
 		r.root = span
 	}
@@ -378,13 +375,13 @@ func (r *Recorder) modelFor(agentName string) string {
 }
 
 func (r *Recorder) runEnd(ev agent.Event, at time.Time) {
-	a := r.agents[ev.Agent]
+	a := r.agents[ev.Agent.String()]
 	if a == nil {
 		return
 	}
-	delete(r.agents, ev.Agent)
+	delete(r.agents, ev.Agent.String())
 	// Subagents still open under this path (their end never came) end first.
-	prefix := ev.Agent + " / "
+	prefix := ev.Agent.String() + " / "
 	for p, c := range r.agents {
 		if strings.HasPrefix(p, prefix) {
 			r.closeOpen(c, at, "the parent run ended first")
@@ -449,17 +446,17 @@ func (r *Recorder) closeOpen(a *agentSpans, at time.Time, reason string) {
 }
 
 func (r *Recorder) modelRequest(ev agent.Event, at time.Time) {
-	a := r.agents[ev.Agent]
+	a := r.agents[ev.Agent.String()]
 	if a == nil || ev.Request == nil {
 		return
 	}
 	if a.chat != nil {
 		a.chat.End(trace.WithTimestamp(at))
 	}
-	name := agentName(ev.Agent)
+	name := agentName(ev.Agent.String())
 	model := r.modelFor(name)
 	span := "chat"
-	attrs := append([]attribute.KeyValue{semconv.GenAIOperationNameChat, PathKey.String(ev.Agent),
+	attrs := append([]attribute.KeyValue{semconv.GenAIOperationNameChat, PathKey.String(ev.Agent.String()),
 		RoundKey.Int(ev.Request.Round)}, r.common()...)
 	if model != "" {
 		span += " " + model
@@ -495,7 +492,7 @@ func agentName(path string) string {
 }
 
 func (r *Recorder) modelResponse(ev agent.Event, at time.Time) {
-	a := r.agents[ev.Agent]
+	a := r.agents[ev.Agent.String()]
 	if a == nil || a.chat == nil || ev.Response == nil {
 		return
 	}
@@ -504,7 +501,7 @@ func (r *Recorder) modelResponse(ev agent.Event, at time.Time) {
 	if resp.StopReason != "" {
 		attrs = append(attrs, semconv.GenAIResponseFinishReasons(finishReason(resp.StopReason)))
 	}
-	key := modelKey{ev.Agent, resp.Round}
+	key := modelKey{ev.Agent.String(), resp.Round}
 	responseModel := ""
 	if note := r.models[key]; note != nil {
 		responseModel = note.responseModel
@@ -523,7 +520,7 @@ func (r *Recorder) modelResponse(ev agent.Event, at time.Time) {
 		attrs = append(attrs, r.content(semconv.GenAIOutputMessagesKey, outputMessages(resp)))
 	}
 	a.chat.SetAttributes(attrs...)
-	mattrs := r.opAttrs(ev.Agent, responseModel)
+	mattrs := r.opAttrs(ev.Agent.String(), responseModel)
 	r.metrics.tokens(a.ctx, resp.Usage, mattrs)
 	if resp.StopReason == llm.StopRefusal {
 		mattrs = append(mattrs, semconv.ErrorTypeKey.String("refusal"))
@@ -573,7 +570,7 @@ func usageAttrs(u llm.Usage) []attribute.KeyValue {
 }
 
 func (r *Recorder) toolStart(ev agent.Event, at time.Time) {
-	a := r.agents[ev.Agent]
+	a := r.agents[ev.Agent.String()]
 	if a == nil || ev.Tool == nil {
 		return
 	}
@@ -585,7 +582,7 @@ func (r *Recorder) toolStart(ev agent.Event, at time.Time) {
 		semconv.GenAIToolName(ev.Tool.Name),
 		semconv.GenAIToolCallID(ev.Tool.CallID),
 		semconv.GenAIToolType("function"),
-		PathKey.String(ev.Agent),
+		PathKey.String(ev.Agent.String()),
 	}, r.common()...)
 	if r.capture && len(ev.Tool.Args) > 0 {
 		attrs = append(attrs, r.content(semconv.GenAIToolCallArgumentsKey, string(ev.Tool.Args)))
@@ -596,7 +593,7 @@ func (r *Recorder) toolStart(ev agent.Event, at time.Time) {
 }
 
 func (r *Recorder) toolEnd(ev agent.Event, at time.Time) {
-	a := r.agents[ev.Agent]
+	a := r.agents[ev.Agent.String()]
 	if a == nil || ev.Tool == nil {
 		return
 	}
@@ -634,7 +631,7 @@ func (r *Recorder) interrupt(ev agent.Event, at time.Time) {
 	}
 	path := in.Path
 	if path == "" {
-		path = ev.Agent
+		path = ev.Agent.String()
 	}
 	attrs := []attribute.KeyValue{semconv.GenAIToolName(in.Tool), semconv.GenAIToolCallID(in.CallID), PathKey.String(path)}
 	if a := r.agents[path]; a != nil {
@@ -646,7 +643,7 @@ func (r *Recorder) interrupt(ev agent.Event, at time.Time) {
 		a.span.AddEvent("deepagents.interrupt", trace.WithTimestamp(at), trace.WithAttributes(attrs...))
 		return
 	}
-	if a := r.agents[ev.Agent]; a != nil {
+	if a := r.agents[ev.Agent.String()]; a != nil {
 		a.span.AddEvent("deepagents.interrupt", trace.WithTimestamp(at), trace.WithAttributes(attrs...))
 	}
 }

@@ -389,10 +389,10 @@ func TestContentCapture(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	long := strings.Repeat("é", 40) // 80 bytes
 	events := []agent.Event{
-		{Type: agent.RunStart, Agent: "parent", Time: at, Run: &agent.RunInfo{}},
-		{Type: agent.ToolStart, Agent: "parent", Time: at.Add(time.Second), Tool: &agent.ToolInfo{CallID: "c1", Name: "echo", Args: json.RawMessage(`{"k":"s3cr3t","more":"x"}`)}},
-		{Type: agent.ToolEnd, Agent: "parent", Time: at.Add(2 * time.Second), Tool: &agent.ToolInfo{CallID: "c1", Name: "echo", Result: long}},
-		{Type: agent.RunEnd, Agent: "parent", Time: at.Add(3 * time.Second), Run: &agent.RunInfo{Status: agent.StatusOK}},
+		{Type: agent.RunStart, Agent: agent.RootPath("parent"), Time: at, Run: &agent.RunInfo{}},
+		{Type: agent.ToolStart, Agent: agent.RootPath("parent"), Time: at.Add(time.Second), Tool: &agent.ToolInfo{CallID: "c1", Name: "echo", Args: json.RawMessage(`{"k":"s3cr3t","more":"x"}`)}},
+		{Type: agent.ToolEnd, Agent: agent.RootPath("parent"), Time: at.Add(2 * time.Second), Tool: &agent.ToolInfo{CallID: "c1", Name: "echo", Result: long}},
+		{Type: agent.RunEnd, Agent: agent.RootPath("parent"), Time: at.Add(3 * time.Second), Run: &agent.RunInfo{Status: agent.StatusOK}},
 	}
 	on, off := true, false
 	cases := []struct {
@@ -567,11 +567,11 @@ func TestParentSpanRetriesAndProviderNames(t *testing.T) {
 	rec := daotel.NewRecorder(ctx, daotel.Config{TracerProvider: h.tp, Model: "m"})
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, ev := range []agent.Event{
-		{Type: agent.RunStart, Agent: "parent", Time: t0, Run: &agent.RunInfo{}},
-		{Type: agent.ModelRequest, Agent: "parent", Time: t0.Add(time.Second), Request: &agent.RequestInfo{}},
-		{Type: agent.ModelRetry, Agent: "parent", Time: t0.Add(2 * time.Second), Retry: &agent.RetryInfo{Attempt: 1, WaitMS: 500, Kind: "rate_limit", Error: "slow down"}},
-		{Type: agent.ModelResponse, Agent: "parent", Time: t0.Add(3 * time.Second), Response: &agent.ResponseInfo{StopReason: "refusal", Refusal: "no"}},
-		{Type: agent.RunEnd, Agent: "parent", Time: t0.Add(4 * time.Second), Run: &agent.RunInfo{Status: agent.StatusRefused, Error: "the model refused"}},
+		{Type: agent.RunStart, Agent: agent.RootPath("parent"), Time: t0, Run: &agent.RunInfo{}},
+		{Type: agent.ModelRequest, Agent: agent.RootPath("parent"), Time: t0.Add(time.Second), Request: &agent.RequestInfo{}},
+		{Type: agent.ModelRetry, Agent: agent.RootPath("parent"), Time: t0.Add(2 * time.Second), Retry: &agent.RetryInfo{Attempt: 1, WaitMS: 500, Kind: "rate_limit", Error: "slow down"}},
+		{Type: agent.ModelResponse, Agent: agent.RootPath("parent"), Time: t0.Add(3 * time.Second), Response: &agent.ResponseInfo{StopReason: "refusal", Refusal: "no"}},
+		{Type: agent.RunEnd, Agent: agent.RootPath("parent"), Time: t0.Add(4 * time.Second), Run: &agent.RunInfo{Status: agent.StatusRefused, Error: "the model refused"}},
 	} {
 		rec.Record(ev)
 	}

@@ -799,7 +799,7 @@ func TestTwoCrashesKeepFinishedChildren(t *testing.T) {
 					dying.dead.Store(true)
 					return true
 				}
-				if ev.Type == agent.RunEnd && ev.Agent == "parent" {
+				if ev.Type == agent.RunEnd && ev.Agent.String() == "parent" {
 					return false
 				}
 			}
@@ -1236,7 +1236,7 @@ func TestInterruptedResultCountsWaitingSubagents(t *testing.T) {
 	if kid == nil || kid.Status != agent.StatusInterrupted || kid.Rounds != 2 {
 		t.Fatalf("the waiting subagent is not reported: %+v", kid)
 	}
-	before := res.UsageByAgent[kid.Agent]
+	before := res.UsageByAgent[kid.Agent.String()]
 	if before.InputTokens == 0 || res.Usage != sum(res) || res.Usage == res.UsageByAgent["parent"] {
 		t.Errorf("interrupted usage %+v, by agent %+v", res.Usage, res.UsageByAgent)
 	}
@@ -1244,7 +1244,7 @@ func TestInterruptedResultCountsWaitingSubagents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	after := res.UsageByAgent[kid.Agent]
+	after := res.UsageByAgent[kid.Agent.String()]
 	if res.Usage != sum(res) || after.InputTokens <= before.InputTokens || res.Children["t1"].Status != agent.StatusOK {
 		t.Errorf("resumed usage %+v by agent %+v (the subagent had %+v)", res.Usage, res.UsageByAgent, before)
 	}
@@ -1372,7 +1372,7 @@ func checkCancelThenResume(t *testing.T, name string, arm func(saver *cancelOnPu
 	ended := map[string]bool{}
 	res, err := agent.Drain(a.Run(cctx, agent.Prompt("go"), runner.Checkpoints(saver, "cx")), func(ev agent.Event) {
 		if ev.Type == agent.ToolEnd && ev.Tool.Name == "bump" {
-			ended[ev.Agent+" "+ev.Tool.CallID] = true
+			ended[ev.Agent.String()+" "+ev.Tool.CallID] = true
 		}
 		if each != nil {
 			each(ev)
@@ -1558,8 +1558,8 @@ func TestSubagentResultCountsItsOwnCheckpoints(t *testing.T) {
 		t.Errorf("the parent reports %d checkpoints; %d are stored", res.SavedSteps, len(all))
 	}
 	for id, kid := range res.Children {
-		if kid.SavedSteps != per[kid.Agent] || kid.SavedSteps == 0 {
-			t.Errorf("subagent %s reports %d checkpoints; its namespace holds %d", id, kid.SavedSteps, per[kid.Agent])
+		if kid.SavedSteps != per[kid.Agent.String()] || kid.SavedSteps == 0 {
+			t.Errorf("subagent %s reports %d checkpoints; its namespace holds %d", id, kid.SavedSteps, per[kid.Agent.String()])
 		}
 	}
 }

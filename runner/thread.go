@@ -122,12 +122,10 @@ func (t thread) FilesAt(ctx context.Context, path agent.Path, id string) (map[st
 }
 
 func (t thread) Changed(ctx context.Context, rs *agent.RunState, finished bool) ([]string, error) {
-	ns, err := nsOfState(rs)
-	if err != nil {
-		return nil, err
-	}
+	ns := nsOf(rs.Path)
 	var paths []string
 	if finished {
+		var err error
 		if paths, err = changedByCalls(ctx, t.saver, t.id, ns, rs); err != nil {
 			return nil, err
 		}
@@ -137,18 +135,6 @@ func (t thread) Changed(ctx context.Context, rs *agent.RunState, finished bool) 
 		return nil, err
 	}
 	return append(paths, kids...), nil
-}
-
-// nsOfState is the namespace of the run whose state rs is.
-func nsOfState(rs *agent.RunState) (string, error) {
-	if rs.Path == "" {
-		return "", nil
-	}
-	p, err := agent.ParsePath(rs.Path)
-	if err != nil {
-		return "", err
-	}
-	return nsOf(p), nil
 }
 
 // LoadRunState reads the state of the run at path in thread as of its latest
@@ -161,7 +147,7 @@ func LoadRunState(ctx context.Context, saver checkpoint.Reader, thread string, p
 	if err != nil {
 		return nil, err
 	}
-	rs := &agent.RunState{V: agent.RunStateVersion, Thread: thread, Path: path.String(), StepID: cp.ID, Step: cp.Step,
+	rs := &agent.RunState{V: agent.RunStateVersion, Thread: thread, Path: path, StepID: cp.ID, Step: cp.Step,
 		Messages: cp.State.Messages, Files: cp.State.Files, Values: map[string]json.RawMessage{}}
 	for k, v := range cp.State.Values {
 		switch k {
@@ -354,11 +340,7 @@ func dropAnswered(ctx context.Context, saver checkpoint.Reader, rs *agent.RunSta
 // (rs.Loop.Changed), and one whose files are in its state can compare them
 // with its input's; one cut off on a real directory has only this.
 func ChangedByFinishedSteps(ctx context.Context, saver checkpoint.Reader, rs *agent.RunState) ([]string, error) {
-	ns, err := nsOfState(rs)
-	if err != nil {
-		return nil, err
-	}
-	return changedByCalls(ctx, saver, rs.Thread, ns, rs)
+	return changedByCalls(ctx, saver, rs.Thread, nsOf(rs.Path), rs)
 }
 
 // changedByCalls gathers the paths in the file deltas of the result writes

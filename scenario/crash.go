@@ -68,17 +68,17 @@ type seenKey struct {
 func keyOf(ev agent.Event) (seenKey, bool) {
 	switch {
 	case ev.Type == agent.ModelRequest && ev.Request != nil:
-		return seenKey{typ: ev.Type, agent: ev.Agent, round: ev.Request.Round}, true
+		return seenKey{typ: ev.Type, agent: ev.Agent.String(), round: ev.Request.Round}, true
 	case ev.Type == agent.ModelResponse && ev.Response != nil:
-		return seenKey{typ: ev.Type, agent: ev.Agent, round: ev.Response.Round}, true
+		return seenKey{typ: ev.Type, agent: ev.Agent.String(), round: ev.Response.Round}, true
 	case (ev.Type == agent.ToolStart || ev.Type == agent.ToolEnd) && ev.Tool != nil:
-		return seenKey{typ: ev.Type, agent: ev.Agent, call: ev.Tool.CallID}, true
+		return seenKey{typ: ev.Type, agent: ev.Agent.String(), call: ev.Tool.CallID}, true
 	case ev.Type == agent.SubagentEnd && ev.Subagent != nil:
-		return seenKey{typ: ev.Type, agent: ev.Agent, call: ev.Subagent.CallID}, true
+		return seenKey{typ: ev.Type, agent: ev.Agent.String(), call: ev.Subagent.CallID}, true
 	case ev.Type == agent.InterruptEvent && ev.Interrupt != nil:
-		return seenKey{typ: ev.Type, agent: ev.Agent, call: ev.Interrupt.CallID}, true
+		return seenKey{typ: ev.Type, agent: ev.Agent.String(), call: ev.Interrupt.CallID}, true
 	case ev.Type == agent.RunStart:
-		return seenKey{typ: ev.Type, agent: ev.Agent}, true
+		return seenKey{typ: ev.Type, agent: ev.Agent.String()}, true
 	}
 	return seenKey{}, false
 }

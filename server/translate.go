@@ -47,7 +47,7 @@ func (s *Server) newTranslator(ctx context.Context, lr *liveRun) (*translator, e
 }
 
 // nested says whether ev comes from a subagent.
-func (t *translator) nested(ev agent.Event) bool { return ev.Agent != t.root }
+func (t *translator) nested(ev agent.Event) bool { return ev.Agent.String() != t.root }
 
 // suffix is the namespace of a subagent's events: "|task:<call_id>" per
 // level, or "" at the top level.
@@ -110,7 +110,7 @@ func (t *translator) meta(path, node string) map[string]any {
 }
 
 func (t *translator) handle(ev agent.Event) {
-	path := ev.Agent
+	path := ev.Agent.String()
 	switch ev.Type {
 	case agent.ModelRequest:
 		if ev.Request != nil {

@@ -476,7 +476,7 @@ func TestCooperativeRuntimeRunsParallelDelegation(t *testing.T) {
 			if err := dec.Decode(&ev); err != nil {
 				t.Fatal(err)
 			}
-			if ev.Type == agent.ToolEnd && ev.Agent == "parent" {
+			if ev.Type == agent.ToolEnd && ev.Agent.String() == "parent" {
 				// The task calls by id, the parent's write by name.
 				key := ev.Tool.CallID
 				if ev.Tool.Name == "write" {
@@ -658,7 +658,7 @@ func TestCooperativeRuntimeRunsCancellation(t *testing.T) {
 				if err := enc.Encode(ev); err != nil {
 					t.Error(err)
 				}
-				if ev.Type == agent.ToolEnd && ev.Agent != "parent" {
+				if ev.Type == agent.ToolEnd && ev.Agent.String() != "parent" {
 					// A subagent's first call ended: cut the run.
 					cancel()
 				}

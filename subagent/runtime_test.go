@@ -139,7 +139,7 @@ func TestSequentialRuntimeRunsCallsInOrder(t *testing.T) {
 		if err := dec.Decode(&ev); err != nil {
 			t.Fatal(err)
 		}
-		if ev.Agent == "parent" && ev.Type == agent.ToolEnd {
+		if ev.Agent.String() == "parent" && ev.Type == agent.ToolEnd {
 			order = append(order, ev.Tool.CallID)
 		}
 	}

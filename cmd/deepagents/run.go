@@ -484,7 +484,7 @@ func (s *session) drive(ctx context.Context, in agent.Input, decisions []agent.D
 				s.tellUnguarded(ev.Agent, enc, prog)
 			}
 		})
-		s.tellUnguarded("", enc, prog)
+		s.tellUnguarded(nil, enc, prog)
 		// A run that produced a result is reported and saved whatever error
 		// came with it (a non-ok status comes back as an error too); only a
 		// run without a result has nothing to show.
@@ -953,9 +953,9 @@ func (s *session) tell(ev agent.Event, prog *progressPrinter) {
 // nothing stopped since the last call (with --no-sandbox), on stderr even
 // with --quiet and as a warning event in stream-json; agentPath is the
 // agent whose command ended.
-func (s *session) tellUnguarded(agentPath string, enc *json.Encoder, prog *progressPrinter) {
-	if agentPath == "" {
-		agentPath = "parent"
+func (s *session) tellUnguarded(agentPath agent.Path, enc *json.Encoder, prog *progressPrinter) {
+	if len(agentPath) == 0 {
+		agentPath = agent.RootPath(agent.DefaultName)
 	}
 	for _, ev := range unguardedWarnings(agentPath, s.flags.shell.unguarded.take()) {
 		// Every time, not once per session as tell shows a warning: the
@@ -1052,7 +1052,7 @@ func summarise(res *agent.Result, transcript string) runSummary {
 		out.ContextTotal = &total
 	}
 	for id, c := range res.Children {
-		out.Subagents = append(out.Subagents, subagentSummary{CallID: id, Agent: c.Agent, Status: c.Status, Rounds: c.Rounds, Usage: c.Usage})
+		out.Subagents = append(out.Subagents, subagentSummary{CallID: id, Agent: c.Agent.String(), Status: c.Status, Rounds: c.Rounds, Usage: c.Usage})
 	}
 	slices.SortFunc(out.Subagents, func(a, b subagentSummary) int { return strings.Compare(a.CallID, b.CallID) })
 	if len(res.Interrupts) > 0 {
