@@ -70,7 +70,7 @@ func (s chanSemaphore) Release() { <-s }
 
 // inProcess is the default runtime of a run of a.
 type inProcess struct {
-	Direct
+	direct
 	local
 	a *Agent
 }
@@ -132,7 +132,7 @@ func (w workers) work(f func()) {
 // event stream, byte for byte. Its timers (Timeout) run on the wall clock:
 // they only bound how long a cancelled step waits for its subagents.
 type Sequential struct {
-	Direct
+	direct
 	local
 	mu  sync.Mutex
 	now time.Time

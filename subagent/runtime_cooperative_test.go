@@ -16,6 +16,7 @@ import (
 
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
 	"github.com/deepagents-go/deepagents/runner"
 	"github.com/deepagents-go/deepagents/subagent"
@@ -35,7 +36,6 @@ import (
 // turn; the scheduler fails the test after a second with its stack. So does
 // a run in which no task can run and none will be woken.
 type coop struct {
-	agent.Direct
 	t tb
 
 	mu       sync.Mutex
@@ -268,6 +268,15 @@ func (c *coop) Now() time.Time {
 }
 
 func (*coop) CallID(round, index int) string { return fmt.Sprintf("call_%d_%d", round, index) }
+
+// Model and Tool make the calls in process, on the calling task's goroutine.
+func (*coop) Model(ctx context.Context, req *llm.Request, next agent.ModelFunc) (*llm.Response, error) {
+	return next(ctx, req)
+}
+
+func (*coop) Tool(ctx context.Context, call *agent.ToolCall, next agent.ToolFunc) (tool.Result, error) {
+	return next(ctx, call)
+}
 
 func (c *coop) Fanout(calls []func()) {
 	for i, f := range calls {
