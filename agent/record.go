@@ -45,9 +45,7 @@ type StepRecord struct {
 	Step   int
 	ID     string
 	Parent string
-	// Metadata goes with a turn's input (WithMetadata).
-	Metadata map[string]string
-	Time     time.Time
+	Time   time.Time
 
 	// Appended are the messages added since the last step record, Files
 	// the file changes, Values the values set (nil: removed) and Usage the
@@ -309,9 +307,6 @@ func (r *run) save(ctx context.Context, kind RecordKind, status Status, runErr e
 	}
 	rec := &StepRecord{Path: r.path, Kind: kind, Step: r.rs.Step + 1, ID: stepID(r.rs.Step + 1), Parent: r.rs.StepID,
 		Appended: r.state.Messages[d.msgs:], Usage: d.usage, Values: d.values, Children: d.kids, Time: r.rt.Now(), Warn: r.warnSave}
-	if kind == RecordInput {
-		rec.Metadata = d.metadata
-	}
 	if r.rs.Step < 0 {
 		rec.Parent = ""
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -27,15 +26,6 @@ const childrenValue = "agent.children"
 // thread for people (the server's thread state) leave those out.
 func ReservedValue(name string) bool { return strings.HasPrefix(name, "agent.") }
 
-// WithMetadata records md with the run's input (beside the
-// "source" key, which it cannot replace): what the caller needs to know of
-// the turn later, such as the settings it was started with. Listing a
-// thread's history can filter by it (checkpoint.ListOptions). A subagent
-// run, and a run resumed without input, save no input and so no metadata.
-func WithMetadata(md map[string]string) RunOption {
-	return func(c *runConfig) { c.metadata = maps.Clone(md) }
-}
-
 // WithEndedResult makes a run given no input, on a thread whose last run
 // has already ended, end at once with that run's saved status and result
 // (messages, files, usage, subagents) instead of being refused. It is for a
@@ -54,8 +44,6 @@ type recordConfig struct {
 	// parentStep names the parent's step that started a subagent run, so
 	// that a later turn reusing the call id starts a history of its own.
 	parentStep string
-	// metadata goes with the input's record (WithMetadata).
-	metadata map[string]string
 	// rec takes the run's step records (WithRecorder).
 	rec Recorder
 	// recOnly: the run is recorded (WithRecorder) but has no thread to
@@ -413,7 +401,7 @@ func (r *run) nestedOptions() []RunOption {
 	}
 	if r.rec != nil {
 		nc := r.rec.recordConfig
-		nc.nested, nc.metadata = true, nil
+		nc.nested = true
 		nc.parentStep = r.rec.ns + "@" + r.rs.Loop.StepInProgress
 		opts = append(opts, func(c *runConfig) { c.record = &nc })
 	}

@@ -31,7 +31,6 @@ type runConfig struct {
 
 	record    *recordConfig
 	rec       Recorder
-	metadata  map[string]string
 	hold      Hold
 	decisions []Decision
 	ended     bool
@@ -244,9 +243,6 @@ func (a *Agent) newRun(in Input, rc runConfig) *run {
 	if rc.record != nil {
 		r.rec = &recording{recordConfig: *rc.record, ns: nsOf(r.path)}
 		r.rs.Step = -1 // nothing recorded yet: the first record is step 0
-		if !r.rec.nested && rc.metadata != nil {
-			r.rec.metadata = rc.metadata
-		}
 		if !r.rec.nested {
 			r.rec.acceptEnded = rc.ended
 		}

@@ -1163,7 +1163,7 @@ func TestAnsweredSubagentCallNoLongerWaits(t *testing.T) {
 	}
 }
 
-// TestRunMetadata: WithMetadata goes with the checkpoint of each turn's
+// TestRunMetadata: runner.WithMetadata goes with the checkpoint of each turn's
 // input only, never replaces its source, and is not given to subagents.
 func TestRunMetadata(t *testing.T) {
 	ctx := context.Background()
@@ -1174,10 +1174,10 @@ func TestRunMetadata(t *testing.T) {
 	    {"content": "one"}, {"content": "two"}],
 	  "general-purpose": [{"content": "did"}]}`, deepagents.Config{})
 	md := map[string]string{"flags": "--root /tmp/x", "source": "mine"}
-	if _, err := a.Invoke(ctx, agent.Prompt("go"), runner.Checkpoints(saver, "md"), agent.WithMetadata(md)); err != nil {
+	if _, err := a.Invoke(ctx, agent.Prompt("go"), runner.Checkpoints(saver, "md", runner.WithMetadata(md))); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Invoke(ctx, agent.Prompt("again"), runner.Checkpoints(saver, "md"), agent.WithMetadata(map[string]string{"flags": "--root /tmp/y"})); err != nil {
+	if _, err := a.Invoke(ctx, agent.Prompt("again"), runner.Checkpoints(saver, "md", runner.WithMetadata(map[string]string{"flags": "--root /tmp/y"}))); err != nil {
 		t.Fatal(err)
 	}
 	all, err := saver.List(ctx, checkpoint.ListOptions{ThreadID: "md", AllNamespaces: true})

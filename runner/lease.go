@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"strconv"
 	"strings"
@@ -43,7 +44,7 @@ func Checkpoints(store checkpoint.RunStore, thread string, opts ...Option) agent
 		o(&c)
 	}
 	opts2 := []agent.RunOption{agent.WithThread(thread, threadOf(store, thread)),
-		agent.WithRecorder(retrying{rec: CheckpointRecorder(store, thread), budget: c.saveRetry})}
+		agent.WithRecorder(retrying{rec: &ckRecorder{saver: store, thread: thread, metadata: c.metadata}, budget: c.saveRetry})}
 	if l, ok := store.(checkpoint.Leaser); ok {
 		opts2 = append(opts2, Lease(l, thread, "", 0))
 	}
@@ -55,6 +56,16 @@ type Option func(*config)
 
 type config struct {
 	saveRetry time.Duration
+	metadata  map[string]string
+}
+
+// WithMetadata saves md with the checkpoint of the run's input (beside the
+// "source" key, which it cannot replace): what the caller needs to know of
+// the turn later, such as the settings it was started with. Listing a
+// thread's history can filter by it (checkpoint.ListOptions). A subagent
+// run, and a run resumed without input, save no input and so no metadata.
+func WithMetadata(md map[string]string) Option {
+	return func(c *config) { c.metadata = maps.Clone(md) }
 }
 
 // WithSaveRetry sets how long a save that fails because the checkpoint

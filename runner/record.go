@@ -48,6 +48,8 @@ func CheckpointRecorder(saver checkpoint.RunStore, thread string) agent.Recorder
 type ckRecorder struct {
 	saver  checkpoint.RunStore
 	thread string
+	// metadata goes with the checkpoint of the run's input (WithMetadata).
+	metadata map[string]string
 
 	mu sync.Mutex
 	// kidJSON holds, by namespace and call id, the summaries of subagent
@@ -70,9 +72,11 @@ func (c *ckRecorder) Record(ctx context.Context, rec *agent.StepRecord) error {
 	st := checkpoint.Step{ThreadID: c.thread, NS: ns, ID: rec.ID, ParentID: rec.Parent, Step: rec.Step,
 		Metadata: map[string]string{"source": string(rec.Kind)}, Messages: rec.Appended, Usage: rec.Usage,
 		Files: rec.Files, Status: ckStatus(rec.Loop.Status), Time: rec.Time}
-	for k, v := range rec.Metadata {
-		if k != "source" {
-			st.Metadata[k] = v
+	if rec.Kind == agent.RecordInput {
+		for k, v := range c.metadata {
+			if k != "source" {
+				st.Metadata[k] = v
+			}
 		}
 	}
 	lv, err := json.Marshal(rec.Loop)

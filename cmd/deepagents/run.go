@@ -465,7 +465,7 @@ func (s *session) drive(ctx context.Context, in agent.Input, decisions []agent.D
 			}
 			s.told[sigKey] = true
 		}
-		opts := []agent.RunOption{runner.Checkpoints(watch, s.thread, runner.WithSaveRetry(saveRetry(s.flags.saveRetry))), agent.WithMetadata(md)}
+		opts := []agent.RunOption{runner.Checkpoints(watch, s.thread, runner.WithSaveRetry(saveRetry(s.flags.saveRetry)), runner.WithMetadata(md))}
 		if len(decisions) > 0 {
 			opts = append(opts, agent.WithDecisions(decisions...))
 		}
