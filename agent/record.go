@@ -148,9 +148,6 @@ type Opening struct {
 	// (namespace@step id).
 	Nested     bool
 	ParentStep string
-	// AcceptEnded: a resume of an ended run gives its result
-	// (WithEndedResult).
-	AcceptEnded bool
 	// Check refuses decisions that do not fit the calls waiting, as the
 	// agent checks them (edits against its tools' schemas included).
 	Check func(ds []Decision, waiting []Interrupt) error

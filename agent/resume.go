@@ -26,16 +26,6 @@ const childrenValue = "agent.children"
 // thread for people (the server's thread state) leave those out.
 func ReservedValue(name string) bool { return strings.HasPrefix(name, "agent.") }
 
-// WithEndedResult makes a run given no input, on a thread whose last run
-// has already ended, end at once with that run's saved status and result
-// (messages, files, usage, subagents) instead of being refused. It is for a
-// process that takes a thread over after a crash: a run saves its end
-// before it shows its last response, so a process that died after showing
-// it may have finished the run.
-func WithEndedResult() RunOption {
-	return func(c *runConfig) { c.ended = true }
-}
-
 type recordConfig struct {
 	src    Thread
 	thread string
@@ -49,9 +39,6 @@ type recordConfig struct {
 	// recOnly: the run is recorded (WithRecorder) but has no thread to
 	// read a thread from.
 	recOnly bool
-	// acceptEnded: a resume of an ended run returns its result
-	// (WithEndedResult).
-	acceptEnded bool
 }
 
 // recording is a recorded run's bookkeeping: what is recorded already.
@@ -181,7 +168,7 @@ func (r *run) open(ctx context.Context) (pending *StepState, done bool, status S
 	d := r.rec
 	input := r.state.Messages
 	st, err := d.src.Open(ctx, r.path, Opening{Input: len(input) > 0, Decisions: r.decisions, Nested: d.nested,
-		ParentStep: d.parentStep, AcceptEnded: d.acceptEnded, Check: func(ds []Decision, waiting []Interrupt) error {
+		ParentStep: d.parentStep, Check: func(ds []Decision, waiting []Interrupt) error {
 			if err := CheckDecisions(ds, waiting); err != nil {
 				return err
 			}

@@ -33,7 +33,6 @@ type runConfig struct {
 	rec       Recorder
 	hold      Hold
 	decisions []Decision
-	ended     bool
 }
 
 // Child says which subagent run a run is. A tool that runs an agent of its
@@ -243,9 +242,6 @@ func (a *Agent) newRun(in Input, rc runConfig) *run {
 	if rc.record != nil {
 		r.rec = &recording{recordConfig: *rc.record, ns: nsOf(r.path)}
 		r.rs.Step = -1 // nothing recorded yet: the first record is step 0
-		if !r.rec.nested {
-			r.rec.acceptEnded = rc.ended
-		}
 		_, _, r.rec.keeps = r.fileView()
 	}
 	if r.task == "" {

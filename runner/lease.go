@@ -43,7 +43,7 @@ func Checkpoints(store checkpoint.RunStore, thread string, opts ...Option) agent
 	for _, o := range opts {
 		o(&c)
 	}
-	opts2 := []agent.RunOption{agent.WithThread(thread, threadOf(store, thread)),
+	opts2 := []agent.RunOption{agent.WithThread(thread, threadOf(store, thread, c.ended)),
 		agent.WithRecorder(retrying{rec: &ckRecorder{saver: store, thread: thread, metadata: c.metadata}, budget: c.saveRetry})}
 	if l, ok := store.(checkpoint.Leaser); ok {
 		opts2 = append(opts2, Lease(l, thread, "", 0))
@@ -57,7 +57,16 @@ type Option func(*config)
 type config struct {
 	saveRetry time.Duration
 	metadata  map[string]string
+	ended     bool
 }
+
+// WithEndedResult makes a run given no input, on a thread whose last run
+// has already ended, end at once with that run's saved status and result
+// (messages, files, usage, subagents) instead of being refused. It is for a
+// process that takes a thread over after a crash: a run saves its end
+// before it shows its last response, so a process that died after showing
+// it may have finished the run.
+func WithEndedResult() Option { return func(c *config) { c.ended = true } }
 
 // WithMetadata saves md with the checkpoint of the run's input (beside the
 // "source" key, which it cannot replace): what the caller needs to know of

@@ -57,6 +57,8 @@ func TestOpenDecidesHowARunStarts(t *testing.T) {
 	ended := thread{saver: checkpoint.NewMemory(0), id: "T"}
 	putRun(t, ended.saver, "", agent.LoopState{Status: agent.StatusOK})
 	putRun(t, ended.saver, kid.String(), agent.LoopState{Status: agent.StatusOK, ParentStep: "@00000001"})
+	endedTaken := ended
+	endedTaken.acceptEnded = true
 	unfinished := thread{saver: checkpoint.NewMemory(0), id: "T"}
 	putRun(t, unfinished.saver, "", agent.LoopState{})
 
@@ -70,7 +72,7 @@ func TestOpenDecidesHowARunStarts(t *testing.T) {
 	}{
 		{"ended, input", ended, root, agent.Opening{Input: true}, agent.StartNewTurn, false},
 		{"ended, no input", ended, root, agent.Opening{}, 0, true},
-		{"ended, no input, ended result taken", ended, root, agent.Opening{AcceptEnded: true}, agent.StartEnded, false},
+		{"ended, no input, ended result taken", endedTaken, root, agent.Opening{}, agent.StartEnded, false},
 		{"ended, decisions", ended, root, agent.Opening{Decisions: approve}, 0, true},
 		{"unfinished, input", unfinished, root, agent.Opening{Input: true}, agent.StartCloseStep, false},
 		{"unfinished, input and decisions", unfinished, root, agent.Opening{Input: true, Decisions: approve}, 0, true},

@@ -47,6 +47,9 @@ func nsOf(p agent.Path) string {
 type thread struct {
 	saver checkpoint.Reader
 	id    string
+	// acceptEnded: a resume of an ended run gives its result
+	// (WithEndedResult).
+	acceptEnded bool
 }
 
 // Open reads the run at path and decides how it starts: the resume
@@ -105,7 +108,7 @@ func (t thread) Open(ctx context.Context, path agent.Path, o agent.Opening) (age
 		return agent.Start{How: agent.StartResume, State: rs}, nil
 	case len(o.Decisions) > 0:
 		return agent.Start{}, &agent.DecisionError{Msg: fmt.Sprintf("thread %q has no calls waiting for a decision (its last run ended %s)", t.id, rs.Status)}
-	case !o.Input && o.AcceptEnded && rs.Status != "":
+	case !o.Input && t.acceptEnded && rs.Status != "":
 		return agent.Start{How: agent.StartEnded, State: rs}, nil
 	case !o.Input:
 		return agent.Start{}, fmt.Errorf("thread %q has no unfinished run to resume (its last run ended %s); send a new message instead", t.id, rs.Status)
@@ -474,10 +477,11 @@ func changedByKidsInFlight(ctx context.Context, saver checkpoint.Reader, thread,
 	return out, nil
 }
 
-// threadOf is thread id of saver as a run reads it.
-func threadOf(saver checkpoint.Reader, id string) agent.Thread {
+// threadOf is thread id of saver as a run reads it; acceptEnded as
+// WithEndedResult says.
+func threadOf(saver checkpoint.Reader, id string, acceptEnded bool) agent.Thread {
 	if saver == nil {
 		return nil
 	}
-	return thread{saver: saver, id: id}
+	return thread{saver: saver, id: id, acceptEnded: acceptEnded}
 }
