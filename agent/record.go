@@ -126,11 +126,13 @@ func Options(opts ...RunOption) RunOption {
 // one from its store): how a run starts on it, the files of a run
 // as of one of its records, and what an unfinished run changed so far.
 type Thread interface {
-	// Open reads the run at path and decides how it starts: a new
+	// Open reads the run at path and decides how it starts (a new
 	// history, a new turn, the resumption of an unfinished run, the
-	// result of one that had ended, or refused decisions. An error ends
-	// the run at once (StatusError).
-	Open(ctx context.Context, path Path, o Opening) (Start, error)
+	// result of one that had ended, or refused decisions), with the
+	// run's state as saved (nil when there is none). An error ends the
+	// run at once (StatusError); with StartRefused it is why the
+	// decisions were refused, and the run stays waiting as rs is.
+	Open(ctx context.Context, path Path, o Opening) (how StartHow, rs *RunState, err error)
 	// FilesAt reads the files of the run at path as of its record id.
 	FilesAt(ctx context.Context, path Path, id string) (map[string]vfs.File, error)
 	// Changed lists the paths that the unfinished run rs changed: in its
@@ -157,30 +159,23 @@ type Opening struct {
 type StartHow int
 
 const (
-	// StartResume continues State, the run's unfinished step included.
+	// StartResume continues the run's state, its unfinished step included.
 	StartResume StartHow = iota
-	// StartFresh starts a new history: a new thread, or (State set) a new
-	// run under a call id that an earlier run used.
+	// StartFresh starts a new history: a new thread, or (a state given) a
+	// new run under a call id that an earlier run used.
 	StartFresh
-	// StartNewTurn takes State's conversation and files and starts a turn
-	// with the run's input.
+	// StartNewTurn takes the state's conversation and files and starts a
+	// turn with the run's input.
 	StartNewTurn
 	// StartCloseStep is StartNewTurn on an unfinished run: its step in
 	// progress is closed first, its unfinished calls told they did not run.
 	StartCloseStep
-	// StartEnded ends the run at once with State's saved result.
+	// StartEnded ends the run at once with the state's saved result.
 	StartEnded
-	// StartRefused ends the run at once, interrupted as State is, with
-	// Err: the decisions do not fit its waiting calls.
+	// StartRefused ends the run at once, interrupted as its state is, with
+	// Open's error: the decisions do not fit its waiting calls.
 	StartRefused
 )
-
-// Start is how a run starts on its thread (Thread.Open).
-type Start struct {
-	How   StartHow
-	State *RunState
-	Err   error
-}
 
 // WithThread has the run continue thread, named name, which its Recorder
 // (WithRecorder) records it into: a run given input continues the thread's

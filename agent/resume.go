@@ -167,18 +167,17 @@ func (e errWaiting) Error() string {
 func (r *run) open(ctx context.Context) (pending *StepState, done bool, status Status, err error) {
 	d := r.rec
 	input := r.state.Messages
-	st, err := d.src.Open(ctx, r.path, Opening{Input: len(input) > 0, Decisions: r.decisions, Nested: d.nested,
+	how, rs, err := d.src.Open(ctx, r.path, Opening{Input: len(input) > 0, Decisions: r.decisions, Nested: d.nested,
 		ParentStep: d.parentStep, Check: func(ds []Decision, waiting []Interrupt) error {
 			if err := CheckDecisions(ds, waiting); err != nil {
 				return err
 			}
 			return r.a.checkEdits(ds, waiting, r.where)
 		}})
-	if err != nil {
+	if err != nil && how != StartRefused {
 		return nil, true, StatusError, err
 	}
-	rs := st.State
-	switch st.How {
+	switch how {
 	case StartFresh:
 		if rs != nil {
 			// A history of its own after another run's in the same
@@ -198,7 +197,7 @@ func (r *run) open(ctx context.Context) (pending *StepState, done bool, status S
 		// it was, waiting for them.
 		r.restore(rs)
 		r.rs.Loop.Interrupts = rs.Loop.Interrupts
-		return nil, true, StatusInterrupted, st.Err
+		return nil, true, StatusInterrupted, err
 	case StartCloseStep:
 		r.restore(rs)
 		if err := r.closeStep(ctx, rs); err != nil {

@@ -59,22 +59,22 @@ type thread struct {
 // on a top-level run, input on an unfinished run closes its step and starts
 // a new turn, no input resumes it with the decisions given (checked first),
 // and input on an ended run starts a new turn.
-func (t thread) Open(ctx context.Context, path agent.Path, o agent.Opening) (agent.Start, error) {
+func (t thread) Open(ctx context.Context, path agent.Path, o agent.Opening) (agent.StartHow, *agent.RunState, error) {
 	rs, err := LoadRunState(ctx, t.saver, t.id, path, false)
 	if errors.Is(err, checkpoint.ErrNotFound) {
 		if !o.Input {
-			return agent.Start{}, fmt.Errorf("thread %q has no run to resume; start it with a message (%w)", t.id, err)
+			return 0, nil, fmt.Errorf("thread %q has no run to resume; start it with a message (%w)", t.id, err)
 		}
 		if len(o.Decisions) > 0 && !o.Nested {
-			return agent.Start{}, &agent.DecisionError{Msg: fmt.Sprintf("thread %q has no calls waiting for a decision", t.id)}
+			return 0, nil, &agent.DecisionError{Msg: fmt.Sprintf("thread %q has no calls waiting for a decision", t.id)}
 		}
-		return agent.Start{How: agent.StartFresh}, nil
+		return agent.StartFresh, nil, nil
 	}
 	if err != nil {
-		return agent.Start{}, fmt.Errorf("reading thread %q: %w", t.id, err)
+		return 0, nil, fmt.Errorf("reading thread %q: %w", t.id, err)
 	}
 	if rs.V > agent.RunStateVersion {
-		return agent.Start{}, fmt.Errorf("thread %q was saved by a newer version (state v%d; this one reads v%d)", t.id, rs.V, agent.RunStateVersion)
+		return 0, nil, fmt.Errorf("thread %q was saved by a newer version (state v%d; this one reads v%d)", t.id, rs.V, agent.RunStateVersion)
 	}
 	unfinished := rs.Status == "" || rs.Status == agent.StatusInterrupted
 	switch {
@@ -82,38 +82,38 @@ func (t thread) Open(ctx context.Context, path agent.Path, o agent.Opening) (age
 		// The call id was used by an earlier step of the thread (models and
 		// servers that number calls per response do that): this is another
 		// run, with a history of its own in the same namespace.
-		return agent.Start{How: agent.StartFresh, State: rs}, nil
+		return agent.StartFresh, rs, nil
 	case o.Nested && !unfinished:
 		// A subagent's namespace is its call's, and the step that started it
 		// is this one: whatever it holds is this very run, started before a
 		// crash or an interrupt.
-		return agent.Start{How: agent.StartEnded, State: rs}, nil
+		return agent.StartEnded, rs, nil
 	case o.Nested:
-		return agent.Start{How: agent.StartResume, State: rs}, nil
+		return agent.StartResume, rs, nil
 	case unfinished && o.Input && len(o.Decisions) > 0:
-		return agent.Start{}, &agent.DecisionError{Msg: fmt.Sprintf("thread %q: decisions go with a resume, which sends no message; "+
+		return 0, nil, &agent.DecisionError{Msg: fmt.Sprintf("thread %q: decisions go with a resume, which sends no message; "+
 			"a new message instead closes the waiting calls unanswered. Send one or the other", t.id)}
 	case unfinished && o.Input:
 		// New input on a run that was cut off or waits for approval: the
 		// person moved on. The step in progress is closed (finished calls
 		// keep their results, the others are told they did not run) and the
 		// input starts a new turn.
-		return agent.Start{How: agent.StartCloseStep, State: rs}, nil
+		return agent.StartCloseStep, rs, nil
 	case unfinished:
 		if o.Check != nil {
 			if err := o.Check(o.Decisions, rs.Loop.Interrupts); err != nil {
-				return agent.Start{How: agent.StartRefused, State: rs, Err: err}, nil
+				return agent.StartRefused, rs, err
 			}
 		}
-		return agent.Start{How: agent.StartResume, State: rs}, nil
+		return agent.StartResume, rs, nil
 	case len(o.Decisions) > 0:
-		return agent.Start{}, &agent.DecisionError{Msg: fmt.Sprintf("thread %q has no calls waiting for a decision (its last run ended %s)", t.id, rs.Status)}
+		return 0, nil, &agent.DecisionError{Msg: fmt.Sprintf("thread %q has no calls waiting for a decision (its last run ended %s)", t.id, rs.Status)}
 	case !o.Input && t.acceptEnded && rs.Status != "":
-		return agent.Start{How: agent.StartEnded, State: rs}, nil
+		return agent.StartEnded, rs, nil
 	case !o.Input:
-		return agent.Start{}, fmt.Errorf("thread %q has no unfinished run to resume (its last run ended %s); send a new message instead", t.id, rs.Status)
+		return 0, nil, fmt.Errorf("thread %q has no unfinished run to resume (its last run ended %s); send a new message instead", t.id, rs.Status)
 	}
-	return agent.Start{How: agent.StartNewTurn, State: rs}, nil
+	return agent.StartNewTurn, rs, nil
 }
 
 func (t thread) FilesAt(ctx context.Context, path agent.Path, id string) (map[string]vfs.File, error) {
