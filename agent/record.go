@@ -94,38 +94,28 @@ type Recorder interface {
 }
 
 // WithRecorder hands the run's step records, and those of the subagent runs
-// it starts, to rec. With WithThread, the run continues the thread it reads
-// from there; without, the run starts afresh from its input (there is no
-// thread to resume) and rec sees what it does.
+// it starts, to rec, in place of its thread's (WithThread). A run given no
+// thread starts afresh from its input (there is no thread to resume) and
+// rec sees what it does.
 func WithRecorder(rec Recorder) RunOption { return func(c *runConfig) { c.rec = rec } }
 
 // Hold keeps a run's thread for it while it runs, so that no other run
-// takes it meanwhile (package runner holds a lease). A top-level run calls
-// Hold once, before it reads its thread, on its runtime's clock now; lost
-// ends the run with a reason when the thread is taken from it, and release
-// lets the thread go when the run ends. An error ends the run at once.
+// takes it meanwhile (package runner holds a lease): a Thread that
+// implements it is held by every top-level run on it (subagent runs are
+// held by their top-level run's). A run calls Hold once, before it reads
+// its thread, on its runtime's clock now; lost ends the run with a reason
+// when the thread is taken from it, and release lets the thread go when the
+// run ends. An error ends the run at once.
 type Hold interface {
 	Hold(ctx context.Context, now func() time.Time, lost func(error)) (release func(), err error)
 }
 
-// WithHold has the run keep its thread with h (subagent runs are held by
-// their top-level run's).
-func WithHold(h Hold) RunOption { return func(c *runConfig) { c.hold = h } }
-
-// Options makes one option of several, applied in order: for a package
-// that gives runs a set of options at once.
-func Options(opts ...RunOption) RunOption {
-	return func(c *runConfig) {
-		for _, o := range opts {
-			o(c)
-		}
-	}
-}
-
-// Thread is a saved thread as a run reads it back (package runner reads
-// one from its store): how a run starts on it, the files of a run
-// as of one of its records, and what an unfinished run changed so far.
+// Thread is a saved thread as a run reads it back and records into it
+// (package runner keeps one in its store): it takes the run's step records,
+// and tells how a run starts on it, the files of a run as of one of its
+// records, and what an unfinished run changed so far.
 type Thread interface {
+	Recorder
 	// Open reads the run at path and decides how it starts (a new
 	// history, a new turn, the resumption of an unfinished run, the
 	// result of one that had ended, or refused decisions), with the
@@ -177,15 +167,18 @@ const (
 	StartRefused
 )
 
-// WithThread has the run continue thread, named name, which its Recorder
-// (WithRecorder) records it into: a run given input continues the thread's
-// conversation and files (a new thread starts empty); a run given no input
-// resumes the thread's unfinished run from its last record, repeating no
-// finished model or tool call. Subagent runs read their own state from the
-// same thread. Package runner gives a run both, over its store.
+// WithThread has the run continue thread, named name, and record into it: a
+// run given input continues the thread's conversation and files (a new
+// thread starts empty); a run given no input resumes the thread's
+// unfinished run from its last record, repeating no finished model or tool
+// call. Subagent runs read their own state from the same thread, and
+// record into it. Package runner gives a run one over its store.
 func WithThread(name string, thread Thread) RunOption {
 	return func(c *runConfig) {
 		c.record = &recordConfig{src: thread, thread: name, count: new(atomic.Int64)}
+		if thread != nil {
+			c.record.rec = thread
+		}
 	}
 }
 

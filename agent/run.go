@@ -31,7 +31,6 @@ type runConfig struct {
 
 	record    *recordConfig
 	rec       Recorder
-	hold      Hold
 	decisions []Decision
 }
 
@@ -170,7 +169,7 @@ type run struct {
 	changed map[string]bool
 
 	rec       *recording // nil when the run is not recorded
-	hold      Hold       // nil but for a top-level run given WithHold
+	hold      Hold       // nil but for a top-level run on a Thread that holds
 	decisions []Decision
 	stepTools map[string]tool.Tool
 	stepSpecs []llm.ToolSpec
@@ -198,7 +197,7 @@ func (a *Agent) newRun(in Input, rc runConfig) *run {
 		r.inherited = rc.parts
 	}
 	r.rt, r.custom = rc.runtime, rc.runtime
-	r.hold, r.decisions = rc.hold, rc.decisions
+	r.decisions = rc.decisions
 	if r.rt == nil {
 		r.rt = inProcess{a: a}
 	}
@@ -243,6 +242,9 @@ func (a *Agent) newRun(in Input, rc runConfig) *run {
 		r.rec = &recording{recordConfig: *rc.record, ns: nsOf(r.path)}
 		r.rs.Step = -1 // nothing recorded yet: the first record is step 0
 		_, _, r.rec.keeps = r.fileView()
+		if h, ok := r.rec.src.(Hold); ok && !r.rec.nested {
+			r.hold = h
+		}
 	}
 	if r.task == "" {
 		for _, m := range in.Messages {
@@ -307,7 +309,7 @@ func (r *run) loop(parent context.Context) {
 			return
 		}
 	case r.rec != nil:
-		if r.hold != nil && !r.rec.nested {
+		if r.hold != nil {
 			release, err := r.hold.Hold(ctx, r.rt.Now, r.cancelCause)
 			if err != nil {
 				r.end(parent, cancelledBy(ctx, StatusError, err), err)

@@ -244,7 +244,7 @@ func crashAtEveryEvent(t *testing.T, every int, open func(t *testing.T) checkpoi
 				saver := &crashable{Saver: base}
 				a := durableAgent(t, durableScript, deepagents.Config{Tools: []tool.Tool{c}})
 				seen := 0
-				for range a.Run(ctx, agent.Prompt("go"), runner.Checkpoints(saver, "th"), runner.Lease(saver, "th", "first", time.Millisecond)) {
+				for range a.Run(ctx, agent.Prompt("go"), runner.Checkpoints(saver, "th", runner.Lease("first", time.Millisecond))) {
 					seen++
 					if seen == n {
 						saver.dead.Store(true)
@@ -259,10 +259,10 @@ func crashAtEveryEvent(t *testing.T, every int, open func(t *testing.T) checkpoi
 				time.Sleep(2 * time.Millisecond)
 
 				a2 := durableAgent(t, durableScript, deepagents.Config{Tools: []tool.Tool{c}})
-				res, err := a2.Invoke(ctx, agent.Input{}, runner.Checkpoints(base, "th"), runner.Lease(base, "th", "second", time.Minute))
+				res, err := a2.Invoke(ctx, agent.Input{}, runner.Checkpoints(base, "th", runner.Lease("second", time.Minute)))
 				if err != nil && strings.Contains(err.Error(), "has no run to resume") {
 					// The crash came before the input was saved: start again.
-					res, err = a2.Invoke(ctx, agent.Prompt("go"), runner.Checkpoints(base, "th"), runner.Lease(base, "th", "second", time.Minute))
+					res, err = a2.Invoke(ctx, agent.Prompt("go"), runner.Checkpoints(base, "th", runner.Lease("second", time.Minute)))
 				}
 				if err != nil {
 					var msgs []string
@@ -629,7 +629,7 @@ func TestLostLeaseStopsTheRun(t *testing.T) {
 	a := durableAgent(t, `{"parent": [{"tool_calls": [{"id": "k", "name": "block"}]}, {"content": "ok"}]}`, deepagents.Config{Tools: []tool.Tool{b}})
 	done := make(chan error, 1)
 	go func() {
-		_, err := a.Invoke(ctx, agent.Prompt("hold"), runner.Checkpoints(saver, "lost"), runner.Lease(saver, "lost", "first", 30*time.Millisecond))
+		_, err := a.Invoke(ctx, agent.Prompt("hold"), runner.Checkpoints(saver, "lost", runner.Lease("first", 30*time.Millisecond)))
 		done <- err
 	}()
 	<-b.started
@@ -793,7 +793,7 @@ func TestTwoCrashesKeepFinishedChildren(t *testing.T) {
 			dying := &crashable{Saver: saver}
 			a := durableAgent(t, durableScript, deepagents.Config{Tools: []tool.Tool{&counter{}}})
 			seen := 0
-			for ev := range a.Run(ctx, in, runner.Checkpoints(dying, "th"), runner.Lease(dying, "th", holder, time.Millisecond)) {
+			for ev := range a.Run(ctx, in, runner.Checkpoints(dying, "th", runner.Lease(holder, time.Millisecond))) {
 				seen++
 				if seen == n {
 					dying.dead.Store(true)
@@ -1726,7 +1726,7 @@ func crashOnADirectory(t *testing.T, layered bool) {
 				dir := t.TempDir()
 				a := dirAgent(t, c, dir)
 				seen := 0
-				for range a.Run(ctx, agent.Prompt("go"), runner.Checkpoints(saver, "th"), runner.Lease(saver, "th", "first", time.Millisecond)) {
+				for range a.Run(ctx, agent.Prompt("go"), runner.Checkpoints(saver, "th", runner.Lease("first", time.Millisecond))) {
 					seen++
 					if seen == n {
 						saver.dead.Store(true)
@@ -1763,7 +1763,7 @@ func crashOnADirectory(t *testing.T, layered bool) {
 					t.Errorf("the finished steps changed %v, want %v", got, want)
 				}
 
-				res, err := dirAgent(t, c, dir).Invoke(ctx, agent.Input{}, runner.Checkpoints(base, "th"), runner.Lease(base, "th", "second", time.Minute))
+				res, err := dirAgent(t, c, dir).Invoke(ctx, agent.Input{}, runner.Checkpoints(base, "th", runner.Lease("second", time.Minute)))
 				if err != nil {
 					t.Fatalf("resume: %v", err)
 				}

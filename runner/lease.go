@@ -27,12 +27,11 @@ import (
 const DefaultLeaseTTL = time.Minute
 
 // Checkpoints makes a run durable in saver under thread
-// (agent.WithThread, agent.WithRecorder): each step is saved as it is
-// taken (CheckpointRecorder), a save the
-// store cannot take for now is tried again (WithSaveRetry), and the run
-// holds the thread's lease while it runs, as this process for
-// DefaultLeaseTTL, so that a second run on the thread is refused. Lease,
-// given after it, changes the holder or its time to live.
+// (agent.WithThread): each step is saved as it is taken
+// (CheckpointRecorder), a save the store cannot take for now is tried again
+// (WithSaveRetry), and the run holds the thread's lease while it runs, as
+// this process for DefaultLeaseTTL (or as Lease says), so that a second run
+// on the thread is refused.
 //
 // A run needs only the four methods of checkpoint.RunStore. The lease is
 // taken when store is also a checkpoint.Leaser, as every saver of this
@@ -43,12 +42,7 @@ func Checkpoints(store checkpoint.RunStore, thread string, opts ...Option) agent
 	for _, o := range opts {
 		o(&c)
 	}
-	opts2 := []agent.RunOption{agent.WithThread(thread, threadOf(store, thread, c.ended)),
-		agent.WithRecorder(retrying{rec: &ckRecorder{saver: store, thread: thread, metadata: c.metadata}, budget: c.saveRetry})}
-	if l, ok := store.(checkpoint.Leaser); ok {
-		opts2 = append(opts2, Lease(l, thread, "", 0))
-	}
-	return agent.Options(opts2...)
+	return agent.WithThread(thread, threadOf(store, thread, c))
 }
 
 // Option is a knob of Checkpoints.
@@ -58,6 +52,8 @@ type config struct {
 	saveRetry time.Duration
 	metadata  map[string]string
 	ended     bool
+	holder    string
+	ttl       time.Duration
 }
 
 // WithEndedResult makes a run given no input, on a thread whose last run
@@ -85,11 +81,11 @@ func WithMetadata(md map[string]string) Option {
 // back. Subagent runs take their parent's setting.
 func WithSaveRetry(d time.Duration) Option { return func(c *config) { c.saveRetry = d } }
 
-// Lease has a run hold thread's lease in saver as holder (default: this
-// host and process, LeaseHolder) with a time to live of ttl (default
-// DefaultLeaseTTL).
-func Lease(saver checkpoint.Leaser, thread, holder string, ttl time.Duration) agent.RunOption {
-	return agent.WithHold(&lease{saver: saver, thread: thread, holder: holder, ttl: ttl})
+// Lease has a run hold its thread's lease as holder (default: this host
+// and process, LeaseHolder) with a time to live of ttl (default
+// DefaultLeaseTTL), when the store takes leases.
+func Lease(holder string, ttl time.Duration) Option {
+	return func(c *config) { c.holder, c.ttl = holder, ttl }
 }
 
 // LeaseHolder names this process in a thread's lease, as runs name it when

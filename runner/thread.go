@@ -477,11 +477,29 @@ func changedByKidsInFlight(ctx context.Context, saver checkpoint.Reader, thread,
 	return out, nil
 }
 
-// threadOf is thread id of saver as a run reads it; acceptEnded as
-// WithEndedResult says.
-func threadOf(saver checkpoint.Reader, id string, acceptEnded bool) agent.Thread {
-	if saver == nil {
+// threadOf is thread id of store as a run reads it back and records into
+// it, held by a lease when the store takes leases, as c says.
+func threadOf(store checkpoint.RunStore, id string, c config) agent.Thread {
+	if store == nil {
 		return nil
 	}
-	return thread{saver: saver, id: id, acceptEnded: acceptEnded}
+	th := recordedThread{thread: thread{saver: store, id: id, acceptEnded: c.ended},
+		Recorder: retrying{rec: &ckRecorder{saver: store, thread: id, metadata: c.metadata}, budget: c.saveRetry}}
+	if l, ok := store.(checkpoint.Leaser); ok {
+		return heldThread{recordedThread: th, lease: &lease{saver: l, thread: id, holder: c.holder, ttl: c.ttl}}
+	}
+	return th
+}
+
+// recordedThread is a thread that records a run's steps (agent.Thread).
+type recordedThread struct {
+	thread
+	agent.Recorder
+}
+
+// heldThread is a recorded thread that a run holds by its lease
+// (agent.Hold).
+type heldThread struct {
+	recordedThread
+	*lease
 }

@@ -293,7 +293,8 @@ func (d *driver) once(ctx context.Context, in agent.Input, ds []agent.Decision) 
 		// end before showing its last response.
 		ropts = append(ropts, runner.WithEndedResult())
 	}
-	opts = append(opts, runner.Checkpoints(saver, d.thread, ropts...), runner.Lease(saver, d.thread, holder, 0))
+	ropts = append(ropts, runner.Lease(holder, 0))
+	opts = append(opts, runner.Checkpoints(saver, d.thread, ropts...))
 	if len(ds) > 0 {
 		opts = append(opts, agent.WithDecisions(ds...))
 	}
