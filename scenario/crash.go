@@ -87,7 +87,7 @@ func keyOf(ev agent.Event) (seenKey, bool) {
 // runtime, its runtime.
 type lockstep struct {
 	*countingSaver
-	seq *agent.Sequential
+	seq agent.Runtime
 
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced whenever seen or crashed changes
@@ -103,7 +103,7 @@ type lockstep struct {
 }
 
 func newLockstep(saver *countingSaver) *lockstep {
-	return &lockstep{countingSaver: saver, seq: agent.NewSequential(time.Unix(0, 0).UTC()),
+	return &lockstep{countingSaver: saver, seq: agent.Sequential(time.Unix(0, 0).UTC()),
 		changed: make(chan struct{}), seen: map[seenKey]bool{}, batch: map[string][]string{}, prev: map[seenKey]string{}}
 }
 

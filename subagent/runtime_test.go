@@ -40,7 +40,7 @@ func delegationStream(t *testing.T, opts ...agent.RunOption) ([]byte, *agent.Res
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt := agent.NewSequential(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	rt := agent.Sequential(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	res, err := agent.Drain(a.Run(t.Context(), agent.Prompt("delegate"), append([]agent.RunOption{agent.WithRuntime(rt)}, opts...)...), func(ev agent.Event) {
