@@ -179,7 +179,7 @@ func TestTimedOutRunKeepsRunningChildren(t *testing.T) {
 	})
 }
 
-// A checkpointed run cancelled while a subagent works lists it the same
+// A recorded run cancelled while a subagent works lists it the same
 // way, and resuming the thread finishes that subagent where it stopped,
 // without running the finished one again.
 func TestCancelledDurableRunKeepsRunningChildren(t *testing.T) {

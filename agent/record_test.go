@@ -81,7 +81,7 @@ func TestRecorderSeesEveryStepAndCall(t *testing.T) {
 		t.Errorf("end record's children %v, want c2's run", end.Children)
 	}
 	if res.SavedSteps != 3 || res.Thread != "" {
-		t.Errorf("result: %d checkpoints, thread %q; want 3 records of steps, no thread", res.SavedSteps, res.Thread)
+		t.Errorf("result: %d saved steps, thread %q; want 3 records of steps, no thread", res.SavedSteps, res.Thread)
 	}
 }
 
