@@ -49,8 +49,9 @@ type Child struct {
 	System *string
 }
 
-// AsChild runs the agent as the subagent run c describes. A run given no
-// path runs at RootPath of the agent's name.
+// AsChild runs the agent as the subagent run c describes. A run without it
+// (or whose Child has no path) is a top-level run, at RootPath of the
+// agent's name.
 func AsChild(c Child) RunOption {
 	return func(rc *runConfig) {
 		rc.path, rc.task = slices.Clone(c.Path), c.Task
