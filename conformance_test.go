@@ -270,7 +270,7 @@ func TestSubagentApprovalResumesInsideTheChild(t *testing.T) {
 	}
 	resumed := false
 	for _, e := range tr.Events {
-		if e.Type == "notice" && e.Agent == "parent / general-purpose#t1" && e.Notice != nil && e.Notice.Source == "resume" {
+		if e.Type == "notice" && e.Agent.String() == "parent / general-purpose#t1" && e.Notice != nil && e.Notice.Source == "resume" {
 			resumed = true
 		}
 	}

@@ -131,7 +131,7 @@ func TestTaskIgnoresUnknownArguments(t *testing.T) {
 	if got := res.State.Messages[2]; got.Content != "3 files" || got.IsError {
 		t.Errorf("receipt = %+v", got)
 	}
-	if len(notices) != 1 || notices[0].Agent != "parent" || notices[0].Tool.CallID != "c1" || !slices.Equal(notices[0].Tool.Ignored, []string{"mode", "priority"}) {
+	if len(notices) != 1 || notices[0].Agent.String() != "parent" || notices[0].Tool.CallID != "c1" || !slices.Equal(notices[0].Tool.Ignored, []string{"mode", "priority"}) {
 		t.Fatalf("notices = %+v", notices)
 	}
 	for _, r := range m.Records() {

@@ -175,8 +175,8 @@ func TestSubagentLargeToolResultOffloaded(t *testing.T) {
 			var childWrite, parentWrite bool
 			for _, e := range eventsOf(evs, agent.FileWrite) {
 				if e.File.Path == path {
-					childWrite = childWrite || e.Agent == childPath && e.File.CallID == "c1"
-					parentWrite = parentWrite || e.Agent == "parent" && e.File.CallID == "t1"
+					childWrite = childWrite || e.Agent.String() == childPath && e.File.CallID == "c1"
+					parentWrite = parentWrite || e.Agent.String() == "parent" && e.File.CallID == "t1"
 				}
 			}
 			if !childWrite || !parentWrite {

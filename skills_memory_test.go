@@ -99,7 +99,7 @@ func TestSkillsAndMemoryReachTheRightAgents(t *testing.T) {
 	}
 	var readerRes *agent.Result
 	for _, c := range res.Children {
-		if c.Agent != "" && strings.Contains(c.Agent, "reader") {
+		if c.Agent.String() != "" && strings.Contains(c.Agent.String(), "reader") {
 			readerRes = c
 		}
 	}
@@ -211,8 +211,8 @@ func TestForkContextReportCountsInheritedMemoryAndSkills(t *testing.T) {
 	}
 	reports := map[string]*tokens.Report{}
 	if _, err := agent.Drain(a.Run(t.Context(), agent.Prompt("Start.")), func(e agent.Event) {
-		if e.Type == agent.ModelRequest && reports[e.Agent] == nil {
-			reports[e.Agent] = e.Request.Context
+		if e.Type == agent.ModelRequest && reports[e.Agent.String()] == nil {
+			reports[e.Agent.String()] = e.Request.Context
 		}
 	}); err != nil {
 		t.Fatal(err)

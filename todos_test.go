@@ -99,7 +99,7 @@ func TestTodosPerAgentInstance(t *testing.T) {
 	// Each run that ended with its plan open said so, under its own path.
 	got := map[string]string{}
 	for _, ev := range notices {
-		got[ev.Agent] = ev.Notice.Text
+		got[ev.Agent.String()] = ev.Notice.Text
 	}
 	if len(got) != 4 || got["parent"] != "the run ended with 1 todo of 1 not completed:\n[ ] Parent plan" {
 		t.Fatalf("notices %q", got)

@@ -11,7 +11,7 @@ import (
 )
 
 // AfterRun is called once per run with the status it ends with, before
-// run.end; a value it sets reaches the Result and the final checkpoint.
+// run.end; a value it sets reaches the Result and the last step record.
 func TestAfterRunHook(t *testing.T) {
 	var statuses []agent.Status
 	mw := agent.Middleware{Name: "closer", AfterRun: func(_ context.Context, st agent.StepInfo, status agent.Status) {

@@ -25,7 +25,7 @@
 // calls (Runtime, the deterministic Sequential); state.go is the run as a
 // value (RunState); record.go hands out a run's step records (WithRecorder)
 // and resume.go starts a run on its saved thread (WithThread), both driven
-// by package runner over a checkpoint store; ask.go is how a tool call
+// by package runner, which saves the records; ask.go is how a tool call
 // waits for a person (Ask, Admit, DecisionOf); approval.go and decide.go
 // are the decisions a person takes and their checks (package approve
 // makes calls wait by tool name); event.go and errors.go define the events and
@@ -49,14 +49,18 @@ import (
 	"github.com/deepagents-go/deepagents/vfs"
 )
 
-// Defaults used when a Config leaves a limit at zero. DefaultMaxSteps lets one
-// run make as many model calls as the reference implementation's default
-// recursion limit allows (about 500); every subagent instance has a budget of
-// its own.
+// Defaults used when a Config leaves a limit at zero, and the version of the
+// saved RunState. DefaultMaxSteps lets one run make as many model calls as
+// the reference implementation's default recursion limit allows (about 500);
+// every subagent instance has a budget of its own.
 const (
 	DefaultMaxSteps    = 500
 	DefaultMaxParallel = 16
 	DefaultName        = "parent"
+
+	// RunStateVersion is the version of the RunState encoding; a reader
+	// refuses a newer one instead of guessing.
+	RunStateVersion = 1
 )
 
 // Config assembles an agent. The zero value of every field but Model works.
@@ -165,7 +169,7 @@ type Middleware struct {
 	// AfterRun is called once when a run's steps are over, before its end
 	// is saved and run.end is emitted, with the status it ends with: a hook
 	// may report unfinished work (StepInfo.Emit) or set a last state value,
-	// which reaches the Result and the run's final checkpoint.
+	// which reaches the Result and the run's last step record.
 	AfterRun func(ctx context.Context, step StepInfo, status Status)
 }
 
@@ -196,7 +200,7 @@ func (c *ToolCall) OnRan(f func(emit func(Event), changed func(path string))) {
 
 // StepInfo tells BeforeModel where the run is.
 type StepInfo struct {
-	Agent string // the path's text form
+	// Path is the run's agent path (Path.String is its text form).
 	Path  Path
 	Round int
 	State *State // read-only
@@ -206,7 +210,7 @@ type StepInfo struct {
 	// Emit adds an event to the run's stream (the agent path is filled in).
 	Emit func(Event)
 	// SetValue stores a middleware's own value in the run's state
-	// (State.Values, as JSON), where it is checkpointed with the step and
+	// (State.Values, as JSON), where it is recorded with the step and
 	// restored on resume; nil removes it. Read values back with GetValue.
 	SetValue func(name string, v any) error
 	// AddUsage counts model calls a middleware made for this agent besides
@@ -302,8 +306,8 @@ type Host struct {
 	// Emit forwards an event to the run's stream. Safe from any goroutine.
 	Emit func(Event)
 	// Options are what a nested run must be started with, after its own
-	// options: the hosting run's runtime, its checkpointer (the nested run
-	// is saved in the same thread, under its own path) and the decisions
+	// options: the hosting run's runtime, its recorder (the nested run is
+	// recorded in the same thread, under its own path) and the decisions
 	// for calls waiting in it.
 	Options []RunOption
 }
@@ -505,7 +509,7 @@ const (
 )
 
 // State is what a run owns and returns: the conversation and, with the
-// default backend, the files. It is JSON-serialisable for checkpoints.
+// default backend, the files. It is JSON-serialisable, to be saved.
 type State struct {
 	Messages []llm.Message       `json:"messages"`
 	Files    map[string]vfs.File `json:"files,omitzero"`
@@ -542,7 +546,7 @@ func Prompt(text string) Input { return Input{Messages: []llm.Message{llm.User(t
 
 // Result is a finished run.
 type Result struct {
-	Agent  string `json:"agent"`
+	Agent  Path   `json:"agent"`
 	Status Status `json:"status"`
 	// Error says why a run did not end with StatusOK (the text of Err).
 	Error string `json:"error,omitempty"`
@@ -567,10 +571,11 @@ type Result struct {
 	// Interrupts are the tool calls waiting for a person's decision
 	// (StatusInterrupted), this run's and its subagents'.
 	Interrupts []Interrupt `json:"interrupts,omitempty"`
-	// Thread is the checkpoint thread the run was saved under, if any.
+	// Thread is the thread the run was recorded into, if any.
 	Thread string `json:"thread_id,omitempty"`
-	// Checkpoints counts the checkpoints this run and its subagents wrote.
-	Checkpoints int `json:"checkpoints,omitempty"`
+	// SavedSteps counts the step records (input, steps, end) this run and
+	// its subagents handed out to be saved.
+	SavedSteps int `json:"checkpoints,omitempty"`
 	// Context is the ledger of this run's own model requests (nil when it
 	// made none): the last one, the largest one, and their sum.
 	Context *tokens.Ledger `json:"context,omitempty"`
@@ -602,7 +607,7 @@ func (r *Result) Err() error {
 // FinalText returns the text of the last assistant message that has text,
 // or "" if none has.
 func (r *Result) FinalText() string {
-	return LastText(r.State.Messages)
+	return llm.LastText(r.State.Messages)
 }
 
 // Child returns the subagent run started by the task call with this id,
@@ -617,16 +622,4 @@ func (r *Result) Child(callID string) (*Result, bool) {
 		}
 	}
 	return nil, false
-}
-
-// LastText returns the text of the last assistant message with non-blank
-// text in msgs. Only text parts count: a message that holds nothing but the
-// model's reasoning has no text.
-func LastText(msgs []llm.Message) string {
-	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role == llm.RoleAssistant && msgs[i].HasText() {
-			return msgs[i].Content
-		}
-	}
-	return ""
 }

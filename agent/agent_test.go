@@ -283,7 +283,7 @@ func TestEventsDescribeEveryStep(t *testing.T) {
 	var end *agent.RunInfo
 	_, err := agent.Drain(a.Run(t.Context(), agent.Prompt("go")), func(e agent.Event) {
 		types = append(types, string(e.Type))
-		if e.Agent != "parent" {
+		if e.Agent.String() != "parent" {
 			t.Errorf("event %s has agent %q", e.Type, e.Agent)
 		}
 		switch e.Type {

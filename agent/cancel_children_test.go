@@ -99,9 +99,9 @@ func cutWhenBlocked(blocked chan struct{}, cut func()) func(agent.Event) {
 	fastEnded, slowBlocks := false, false
 	return func(ev agent.Event) {
 		switch {
-		case ev.Type == agent.ToolEnd && ev.Agent == "parent" && ev.Tool.CallID == "c1":
+		case ev.Type == agent.ToolEnd && ev.Agent.String() == "parent" && ev.Tool.CallID == "c1":
 			fastEnded = true
-		case ev.Type == agent.ToolStart && ev.Agent == slowKid && ev.Tool.Name == "block":
+		case ev.Type == agent.ToolStart && ev.Agent.String() == slowKid && ev.Tool.Name == "block":
 			slowBlocks = true
 		default:
 			return
@@ -125,7 +125,7 @@ func checkCutFamily(t *testing.T, res *agent.Result) {
 	if fast.Status != agent.StatusOK || fast.Usage.InputTokens != 5 {
 		t.Errorf("fast child: status %s, usage %+v", fast.Status, fast.Usage)
 	}
-	if slow.Status != agent.StatusCancelled || slow.Agent != slowKid || slow.Usage.InputTokens != 14 || slow.Rounds != 2 {
+	if slow.Status != agent.StatusCancelled || slow.Agent.String() != slowKid || slow.Usage.InputTokens != 14 || slow.Rounds != 2 {
 		t.Errorf("slow child: status %s, agent %q, rounds %d, usage %+v", slow.Status, slow.Agent, slow.Rounds, slow.Usage)
 	}
 	if !slices.Equal(slow.Changed, []string{"/slow.md"}) {
@@ -179,7 +179,7 @@ func TestTimedOutRunKeepsRunningChildren(t *testing.T) {
 	})
 }
 
-// A checkpointed run cancelled while a subagent works lists it the same
+// A recorded run cancelled while a subagent works lists it the same
 // way, and resuming the thread finishes that subagent where it stopped,
 // without running the finished one again.
 func TestCancelledDurableRunKeepsRunningChildren(t *testing.T) {
@@ -232,7 +232,7 @@ func (s stubborn) Run(ctx context.Context, env *tool.Env, args json.RawMessage) 
 func (s stubborn) RunNested(_ context.Context, env *tool.Env, _ json.RawMessage, host agent.Host) (tool.Result, *agent.Result, error) {
 	close(s.started)
 	time.Sleep(time.Minute) // the call that ignores its context; a bubble's minute passes at once
-	return tool.Text("done"), &agent.Result{Agent: host.Path.Child("stubborn", env.CallID).String(), Status: agent.StatusOK}, nil
+	return tool.Text("done"), &agent.Result{Agent: host.Path.Child("stubborn", env.CallID), Status: agent.StatusOK}, nil
 }
 
 // A cancelled run waits for its subagents to stop only so long: one that

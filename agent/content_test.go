@@ -5,7 +5,6 @@ import (
 	"errors"
 	"reflect"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/deepagents-go/deepagents/agent"
@@ -256,25 +255,6 @@ func TestUsageKeepsReasoningAndUnknown(t *testing.T) {
 	total := llm.Usage{InputTokens: 10, OutputTokens: 7, ReasoningTokens: 5, Unknown: true}
 	if res.Usage != total || res.UsageByAgent["parent"] != total {
 		t.Errorf("total %+v, by agent %+v, want %+v", res.Usage, res.UsageByAgent, total)
-	}
-}
-
-// A reply that holds only reasoning has no text: it is never the final text.
-func TestLastTextSkipsReasoningOnly(t *testing.T) {
-	withText := llm.NewMessage(llm.RoleAssistant, llm.ReasoningPart("thinking", nil), llm.TextPart("the answer"))
-	onlyReasoning := llm.NewMessage(llm.RoleAssistant, llm.ReasoningPart("more thinking, no answer", nil))
-	cases := []struct {
-		name string
-		msgs []llm.Message
-		want string
-	}{
-		{"reasoning after text", []llm.Message{llm.User("q"), withText, onlyReasoning}, "the answer"},
-		{"reasoning only", []llm.Message{llm.User("q"), onlyReasoning}, ""},
-	}
-	for _, tc := range cases {
-		if got := agent.LastText(tc.msgs); got != tc.want || strings.Contains(got, "thinking") {
-			t.Errorf("%s: LastText %q, want %q", tc.name, got, tc.want)
-		}
 	}
 }
 

@@ -11,10 +11,10 @@ import (
 
 // emit sends ev to the consumer. Called only on the loop's goroutine.
 func (r *run) emit(ev Event) {
-	if ev.Agent == "" {
-		ev.Agent = r.where
+	if len(ev.Agent) == 0 {
+		ev.Agent = r.path
 	}
-	if ev.Agent == r.where && ev.TaskCall == "" {
+	if ev.TaskCall == "" && ev.Agent.Equal(r.path) {
 		ev.TaskCall = r.instance
 	}
 	if ev.Time.IsZero() {
@@ -36,13 +36,13 @@ func (r *run) addChild(callID string, child *Result) {
 		r.rs.Finished = map[string]*Result{}
 	}
 	r.rs.Finished[callID] = child
-	if r.ck != nil {
-		// Saved with the next checkpoint, whichever way the child came in
+	if r.rec != nil {
+		// Recorded with the next step, whichever way the child came in
 		// (just finished, or restored from a saved call after a crash).
-		if r.ck.kids == nil {
-			r.ck.kids = map[string]*Result{}
+		if r.rec.kids == nil {
+			r.rec.kids = map[string]*Result{}
 		}
-		r.ck.kids[callID] = child
+		r.rec.kids[callID] = child
 	}
 	if r.rs.Loop.Tree == nil {
 		r.rs.Loop.Tree = map[string]llm.Usage{}

@@ -7,10 +7,11 @@ import (
 	"time"
 )
 
-// Sentinels for how a run ended. Every run that does not end with StatusOK
-// returns a non-nil error (from Invoke, Drain, Result.Err and with the RunEnd
-// event) that wraps exactly one of them, so a caller who checks only the error
-// never mistakes a cut-off answer for a finished one:
+// The package's sentinel errors. The first five say how a run ended: every
+// run that does not end with StatusOK returns a non-nil error (from Invoke,
+// Drain, Result.Err and with the RunEnd event) that wraps exactly one of
+// them, so a caller who checks only the error never mistakes a cut-off
+// answer for a finished one:
 //
 //	res, err := a.Invoke(ctx, in)
 //	switch {
@@ -42,6 +43,17 @@ var (
 	// StatusInterrupted: tool calls wait for a person's decision
 	// (Result.Interrupts). Resume the thread with WithDecisions.
 	ErrInterrupted = errors.New("the run is waiting for approval")
+
+	// ErrNoStructuredResponse ends a run whose agent has a ResponseFormat
+	// but finished without a valid call of its response tool (with
+	// ErrFailed).
+	ErrNoStructuredResponse = errors.New("the agent finished without a valid structured response")
+	// ErrRecorderUnavailable is matched by a Recorder's error when its
+	// store could not take the record for now (a database restarting, a
+	// network cut), not because the record was wrong.
+	ErrRecorderUnavailable = errors.New("the run's recorder is unavailable")
+	// ErrBadPath is wrapped by every error of ParsePath.
+	ErrBadPath = errors.New("not an agent path")
 )
 
 // RunError is the error of a run that did not end with StatusOK. Its text is
@@ -49,7 +61,7 @@ var (
 // of its status and the underlying cause.
 type RunError struct {
 	// Agent is the path of the run, e.g. "parent".
-	Agent string
+	Agent Path
 	// Status is how the run ended; never StatusOK.
 	Status Status
 	// Err is the cause.

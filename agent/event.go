@@ -48,7 +48,7 @@ type Event struct {
 	Type EventType `json:"type"`
 	// Agent is the path of the agent the event belongs to, e.g. "parent" or
 	// "parent / general-purpose#call_1".
-	Agent string `json:"agent"`
+	Agent Path `json:"agent"`
 	// TaskCall is, for events of a subagent, the parent's tool-call id that
 	// started it.
 	TaskCall string    `json:"task_call,omitempty"`

@@ -110,11 +110,11 @@ func (r *run) keep(name string, v any) error {
 		r.kept = map[string]json.RawMessage{}
 	}
 	r.kept[name] = b
-	if r.ck != nil {
-		if r.ck.values == nil {
-			r.ck.values = map[string]json.RawMessage{}
+	if r.rec != nil {
+		if r.rec.values == nil {
+			r.rec.values = map[string]json.RawMessage{}
 		}
-		r.ck.values[name] = b
+		r.rec.values[name] = b
 	}
 	return nil
 }
@@ -151,8 +151,8 @@ func (r *run) addUsage(calls int, u llm.Usage) {
 		return
 	}
 	r.rs.Loop.Usage = r.rs.Loop.Usage.Add(u)
-	if r.ck != nil {
-		r.ck.usage = r.ck.usage.Add(u)
+	if r.rec != nil {
+		r.rec.usage = r.rec.usage.Add(u)
 	}
 	r.ledger.SummarizerCalls += calls
 	r.ledger.Summarizer = r.ledger.Summarizer.Add(u)

@@ -294,7 +294,7 @@ func TestEveryStatusButOKIsAnError(t *testing.T) {
 						}
 					}
 					var re *agent.RunError
-					if !errors.As(e, &re) || re.Status != c.status || re.Agent != "parent" {
+					if !errors.As(e, &re) || re.Status != c.status || re.Agent.String() != "parent" {
 						t.Errorf("%s: %#v is not a *RunError of status %s", name, e, c.status)
 					}
 				}

@@ -45,21 +45,25 @@ func (fakeNested) RunNested(_ context.Context, env *tool.Env, raw json.RawMessag
 	}
 	if a.Decoy && host.Emit != nil {
 		path := host.Path.Child("decoy", env.CallID)
-		decoy := &agent.Result{Agent: path.String(), Status: agent.StatusOK,
+		decoy := &agent.Result{Agent: path, Status: agent.StatusOK,
 			Usage: llm.Usage{InputTokens: 1000}, UsageByAgent: map[string]llm.Usage{"decoy": {InputTokens: 1000}}}
-		host.Emit(agent.Event{Type: agent.SubagentEnd, Agent: env.Agent, Subagent: &agent.SubagentInfo{
+		host.Emit(agent.Event{Type: agent.SubagentEnd, Agent: host.Path, Subagent: &agent.SubagentInfo{
 			Name: "decoy", CallID: env.CallID, Path: path, Status: agent.StatusOK, Run: decoy}})
 	}
 	if a.Child == "" {
 		return tool.Text("no child"), nil, nil
 	}
 	own := llm.Usage{InputTokens: a.In}
-	child := &agent.Result{Agent: a.Child, Status: agent.StatusOK, Usage: own,
+	cp, err := agent.ParsePath(a.Child)
+	if err != nil {
+		return tool.Result{}, nil, err
+	}
+	child := &agent.Result{Agent: cp, Status: agent.StatusOK, Usage: own,
 		UsageByAgent: map[string]llm.Usage{a.Child: own}}
 	if a.Grand > 0 {
 		g := llm.Usage{InputTokens: a.Grand}
-		gp := a.Child + " / g#x"
-		child.Children = map[string]*agent.Result{"x": {Agent: gp, Status: agent.StatusOK, Usage: g, UsageByAgent: map[string]llm.Usage{gp: g}}}
+		gp := cp.Child("g", "x").String()
+		child.Children = map[string]*agent.Result{"x": {Agent: cp.Child("g", "x"), Status: agent.StatusOK, Usage: g, UsageByAgent: map[string]llm.Usage{gp: g}}}
 		child.UsageByAgent[gp] = g
 		child.Usage = own.Add(g)
 	}
@@ -85,10 +89,10 @@ func TestNestedChildResultsComeFromTheToolCall(t *testing.T) {
 	if got := len(res.Children); got != 2 {
 		t.Fatalf("%d children, want 2 (c1, c2): %v", got, slices.Collect(maps.Keys(res.Children)))
 	}
-	if res.Children["c1"].Agent != "parent / a#c1" || res.Children["c2"].Agent != "parent / b#c2" {
+	if res.Children["c1"].Agent.String() != "parent / a#c1" || res.Children["c2"].Agent.String() != "parent / b#c2" {
 		t.Errorf("children %q, %q", res.Children["c1"].Agent, res.Children["c2"].Agent)
 	}
-	if c, ok := res.Child("x"); !ok || c.Agent != "parent / a#c1 / g#x" {
+	if c, ok := res.Child("x"); !ok || c.Agent.String() != "parent / a#c1 / g#x" {
 		t.Errorf("grandchild x not found through Child: %v", c)
 	}
 	want := map[string]llm.Usage{

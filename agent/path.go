@@ -1,8 +1,6 @@
 package agent
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -61,44 +59,50 @@ func (p Path) Equal(q Path) bool { return slices.Equal(p, q) }
 // The top segment is its name alone; below it a segment without a call id
 // is its name alone.
 func (p Path) String() string {
-	var b strings.Builder
-	for i, s := range p {
-		if i > 0 {
-			b.WriteString(pathSep)
-		}
-		b.WriteString(s.Name)
-		if i > 0 && s.CallID != "" {
-			b.WriteByte('#')
-			b.WriteString(s.CallID)
-		}
+	if len(p) == 1 {
+		return p[0].Name
 	}
-	return b.String()
+	return string(p.appendText(nil))
 }
 
-// MarshalJSON writes the text form, so a Path in JSON reads as it always did.
-// Like every JSON string, bytes that are not valid UTF-8 become U+FFFD.
-func (p Path) MarshalJSON() ([]byte, error) { return json.Marshal(p.String()) }
-
-// UnmarshalJSON reads the text form; the empty string is the empty path.
-func (p *Path) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("an agent path is a JSON string: %w", err)
+// MarshalText writes the text form, so a Path in JSON is a string, as an
+// agent path always was there.
+func (p Path) MarshalText() ([]byte, error) {
+	n := 0
+	for _, s := range p {
+		n += len(pathSep) + len(s.Name) + 1 + len(s.CallID)
 	}
-	if s == "" {
+	return p.appendText(make([]byte, 0, n)), nil
+}
+
+// appendText appends the text form to b.
+func (p Path) appendText(b []byte) []byte {
+	for i, s := range p {
+		if i > 0 {
+			b = append(b, pathSep...)
+		}
+		b = append(b, s.Name...)
+		if i > 0 && s.CallID != "" {
+			b = append(b, '#')
+			b = append(b, s.CallID...)
+		}
+	}
+	return b
+}
+
+// UnmarshalText reads the text form; the empty text is the empty path.
+func (p *Path) UnmarshalText(b []byte) error {
+	if len(b) == 0 {
 		*p = nil
 		return nil
 	}
-	q, err := ParsePath(s)
+	q, err := ParsePath(string(b))
 	if err != nil {
 		return err
 	}
 	*p = q
 	return nil
 }
-
-// ErrBadPath is wrapped by every error of ParsePath.
-var ErrBadPath = errors.New("not an agent path")
 
 // ParsePath reads a path's text form back. Below the top, a segment's call id
 // is what follows its last "#", so subagent names may contain "#" but call

@@ -39,15 +39,13 @@ type StepRecord struct {
 	// recorder of the run that started it.
 	Path Path
 	Kind RecordKind
-	// Step numbers the run's steps; Checkpoint names the step (for a call,
+	// Step numbers the run's steps; ID names the step (for a call,
 	// the step in progress it belongs to) and Parent the record this step
 	// follows ("" starts a new history).
-	Step       int
-	Checkpoint string
-	Parent     string
-	// Metadata goes with a turn's input (WithMetadata).
-	Metadata map[string]string
-	Time     time.Time
+	Step   int
+	ID     string
+	Parent string
+	Time   time.Time
 
 	// Appended are the messages added since the last step record, Files
 	// the file changes, Values the values set (nil: removed) and Usage the
@@ -95,49 +93,36 @@ type Recorder interface {
 	Record(ctx context.Context, rec *StepRecord) error
 }
 
-// ErrRecorderUnavailable is matched by a Recorder's error when its store
-// could not take the record for now (a database restarting, a network
-// cut), not because the record was wrong.
-var ErrRecorderUnavailable = errors.New("the run's recorder is unavailable")
-
 // WithRecorder hands the run's step records, and those of the subagent runs
-// it starts, to rec. With WithThread, the run continues the thread it reads
-// from there; without, the run starts afresh from its input (there is no
-// thread to resume) and rec sees what it does.
+// it starts, to rec, in place of its thread's (WithThread). A run given no
+// thread starts afresh from its input (there is no thread to resume) and
+// rec sees what it does.
 func WithRecorder(rec Recorder) RunOption { return func(c *runConfig) { c.rec = rec } }
 
 // Hold keeps a run's thread for it while it runs, so that no other run
-// takes it meanwhile (package runner holds a lease). A top-level run calls
-// Hold once, before it reads its thread, on its runtime's clock now; lost
-// ends the run with a reason when the thread is taken from it, and release
-// lets the thread go when the run ends. An error ends the run at once.
+// takes it meanwhile (package runner holds a lease): a Thread that
+// implements it is held by every top-level run on it (subagent runs are
+// held by their top-level run's). A run calls Hold once, before it reads
+// its thread, on its runtime's clock now; lost ends the run with a reason
+// when the thread is taken from it, and release lets the thread go when the
+// run ends. An error ends the run at once.
 type Hold interface {
 	Hold(ctx context.Context, now func() time.Time, lost func(error)) (release func(), err error)
 }
 
-// WithHold has the run keep its thread with h (subagent runs are held by
-// their top-level run's).
-func WithHold(h Hold) RunOption { return func(c *runConfig) { c.hold = h } }
-
-// Options makes one option of several, applied in order: for a package
-// that gives runs a set of options at once.
-func Options(opts ...RunOption) RunOption {
-	return func(c *runConfig) {
-		for _, o := range opts {
-			o(c)
-		}
-	}
-}
-
-// Thread is a saved thread as a run reads it back (package runner reads
-// one from a checkpoint store): how a run starts on it, the files of a run
-// as of one of its records, and what an unfinished run changed so far.
+// Thread is a saved thread as a run reads it back and records into it
+// (package runner keeps one in its store): it takes the run's step records,
+// and tells how a run starts on it, the files of a run as of one of its
+// records, and what an unfinished run changed so far.
 type Thread interface {
-	// Open reads the run at path and decides how it starts: a new
+	Recorder
+	// Open reads the run at path and decides how it starts (a new
 	// history, a new turn, the resumption of an unfinished run, the
-	// result of one that had ended, or refused decisions. An error ends
-	// the run at once (StatusError).
-	Open(ctx context.Context, path Path, o Opening) (Start, error)
+	// result of one that had ended, or refused decisions), with the
+	// run's state as saved (nil when there is none). An error ends the
+	// run at once (StatusError); with StartRefused it is why the
+	// decisions were refused, and the run stays waiting as rs is.
+	Open(ctx context.Context, path Path, o Opening) (how StartHow, rs *RunState, err error)
 	// FilesAt reads the files of the run at path as of its record id.
 	FilesAt(ctx context.Context, path Path, id string) (map[string]vfs.File, error)
 	// Changed lists the paths that the unfinished run rs changed: in its
@@ -152,12 +137,9 @@ type Opening struct {
 	Input     bool
 	Decisions []Decision
 	// Nested: a subagent run, started by its parent's step ParentStep
-	// (namespace@checkpoint).
+	// (namespace@step id).
 	Nested     bool
 	ParentStep string
-	// AcceptEnded: a resume of an ended run gives its result
-	// (WithEndedResult).
-	AcceptEnded bool
 	// Check refuses decisions that do not fit the calls waiting, as the
 	// agent checks them (edits against its tools' schemas included).
 	Check func(ds []Decision, waiting []Interrupt) error
@@ -167,47 +149,43 @@ type Opening struct {
 type StartHow int
 
 const (
-	// StartResume continues State, the run's unfinished step included.
+	// StartResume continues the run's state, its unfinished step included.
 	StartResume StartHow = iota
-	// StartFresh starts a new history: a new thread, or (State set) a new
-	// run under a call id that an earlier run used.
+	// StartFresh starts a new history: a new thread, or (a state given) a
+	// new run under a call id that an earlier run used.
 	StartFresh
-	// StartNewTurn takes State's conversation and files and starts a turn
-	// with the run's input.
+	// StartNewTurn takes the state's conversation and files and starts a
+	// turn with the run's input.
 	StartNewTurn
 	// StartCloseStep is StartNewTurn on an unfinished run: its step in
 	// progress is closed first, its unfinished calls told they did not run.
 	StartCloseStep
-	// StartEnded ends the run at once with State's saved result.
+	// StartEnded ends the run at once with the state's saved result.
 	StartEnded
-	// StartRefused ends the run at once, interrupted as State is, with
-	// Err: the decisions do not fit its waiting calls.
+	// StartRefused ends the run at once, interrupted as its state is, with
+	// Open's error: the decisions do not fit its waiting calls.
 	StartRefused
 )
 
-// Start is how a run starts on its thread (Thread.Open).
-type Start struct {
-	How   StartHow
-	State *RunState
-	Err   error
-}
-
-// WithThread has the run continue thread, named name, which its Recorder
-// (WithRecorder) records it into: a run given input continues the thread's
-// conversation and files (a new thread starts empty); a run given no input
-// resumes the thread's unfinished run from its last record, repeating no
-// finished model or tool call. Subagent runs read their own state from the
-// same thread. runner.Checkpoints gives a run both, over a checkpoint store.
+// WithThread has the run continue thread, named name, and record into it: a
+// run given input continues the thread's conversation and files (a new
+// thread starts empty); a run given no input resumes the thread's
+// unfinished run from its last record, repeating no finished model or tool
+// call. Subagent runs read their own state from the same thread, and
+// record into it. Package runner gives a run one over its store.
 func WithThread(name string, thread Thread) RunOption {
 	return func(c *runConfig) {
-		c.ck = &ckConfig{src: thread, thread: name, count: new(atomic.Int64)}
+		c.record = &recordConfig{src: thread, thread: name, count: new(atomic.Int64)}
+		if thread != nil {
+			c.record.rec = thread
+		}
 	}
 }
 
 // unchanged says whether nothing the run saves changed since its last
 // save.
 func (r *run) unchanged() bool {
-	d := r.ck
+	d := r.rec
 	if d.msgs != len(r.state.Messages) || d.values != nil || len(d.kids) > 0 || d.usage != (llm.Usage{}) {
 		return false
 	}
@@ -229,7 +207,7 @@ func nsOf(p Path) string {
 	return p.String()
 }
 
-func cpID(step int) string { return fmt.Sprintf("%08d", step) }
+func stepID(step int) string { return fmt.Sprintf("%08d", step) }
 
 // fileView is the run's files as saved: all of them for an in-state
 // filesystem, the net changes for a layer over given files.
@@ -296,11 +274,11 @@ func (r *run) loopState(status Status, err error) LoopState {
 		}
 		slices.Sort(ls.Changed)
 	}
-	if r.ck != nil {
-		if r.ck.legacyKids {
+	if r.rec != nil {
+		if r.rec.legacyKids {
 			ls.Tree = r.rs.Loop.Tree
 		}
-		ls.ParentStep = r.ck.parentStep
+		ls.ParentStep = r.rec.parentStep
 	}
 	return ls
 }
@@ -308,15 +286,12 @@ func (r *run) loopState(status Status, err error) LoopState {
 // save records everything since the last record as the next step (kind
 // input, loop or end). status is "" while the run goes on.
 func (r *run) save(ctx context.Context, kind RecordKind, status Status, runErr error) error {
-	d := r.ck
+	d := r.rec
 	if d == nil {
 		return nil
 	}
-	rec := &StepRecord{Path: r.path, Kind: kind, Step: r.rs.Step + 1, Checkpoint: cpID(r.rs.Step + 1), Parent: r.rs.Checkpoint,
+	rec := &StepRecord{Path: r.path, Kind: kind, Step: r.rs.Step + 1, ID: stepID(r.rs.Step + 1), Parent: r.rs.StepID,
 		Appended: r.state.Messages[d.msgs:], Usage: d.usage, Values: d.values, Children: d.kids, Time: r.rt.Now(), Warn: r.warnSave}
-	if kind == RecordInput {
-		rec.Metadata = d.metadata
-	}
 	if r.rs.Step < 0 {
 		rec.Parent = ""
 	}
@@ -347,7 +322,7 @@ func (r *run) save(ctx context.Context, kind RecordKind, status Status, runErr e
 	}
 	d.count.Add(1)
 	d.own++
-	r.rs.Step, r.rs.Checkpoint, d.msgs = rec.Step, rec.Checkpoint, len(r.state.Messages)
+	r.rs.Step, r.rs.StepID, d.msgs = rec.Step, rec.ID, len(r.state.Messages)
 	d.usage, d.values, d.kids = llm.Usage{}, nil, nil
 	return nil
 }
@@ -360,11 +335,11 @@ func (r *run) warnSave(text string) {
 // recordCall records a call of the step in progress: its result, a
 // decision taken for it, or that it waits for one.
 func (r *run) recordCall(ctx context.Context, call *CallRecord) error {
-	d := r.ck
-	if d == nil || r.rs.Loop.StepCheckpoint == "" {
+	d := r.rec
+	if d == nil || r.rs.Loop.StepInProgress == "" {
 		return nil
 	}
-	err := d.rec.Record(ctx, &StepRecord{Path: r.path, Kind: RecordCall, Step: r.rs.Step + 1, Checkpoint: r.rs.Loop.StepCheckpoint,
+	err := d.rec.Record(ctx, &StepRecord{Path: r.path, Kind: RecordCall, Step: r.rs.Step + 1, ID: r.rs.Loop.StepInProgress,
 		Time: r.rt.Now(), Call: call, Warn: r.warnSave})
 	switch {
 	case err == nil:

@@ -66,22 +66,22 @@ func TestRecorderSeesEveryStepAndCall(t *testing.T) {
 	if len(in.Appended) != 1 || in.Appended[0].Content != "go" || in.Parent != "" {
 		t.Errorf("input record: appended %v, parent %q", in.Appended, in.Parent)
 	}
-	if len(step.Appended) != 1 || len(step.Appended[0].ToolCalls) != 2 || step.Usage.InputTokens != 100 || step.Parent != in.Checkpoint {
+	if len(step.Appended) != 1 || len(step.Appended[0].ToolCalls) != 2 || step.Usage.InputTokens != 100 || step.Parent != in.ID {
 		t.Errorf("step record: appended %v, usage %v, parent %q", step.Appended, step.Usage, step.Parent)
 	}
 	for _, r := range rec.recs[2:4] {
-		if r.Checkpoint != step.Checkpoint || r.Call.Outcome == nil {
-			t.Errorf("call %s recorded under %q with %+v, want under the step %q with its outcome", r.Call.ID, r.Checkpoint, r.Call.Outcome, step.Checkpoint)
+		if r.ID != step.ID || r.Call.Outcome == nil {
+			t.Errorf("call %s recorded under %q with %+v, want under the step %q with its outcome", r.Call.ID, r.ID, r.Call.Outcome, step.ID)
 		}
 	}
-	if len(end.Appended) != 3 || end.Loop.Status != agent.StatusOK || end.Usage.InputTokens != 200 || end.Parent != step.Checkpoint {
+	if len(end.Appended) != 3 || end.Loop.Status != agent.StatusOK || end.Usage.InputTokens != 200 || end.Parent != step.ID {
 		t.Errorf("end record: %d appended, status %q, usage %v, parent %q", len(end.Appended), end.Loop.Status, end.Usage, end.Parent)
 	}
 	if kid := end.Children["c2"]; kid == nil || kid != res.Children["c2"] {
 		t.Errorf("end record's children %v, want c2's run", end.Children)
 	}
-	if res.Checkpoints != 3 || res.Thread != "" {
-		t.Errorf("result: %d checkpoints, thread %q; want 3 records of steps, no thread", res.Checkpoints, res.Thread)
+	if res.SavedSteps != 3 || res.Thread != "" {
+		t.Errorf("result: %d saved steps, thread %q; want 3 records of steps, no thread", res.SavedSteps, res.Thread)
 	}
 }
 

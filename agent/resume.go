@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -22,53 +21,29 @@ import (
 // the finished subagent runs of a turn: a new turn removes it.
 const childrenValue = "agent.children"
 
-// ReservedValue reports whether a checkpointed state value belongs to the
+// ReservedValue reports whether a saved state value belongs to the
 // loop itself (names beginning "agent."), not to a middleware: views of a
 // thread for people (the server's thread state) leave those out.
 func ReservedValue(name string) bool { return strings.HasPrefix(name, "agent.") }
 
-// WithMetadata saves md with the checkpoint of the run's input (beside the
-// "source" key, which it cannot replace): what the caller needs to know of
-// the turn later, such as the settings it was started with. Listing a
-// thread's history can filter by it (checkpoint.ListOptions). A subagent
-// run, and a run resumed without input, save no input and so no metadata.
-func WithMetadata(md map[string]string) RunOption {
-	return func(c *runConfig) { c.metadata = maps.Clone(md) }
-}
-
-// WithEndedResult makes a run given no input, on a thread whose last run
-// has already ended, end at once with that run's saved status and result
-// (messages, files, usage, subagents) instead of being refused. It is for a
-// process that takes a thread over after a crash: a run saves its end
-// before it shows its last response, so a process that died after showing
-// it may have finished the run.
-func WithEndedResult() RunOption {
-	return func(c *runConfig) { c.ended = true }
-}
-
-type ckConfig struct {
+type recordConfig struct {
 	src    Thread
 	thread string
-	count  *atomic.Int64 // checkpoints written by the run tree
+	count  *atomic.Int64 // step records handed out by the run tree
 	nested bool          // a subagent run: its parent holds the thread (Hold)
 	// parentStep names the parent's step that started a subagent run, so
 	// that a later turn reusing the call id starts a history of its own.
 	parentStep string
-	// metadata goes with the input's checkpoint (WithMetadata).
-	metadata map[string]string
 	// rec takes the run's step records (WithRecorder).
 	rec Recorder
 	// recOnly: the run is recorded (WithRecorder) but has no thread to
 	// read a thread from.
 	recOnly bool
-	// acceptEnded: a resume of an ended run returns its result
-	// (WithEndedResult).
-	acceptEnded bool
 }
 
 // recording is a recorded run's bookkeeping: what is recorded already.
 type recording struct {
-	ckConfig
+	recordConfig
 	ns     string
 	msgs   int // messages saved so far
 	files  map[string]vfs.File
@@ -78,7 +53,7 @@ type recording struct {
 	// kids are the children finished since the last save; a nil one is
 	// a child of the turn before, dropped from the thread.
 	kids map[string]*Result
-	own  int // checkpoints this run saved itself
+	own  int // step records this run handed out itself
 	// legacyKids: the thread's state holds its finished children the way
 	// databases written before did, all under childrenValue.
 	legacyKids bool
@@ -102,7 +77,7 @@ func (r *run) restore(rs *RunState) {
 	// What a save fills in from elsewhere (see loopState) is not the
 	// loop's, and calls waiting are put again unless refused (see open).
 	r.rs.Loop.Status, r.rs.Loop.Error, r.rs.Loop.Refusal, r.rs.Loop.Changed, r.rs.Loop.Deleted = "", "", "", nil, nil
-	r.rs.Loop.ParentStep, r.rs.Loop.StepCheckpoint, r.rs.Loop.Interrupts = "", "", nil
+	r.rs.Loop.ParentStep, r.rs.Loop.StepInProgress, r.rs.Loop.Interrupts = "", "", nil
 	if ls.Tree == nil {
 		// Saved since children are saved one by one: the usage by agent
 		// path is what the finished children report (see loopState).
@@ -121,8 +96,8 @@ func (r *run) restore(rs *RunState) {
 		}
 		r.changed[p] = true
 	}
-	if r.ck != nil {
-		r.ck.legacyKids = rs.LegacyChildren
+	if r.rec != nil {
+		r.rec.legacyKids = rs.LegacyChildren
 	}
 	switch b := r.backend.(type) {
 	case *vfs.Memory:
@@ -148,17 +123,17 @@ func (r *run) restore(rs *RunState) {
 		}
 		b.Apply(d)
 	}
-	if r.ck != nil {
-		r.rs.Step, r.rs.Checkpoint, r.ck.msgs = rs.Step, rs.Checkpoint, len(r.state.Messages)
+	if r.rec != nil {
+		r.rs.Step, r.rs.StepID, r.rec.msgs = rs.Step, rs.StepID, len(r.state.Messages)
 		if rs.InProgress != nil {
-			r.rs.Loop.StepCheckpoint = rs.InProgress.Checkpoint
+			r.rs.Loop.StepInProgress = rs.InProgress.ID
 		}
-		if r.ck.keeps {
+		if r.rec.keeps {
 			if r.mem != nil && r.backend == vfs.Backend(r.mem) {
 				r.mem.TrackChanges()
-				r.ck.tracked, r.ck.files = true, nil
+				r.rec.tracked, r.rec.files = true, nil
 			} else {
-				r.ck.files, _, _ = r.fileView()
+				r.rec.files, _, _ = r.fileView()
 			}
 		}
 	}
@@ -190,20 +165,19 @@ func (e errWaiting) Error() string {
 // done says the run has nothing more to do (a nested run that had finished
 // already, or input that cannot be taken), with its status and error.
 func (r *run) open(ctx context.Context) (pending *StepState, done bool, status Status, err error) {
-	d := r.ck
+	d := r.rec
 	input := r.state.Messages
-	st, err := d.src.Open(ctx, r.path, Opening{Input: len(input) > 0, Decisions: r.decisions, Nested: d.nested,
-		ParentStep: d.parentStep, AcceptEnded: d.acceptEnded, Check: func(ds []Decision, waiting []Interrupt) error {
+	how, rs, err := d.src.Open(ctx, r.path, Opening{Input: len(input) > 0, Decisions: r.decisions, Nested: d.nested,
+		ParentStep: d.parentStep, Check: func(ds []Decision, waiting []Interrupt) error {
 			if err := CheckDecisions(ds, waiting); err != nil {
 				return err
 			}
 			return r.a.checkEdits(ds, waiting, r.path)
 		}})
-	if err != nil {
+	if err != nil && how != StartRefused {
 		return nil, true, StatusError, err
 	}
-	rs := st.State
-	switch st.How {
+	switch how {
 	case StartFresh:
 		if rs != nil {
 			// A history of its own after another run's in the same
@@ -223,7 +197,7 @@ func (r *run) open(ctx context.Context) (pending *StepState, done bool, status S
 		// it was, waiting for them.
 		r.restore(rs)
 		r.rs.Loop.Interrupts = rs.Loop.Interrupts
-		return nil, true, StatusInterrupted, st.Err
+		return nil, true, StatusInterrupted, err
 	case StartCloseStep:
 		r.restore(rs)
 		if err := r.closeStep(ctx, rs); err != nil {
@@ -260,10 +234,10 @@ func (r *run) newTurn(ctx context.Context, input []llm.Message) (*StepState, boo
 }
 
 // dropChildren removes the finished subagent runs of the turn before from
-// the thread's state with the next checkpoint: a new turn's result lists
+// the thread's state with the next step record: a new turn's result lists
 // only its own.
 func (r *run) dropChildren() {
-	d := r.ck
+	d := r.rec
 	if d == nil || len(r.rs.Finished) == 0 && !d.legacyKids {
 		return
 	}
@@ -311,52 +285,52 @@ func (r *run) closeStep(ctx context.Context, rs *RunState) error {
 		case waiting && !decidedToRun(st, c.ID):
 			results[i] = tool.Errorf("Error: this %s call waited for a person's approval, but they sent a new message instead, so it did not run.", c.Name)
 		default:
-			results[i] = tool.Errorf("%s", cutOffResult(c, r.ck.keeps))
+			results[i] = tool.Errorf("%s", cutOffResult(c, r.rec.keeps))
 		}
 		open++
 	}
-	if ap, ok := r.backend.(vfs.Applier); ok && r.ck.keeps {
+	if ap, ok := r.backend.(vfs.Applier); ok && r.rec.keeps {
 		net, _ := vfs.Merge(ctx, ap, deltas, owners)
 		r.fileEvents(net)
 	}
 	r.appendResults(st.Calls, results)
 	r.applyState(results)
-	r.rs.Loop.StepCheckpoint = ""
+	r.rs.Loop.StepInProgress = ""
 	r.emit(Event{Type: Notice, Notice: &NoticeInfo{Source: "history", Count: open,
 		Text: fmt.Sprintf("new input on an unfinished run: its last step was closed; %d of its %d tool calls had not finished and were closed without a result", open, len(st.Calls))}})
 	return nil
 }
 
-// saveInput saves the run's input, the checkpoint its changes are counted
+// saveInput records the run's input, the record its changes are counted
 // from. A subagent's input is not saved on its own: its parent's step holds
 // the call that starts it (a crash before its first step starts it again,
 // from the same call), and its first step is saved before any of its tools
-// runs, with the files as they were at its input, so that checkpoint is the
+// runs, with the files as they were at its input, so that record is the
 // one its changes are counted from.
 func (r *run) saveInput(ctx context.Context) error {
-	if r.ck.nested {
+	if r.rec.nested {
 		// The input's step number is taken all the same, so that a
 		// subagent's steps are numbered as a top-level run's are.
 		r.rs.Step++
-		r.rs.Loop.Input = cpID(r.rs.Step + 1)
+		r.rs.Loop.Input = stepID(r.rs.Step + 1)
 		return nil
 	}
-	r.rs.Loop.Input = cpID(r.rs.Step + 1)
+	r.rs.Loop.Input = stepID(r.rs.Step + 1)
 	return r.save(ctx, RecordInput, "", nil)
 }
 
 // rebuildChanged recomputes the paths an unfinished run changed, after a
-// crash: from its files now and at its input when its checkpoints keep its
+// crash: from its files now and at its input when its records keep its
 // files, else (a real directory, say) from the file changes saved with the
 // results of its finished steps' calls, and with what the subagents that
 // calls of its step in progress started changed so far. The step in
 // progress adds its calls' own changes when it completes.
 func (r *run) rebuildChanged(ctx context.Context, rs *RunState) error {
-	if !r.ck.keeps {
+	if !r.rec.keeps {
 		// A call of the step in progress that started a subagent continues
 		// its run, and the call's own file changes count only what it
 		// changes from now on: what it changed before counts here.
-		paths, err := r.ck.src.Changed(ctx, rs, rs.Loop.Changed == nil)
+		paths, err := r.rec.src.Changed(ctx, rs, rs.Loop.Changed == nil)
 		if err != nil {
 			return err
 		}
@@ -370,9 +344,9 @@ func (r *run) rebuildChanged(ctx context.Context, rs *RunState) error {
 	}
 	var before map[string]vfs.File
 	if _, own := r.backend.(*vfs.Memory); (own || r.mem != nil) && rs.Loop.Input != "" {
-		files, err := r.ck.src.FilesAt(ctx, r.path, rs.Loop.Input)
+		files, err := r.rec.src.FilesAt(ctx, r.path, rs.Loop.Input)
 		if err != nil {
-			return fmt.Errorf("thread %q: the run's input checkpoint: %w", r.ck.thread, err)
+			return fmt.Errorf("thread %q: the run's input checkpoint: %w", r.rec.thread, err)
 		}
 		before = files
 	}
@@ -395,7 +369,7 @@ func (r *run) markChanged(p string) {
 
 // resumed reports a resumption.
 func (r *run) resumed(rs *RunState) {
-	text := fmt.Sprintf("resumed from checkpoint %s of thread %q", rs.Checkpoint, r.ck.thread)
+	text := fmt.Sprintf("resumed from checkpoint %s of thread %q", rs.StepID, r.rec.thread)
 	n := 0
 	if st := rs.InProgress; st != nil {
 		n = len(st.Calls)
@@ -405,17 +379,17 @@ func (r *run) resumed(rs *RunState) {
 }
 
 // nestedOptions are the options a nested run is started with: this run's
-// runtime, its checkpointer and the decisions not meant for this run.
+// runtime, its recorder and the decisions not meant for this run.
 func (r *run) nestedOptions() []RunOption {
 	var opts []RunOption
 	if r.custom != nil {
 		opts = append(opts, WithRuntime(r.custom))
 	}
-	if r.ck != nil {
-		ck := r.ck.ckConfig
-		ck.nested, ck.metadata = true, nil
-		ck.parentStep = r.ck.ns + "@" + r.rs.Loop.StepCheckpoint
-		opts = append(opts, func(c *runConfig) { c.ck = &ck })
+	if r.rec != nil {
+		nc := r.rec.recordConfig
+		nc.nested = true
+		nc.parentStep = r.rec.ns + "@" + r.rs.Loop.StepInProgress
+		opts = append(opts, func(c *runConfig) { c.record = &nc })
 	}
 	if len(r.decisions) > 0 {
 		opts = append(opts, WithDecisions(r.decisions...))

@@ -44,7 +44,7 @@ func TestRetriesAreEvents(t *testing.T) {
 	var retries []agent.RetryInfo
 	res, err := agent.Drain(a.Run(context.Background(), agent.Prompt("hi")), func(ev agent.Event) {
 		if ev.Type == agent.ModelRetry {
-			if ev.Agent != "parent" {
+			if ev.Agent.String() != "parent" {
 				t.Errorf("retry event agent = %q", ev.Agent)
 			}
 			retries = append(retries, *ev.Retry)

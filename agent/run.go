@@ -23,7 +23,6 @@ type RunOption func(*runConfig)
 
 type runConfig struct {
 	path     Path
-	instance string
 	task     string
 	maxSteps int
 	timeout  time.Duration
@@ -31,34 +30,43 @@ type runConfig struct {
 	parts    map[string]int
 	runtime  Runtime
 
-	ck        *ckConfig
+	record    *recordConfig
 	rec       Recorder
-	metadata  map[string]string
-	hold      Hold
 	decisions []Decision
-	ended     bool
 }
 
-// WithPath sets the run's agent path (default: RootPath of the agent's
-// name). Subagent runs are started with their parent's path plus their own
-// segment (Path.Child).
-func WithPath(path Path) RunOption { return func(c *runConfig) { c.path = slices.Clone(path) } }
+// Child says which subagent run a run is. A tool that runs an agent of its
+// own (Nested) starts it with AsChild.
+type Child struct {
+	// Path is the run's agent path: its parent's path plus its own segment
+	// (Path.Child), whose call id is the parent's tool call that started
+	// it (Event.TaskCall).
+	Path Path
+	// Task is the text the run was started with, as reported to the model
+	// in llm.CallInfo (default: the first user message).
+	Task string
+	// System, when not nil, replaces the agent's system prompt (a fork
+	// subagent runs under its parent's prompt this way).
+	System *string
+	// SystemParts are the estimated tokens of System's tagged parts
+	// (Middleware.SystemPart), as tool.Env.SystemParts gives them, so that
+	// the context report counts them as the parent's did: a fork inherits
+	// them with its parent's prompt.
+	SystemParts map[string]int
+}
 
-// WithInstance tags the run as the subagent instance started by the parent's
-// tool call callID.
-func WithInstance(callID string) RunOption { return func(c *runConfig) { c.instance = callID } }
-
-// WithTask sets the text the run was started with, as reported to the model
-// in llm.CallInfo (default: the first user message).
-func WithTask(text string) RunOption { return func(c *runConfig) { c.task = text } }
-
-// WithSystem replaces the agent's system prompt for this run (a fork
-// subagent runs under its parent's prompt this way). parts are the
-// estimated tokens of the prompt's tagged parts (Middleware.SystemPart), as
-// tool.Env.SystemParts gives them, so that the context report counts them
-// as the parent's did: a fork inherits them with its parent's prompt.
-func WithSystem(prompt string, parts map[string]int) RunOption {
-	return func(c *runConfig) { c.system, c.parts = &prompt, maps.Clone(parts) }
+// AsChild runs the agent as the subagent run c describes. A run without it
+// (or whose Child has no path) is a top-level run, at RootPath of the
+// agent's name.
+func AsChild(c Child) RunOption {
+	return func(rc *runConfig) {
+		rc.path, rc.task = slices.Clone(c.Path), c.Task
+		if c.System != nil {
+			system := *c.System
+			rc.system = &system
+		}
+		rc.parts = maps.Clone(c.SystemParts)
+	}
 }
 
 // WithRuntime runs the loop on rt (see Runtime); nil keeps the in-process
@@ -73,10 +81,6 @@ func WithMaxSteps(n int) RunOption { return func(c *runConfig) { c.maxSteps = n 
 // ErrLimit and context.DeadlineExceeded and reads "timed out after D". A
 // subagent's Spec.Timeout works this way.
 func WithTimeout(d time.Duration) RunOption { return func(c *runConfig) { c.timeout = d } }
-
-// ErrNoStructuredResponse ends a run whose agent has a ResponseFormat but
-// finished without a valid call of its response tool.
-var ErrNoStructuredResponse = errors.New("the agent finished without a valid structured response")
 
 // Run starts a run and streams its events. The last event is always RunEnd
 // (unless the consumer stops early, which cancels the run); it is paired with
@@ -141,15 +145,15 @@ type run struct {
 	yield   func(Event, error) bool
 	stopped bool // the consumer stopped iterating
 	cancel  context.CancelFunc
-	// cancelCause ends the run with a reason (a lost lease).
+	// cancelCause ends the run with a reason (its Hold lost the thread).
 	cancelCause context.CancelCauseFunc
 
 	state State
 	// rs is the run's saved value, read and written in place: a save hands
 	// out its Loop, a resume sets it. Its messages and values are in state
 	// (StepInfo.State points there for the whole run) and its files in
-	// backend, so those fields stay empty. Step and Checkpoint name the
-	// last checkpoint saved (Step is -1 before the first).
+	// backend, so those fields stay empty. Step and StepID name the
+	// last step recorded (Step is -1 before the first).
 	rs      RunState
 	backend vfs.Backend
 	mem     *vfs.Memory
@@ -161,8 +165,8 @@ type run struct {
 	held    map[string]*Result
 	changed map[string]bool
 
-	ck        *recording // nil when the run is not recorded
-	hold      Hold       // nil but for a top-level run given WithHold
+	rec       *recording // nil when the run is not recorded
+	hold      Hold       // nil but for a top-level run on a Thread that holds
 	decisions []Decision
 	stepTools map[string]tool.Tool
 	stepSpecs []llm.ToolSpec
@@ -176,19 +180,19 @@ type run struct {
 	// claims is what middleware tagged of the current request's system
 	// prompt (Middleware.SystemPart).
 	claims *claims
-	// inherited are the tagged parts of a prompt given by WithSystem.
+	// inherited are the tagged parts of a prompt given by Child.System.
 	inherited map[string]int
 }
 
 func (a *Agent) newRun(in Input, rc runConfig) *run {
-	r := &run{a: a, path: rc.path, instance: rc.instance, task: rc.task, maxSteps: rc.maxSteps, timeout: rc.timeout,
+	r := &run{a: a, path: rc.path, task: rc.task, maxSteps: rc.maxSteps, timeout: rc.timeout,
 		system: a.system}
 	if rc.system != nil {
 		r.system = *rc.system
 		r.inherited = rc.parts
 	}
 	r.rt, r.custom = rc.runtime, rc.runtime
-	r.hold, r.decisions = rc.hold, rc.decisions
+	r.decisions = rc.decisions
 	if r.rt == nil {
 		r.rt = inProcess{a: a}
 	}
@@ -196,6 +200,7 @@ func (a *Agent) newRun(in Input, rc runConfig) *run {
 		r.path = RootPath(a.name)
 	}
 	r.where = r.path.String()
+	r.instance = r.path.Last().CallID // "" at the top
 	if r.maxSteps == 0 {
 		r.maxSteps = a.cfg.MaxSteps
 	}
@@ -223,21 +228,18 @@ func (a *Agent) newRun(in Input, rc runConfig) *run {
 		}
 	}
 	if rc.rec != nil {
-		if rc.ck == nil {
-			rc.ck = &ckConfig{count: new(atomic.Int64), recOnly: true}
+		if rc.record == nil {
+			rc.record = &recordConfig{count: new(atomic.Int64), recOnly: true}
 		}
-		rc.ck.rec = rc.rec
+		rc.record.rec = rc.rec
 	}
-	if rc.ck != nil {
-		r.ck = &recording{ckConfig: *rc.ck, ns: nsOf(r.path)}
-		r.rs.Step = -1 // no checkpoint yet: the first save is step 0
-		if !r.ck.nested && rc.metadata != nil {
-			r.ck.metadata = rc.metadata
+	if rc.record != nil {
+		r.rec = &recording{recordConfig: *rc.record, ns: nsOf(r.path)}
+		r.rs.Step = -1 // nothing recorded yet: the first record is step 0
+		_, _, r.rec.keeps = r.fileView()
+		if h, ok := r.rec.src.(Hold); ok && !r.rec.nested {
+			r.hold = h
 		}
-		if !r.ck.nested {
-			r.ck.acceptEnded = rc.ended
-		}
-		_, _, r.ck.keeps = r.fileView()
 	}
 	if r.task == "" {
 		for _, m := range in.Messages {
@@ -279,11 +281,11 @@ func (r *run) loop(parent context.Context) {
 			Text: ungatedText(u.source, u.names, r.a.names, r.a.stepTools)}})
 	}
 	var pending *StepState
-	if r.ck != nil && (r.ck.src == nil || r.ck.rec == nil) && !r.ck.recOnly {
+	if r.rec != nil && (r.rec.src == nil || r.rec.rec == nil) && !r.rec.recOnly {
 		r.end(parent, StatusError, errors.New("the run's thread was given no saver to read it from and record it to (WithThread, WithRecorder)"))
 		return
 	}
-	if r.ck == nil || r.ck.recOnly {
+	if r.rec == nil || r.rec.recOnly {
 		switch {
 		case len(r.decisions) > 0:
 			r.end(parent, StatusError, &DecisionError{Msg: "decisions answer the waiting calls of a thread: resume it with runner.Checkpoints"})
@@ -294,15 +296,15 @@ func (r *run) loop(parent context.Context) {
 		}
 	}
 	switch {
-	case r.ck != nil && r.ck.recOnly:
-		// Recorded but not checkpointed: a run from its input alone.
+	case r.rec != nil && r.rec.recOnly:
+		// Recorded but with no thread to read: a run from its input alone.
 		r.closeDangling()
 		if err := r.saveInput(ctx); err != nil {
 			r.end(parent, cancelledBy(ctx, StatusError, err), err)
 			return
 		}
-	case r.ck != nil:
-		if r.hold != nil && !r.ck.nested {
+	case r.rec != nil:
+		if r.hold != nil {
 			release, err := r.hold.Hold(ctx, r.rt.Now, r.cancelCause)
 			if err != nil {
 				r.end(parent, cancelledBy(ctx, StatusError, err), err)
@@ -331,8 +333,8 @@ func (r *run) loop(parent context.Context) {
 	// A cancelled run saves no end, and neither does one its recorder
 	// failed for now (its store stayed unavailable through the retries): both
 	// stay unfinished, so that they can be resumed from their last save.
-	if r.ck != nil && status != StatusCancelled && !(status == StatusError && errors.Is(err, ErrRecorderUnavailable)) &&
-		!(r.ck.ended && r.unchanged()) {
+	if r.rec != nil && status != StatusCancelled && !(status == StatusError && errors.Is(err, ErrRecorderUnavailable)) &&
+		!(r.rec.ended && r.unchanged()) {
 		if serr := r.saveEnd(ctx, status, err); serr != nil {
 			status, err = StatusError, errors.Join(err, serr)
 		}
@@ -353,12 +355,12 @@ func (r *run) saveEnd(ctx context.Context, status Status, err error) error {
 // response finds the run finished rather than asking the model again. The
 // loop saves the end again only if the AfterRun hooks change something.
 func (r *run) endWith(ctx context.Context, ev Event, status Status, err error) (Status, error) {
-	if r.ck != nil {
+	if r.rec != nil {
 		if serr := r.saveEnd(ctx, status, err); serr != nil {
 			r.emit(ev)
 			return StatusError, serr
 		}
-		r.ck.ended = true
+		r.rec.ended = true
 	}
 	r.emit(ev)
 	return status, err
@@ -394,7 +396,7 @@ func settle(parent context.Context, status Status, err error) (Status, error) {
 func (r *run) end(parent context.Context, status Status, err error) {
 	status, err = settle(parent, status, err)
 	res := r.result(status, err)
-	ev := Event{Type: RunEnd, Agent: r.where, TaskCall: r.instance, Time: r.rt.Now(),
+	ev := Event{Type: RunEnd, Agent: r.path, TaskCall: r.instance, Time: r.rt.Now(),
 		Run: &RunInfo{Status: status, Error: res.Error, Rounds: res.Rounds, Usage: res.Usage, Result: res}}
 	if !r.stopped {
 		r.yield(ev, res.Err())
@@ -402,13 +404,13 @@ func (r *run) end(parent context.Context, status Status, err error) {
 }
 
 func (r *run) result(status Status, err error) *Result {
-	res := &Result{Agent: r.where, Status: status, State: r.state, Rounds: r.rs.Loop.Rounds - r.rs.Loop.TurnStart, Children: r.rs.Finished}
+	res := &Result{Agent: r.path, Status: status, State: r.state, Rounds: r.rs.Loop.Rounds - r.rs.Loop.TurnStart, Children: r.rs.Finished}
 	var re *refusalError
 	if errors.As(err, &re) {
 		res.Refusal = re.text
 	}
 	if status != StatusOK {
-		res.err = &RunError{Agent: r.where, Status: status, Err: err}
+		res.err = &RunError{Agent: r.path, Status: status, Err: err}
 		res.Error = res.err.Error()
 	}
 	if r.mem != nil {
@@ -420,15 +422,15 @@ func (r *run) result(status Status, err error) *Result {
 	if status == StatusInterrupted {
 		res.Interrupts = slices.Clone(r.rs.Loop.Interrupts)
 	}
-	if r.ck != nil {
-		res.Thread = r.ck.thread
-		res.Checkpoints = int(r.ck.count.Load()) // the whole tree's, for a top-level run
-		if r.ck.nested {
+	if r.rec != nil {
+		res.Thread = r.rec.thread
+		res.SavedSteps = int(r.rec.count.Load()) // the whole tree's, for a top-level run
+		if r.rec.nested {
 			// A subagent's own and its subagents': the tree's counter is
 			// shared with its siblings.
-			res.Checkpoints = r.ck.own
+			res.SavedSteps = r.rec.own
 			for _, c := range r.rs.Finished {
-				res.Checkpoints += c.Checkpoints
+				res.SavedSteps += c.SavedSteps
 			}
 		}
 	}
@@ -449,8 +451,8 @@ func (r *run) result(status Status, err error) *Result {
 		}
 		for id, kid := range r.held {
 			res.Children[id] = kid
-			if r.ck != nil && r.ck.nested {
-				res.Checkpoints += kid.Checkpoints
+			if r.rec != nil && r.rec.nested {
+				res.SavedSteps += kid.SavedSteps
 			}
 			res.Usage = res.Usage.Add(kid.Usage)
 			for p, u := range kid.UsageByAgent {

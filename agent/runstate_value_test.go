@@ -18,8 +18,9 @@ func TestRestoredLoopIsSavedAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := a.newRun(Input{}, runConfig{})
-	kid := &Result{Agent: "main/worker", UsageByAgent: map[string]llm.Usage{"main/worker": {InputTokens: 7}}}
-	saved := &RunState{V: RunStateVersion, Path: "main", Step: 4, Checkpoint: cpID(4),
+	worker := RootPath("main").Child("worker", "call-1")
+	kid := &Result{Agent: worker, UsageByAgent: map[string]llm.Usage{worker.String(): {InputTokens: 7}}}
+	saved := &RunState{V: RunStateVersion, Path: RootPath("main"), Step: 4, StepID: stepID(4),
 		Messages: []llm.Message{llm.User("hi")},
 		Finished: map[string]*Result{"call-1": kid},
 		Loop: LoopState{Rounds: 9, TurnStart: 3, Usage: llm.Usage{InputTokens: 11, OutputTokens: 2},
@@ -34,7 +35,7 @@ func TestRestoredLoopIsSavedAgain(t *testing.T) {
 	if !reflect.DeepEqual(r.rs.Finished, saved.Finished) {
 		t.Errorf("finished children %v, want %v", r.rs.Finished, saved.Finished)
 	}
-	if u := r.rs.Loop.Tree["main/worker"]; u.InputTokens != 7 {
+	if u := r.rs.Loop.Tree[worker.String()]; u.InputTokens != 7 {
 		t.Errorf("usage of the finished child %+v, want 7 input tokens rebuilt from it", u)
 	}
 }

@@ -18,7 +18,7 @@ import (
 // in-process default: the wall clock, ids "call_R_I", and the agent's pool
 // of worker goroutines.
 //
-// Timeouts (WithTimeout) and lease expiry still use the context's deadline
+// Timeouts (WithTimeout) and a Hold losing its thread still use the context's deadline
 // and the wall clock.
 type Runtime interface {
 	// Now is the time events are stamped with and durations measured by.
@@ -72,17 +72,17 @@ type Semaphore interface {
 	Release()
 }
 
-// Direct is embedded by runtimes that make model and tool calls in process:
-// its Model and Tool call next.
-type Direct struct{}
+// direct is embedded by the runtimes that make model and tool calls in
+// process: its Model and Tool call next.
+type direct struct{}
 
 // Model calls next.
-func (Direct) Model(ctx context.Context, req *llm.Request, next ModelFunc) (*llm.Response, error) {
+func (direct) Model(ctx context.Context, req *llm.Request, next ModelFunc) (*llm.Response, error) {
 	return next(ctx, req)
 }
 
 // Tool calls next.
-func (Direct) Tool(ctx context.Context, call *ToolCall, next ToolFunc) (tool.Result, error) {
+func (direct) Tool(ctx context.Context, call *ToolCall, next ToolFunc) (tool.Result, error) {
 	return next(ctx, call)
 }
 

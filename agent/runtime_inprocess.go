@@ -70,7 +70,7 @@ func (s chanSemaphore) Release() { <-s }
 
 // inProcess is the default runtime of a run of a.
 type inProcess struct {
-	Direct
+	direct
 	local
 	a *Agent
 }
@@ -124,42 +124,30 @@ func (w workers) work(f func()) {
 	}
 }
 
-// Sequential is a deterministic Runtime for tests and replays: its clock
-// stands still at the time it is set to (Advance moves it), ids are the
-// default "call_R_I", and a step's tool calls run one after the other, in
-// call order, on one goroutine per step. With a deterministic model, two
-// runs under fresh Sequential runtimes set to the same time give the same
-// event stream, byte for byte. Its timers (Timeout) run on the wall clock:
-// they only bound how long a cancelled step waits for its subagents.
-type Sequential struct {
-	Direct
+// Sequential returns a deterministic Runtime for tests and replays: its
+// clock stands still at start, ids are the default "call_R_I", and a step's
+// tool calls run one after the other, in call order, on one goroutine per
+// step. With a deterministic model, two runs under fresh Sequential
+// runtimes set to the same time give the same event stream, byte for byte.
+// Its timers (Timeout) run on the wall clock: they only bound how long a
+// cancelled step waits for its subagents.
+func Sequential(start time.Time) Runtime { return sequential{now: start} }
+
+// sequential is the runtime Sequential returns.
+type sequential struct {
+	direct
 	local
-	mu  sync.Mutex
 	now time.Time
 }
 
-// NewSequential returns a Sequential runtime whose clock reads start.
-func NewSequential(start time.Time) *Sequential { return &Sequential{now: start} }
-
 // Now returns the clock's time.
-func (s *Sequential) Now() time.Time {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.now
-}
-
-// Advance moves the clock forward by d.
-func (s *Sequential) Advance(d time.Duration) {
-	s.mu.Lock()
-	s.now = s.now.Add(d)
-	s.mu.Unlock()
-}
+func (s sequential) Now() time.Time { return s.now }
 
 // CallID returns "call_R_I".
-func (*Sequential) CallID(round, index int) string { return defaultCallID(round, index) }
+func (sequential) CallID(round, index int) string { return defaultCallID(round, index) }
 
 // Fanout runs the calls one by one, in order, on a new goroutine.
-func (*Sequential) Fanout(calls []func()) {
+func (sequential) Fanout(calls []func()) {
 	go func() {
 		for _, f := range calls {
 			f()

@@ -15,7 +15,7 @@ import (
 // frees a Put waiting on a full queue when it is closed.
 func TestInProcessQueue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		q := agent.NewSequential(time.Time{}).Queue()
+		q := agent.Sequential(time.Time{}).Queue()
 		q.Put(1)
 		q.Put(2)
 		done, cancel := context.WithCancel(t.Context())
@@ -54,7 +54,7 @@ func TestInProcessQueue(t *testing.T) {
 // A semaphore lets n in; one more waits until a place is given back, or
 // gives up with the context's cause.
 func TestInProcessSemaphore(t *testing.T) {
-	rt := agent.NewSequential(time.Time{})
+	rt := agent.Sequential(time.Time{})
 	s := rt.Semaphore(2)
 	for range 2 {
 		if err := s.Acquire(t.Context()); err != nil {
@@ -78,7 +78,7 @@ func TestInProcessSemaphore(t *testing.T) {
 // A timer's context is done once its time has passed, or when it is
 // cancelled, and not before.
 func TestInProcessTimeout(t *testing.T) {
-	rt := agent.NewSequential(time.Time{})
+	rt := agent.Sequential(time.Time{})
 	ctx, stop := rt.Timeout(t.Context(), time.Millisecond)
 	defer stop()
 	<-ctx.Done()

@@ -77,7 +77,7 @@ func TestResponsesAreSavedBeforeTheyAreShown(t *testing.T) {
 }
 
 // A run given no input on a thread whose run has ended is refused, unless
-// it asks for the ended run's result (WithEndedResult), which it then gets
+// it asks for the ended run's result (runner.WithEndedResult), which it then gets
 // without calling the model.
 func TestEndedRunGivesItsResult(t *testing.T) {
 	mem := checkpoint.NewMemory(0)
@@ -91,7 +91,7 @@ func TestEndedRunGivesItsResult(t *testing.T) {
 	if _, err := a.Invoke(t.Context(), agent.Input{}, runner.Checkpoints(mem, "T")); err == nil {
 		t.Fatal("a resume of an ended run was not refused")
 	}
-	again, err := a.Invoke(t.Context(), agent.Input{}, runner.Checkpoints(mem, "T"), agent.WithEndedResult())
+	again, err := a.Invoke(t.Context(), agent.Input{}, runner.Checkpoints(mem, "T", runner.WithEndedResult()))
 	if err != nil || again.Status != agent.StatusOK {
 		t.Fatalf("ended result: %v %v", err, again.Status)
 	}

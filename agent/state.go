@@ -7,23 +7,19 @@ import (
 	"github.com/deepagents-go/deepagents/vfs"
 )
 
-// RunStateVersion is the version of the RunState encoding; a reader refuses
-// a newer one instead of guessing.
-const RunStateVersion = 1
-
 // RunState is a run as a value: everything the loop needs to continue it,
 // JSON-serialisable and versioned. A run that is recorded into a thread
 // (WithThread) can be continued from the RunState of its last record, in
 // this process or another, as if it had never stopped; runner.LoadRunState
-// reads one back from a checkpoint store.
+// reads one back from its store.
 type RunState struct {
 	V int `json:"v"`
-	// Thread and Path say whose state this is; Checkpoint and Step which
-	// checkpoint it was read from.
-	Thread     string `json:"thread_id,omitempty"`
-	Path       string `json:"path"`
-	Checkpoint string `json:"checkpoint,omitempty"`
-	Step       int    `json:"step"`
+	// Thread and Path say whose state this is; StepID and Step which step
+	// record it was read as of.
+	Thread string `json:"thread_id,omitempty"`
+	Path   Path   `json:"path"`
+	StepID string `json:"checkpoint,omitempty"`
+	Step   int    `json:"step"`
 	// Status is how the run stopped; empty while it is still running (or
 	// was cut off by a crash).
 	Status Status `json:"status,omitempty"`
@@ -82,13 +78,13 @@ type LoopState struct {
 	// Deleted names files removed from the files the run was given.
 	Deleted []string `json:"deleted,omitempty"`
 	// ParentStep names, for a subagent run, the parent's step that started
-	// it (namespace@checkpoint).
+	// it (namespace@step id).
 	ParentStep string `json:"parent_step,omitempty"`
-	// Input is the checkpoint that holds the run's input.
+	// Input is the id of the step record that holds the run's input.
 	Input string `json:"input,omitempty"`
-	// StepCheckpoint is the checkpoint of the step in progress, under which
-	// the results of its finished calls are saved.
-	StepCheckpoint string `json:"step_checkpoint,omitempty"`
+	// StepInProgress is the id of the step in progress, under which the
+	// results of its finished calls are saved.
+	StepInProgress string `json:"step_checkpoint,omitempty"`
 	// Interrupts are the calls waiting for a decision, this run's and its
 	// subagents'.
 	Interrupts []Interrupt `json:"interrupts,omitempty"`
@@ -96,8 +92,8 @@ type LoopState struct {
 
 // StepState is a step whose calls are not all answered yet.
 type StepState struct {
-	Checkpoint string         `json:"checkpoint"`
-	Calls      []llm.ToolCall `json:"calls"`
+	ID    string         `json:"checkpoint"`
+	Calls []llm.ToolCall `json:"calls"`
 	// Done are the calls that finished, by call id.
 	Done map[string]CallOutcome `json:"done,omitempty"`
 	// Waiting are this run's own calls waiting for a decision, by call id.

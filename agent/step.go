@@ -131,8 +131,8 @@ func (r *run) steps(ctx context.Context, pending *StepState) (Status, error) {
 			}
 		}
 		r.rs.Loop.Usage = r.rs.Loop.Usage.Add(resp.Usage)
-		if r.ck != nil {
-			r.ck.usage = r.ck.usage.Add(resp.Usage)
+		if r.rec != nil {
+			r.rec.usage = r.rec.usage.Add(resp.Usage)
 		}
 		r.state.Messages = append(r.state.Messages, msg)
 		info := &ResponseInfo{Round: r.rs.Loop.Rounds - 1, Usage: resp.Usage, StopReason: resp.StopReason, Text: msg.Content,
@@ -166,8 +166,8 @@ func (r *run) steps(ctx context.Context, pending *StepState) (Status, error) {
 		// The response is saved before any of its calls starts, and before
 		// anyone sees it, so that a crash from here on never repeats the
 		// model call: what a consumer was shown is what a resumed run has.
-		if r.ck != nil {
-			r.rs.Loop.StepCheckpoint = cpID(r.rs.Step + 1)
+		if r.rec != nil {
+			r.rs.Loop.StepInProgress = stepID(r.rs.Step + 1)
 			if err := r.save(ctx, RecordStep, "", nil); err != nil {
 				r.emit(respEv)
 				return StatusError, err
@@ -193,8 +193,8 @@ func (r *run) toolPhase(ctx context.Context, req *llm.Request, calls []llm.ToolC
 	if len(r.rs.Loop.Interrupts) > 0 {
 		return StatusInterrupted, errWaiting{len(r.rs.Loop.Interrupts)}, true
 	}
-	if r.ck != nil {
-		r.rs.Loop.StepCheckpoint = ""
+	if r.rec != nil {
+		r.rs.Loop.StepInProgress = ""
 	}
 	if stop {
 		return StatusOK, nil, true
@@ -222,7 +222,7 @@ func StepFrom(ctx context.Context) (StepInfo, bool) {
 
 // stepInfo describes the run to middleware hooks.
 func (r *run) stepInfo() StepInfo {
-	return StepInfo{Agent: r.where, Path: r.path, Round: r.rs.Loop.Rounds, State: &r.state, Files: r.backend, Emit: r.emit,
+	return StepInfo{Path: r.path, Round: r.rs.Loop.Rounds, State: &r.state, Files: r.backend, Emit: r.emit,
 		SetValue: r.setValue, AddUsage: r.addUsage, Keep: r.keep, Kept: r.keptValue, Now: r.rt.Now, Streaming: r.a.cfg.Stream, measure: r.measure}
 }
 
@@ -244,7 +244,7 @@ func (r *run) setValue(name string, v any) error {
 }
 
 // setRaw stores a state value as JSON (nil or JSON null removes it) and
-// marks it for the next checkpoint.
+// marks it for the next step record.
 func (r *run) setRaw(name string, raw json.RawMessage) {
 	if isJSONNull(raw) {
 		raw = nil
@@ -257,11 +257,11 @@ func (r *run) setRaw(name string, raw json.RawMessage) {
 	} else {
 		r.state.Values[name] = raw
 	}
-	if r.ck != nil {
-		if r.ck.values == nil {
-			r.ck.values = map[string]json.RawMessage{}
+	if r.rec != nil {
+		if r.rec.values == nil {
+			r.rec.values = map[string]json.RawMessage{}
 		}
-		r.ck.values[name] = raw
+		r.rec.values[name] = raw
 	}
 }
 

@@ -162,7 +162,7 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 		env := &tool.Env{CallID: c.ID, Agent: r.where, Files: files, Request: req, Capabilities: r.a.caps,
 			Calls: calls, State: r.state.Values, SystemParts: parts}
 		env.Progress = func(text string) {
-			b.event(&Event{Type: ToolProgress, Agent: r.where, TaskCall: r.instance, Time: r.rt.Now(),
+			b.event(&Event{Type: ToolProgress, Agent: r.path, TaskCall: r.instance, Time: r.rt.Now(),
 				Tool: &ToolInfo{CallID: c.ID, Name: c.Name, Text: text}})
 		}
 		tc.Env = env
@@ -422,7 +422,7 @@ func hasKey(m map[string]string, k string) bool {
 // saveOutcome saves a finished call's result under the step in progress;
 // rejected marks the answer to a call a person rejected, which never ran.
 func (r *run) saveOutcome(ctx context.Context, c llm.ToolCall, res tool.Result, files vfs.Delta, child *Result, dur time.Duration, rejected bool) error {
-	if r.ck == nil {
+	if r.rec == nil {
 		return nil
 	}
 	return r.recordCall(ctx, &CallRecord{ID: c.ID, Message: res.Message(c), Rejected: rejected,

@@ -433,7 +433,7 @@ func (c *compactor) run(ctx context.Context, step agent.StepInfo, req *llm.Reque
 		}
 	}
 	eff := aligned(prior, req.Messages, raw)
-	next, info, res, cerr := c.compact(ctx, compactInput{prior: prior, eff: eff, raw: raw, agent: step.Agent,
+	next, info, res, cerr := c.compact(ctx, compactInput{prior: prior, eff: eff, raw: raw, agent: step.Path.String(),
 		files: step.Files, gen: gen, trigger: trigger, before: before, emit: emit, state: step.State})
 	switch res {
 	case notNeeded:
@@ -462,7 +462,7 @@ func (c *compactor) run(ctx context.Context, step agent.StepInfo, req *llm.Reque
 	req.Messages = rewrite(next, eff)
 	info.TokensAfter = c.estimate(step, req)
 	ended(step, time.Now(), info)
-	c.postCompact(ctx, step.Agent, next, info, summarised(prior, eff, next))
+	c.postCompact(ctx, step.Path.String(), next, info, summarised(prior, eff, next))
 	return true, nil
 }
 

@@ -12,7 +12,7 @@ import (
 // A compaction event's JSON has its payload under "compaction", after the
 // fields every event has, and reads back to the same payload and bytes.
 func TestCompactionEventJSON(t *testing.T) {
-	ev := agent.Event{Type: compact.EventEnd, Agent: "parent", Time: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
+	ev := agent.Event{Type: compact.EventEnd, Agent: agent.RootPath("parent"), Time: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
 		Payload: &agent.Payload{Key: "compaction", Value: &compact.Info{Trigger: "auto", TokensBefore: 10, TokensAfter: 5,
 			Cutoff: 3, Evicted: 2, File: "/conversation_history/s.md", SummarizerCalls: 1, Verbatim: []string{"<a&b>"}}}}
 	b, err := json.Marshal(ev)

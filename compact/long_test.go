@@ -58,7 +58,7 @@ func longRun(tb testing.TB, rounds int) (maxReq, compactions int, perRound []tim
 		}
 		switch ev.Type {
 		case agent.ModelResponse:
-			if ev.Agent == "parent" {
+			if ev.Agent.String() == "parent" {
 				ends = append(ends, time.Now())
 			}
 		case compact.EventEnd:

@@ -64,7 +64,7 @@ func Compact(ctx context.Context, cfg Config, rs *agent.RunState, focus string) 
 	}
 	eff := aligned(prior, nil, rs.Messages)
 	before := tokens.Estimate(&llm.Request{Messages: eff}).Total
-	next, info, res, cerr := c.compact(ctx, compactInput{prior: prior, eff: eff, raw: rs.Messages, agent: rs.Path,
+	next, info, res, cerr := c.compact(ctx, compactInput{prior: prior, eff: eff, raw: rs.Messages, agent: rs.Path.String(),
 		gen: limited(cfg.Model), trigger: "manual", before: before, emit: func(agent.Event) {}, state: st,
 		focus: focus, deferHistory: true})
 	switch res {
@@ -80,8 +80,8 @@ func Compact(ctx context.Context, cfg Config, rs *agent.RunState, focus string) 
 		start = 1
 	}
 	info.TokensAfter = tokens.Estimate(&llm.Request{Messages: rewrite(next, eff)}).Total
-	c.postCompact(ctx, rs.Path, next, info, eff[start:next.kept])
-	return &Manual{agent: rs.Path, base: prior.Count, next: next, prefix: fingerprint(rs.Messages[:next.Cutoff]),
+	c.postCompact(ctx, rs.Path.String(), next, info, eff[start:next.kept])
+	return &Manual{agent: rs.Path.String(), base: prior.Count, next: next, prefix: fingerprint(rs.Messages[:next.Cutoff]),
 		evicted: slices.Clone(eff[start:next.kept]), info: *info}, nil
 }
 
@@ -114,7 +114,7 @@ func (m *Manual) Done(st *agent.State) bool {
 // belongs to this run, and returns the state to go on with.
 func (c *compactor) takeManual(ctx context.Context, step agent.StepInfo, s State) (State, error) {
 	m, _ := ctx.Value(manualKey{}).(*Manual)
-	if m == nil || m.agent != step.Agent || s.Count != m.base || step.State == nil ||
+	if m == nil || m.agent != step.Path.String() || s.Count != m.base || step.State == nil ||
 		m.next.Cutoff > len(step.State.Messages) || step.SetValue == nil ||
 		fingerprint(step.State.Messages[:m.next.Cutoff]) != m.prefix {
 		return s, nil

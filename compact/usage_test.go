@@ -89,7 +89,7 @@ func TestSummarizerUsageIsInTheRunsUsage(t *testing.T) {
 			if got := res.UsageByAgent["parent"]; got != want {
 				t.Fatalf("usage of parent %+v, want %+v", got, want)
 			}
-			led := tokens.LedgerTree(res.Agent, res.ContextByAgent)
+			led := tokens.LedgerTree(res.Agent.String(), res.ContextByAgent)
 			if led.SummarizerCalls != calls || led.Summarizer != summed || led.Calls != 4 {
 				t.Fatalf("ledger %d calls, summariser %d calls %+v; want 4, %d, %+v", led.Calls, led.SummarizerCalls, led.Summarizer, calls, summed)
 			}

@@ -142,7 +142,7 @@ func ownCall(ctx context.Context) (agent.StepInfo, bool) {
 		return step, false
 	}
 	ci, ok := llm.CallInfoFrom(ctx)
-	return step, ok && ci.Path == step.Agent
+	return step, ok && ci.Path == step.Path.String()
 }
 
 // observe feeds a response's reported usage to the calibration and the

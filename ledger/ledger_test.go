@@ -105,7 +105,7 @@ func requestReports(t *testing.T, a *agent.Agent, prompt string) (map[string][]t
 				return
 			}
 			mu.Lock()
-			reps[ev.Agent] = append(reps[ev.Agent], *ev.Request.Context)
+			reps[ev.Agent.String()] = append(reps[ev.Agent.String()], *ev.Request.Context)
 			mu.Unlock()
 		}
 	})
@@ -223,8 +223,8 @@ func (n nestTool) Run(ctx context.Context, env *tool.Env, args json.RawMessage) 
 }
 
 func (n nestTool) RunNested(ctx context.Context, env *tool.Env, _ json.RawMessage, host agent.Host) (tool.Result, *agent.Result, error) {
-	res, err := agent.Drain(n.child.Run(ctx, agent.Prompt("child work"), agent.WithPath(host.Path.Child("helper", env.CallID)),
-		agent.WithInstance(env.CallID)), host.Emit)
+	res, err := agent.Drain(n.child.Run(ctx, agent.Prompt("child work"), agent.AsChild(agent.Child{Path: host.Path.Child("helper", env.CallID)})),
+		host.Emit)
 	if res == nil {
 		return tool.Result{}, nil, err
 	}
@@ -257,7 +257,7 @@ func TestContextLedgerPerSubagent(t *testing.T) {
 	if pl.Calls != len(reps["parent"]) || cl.Calls != len(reps[cp]) || cl.Calls != 3 {
 		t.Fatalf("calls by path: parent %d (%d seen), child %d (%d seen)", pl.Calls, len(reps["parent"]), cl.Calls, len(reps[cp]))
 	}
-	total := tokens.LedgerTree(res.Agent, res.ContextByAgent)
+	total := tokens.LedgerTree(res.Agent.String(), res.ContextByAgent)
 	if total.Calls != pl.Calls+cl.Calls || total.Sent != pl.Sent+cl.Sent || total.Last != pl.Last {
 		t.Errorf("tree total %+v from parent %+v and child %+v", total, pl, cl)
 	}

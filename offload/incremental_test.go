@@ -27,7 +27,7 @@ func lookRound(t *testing.T, o *offloader, state *agent.State, files vfs.Backend
 	t.Helper()
 	var writes []string
 	req := &llm.Request{Messages: msgs[:len(msgs):len(msgs)]}
-	step := agent.StepInfo{Agent: "parent", State: state, Files: files, Emit: func(e agent.Event) {
+	step := agent.StepInfo{Path: agent.RootPath("parent"), State: state, Files: files, Emit: func(e agent.Event) {
 		if e.Type == agent.FileWrite {
 			writes = append(writes, e.File.Path)
 		}

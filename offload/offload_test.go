@@ -355,7 +355,7 @@ func step(t *testing.T, m agent.Middleware, files vfs.Backend, msgs []llm.Messag
 	t.Helper()
 	var evs []agent.Event
 	req := &llm.Request{Messages: msgs[:len(msgs):len(msgs)]}
-	err := m.BeforeModel(t.Context(), agent.StepInfo{Agent: "parent", Files: files, Emit: func(e agent.Event) { evs = append(evs, e) }}, req)
+	err := m.BeforeModel(t.Context(), agent.StepInfo{Path: agent.RootPath("parent"), Files: files, Emit: func(e agent.Event) { evs = append(evs, e) }}, req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ func TestChatSpanIsWhatTheModelSentToTheWrapper(t *testing.T) {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	h := newHarness(t)
 	rec := daotel.NewRecorder(context.Background(), daotel.Config{TracerProvider: h.tp, MeterProvider: mp, Model: "m", CaptureContent: new(true)})
-	rt := agent.NewSequential(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	rt := newClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	model := streamFunc(func(context.Context, *llm.Request) iter.Seq2[llm.StreamEvent, error] {
 		return func(yield func(llm.StreamEvent, error) bool) {
 			for _, d := range []struct {

@@ -203,14 +203,15 @@ func TestChatBeforeItsRunStart(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 	const child = "parent / general-purpose#t1"
-	r.Record(agent.Event{Type: agent.RunStart, Agent: "parent", Time: at(0), Run: &agent.RunInfo{}})
+	parentPath, childPath := agent.RootPath("parent"), agent.RootPath("parent").Child("general-purpose", "t1")
+	r.Record(agent.Event{Type: agent.RunStart, Agent: parentPath, Time: at(0), Run: &agent.RunInfo{}})
 	r.chatEnded(&chatCall{path: child, start: at(2), end: at(3), resp: &llm.Response{StopReason: llm.StopEnd}})
 	if n := len(exp.GetSpans()); n != 0 {
 		t.Fatalf("%d spans ended before the child's run started", n)
 	}
-	r.Record(agent.Event{Type: agent.RunStart, Agent: child, TaskCall: "t1", Time: at(1), Run: &agent.RunInfo{}})
-	r.Record(agent.Event{Type: agent.RunEnd, Agent: child, TaskCall: "t1", Time: at(4), Run: &agent.RunInfo{Status: agent.StatusOK}})
-	r.Record(agent.Event{Type: agent.RunEnd, Agent: "parent", Time: at(5), Run: &agent.RunInfo{Status: agent.StatusOK}})
+	r.Record(agent.Event{Type: agent.RunStart, Agent: childPath, TaskCall: "t1", Time: at(1), Run: &agent.RunInfo{}})
+	r.Record(agent.Event{Type: agent.RunEnd, Agent: childPath, TaskCall: "t1", Time: at(4), Run: &agent.RunInfo{Status: agent.StatusOK}})
+	r.Record(agent.Event{Type: agent.RunEnd, Agent: parentPath, Time: at(5), Run: &agent.RunInfo{Status: agent.StatusOK}})
 	var chat, run tracetest.SpanStub
 	for _, s := range exp.GetSpans() {
 		switch s.Name {

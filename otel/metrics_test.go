@@ -26,7 +26,7 @@ func TestMetrics(t *testing.T) {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	h := newHarness(t)
 	rec := daotel.NewRecorder(context.Background(), daotel.Config{TracerProvider: h.tp, MeterProvider: mp, Model: "m1", Provider: "openai"})
-	rt := agent.NewSequential(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	rt := newClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 	calls := 0
 	model := streamFunc(func(ctx context.Context, _ *llm.Request) iter.Seq2[llm.StreamEvent, error] {

@@ -78,7 +78,7 @@ func afterRun(ctx context.Context, step agent.StepInfo, status agent.Status) {
 		return
 	}
 	r.mu.Lock()
-	a := r.agents[step.Agent]
+	a := r.agents[step.Path.String()]
 	r.mu.Unlock()
 	if a == nil {
 		return

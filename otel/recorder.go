@@ -225,13 +225,13 @@ func (r *Recorder) Record(ev agent.Event) {
 	case agent.ToolEnd:
 		r.toolEnd(ev, at)
 	case agent.SubagentStart:
-		if a := r.agents[ev.Agent]; a != nil && ev.Subagent != nil {
+		if a := r.agents[ev.Agent.String()]; a != nil && ev.Subagent != nil {
 			if s := a.tools[ev.Subagent.CallID]; s != nil {
 				s.SetAttributes(SubagentKey.String(ev.Subagent.Name), ModeKey.String(ev.Subagent.Mode))
 			}
 		}
 	case agent.SubagentEnd:
-		if a := r.agents[ev.Agent]; a != nil && ev.Subagent != nil {
+		if a := r.agents[ev.Agent.String()]; a != nil && ev.Subagent != nil {
 			if s := a.tools[ev.Subagent.CallID]; s != nil && ev.Subagent.Status != "" {
 				s.SetAttributes(StatusKey.String(string(ev.Subagent.Status)))
 			}
@@ -239,14 +239,14 @@ func (r *Recorder) Record(ev agent.Event) {
 	case agent.InterruptEvent:
 		r.interrupt(ev, at)
 	case agent.Notice:
-		if a := r.agents[ev.Agent]; a != nil && ev.Notice != nil && ev.Notice.Source == "resume" {
+		if a := r.agents[ev.Agent.String()]; a != nil && ev.Notice != nil && ev.Notice.Source == "resume" {
 			if id := resumedFrom(ev.Notice.Text); id != "" {
 				a.span.SetAttributes(CheckpointKey.String(id))
 			}
 			a.span.AddEvent("deepagents.resume", trace.WithTimestamp(at))
 		}
 	case compact.EventEnd:
-		if a, info := r.agents[ev.Agent], compactionOf(ev); a != nil && info != nil {
+		if a, info := r.agents[ev.Agent.String()], compactionOf(ev); a != nil && info != nil {
 			attrs := []attribute.KeyValue{
 				attribute.String("deepagents.compaction.trigger", info.Trigger),
 				attribute.Int("deepagents.compaction.tokens_before", info.TokensBefore),
@@ -290,25 +290,22 @@ func (r *Recorder) common() []attribute.KeyValue {
 }
 
 func (r *Recorder) runStart(ev agent.Event, at time.Time) {
-	if old := r.agents[ev.Agent]; old != nil {
+	if old := r.agents[ev.Agent.String()]; old != nil {
 		// A second start on one path without an end: close the first.
 		r.closeOpen(old, at)
 		old.span.End(trace.WithTimestamp(at))
 	}
-	path, err := agent.ParsePath(ev.Agent)
-	name := ev.Agent
-	if err == nil && len(path) > 0 {
-		name = path.Last().Name
-	}
+	path := ev.Agent
+	name := path.Last().Name
 	parent := r.parent
-	nested := err == nil && path.IsNested()
+	nested := path.IsNested()
 	if nested {
 		parent = r.parentOf(path.Parent().String(), ev.TaskCall)
 	}
 	attrs := append([]attribute.KeyValue{
 		semconv.GenAIOperationNameInvokeAgent,
 		semconv.GenAIAgentName(name),
-		PathKey.String(ev.Agent),
+		PathKey.String(ev.Agent.String()),
 	}, r.common()...)
 	if m := r.modelFor(name); m != "" {
 		attrs = append(attrs, semconv.GenAIRequestModel(m))
@@ -322,12 +319,12 @@ func (r *Recorder) runStart(ev agent.Event, at time.Time) {
 		opts = append(opts, trace.WithLinks(r.cfg.Links...))
 	}
 	ctx, span := r.tracer.Start(parent, "invoke_agent "+name, opts...)
-	a := &agentSpans{path: ev.Agent, span: span, ctx: ctx, tools: map[string]trace.Span{}, waiting: map[string]bool{}}
-	r.agents[ev.Agent] = a
-	for _, c := range r.early[ev.Agent] {
+	a := &agentSpans{path: ev.Agent.String(), span: span, ctx: ctx, tools: map[string]trace.Span{}, waiting: map[string]bool{}}
+	r.agents[ev.Agent.String()] = a
+	for _, c := range r.early[ev.Agent.String()] {
 		r.chatSpan(a, c)
 	}
-	delete(r.early, ev.Agent)
+	delete(r.early, ev.Agent.String())
 	if !nested && r.root == nil {
 		r.root = span
 	}
@@ -354,13 +351,13 @@ func (r *Recorder) modelFor(agentName string) string {
 }
 
 func (r *Recorder) runEnd(ev agent.Event, at time.Time) {
-	a := r.agents[ev.Agent]
+	a := r.agents[ev.Agent.String()]
 	if a == nil {
 		return
 	}
-	delete(r.agents, ev.Agent)
+	delete(r.agents, ev.Agent.String())
 	// Subagents still open under this path (their end never came) end first.
-	prefix := ev.Agent + " / "
+	prefix := ev.Agent.String() + " / "
 	for p, c := range r.agents {
 		if strings.HasPrefix(p, prefix) {
 			r.closeOpen(c, at)
@@ -468,7 +465,7 @@ func usageAttrs(u llm.Usage) []attribute.KeyValue {
 }
 
 func (r *Recorder) toolStart(ev agent.Event, at time.Time) {
-	a := r.agents[ev.Agent]
+	a := r.agents[ev.Agent.String()]
 	if a == nil || ev.Tool == nil {
 		return
 	}
@@ -480,7 +477,7 @@ func (r *Recorder) toolStart(ev agent.Event, at time.Time) {
 		semconv.GenAIToolName(ev.Tool.Name),
 		semconv.GenAIToolCallID(ev.Tool.CallID),
 		semconv.GenAIToolType("function"),
-		PathKey.String(ev.Agent),
+		PathKey.String(ev.Agent.String()),
 	}, r.common()...)
 	if r.capture && len(ev.Tool.Args) > 0 {
 		attrs = append(attrs, r.content(semconv.GenAIToolCallArgumentsKey, string(ev.Tool.Args)))
@@ -491,7 +488,7 @@ func (r *Recorder) toolStart(ev agent.Event, at time.Time) {
 }
 
 func (r *Recorder) toolEnd(ev agent.Event, at time.Time) {
-	a := r.agents[ev.Agent]
+	a := r.agents[ev.Agent.String()]
 	if a == nil || ev.Tool == nil {
 		return
 	}
@@ -529,7 +526,7 @@ func (r *Recorder) interrupt(ev agent.Event, at time.Time) {
 	}
 	path := in.Path.String()
 	if path == "" {
-		path = ev.Agent
+		path = ev.Agent.String()
 	}
 	attrs := []attribute.KeyValue{semconv.GenAIToolName(in.Tool), semconv.GenAIToolCallID(in.CallID), PathKey.String(path)}
 	if a := r.agents[path]; a != nil {
@@ -541,7 +538,7 @@ func (r *Recorder) interrupt(ev agent.Event, at time.Time) {
 		a.span.AddEvent("deepagents.interrupt", trace.WithTimestamp(at), trace.WithAttributes(attrs...))
 		return
 	}
-	if a := r.agents[ev.Agent]; a != nil {
+	if a := r.agents[ev.Agent.String()]; a != nil {
 		a.span.AddEvent("deepagents.interrupt", trace.WithTimestamp(at), trace.WithAttributes(attrs...))
 	}
 }

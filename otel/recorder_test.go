@@ -395,10 +395,10 @@ func TestContentCapture(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	long := strings.Repeat("é", 40) // 80 bytes
 	events := []agent.Event{
-		{Type: agent.RunStart, Agent: "parent", Time: at, Run: &agent.RunInfo{}},
-		{Type: agent.ToolStart, Agent: "parent", Time: at.Add(time.Second), Tool: &agent.ToolInfo{CallID: "c1", Name: "echo", Args: json.RawMessage(`{"k":"s3cr3t","more":"x"}`)}},
-		{Type: agent.ToolEnd, Agent: "parent", Time: at.Add(2 * time.Second), Tool: &agent.ToolInfo{CallID: "c1", Name: "echo", Result: long}},
-		{Type: agent.RunEnd, Agent: "parent", Time: at.Add(3 * time.Second), Run: &agent.RunInfo{Status: agent.StatusOK}},
+		{Type: agent.RunStart, Agent: agent.RootPath("parent"), Time: at, Run: &agent.RunInfo{}},
+		{Type: agent.ToolStart, Agent: agent.RootPath("parent"), Time: at.Add(time.Second), Tool: &agent.ToolInfo{CallID: "c1", Name: "echo", Args: json.RawMessage(`{"k":"s3cr3t","more":"x"}`)}},
+		{Type: agent.ToolEnd, Agent: agent.RootPath("parent"), Time: at.Add(2 * time.Second), Tool: &agent.ToolInfo{CallID: "c1", Name: "echo", Result: long}},
+		{Type: agent.RunEnd, Agent: agent.RootPath("parent"), Time: at.Add(3 * time.Second), Run: &agent.RunInfo{Status: agent.StatusOK}},
 	}
 	on, off := true, false
 	cases := []struct {
@@ -573,7 +573,7 @@ func TestParentSpanRetriesAndProviderNames(t *testing.T) {
 	ctx, server := h.tp.Tracer("test").Start(context.Background(), "POST /runs")
 	rec := daotel.NewRecorder(ctx, daotel.Config{TracerProvider: h.tp, Model: "m"})
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	rt := agent.NewSequential(t0)
+	rt := newClock(t0)
 	model := streamFunc(func(ctx context.Context, _ *llm.Request) iter.Seq2[llm.StreamEvent, error] {
 		return func(yield func(llm.StreamEvent, error) bool) {
 			rt.Advance(time.Second)

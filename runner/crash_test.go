@@ -255,7 +255,7 @@ func TestCrashChildProcess(t *testing.T) {
 		if err != nil {
 			t.Errorf("event %s: %v", ev.Type, err)
 		}
-		l := crashLine{Kind: lineEvent, Type: string(ev.Type), Agent: ev.Agent, Event: b}
+		l := crashLine{Kind: lineEvent, Type: string(ev.Type), Agent: ev.Agent.String(), Event: b}
 		switch {
 		case ev.Request != nil:
 			l.Detail = strconv.Itoa(ev.Request.Round)

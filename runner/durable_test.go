@@ -230,8 +230,8 @@ func crashAtEveryEvent(t *testing.T, every int, open func(t *testing.T) checkpoi
 				t.Fatalf("uncrashed run: %s ran %d times", k, n)
 			}
 		}
-		if res.Checkpoints == 0 || res.Thread != "ref" {
-			t.Fatalf("checkpoints %d, thread %q", res.Checkpoints, res.Thread)
+		if res.SavedSteps == 0 || res.Thread != "ref" {
+			t.Fatalf("checkpoints %d, thread %q", res.SavedSteps, res.Thread)
 		}
 	}
 	if refEvents < 20 {
@@ -245,7 +245,7 @@ func crashAtEveryEvent(t *testing.T, every int, open func(t *testing.T) checkpoi
 				saver := &crashable{Saver: base}
 				a := durableAgent(t, durableScript, deepagents.Config{Tools: []tool.Tool{c}})
 				seen := 0
-				for range a.Run(ctx, agent.Prompt("go"), runner.Checkpoints(saver, "th"), runner.Lease(saver, "th", "first", time.Millisecond)) {
+				for range a.Run(ctx, agent.Prompt("go"), runner.Checkpoints(saver, "th", runner.Lease("first", time.Millisecond))) {
 					seen++
 					if seen == n {
 						saver.dead.Store(true)
@@ -260,10 +260,10 @@ func crashAtEveryEvent(t *testing.T, every int, open func(t *testing.T) checkpoi
 				time.Sleep(2 * time.Millisecond)
 
 				a2 := durableAgent(t, durableScript, deepagents.Config{Tools: []tool.Tool{c}})
-				res, err := a2.Invoke(ctx, agent.Input{}, runner.Checkpoints(base, "th"), runner.Lease(base, "th", "second", time.Minute))
+				res, err := a2.Invoke(ctx, agent.Input{}, runner.Checkpoints(base, "th", runner.Lease("second", time.Minute)))
 				if err != nil && strings.Contains(err.Error(), "has no run to resume") {
 					// The crash came before the input was saved: start again.
-					res, err = a2.Invoke(ctx, agent.Prompt("go"), runner.Checkpoints(base, "th"), runner.Lease(base, "th", "second", time.Minute))
+					res, err = a2.Invoke(ctx, agent.Prompt("go"), runner.Checkpoints(base, "th", runner.Lease("second", time.Minute)))
 				}
 				if err != nil {
 					var msgs []string
@@ -630,7 +630,7 @@ func TestLostLeaseStopsTheRun(t *testing.T) {
 	a := durableAgent(t, `{"parent": [{"tool_calls": [{"id": "k", "name": "block"}]}, {"content": "ok"}]}`, deepagents.Config{Tools: []tool.Tool{b}})
 	done := make(chan error, 1)
 	go func() {
-		_, err := a.Invoke(ctx, agent.Prompt("hold"), runner.Checkpoints(saver, "lost"), runner.Lease(saver, "lost", "first", 30*time.Millisecond))
+		_, err := a.Invoke(ctx, agent.Prompt("hold"), runner.Checkpoints(saver, "lost", runner.Lease("first", 30*time.Millisecond)))
 		done <- err
 	}()
 	<-b.started
@@ -794,13 +794,13 @@ func TestTwoCrashesKeepFinishedChildren(t *testing.T) {
 			dying := &crashable{Saver: saver}
 			a := durableAgent(t, durableScript, deepagents.Config{Tools: []tool.Tool{&counter{}}})
 			seen := 0
-			for ev := range a.Run(ctx, in, runner.Checkpoints(dying, "th"), runner.Lease(dying, "th", holder, time.Millisecond)) {
+			for ev := range a.Run(ctx, in, runner.Checkpoints(dying, "th", runner.Lease(holder, time.Millisecond))) {
 				seen++
 				if seen == n {
 					dying.dead.Store(true)
 					return true
 				}
-				if ev.Type == agent.RunEnd && ev.Agent == "parent" {
+				if ev.Type == agent.RunEnd && ev.Agent.String() == "parent" {
 					return false
 				}
 			}
@@ -1164,7 +1164,7 @@ func TestAnsweredSubagentCallNoLongerWaits(t *testing.T) {
 	}
 }
 
-// TestRunMetadata: WithMetadata goes with the checkpoint of each turn's
+// TestRunMetadata: runner.WithMetadata goes with the checkpoint of each turn's
 // input only, never replaces its source, and is not given to subagents.
 func TestRunMetadata(t *testing.T) {
 	ctx := context.Background()
@@ -1175,10 +1175,10 @@ func TestRunMetadata(t *testing.T) {
 	    {"content": "one"}, {"content": "two"}],
 	  "general-purpose": [{"content": "did"}]}`, deepagents.Config{})
 	md := map[string]string{"flags": "--root /tmp/x", "source": "mine"}
-	if _, err := a.Invoke(ctx, agent.Prompt("go"), runner.Checkpoints(saver, "md"), agent.WithMetadata(md)); err != nil {
+	if _, err := a.Invoke(ctx, agent.Prompt("go"), runner.Checkpoints(saver, "md", runner.WithMetadata(md))); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Invoke(ctx, agent.Prompt("again"), runner.Checkpoints(saver, "md"), agent.WithMetadata(map[string]string{"flags": "--root /tmp/y"})); err != nil {
+	if _, err := a.Invoke(ctx, agent.Prompt("again"), runner.Checkpoints(saver, "md", runner.WithMetadata(map[string]string{"flags": "--root /tmp/y"}))); err != nil {
 		t.Fatal(err)
 	}
 	all, err := saver.List(ctx, checkpoint.ListOptions{ThreadID: "md", AllNamespaces: true})
@@ -1237,7 +1237,7 @@ func TestInterruptedResultCountsWaitingSubagents(t *testing.T) {
 	if kid == nil || kid.Status != agent.StatusInterrupted || kid.Rounds != 2 {
 		t.Fatalf("the waiting subagent is not reported: %+v", kid)
 	}
-	before := res.UsageByAgent[kid.Agent]
+	before := res.UsageByAgent[kid.Agent.String()]
 	if before.InputTokens == 0 || res.Usage != sum(res) || res.Usage == res.UsageByAgent["parent"] {
 		t.Errorf("interrupted usage %+v, by agent %+v", res.Usage, res.UsageByAgent)
 	}
@@ -1245,7 +1245,7 @@ func TestInterruptedResultCountsWaitingSubagents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	after := res.UsageByAgent[kid.Agent]
+	after := res.UsageByAgent[kid.Agent.String()]
 	if res.Usage != sum(res) || after.InputTokens <= before.InputTokens || res.Children["t1"].Status != agent.StatusOK {
 		t.Errorf("resumed usage %+v by agent %+v (the subagent had %+v)", res.Usage, res.UsageByAgent, before)
 	}
@@ -1373,7 +1373,7 @@ func checkCancelThenResume(t *testing.T, name string, arm func(saver *cancelOnPu
 	ended := map[string]bool{}
 	res, err := agent.Drain(a.Run(cctx, agent.Prompt("go"), runner.Checkpoints(saver, "cx")), func(ev agent.Event) {
 		if ev.Type == agent.ToolEnd && ev.Tool.Name == "bump" {
-			ended[ev.Agent+" "+ev.Tool.CallID] = true
+			ended[ev.Agent.String()+" "+ev.Tool.CallID] = true
 		}
 		if each != nil {
 			each(ev)
@@ -1555,12 +1555,12 @@ func TestSubagentResultCountsItsOwnCheckpoints(t *testing.T) {
 	for _, c := range all {
 		per[c.NS]++
 	}
-	if res.Checkpoints != len(all) {
-		t.Errorf("the parent reports %d checkpoints; %d are stored", res.Checkpoints, len(all))
+	if res.SavedSteps != len(all) {
+		t.Errorf("the parent reports %d checkpoints; %d are stored", res.SavedSteps, len(all))
 	}
 	for id, kid := range res.Children {
-		if kid.Checkpoints != per[kid.Agent] || kid.Checkpoints == 0 {
-			t.Errorf("subagent %s reports %d checkpoints; its namespace holds %d", id, kid.Checkpoints, per[kid.Agent])
+		if kid.SavedSteps != per[kid.Agent.String()] || kid.SavedSteps == 0 {
+			t.Errorf("subagent %s reports %d checkpoints; its namespace holds %d", id, kid.SavedSteps, per[kid.Agent.String()])
 		}
 	}
 }
@@ -1727,7 +1727,7 @@ func crashOnADirectory(t *testing.T, layered bool) {
 				dir := t.TempDir()
 				a := dirAgent(t, c, dir)
 				seen := 0
-				for range a.Run(ctx, agent.Prompt("go"), runner.Checkpoints(saver, "th"), runner.Lease(saver, "th", "first", time.Millisecond)) {
+				for range a.Run(ctx, agent.Prompt("go"), runner.Checkpoints(saver, "th", runner.Lease("first", time.Millisecond))) {
 					seen++
 					if seen == n {
 						saver.dead.Store(true)
@@ -1764,7 +1764,7 @@ func crashOnADirectory(t *testing.T, layered bool) {
 					t.Errorf("the finished steps changed %v, want %v", got, want)
 				}
 
-				res, err := dirAgent(t, c, dir).Invoke(ctx, agent.Input{}, runner.Checkpoints(base, "th"), runner.Lease(base, "th", "second", time.Minute))
+				res, err := dirAgent(t, c, dir).Invoke(ctx, agent.Input{}, runner.Checkpoints(base, "th", runner.Lease("second", time.Minute)))
 				if err != nil {
 					t.Fatalf("resume: %v", err)
 				}

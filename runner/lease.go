@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"strconv"
 	"strings"
@@ -26,12 +27,11 @@ import (
 const DefaultLeaseTTL = time.Minute
 
 // Checkpoints makes a run durable in saver under thread
-// (agent.WithThread, agent.WithRecorder): each step is saved as it is
-// taken (CheckpointRecorder), a save the
-// store cannot take for now is tried again (WithSaveRetry), and the run
-// holds the thread's lease while it runs, as this process for
-// DefaultLeaseTTL, so that a second run on the thread is refused. Lease,
-// given after it, changes the holder or its time to live.
+// (agent.WithThread): each step is saved as it is taken
+// (CheckpointRecorder), a save the store cannot take for now is tried again
+// (WithSaveRetry), and the run holds the thread's lease while it runs, as
+// this process for DefaultLeaseTTL (or as Lease says), so that a second run
+// on the thread is refused.
 //
 // A run needs only the four methods of checkpoint.RunStore. The lease is
 // taken when store is also a checkpoint.Leaser, as every saver of this
@@ -42,12 +42,7 @@ func Checkpoints(store checkpoint.RunStore, thread string, opts ...Option) agent
 	for _, o := range opts {
 		o(&c)
 	}
-	opts2 := []agent.RunOption{agent.WithThread(thread, threadOf(store, thread)),
-		agent.WithRecorder(retrying{rec: CheckpointRecorder(store, thread), budget: c.saveRetry})}
-	if l, ok := store.(checkpoint.Leaser); ok {
-		opts2 = append(opts2, Lease(l, thread, "", 0))
-	}
-	return agent.Options(opts2...)
+	return agent.WithThread(thread, threadOf(store, thread, c))
 }
 
 // Option is a knob of Checkpoints.
@@ -55,6 +50,27 @@ type Option func(*config)
 
 type config struct {
 	saveRetry time.Duration
+	metadata  map[string]string
+	ended     bool
+	holder    string
+	ttl       time.Duration
+}
+
+// WithEndedResult makes a run given no input, on a thread whose last run
+// has already ended, end at once with that run's saved status and result
+// (messages, files, usage, subagents) instead of being refused. It is for a
+// process that takes a thread over after a crash: a run saves its end
+// before it shows its last response, so a process that died after showing
+// it may have finished the run.
+func WithEndedResult() Option { return func(c *config) { c.ended = true } }
+
+// WithMetadata saves md with the checkpoint of the run's input (beside the
+// "source" key, which it cannot replace): what the caller needs to know of
+// the turn later, such as the settings it was started with. Listing a
+// thread's history can filter by it (checkpoint.ListOptions). A subagent
+// run, and a run resumed without input, save no input and so no metadata.
+func WithMetadata(md map[string]string) Option {
+	return func(c *config) { c.metadata = maps.Clone(md) }
 }
 
 // WithSaveRetry sets how long a save that fails because the checkpoint
@@ -65,11 +81,11 @@ type config struct {
 // back. Subagent runs take their parent's setting.
 func WithSaveRetry(d time.Duration) Option { return func(c *config) { c.saveRetry = d } }
 
-// Lease has a run hold thread's lease in saver as holder (default: this
-// host and process, LeaseHolder) with a time to live of ttl (default
-// DefaultLeaseTTL).
-func Lease(saver checkpoint.Leaser, thread, holder string, ttl time.Duration) agent.RunOption {
-	return agent.WithHold(&lease{saver: saver, thread: thread, holder: holder, ttl: ttl})
+// Lease has a run hold its thread's lease as holder (default: this host
+// and process, LeaseHolder) with a time to live of ttl (default
+// DefaultLeaseTTL), when the store takes leases.
+func Lease(holder string, ttl time.Duration) Option {
+	return func(c *config) { c.holder, c.ttl = holder, ttl }
 }
 
 // LeaseHolder names this process in a thread's lease, as runs name it when

@@ -40,23 +40,25 @@ func TestOpenDecidesHowARunStarts(t *testing.T) {
 	var de *agent.DecisionError
 
 	empty := thread{saver: checkpoint.NewMemory(0), id: "T"}
-	if _, err := empty.Open(ctx, root, agent.Opening{}); err == nil || !errors.Is(err, checkpoint.ErrNotFound) ||
+	if _, _, err := empty.Open(ctx, root, agent.Opening{}); err == nil || !errors.Is(err, checkpoint.ErrNotFound) ||
 		!strings.Contains(err.Error(), "has no run to resume") {
 		t.Errorf("no run, no input: %v", err)
 	}
-	if _, err := empty.Open(ctx, root, agent.Opening{Input: true, Decisions: approve}); !errors.As(err, &de) {
+	if _, _, err := empty.Open(ctx, root, agent.Opening{Input: true, Decisions: approve}); !errors.As(err, &de) {
 		t.Errorf("no run, decisions: %v", err)
 	}
-	if st, err := empty.Open(ctx, root, agent.Opening{Input: true}); err != nil || st.How != agent.StartFresh || st.State != nil {
-		t.Errorf("no run, input: %+v %v", st, err)
+	if how, rs, err := empty.Open(ctx, root, agent.Opening{Input: true}); err != nil || how != agent.StartFresh || rs != nil {
+		t.Errorf("no run, input: %d %+v %v", how, rs, err)
 	}
-	if st, err := empty.Open(ctx, kid, agent.Opening{Input: true, Decisions: approve, Nested: true}); err != nil || st.How != agent.StartFresh {
-		t.Errorf("no subagent run, input and its parent's decisions: %+v %v", st, err)
+	if how, _, err := empty.Open(ctx, kid, agent.Opening{Input: true, Decisions: approve, Nested: true}); err != nil || how != agent.StartFresh {
+		t.Errorf("no subagent run, input and its parent's decisions: %d %v", how, err)
 	}
 
 	ended := thread{saver: checkpoint.NewMemory(0), id: "T"}
 	putRun(t, ended.saver, "", agent.LoopState{Status: agent.StatusOK})
 	putRun(t, ended.saver, kid.String(), agent.LoopState{Status: agent.StatusOK, ParentStep: "@00000001"})
+	endedTaken := ended
+	endedTaken.acceptEnded = true
 	unfinished := thread{saver: checkpoint.NewMemory(0), id: "T"}
 	putRun(t, unfinished.saver, "", agent.LoopState{})
 
@@ -70,7 +72,7 @@ func TestOpenDecidesHowARunStarts(t *testing.T) {
 	}{
 		{"ended, input", ended, root, agent.Opening{Input: true}, agent.StartNewTurn, false},
 		{"ended, no input", ended, root, agent.Opening{}, 0, true},
-		{"ended, no input, ended result taken", ended, root, agent.Opening{AcceptEnded: true}, agent.StartEnded, false},
+		{"ended, no input, ended result taken", endedTaken, root, agent.Opening{}, agent.StartEnded, false},
 		{"ended, decisions", ended, root, agent.Opening{Decisions: approve}, 0, true},
 		{"unfinished, input", unfinished, root, agent.Opening{Input: true}, agent.StartCloseStep, false},
 		{"unfinished, input and decisions", unfinished, root, agent.Opening{Input: true, Decisions: approve}, 0, true},
@@ -80,18 +82,21 @@ func TestOpenDecidesHowARunStarts(t *testing.T) {
 		{"subagent under a call id used again", ended, kid, agent.Opening{Input: true, Nested: true, ParentStep: "@00000007"}, agent.StartFresh, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			st, err := c.th.Open(ctx, c.path, c.o)
+			how, rs, err := c.th.Open(ctx, c.path, c.o)
 			if c.err {
 				if err == nil || len(c.o.Decisions) > 0 && !errors.As(err, &de) {
-					t.Fatalf("got %+v, %v; want an error", st, err)
+					t.Fatalf("got %d %+v, %v; want an error", how, rs, err)
 				}
 				return
 			}
-			if err != nil || st.How != c.want || st.State == nil {
-				t.Fatalf("got %+v, %v; want %d with the run's state", st, err, c.want)
+			if c.want == agent.StartRefused {
+				if how != c.want || rs == nil || err == nil {
+					t.Fatalf("got %d %+v, %v; want refused with the run's state and why", how, rs, err)
+				}
+				return
 			}
-			if c.want == agent.StartRefused && st.Err == nil {
-				t.Error("refused with no error")
+			if err != nil || how != c.want || rs == nil {
+				t.Fatalf("got %d %+v, %v; want %d with the run's state", how, rs, err, c.want)
 			}
 		})
 	}

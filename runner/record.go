@@ -48,6 +48,8 @@ func CheckpointRecorder(saver checkpoint.RunStore, thread string) agent.Recorder
 type ckRecorder struct {
 	saver  checkpoint.RunStore
 	thread string
+	// metadata goes with the checkpoint of the run's input (WithMetadata).
+	metadata map[string]string
 
 	mu sync.Mutex
 	// kidJSON holds, by namespace and call id, the summaries of subagent
@@ -67,12 +69,14 @@ func (c *ckRecorder) Record(ctx context.Context, rec *agent.StepRecord) error {
 	if rec.Kind == agent.RecordCall {
 		return c.recordCall(ctx, ns, rec)
 	}
-	st := checkpoint.Step{ThreadID: c.thread, NS: ns, ID: rec.Checkpoint, ParentID: rec.Parent, Step: rec.Step,
+	st := checkpoint.Step{ThreadID: c.thread, NS: ns, ID: rec.ID, ParentID: rec.Parent, Step: rec.Step,
 		Metadata: map[string]string{"source": string(rec.Kind)}, Messages: rec.Appended, Usage: rec.Usage,
 		Files: rec.Files, Status: ckStatus(rec.Loop.Status), Time: rec.Time}
-	for k, v := range rec.Metadata {
-		if k != "source" {
-			st.Metadata[k] = v
+	if rec.Kind == agent.RecordInput {
+		for k, v := range c.metadata {
+			if k != "source" {
+				st.Metadata[k] = v
+			}
 		}
 	}
 	lv, err := json.Marshal(rec.Loop)
@@ -148,7 +152,7 @@ func (c *ckRecorder) recordCall(ctx context.Context, ns string, rec *agent.StepR
 		}
 		w.Kind, w.Result, w.Files, w.Data = checkpoint.KindResult, call.Message, call.Outcome.Files, data
 	}
-	ref := checkpoint.Ref{ThreadID: c.thread, NS: ns, ID: rec.Checkpoint}
+	ref := checkpoint.Ref{ThreadID: c.thread, NS: ns, ID: rec.ID}
 	return marked(keep(ctx, func(ctx context.Context) error { return c.saver.PutWrite(ctx, ref, w) }))
 }
 

@@ -47,6 +47,9 @@ func nsOf(p agent.Path) string {
 type thread struct {
 	saver checkpoint.Reader
 	id    string
+	// acceptEnded: a resume of an ended run gives its result
+	// (WithEndedResult).
+	acceptEnded bool
 }
 
 // Open reads the run at path and decides how it starts: the resume
@@ -56,22 +59,22 @@ type thread struct {
 // on a top-level run, input on an unfinished run closes its step and starts
 // a new turn, no input resumes it with the decisions given (checked first),
 // and input on an ended run starts a new turn.
-func (t thread) Open(ctx context.Context, path agent.Path, o agent.Opening) (agent.Start, error) {
+func (t thread) Open(ctx context.Context, path agent.Path, o agent.Opening) (agent.StartHow, *agent.RunState, error) {
 	rs, err := LoadRunState(ctx, t.saver, t.id, path, false)
 	if errors.Is(err, checkpoint.ErrNotFound) {
 		if !o.Input {
-			return agent.Start{}, fmt.Errorf("thread %q has no run to resume; start it with a message (%w)", t.id, err)
+			return 0, nil, fmt.Errorf("thread %q has no run to resume; start it with a message (%w)", t.id, err)
 		}
 		if len(o.Decisions) > 0 && !o.Nested {
-			return agent.Start{}, &agent.DecisionError{Msg: fmt.Sprintf("thread %q has no calls waiting for a decision", t.id)}
+			return 0, nil, &agent.DecisionError{Msg: fmt.Sprintf("thread %q has no calls waiting for a decision", t.id)}
 		}
-		return agent.Start{How: agent.StartFresh}, nil
+		return agent.StartFresh, nil, nil
 	}
 	if err != nil {
-		return agent.Start{}, fmt.Errorf("reading thread %q: %w", t.id, err)
+		return 0, nil, fmt.Errorf("reading thread %q: %w", t.id, err)
 	}
 	if rs.V > agent.RunStateVersion {
-		return agent.Start{}, fmt.Errorf("thread %q was saved by a newer version (state v%d; this one reads v%d)", t.id, rs.V, agent.RunStateVersion)
+		return 0, nil, fmt.Errorf("thread %q was saved by a newer version (state v%d; this one reads v%d)", t.id, rs.V, agent.RunStateVersion)
 	}
 	unfinished := rs.Status == "" || rs.Status == agent.StatusInterrupted
 	switch {
@@ -79,38 +82,38 @@ func (t thread) Open(ctx context.Context, path agent.Path, o agent.Opening) (age
 		// The call id was used by an earlier step of the thread (models and
 		// servers that number calls per response do that): this is another
 		// run, with a history of its own in the same namespace.
-		return agent.Start{How: agent.StartFresh, State: rs}, nil
+		return agent.StartFresh, rs, nil
 	case o.Nested && !unfinished:
 		// A subagent's namespace is its call's, and the step that started it
 		// is this one: whatever it holds is this very run, started before a
 		// crash or an interrupt.
-		return agent.Start{How: agent.StartEnded, State: rs}, nil
+		return agent.StartEnded, rs, nil
 	case o.Nested:
-		return agent.Start{How: agent.StartResume, State: rs}, nil
+		return agent.StartResume, rs, nil
 	case unfinished && o.Input && len(o.Decisions) > 0:
-		return agent.Start{}, &agent.DecisionError{Msg: fmt.Sprintf("thread %q: decisions go with a resume, which sends no message; "+
+		return 0, nil, &agent.DecisionError{Msg: fmt.Sprintf("thread %q: decisions go with a resume, which sends no message; "+
 			"a new message instead closes the waiting calls unanswered. Send one or the other", t.id)}
 	case unfinished && o.Input:
 		// New input on a run that was cut off or waits for approval: the
 		// person moved on. The step in progress is closed (finished calls
 		// keep their results, the others are told they did not run) and the
 		// input starts a new turn.
-		return agent.Start{How: agent.StartCloseStep, State: rs}, nil
+		return agent.StartCloseStep, rs, nil
 	case unfinished:
 		if o.Check != nil {
 			if err := o.Check(o.Decisions, rs.Loop.Interrupts); err != nil {
-				return agent.Start{How: agent.StartRefused, State: rs, Err: err}, nil
+				return agent.StartRefused, rs, err
 			}
 		}
-		return agent.Start{How: agent.StartResume, State: rs}, nil
+		return agent.StartResume, rs, nil
 	case len(o.Decisions) > 0:
-		return agent.Start{}, &agent.DecisionError{Msg: fmt.Sprintf("thread %q has no calls waiting for a decision (its last run ended %s)", t.id, rs.Status)}
-	case !o.Input && o.AcceptEnded && rs.Status != "":
-		return agent.Start{How: agent.StartEnded, State: rs}, nil
+		return 0, nil, &agent.DecisionError{Msg: fmt.Sprintf("thread %q has no calls waiting for a decision (its last run ended %s)", t.id, rs.Status)}
+	case !o.Input && t.acceptEnded && rs.Status != "":
+		return agent.StartEnded, rs, nil
 	case !o.Input:
-		return agent.Start{}, fmt.Errorf("thread %q has no unfinished run to resume (its last run ended %s); send a new message instead", t.id, rs.Status)
+		return 0, nil, fmt.Errorf("thread %q has no unfinished run to resume (its last run ended %s); send a new message instead", t.id, rs.Status)
 	}
-	return agent.Start{How: agent.StartNewTurn, State: rs}, nil
+	return agent.StartNewTurn, rs, nil
 }
 
 func (t thread) FilesAt(ctx context.Context, path agent.Path, id string) (map[string]vfs.File, error) {
@@ -122,12 +125,10 @@ func (t thread) FilesAt(ctx context.Context, path agent.Path, id string) (map[st
 }
 
 func (t thread) Changed(ctx context.Context, rs *agent.RunState, finished bool) ([]string, error) {
-	ns, err := nsOfState(rs)
-	if err != nil {
-		return nil, err
-	}
+	ns := nsOf(rs.Path)
 	var paths []string
 	if finished {
+		var err error
 		if paths, err = changedByCalls(ctx, t.saver, t.id, ns, rs); err != nil {
 			return nil, err
 		}
@@ -137,18 +138,6 @@ func (t thread) Changed(ctx context.Context, rs *agent.RunState, finished bool) 
 		return nil, err
 	}
 	return append(paths, kids...), nil
-}
-
-// nsOfState is the namespace of the run whose state rs is.
-func nsOfState(rs *agent.RunState) (string, error) {
-	if rs.Path == "" {
-		return "", nil
-	}
-	p, err := agent.ParsePath(rs.Path)
-	if err != nil {
-		return "", err
-	}
-	return nsOf(p), nil
 }
 
 // LoadRunState reads the state of the run at path in thread as of its latest
@@ -161,7 +150,7 @@ func LoadRunState(ctx context.Context, saver checkpoint.Reader, thread string, p
 	if err != nil {
 		return nil, err
 	}
-	rs := &agent.RunState{V: agent.RunStateVersion, Thread: thread, Path: path.String(), Checkpoint: cp.ID, Step: cp.Step,
+	rs := &agent.RunState{V: agent.RunStateVersion, Thread: thread, Path: path, StepID: cp.ID, Step: cp.Step,
 		Messages: cp.State.Messages, Files: cp.State.Files, Values: map[string]json.RawMessage{}}
 	for k, v := range cp.State.Values {
 		switch k {
@@ -201,11 +190,11 @@ func LoadRunState(ctx context.Context, saver checkpoint.Reader, thread string, p
 	// no results after it.
 	if n := len(rs.Messages); n > 0 && rs.Messages[n-1].Role == llm.RoleAssistant && len(rs.Messages[n-1].ToolCalls) > 0 &&
 		rs.Status != agent.StatusOK && rs.Status != agent.StatusError && rs.Status != agent.StatusLimit && rs.Status != agent.StatusRefused {
-		sc := rs.Loop.StepCheckpoint
+		sc := rs.Loop.StepInProgress
 		if sc == "" {
 			sc = cp.ID
 		}
-		ss := &agent.StepState{Checkpoint: sc, Calls: rs.Messages[n-1].ToolCalls}
+		ss := &agent.StepState{ID: sc, Calls: rs.Messages[n-1].ToolCalls}
 		pending := cp.Pending
 		if sc != cp.ID {
 			at, err := saver.Get(ctx, checkpoint.Ref{ThreadID: thread, NS: ns, ID: sc})
@@ -354,11 +343,7 @@ func dropAnswered(ctx context.Context, saver checkpoint.Reader, rs *agent.RunSta
 // (rs.Loop.Changed), and one whose files are in its state can compare them
 // with its input's; one cut off on a real directory has only this.
 func ChangedByFinishedSteps(ctx context.Context, saver checkpoint.Reader, rs *agent.RunState) ([]string, error) {
-	ns, err := nsOfState(rs)
-	if err != nil {
-		return nil, err
-	}
-	return changedByCalls(ctx, saver, rs.Thread, ns, rs)
+	return changedByCalls(ctx, saver, rs.Thread, nsOf(rs.Path), rs)
 }
 
 // changedByCalls gathers the paths in the file deltas of the result writes
@@ -389,11 +374,11 @@ func changedByCalls(ctx context.Context, saver checkpoint.Reader, thread, ns str
 	}
 	inProgress := ""
 	if rs.InProgress != nil {
-		inProgress = rs.InProgress.Checkpoint
+		inProgress = rs.InProgress.ID
 	}
 	changed := map[string]bool{}
 	seen := map[string]bool{}
-	for id := rs.Checkpoint; id != "" && !seen[id]; {
+	for id := rs.StepID; id != "" && !seen[id]; {
 		seen[id] = true
 		cp, ok := byID[id]
 		if !ok {
@@ -449,7 +434,7 @@ func changedByKidsInFlight(ctx context.Context, saver checkpoint.Reader, thread,
 	if err != nil {
 		return nil, fmt.Errorf("thread %q: listing its runs: %w", thread, err)
 	}
-	step := ns + "@" + st.Checkpoint
+	step := ns + "@" + st.ID
 	seen := map[string]bool{}
 	var out []string
 	for _, k := range cps {
@@ -492,10 +477,29 @@ func changedByKidsInFlight(ctx context.Context, saver checkpoint.Reader, thread,
 	return out, nil
 }
 
-// threadOf is thread id of saver as a run reads it.
-func threadOf(saver checkpoint.Reader, id string) agent.Thread {
-	if saver == nil {
+// threadOf is thread id of store as a run reads it back and records into
+// it, held by a lease when the store takes leases, as c says.
+func threadOf(store checkpoint.RunStore, id string, c config) agent.Thread {
+	if store == nil {
 		return nil
 	}
-	return thread{saver: saver, id: id}
+	th := recordedThread{thread: thread{saver: store, id: id, acceptEnded: c.ended},
+		Recorder: retrying{rec: &ckRecorder{saver: store, thread: id, metadata: c.metadata}, budget: c.saveRetry}}
+	if l, ok := store.(checkpoint.Leaser); ok {
+		return heldThread{recordedThread: th, lease: &lease{saver: l, thread: id, holder: c.holder, ttl: c.ttl}}
+	}
+	return th
+}
+
+// recordedThread is a thread that records a run's steps (agent.Thread).
+type recordedThread struct {
+	thread
+	agent.Recorder
+}
+
+// heldThread is a recorded thread that a run holds by its lease
+// (agent.Hold).
+type heldThread struct {
+	recordedThread
+	*lease
 }

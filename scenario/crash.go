@@ -68,17 +68,17 @@ type seenKey struct {
 func keyOf(ev agent.Event) (seenKey, bool) {
 	switch {
 	case ev.Type == agent.ModelRequest && ev.Request != nil:
-		return seenKey{typ: ev.Type, agent: ev.Agent, round: ev.Request.Round}, true
+		return seenKey{typ: ev.Type, agent: ev.Agent.String(), round: ev.Request.Round}, true
 	case ev.Type == agent.ModelResponse && ev.Response != nil:
-		return seenKey{typ: ev.Type, agent: ev.Agent, round: ev.Response.Round}, true
+		return seenKey{typ: ev.Type, agent: ev.Agent.String(), round: ev.Response.Round}, true
 	case (ev.Type == agent.ToolStart || ev.Type == agent.ToolEnd) && ev.Tool != nil:
-		return seenKey{typ: ev.Type, agent: ev.Agent, call: ev.Tool.CallID}, true
+		return seenKey{typ: ev.Type, agent: ev.Agent.String(), call: ev.Tool.CallID}, true
 	case ev.Type == agent.SubagentEnd && ev.Subagent != nil:
-		return seenKey{typ: ev.Type, agent: ev.Agent, call: ev.Subagent.CallID}, true
+		return seenKey{typ: ev.Type, agent: ev.Agent.String(), call: ev.Subagent.CallID}, true
 	case ev.Type == agent.InterruptEvent && ev.Interrupt != nil:
-		return seenKey{typ: ev.Type, agent: ev.Agent, call: ev.Interrupt.CallID}, true
+		return seenKey{typ: ev.Type, agent: ev.Agent.String(), call: ev.Interrupt.CallID}, true
 	case ev.Type == agent.RunStart:
-		return seenKey{typ: ev.Type, agent: ev.Agent}, true
+		return seenKey{typ: ev.Type, agent: ev.Agent.String()}, true
 	}
 	return seenKey{}, false
 }
@@ -87,7 +87,7 @@ func keyOf(ev agent.Event) (seenKey, bool) {
 // runtime, its runtime.
 type lockstep struct {
 	*countingSaver
-	seq *agent.Sequential
+	seq agent.Runtime
 
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced whenever seen or crashed changes
@@ -103,7 +103,7 @@ type lockstep struct {
 }
 
 func newLockstep(saver *countingSaver) *lockstep {
-	return &lockstep{countingSaver: saver, seq: agent.NewSequential(time.Unix(0, 0).UTC()),
+	return &lockstep{countingSaver: saver, seq: agent.Sequential(time.Unix(0, 0).UTC()),
 		changed: make(chan struct{}), seen: map[seenKey]bool{}, batch: map[string][]string{}, prev: map[seenKey]string{}}
 }
 

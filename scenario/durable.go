@@ -287,14 +287,16 @@ func (d *driver) once(ctx context.Context, in agent.Input, ds []agent.Decision) 
 		d.model.keep()
 		ctx = withProcess(ctx, lock)
 	}
-	opts = append(opts, runner.Checkpoints(saver, d.thread), runner.Lease(saver, d.thread, holder, 0))
-	if len(ds) > 0 {
-		opts = append(opts, agent.WithDecisions(ds...))
-	}
+	var ropts []runner.Option
 	if len(in.Messages) == 0 {
 		// After a crash: the process that died may have saved the run's
 		// end before showing its last response.
-		opts = append(opts, agent.WithEndedResult())
+		ropts = append(ropts, runner.WithEndedResult())
+	}
+	ropts = append(ropts, runner.Lease(holder, 0))
+	opts = append(opts, runner.Checkpoints(saver, d.thread, ropts...))
+	if len(ds) > 0 {
+		opts = append(opts, agent.WithDecisions(ds...))
 	}
 	for ev, err := range d.a.Run(ctx, in, opts...) {
 		if err != nil {

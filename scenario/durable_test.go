@@ -342,8 +342,8 @@ func TestCrashedProcessWritesNothing(t *testing.T) {
 	child.NS = "parent / w#t1"
 	done := make(chan error, 1)
 	go func() { done <- l.Put(ctx, child) }()
-	l.see(agent.Event{Type: agent.ModelRequest, Agent: "parent", Request: &agent.RequestInfo{Round: 0}})
-	l.crash(agent.Event{Type: agent.ModelResponse, Agent: "parent", Response: &agent.ResponseInfo{Round: 0}})
+	l.see(agent.Event{Type: agent.ModelRequest, Agent: agent.RootPath("parent"), Request: &agent.RequestInfo{Round: 0}})
+	l.crash(agent.Event{Type: agent.ModelResponse, Agent: agent.RootPath("parent"), Response: &agent.ResponseInfo{Round: 0}})
 	select {
 	case err := <-done:
 		if !errors.Is(err, errCrashed) {

@@ -216,10 +216,7 @@ func (s *Scenario) Run(ctx context.Context) (*Transcript, error) {
 	t.Usage, t.UsageByAgent = res.Usage, res.UsageByAgent
 	for _, id := range slices.Sorted(maps.Keys(res.Children)) {
 		c := res.Children[id]
-		name := c.Agent
-		if p, err := agent.ParsePath(c.Agent); err == nil {
-			name = p.Last().Name
-		}
+		name := c.Agent.Last().Name
 		t.Subagents = append(t.Subagents, SubagentRun{CallID: id, Name: name, Status: c.Status, Rounds: c.Rounds, Error: c.Error, Usage: c.Usage})
 	}
 	s.fillRounds(t, model, a)
@@ -367,12 +364,12 @@ func canonicalEvents(evs []agent.Event) []agent.Event {
 	ks := make([]keyed, len(evs))
 	for i, e := range evs {
 		if e.Type == agent.ModelRequest {
-			steps[e.Agent]++
+			steps[e.Agent.String()]++
 		}
-		ks[i] = keyed{e, steps[e.Agent], i}
+		ks[i] = keyed{e, steps[e.Agent.String()], i}
 	}
 	slices.SortStableFunc(ks, func(a, b keyed) int {
-		return cmp.Or(cmp.Compare(a.e.Agent, b.e.Agent), cmp.Compare(a.step, b.step),
+		return cmp.Or(cmp.Compare(a.e.Agent.String(), b.e.Agent.String()), cmp.Compare(a.step, b.step),
 			cmp.Compare(rankOf(a.e), rankOf(b.e)), cmp.Compare(eventCall(a.e), eventCall(b.e)), cmp.Compare(a.i, b.i))
 	})
 	out := make([]agent.Event, len(ks))

@@ -269,7 +269,7 @@ func FuzzEventTime(f *testing.F) {
 	f.Add("tool.progress", "burst", "", int64(1796300000123456789), "line 1")
 	f.Add("model.delta", `a "time":"2020-01-01T00:00:00Z" b`, `"time":"`, int64(0), `{"time":"x"}`)
 	f.Fuzz(func(t *testing.T, typ, agentPath, task string, nanos int64, progress string) {
-		ev := agent.Event{Type: agent.EventType(typ), Agent: agentPath, TaskCall: task, Time: time.Unix(0, nanos).UTC(),
+		ev := agent.Event{Type: agent.EventType(typ), Agent: agent.Path{{Name: agentPath}}, TaskCall: task, Time: time.Unix(0, nanos).UTC(),
 			Tool: &agent.ToolInfo{Name: "burst", Text: progress}}
 		b, err := json.Marshal(ev)
 		if err != nil {

@@ -191,7 +191,7 @@ func (s *Server) stoppedState(ctx context.Context, thread string) (savedState, e
 		}
 		w.ended = rs.Status
 	}
-	cp, err := s.cfg.Saver.Get(ctx, checkpoint.Ref{ThreadID: thread, ID: rs.Checkpoint})
+	cp, err := s.cfg.Saver.Get(ctx, checkpoint.Ref{ThreadID: thread, ID: rs.StepID})
 	if err != nil {
 		// What the state says holds all the same; when is unknown.
 		return w, err

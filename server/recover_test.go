@@ -38,7 +38,9 @@ func goneHolder(t *testing.T) string {
 // held as holder.
 func leasedAs(sv checkpoint.Saver, holder string) func(context.Context, string, *agent.Agent, agent.Input, ...agent.RunOption) iter.Seq2[agent.Event, error] {
 	return func(ctx context.Context, thread string, a *agent.Agent, in agent.Input, opts ...agent.RunOption) iter.Seq2[agent.Event, error] {
-		return a.Run(ctx, in, append(opts, runner.Lease(sv, thread, holder, 0))...)
+		// The server's own Checkpoints option comes first: this one, later,
+		// takes its place.
+		return a.Run(ctx, in, append(opts, runner.Checkpoints(sv, thread, runner.Lease(holder, 0)))...)
 	}
 }
 

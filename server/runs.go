@@ -208,7 +208,7 @@ func (s *Server) submit(r *http.Request) (*liveRun, error) {
 			}
 			return nil, errf(http.StatusUnprocessableEntity, "thread %q is not interrupted (its status is %s): command.resume answers calls waiting for approval, and none are; send input messages to continue the thread", threadID, status)
 		}
-		decisions, err = parseResume(req.Command.Resume, rs.Loop.Interrupts, rs.Checkpoint)
+		decisions, err = parseResume(req.Command.Resume, rs.Loop.Interrupts, rs.StepID)
 		if err != nil {
 			return nil, errf(http.StatusUnprocessableEntity, "%v", err)
 		}

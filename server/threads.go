@@ -302,7 +302,7 @@ func interruptsOf(rs *agent.RunState) []InterruptRecord {
 	if rs == nil || rs.Status != agent.StatusInterrupted || len(rs.Loop.Interrupts) == 0 {
 		return []InterruptRecord{}
 	}
-	return []InterruptRecord{{ID: rs.Checkpoint, Value: hitl.RequestFor(rs.Loop.Interrupts)}}
+	return []InterruptRecord{{ID: rs.StepID, Value: hitl.RequestFor(rs.Loop.Interrupts)}}
 }
 
 func (s *Server) threadView(ctx context.Context, rec ThreadRecord) (Thread, error) {
@@ -333,13 +333,13 @@ func (s *Server) threadView(ctx context.Context, rec ThreadRecord) (Thread, erro
 		return th, err
 	}
 	if in := interruptsOf(rs); len(in) > 0 {
-		th.Interrupts[rs.Checkpoint] = in
+		th.Interrupts[rs.StepID] = in
 	}
 	return th, nil
 }
 
 func (s *Server) stateView(thread string, cp *checkpoint.Checkpoint) (ThreadState, error) {
-	rs := &agent.RunState{Messages: cp.State.Messages, Files: cp.State.Files, Values: map[string]json.RawMessage{}, Checkpoint: cp.ID}
+	rs := &agent.RunState{Messages: cp.State.Messages, Files: cp.State.Files, Values: map[string]json.RawMessage{}, StepID: cp.ID}
 	for k, v := range cp.State.Values {
 		if k == "agent.loop" {
 			if err := json.Unmarshal(v, &rs.Loop); err != nil {

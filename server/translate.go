@@ -47,7 +47,7 @@ func (s *Server) newTranslator(ctx context.Context, lr *liveRun) (*translator, e
 }
 
 // nested says whether ev comes from a subagent.
-func (t *translator) nested(ev agent.Event) bool { return ev.Agent != t.root }
+func (t *translator) nested(ev agent.Event) bool { return ev.Agent.String() != t.root }
 
 // suffix is the namespace of a subagent's events: "|task:<call_id>" per
 // level, or "" at the top level.
@@ -110,7 +110,7 @@ func (t *translator) meta(path, node string) map[string]any {
 }
 
 func (t *translator) handle(ev agent.Event) {
-	path := ev.Agent
+	path := ev.Agent.String()
 	switch ev.Type {
 	case agent.ModelRequest:
 		if ev.Request != nil {
@@ -190,7 +190,7 @@ func (t *translator) final(res *agent.Result) {
 	if res != nil && res.Status == agent.StatusInterrupted {
 		in := interruptsOf(rs)
 		if len(in) == 0 && len(res.Interrupts) > 0 {
-			in = []InterruptRecord{{ID: rs.Checkpoint, Value: hitl.RequestFor(res.Interrupts)}}
+			in = []InterruptRecord{{ID: rs.StepID, Value: hitl.RequestFor(res.Interrupts)}}
 		}
 		if len(in) > 0 {
 			v["__interrupt__"] = in

@@ -470,7 +470,7 @@ func TestStateComingBack(t *testing.T) {
 	}
 	var deletes []string
 	for _, e := range tr.Events {
-		if e.Type == agent.FileDelete && e.Agent == "parent" {
+		if e.Type == agent.FileDelete && e.Agent.String() == "parent" {
 			deletes = append(deletes, e.File.Path)
 		}
 	}
@@ -617,7 +617,7 @@ func TestChildEventsTranscriptAndUsage(t *testing.T) {
 			start = e.Subagent
 		case e.Type == agent.SubagentEnd:
 			end = e.Subagent
-		case e.Agent == childPath:
+		case e.Agent.String() == childPath:
 			childEvents++
 			if e.TaskCall != "call_1" {
 				t.Errorf("child event %s has task_call %q", e.Type, e.TaskCall)
@@ -666,7 +666,7 @@ func TestParentCancellationStopsChildren(t *testing.T) {
 		done := make(chan *agent.Result, 1)
 		go func() {
 			res, _ := agent.Drain(a.Run(ctx, agent.Prompt("go")), func(e agent.Event) {
-				if e.Type == agent.ModelRequest && e.Agent != "parent" {
+				if e.Type == agent.ModelRequest && e.Agent.String() != "parent" {
 					if started++; started == n {
 						cancel()
 					}

@@ -36,7 +36,7 @@ func TestChildPathExtendsTheHostPath(t *testing.T) {
 			if err != nil || child == nil {
 				t.Fatalf("child %v, err %v", child, err)
 			}
-			if child.Agent != c.want {
+			if child.Agent.String() != c.want {
 				t.Errorf("child run's agent %q, want %q", child.Agent, c.want)
 			}
 			want, _ := agent.ParsePath(c.want)
@@ -46,10 +46,10 @@ func TestChildPathExtendsTheHostPath(t *testing.T) {
 				switch {
 				case e.Type == agent.SubagentStart:
 					starts++
-					if !e.Subagent.Path.Equal(want) || e.Agent != parentText {
+					if !e.Subagent.Path.Equal(want) || e.Agent.String() != parentText {
 						t.Errorf("subagent.start path %q on agent %q, want %q on %q", e.Subagent.Path, e.Agent, c.want, parentText)
 					}
-				case e.Type == agent.RunStart && e.Agent != c.want:
+				case e.Type == agent.RunStart && e.Agent.String() != c.want:
 					t.Errorf("the child's run.start is tagged %q, want %q", e.Agent, c.want)
 				}
 			}

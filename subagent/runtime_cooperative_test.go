@@ -17,6 +17,7 @@ import (
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/approve"
 	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
 	"github.com/deepagents-go/deepagents/runner"
 	"github.com/deepagents-go/deepagents/subagent"
@@ -36,7 +37,6 @@ import (
 // turn; the scheduler fails the test after a second with its stack. So does
 // a run in which no task can run and none will be woken.
 type coop struct {
-	agent.Direct
 	t tb
 
 	mu       sync.Mutex
@@ -270,6 +270,15 @@ func (c *coop) Now() time.Time {
 
 func (*coop) CallID(round, index int) string { return fmt.Sprintf("call_%d_%d", round, index) }
 
+// Model and Tool make the calls in process, on the calling task's goroutine.
+func (*coop) Model(ctx context.Context, req *llm.Request, next agent.ModelFunc) (*llm.Response, error) {
+	return next(ctx, req)
+}
+
+func (*coop) Tool(ctx context.Context, call *agent.ToolCall, next agent.ToolFunc) (tool.Result, error) {
+	return next(ctx, call)
+}
+
 func (c *coop) Fanout(calls []func()) {
 	for i, f := range calls {
 		c.spawn(fmt.Sprintf("call %d of %d", i+1, len(calls)), f)
@@ -477,7 +486,7 @@ func TestCooperativeRuntimeRunsParallelDelegation(t *testing.T) {
 			if err := dec.Decode(&ev); err != nil {
 				t.Fatal(err)
 			}
-			if ev.Type == agent.ToolEnd && ev.Agent == "parent" {
+			if ev.Type == agent.ToolEnd && ev.Agent.String() == "parent" {
 				// The task calls by id, the parent's write by name.
 				key := ev.Tool.CallID
 				if ev.Tool.Name == "write" {
@@ -659,7 +668,7 @@ func TestCooperativeRuntimeRunsCancellation(t *testing.T) {
 				if err := enc.Encode(ev); err != nil {
 					t.Error(err)
 				}
-				if ev.Type == agent.ToolEnd && ev.Agent != "parent" {
+				if ev.Type == agent.ToolEnd && ev.Agent.String() != "parent" {
 					// A subagent's first call ended: cut the run.
 					cancel()
 				}

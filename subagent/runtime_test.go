@@ -40,7 +40,7 @@ func delegationStream(t *testing.T, opts ...agent.RunOption) ([]byte, *agent.Res
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt := agent.NewSequential(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	rt := agent.Sequential(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	res, err := agent.Drain(a.Run(t.Context(), agent.Prompt("delegate"), append([]agent.RunOption{agent.WithRuntime(rt)}, opts...)...), func(ev agent.Event) {
@@ -96,8 +96,8 @@ func TestSequentialRuntimeSavesIdenticalCheckpoints(t *testing.T) {
 	saved := func() (stream, store []byte) {
 		saver := checkpoint.NewMemory(0)
 		stream, res := delegationStream(t, runner.Checkpoints(saver, "det"))
-		if res.Checkpoints < 6 {
-			t.Fatalf("only %d checkpoints", res.Checkpoints)
+		if res.SavedSteps < 6 {
+			t.Fatalf("only %d checkpoints", res.SavedSteps)
 		}
 		cps, err := saver.List(t.Context(), checkpoint.ListOptions{ThreadID: "det", AllNamespaces: true})
 		if err != nil {
@@ -139,7 +139,7 @@ func TestSequentialRuntimeRunsCallsInOrder(t *testing.T) {
 		if err := dec.Decode(&ev); err != nil {
 			t.Fatal(err)
 		}
-		if ev.Agent == "parent" && ev.Type == agent.ToolEnd {
+		if ev.Agent.String() == "parent" && ev.Type == agent.ToolEnd {
 			order = append(order, ev.Tool.CallID)
 		}
 	}

@@ -420,14 +420,13 @@ func (t *Task) RunNested(ctx context.Context, env *tool.Env, raw json.RawMessage
 		now = host.Runtime.Now
 	}
 	parent := parentPath(host, env)
-	parentText := parent.String()
 	callID := env.CallID
 
 	raw, ignored := KnownArgs(raw)
 	if len(ignored) > 0 {
 		text := ignoredText(ignored)
 		if host.Emit != nil {
-			emit(agent.Event{Type: agent.ToolProgress, Agent: parentText, Time: now(),
+			emit(agent.Event{Type: agent.ToolProgress, Agent: parent, Time: now(),
 				Tool: &agent.ToolInfo{CallID: callID, Name: TaskToolName, Text: text, Ignored: clipNames(ignored)}})
 		} else if env.Progress != nil {
 			env.Progress(text)
@@ -445,7 +444,8 @@ func (t *Task) RunNested(ctx context.Context, env *tool.Env, raw json.RawMessage
 	path := parent.Child(c.name, callID)
 
 	in := agent.Input{Backend: env.Files}
-	opts := []agent.RunOption{agent.WithPath(path), agent.WithInstance(callID), agent.WithTask(args.Description), agent.WithTimeout(c.timeout)}
+	child := agent.Child{Path: path, Task: args.Description}
+	opts := []agent.RunOption{agent.WithTimeout(c.timeout)}
 	if len(host.Options) > 0 {
 		opts = append(opts, host.Options...)
 	} else if host.Runtime != nil {
@@ -459,17 +459,18 @@ func (t *Task) RunNested(ctx context.Context, env *tool.Env, raw json.RawMessage
 			system = env.Request.System
 		}
 		in.Messages = append(append(make([]llm.Message, 0, len(history)+1), history...), llm.User(ForkPreamble+args.Description))
-		opts = append(opts, agent.WithSystem(system, env.SystemParts))
+		child.System, child.SystemParts = &system, env.SystemParts
 	} else {
 		in.Messages = []llm.Message{llm.User(args.Description)}
 	}
+	opts = append(opts, agent.AsChild(child))
 
-	emit(agent.Event{Type: agent.SubagentStart, Agent: parentText, Time: now(), Subagent: &agent.SubagentInfo{
+	emit(agent.Event{Type: agent.SubagentStart, Agent: parent, Time: now(), Subagent: &agent.SubagentInfo{
 		Name: c.name, Mode: string(c.mode), CallID: callID, Path: path, Task: args.Description}})
 
-	res := t.runChild(ctx, c, in, opts, emit, path.String())
+	res := t.runChild(ctx, c, in, opts, emit, path)
 	status, reason := res.Status, res.Error
-	emit(agent.Event{Type: agent.SubagentEnd, Agent: parentText, Time: now(), Subagent: &agent.SubagentInfo{
+	emit(agent.Event{Type: agent.SubagentEnd, Agent: parent, Time: now(), Subagent: &agent.SubagentInfo{
 		Name: c.name, Mode: string(c.mode), CallID: callID, Path: path, Status: status, Error: reason,
 		Rounds: res.Rounds, Usage: res.Usage, Run: res}})
 
@@ -511,7 +512,7 @@ func parentPath(host agent.Host, env *tool.Env) agent.Path {
 
 // runChild runs the child to its end; a panic anywhere in it becomes an
 // error result rather than taking the parent down.
-func (t *Task) runChild(ctx context.Context, c *child, in agent.Input, opts []agent.RunOption, emit func(agent.Event), path string) (res *agent.Result) {
+func (t *Task) runChild(ctx context.Context, c *child, in agent.Input, opts []agent.RunOption, emit func(agent.Event), path agent.Path) (res *agent.Result) {
 	defer func() {
 		if p := recover(); p != nil {
 			res = &agent.Result{Agent: path, Status: agent.StatusError,

@@ -180,14 +180,14 @@ func TestUnknownExtraArgumentsAreIgnoredAndRecorded(t *testing.T) {
 		t.Fatalf("%d tool.progress events, want 1 recording the ignored arguments", len(notices))
 	}
 	n := notices[0]
-	if n.Agent != "parent" || n.Tool.CallID != "c1" || n.Tool.Name != "task" || !slices.Equal(n.Tool.Ignored, []string{"extra", "mode"}) {
+	if n.Agent.String() != "parent" || n.Tool.CallID != "c1" || n.Tool.Name != "task" || !slices.Equal(n.Tool.Ignored, []string{"extra", "mode"}) {
 		t.Errorf("notice = %+v %+v", n, n.Tool)
 	}
 	if n.Tool.Text != `ignored 2 argument(s) that task does not take: "extra", "mode"` {
 		t.Errorf("notice text = %q", n.Tool.Text)
 	}
 	for _, e := range got.events {
-		if b, _ := json.Marshal(e); e.Agent != "parent" && (strings.Contains(string(b), `"fork"`) || strings.Contains(string(b), "deep")) {
+		if b, _ := json.Marshal(e); e.Agent.String() != "parent" && (strings.Contains(string(b), `"fork"`) || strings.Contains(string(b), "deep")) {
 			t.Errorf("an ignored argument reached the child: %s", b)
 		}
 	}

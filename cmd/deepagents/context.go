@@ -73,11 +73,11 @@ func (l *contextLog) note(ev agent.Event) {
 	if l.byAgent == nil {
 		l.byAgent = map[string]tokens.Ledger{}
 	}
-	led := l.byAgent[ev.Agent]
+	led := l.byAgent[ev.Agent.String()]
 	led.Add(rep)
-	l.byAgent[ev.Agent] = led
-	if ev.TaskCall == "" && !strings.Contains(ev.Agent, " / ") {
-		l.root = ev.Agent
+	l.byAgent[ev.Agent.String()] = led
+	if ev.TaskCall == "" && !strings.Contains(ev.Agent.String(), " / ") {
+		l.root = ev.Agent.String()
 		l.last = &rep
 	}
 }

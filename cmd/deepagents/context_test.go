@@ -63,7 +63,7 @@ func TestContextLogListsSubagents(t *testing.T) {
 		t.Errorf("empty log: %q", b.String())
 	}
 	req := func(who, task string, cal int) agent.Event {
-		return agent.Event{Type: agent.ModelRequest, Agent: who, TaskCall: task, Request: &agent.RequestInfo{
+		return agent.Event{Type: agent.ModelRequest, Agent: mustPath(who), TaskCall: task, Request: &agent.RequestInfo{
 			Context: &tokens.Report{Messages: cal, Estimated: cal, Calibrated: cal, Ratio: 1, Window: 10_000, Free: 10_000 - cal}}}
 	}
 	l.startTurn()

@@ -512,11 +512,11 @@ func TestPermissionRulesHoldThroughLinks(t *testing.T) {
 // What the sandbox could neither stop nor check becomes warnings for the
 // person: the paths changed, and a check left incomplete.
 func TestUnguardedWarnings(t *testing.T) {
-	if evs := unguardedWarnings("parent", sandbox.Unguarded{}); len(evs) != 0 {
+	if evs := unguardedWarnings(agent.RootPath("parent"), sandbox.Unguarded{}); len(evs) != 0 {
 		t.Errorf("nothing to tell gave %+v", evs)
 	}
-	evs := unguardedWarnings("parent / x#c1", sandbox.Unguarded{Paths: []string{"AGENTS.md"}, Unchecked: true})
-	if len(evs) != 2 || evs[0].Agent != "parent / x#c1" || !strings.Contains(evs[0].Warning.Text, "AGENTS.md") ||
+	evs := unguardedWarnings(mustPath("parent / x#c1"), sandbox.Unguarded{Paths: []string{"AGENTS.md"}, Unchecked: true})
+	if len(evs) != 2 || evs[0].Agent.String() != "parent / x#c1" || !strings.Contains(evs[0].Warning.Text, "AGENTS.md") ||
 		!strings.Contains(evs[1].Warning.Text, "too many files and directories to check") || evs[1].Type != agent.Warning {
 		t.Errorf("warnings %+v", evs)
 	}

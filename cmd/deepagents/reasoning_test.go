@@ -233,9 +233,9 @@ func TestUsageShowsThinkingCacheAndUnknown(t *testing.T) {
 
 // The JSON result carries every usage field per subagent too.
 func TestSummaryUsageFields(t *testing.T) {
-	child := &agent.Result{Agent: "parent / thinker#c1", Status: agent.StatusOK, Rounds: 2,
+	child := &agent.Result{Agent: mustPath("parent / thinker#c1"), Status: agent.StatusOK, Rounds: 2,
 		Usage: llm.Usage{InputTokens: 50, OutputTokens: 30, ReasoningTokens: 20, Unknown: true}}
-	res := &agent.Result{Agent: "parent", Status: agent.StatusOK, Rounds: 1,
+	res := &agent.Result{Agent: agent.RootPath("parent"), Status: agent.StatusOK, Rounds: 1,
 		Usage:        llm.Usage{InputTokens: 150, OutputTokens: 40, ReasoningTokens: 25, CachedInputTokens: 60, Unknown: true},
 		UsageByAgent: map[string]llm.Usage{"parent": {InputTokens: 100, OutputTokens: 10, ReasoningTokens: 5, CachedInputTokens: 60}, "parent / thinker#c1": child.Usage},
 		Children:     map[string]*agent.Result{"c1": child}}
@@ -254,7 +254,7 @@ func TestSummaryUsageFields(t *testing.T) {
 		}
 	}
 	var p bytes.Buffer
-	(&progressPrinter{w: &p}).event(agent.Event{Type: agent.SubagentEnd, Agent: "parent",
+	(&progressPrinter{w: &p}).event(agent.Event{Type: agent.SubagentEnd, Agent: agent.RootPath("parent"),
 		Subagent: &agent.SubagentInfo{Name: "thinker", CallID: "c1", Status: agent.StatusOK, Rounds: 2, Usage: child.Usage}})
 	if want := "⇠ subagent thinker (c1) ok after 2 rounds, 80 tokens or more: a model reported no usage\n"; !strings.Contains(p.String(), want) {
 		t.Errorf("progress %q lacks %q", p.String(), want)
@@ -265,7 +265,7 @@ func TestSummaryUsageFields(t *testing.T) {
 // stdout shows no earlier text as if it answered, and the exit code is 1.
 func TestRefusalIsReportedAndFails(t *testing.T) {
 	res := func() *agent.Result {
-		return &agent.Result{Agent: "parent", Status: "refused", Error: "I can't help with building that.", Rounds: 2,
+		return &agent.Result{Agent: agent.RootPath("parent"), Status: "refused", Error: "I can't help with building that.", Rounds: 2,
 			State: agent.State{Messages: []llm.Message{llm.User("build it"), {Role: llm.RoleAssistant, Content: "Let me look first."}}}}
 	}
 	tests := []struct {

@@ -467,7 +467,7 @@ func (s *session) drive(ctx context.Context, in agent.Input, decisions []agent.D
 			}
 			s.told[sigKey] = true
 		}
-		opts := []agent.RunOption{runner.Checkpoints(watch, s.thread, runner.WithSaveRetry(saveRetry(s.flags.saveRetry))), agent.WithMetadata(md)}
+		opts := []agent.RunOption{runner.Checkpoints(watch, s.thread, runner.WithSaveRetry(saveRetry(s.flags.saveRetry)), runner.WithMetadata(md))}
 		if len(decisions) > 0 {
 			opts = append(opts, agent.WithDecisions(decisions...))
 		}
@@ -486,7 +486,7 @@ func (s *session) drive(ctx context.Context, in agent.Input, decisions []agent.D
 				s.tellUnguarded(ev.Agent, enc, prog)
 			}
 		})
-		s.tellUnguarded("", enc, prog)
+		s.tellUnguarded(nil, enc, prog)
 		// A run that produced a result is reported and saved whatever error
 		// came with it (a non-ok status comes back as an error too); only a
 		// run without a result has nothing to show.
@@ -688,7 +688,7 @@ func (s *session) answer(res *agent.Result) string {
 	if start < 0 {
 		start = last
 	}
-	return agent.LastText(msgs[start+1:])
+	return llm.LastText(msgs[start+1:])
 }
 
 // saveRetry is --save-retry as runner.WithSaveRetry takes it: 0 tries a
@@ -955,9 +955,9 @@ func (s *session) tell(ev agent.Event, prog *progressPrinter) {
 // nothing stopped since the last call (with --no-sandbox), on stderr even
 // with --quiet and as a warning event in stream-json; agentPath is the
 // agent whose command ended.
-func (s *session) tellUnguarded(agentPath string, enc *json.Encoder, prog *progressPrinter) {
-	if agentPath == "" {
-		agentPath = "parent"
+func (s *session) tellUnguarded(agentPath agent.Path, enc *json.Encoder, prog *progressPrinter) {
+	if len(agentPath) == 0 {
+		agentPath = agent.RootPath(agent.DefaultName)
 	}
 	for _, ev := range unguardedWarnings(agentPath, s.flags.shell.unguarded.take()) {
 		// Every time, not once per session as tell shows a warning: the
@@ -1050,11 +1050,11 @@ func summarise(res *agent.Result, transcript string) runSummary {
 	}
 	out.ContextByAgent = res.ContextByAgent
 	if len(res.ContextByAgent) > 0 {
-		total := tokens.LedgerTree(res.Agent, res.ContextByAgent)
+		total := tokens.LedgerTree(res.Agent.String(), res.ContextByAgent)
 		out.ContextTotal = &total
 	}
 	for id, c := range res.Children {
-		out.Subagents = append(out.Subagents, subagentSummary{CallID: id, Agent: c.Agent, Status: c.Status, Rounds: c.Rounds, Usage: c.Usage})
+		out.Subagents = append(out.Subagents, subagentSummary{CallID: id, Agent: c.Agent.String(), Status: c.Status, Rounds: c.Rounds, Usage: c.Usage})
 	}
 	slices.SortFunc(out.Subagents, func(a, b subagentSummary) int { return strings.Compare(a.CallID, b.CallID) })
 	if len(res.Interrupts) > 0 {

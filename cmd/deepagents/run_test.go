@@ -315,12 +315,12 @@ func TestSystemPromptFileAndSubagentsDir(t *testing.T) {
 func TestProgressPrinter(t *testing.T) {
 	var b strings.Builder
 	p := &progressPrinter{w: &b}
-	p.event(agent.Event{Type: agent.ModelRequest, Agent: "parent", Request: &agent.RequestInfo{Round: 0, MessageCount: 1}})
-	p.event(agent.Event{Type: agent.ModelResponse, Agent: "parent", Response: &agent.ResponseInfo{Usage: llm.Usage{InputTokens: 12000, OutputTokens: 40}, ToolCalls: []string{"task"}}})
-	p.event(agent.Event{Type: agent.SubagentStart, Agent: "parent", Subagent: &agent.SubagentInfo{Name: "general-purpose", CallID: "c1", Task: "look"}})
-	p.event(agent.Event{Type: agent.ToolStart, Agent: "parent / general-purpose#c1", Tool: &agent.ToolInfo{Name: "write_file", Args: []byte(`{"file_path":"/a"}`)}})
-	p.event(agent.Event{Type: agent.ToolEnd, Agent: "parent / general-purpose#c1", Tool: &agent.ToolInfo{Name: "write_file", IsError: true, Result: "Error: nope"}})
-	p.event(agent.Event{Type: agent.SubagentEnd, Agent: "parent", Subagent: &agent.SubagentInfo{Name: "general-purpose", CallID: "c1", Status: agent.StatusOK, Rounds: 2, Usage: llm.Usage{InputTokens: 900, OutputTokens: 100}}})
+	p.event(agent.Event{Type: agent.ModelRequest, Agent: agent.RootPath("parent"), Request: &agent.RequestInfo{Round: 0, MessageCount: 1}})
+	p.event(agent.Event{Type: agent.ModelResponse, Agent: agent.RootPath("parent"), Response: &agent.ResponseInfo{Usage: llm.Usage{InputTokens: 12000, OutputTokens: 40}, ToolCalls: []string{"task"}}})
+	p.event(agent.Event{Type: agent.SubagentStart, Agent: agent.RootPath("parent"), Subagent: &agent.SubagentInfo{Name: "general-purpose", CallID: "c1", Task: "look"}})
+	p.event(agent.Event{Type: agent.ToolStart, Agent: mustPath("parent / general-purpose#c1"), Tool: &agent.ToolInfo{Name: "write_file", Args: []byte(`{"file_path":"/a"}`)}})
+	p.event(agent.Event{Type: agent.ToolEnd, Agent: mustPath("parent / general-purpose#c1"), Tool: &agent.ToolInfo{Name: "write_file", IsError: true, Result: "Error: nope"}})
+	p.event(agent.Event{Type: agent.SubagentEnd, Agent: agent.RootPath("parent"), Subagent: &agent.SubagentInfo{Name: "general-purpose", CallID: "c1", Status: agent.StatusOK, Rounds: 2, Usage: llm.Usage{InputTokens: 900, OutputTokens: 100}}})
 	out := b.String()
 	for _, want := range []string{"parent · round 1 · 1 message\n", "asked for task · 12k tokens in, 40 out so far", "⇢ subagent general-purpose (c1) started: look",
 		"parent / general-purpose#c1 → write_file {\"file_path\":\"/a\"}", "✗ write_file: Error: nope", "⇠ subagent general-purpose (c1) ok after 2 rounds, 1.0k tokens"} {
@@ -355,8 +355,8 @@ func TestRunHelp(t *testing.T) {
 func TestCountsReadAsWords(t *testing.T) {
 	var b strings.Builder
 	p := &progressPrinter{w: &b}
-	p.event(agent.Event{Type: agent.ModelRequest, Agent: "parent", Request: &agent.RequestInfo{Round: 0, MessageCount: 2}})
-	p.event(agent.Event{Type: agent.SubagentEnd, Agent: "parent", Subagent: &agent.SubagentInfo{Name: "general-purpose", CallID: "c1", Status: agent.StatusOK, Rounds: 1}})
+	p.event(agent.Event{Type: agent.ModelRequest, Agent: agent.RootPath("parent"), Request: &agent.RequestInfo{Round: 0, MessageCount: 2}})
+	p.event(agent.Event{Type: agent.SubagentEnd, Agent: agent.RootPath("parent"), Subagent: &agent.SubagentInfo{Name: "general-purpose", CallID: "c1", Status: agent.StatusOK, Rounds: 1}})
 	var r strings.Builder
 	printRun(&r, &shownRun{Messages: []shownMessage{{Role: "assistant", ToolCalls: []shownCall{{ID: "c1", Name: "task", Args: []byte(`{}`),
 		Subagent: &shownRun{Path: "parent / general-purpose#c1", Status: "ok", Rounds: 1}}}}}}, "")
@@ -379,8 +379,8 @@ func TestTellShowsEveryRunsResumeNotice(t *testing.T) {
 	s := &session{stderr: &errb}
 	text := `resumed from checkpoint 00000002 of thread "T"; 0 of the step's 1 tool calls had finished and are kept`
 	for _, who := range []string{"parent", "parent / general-purpose#c1", "parent"} {
-		s.tell(agent.Event{Type: agent.Notice, Agent: who, Notice: &agent.NoticeInfo{Source: "resume", Count: 1, Text: text}}, nil)
-		s.tell(agent.Event{Type: agent.Warning, Agent: who, Warning: &agent.WarningInfo{Source: "settings", Text: "reasoning dropped"}}, nil)
+		s.tell(agent.Event{Type: agent.Notice, Agent: mustPath(who), Notice: &agent.NoticeInfo{Source: "resume", Count: 1, Text: text}}, nil)
+		s.tell(agent.Event{Type: agent.Warning, Agent: mustPath(who), Warning: &agent.WarningInfo{Source: "settings", Text: "reasoning dropped"}}, nil)
 	}
 	got := errb.String()
 	if n := strings.Count(got, "resume: "+text); n != 3 {
@@ -503,4 +503,13 @@ func TestGeminiEndpointVariable(t *testing.T) {
 			t.Errorf("docs/RUN.md's row for Gemini does not name its endpoint variable:\n%s", line)
 		}
 	}
+}
+
+// mustPath reads an agent path's text form, which the test knows is valid.
+func mustPath(s string) agent.Path {
+	p, err := agent.ParsePath(s)
+	if err != nil {
+		panic(err)
+	}
+	return p
 }

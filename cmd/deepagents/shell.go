@@ -64,7 +64,7 @@ func (l *unguardedLog) take() sandbox.Unguarded {
 // unguardedWarnings are the warning events that tell the person what
 // commands did to protected paths that nothing stopped, from the agent
 // whose event showed a command's end.
-func unguardedWarnings(agentPath string, u sandbox.Unguarded) []agent.Event {
+func unguardedWarnings(agentPath agent.Path, u sandbox.Unguarded) []agent.Event {
 	var texts []string
 	if len(u.Paths) > 0 {
 		texts = append(texts, "a command changed protected files and nothing stopped it or put them back (check them before you run the agent again): "+strings.Join(u.Paths, ", "))

@@ -472,8 +472,8 @@ func (t *threadTree) changedSinceInput(rs *agent.RunState) ([]string, error) {
 	if rs.Loop.Input == "" || rs.Files == nil {
 		return changed, nil
 	}
-	in, err := t.saver.Get(t.ctx, checkpoint.Ref{ThreadID: t.id, NS: rs.Path, ID: rs.Loop.Input})
-	if err != nil || in.NS != rs.Path {
+	in, err := t.saver.Get(t.ctx, checkpoint.Ref{ThreadID: t.id, NS: rs.Path.String(), ID: rs.Loop.Input})
+	if err != nil || in.NS != rs.Path.String() {
 		return changed, nil
 	}
 	add := func(p string) {

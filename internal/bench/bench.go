@@ -315,7 +315,7 @@ func runPhase(ctx context.Context, a *agent.Agent, m *scripted.Model, name, task
 		p.First10MSPerRound, p.Last10MSPerRound = growth(m.Records())
 	}
 	if st != nil {
-		p.Checkpoints = res.Checkpoints
+		p.Checkpoints = res.SavedSteps
 		p.DBBytesAdded = st.bytes() - dbBefore
 		stats, err := st.saver.Stats(ctx, thread)
 		if err != nil {

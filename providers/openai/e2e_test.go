@@ -112,7 +112,7 @@ func (d *delegateTool) Run(ctx context.Context, env *tool.Env, args json.RawMess
 	if err := tool.DecodeArgs(s, args, &in); err != nil {
 		return tool.Errorf("%v", err), nil
 	}
-	res, err := d.child.Invoke(ctx, agent.Prompt(in.Brief), agent.WithInstance(env.CallID))
+	res, err := d.child.Invoke(ctx, agent.Prompt(in.Brief), agent.AsChild(agent.Child{Path: agent.RootPath("parent").Child(d.child.Name(), env.CallID)}))
 	if err != nil {
 		return tool.Result{}, err
 	}
