@@ -292,9 +292,14 @@ func Open(path string, opts Options) (*Saver, error) {
 		return fail(err)
 	}
 	// The writer waits for the write lock in lockWait, not in SQLite's
-	// busy handler.
-	if _, err := s.wc.ExecContext(context.Background(), "PRAGMA busy_timeout = 0"); err != nil {
-		return fail(err)
+	// busy handler. A write-ahead log that grew past what SQLite's
+	// checkpoints keep it to (a long reader held them back) is cut back
+	// to that size at the next checkpoint instead of staying large.
+	for _, p := range []string{"PRAGMA busy_timeout = 0",
+		fmt.Sprintf("PRAGMA journal_size_limit = %d", walPages*walFrame)} {
+		if _, err := s.wc.ExecContext(context.Background(), p); err != nil {
+			return fail(err)
+		}
 	}
 	dbo.ReadOnly = true
 	r, err := OpenDB(path, dbo)
@@ -452,8 +457,26 @@ func (s *Saver) prepare() error {
 	return nil
 }
 
-// Close closes the database.
+// walPages is how many pages the write-ahead log holds before SQLite
+// copies them into the database file (its default wal_autocheckpoint; a
+// smaller log costs more CPU per put, as pages written again and again are
+// copied more often); walFrame is the size of one page in the log (a
+// 4 KiB page and its header).
+const (
+	walPages = 1000
+	walFrame = 4096 + 24
+)
+
+// Close closes the database. It first copies the write-ahead log into the
+// database file and empties it, so that a closed store is one file of its
+// data; when another connection is still reading, the log is left for
+// SQLite to copy later.
 func (s *Saver) Close() error {
+	if s.wc != nil {
+		s.wmu.Lock()
+		s.wc.ExecContext(context.Background(), "PRAGMA wal_checkpoint(TRUNCATE)")
+		s.wmu.Unlock()
+	}
 	for _, st := range s.stmts {
 		st.Close()
 	}
