@@ -238,10 +238,10 @@ func (q querier) WritePacks(ctx context.Context, thread, ns string, packs []engi
 			if _, err := q.execSQL(ctx, `DELETE FROM chunks WHERE thread = ? AND ns = ? AND seq_from >= ? AND seq_from < ?`, thread, ns, p.From, p.To); err != nil {
 				return err
 			}
-			for _, c := range in {
-				if _, err := q.execNamed(ctx, "clearmsgs", c.seq); err != nil {
-					return err
-				}
+			// The rows of the pack, in one statement: from its oldest row
+			// on, through the namespace's index.
+			if _, err := q.execNamed(ctx, "clearmsgs", thread, ns, in[0].seq, p.From, p.To); err != nil {
+				return err
 			}
 			if _, err := q.execNamed(ctx, "insertchunk", thread, ns, p.From, p.To, 1, data); err != nil {
 				return err

@@ -420,13 +420,14 @@ var statements = map[string]string{
 	// Changes only when another connection commits (see querier.era).
 	"dataversion": `PRAGMA data_version`,
 	"insertchunk": `INSERT INTO chunks (thread, ns, seq_from, seq_to, packed, data) VALUES (?, ?, ?, ?, ?, ?)`,
-	"clearmsgs":   `UPDATE checkpoints SET msgs = NULL WHERE seq = ?`,
-	"packedend":   `SELECT COALESCE((SELECT seq_to FROM chunks WHERE thread = ? AND ns = ? AND packed ORDER BY seq_from DESC LIMIT 1), 0)`,
-	"tail":        `SELECT seq_from, seq_to, packed FROM chunks WHERE thread = ? AND ns = ? ORDER BY seq_from DESC`,
-	"chunkdata":   `SELECT data FROM chunks WHERE thread = ? AND ns = ? AND seq_from = ?`,
-	"taildata":    `SELECT seq_from, data FROM chunks WHERE thread = ? AND ns = ? AND seq_from >= ? ORDER BY seq_from`,
-	"insertblob":  `INSERT INTO blobs (hash, data) VALUES (?, ?) ON CONFLICT (hash) DO NOTHING`,
-	"insertref":   `INSERT INTO refs (thread, ns, cp, hash) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+	"clearmsgs": `UPDATE checkpoints SET msgs = NULL WHERE thread = ? AND ns = ? AND seq >= ? AND msgs IS NOT NULL
+		AND seq_from >= ? AND seq_to <= ?`,
+	"packedend":  `SELECT COALESCE((SELECT seq_to FROM chunks WHERE thread = ? AND ns = ? AND packed ORDER BY seq_from DESC LIMIT 1), 0)`,
+	"tail":       `SELECT seq_from, seq_to, packed FROM chunks WHERE thread = ? AND ns = ? ORDER BY seq_from DESC`,
+	"chunkdata":  `SELECT data FROM chunks WHERE thread = ? AND ns = ? AND seq_from = ?`,
+	"taildata":   `SELECT seq_from, data FROM chunks WHERE thread = ? AND ns = ? AND seq_from >= ? ORDER BY seq_from`,
+	"insertblob": `INSERT INTO blobs (hash, data) VALUES (?, ?) ON CONFLICT (hash) DO NOTHING`,
+	"insertref":  `INSERT INTO refs (thread, ns, cp, hash) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`,
 	"putwrite": `INSERT INTO writes (thread, ns, cp, call_id, kind, data)
 		SELECT ?1, ?2, ?3, ?4, ?5, ?6 WHERE EXISTS (SELECT 1 FROM checkpoints WHERE thread = ?1 AND ns = ?2 AND id = ?3)
 		ON CONFLICT (thread, ns, cp, call_id, kind) DO UPDATE SET data = excluded.data`,
