@@ -2,6 +2,7 @@ package checkpoint_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -106,5 +107,23 @@ func loader(recs map[string]*checkpoint.Record) checkpoint.Loader {
 			return r, nil
 		}
 		return nil, checkpoint.ErrNotFound
+	}
+}
+
+// Build stores a step's values without insignificant white space, and in
+// bytes of its own: a caller may reuse its buffer after the put.
+func TestBuildCompactsValuesIntoTheirOwnBytes(t *testing.T) {
+	spaced := json.RawMessage(" { \"a\" : [ 1, 2 ] , \"s\": \"x y\" } ")
+	tight := json.RawMessage(`{"a":[1,2]}`)
+	b, err := checkpoint.Build(&checkpoint.Step{ThreadID: "t", ID: "1", Values: map[string]json.RawMessage{"spaced": spaced, "tight": tight}}, nil, nil, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(b.Record.Values["spaced"]); got != `{"a":[1,2],"s":"x y"}` {
+		t.Errorf("spaced value stored as %s", got)
+	}
+	tight[2] = 'b'
+	if got := string(b.Record.Values["tight"]); got != `{"a":[1,2]}` {
+		t.Errorf("tight value stored as %s after its caller changed its buffer", got)
 	}
 }

@@ -4,33 +4,174 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/checkpoint/internal/engine"
 	"github.com/deepagents-go/deepagents/checkpoint/internal/msgcodec"
 )
 
-// Messages are stored in chunks: rows holding the entries of consecutive
-// message numbers [seq_from, seq_to) of one namespace (msgcodec.AppendChunk).
-// A put writes its messages as one chunk; a put that writes a snapshot also
-// packs the namespace's chunks written since the last pack into one row
-// (joining their bytes, decoding nothing). Reading a thread of 10,000 steps
-// then takes about 10,000/SnapshotEvery rows instead of 20,000, which is
-// what makes a resume of a long thread fast on SQLite, where each row read
-// costs about a microsecond.
+// Messages are stored in chunks: runs of entries of consecutive message
+// numbers [seq_from, seq_to) of one namespace (msgcodec.AppendChunk). A put
+// keeps its messages as one chunk in its own checkpoint row when they are
+// short (one row per step; see maxRowChunk), else in a row of the chunks
+// table; a put that writes a snapshot packs the namespace's chunks written
+// since the last pack into one row of the chunks table (joining their
+// bytes, decoding nothing) and clears them from the checkpoint rows.
+// Reading a thread of 10,000 steps then takes about 10,000/SnapshotEvery
+// rows instead of 20,000, which is what makes a resume of a long thread
+// fast on SQLite, where each row read costs about a microsecond.
+//
+// Message numbers of a namespace grow with its puts, so the chunks still in
+// checkpoint rows are those of its newest checkpoints, after its last
+// packed chunk; they are read newest first, down to the first checkpoint
+// before the messages wanted. Databases of schema 5 and before keep every
+// chunk in the chunks table (their rows have no range), and so do threads
+// that were copied or pruned (see spill).
 
-// Chunks implements engine.Reader.
+// maxRowChunk is the longest chunk a put keeps in its checkpoint's row.
+// The pack that later takes it out leaves that room in the row's page, so
+// longer ones go to the chunks table, whose rows a pack deletes whole.
+const maxRowChunk = 1024
+
+// rowChunk is one checkpoint row's messages: seq is the row's put order,
+// data nil when the row holds none (none appended, kept in the chunks
+// table, or packed since).
+type rowChunk struct {
+	seq      int64
+	from, to int64
+	data     []byte
+}
+
+// rowChunks calls each with the namespace's checkpoint rows, newest first,
+// until it returns false.
+func (q querier) rowChunks(ctx context.Context, thread, ns string, each func(rowChunk) bool) error {
+	name := "rowchunks"
+	if q.read != nil {
+		name = "r:rowchunks"
+	}
+	rows, err := q.stmt(ctx, name).QueryContext(ctx, thread, ns)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var c rowChunk
+		if err := rows.Scan(&c.seq, &c.from, &c.to, &c.data); err != nil {
+			return err
+		}
+		if !each(c) {
+			break
+		}
+	}
+	return rows.Err()
+}
+
+// rowsAfter returns the chunks the namespace's checkpoint rows hold past
+// message number after, oldest first.
+func (q querier) rowsAfter(ctx context.Context, thread, ns string, after int64) ([]rowChunk, error) {
+	var out []rowChunk
+	err := q.rowChunks(ctx, thread, ns, func(c rowChunk) bool {
+		if c.to <= after {
+			return false
+		}
+		if c.data != nil {
+			out = append(out, c)
+		}
+		return true
+	})
+	slices.Reverse(out)
+	return out, err
+}
+
+// mergeChunks merges two lists of chunks sorted by From.
+func mergeChunks(a, b []msgcodec.Chunk) []msgcodec.Chunk {
+	if len(b) == 0 {
+		return a
+	}
+	out := make([]msgcodec.Chunk, 0, len(a)+len(b))
+	for len(a) > 0 && len(b) > 0 {
+		if a[0].From <= b[0].From {
+			out, a = append(out, a[0]), a[1:]
+		} else {
+			out, b = append(out, b[0]), b[1:]
+		}
+	}
+	return append(append(out, a...), b...)
+}
+
+func chunksOf(rows []rowChunk) []msgcodec.Chunk {
+	out := make([]msgcodec.Chunk, len(rows))
+	for i, c := range rows {
+		out[i] = msgcodec.Chunk{From: c.from, To: c.to, Data: c.data}
+	}
+	return out
+}
+
+// Chunks implements engine.Reader: the chunks table's chunks of rg, and,
+// when they leave some of it out, the checkpoint rows' chunks.
 func (q querier) Chunks(ctx context.Context, thread, ns string, rg checkpoint.Range, add func(msgcodec.Chunk)) error {
 	rows, err := q.stmt(ctx, "r:chunks").QueryContext(ctx, thread, ns, rg.From, rg.To)
 	if err != nil {
 		return err
 	}
-	defer rows.Close()
-	return engine.EachChunk(rows, add)
+	var table []msgcodec.Chunk
+	err = engine.EachChunk(rows, func(c msgcodec.Chunk) { table = append(table, c) })
+	rows.Close()
+	if err != nil {
+		return err
+	}
+	// The first message of rg that no chunk of the table holds.
+	gap := rg.From
+	for _, c := range table {
+		if c.From > gap {
+			break
+		}
+		gap = max(gap, c.To)
+	}
+	var inRows []rowChunk
+	if gap < rg.To {
+		if inRows, err = q.rowsAfter(ctx, thread, ns, gap); err != nil {
+			return err
+		}
+	}
+	for _, c := range mergeChunks(table, chunksOf(inRows)) {
+		if c.From < rg.To {
+			add(c)
+		}
+	}
+	return nil
 }
 
-// Unpacked implements engine.Writer.
+// packedEnd returns the end of the namespace's last packed chunk (0 when
+// it has none): every message before it is packed.
+func (q querier) packedEnd(ctx context.Context, thread, ns string) (int64, error) {
+	var end int64
+	err := q.stmt(ctx, "packedend").QueryRowContext(ctx, thread, ns).Scan(&end)
+	return end, err
+}
+
+// Unpacked implements engine.Writer: the chunks after the namespace's last
+// packed one, in the chunks table and in checkpoint rows.
 func (q querier) Unpacked(ctx context.Context, thread, ns string) ([]msgcodec.Chunk, error) {
+	tail, err := q.unpackedTable(ctx, thread, ns)
+	if err != nil {
+		return nil, err
+	}
+	end, err := q.packedEnd(ctx, thread, ns)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := q.rowsAfter(ctx, thread, ns, end)
+	if err != nil {
+		return nil, err
+	}
+	return mergeChunks(tail, chunksOf(rows)), nil
+}
+
+// unpackedTable returns the chunks table's chunks of the namespace after
+// its last packed one, oldest first, with their data.
+func (q querier) unpackedTable(ctx context.Context, thread, ns string) ([]msgcodec.Chunk, error) {
 	rows, err := q.stmt(ctx, "tail").QueryContext(ctx, thread, ns)
 	if err != nil {
 		return nil, err
@@ -71,9 +212,42 @@ func (q querier) Unpacked(ctx context.Context, thread, ns string) ([]msgcodec.Ch
 	return tail, nil
 }
 
-// WritePacks implements engine.Writer.
+// WritePacks implements engine.Writer. Checkpoint rows whose messages a
+// pack takes are cleared; a single chunk still in a checkpoint row moves
+// to the chunks table, packed.
 func (q querier) WritePacks(ctx context.Context, thread, ns string, packs []engine.Pack) error {
+	if len(packs) == 0 {
+		return nil
+	}
+	rows, err := q.rowsAfter(ctx, thread, ns, packs[0].From)
+	if err != nil {
+		return err
+	}
 	for _, p := range packs {
+		var in []rowChunk
+		for _, c := range rows {
+			if p.From <= c.from && c.to <= p.To {
+				in = append(in, c)
+			}
+		}
+		if len(in) > 0 {
+			data := p.Data
+			if p.Chunks == 1 {
+				data = in[0].data
+			}
+			if _, err := q.execSQL(ctx, `DELETE FROM chunks WHERE thread = ? AND ns = ? AND seq_from >= ? AND seq_from < ?`, thread, ns, p.From, p.To); err != nil {
+				return err
+			}
+			// The rows of the pack, in one statement: from its oldest row
+			// on, through the namespace's index.
+			if _, err := q.execNamed(ctx, "clearmsgs", thread, ns, in[0].seq, p.From, p.To); err != nil {
+				return err
+			}
+			if _, err := q.execNamed(ctx, "insertchunk", thread, ns, p.From, p.To, 1, data); err != nil {
+				return err
+			}
+			continue
+		}
 		if p.Chunks == 1 {
 			if _, err := q.execSQL(ctx, `UPDATE chunks SET packed = 1 WHERE thread = ? AND ns = ? AND seq_from = ?`, thread, ns, p.From); err != nil {
 				return err
@@ -88,6 +262,18 @@ func (q querier) WritePacks(ctx context.Context, thread, ns string, packs []engi
 		}
 	}
 	return nil
+}
+
+// spill moves the messages the thread's checkpoint rows hold into the
+// chunks table, unpacked, as schema 5 kept them: copying and pruning a
+// thread then work on the chunks table alone.
+func (q querier) spill(ctx context.Context, thread string) error {
+	if _, err := q.execSQL(ctx, `INSERT INTO chunks (thread, ns, seq_from, seq_to, packed, data)
+		SELECT thread, ns, seq_from, seq_to, 0, msgs FROM checkpoints WHERE thread = ? AND msgs IS NOT NULL`, thread); err != nil {
+		return err
+	}
+	_, err := q.execSQL(ctx, `UPDATE checkpoints SET msgs = NULL WHERE thread = ? AND msgs IS NOT NULL`, thread)
+	return err
 }
 
 // Namespaces implements engine.Writer.

@@ -223,6 +223,19 @@ func TestFirstChunkJoinsTheNextPack(t *testing.T) {
 			}
 			out = append(out, fmt.Sprintf("%d-%d:%d", from, to, packed))
 		}
+		// And the chunks checkpoint rows hold, not packed yet.
+		rows, err = s.r.Query(`SELECT seq_from, seq_to FROM checkpoints WHERE thread = 'th' AND msgs IS NOT NULL ORDER BY seq`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var from, to int
+			if err := rows.Scan(&from, &to); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, fmt.Sprintf("%d-%d:row", from, to))
+		}
 		return strings.Join(out, " ")
 	}
 	prev := ""
@@ -236,8 +249,8 @@ func TestFirstChunkJoinsTheNextPack(t *testing.T) {
 		prev = id
 		want = append(want, text)
 		if i == 1 {
-			if got := chunks(); got != "0-1:0" {
-				t.Errorf("after the first put: chunks %q, want 0-1:0", got)
+			if got := chunks(); got != "0-1:row" {
+				t.Errorf("after the first put: chunks %q, want 0-1:row", got)
 			}
 		}
 	}
@@ -265,12 +278,10 @@ func TestFirstChunkJoinsTheNextPack(t *testing.T) {
 func TestMigrateFromSchema2(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "old.db")
-	// Write the database with the second schema.
-	saved := migrations
-	migrations = migrations[:2]
-	restore := func() { migrations = saved }
-	defer restore()
-	old, err := Open(path, Options{SnapshotEvery: 3})
+	// The history is written by this build into a database of its own,
+	// then copied, row for row, into one of the second schema.
+	srcPath := filepath.Join(t.TempDir(), "src.db")
+	old, err := Open(srcPath, Options{SnapshotEvery: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,8 +340,20 @@ func TestMigrateFromSchema2(t *testing.T) {
 		return v
 	}
 	before := read(old)
+	// Every message into the chunks table, where the second schema kept
+	// them all.
+	if err := old.writeTx(ctx, func(q querier) error {
+		for _, th := range []string{"a", "b"} {
+			if err := q.spill(ctx, th); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 	old.Close()
-	restore()
+	writeSchema2(t, path, srcPath)
 
 	s, err := Open(path, Options{SnapshotEvery: 3})
 	if err != nil {
@@ -403,6 +426,50 @@ func TestConcurrentOpensMigrateOnce(t *testing.T) {
 			if err := <-errs; err != nil {
 				t.Fatalf("round %d: %v", round, err)
 			}
+		}
+	}
+}
+
+// writeSchema2 makes path a database of the second schema holding the rows
+// of the database at src (of this build's schema, its messages all in the
+// chunks table).
+func writeSchema2(t *testing.T, path, src string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	for _, m := range migrations[:2] {
+		tx, err := db.Begin()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(m.sql); err != nil {
+			t.Fatal(err)
+		}
+		if m.fn != nil {
+			if err := m.fn(context.Background(), tx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, q := range []string{
+		`PRAGMA user_version = 2`,
+		`ATTACH DATABASE '` + src + `' AS src`,
+		`INSERT INTO checkpoints (seq, thread, ns, id, title, record) SELECT seq, thread, ns, id, title, record FROM src.checkpoints`,
+		`INSERT INTO chunks SELECT * FROM src.chunks`,
+		`INSERT INTO blobs (hash, data) SELECT hash, data FROM src.blobs`,
+		`INSERT INTO refs SELECT * FROM src.refs`,
+		`INSERT INTO writes SELECT * FROM src.writes`,
+		`DETACH DATABASE src`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
 		}
 	}
 }

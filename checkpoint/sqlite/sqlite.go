@@ -218,6 +218,16 @@ var migrations = []migration{
 	// (a journal a crash of an earlier release left is refused before
 	// this runs; see refuseJournals).
 	{sql: `DROP TABLE oplog;`},
+	// 6: one row per step. A put keeps its messages in its checkpoint's
+	// row (msgs, numbered [seq_from, seq_to)) instead of a chunk row of
+	// their own, until a snapshot packs them into chunks (see chunks.go);
+	// rows written before keep 0, 0 and no messages there. Blobs no longer
+	// have an index by hash beside their references: only deleting and
+	// pruning, which look at every reference anyway, asked for it.
+	{sql: `ALTER TABLE checkpoints ADD COLUMN seq_from INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE checkpoints ADD COLUMN seq_to INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE checkpoints ADD COLUMN msgs BLOB;
+	DROP INDEX refs_by_hash;`},
 }
 
 // tables are the checkpoint tables the current schema has; Open checks
@@ -292,9 +302,14 @@ func Open(path string, opts Options) (*Saver, error) {
 		return fail(err)
 	}
 	// The writer waits for the write lock in lockWait, not in SQLite's
-	// busy handler.
-	if _, err := s.wc.ExecContext(context.Background(), "PRAGMA busy_timeout = 0"); err != nil {
-		return fail(err)
+	// busy handler. A write-ahead log that grew past what SQLite's
+	// checkpoints keep it to (a long reader held them back) is cut back
+	// to that size at the next checkpoint instead of staying large.
+	for _, p := range []string{"PRAGMA busy_timeout = 0",
+		fmt.Sprintf("PRAGMA journal_size_limit = %d", walPages*walFrame)} {
+		if _, err := s.wc.ExecContext(context.Background(), p); err != nil {
+			return fail(err)
+		}
 	}
 	dbo.ReadOnly = true
 	r, err := OpenDB(path, dbo)
@@ -388,22 +403,31 @@ func (s *Saver) migrate(ctx context.Context) error {
 // Statements prepared once on the writer and the readers; "r:" ones read.
 var statements = map[string]string{
 	// A put's checkpoint (when already stored), its parent, and (in a last
-	// row with a NULL id) the namespace's next message number, in one query.
+	// row with a NULL id) the namespace's next message number, in one
+	// query: past the last chunk and the last checkpoint's messages.
 	"selfparent": `SELECT id, record FROM checkpoints WHERE thread = ?1 AND ns = ?2 AND id IN (?3, ?4)
-		UNION ALL SELECT NULL, COALESCE((SELECT seq_to FROM chunks WHERE thread = ?1 AND ns = ?2 ORDER BY seq_from DESC LIMIT 1), 0)`,
+		UNION ALL SELECT NULL, MAX(COALESCE((SELECT seq_to FROM chunks WHERE thread = ?1 AND ns = ?2 ORDER BY seq_from DESC LIMIT 1), 0),
+			COALESCE((SELECT seq_to FROM checkpoints WHERE thread = ?1 AND ns = ?2 ORDER BY seq DESC LIMIT 1), 0))`,
 	"record":   `SELECT record FROM checkpoints WHERE thread = ? AND ns = ? AND id = ?`,
-	"insertcp": `INSERT INTO checkpoints (thread, ns, id, title, record) VALUES (?, ?, ?, ?, ?) ON CONFLICT (thread, ns, id) DO NOTHING`,
+	"insertcp": `INSERT INTO checkpoints (thread, ns, id, title, record, seq_from, seq_to, msgs) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (thread, ns, id) DO NOTHING`,
 	// insertcp that also returns the data version (see querier.era).
-	"insertcpera": `INSERT INTO checkpoints (thread, ns, id, title, record) VALUES (?, ?, ?, ?, ?) ON CONFLICT (thread, ns, id) DO NOTHING
+	"insertcpera": `INSERT INTO checkpoints (thread, ns, id, title, record, seq_from, seq_to, msgs) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (thread, ns, id) DO NOTHING
 		RETURNING (SELECT data_version FROM pragma_data_version())`,
+	// The namespace's checkpoints, newest first, with the messages those
+	// not yet packed hold (see chunks.go).
+	"rowchunks":   `SELECT seq, seq_from, seq_to, msgs FROM checkpoints WHERE thread = ? AND ns = ? ORDER BY seq DESC`,
+	"r:rowchunks": `SELECT seq, seq_from, seq_to, msgs FROM checkpoints WHERE thread = ? AND ns = ? ORDER BY seq DESC`,
 	// Changes only when another connection commits (see querier.era).
 	"dataversion": `PRAGMA data_version`,
 	"insertchunk": `INSERT INTO chunks (thread, ns, seq_from, seq_to, packed, data) VALUES (?, ?, ?, ?, ?, ?)`,
-	"tail":        `SELECT seq_from, seq_to, packed FROM chunks WHERE thread = ? AND ns = ? ORDER BY seq_from DESC`,
-	"chunkdata":   `SELECT data FROM chunks WHERE thread = ? AND ns = ? AND seq_from = ?`,
-	"taildata":    `SELECT seq_from, data FROM chunks WHERE thread = ? AND ns = ? AND seq_from >= ? ORDER BY seq_from`,
-	"insertblob":  `INSERT INTO blobs (hash, data) VALUES (?, ?) ON CONFLICT (hash) DO NOTHING`,
-	"insertref":   `INSERT INTO refs (thread, ns, cp, hash) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+	"clearmsgs": `UPDATE checkpoints SET msgs = NULL WHERE thread = ? AND ns = ? AND seq >= ? AND msgs IS NOT NULL
+		AND seq_from >= ? AND seq_to <= ?`,
+	"packedend":  `SELECT COALESCE((SELECT seq_to FROM chunks WHERE thread = ? AND ns = ? AND packed ORDER BY seq_from DESC LIMIT 1), 0)`,
+	"tail":       `SELECT seq_from, seq_to, packed FROM chunks WHERE thread = ? AND ns = ? ORDER BY seq_from DESC`,
+	"chunkdata":  `SELECT data FROM chunks WHERE thread = ? AND ns = ? AND seq_from = ?`,
+	"taildata":   `SELECT seq_from, data FROM chunks WHERE thread = ? AND ns = ? AND seq_from >= ? ORDER BY seq_from`,
+	"insertblob": `INSERT INTO blobs (hash, data) VALUES (?, ?) ON CONFLICT (hash) DO NOTHING`,
+	"insertref":  `INSERT INTO refs (thread, ns, cp, hash) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`,
 	"putwrite": `INSERT INTO writes (thread, ns, cp, call_id, kind, data)
 		SELECT ?1, ?2, ?3, ?4, ?5, ?6 WHERE EXISTS (SELECT 1 FROM checkpoints WHERE thread = ?1 AND ns = ?2 AND id = ?3)
 		ON CONFLICT (thread, ns, cp, call_id, kind) DO UPDATE SET data = excluded.data`,
@@ -452,8 +476,26 @@ func (s *Saver) prepare() error {
 	return nil
 }
 
-// Close closes the database.
+// walPages is how many pages the write-ahead log holds before SQLite
+// copies them into the database file (its default wal_autocheckpoint; a
+// smaller log costs more CPU per put, as pages written again and again are
+// copied more often); walFrame is the size of one page in the log (a
+// 4 KiB page and its header).
+const (
+	walPages = 1000
+	walFrame = 4096 + 24
+)
+
+// Close closes the database. It first copies the write-ahead log into the
+// database file and empties it, so that a closed store is one file of its
+// data; when another connection is still reading, the log is left for
+// SQLite to copy later.
 func (s *Saver) Close() error {
+	if s.wc != nil {
+		s.wmu.Lock()
+		s.wc.ExecContext(context.Background(), "PRAGMA wal_checkpoint(TRUNCATE)")
+		s.wmu.Unlock()
+	}
 	for _, st := range s.stmts {
 		st.Close()
 	}
@@ -747,6 +789,9 @@ func (s *Saver) CopyThread(ctx context.Context, src checkpoint.Ref, dst string) 
 	}
 	return s.writeTx(ctx, func(q querier) error {
 		s.tips.Forget(dst)
+		if err := q.spill(ctx, src.ThreadID); err != nil {
+			return err
+		}
 		return engine.CopyThread(ctx, q, src, dst)
 	})
 }
@@ -761,6 +806,9 @@ func (s *Saver) Prune(ctx context.Context, threadID string, opts checkpoint.Prun
 	}
 	return s.writeTx(ctx, func(q querier) error {
 		s.tips.Forget(threadID)
+		if err := q.spill(ctx, threadID); err != nil {
+			return err
+		}
 		return engine.Prune(ctx, q, threadID, opts)
 	})
 }

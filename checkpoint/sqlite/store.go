@@ -152,7 +152,8 @@ func (q querier) Begin(ctx context.Context, st *checkpoint.Step) (stored bool, p
 
 // Insert implements engine.Writer.
 func (q querier) Insert(ctx context.Context, r *checkpoint.Record, raw []byte, msgs [][]byte, blobs map[string][]byte, refs []string) error {
-	res, err := q.execNamed(ctx, "insertcp", r.ThreadID, r.NS, r.ID, r.Title, raw)
+	chunk, inRow := stepChunk(msgs)
+	res, err := q.execNamed(ctx, "insertcp", r.ThreadID, r.NS, r.ID, r.Title, raw, r.Messages.From, r.Messages.To, inRow)
 	if err != nil {
 		return err
 	}
@@ -161,27 +162,43 @@ func (q querier) Insert(ctx context.Context, r *checkpoint.Record, raw []byte, m
 	} else if n == 0 {
 		return engine.ErrStored
 	}
-	return q.insertRest(ctx, r, msgs, blobs, refs)
+	return q.insertRest(ctx, r, chunk, blobs, refs)
 }
 
 // InsertEra implements engine.EraInserter: the checkpoint's insert
 // returns the connection's data version (see querier.era).
 func (q querier) InsertEra(ctx context.Context, r *checkpoint.Record, raw []byte, msgs [][]byte, blobs map[string][]byte, refs []string) (int64, error) {
 	var era int64
-	err := q.stmt(ctx, "insertcpera").QueryRowContext(ctx, r.ThreadID, r.NS, r.ID, r.Title, raw).Scan(&era)
+	chunk, inRow := stepChunk(msgs)
+	err := q.stmt(ctx, "insertcpera").QueryRowContext(ctx, r.ThreadID, r.NS, r.ID, r.Title, raw, r.Messages.From, r.Messages.To, inRow).Scan(&era)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, engine.ErrStored
 	}
 	if err != nil {
 		return 0, err
 	}
-	return era, q.insertRest(ctx, r, msgs, blobs, refs)
+	return era, q.insertRest(ctx, r, chunk, blobs, refs)
 }
 
-// insertRest stores what comes with a checkpoint's record.
-func (q querier) insertRest(ctx context.Context, r *checkpoint.Record, msgs [][]byte, blobs map[string][]byte, refs []string) error {
-	if len(msgs) > 0 {
-		if _, err := q.execNamed(ctx, "insertchunk", r.ThreadID, r.NS, r.Messages.From, r.Messages.To, 0, msgcodec.AppendChunk(nil, msgs...)); err != nil {
+// stepChunk returns the chunk of a put's messages, and what its
+// checkpoint's row holds of them: the chunk when it is short (see
+// maxRowChunk), else NULL (the chunk then has a row of the chunks table).
+func stepChunk(msgs [][]byte) (chunk []byte, inRow any) {
+	if len(msgs) == 0 {
+		return nil, nil
+	}
+	chunk = msgcodec.AppendChunk(nil, msgs...)
+	if len(chunk) <= maxRowChunk {
+		return nil, chunk
+	}
+	return chunk, nil
+}
+
+// insertRest stores what comes with a checkpoint's row: its messages'
+// chunk when the row does not hold it, file contents and references.
+func (q querier) insertRest(ctx context.Context, r *checkpoint.Record, chunk []byte, blobs map[string][]byte, refs []string) error {
+	if chunk != nil {
+		if _, err := q.execNamed(ctx, "insertchunk", r.ThreadID, r.NS, r.Messages.From, r.Messages.To, 0, chunk); err != nil {
 			return err
 		}
 	}
@@ -254,6 +271,6 @@ func (q querier) ApplyPrune(ctx context.Context, thread string, ops []engine.Pru
 
 // SweepBlobs implements engine.Writer.
 func (q querier) SweepBlobs(ctx context.Context) error {
-	_, err := q.execSQL(ctx, `DELETE FROM blobs WHERE NOT EXISTS (SELECT 1 FROM refs WHERE refs.hash = blobs.hash)`)
+	_, err := q.execSQL(ctx, `DELETE FROM blobs WHERE hash NOT IN (SELECT hash FROM refs)`)
 	return err
 }

@@ -142,13 +142,17 @@ func (s *Saver) Stats(ctx context.Context, threadID string) (checkpoint.Stats, e
 			where, args = " WHERE thread = ?", []any{threadID}
 		}
 		var b1, b2, b3, b4 int64
-		var chunks int
-		if err := q.tx.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(LENGTH(record)), 0) FROM checkpoints`+where, args...).Scan(&st.Checkpoints, &b1); err != nil {
+		var chunks, inRows int
+		// Messages are in checkpoint rows (those not packed yet) and in
+		// chunks.
+		if err := q.tx.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(LENGTH(record)), 0) + COALESCE(SUM(LENGTH(msgs)), 0),
+			COALESCE(SUM(CASE WHEN msgs IS NULL THEN 0 ELSE seq_to - seq_from END), 0) FROM checkpoints`+where, args...).Scan(&st.Checkpoints, &b1, &inRows); err != nil {
 			return err
 		}
 		if err := q.tx.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(seq_to - seq_from), 0), COALESCE(SUM(LENGTH(data)), 0) FROM chunks`+where, args...).Scan(&chunks, &st.Messages, &b2); err != nil {
 			return err
 		}
+		st.Messages += inRows
 		if err := q.tx.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(LENGTH(data)), 0) FROM writes`+where, args...).Scan(&st.Writes, &b3); err != nil {
 			return err
 		}

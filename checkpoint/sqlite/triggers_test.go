@@ -203,9 +203,11 @@ func TestForgedRecordIsDamageNamingTheFile(t *testing.T) {
 		says  string
 	}{
 		{"the record", []string{forge}, "are missing"},
-		// A chunk row that claims the messages too: reading it again and
-		// again made no progress, for ever.
-		{"the record and the chunks", []string{forge, `UPDATE chunks SET seq_to = 1099511627776 WHERE thread = 't0'`}, "which it was recorded to hold"},
+		// A chunk that claims the messages too (in the chunks table, or in
+		// a checkpoint's row): reading it again and again made no
+		// progress, for ever.
+		{"the record and the chunks", []string{forge, `UPDATE chunks SET seq_to = 1099511627776 WHERE thread = 't0'`,
+			`UPDATE checkpoints SET seq_to = 1099511627776 WHERE thread = 't0' AND msgs IS NOT NULL`}, "which it was recorded to hold"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path := threadFile(t)

@@ -152,7 +152,8 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fmt.Fprintf(stdout, "deepagents-go %s, %d CPUs, load %.2f, build %.2f ms, warm-up %.1f ms, max RSS %.1f MB\n", rep.Go, rep.CPUs, rep.LoadAvg, rep.BuildMS, rep.WarmupMS, rep.MaxRSSMB)
 	durable := rep.Checkpointer != "" && rep.Checkpointer != "none"
 	if durable {
-		fmt.Fprintf(stdout, "checkpointer %s: database %.2f MB at the end (all phases and warm-ups)\n", rep.Checkpointer, float64(rep.DBBytes)/(1<<20))
+		fmt.Fprintf(stdout, "checkpointer %s: database %.2f MB at the end (all phases and warm-ups; with SQLite's write-ahead log, store open), %.2f MB once closed\n",
+			rep.Checkpointer, float64(rep.DBBytes)/(1<<20), float64(rep.DBBytesClosed)/(1<<20))
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "phase\tmodel calls\twall ms\twall µs/round\tCPU ms\tCPU µs/round\tallocs/round\tKB/round\tparent msgs\tfiles\t")

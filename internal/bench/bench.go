@@ -112,8 +112,13 @@ type Report struct {
 	// started (0 where it cannot be read).
 	LoadAvg      float64 `json:"loadavg_1m_at_start"`
 	Checkpointer string  `json:"checkpointer"`
-	// DBBytes is the size of the durable store's files at the end.
+	// DBBytes is the size of the durable store's files at the end, while
+	// the store is still open: the database file and SQLite's write-ahead
+	// log, which fills up to its checkpoint interval and is then reused.
 	DBBytes int64 `json:"db_bytes,omitempty"`
+	// DBBytesClosed is their size once the store is closed (its Close
+	// copies the log into the database file and empties it).
+	DBBytesClosed int64 `json:"db_bytes_closed,omitempty"`
 }
 
 func fileStep(prefix string, i int) scripted.Step {
@@ -226,6 +231,7 @@ type store struct {
 	saver   *sqlite.Saver
 	path    string
 	threads int
+	closed  bool
 }
 
 // open opens an SQLite store in a new temporary directory.
@@ -246,8 +252,17 @@ func openStore() (*store, error) {
 	return &store{saver: s, path: path}, nil
 }
 
+// closeSaver closes the saver, once.
+func (s *store) closeSaver() error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	return s.saver.Close()
+}
+
 func (s *store) close() {
-	s.saver.Close()
+	s.closeSaver()
 	os.RemoveAll(filepath.Dir(s.path))
 }
 
@@ -413,6 +428,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	if st != nil {
 		rep.DBBytes = st.bytes()
+		if err := st.closeSaver(); err != nil {
+			return nil, fmt.Errorf("closing the store: %w", err)
+		}
+		rep.DBBytesClosed = st.bytes()
 	}
 	return rep, nil
 }
@@ -450,6 +469,7 @@ func Median(rs []*Report) *Report {
 	out.MaxRSSMB = med(func(r *Report) float64 { return r.MaxRSSMB })
 	out.LoadAvg = med(func(r *Report) float64 { return r.LoadAvg })
 	out.DBBytes = int64(med(func(r *Report) float64 { return float64(r.DBBytes) }))
+	out.DBBytesClosed = int64(med(func(r *Report) float64 { return float64(r.DBBytesClosed) }))
 	out.Phases = map[string]Phase{}
 	for _, name := range rs[0].Order {
 		p := rs[0].Phases[name]
