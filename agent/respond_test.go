@@ -1,18 +1,17 @@
 package agent_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/approve"
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/hitl"
+	"github.com/deepagents-go/deepagents/internal/testkit"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
 	"github.com/deepagents-go/deepagents/runner"
@@ -22,14 +21,14 @@ import (
 
 // respondRun stops a run at one write call gated by policy and returns
 // the agent, its saver and what the call's tool saw.
-func respondRun(t *testing.T, policy approve.Policy) (*agent.Agent, checkpoint.Saver, *approvals, agent.Interrupt) {
+func respondRun(t *testing.T, policy approve.Policy) (*agent.Agent, checkpoint.Saver, *testkit.Approvals, agent.Interrupt) {
 	t.Helper()
 	m := scripted.New(scripted.Script{"parent": steps(
 		scripted.Step{ToolCalls: []scripted.StepCall{{ID: "c1", Name: "write", Args: json.RawMessage(`{"path":"/a.md","content":"a"}`)}}},
 		scripted.Step{Content: "done"},
 	)}, scripted.Options{})
-	seen := &approvals{}
-	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{noteWrite(seen)}, Middleware: []agent.Middleware{approve.Gate(map[string]approve.Policy{"write": policy})}})
+	seen := &testkit.Approvals{}
+	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{testkit.WriteTool(seen)}, Middleware: []agent.Middleware{approve.Gate(map[string]approve.Policy{"write": policy})}})
 	saver := checkpoint.NewMemory(0)
 	res, err := a.Invoke(t.Context(), agent.Prompt("go"), runner.Checkpoints(saver, "T"))
 	if !errors.Is(err, agent.ErrInterrupted) || len(res.Interrupts) != 1 {
@@ -61,7 +60,7 @@ func TestRespondAnswersInTheToolsPlace(t *testing.T) {
 	if err != nil {
 		t.Fatalf("resume: %v", err)
 	}
-	if _, ran := seen.get("c1"); ran {
+	if _, ran := seen.Get("c1"); ran {
 		t.Error("the tool ran; a respond answers in its place")
 	}
 	if _, ok := res.State.Files["/a.md"]; ok {
@@ -113,7 +112,7 @@ func TestRespondIsRefusedWhenNotAllowedOrEmpty(t *testing.T) {
 			if !errors.As(err, &de) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("resume: %v, want a decision error %q", err, tc.want)
 			}
-			if _, ran := seen.get("c1"); ran {
+			if _, ran := seen.Get("c1"); ran {
 				t.Error("the tool ran")
 			}
 		})
@@ -147,10 +146,10 @@ func TestRespondInsideASubagent(t *testing.T) {
 		"w": steps(scripted.Step{ToolCalls: []scripted.StepCall{{ID: "s1", Name: "write", Args: json.RawMessage(`{"path":"/s.md","content":"x"}`)}}},
 			scripted.Step{Content: "child done"}),
 	}, scripted.Options{})
-	seen := &approvals{}
+	seen := &testkit.Approvals{}
 	gates := map[string]approve.Policy{"write": {Allowed: []agent.DecisionType{agent.Respond}}}
 	tk, err := subagent.NewTask(subagent.Config{Model: m, Middleware: []agent.Middleware{approve.Gate(gates)}, Subagents: []subagent.Spec{
-		{Name: "w", Description: "Writes.", Tools: []tool.Tool{noteWrite(seen)}},
+		{Name: "w", Description: "Writes.", Tools: []tool.Tool{testkit.WriteTool(seen)}},
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -167,7 +166,7 @@ func TestRespondInsideASubagent(t *testing.T) {
 	if err != nil {
 		t.Fatalf("resume: %v", err)
 	}
-	if _, ran := seen.get("s1"); ran {
+	if _, ran := seen.Get("s1"); ran {
 		t.Error("the subagent's tool ran")
 	}
 	child := res.Children["t1"]
@@ -186,38 +185,4 @@ func TestRespondInsideASubagent(t *testing.T) {
 	if res.Status != agent.StatusOK {
 		t.Errorf("status %s", res.Status)
 	}
-}
-
-// approvals records, per call id, whether the call ran with a context that
-// says a person approved it.
-type approvals struct {
-	mu   sync.Mutex
-	seen map[string]bool
-}
-
-func (a *approvals) note(ctx context.Context, id string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.seen == nil {
-		a.seen = map[string]bool{}
-	}
-	a.seen[id] = agent.Approved(ctx)
-}
-
-func (a *approvals) get(id string) (approved, ran bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	approved, ran = a.seen[id]
-	return approved, ran
-}
-
-// noteWrite is the write tool, recording whether each call was approved.
-func noteWrite(seen *approvals) tool.Tool {
-	return tool.MustFunc("write", "Write a file.", func(ctx context.Context, env *tool.Env, in writeIn) (string, error) {
-		seen.note(ctx, env.CallID)
-		if strings.HasPrefix(in.Path, "/fail") {
-			return "", errors.New("this path fails")
-		}
-		return "wrote " + in.Path, env.Files.Write(ctx, in.Path, in.Content)
-	})
 }

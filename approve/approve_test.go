@@ -13,6 +13,7 @@ import (
 	"github.com/deepagents-go/deepagents/approve"
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/hitl"
+	"github.com/deepagents-go/deepagents/internal/testkit"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
 	"github.com/deepagents-go/deepagents/runner"
@@ -56,40 +57,6 @@ func warningOf(t *testing.T, a *agent.Agent) ([]agent.EventType, *agent.WarningI
 	return types, warn
 }
 
-// approvals records, per call id, whether the call ran with a context that
-// says a person approved it.
-type approvals struct {
-	mu   sync.Mutex
-	seen map[string]bool
-}
-
-func (a *approvals) note(ctx context.Context, id string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.seen == nil {
-		a.seen = map[string]bool{}
-	}
-	a.seen[id] = agent.Approved(ctx)
-}
-
-func (a *approvals) get(id string) (approved, ran bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	approved, ran = a.seen[id]
-	return approved, ran
-}
-
-// noteWrite is the write tool, recording whether each call was approved.
-func noteWrite(seen *approvals) tool.Tool {
-	return tool.MustFunc("write", "Write a file.", func(ctx context.Context, env *tool.Env, in writeIn) (string, error) {
-		seen.note(ctx, env.CallID)
-		if strings.HasPrefix(in.Path, "/fail") {
-			return "", errors.New("this path fails")
-		}
-		return "wrote " + in.Path, env.Files.Write(ctx, in.Path, in.Content)
-	})
-}
-
 // protectedCheck makes a write under /protected/ wait, and asks to hear
 // about every write under /protected/ or /told/.
 func protectedCheck(_ context.Context, args json.RawMessage) approve.Verdict {
@@ -118,9 +85,9 @@ func TestCheckGatesOnlyTheCallsItPicks(t *testing.T) {
 		}},
 		scripted.Step{Content: "done"},
 	)}, scripted.Options{})
-	seen := &approvals{}
+	seen := &testkit.Approvals{}
 	gates := approve.WithCheck(nil, protectedCheck, "write")
-	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{noteWrite(seen)}, Middleware: []agent.Middleware{approve.Gate(gates)}})
+	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{testkit.WriteTool(seen)}, Middleware: []agent.Middleware{approve.Gate(gates)}})
 	saver := checkpoint.NewMemory(0)
 	res, err := a.Invoke(t.Context(), agent.Prompt("go"), runner.Checkpoints(saver, "T"))
 	if !errors.Is(err, agent.ErrInterrupted) {
@@ -137,10 +104,10 @@ func TestCheckGatesOnlyTheCallsItPicks(t *testing.T) {
 	if h := hitl.RequestFor(res.Interrupts); h.ActionRequests[0].Description != in.Description {
 		t.Errorf("the LangChain request's description %q, want %q", h.ActionRequests[0].Description, in.Description)
 	}
-	if approved, ran := seen.get("c1"); !ran || approved {
+	if approved, ran := seen.Get("c1"); !ran || approved {
 		t.Errorf("c1: ran %v approved %v; want it run, not approved", ran, approved)
 	}
-	if _, ran := seen.get("c2"); ran {
+	if _, ran := seen.Get("c2"); ran {
 		t.Fatal("c2 ran before a person decided")
 	}
 
@@ -149,7 +116,7 @@ func TestCheckGatesOnlyTheCallsItPicks(t *testing.T) {
 	if err != nil {
 		t.Fatalf("resume: %v", err)
 	}
-	if approved, ran := seen.get("c2"); !ran || !approved {
+	if approved, ran := seen.Get("c2"); !ran || !approved {
 		t.Errorf("c2: ran %v approved %v; want it run with the approval", ran, approved)
 	}
 	if res.FinalText() != "done" {
@@ -204,8 +171,8 @@ func TestCheckReportsWhatRan(t *testing.T) {
 		}
 		return v
 	}
-	seen := &approvals{}
-	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{noteWrite(seen)}, Middleware: []agent.Middleware{approve.Gate(approve.WithCheck(nil, failing, "write"))}})
+	seen := &testkit.Approvals{}
+	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{testkit.WriteTool(seen)}, Middleware: []agent.Middleware{approve.Gate(approve.WithCheck(nil, failing, "write"))}})
 	saver := checkpoint.NewMemory(0)
 	var reports []string
 	collect := func(ev agent.Event) {
@@ -230,7 +197,7 @@ func TestCheckReportsWhatRan(t *testing.T) {
 	if !slices.Equal(reports, want) {
 		t.Fatalf("reports %q, want %q", reports, want)
 	}
-	if approved, _ := seen.get("c3"); !approved {
+	if approved, _ := seen.Get("c3"); !approved {
 		t.Error("an edited call runs as approved")
 	}
 	if !slices.Contains(res.Changed, "/shown/protected/q") || slices.Contains(res.Changed, "/shown/protected/p") {
@@ -240,14 +207,14 @@ func TestCheckReportsWhatRan(t *testing.T) {
 
 // nestedProbe is a tool that runs "agents": it records whether its own call
 // runs as approved.
-type nestedProbe struct{ seen *approvals }
+type nestedProbe struct{ seen *testkit.Approvals }
 
 func (n nestedProbe) Spec() llm.ToolSpec {
 	return llm.ToolSpec{Name: "task", Description: "Run a subagent.", Parameters: json.RawMessage(`{"type":"object"}`)}
 }
 
 func (n nestedProbe) Run(ctx context.Context, env *tool.Env, _ json.RawMessage) (tool.Result, error) {
-	n.seen.note(ctx, env.CallID)
+	n.seen.Note(ctx, env.CallID)
 	return tool.Text("ran"), nil
 }
 
@@ -263,7 +230,7 @@ func TestApprovalOfATaskCallStaysWithIt(t *testing.T) {
 		scripted.Step{ToolCalls: []scripted.StepCall{{ID: "t1", Name: "task", Args: json.RawMessage(`{}`)}}},
 		scripted.Step{Content: "done"},
 	)}, scripted.Options{})
-	seen := &approvals{}
+	seen := &testkit.Approvals{}
 	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{nestedProbe{seen}}, Middleware: []agent.Middleware{approve.Gate(map[string]approve.Policy{"task": {}})}})
 	saver := checkpoint.NewMemory(0)
 	if _, err := a.Invoke(t.Context(), agent.Prompt("go"), runner.Checkpoints(saver, "T")); !errors.Is(err, agent.ErrInterrupted) {
@@ -273,7 +240,7 @@ func TestApprovalOfATaskCallStaysWithIt(t *testing.T) {
 		agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "t1"})); err != nil {
 		t.Fatal(err)
 	}
-	if approved, ran := seen.get("t1"); !ran || approved {
+	if approved, ran := seen.Get("t1"); !ran || approved {
 		t.Errorf("the task call ran %v approved %v; want it run, not marked approved", ran, approved)
 	}
 }
@@ -309,11 +276,11 @@ func TestApprovalCoversWhatThePersonWasTold(t *testing.T) {
 				}
 				return approve.Verdict{}
 			}
-			seen := &approvals{}
+			seen := &testkit.Approvals{}
 			// write waits for every call (the person's own gate) and has
 			// the check too.
 			gates := approve.WithCheck(map[string]approve.Policy{"write": {}}, check, "write")
-			a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{noteWrite(seen)}, Middleware: []agent.Middleware{approve.Gate(gates)}})
+			a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{testkit.WriteTool(seen)}, Middleware: []agent.Middleware{approve.Gate(gates)}})
 			saver := checkpoint.NewMemory(0)
 			res, err := a.Invoke(t.Context(), agent.Prompt("go"), runner.Checkpoints(saver, "T"))
 			if !errors.Is(err, agent.ErrInterrupted) || len(res.Interrupts) != 1 || res.Interrupts[0].Reason != "" {
@@ -326,7 +293,7 @@ func TestApprovalCoversWhatThePersonWasTold(t *testing.T) {
 			if err != nil {
 				t.Fatalf("resume: %v", err)
 			}
-			if _, ran := seen.get("c1"); ran != tc.runs {
+			if _, ran := seen.Get("c1"); ran != tc.runs {
 				t.Fatalf("ran %v, want %v", ran, tc.runs)
 			}
 			var result string
