@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -84,20 +83,12 @@ func TestWriteSchema5Thread(t *testing.T) {
 // holds the subagent's report.
 func TestSchema5ThreadResumes(t *testing.T) {
 	ctx := context.Background()
-	src, err := os.Open(schema5Thread)
+	data, err := os.ReadFile(schema5Thread)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer src.Close()
 	path := filepath.Join(t.TempDir(), "state.db")
-	dst, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(dst, src); err != nil {
-		t.Fatal(err)
-	}
-	if err := dst.Close(); err != nil {
+	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	saver, err := sqlite.Open(path, sqlite.Options{SnapshotEvery: 2})

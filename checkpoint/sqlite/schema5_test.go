@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -165,20 +164,12 @@ func TestWriteSchema5Fixture(t *testing.T) {
 // copyFixture copies the fixture into a new directory and returns its path.
 func copyFixture(t *testing.T) string {
 	t.Helper()
-	src, err := os.Open(schema5)
+	data, err := os.ReadFile(schema5)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer src.Close()
 	path := filepath.Join(t.TempDir(), "state.db")
-	dst, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(dst, src); err != nil {
-		t.Fatal(err)
-	}
-	if err := dst.Close(); err != nil {
+	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return path
