@@ -1,0 +1,278 @@
+package temporal
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
+	sdktemporal "go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/tool"
+)
+
+// Names under which Register puts the workflow and activities on a worker.
+const (
+	RunAgentWorkflow = "deepagents.RunAgent"
+	ModelActivity    = "deepagents.Model"
+	ToolActivity     = "deepagents.Tool"
+)
+
+// MaxPayload is the largest activity input, compressed, that the runtime
+// schedules; Temporal itself refuses payloads over 2 MB.
+const MaxPayload = 1536 << 10
+
+// DataConverter is the converter that clients and workers of these
+// workflows use: the SDK's default, with every payload compressed by its
+// zlib codec. Payload sizes are checked against MaxPayload as it encodes
+// them.
+func DataConverter() converter.DataConverter {
+	return converter.NewCodecDataConverter(converter.GetDefaultDataConverter(),
+		converter.NewZlibCodec(converter.ZlibCodecOptions{AlwaysEncode: true}))
+}
+
+// Registry is what a worker runs: the agents a RunAgent workflow may run,
+// by name, and the models and tools that run as activities. Agents are Go
+// values given at worker start, so a workflow runs only code the worker was
+// built with. Fill it before Register, and build the agents with the models
+// and tools Model and Tool return.
+type Registry struct {
+	agents map[string]*agent.Agent
+	models map[string]llm.Model
+	tools  map[toolKey]tool.Tool
+	dc     converter.DataConverter
+
+	// ModelTimeout and ToolTimeout bound one attempt of a model or tool
+	// activity (start to close); zero is ten minutes.
+	ModelTimeout, ToolTimeout time.Duration
+}
+
+type toolKey struct{ agent, name string }
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry {
+	return &Registry{agents: map[string]*agent.Agent{}, models: map[string]llm.Model{}, tools: map[toolKey]tool.Tool{}, dc: DataConverter()}
+}
+
+// Agent registers a under name: RunAgent{Agent: name} runs it.
+func (g *Registry) Agent(name string, a *agent.Agent) { g.agents[name] = a }
+
+// Model registers m under name and returns the model to build agents with:
+// in workflow code (a run on a Runtime) each of its calls is an activity
+// that calls m on a worker; anywhere else it is m.
+func (g *Registry) Model(name string, m llm.Model) llm.Model {
+	g.models[name] = m
+	am := &activityModel{g: g, name: name, m: m}
+	if sc, ok := m.(llm.SettingsChecker); ok {
+		return &checkingModel{am, sc}
+	}
+	return am
+}
+
+// Tool registers t as the tool of that name of the named agent (the
+// agent's name, as in its path, e.g. a subagent's spec name) and returns the tool to
+// build that agent with: in workflow code each of its calls is an activity
+// that runs t on a worker; anywhere else it is t. The activity's call sees
+// its call id and agent path in tool.Env, but neither the run's files nor
+// its state: it suits tools whose result follows from their arguments and
+// the world outside the run.
+func (g *Registry) Tool(agentName string, t tool.Tool) tool.Tool {
+	g.tools[toolKey{agentName, t.Spec().Name}] = t
+	return &activityTool{g: g, agent: agentName, t: t}
+}
+
+// Register puts the RunAgent workflow and the model and tool activities on
+// w.
+func (g *Registry) Register(w worker.Registry) {
+	w.RegisterWorkflowWithOptions(g.RunAgent, workflow.RegisterOptions{Name: RunAgentWorkflow})
+	w.RegisterActivityWithOptions(g.CallModel, activity.RegisterOptions{Name: ModelActivity})
+	w.RegisterActivityWithOptions(g.RunTool, activity.RegisterOptions{Name: ToolActivity})
+}
+
+// ModelCall is the input of the model activity: the request itself, for
+// now (see docs/TEMPORAL.md for the reference to a checkpoint that replaces
+// it).
+type ModelCall struct {
+	Model    string       `json:"model"`
+	CallInfo CallInfo     `json:"call_info"`
+	Request  *llm.Request `json:"request"`
+}
+
+// CallInfo is llm.CallInfo without its callback.
+type CallInfo struct {
+	Agent    string `json:"agent"`
+	Instance string `json:"instance,omitempty"`
+	Path     string `json:"path"`
+	Task     string `json:"task,omitempty"`
+	Round    int    `json:"round"`
+	Attempt  int    `json:"attempt,omitempty"`
+}
+
+// ToolRun is the input of the tool activity.
+type ToolRun struct {
+	Agent  string          `json:"agent"`
+	Tool   string          `json:"tool"`
+	CallID string          `json:"call_id"`
+	Path   string          `json:"path"`
+	Args   json.RawMessage `json:"args"`
+}
+
+// ToolOutcome is the output of the tool activity: the tool's result, and
+// its error as text (a tool's error is its call's outcome, not a failure
+// of the activity, so it is not retried).
+type ToolOutcome struct {
+	Result tool.Result `json:"result"`
+	Err    string      `json:"error,omitempty"`
+}
+
+// CallModel is the model activity: it calls the registered model.
+func (g *Registry) CallModel(ctx context.Context, in ModelCall) (*llm.Response, error) {
+	m, ok := g.models[in.Model]
+	if !ok {
+		return nil, sdktemporal.NewNonRetryableApplicationError(fmt.Sprintf("no model %q is registered on this worker", in.Model), "UnknownModel", nil)
+	}
+	ci := in.CallInfo
+	ctx = llm.WithCallInfo(ctx, llm.CallInfo{Agent: ci.Agent, Instance: ci.Instance, Path: ci.Path, Task: ci.Task, Round: ci.Round, Attempt: ci.Attempt})
+	return m.Generate(ctx, in.Request)
+}
+
+// RunTool is the tool activity: it runs the registered tool.
+func (g *Registry) RunTool(ctx context.Context, in ToolRun) (*ToolOutcome, error) {
+	t, ok := g.tools[toolKey{in.Agent, in.Tool}]
+	if !ok {
+		return nil, sdktemporal.NewNonRetryableApplicationError(fmt.Sprintf("no tool %q of agent %q is registered on this worker", in.Tool, in.Agent), "UnknownTool", nil)
+	}
+	res, err := t.Run(ctx, &tool.Env{CallID: in.CallID, Agent: in.Path}, in.Args)
+	out := &ToolOutcome{Result: res}
+	if err != nil {
+		out.Err = err.Error()
+	}
+	return out, nil
+}
+
+// activity runs the named activity from workflow code, with the running
+// coroutine's context, and waits for it until ctx is done (which cancels
+// it). An input over MaxPayload, compressed, is refused before it is
+// scheduled.
+func (r *Runtime) activity(ctx context.Context, g *Registry, name string, timeout time.Duration, in, out any) error {
+	// Compressing a large input may take longer than workflow code is
+	// allowed to run without giving way.
+	p, err := workflow.DataConverterWithoutDeadlockDetection(g.dc).ToPayload(in)
+	if err != nil {
+		return err
+	}
+	if n := proto.Size(p); n > MaxPayload {
+		return &PayloadError{Activity: name, Size: n}
+	}
+	if timeout <= 0 {
+		timeout = 10 * time.Minute
+	}
+	var ferr error
+	r.wait(func(c workflow.Context) {
+		actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(c, workflow.ActivityOptions{
+			StartToCloseTimeout: timeout,
+			// One attempt for now: a provider retries its own calls, and
+			// which failures Temporal should retry is the next step's.
+			RetryPolicy: &sdktemporal.RetryPolicy{MaximumAttempts: 1},
+		}))
+		defer cancel()
+		f := workflow.ExecuteActivity(actx, name, in)
+		_ = workflow.Await(c, func() bool { return f.IsReady() || ctx.Err() != nil })
+		if !f.IsReady() {
+			cancel()
+			ferr = context.Cause(ctx)
+			return
+		}
+		ferr = f.Get(c, out)
+	})
+	return ferr
+}
+
+// PayloadError is a model or tool call whose input is too large to be an
+// activity's.
+type PayloadError struct {
+	Activity string
+	Size     int
+}
+
+func (e *PayloadError) Error() string {
+	return fmt.Sprintf("the %s activity's input is %d bytes compressed, over the %d a payload may have (Temporal refuses 2 MB)", e.Activity, e.Size, MaxPayload)
+}
+
+// activityModel is a registered model: an activity in workflow code.
+type activityModel struct {
+	g    *Registry
+	name string
+	m    llm.Model
+}
+
+func (am *activityModel) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	r, ok := runtimeFrom(ctx)
+	if !ok {
+		return am.m.Generate(ctx, req)
+	}
+	in := ModelCall{Model: am.name, Request: req}
+	if ci, ok := llm.CallInfoFrom(ctx); ok {
+		in.CallInfo = CallInfo{Agent: ci.Agent, Instance: ci.Instance, Path: ci.Path, Task: ci.Task, Round: ci.Round, Attempt: ci.Attempt}
+	}
+	var resp llm.Response
+	if err := r.activity(ctx, am.g, ModelActivity, am.g.ModelTimeout, in, &resp); err != nil {
+		return nil, err
+	}
+	return &resp, nil
+}
+
+// Stream is m.Stream outside a workflow; in one, the activity's response
+// as a stream of one event: deltas would not belong in the history.
+func (am *activityModel) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.StreamEvent, error] {
+	if _, ok := runtimeFrom(ctx); !ok {
+		return am.m.Stream(ctx, req)
+	}
+	return llm.StreamOf(ctx, req, am.Generate)
+}
+
+// checkingModel is a registered model that checks settings as its model
+// does.
+type checkingModel struct {
+	*activityModel
+	sc llm.SettingsChecker
+}
+
+func (c *checkingModel) CheckSettings(s llm.Settings) ([]string, error) { return c.sc.CheckSettings(s) }
+
+// activityTool is a registered tool: an activity in workflow code.
+type activityTool struct {
+	g     *Registry
+	agent string
+	t     tool.Tool
+}
+
+func (at *activityTool) Spec() llm.ToolSpec { return at.t.Spec() }
+
+func (at *activityTool) Run(ctx context.Context, env *tool.Env, args json.RawMessage) (tool.Result, error) {
+	r, ok := runtimeFrom(ctx)
+	if !ok {
+		return at.t.Run(ctx, env, args)
+	}
+	in := ToolRun{Agent: at.agent, Tool: at.t.Spec().Name, Args: args}
+	if env != nil {
+		in.CallID, in.Path = env.CallID, env.Agent
+	}
+	var out ToolOutcome
+	if err := r.activity(ctx, at.g, ToolActivity, at.g.ToolTimeout, in, &out); err != nil {
+		return tool.Result{}, err
+	}
+	if out.Err != "" {
+		return out.Result, errors.New(out.Err)
+	}
+	return out.Result, nil
+}
