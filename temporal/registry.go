@@ -91,11 +91,22 @@ func (g *Registry) Tool(agentName string, t tool.Tool) tool.Tool {
 }
 
 // Register puts the RunAgent workflow and the model and tool activities on
-// w.
-func (g *Registry) Register(w worker.Registry) {
-	w.RegisterWorkflowWithOptions(g.RunAgent, workflow.RegisterOptions{Name: RunAgentWorkflow})
+// w (a worker, or the SDK's test environment).
+func (g *Registry) Register(w interface {
+	worker.WorkflowRegistry
+	worker.ActivityRegistry
+}) {
+	g.RegisterWorkflow(w)
 	w.RegisterActivityWithOptions(g.CallModel, activity.RegisterOptions{Name: ModelActivity})
 	w.RegisterActivityWithOptions(g.RunTool, activity.RegisterOptions{Name: ToolActivity})
+}
+
+// RegisterWorkflow puts the RunAgent workflow on w alone: a replayer needs
+// no activities.
+func (g *Registry) RegisterWorkflow(w interface {
+	RegisterWorkflowWithOptions(w any, options workflow.RegisterOptions)
+}) {
+	w.RegisterWorkflowWithOptions(g.RunAgent, workflow.RegisterOptions{Name: RunAgentWorkflow})
 }
 
 // ModelCall is the input of the model activity: the request itself, for

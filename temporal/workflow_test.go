@@ -56,7 +56,18 @@ var start = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
 // activity too, the other tools run in the workflow.
 func delegation(t *testing.T, limit int) (*temporal.Registry, *agent.Agent) {
 	t.Helper()
+	return delegationWith(t, limit, true)
+}
+
+// delegationWith is delegation, with the helper's note an activity or
+// not.
+func delegationWith(t *testing.T, limit int, noteActivity bool) (*temporal.Registry, *agent.Agent) {
+	t.Helper()
 	reg := temporal.NewRegistry()
+	helperNote := noteTool
+	if noteActivity {
+		helperNote = reg.Tool("helper", noteTool)
+	}
 	m := reg.Model("scripted", scripted.New(scripted.Script{
 		"parent": {Steps: []scripted.Step{
 			step("", scripted.StepCall{ID: "t1", Name: "task", Args: json.RawMessage(`{"description":"write a","subagent_type":"general-purpose"}`)},
@@ -75,7 +86,7 @@ func delegation(t *testing.T, limit int) (*temporal.Registry, *agent.Agent) {
 		}},
 	}, scripted.Options{}))
 	task, err := subagent.NewTask(subagent.Config{Model: m, BaseTools: []tool.Tool{writeTool}, DefaultTools: []tool.Tool{noteTool},
-		Subagents: []subagent.Spec{subagent.GeneralPurpose(), {Name: "helper", Description: "Helps.", Tools: []tool.Tool{reg.Tool("helper", noteTool)}}}})
+		Subagents: []subagent.Spec{subagent.GeneralPurpose(), {Name: "helper", Description: "Helps.", Tools: []tool.Tool{helperNote}}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,178 @@
+package temporal_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/temporal"
+)
+
+// devServerEnv names the dev server binary (temporal/devserver) that the
+// tests against a real Temporal server start.
+const devServerEnv = "DEEPAGENTS_TEMPORAL_DEVSERVER"
+
+// recordEnv, set to 1, has TestDelegationOnADevServer write the history it
+// recorded to testdata, for the replay test to replay.
+const recordEnv = "DEEPAGENTS_TEMPORAL_RECORD"
+
+const delegationHistory = "testdata/delegation.history.json"
+
+// devServer starts the dev server binary and returns its address and
+// namespace; it stops it when the test ends.
+func devServer(t *testing.T) (address, namespace string) {
+	t.Helper()
+	bin := os.Getenv(devServerEnv)
+	if bin == "" {
+		t.Skipf("%s is not set: build temporal/devserver (cd temporal/devserver && go build -o /tmp/temporal-devserver .) and set it to the binary to run this test against a real Temporal server", devServerEnv)
+	}
+	cmd := exec.Command(bin)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	type ready struct {
+		Address   string `json:"address"`
+		Namespace string `json:"namespace"`
+	}
+	line := make(chan ready, 1)
+	go func() {
+		var r ready
+		if sc := bufio.NewScanner(out); sc.Scan() {
+			_ = json.Unmarshal(sc.Bytes(), &r)
+		}
+		line <- r
+	}()
+	select {
+	case r := <-line:
+		if r.Address == "" {
+			t.Fatal("the dev server printed no address")
+		}
+		return r.Address, r.Namespace
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the dev server did not start within 2 minutes")
+	}
+	return "", ""
+}
+
+// The delegation runs as a RunAgent workflow on a real Temporal server,
+// with a worker in this process; its summary is the one of the test
+// environment. With DEEPAGENTS_TEMPORAL_RECORD=1 its history is written
+// to testdata for the replay test.
+func TestDelegationOnADevServer(t *testing.T) {
+	address, namespace := devServer(t)
+	c, err := client.Dial(client.Options{HostPort: address, Namespace: namespace, DataConverter: temporal.DataConverter()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	reg, _ := delegation(t, 0)
+	w := worker.New(c, "deepagents-test", worker.Options{})
+	reg.Register(w)
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "delegation", TaskQueue: "deepagents-test"},
+		temporal.RunAgentWorkflow, temporal.RunInput{Agent: "parent", Thread: "T", Input: "delegate"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s temporal.Summary
+	if err := run.Get(ctx, &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Status != agent.StatusOK || s.Text != "all done" || len(s.Files) != 3 || len(s.Children) != 2 {
+		t.Fatalf("summary %+v", s)
+	}
+
+	var h historypb.History
+	for it := c.GetWorkflowHistory(ctx, run.GetID(), run.GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT); it.HasNext(); {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Events = append(h.Events, ev)
+	}
+	replay(t, &h)
+	if os.Getenv(recordEnv) == "1" {
+		b, err := protojson.MarshalOptions{Multiline: true, Indent: "  "}.Marshal(&h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(delegationHistory), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(delegationHistory, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("wrote %s (%d events)", delegationHistory, len(h.Events))
+	}
+}
+
+// replayer is a replayer of RunAgent workflows of the delegation, with the
+// helper's note an activity or not.
+func replayer(t *testing.T, noteActivity bool) worker.WorkflowReplayer {
+	t.Helper()
+	reg, _ := delegationWith(t, 0, noteActivity)
+	r, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{DataConverter: temporal.DataConverter()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg.RegisterWorkflow(r)
+	return r
+}
+
+func replay(t *testing.T, h *historypb.History) {
+	t.Helper()
+	if err := replayer(t, true).ReplayWorkflowHistory(nil, h); err != nil {
+		t.Fatalf("the history does not replay: %v", err)
+	}
+}
+
+// The committed history of a delegation replays on the workflow as it is
+// now: a change to the loop or the runtime that would make running
+// workflows take other steps fails here.
+func TestDelegationHistoryReplays(t *testing.T) {
+	if err := replayer(t, true).ReplayWorkflowHistoryFromJSONFile(nil, delegationHistory); err != nil {
+		t.Fatalf("%s does not replay: %v", delegationHistory, err)
+	}
+	// The same agent with the helper's note run in the workflow rather
+	// than as an activity takes other steps: the replay says so.
+	err := replayer(t, false).ReplayWorkflowHistoryFromJSONFile(nil, delegationHistory)
+	if err == nil || !strings.Contains(err.Error(), "TMPRL1100") {
+		t.Fatalf("a changed workflow replayed with %v, want a nondeterminism error (TMPRL1100)", err)
+	}
+}
