@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"os"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +23,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
 	"github.com/deepagents-go/deepagents/subagent"
 	"github.com/deepagents-go/deepagents/temporal"
@@ -370,5 +373,86 @@ func TestModelCallOverThePayloadLimitIsRefused(t *testing.T) {
 	}
 	if s.Status != agent.StatusError || !strings.Contains(s.Error, "over the 1572864 a payload may have") || !strings.Contains(s.Error, "model call 2 of parent") {
 		t.Fatalf("summary %+v", s)
+	}
+}
+
+// onCall is a model that calls hook before each call it passes on to m.
+type onCall struct {
+	llm.Model
+	hook func(ctx context.Context, ci llm.CallInfo) error
+}
+
+func (o onCall) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	ci, _ := llm.CallInfoFrom(ctx)
+	if err := o.hook(ctx, ci); err != nil {
+		return nil, err
+	}
+	return o.Model.Generate(ctx, req)
+}
+
+// Cancelling the workflow while its two subagents are in the middle of
+// their runs cancels the run: the model call in flight is cancelled, the
+// loop waits for the subagents on a workflow timer, they stop, and the
+// summary keeps both of them, cancelled.
+func TestCancellingTheWorkflowCancelsTheRun(t *testing.T) {
+	reg := temporal.NewRegistry()
+	var env *testsuite.TestWorkflowEnvironment
+	var once sync.Once
+	m := reg.Model("scripted", onCall{Model: scripted.New(scripted.Script{
+		"parent": {Steps: []scripted.Step{
+			step("", scripted.StepCall{ID: "t1", Name: "task", Args: json.RawMessage(`{"description":"write a","subagent_type":"helper"}`)},
+				scripted.StepCall{ID: "t2", Name: "task", Args: json.RawMessage(`{"description":"write b","subagent_type":"helper"}`)}),
+			step("all done"),
+		}},
+		"helper": {Steps: []scripted.Step{
+			step("", tc("write", `{"path":"/x.txt","content":"x"}`)),
+			step("", tc("note", `{}`)),
+			step("wrote"),
+		}},
+	}, scripted.Options{}), hook: func(ctx context.Context, ci llm.CallInfo) error {
+		if ci.Agent != "helper" || ci.Round != 1 {
+			return nil
+		}
+		// A subagent's second call: the workflow is cancelled while it
+		// waits for its answer.
+		once.Do(env.CancelWorkflow)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Second):
+			return errors.New("the model call was not cancelled")
+		}
+	}})
+	task, err := subagent.NewTask(subagent.Config{Model: m, BaseTools: []tool.Tool{writeTool},
+		Subagents: []subagent.Spec{{Name: "helper", Description: "Helps.", Tools: []tool.Tool{noteTool}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := agent.New(agent.Config{Model: m, Tools: []tool.Tool{task}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg.Agent("parent", a)
+	env = newEnv(t, reg)
+	timers := 0
+	env.SetOnTimerScheduledListener(func(string, time.Duration) { timers++ })
+	env.ExecuteWorkflow(temporal.RunAgentWorkflow, temporal.RunInput{Agent: "parent", Input: "go"})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var s temporal.Summary
+	if err := env.GetWorkflowResult(&s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Status != agent.StatusCancelled || len(s.Children) != 2 {
+		t.Fatalf("summary %+v", s)
+	}
+	for _, c := range s.Children {
+		if c.Status != agent.StatusCancelled {
+			t.Errorf("child %+v", c)
+		}
+	}
+	if timers == 0 {
+		t.Error("the cancelled step did not wait for its subagents on a workflow timer")
 	}
 }
