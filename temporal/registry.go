@@ -153,7 +153,43 @@ func (g *Registry) CallModel(ctx context.Context, in ModelCall) (*llm.Response, 
 	}
 	ci := in.CallInfo
 	ctx = llm.WithCallInfo(ctx, llm.CallInfo{Agent: ci.Agent, Instance: ci.Instance, Path: ci.Path, Task: ci.Task, Round: ci.Round, Attempt: ci.Attempt})
-	return m.Generate(ctx, in.Request)
+	resp, err := m.Generate(ctx, in.Request)
+	var ae *llm.APIError
+	if errors.As(err, &ae) {
+		// The loop and its middleware react to a provider error's kind
+		// (a context too long is compacted): it crosses as details.
+		return nil, sdktemporal.NewNonRetryableApplicationError(err.Error(), apiErrorType, nil,
+			apiError{Kind: ae.Kind, Provider: ae.Provider, StatusCode: ae.StatusCode, Message: ae.Message, RetryAfter: ae.RetryAfter})
+	}
+	return resp, err
+}
+
+// apiErrorType is the type of the application error that carries an
+// *llm.APIError out of the model activity.
+const apiErrorType = "deepagents.APIError"
+
+// apiError is an *llm.APIError without its underlying error, which does
+// not cross a process.
+type apiError struct {
+	Kind       llm.ErrorKind `json:"kind"`
+	Provider   string        `json:"provider,omitempty"`
+	StatusCode int           `json:"status_code,omitempty"`
+	Message    string        `json:"message,omitempty"`
+	RetryAfter time.Duration `json:"retry_after,omitempty"`
+}
+
+// modelError rebuilds the *llm.APIError a model activity failed with;
+// other errors are returned as they are.
+func modelError(err error) error {
+	var appErr *sdktemporal.ApplicationError
+	if !errors.As(err, &appErr) || appErr.Type() != apiErrorType {
+		return err
+	}
+	var d apiError
+	if appErr.Details(&d) != nil {
+		return err
+	}
+	return &llm.APIError{Kind: d.Kind, Provider: d.Provider, StatusCode: d.StatusCode, Message: d.Message, RetryAfter: d.RetryAfter}
 }
 
 // RunTool is the tool activity: it runs the registered tool.
@@ -237,7 +273,7 @@ func (am *activityModel) Generate(ctx context.Context, req *llm.Request) (*llm.R
 	}
 	var resp llm.Response
 	if err := r.activity(ctx, am.g, ModelActivity, am.g.ModelTimeout, in, &resp); err != nil {
-		return nil, err
+		return nil, modelError(err)
 	}
 	return &resp, nil
 }

@@ -456,3 +456,31 @@ func TestCancellingTheWorkflowCancelsTheRun(t *testing.T) {
 		t.Error("the cancelled step did not wait for its subagents on a workflow timer")
 	}
 }
+
+// A provider's error crosses the model activity with its kind, status and
+// message, so that the loop and its middleware react to it as in process.
+func TestModelActivityKeepsTheProviderError(t *testing.T) {
+	reg := temporal.NewRegistry()
+	var got error
+	m := reg.Model("failing", onCall{Model: scripted.New(scripted.Script{}, scripted.Options{}), hook: func(context.Context, llm.CallInfo) error {
+		return &llm.APIError{Kind: llm.ErrKindContextLength, Provider: "p", StatusCode: 400, Message: "too long", Err: errors.New("sdk")}
+	}})
+	a, err := agent.New(agent.Config{Model: m, Middleware: []agent.Middleware{{WrapModel: func(ctx context.Context, req *llm.Request, next agent.ModelFunc) (*llm.Response, error) {
+		resp, err := next(ctx, req)
+		got = err
+		return resp, err
+	}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg.Agent("parent", a)
+	env := newEnv(t, reg)
+	env.ExecuteWorkflow(temporal.RunAgentWorkflow, temporal.RunInput{Agent: "parent", Input: "hi"})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var ae *llm.APIError
+	if !errors.Is(got, llm.ErrContextLength) || !errors.As(got, &ae) || ae.StatusCode != 400 || ae.Message != "too long" || ae.Provider != "p" {
+		t.Fatalf("the middleware saw %#v", got)
+	}
+}
