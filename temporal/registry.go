@@ -54,6 +54,11 @@ type Registry struct {
 	// ModelTimeout and ToolTimeout bound one attempt of a model or tool
 	// activity (start to close); zero is ten minutes.
 	ModelTimeout, ToolTimeout time.Duration
+	// HeartbeatTimeout is how long a model or tool activity may go
+	// without a heartbeat before Temporal counts its worker as gone; zero
+	// is 30 seconds. The activities beat four times as often: a
+	// cancellation reaches a running call with the answer to a beat.
+	HeartbeatTimeout time.Duration
 }
 
 type toolKey struct{ agent, name string }
@@ -151,6 +156,7 @@ func (g *Registry) CallModel(ctx context.Context, in ModelCall) (*llm.Response, 
 	if !ok {
 		return nil, sdktemporal.NewNonRetryableApplicationError(fmt.Sprintf("no model %q is registered on this worker", in.Model), "UnknownModel", nil)
 	}
+	defer heartbeat(ctx)()
 	ci := in.CallInfo
 	ctx = llm.WithCallInfo(ctx, llm.CallInfo{Agent: ci.Agent, Instance: ci.Instance, Path: ci.Path, Task: ci.Task, Round: ci.Round, Attempt: ci.Attempt})
 	resp, err := m.Generate(ctx, in.Request)
@@ -198,12 +204,39 @@ func (g *Registry) RunTool(ctx context.Context, in ToolRun) (*ToolOutcome, error
 	if !ok {
 		return nil, sdktemporal.NewNonRetryableApplicationError(fmt.Sprintf("no tool %q of agent %q is registered on this worker", in.Tool, in.Agent), "UnknownTool", nil)
 	}
+	defer heartbeat(ctx)()
 	res, err := t.Run(ctx, &tool.Env{CallID: in.CallID, Agent: in.Path}, in.Args)
 	out := &ToolOutcome{Result: res}
 	if err != nil {
 		out.Err = err.Error()
 	}
 	return out, nil
+}
+
+// heartbeat beats for the activity of ctx until the returned function is
+// called or ctx is done, four times per heartbeat timeout (the SDK sends
+// fewer, as it sees fit).
+func heartbeat(ctx context.Context) (stop func()) {
+	every := activity.GetInfo(ctx).HeartbeatTimeout / 4
+	if every <= 0 {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx)
+			}
+		}
+	}()
+	return func() { close(done) }
 }
 
 // activity runs the named activity from workflow code, with the running
@@ -223,10 +256,15 @@ func (r *Runtime) activity(ctx context.Context, g *Registry, name string, timeou
 	if timeout <= 0 {
 		timeout = 10 * time.Minute
 	}
+	beat := g.HeartbeatTimeout
+	if beat <= 0 {
+		beat = 30 * time.Second
+	}
 	var ferr error
 	r.wait(func(c workflow.Context) {
 		actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(c, workflow.ActivityOptions{
 			StartToCloseTimeout: timeout,
+			HeartbeatTimeout:    beat,
 			// One attempt for now: a provider retries its own calls, and
 			// which failures Temporal should retry is the next step's.
 			RetryPolicy: &sdktemporal.RetryPolicy{MaximumAttempts: 1},

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,7 +20,9 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/llm/scripted"
 	"github.com/deepagents-go/deepagents/temporal"
+	"github.com/deepagents-go/deepagents/tool"
 )
 
 // devServerEnv names the dev server binary (temporal/devserver) that the
@@ -174,5 +177,74 @@ func TestDelegationHistoryReplays(t *testing.T) {
 	err := replayer(t, false).ReplayWorkflowHistoryFromJSONFile(nil, delegationHistory)
 	if err == nil || !strings.Contains(err.Error(), "TMPRL1100") {
 		t.Fatalf("a changed workflow replayed with %v, want a nondeterminism error (TMPRL1100)", err)
+	}
+}
+
+// On a real server, cancelling the workflow reaches a tool call running
+// in an activity on the worker, through the answer to its heartbeat; the
+// run ends cancelled.
+func TestCancellationReachesARunningToolOnADevServer(t *testing.T) {
+	address, namespace := devServer(t)
+	c, err := client.Dial(client.Options{HostPort: address, Namespace: namespace, DataConverter: temporal.DataConverter()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	started, stopped := make(chan struct{}), make(chan error, 1)
+	wait := tool.MustFunc("wait", "Wait.", func(ctx context.Context, _ *tool.Env, _ struct{}) (string, error) {
+		close(started)
+		select {
+		case <-ctx.Done():
+			stopped <- ctx.Err()
+			return "", ctx.Err()
+		case <-time.After(time.Minute):
+			stopped <- errors.New("not cancelled within a minute")
+			return "waited", nil
+		}
+	})
+	reg := temporal.NewRegistry()
+	reg.HeartbeatTimeout = 2 * time.Second
+	m := reg.Model("scripted", scripted.New(scripted.Script{"parent": {Steps: []scripted.Step{step("", tc("wait", `{}`)), step("done")}}}, scripted.Options{}))
+	a, err := agent.New(agent.Config{Model: m, Tools: []tool.Tool{reg.Tool("parent", wait)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg.Agent("parent", a)
+	w := worker.New(c, "deepagents-cancel", worker.Options{})
+	reg.Register(w)
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "cancel", TaskQueue: "deepagents-cancel"},
+		temporal.RunAgentWorkflow, temporal.RunInput{Agent: "parent", Input: "wait"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-started:
+	case <-ctx.Done():
+		t.Fatal("the tool did not start")
+	}
+	if err := c.CancelWorkflow(ctx, run.GetID(), run.GetRunID()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-stopped:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("the tool ended with %v, want its context cancelled", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the tool did not end")
+	}
+	var s temporal.Summary
+	if err := run.Get(ctx, &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Status != agent.StatusCancelled {
+		t.Fatalf("summary %+v", s)
 	}
 }
