@@ -68,8 +68,18 @@ func NewRegistry() *Registry {
 	return &Registry{agents: map[string]*agent.Agent{}, models: map[string]llm.Model{}, tools: map[toolKey]tool.Tool{}, dc: DataConverter()}
 }
 
-// Agent registers a under name: RunAgent{Agent: name} runs it.
-func (g *Registry) Agent(name string, a *agent.Agent) { g.agents[name] = a }
+// Agent registers a under name: RunAgent{Agent: name} runs it. Its model
+// must be one Model returned, or its calls would run in workflow code; so
+// must its subagents' models, which Agent cannot see.
+func (g *Registry) Agent(name string, a *agent.Agent) error {
+	switch a.Config().Model.(type) {
+	case *activityModel, *checkingModel:
+	default:
+		return fmt.Errorf("agent %q: its model was not made with Registry.Model, so its calls would run in workflow code rather than as activities", name)
+	}
+	g.agents[name] = a
+	return nil
+}
 
 // Model registers m under name and returns the model to build agents with:
 // in workflow code (a run on a Runtime) each of its calls is an activity

@@ -209,7 +209,9 @@ func TestCancellationReachesARunningToolOnADevServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg.Agent("parent", a)
+	if err := reg.Agent("parent", a); err != nil {
+		t.Fatal(err)
+	}
 	w := worker.New(c, "deepagents-cancel", worker.Options{})
 	reg.Register(w)
 	if err := w.Start(); err != nil {

@@ -97,7 +97,9 @@ func delegationWith(t *testing.T, limit int, noteActivity bool) (*temporal.Regis
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg.Agent("parent", a)
+	if err := reg.Agent("parent", a); err != nil {
+		t.Fatal(err)
+	}
 	return reg, a
 }
 
@@ -329,6 +331,18 @@ func TestRunAgentRunsTheRegisteredAgent(t *testing.T) {
 	}
 }
 
+// An agent whose model would be called from workflow code is not
+// registered.
+func TestRegistryRefusesAModelThatIsNotAnActivity(t *testing.T) {
+	a, err := agent.New(agent.Config{Model: scripted.New(scripted.Script{}, scripted.Options{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := temporal.NewRegistry().Agent("parent", a); err == nil || !strings.Contains(err.Error(), "not made with Registry.Model") {
+		t.Fatalf("error %v", err)
+	}
+}
+
 // An agent not registered on the worker is refused, and the workflow fails
 // without retrying.
 func TestRunAgentRefusesAnUnknownAgent(t *testing.T) {
@@ -358,7 +372,9 @@ func TestModelCallOverThePayloadLimitIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg.Agent("parent", a)
+	if err := reg.Agent("parent", a); err != nil {
+		t.Fatal(err)
+	}
 	env := newEnv(t, reg)
 	// The loop handles a 2.6 MB result in well under the second workflow
 	// code may run without giving way, but not under the race detector.
@@ -432,7 +448,9 @@ func TestCancellingTheWorkflowCancelsTheRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg.Agent("parent", a)
+	if err := reg.Agent("parent", a); err != nil {
+		t.Fatal(err)
+	}
 	env = newEnv(t, reg)
 	timers := 0
 	env.SetOnTimerScheduledListener(func(string, time.Duration) { timers++ })
@@ -473,7 +491,9 @@ func TestModelActivityKeepsTheProviderError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg.Agent("parent", a)
+	if err := reg.Agent("parent", a); err != nil {
+		t.Fatal(err)
+	}
 	env := newEnv(t, reg)
 	env.ExecuteWorkflow(temporal.RunAgentWorkflow, temporal.RunInput{Agent: "parent", Input: "hi"})
 	if err := env.GetWorkflowError(); err != nil {
