@@ -68,16 +68,49 @@ func NewRegistry() *Registry {
 	return &Registry{agents: map[string]*agent.Agent{}, models: map[string]llm.Model{}, tools: map[toolKey]tool.Tool{}, dc: DataConverter()}
 }
 
-// Agent registers a under name: RunAgent{Agent: name} runs it. Its model
-// must be one Model returned, or its calls would run in workflow code; so
-// must its subagents' models, which Agent cannot see.
+// Agent registers a under name: RunAgent{Agent: name} runs it. Its model,
+// and those of the subagents its tools delegate to, must be ones Model
+// returned, or their calls would run in workflow code: Agent refuses it
+// otherwise.
 func (g *Registry) Agent(name string, a *agent.Agent) error {
+	if err := checkModels(a, a.Name(), map[*agent.Agent]bool{}); err != nil {
+		return fmt.Errorf("agent %q: %w", name, err)
+	}
+	g.agents[name] = a
+	return nil
+}
+
+// delegator is a tool that runs subagents it names (subagent.Task).
+type delegator interface {
+	agent.Delegator
+	Names() []string
+}
+
+// checkModels checks that a and the subagents below it call their models
+// through activities.
+func checkModels(a *agent.Agent, path string, seen map[*agent.Agent]bool) error {
+	if seen[a] {
+		return nil
+	}
+	seen[a] = true
 	switch a.Config().Model.(type) {
 	case *activityModel, *checkingModel:
 	default:
-		return fmt.Errorf("agent %q: its model was not made with Registry.Model, so its calls would run in workflow code rather than as activities", name)
+		return fmt.Errorf("the model of %s was not made with Registry.Model, so its calls would run in workflow code rather than as activities", path)
 	}
-	g.agents[name] = a
+	for _, t := range a.Tools() {
+		d, ok := t.(delegator)
+		if !ok {
+			continue
+		}
+		for _, n := range d.Names() {
+			if sub, ok := d.Agent(n); ok {
+				if err := checkModels(sub, path+" / "+n, seen); err != nil {
+					return err
+				}
+			}
+		}
+	}
 	return nil
 }
 

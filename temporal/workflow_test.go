@@ -338,7 +338,21 @@ func TestRegistryRefusesAModelThatIsNotAnActivity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := temporal.NewRegistry().Agent("parent", a); err == nil || !strings.Contains(err.Error(), "not made with Registry.Model") {
+	if err := temporal.NewRegistry().Agent("parent", a); err == nil || !strings.Contains(err.Error(), "the model of parent was not made with Registry.Model") {
+		t.Fatalf("error %v", err)
+	}
+	// Nor one whose subagent's model would.
+	reg := temporal.NewRegistry()
+	task, err := subagent.NewTask(subagent.Config{Model: reg.Model("m", scripted.New(scripted.Script{}, scripted.Options{})),
+		Subagents: []subagent.Spec{{Name: "helper", Description: "Helps.", Model: scripted.New(scripted.Script{}, scripted.Options{})}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err = agent.New(agent.Config{Model: reg.Model("m", scripted.New(scripted.Script{}, scripted.Options{})), Tools: []tool.Tool{task}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Agent("parent", a); err == nil || !strings.Contains(err.Error(), "the model of parent / helper was not made") {
 		t.Fatalf("error %v", err)
 	}
 }
