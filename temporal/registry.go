@@ -33,8 +33,8 @@ const MaxPayload = 1536 << 10
 
 // DataConverter is the converter that clients and workers of these
 // workflows use: the SDK's default, with every payload compressed by its
-// zlib codec. Payload sizes are checked against MaxPayload as it encodes
-// them.
+// zlib codec. The runtime measures activity inputs against MaxPayload as
+// it encodes them.
 func DataConverter() converter.DataConverter {
 	return converter.NewCodecDataConverter(converter.GetDefaultDataConverter(),
 		converter.NewZlibCodec(converter.ZlibCodecOptions{AlwaysEncode: true}))
@@ -127,8 +127,8 @@ func (g *Registry) Model(name string, m llm.Model) llm.Model {
 }
 
 // Tool registers t as the tool of that name of the named agent (the
-// agent's name, as in its path, e.g. a subagent's spec name) and returns the tool to
-// build that agent with: in workflow code each of its calls is an activity
+// agent's name, as in its path, e.g. a subagent's spec name) and returns
+// the tool to build that agent with: in workflow code each of its calls is an activity
 // that runs t on a worker; anywhere else it is t. The activity's call sees
 // its call id and agent path in tool.Env, but neither the run's files nor
 // its state: it suits tools whose result follows from their arguments and

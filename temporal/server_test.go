@@ -16,6 +16,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
+	sdktemporal "go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"google.golang.org/protobuf/encoding/protojson"
 
@@ -242,8 +243,12 @@ func TestCancellationReachesARunningToolOnADevServer(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the tool did not end")
 	}
+	var ce *sdktemporal.CanceledError
+	if err := run.Get(ctx, nil); !errors.As(err, &ce) {
+		t.Fatalf("the workflow ended with %v, want it cancelled", err)
+	}
 	var s temporal.Summary
-	if err := run.Get(ctx, &s); err != nil {
+	if err := ce.Details(&s); err != nil {
 		t.Fatal(err)
 	}
 	if s.Status != agent.StatusCancelled {

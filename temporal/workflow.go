@@ -63,7 +63,8 @@ func Summarize(name, thread string, res *agent.Result) *Summary {
 // registered as in.Agent on a Runtime, from in.Input to its end, and
 // returns its summary. A run that ends other than ok is still a workflow
 // that completes: its status is in the summary. Cancelling the workflow
-// cancels the run, which ends cancelled.
+// cancels the run; the workflow then ends cancelled, with the summary as
+// the details of its CanceledError.
 func (g *Registry) RunAgent(ctx workflow.Context, in RunInput) (*Summary, error) {
 	a, ok := g.agents[in.Agent]
 	if !ok {
@@ -76,5 +77,9 @@ func (g *Registry) RunAgent(ctx workflow.Context, in RunInput) (*Summary, error)
 	if res == nil {
 		return nil, err
 	}
-	return Summarize(in.Agent, in.Thread, res), nil
+	s := Summarize(in.Agent, in.Thread, res)
+	if ctx.Err() != nil {
+		return nil, sdktemporal.NewCanceledError(*s)
+	}
+	return s, nil
 }

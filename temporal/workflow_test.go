@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/log"
+	sdktemporal "go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -469,11 +470,12 @@ func TestCancellingTheWorkflowCancelsTheRun(t *testing.T) {
 	timers := 0
 	env.SetOnTimerScheduledListener(func(string, time.Duration) { timers++ })
 	env.ExecuteWorkflow(temporal.RunAgentWorkflow, temporal.RunInput{Agent: "parent", Input: "go"})
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
+	var ce *sdktemporal.CanceledError
+	if err := env.GetWorkflowError(); !errors.As(err, &ce) {
+		t.Fatalf("the workflow ended with %v, want it cancelled", err)
 	}
 	var s temporal.Summary
-	if err := env.GetWorkflowResult(&s); err != nil {
+	if err := ce.Details(&s); err != nil {
 		t.Fatal(err)
 	}
 	if s.Status != agent.StatusCancelled || len(s.Children) != 2 {
