@@ -22,6 +22,7 @@ import (
 
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/llm/scripted"
+	"github.com/deepagents-go/deepagents/subagent"
 	"github.com/deepagents-go/deepagents/temporal"
 	"github.com/deepagents-go/deepagents/tool"
 )
@@ -122,6 +123,14 @@ func TestDelegationOnADevServer(t *testing.T) {
 		t.Fatalf("summary %+v", s)
 	}
 
+	h := history(ctx, t, c, run)
+	replay(t, h)
+	record(t, delegationHistory, h)
+}
+
+// history is the whole history of run.
+func history(ctx context.Context, t *testing.T, c client.Client, run client.WorkflowRun) *historypb.History {
+	t.Helper()
 	var h historypb.History
 	for it := c.GetWorkflowHistory(ctx, run.GetID(), run.GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT); it.HasNext(); {
 		ev, err := it.Next()
@@ -130,20 +139,26 @@ func TestDelegationOnADevServer(t *testing.T) {
 		}
 		h.Events = append(h.Events, ev)
 	}
-	replay(t, &h)
-	if os.Getenv(recordEnv) == "1" {
-		b, err := protojson.MarshalOptions{Multiline: true, Indent: "  "}.Marshal(&h)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.MkdirAll(filepath.Dir(delegationHistory), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(delegationHistory, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("wrote %s (%d events)", delegationHistory, len(h.Events))
+	return &h
+}
+
+// record writes h to path when DEEPAGENTS_TEMPORAL_RECORD is 1.
+func record(t *testing.T, path string, h *historypb.History) {
+	t.Helper()
+	if os.Getenv(recordEnv) != "1" {
+		return
 	}
+	b, err := protojson.MarshalOptions{Multiline: true, Indent: "  "}.Marshal(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("wrote %s (%d events)", path, len(h.Events))
 }
 
 // replayer is a replayer of RunAgent workflows of the delegation, with the
@@ -181,9 +196,38 @@ func TestDelegationHistoryReplays(t *testing.T) {
 	}
 }
 
-// On a real server, cancelling the workflow reaches a tool call running
-// in an activity on the worker, through the answer to its heartbeat; the
-// run ends cancelled.
+// waitingDelegation registers a parent that delegates to a helper, whose
+// one call, of wait, is an activity.
+func waitingDelegation(t *testing.T, wait tool.Tool) *temporal.Registry {
+	t.Helper()
+	reg := temporal.NewRegistry()
+	reg.HeartbeatTimeout = 2 * time.Second
+	m := reg.Model("scripted", scripted.New(scripted.Script{
+		"parent": {Steps: []scripted.Step{step("", tc("task", `{"description":"wait","subagent_type":"helper"}`)), step("done")}},
+		"helper": {Steps: []scripted.Step{step("", tc("wait", `{}`)), step("waited")}},
+	}, scripted.Options{}))
+	task, err := subagent.NewTask(subagent.Config{Model: m,
+		Subagents: []subagent.Spec{{Name: "helper", Description: "Helps.", Tools: []tool.Tool{reg.Tool("helper", wait)}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := agent.New(agent.Config{Model: m, Tools: []tool.Tool{task}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Agent("parent", a); err != nil {
+		t.Fatal(err)
+	}
+	return reg
+}
+
+const cancelHistory = "testdata/cancel.history.json"
+
+// On a real server, cancelling the workflow reaches a subagent's tool call
+// running in an activity on the worker, through the answer to its
+// heartbeat; the run ends cancelled, its subagent too. With
+// DEEPAGENTS_TEMPORAL_RECORD=1 its history is written to testdata for the
+// replay test.
 func TestCancellationReachesARunningToolOnADevServer(t *testing.T) {
 	address, namespace := devServer(t)
 	c, err := client.Dial(client.Options{HostPort: address, Namespace: namespace, DataConverter: temporal.DataConverter()})
@@ -203,16 +247,7 @@ func TestCancellationReachesARunningToolOnADevServer(t *testing.T) {
 			return "waited", nil
 		}
 	})
-	reg := temporal.NewRegistry()
-	reg.HeartbeatTimeout = 2 * time.Second
-	m := reg.Model("scripted", scripted.New(scripted.Script{"parent": {Steps: []scripted.Step{step("", tc("wait", `{}`)), step("done")}}}, scripted.Options{}))
-	a, err := agent.New(agent.Config{Model: m, Tools: []tool.Tool{reg.Tool("parent", wait)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := reg.Agent("parent", a); err != nil {
-		t.Fatal(err)
-	}
+	reg := waitingDelegation(t, wait)
 	w := worker.New(c, "deepagents-cancel", worker.Options{})
 	reg.Register(w)
 	if err := w.Start(); err != nil {
@@ -251,7 +286,34 @@ func TestCancellationReachesARunningToolOnADevServer(t *testing.T) {
 	if err := ce.Details(&s); err != nil {
 		t.Fatal(err)
 	}
-	if s.Status != agent.StatusCancelled {
+	if s.Status != agent.StatusCancelled || len(s.Children) != 1 || s.Children[0].Status != agent.StatusCancelled {
 		t.Fatalf("summary %+v", s)
+	}
+	h := history(ctx, t, c, run)
+	replayed, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{DataConverter: temporal.DataConverter()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitingDelegation(t, wait).RegisterWorkflow(replayed)
+	if err := replayed.ReplayWorkflowHistory(nil, h); err != nil {
+		t.Fatalf("the history does not replay: %v", err)
+	}
+	record(t, cancelHistory, h)
+}
+
+// The committed history of a cancelled delegation replays: the
+// cancellation reaches the loop, the activity is cancelled and the parent
+// waits for its subagent on a timer, in the same order.
+func TestCancelHistoryReplays(t *testing.T) {
+	r, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{DataConverter: temporal.DataConverter()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The tool's body does not matter: its calls are activities, whose
+	// outcomes the history holds.
+	wait := tool.MustFunc("wait", "Wait.", func(context.Context, *tool.Env, struct{}) (string, error) { return "", nil })
+	waitingDelegation(t, wait).RegisterWorkflow(r)
+	if err := r.ReplayWorkflowHistoryFromJSONFile(nil, cancelHistory); err != nil {
+		t.Fatalf("%s does not replay: %v", cancelHistory, err)
 	}
 }
