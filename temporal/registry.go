@@ -133,7 +133,14 @@ func (g *Registry) Model(name string, m llm.Model) llm.Model {
 // its call id and agent path in tool.Env, but neither the run's files nor
 // its state: it suits tools whose result follows from their arguments and
 // the world outside the run.
+//
+// A tool that runs agents of its own (agent.Nested, such as the task tool)
+// cannot be one: its runs belong to the workflow. Tool panics on one, as
+// a mistake in the worker's code.
 func (g *Registry) Tool(agentName string, t tool.Tool) tool.Tool {
+	if _, ok := t.(agent.Nested); ok {
+		panic(fmt.Sprintf("temporal: Registry.Tool: %q runs agents of its own, which run in the workflow; register their tools instead", t.Spec().Name))
+	}
 	g.tools[toolKey{agentName, t.Spec().Name}] = t
 	return &activityTool{g: g, agent: agentName, t: t}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"reflect"
@@ -356,6 +357,21 @@ func TestRegistryRefusesAModelThatIsNotAnActivity(t *testing.T) {
 	if err := reg.Agent("parent", a); err == nil || !strings.Contains(err.Error(), "the model of parent / helper was not made") {
 		t.Fatalf("error %v", err)
 	}
+}
+
+// A tool that runs agents of its own cannot be an activity.
+func TestRegistryToolRefusesANestedTool(t *testing.T) {
+	reg := temporal.NewRegistry()
+	task, err := subagent.NewTask(subagent.Config{Model: reg.Model("m", scripted.New(scripted.Script{}, scripted.Options{})), Subagents: []subagent.Spec{subagent.GeneralPurpose()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), `"task" runs agents of its own`) {
+			t.Fatalf("recovered %v", r)
+		}
+	}()
+	reg.Tool("parent", task)
 }
 
 // An agent not registered on the worker is refused, and the workflow fails
