@@ -536,3 +536,43 @@ func TestModelActivityKeepsTheProviderError(t *testing.T) {
 		t.Fatalf("the middleware saw %#v", got)
 	}
 }
+
+// A tool activity's error is its call's outcome, as in process: the model
+// reads it in the tool's result, and the activity is not failed or retried.
+func TestToolActivityErrorIsTheCallsOutcome(t *testing.T) {
+	reg := temporal.NewRegistry()
+	boom := tool.MustFunc("boom", "Fail.", func(context.Context, *tool.Env, struct{}) (string, error) { return "", errors.New("it broke") })
+	var seen string
+	m := reg.Model("scripted", scripted.New(scripted.Script{"parent": {Steps: []scripted.Step{step("", tc("boom", `{}`)), step("sorry")}}}, scripted.Options{}))
+	a, err := agent.New(agent.Config{Model: m, Tools: []tool.Tool{reg.Tool("parent", boom)}, Middleware: []agent.Middleware{{
+		WrapModel: func(ctx context.Context, req *llm.Request, next agent.ModelFunc) (*llm.Response, error) {
+			if last := req.Messages[len(req.Messages)-1]; last.Role == llm.RoleTool {
+				seen = last.Content
+			}
+			return next(ctx, req)
+		}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Agent("parent", a); err != nil {
+		t.Fatal(err)
+	}
+	env := newEnv(t, reg)
+	failed := 0
+	env.SetOnActivityCompletedListener(func(info *activity.Info, _ converter.EncodedValue, err error) {
+		if err != nil {
+			failed++
+		}
+	})
+	env.ExecuteWorkflow(temporal.RunAgentWorkflow, temporal.RunInput{Agent: "parent", Input: "try"})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var s temporal.Summary
+	if err := env.GetWorkflowResult(&s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Status != agent.StatusOK || s.Text != "sorry" || !strings.Contains(seen, "it broke") || failed != 0 {
+		t.Fatalf("summary %+v, the model read %q, %d activities failed", s, seen, failed)
+	}
+}
