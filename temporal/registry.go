@@ -1,0 +1,413 @@
+package temporal
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
+	sdktemporal "go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/tool"
+)
+
+// Names under which Register puts the workflow and activities on a worker.
+const (
+	RunAgentWorkflow = "deepagents.RunAgent"
+	ModelActivity    = "deepagents.Model"
+	ToolActivity     = "deepagents.Tool"
+)
+
+// MaxPayload is the largest activity input, compressed, that the runtime
+// schedules; Temporal itself refuses payloads over 2 MB.
+const MaxPayload = 1536 << 10
+
+// DataConverter is the converter that clients and workers of these
+// workflows use: the SDK's default, with every payload compressed by its
+// zlib codec. The runtime measures activity inputs against MaxPayload as
+// it encodes them.
+func DataConverter() converter.DataConverter {
+	return converter.NewCodecDataConverter(converter.GetDefaultDataConverter(),
+		converter.NewZlibCodec(converter.ZlibCodecOptions{AlwaysEncode: true}))
+}
+
+// Registry is what a worker runs: the agents a RunAgent workflow may run,
+// by name, and the models and tools that run as activities. Agents are Go
+// values given at worker start, so a workflow runs only code the worker was
+// built with. Fill it before Register, and build the agents with the models
+// and tools Model and Tool return.
+type Registry struct {
+	agents map[string]*agent.Agent
+	models map[string]llm.Model
+	tools  map[toolKey]tool.Tool
+	dc     converter.DataConverter
+
+	// ModelTimeout and ToolTimeout bound one attempt of a model or tool
+	// activity (start to close); zero is ten minutes.
+	ModelTimeout, ToolTimeout time.Duration
+	// HeartbeatTimeout is how long a model or tool activity may go
+	// without a heartbeat before Temporal counts its worker as gone; zero
+	// is 30 seconds. The activities beat four times as often: a
+	// cancellation reaches a running call with the answer to a beat.
+	HeartbeatTimeout time.Duration
+}
+
+type toolKey struct{ agent, name string }
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry {
+	return &Registry{agents: map[string]*agent.Agent{}, models: map[string]llm.Model{}, tools: map[toolKey]tool.Tool{}, dc: DataConverter()}
+}
+
+// Agent registers a under name: RunAgent{Agent: name} runs it. Its model,
+// and those of the subagents its tools delegate to, must be ones Model
+// returned, or their calls would run in workflow code: Agent refuses it
+// otherwise.
+func (g *Registry) Agent(name string, a *agent.Agent) error {
+	if err := checkModels(a, a.Name(), map[*agent.Agent]bool{}); err != nil {
+		return fmt.Errorf("agent %q: %w", name, err)
+	}
+	g.agents[name] = a
+	return nil
+}
+
+// delegator is a tool that runs subagents it names (subagent.Task).
+type delegator interface {
+	agent.Delegator
+	Names() []string
+}
+
+// checkModels checks that a and the subagents below it call their models
+// through activities.
+func checkModels(a *agent.Agent, path string, seen map[*agent.Agent]bool) error {
+	if seen[a] {
+		return nil
+	}
+	seen[a] = true
+	switch a.Config().Model.(type) {
+	case *activityModel, *checkingModel:
+	default:
+		return fmt.Errorf("the model of %s was not made with Registry.Model, so its calls would run in workflow code rather than as activities", path)
+	}
+	for _, t := range a.Tools() {
+		d, ok := t.(delegator)
+		if !ok {
+			continue
+		}
+		for _, n := range d.Names() {
+			if sub, ok := d.Agent(n); ok {
+				if err := checkModels(sub, path+" / "+n, seen); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// Model registers m under name and returns the model to build agents with:
+// in workflow code (a run on a Runtime) each of its calls is an activity
+// that calls m on a worker; anywhere else it is m.
+func (g *Registry) Model(name string, m llm.Model) llm.Model {
+	g.models[name] = m
+	am := &activityModel{g: g, name: name, m: m}
+	if sc, ok := m.(llm.SettingsChecker); ok {
+		return &checkingModel{am, sc}
+	}
+	return am
+}
+
+// Tool registers t as the tool of that name of the named agent (the
+// agent's name, as in its path, e.g. a subagent's spec name) and returns
+// the tool to build that agent with: in workflow code each of its calls is an activity
+// that runs t on a worker; anywhere else it is t. The activity's call sees
+// its call id and agent path in tool.Env, but neither the run's files nor
+// its state: it suits tools whose result follows from their arguments and
+// the world outside the run.
+//
+// A tool that runs agents of its own (agent.Nested, such as the task tool)
+// cannot be one: its runs belong to the workflow. Tool panics on one, as
+// a mistake in the worker's code.
+func (g *Registry) Tool(agentName string, t tool.Tool) tool.Tool {
+	if _, ok := t.(agent.Nested); ok {
+		panic(fmt.Sprintf("temporal: Registry.Tool: %q runs agents of its own, which run in the workflow; register their tools instead", t.Spec().Name))
+	}
+	g.tools[toolKey{agentName, t.Spec().Name}] = t
+	return &activityTool{g: g, agent: agentName, t: t}
+}
+
+// Register puts the RunAgent workflow and the model and tool activities on
+// w (a worker, or the SDK's test environment).
+func (g *Registry) Register(w interface {
+	worker.WorkflowRegistry
+	worker.ActivityRegistry
+}) {
+	g.RegisterWorkflow(w)
+	w.RegisterActivityWithOptions(g.CallModel, activity.RegisterOptions{Name: ModelActivity})
+	w.RegisterActivityWithOptions(g.RunTool, activity.RegisterOptions{Name: ToolActivity})
+}
+
+// RegisterWorkflow puts the RunAgent workflow on w alone: a replayer needs
+// no activities.
+func (g *Registry) RegisterWorkflow(w interface {
+	RegisterWorkflowWithOptions(w any, options workflow.RegisterOptions)
+}) {
+	w.RegisterWorkflowWithOptions(g.RunAgent, workflow.RegisterOptions{Name: RunAgentWorkflow})
+}
+
+// ModelCall is the input of the model activity: the request itself, for
+// now (see docs/TEMPORAL.md for the reference to a checkpoint that replaces
+// it).
+type ModelCall struct {
+	Model    string       `json:"model"`
+	CallInfo CallInfo     `json:"call_info"`
+	Request  *llm.Request `json:"request"`
+}
+
+// CallInfo is llm.CallInfo without its callback.
+type CallInfo struct {
+	Agent    string `json:"agent"`
+	Instance string `json:"instance,omitempty"`
+	Path     string `json:"path"`
+	Task     string `json:"task,omitempty"`
+	Round    int    `json:"round"`
+	Attempt  int    `json:"attempt,omitempty"`
+}
+
+// ToolRun is the input of the tool activity.
+type ToolRun struct {
+	Agent  string          `json:"agent"`
+	Tool   string          `json:"tool"`
+	CallID string          `json:"call_id"`
+	Path   string          `json:"path"`
+	Args   json.RawMessage `json:"args"`
+}
+
+// ToolOutcome is the output of the tool activity: the tool's result, and
+// its error as text (a tool's error is its call's outcome, not a failure
+// of the activity, so it is not retried).
+type ToolOutcome struct {
+	Result tool.Result `json:"result"`
+	Err    string      `json:"error,omitempty"`
+}
+
+// CallModel is the model activity: it calls the registered model.
+func (g *Registry) CallModel(ctx context.Context, in ModelCall) (*llm.Response, error) {
+	m, ok := g.models[in.Model]
+	if !ok {
+		return nil, sdktemporal.NewNonRetryableApplicationError(fmt.Sprintf("no model %q is registered on this worker", in.Model), "UnknownModel", nil)
+	}
+	defer heartbeat(ctx)()
+	ci := in.CallInfo
+	ctx = llm.WithCallInfo(ctx, llm.CallInfo{Agent: ci.Agent, Instance: ci.Instance, Path: ci.Path, Task: ci.Task, Round: ci.Round, Attempt: ci.Attempt})
+	resp, err := m.Generate(ctx, in.Request)
+	var ae *llm.APIError
+	if errors.As(err, &ae) {
+		// The loop and its middleware react to a provider error's kind
+		// (a context too long is compacted): it crosses as details.
+		return nil, sdktemporal.NewNonRetryableApplicationError(err.Error(), apiErrorType, nil,
+			apiError{Kind: ae.Kind, Provider: ae.Provider, StatusCode: ae.StatusCode, Message: ae.Message, RetryAfter: ae.RetryAfter})
+	}
+	return resp, err
+}
+
+// apiErrorType is the type of the application error that carries an
+// *llm.APIError out of the model activity.
+const apiErrorType = "deepagents.APIError"
+
+// apiError is an *llm.APIError without its underlying error, which does
+// not cross a process.
+type apiError struct {
+	Kind       llm.ErrorKind `json:"kind"`
+	Provider   string        `json:"provider,omitempty"`
+	StatusCode int           `json:"status_code,omitempty"`
+	Message    string        `json:"message,omitempty"`
+	RetryAfter time.Duration `json:"retry_after,omitempty"`
+}
+
+// modelError rebuilds the *llm.APIError a model activity failed with;
+// other errors are returned as they are.
+func modelError(err error) error {
+	var appErr *sdktemporal.ApplicationError
+	if !errors.As(err, &appErr) || appErr.Type() != apiErrorType {
+		return err
+	}
+	var d apiError
+	if appErr.Details(&d) != nil {
+		return err
+	}
+	return &llm.APIError{Kind: d.Kind, Provider: d.Provider, StatusCode: d.StatusCode, Message: d.Message, RetryAfter: d.RetryAfter}
+}
+
+// RunTool is the tool activity: it runs the registered tool.
+func (g *Registry) RunTool(ctx context.Context, in ToolRun) (*ToolOutcome, error) {
+	t, ok := g.tools[toolKey{in.Agent, in.Tool}]
+	if !ok {
+		return nil, sdktemporal.NewNonRetryableApplicationError(fmt.Sprintf("no tool %q of agent %q is registered on this worker", in.Tool, in.Agent), "UnknownTool", nil)
+	}
+	defer heartbeat(ctx)()
+	res, err := t.Run(ctx, &tool.Env{CallID: in.CallID, Agent: in.Path}, in.Args)
+	out := &ToolOutcome{Result: res}
+	if err != nil {
+		out.Err = err.Error()
+	}
+	return out, nil
+}
+
+// heartbeat beats for the activity of ctx until the returned function is
+// called or ctx is done, four times per heartbeat timeout (the SDK sends
+// fewer, as it sees fit).
+func heartbeat(ctx context.Context) (stop func()) {
+	every := activity.GetInfo(ctx).HeartbeatTimeout / 4
+	if every <= 0 {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx)
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
+// activity runs the named activity from workflow code, with the running
+// coroutine's context, and waits for it until ctx is done (which cancels
+// it). An input over MaxPayload, compressed, is refused before it is
+// scheduled.
+func (r *Runtime) activity(ctx context.Context, g *Registry, name string, timeout time.Duration, in, out any) error {
+	// Compressing a large input may take longer than workflow code is
+	// allowed to run without giving way.
+	p, err := workflow.DataConverterWithoutDeadlockDetection(g.dc).ToPayload(in)
+	if err != nil {
+		return err
+	}
+	if n := proto.Size(p); n > MaxPayload {
+		return &PayloadError{Activity: name, Size: n}
+	}
+	if timeout <= 0 {
+		timeout = 10 * time.Minute
+	}
+	beat := g.HeartbeatTimeout
+	if beat <= 0 {
+		beat = 30 * time.Second
+	}
+	var ferr error
+	r.wait(func(c workflow.Context) {
+		actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(c, workflow.ActivityOptions{
+			StartToCloseTimeout: timeout,
+			HeartbeatTimeout:    beat,
+			// One attempt for now: a provider retries its own calls, and
+			// which failures Temporal should retry is the next step's.
+			RetryPolicy: &sdktemporal.RetryPolicy{MaximumAttempts: 1},
+		}))
+		defer cancel()
+		f := workflow.ExecuteActivity(actx, name, in)
+		_ = workflow.Await(c, func() bool { return f.IsReady() || ctx.Err() != nil })
+		if !f.IsReady() {
+			cancel()
+			ferr = context.Cause(ctx)
+			return
+		}
+		ferr = f.Get(c, out)
+	})
+	return ferr
+}
+
+// PayloadError is a model or tool call whose input is too large to be an
+// activity's.
+type PayloadError struct {
+	Activity string
+	Size     int
+}
+
+func (e *PayloadError) Error() string {
+	return fmt.Sprintf("the %s activity's input is %d bytes compressed, over the %d a payload may have (Temporal refuses 2 MB)", e.Activity, e.Size, MaxPayload)
+}
+
+// activityModel is a registered model: an activity in workflow code.
+type activityModel struct {
+	g    *Registry
+	name string
+	m    llm.Model
+}
+
+func (am *activityModel) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	r, ok := runtimeFrom(ctx)
+	if !ok {
+		return am.m.Generate(ctx, req)
+	}
+	in := ModelCall{Model: am.name, Request: req}
+	if ci, ok := llm.CallInfoFrom(ctx); ok {
+		in.CallInfo = CallInfo{Agent: ci.Agent, Instance: ci.Instance, Path: ci.Path, Task: ci.Task, Round: ci.Round, Attempt: ci.Attempt}
+	}
+	var resp llm.Response
+	if err := r.activity(ctx, am.g, ModelActivity, am.g.ModelTimeout, in, &resp); err != nil {
+		return nil, modelError(err)
+	}
+	return &resp, nil
+}
+
+// Stream is m.Stream outside a workflow; in one, the activity's response
+// as a stream of one event: deltas would not belong in the history.
+func (am *activityModel) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.StreamEvent, error] {
+	if _, ok := runtimeFrom(ctx); !ok {
+		return am.m.Stream(ctx, req)
+	}
+	return llm.StreamOf(ctx, req, am.Generate)
+}
+
+// checkingModel is a registered model that checks settings as its model
+// does.
+type checkingModel struct {
+	*activityModel
+	sc llm.SettingsChecker
+}
+
+func (c *checkingModel) CheckSettings(s llm.Settings) ([]string, error) { return c.sc.CheckSettings(s) }
+
+// activityTool is a registered tool: an activity in workflow code.
+type activityTool struct {
+	g     *Registry
+	agent string
+	t     tool.Tool
+}
+
+func (at *activityTool) Spec() llm.ToolSpec { return at.t.Spec() }
+
+func (at *activityTool) Run(ctx context.Context, env *tool.Env, args json.RawMessage) (tool.Result, error) {
+	r, ok := runtimeFrom(ctx)
+	if !ok {
+		return at.t.Run(ctx, env, args)
+	}
+	in := ToolRun{Agent: at.agent, Tool: at.t.Spec().Name, Args: args}
+	if env != nil {
+		in.CallID, in.Path = env.CallID, env.Agent
+	}
+	var out ToolOutcome
+	if err := r.activity(ctx, at.g, ToolActivity, at.g.ToolTimeout, in, &out); err != nil {
+		return tool.Result{}, err
+	}
+	if out.Err != "" {
+		return out.Result, errors.New(out.Err)
+	}
+	return out.Result, nil
+}

@@ -1,0 +1,85 @@
+package temporal
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	sdktemporal "go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/llm"
+)
+
+// RunInput is what a RunAgent workflow is started with.
+type RunInput struct {
+	// Agent is the name the agent was registered under on the worker.
+	Agent string `json:"agent"`
+	// Thread names the conversation the run belongs to. This step keeps no
+	// checkpoints yet: it is carried into the summary.
+	Thread string `json:"thread,omitempty"`
+	// Input is the user's message.
+	Input string `json:"input"`
+}
+
+// Summary is what a RunAgent workflow returns: how the run ended, not its
+// messages or files, so that it stays small.
+type Summary struct {
+	Thread   string       `json:"thread,omitempty"`
+	Agent    string       `json:"agent"`
+	Status   agent.Status `json:"status"`
+	Error    string       `json:"error,omitempty"`
+	Text     string       `json:"text,omitempty"`
+	Rounds   int          `json:"rounds"`
+	Usage    llm.Usage    `json:"usage"`
+	Files    []string     `json:"files,omitempty"`
+	Changed  []string     `json:"changed,omitempty"`
+	Children []Child      `json:"children,omitempty"`
+}
+
+// Child summarises a subagent run, by the task call that started it.
+type Child struct {
+	CallID string       `json:"call_id"`
+	Agent  string       `json:"agent"`
+	Status agent.Status `json:"status"`
+	Text   string       `json:"text,omitempty"`
+	Rounds int          `json:"rounds"`
+}
+
+// Summarize is the summary of res, a run of the agent registered as name.
+func Summarize(name, thread string, res *agent.Result) *Summary {
+	s := &Summary{Thread: thread, Agent: name, Status: res.Status, Error: res.Error, Text: res.FinalText(),
+		Rounds: res.Rounds, Usage: res.Usage, Changed: slices.Clone(res.Changed),
+		Files: slices.Sorted(maps.Keys(res.State.Files))}
+	for _, id := range slices.Sorted(maps.Keys(res.Children)) {
+		c := res.Children[id]
+		s.Children = append(s.Children, Child{CallID: id, Agent: c.Agent.String(), Status: c.Status, Text: c.FinalText(), Rounds: c.Rounds})
+	}
+	return s
+}
+
+// RunAgent is the workflow that runs one agent run: it runs the agent
+// registered as in.Agent on a Runtime, from in.Input to its end, and
+// returns its summary. A run that ends other than ok is still a workflow
+// that completes: its status is in the summary. Cancelling the workflow
+// cancels the run; the workflow then ends cancelled, with the summary as
+// the details of its CanceledError.
+func (g *Registry) RunAgent(ctx workflow.Context, in RunInput) (*Summary, error) {
+	a, ok := g.agents[in.Agent]
+	if !ok {
+		return nil, sdktemporal.NewNonRetryableApplicationError(fmt.Sprintf("no agent %q is registered on this worker", in.Agent), "UnknownAgent", nil)
+	}
+	rt := NewRuntime(ctx)
+	rctx, cancel := rt.Context()
+	defer cancel()
+	res, err := a.Invoke(rctx, agent.Prompt(in.Input), agent.WithRuntime(rt))
+	if res == nil {
+		return nil, err
+	}
+	s := Summarize(in.Agent, in.Thread, res)
+	if ctx.Err() != nil {
+		return nil, sdktemporal.NewCanceledError(*s)
+	}
+	return s, nil
+}
