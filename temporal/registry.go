@@ -59,6 +59,10 @@ type Registry struct {
 	// is 30 seconds. The activities beat four times as often: a
 	// cancellation reaches a running call with the answer to a beat.
 	HeartbeatTimeout time.Duration
+	// ApprovalTimeout is how long a run that ends interrupted waits for
+	// decisions (a workflow timer) before its workflow ends interrupted;
+	// zero is DefaultApprovalTimeout, negative does not wait.
+	ApprovalTimeout time.Duration
 }
 
 type toolKey struct{ agent, name string }

@@ -9,7 +9,9 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/runner"
 )
 
 // RunInput is what a RunAgent workflow is started with.
@@ -36,6 +38,9 @@ type Summary struct {
 	Files    []string     `json:"files,omitempty"`
 	Changed  []string     `json:"changed,omitempty"`
 	Children []Child      `json:"children,omitempty"`
+	// Interrupts are the calls still waiting for a person when the run
+	// ended interrupted (the wait for decisions timed out).
+	Interrupts []agent.Interrupt `json:"interrupts,omitempty"`
 }
 
 // Child summarises a subagent run, by the task call that started it.
@@ -51,7 +56,7 @@ type Child struct {
 func Summarize(name, thread string, res *agent.Result) *Summary {
 	s := &Summary{Thread: thread, Agent: name, Status: res.Status, Error: res.Error, Text: res.FinalText(),
 		Rounds: res.Rounds, Usage: res.Usage, Changed: slices.Clone(res.Changed),
-		Files: slices.Sorted(maps.Keys(res.State.Files))}
+		Files: slices.Sorted(maps.Keys(res.State.Files)), Interrupts: res.Interrupts}
 	for _, id := range slices.Sorted(maps.Keys(res.Children)) {
 		c := res.Children[id]
 		s.Children = append(s.Children, Child{CallID: id, Agent: c.Agent.String(), Status: c.Status, Text: c.FinalText(), Rounds: c.Rounds})
@@ -61,8 +66,10 @@ func Summarize(name, thread string, res *agent.Result) *Summary {
 
 // RunAgent is the workflow that runs one agent run: it runs the agent
 // registered as in.Agent on a Runtime, from in.Input to its end, and
-// returns its summary. A run that ends other than ok is still a workflow
-// that completes: its status is in the summary. Cancelling the workflow
+// returns its summary. A run that ends interrupted waits for decisions on
+// its waiting calls (see PendingQuery, DecideUpdate) and resumes with them,
+// until Registry.ApprovalTimeout. A run that ends other than ok is still a
+// workflow that completes: its status is in the summary. Cancelling the workflow
 // cancels the run; the workflow then ends cancelled, with the summary as
 // the details of its CanceledError.
 func (g *Registry) RunAgent(ctx workflow.Context, in RunInput) (*Summary, error) {
@@ -70,10 +77,24 @@ func (g *Registry) RunAgent(ctx workflow.Context, in RunInput) (*Summary, error)
 	if !ok {
 		return nil, sdktemporal.NewNonRetryableApplicationError(fmt.Sprintf("no agent %q is registered on this worker", in.Agent), "UnknownAgent", nil)
 	}
+	ap, err := g.approvals(ctx, a)
+	if err != nil {
+		return nil, err
+	}
 	rt := NewRuntime(ctx)
 	rctx, cancel := rt.Context()
 	defer cancel()
-	res, err := a.Invoke(rctx, agent.Prompt(in.Input), agent.WithRuntime(rt))
+	// The thread lives in the workflow's memory for now (see
+	// docs/TEMPORAL.md): a resume after the wait needs it.
+	thread := in.Thread
+	if thread == "" {
+		thread = workflow.GetInfo(ctx).WorkflowExecution.ID
+	}
+	opts := []agent.RunOption{agent.WithRuntime(rt), runner.Checkpoints(checkpoint.NewMemory(0), thread)}
+	res, err := a.Invoke(rctx, agent.Prompt(in.Input), opts...)
+	res, err = g.await(ctx, ap, res, err, func(ds []agent.Decision) (*agent.Result, error) {
+		return a.Invoke(rctx, agent.Input{}, append(slices.Clip(opts), agent.WithDecisions(ds...))...)
+	})
 	if res == nil {
 		return nil, err
 	}
