@@ -1,13 +1,16 @@
 package temporal_test
 
 import (
+	"context"
 	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/approve"
@@ -241,5 +244,123 @@ func TestApprovalNoWait(t *testing.T) {
 	s := summary(t, env)
 	if s.Status != agent.StatusInterrupted || len(s.Interrupts) != 2 || env.Now().Sub(start) > time.Minute {
 		t.Fatalf("summary %+v after %v", s, env.Now().Sub(start))
+	}
+}
+
+const approvalHistory = "testdata/approval.history.json"
+
+// On a real server: a client queries the waiting calls, an update that
+// does not fit them is refused, one that does resumes the run to its end,
+// and the history (update messages included) replays; a second workflow
+// waits past its timeout and ends interrupted, its calls still listed. With
+// DEEPAGENTS_TEMPORAL_RECORD=1 the first history is written to testdata.
+func TestApprovalOnADevServer(t *testing.T) {
+	address, namespace := devServer(t)
+	c, err := client.Dial(client.Options{HostPort: address, Namespace: namespace, DataConverter: temporal.DataConverter()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	reg := approvalRegistry(t)
+	reg.ApprovalTimeout = 3 * time.Second
+	w := worker.New(c, "deepagents-approval", worker.Options{})
+	reg.Register(w)
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+
+	start := func(id string) client.WorkflowRun {
+		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: "deepagents-approval"},
+			temporal.RunAgentWorkflow, temporal.RunInput{Agent: "parent", Thread: id, Input: "go"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return run
+	}
+	update := func(run client.WorkflowRun, ds any) error {
+		h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: run.GetID(), RunID: run.GetRunID(),
+			UpdateName: temporal.DecideUpdate, Args: []any{ds}, WaitForStage: client.WorkflowUpdateStageCompleted})
+		if err != nil {
+			return err
+		}
+		return h.Get(ctx, nil)
+	}
+
+	run := start("approval")
+	var waiting []agent.Interrupt
+	for len(waiting) == 0 {
+		v, err := c.QueryWorkflow(ctx, run.GetID(), run.GetRunID(), temporal.PendingQuery)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := v.Get(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if len(waiting) == 0 {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if !slices.Equal(callIDs(waiting), []string{"w1", "w2"}) {
+		t.Fatalf("waiting %v", callIDs(waiting))
+	}
+	if err := update(run, []agent.Decision{{Type: agent.Approve, CallID: "nope"}}); err == nil || !strings.Contains(err.Error(), "nope") {
+		t.Fatalf("an update for no waiting call: %v", err)
+	}
+	if err := update(run, []agent.Decision{{Type: agent.Edit, CallID: "w1", Args: json.RawMessage(`{"path":"/q.txt","content":"q"}`)},
+		{Type: agent.Approve, CallID: "w2", Path: waiting[1].Path}}); err != nil {
+		t.Fatal(err)
+	}
+	var s temporal.Summary
+	if err := run.Get(ctx, &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Status != agent.StatusOK || !slices.Equal(s.Files, []string{"/a.txt", "/q.txt"}) {
+		t.Fatalf("summary %+v", s)
+	}
+	h := history(ctx, t, c, run)
+	if err := approvalReplayer(t).ReplayWorkflowHistory(nil, h); err != nil {
+		t.Fatalf("the history does not replay: %v", err)
+	}
+	record(t, approvalHistory, h)
+
+	late := start("approval-late")
+	if err := late.Get(ctx, &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Status != agent.StatusInterrupted || !slices.Equal(callIDs(s.Interrupts), []string{"w1", "w2"}) {
+		t.Fatalf("summary after the timeout %+v", s)
+	}
+	// The closed workflow still answers the query (by replay), and
+	// refuses decisions.
+	v, err := c.QueryWorkflow(ctx, late.GetID(), late.GetRunID(), temporal.PendingQuery)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.Get(&waiting); err != nil || !slices.Equal(callIDs(waiting), []string{"w1", "w2"}) {
+		t.Errorf("the closed workflow's pending calls: %v, %v", callIDs(waiting), err)
+	}
+	if err := update(late, []agent.Decision{{Type: agent.Approve, CallID: "w1"}}); err == nil {
+		t.Error("a closed workflow took decisions")
+	}
+}
+
+func approvalReplayer(t *testing.T) worker.WorkflowReplayer {
+	t.Helper()
+	r, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{DataConverter: temporal.DataConverter()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	approvalRegistry(t).RegisterWorkflow(r)
+	return r
+}
+
+// The committed history of a run that waited, had an update refused and
+// one taken, replays on the workflow as it is now.
+func TestApprovalHistoryReplays(t *testing.T) {
+	if err := approvalReplayer(t).ReplayWorkflowHistoryFromJSONFile(nil, approvalHistory); err != nil {
+		t.Fatalf("%s does not replay: %v", approvalHistory, err)
 	}
 }
