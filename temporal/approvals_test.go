@@ -364,3 +364,17 @@ func TestApprovalHistoryReplays(t *testing.T) {
 		t.Fatalf("%s does not replay: %v", approvalHistory, err)
 	}
 }
+
+// interruptedHistory is the history of a RunAgent workflow of
+// approvalRegistry's agent recorded before the wait existed: it ended as
+// soon as its run was interrupted.
+const interruptedHistory = "testdata/interrupted.history.json"
+
+// A workflow that ended interrupted without waiting, before the wait
+// existed, replays: the wait is guarded by workflow.GetVersion, so the
+// replay takes the old path (no timer) where the history has no marker.
+func TestInterruptedHistoryReplaysWithoutTheWait(t *testing.T) {
+	if err := approvalReplayer(t).ReplayWorkflowHistoryFromJSONFile(nil, interruptedHistory); err != nil {
+		t.Fatalf("%s does not replay: %v", interruptedHistory, err)
+	}
+}
