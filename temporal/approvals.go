@@ -11,7 +11,9 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/hitl"
+	"github.com/deepagents-go/deepagents/runner"
 )
 
 // This file is how a RunAgent workflow waits for a person: a run that ends
@@ -159,4 +161,18 @@ func (g *Registry) await(ctx workflow.Context, ap *approvals, res *agent.Result,
 		res, err = resume(ds)
 	}
 	return res, err
+}
+
+// memoryThread keeps the run's thread in the workflow's memory, so that a
+// decision can resume the run in the same workflow; a replay rebuilds it.
+// The store is hidden behind the interfaces a thread reads and writes
+// through: a checkpoint.Leaser would have the runner renew a lease from a
+// goroutine of its own, on the wall clock, outside workflow code. (The
+// shared store of docs/TEMPORAL.md's step 1 replaces it.)
+func memoryThread(thread string) agent.RunOption {
+	m := checkpoint.NewMemory(0)
+	return runner.Checkpoints(struct {
+		checkpoint.RunStore
+		checkpoint.PendingReader
+	}{m, m}, thread)
 }

@@ -9,9 +9,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/deepagents-go/deepagents/agent"
-	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/llm"
-	"github.com/deepagents-go/deepagents/runner"
 )
 
 // RunInput is what a RunAgent workflow is started with.
@@ -90,7 +88,7 @@ func (g *Registry) RunAgent(ctx workflow.Context, in RunInput) (*Summary, error)
 	if thread == "" {
 		thread = workflow.GetInfo(ctx).WorkflowExecution.ID
 	}
-	opts := []agent.RunOption{agent.WithRuntime(rt), runner.Checkpoints(checkpoint.NewMemory(0), thread)}
+	opts := []agent.RunOption{agent.WithRuntime(rt), memoryThread(thread)}
 	res, err := a.Invoke(rctx, agent.Prompt(in.Input), opts...)
 	res, err = g.await(ctx, ap, res, err, func(ds []agent.Decision) (*agent.Result, error) {
 		return a.Invoke(rctx, agent.Input{}, append(slices.Clip(opts), agent.WithDecisions(ds...))...)
