@@ -3,12 +3,14 @@ package temporal_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"go.temporal.io/sdk/client"
+	sdktemporal "go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
 
@@ -376,5 +378,28 @@ const interruptedHistory = "testdata/interrupted.history.json"
 func TestInterruptedHistoryReplaysWithoutTheWait(t *testing.T) {
 	if err := approvalReplayer(t).ReplayWorkflowHistoryFromJSONFile(nil, interruptedHistory); err != nil {
 		t.Fatalf("%s does not replay: %v", interruptedHistory, err)
+	}
+}
+
+// Cancelling a workflow that waits for decisions ends it cancelled at
+// once, the summary (the run as it stopped, its calls still waiting) in
+// its CanceledError.
+func TestApprovalWaitIsCancelled(t *testing.T) {
+	env := newEnv(t, approvalRegistry(t))
+	env.RegisterDelayedCallback(env.CancelWorkflow, time.Minute)
+	env.ExecuteWorkflow(temporal.RunAgentWorkflow, temporal.RunInput{Agent: "parent", Input: "go"})
+	var ce *sdktemporal.CanceledError
+	if err := env.GetWorkflowError(); !errors.As(err, &ce) {
+		t.Fatalf("the workflow ended with %v, want it cancelled", err)
+	}
+	var s temporal.Summary
+	if err := ce.Details(&s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Status != agent.StatusInterrupted || !slices.Equal(callIDs(s.Interrupts), []string{"w1", "w2"}) {
+		t.Fatalf("summary %+v", s)
+	}
+	if got := env.Now().Sub(start); got > 2*time.Minute {
+		t.Errorf("the workflow ended %v after its start, want at its cancellation", got)
 	}
 }
