@@ -141,14 +141,15 @@ func (g *Registry) await(ctx workflow.Context, ap *approvals, res *agent.Result,
 		if workflow.GetVersion(ctx, approvalChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 			return res, err
 		}
+		ap.pending = slices.Clone(res.Interrupts)
 		timeout := g.ApprovalTimeout
 		if timeout == 0 {
 			timeout = DefaultApprovalTimeout
 		}
 		if timeout < 0 {
+			ap.ended = true
 			return res, err
 		}
-		ap.pending = slices.Clone(res.Interrupts)
 		ok, werr := workflow.AwaitWithTimeout(ctx, timeout, func() bool { return ap.taken != nil })
 		if werr != nil || !ok {
 			// Cancelled (the caller sees ctx) or timed out: the calls

@@ -247,6 +247,9 @@ func TestApprovalNoWait(t *testing.T) {
 	if s.Status != agent.StatusInterrupted || len(s.Interrupts) != 2 || env.Now().Sub(start) > time.Minute {
 		t.Fatalf("summary %+v after %v", s, env.Now().Sub(start))
 	}
+	if got := pending(t, env); !slices.Equal(callIDs(got), []string{"w1", "w2"}) {
+		t.Errorf("the ended workflow lists %v", callIDs(got))
+	}
 }
 
 const approvalHistory = "testdata/approval.history.json"

@@ -37,7 +37,8 @@ type Summary struct {
 	Changed  []string     `json:"changed,omitempty"`
 	Children []Child      `json:"children,omitempty"`
 	// Interrupts are the calls still waiting for a person when the run
-	// ended interrupted (the wait for decisions timed out).
+	// ended interrupted: its wait for decisions timed out, or the
+	// workflow was cancelled while it waited.
 	Interrupts []agent.Interrupt `json:"interrupts,omitempty"`
 }
 
@@ -67,9 +68,9 @@ func Summarize(name, thread string, res *agent.Result) *Summary {
 // returns its summary. A run that ends interrupted waits for decisions on
 // its waiting calls (see PendingQuery, DecideUpdate) and resumes with them,
 // until Registry.ApprovalTimeout. A run that ends other than ok is still a
-// workflow that completes: its status is in the summary. Cancelling the workflow
-// cancels the run; the workflow then ends cancelled, with the summary as
-// the details of its CanceledError.
+// workflow that completes: its status is in the summary. Cancelling the
+// workflow cancels the run; the workflow then ends cancelled, with the
+// summary as the details of its CanceledError.
 func (g *Registry) RunAgent(ctx workflow.Context, in RunInput) (*Summary, error) {
 	a, ok := g.agents[in.Agent]
 	if !ok {
