@@ -341,7 +341,7 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 		// running stop as soon as they see the cancellation: they are
 		// waited for (a while at most), so that what they did and spent is
 		// in this run's result.
-		grace, stop := r.rt.Timeout(context.WithoutCancel(ctx), nestedGrace)
+		grace, stop := r.rt.Timeout(context.WithoutCancel(ctx), nestedGrace, nil)
 		for waiting := true; left > 0; {
 			// ctx is done: Next takes only what is there already.
 			if v := b.q.Next(ctx); v != nil {
