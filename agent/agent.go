@@ -158,9 +158,12 @@ type Middleware struct {
 	// Admit looks at each tool call before it starts, on the loop's
 	// goroutine, so it must return promptly (call.Env is nil). Returning
 	// Ask(...) makes the call wait for a person without starting (an
-	// approval gate); any other error is the call's error result. When the
-	// person approved or edited the call, it is admitted again with the
-	// model's arguments and the decision in ctx (DecisionOf).
+	// approval gate); any other error is the call's error result. Every
+	// middleware's hook sees every call: a refusal wins over any ask, and
+	// several asks are put to the person as one. When the person approved
+	// or edited the call, it is admitted again with the model's arguments
+	// and the decision in ctx (DecisionOf); an edited call is then admitted
+	// with the person's arguments too, where only a refusal counts.
 	Admit func(ctx context.Context, call *ToolCall) error
 	// StepTools adds tools for one step only: they are sent with that
 	// step's request and its calls of them are run. Tools that come and go

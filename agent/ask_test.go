@@ -11,6 +11,7 @@ import (
 
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/internal/testkit"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
 	"github.com/deepagents-go/deepagents/runner"
@@ -370,5 +371,144 @@ func TestToolAsksAgainAfterTheDecision(t *testing.T) {
 				t.Errorf("c1 result %+v, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// hookOn is an Admit-only middleware over the write tool.
+func hookOn(name string, admit func(ctx context.Context, path string) error) agent.Middleware {
+	return agent.Middleware{Name: name, Admit: func(ctx context.Context, call *agent.ToolCall) error {
+		var in struct {
+			Path string `json:"path"`
+		}
+		if err := json.Unmarshal(call.Call.Args, &in); err != nil {
+			return err
+		}
+		return admit(ctx, in.Path)
+	}}
+}
+
+// Every Admit hook sees every call: one that asks does not hide another
+// that refuses (the refusal wins) or that asks too (the person is asked
+// once, with both reasons and only the decisions both allow).
+func TestEveryAdmitHookIsAsked(t *testing.T) {
+	always := hookOn("always", func(context.Context, string) error {
+		return agent.Ask(agent.Question{Reason: "every write waits"})
+	})
+	denyEtc := hookOn("deny", func(_ context.Context, path string) error {
+		if strings.HasPrefix(path, "/etc/") {
+			return errors.New("writes under /etc are not allowed")
+		}
+		return nil
+	})
+	protect := hookOn("protect", func(_ context.Context, path string) error {
+		if path == "/config/x" {
+			return agent.Ask(agent.Question{Allowed: []agent.DecisionType{agent.Approve, agent.Reject}, Reason: "/config/x is protected"})
+		}
+		return nil
+	})
+	m := scripted.New(scripted.Script{"parent": steps(
+		scripted.Step{ToolCalls: []scripted.StepCall{
+			{ID: "c1", Name: "write", Args: json.RawMessage(`{"path":"/etc/passwd","content":"x"}`)},
+			{ID: "c2", Name: "write", Args: json.RawMessage(`{"path":"/config/x","content":"x"}`)},
+		}},
+		scripted.Step{Content: "done"},
+	)}, scripted.Options{})
+	seen := &testkit.Approvals{}
+	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{testkit.WriteTool(seen)},
+		Middleware: []agent.Middleware{always, denyEtc, protect}})
+	res, err := a.Invoke(t.Context(), agent.Prompt("go"), runner.Checkpoints(checkpoint.NewMemory(0), "T"))
+	if !errors.Is(err, agent.ErrInterrupted) {
+		t.Fatalf("err %v", err)
+	}
+	if len(res.Interrupts) != 1 || res.Interrupts[0].CallID != "c2" {
+		t.Fatalf("interrupts %+v: want c2 alone (c1 is refused, not put to the person)", res.Interrupts)
+	}
+	in := res.Interrupts[0]
+	if in.Reason != "every write waits. /config/x is protected" {
+		t.Errorf("reason %q: want both hooks' reasons", in.Reason)
+	}
+	if fmt.Sprint(in.Allowed) != "[approve reject]" {
+		t.Errorf("allowed %v: want what both hooks allow", in.Allowed)
+	}
+	if _, ran := seen.Get("c1"); ran {
+		t.Error("the refused call ran")
+	}
+}
+
+// An edit runs the person's arguments, so a hook that refuses them refuses
+// the call: the edit is not a way around a refusal.
+func TestEditIsAdmittedWithItsArguments(t *testing.T) {
+	always := hookOn("always", func(context.Context, string) error { return agent.Ask(agent.Question{}) })
+	denyEtc := hookOn("deny", func(_ context.Context, path string) error {
+		if strings.HasPrefix(path, "/etc/") {
+			return errors.New("writes under /etc are not allowed")
+		}
+		return nil
+	})
+	m := scripted.New(scripted.Script{"parent": steps(
+		scripted.Step{ToolCalls: []scripted.StepCall{{ID: "c1", Name: "write", Args: json.RawMessage(`{"path":"/tmp/x","content":"x"}`)}}},
+		scripted.Step{Content: "done"},
+	)}, scripted.Options{})
+	seen := &testkit.Approvals{}
+	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{testkit.WriteTool(seen)},
+		Middleware: []agent.Middleware{always, denyEtc}})
+	saver := checkpoint.NewMemory(0)
+	if _, err := a.Invoke(t.Context(), agent.Prompt("go"), runner.Checkpoints(saver, "T")); !errors.Is(err, agent.ErrInterrupted) {
+		t.Fatalf("err %v", err)
+	}
+	res, err := a.Invoke(t.Context(), agent.Input{}, runner.Checkpoints(saver, "T"), agent.WithDecisions(agent.Decision{
+		Type: agent.Edit, CallID: "c1", Args: json.RawMessage(`{"path":"/etc/passwd","content":"x"}`)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ran := seen.Get("c1"); ran {
+		t.Error("the edited call ran though a hook refuses its arguments")
+	}
+	if got, _ := toolResult(res, "c1"); !got.IsError || !strings.Contains(got.Content, "writes under /etc are not allowed") {
+		t.Errorf("c1 result %+v: want the refusal", got)
+	}
+}
+
+// nestedProbe is a Nested tool that notes what its run's context says of
+// the person's decision, as a subagent's hooks would see it.
+type nestedProbe struct {
+	tool.Tool
+	decided, approved *bool
+}
+
+func (p nestedProbe) RunNested(ctx context.Context, env *tool.Env, args json.RawMessage, host agent.Host) (tool.Result, *agent.Result, error) {
+	_, *p.decided = agent.DecisionOf(ctx)
+	*p.approved = agent.Approved(ctx)
+	return tool.Result{Content: "ran"}, nil, nil
+}
+
+// A person's decision on a call that starts a subagent is that call's: the
+// subagent's run sees neither the decision nor an approval.
+func TestDecisionStaysWithTheTaskCall(t *testing.T) {
+	var decided, approved bool
+	probe := nestedProbe{Tool: tool.MustFunc("task", "Delegate.", func(context.Context, *tool.Env, struct{}) (string, error) {
+		return "", errors.New("not run directly")
+	}), decided: &decided, approved: &approved}
+	m := scripted.New(scripted.Script{"parent": steps(
+		scripted.Step{ToolCalls: []scripted.StepCall{{ID: "c1", Name: "task", Args: json.RawMessage(`{}`)}}},
+		scripted.Step{Content: "done"},
+	)}, scripted.Options{})
+	gate := agent.Middleware{Name: "gate", Admit: func(ctx context.Context, call *agent.ToolCall) error {
+		if _, ok := agent.DecisionOf(ctx); ok {
+			return nil
+		}
+		return agent.Ask(agent.Question{})
+	}}
+	a := newAgent(t, agent.Config{Model: m, Tools: []tool.Tool{probe}, Middleware: []agent.Middleware{gate}})
+	saver := checkpoint.NewMemory(0)
+	if _, err := a.Invoke(t.Context(), agent.Prompt("go"), runner.Checkpoints(saver, "T")); !errors.Is(err, agent.ErrInterrupted) {
+		t.Fatalf("err %v", err)
+	}
+	if _, err := a.Invoke(t.Context(), agent.Input{}, runner.Checkpoints(saver, "T"),
+		agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "c1"})); err != nil {
+		t.Fatal(err)
+	}
+	if decided || approved {
+		t.Errorf("inside the subagent: decided %v approved %v, want neither", decided, approved)
 	}
 }

@@ -267,7 +267,7 @@ func (r *run) loop(parent context.Context) {
 	defer cancel(nil)
 	if r.timeout > 0 {
 		var stop context.CancelFunc
-		ctx, stop = context.WithTimeoutCause(ctx, r.timeout, &timeoutError{r.timeout})
+		ctx, stop = r.rt.Timeout(ctx, r.timeout, &timeoutError{r.timeout})
 		defer stop()
 	}
 	r.emit(Event{Type: RunStart, Run: &RunInfo{}})

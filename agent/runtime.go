@@ -18,8 +18,9 @@ import (
 // in-process default: the wall clock, ids "call_R_I", and the agent's pool
 // of worker goroutines.
 //
-// Timeouts (WithTimeout) and a Hold losing its thread still use the context's deadline
-// and the wall clock.
+// A run's time budget (WithTimeout) runs on the runtime's timers too. The
+// bound on saving a run's end and a Hold losing its thread still use the
+// wall clock.
 type Runtime interface {
 	// Now is the time events are stamped with and durations measured by.
 	// It may be called from any goroutine.
@@ -38,9 +39,11 @@ type Runtime interface {
 	// parallelism of a step's calls.
 	Semaphore(n int) Semaphore
 	// Timeout returns a copy of ctx that is also done once d has passed on
-	// the runtime's timers; cancel frees them. The loop waits with it for
-	// the subagents of a step it cancelled.
-	Timeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc)
+	// the runtime's timers, with cause as its cause (nil:
+	// context.DeadlineExceeded); cancel frees them. A run's time budget
+	// runs on it, and the loop waits with it for the subagents of a step it
+	// cancelled.
+	Timeout(ctx context.Context, d time.Duration, cause error) (context.Context, context.CancelFunc)
 	// Model makes one model call; next is the call through the agent's
 	// middleware. A durable-execution runtime records its outcome here.
 	Model(ctx context.Context, req *llm.Request, next ModelFunc) (*llm.Response, error)

@@ -21,9 +21,9 @@ func (local) Queue() Queue { return &chanQueue{ch: make(chan any, 32), closed: m
 // Semaphore returns a channel-backed semaphore.
 func (local) Semaphore(n int) Semaphore { return make(chanSemaphore, max(n, 1)) }
 
-// Timeout is context.WithTimeout: the wall clock's timers.
-func (local) Timeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, d)
+// Timeout is context.WithTimeoutCause: the wall clock's timers.
+func (local) Timeout(ctx context.Context, d time.Duration, cause error) (context.Context, context.CancelFunc) {
+	return context.WithTimeoutCause(ctx, d, cause)
 }
 
 type chanQueue struct {

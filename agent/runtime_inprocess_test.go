@@ -75,14 +75,24 @@ func TestInProcessSemaphore(t *testing.T) {
 	}
 }
 
-// A timer's context is done once its time has passed, or when it is
-// cancelled, and not before.
+// A timer's context is done once its time has passed, with the cause it
+// was given, or when it is cancelled, and not before.
 func TestInProcessTimeout(t *testing.T) {
 	rt := agent.Sequential(time.Time{})
-	ctx, stop := rt.Timeout(t.Context(), time.Millisecond)
+	budget := errors.New("the budget ran out")
+	ctx, stop := rt.Timeout(t.Context(), time.Millisecond, budget)
 	defer stop()
 	<-ctx.Done()
-	long, stopLong := rt.Timeout(t.Context(), time.Hour)
+	if cause := context.Cause(ctx); cause != budget {
+		t.Errorf("cause %v, want the one given", cause)
+	}
+	plain, stopPlain := rt.Timeout(t.Context(), time.Millisecond, nil)
+	defer stopPlain()
+	<-plain.Done()
+	if cause := context.Cause(plain); cause != context.DeadlineExceeded {
+		t.Errorf("cause %v, want context.DeadlineExceeded", cause)
+	}
+	long, stopLong := rt.Timeout(t.Context(), time.Hour, nil)
 	if long.Err() != nil {
 		t.Fatalf("an hour's timer is done at once: %v", long.Err())
 	}

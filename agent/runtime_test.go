@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,5 +65,41 @@ func TestRuntimeNamesCallsAndStampsEvents(t *testing.T) {
 		if !s.Equal(clock) {
 			t.Errorf("event %d stamped %v, want the runtime's %v", i, s, clock)
 		}
+	}
+}
+
+// instantTimers is a runtime whose timers are done at once, as if their
+// time had passed: a run whose budget is on the runtime's timers ends at
+// once, while one on the wall clock would wait for it.
+type instantTimers struct {
+	agent.Runtime
+	asked []time.Duration
+}
+
+func (r *instantTimers) Timeout(ctx context.Context, d time.Duration, cause error) (context.Context, context.CancelFunc) {
+	r.asked = append(r.asked, d)
+	if cause == nil {
+		cause = context.DeadlineExceeded
+	}
+	tctx, cancel := context.WithCancelCause(ctx)
+	cancel(cause)
+	return tctx, func() {}
+}
+
+// A run's time budget (WithTimeout) runs on the runtime's timers: an hour
+// that passes at once on them ends the run at its limit at once.
+func TestTimeoutRunsOnTheRuntimesTimers(t *testing.T) {
+	rt := &instantTimers{Runtime: agent.Sequential(time.Time{})}
+	m := scripted.New(scripted.Script{"parent": scripted.AgentScript{Steps: []scripted.Step{{Content: "done"}}}}, scripted.Options{})
+	a, err := agent.New(agent.Config{Model: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.Invoke(t.Context(), agent.Prompt("go"), agent.WithRuntime(rt), agent.WithTimeout(time.Hour))
+	if res == nil || res.Status != agent.StatusLimit || !strings.Contains(res.Error, "timed out after 1h0m0s") {
+		t.Fatalf("result %+v, err %v: want the run's limit", res, err)
+	}
+	if len(rt.asked) == 0 || rt.asked[0] != time.Hour {
+		t.Errorf("timers asked for %v, want the hour first", rt.asked)
 	}
 }

@@ -181,7 +181,13 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 			}
 			reports[i] = tc.ran
 		}
-		callCtx := withApproved(withDecision(ctx, bf.decision), approved)
+		// The decision, like the approval, is the task call's, not one of
+		// its subagent's calls.
+		decision := bf.decision
+		if nested[i] {
+			decision = nil
+		}
+		callCtx := withApproved(withDecision(ctx, decision), approved)
 		if in, ok := t.(tool.Inline); !ok || !in.Inline() {
 			inline = false
 		}
@@ -335,7 +341,7 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 		// running stop as soon as they see the cancellation: they are
 		// waited for (a while at most), so that what they did and spent is
 		// in this run's result.
-		grace, stop := r.rt.Timeout(context.WithoutCancel(ctx), nestedGrace)
+		grace, stop := r.rt.Timeout(context.WithoutCancel(ctx), nestedGrace, nil)
 		for waiting := true; left > 0; {
 			// ctx is done: Next takes only what is there already.
 			if v := b.q.Next(ctx); v != nil {
@@ -564,22 +570,67 @@ func (r *run) invoke(ctx context.Context, tc *ToolCall, host Host) (res tool.Res
 // should one of them not heed its context.
 const nestedGrace = 5 * time.Second
 
-// admit puts call to the middleware's Admit hooks before it starts,
-// outermost first. The first that asks a person decides (ask); another
-// error refuses the call.
+// admit puts call to every middleware's Admit hooks before it starts,
+// outermost first. A refusal (an error that is not an Ask) refuses the
+// call, whatever the others said; when several hooks ask, the person is
+// asked once, with all their reasons and only the decisions every one of
+// them allows.
 func (r *run) admit(ctx context.Context, call *ToolCall) (ask *Question, refused error) {
 	for _, m := range r.a.cfg.Middleware {
 		if m.Admit == nil {
 			continue
 		}
-		if err := m.Admit(ctx, call); err != nil {
-			if q, ok := askedOf(err); ok {
-				return q, nil
-			}
+		err := m.Admit(ctx, call)
+		if err == nil {
+			continue
+		}
+		q, ok := askedOf(err)
+		if !ok {
 			return nil, err
 		}
+		ask = bothQuestions(ask, q)
 	}
-	return nil, nil
+	return ask, nil
+}
+
+// bothQuestions is what a person is asked when two hooks ask about one
+// call: both reasons and descriptions, and the decisions both allow (a
+// rejection when they allow none in common, so the person can still
+// answer).
+func bothQuestions(a, b *Question) *Question {
+	if a == nil {
+		q := *b
+		return &q
+	}
+	allowedOf := func(q *Question) []DecisionType {
+		if len(q.Allowed) == 0 {
+			return AllDecisions
+		}
+		return q.Allowed
+	}
+	var allowed []DecisionType
+	for _, d := range allowedOf(a) {
+		if slices.Contains(allowedOf(b), d) {
+			allowed = append(allowed, d)
+		}
+	}
+	if len(allowed) == 0 {
+		allowed = []DecisionType{Reject}
+	}
+	return &Question{Allowed: allowed, Description: joinSentences(a.Description, b.Description),
+		Reason: joinSentences(a.Reason, b.Reason)}
+}
+
+// joinSentences joins two texts for a person, either of which may be
+// empty; the same text twice is said once.
+func joinSentences(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "" || a == b:
+		return a
+	}
+	return strings.TrimRight(a, ". ") + ". " + b
 }
 
 // rejectCall is the result of call c (key names it) that a person rejected
@@ -636,6 +687,16 @@ func (r *run) beforeStart(ctx context.Context, c llm.ToolCall, tc *ToolCall, pen
 	case decided:
 		// Admitted again as the model made it, with the decision.
 		ask, refused = r.admit(withDecision(ctx, &dc), tc)
+		if refused == nil && dc.Type == Edit {
+			// What runs is the person's arguments: a hook that refuses
+			// them refuses the call (a hook that would ask about them is
+			// answered by the person's own edit). What the hooks note on
+			// this look at the call is not kept: the look above did that.
+			edited := *tc
+			edited.Call.Args = dc.Args
+			edited.ran = nil
+			_, refused = r.admit(withDecision(ctx, &dc), &edited)
+		}
 	case told:
 		// The call waited when the run stopped: it keeps waiting with what
 		// it was put to the person with, whatever the resuming agent's

@@ -116,7 +116,14 @@ func wrapStream(ctx context.Context, req *llm.Request, next agent.StreamFunc) it
 			case err != nil:
 				end(nil, err)
 			case ev.Type == llm.EventDone:
-				end(ev.Response, nil)
+				// A stream may end without a response of its own (the
+				// loop builds it from the deltas): the call still ended
+				// well, with no usage to report.
+				resp := ev.Response
+				if resp == nil {
+					resp = &llm.Response{}
+				}
+				end(resp, nil)
 			case c.first.IsZero() && step.Streaming:
 				// A call that does not stream has no first chunk to
 				// time: its answer comes whole.
@@ -179,6 +186,9 @@ func (r *Recorder) chatSpan(a *agentSpans, c *chatCall) {
 	}
 	resp := c.resp
 	if resp == nil {
+		if c.err == nil {
+			c.err = errUnread
+		}
 		typ := errorType(c.err)
 		span.SetAttributes(semconv.ErrorTypeKey.String(typ))
 		span.SetStatus(codes.Error, c.err.Error())

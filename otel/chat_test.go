@@ -194,3 +194,29 @@ func TestOverflowRetryIsOneChatSpan(t *testing.T) {
 		t.Errorf("%d compaction events on the run's span, want 1", compacted)
 	}
 }
+
+// A stream that ends with no response of its own (the loop builds it from
+// the deltas) ends its chat span well, with no usage: the run goes on.
+func TestChatSpanOfAStreamWithoutAResponse(t *testing.T) {
+	h := newHarness(t)
+	rec := daotel.NewRecorder(context.Background(), daotel.Config{TracerProvider: h.tp, Model: "m"})
+	model := streamFunc(func(context.Context, *llm.Request) iter.Seq2[llm.StreamEvent, error] {
+		return func(yield func(llm.StreamEvent, error) bool) {
+			if yield(llm.StreamEvent{Type: llm.EventTextDelta, Text: "hi"}, nil) {
+				yield(llm.StreamEvent{Type: llm.EventDone}, nil)
+			}
+		}
+	})
+	a, err := agent.New(agent.Config{Model: model, Stream: true, Middleware: []agent.Middleware{daotel.Middleware()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := agent.Drain(rec.Observe(a.Run(daotel.WithRecorder(context.Background(), rec), agent.Prompt("hi"))), nil)
+	if err != nil || res.FinalText() != "hi" {
+		t.Fatalf("run: %v, final text %q", err, res.FinalText())
+	}
+	chat := one(t, h.exp.GetSpans(), "chat m")
+	if chat.Status.Code.String() == "Error" {
+		t.Errorf("chat span status %v, want no error", chat.Status)
+	}
+}

@@ -324,8 +324,8 @@ func (r lockRuntime) Queue() agent.Queue             { return r.l.seq.Queue() }
 func (r lockRuntime) Semaphore(n int) agent.Semaphore {
 	return r.l.seq.Semaphore(n)
 }
-func (r lockRuntime) Timeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	return r.l.seq.Timeout(ctx, d)
+func (r lockRuntime) Timeout(ctx context.Context, d time.Duration, cause error) (context.Context, context.CancelFunc) {
+	return r.l.seq.Timeout(ctx, d, cause)
 }
 
 // Model waits for the call's model.request.

@@ -287,9 +287,12 @@ func (c *coop) Fanout(calls []func()) {
 
 // Timeout is a virtual timer: its context is done when the scheduler, with
 // no task to run, moves the clock to it.
-func (c *coop) Timeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+func (c *coop) Timeout(ctx context.Context, d time.Duration, cause error) (context.Context, context.CancelFunc) {
+	if cause == nil {
+		cause = context.DeadlineExceeded
+	}
 	tctx, cancel := context.WithCancelCause(ctx)
-	tm := &coopTimer{fire: func() { cancel(context.DeadlineExceeded) }}
+	tm := &coopTimer{fire: func() { cancel(cause) }}
 	c.mu.Lock()
 	c.timeouts++
 	tm.at = c.now.Add(d)

@@ -235,7 +235,7 @@ func (q querier) WritePacks(ctx context.Context, thread, ns string, packs []engi
 			if p.Chunks == 1 {
 				data = in[0].data
 			}
-			if _, err := q.execSQL(ctx, `DELETE FROM chunks WHERE thread = ? AND ns = ? AND seq_from >= ? AND seq_from < ?`, thread, ns, p.From, p.To); err != nil {
+			if _, err := q.execSQL(ctx, `DELETE FROM msgchunks WHERE thread = ? AND ns = ? AND seq_from >= ? AND seq_from < ?`, thread, ns, p.From, p.To); err != nil {
 				return err
 			}
 			// The rows of the pack, in one statement: from its oldest row
@@ -249,12 +249,12 @@ func (q querier) WritePacks(ctx context.Context, thread, ns string, packs []engi
 			continue
 		}
 		if p.Chunks == 1 {
-			if _, err := q.execSQL(ctx, `UPDATE chunks SET packed = 1 WHERE thread = ? AND ns = ? AND seq_from = ?`, thread, ns, p.From); err != nil {
+			if _, err := q.execSQL(ctx, `UPDATE msgchunks SET packed = 1 WHERE thread = ? AND ns = ? AND seq_from = ?`, thread, ns, p.From); err != nil {
 				return err
 			}
 			continue
 		}
-		if _, err := q.execSQL(ctx, `DELETE FROM chunks WHERE thread = ? AND ns = ? AND seq_from >= ? AND seq_from < ?`, thread, ns, p.From, p.To); err != nil {
+		if _, err := q.execSQL(ctx, `DELETE FROM msgchunks WHERE thread = ? AND ns = ? AND seq_from >= ? AND seq_from < ?`, thread, ns, p.From, p.To); err != nil {
 			return err
 		}
 		if _, err := q.execNamed(ctx, "insertchunk", thread, ns, p.From, p.To, 1, p.Data); err != nil {
@@ -268,7 +268,7 @@ func (q querier) WritePacks(ctx context.Context, thread, ns string, packs []engi
 // chunks table, unpacked, as schema 5 kept them: copying and pruning a
 // thread then work on the chunks table alone.
 func (q querier) spill(ctx context.Context, thread string) error {
-	if _, err := q.execSQL(ctx, `INSERT INTO chunks (thread, ns, seq_from, seq_to, packed, data)
+	if _, err := q.execSQL(ctx, `INSERT INTO msgchunks (thread, ns, seq_from, seq_to, packed, data)
 		SELECT thread, ns, seq_from, seq_to, 0, msgs FROM checkpoints WHERE thread = ? AND msgs IS NOT NULL`, thread); err != nil {
 		return err
 	}
@@ -278,7 +278,7 @@ func (q querier) spill(ctx context.Context, thread string) error {
 
 // Namespaces implements engine.Writer.
 func (q querier) Namespaces(ctx context.Context, thread string) ([]string, error) {
-	rows, err := q.tx.QueryContext(ctx, `SELECT DISTINCT ns FROM chunks WHERE thread = ?`, thread)
+	rows, err := q.tx.QueryContext(ctx, `SELECT DISTINCT ns FROM msgchunks WHERE thread = ?`, thread)
 	if err != nil {
 		return nil, err
 	}
@@ -288,7 +288,7 @@ func (q querier) Namespaces(ctx context.Context, thread string) ([]string, error
 
 // Spans implements engine.Writer.
 func (q querier) Spans(ctx context.Context, thread, ns string) ([]checkpoint.Range, error) {
-	rows, err := q.tx.QueryContext(ctx, `SELECT seq_from, seq_to FROM chunks WHERE thread = ? AND ns = ? ORDER BY seq_from`, thread, ns)
+	rows, err := q.tx.QueryContext(ctx, `SELECT seq_from, seq_to FROM msgchunks WHERE thread = ? AND ns = ? ORDER BY seq_from`, thread, ns)
 	if err != nil {
 		return nil, err
 	}
@@ -305,15 +305,15 @@ func (q querier) ChunkData(ctx context.Context, thread, ns string, from int64) (
 
 // CopyChunk implements engine.Writer.
 func (q querier) CopyChunk(ctx context.Context, thread, ns string, from int64, dst string) error {
-	_, err := q.execSQL(ctx, `INSERT INTO chunks (thread, ns, seq_from, seq_to, packed, data)
-		SELECT ?, ns, seq_from, seq_to, packed, data FROM chunks WHERE thread = ? AND ns = ? AND seq_from = ?`,
+	_, err := q.execSQL(ctx, `INSERT INTO msgchunks (thread, ns, seq_from, seq_to, packed, data)
+		SELECT ?, ns, seq_from, seq_to, packed, data FROM msgchunks WHERE thread = ? AND ns = ? AND seq_from = ?`,
 		dst, thread, ns, from)
 	return err
 }
 
 // DeleteChunk implements engine.Writer.
 func (q querier) DeleteChunk(ctx context.Context, thread, ns string, from int64) error {
-	_, err := q.execSQL(ctx, `DELETE FROM chunks WHERE thread = ? AND ns = ? AND seq_from = ?`, thread, ns, from)
+	_, err := q.execSQL(ctx, `DELETE FROM msgchunks WHERE thread = ? AND ns = ? AND seq_from = ?`, thread, ns, from)
 	return err
 }
 

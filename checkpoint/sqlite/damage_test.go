@@ -133,7 +133,7 @@ func TestEmptyFile(t *testing.T) {
 // tables over the old.
 func TestChangedSchemaIsAnError(t *testing.T) {
 	for _, c := range []struct{ name, change, want string }{
-		{"a table dropped", `DROP TABLE chunks`, "lacks the thread tables chunks"},
+		{"a table dropped", `DROP TABLE msgchunks`, "lacks the thread tables msgchunks"},
 		{"version reset", `PRAGMA user_version = 0`, "has the thread tables but no schema version"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -134,7 +134,7 @@ func TestChunksArePacked(t *testing.T) {
 	// A branch from c42: its messages are numbered after the main line's.
 	put("th", "b1", "c42", "branch")
 	var rows, unpacked int
-	if err := s.r.QueryRow(`SELECT COUNT(*), COALESCE(SUM(packed = 0), 0) FROM chunks WHERE thread = 'th'`).Scan(&rows, &unpacked); err != nil {
+	if err := s.r.QueryRow(`SELECT COUNT(*), COALESCE(SUM(packed = 0), 0) FROM msgchunks WHERE thread = 'th'`).Scan(&rows, &unpacked); err != nil {
 		t.Fatal(err)
 	}
 	// Snapshots at steps 1, 11, ..., 91 packed everything before them.
@@ -210,7 +210,7 @@ func TestFirstChunkJoinsTheNextPack(t *testing.T) {
 	defer s.Close()
 	chunks := func() string {
 		t.Helper()
-		rows, err := s.r.Query(`SELECT seq_from, seq_to, packed FROM chunks WHERE thread = 'th' ORDER BY seq_from`)
+		rows, err := s.r.Query(`SELECT seq_from, seq_to, packed FROM msgchunks WHERE thread = 'th' ORDER BY seq_from`)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -462,7 +462,7 @@ func writeSchema2(t *testing.T, path, src string) {
 		`PRAGMA user_version = 2`,
 		`ATTACH DATABASE '` + src + `' AS src`,
 		`INSERT INTO checkpoints (seq, thread, ns, id, title, record) SELECT seq, thread, ns, id, title, record FROM src.checkpoints`,
-		`INSERT INTO chunks SELECT * FROM src.chunks`,
+		`INSERT INTO chunks SELECT * FROM src.msgchunks`,
 		`INSERT INTO blobs (hash, data) SELECT hash, data FROM src.blobs`,
 		`INSERT INTO refs SELECT * FROM src.refs`,
 		`INSERT INTO writes SELECT * FROM src.writes`,

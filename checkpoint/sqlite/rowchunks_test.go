@@ -64,7 +64,7 @@ func TestMessagesInRowsAndChunksReadBack(t *testing.T) {
 		}
 	}
 	var inRows, inTable int
-	if err := s.r.QueryRow(`SELECT (SELECT COUNT(*) FROM checkpoints WHERE msgs IS NOT NULL), (SELECT COUNT(*) FROM chunks WHERE NOT packed)`).Scan(&inRows, &inTable); err != nil {
+	if err := s.r.QueryRow(`SELECT (SELECT COUNT(*) FROM checkpoints WHERE msgs IS NOT NULL), (SELECT COUNT(*) FROM msgchunks WHERE NOT packed)`).Scan(&inRows, &inTable); err != nil {
 		t.Fatal(err)
 	}
 	if inRows == 0 || inTable == 0 {

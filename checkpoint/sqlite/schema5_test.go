@@ -2,10 +2,12 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -240,4 +242,55 @@ func openFixtureVersion(path string, v *int) error {
 	}
 	defer db.Close()
 	return db.QueryRow(`PRAGMA user_version`).Scan(v)
+}
+
+// A process of the schema-5 release that still has the file open when this
+// build migrates it must fail on its next put rather than go on writing:
+// it numbers messages from the chunk table alone, so its puts would reuse
+// the numbers of messages this build keeps in checkpoint rows, and lose
+// them. Its statements were prepared against the old schema; once the
+// chunk table has another name, SQLite prepares them again and they fail.
+func TestSchema5WriterFailsAfterMigration(t *testing.T) {
+	path := copyFixture(t)
+	old, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	conn, err := old.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// The schema-5 release's put of a chunk, and its numbering of the next
+	// message, prepared before the migration as that process would have.
+	insert, err := conn.PrepareContext(context.Background(),
+		`INSERT INTO chunks (thread, ns, seq_from, seq_to, packed, data) VALUES (?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer insert.Close()
+	tail, err := conn.PrepareContext(context.Background(),
+		`SELECT seq_from, seq_to, packed FROM chunks WHERE thread = ? AND ns = ? ORDER BY seq_from DESC`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tail.Close()
+
+	s, err := Open(path, Options{SnapshotEvery: fixtureEvery})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+
+	if _, err := insert.ExecContext(context.Background(), "fx", "", 1000, 1001, 0, []byte("x")); err == nil {
+		t.Fatal("a schema-5 writer's put went through after the migration")
+	} else if !strings.Contains(err.Error(), "no such table") {
+		t.Fatalf("a schema-5 writer's put failed with %v, want a missing table", err)
+	}
+	rows, err := tail.QueryContext(context.Background(), "fx", "")
+	if err == nil {
+		rows.Close()
+		t.Fatal("a schema-5 writer still reads the chunk table after the migration")
+	}
 }

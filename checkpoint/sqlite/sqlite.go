@@ -221,18 +221,22 @@ var migrations = []migration{
 	// 6: one row per step. A put keeps its messages in its checkpoint's
 	// row (msgs, numbered [seq_from, seq_to)) instead of a chunk row of
 	// their own, until a snapshot packs them into chunks (see chunks.go);
-	// rows written before keep 0, 0 and no messages there. Blobs no longer
+	// rows written before keep 0, 0 and no messages there. The chunks
+	// table is renamed so that a process of an earlier release that still
+	// has the file open fails on its next put instead of numbering messages
+	// without those kept in rows (and losing some). Blobs no longer
 	// have an index by hash beside their references: only deleting and
 	// pruning, which look at every reference anyway, asked for it.
 	{sql: `ALTER TABLE checkpoints ADD COLUMN seq_from INTEGER NOT NULL DEFAULT 0;
 	ALTER TABLE checkpoints ADD COLUMN seq_to INTEGER NOT NULL DEFAULT 0;
 	ALTER TABLE checkpoints ADD COLUMN msgs BLOB;
-	DROP INDEX refs_by_hash;`},
+	DROP INDEX refs_by_hash;
+	ALTER TABLE chunks RENAME TO msgchunks;`},
 }
 
 // tables are the checkpoint tables the current schema has; Open checks
 // that they are all there.
-var tables = []string{"checkpoints", "chunks", "blobs", "refs", "writes", "leases"}
+var tables = []string{"checkpoints", "msgchunks", "blobs", "refs", "writes", "leases"}
 
 // SchemaVersion is the schema version this build writes.
 var SchemaVersion = len(migrations)
@@ -406,7 +410,7 @@ var statements = map[string]string{
 	// row with a NULL id) the namespace's next message number, in one
 	// query: past the last chunk and the last checkpoint's messages.
 	"selfparent": `SELECT id, record FROM checkpoints WHERE thread = ?1 AND ns = ?2 AND id IN (?3, ?4)
-		UNION ALL SELECT NULL, MAX(COALESCE((SELECT seq_to FROM chunks WHERE thread = ?1 AND ns = ?2 ORDER BY seq_from DESC LIMIT 1), 0),
+		UNION ALL SELECT NULL, MAX(COALESCE((SELECT seq_to FROM msgchunks WHERE thread = ?1 AND ns = ?2 ORDER BY seq_from DESC LIMIT 1), 0),
 			COALESCE((SELECT seq_to FROM checkpoints WHERE thread = ?1 AND ns = ?2 ORDER BY seq DESC LIMIT 1), 0))`,
 	"record":   `SELECT record FROM checkpoints WHERE thread = ? AND ns = ? AND id = ?`,
 	"insertcp": `INSERT INTO checkpoints (thread, ns, id, title, record, seq_from, seq_to, msgs) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (thread, ns, id) DO NOTHING`,
@@ -419,13 +423,13 @@ var statements = map[string]string{
 	"r:rowchunks": `SELECT seq, seq_from, seq_to, msgs FROM checkpoints WHERE thread = ? AND ns = ? ORDER BY seq DESC`,
 	// Changes only when another connection commits (see querier.era).
 	"dataversion": `PRAGMA data_version`,
-	"insertchunk": `INSERT INTO chunks (thread, ns, seq_from, seq_to, packed, data) VALUES (?, ?, ?, ?, ?, ?)`,
+	"insertchunk": `INSERT INTO msgchunks (thread, ns, seq_from, seq_to, packed, data) VALUES (?, ?, ?, ?, ?, ?)`,
 	"clearmsgs": `UPDATE checkpoints SET msgs = NULL WHERE thread = ? AND ns = ? AND seq >= ? AND msgs IS NOT NULL
 		AND seq_from >= ? AND seq_to <= ?`,
-	"packedend":  `SELECT COALESCE((SELECT seq_to FROM chunks WHERE thread = ? AND ns = ? AND packed ORDER BY seq_from DESC LIMIT 1), 0)`,
-	"tail":       `SELECT seq_from, seq_to, packed FROM chunks WHERE thread = ? AND ns = ? ORDER BY seq_from DESC`,
-	"chunkdata":  `SELECT data FROM chunks WHERE thread = ? AND ns = ? AND seq_from = ?`,
-	"taildata":   `SELECT seq_from, data FROM chunks WHERE thread = ? AND ns = ? AND seq_from >= ? ORDER BY seq_from`,
+	"packedend":  `SELECT COALESCE((SELECT seq_to FROM msgchunks WHERE thread = ? AND ns = ? AND packed ORDER BY seq_from DESC LIMIT 1), 0)`,
+	"tail":       `SELECT seq_from, seq_to, packed FROM msgchunks WHERE thread = ? AND ns = ? ORDER BY seq_from DESC`,
+	"chunkdata":  `SELECT data FROM msgchunks WHERE thread = ? AND ns = ? AND seq_from = ?`,
+	"taildata":   `SELECT seq_from, data FROM msgchunks WHERE thread = ? AND ns = ? AND seq_from >= ? ORDER BY seq_from`,
 	"insertblob": `INSERT INTO blobs (hash, data) VALUES (?, ?) ON CONFLICT (hash) DO NOTHING`,
 	"insertref":  `INSERT INTO refs (thread, ns, cp, hash) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`,
 	"putwrite": `INSERT INTO writes (thread, ns, cp, call_id, kind, data)
@@ -451,8 +455,8 @@ var statements = map[string]string{
 	// The chunks holding [?3, ?4): from the last one starting at or before
 	// ?3 (or ?3 itself when none does, so that a gap is seen) to the last
 	// one starting before ?4.
-	"r:chunks": `SELECT seq_from, seq_to, data FROM chunks WHERE thread = ?1 AND ns = ?2 AND seq_from < ?4 AND seq_from >= COALESCE(
-		(SELECT MAX(seq_from) FROM chunks WHERE thread = ?1 AND ns = ?2 AND seq_from <= ?3), ?3) ORDER BY seq_from`,
+	"r:chunks": `SELECT seq_from, seq_to, data FROM msgchunks WHERE thread = ?1 AND ns = ?2 AND seq_from < ?4 AND seq_from >= COALESCE(
+		(SELECT MAX(seq_from) FROM msgchunks WHERE thread = ?1 AND ns = ?2 AND seq_from <= ?3), ?3) ORDER BY seq_from`,
 	"r:blob":   `SELECT data FROM blobs WHERE hash = ?`,
 	"r:writes": `SELECT data FROM writes WHERE thread = ? AND ns = ? AND cp = ? ORDER BY call_id, kind`,
 	"r:seqof":  `SELECT MIN(seq) FROM checkpoints WHERE thread = ? AND id = ?`,
@@ -767,7 +771,7 @@ func (s *Saver) DeleteThread(ctx context.Context, threadID string) error {
 	}
 	return s.writeTx(ctx, func(q querier) error {
 		s.tips.Forget(threadID)
-		for _, table := range []string{"checkpoints", "chunks", "refs", "writes", "leases"} {
+		for _, table := range []string{"checkpoints", "msgchunks", "refs", "writes", "leases"} {
 			if _, err := q.tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE thread = ?`, threadID); err != nil {
 				return err
 			}

@@ -149,7 +149,7 @@ func (s *Saver) Stats(ctx context.Context, threadID string) (checkpoint.Stats, e
 			COALESCE(SUM(CASE WHEN msgs IS NULL THEN 0 ELSE seq_to - seq_from END), 0) FROM checkpoints`+where, args...).Scan(&st.Checkpoints, &b1, &inRows); err != nil {
 			return err
 		}
-		if err := q.tx.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(seq_to - seq_from), 0), COALESCE(SUM(LENGTH(data)), 0) FROM chunks`+where, args...).Scan(&chunks, &st.Messages, &b2); err != nil {
+		if err := q.tx.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(seq_to - seq_from), 0), COALESCE(SUM(LENGTH(data)), 0) FROM msgchunks`+where, args...).Scan(&chunks, &st.Messages, &b2); err != nil {
 			return err
 		}
 		st.Messages += inRows

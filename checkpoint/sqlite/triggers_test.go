@@ -206,7 +206,7 @@ func TestForgedRecordIsDamageNamingTheFile(t *testing.T) {
 		// A chunk that claims the messages too (in the chunks table, or in
 		// a checkpoint's row): reading it again and again made no
 		// progress, for ever.
-		{"the record and the chunks", []string{forge, `UPDATE chunks SET seq_to = 1099511627776 WHERE thread = 't0'`,
+		{"the record and the chunks", []string{forge, `UPDATE msgchunks SET seq_to = 1099511627776 WHERE thread = 't0'`,
 			`UPDATE checkpoints SET seq_to = 1099511627776 WHERE thread = 't0' AND msgs IS NOT NULL`}, "which it was recorded to hold"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
