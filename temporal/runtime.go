@@ -88,13 +88,17 @@ func (r *Runtime) Queue() agent.Queue { return &queue{r: r} }
 // Semaphore returns a semaphore whose Acquire waits with workflow.Await.
 func (r *Runtime) Semaphore(n int) agent.Semaphore { return &semaphore{r: r, n: max(n, 1)} }
 
-// Timeout returns a copy of ctx cancelled by a workflow timer of d.
-func (r *Runtime) Timeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+// Timeout returns a copy of ctx cancelled with cause (nil:
+// context.DeadlineExceeded) by a workflow timer of d.
+func (r *Runtime) Timeout(ctx context.Context, d time.Duration, cause error) (context.Context, context.CancelFunc) {
+	if cause == nil {
+		cause = context.DeadlineExceeded
+	}
 	tctx, cancel := context.WithCancelCause(ctx)
 	wc, stop := workflow.WithCancel(r.cur)
 	workflow.Go(wc, func(c workflow.Context) {
 		if workflow.Sleep(c, d) == nil {
-			cancel(context.DeadlineExceeded)
+			cancel(cause)
 		}
 	})
 	return tctx, func() {

@@ -40,12 +40,17 @@ func runIn(t *testing.T, f func(rt *temporal.Runtime, ctx context.Context) strin
 func TestRuntimeTimeoutIsAWorkflowTimer(t *testing.T) {
 	got := runIn(t, func(rt *temporal.Runtime, ctx context.Context) string {
 		before := rt.Now()
-		tctx, cancel := rt.Timeout(ctx, time.Hour)
+		tctx, cancel := rt.Timeout(ctx, time.Hour, nil)
 		defer cancel()
 		v := rt.Queue().Next(tctx)
-		return fmt.Sprintf("%v %v %v", v, rt.Now().Sub(before) >= time.Hour, errors.Is(context.Cause(tctx), context.DeadlineExceeded))
+		budget := errors.New("budget")
+		bctx, bcancel := rt.Timeout(ctx, time.Minute, budget)
+		defer bcancel()
+		rt.Queue().Next(bctx)
+		return fmt.Sprintf("%v %v %v %v", v, rt.Now().Sub(before) >= time.Hour, errors.Is(context.Cause(tctx), context.DeadlineExceeded),
+			context.Cause(bctx) == budget)
 	})
-	if got != "<nil> true true" {
+	if got != "<nil> true true true" {
 		t.Fatalf("got %q, want the wait to end after an hour of workflow time, by the deadline", got)
 	}
 }
@@ -54,7 +59,7 @@ func TestRuntimeTimeoutIsAWorkflowTimer(t *testing.T) {
 // and the run's context is untouched.
 func TestRuntimeTimeoutCancelled(t *testing.T) {
 	got := runIn(t, func(rt *temporal.Runtime, ctx context.Context) string {
-		tctx, cancel := rt.Timeout(ctx, time.Hour)
+		tctx, cancel := rt.Timeout(ctx, time.Hour, nil)
 		cancel()
 		return fmt.Sprintf("%v %v", context.Cause(tctx), ctx.Err())
 	})
@@ -79,7 +84,7 @@ func TestRuntimeFanoutQueueAndSemaphore(t *testing.T) {
 				}
 				q.Put(fmt.Sprintf("start %d", i))
 				// Give way: another call may run now, but not get in.
-				tctx, cancel := rt.Timeout(ctx, time.Minute)
+				tctx, cancel := rt.Timeout(ctx, time.Minute, nil)
 				rt.Queue().Next(tctx)
 				cancel()
 				q.Put(fmt.Sprintf("end %d", i))
@@ -93,7 +98,7 @@ func TestRuntimeFanoutQueueAndSemaphore(t *testing.T) {
 		}
 		q.Close()
 		q.Put("late")
-		tctx, cancel := rt.Timeout(ctx, time.Minute)
+		tctx, cancel := rt.Timeout(ctx, time.Minute, nil)
 		defer cancel()
 		if v := q.Next(tctx); v != nil {
 			got = append(got, fmt.Sprint(v))
