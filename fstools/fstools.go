@@ -16,8 +16,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/deepagents-go/deepagents/tool"
@@ -122,9 +124,28 @@ func New(opts Options) []tool.Tool {
 
 func build(opts Options) []tool.Tool {
 	o := opts.withDefaults()
-	return []tool.Tool{
+	tools := []tool.Tool{
 		lsTool(o), readTool(o), writeTool(o), editTool(o), globTool(o), grepTool(o), deleteTool(o),
 	}
+	for _, t := range tools {
+		built.Store(t, true)
+	}
+	return tools
+}
+
+// built holds every file tool this package made, for Made.
+var built sync.Map
+
+// Made reports whether t is one of the file tools Tools or New returned
+// (not execute): tools that touch nothing but the call's files
+// (tool.Env.Files). Engines that replay a run's code, such as a workflow
+// engine, may run them again where the files are the run's own, in memory.
+func Made(t tool.Tool) bool {
+	if t == nil || !reflect.TypeOf(t).Comparable() {
+		return false
+	}
+	_, ok := built.Load(t)
+	return ok
 }
 
 // define builds one tool from a typed function and a hand-written schema.
