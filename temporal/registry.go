@@ -16,7 +16,9 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/fstools"
 	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/todos"
 	"github.com/deepagents-go/deepagents/tool"
 )
 
@@ -74,10 +76,16 @@ func NewRegistry() *Registry {
 
 // Agent registers a under name: RunAgent{Agent: name} runs it. Its model,
 // and those of the subagents its tools delegate to, must be ones Model
-// returned, or their calls would run in workflow code: Agent refuses it
-// otherwise.
+// returned, or their calls would run in workflow code; and every tool of
+// theirs must be an activity (Tool), a tool whose calls may run in
+// workflow code (InWorkflow, the file tools of package fstools and the
+// todo tools), or a delegating tool (task) whose agents pass the same
+// check. A replayed workflow runs its workflow code again, so a tool with
+// side effects there would repeat them. Agent refuses anything else, and
+// an agent whose files are on a backend of its own (Config.Backend): its
+// file tools would do I/O in workflow code.
 func (g *Registry) Agent(name string, a *agent.Agent) error {
-	if err := checkModels(a, a.Name(), map[*agent.Agent]bool{}); err != nil {
+	if err := checkAgent(a, a.Name(), map[*agent.Agent]bool{}); err != nil {
 		return fmt.Errorf("agent %q: %w", name, err)
 	}
 	g.agents[name] = a
@@ -90,26 +98,58 @@ type delegator interface {
 	Names() []string
 }
 
-// checkModels checks that a and the subagents below it call their models
-// through activities.
-func checkModels(a *agent.Agent, path string, seen map[*agent.Agent]bool) error {
+// workflowTool is a tool InWorkflow marked as safe to run in workflow code.
+type workflowTool struct{ tool.Tool }
+
+// InWorkflow marks t as a tool whose calls may run in workflow code rather
+// than as activities: its result follows from its arguments and the run's
+// own state (its files in the run's memory, its values), and it does no
+// I/O and reads no clock of its own, so running it again when a workflow
+// replays changes nothing. Registry.Agent refuses any other tool that is
+// not an activity.
+func InWorkflow(t tool.Tool) tool.Tool {
+	if _, ok := t.(agent.Nested); ok {
+		panic(fmt.Sprintf("temporal: InWorkflow: %q runs agents of its own; register the agents' tools instead", t.Spec().Name))
+	}
+	return &workflowTool{Tool: t}
+}
+
+// inWorkflow reports whether t's calls may run in workflow code.
+func inWorkflow(t tool.Tool) bool {
+	switch t.(type) {
+	case *activityTool, *workflowTool:
+		return true
+	}
+	return fstools.Made(t) || t == todos.Tool() || t == todos.UpdateTool()
+}
+
+// checkAgent checks that a and the subagents below it call their models
+// through activities, and that their tools may run where they will.
+func checkAgent(a *agent.Agent, path string, seen map[*agent.Agent]bool) error {
 	if seen[a] {
 		return nil
 	}
 	seen[a] = true
-	switch a.Config().Model.(type) {
+	cfg := a.Config()
+	switch cfg.Model.(type) {
 	case *activityModel, *checkingModel:
 	default:
 		return fmt.Errorf("the model of %s was not made with Registry.Model, so its calls would run in workflow code rather than as activities", path)
 	}
+	if cfg.Backend != nil {
+		return fmt.Errorf("%s keeps its files on a backend of its own (Config.Backend), whose reads and writes would run in workflow code; on Temporal an agent's files are the run's own, in memory", path)
+	}
 	for _, t := range a.Tools() {
 		d, ok := t.(delegator)
 		if !ok {
+			if !inWorkflow(t) {
+				return fmt.Errorf("tool %s of %s would run in workflow code, where a replay runs it again: make it an activity with Registry.Tool, or mark it with InWorkflow if its result follows from its arguments and the run's state alone", t.Spec().Name, path)
+			}
 			continue
 		}
 		for _, n := range d.Names() {
 			if sub, ok := d.Agent(n); ok {
-				if err := checkModels(sub, path+" / "+n, seen); err != nil {
+				if err := checkAgent(sub, path+" / "+n, seen); err != nil {
 					return err
 				}
 			}

@@ -25,11 +25,14 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/fstools"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
 	"github.com/deepagents-go/deepagents/subagent"
 	"github.com/deepagents-go/deepagents/temporal"
+	"github.com/deepagents-go/deepagents/todos"
 	"github.com/deepagents-go/deepagents/tool"
+	"github.com/deepagents-go/deepagents/vfs"
 )
 
 type writeIn struct {
@@ -37,11 +40,11 @@ type writeIn struct {
 	Content string `json:"content"`
 }
 
-var writeTool = tool.MustFunc("write", "Write a file.", func(ctx context.Context, env *tool.Env, in writeIn) (string, error) {
+var writeTool = temporal.InWorkflow(tool.MustFunc("write", "Write a file.", func(ctx context.Context, env *tool.Env, in writeIn) (string, error) {
 	return "wrote " + in.Path, env.Files.Write(ctx, in.Path, in.Content)
-})
+}))
 
-var noteTool = tool.MustFunc("note", "Take a note.", func(context.Context, *tool.Env, struct{}) (string, error) { return "noted", nil })
+var noteTool = temporal.InWorkflow(tool.MustFunc("note", "Take a note.", func(context.Context, *tool.Env, struct{}) (string, error) { return "noted", nil }))
 
 func step(content string, calls ...scripted.StepCall) scripted.Step {
 	return scripted.Step{Content: content, ToolCalls: calls}
@@ -359,6 +362,51 @@ func TestRegistryRefusesAModelThatIsNotAnActivity(t *testing.T) {
 	}
 }
 
+// A tool that would run in workflow code, where a replay runs it again, is
+// refused unless it is an activity, marked InWorkflow, or one of the file
+// and todo tools over the run's own files; so is a backend of the agent's
+// own, whose I/O would run there.
+func TestRegistryRefusesToolsThatWouldRunInWorkflowCode(t *testing.T) {
+	reg := temporal.NewRegistry()
+	model := reg.Model("m", scripted.New(scripted.Script{}, scripted.Options{}))
+	shell := tool.MustFunc("shell", "Run a command.", func(context.Context, *tool.Env, struct{}) (string, error) { return "", nil })
+	for _, tc := range []struct {
+		name  string
+		cfg   agent.Config
+		wants string // in the error; empty: accepted
+	}{
+		{"unmarked", agent.Config{Model: model, Tools: []tool.Tool{shell}}, "tool shell of parent would run in workflow code"},
+		{"activity", agent.Config{Model: model, Tools: []tool.Tool{reg.Tool("parent", shell)}}, ""},
+		{"marked", agent.Config{Model: model, Tools: []tool.Tool{temporal.InWorkflow(shell)}}, ""},
+		{"file and todo tools", agent.Config{Model: model, Tools: append(fstools.Tools(), todos.Tool(), todos.UpdateTool())}, ""},
+		{"a backend of its own", agent.Config{Model: model, Backend: vfs.NewMemory(nil)}, "keeps its files on a backend of its own"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, err := agent.New(tc.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = reg.Agent("parent", a)
+			if tc.wants == "" && err != nil || tc.wants != "" && (err == nil || !strings.Contains(err.Error(), tc.wants)) {
+				t.Fatalf("error %v, want %q", err, tc.wants)
+			}
+		})
+	}
+	// A subagent's tools are checked too.
+	task, err := subagent.NewTask(subagent.Config{Model: model,
+		Subagents: []subagent.Spec{{Name: "helper", Description: "Helps.", Tools: []tool.Tool{shell}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := agent.New(agent.Config{Model: model, Tools: []tool.Tool{task}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Agent("parent", a); err == nil || !strings.Contains(err.Error(), "tool shell of parent / helper") {
+		t.Fatalf("error %v", err)
+	}
+}
+
 // A tool that runs agents of its own cannot be an activity.
 func TestRegistryToolRefusesANestedTool(t *testing.T) {
 	reg := temporal.NewRegistry()
@@ -396,7 +444,7 @@ func TestModelCallOverThePayloadLimitIsRefused(t *testing.T) {
 		x ^= x << 17
 		b.WriteString(strconv.FormatUint(x, 36))
 	}
-	big := tool.MustFunc("big", "Read a big file.", func(context.Context, *tool.Env, struct{}) (string, error) { return b.String(), nil })
+	big := temporal.InWorkflow(tool.MustFunc("big", "Read a big file.", func(context.Context, *tool.Env, struct{}) (string, error) { return b.String(), nil }))
 	reg := temporal.NewRegistry()
 	m := reg.Model("scripted", scripted.New(scripted.Script{"parent": {Steps: []scripted.Step{step("", tc("big", `{}`)), step("read")}}}, scripted.Options{}))
 	a, err := agent.New(agent.Config{Model: m, Tools: []tool.Tool{big}})
