@@ -47,6 +47,7 @@ func devServer(t *testing.T) (address, namespace string) {
 	}
 	cmd := exec.Command(bin)
 	cmd.Stderr = os.Stderr
+	dieWithTest(cmd)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
