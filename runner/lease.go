@@ -45,6 +45,19 @@ func Checkpoints(store checkpoint.RunStore, thread string, opts ...Option) agent
 	return agent.WithThread(thread, threadOf(store, thread, c))
 }
 
+// Thread is thread id of store as Checkpoints gives it to a run: the
+// resume matrix, the recorder and (when store takes leases) the lease. A
+// driver that runs the loop elsewhere than in this process (a workflow
+// engine, which reads and records in activities) uses it to do what a run
+// given Checkpoints does.
+func Thread(store checkpoint.RunStore, id string, opts ...Option) agent.Thread {
+	var c config
+	for _, o := range opts {
+		o(&c)
+	}
+	return threadOf(store, id, c)
+}
+
 // Option is a knob of Checkpoints.
 type Option func(*config)
 
