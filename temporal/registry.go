@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/fstools"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/todos"
@@ -52,6 +53,12 @@ type Registry struct {
 	models map[string]llm.Model
 	tools  map[toolKey]tool.Tool
 	dc     converter.DataConverter
+
+	// Store is the checkpoint store (SQLite or PostgreSQL, as the CLI and
+	// server use) in which a RunAgent workflow given a thread reads and
+	// records the thread, in local activities; nil runs such workflows
+	// without one, as before.
+	Store checkpoint.RunStore
 
 	// ModelTimeout and ToolTimeout bound one attempt of a model or tool
 	// activity (start to close); zero is ten minutes.
@@ -208,13 +215,15 @@ func (g *Registry) RegisterWorkflow(w interface {
 	w.RegisterWorkflowWithOptions(g.RunAgent, workflow.RegisterOptions{Name: RunAgentWorkflow})
 }
 
-// ModelCall is the input of the model activity: the request itself, for
-// now (see docs/TEMPORAL.md for the reference to a checkpoint that replaces
-// it).
+// ModelCall is the input of the model activity. In a run on a thread,
+// Request holds only the messages the store does not (Ref says which it
+// does), so that no message history is in a payload; elsewhere it is the
+// request itself.
 type ModelCall struct {
 	Model    string       `json:"model"`
 	CallInfo CallInfo     `json:"call_info"`
 	Request  *llm.Request `json:"request"`
+	Ref      *MessagesRef `json:"ref,omitempty"`
 }
 
 // CallInfo is llm.CallInfo without its callback.
@@ -251,9 +260,16 @@ func (g *Registry) CallModel(ctx context.Context, in ModelCall) (*llm.Response, 
 		return nil, sdktemporal.NewNonRetryableApplicationError(fmt.Sprintf("no model %q is registered on this worker", in.Model), "UnknownModel", nil)
 	}
 	defer heartbeat(ctx)()
+	req := in.Request
+	if in.Ref != nil {
+		var err error
+		if req, err = g.rebuild(ctx, req, in.Ref); err != nil {
+			return nil, err
+		}
+	}
 	ci := in.CallInfo
 	ctx = llm.WithCallInfo(ctx, llm.CallInfo{Agent: ci.Agent, Instance: ci.Instance, Path: ci.Path, Task: ci.Task, Round: ci.Round, Attempt: ci.Attempt})
-	resp, err := m.Generate(ctx, in.Request)
+	resp, err := m.Generate(ctx, req)
 	var ae *llm.APIError
 	if errors.As(err, &ae) {
 		// The loop and its middleware react to a provider error's kind
@@ -402,6 +418,11 @@ func (am *activityModel) Generate(ctx context.Context, req *llm.Request) (*llm.R
 	in := ModelCall{Model: am.name, Request: req}
 	if ci, ok := llm.CallInfoFrom(ctx); ok {
 		in.CallInfo = CallInfo{Agent: ci.Agent, Instance: ci.Instance, Path: ci.Path, Task: ci.Task, Round: ci.Round, Attempt: ci.Attempt}
+		if th := threadFrom(ctx); th != nil {
+			if tail, ref, ok := th.reference(ci.Path, req); ok {
+				in.Request, in.Ref = tail, ref
+			}
+		}
 	}
 	var resp llm.Response
 	if err := r.activity(ctx, am.g, ModelActivity, am.g.ModelTimeout, in, &resp); err != nil {

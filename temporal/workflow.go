@@ -16,10 +16,14 @@ import (
 type RunInput struct {
 	// Agent is the name the agent was registered under on the worker.
 	Agent string `json:"agent"`
-	// Thread names the conversation the run belongs to. This step keeps no
-	// checkpoints yet: it is carried into the summary.
+	// Thread names the conversation the run belongs to. On a worker whose
+	// registry has a Store, the run continues the thread saved there (as
+	// runner.Checkpoints does in process) and records into it; without
+	// one the thread lives in the workflow's memory, for the resume after
+	// an approval wait.
 	Thread string `json:"thread,omitempty"`
-	// Input is the user's message.
+	// Input is the user's message; empty on a thread, the run resumes the
+	// thread's unfinished run.
 	Input string `json:"input"`
 }
 
@@ -83,14 +87,25 @@ func (g *Registry) RunAgent(ctx workflow.Context, in RunInput) (*Summary, error)
 	rt := NewRuntime(ctx)
 	rctx, cancel := rt.Context()
 	defer cancel()
-	// The thread lives in the workflow's memory for now (see
-	// docs/TEMPORAL.md): a resume after the wait needs it.
-	thread := in.Thread
-	if thread == "" {
-		thread = workflow.GetInfo(ctx).WorkflowExecution.ID
+	input, opts := agent.Prompt(in.Input), []agent.RunOption{agent.WithRuntime(rt)}
+	if in.Thread != "" && g.Store != nil {
+		info := workflow.GetInfo(ctx)
+		th := newWFThread(g, rt, in.Thread, "temporal/"+info.WorkflowExecution.ID+"/"+info.WorkflowExecution.RunID)
+		rctx = withThread(rctx, th)
+		opts = append(opts, agent.WithThread(in.Thread, th))
+		if in.Input == "" {
+			input = agent.Input{}
+		}
+	} else {
+		// Without a store the thread lives in the workflow's memory (see
+		// docs/TEMPORAL.md): a resume after the wait needs it.
+		thread := in.Thread
+		if thread == "" {
+			thread = workflow.GetInfo(ctx).WorkflowExecution.ID
+		}
+		opts = append(opts, memoryThread(thread))
 	}
-	opts := []agent.RunOption{agent.WithRuntime(rt), memoryThread(thread)}
-	res, err := a.Invoke(rctx, agent.Prompt(in.Input), opts...)
+	res, err := a.Invoke(rctx, input, opts...)
 	res, err = g.await(ctx, ap, res, err, func(ds []agent.Decision) (*agent.Result, error) {
 		return a.Invoke(rctx, agent.Input{}, append(slices.Clip(opts), agent.WithDecisions(ds...))...)
 	})

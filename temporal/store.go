@@ -1,0 +1,463 @@
+package temporal
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"time"
+
+	sdktemporal "go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/runner"
+	"github.com/deepagents-go/deepagents/vfs"
+)
+
+// This file keeps a RunAgent workflow's thread in the checkpoint store the
+// CLI and the server use (Registry.Store): every read and write of it is a
+// local activity that does what package runner does in process, so a thread
+// started by `deepagents run` continues on a worker and back.
+
+// storeTimeout bounds a store local activity: longer than runner's
+// DefaultSaveRetry, which the recorder spends on a store that is down.
+const storeTimeout = runner.DefaultSaveRetry + time.Minute
+
+// Types of the application errors that carry the store's errors out of its
+// activities, so that the loop sees them as in process.
+const (
+	unavailableType = "deepagents.StoreUnavailable"
+	decisionType    = "deepagents.DecisionError"
+	leasedType      = "deepagents.Leased"
+	notHeldType     = "deepagents.NotHeld"
+)
+
+// storeError is an error of the store crossed back into workflow code: its
+// text, and the sentinel it matched in the activity.
+type storeError struct {
+	msg    string
+	target error
+}
+
+func (e *storeError) Error() string        { return e.msg }
+func (e *storeError) Is(target error) bool { return target == e.target }
+
+// crossStoreError turns err, in an activity, into an error that keeps what
+// the loop reacts to (an unavailable store, refused decisions, a leased
+// thread) across the activity.
+func crossStoreError(err error) error {
+	if err == nil {
+		return nil
+	}
+	var de *agent.DecisionError
+	switch {
+	case errors.As(err, &de):
+		return sdktemporal.NewNonRetryableApplicationError(err.Error(), decisionType, nil)
+	case errors.Is(err, agent.ErrRecorderUnavailable), errors.Is(err, checkpoint.ErrUnavailable):
+		return sdktemporal.NewNonRetryableApplicationError(err.Error(), unavailableType, nil)
+	case errors.Is(err, checkpoint.ErrLeased):
+		return sdktemporal.NewNonRetryableApplicationError(err.Error(), leasedType, nil)
+	case errors.Is(err, checkpoint.ErrNotHeld):
+		return sdktemporal.NewNonRetryableApplicationError(err.Error(), notHeldType, nil)
+	}
+	return sdktemporal.NewNonRetryableApplicationError(err.Error(), "deepagents.StoreError", nil)
+}
+
+// storeErrorOf rebuilds, in workflow code, the error crossStoreError sent.
+func storeErrorOf(err error) error {
+	var appErr *sdktemporal.ApplicationError
+	if !errors.As(err, &appErr) {
+		return err
+	}
+	switch appErr.Type() {
+	case decisionType:
+		return &agent.DecisionError{Msg: appErr.Message()}
+	case unavailableType:
+		return &storeError{msg: appErr.Message(), target: agent.ErrRecorderUnavailable}
+	case leasedType:
+		return &storeError{msg: appErr.Message(), target: checkpoint.ErrLeased}
+	case notHeldType:
+		return &storeError{msg: appErr.Message(), target: checkpoint.ErrNotHeld}
+	}
+	return errors.New(appErr.Message())
+}
+
+// OpenIn is the input of the activity that opens a thread: agent.Opening
+// without its check, which runs in workflow code.
+type OpenIn struct {
+	Thread     string           `json:"thread"`
+	Path       agent.Path       `json:"path"`
+	Input      bool             `json:"input,omitempty"`
+	Decisions  []agent.Decision `json:"decisions,omitempty"`
+	Nested     bool             `json:"nested,omitempty"`
+	ParentStep string           `json:"parent_step,omitempty"`
+}
+
+// Opened is what the thread-opening activity returns: how the run starts
+// and its state as saved.
+type Opened struct {
+	How    agent.StartHow  `json:"how"`
+	State  *agent.RunState `json:"state,omitempty"`
+	Legacy bool            `json:"legacy,omitempty"`
+}
+
+// ChangedIn is the input of the activity that lists what an unfinished run
+// changed: its state without messages or files, which runner does not read.
+type ChangedIn struct {
+	Thread   string          `json:"thread"`
+	State    *agent.RunState `json:"state"`
+	Finished bool            `json:"finished,omitempty"`
+}
+
+// LeaseIn is the input of the lease activities.
+type LeaseIn struct {
+	Thread string        `json:"thread"`
+	Holder string        `json:"holder"`
+	TTL    time.Duration `json:"ttl,omitempty"`
+}
+
+// storeThread is runner's thread of the registry's store: what the
+// activities run.
+func (g *Registry) storeThread(id string) (agent.Thread, error) {
+	if g.Store == nil {
+		return nil, sdktemporal.NewNonRetryableApplicationError("this worker has no checkpoint store (Registry.Store)", "NoStore", nil)
+	}
+	return runner.Thread(g.Store, id), nil
+}
+
+// OpenThread is the activity that reads the run at in.Path of a thread and
+// decides how it starts, as runner does (agent.Thread.Open).
+func (g *Registry) OpenThread(ctx context.Context, in OpenIn) (*Opened, error) {
+	th, err := g.storeThread(in.Thread)
+	if err != nil {
+		return nil, err
+	}
+	how, rs, err := th.Open(ctx, in.Path, agent.Opening{Input: in.Input, Decisions: in.Decisions, Nested: in.Nested, ParentStep: in.ParentStep})
+	if err != nil {
+		return nil, crossStoreError(err)
+	}
+	out := &Opened{How: how, State: rs}
+	if rs != nil {
+		out.Legacy = rs.LegacyChildren
+	}
+	return out, nil
+}
+
+// RecordStep is the activity that saves one step record, as runner's
+// recorder does.
+func (g *Registry) RecordStep(ctx context.Context, thread string, rec *agent.StepRecord) error {
+	th, err := g.storeThread(thread)
+	if err != nil {
+		return err
+	}
+	return crossStoreError(th.Record(ctx, rec))
+}
+
+// ThreadFiles is the activity that reads a run's files as of one of its
+// records.
+func (g *Registry) ThreadFiles(ctx context.Context, thread string, path agent.Path, id string) (map[string]vfs.File, error) {
+	th, err := g.storeThread(thread)
+	if err != nil {
+		return nil, err
+	}
+	files, err := th.FilesAt(ctx, path, id)
+	return files, crossStoreError(err)
+}
+
+// ThreadChanged is the activity that lists what an unfinished run changed.
+func (g *Registry) ThreadChanged(ctx context.Context, in ChangedIn) ([]string, error) {
+	th, err := g.storeThread(in.Thread)
+	if err != nil {
+		return nil, err
+	}
+	paths, err := th.Changed(ctx, in.State, in.Finished)
+	return paths, crossStoreError(err)
+}
+
+// TakeLease is the activity that takes a thread's lease for a workflow
+// (runner.TakeLease, on the worker's clock).
+func (g *Registry) TakeLease(ctx context.Context, in LeaseIn) error {
+	l, ok := g.Store.(checkpoint.Leaser)
+	if !ok {
+		return nil
+	}
+	_, err := runner.TakeLease(ctx, l, in.Thread, in.Holder, time.Now(), in.TTL)
+	return crossStoreError(err)
+}
+
+// RenewLease is the activity that renews a workflow's lease.
+func (g *Registry) RenewLease(ctx context.Context, in LeaseIn) error {
+	l, ok := g.Store.(checkpoint.Leaser)
+	if !ok {
+		return nil
+	}
+	_, err := l.Renew(ctx, in.Thread, in.Holder, time.Now(), in.TTL)
+	return crossStoreError(err)
+}
+
+// ReleaseLease is the activity that lets a workflow's lease go.
+func (g *Registry) ReleaseLease(ctx context.Context, in LeaseIn) error {
+	l, ok := g.Store.(checkpoint.Leaser)
+	if !ok {
+		return nil
+	}
+	return crossStoreError(l.Release(ctx, in.Thread, in.Holder))
+}
+
+// local runs fn as a local activity from workflow code, with the running
+// coroutine's context, and waits for it to finish even when the run is
+// cancelled: a save was paid for, and a read is short.
+func (r *Runtime) local(fn any, out any, args ...any) error {
+	var err error
+	r.wait(func(c workflow.Context) {
+		err = localIn(c, fn, out, args...)
+	})
+	return err
+}
+
+func localIn(c workflow.Context, fn any, out any, args ...any) error {
+	lc := workflow.WithLocalActivityOptions(c, workflow.LocalActivityOptions{
+		ScheduleToCloseTimeout: storeTimeout,
+		// The recorder tries an unavailable store again itself.
+		RetryPolicy: &sdktemporal.RetryPolicy{MaximumAttempts: 1},
+	})
+	err := workflow.ExecuteLocalActivity(lc, fn, args...).Get(c, out)
+	if err != nil {
+		return storeErrorOf(err)
+	}
+	return nil
+}
+
+// stored is what the store holds of one run: the messages of its latest
+// saved step record.
+type stored struct {
+	ns, id string
+	msgs   []llm.Message
+}
+
+// wfThread is a RunAgent workflow's thread (agent.Thread, agent.Hold): it
+// reads and records in local activities, and keeps, per run, the messages
+// its latest record saved, so that a model activity is given a reference
+// to them instead of the messages.
+type wfThread struct {
+	g      *Registry
+	rt     *Runtime
+	id     string
+	holder string
+	known  map[string]*stored // by agent path
+}
+
+func newWFThread(g *Registry, rt *Runtime, id, holder string) *wfThread {
+	return &wfThread{g: g, rt: rt, id: id, holder: holder, known: map[string]*stored{}}
+}
+
+func nsOf(p agent.Path) string {
+	if !p.IsNested() {
+		return ""
+	}
+	return p.String()
+}
+
+func (t *wfThread) Open(ctx context.Context, path agent.Path, o agent.Opening) (agent.StartHow, *agent.RunState, error) {
+	var out Opened
+	err := t.rt.local(t.g.OpenThread, &out, OpenIn{Thread: t.id, Path: path, Input: o.Input, Decisions: o.Decisions, Nested: o.Nested, ParentStep: o.ParentStep})
+	if err != nil {
+		return 0, nil, err
+	}
+	rs := out.State
+	if rs != nil {
+		rs.LegacyChildren = out.Legacy
+		t.known[path.String()] = &stored{ns: nsOf(path), id: rs.StepID, msgs: rs.Messages}
+	}
+	// runner checks the decisions of a top-level run that resumes, and
+	// only then: the check is the agent's, so it runs here.
+	if out.How == agent.StartResume && !o.Nested && o.Check != nil && rs != nil {
+		if err := o.Check(o.Decisions, rs.Loop.Interrupts); err != nil {
+			return agent.StartRefused, rs, err
+		}
+	}
+	return out.How, rs, nil
+}
+
+func (t *wfThread) Record(ctx context.Context, rec *agent.StepRecord) error {
+	sent := *rec
+	// The store keeps subagents' results without their histories (each is
+	// under its own namespace): they need not cross.
+	if len(rec.Children) > 0 {
+		sent.Children = make(map[string]*agent.Result, len(rec.Children))
+		for id, kid := range rec.Children {
+			sent.Children[id] = withoutState(kid)
+		}
+	}
+	if rec.Call != nil && rec.Call.Outcome != nil && rec.Call.Outcome.Child != nil {
+		call, oc := *rec.Call, *rec.Call.Outcome
+		oc.Child = withoutState(oc.Child)
+		call.Outcome = &oc
+		sent.Call = &call
+	}
+	if err := t.rt.local(t.g.RecordStep, nil, t.id, &sent); err != nil {
+		return err
+	}
+	if rec.Kind == agent.RecordCall {
+		return nil
+	}
+	key := rec.Path.String()
+	var base []llm.Message
+	switch k := t.known[key]; {
+	case rec.Parent == "":
+	case k != nil && k.id == rec.Parent:
+		base = k.msgs
+	default:
+		delete(t.known, key) // not known here: model calls carry their messages
+		return nil
+	}
+	t.known[key] = &stored{ns: nsOf(rec.Path), id: rec.ID, msgs: slices.Concat(base, rec.Appended)}
+	return nil
+}
+
+// withoutState is res without message histories or files, recursively, as
+// runner saves a subagent's result beside its parent's step.
+func withoutState(res *agent.Result) *agent.Result {
+	if res == nil {
+		return nil
+	}
+	s := *res
+	s.State = agent.State{}
+	if len(res.Children) > 0 {
+		s.Children = make(map[string]*agent.Result, len(res.Children))
+		for id, c := range res.Children {
+			s.Children[id] = withoutState(c)
+		}
+	}
+	return &s
+}
+
+func (t *wfThread) FilesAt(ctx context.Context, path agent.Path, id string) (map[string]vfs.File, error) {
+	var files map[string]vfs.File
+	err := t.rt.local(t.g.ThreadFiles, &files, t.id, path, id)
+	return files, err
+}
+
+func (t *wfThread) Changed(ctx context.Context, rs *agent.RunState, finished bool) ([]string, error) {
+	// runner reads the run's step ids, its step in progress and its loop
+	// value: its messages and files stay here.
+	light := *rs
+	light.Messages, light.Files, light.Values, light.Finished, light.Children = nil, nil, nil, nil, nil
+	var paths []string
+	err := t.rt.local(t.g.ThreadChanged, &paths, ChangedIn{Thread: t.id, State: &light, Finished: finished})
+	return paths, err
+}
+
+// Hold takes the thread's lease for the workflow in a local activity, and
+// renews it from a workflow coroutine on a workflow timer (every third of
+// runner.DefaultLeaseTTL), each renewal a local activity: a CLI or server
+// run on the same thread is refused meanwhile, and this one stops when
+// another took the thread over.
+func (t *wfThread) Hold(ctx context.Context, now func() time.Time, lost func(error)) (func(), error) {
+	if _, ok := t.g.Store.(checkpoint.Leaser); !ok {
+		return func() {}, nil
+	}
+	in := LeaseIn{Thread: t.id, Holder: t.holder, TTL: runner.DefaultLeaseTTL}
+	if err := t.rt.local(t.g.TakeLease, nil, in); err != nil {
+		return nil, err
+	}
+	wc, stop := workflow.WithCancel(t.rt.cur)
+	workflow.Go(wc, func(c workflow.Context) {
+		for {
+			if workflow.Sleep(c, in.TTL/3) != nil {
+				return
+			}
+			if err := localIn(c, t.g.RenewLease, nil, in); errors.Is(err, checkpoint.ErrNotHeld) {
+				lost(fmt.Errorf("lost thread %q to another process (its lease expired)", t.id))
+				return
+			}
+		}
+	})
+	return func() {
+		stop()
+		_ = t.rt.local(t.g.ReleaseLease, nil, in)
+	}, nil
+}
+
+type threadKey struct{}
+
+// withThread puts a workflow's thread in the run's context, where the
+// model activity's caller finds what the store holds.
+func withThread(ctx context.Context, t *wfThread) context.Context {
+	return context.WithValue(ctx, threadKey{}, t)
+}
+
+func threadFrom(ctx context.Context) *wfThread {
+	t, _ := ctx.Value(threadKey{}).(*wfThread)
+	return t
+}
+
+// MessagesRef says where a model activity finds the messages of its
+// request: the first Prefix messages of a saved step record (thread,
+// namespace, step id), followed by the request's own messages, the whole
+// list hashing to Hash.
+type MessagesRef struct {
+	Thread string `json:"thread"`
+	NS     string `json:"ns,omitempty"`
+	Step   string `json:"step"`
+	Prefix int    `json:"prefix"`
+	Hash   string `json:"hash"`
+}
+
+// reference returns req as a model activity carries it for the run at
+// path: the messages the store holds already replaced by a reference.
+// ok is false when the store holds none of them.
+func (t *wfThread) reference(path string, req *llm.Request) (*llm.Request, *MessagesRef, bool) {
+	k := t.known[path]
+	if k == nil {
+		return req, nil, false
+	}
+	n := 0
+	for n < len(k.msgs) && n < len(req.Messages) && reflect.DeepEqual(k.msgs[n], req.Messages[n]) {
+		n++
+	}
+	if n == 0 {
+		return req, nil, false
+	}
+	tail := *req
+	tail.Messages = req.Messages[n:]
+	return &tail, &MessagesRef{Thread: t.id, NS: k.ns, Step: k.id, Prefix: n, Hash: hashMessages(req.Messages)}, true
+}
+
+// hashMessages is the hash of a message list as a model activity checks
+// it: of its JSON.
+func hashMessages(msgs []llm.Message) string {
+	h := sha256.New()
+	_ = json.NewEncoder(h).Encode(msgs)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// rebuild puts back the messages of a request that ref points to, reading
+// them from the store, and checks them against the hash the workflow sent.
+func (g *Registry) rebuild(ctx context.Context, req *llm.Request, ref *MessagesRef) (*llm.Request, error) {
+	if g.Store == nil {
+		return nil, sdktemporal.NewNonRetryableApplicationError("the model call refers to a thread, and this worker has no checkpoint store (Registry.Store)", "NoStore", nil)
+	}
+	cp, err := g.Store.Get(ctx, checkpoint.Ref{ThreadID: ref.Thread, NS: ref.NS, ID: ref.Step})
+	if err != nil {
+		return nil, fmt.Errorf("reading the messages of the model call (thread %q, namespace %q, step %s): %w", ref.Thread, ref.NS, ref.Step, err)
+	}
+	if len(cp.State.Messages) < ref.Prefix {
+		return nil, sdktemporal.NewNonRetryableApplicationError(fmt.Sprintf("the model call takes %d messages of step %s of thread %q (namespace %q), which holds %d",
+			ref.Prefix, ref.Step, ref.Thread, ref.NS, len(cp.State.Messages)), "MessagesMismatch", nil)
+	}
+	out := *req
+	out.Messages = slices.Concat(cp.State.Messages[:ref.Prefix], req.Messages)
+	if h := hashMessages(out.Messages); h != ref.Hash {
+		return nil, sdktemporal.NewNonRetryableApplicationError(fmt.Sprintf("the messages rebuilt from step %s of thread %q (namespace %q) are not those of the model call (hash %s, want %s): the store does not hold what the workflow saved",
+			ref.Step, ref.Thread, ref.NS, h[:12], ref.Hash[:12]), "MessagesMismatch", nil)
+	}
+	return &out, nil
+}

@@ -1,0 +1,299 @@
+package temporal_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/testsuite"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/approve"
+	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/checkpoint/sqlite"
+	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/llm/scripted"
+	"github.com/deepagents-go/deepagents/runner"
+	"github.com/deepagents-go/deepagents/temporal"
+	"github.com/deepagents-go/deepagents/tool"
+)
+
+// sizing is a data converter that remembers the largest payload it made.
+type sizing struct {
+	converter.DataConverter
+	mu    sync.Mutex
+	max   int
+	count int
+}
+
+func (s *sizing) note(ps ...*commonpb.Payload) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range ps {
+		s.count++
+		s.max = max(s.max, proto.Size(p))
+	}
+}
+
+func (s *sizing) ToPayload(v any) (*commonpb.Payload, error) {
+	p, err := s.DataConverter.ToPayload(v)
+	if err == nil {
+		s.note(p)
+	}
+	return p, err
+}
+
+func (s *sizing) ToPayloads(vs ...any) (*commonpb.Payloads, error) {
+	ps, err := s.DataConverter.ToPayloads(vs...)
+	if err == nil {
+		s.note(ps.GetPayloads()...)
+	}
+	return ps, err
+}
+
+func openStore(t *testing.T) *sqlite.Saver {
+	t.Helper()
+	s, err := sqlite.Open(filepath.Join(t.TempDir(), "threads.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// bigText is n bytes of text that compresses poorly, different per seed.
+func bigText(seed string, n int) string {
+	var b strings.Builder
+	h := sha256.Sum256([]byte(seed))
+	for b.Len() < n {
+		b.WriteString(hex.EncodeToString(h[:]))
+		h = sha256.Sum256(h[:])
+	}
+	return b.String()[:n]
+}
+
+// A 200-round thread whose tool returns 10 KB each round (2 MB of messages
+// in the end) keeps every payload under 64 KB: the model activity carries
+// a reference to the stored step and the messages since, and the step
+// records are local activities whose inputs are no payloads.
+func TestLongThreadPayloadsStaySmall(t *testing.T) {
+	const rounds = 200
+	var steps []scripted.Step
+	for i := range rounds {
+		steps = append(steps, step("", scripted.StepCall{ID: fmt.Sprintf("c%d", i), Name: "fetch", Args: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}))
+	}
+	steps = append(steps, step("read it all"))
+	reg := temporal.NewRegistry()
+	reg.Store = openStore(t)
+	m := reg.Model("scripted", scripted.New(scripted.Script{"reader": {Steps: steps}}, scripted.Options{}))
+	fetch := reg.Tool("reader", tool.MustFunc("fetch", "Fetch a page.", func(_ context.Context, _ *tool.Env, in struct {
+		N int `json:"n"`
+	}) (string, error) {
+		return bigText(fmt.Sprint(in.N), 10<<10), nil
+	}))
+	a, err := agent.New(agent.Config{Name: "reader", Model: m, Tools: []tool.Tool{fetch}, MaxSteps: rounds + 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Agent("reader", a); err != nil {
+		t.Fatal(err)
+	}
+	env := newEnv(t, reg)
+	dc := &sizing{DataConverter: temporal.DataConverter()}
+	env.SetDataConverter(dc)
+	env.ExecuteWorkflow(temporal.RunAgentWorkflow, temporal.RunInput{Agent: "reader", Thread: "long", Input: "read"})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var s temporal.Summary
+	if err := env.GetWorkflowResult(&s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Status != agent.StatusOK || s.Rounds != rounds+1 || s.Text != "read it all" {
+		t.Fatalf("summary %+v", s)
+	}
+	if dc.max >= 64<<10 {
+		t.Errorf("largest payload %d bytes, want under 64 KB", dc.max)
+	}
+	t.Logf("%d payloads, largest %d bytes", dc.count, dc.max)
+	cp, err := reg.Store.Get(context.Background(), checkpoint.Ref{ThreadID: "long"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(cp.State.Messages); n != 2*rounds+2 {
+		t.Errorf("the store holds %d messages, want %d", n, 2*rounds+2)
+	}
+}
+
+// A model call whose reference does not rebuild its messages (the store
+// holds other messages than the workflow saved) fails with a clear error
+// rather than sending the model something else.
+func TestModelReferenceMismatchIsRefused(t *testing.T) {
+	reg := temporal.NewRegistry()
+	store := openStore(t)
+	reg.Store = store
+	m := reg.Model("scripted", scripted.New(scripted.Script{"parent": {Steps: []scripted.Step{step("", tc("note", `{}`)), step("done")}}}, scripted.Options{}))
+	if err := reg.Agent("parent", mustAgent(t, agent.Config{Model: m, Tools: []tool.Tool{noteTool}})); err != nil {
+		t.Fatal(err)
+	}
+	// A first turn, so that a thread is stored.
+	env := newEnv(t, reg)
+	env.ExecuteWorkflow(temporal.RunAgentWorkflow, temporal.RunInput{Agent: "parent", Thread: "T", Input: "go"})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	cp, err := store.Get(context.Background(), checkpoint.Ref{ThreadID: "T"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := cp.State.Messages
+	var suite testsuite.WorkflowTestSuite
+	aenv := suite.NewTestActivityEnvironment()
+	aenv.SetDataConverter(temporal.DataConverter())
+	aenv.RegisterActivityWithOptions(reg.CallModel, activity.RegisterOptions{Name: temporal.ModelActivity})
+	_, err = aenv.ExecuteActivity(temporal.ModelActivity, temporal.ModelCall{Model: "scripted",
+		Request: &llm.Request{}, Ref: &temporal.MessagesRef{Thread: "T", Step: cp.ID, Prefix: len(req), Hash: strings.Repeat("0", 64)}})
+	if err == nil || !strings.Contains(err.Error(), "not those of the model call") {
+		t.Fatalf("err = %v, want a mismatch", err)
+	}
+}
+
+func mustAgent(t *testing.T, c agent.Config) *agent.Agent {
+	t.Helper()
+	a, err := agent.New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// A thread starts on a laptop (runner.Checkpoints on a SQLite file), is
+// cut off in the middle of a step, is resumed as a RunAgent workflow on
+// the same file, which stops waiting for an approval, and is finished on
+// the laptop again: one thread, one transcript, and no finished call ran
+// twice.
+func TestLaptopWorkerLaptop(t *testing.T) {
+	store := openStore(t)
+	reg := temporal.NewRegistry()
+	reg.Store = store
+	m := reg.Model("scripted", scripted.New(scripted.Script{"parent": {Steps: []scripted.Step{
+		step("", scripted.StepCall{ID: "e1", Name: "effect", Args: json.RawMessage(`{}`)}, scripted.StepCall{ID: "h1", Name: "halt", Args: json.RawMessage(`{}`)}),
+		step("", scripted.StepCall{ID: "e2", Name: "effect", Args: json.RawMessage(`{}`)}, scripted.StepCall{ID: "w1", Name: "write", Args: json.RawMessage(`{"path":"/w.txt","content":"w"}`)}),
+		step("all done"),
+	}}}, scripted.Options{}))
+
+	var mu sync.Mutex
+	effects := map[string]int{} // effect calls that ran, by call id
+	halts := map[string]int{}   // halt calls that finished
+	var stopLaptop func()       // set while the laptop's first run goes on
+	effect := reg.Tool("parent", tool.MustFunc("effect", "Has an effect.", func(_ context.Context, env *tool.Env, _ struct{}) (string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		effects[env.CallID]++
+		return "did " + env.CallID, nil
+	}))
+	halt := tool.MustFunc("halt", "Stops the laptop.", func(ctx context.Context, env *tool.Env, _ struct{}) (string, error) {
+		mu.Lock()
+		stop := stopLaptop
+		mu.Unlock()
+		if stop != nil {
+			// The laptop is cut off once effect's result is saved.
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				cp, err := store.Get(context.Background(), checkpoint.Ref{ThreadID: "T"})
+				if err == nil && len(cp.Pending) > 0 && cp.Pending[0].CallID == "e1" {
+					break
+				}
+			}
+			stop()
+			<-ctx.Done()
+			return "", ctx.Err()
+		}
+		mu.Lock()
+		halts[env.CallID]++
+		mu.Unlock()
+		return "halted", nil
+	})
+	gates := map[string]approve.Policy{"write": {}}
+	a := mustAgent(t, agent.Config{Name: "parent", Model: m, Tools: []tool.Tool{effect, halt, writeTool}, Middleware: []agent.Middleware{approve.Gate(gates)}})
+	if err := reg.Agent("parent", a); err != nil {
+		t.Fatal(err)
+	}
+
+	// On the laptop: cut off in the middle of the first step.
+	ctx, cancel := context.WithCancel(context.Background())
+	mu.Lock()
+	stopLaptop = cancel
+	mu.Unlock()
+	res, _ := a.Invoke(ctx, agent.Prompt("go"), runner.Checkpoints(store, "T"))
+	mu.Lock()
+	stopLaptop = nil
+	mu.Unlock()
+	if res != nil && res.Status == agent.StatusOK {
+		t.Fatalf("the laptop's run was not cut off: %+v", res.Status)
+	}
+
+	// On a worker: resumed, it stops waiting for the write's approval.
+	env := newEnv(t, reg)
+	env.ExecuteWorkflow(temporal.RunAgentWorkflow, temporal.RunInput{Agent: "parent", Thread: "T"})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var s temporal.Summary
+	if err := env.GetWorkflowResult(&s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Status != agent.StatusInterrupted {
+		t.Fatalf("the worker's run: %+v", s)
+	}
+
+	// On the laptop again: approved, the run ends.
+	res, err := a.Invoke(context.Background(), agent.Input{}, runner.Checkpoints(store, "T"),
+		agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "w1"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != agent.StatusOK || res.FinalText() != "all done" {
+		t.Fatalf("the last run: %s %q", res.Status, res.FinalText())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if effects["e1"] != 1 || effects["e2"] != 1 || len(effects) != 2 {
+		t.Errorf("effects ran %v, want e1 and e2 once each", effects)
+	}
+	if halts["h1"] != 1 {
+		t.Errorf("halt finished %v times, want once", halts["h1"])
+	}
+	rs, err := runner.LoadRunState(context.Background(), store, "T", agent.Path{{Name: "parent"}}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var transcript []string
+	for _, msg := range rs.Messages {
+		line := string(msg.Role)
+		if msg.ToolCallID != "" {
+			line += ":" + msg.ToolCallID
+		}
+		for _, c := range msg.ToolCalls {
+			line += " " + c.ID
+		}
+		transcript = append(transcript, line)
+	}
+	want := []string{"user", "assistant e1 h1", "tool:e1", "tool:h1", "assistant e2 w1", "tool:e2", "tool:w1", "assistant"}
+	if strings.Join(transcript, "|") != strings.Join(want, "|") {
+		t.Errorf("transcript %v, want %v", transcript, want)
+	}
+	if _, ok := rs.Files["/w.txt"]; !ok {
+		t.Errorf("files %v, want /w.txt", rs.Files)
+	}
+}
