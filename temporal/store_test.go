@@ -297,3 +297,84 @@ func TestLaptopWorkerLaptop(t *testing.T) {
 		t.Errorf("files %v, want /w.txt", rs.Files)
 	}
 }
+
+// The parallel delegation on a thread: each subagent records into its own
+// namespace of the thread, and the summary is the one without a store.
+func TestDelegationOnAThread(t *testing.T) {
+	reg, _ := delegation(t, 0)
+	store := openStore(t)
+	reg.Store = store
+	env := newEnv(t, reg)
+	env.ExecuteWorkflow(temporal.RunAgentWorkflow, temporal.RunInput{Agent: "parent", Thread: "D", Input: "go"})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var s temporal.Summary
+	if err := env.GetWorkflowResult(&s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Status != agent.StatusOK || s.Text != "all done" || strings.Join(s.Files, ",") != "/a.txt,/b.txt,/p.txt" || len(s.Children) != 2 {
+		t.Fatalf("summary %+v", s)
+	}
+	cps, err := store.List(context.Background(), checkpoint.ListOptions{ThreadID: "D", AllNamespaces: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := map[string]bool{}
+	for _, cp := range cps {
+		ns[cp.NS] = true
+	}
+	if len(ns) != 3 {
+		t.Errorf("namespaces %v, want the parent's and two subagents'", ns)
+	}
+	rs, err := runner.LoadRunState(context.Background(), store, "D", agent.Path{{Name: "parent"}}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs.Status != agent.StatusOK || len(rs.Finished) != 2 {
+		t.Errorf("saved run: %s, %d finished subagents", rs.Status, len(rs.Finished))
+	}
+}
+
+// A thread held by another process (a CLI run) is refused by the
+// workflow, as a second CLI run would be; once the workflow ends, it lets
+// the thread go.
+func TestWorkflowTakesTheLease(t *testing.T) {
+	store := openStore(t)
+	reg := temporal.NewRegistry()
+	reg.Store = store
+	m := reg.Model("scripted", scripted.New(scripted.Script{"parent": {Steps: []scripted.Step{step("done")}}}, scripted.Options{}))
+	if err := reg.Agent("parent", mustAgent(t, agent.Config{Model: m})); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	laptop := runner.LeaseHolder()
+	if _, err := store.Acquire(ctx, "T", laptop, time.Now(), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	run := func() temporal.Summary {
+		t.Helper()
+		env := newEnv(t, reg)
+		env.ExecuteWorkflow(temporal.RunAgentWorkflow, temporal.RunInput{Agent: "parent", Thread: "T", Input: "go"})
+		if err := env.GetWorkflowError(); err != nil {
+			t.Fatal(err)
+		}
+		var s temporal.Summary
+		if err := env.GetWorkflowResult(&s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	if s := run(); s.Status != agent.StatusError || !strings.Contains(s.Error, "is in use by "+laptop) {
+		t.Fatalf("on a held thread: %s %q", s.Status, s.Error)
+	}
+	if err := store.Release(ctx, "T", laptop); err != nil {
+		t.Fatal(err)
+	}
+	if s := run(); s.Status != agent.StatusOK {
+		t.Fatalf("on a free thread: %s %q", s.Status, s.Error)
+	}
+	if _, err := store.Acquire(ctx, "T", laptop, time.Now(), time.Minute); err != nil {
+		t.Fatalf("the workflow kept the thread: %v", err)
+	}
+}
