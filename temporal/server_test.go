@@ -318,3 +318,47 @@ func TestCancelHistoryReplays(t *testing.T) {
 		t.Fatalf("%s does not replay: %v", cancelHistory, err)
 	}
 }
+
+const threadHistory = "testdata/thread.history.json"
+
+// TestLaptopWorkerLaptop with the worker's part on a real Temporal server:
+// the thread on a SQLite file moves from a laptop run to a worker and
+// back. The history it got replays (with DEEPAGENTS_TEMPORAL_RECORD=1 it
+// is written to testdata for TestThreadHistoryReplays).
+func TestLaptopWorkerLaptopOnADevServer(t *testing.T) {
+	address, namespace := devServer(t)
+	c, err := client.Dial(client.Options{HostPort: address, Namespace: namespace, DataConverter: temporal.DataConverter()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	laptopWorkerLaptop(t, func(reg *temporal.Registry, in temporal.RunInput) temporal.Summary {
+		w := worker.New(c, "deepagents-thread", worker.Options{})
+		reg.Register(w)
+		if err := w.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "thread", TaskQueue: "deepagents-thread"}, temporal.RunAgentWorkflow, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s temporal.Summary
+		if err := run.Get(ctx, &s); err != nil {
+			t.Fatal(err)
+		}
+		h := history(ctx, t, c, run)
+		r, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{DataConverter: temporal.DataConverter()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		reg.RegisterWorkflow(r)
+		if err := r.ReplayWorkflowHistory(nil, h); err != nil {
+			t.Fatalf("the history does not replay: %v", err)
+		}
+		record(t, threadHistory, h)
+		return s
+	})
+}

@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/deepagents-go/deepagents/agent"
@@ -184,29 +185,58 @@ func mustAgent(t *testing.T, c agent.Config) *agent.Agent {
 // the laptop again: one thread, one transcript, and no finished call ran
 // twice.
 func TestLaptopWorkerLaptop(t *testing.T) {
-	store := openStore(t)
+	laptopWorkerLaptop(t, func(reg *temporal.Registry, in temporal.RunInput) temporal.Summary {
+		env := newEnv(t, reg)
+		env.ExecuteWorkflow(temporal.RunAgentWorkflow, in)
+		if err := env.GetWorkflowError(); err != nil {
+			t.Fatal(err)
+		}
+		var s temporal.Summary
+		if err := env.GetWorkflowResult(&s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
+
+// laptopWorkerLaptop is TestLaptopWorkerLaptop with the worker's part run
+// by onWorker.
+// laptopCase is the agent of TestLaptopWorkerLaptop on a registry over
+// store, and what its tools did.
+type laptopCase struct {
+	reg *temporal.Registry
+	a   *agent.Agent
+
+	mu         sync.Mutex
+	effects    map[string]int // effect calls that ran, by call id
+	halts      map[string]int // halt calls that finished
+	stopLaptop func()         // set while the laptop's first run goes on
+}
+
+func newLaptopCase(t *testing.T, store checkpoint.RunStore) *laptopCase {
+	t.Helper()
+	lc := &laptopCase{effects: map[string]int{}, halts: map[string]int{}}
 	reg := temporal.NewRegistry()
 	reg.Store = store
+	lc.reg = reg
 	m := reg.Model("scripted", scripted.New(scripted.Script{"parent": {Steps: []scripted.Step{
 		step("", scripted.StepCall{ID: "e1", Name: "effect", Args: json.RawMessage(`{}`)}, scripted.StepCall{ID: "h1", Name: "halt", Args: json.RawMessage(`{}`)}),
 		step("", scripted.StepCall{ID: "e2", Name: "effect", Args: json.RawMessage(`{}`)}, scripted.StepCall{ID: "w1", Name: "write", Args: json.RawMessage(`{"path":"/w.txt","content":"w"}`)}),
 		step("all done"),
 	}}}, scripted.Options{}))
 
-	var mu sync.Mutex
-	effects := map[string]int{} // effect calls that ran, by call id
-	halts := map[string]int{}   // halt calls that finished
-	var stopLaptop func()       // set while the laptop's first run goes on
 	effect := reg.Tool("parent", tool.MustFunc("effect", "Has an effect.", func(_ context.Context, env *tool.Env, _ struct{}) (string, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		effects[env.CallID]++
+		lc.mu.Lock()
+		defer lc.mu.Unlock()
+		lc.effects[env.CallID]++
 		return "did " + env.CallID, nil
 	}))
-	halt := tool.MustFunc("halt", "Stops the laptop.", func(ctx context.Context, env *tool.Env, _ struct{}) (string, error) {
-		mu.Lock()
-		stop := stopLaptop
-		mu.Unlock()
+	// An activity too: a tool in workflow code runs again on replay, so
+	// only pure tools belong there.
+	halt := reg.Tool("parent", tool.MustFunc("halt", "Stops the laptop.", func(ctx context.Context, env *tool.Env, _ struct{}) (string, error) {
+		lc.mu.Lock()
+		stop := lc.stopLaptop
+		lc.mu.Unlock()
 		if stop != nil {
 			// The laptop is cut off once effect's result is saved.
 			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
@@ -219,41 +249,43 @@ func TestLaptopWorkerLaptop(t *testing.T) {
 			<-ctx.Done()
 			return "", ctx.Err()
 		}
-		mu.Lock()
-		halts[env.CallID]++
-		mu.Unlock()
+		lc.mu.Lock()
+		lc.halts[env.CallID]++
+		lc.mu.Unlock()
 		return "halted", nil
-	})
+	}))
 	gates := map[string]approve.Policy{"write": {}}
 	a := mustAgent(t, agent.Config{Name: "parent", Model: m, Tools: []tool.Tool{effect, halt, writeTool}, Middleware: []agent.Middleware{approve.Gate(gates)}})
 	if err := reg.Agent("parent", a); err != nil {
 		t.Fatal(err)
 	}
+	lc.a = a
+	return lc
+
+}
+
+func laptopWorkerLaptop(t *testing.T, onWorker func(reg *temporal.Registry, in temporal.RunInput) temporal.Summary) {
+	t.Helper()
+	store := openStore(t)
+	lc := newLaptopCase(t, store)
+	reg, a := lc.reg, lc.a
+	mu, effects, halts := &lc.mu, lc.effects, lc.halts
 
 	// On the laptop: cut off in the middle of the first step.
 	ctx, cancel := context.WithCancel(context.Background())
 	mu.Lock()
-	stopLaptop = cancel
+	lc.stopLaptop = cancel
 	mu.Unlock()
 	res, _ := a.Invoke(ctx, agent.Prompt("go"), runner.Checkpoints(store, "T"))
 	mu.Lock()
-	stopLaptop = nil
+	lc.stopLaptop = nil
 	mu.Unlock()
 	if res != nil && res.Status == agent.StatusOK {
 		t.Fatalf("the laptop's run was not cut off: %+v", res.Status)
 	}
 
 	// On a worker: resumed, it stops waiting for the write's approval.
-	env := newEnv(t, reg)
-	env.ExecuteWorkflow(temporal.RunAgentWorkflow, temporal.RunInput{Agent: "parent", Thread: "T"})
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
-	var s temporal.Summary
-	if err := env.GetWorkflowResult(&s); err != nil {
-		t.Fatal(err)
-	}
-	if s.Status != agent.StatusInterrupted {
+	if s := onWorker(reg, temporal.RunInput{Agent: "parent", Thread: "T"}); s.Status != agent.StatusInterrupted {
 		t.Fatalf("the worker's run: %+v", s)
 	}
 
@@ -376,5 +408,29 @@ func TestWorkflowTakesTheLease(t *testing.T) {
 	}
 	if _, err := store.Acquire(ctx, "T", laptop, time.Now(), time.Minute); err != nil {
 		t.Fatalf("the workflow kept the thread: %v", err)
+	}
+}
+
+// The committed history of a workflow that resumed a laptop's thread
+// (TestLaptopWorkerLaptopOnADevServer) replays: the store's local
+// activities are markers, not run again. A worker without a store takes
+// other steps, and the replay says so: every worker of a task queue must
+// be given a store, or none.
+func TestThreadHistoryReplays(t *testing.T) {
+	replay := func(store checkpoint.RunStore) error {
+		lc := newLaptopCase(t, openStore(t))
+		lc.reg.Store = store
+		r, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{DataConverter: temporal.DataConverter()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lc.reg.RegisterWorkflow(r)
+		return r.ReplayWorkflowHistoryFromJSONFile(nil, threadHistory)
+	}
+	if err := replay(openStore(t)); err != nil {
+		t.Fatalf("%s does not replay: %v", threadHistory, err)
+	}
+	if err := replay(nil); err == nil || !strings.Contains(err.Error(), "TMPRL1100") {
+		t.Fatalf("without a store the history replayed with %v, want a nondeterminism error (TMPRL1100)", err)
 	}
 }
