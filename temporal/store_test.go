@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/mock"
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
@@ -432,5 +433,60 @@ func TestThreadHistoryReplays(t *testing.T) {
 	}
 	if err := replay(nil); err == nil || !strings.Contains(err.Error(), "TMPRL1100") {
 		t.Fatalf("without a store the history replayed with %v, want a nondeterminism error (TMPRL1100)", err)
+	}
+}
+
+// renewals is a store that counts lease renewals, and refuses them once
+// lose is set (another process took the thread).
+type renewals struct {
+	*sqlite.Saver
+	mu   sync.Mutex
+	n    int
+	lose bool
+}
+
+func (r *renewals) Renew(ctx context.Context, thread, holder string, now time.Time, ttl time.Duration) (checkpoint.Lease, error) {
+	r.mu.Lock()
+	r.n++
+	lose := r.lose
+	r.mu.Unlock()
+	if lose {
+		return checkpoint.Lease{}, checkpoint.ErrNotHeld
+	}
+	return r.Saver.Renew(ctx, thread, holder, now, ttl)
+}
+
+// While a tool runs for two minutes, the workflow renews its lease every
+// 20 seconds on a workflow timer; a renewal refused (the thread taken
+// over) ends the run.
+func TestWorkflowRenewsTheLease(t *testing.T) {
+	for _, lose := range []bool{false, true} {
+		store := &renewals{Saver: openStore(t), lose: lose}
+		reg := temporal.NewRegistry()
+		reg.Store = store
+		m := reg.Model("scripted", scripted.New(scripted.Script{"parent": {Steps: []scripted.Step{step("", tc("slow", `{}`)), step("done")}}}, scripted.Options{}))
+		slow := reg.Tool("parent", tool.MustFunc("slow", "Takes long.", func(context.Context, *tool.Env, struct{}) (string, error) { return "slow", nil }))
+		if err := reg.Agent("parent", mustAgent(t, agent.Config{Model: m, Tools: []tool.Tool{slow}})); err != nil {
+			t.Fatal(err)
+		}
+		env := newEnv(t, reg)
+		env.OnActivity(temporal.ToolActivity, mock.Anything, mock.Anything).After(2*time.Minute).Return(&temporal.ToolOutcome{Result: tool.Result{Content: "slow"}}, nil)
+		env.ExecuteWorkflow(temporal.RunAgentWorkflow, temporal.RunInput{Agent: "parent", Thread: "T", Input: "go"})
+		if err := env.GetWorkflowError(); err != nil {
+			t.Fatal(err)
+		}
+		var s temporal.Summary
+		if err := env.GetWorkflowResult(&s); err != nil {
+			t.Fatal(err)
+		}
+		store.mu.Lock()
+		n := store.n
+		store.mu.Unlock()
+		switch {
+		case !lose && (s.Status != agent.StatusOK || n < 5):
+			t.Errorf("%s %q after %d renewals, want ok after 6", s.Status, s.Error, n)
+		case lose && (s.Status == agent.StatusOK || !strings.Contains(s.Error, "lost thread") || n != 1):
+			t.Errorf("%s %q after %d renewals, want the thread lost at the first", s.Status, s.Error, n)
+		}
 	}
 }
