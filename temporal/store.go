@@ -101,12 +101,29 @@ type OpenIn struct {
 }
 
 // Opened is what the thread-opening activity returns: how the run starts
-// and its state as saved.
+// and its state as saved, but for its messages, of which it gives the
+// number: they are read in pieces (ThreadMessages), so that a long
+// thread's history makes no payload too large.
 type Opened struct {
-	How    agent.StartHow  `json:"how"`
-	State  *agent.RunState `json:"state,omitempty"`
-	Legacy bool            `json:"legacy,omitempty"`
+	How      agent.StartHow  `json:"how"`
+	State    *agent.RunState `json:"state,omitempty"`
+	Legacy   bool            `json:"legacy,omitempty"`
+	Messages int             `json:"messages,omitempty"`
 }
+
+// MessagesIn is the input of the activity that reads a piece of a step's
+// messages: those from index From on.
+type MessagesIn struct {
+	Thread string `json:"thread"`
+	NS     string `json:"ns,omitempty"`
+	Step   string `json:"step"`
+	From   int    `json:"from"`
+}
+
+// messagesPiece is how many bytes of messages, as JSON, ThreadMessages
+// returns at most (a longer message goes alone), well under Temporal's
+// payload limit.
+const messagesPiece = 48 << 10
 
 // ChangedIn is the input of the activity that lists what an unfinished run
 // changed: its state without messages or files, which runner does not read.
@@ -146,8 +163,40 @@ func (g *Registry) OpenThread(ctx context.Context, in OpenIn) (*Opened, error) {
 	out := &Opened{How: how, State: rs}
 	if rs != nil {
 		out.Legacy = rs.LegacyChildren
+		out.Messages = len(rs.Messages)
+		rs.Messages = nil
 	}
 	return out, nil
+}
+
+// ThreadMessages is the activity that reads the messages of a saved step
+// from index in.From on, as many as fit in messagesPiece bytes of JSON
+// (one at least).
+func (g *Registry) ThreadMessages(ctx context.Context, in MessagesIn) ([]llm.Message, error) {
+	if g.Store == nil {
+		return nil, sdktemporal.NewNonRetryableApplicationError("this worker has no checkpoint store (Registry.Store)", "NoStore", nil)
+	}
+	cp, err := g.Store.Get(ctx, checkpoint.Ref{ThreadID: in.Thread, NS: in.NS, ID: in.Step})
+	if err != nil {
+		return nil, crossStoreError(err)
+	}
+	msgs := cp.State.Messages
+	if in.From < 0 || in.From >= len(msgs) {
+		return nil, sdktemporal.NewNonRetryableApplicationError(fmt.Sprintf("step %s of thread %q holds %d messages, none from %d", in.Step, in.Thread, len(msgs), in.From), "MessagesMismatch", nil)
+	}
+	end, size := in.From, 0
+	for end < len(msgs) {
+		b, err := json.Marshal(msgs[end])
+		if err != nil {
+			return nil, err
+		}
+		if end > in.From && size+len(b) > messagesPiece {
+			break
+		}
+		size += len(b)
+		end++
+	}
+	return msgs[in.From:end], nil
 }
 
 // RecordStep is the activity that saves one step record, as runner's
@@ -273,6 +322,16 @@ func (t *wfThread) Open(ctx context.Context, path agent.Path, o agent.Opening) (
 	}
 	rs := out.State
 	if rs != nil {
+		for len(rs.Messages) < out.Messages {
+			var piece []llm.Message
+			if err := t.rt.local(t.g.ThreadMessages, &piece, MessagesIn{Thread: t.id, NS: nsOf(path), Step: rs.StepID, From: len(rs.Messages)}); err != nil {
+				return 0, nil, err
+			}
+			if len(piece) == 0 {
+				return 0, nil, fmt.Errorf("thread %q: reading its messages: none from %d", t.id, len(rs.Messages))
+			}
+			rs.Messages = append(rs.Messages, piece...)
+		}
 		rs.LegacyChildren = out.Legacy
 		t.known[path.String()] = &stored{ns: nsOf(path), id: rs.StepID, msgs: rs.Messages}
 	}

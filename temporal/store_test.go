@@ -95,7 +95,7 @@ func TestLongThreadPayloadsStaySmall(t *testing.T) {
 	for i := range rounds {
 		steps = append(steps, step("", scripted.StepCall{ID: fmt.Sprintf("c%d", i), Name: "fetch", Args: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}))
 	}
-	steps = append(steps, step("read it all"))
+	steps = append(steps, step("read it all"), step("still here"))
 	reg := temporal.NewRegistry()
 	reg.Store = openStore(t)
 	m := reg.Model("scripted", scripted.New(scripted.Script{"reader": {Steps: steps}}, scripted.Options{}))
@@ -111,19 +111,27 @@ func TestLongThreadPayloadsStaySmall(t *testing.T) {
 	if err := reg.Agent("reader", a); err != nil {
 		t.Fatal(err)
 	}
-	env := newEnv(t, reg)
 	dc := &sizing{DataConverter: temporal.DataConverter()}
-	env.SetDataConverter(dc)
-	env.ExecuteWorkflow(temporal.RunAgentWorkflow, temporal.RunInput{Agent: "reader", Thread: "long", Input: "read"})
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
+	run := func(input string) temporal.Summary {
+		t.Helper()
+		env := newEnv(t, reg)
+		env.SetDataConverter(dc)
+		env.ExecuteWorkflow(temporal.RunAgentWorkflow, temporal.RunInput{Agent: "reader", Thread: "long", Input: input})
+		if err := env.GetWorkflowError(); err != nil {
+			t.Fatal(err)
+		}
+		var s temporal.Summary
+		if err := env.GetWorkflowResult(&s); err != nil {
+			t.Fatal(err)
+		}
+		return s
 	}
-	var s temporal.Summary
-	if err := env.GetWorkflowResult(&s); err != nil {
-		t.Fatal(err)
-	}
-	if s.Status != agent.StatusOK || s.Rounds != rounds+1 || s.Text != "read it all" {
+	if s := run("read"); s.Status != agent.StatusOK || s.Rounds != rounds+1 || s.Text != "read it all" {
 		t.Fatalf("summary %+v", s)
+	}
+	// A second turn opens the thread, 2 MB of messages, in pieces.
+	if s := run("still there?"); s.Status != agent.StatusOK || s.Text != "still here" {
+		t.Fatalf("second turn: %+v", s)
 	}
 	if dc.max >= 64<<10 {
 		t.Errorf("largest payload %d bytes, want under 64 KB", dc.max)
@@ -133,8 +141,8 @@ func TestLongThreadPayloadsStaySmall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(cp.State.Messages); n != 2*rounds+2 {
-		t.Errorf("the store holds %d messages, want %d", n, 2*rounds+2)
+	if n := len(cp.State.Messages); n != 2*rounds+4 {
+		t.Errorf("the store holds %d messages, want %d", n, 2*rounds+4)
 	}
 }
 
