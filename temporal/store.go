@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"time"
@@ -347,6 +348,14 @@ func (t *wfThread) Open(ctx context.Context, path agent.Path, o agent.Opening) (
 
 func (t *wfThread) Record(ctx context.Context, rec *agent.StepRecord) error {
 	sent := *rec
+	// A local activity is given its arguments as Go values, and runs on a
+	// goroutine of its own: it gets copies of what the loop may still
+	// change, and no callback into workflow code (the recorder's retry
+	// warnings are not reported).
+	sent.Warn = nil
+	sent.Appended = slices.Clone(rec.Appended)
+	sent.Files = slices.Clone(rec.Files)
+	sent.Values = maps.Clone(rec.Values)
 	// The store keeps subagents' results without their histories (each is
 	// under its own namespace): they need not cross.
 	if len(rec.Children) > 0 {
