@@ -227,6 +227,9 @@ func newLaptopCase(t *testing.T, store checkpoint.RunStore) *laptopCase {
 	lc := &laptopCase{effects: map[string]int{}, halts: map[string]int{}}
 	reg := temporal.NewRegistry()
 	reg.Store = store
+	// The workflow ends at the approval wait: the laptop takes the
+	// decision.
+	reg.ApprovalTimeout = -1
 	lc.reg = reg
 	m := reg.Model("scripted", scripted.New(scripted.Script{"parent": {Steps: []scripted.Step{
 		step("", scripted.StepCall{ID: "e1", Name: "effect", Args: json.RawMessage(`{}`)}, scripted.StepCall{ID: "h1", Name: "halt", Args: json.RawMessage(`{}`)}),
