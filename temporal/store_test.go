@@ -501,3 +501,55 @@ func TestWorkflowRenewsTheLease(t *testing.T) {
 		}
 	}
 }
+
+// The approval wait on a thread in the store: a workflow whose wait
+// timed out ends interrupted, and a new workflow on the thread resumes it,
+// waits again, and takes the decisions by update to the end; the store
+// holds the run as finished.
+func TestApprovalOnAThread(t *testing.T) {
+	store := openStore(t)
+	reg := approvalRegistry(t)
+	reg.Store = store
+	reg.ApprovalTimeout = time.Hour
+	run := func(in temporal.RunInput, decisions func(env *testsuite.TestWorkflowEnvironment, waiting []agent.Interrupt) *outcome) (temporal.Summary, *outcome) {
+		t.Helper()
+		env := newEnv(t, reg)
+		var o *outcome
+		if decisions != nil {
+			env.RegisterDelayedCallback(func() { o = decisions(env, pending(t, env)) }, time.Minute)
+		}
+		env.ExecuteWorkflow(temporal.RunAgentWorkflow, in)
+		if err := env.GetWorkflowError(); err != nil {
+			t.Fatal(err)
+		}
+		var s temporal.Summary
+		if err := env.GetWorkflowResult(&s); err != nil {
+			t.Fatal(err)
+		}
+		return s, o
+	}
+	first, _ := run(temporal.RunInput{Agent: "parent", Thread: "A", Input: "go"}, nil)
+	if first.Status != agent.StatusInterrupted || len(first.Interrupts) != 2 {
+		t.Fatalf("first workflow: %+v", first)
+	}
+	second, o := run(temporal.RunInput{Agent: "parent", Thread: "A"}, func(env *testsuite.TestWorkflowEnvironment, waiting []agent.Interrupt) *outcome {
+		if len(waiting) != 2 {
+			t.Errorf("the resumed run waits on %v", callIDs(waiting))
+			return nil
+		}
+		return decide(env, []agent.Decision{{Type: agent.Approve, CallID: "w1"}, {Type: agent.Approve, CallID: "w2", Path: waiting[1].Path}})
+	})
+	if o == nil || !o.done || o.refused != nil {
+		t.Fatalf("decisions: %+v", o)
+	}
+	if second.Status != agent.StatusOK || strings.Join(second.Files, ",") != "/a.txt,/p.txt" {
+		t.Fatalf("second workflow: %+v", second)
+	}
+	rs, err := runner.LoadRunState(context.Background(), store, "A", agent.Path{{Name: "parent"}}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs.Status != agent.StatusOK || len(rs.Files) != 2 {
+		t.Errorf("the stored run: %s, files %v", rs.Status, rs.Files)
+	}
+}
