@@ -332,7 +332,7 @@ func TestLaptopWorkerLaptopOnADevServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	laptopWorkerLaptop(t, func(reg *temporal.Registry, in temporal.RunInput) temporal.Summary {
+	laptopWorkerLaptop(t, openStore(t), func(reg *temporal.Registry, in temporal.RunInput) temporal.Summary {
 		w := worker.New(c, "deepagents-thread", worker.Options{})
 		reg.Register(w)
 		if err := w.Start(); err != nil {

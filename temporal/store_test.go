@@ -23,7 +23,9 @@ import (
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/approve"
 	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/checkpoint/postgres"
 	"github.com/deepagents-go/deepagents/checkpoint/sqlite"
+	"github.com/deepagents-go/deepagents/internal/pgtest"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
 	"github.com/deepagents-go/deepagents/runner"
@@ -194,7 +196,24 @@ func mustAgent(t *testing.T, c agent.Config) *agent.Agent {
 // the laptop again: one thread, one transcript, and no finished call ran
 // twice.
 func TestLaptopWorkerLaptop(t *testing.T) {
-	laptopWorkerLaptop(t, func(reg *temporal.Registry, in temporal.RunInput) temporal.Summary {
+	laptopWorkerLaptop(t, openStore(t), inTestEnv(t))
+}
+
+// The same on PostgreSQL, the store of a server fronting a fleet (skipped
+// unless DEEPAGENTS_TEST_POSTGRES names a server).
+func TestLaptopWorkerLaptopOnPostgres(t *testing.T) {
+	dsn, schema := pgtest.Schema(t)
+	store, err := postgres.Open(t.Context(), dsn, postgres.Options{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
+	laptopWorkerLaptop(t, store, inTestEnv(t))
+}
+
+// inTestEnv runs a workflow in the SDK's test environment.
+func inTestEnv(t *testing.T) func(reg *temporal.Registry, in temporal.RunInput) temporal.Summary {
+	return func(reg *temporal.Registry, in temporal.RunInput) temporal.Summary {
 		env := newEnv(t, reg)
 		env.ExecuteWorkflow(temporal.RunAgentWorkflow, in)
 		if err := env.GetWorkflowError(); err != nil {
@@ -205,7 +224,7 @@ func TestLaptopWorkerLaptop(t *testing.T) {
 			t.Fatal(err)
 		}
 		return s
-	})
+	}
 }
 
 // laptopWorkerLaptop is TestLaptopWorkerLaptop with the worker's part run
@@ -276,9 +295,8 @@ func newLaptopCase(t *testing.T, store checkpoint.RunStore) *laptopCase {
 
 }
 
-func laptopWorkerLaptop(t *testing.T, onWorker func(reg *temporal.Registry, in temporal.RunInput) temporal.Summary) {
+func laptopWorkerLaptop(t *testing.T, store checkpoint.RunStore, onWorker func(reg *temporal.Registry, in temporal.RunInput) temporal.Summary) {
 	t.Helper()
-	store := openStore(t)
 	lc := newLaptopCase(t, store)
 	reg, a := lc.reg, lc.a
 	mu, effects, halts := &lc.mu, lc.effects, lc.halts
