@@ -290,6 +290,9 @@ func localIn(c workflow.Context, fn any, out any, args ...any) error {
 type stored struct {
 	ns, id string
 	msgs   []llm.Message
+	// sums are the hashes of the first messages (messageSum), computed
+	// once each as model calls need them.
+	sums [][32]byte
 }
 
 // wfThread is a RunAgent workflow's thread (agent.Thread, agent.Hold): it
@@ -378,15 +381,16 @@ func (t *wfThread) Record(ctx context.Context, rec *agent.StepRecord) error {
 	}
 	key := rec.Path.String()
 	var base []llm.Message
+	var sums [][32]byte
 	switch k := t.known[key]; {
 	case rec.Parent == "":
 	case k != nil && k.id == rec.Parent:
-		base = k.msgs
+		base, sums = k.msgs, slices.Clone(k.sums)
 	default:
 		delete(t.known, key) // not known here: model calls carry their messages
 		return nil
 	}
-	t.known[key] = &stored{ns: nsOf(rec.Path), id: rec.ID, msgs: slices.Concat(base, rec.Appended)}
+	t.known[key] = &stored{ns: nsOf(rec.Path), id: rec.ID, msgs: slices.Concat(base, rec.Appended), sums: sums}
 	return nil
 }
 
@@ -494,17 +498,42 @@ func (t *wfThread) reference(path string, req *llm.Request) (*llm.Request, *Mess
 	if n == 0 {
 		return req, nil, false
 	}
+	for i := len(k.sums); i < n; i++ {
+		k.sums = append(k.sums, messageSum(k.msgs[i]))
+	}
+	sums := slices.Clip(k.sums[:n])
+	for _, m := range req.Messages[n:] {
+		sums = append(sums, messageSum(m))
+	}
 	tail := *req
 	tail.Messages = req.Messages[n:]
-	return &tail, &MessagesRef{Thread: t.id, NS: k.ns, Step: k.id, Prefix: n, Hash: hashMessages(req.Messages)}, true
+	return &tail, &MessagesRef{Thread: t.id, NS: k.ns, Step: k.id, Prefix: n, Hash: hashSums(sums)}, true
+}
+
+// messageSum is the hash of one message's JSON.
+func messageSum(m llm.Message) [32]byte {
+	b, _ := json.Marshal(m)
+	return sha256.Sum256(b)
+}
+
+// hashSums is the hash of a message list, given its messages' hashes.
+func hashSums(sums [][32]byte) string {
+	h := sha256.New()
+	for _, s := range sums {
+		h.Write(s[:])
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // hashMessages is the hash of a message list as a model activity checks
-// it: of its JSON.
+// it: of its messages' hashes, so that the workflow hashes each message
+// once, not the whole list at each model call.
 func hashMessages(msgs []llm.Message) string {
-	h := sha256.New()
-	_ = json.NewEncoder(h).Encode(msgs)
-	return hex.EncodeToString(h.Sum(nil))
+	sums := make([][32]byte, len(msgs))
+	for i, m := range msgs {
+		sums[i] = messageSum(m)
+	}
+	return hashSums(sums)
 }
 
 // rebuild puts back the messages of a request that ref points to, reading
