@@ -607,6 +607,24 @@ func (r *Result) Err() error {
 	return &RunError{Agent: r.Agent, Status: r.Status, Err: cause}
 }
 
+// WithoutState returns a copy of r without message histories or files,
+// its subagents' results too: what is saved beside a parent's step, whose
+// children's own records hold the rest.
+func (r *Result) WithoutState() *Result {
+	if r == nil {
+		return nil
+	}
+	s := *r
+	s.State = State{}
+	if len(r.Children) > 0 {
+		s.Children = make(map[string]*Result, len(r.Children))
+		for id, c := range r.Children {
+			s.Children[id] = c.WithoutState()
+		}
+	}
+	return &s
+}
+
 // FinalText returns the text of the last assistant message that has text,
 // or "" if none has.
 func (r *Result) FinalText() string {

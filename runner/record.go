@@ -95,7 +95,7 @@ func (c *ckRecorder) Record(ctx context.Context, rec *agent.StepRecord) error {
 		}
 		b := encoded[id].b
 		if encoded[id].kid != kid {
-			if b, err = json.Marshal(summary(kid)); err != nil {
+			if b, err = json.Marshal(kid.WithoutState()); err != nil {
 				return err
 			}
 		}
@@ -127,7 +127,7 @@ func (c *ckRecorder) recordCall(ctx context.Context, ns string, rec *agent.StepR
 		saved := outcomeOut{savedOutcome: savedOutcome{CallOutcome: oc, Rejected: call.Rejected}}
 		if kid := call.Outcome.Child; kid != nil {
 			// Encoded once, for this write and for the next checkpoint's value.
-			b, err := json.Marshal(summary(kid))
+			b, err := json.Marshal(kid.WithoutState())
 			if err != nil {
 				return err
 			}
@@ -233,20 +233,3 @@ type outcomeOut struct {
 
 // encode returns the stored form of o; Child must be JSON already.
 func (o *outcomeOut) encode() ([]byte, error) { return json.Marshal(o) }
-
-// summary is res without message histories, for saving beside a parent's
-// step: the child's own namespace holds its messages.
-func summary(res *agent.Result) *agent.Result {
-	if res == nil {
-		return nil
-	}
-	s := *res
-	s.State = agent.State{}
-	if len(res.Children) > 0 {
-		s.Children = make(map[string]*agent.Result, len(res.Children))
-		for id, c := range res.Children {
-			s.Children[id] = summary(c)
-		}
-	}
-	return &s
-}

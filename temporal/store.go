@@ -364,12 +364,12 @@ func (t *wfThread) Record(ctx context.Context, rec *agent.StepRecord) error {
 	if len(rec.Children) > 0 {
 		sent.Children = make(map[string]*agent.Result, len(rec.Children))
 		for id, kid := range rec.Children {
-			sent.Children[id] = withoutState(kid)
+			sent.Children[id] = kid.WithoutState()
 		}
 	}
 	if rec.Call != nil && rec.Call.Outcome != nil && rec.Call.Outcome.Child != nil {
 		call, oc := *rec.Call, *rec.Call.Outcome
-		oc.Child = withoutState(oc.Child)
+		oc.Child = oc.Child.WithoutState()
 		call.Outcome = &oc
 		sent.Call = &call
 	}
@@ -392,23 +392,6 @@ func (t *wfThread) Record(ctx context.Context, rec *agent.StepRecord) error {
 	}
 	t.known[key] = &stored{ns: nsOf(rec.Path), id: rec.ID, msgs: slices.Concat(base, rec.Appended), sums: sums}
 	return nil
-}
-
-// withoutState is res without message histories or files, recursively, as
-// runner saves a subagent's result beside its parent's step.
-func withoutState(res *agent.Result) *agent.Result {
-	if res == nil {
-		return nil
-	}
-	s := *res
-	s.State = agent.State{}
-	if len(res.Children) > 0 {
-		s.Children = make(map[string]*agent.Result, len(res.Children))
-		for id, c := range res.Children {
-			s.Children[id] = withoutState(c)
-		}
-	}
-	return &s
 }
 
 func (t *wfThread) FilesAt(ctx context.Context, path agent.Path, id string) (map[string]vfs.File, error) {
