@@ -72,7 +72,13 @@ func crossStoreError(err error) error {
 }
 
 // storeErrorOf rebuilds, in workflow code, the error crossStoreError sent.
+// A store activity that timed out is the store being unavailable: the run
+// stops unfinished, to be resumed, rather than failing.
 func storeErrorOf(err error) error {
+	var timeout *sdktemporal.TimeoutError
+	if errors.As(err, &timeout) {
+		return &storeError{msg: "the store did not answer in time: " + err.Error(), target: agent.ErrRecorderUnavailable}
+	}
 	var appErr *sdktemporal.ApplicationError
 	if !errors.As(err, &appErr) {
 		return err
@@ -201,11 +207,19 @@ func (g *Registry) ThreadMessages(ctx context.Context, in MessagesIn) ([]llm.Mes
 }
 
 // RecordStep is the activity that saves one step record, as runner's
-// recorder does.
-func (g *Registry) RecordStep(ctx context.Context, thread string, rec *agent.StepRecord) error {
+// recorder does. When the store leases threads it first renews holder's
+// lease in the same activity, so a workflow whose lease another run took
+// while its worker was away (a deploy, say) stops before it writes a step
+// under an id the other run writes too.
+func (g *Registry) RecordStep(ctx context.Context, thread, holder string, rec *agent.StepRecord) error {
 	th, err := g.storeThread(thread)
 	if err != nil {
 		return err
+	}
+	if l, ok := g.Store.(checkpoint.Leaser); ok && holder != "" {
+		if _, err := l.Renew(ctx, thread, holder, time.Now(), runner.DefaultLeaseTTL); err != nil {
+			return crossStoreError(err)
+		}
 	}
 	return crossStoreError(th.Record(ctx, rec))
 }
@@ -373,7 +387,7 @@ func (t *wfThread) Record(ctx context.Context, rec *agent.StepRecord) error {
 		call.Outcome = &oc
 		sent.Call = &call
 	}
-	if err := t.rt.local(t.g.RecordStep, nil, t.id, &sent); err != nil {
+	if err := t.rt.local(t.g.RecordStep, nil, t.id, t.holder, &sent); err != nil {
 		return err
 	}
 	if rec.Kind == agent.RecordCall {

@@ -486,8 +486,8 @@ func (r *renewals) Renew(ctx context.Context, thread, holder string, now time.Ti
 }
 
 // While a tool runs for two minutes, the workflow renews its lease every
-// 20 seconds on a workflow timer; a renewal refused (the thread taken
-// over) ends the run.
+// 20 seconds on a workflow timer, and with every step it records; a
+// renewal refused (the thread taken over) ends the run before it writes.
 func TestWorkflowRenewsTheLease(t *testing.T) {
 	for _, lose := range []bool{false, true} {
 		store := &renewals{Saver: openStore(t), lose: lose}
@@ -514,7 +514,7 @@ func TestWorkflowRenewsTheLease(t *testing.T) {
 		switch {
 		case !lose && (s.Status != agent.StatusOK || n < 5):
 			t.Errorf("%s %q after %d renewals, want ok after 6", s.Status, s.Error, n)
-		case lose && (s.Status == agent.StatusOK || !strings.Contains(s.Error, "lost thread") || n != 1):
+		case lose && (s.Status == agent.StatusOK || !strings.Contains(s.Error, "lost thread") && !strings.Contains(s.Error, "lease not held") || n != 1):
 			t.Errorf("%s %q after %d renewals, want the thread lost at the first", s.Status, s.Error, n)
 		}
 	}

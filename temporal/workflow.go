@@ -1,6 +1,8 @@
 package temporal
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"maps"
 	"slices"
@@ -90,7 +92,7 @@ func (g *Registry) RunAgent(ctx workflow.Context, in RunInput) (*Summary, error)
 	input, opts := agent.Prompt(in.Input), []agent.RunOption{agent.WithRuntime(rt)}
 	if in.Thread != "" && g.Store != nil {
 		info := workflow.GetInfo(ctx)
-		th := newWFThread(g, rt, in.Thread, "temporal/"+info.WorkflowExecution.ID+"/"+info.WorkflowExecution.RunID)
+		th := newWFThread(g, rt, in.Thread, leaseHolder(info.WorkflowExecution.ID))
 		rctx = withThread(rctx, th)
 		opts = append(opts, agent.WithThread(in.Thread, th))
 		if in.Input == "" {
@@ -117,4 +119,13 @@ func (g *Registry) RunAgent(ctx workflow.Context, in RunInput) (*Summary, error)
 		return nil, sdktemporal.NewCanceledError(*s)
 	}
 	return s, nil
+}
+
+// leaseHolder names a workflow in a thread's lease: by its workflow id
+// alone (one run of a workflow id is open at a time, and a reset keeps the
+// id), hashed so that any id fits the store's limit, and in a form no
+// process is ever taken for.
+func leaseHolder(workflowID string) string {
+	sum := sha256.Sum256([]byte(workflowID))
+	return "temporal:" + hex.EncodeToString(sum[:16])
 }
