@@ -260,12 +260,7 @@ const approvalHistory = "testdata/approval.history.json"
 // waits past its timeout and ends interrupted, its calls still listed. With
 // DEEPAGENTS_TEMPORAL_RECORD=1 the first history is written to testdata.
 func TestApprovalOnADevServer(t *testing.T) {
-	address, namespace := devServer(t)
-	c, err := client.Dial(client.Options{HostPort: address, Namespace: namespace, DataConverter: temporal.DataConverter()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := devClient(t)
 	reg := approvalRegistry(t)
 	reg.ApprovalTimeout = 3 * time.Second
 	w := worker.New(c, "deepagents-approval", worker.Options{})
@@ -354,12 +349,7 @@ func TestApprovalOnADevServer(t *testing.T) {
 
 func approvalReplayer(t *testing.T) worker.WorkflowReplayer {
 	t.Helper()
-	r, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{DataConverter: temporal.DataConverter()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	approvalRegistry(t).RegisterWorkflow(r)
-	return r
+	return replayerOf(t, approvalRegistry(t))
 }
 
 // The committed history of a run that waited, had an update refused and

@@ -37,6 +37,30 @@ const recordEnv = "DEEPAGENTS_TEMPORAL_RECORD"
 
 const delegationHistory = "testdata/delegation.history.json"
 
+// devClient starts the dev server and returns a client of its namespace,
+// closed when the test ends.
+func devClient(t *testing.T) client.Client {
+	t.Helper()
+	address, namespace := devServer(t)
+	c, err := client.Dial(client.Options{HostPort: address, Namespace: namespace, DataConverter: temporal.DataConverter()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// replayerOf is a replayer of the RunAgent workflows of reg.
+func replayerOf(t *testing.T, reg *temporal.Registry) worker.WorkflowReplayer {
+	t.Helper()
+	r, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{DataConverter: temporal.DataConverter()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg.RegisterWorkflow(r)
+	return r
+}
+
 // devServer starts the dev server binary and returns its address and
 // namespace; it stops it when the test ends.
 func devServer(t *testing.T) (address, namespace string) {
@@ -95,12 +119,7 @@ func devServer(t *testing.T) (address, namespace string) {
 // environment. With DEEPAGENTS_TEMPORAL_RECORD=1 its history is written
 // to testdata for the replay test.
 func TestDelegationOnADevServer(t *testing.T) {
-	address, namespace := devServer(t)
-	c, err := client.Dial(client.Options{HostPort: address, Namespace: namespace, DataConverter: temporal.DataConverter()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := devClient(t)
 	reg, _ := delegation(t, 0)
 	w := worker.New(c, "deepagents-test", worker.Options{})
 	reg.Register(w)
@@ -167,12 +186,7 @@ func record(t *testing.T, path string, h *historypb.History) {
 func replayer(t *testing.T, noteActivity bool) worker.WorkflowReplayer {
 	t.Helper()
 	reg, _ := delegationWith(t, 0, noteActivity)
-	r, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{DataConverter: temporal.DataConverter()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg.RegisterWorkflow(r)
-	return r
+	return replayerOf(t, reg)
 }
 
 func replay(t *testing.T, h *historypb.History) {
@@ -230,12 +244,7 @@ const cancelHistory = "testdata/cancel.history.json"
 // DEEPAGENTS_TEMPORAL_RECORD=1 its history is written to testdata for the
 // replay test.
 func TestCancellationReachesARunningToolOnADevServer(t *testing.T) {
-	address, namespace := devServer(t)
-	c, err := client.Dial(client.Options{HostPort: address, Namespace: namespace, DataConverter: temporal.DataConverter()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := devClient(t)
 	started, stopped := make(chan struct{}), make(chan error, 1)
 	wait := tool.MustFunc("wait", "Wait.", func(ctx context.Context, _ *tool.Env, _ struct{}) (string, error) {
 		close(started)
@@ -291,11 +300,7 @@ func TestCancellationReachesARunningToolOnADevServer(t *testing.T) {
 		t.Fatalf("summary %+v", s)
 	}
 	h := history(ctx, t, c, run)
-	replayed, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{DataConverter: temporal.DataConverter()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitingDelegation(t, wait).RegisterWorkflow(replayed)
+	replayed := replayerOf(t, waitingDelegation(t, wait))
 	if err := replayed.ReplayWorkflowHistory(nil, h); err != nil {
 		t.Fatalf("the history does not replay: %v", err)
 	}
@@ -306,14 +311,10 @@ func TestCancellationReachesARunningToolOnADevServer(t *testing.T) {
 // cancellation reaches the loop, the activity is cancelled and the parent
 // waits for its subagent on a timer, in the same order.
 func TestCancelHistoryReplays(t *testing.T) {
-	r, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{DataConverter: temporal.DataConverter()})
-	if err != nil {
-		t.Fatal(err)
-	}
 	// The tool's body does not matter: its calls are activities, whose
 	// outcomes the history holds.
 	wait := tool.MustFunc("wait", "Wait.", func(context.Context, *tool.Env, struct{}) (string, error) { return "", nil })
-	waitingDelegation(t, wait).RegisterWorkflow(r)
+	r := replayerOf(t, waitingDelegation(t, wait))
 	if err := r.ReplayWorkflowHistoryFromJSONFile(nil, cancelHistory); err != nil {
 		t.Fatalf("%s does not replay: %v", cancelHistory, err)
 	}
@@ -326,12 +327,7 @@ const threadHistory = "testdata/thread.history.json"
 // back. The history it got replays (with DEEPAGENTS_TEMPORAL_RECORD=1 it
 // is written to testdata for TestThreadHistoryReplays).
 func TestLaptopWorkerLaptopOnADevServer(t *testing.T) {
-	address, namespace := devServer(t)
-	c, err := client.Dial(client.Options{HostPort: address, Namespace: namespace, DataConverter: temporal.DataConverter()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := devClient(t)
 	laptopWorkerLaptop(t, openStore(t), func(reg *temporal.Registry, in temporal.RunInput) temporal.Summary {
 		w := worker.New(c, "deepagents-thread", worker.Options{})
 		reg.Register(w)
@@ -350,12 +346,7 @@ func TestLaptopWorkerLaptopOnADevServer(t *testing.T) {
 			t.Fatal(err)
 		}
 		h := history(ctx, t, c, run)
-		r, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{DataConverter: temporal.DataConverter()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		reg.RegisterWorkflow(r)
-		if err := r.ReplayWorkflowHistory(nil, h); err != nil {
+		if err := replayerOf(t, reg).ReplayWorkflowHistory(nil, h); err != nil {
 			t.Fatalf("the history does not replay: %v", err)
 		}
 		record(t, threadHistory, h)

@@ -17,7 +17,6 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
-	"go.temporal.io/sdk/worker"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/deepagents-go/deepagents/agent"
@@ -119,13 +118,7 @@ func TestLongThreadPayloadsStaySmall(t *testing.T) {
 		env := newEnv(t, reg)
 		env.SetDataConverter(dc)
 		env.ExecuteWorkflow(temporal.RunAgentWorkflow, temporal.RunInput{Agent: "reader", Thread: "long", Input: input})
-		if err := env.GetWorkflowError(); err != nil {
-			t.Fatal(err)
-		}
-		var s temporal.Summary
-		if err := env.GetWorkflowResult(&s); err != nil {
-			t.Fatal(err)
-		}
+		s := *summary(t, env)
 		return s
 	}
 	if s := run("read"); s.Status != agent.StatusOK || s.Rounds != rounds+1 || s.Text != "read it all" {
@@ -216,13 +209,7 @@ func inTestEnv(t *testing.T) func(reg *temporal.Registry, in temporal.RunInput) 
 	return func(reg *temporal.Registry, in temporal.RunInput) temporal.Summary {
 		env := newEnv(t, reg)
 		env.ExecuteWorkflow(temporal.RunAgentWorkflow, in)
-		if err := env.GetWorkflowError(); err != nil {
-			t.Fatal(err)
-		}
-		var s temporal.Summary
-		if err := env.GetWorkflowResult(&s); err != nil {
-			t.Fatal(err)
-		}
+		s := *summary(t, env)
 		return s
 	}
 }
@@ -368,13 +355,7 @@ func TestDelegationOnAThread(t *testing.T) {
 	reg.Store = store
 	env := newEnv(t, reg)
 	env.ExecuteWorkflow(temporal.RunAgentWorkflow, temporal.RunInput{Agent: "parent", Thread: "D", Input: "go"})
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
-	var s temporal.Summary
-	if err := env.GetWorkflowResult(&s); err != nil {
-		t.Fatal(err)
-	}
+	s := *summary(t, env)
 	if s.Status != agent.StatusOK || s.Text != "all done" || strings.Join(s.Files, ",") != "/a.txt,/b.txt,/p.txt" || len(s.Children) != 2 {
 		t.Fatalf("summary %+v", s)
 	}
@@ -418,13 +399,7 @@ func TestWorkflowTakesTheLease(t *testing.T) {
 		t.Helper()
 		env := newEnv(t, reg)
 		env.ExecuteWorkflow(temporal.RunAgentWorkflow, temporal.RunInput{Agent: "parent", Thread: "T", Input: "go"})
-		if err := env.GetWorkflowError(); err != nil {
-			t.Fatal(err)
-		}
-		var s temporal.Summary
-		if err := env.GetWorkflowResult(&s); err != nil {
-			t.Fatal(err)
-		}
+		s := *summary(t, env)
 		return s
 	}
 	if s := run(); s.Status != agent.StatusError || !strings.Contains(s.Error, "is in use by "+laptop) {
@@ -450,12 +425,7 @@ func TestThreadHistoryReplays(t *testing.T) {
 	replay := func(store checkpoint.RunStore) error {
 		lc := newLaptopCase(t, openStore(t))
 		lc.reg.Store = store
-		r, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{DataConverter: temporal.DataConverter()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		lc.reg.RegisterWorkflow(r)
-		return r.ReplayWorkflowHistoryFromJSONFile(nil, threadHistory)
+		return replayerOf(t, lc.reg).ReplayWorkflowHistoryFromJSONFile(nil, threadHistory)
 	}
 	if err := replay(openStore(t)); err != nil {
 		t.Fatalf("%s does not replay: %v", threadHistory, err)
@@ -501,13 +471,7 @@ func TestWorkflowRenewsTheLease(t *testing.T) {
 		env := newEnv(t, reg)
 		env.OnActivity(temporal.ToolActivity, mock.Anything, mock.Anything).After(2*time.Minute).Return(&temporal.ToolOutcome{Result: tool.Result{Content: "slow"}}, nil)
 		env.ExecuteWorkflow(temporal.RunAgentWorkflow, temporal.RunInput{Agent: "parent", Thread: "T", Input: "go"})
-		if err := env.GetWorkflowError(); err != nil {
-			t.Fatal(err)
-		}
-		var s temporal.Summary
-		if err := env.GetWorkflowResult(&s); err != nil {
-			t.Fatal(err)
-		}
+		s := *summary(t, env)
 		store.mu.Lock()
 		n := store.n
 		store.mu.Unlock()
@@ -537,13 +501,7 @@ func TestApprovalOnAThread(t *testing.T) {
 			env.RegisterDelayedCallback(func() { o = decisions(env, pending(t, env)) }, time.Minute)
 		}
 		env.ExecuteWorkflow(temporal.RunAgentWorkflow, in)
-		if err := env.GetWorkflowError(); err != nil {
-			t.Fatal(err)
-		}
-		var s temporal.Summary
-		if err := env.GetWorkflowResult(&s); err != nil {
-			t.Fatal(err)
-		}
+		s := *summary(t, env)
 		return s, o
 	}
 	first, _ := run(temporal.RunInput{Agent: "parent", Thread: "A", Input: "go"}, nil)

@@ -319,13 +319,7 @@ func TestRunAgentRunsTheRegisteredAgent(t *testing.T) {
 		}
 	})
 	env.ExecuteWorkflow(temporal.RunAgentWorkflow, temporal.RunInput{Agent: "parent", Thread: "T", Input: "delegate"})
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
-	var s temporal.Summary
-	if err := env.GetWorkflowResult(&s); err != nil {
-		t.Fatal(err)
-	}
+	s := *summary(t, env)
 	if s.Status != agent.StatusOK || s.Text != "all done" || s.Thread != "T" || len(s.Children) != 2 {
 		t.Fatalf("summary %+v", s)
 	}
@@ -459,13 +453,7 @@ func TestModelCallOverThePayloadLimitIsRefused(t *testing.T) {
 	// code may run without giving way, but not under the race detector.
 	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: 20 * time.Second})
 	env.ExecuteWorkflow(temporal.RunAgentWorkflow, temporal.RunInput{Agent: "parent", Input: "read it"})
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
-	var s temporal.Summary
-	if err := env.GetWorkflowResult(&s); err != nil {
-		t.Fatal(err)
-	}
+	s := *summary(t, env)
 	if s.Status != agent.StatusError || !strings.Contains(s.Error, "over the 1572864 a payload may have") || !strings.Contains(s.Error, "model call 2 of parent") {
 		t.Fatalf("summary %+v", s)
 	}
@@ -613,13 +601,7 @@ func TestToolActivityErrorIsTheCallsOutcome(t *testing.T) {
 		}
 	})
 	env.ExecuteWorkflow(temporal.RunAgentWorkflow, temporal.RunInput{Agent: "parent", Input: "try"})
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
-	var s temporal.Summary
-	if err := env.GetWorkflowResult(&s); err != nil {
-		t.Fatal(err)
-	}
+	s := *summary(t, env)
 	if s.Status != agent.StatusOK || s.Text != "sorry" || !strings.Contains(seen, "it broke") || failed != 0 {
 		t.Fatalf("summary %+v, the model read %q, %d activities failed", s, seen, failed)
 	}
