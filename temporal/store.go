@@ -132,6 +132,39 @@ type MessagesIn struct {
 // payload limit.
 const messagesPiece = 48 << 10
 
+// taskBytes is how many bytes of a thread's messages, as JSON, one
+// workflow task reads at most before it ends (endTask): the results of a
+// task's local activities reach the server together, in one message that
+// the server refuses over 4 MB.
+const taskBytes = 1 << 20
+
+// openChange is the GetVersion change that ends a workflow task while a
+// long thread's messages are read: histories from before it read them all
+// in one task.
+const openChange = "deepagents.open-in-tasks"
+
+// piecesSize is the size of msgs as JSON, as ThreadMessages measured them.
+func piecesSize(msgs []llm.Message) int {
+	n := 0
+	for _, m := range msgs {
+		b, _ := json.Marshal(m)
+		n += len(b)
+	}
+	return n
+}
+
+// endTask ends the running workflow task, so that the local activities'
+// results so far reach the server before more are read: a timer of a
+// millisecond, the smallest that is one.
+func (r *Runtime) endTask() {
+	r.wait(func(c workflow.Context) {
+		if workflow.GetVersion(c, openChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+			return
+		}
+		_ = workflow.Sleep(c, time.Millisecond)
+	})
+}
+
 // ChangedIn is the input of the activity that lists what an unfinished run
 // changed: its state without messages or files, which runner does not read.
 type ChangedIn struct {
@@ -340,6 +373,7 @@ func (t *wfThread) Open(ctx context.Context, path agent.Path, o agent.Opening) (
 	}
 	rs := out.State
 	if rs != nil {
+		read := 0 // bytes of messages read since the workflow task began
 		for len(rs.Messages) < out.Messages {
 			var piece []llm.Message
 			if err := t.rt.local(t.g.ThreadMessages, &piece, MessagesIn{Thread: t.id, NS: nsOf(path), Step: rs.StepID, From: len(rs.Messages)}); err != nil {
@@ -349,6 +383,10 @@ func (t *wfThread) Open(ctx context.Context, path agent.Path, o agent.Opening) (
 				return 0, nil, fmt.Errorf("thread %q: reading its messages: none from %d", t.id, len(rs.Messages))
 			}
 			rs.Messages = append(rs.Messages, piece...)
+			if read += piecesSize(piece); read >= taskBytes && len(rs.Messages) < out.Messages {
+				t.rt.endTask()
+				read = 0
+			}
 		}
 		rs.LegacyChildren = out.Legacy
 		t.known[path.String()] = &stored{ns: nsOf(path), id: rs.StepID, msgs: rs.Messages}
