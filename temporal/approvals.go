@@ -51,6 +51,11 @@ type approvals struct {
 	taken []agent.Decision
 	// ended is set once the wait timed out: no decision is taken any more.
 	ended bool
+	// continues is set when the run is on a stored thread, from which the
+	// workflow can continue as new; until is when the wait in progress
+	// ends.
+	continues bool
+	until     time.Time
 }
 
 // approvals puts the pending query and the decide update on the workflow
@@ -150,6 +155,15 @@ func (g *Registry) await(ctx workflow.Context, ap *approvals, res *agent.Result,
 			ap.ended = true
 			return res, err
 		}
+		if ap.until.IsZero() {
+			ap.until = workflow.Now(ctx).Add(timeout)
+		} else {
+			timeout = max(ap.until.Sub(workflow.Now(ctx)), time.Millisecond)
+		}
+		if ap.continues && g.continueNow(ctx) {
+			// The wait goes on in a new workflow run, with a short history.
+			return res, errContinue
+		}
 		ok, werr := workflow.AwaitWithTimeout(ctx, timeout, func() bool { return ap.taken != nil })
 		if werr != nil || !ok {
 			// Cancelled (the caller sees ctx) or timed out: the calls
@@ -158,7 +172,7 @@ func (g *Registry) await(ctx workflow.Context, ap *approvals, res *agent.Result,
 			return res, err
 		}
 		ds := ap.taken
-		ap.pending, ap.taken = nil, nil
+		ap.pending, ap.taken, ap.until = nil, nil, time.Time{}
 		res, err = resume(ds)
 	}
 	return res, err

@@ -72,6 +72,11 @@ type Registry struct {
 	// decisions (a workflow timer) before its workflow ends interrupted;
 	// zero is DefaultApprovalTimeout, negative does not wait.
 	ApprovalTimeout time.Duration
+	// ContinueAfter is the history length, in events, past which a run on
+	// a stored thread continues as new (after its next step is saved, or
+	// at an approval wait), or when the server suggests it; zero is
+	// DefaultContinueAfter, negative never.
+	ContinueAfter int
 }
 
 type toolKey struct{ agent, name string }

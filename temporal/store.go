@@ -431,6 +431,12 @@ func (t *wfThread) Record(ctx context.Context, rec *agent.StepRecord) error {
 	if rec.Kind == agent.RecordCall {
 		return nil
 	}
+	// Right after a top-level step is saved, before any of its calls
+	// starts, nothing is in flight: a long history goes on in a new
+	// workflow run, which resumes the run from this record.
+	if rec.Kind == agent.RecordStep && !rec.Path.IsNested() && t.g.continueNow(t.rt.cur) {
+		return errContinue
+	}
 	key := rec.Path.String()
 	var base []llm.Message
 	var sums [][32]byte

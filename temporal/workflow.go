@@ -3,9 +3,11 @@ package temporal
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	sdktemporal "go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -27,6 +29,13 @@ type RunInput struct {
 	// Input is the user's message; empty on a thread, the run resumes the
 	// thread's unfinished run.
 	Input string `json:"input"`
+	// Waiting, WaitUntil and Continued are set when a workflow continues
+	// as new on its thread: the calls its run waits on (the new workflow
+	// starts at the wait, which ends at WaitUntil) and how many workflow
+	// runs came before this one. The thread's store holds the rest.
+	Waiting   []agent.Interrupt `json:"waiting,omitempty"`
+	WaitUntil time.Time         `json:"wait_until,omitzero"`
+	Continued int               `json:"continued,omitempty"`
 }
 
 // Summary is what a RunAgent workflow returns: how the run ended, not its
@@ -46,6 +55,9 @@ type Summary struct {
 	// ended interrupted: its wait for decisions timed out, or the
 	// workflow was cancelled while it waited.
 	Interrupts []agent.Interrupt `json:"interrupts,omitempty"`
+	// Continued is how many times the workflow continued as new during
+	// the run (Rounds and Usage, read from the thread, count them all).
+	Continued int `json:"continued,omitempty"`
 }
 
 // Child summarises a subagent run, by the task call that started it.
@@ -93,6 +105,7 @@ func (g *Registry) RunAgent(ctx workflow.Context, in RunInput) (*Summary, error)
 	if in.Thread != "" && g.Store != nil {
 		info := workflow.GetInfo(ctx)
 		th := newWFThread(g, rt, in.Thread, leaseHolder(info.WorkflowExecution.ID))
+		ap.continues = true
 		rctx = withThread(rctx, th)
 		opts = append(opts, agent.WithThread(in.Thread, th))
 		if in.Input == "" {
@@ -107,14 +120,28 @@ func (g *Registry) RunAgent(ctx workflow.Context, in RunInput) (*Summary, error)
 		}
 		opts = append(opts, memoryThread(thread))
 	}
-	res, err := a.Invoke(rctx, input, opts...)
+	var res *agent.Result
+	if len(in.Waiting) > 0 && ap.continues {
+		// Continued as new at the wait: the run waits on these calls.
+		res, ap.until = &agent.Result{Status: agent.StatusInterrupted, Interrupts: in.Waiting}, in.WaitUntil
+	} else {
+		res, err = a.Invoke(rctx, input, opts...)
+	}
 	res, err = g.await(ctx, ap, res, err, func(ds []agent.Decision) (*agent.Result, error) {
 		return a.Invoke(rctx, agent.Input{}, append(slices.Clip(opts), agent.WithDecisions(ds...))...)
 	})
+	if errors.Is(err, errContinue) && ctx.Err() == nil {
+		var waiting []agent.Interrupt
+		if ap.pending != nil {
+			waiting = res.Interrupts
+		}
+		return nil, continueAsNew(ctx, in, waiting, ap.until)
+	}
 	if res == nil {
 		return nil, err
 	}
 	s := Summarize(in.Agent, in.Thread, res)
+	s.Continued = in.Continued
 	if ctx.Err() != nil {
 		return nil, sdktemporal.NewCanceledError(*s)
 	}

@@ -1,0 +1,57 @@
+package temporal
+
+import (
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/deepagents-go/deepagents/agent"
+)
+
+// This file is how a long run on a thread keeps its workflow's history
+// short: once the history is long, the workflow continues as new, carrying
+// only the thread (the store holds the rest) and, at an approval wait, the
+// calls that wait.
+
+// DefaultContinueAfter is the history length, in events, past which a run
+// on a thread continues as new when Registry.ContinueAfter is zero: well
+// under Temporal's limit of 51,200 events.
+const DefaultContinueAfter = 10000
+
+// continueChange is the GetVersion change of continuing as new: histories
+// from before it went on in the same workflow.
+const continueChange = "deepagents.continue-as-new"
+
+// errContinue stops a run right after one of its steps was recorded, so
+// that its workflow continues as new and resumes it from the store. It
+// leaves the run unfinished, as a recorder that is unavailable does: the
+// run records no end.
+var errContinue = fmt.Errorf("the workflow continues as new: %w", agent.ErrRecorderUnavailable)
+
+// continueNow reports whether the workflow should continue as new: its
+// history is longer than Registry.ContinueAfter events, or the server
+// suggests it.
+func (g *Registry) continueNow(c workflow.Context) bool {
+	limit := g.ContinueAfter
+	if limit == 0 {
+		limit = DefaultContinueAfter
+	}
+	if limit < 0 {
+		return false
+	}
+	info := workflow.GetInfo(c)
+	if info.GetCurrentHistoryLength() < limit && !info.GetContinueAsNewSuggested() {
+		return false
+	}
+	return workflow.GetVersion(c, continueChange, workflow.DefaultVersion, 1) == 1
+}
+
+// continueAsNew is the error that ends a RunAgent workflow run and starts
+// the next one on the same thread: it resumes the unfinished run from its
+// last record or, when waiting is set, waits for decisions on those calls
+// until the same deadline.
+func continueAsNew(ctx workflow.Context, in RunInput, waiting []agent.Interrupt, until time.Time) error {
+	next := RunInput{Agent: in.Agent, Thread: in.Thread, Waiting: waiting, WaitUntil: until, Continued: in.Continued + 1}
+	return workflow.NewContinueAsNewError(ctx, RunAgentWorkflow, next)
+}
