@@ -185,3 +185,13 @@ func seconds(d time.Duration) string {
 	}
 	return fmt.Sprintf("%.1f s", d.Seconds())
 }
+
+// IsExecute reports whether t is the execute tool Execute returned: a tool
+// that does nothing but run a command through the call's files
+// (tool.Env.Files, when they are a vfs.Executor). An engine that replays a
+// run's code may run it where every executor the run can reach does its
+// work elsewhere (a workflow engine's activities).
+func IsExecute(t tool.Tool) bool {
+	_, ok := t.(*executeTool)
+	return ok
+}

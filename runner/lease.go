@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -76,6 +77,41 @@ type config struct {
 // before it shows its last response, so a process that died after showing
 // it may have finished the run.
 func WithEndedResult() Option { return func(c *config) { c.ended = true } }
+
+// Metadata keys (WithMetadata) that more than one driver of a thread reads.
+const (
+	// FlagsKey holds the flags the deepagents command started a turn
+	// with: a JSON list of [name, value] pairs, paths made absolute.
+	FlagsKey = "deepagents.flags"
+	// RootKey holds the real directory a turn's files are on, for drivers
+	// that have no flags (a Temporal workflow); the deepagents command
+	// says it with its "root" flag instead.
+	RootKey = "deepagents.root"
+)
+
+// TurnRoot says which real directory the turn whose input checkpoint
+// carries md worked on: "" for the run's own files in its state. known is
+// false when md does not say (a turn started by a driver that records
+// neither key).
+func TurnRoot(md map[string]string) (root string, known bool) {
+	if r, ok := md[RootKey]; ok {
+		return r, true
+	}
+	raw, ok := md[FlagsKey]
+	if !ok {
+		return "", false
+	}
+	var flags [][2]string
+	if json.Unmarshal([]byte(raw), &flags) != nil {
+		return "", false
+	}
+	for _, f := range flags {
+		if f[0] == "root" {
+			root = f[1]
+		}
+	}
+	return root, true
+}
 
 // WithMetadata saves md with the checkpoint of the run's input (beside the
 // "source" key, which it cannot replace): what the caller needs to know of

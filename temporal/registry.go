@@ -21,6 +21,7 @@ import (
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/todos"
 	"github.com/deepagents-go/deepagents/tool"
+	"github.com/deepagents-go/deepagents/vfs"
 )
 
 // Names under which Register puts the workflow and activities on a worker.
@@ -52,6 +53,7 @@ type Registry struct {
 	agents map[string]*agent.Agent
 	models map[string]llm.Model
 	tools  map[toolKey]tool.Tool
+	dirs   map[string]vfs.Backend // by root (Directory)
 	dc     converter.DataConverter
 
 	// Store is the checkpoint store (SQLite or PostgreSQL, as the CLI and
@@ -132,7 +134,9 @@ func inWorkflow(t tool.Tool) bool {
 	case *activityTool, *workflowTool:
 		return true
 	}
-	return fstools.Made(t) || t == todos.Tool() || t == todos.UpdateTool()
+	// execute runs commands only through the call's files, which in
+	// workflow code are the run's memory or a directory of the workers.
+	return fstools.Made(t) || fstools.IsExecute(t) || t == todos.Tool() || t == todos.UpdateTool()
 }
 
 // checkAgent checks that a and the subagents below it call their models
@@ -148,8 +152,8 @@ func checkAgent(a *agent.Agent, path string, seen map[*agent.Agent]bool) error {
 	default:
 		return fmt.Errorf("the model of %s was not made with Registry.Model, so its calls would run in workflow code rather than as activities", path)
 	}
-	if cfg.Backend != nil {
-		return fmt.Errorf("%s keeps its files on a backend of its own (Config.Backend), whose reads and writes would run in workflow code; on Temporal an agent's files are the run's own, in memory", path)
+	if cfg.Backend != nil && dirOf(cfg.Backend) == "" {
+		return fmt.Errorf("%s keeps its files on a backend of its own (Config.Backend), whose reads and writes would run in workflow code; on Temporal an agent's files are the run's own, in memory, or a directory of the workers (Registry.Directory)", path)
 	}
 	for _, t := range a.Tools() {
 		d, ok := t.(delegator)
@@ -210,6 +214,7 @@ func (g *Registry) Register(w interface {
 	g.RegisterWorkflow(w)
 	w.RegisterActivityWithOptions(g.CallModel, activity.RegisterOptions{Name: ModelActivity})
 	w.RegisterActivityWithOptions(g.RunTool, activity.RegisterOptions{Name: ToolActivity})
+	w.RegisterActivityWithOptions(g.Files, activity.RegisterOptions{Name: FilesActivity})
 }
 
 // RegisterWorkflow puts the RunAgent workflow on w alone: a replayer needs

@@ -105,6 +105,9 @@ type OpenIn struct {
 	Decisions  []agent.Decision `json:"decisions,omitempty"`
 	Nested     bool             `json:"nested,omitempty"`
 	ParentStep string           `json:"parent_step,omitempty"`
+	// Root is the directory of the workers the run's files are on
+	// (Registry.Directory); "" when they are the run's own.
+	Root string `json:"root,omitempty"`
 }
 
 // Opened is what the thread-opening activity returns: how the run starts
@@ -182,11 +185,11 @@ type LeaseIn struct {
 
 // storeThread is runner's thread of the registry's store: what the
 // activities run.
-func (g *Registry) storeThread(id string) (agent.Thread, error) {
+func (g *Registry) storeThread(id string, opts ...runner.Option) (agent.Thread, error) {
 	if g.Store == nil {
 		return nil, sdktemporal.NewNonRetryableApplicationError("this worker has no checkpoint store (Registry.Store)", "NoStore", nil)
 	}
-	return runner.Thread(g.Store, id), nil
+	return runner.Thread(g.Store, id, opts...), nil
 }
 
 // OpenThread is the activity that reads the run at in.Path of a thread and
@@ -195,6 +198,11 @@ func (g *Registry) OpenThread(ctx context.Context, in OpenIn) (*Opened, error) {
 	th, err := g.storeThread(in.Thread)
 	if err != nil {
 		return nil, err
+	}
+	if !in.Nested {
+		if err := g.checkRoot(ctx, in.Thread, in.Root); err != nil {
+			return nil, err
+		}
 	}
 	how, rs, err := th.Open(ctx, in.Path, agent.Opening{Input: in.Input, Decisions: in.Decisions, Nested: in.Nested, ParentStep: in.ParentStep})
 	if err != nil {
@@ -245,7 +253,18 @@ func (g *Registry) ThreadMessages(ctx context.Context, in MessagesIn) ([]llm.Mes
 // while its worker was away (a deploy, say) stops before it writes a step
 // under an id the other run writes too.
 func (g *Registry) RecordStep(ctx context.Context, thread, holder string, rec *agent.StepRecord) error {
-	th, err := g.storeThread(thread)
+	return g.recordStep(ctx, thread, holder, rec)
+}
+
+// RecordStepOn is RecordStep for a run whose files are on the directory
+// root of the workers (Registry.Directory): a turn's input record says so
+// (runner.RootKey), so that the thread runs on that directory only.
+func (g *Registry) RecordStepOn(ctx context.Context, thread, holder, root string, rec *agent.StepRecord) error {
+	return g.recordStep(ctx, thread, holder, rec, runner.WithMetadata(map[string]string{runner.RootKey: root}))
+}
+
+func (g *Registry) recordStep(ctx context.Context, thread, holder string, rec *agent.StepRecord, opts ...runner.Option) error {
+	th, err := g.storeThread(thread, opts...)
 	if err != nil {
 		return err
 	}
@@ -352,6 +371,9 @@ type wfThread struct {
 	id     string
 	holder string
 	known  map[string]*stored // by agent path
+	// root is the directory of the workers the run's files are on
+	// (Registry.Directory), "" when they are the run's own.
+	root string
 }
 
 func newWFThread(g *Registry, rt *Runtime, id, holder string) *wfThread {
@@ -367,7 +389,7 @@ func nsOf(p agent.Path) string {
 
 func (t *wfThread) Open(ctx context.Context, path agent.Path, o agent.Opening) (agent.StartHow, *agent.RunState, error) {
 	var out Opened
-	err := t.rt.local(t.g.OpenThread, &out, OpenIn{Thread: t.id, Path: path, Input: o.Input, Decisions: o.Decisions, Nested: o.Nested, ParentStep: o.ParentStep})
+	err := t.rt.local(t.g.OpenThread, &out, OpenIn{Thread: t.id, Path: path, Input: o.Input, Decisions: o.Decisions, Nested: o.Nested, ParentStep: o.ParentStep, Root: t.root})
 	if err != nil {
 		return 0, nil, err
 	}
@@ -425,7 +447,13 @@ func (t *wfThread) Record(ctx context.Context, rec *agent.StepRecord) error {
 		call.Outcome = &oc
 		sent.Call = &call
 	}
-	if err := t.rt.local(t.g.RecordStep, nil, t.id, t.holder, &sent); err != nil {
+	var err error
+	if t.root != "" {
+		err = t.rt.local(t.g.RecordStepOn, nil, t.id, t.holder, t.root, &sent)
+	} else {
+		err = t.rt.local(t.g.RecordStep, nil, t.id, t.holder, &sent)
+	}
+	if err != nil {
 		return err
 	}
 	if rec.Kind == agent.RecordCall {

@@ -1,6 +1,7 @@
 package temporal
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -101,11 +102,16 @@ func (g *Registry) RunAgent(ctx workflow.Context, in RunInput) (*Summary, error)
 	rt := NewRuntime(ctx)
 	rctx, cancel := rt.Context()
 	defer cancel()
+	// Anything of the run that reaches a registered directory outside a
+	// model or tool call (a middleware reading a file) goes through an
+	// activity too.
+	rctx = context.WithValue(rctx, runtimeKey{}, rt)
 	input, opts := agent.Prompt(in.Input), []agent.RunOption{agent.WithRuntime(rt)}
 	if in.Thread != "" && g.Store != nil {
 		info := workflow.GetInfo(ctx)
 		th := newWFThread(g, rt, in.Thread, leaseHolder(info.WorkflowExecution.ID))
 		ap.continues = true
+		th.root = dirOf(a.Config().Backend)
 		rctx = withThread(rctx, th)
 		opts = append(opts, agent.WithThread(in.Thread, th))
 		if in.Input == "" {

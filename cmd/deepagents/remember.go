@@ -15,6 +15,7 @@ import (
 
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/config"
+	"github.com/deepagents-go/deepagents/runner"
 )
 
 // A thread remembers how each turn was started: the agent's flags of
@@ -30,7 +31,7 @@ import (
 // turn was started in, whose project files (deepagents.toml, agent files,
 // skills, AGENTS.md) shaped its agent.
 const (
-	settingsKey = "deepagents.flags"
+	settingsKey = runner.FlagsKey
 	dirKey      = "deepagents.dir"
 )
 

@@ -1,0 +1,317 @@
+package temporal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"time"
+
+	sdktemporal "go.temporal.io/sdk/temporal"
+
+	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/runner"
+	"github.com/deepagents-go/deepagents/vfs"
+)
+
+// This file puts an agent's files on a real directory of the workers: each
+// read, write and command is an activity on a worker that has the
+// directory, so that workflow code does no I/O.
+
+// FilesActivity is the name of the activity that runs one operation of a
+// directory registered with Registry.Directory.
+const FilesActivity = "deepagents.Files"
+
+// maxWalk is how many files one walk of a directory returns at most: its
+// entries are one activity's result.
+const maxWalk = 20000
+
+// Directory registers b, this worker's view of the directory root (the
+// directory itself, or a backend over it that applies rules), and returns
+// the backend to build agents with (agent.Config.Backend): in workflow code
+// each of its operations, and each command run with it when b runs
+// commands (vfs.Executor), is an activity that runs on a worker that
+// registered the same root, and fails there, without retrying, on a worker
+// that did not; anywhere else it is b. A thread that the deepagents command
+// started on a directory (--root) runs on a worker only with an agent on
+// the same directory, and a workflow refuses it otherwise.
+func (g *Registry) Directory(root string, b vfs.Backend) vfs.Backend {
+	if g.dirs == nil {
+		g.dirs = map[string]vfs.Backend{}
+	}
+	g.dirs[root] = b
+	d := &dirFiles{g: g, root: root, b: b}
+	if _, ok := vfs.AsExecutor(b); ok {
+		return &dirExec{d}
+	}
+	return d
+}
+
+// FilesOp is the input of the files activity: one operation on a
+// registered directory.
+type FilesOp struct {
+	Root    string           `json:"root"`
+	Op      string           `json:"op"`
+	Path    string           `json:"path,omitempty"`
+	Content string           `json:"content,omitempty"`
+	Exec    *vfs.ExecRequest `json:"exec,omitempty"`
+}
+
+// FilesOut is the output of the files activity.
+type FilesOut struct {
+	Entry   *vfs.Entry      `json:"entry,omitempty"`
+	Text    string          `json:"text,omitempty"`
+	N       int             `json:"n,omitempty"`
+	Entries []vfs.Entry     `json:"entries,omitempty"`
+	Exec    *vfs.ExecResult `json:"exec,omitempty"`
+}
+
+// Files is the files activity.
+func (g *Registry) Files(ctx context.Context, in FilesOp) (*FilesOut, error) {
+	b, ok := g.dirs[in.Root]
+	if !ok {
+		return nil, sdktemporal.NewNonRetryableApplicationError(fmt.Sprintf(
+			"this worker has no directory %s: a run whose files are there runs only on workers that registered it (Registry.Directory, or deepagents-temporal worker --root %s)", in.Root, in.Root),
+			"deepagents.NoDirectory", nil)
+	}
+	defer heartbeat(ctx)()
+	out := &FilesOut{}
+	var err error
+	switch in.Op {
+	case "stat":
+		var e vfs.Entry
+		if e, err = b.Stat(ctx, in.Path); err == nil {
+			out.Entry = &e
+		}
+	case "read":
+		out.Text, err = b.Read(ctx, in.Path)
+	case "write":
+		err = b.Write(ctx, in.Path, in.Content)
+	case "delete":
+		out.N, err = b.Delete(ctx, in.Path)
+	case "list":
+		out.Entries, err = b.List(ctx, in.Path)
+	case "walk":
+		for e, werr := range b.Walk(ctx, in.Path) {
+			if werr != nil {
+				err = werr
+				break
+			}
+			if len(out.Entries) == maxWalk {
+				err = fmt.Errorf("more than %d files under %s: search a smaller directory", maxWalk, in.Path)
+				break
+			}
+			out.Entries = append(out.Entries, e)
+		}
+	case "exec":
+		ex, ok := vfs.AsExecutor(b)
+		if !ok || in.Exec == nil {
+			return nil, sdktemporal.NewNonRetryableApplicationError(fmt.Sprintf("the directory %s of this worker runs no commands", in.Root), "deepagents.NoExecutor", nil)
+		}
+		var res vfs.ExecResult
+		if res, err = ex.Execute(ctx, *in.Exec); err == nil {
+			out.Exec = &res
+		}
+	default:
+		return nil, sdktemporal.NewNonRetryableApplicationError(fmt.Sprintf("unknown files operation %q", in.Op), "deepagents.UnknownOp", nil)
+	}
+	if err != nil {
+		return nil, crossFilesError(err)
+	}
+	return out, nil
+}
+
+// filesErrorType is the type of the application error that carries a
+// directory's error out of the files activity, with the kind the file
+// tools react to.
+const filesErrorType = "deepagents.FilesError"
+
+// filesKinds are the errors of package vfs that keep their identity across
+// the activity, by name.
+var filesKinds = map[string]error{
+	"not_found": vfs.ErrNotFound, "exists": vfs.ErrExists, "permission": vfs.ErrPermission,
+	"invalid_path": vfs.ErrInvalidPath, "is_dir": vfs.ErrIsDir, "not_dir": vfs.ErrNotDir,
+}
+
+func crossFilesError(err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	kind := ""
+	for k, target := range filesKinds {
+		if errors.Is(err, target) {
+			kind = k
+			break
+		}
+	}
+	return sdktemporal.NewNonRetryableApplicationError(err.Error(), filesErrorType, nil, kind)
+}
+
+// filesError rebuilds in workflow code the error the files activity failed
+// with: a directory's error keeps its kind (errors.Is(err,
+// vfs.ErrNotFound)); any other error is its text.
+func filesError(err error) error {
+	var appErr *sdktemporal.ApplicationError
+	if !errors.As(err, &appErr) {
+		return err
+	}
+	if appErr.Type() == filesErrorType {
+		var kind string
+		_ = appErr.Details(&kind)
+		if target, ok := filesKinds[kind]; ok {
+			return &storeError{msg: appErr.Message(), target: target}
+		}
+	}
+	return errors.New(appErr.Message())
+}
+
+// dirFiles is a registered directory: activities in workflow code.
+type dirFiles struct {
+	g    *Registry
+	root string
+	b    vfs.Backend
+}
+
+// do runs op as a files activity when ctx is workflow code's; ok is false
+// elsewhere, where the caller uses the directory itself.
+func (d *dirFiles) do(ctx context.Context, op FilesOp, timeout time.Duration) (out FilesOut, ok bool, err error) {
+	r, ok := runtimeFrom(ctx)
+	if !ok {
+		return out, false, nil
+	}
+	op.Root = d.root
+	if err := r.activity(ctx, d.g, FilesActivity, timeout, op, &out); err != nil {
+		return out, true, filesError(err)
+	}
+	return out, true, nil
+}
+
+// filesTimeout bounds one file operation's attempt.
+const filesTimeout = 2 * time.Minute
+
+func (d *dirFiles) Stat(ctx context.Context, path string) (vfs.Entry, error) {
+	out, ok, err := d.do(ctx, FilesOp{Op: "stat", Path: path}, filesTimeout)
+	switch {
+	case !ok:
+		return d.b.Stat(ctx, path)
+	case err != nil:
+		return vfs.Entry{}, err
+	case out.Entry == nil:
+		return vfs.Entry{}, errors.New("the files activity answered a stat with no entry")
+	}
+	return *out.Entry, nil
+}
+
+func (d *dirFiles) Read(ctx context.Context, path string) (string, error) {
+	out, ok, err := d.do(ctx, FilesOp{Op: "read", Path: path}, filesTimeout)
+	if !ok {
+		return d.b.Read(ctx, path)
+	}
+	return out.Text, err
+}
+
+func (d *dirFiles) Write(ctx context.Context, path, content string) error {
+	_, ok, err := d.do(ctx, FilesOp{Op: "write", Path: path, Content: content}, filesTimeout)
+	if !ok {
+		return d.b.Write(ctx, path, content)
+	}
+	return err
+}
+
+func (d *dirFiles) Delete(ctx context.Context, path string) (int, error) {
+	out, ok, err := d.do(ctx, FilesOp{Op: "delete", Path: path}, filesTimeout)
+	if !ok {
+		return d.b.Delete(ctx, path)
+	}
+	return out.N, err
+}
+
+func (d *dirFiles) List(ctx context.Context, dir string) ([]vfs.Entry, error) {
+	out, ok, err := d.do(ctx, FilesOp{Op: "list", Path: dir}, filesTimeout)
+	if !ok {
+		return d.b.List(ctx, dir)
+	}
+	return out.Entries, err
+}
+
+func (d *dirFiles) Walk(ctx context.Context, dir string) iter.Seq2[vfs.Entry, error] {
+	if _, ok := runtimeFrom(ctx); !ok {
+		return d.b.Walk(ctx, dir)
+	}
+	return func(yield func(vfs.Entry, error) bool) {
+		out, _, err := d.do(ctx, FilesOp{Op: "walk", Path: dir}, filesTimeout)
+		if err != nil {
+			yield(vfs.Entry{}, err)
+			return
+		}
+		for _, e := range out.Entries {
+			if !yield(e, nil) {
+				return
+			}
+		}
+	}
+}
+
+// dirExec is a registered directory that runs commands.
+type dirExec struct{ *dirFiles }
+
+func (d *dirExec) Execute(ctx context.Context, req vfs.ExecRequest) (vfs.ExecResult, error) {
+	// The attempt may take as long as the command may, and a little more.
+	timeout := d.g.ToolTimeout
+	if req.Timeout > 0 {
+		timeout = max(timeout, req.Timeout+time.Minute)
+	}
+	out, ok, err := d.do(ctx, FilesOp{Op: "exec", Exec: &req}, timeout)
+	switch {
+	case !ok:
+		ex, _ := vfs.AsExecutor(d.b)
+		return ex.Execute(ctx, req)
+	case err != nil:
+		return vfs.ExecResult{}, err
+	case out.Exec == nil:
+		return vfs.ExecResult{}, errors.New("the files activity answered a command with no result")
+	}
+	return *out.Exec, nil
+}
+
+// dirOf is the root of the registered directory b, or "".
+func dirOf(b vfs.Backend) string {
+	switch d := b.(type) {
+	case *dirFiles:
+		return d.root
+	case *dirExec:
+		return d.root
+	}
+	return ""
+}
+
+// checkRoot refuses to run thread on a worker whose agent's files are not
+// where the thread's last turn had them: a thread that the deepagents
+// command ran on a directory (--root), or a worker on one
+// (Registry.Directory), runs only on that directory; one whose files are
+// in its state, only in memory. A thread whose turns do not say is not
+// refused.
+func (g *Registry) checkRoot(ctx context.Context, thread, root string) error {
+	cps, err := g.Store.List(ctx, checkpoint.ListOptions{ThreadID: thread, Metadata: map[string]string{"source": string(agent.RecordInput)}, Limit: 1})
+	if err != nil {
+		return crossStoreError(err)
+	}
+	if len(cps) == 0 {
+		return nil
+	}
+	want, known := runner.TurnRoot(cps[0].Metadata)
+	if !known || want == root {
+		return nil
+	}
+	var msg string
+	switch {
+	case root == "":
+		msg = fmt.Sprintf("thread %q works on the directory %s, and this worker's agent keeps its files in the run's memory: run it on a worker that registered that directory (Registry.Directory, deepagents-temporal worker --root %s)", thread, want, want)
+	case want == "":
+		msg = fmt.Sprintf("thread %q keeps its files in its own state, and this worker's agent works on the directory %s: run it on a worker whose agent keeps them in memory", thread, root)
+	default:
+		msg = fmt.Sprintf("thread %q works on the directory %s, and this worker's agent on %s: run it on a worker that registered %s", thread, want, root, want)
+	}
+	return sdktemporal.NewNonRetryableApplicationError(msg, "deepagents.WrongDirectory", nil)
+}
