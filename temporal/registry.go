@@ -74,6 +74,9 @@ type Registry struct {
 	// decisions (a workflow timer) before its workflow ends interrupted;
 	// zero is DefaultApprovalTimeout, negative does not wait.
 	ApprovalTimeout time.Duration
+	// SessionTimeout is how long a run's session (SessionTool) may stay
+	// open; zero is DefaultSessionTimeout.
+	SessionTimeout time.Duration
 	// ContinueAfter is the history length, in events, past which a run on
 	// a stored thread continues as new (after its next step is saved, or
 	// at an approval wait), or when the server suggests it; zero is
@@ -131,7 +134,7 @@ func InWorkflow(t tool.Tool) tool.Tool {
 // inWorkflow reports whether t's calls may run in workflow code.
 func inWorkflow(t tool.Tool) bool {
 	switch t.(type) {
-	case *activityTool, *workflowTool:
+	case *activityTool, *sessionTool, *workflowTool:
 		return true
 	}
 	// execute runs commands only through the call's files, which in
@@ -382,7 +385,11 @@ func (r *Runtime) activity(ctx context.Context, g *Registry, name string, timeou
 	}
 	var ferr error
 	r.wait(func(c workflow.Context) {
-		actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(c, workflow.ActivityOptions{
+		base := c
+		if s, ok := sessionFrom(ctx); ok {
+			base = s // the activity goes to the session's worker
+		}
+		actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(base, workflow.ActivityOptions{
 			StartToCloseTimeout: timeout,
 			HeartbeatTimeout:    beat,
 			// One attempt for now: a provider retries its own calls, and

@@ -30,6 +30,9 @@ type Runtime struct {
 	wf workflow.Context
 	// cur is the context of the coroutine running now.
 	cur workflow.Context
+
+	// sess is the run's session (SessionTool).
+	sess sessions
 }
 
 // NewRuntime returns the runtime of a run in the workflow whose context

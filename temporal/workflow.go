@@ -100,6 +100,7 @@ func (g *Registry) RunAgent(ctx workflow.Context, in RunInput) (*Summary, error)
 		return nil, err
 	}
 	rt := NewRuntime(ctx)
+	defer rt.Close()
 	rctx, cancel := rt.Context()
 	defer cancel()
 	// Anything of the run that reaches a registered directory outside a
