@@ -168,6 +168,9 @@ func TestContinueAsNewOnADevServer(t *testing.T) {
 		if err := replayerOf(t, lc.reg).ReplayWorkflowHistory(nil, &hist); err != nil {
 			t.Fatalf("run %d does not replay: %v", runs, err)
 		}
+		if runs == 0 {
+			record(t, continueHistory, &hist)
+		}
 		id = ""
 		if last := hist.Events[len(hist.Events)-1]; last.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW {
 			id = last.GetWorkflowExecutionContinuedAsNewEventAttributes().GetNewExecutionRunId()
@@ -256,5 +259,25 @@ func TestAWaitContinuesAsNew(t *testing.T) {
 	env.ExecuteWorkflow(temporal.RunAgentWorkflow, next)
 	if s := summary(t, env); s.Status != agent.StatusInterrupted || len(s.Interrupts) != 1 {
 		t.Errorf("past its deadline: %+v", s)
+	}
+}
+
+// continueHistory is the first run of TestContinueAsNewOnADevServer's
+// workflow: it continued as new after a saved step.
+const continueHistory = "testdata/continue.history.json"
+
+// The committed history of a run that continued as new replays: its
+// version marker, the records and the continuation take the same steps.
+func TestContinueHistoryReplays(t *testing.T) {
+	lc := newLongCase(t, 12)
+	lc.reg.ContinueAfter = 40
+	if err := replayerOf(t, lc.reg).ReplayWorkflowHistoryFromJSONFile(nil, continueHistory); err != nil {
+		t.Fatalf("%s does not replay: %v", continueHistory, err)
+	}
+	// Continuing later is another workflow: the replay says so.
+	lc = newLongCase(t, 12)
+	lc.reg.ContinueAfter = 400
+	if err := replayerOf(t, lc.reg).ReplayWorkflowHistoryFromJSONFile(nil, continueHistory); err == nil {
+		t.Fatal("a workflow that continues later replayed the history")
 	}
 }

@@ -97,10 +97,29 @@ func TestSessionToolIsPinnedToOneWorkerOnADevServer(t *testing.T) {
 		if s.Status != agent.StatusOK {
 			t.Fatalf("summary %+v", s)
 		}
+		if i == 0 {
+			h := history(ctx, t, c, run)
+			if err := replayerOf(t, sessionCase(t, &stack{})).ReplayWorkflowHistory(nil, h); err != nil {
+				t.Fatalf("the history does not replay: %v", err)
+			}
+			record(t, sessionHistory, h)
+		}
 		a, b := len(stacks[0].items), len(stacks[1].items)
 		if a+b != 6 || (a != 0 && b != 0) {
 			t.Fatalf("run %d: the two workers' stacks hold %v and %v; want one to hold all six", i, stacks[0].items, stacks[1].items)
 		}
 		stacks[0].items, stacks[1].items = nil, nil
+	}
+}
+
+// sessionHistory is a run of TestSessionToolIsPinnedToOneWorkerOnADevServer.
+const sessionHistory = "testdata/session.history.json"
+
+// The committed history of a run whose tool calls went through a session
+// replays: the session's opening, its activities and its completion take
+// the same steps.
+func TestSessionHistoryReplays(t *testing.T) {
+	if err := replayerOf(t, sessionCase(t, &stack{})).ReplayWorkflowHistoryFromJSONFile(nil, sessionHistory); err != nil {
+		t.Fatalf("%s does not replay: %v", sessionHistory, err)
 	}
 }
