@@ -110,3 +110,10 @@ const rawArgsChange = "deepagents.raw-args"
 func (r *Runtime) rawArgs() bool {
 	return workflow.GetVersion(r.cur, rawArgsChange, workflow.DefaultVersion, 1) >= 1
 }
+
+// Replaying reports whether the workflow is replaying its history (see
+// agent.Replayer): middleware that report to the outside, such as the otel
+// package's, then stay quiet, since the first execution reported.
+func (r *Runtime) Replaying() bool { return workflow.IsReplaying(r.wf) }
+
+var _ agent.Replayer = (*Runtime)(nil)
