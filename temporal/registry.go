@@ -280,7 +280,7 @@ func (g *Registry) CallModel(ctx context.Context, in ModelCall) (*ModelResult, e
 	if in.Ref != nil {
 		var err error
 		if req, err = g.rebuild(ctx, req, in.Ref); err != nil {
-			return nil, err
+			return nil, refFailure(err)
 		}
 	}
 	ci := in.CallInfo
@@ -307,7 +307,8 @@ type apiError struct {
 }
 
 // modelError rebuilds the *llm.APIError or *PayloadError a model activity
-// failed with; other errors are returned as they are.
+// failed with, or the store's unavailability; other errors are returned as
+// they are.
 func modelError(err error) error {
 	var appErr *sdktemporal.ApplicationError
 	if !errors.As(err, &appErr) {
@@ -326,6 +327,10 @@ func modelError(err error) error {
 			return err
 		}
 		return &pe
+	case unavailableType:
+		// The store stayed unavailable through the retries: the run stops
+		// unfinished, as when a record cannot be saved.
+		return storeErrorOf(err)
 	}
 	return err
 }

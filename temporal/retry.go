@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	sdktemporal "go.temporal.io/sdk/temporal"
 
+	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/llm"
 )
 
@@ -94,6 +95,21 @@ func (g *Registry) modelFailure(ctx context.Context, err error) error {
 	}
 	activity.GetLogger(ctx).Warn("model call failed; Temporal retries it", "attempt", attempt, "kind", ae.Kind, "retry_after", ae.RetryAfter, "error", err)
 	return sdktemporal.NewApplicationErrorWithOptions(err.Error(), apiErrorType, opts)
+}
+
+// refFailure is the error the model activity fails with when it could not
+// read its messages back from the store: retried when the store was
+// unavailable for now (checkpoint.ErrUnavailable), else not (a step that is
+// not there will not be there at the next attempt).
+func refFailure(err error) error {
+	var appErr *sdktemporal.ApplicationError
+	switch {
+	case errors.As(err, &appErr):
+		return err
+	case errors.Is(err, checkpoint.ErrUnavailable):
+		return sdktemporal.NewApplicationError(err.Error(), unavailableType)
+	}
+	return sdktemporal.NewNonRetryableApplicationError(err.Error(), "deepagents.MessagesUnreadable", nil)
 }
 
 // modelErrorType is the type of the application error of a model call

@@ -3,6 +3,7 @@ package temporal_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -15,10 +16,13 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/checkpoint/sqlite"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
 	"github.com/deepagents-go/deepagents/providers/retry"
 	"github.com/deepagents-go/deepagents/temporal"
+	"github.com/deepagents-go/deepagents/tool"
 )
 
 // attempts counts the model activity's attempts and when each started, on
@@ -260,5 +264,75 @@ func TestProviderRetriesAreOffInsideTheActivity(t *testing.T) {
 	_, _ = m.Generate(context.Background(), &llm.Request{})
 	if m.sends != 3 || len(m.waits.Waits()) != 2 {
 		t.Errorf("outside a workflow: %d sends, waits %v; want the provider's own retries", m.sends, m.waits.Waits())
+	}
+}
+
+// flakyReads is a store whose reads from the model activity (the messages
+// of a reference) fail with err, the first fails times.
+type flakyReads struct {
+	*sqlite.Saver
+	mu    sync.Mutex
+	fails int
+	err   error
+	reads int
+}
+
+func (f *flakyReads) Get(ctx context.Context, ref checkpoint.Ref) (*checkpoint.Checkpoint, error) {
+	if activity.IsActivity(ctx) && activity.GetInfo(ctx).ActivityType.Name == temporal.ModelActivity {
+		f.mu.Lock()
+		f.reads++
+		fail := f.reads <= f.fails
+		f.mu.Unlock()
+		if fail {
+			return nil, f.err
+		}
+	}
+	return f.Saver.Get(ctx, ref)
+}
+
+// A model activity that cannot read its messages back from the store is
+// retried while the store is unavailable, and not when the step is not
+// there; a store unavailable through every attempt stops the run
+// unfinished.
+func TestModelActivityRetriesAnUnavailableStore(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		fails  int
+		err    error
+		reads  int
+		status agent.Status
+		match  error
+	}{
+		{"unavailable once", 1, fmt.Errorf("db restarting: %w", checkpoint.ErrUnavailable), 3, agent.StatusOK, nil}, // the first call twice, the second once
+		{"unavailable always", 100, fmt.Errorf("db down: %w", checkpoint.ErrUnavailable), 6, agent.StatusError, agent.ErrRecorderUnavailable},
+		{"not found", 100, checkpoint.ErrNotFound, 1, agent.StatusError, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			store := &flakyReads{Saver: openStore(t), fails: c.fails, err: c.err}
+			reg := temporal.NewRegistry()
+			reg.Store = store
+			m := reg.Model("scripted", scripted.New(echoes(1), scripted.Options{}))
+			var got error
+			a := mustAgent(t, agent.Config{Model: m, Tools: []tool.Tool{reg.Tool("parent", echoTool)}, Middleware: []agent.Middleware{{WrapModel: func(ctx context.Context, req *llm.Request, next agent.ModelFunc) (*llm.Response, error) {
+				resp, err := next(ctx, req)
+				got = err
+				return resp, err
+			}}}})
+			if err := reg.Agent("parent", a); err != nil {
+				t.Fatal(err)
+			}
+			env := newEnv(t, reg)
+			env.ExecuteWorkflow(temporal.RunAgentWorkflow, temporal.RunInput{Agent: "parent", Thread: "T", Input: "go"})
+			s := summary(t, env)
+			store.mu.Lock()
+			reads := store.reads
+			store.mu.Unlock()
+			if s.Status != c.status || reads != c.reads {
+				t.Fatalf("%s %q after %d reads, want %s after %d", s.Status, s.Error, reads, c.status, c.reads)
+			}
+			if c.match != nil && !errors.Is(got, c.match) {
+				t.Errorf("the model call failed with %v, want it to match %v", got, c.match)
+			}
+		})
 	}
 }
