@@ -104,8 +104,8 @@ func otelRegistry(t *testing.T, tp *sdktrace.TracerProvider) (*temporal.Registry
 		rctx, cancel := rt.Context()
 		defer cancel()
 		rec := daotel.NewRecorder(context.Background(), daotel.Config{TracerProvider: tp, Model: "m", Replaying: rt.Replaying})
-		// Record, not Observe: Observe's Close would end the open spans
-		// when the worker drops the workflow from its cache.
+		// Record, not Observe: Observe's deferred Close, which ends the
+		// open spans, also runs when the worker tears the workflow down.
 		res, err := agent.Drain(a.Run(daotel.WithRecorder(rctx, rec), agent.Prompt(in.Input), agent.WithRuntime(rt)), rec.Record)
 		if res == nil {
 			return "", err

@@ -392,7 +392,8 @@ func heartbeat(ctx context.Context) (stop func()) {
 // activity runs the named activity from workflow code, with the running
 // coroutine's context, and waits for it until ctx is done (which cancels
 // it). An input over MaxPayload, compressed, is refused before it is
-// scheduled.
+// scheduled, and nothing is scheduled once the workflow's history is at
+// the registry's limits (HistoryError).
 func (r *Runtime) activity(ctx context.Context, g *Registry, name string, timeout time.Duration, policy *sdktemporal.RetryPolicy, in, out any) error {
 	if err := g.checkHistory(r.cur); err != nil {
 		return err
