@@ -235,6 +235,10 @@ type StepInfo struct {
 	// Streaming reports whether the model is read as a stream
 	// (Config.Stream); otherwise its whole answer comes as one chunk.
 	Streaming bool
+	// Replaying, when not nil, reports whether the run's runtime is
+	// replaying the run's code (see Replayer); nil for a runtime that
+	// never does.
+	Replaying func() bool
 
 	measure func(*llm.Request) tokens.Report
 }

@@ -51,6 +51,16 @@ type Runtime interface {
 	Tool(ctx context.Context, call *ToolCall, next ToolFunc) (tool.Result, error)
 }
 
+// Replayer is a Runtime that may run a run's code again to rebuild where
+// the run was (a durable-execution engine replaying its history).
+// Replaying reports whether it is doing so now: what the code sees then
+// already happened once, and was reported when it did, so middleware that
+// report to the outside (tracing) stay quiet. Middleware read it as
+// StepInfo.Replaying.
+type Replayer interface {
+	Replaying() bool
+}
+
 // Queue carries what a step's running calls report (events, their ends)
 // to the loop, which takes them one at a time, in the order they were put.
 type Queue interface {

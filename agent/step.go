@@ -222,8 +222,12 @@ func StepFrom(ctx context.Context) (StepInfo, bool) {
 
 // stepInfo describes the run to middleware hooks.
 func (r *run) stepInfo() StepInfo {
-	return StepInfo{Path: r.path, Round: r.rs.Loop.Rounds, State: &r.state, Files: r.backend, Emit: r.emit,
+	info := StepInfo{Path: r.path, Round: r.rs.Loop.Rounds, State: &r.state, Files: r.backend, Emit: r.emit,
 		SetValue: r.setValue, AddUsage: r.addUsage, Keep: r.keep, Kept: r.keptValue, Now: r.rt.Now, Streaming: r.a.cfg.Stream, measure: r.measure}
+	if rp, ok := r.rt.(Replayer); ok {
+		info.Replaying = rp.Replaying
+	}
+	return info
 }
 
 // setValue stores a middleware value in the run's state.

@@ -71,7 +71,9 @@ func (c *chatCall) retry(at time.Time, rt llm.Retry) {
 // request goes out, its first chunk noted on the first streamed event, and
 // ended when the stream ends, with the response's usage, finish reason and
 // model, or the stream's error. Provider retries of the call are events of
-// the span. What it records is what the model's stream brought to this
+// the span. A call that ends while the run's runtime replays the
+// run (agent.StepInfo.Replaying) makes no span and no metrics: it made
+// them when it first ended. What it records is what the model's stream brought to this
 // wrapper, whatever wrappers outside it do with the stream afterwards.
 func wrapStream(ctx context.Context, req *llm.Request, next agent.StreamFunc) iter.Seq2[llm.StreamEvent, error] {
 	r := recorderFrom(ctx)
@@ -104,6 +106,11 @@ func wrapStream(ctx context.Context, req *llm.Request, next agent.StreamFunc) it
 		end := func(resp *llm.Response, err error) {
 			ended = true
 			c.end, c.resp, c.err = now(), resp, err
+			// A call that ends while the runtime replays the run was
+			// traced when it first ended.
+			if (step.Replaying != nil && step.Replaying()) || r.replaying() {
+				return
+			}
 			r.chatEnded(c)
 		}
 		defer func() {

@@ -87,6 +87,13 @@ type Config struct {
 	// Links are added to the top-level invoke_agent span, e.g. the spans of
 	// earlier runs this one continues.
 	Links []trace.Link
+	// Replaying, when set, reports whether the run's code is being
+	// replayed (its runtime's Replaying, see agent.Replayer: a Temporal
+	// workflow's, in workflow code): a span that ends, or a model call
+	// that ends, while it does is not exported, since the run's first
+	// execution exported it. A span started in a replay and ended after it
+	// is exported once.
+	Replaying func() bool
 	// MeterProvider records the GenAI client metrics (token usage,
 	// operation duration, time to first chunk); nil means
 	// otel.GetMeterProvider(), which records nothing until one is set.
@@ -135,7 +142,7 @@ func NewRecorder(ctx context.Context, cfg Config) *Recorder {
 	}
 	r := &Recorder{
 		cfg:    cfg,
-		tracer: tp.Tracer(ScopeName),
+		tracer: replayTracer(tp.Tracer(ScopeName), cfg.Replaying),
 		parent: context.WithoutCancel(ctx),
 		agents: map[string]*agentSpans{},
 		early:  map[string][]*chatCall{},

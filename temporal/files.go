@@ -181,7 +181,7 @@ func (d *dirFiles) do(ctx context.Context, op FilesOp, timeout time.Duration) (o
 		return out, false, nil
 	}
 	op.Root = d.root
-	if err := r.activity(ctx, d.g, FilesActivity, timeout, op, &out); err != nil {
+	if err := r.activity(ctx, d.g, FilesActivity, timeout, &sdktemporal.RetryPolicy{MaximumAttempts: 1}, op, &out); err != nil {
 		return out, true, filesError(err)
 	}
 	return out, true, nil

@@ -19,6 +19,7 @@ import (
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/fstools"
 	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/providers/retry"
 	"github.com/deepagents-go/deepagents/todos"
 	"github.com/deepagents-go/deepagents/tool"
 	"github.com/deepagents-go/deepagents/vfs"
@@ -82,6 +83,17 @@ type Registry struct {
 	// at an approval wait), or when the server suggests it; zero is
 	// DefaultContinueAfter, negative never.
 	ContinueAfter int
+	// ModelRetry is the retry policy of model activities; nil is
+	// DefaultModelRetry. Which failures are retried does not depend on
+	// it (see DefaultModelRetry). Tool activities make one attempt.
+	ModelRetry *sdktemporal.RetryPolicy
+	// MaxHistorySize (bytes) and MaxHistoryLength (events) are how large
+	// a workflow's history may grow before its run stops unfinished
+	// (HistoryError), resumable on its thread; zero is
+	// DefaultMaxHistorySize or DefaultMaxHistoryLength, negative no limit.
+	// Every worker of a task queue must have the same, or a replay may
+	// take another path.
+	MaxHistorySize, MaxHistoryLength int
 }
 
 type toolKey struct{ agent, name string }
@@ -249,13 +261,16 @@ type CallInfo struct {
 	Attempt  int    `json:"attempt,omitempty"`
 }
 
-// ToolRun is the input of the tool activity.
+// ToolRun is the input of the tool activity. Arguments that are not valid
+// JSON (a model's mistake) are in RawArgs instead of Args, and reach the
+// tool as they are, for it to say what is wrong.
 type ToolRun struct {
-	Agent  string          `json:"agent"`
-	Tool   string          `json:"tool"`
-	CallID string          `json:"call_id"`
-	Path   string          `json:"path"`
-	Args   json.RawMessage `json:"args"`
+	Agent   string          `json:"agent"`
+	Tool    string          `json:"tool"`
+	CallID  string          `json:"call_id"`
+	Path    string          `json:"path"`
+	Args    json.RawMessage `json:"args"`
+	RawArgs *string         `json:"raw_args,omitempty"`
 }
 
 // ToolOutcome is the output of the tool activity: the tool's result, and
@@ -266,8 +281,9 @@ type ToolOutcome struct {
 	Err    string      `json:"error,omitempty"`
 }
 
-// CallModel is the model activity: it calls the registered model.
-func (g *Registry) CallModel(ctx context.Context, in ModelCall) (*llm.Response, error) {
+// CallModel is the model activity: it calls the registered model, with the
+// provider's own retries off (Temporal retries the activity).
+func (g *Registry) CallModel(ctx context.Context, in ModelCall) (*ModelResult, error) {
 	m, ok := g.models[in.Model]
 	if !ok {
 		return nil, sdktemporal.NewNonRetryableApplicationError(fmt.Sprintf("no model %q is registered on this worker", in.Model), "UnknownModel", nil)
@@ -277,20 +293,16 @@ func (g *Registry) CallModel(ctx context.Context, in ModelCall) (*llm.Response, 
 	if in.Ref != nil {
 		var err error
 		if req, err = g.rebuild(ctx, req, in.Ref); err != nil {
-			return nil, err
+			return nil, refFailure(err)
 		}
 	}
 	ci := in.CallInfo
 	ctx = llm.WithCallInfo(ctx, llm.CallInfo{Agent: ci.Agent, Instance: ci.Instance, Path: ci.Path, Task: ci.Task, Round: ci.Round, Attempt: ci.Attempt})
-	resp, err := m.Generate(ctx, req)
-	var ae *llm.APIError
-	if errors.As(err, &ae) {
-		// The loop and its middleware react to a provider error's kind
-		// (a context too long is compacted): it crosses as details.
-		return nil, sdktemporal.NewNonRetryableApplicationError(err.Error(), apiErrorType, nil,
-			apiError{Kind: ae.Kind, Provider: ae.Provider, StatusCode: ae.StatusCode, Message: ae.Message, RetryAfter: ae.RetryAfter})
+	resp, err := m.Generate(retry.ByCaller(ctx), req)
+	if err != nil {
+		return nil, g.modelFailure(ctx, err)
 	}
-	return resp, err
+	return g.modelResult(ctx, resp)
 }
 
 // apiErrorType is the type of the application error that carries an
@@ -307,18 +319,33 @@ type apiError struct {
 	RetryAfter time.Duration `json:"retry_after,omitempty"`
 }
 
-// modelError rebuilds the *llm.APIError a model activity failed with;
-// other errors are returned as they are.
+// modelError rebuilds the *llm.APIError or *PayloadError a model activity
+// failed with, or the store's unavailability; other errors are returned as
+// they are.
 func modelError(err error) error {
 	var appErr *sdktemporal.ApplicationError
-	if !errors.As(err, &appErr) || appErr.Type() != apiErrorType {
+	if !errors.As(err, &appErr) {
 		return err
 	}
-	var d apiError
-	if appErr.Details(&d) != nil {
-		return err
+	switch appErr.Type() {
+	case apiErrorType:
+		var d apiError
+		if appErr.Details(&d) != nil {
+			return err
+		}
+		return &llm.APIError{Kind: d.Kind, Provider: d.Provider, StatusCode: d.StatusCode, Message: d.Message, RetryAfter: d.RetryAfter}
+	case payloadType:
+		var pe PayloadError
+		if appErr.Details(&pe) != nil {
+			return err
+		}
+		return &pe
+	case unavailableType:
+		// The store stayed unavailable through the retries: the run stops
+		// unfinished, as when a record cannot be saved.
+		return storeErrorOf(err)
 	}
-	return &llm.APIError{Kind: d.Kind, Provider: d.Provider, StatusCode: d.StatusCode, Message: d.Message, RetryAfter: d.RetryAfter}
+	return err
 }
 
 // RunTool is the tool activity: it runs the registered tool.
@@ -328,10 +355,23 @@ func (g *Registry) RunTool(ctx context.Context, in ToolRun) (*ToolOutcome, error
 		return nil, sdktemporal.NewNonRetryableApplicationError(fmt.Sprintf("no tool %q of agent %q is registered on this worker", in.Tool, in.Agent), "UnknownTool", nil)
 	}
 	defer heartbeat(ctx)()
-	res, err := t.Run(ctx, &tool.Env{CallID: in.CallID, Agent: in.Path}, in.Args)
+	args := in.Args
+	if in.RawArgs != nil {
+		args = json.RawMessage(*in.RawArgs)
+	}
+	res, err := t.Run(ctx, &tool.Env{CallID: in.CallID, Agent: in.Path}, args)
 	out := &ToolOutcome{Result: res}
 	if err != nil {
 		out.Err = err.Error()
+	}
+	// A result too large to return fails the call here, for the model to
+	// read, rather than the activity's completion.
+	if n, err := g.payloadSize(out); err != nil || n > MaxPayload {
+		msg := toolOutputError(in.Tool, n)
+		if err != nil {
+			msg = fmt.Sprintf("the result of %s cannot be encoded: %v", in.Tool, err)
+		}
+		out = &ToolOutcome{Err: msg}
 	}
 	return out, nil
 }
@@ -365,11 +405,16 @@ func heartbeat(ctx context.Context) (stop func()) {
 // activity runs the named activity from workflow code, with the running
 // coroutine's context, and waits for it until ctx is done (which cancels
 // it). An input over MaxPayload, compressed, is refused before it is
-// scheduled.
-func (r *Runtime) activity(ctx context.Context, g *Registry, name string, timeout time.Duration, in, out any) error {
+// scheduled, and nothing is scheduled once the workflow's history is at
+// the registry's limits (HistoryError).
+func (r *Runtime) activity(ctx context.Context, g *Registry, name string, timeout time.Duration, policy *sdktemporal.RetryPolicy, in, out any) error {
+	if err := g.checkHistory(r.cur); err != nil {
+		return err
+	}
 	// Compressing a large input may take longer than workflow code is
 	// allowed to run without giving way.
-	p, err := workflow.DataConverterWithoutDeadlockDetection(g.dc).ToPayload(in)
+	dc := workflow.DataConverterWithoutDeadlockDetection(g.dc)
+	p, err := dc.ToPayload(in)
 	if err != nil {
 		return err
 	}
@@ -389,13 +434,13 @@ func (r *Runtime) activity(ctx context.Context, g *Registry, name string, timeou
 		if s, ok := sessionFrom(ctx); ok {
 			base = s // the activity goes to the session's worker
 		}
-		actx, cancel := workflow.WithCancel(workflow.WithActivityOptions(base, workflow.ActivityOptions{
+		// The activity is sent with the converter its input was measured
+		// with, whatever the worker's.
+		actx, cancel := workflow.WithCancel(workflow.WithDataConverter(workflow.WithActivityOptions(base, workflow.ActivityOptions{
 			StartToCloseTimeout: timeout,
 			HeartbeatTimeout:    beat,
-			// One attempt for now: a provider retries its own calls, and
-			// which failures Temporal should retry is the next step's.
-			RetryPolicy: &sdktemporal.RetryPolicy{MaximumAttempts: 1},
-		}))
+			RetryPolicy:         policy,
+		}), dc))
 		defer cancel()
 		f := workflow.ExecuteActivity(actx, name, in)
 		_ = workflow.Await(c, func() bool { return f.IsReady() || ctx.Err() != nil })
@@ -407,17 +452,6 @@ func (r *Runtime) activity(ctx context.Context, g *Registry, name string, timeou
 		ferr = f.Get(c, out)
 	})
 	return ferr
-}
-
-// PayloadError is a model or tool call whose input is too large to be an
-// activity's.
-type PayloadError struct {
-	Activity string
-	Size     int
-}
-
-func (e *PayloadError) Error() string {
-	return fmt.Sprintf("the %s activity's input is %d bytes compressed, over the %d a payload may have (Temporal refuses 2 MB)", e.Activity, e.Size, MaxPayload)
 }
 
 // activityModel is a registered model: an activity in workflow code.
@@ -441,11 +475,12 @@ func (am *activityModel) Generate(ctx context.Context, req *llm.Request) (*llm.R
 			}
 		}
 	}
-	var resp llm.Response
-	if err := r.activity(ctx, am.g, ModelActivity, am.g.ModelTimeout, in, &resp); err != nil {
+	var res ModelResult
+	if err := r.activity(ctx, am.g, ModelActivity, am.g.ModelTimeout, am.g.modelRetry(), in, &res); err != nil {
 		return nil, modelError(err)
 	}
-	return &resp, nil
+	noteRetries(ctx, &res)
+	return &res.Response, nil
 }
 
 // Stream is m.Stream outside a workflow; in one, the activity's response
@@ -484,8 +519,14 @@ func (at *activityTool) Run(ctx context.Context, env *tool.Env, args json.RawMes
 	if env != nil {
 		in.CallID, in.Path = env.CallID, env.Agent
 	}
+	if args != nil && !json.Valid(args) && r.rawArgs() {
+		raw := string(args)
+		in.Args, in.RawArgs = nil, &raw
+	}
 	var out ToolOutcome
-	if err := r.activity(ctx, at.g, ToolActivity, at.g.ToolTimeout, in, &out); err != nil {
+	// A tool's call is made once: a tool may have done part of its work
+	// when it fails.
+	if err := r.activity(ctx, at.g, ToolActivity, at.g.ToolTimeout, &sdktemporal.RetryPolicy{MaximumAttempts: 1}, in, &out); err != nil {
 		return tool.Result{}, err
 	}
 	if out.Err != "" {

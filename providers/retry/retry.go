@@ -73,10 +73,37 @@ func (p Policy) Backoff(n int, err error) time.Duration {
 	return time.Duration(rand.Int64N(int64(ceil)/2+1)) + ceil/2
 }
 
-// Do calls fn until it succeeds, fails with a non-retryable error, runs out
-// of retries, or ctx ends.
-func Do[T any](ctx context.Context, p Policy, fn func(ctx context.Context) (T, error)) (T, error) {
+type byCallerKey struct{}
+
+// ByCaller returns ctx marking the calls made in it as retried by their
+// caller (a durable-execution engine that retries the whole call, with its
+// own policy and record of attempts): Do and Stream make one attempt in
+// it, whatever their Policy says, so that the two do not multiply.
+func ByCaller(ctx context.Context) context.Context {
+	return context.WithValue(ctx, byCallerKey{}, true)
+}
+
+// RetriedByCaller reports whether ctx was marked with ByCaller.
+func RetriedByCaller(ctx context.Context) bool {
+	v, _ := ctx.Value(byCallerKey{}).(bool)
+	return v
+}
+
+// forCall is p as it applies to a call made in ctx: normalised, and
+// without retries when the caller retries.
+func (p Policy) forCall(ctx context.Context) Policy {
 	p = p.norm()
+	if RetriedByCaller(ctx) {
+		p.MaxRetries = -1
+	}
+	return p
+}
+
+// Do calls fn until it succeeds, fails with a non-retryable error, runs out
+// of retries, or ctx ends. In a context marked with ByCaller it calls fn
+// once.
+func Do[T any](ctx context.Context, p Policy, fn func(ctx context.Context) (T, error)) (T, error) {
+	p = p.forCall(ctx)
 	for n := 0; ; n++ {
 		v, err := fn(ctx)
 		if err == nil || ctx.Err() != nil || p.MaxRetries < 0 || n >= p.MaxRetries || !p.Retryable(err) {
@@ -92,9 +119,10 @@ func Do[T any](ctx context.Context, p Policy, fn func(ctx context.Context) (T, e
 
 // Stream opens a stream with retries: an attempt that fails before it has
 // yielded anything is retried like Do; once an event has been passed on, a
-// failure is returned to the caller as is.
+// failure is returned to the caller as is. In a context marked with
+// ByCaller it opens the stream once.
 func Stream(ctx context.Context, p Policy, open func(ctx context.Context) iter.Seq2[llm.StreamEvent, error]) iter.Seq2[llm.StreamEvent, error] {
-	p = p.norm()
+	p = p.forCall(ctx)
 	return func(yield func(llm.StreamEvent, error) bool) {
 		for n := 0; ; n++ {
 			started := false

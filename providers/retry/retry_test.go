@@ -150,3 +150,44 @@ func TestBackoffIsCappedWithoutRetryAfter(t *testing.T) {
 		}
 	}
 }
+
+// A call its caller retries makes one attempt, in Do and in Stream, even
+// for an error the policy would retry; the mark does not leak into a
+// context without it.
+func TestByCallerMakesOneAttempt(t *testing.T) {
+	p := Policy{MaxRetries: 5}
+	rec := recordSleeps(&p)
+	ctx := ByCaller(context.Background())
+	if !RetriedByCaller(ctx) || RetriedByCaller(context.Background()) {
+		t.Fatal("the mark is not read back")
+	}
+	calls := 0
+	_, err := Do(ctx, p, func(context.Context) (int, error) {
+		calls++
+		return 0, &llm.APIError{Kind: llm.ErrKindRateLimit, RetryAfter: time.Second}
+	})
+	if calls != 1 || !errors.Is(err, llm.ErrRateLimit) {
+		t.Errorf("Do: %d calls, %v", calls, err)
+	}
+	opens := 0
+	var last error
+	for _, err := range Stream(ctx, p, func(context.Context) iter.Seq2[llm.StreamEvent, error] {
+		return func(yield func(llm.StreamEvent, error) bool) {
+			opens++
+			yield(llm.StreamEvent{}, &llm.APIError{Kind: llm.ErrKindServer})
+		}
+	}) {
+		last = err
+	}
+	if opens != 1 || !errors.Is(last, llm.ErrServer) {
+		t.Errorf("Stream: %d opens, %v", opens, last)
+	}
+	if w := rec.Waits(); len(w) != 0 {
+		t.Errorf("waited %v", w)
+	}
+	calls = 0
+	_, _ = Do(context.Background(), p, func(context.Context) (int, error) { calls++; return 0, &llm.APIError{Kind: llm.ErrKindServer} })
+	if calls != 6 {
+		t.Errorf("without the mark: %d calls, want 6", calls)
+	}
+}
