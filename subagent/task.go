@@ -585,6 +585,14 @@ type refusal struct{ spec llm.ToolSpec }
 
 func (r *refusal) Spec() llm.ToolSpec { return r.spec }
 
+// Refuses reports whether t is the task tool of a fork subagent, which
+// answers every call with RefusalText and runs nothing, so that a runtime
+// that replays tool calls may run it again.
+func Refuses(t tool.Tool) bool {
+	_, ok := t.(*refusal)
+	return ok
+}
+
 func (r *refusal) Run(context.Context, *tool.Env, json.RawMessage) (tool.Result, error) {
 	return tool.Text(RefusalText), nil
 }

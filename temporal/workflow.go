@@ -87,6 +87,7 @@ func (g *Registry) RunAgent(ctx workflow.Context, in RunInput) (*Summary, error)
 		return nil, err
 	}
 	rt := NewRuntime(ctx)
+	rt.runsChildren(g, in.Agent, leaseHolder(workflow.GetInfo(ctx).WorkflowExecution.ID))
 	rctx, cancel := rt.Context()
 	defer cancel()
 	input, opts := agent.Prompt(in.Input), []agent.RunOption{agent.WithRuntime(rt)}
