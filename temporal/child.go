@@ -40,9 +40,12 @@ type SubagentInput struct {
 	Agent string     `json:"agent"`
 	Path  agent.Path `json:"path"`
 	// Task is the task text; Messages the run's input (the description,
-	// or, for a fork, the parent's conversation and the description).
+	// or, for a fork, the parent's conversation and the description). On
+	// a thread in a store, Ref points to the first of them in the
+	// parent's last saved step record, and Messages holds the rest.
 	Task     string        `json:"task,omitempty"`
 	Messages []llm.Message `json:"messages"`
+	Ref      *MessagesRef  `json:"ref,omitempty"`
 	// System and SystemParts replace the agent's system prompt (a fork).
 	System      *string        `json:"system,omitempty"`
 	SystemParts map[string]int `json:"system_parts,omitempty"`
@@ -132,6 +135,12 @@ func (r *Runtime) RunChild(ctx context.Context, c agent.ChildRun) (*agent.Result
 		Nesting: n, Signal: "deepagents.subagent:" + key}
 	if n.Recorded && r.host.g.Store != nil {
 		in.Holder = r.host.holder
+	}
+	if th := threadFrom(ctx); th != nil && len(in.Messages) > 1 {
+		// A fork's conversation is the parent's, which the store holds.
+		if tail, ref, ok := th.reference(c.Host.Path.String(), &llm.Request{Messages: in.Messages}); ok {
+			in.Messages, in.Ref = tail.Messages, ref
+		}
 	}
 	// A fork's conversation, or many files, may be too large to send.
 	p, err := workflow.DataConverterWithoutDeadlockDetection(r.host.g.dc).ToPayload(in)
@@ -267,6 +276,13 @@ func (g *Registry) RunSubagent(ctx workflow.Context, in SubagentInput) (*Subagen
 	}
 	rt := NewRuntime(ctx)
 	rt.runsChildren(g, in.Agent, in.Holder)
+	if in.Ref != nil {
+		msgs, err := rt.referred(g, in.Ref, in.Messages)
+		if err != nil {
+			return nil, err
+		}
+		in.Messages = msgs
+	}
 	rctx, cancel := rt.Context()
 	defer cancel()
 	opts := []agent.RunOption{agent.WithRuntime(rt), agent.WithTimeout(in.Timeout)}
@@ -366,4 +382,26 @@ func (g *Registry) subagentAt(name string, path agent.Path) (*agent.Agent, error
 		a = found
 	}
 	return a, nil
+}
+
+// referred is the messages ref points to, read from the store in pieces
+// (local activities), followed by tail; they must hash to ref.Hash.
+func (r *Runtime) referred(g *Registry, ref *MessagesRef, tail []llm.Message) ([]llm.Message, error) {
+	var msgs []llm.Message
+	for len(msgs) < ref.Prefix {
+		var piece []llm.Message
+		if err := r.local(g.ThreadMessages, &piece, MessagesIn{Thread: ref.Thread, NS: ref.NS, Step: ref.Step, From: len(msgs)}); err != nil {
+			return nil, fmt.Errorf("reading the messages the subagent forks (thread %q, step %s): %w", ref.Thread, ref.Step, err)
+		}
+		if len(piece) == 0 {
+			return nil, fmt.Errorf("reading the messages the subagent forks (thread %q, step %s): none from %d", ref.Thread, ref.Step, len(msgs))
+		}
+		msgs = append(msgs, piece...)
+	}
+	msgs = append(msgs[:ref.Prefix:ref.Prefix], tail...)
+	if h := hashMessages(msgs); h != ref.Hash {
+		return nil, sdktemporal.NewNonRetryableApplicationError(fmt.Sprintf("the messages the subagent forks, rebuilt from step %s of thread %q, are not its parent's (hash %s, want %s): the store does not hold what the parent saved",
+			ref.Step, ref.Thread, h[:12], ref.Hash[:12]), "MessagesMismatch", nil)
+	}
+	return msgs, nil
 }

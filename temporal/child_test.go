@@ -29,9 +29,10 @@ import (
 // childStarts records the child workflows a test environment starts: their
 // workflow type and the path of the subagent each runs.
 type childStarts struct {
-	mu    sync.Mutex
-	types []string
-	paths []string
+	mu     sync.Mutex
+	types  []string
+	paths  []string
+	inputs []temporal.SubagentInput
 }
 
 func (c *childStarts) listen(t *testing.T, info *workflow.Info, args converter.EncodedValues) {
@@ -43,6 +44,7 @@ func (c *childStarts) listen(t *testing.T, info *workflow.Info, args converter.E
 	defer c.mu.Unlock()
 	c.types = append(c.types, info.WorkflowType.Name)
 	c.paths = append(c.paths, in.Path.String())
+	c.inputs = append(c.inputs, in)
 }
 
 // The parallel delegation run by RunAgent starts each subagent as a child
@@ -180,31 +182,7 @@ func TestCancellingTheParentCancelsItsChildWorkflows(t *testing.T) {
 // conversation and prompt: it ends as in process, and its task tool, which
 // refuses to delegate, is one the registry takes.
 func TestForkSubagentRunsAsAChildWorkflow(t *testing.T) {
-	build := func() (*temporal.Registry, *agent.Agent) {
-		reg := temporal.NewRegistry()
-		m := reg.Model("scripted", scripted.New(scripted.Script{
-			"parent": {Steps: []scripted.Step{
-				step("", tc("write", `{"path":"/p.txt","content":"parent"}`)),
-				step("", tc("task", `{"description":"sum it up","subagent_type":"fork"}`)),
-				step("all done"),
-			}},
-			"fork": {Steps: []scripted.Step{step("", tc("write", `{"path":"/f.txt","content":"fork"}`)), step("summed")}},
-		}, scripted.Options{}))
-		task, err := subagent.NewTask(subagent.Config{Model: m, ForkBefore: []tool.Tool{writeTool},
-			Subagents: []subagent.Spec{{Name: "fork", Description: "Forks.", Mode: subagent.Fork}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		a, err := agent.New(agent.Config{Model: m, System: "You are the parent.", Tools: []tool.Tool{writeTool, task}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := reg.Agent("parent", a); err != nil {
-			t.Fatal(err)
-		}
-		return reg, a
-	}
-	reg, _ := build()
+	reg, _ := forkRegistry(t)
 	env := newEnv(t, reg)
 	var starts childStarts
 	env.SetOnChildWorkflowStartedListener(func(info *workflow.Info, _ workflow.Context, args converter.EncodedValues) {
@@ -215,7 +193,7 @@ func TestForkSubagentRunsAsAChildWorkflow(t *testing.T) {
 	if len(starts.paths) != 1 {
 		t.Fatalf("child workflows of %v, want the fork's", starts.paths)
 	}
-	_, a := build()
+	_, a := forkRegistry(t)
 	res, err := a.Invoke(t.Context(), agent.Prompt("go"), agent.WithRuntime(agent.Sequential(start)))
 	if err != nil {
 		t.Fatal(err)
@@ -224,6 +202,59 @@ func TestForkSubagentRunsAsAChildWorkflow(t *testing.T) {
 	if got := mustJSON(t, s); !bytes.Equal(got, mustJSON(t, want)) || s.Children[0].Text != "summed" {
 		t.Errorf("summary with a child workflow:\n%s\nin process:\n%s", got, mustJSON(t, want))
 	}
+}
+
+// On a thread in a store, a fork's child workflow is not sent its
+// parent's conversation: a reference to the parent's saved step and the
+// fork's own message, from which the child reads the rest back.
+func TestForkOnAThreadRefersToTheParentsStep(t *testing.T) {
+	reg, _ := forkRegistry(t)
+	reg.Store = openStore(t)
+	env := newEnv(t, reg)
+	var starts childStarts
+	env.SetOnChildWorkflowStartedListener(func(info *workflow.Info, _ workflow.Context, args converter.EncodedValues) {
+		starts.listen(t, info, args)
+	})
+	env.ExecuteWorkflow(temporal.RunAgentWorkflow, temporal.RunInput{Agent: "parent", Thread: "F", Input: "go"})
+	s := summary(t, env)
+	if s.Status != agent.StatusOK || len(s.Children) != 1 || s.Children[0].Text != "summed" || !slices.Equal(s.Files, []string{"/f.txt", "/p.txt"}) {
+		t.Fatalf("summary %+v", s)
+	}
+	if len(starts.inputs) != 1 {
+		t.Fatalf("child workflows of %v", starts.paths)
+	}
+	in := starts.inputs[0]
+	if in.Ref == nil || in.Ref.Prefix < 3 || len(in.Messages) != 1 || !strings.HasPrefix(in.Messages[0].Content, subagent.ForkPreamble) {
+		t.Errorf("the fork's input: ref %+v, messages %+v", in.Ref, in.Messages)
+	}
+}
+
+// forkRegistry registers as "parent" an agent that writes a file, then
+// forks a subagent that writes another.
+func forkRegistry(t *testing.T) (*temporal.Registry, *agent.Agent) {
+	t.Helper()
+	reg := temporal.NewRegistry()
+	m := reg.Model("scripted", scripted.New(scripted.Script{
+		"parent": {Steps: []scripted.Step{
+			step("", tc("write", `{"path":"/p.txt","content":"parent"}`)),
+			step("", tc("task", `{"description":"sum it up","subagent_type":"fork"}`)),
+			step("all done"),
+		}},
+		"fork": {Steps: []scripted.Step{step("", tc("write", `{"path":"/f.txt","content":"fork"}`)), step("summed")}},
+	}, scripted.Options{}))
+	task, err := subagent.NewTask(subagent.Config{Model: m, ForkBefore: []tool.Tool{writeTool},
+		Subagents: []subagent.Spec{{Name: "fork", Description: "Forks.", Mode: subagent.Fork}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := agent.New(agent.Config{Model: m, System: "You are the parent.", Tools: []tool.Tool{writeTool, task}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Agent("parent", a); err != nil {
+		t.Fatal(err)
+	}
+	return reg, a
 }
 
 // A subagent whose input is over the payload limit (here the files it
