@@ -76,3 +76,15 @@ func RecordNested(n Nesting, th Thread) RunOption {
 		c.record = &recordConfig{src: th, thread: n.Thread, count: new(atomic.Int64), nested: true, parentStep: n.ParentStep, rec: th}
 	}
 }
+
+// WithCause returns a copy of r whose Err wraps cause. A result rebuilt
+// from values, such as a ChildRunner's that ran elsewhere, has only its
+// Error text; with its cause back (ErrRecorderUnavailable, say) the task
+// tool and the loop treat it as they treat the run in process.
+func (r *Result) WithCause(cause error) *Result {
+	c := *r
+	if r.Status != StatusOK && r.Status != "" && cause != nil {
+		c.err = &RunError{Agent: r.Agent, Status: r.Status, Err: cause}
+	}
+	return &c
+}
