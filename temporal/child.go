@@ -68,7 +68,18 @@ type SubagentInput struct {
 type SubagentOutcome struct {
 	Result *agent.Result `json:"result"`
 	Files  vfs.Delta     `json:"files,omitempty"`
+	// StoreDown: the run failed because its store did
+	// (agent.ErrRecorderUnavailable), which stops the parent's run
+	// unfinished as in process.
+	StoreDown bool `json:"store_down,omitempty"`
 }
+
+// storeDown is the error of a subagent run whose store failed, as its
+// parent sees it: its text, matching agent.ErrRecorderUnavailable.
+type storeDown struct{ msg string }
+
+func (e *storeDown) Error() string        { return e.msg }
+func (e *storeDown) Is(target error) bool { return target == agent.ErrRecorderUnavailable }
 
 // childHost is what a Runtime needs to run subagents as child workflows:
 // the registry of the worker, the registered name of the top-level agent,
@@ -200,6 +211,9 @@ func (r *Runtime) awaitChild(ctx context.Context, w *childWF, key string, c agen
 	}
 	if out.Result == nil {
 		return failed(c.Child.Path, fmt.Errorf("subagent %s's child workflow gave back no result", key))
+	}
+	if out.StoreDown {
+		out.Result = out.Result.WithCause(&storeDown{msg: out.Result.Error})
 	}
 	if len(out.Files) > 0 {
 		if err := applyDelta(c.Input.Backend, out.Files); err != nil {
@@ -352,7 +366,7 @@ func outcome(res *agent.Result, d vfs.Delta) *SubagentOutcome {
 			break
 		}
 	}
-	return &SubagentOutcome{Result: s, Files: d}
+	return &SubagentOutcome{Result: s, Files: d, StoreDown: errors.Is(res.Err(), agent.ErrRecorderUnavailable)}
 }
 
 // subagentAt is the subagent at path below the agent registered as name:

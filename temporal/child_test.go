@@ -6,12 +6,15 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	sdktemporal "go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
@@ -19,6 +22,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/checkpoint/sqlite"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
 	"github.com/deepagents-go/deepagents/subagent"
@@ -328,4 +333,53 @@ func (s seeing) Generate(ctx context.Context, req *llm.Request) (*llm.Response, 
 		s.see(req.Messages[n-1])
 	}
 	return s.Model.Generate(ctx, req)
+}
+
+// downStore is a SQLite store whose lease renewals fail as an unavailable
+// store's once down is set, for child workflows only: every step record
+// renews the lease first, so a child's records fail and its parent's do
+// not.
+type downStore struct {
+	*sqlite.Saver
+	down atomic.Bool
+}
+
+func (s *downStore) Renew(ctx context.Context, threadID, holder string, now time.Time, ttl time.Duration) (checkpoint.Lease, error) {
+	if s.down.Load() && activity.GetInfo(ctx).WorkflowType.Name == temporal.RunSubagentWorkflow {
+		return checkpoint.Lease{}, fmt.Errorf("renewing the lease: %w", checkpoint.ErrUnavailable)
+	}
+	return s.Saver.Renew(ctx, threadID, holder, now, ttl)
+}
+
+// A subagent whose store fails stops its parent's run unfinished, as in
+// process: the parent's model is not told the subagent failed.
+func TestChildWhoseStoreFailsStopsTheParent(t *testing.T) {
+	store := &downStore{Saver: openStore(t)}
+	reg := temporal.NewRegistry()
+	reg.Store = store
+	m := reg.Model("scripted", scripted.New(scripted.Script{
+		"parent": {Steps: []scripted.Step{step("", tc("task", `{"description":"go","subagent_type":"helper"}`)), step("all done")}},
+		"helper": {Steps: []scripted.Step{step("", tc("fail", `{}`)), step("done")}},
+	}, scripted.Options{}))
+	fail := temporal.InWorkflow(tool.MustFunc("fail", "Make the store fail.", func(context.Context, *tool.Env, struct{}) (string, error) {
+		store.down.Store(true)
+		return "failed", nil
+	}))
+	task, err := subagent.NewTask(subagent.Config{Model: m, Subagents: []subagent.Spec{{Name: "helper", Description: "Helps.", Tools: []tool.Tool{fail}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := agent.New(agent.Config{Model: m, Tools: []tool.Tool{task}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Agent("parent", a); err != nil {
+		t.Fatal(err)
+	}
+	env := newEnv(t, reg)
+	env.ExecuteWorkflow(temporal.RunAgentWorkflow, temporal.RunInput{Agent: "parent", Thread: "D", Input: "go"})
+	s := summary(t, env)
+	if s.Status != agent.StatusError || s.Rounds != 1 || !strings.Contains(s.Error, "unavailable") {
+		t.Fatalf("summary %+v, want the run stopped with the store's error after its first round", s)
+	}
 }
