@@ -383,3 +383,54 @@ func TestChildWhoseStoreFailsStopsTheParent(t *testing.T) {
 		t.Fatalf("summary %+v, want the run stopped with the store's error after its first round", s)
 	}
 }
+
+// A subagent that delegates in turn starts its own child workflow: the
+// grandchild finds its agent through both task tools, and the run ends as
+// in process.
+func TestGrandchildIsAChildOfTheChild(t *testing.T) {
+	build := func() (*temporal.Registry, *agent.Agent) {
+		reg := temporal.NewRegistry()
+		m := reg.Model("scripted", scripted.New(scripted.Script{
+			"parent": {Steps: []scripted.Step{step("", tc("task", `{"description":"delegate","subagent_type":"helper"}`)), step("all done")}},
+			"helper": {Steps: []scripted.Step{step("", tc("task", `{"description":"write","subagent_type":"leaf"}`)), step("delegated")}},
+			"leaf":   {Steps: []scripted.Step{step("", tc("write", `{"path":"/leaf.txt","content":"leaf"}`)), step("wrote")}},
+		}, scripted.Options{}))
+		inner, err := subagent.NewTask(subagent.Config{Model: m, BaseTools: []tool.Tool{writeTool},
+			Subagents: []subagent.Spec{{Name: "leaf", Description: "Writes."}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		task, err := subagent.NewTask(subagent.Config{Model: m,
+			Subagents: []subagent.Spec{{Name: "helper", Description: "Delegates.", Tools: []tool.Tool{inner}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := agent.New(agent.Config{Model: m, Tools: []tool.Tool{task}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := reg.Agent("parent", a); err != nil {
+			t.Fatal(err)
+		}
+		return reg, a
+	}
+	reg, _ := build()
+	env := newEnv(t, reg)
+	var starts childStarts
+	env.SetOnChildWorkflowStartedListener(func(info *workflow.Info, _ workflow.Context, args converter.EncodedValues) {
+		starts.listen(t, info, args)
+	})
+	env.ExecuteWorkflow(temporal.RunAgentWorkflow, temporal.RunInput{Agent: "parent", Input: "go"})
+	s := summary(t, env)
+	if !slices.Equal(starts.paths, []string{"parent / helper#call_parent_0_r0_0", "parent / helper#call_parent_0_r0_0 / leaf#call_helper_0_r0_0"}) {
+		t.Fatalf("child workflows of %v", starts.paths)
+	}
+	_, a := build()
+	res, err := a.Invoke(t.Context(), agent.Prompt("go"), agent.WithRuntime(agent.Sequential(start)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := mustJSON(t, s), mustJSON(t, temporal.Summarize("parent", "", res)); !bytes.Equal(got, want) || !slices.Equal(s.Files, []string{"/leaf.txt"}) {
+		t.Errorf("summary with child workflows:\n%s\nin process:\n%s", got, want)
+	}
+}
