@@ -468,7 +468,18 @@ func (t *Task) RunNested(ctx context.Context, env *tool.Env, raw json.RawMessage
 	emit(agent.Event{Type: agent.SubagentStart, Agent: parent, Time: now(), Subagent: &agent.SubagentInfo{
 		Name: c.name, Mode: string(c.mode), CallID: callID, Path: path, Task: args.Description}})
 
-	res := t.runChild(ctx, c, in, opts, emit, path)
+	var res *agent.Result
+	ran := false
+	if cr, ok := host.Runtime.(agent.ChildRunner); ok {
+		// The runtime may run the child elsewhere (a child workflow).
+		res, ran = cr.RunChild(ctx, agent.ChildRun{Agent: c.agent, Name: c.name, Input: in, Child: child, Timeout: c.timeout, Host: host})
+	}
+	switch {
+	case !ran:
+		res = t.runChild(ctx, c, in, opts, emit, path)
+	case res == nil:
+		res = &agent.Result{Agent: path, Status: agent.StatusError, Error: "the runtime ran the subagent but gave back no result"}
+	}
 	status, reason := res.Status, res.Error
 	emit(agent.Event{Type: agent.SubagentEnd, Agent: parent, Time: now(), Subagent: &agent.SubagentInfo{
 		Name: c.name, Mode: string(c.mode), CallID: callID, Path: path, Status: status, Error: reason,
@@ -573,6 +584,14 @@ func firstLine(s string) string {
 type refusal struct{ spec llm.ToolSpec }
 
 func (r *refusal) Spec() llm.ToolSpec { return r.spec }
+
+// Refuses reports whether t is the task tool of a fork subagent, which
+// answers every call with RefusalText and runs nothing, so that a runtime
+// that replays tool calls may run it again.
+func Refuses(t tool.Tool) bool {
+	_, ok := t.(*refusal)
+	return ok
+}
 
 func (r *refusal) Run(context.Context, *tool.Env, json.RawMessage) (tool.Result, error) {
 	return tool.Text(RefusalText), nil

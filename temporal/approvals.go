@@ -56,6 +56,8 @@ type approvals struct {
 	// ends.
 	continues bool
 	until     time.Time
+	// rt is the run's runtime, which knows its waiting children.
+	rt *Runtime
 }
 
 // approvals puts the pending query and the decide update on the workflow
@@ -160,7 +162,9 @@ func (g *Registry) await(ctx workflow.Context, ap *approvals, res *agent.Result,
 		} else {
 			timeout = max(ap.until.Sub(workflow.Now(ctx)), time.Millisecond)
 		}
-		if ap.continues && g.continueNow(ctx) {
+		// A subagent whose child workflow waits too would be cancelled
+		// with this run: then the wait stays here.
+		if ap.continues && (ap.rt == nil || len(ap.rt.waiting) == 0) && g.continueNow(ctx) {
 			// The wait goes on in a new workflow run, with a short history.
 			return res, errContinue
 		}

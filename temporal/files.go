@@ -275,6 +275,57 @@ func (d *dirExec) Execute(ctx context.Context, req vfs.ExecRequest) (vfs.ExecRes
 	return *out.Exec, nil
 }
 
+// directory is the workflow side of the directory root, as Directory
+// returned it on the worker that registered it; this worker need not have
+// it, since in workflow code every operation is an activity.
+func (g *Registry) directory(root string, exec bool) vfs.Backend {
+	d := &dirFiles{g: g, root: root, b: g.dirs[root]}
+	if exec {
+		return &dirExec{d}
+	}
+	return d
+}
+
+// dirView is what a subagent's child workflow needs to know of a
+// directory its parent's call sees.
+type dirView struct {
+	root string
+	exec bool
+}
+
+// dirBehind returns the registered directory b is a view of (a call's
+// tracked view, say), or nil.
+func dirBehind(b vfs.Backend) *dirView {
+	for range 8 {
+		switch d := b.(type) {
+		case *dirFiles:
+			return &dirView{root: d.root}
+		case *dirExec:
+			return &dirView{root: d.root, exec: true}
+		case *vfs.Tracked:
+			b = d.Backend
+		case interface{ Unwrap() vfs.Backend }:
+			b = d.Unwrap()
+		default:
+			return nil
+		}
+	}
+	return nil
+}
+
+// pathsOf is d without the files' contents: which paths changed, for a
+// parent whose view of a directory learns what its child did there.
+func pathsOf(d vfs.Delta) vfs.Delta {
+	out := make(vfs.Delta, len(d))
+	for i, c := range d {
+		out[i] = vfs.Change{Path: c.Path, By: c.By}
+		if c.File != nil {
+			out[i].File = &vfs.File{}
+		}
+	}
+	return out
+}
+
 // dirOf is the root of the registered directory b, or "".
 func dirOf(b vfs.Backend) string {
 	switch d := b.(type) {

@@ -6,18 +6,21 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/fstools"
 	"github.com/deepagents-go/deepagents/llm/scripted"
 	"github.com/deepagents-go/deepagents/runner"
+	"github.com/deepagents-go/deepagents/subagent"
 	"github.com/deepagents-go/deepagents/temporal"
 	"github.com/deepagents-go/deepagents/vfs"
 	"github.com/deepagents-go/deepagents/vfs/osfs"
@@ -193,5 +196,62 @@ func TestAThreadRunsOnlyOnItsDirectory(t *testing.T) {
 				t.Errorf("status %s, error %q; want it refused with %q", s.Status, s.Error, c.refusal)
 			}
 		})
+	}
+}
+
+// A subagent of an agent on a directory runs as a child workflow on the
+// same directory: what it writes is on the disk, not copied back, and the
+// parent's run counts it as changed.
+func TestSubagentOnADirectoryWritesThroughIt(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "seed.txt"), []byte("seed"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reg := temporal.NewRegistry()
+	reg.Store = openStore(t)
+	m := reg.Model("scripted", scripted.New(scripted.Script{
+		"coder": {Steps: []scripted.Step{
+			step("", tc("task", `{"description":"copy the seed","subagent_type":"general-purpose"}`)),
+			step("delegated"),
+		}},
+		"general-purpose": {Steps: []scripted.Step{
+			step("", tc("read_file", `{"file_path":"/seed.txt"}`), tc("write_file", `{"file_path":"/child.txt","content":"from the child"}`)),
+			step("", tc("execute", `{"command":"cp seed.txt copy.txt"}`)),
+			step("copied"),
+		}},
+	}, scripted.Options{}))
+	fs, err := osfs.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	backend := reg.Directory(dir, fs.WithRunner(shellIn{dir}))
+	tools := append(fstools.Tools(), fstools.Execute(fstools.ExecuteOptions{}))
+	task, err := subagent.NewTask(subagent.Config{Model: m, BaseTools: tools, Subagents: []subagent.Spec{subagent.GeneralPurpose()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := mustAgent(t, agent.Config{Name: "coder", Model: m, Tools: append(tools, task), Backend: backend})
+	if err := reg.Agent("coder", a); err != nil {
+		t.Fatal(err)
+	}
+	env := newEnv(t, reg)
+	children := 0
+	env.SetOnChildWorkflowStartedListener(func(*workflow.Info, workflow.Context, converter.EncodedValues) { children++ })
+	env.ExecuteWorkflow(temporal.RunAgentWorkflow, temporal.RunInput{Agent: "coder", Thread: "S", Input: "delegate"})
+	s := summary(t, env)
+	if s.Status != agent.StatusOK || len(s.Children) != 1 || s.Children[0].Status != agent.StatusOK || s.Children[0].Text != "copied" {
+		t.Fatalf("summary %+v", s)
+	}
+	if children != 1 {
+		t.Errorf("%d child workflows, want the subagent's", children)
+	}
+	for name, want := range map[string]string{"child.txt": "from the child", "copy.txt": "seed"} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil || string(b) != want {
+			t.Errorf("%s on disk: %q %v", name, b, err)
+		}
+	}
+	if !slices.Contains(s.Changed, "/child.txt") {
+		t.Errorf("the parent's run changed %v, want the child's write counted", s.Changed)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/deepagents-go/deepagents/fstools"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/providers/retry"
+	"github.com/deepagents-go/deepagents/subagent"
 	"github.com/deepagents-go/deepagents/todos"
 	"github.com/deepagents-go/deepagents/tool"
 	"github.com/deepagents-go/deepagents/vfs"
@@ -151,7 +152,7 @@ func inWorkflow(t tool.Tool) bool {
 	}
 	// execute runs commands only through the call's files, which in
 	// workflow code are the run's memory or a directory of the workers.
-	return fstools.Made(t) || fstools.IsExecute(t) || t == todos.Tool() || t == todos.UpdateTool()
+	return fstools.Made(t) || fstools.IsExecute(t) || t == todos.Tool() || t == todos.UpdateTool() || subagent.Refuses(t)
 }
 
 // checkAgent checks that a and the subagents below it call their models
@@ -220,7 +221,7 @@ func (g *Registry) Tool(agentName string, t tool.Tool) tool.Tool {
 	return &activityTool{g: g, agent: agentName, t: t}
 }
 
-// Register puts the RunAgent workflow and the model and tool activities on
+// Register puts the RunAgent and RunSubagent workflows and the model and tool activities on
 // w (a worker, or the SDK's test environment).
 func (g *Registry) Register(w interface {
 	worker.WorkflowRegistry
@@ -232,12 +233,13 @@ func (g *Registry) Register(w interface {
 	w.RegisterActivityWithOptions(g.Files, activity.RegisterOptions{Name: FilesActivity})
 }
 
-// RegisterWorkflow puts the RunAgent workflow on w alone: a replayer needs
-// no activities.
+// RegisterWorkflow puts the RunAgent and RunSubagent workflows on w alone:
+// a replayer needs no activities.
 func (g *Registry) RegisterWorkflow(w interface {
 	RegisterWorkflowWithOptions(w any, options workflow.RegisterOptions)
 }) {
 	w.RegisterWorkflowWithOptions(g.RunAgent, workflow.RegisterOptions{Name: RunAgentWorkflow})
+	w.RegisterWorkflowWithOptions(g.RunSubagent, workflow.RegisterOptions{Name: RunSubagentWorkflow})
 }
 
 // ModelCall is the input of the model activity. In a run on a thread,

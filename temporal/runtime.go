@@ -33,6 +33,14 @@ type Runtime struct {
 
 	// sess is the run's session (SessionTool).
 	sess sessions
+	// host, when set, runs subagent runs as child workflows (see
+	// RunChild); version is the workflow's version of that change, read
+	// once (versioned); waiting are the children whose runs wait for a
+	// person, by path.
+	host      *childHost
+	version   workflow.Version
+	versioned bool
+	waiting   map[string]*childWF
 }
 
 // NewRuntime returns the runtime of a run in the workflow whose context

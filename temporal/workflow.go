@@ -101,6 +101,7 @@ func (g *Registry) RunAgent(ctx workflow.Context, in RunInput) (*Summary, error)
 	}
 	rt := NewRuntime(ctx)
 	defer rt.Close()
+	rt.runsChildren(g, in.Agent, leaseHolder(workflow.GetInfo(ctx).WorkflowExecution.ID))
 	rctx, cancel := rt.Context()
 	defer cancel()
 	// Anything of the run that reaches a registered directory outside a
@@ -111,7 +112,7 @@ func (g *Registry) RunAgent(ctx workflow.Context, in RunInput) (*Summary, error)
 	if in.Thread != "" && g.Store != nil {
 		info := workflow.GetInfo(ctx)
 		th := newWFThread(g, rt, in.Thread, leaseHolder(info.WorkflowExecution.ID))
-		ap.continues = true
+		ap.continues, ap.rt = true, rt
 		th.root = dirOf(a.Config().Backend)
 		rctx = withThread(rctx, th)
 		opts = append(opts, agent.WithThread(in.Thread, th))

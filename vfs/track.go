@@ -52,3 +52,12 @@ func (t *Tracked) Changes() Delta {
 	defer t.mu.Unlock()
 	return append(Delta(nil), t.changes...)
 }
+
+// Note records changes that were made to the wrapped backend by someone
+// else on this view's behalf (a subagent that wrote through the same
+// directory elsewhere), without making them again.
+func (t *Tracked) Note(d Delta) {
+	t.mu.Lock()
+	t.changes = append(t.changes, d...)
+	t.mu.Unlock()
+}
