@@ -213,7 +213,7 @@ func configAgent(ctx context.Context, reg *temporal.Registry, name, project, mod
 	var spec providers.Spec
 	if modelRef == "" {
 		if spec, err = providers.Detect(); err != nil {
-			return fmt.Errorf("%w: give --model provider:model, set a model in deepagents.toml, or run a demo worker with --demo", err)
+			return fmt.Errorf("the worker's agent needs a model: %w; or give --model provider:model, or --demo for the scripted demo agent", err)
 		}
 	} else if spec, err = parseModel(cfg, modelRef); err != nil {
 		return fmt.Errorf("model %s: %w", modelRef, err)
