@@ -371,13 +371,14 @@ func runBinary(t *testing.T, bin string, args ...string) (stdout, stderr string,
 // second run on the thread is refused while the first is open; decisions
 // that fit no waiting call are refused by the workflow and change
 // nothing; approving finishes the run with the demo's answer and its file
-// in the thread database; SIGTERM stops the worker.
+// in the thread database; a run whose wait timed out is resumed, waits
+// again and is rejected; SIGTERM stops the worker.
 func TestBinaryOnADevServer(t *testing.T) {
 	address, namespace := devServer(t)
 	bin := buildBinary(t)
 	db := filepath.Join(t.TempDir(), "threads.db")
 	conn := []string{"--address", address, "--namespace", namespace, "--task-queue", "binary"}
-	w := startWorker(t, bin, nil, append(conn, "--db", db, "--demo")...)
+	w := startWorker(t, bin, nil, append(conn, "--db", db, "--demo", "--approval-timeout", "8s")...)
 
 	out, errOut, st := runBinary(t, bin, append(append([]string{"run"}, conn...), "--thread", "T", "--agent", "demo", "write a report")...)
 	if st != 3 || !strings.Contains(out, "write_1  write_file") || !strings.Contains(errOut, "approve --thread T") {
@@ -405,6 +406,32 @@ func TestBinaryOnADevServer(t *testing.T) {
 	}
 	if files := threadFiles(t, db, "T"); !strings.HasPrefix(files["/report.md"], "# Report") {
 		t.Fatalf("the thread's files: %q; want /report.md", files)
+	}
+
+	// A run whose wait for decisions timed out ends interrupted; resume
+	// opens its thread again in a new workflow, which waits again.
+	_, errOut, st = runBinary(t, bin, append(append([]string{"run"}, conn...), "--thread", "R", "--agent", "demo", "--detach", "write a report")...)
+	if st != 0 {
+		t.Fatalf("run --detach: status %d, stderr %q", st, errOut)
+	}
+	c, err := client.DialContext(t.Context(), client.Options{HostPort: address, Namespace: namespace, DataConverter: temporal.DataConverter()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	var s temporal.Summary
+	if err := c.GetWorkflow(ctx, "deepagents-thread-R", "").Get(ctx, &s); err != nil || s.Status != agent.StatusInterrupted {
+		t.Fatalf("the run whose wait timed out: %+v, %v; want it interrupted", s, err)
+	}
+	out, errOut, st = runBinary(t, bin, append(append([]string{"resume"}, conn...), "--thread", "R", "--agent", "demo")...)
+	if st != 3 || !strings.Contains(out, "write_1  write_file") {
+		t.Fatalf("resume: status %d, stdout %q, stderr %q; want 3 and the write waiting again", st, out, errOut)
+	}
+	out, errOut, st = runBinary(t, bin, append(append([]string{"approve"}, conn...), "--thread", "R", "--reject", "--message", "no")...)
+	if st != 0 || !strings.Contains(out, "I did not write /report.md (you rejected it)") {
+		t.Fatalf("approve --reject after resume: status %d, stdout %q, stderr %q", st, out, errOut)
 	}
 
 	if err := w.cmd.Process.Signal(syscall.SIGTERM); err != nil {

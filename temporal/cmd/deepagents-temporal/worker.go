@@ -63,6 +63,7 @@ type workerFlags struct {
 	db, project, model string
 	demo               bool
 	stopTimeout        time.Duration
+	approvalTimeout    time.Duration
 	verbose            bool
 }
 
@@ -75,6 +76,7 @@ func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.StringVar(&f.project, "project", "", "project `directory` whose configuration builds the agent \"main\" (default: the current directory)")
 	fs.StringVar(&f.model, "model", "", "the agent's model as `provider:model` (default: the configuration's, else the first provider whose API key is set)")
 	fs.DurationVar(&f.stopTimeout, "stop-timeout", 30*time.Second, "how long a stopping worker waits for the tasks it holds")
+	fs.DurationVar(&f.approvalTimeout, "approval-timeout", temporal.DefaultApprovalTimeout, "how long a run waiting for decisions keeps its workflow open; then it ends interrupted, to be resumed with resume")
 	fs.BoolVar(&f.verbose, "v", false, "print the Temporal SDK's informational log lines too")
 	if st, ok := parse(fs, args); !ok {
 		return st
@@ -89,7 +91,11 @@ func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return fail(stderr, "worker", exitUsage, errors.New("--demo runs the scripted demo agent: it takes neither --project nor --model"))
 	}
 
+	if f.approvalTimeout <= 0 {
+		return fail(stderr, "worker", exitUsage, errors.New("--approval-timeout must be positive"))
+	}
 	reg := temporal.NewRegistry()
+	reg.ApprovalTimeout = f.approvalTimeout
 	if f.db != "" {
 		store, closeStore, err := openStore(ctx, f.db)
 		if err != nil {
