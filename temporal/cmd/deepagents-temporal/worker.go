@@ -153,6 +153,9 @@ func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 func openStore(ctx context.Context, spec string) (checkpoint.RunStore, func(), error) {
 	low := strings.ToLower(spec)
 	if !strings.HasPrefix(low, "sqlite:") && !strings.HasPrefix(low, "postgres:") && !strings.HasPrefix(low, "postgresql:") {
+		if strings.Contains(spec, "://") {
+			return nil, nil, fmt.Errorf(`--db: %q is not a database deepagents uses: give sqlite:PATH, a file path, or postgres://USER@HOST/DB`, spec)
+		}
 		spec = "sqlite:" + spec
 	}
 	cwd, _ := os.Getwd()
