@@ -39,6 +39,7 @@ var commands = []command{
 	{"run", "start a run on a thread and follow it to its end", runCmd},
 	{"resume", "resume a thread's unfinished run and follow it", resumeCmd},
 	{"approve", "list a run's waiting calls and send decisions on them", approveCmd},
+	{"bench", "measure concurrent runs on worker processes, or in process", benchCmd},
 }
 
 // Exit statuses besides 0 (ok): 1 a run or a call that failed, 2 a usage

@@ -125,6 +125,9 @@ func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err == nil {
 		err = testAgents(reg, &names)
 	}
+	if err == nil {
+		err = benchAgents(reg, &names)
+	}
 	if err != nil {
 		return fail(stderr, "worker", exitUsage, err)
 	}
