@@ -425,6 +425,10 @@ func TestBinaryOnADevServer(t *testing.T) {
 	if err := c.GetWorkflow(ctx, "deepagents-thread-R", "").Get(ctx, &s); err != nil || s.Status != agent.StatusInterrupted {
 		t.Fatalf("the run whose wait timed out: %+v, %v; want it interrupted", s, err)
 	}
+	_, errOut, st = runBinary(t, bin, append(append([]string{"approve"}, conn...), "--thread", "R", "--approve")...)
+	if st != 1 || !strings.Contains(errOut, "the run of thread R has ended") || !strings.Contains(errOut, "resume --thread R") {
+		t.Fatalf("approve after the wait timed out: status %d, stderr %q; want it refused, saying to resume", st, errOut)
+	}
 	out, errOut, st = runBinary(t, bin, append(append([]string{"resume"}, conn...), "--thread", "R", "--agent", "demo")...)
 	if st != 3 || !strings.Contains(out, "write_1  write_file") {
 		t.Fatalf("resume: status %d, stdout %q, stderr %q; want 3 and the write waiting again", st, out, errOut)

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	sdktemporal "go.temporal.io/sdk/temporal"
@@ -295,6 +296,16 @@ func approveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return exitFailed
 	}
 	printPending(stdout, pending)
+	if open, err := isOpen(ctx, c, id); err != nil {
+		return fail(stderr, "approve", exitFailed, fmt.Errorf("describing workflow %s: %w", id, err))
+	} else if !open {
+		err := fmt.Errorf("the run of thread %s has ended (its wait for decisions timed out, or it was cancelled): resume it with deepagents-temporal resume --thread %s, which waits for the decisions again", thread, thread)
+		if list {
+			fmt.Fprintf(stderr, "deepagents-temporal approve: %v\n", err)
+			return 0
+		}
+		return fail(stderr, "approve", exitFailed, err)
+	}
 	if list {
 		return 0
 	}
@@ -335,4 +346,15 @@ func approveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		answered = append(answered, in.CallID)
 	}
 	return follow(ctx, c, c.GetWorkflow(ctx, id, ""), "approve", thread, answered, stdout, stderr)
+}
+
+// isOpen reports whether the latest workflow of id is still running.
+func isOpen(ctx context.Context, c client.Client, id string) (bool, error) {
+	dctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	d, err := c.DescribeWorkflowExecution(dctx, id, "")
+	if err != nil {
+		return false, err
+	}
+	return d.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, nil
 }
