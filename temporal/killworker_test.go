@@ -408,6 +408,13 @@ func TestBinaryOnADevServer(t *testing.T) {
 		t.Fatalf("the thread's files: %q; want /report.md", files)
 	}
 
+	// A run on a task queue no worker polls says so.
+	out, errOut, st = runBinary(t, bin, "run", "--address", address, "--namespace", namespace, "--task-queue", "nobody",
+		"--thread", "N", "--detach", "hello")
+	if st != 0 || out != "deepagents-thread-N\n" || !strings.Contains(errOut, "no worker polls task queue nobody") {
+		t.Fatalf("run --detach on a queue without workers: status %d, stdout %q, stderr %q", st, out, errOut)
+	}
+
 	// A run whose wait for decisions timed out ends interrupted; resume
 	// opens its thread again in a new workflow, which waits again.
 	_, errOut, st = runBinary(t, bin, append(append([]string{"run"}, conn...), "--thread", "R", "--agent", "demo", "--detach", "write a report")...)

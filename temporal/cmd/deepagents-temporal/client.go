@@ -106,6 +106,7 @@ func startCmd(ctx context.Context, name, synopsis string, args []string, stdout,
 		}
 		return fail(stderr, name, exitFailed, fmt.Errorf("starting workflow %s: %w", id, err))
 	}
+	warnNoWorker(ctx, c, f.taskQueue, name, stderr)
 	if f.detach {
 		fmt.Fprintln(stdout, id)
 		return 0
@@ -357,4 +358,15 @@ func isOpen(ctx context.Context, c client.Client, id string) (bool, error) {
 		return false, err
 	}
 	return d.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, nil
+}
+
+// warnNoWorker says on stderr when no worker polls the task queue: the run
+// then waits until one starts.
+func warnNoWorker(ctx context.Context, c client.Client, queue, name string, stderr io.Writer) {
+	dctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	d, err := c.DescribeTaskQueue(dctx, queue, enumspb.TASK_QUEUE_TYPE_WORKFLOW)
+	if err == nil && len(d.GetPollers()) == 0 {
+		fmt.Fprintf(stderr, "deepagents-temporal %s: no worker polls task queue %s: the run waits until one starts (deepagents-temporal worker --task-queue %s ...)\n", name, queue, queue)
+	}
 }
