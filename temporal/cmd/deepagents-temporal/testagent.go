@@ -54,7 +54,7 @@ func testAgents(reg *temporal.Registry, names *[]string) error {
 			{Content: "all done"},
 		}},
 		"helper": {Steps: []scripted.Step{
-			{ToolCalls: []scripted.StepCall{{ID: "s1", Name: "slow", Args: json.RawMessage(`{"seconds":4}`)}}},
+			{ToolCalls: []scripted.StepCall{{ID: "s1", Name: "slow", Args: json.RawMessage(`{"seconds":5}`)}}},
 			{ToolCalls: []scripted.StepCall{{ID: "h1", Name: "write_file", Args: json.RawMessage(`{"file_path":"/helper.txt","content":"written by the helper\n"}`)}}},
 			{Content: "helped"},
 		}},
