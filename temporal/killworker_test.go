@@ -24,6 +24,8 @@ import (
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/checkpoint/sqlite"
+	"github.com/deepagents-go/deepagents/internal/demoagent"
+	"github.com/deepagents-go/deepagents/runner"
 	"github.com/deepagents-go/deepagents/temporal"
 )
 
@@ -455,5 +457,50 @@ func TestBinaryOnADevServer(t *testing.T) {
 		}
 	case <-time.After(time.Minute):
 		t.Fatal("the worker did not stop within a minute of SIGTERM")
+	}
+}
+
+// A thread started in process (as `deepagents run --thread L` does, on the
+// same SQLite file) and stopped waiting for an approval is resumed by the
+// binary's worker, approved through the binary, and finished there; the
+// thread then takes another turn in process: one thread, one store.
+func TestLaptopThenBinaryOnADevServer(t *testing.T) {
+	address, namespace := devServer(t)
+	bin := buildBinary(t)
+	db := filepath.Join(t.TempDir(), "threads.db")
+	store, err := sqlite.Open(db, sqlite.Options{BusyTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	a, err := demoagent.New("demo", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	res, err := a.Invoke(ctx, agent.Prompt("write a report"), runner.Checkpoints(store, "L"))
+	// An interrupted run comes back with an error that says so.
+	if res == nil || res.Status != agent.StatusInterrupted {
+		t.Fatalf("the laptop's run: %v; want it waiting for the write", err)
+	}
+
+	conn := []string{"--address", address, "--namespace", namespace, "--task-queue", "laptop"}
+	startWorker(t, bin, nil, append(conn, "--db", db, "--demo")...)
+	out, errOut, st := runBinary(t, bin, append(append([]string{"resume"}, conn...), "--thread", "L", "--agent", "demo")...)
+	if st != 3 || !strings.Contains(out, "write_1  write_file") {
+		t.Fatalf("resume on the worker: status %d, stdout %q, stderr %q; want the laptop's write waiting", st, out, errOut)
+	}
+	out, errOut, st = runBinary(t, bin, append(append([]string{"approve"}, conn...), "--thread", "L", "--approve")...)
+	if st != 0 || !strings.HasSuffix(out, "Done: the report is in /report.md.\n") {
+		t.Fatalf("approve: status %d, stdout %q, stderr %q", st, out, errOut)
+	}
+
+	res, err = a.Invoke(ctx, agent.Prompt("and again"), runner.Checkpoints(store, "L"))
+	if res == nil || res.Status != agent.StatusInterrupted || len(res.Interrupts) != 1 || res.Interrupts[0].CallID != "write_2" {
+		t.Fatalf("the laptop's second turn: %v; want it waiting for its own write", err)
+	}
+	if !strings.HasPrefix(res.State.Files["/report.md"].Content, "# Report") {
+		t.Fatalf("the laptop's second turn does not see the report the worker wrote: %q", res.State.Files)
 	}
 }
