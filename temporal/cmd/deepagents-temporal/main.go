@@ -6,6 +6,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -89,6 +91,10 @@ func usage(w io.Writer) {
 type conn struct {
 	address, namespace, taskQueue string
 	dialTimeout                   time.Duration
+	// TLS: useTLS with the system's roots, or a CA file; a client
+	// certificate and key for mutual TLS; the server name to check.
+	useTLS                            bool
+	tlsCert, tlsKey, tlsCA, tlsServer string
 	// logLevel is the lowest level of the SDK's log lines printed on
 	// stderr: warnings unless a command asks for more.
 	logLevel slog.Level
@@ -107,18 +113,27 @@ func (c *conn) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.namespace, "namespace", ns, "Temporal `namespace` ($TEMPORAL_NAMESPACE when set)")
 	fs.StringVar(&c.taskQueue, "task-queue", "deepagents", "task `queue` the workers serve")
 	fs.DurationVar(&c.dialTimeout, "dial-timeout", 10*time.Second, "how long connecting to Temporal may take")
+	fs.BoolVar(&c.useTLS, "tls", false, "connect with TLS, checking the server against the system's roots (implied by the other --tls flags and $TEMPORAL_API_KEY)")
+	fs.StringVar(&c.tlsCert, "tls-cert", "", "client certificate `file` (PEM) for mutual TLS, with --tls-key")
+	fs.StringVar(&c.tlsKey, "tls-key", "", "client key `file` (PEM) for mutual TLS, with --tls-cert")
+	fs.StringVar(&c.tlsCA, "tls-ca", "", "CA certificate `file` (PEM) the server's certificate is checked against")
+	fs.StringVar(&c.tlsServer, "tls-server-name", "", "the `name` the server's certificate must carry (default: the address's host)")
 	c.logLevel = slog.LevelWarn
 }
 
 // dial connects to Temporal within the dial timeout, with the data
 // converter every client and worker of these workflows must use.
 func (c *conn) dial(ctx context.Context) (client.Client, error) {
-	dctx, cancel := context.WithTimeout(ctx, c.dialTimeout)
-	defer cancel()
-	cl, err := client.DialContext(dctx, client.Options{
+	opts := client.Options{
 		HostPort: c.address, Namespace: c.namespace, DataConverter: temporal.DataConverter(),
 		Logger: sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: c.logLevel}))),
-	})
+	}
+	if err := c.security(&opts); err != nil {
+		return nil, err
+	}
+	dctx, cancel := context.WithTimeout(ctx, c.dialTimeout)
+	defer cancel()
+	cl, err := client.DialContext(dctx, opts)
 	if err != nil {
 		if errors.Is(dctx.Err(), context.DeadlineExceeded) {
 			return nil, fmt.Errorf("cannot reach Temporal at %s within %s: is the server running (temporal server start-dev, or --address)? %w", c.address, c.dialTimeout, err)
@@ -159,4 +174,45 @@ func workflowID(thread string) string { return "deepagents-thread-" + thread }
 func fail(stderr io.Writer, cmd string, status int, err error) int {
 	fmt.Fprintf(stderr, "deepagents-temporal %s: %v\n", cmd, err)
 	return status
+}
+
+// apiKeyEnv names the variable holding an API key for Temporal (Temporal
+// Cloud's, for one): taken from the environment, never from a flag, so
+// that it stays out of process listings.
+const apiKeyEnv = "TEMPORAL_API_KEY"
+
+// security fills in the TLS settings and credentials of opts from the
+// flags and the API key.
+func (c *conn) security(opts *client.Options) error {
+	if (c.tlsCert == "") != (c.tlsKey == "") {
+		return errors.New("--tls-cert and --tls-key go together: give both for mutual TLS")
+	}
+	key := os.Getenv(apiKeyEnv)
+	if !c.useTLS && c.tlsCert == "" && c.tlsCA == "" && c.tlsServer == "" && key == "" {
+		return nil
+	}
+	cfg := &tls.Config{ServerName: c.tlsServer, MinVersion: tls.VersionTLS12}
+	if c.tlsCA != "" {
+		pem, err := os.ReadFile(c.tlsCA)
+		if err != nil {
+			return fmt.Errorf("--tls-ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return fmt.Errorf("--tls-ca: %s holds no PEM certificate", c.tlsCA)
+		}
+		cfg.RootCAs = pool
+	}
+	if c.tlsCert != "" {
+		cert, err := tls.LoadX509KeyPair(c.tlsCert, c.tlsKey)
+		if err != nil {
+			return fmt.Errorf("--tls-cert/--tls-key: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	opts.ConnectionOptions.TLS = cfg
+	if key != "" {
+		opts.Credentials = client.NewAPIKeyStaticCredentials(key)
+	}
+	return nil
 }

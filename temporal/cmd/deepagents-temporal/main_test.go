@@ -49,6 +49,27 @@ func TestUsageErrors(t *testing.T) {
 	}
 }
 
+// TLS settings that cannot work are refused before anything is dialled.
+func TestTLSFlags(t *testing.T) {
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, []byte("not a certificate"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--tls-cert", "c.pem"}, "--tls-cert and --tls-key go together"},
+		{[]string{"--tls-ca", ca}, "holds no PEM certificate"},
+		{[]string{"--tls-cert", "/nonexistent/c.pem", "--tls-key", "/nonexistent/k.pem"}, "--tls-cert/--tls-key: open /nonexistent/c.pem"},
+	} {
+		st, _, errOut := run(t, append(append([]string{"run"}, tc.args...), "--thread", "T", "hi")...)
+		if st != exitFailed || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%q: status %d, stderr %q; want 1 and %q", tc.args, st, errOut, tc.want)
+		}
+	}
+}
+
 // A Temporal service that does not answer is reported within the dial
 // timeout, naming the address and what to do.
 func TestDialTimeout(t *testing.T) {
