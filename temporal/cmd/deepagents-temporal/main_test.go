@@ -40,12 +40,17 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"approve", "--thread", "T", "--decisions", "/nonexistent/d.json"}, "--decisions: open /nonexistent/d.json"},
 		{[]string{"worker", "--demo", "--model", "openai:gpt-4.1"}, "it takes neither --project nor --model"},
 		{[]string{"worker", "--demo", "--approval-timeout", "0s"}, "--approval-timeout must be positive"},
-		{[]string{"worker", "--demo", "--db", "mysql://x"}, "--db:"},
 	} {
 		st, _, errOut := run(t, tc.args...)
 		if st != exitUsage || !strings.Contains(errOut, tc.want) {
 			t.Errorf("%q: status %d, stderr %q; want 2 and %q", tc.args, st, errOut, tc.want)
 		}
+	}
+	// A database the worker cannot use is refused before Temporal is
+	// dialled.
+	st, _, errOut := run(t, "worker", "--demo", "--db", "mysql://x")
+	if st != exitFailed || !strings.Contains(errOut, `--db: "mysql://x" is not a database deepagents uses`) {
+		t.Errorf("--db mysql://x: status %d, stderr %q", st, errOut)
 	}
 }
 

@@ -99,7 +99,7 @@ func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if f.db != "" {
 		store, closeStore, err := openStore(ctx, f.db)
 		if err != nil {
-			return fail(stderr, "worker", exitUsage, err)
+			return fail(stderr, "worker", exitFailed, err)
 		}
 		defer closeStore()
 		reg.Store = store
@@ -107,20 +107,13 @@ func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintln(stderr, "deepagents-temporal worker: no --db: each run's thread lives in its workflow's memory, and a thread cannot be continued by a new workflow (give the CLI's database with --db)")
 	}
 
-	var names []string
-	add := func(name string, build func() error) error {
-		if err := build(); err != nil {
-			return err
-		}
-		names = append(names, name)
-		return nil
-	}
+	names := []string{"main"}
 	var err error
-	switch {
-	case f.demo:
-		err = add("demo", func() error { return demoAgent(reg, "demo") })
-	default:
-		err = add("main", func() error { return configAgent(ctx, reg, "main", f.project, f.model, stderr) })
+	if f.demo {
+		names[0] = "demo"
+		err = demoAgent(reg, "demo")
+	} else {
+		err = configAgent(ctx, reg, "main", f.project, f.model, stderr)
 	}
 	if err == nil {
 		err = testAgents(reg, &names)
