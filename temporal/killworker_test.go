@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,8 +24,10 @@ import (
 
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/checkpoint/postgres"
 	"github.com/deepagents-go/deepagents/checkpoint/sqlite"
 	"github.com/deepagents-go/deepagents/internal/demoagent"
+	"github.com/deepagents-go/deepagents/internal/pgtest"
 	"github.com/deepagents-go/deepagents/runner"
 	"github.com/deepagents-go/deepagents/temporal"
 )
@@ -203,7 +206,8 @@ func activities(t *testing.T, h *historypb.History) []*activityRecord {
 	return out
 }
 
-// threadFiles is the content of each file of a thread's latest checkpoint.
+// threadFiles is the content of each file of a thread's latest checkpoint
+// in the SQLite file db.
 func threadFiles(t *testing.T, db, thread string) map[string]string {
 	t.Helper()
 	s, err := sqlite.Open(db, sqlite.Options{BusyTimeout: 10 * time.Second})
@@ -211,6 +215,13 @@ func threadFiles(t *testing.T, db, thread string) map[string]string {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	return storeFiles(t, s, thread)
+}
+
+// storeFiles is the content of each file of a thread's latest checkpoint
+// in s.
+func storeFiles(t *testing.T, s checkpoint.Reader, thread string) map[string]string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	cp, err := s.Get(ctx, checkpoint.Ref{ThreadID: thread})
@@ -231,6 +242,32 @@ func threadFiles(t *testing.T, db, thread string) map[string]string {
 // (each call's own side effect is there once), and the run ends with the
 // text, subagent answers and files of the same run left alone.
 func TestKillAWorkerOnADevServer(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "threads.db")
+	killAWorker(t, db, func(thread string) map[string]string { return threadFiles(t, db, thread) })
+}
+
+// TestKillAWorkerOnADevServer with the two worker processes on one
+// PostgreSQL database, as a fleet's workers are.
+func TestKillAWorkerOnPostgres(t *testing.T) {
+	dsn, schema := pgtest.Schema(t)
+	store, err := postgres.Open(t.Context(), dsn, postgres.Options{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	killAWorker(t, u.String(), func(thread string) map[string]string { return storeFiles(t, store, thread) })
+}
+
+// killAWorker is the kill-a-worker test with the workers' --db set to db;
+// files reads the files of a thread's latest checkpoint.
+func killAWorker(t *testing.T, db string, files func(thread string) map[string]string) {
 	address, namespace := devServer(t)
 	bin := buildBinary(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
@@ -241,8 +278,7 @@ func TestKillAWorkerOnADevServer(t *testing.T) {
 	}
 	defer c.Close()
 
-	dir := t.TempDir()
-	db, effects := filepath.Join(dir, "threads.db"), filepath.Join(dir, "side-effects")
+	effects := filepath.Join(t.TempDir(), "side-effects")
 	env := []string{testAgentEnv + "=" + effects}
 	args := []string{"--address", address, "--namespace", namespace, "--task-queue", "killworker", "--db", db, "--demo"}
 	a := startWorker(t, bin, env, args...)
@@ -303,7 +339,7 @@ func TestKillAWorkerOnADevServer(t *testing.T) {
 		s.Children[0].Text != calm.Children[0].Text || s.Children[0].Status != calm.Children[0].Status {
 		t.Fatalf("the run killed ended with %+v, the run left alone with %+v", s, calm)
 	}
-	if got, want := threadFiles(t, db, "killed"), threadFiles(t, db, "calm"); !maps.Equal(got, want) || len(got) != 3 {
+	if got, want := files("killed"), files("calm"); !maps.Equal(got, want) || len(got) != 3 {
 		t.Fatalf("the files of the run killed are %q, those of the run left alone %q", got, want)
 	}
 
