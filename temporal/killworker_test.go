@@ -416,7 +416,11 @@ func TestBinaryOnADevServer(t *testing.T) {
 	bin := buildBinary(t)
 	db := filepath.Join(t.TempDir(), "threads.db")
 	conn := []string{"--address", address, "--namespace", namespace, "--task-queue", "binary"}
-	w := startWorker(t, bin, nil, append(conn, "--db", db, "--demo", "--approval-timeout", "8s")...)
+	w := startWorker(t, bin, nil, append(conn, "--db", db, "--demo")...)
+	// A second worker, on a queue of its own, whose runs wait 6 s for
+	// decisions.
+	short := []string{"--address", address, "--namespace", namespace, "--task-queue", "binary-short"}
+	startWorker(t, bin, nil, append(short, "--db", db, "--demo", "--approval-timeout", "6s")...)
 
 	out, errOut, st := runBinary(t, bin, append(append([]string{"run"}, conn...), "--thread", "T", "--agent", "demo", "write a report")...)
 	if st != 3 || !strings.Contains(out, "write_1  write_file") || !strings.Contains(errOut, "approve --thread T") {
@@ -455,7 +459,7 @@ func TestBinaryOnADevServer(t *testing.T) {
 
 	// A run whose wait for decisions timed out ends interrupted; resume
 	// opens its thread again in a new workflow, which waits again.
-	_, errOut, st = runBinary(t, bin, append(append([]string{"run"}, conn...), "--thread", "R", "--agent", "demo", "--detach", "write a report")...)
+	_, errOut, st = runBinary(t, bin, append(append([]string{"run"}, short...), "--thread", "R", "--agent", "demo", "--detach", "write a report")...)
 	if st != 0 {
 		t.Fatalf("run --detach: status %d, stderr %q", st, errOut)
 	}
@@ -470,15 +474,15 @@ func TestBinaryOnADevServer(t *testing.T) {
 	if err := c.GetWorkflow(ctx, "deepagents-thread-R", "").Get(ctx, &s); err != nil || s.Status != agent.StatusInterrupted {
 		t.Fatalf("the run whose wait timed out: %+v, %v; want it interrupted", s, err)
 	}
-	_, errOut, st = runBinary(t, bin, append(append([]string{"approve"}, conn...), "--thread", "R", "--approve")...)
+	_, errOut, st = runBinary(t, bin, append(append([]string{"approve"}, short...), "--thread", "R", "--approve")...)
 	if st != 1 || !strings.Contains(errOut, "the run of thread R has ended") || !strings.Contains(errOut, "resume --thread R") {
 		t.Fatalf("approve after the wait timed out: status %d, stderr %q; want it refused, saying to resume", st, errOut)
 	}
-	out, errOut, st = runBinary(t, bin, append(append([]string{"resume"}, conn...), "--thread", "R", "--agent", "demo")...)
+	out, errOut, st = runBinary(t, bin, append(append([]string{"resume"}, short...), "--thread", "R", "--agent", "demo")...)
 	if st != 3 || !strings.Contains(out, "write_1  write_file") {
 		t.Fatalf("resume: status %d, stdout %q, stderr %q; want 3 and the write waiting again", st, out, errOut)
 	}
-	out, errOut, st = runBinary(t, bin, append(append([]string{"approve"}, conn...), "--thread", "R", "--reject", "--message", "no")...)
+	out, errOut, st = runBinary(t, bin, append(append([]string{"approve"}, short...), "--thread", "R", "--reject", "--message", "no")...)
 	if st != 0 || !strings.Contains(out, "I did not write /report.md (you rejected it)") {
 		t.Fatalf("approve --reject after resume: status %d, stdout %q, stderr %q", st, out, errOut)
 	}
