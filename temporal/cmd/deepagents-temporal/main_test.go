@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/deepagents-go/deepagents/temporal"
+)
+
+// run runs the command line args and returns its exit status and output.
+func run(t *testing.T, args ...string) (status int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut strings.Builder
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	status = dispatch(ctx, args, &out, &errOut)
+	return status, out.String(), errOut.String()
+}
+
+// Mistakes on the command line are usage errors (status 2) that say what
+// to do, found before anything is dialled.
+func TestUsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "usage: deepagents-temporal COMMAND"},
+		{[]string{"serve"}, `unknown command "serve"`},
+		{[]string{"run", "hello"}, "--thread is required"},
+		{[]string{"run", "--thread", "T"}, "give the prompt as one argument"},
+		{[]string{"run", "--thread", "T", "  "}, "to resume a thread's unfinished run use resume"},
+		{[]string{"resume", "--thread", "T", "hello"}, "resume takes no prompt"},
+		{[]string{"approve", "--thread", "T"}, "give exactly one of --approve, --reject, --decisions or --list"},
+		{[]string{"approve", "--thread", "T", "--approve", "--reject"}, "give exactly one of"},
+		{[]string{"approve", "--thread", "T", "--approve", "--message", "m"}, "--message goes with --reject"},
+		{[]string{"approve", "--thread", "T", "--decisions", "/nonexistent/d.json"}, "--decisions: open /nonexistent/d.json"},
+		{[]string{"worker", "--demo", "--model", "openai:gpt-4.1"}, "it takes neither --project nor --model"},
+		{[]string{"worker", "--demo", "--approval-timeout", "0s"}, "--approval-timeout must be positive"},
+	} {
+		st, _, errOut := run(t, tc.args...)
+		if st != exitUsage || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%q: status %d, stderr %q; want 2 and %q", tc.args, st, errOut, tc.want)
+		}
+	}
+	// A database the worker cannot use is refused before Temporal is
+	// dialled.
+	st, _, errOut := run(t, "worker", "--demo", "--db", "mysql://x")
+	if st != exitFailed || !strings.Contains(errOut, `--db: "mysql://x" is not a database deepagents uses`) {
+		t.Errorf("--db mysql://x: status %d, stderr %q", st, errOut)
+	}
+}
+
+// TLS settings that cannot work are refused before anything is dialled.
+func TestTLSFlags(t *testing.T) {
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, []byte("not a certificate"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--tls-cert", "c.pem"}, "--tls-cert and --tls-key go together"},
+		{[]string{"--tls-ca", ca}, "holds no PEM certificate"},
+		{[]string{"--tls-cert", "/nonexistent/c.pem", "--tls-key", "/nonexistent/k.pem"}, "--tls-cert/--tls-key: open /nonexistent/c.pem"},
+	} {
+		st, _, errOut := run(t, append(append([]string{"run"}, tc.args...), "--thread", "T", "hi")...)
+		if st != exitFailed || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%q: status %d, stderr %q; want 1 and %q", tc.args, st, errOut, tc.want)
+		}
+	}
+}
+
+// A Temporal service that does not answer is reported within the dial
+// timeout, naming the address and what to do.
+func TestDialTimeout(t *testing.T) {
+	start := time.Now()
+	// A port of the loopback nobody listens on refuses at once; an address
+	// that drops packets would hang: the timeout bounds both.
+	st, _, errOut := run(t, "run", "--address", "127.0.0.1:1", "--dial-timeout", "2s", "--thread", "T", "hi")
+	if st != exitFailed || !strings.Contains(errOut, "127.0.0.1:1") {
+		t.Fatalf("status %d, stderr %q; want 1 naming the address", st, errOut)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Fatalf("the dial took %s", d)
+	}
+}
+
+// The project's agent is built from its configuration as far as a worker
+// can run it, and the registry accepts it: its subagents keep the file
+// tools they name, and what a worker cannot run (execute, MCP servers) is
+// left out with a notice.
+func TestConfigAgent(t *testing.T) {
+	project, home := t.TempDir(), t.TempDir()
+	t.Setenv("HOME", home)
+	write := func(path, text string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(project, "deepagents.toml"), `model = "local:m"
+system_prompt = "Be brief."
+max_steps = 20
+[interrupt_on]
+write_file = true
+[providers.local]
+type = "openai-compatible"
+base_url = "http://127.0.0.1:1/v1"
+`)
+	write(filepath.Join(project, ".deepagents", "agents", "researcher.md"), `---
+name: researcher
+description: Reads files.
+tools: [read_file, execute]
+mcpServers: [docs]
+---
+Read carefully.
+`)
+	reg := temporal.NewRegistry()
+	var stderr strings.Builder
+	if err := configAgent(t.Context(), reg, "main", project, "", &stderr); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`tool "execute" is left out`, "its MCP servers are left out", "execute, skills and AGENTS.md memory are left out"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("notices %q; want %q", stderr.String(), want)
+		}
+	}
+	var none strings.Builder
+	err := configAgent(t.Context(), reg, "other", t.TempDir(), "nosuch:model", &none)
+	if err == nil || !strings.Contains(err.Error(), "nosuch") {
+		t.Fatalf("an unknown provider: %v", err)
+	}
+}

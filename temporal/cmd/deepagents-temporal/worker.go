@@ -1,0 +1,326 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/worker"
+
+	"github.com/deepagents-go/deepagents"
+	"github.com/deepagents-go/deepagents/approve"
+	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/checkpoint/postgres"
+	"github.com/deepagents-go/deepagents/checkpoint/sqlite"
+	"github.com/deepagents-go/deepagents/config"
+	"github.com/deepagents-go/deepagents/fstools"
+	"github.com/deepagents-go/deepagents/internal/demoagent"
+	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/mcp"
+	"github.com/deepagents-go/deepagents/providers"
+	"github.com/deepagents-go/deepagents/subagent"
+	"github.com/deepagents-go/deepagents/temporal"
+	"github.com/deepagents-go/deepagents/tool"
+)
+
+const workerSynopsis = `
+worker [--address HOST:PORT] [--namespace NS] [--task-queue Q] [--db sqlite:PATH|PATH|postgres://...]
+       [--demo | --project DIR [--model PROVIDER:MODEL]]
+
+Starts a worker that runs RunAgent workflows (one per agent run) on the task queue, and
+prints one line when it is ready. SIGINT or SIGTERM stops it: it finishes the workflow
+and activity tasks it holds (up to --stop-timeout) and exits; a run it was part of goes on
+on any other worker of the task queue.
+
+--db is the thread database the deepagents CLI and server use (the same SQLite file or
+PostgreSQL database): a run on a thread continues the thread saved there and records
+into it. Every worker of a task queue must use the same one (or none).
+
+Agents:
+  --demo      registers "demo": a scripted parent that delegates two research tasks to
+              subagents in parallel, asks to write /report.md (a call that waits for an
+              approval), then answers. No API key.
+  otherwise   registers "main", built from the project's configuration (deepagents.toml,
+              ~/.deepagents/config.toml): its model and providers, system prompt, limits,
+              approvals (interrupt_on), permissions, and the subagents of its agent files
+              (.deepagents/agents/*.md) with the file tools they name. The agent's files are
+              the run's own, kept in the thread; it has the file tools, write_todos and task.
+              Left out, with a notice: execute (it needs a shell on a real directory), MCP
+              servers, skills and AGENTS.md memory (their I/O would run in workflow code).
+`
+
+// workerFlags are the worker command's flags.
+type workerFlags struct {
+	conn
+	db, project, model string
+	demo               bool
+	stopTimeout        time.Duration
+	approvalTimeout    time.Duration
+	verbose            bool
+}
+
+func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var f workerFlags
+	fs := newFlags("worker", workerSynopsis, stderr)
+	f.conn.flags(fs)
+	fs.StringVar(&f.db, "db", "", "thread `database`: sqlite:PATH, a file path, or postgres://USER@HOST/DB (none: threads live in each workflow's memory)")
+	fs.BoolVar(&f.demo, "demo", false, "register the scripted demo agent \"demo\" (no API key) instead of the project's agent")
+	fs.StringVar(&f.project, "project", "", "project `directory` whose configuration builds the agent \"main\" (default: the current directory)")
+	fs.StringVar(&f.model, "model", "", "the agent's model as `provider:model` (default: the configuration's, else the first provider whose API key is set)")
+	fs.DurationVar(&f.stopTimeout, "stop-timeout", 30*time.Second, "how long a stopping worker waits for the tasks it holds")
+	fs.DurationVar(&f.approvalTimeout, "approval-timeout", temporal.DefaultApprovalTimeout, "how long a run waiting for decisions keeps its workflow open; then it ends interrupted, to be resumed with resume")
+	fs.BoolVar(&f.verbose, "v", false, "print the Temporal SDK's informational log lines too")
+	if st, ok := parse(fs, args); !ok {
+		return st
+	}
+	if fs.NArg() > 0 {
+		return fail(stderr, "worker", exitUsage, fmt.Errorf("unexpected arguments %q", fs.Args()))
+	}
+	if f.verbose {
+		f.logLevel = slog.LevelInfo
+	}
+	if f.demo && (f.project != "" || f.model != "") {
+		return fail(stderr, "worker", exitUsage, errors.New("--demo runs the scripted demo agent: it takes neither --project nor --model"))
+	}
+
+	if f.approvalTimeout <= 0 {
+		return fail(stderr, "worker", exitUsage, errors.New("--approval-timeout must be positive"))
+	}
+	reg := temporal.NewRegistry()
+	reg.ApprovalTimeout = f.approvalTimeout
+	if f.db != "" {
+		store, closeStore, err := openStore(ctx, f.db)
+		if err != nil {
+			return fail(stderr, "worker", exitFailed, err)
+		}
+		defer closeStore()
+		reg.Store = store
+	} else {
+		fmt.Fprintln(stderr, "deepagents-temporal worker: no --db: each run's thread lives in its workflow's memory, and a thread cannot be continued by a new workflow (give the CLI's database with --db)")
+	}
+
+	names := []string{"main"}
+	var err error
+	if f.demo {
+		names[0] = "demo"
+		err = demoAgent(reg, "demo")
+	} else {
+		err = configAgent(ctx, reg, "main", f.project, f.model, stderr)
+	}
+	if err == nil {
+		err = testAgents(reg, &names)
+	}
+	if err == nil {
+		err = benchAgents(reg, &names)
+	}
+	if err != nil {
+		return fail(stderr, "worker", exitUsage, err)
+	}
+
+	c, err := f.dial(ctx)
+	if err != nil {
+		return fail(stderr, "worker", exitFailed, err)
+	}
+	defer c.Close()
+	w := worker.New(c, f.taskQueue, worker.Options{WorkerStopTimeout: f.stopTimeout})
+	reg.Register(w)
+	if err := w.Start(); err != nil {
+		return fail(stderr, "worker", exitFailed, fmt.Errorf("starting the worker on task queue %s: %w", f.taskQueue, err))
+	}
+	fmt.Fprintf(stdout, "deepagents-temporal worker: ready on %s, namespace %s, task queue %s, agents %s\n",
+		f.address, f.namespace, f.taskQueue, strings.Join(names, ", "))
+	<-ctx.Done()
+	fmt.Fprintln(stderr, "deepagents-temporal worker: stopping")
+	w.Stop()
+	return 0
+}
+
+// openStore opens the thread database spec names, as the deepagents CLI
+// does: sqlite:PATH or a plain path (made with its directory when
+// missing), or a PostgreSQL URL. Its calls are bounded by timeouts.
+func openStore(ctx context.Context, spec string) (checkpoint.RunStore, func(), error) {
+	low := strings.ToLower(spec)
+	if !strings.HasPrefix(low, "sqlite:") && !strings.HasPrefix(low, "postgres:") && !strings.HasPrefix(low, "postgresql:") {
+		if strings.Contains(spec, "://") {
+			return nil, nil, fmt.Errorf(`--db: %q is not a database deepagents uses: give sqlite:PATH, a file path, or postgres://USER@HOST/DB`, spec)
+		}
+		spec = "sqlite:" + spec
+	}
+	cwd, _ := os.Getwd()
+	d, err := config.ParseDatabase(spec, cwd)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--db: %w", err)
+	}
+	switch d.Kind {
+	case config.SQLite:
+		if err := os.MkdirAll(filepath.Dir(d.Path), 0o700); err != nil {
+			return nil, nil, fmt.Errorf("thread database %s: %w", d, err)
+		}
+		if f, err := os.OpenFile(d.Path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600); err == nil {
+			_ = f.Close() // SQLite takes an empty file as a new database
+		} else if !errors.Is(err, fs.ErrExist) {
+			return nil, nil, fmt.Errorf("thread database %s: cannot make the file: %w", d, err)
+		}
+		s, err := sqlite.Open(d.Path, sqlite.Options{BusyTimeout: 10 * time.Second, Synchronous: d.Synchronous})
+		if err != nil {
+			return nil, nil, fmt.Errorf("thread database %s: %w", d, err)
+		}
+		return s, func() { _ = s.Close() }, nil
+	case config.Postgres:
+		s, err := postgres.Open(ctx, d.DSN, postgres.Options{ConnectTimeout: 10 * time.Second, CallTimeout: 30 * time.Second, ServerClock: true})
+		if err != nil {
+			return nil, nil, fmt.Errorf("thread database %s: %w", d, err)
+		}
+		return s, func() { _ = s.Close() }, nil
+	}
+	return nil, nil, fmt.Errorf("--db: unknown database kind %q", d.Kind)
+}
+
+// demoAgent registers the demo agent of "deepagents serve --demo" under
+// name, its scripted model made through the registry.
+func demoAgent(reg *temporal.Registry, name string) error {
+	a, err := deepagents.New(deepagents.Config{
+		Name: name, Model: reg.Model("demo", demoagent.Model(0)),
+		InterruptOn: map[string]approve.Policy{"write_file": {}},
+	})
+	if err != nil {
+		return err
+	}
+	return reg.Agent(name, a)
+}
+
+// configAgent registers under name the agent the project's configuration
+// describes, as far as a worker can run it (see the command's help), and
+// says on stderr what it leaves out.
+func configAgent(ctx context.Context, reg *temporal.Registry, name, project, modelRef string, stderr io.Writer) error {
+	if project == "" {
+		project, _ = os.Getwd()
+	}
+	home, _ := os.UserHomeDir()
+	cfg, err := config.Load(project, home)
+	if err != nil {
+		return err
+	}
+	notice := func(format string, args ...any) {
+		fmt.Fprintf(stderr, "deepagents-temporal worker: "+format+"\n", args...)
+	}
+	if modelRef == "" {
+		modelRef = cfg.Model
+	}
+	var spec providers.Spec
+	if modelRef == "" {
+		if spec, err = providers.Detect(); err != nil {
+			return fmt.Errorf("the worker's agent needs a model: %w; or give --model provider:model, or --demo for the scripted demo agent", err)
+		}
+	} else if spec, err = parseModel(cfg, modelRef); err != nil {
+		return fmt.Errorf("model %s: %w", modelRef, err)
+	}
+	models := map[string]llm.Model{}
+	modelOf := func(spec providers.Spec) (llm.Model, error) {
+		key := spec.String()
+		if m, ok := models[key]; ok {
+			return m, nil
+		}
+		m, err := buildModel(ctx, cfg, spec)
+		if err != nil {
+			return nil, err
+		}
+		m = reg.Model(key, m)
+		models[key] = m
+		return m, nil
+	}
+	model, err := modelOf(spec)
+	if err != nil {
+		return fmt.Errorf("model %s: %w", spec, err)
+	}
+
+	files, err := config.LoadAgents(config.AgentDirs(project, home)...)
+	if err != nil {
+		return err
+	}
+	var specs []subagent.Spec
+	for _, af := range files {
+		sp := af.Spec()
+		if af.Tools != nil {
+			builtin := fstools.Tools()
+			sp.Tools, sp.ExactTools = []tool.Tool{}, true
+			for _, tn := range af.Tools {
+				j := slices.IndexFunc(builtin, func(t tool.Tool) bool { return t.Spec().Name == tn })
+				if j < 0 {
+					notice("agent %s (%s): tool %q is left out: a worker gives subagents only the file tools (%s)", af.Name, af.Path, tn, strings.Join(fstools.Names, ", "))
+					continue
+				}
+				sp.Tools = append(sp.Tools, builtin[j])
+			}
+		}
+		if len(af.MCPServers) > 0 {
+			notice("agent %s (%s): its MCP servers are left out: MCP calls do not run on a worker yet", af.Name, af.Path)
+			sp.MCPServers = nil
+		}
+		if len(af.Skills) > 0 {
+			notice("agent %s (%s): its skills are left out: loading skills would read files in workflow code", af.Name, af.Path)
+			sp.Skills = nil
+		}
+		if af.Model != "" {
+			s, err := parseModel(cfg, af.Model)
+			if err == nil {
+				sp.Model, err = modelOf(s)
+			}
+			if err != nil {
+				return fmt.Errorf("agent %s (%s): model %s: %w", af.Name, af.Path, af.Model, err)
+			}
+		}
+		specs = append(specs, sp)
+	}
+	if servers, err := mcp.Load(mcp.Sources(home, project)); err == nil && len(servers) > 0 {
+		notice("%d MCP server(s) configured are left out: MCP calls do not run on a worker yet", len(servers))
+	}
+	notice("execute, skills and AGENTS.md memory are left out: a worker keeps each run's files in its thread, not on a directory")
+
+	dc := deepagents.Config{
+		Name: name, Model: model, SystemPrompt: cfg.SystemPrompt, Subagents: specs,
+		MaxSteps: cfg.MaxSteps, MaxParallel: cfg.MaxParallel, Reasoning: cfg.Reasoning,
+		InterruptOn: cfg.InterruptOn, Permissions: cfg.Permissions, Todos: true,
+		ResponseLimits: llm.ResponseLimits{MaxBytes: cfg.MaxResponseBytes, MaxToolCalls: cfg.MaxToolCalls},
+	}
+	a, err := deepagents.New(dc)
+	if err != nil {
+		return err
+	}
+	return reg.Agent(name, a)
+}
+
+// parseModel reads a "provider:model" reference, with the configuration's
+// shorthands.
+func parseModel(cfg *config.Config, ref string) (providers.Spec, error) {
+	full, err := cfg.ExpandModel(ref)
+	if err != nil {
+		return providers.Spec{}, err
+	}
+	return providers.Parse(full)
+}
+
+// buildModel builds spec's model with the provider's configured options,
+// as the deepagents CLI does.
+func buildModel(ctx context.Context, cfg *config.Config, spec providers.Spec) (llm.Model, error) {
+	pc := cfg.ProviderFor(spec.Provider)
+	opts := providers.Options{
+		Kind: providers.Kind(pc.Type), BaseURL: pc.BaseURL, APIKeyEnv: pc.APIKeyEnv, Headers: pc.Headers,
+		NoStreamToolCalls:   pc.StreamToolCalls != nil && !*pc.StreamToolCalls,
+		NoParallelToolCalls: pc.ParallelToolCalls != nil && !*pc.ParallelToolCalls,
+		NoReasoningBack:     pc.ReasoningBack != nil && !*pc.ReasoningBack,
+		RequestTimeout:      pc.RequestTimeout, StreamIdleTimeout: pc.StreamIdleTimeout, API: pc.API,
+	}
+	if err := providers.Check(spec, opts); err != nil {
+		return nil, err
+	}
+	return providers.New(ctx, spec, opts)
+}
