@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"net/http"
 	"slices"
 	"strconv"
@@ -555,7 +556,14 @@ func (s *Server) execute(ctx context.Context, lr *liveRun) {
 		if len(lr.decisions) > 0 {
 			opts = append(opts, agent.WithDecisions(lr.decisions...))
 		}
-		for ev, e := range s.cfg.Run(ctx, lr.rec.ThreadID, lr.asst.Spec.Agent, agent.Input{Messages: lr.input}, opts...) {
+		var events iter.Seq2[agent.Event, error]
+		if ex := s.cfg.Executor; ex != nil {
+			events = ex.Execute(ctx, ExecRun{Thread: lr.rec.ThreadID, RunID: lr.rec.RunID, Assistant: lr.asst.Spec.Name,
+				Agent: lr.asst.Spec.Agent, Input: lr.input, Decisions: lr.decisions})
+		} else {
+			events = s.cfg.Run(ctx, lr.rec.ThreadID, lr.asst.Spec.Agent, agent.Input{Messages: lr.input}, opts...)
+		}
+		for ev, e := range events {
 			if e != nil {
 				runErr = e
 			}
@@ -819,6 +827,12 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, lr *liveRun, run
 		return rc.Flush()
 	}
 	if lr == nil {
+		if s.cfg.Executor != nil {
+			if rec, err := s.store.GetRun(r.Context(), r.PathValue("thread"), runID); err == nil && s.elsewhere(rec) {
+				s.followStored(w, r, rec, after, send)
+				return
+			}
+		}
 		s.sendStored(r.Context(), runID, after, send)
 		return
 	}
@@ -951,6 +965,9 @@ func (s *Server) joinRun(w http.ResponseWriter, r *http.Request) {
 			s.fail(w, errf(http.StatusServiceUnavailable, "the server is shutting down"))
 			return
 		}
+	} else if rec, err = s.awaitStored(r.Context(), rec); err != nil {
+		s.fail(w, err)
+		return
 	}
 	s.writeResult(w, r, rec.ThreadID, rec.RunID)
 }
@@ -1006,6 +1023,9 @@ func (s *Server) current(rec RunRecord) RunRecord {
 	if lr := s.live[rec.RunID]; lr != nil {
 		return lr.rec
 	}
+	if s.elsewhere(rec) {
+		return rec
+	}
 	switch rec.Status {
 	case runPending:
 		rec.Status, rec.Error = runError, errNeverStarted
@@ -1041,10 +1061,22 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, errf(http.StatusUnprocessableEntity, "action %q is not one of interrupt, rollback", a))
 		return
 	}
-	lr, _, err := s.lookup(r)
+	lr, rec, err := s.lookup(r)
 	if err != nil {
 		s.fail(w, err)
 		return
+	}
+	if lr == nil && s.elsewhere(rec) {
+		// Run by another server of the fleet.
+		if err := s.cfg.Executor.Cancel(r.Context(), rec.ThreadID, rec.RunID); err != nil {
+			s.fail(w, err)
+			return
+		}
+		if w := r.URL.Query().Get("wait"); w == "1" || w == "true" {
+			if _, err := s.awaitStored(r.Context(), rec); err != nil {
+				return
+			}
+		}
 	}
 	if lr == nil {
 		// Finished, or cut off by a stop of the server: nothing to stop.

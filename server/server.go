@@ -82,6 +82,12 @@ type Config struct {
 	// Run starts one run of agent a on thread; nil means a.Run. Set it to
 	// wrap every run, e.g. to trace it (package otel's Run).
 	Run func(ctx context.Context, thread string, a *agent.Agent, in agent.Input, opts ...agent.RunOption) iter.Seq2[agent.Event, error]
+	// Executor, when set, runs the runs instead of this process (Run is
+	// then not used), and the server is one of a fleet that shares its
+	// Store and Saver: it follows, joins and cancels runs another one
+	// started, and does not take the runs it finds unfinished at start for
+	// a stopped server's.
+	Executor Executor
 }
 
 // Server is an http.Handler serving the API. Shutdown ends its open
@@ -158,11 +164,14 @@ func New(cfg Config) (*Server, error) {
 	// What a server stopped during left unfinished is marked failed in the
 	// store now, before any request. A failure is logged, not fatal: the
 	// records are still reported failed as they are read (see current).
-	rctx, rcancel := context.WithTimeout(s.ctx, recoverTimeout)
-	if err := s.recoverStopped(rctx); err != nil {
-		s.log.Error("recovering the runs a stopped server left", "err", err)
+	// In a fleet, those are other servers' runs.
+	if cfg.Executor == nil {
+		rctx, rcancel := context.WithTimeout(s.ctx, recoverTimeout)
+		if err := s.recoverStopped(rctx); err != nil {
+			s.log.Error("recovering the runs a stopped server left", "err", err)
+		}
+		rcancel()
 	}
-	rcancel()
 	s.routes()
 	return s, nil
 }
