@@ -150,3 +150,8 @@ func (s *SQLStore) AppendNext(ctx context.Context, runID string, evs []StoredEve
 	}
 	return nil
 }
+
+// ErrRunCancelled is the cause with which a run's context is cancelled
+// when a client cancels it (and not because the server shuts down): an
+// Executor cancels the run where it runs only then.
+var ErrRunCancelled = errRunCancelled

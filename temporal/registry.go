@@ -72,6 +72,10 @@ type Registry struct {
 	// decisions (a workflow timer) before its workflow ends interrupted;
 	// zero is DefaultApprovalTimeout, negative does not wait.
 	ApprovalTimeout time.Duration
+	// Events, when set, takes the agent events of the runs a server in
+	// front of the fleet started (see Executor): the model activity
+	// publishes its chunks, the record activity the steps it saves.
+	Events Events
 }
 
 type toolKey struct{ agent, name string }
@@ -269,7 +273,7 @@ func (g *Registry) CallModel(ctx context.Context, in ModelCall) (*llm.Response, 
 	}
 	ci := in.CallInfo
 	ctx = llm.WithCallInfo(ctx, llm.CallInfo{Agent: ci.Agent, Instance: ci.Instance, Path: ci.Path, Task: ci.Task, Round: ci.Round, Attempt: ci.Attempt})
-	resp, err := m.Generate(ctx, req)
+	resp, err := g.generate(ctx, m, req, ci) // streams and publishes the chunks of a served run
 	var ae *llm.APIError
 	if errors.As(err, &ae) {
 		// The loop and its middleware react to a provider error's kind
