@@ -124,10 +124,14 @@ func (x *Executor) execute(ctx context.Context, run server.ExecRun, yield func(a
 			return nil, err
 		}
 	}
+	// The wait for the workflow's end stops when the run does: a run that
+	// ends waiting for decisions leaves its workflow open.
+	wctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	defer stop()
 	done := make(chan ended, 1)
 	go func() {
 		var s Summary
-		err := x.c.GetWorkflow(context.WithoutCancel(ctx), id, "").Get(context.WithoutCancel(ctx), &s)
+		err := x.c.GetWorkflow(wctx, id, "").Get(wctx, &s)
 		done <- ended{&s, err}
 	}()
 	attempts := map[attemptKey]int{} // the latest attempt of each model call
