@@ -25,6 +25,9 @@ type localExecutor struct {
 func (e *localExecutor) Execute(ctx context.Context, run ExecRun) iter.Seq2[agent.Event, error] {
 	ctx, cancel := context.WithCancelCause(ctx)
 	e.mu.Lock()
+	if e.runs[run.RunID] != nil {
+		cancel(fmt.Errorf("%w: through another server, before it started", errRunCancelled)) // see Cancel
+	}
 	e.runs[run.RunID] = cancel
 	e.mu.Unlock()
 	opts := []agent.RunOption{runner.Checkpoints(e.saver, run.Thread)}
@@ -46,6 +49,9 @@ func (e *localExecutor) Cancel(_ context.Context, _, runID string) error {
 	defer e.mu.Unlock()
 	if c := e.runs[runID]; c != nil {
 		c(fmt.Errorf("%w: through another server", errRunCancelled))
+	} else {
+		// Not started yet: Execute cancels it at once.
+		e.runs[runID] = func(error) {}
 	}
 	return nil
 }

@@ -45,6 +45,7 @@ type liveRun struct {
 	subgraphs bool
 	cancel    context.CancelCauseFunc // set once started
 	cancelled bool                    // cancel was asked before it started
+	adopted   bool                    // started by a server of the fleet that stopped
 	// cancelOnDisconnect: on_disconnect "cancel" — the run stops when its
 	// creating stream's client goes away.
 	cancelOnDisconnect bool
@@ -538,6 +539,13 @@ func (s *Server) appendEvents(runID string, batch []StoredEvent) error {
 // execute runs lr to its end, translating its events.
 func (s *Server) execute(ctx context.Context, lr *liveRun) {
 	defer s.finish(lr)
+	if s.cfg.Executor != nil {
+		// Held first: a run stored running is adopted when it is free.
+		defer s.holdRun(lr)()
+		if !lr.adopted {
+			s.saveRunInfo(lr)
+		}
+	}
 	bg := context.Background()
 	s.update(lr, func(r *RunRecord) { r.Status = runRunning })
 	s.mu.Lock()
@@ -547,7 +555,9 @@ func (s *Server) execute(ctx context.Context, lr *liveRun) {
 		_ = s.store.UpdateThread(bg, th)
 	}
 	s.mu.Unlock()
-	s.emit(lr, "metadata", map[string]any{"run_id": lr.rec.RunID, "thread_id": lr.rec.ThreadID, "attempt": 1})
+	if !lr.adopted {
+		s.emit(lr, "metadata", map[string]any{"run_id": lr.rec.RunID, "thread_id": lr.rec.ThreadID, "attempt": 1})
+	}
 	tr, err := s.newTranslator(bg, lr)
 	var res *agent.Result
 	var runErr error
@@ -559,7 +569,7 @@ func (s *Server) execute(ctx context.Context, lr *liveRun) {
 		var events iter.Seq2[agent.Event, error]
 		if ex := s.cfg.Executor; ex != nil {
 			events = ex.Execute(ctx, ExecRun{Thread: lr.rec.ThreadID, RunID: lr.rec.RunID, Assistant: lr.asst.Spec.Name,
-				Agent: lr.asst.Spec.Agent, Input: lr.input, Decisions: lr.decisions})
+				Agent: lr.asst.Spec.Agent, Input: lr.input, Decisions: lr.decisions, Adopted: lr.adopted})
 		} else {
 			events = s.cfg.Run(ctx, lr.rec.ThreadID, lr.asst.Spec.Agent, agent.Input{Messages: lr.input}, opts...)
 		}
@@ -577,6 +587,11 @@ func (s *Server) execute(ctx context.Context, lr *liveRun) {
 		}
 	} else {
 		runErr = err
+	}
+	if s.cfg.Executor != nil && res == nil && s.ctx.Err() != nil && !errors.Is(context.Cause(ctx), errRunCancelled) {
+		// This server stops; the run goes on in the fleet, stored running,
+		// for another server to adopt once its lease is let go.
+		return
 	}
 	status, threadStatus, msg := runSuccess, threadIdle, ""
 	switch {
@@ -601,6 +616,10 @@ func (s *Server) execute(ctx context.Context, lr *liveRun) {
 	}
 	if status == runError {
 		s.emit(lr, "error", map[string]string{"error": "RunError", "message": msg})
+	}
+	if s.cfg.Executor != nil {
+		// Other servers stream the run until its record says it ended.
+		s.stored(lr)
 	}
 	s.update(lr, func(r *RunRecord) {
 		r.Status = status
@@ -827,14 +846,15 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, lr *liveRun, run
 		return rc.Flush()
 	}
 	if lr == nil {
-		if s.cfg.Executor != nil {
-			if rec, err := s.store.GetRun(r.Context(), r.PathValue("thread"), runID); err == nil && s.elsewhere(rec) {
-				s.followStored(w, r, rec, after, send)
-				return
-			}
+		rec, err := s.store.GetRun(r.Context(), r.PathValue("thread"), runID)
+		if err != nil || !s.elsewhere(rec) {
+			s.sendStored(r.Context(), runID, after, send)
+			return
 		}
-		s.sendStored(r.Context(), runID, after, send)
-		return
+		// Another server of the fleet runs it (until this one adopts it).
+		if lr = s.followStored(w, r, rec, &after, send); lr == nil {
+			return
+		}
 	}
 	// A comment line now and then keeps proxies from closing a quiet
 	// stream (a long model call) and tells clients it is alive.

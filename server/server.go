@@ -20,6 +20,7 @@ import (
 
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/runner"
 )
 
 // AgentSpec is one agent the server offers, as an assistant whose graph_id
@@ -104,6 +105,8 @@ type Server struct {
 	live   map[string]*liveRun   // runs accepted and not finished, by run id
 	active map[string]*liveRun   // the running run of each busy thread
 	queue  map[string][]*liveRun // runs waiting for their thread, in order
+	// holder names this server in the leases of the fleet's runs it runs.
+	holder string
 	// deleting marks the threads being deleted: no run starts on one
 	// until its records (and checkpoints) are gone.
 	deleting map[string]bool
@@ -164,8 +167,12 @@ func New(cfg Config) (*Server, error) {
 	// What a server stopped during left unfinished is marked failed in the
 	// store now, before any request. A failure is logged, not fatal: the
 	// records are still reported failed as they are read (see current).
-	// In a fleet, those are other servers' runs.
-	if cfg.Executor == nil {
+	// In a fleet, those are other servers' runs: only those whose server
+	// stopped are adopted.
+	if cfg.Executor != nil {
+		s.holder = runner.LeaseHolder()
+		s.adoptStopped()
+	} else {
 		rctx, rcancel := context.WithTimeout(s.ctx, recoverTimeout)
 		if err := s.recoverStopped(rctx); err != nil {
 			s.log.Error("recovering the runs a stopped server left", "err", err)

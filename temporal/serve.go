@@ -109,7 +109,13 @@ func (x *Executor) execute(ctx context.Context, run server.ExecRun, yield func(a
 	}
 	var id string
 	var before []agent.Interrupt // the calls waiting before the run
-	if len(run.Decisions) > 0 {
+	if run.Adopted {
+		// Its workflow goes on (or has ended); what it published while no
+		// server followed it is not sent, the state read at the end is.
+		if id = x.workflowOf(ctx, run.Thread, run.RunID); id == "" {
+			return nil, fmt.Errorf("no workflow of run %s of thread %q is found on task queue %s", run.RunID, run.Thread, x.queue)
+		}
+	} else if len(run.Decisions) > 0 {
 		if id, before, err = x.decide(ctx, run); err != nil {
 			return nil, err
 		}
@@ -182,7 +188,7 @@ func (x *Executor) execute(ctx context.Context, run server.ExecRun, yield func(a
 				}
 			} else if !cancelled {
 				// The server shuts down: the workflow goes on.
-				return nil, fmt.Errorf("this server stopped following the run (%v); its workflow %s goes on, and the thread is busy until it ends", context.Cause(ctx), id)
+				return nil, fmt.Errorf("this server stopped following the run (%v); its workflow %s goes on, for another server to adopt", context.Cause(ctx), id)
 			}
 			ctx = context.WithoutCancel(ctx)
 		case <-tick.C:
@@ -351,16 +357,7 @@ func (x *Executor) previousRun(ctx context.Context, run server.ExecRun) (string,
 // before it starts its own, so one is open at a time). A run whose
 // workflow is not started yet is waited for.
 func (x *Executor) Cancel(ctx context.Context, thread, runID string) error {
-	ids := []string{WorkflowID(thread, runID)}
-	if runs, err := x.store.ListRuns(ctx, thread, 20, 0); err == nil {
-		for i, r := range runs {
-			if r.RunID == runID {
-				for _, older := range runs[i+1:] {
-					ids = append(ids, WorkflowID(thread, older.RunID))
-				}
-			}
-		}
-	}
+	ids := x.candidates(ctx, thread, runID)
 	deadline := time.Now().Add(callTimeout)
 	for {
 		for _, id := range ids {
@@ -392,6 +389,40 @@ func (x *Executor) Cancel(ctx context.Context, thread, runID string) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// candidates are the workflows that may run a run: its own, then those of
+// the thread's runs before it, newest first (a resume goes on in the
+// workflow that waited).
+func (x *Executor) candidates(ctx context.Context, thread, runID string) []string {
+	ids := []string{WorkflowID(thread, runID)}
+	if runs, err := x.store.ListRuns(ctx, thread, 20, 0); err == nil {
+		for i, r := range runs {
+			if r.RunID == runID {
+				for _, older := range runs[i+1:] {
+					ids = append(ids, WorkflowID(thread, older.RunID))
+				}
+			}
+		}
+	}
+	return ids
+}
+
+// workflowOf is the workflow that runs a run: the first candidate open,
+// else the run's own if it ran ("" when none).
+func (x *Executor) workflowOf(ctx context.Context, thread, runID string) string {
+	ids := x.candidates(ctx, thread, runID)
+	for _, id := range ids {
+		if x.open(ctx, id) {
+			return id
+		}
+	}
+	dctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	if _, err := x.c.DescribeWorkflowExecution(dctx, ids[0], ""); err == nil {
+		return ids[0]
+	}
+	return ""
 }
 
 // retire cancels the workflow of the thread's run before run when it still

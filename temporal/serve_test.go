@@ -72,12 +72,18 @@ func fleetStores(t *testing.T) (checkpoint.Saver, server.Store) {
 // write that waits for approval, an answer), its model made by reg when
 // reg is not nil.
 func demoAgent(t *testing.T, reg *temporal.Registry) *agent.Agent {
+	return demoAgentNamed(t, reg, "researcher", 0)
+}
+
+// demoAgentNamed is the demo agent named name, each model call taking
+// stepMS milliseconds.
+func demoAgentNamed(t *testing.T, reg *temporal.Registry, name string, stepMS float64) *agent.Agent {
 	t.Helper()
-	m := demoagent.Model(0)
+	m := demoagent.Model(stepMS)
 	if reg != nil {
-		m = reg.Model("demo", m)
+		m = reg.Model("demo-"+name, m)
 	}
-	a, err := deepagents.New(deepagents.Config{Name: "researcher", Model: m, Stream: true,
+	a, err := deepagents.New(deepagents.Config{Name: name, Model: m, Stream: true,
 		InterruptOn: map[string]approve.Policy{"write_file": {}}})
 	if err != nil {
 		t.Fatal(err)
@@ -90,6 +96,7 @@ func demoAgent(t *testing.T, reg *temporal.Registry) *agent.Agent {
 type replica struct {
 	t   *testing.T
 	url string
+	srv *server.Server
 }
 
 func newReplica(t *testing.T, cfg server.Config) *replica {
@@ -105,7 +112,7 @@ func newReplica(t *testing.T, cfg server.Config) *replica {
 		defer cancel()
 		_ = s.Shutdown(ctx)
 	})
-	return &replica{t: t, url: hs.URL}
+	return &replica{t: t, url: hs.URL, srv: s}
 }
 
 var fleetClient = &http.Client{Timeout: 2 * time.Minute}
@@ -330,5 +337,79 @@ func TestServerFrontsAFleetOnADevServer(t *testing.T) {
 	}
 	if s := d.WorkflowExecutionInfo.GetStatus(); s != enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED {
 		t.Fatalf("the cancelled run's workflow is %v, want cancelled", s)
+	}
+}
+
+// A run whose server stops goes on in the fleet, and another server adopts
+// it: a stream of it there goes on to the run's end, its events numbered
+// on from those the first stored, and the thread ends as in process.
+func TestAServerAdoptsARunWhoseServerStoppedOnADevServer(t *testing.T) {
+	c := devClient(t)
+	saver, st := fleetStores(t)
+	reg := temporal.NewRegistry()
+	reg.Store = saver
+	events, err := temporal.StoreEvents(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg.Events = events
+	if err := reg.Agent("patient", demoAgentNamed(t, reg, "patient", 700)); err != nil {
+		t.Fatal(err)
+	}
+	w := worker.New(c, "deepagents-adopt-test", worker.Options{})
+	reg.Register(w)
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	fleet := func() *replica {
+		x, err := temporal.NewExecutor(temporal.ExecutorOptions{Client: c, TaskQueue: "deepagents-adopt-test", Store: st})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return newReplica(t, server.Config{Agents: []server.AgentSpec{{Name: "patient", Agent: demoAgentNamed(t, reg, "patient", 700)}},
+			Saver: saver, Store: st, Executor: x})
+	}
+	r1, r2 := fleet(), fleet()
+	local := newReplica(t, server.Config{Agents: []server.AgentSpec{{Name: "patient", Agent: demoAgentNamed(t, nil, "patient", 0)}},
+		Saver: checkpoint.NewMemory(0)})
+
+	input := map[string]any{"messages": []map[string]string{{"role": "user", "content": "compare A and B"}}}
+	var run server.Run
+	r1.json("POST", "/threads/P/runs", map[string]any{"assistant_id": "patient", "if_not_exists": "create",
+		"stream_mode": streamModes, "input": input}, 200, &run)
+	time.Sleep(1500 * time.Millisecond) // the parent's first call and the subagents' start
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := r1.srv.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var rec server.Run
+	r2.json("GET", "/threads/P/runs/"+run.RunID, nil, 200, &rec)
+	if rec.Status != "running" {
+		t.Fatalf("the run is %s once its server stopped, want running (its workflow goes on)", rec.Status)
+	}
+	before, err := st.Events(t.Context(), run.RunID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := r2.stream("GET", "/threads/P/runs/"+run.RunID+"/stream", nil)
+	for i, e := range got {
+		if e.ID != int64(i+1) {
+			t.Fatalf("event %d of the adopted run's stream has id %d", i, e.ID)
+		}
+	}
+	if len(got) <= len(before) || got[len(got)-1].Event != "values" {
+		t.Fatalf("the adopted run's stream has %d events (%d before its server stopped), the last %q; want more, ending with the final values",
+			len(got), len(before), got[len(got)-1].Event)
+	}
+	r2.json("GET", "/threads/P/runs/"+run.RunID, nil, 200, &rec)
+	if rec.Status != "interrupted" {
+		t.Fatalf("the adopted run ended %s, want interrupted (the write waits)", rec.Status)
+	}
+	local.stream("POST", "/threads/P/runs/stream", map[string]any{"assistant_id": "patient", "if_not_exists": "create",
+		"stream_mode": streamModes, "input": input})
+	if f, l := r2.finalState("P"), local.finalState("P"); f != l {
+		t.Fatalf("the adopted run's thread is\n%s\nin process\n%s", f, l)
 	}
 }
