@@ -59,6 +59,24 @@ func (s *Server) elsewhere(rec RunRecord) bool {
 // two checks that its server still runs it.
 const adoptEvery = 10
 
+// checkFleetFree refuses a run of a thread whose latest run another server
+// of the fleet runs (the thread's lease is taken by the run's workflow a
+// moment after the run is accepted; queues are each server's own). s.mu is
+// held, and no run of this server is on the thread.
+func (s *Server) checkFleetFree(ctx context.Context, thread string) error {
+	if s.cfg.Executor == nil {
+		return nil
+	}
+	runs, err := s.store.ListRuns(ctx, thread, 1, 0)
+	if err != nil {
+		return err
+	}
+	if len(runs) == 1 && s.live[runs[0].RunID] == nil && s.elsewhere(runs[0]) {
+		return errf(http.StatusConflict, "thread %q is busy with run %s on another server of the fleet; wait for it to end, or cancel it", thread, runs[0].RunID)
+	}
+	return nil
+}
+
 // followStored streams a run another server of the fleet runs, reading its
 // events from the Store until the run's record says it ended and every
 // event is sent. When the run's server has stopped, this one adopts the

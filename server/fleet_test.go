@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"os"
 	"path/filepath"
 	"reflect"
 	"sync"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/internal/pgtest"
 	"github.com/deepagents-go/deepagents/runner"
 )
 
@@ -30,7 +32,9 @@ func (e *localExecutor) Execute(ctx context.Context, run ExecRun) iter.Seq2[agen
 	}
 	e.runs[run.RunID] = cancel
 	e.mu.Unlock()
-	opts := []agent.RunOption{runner.Checkpoints(e.saver, run.Thread)}
+	// Without the thread's lease, as a workflow that has not taken it yet:
+	// only the fleet's own check keeps a second run of the thread out.
+	opts := []agent.RunOption{runner.Checkpoints(struct{ checkpoint.RunStore }{e.saver}, run.Thread)}
 	if len(run.Decisions) > 0 {
 		opts = append(opts, agent.WithDecisions(run.Decisions...))
 	}
@@ -85,6 +89,8 @@ func TestFleetFollowsARunAnotherServerRuns(t *testing.T) {
 	if got.Status != runPending && got.Status != runRunning {
 		t.Fatalf("the other server reports the run %s while it runs", got.Status)
 	}
+	h2.json("POST", "/threads/T/runs", map[string]any{"assistant_id": "researcher", "multitask_strategy": "enqueue",
+		"input": map[string]any{"messages": []map[string]string{{"role": "user", "content": "more"}}}}, 409, nil)
 	_, other := h2.stream("GET", "/threads/T/runs/"+run.RunID+"/stream", nil)
 	_, own := h1.stream("GET", "/threads/T/runs/"+run.RunID+"/stream", nil)
 	if len(other) < 5 || !reflect.DeepEqual(other, own) {
@@ -122,10 +128,21 @@ func TestAppendNextNumbersEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	for name, s := range map[string]interface {
+	stores := map[string]interface {
 		Store
 		AppendNext(context.Context, string, []StoredEvent) error
-	}{"sql": st, "memory": NewMemoryStore()} {
+	}{"sqlite": st, "memory": NewMemoryStore()}
+	if os.Getenv(pgtest.EnvDSN) != "" {
+		// Writers race for each number in PostgreSQL: the loser tries again.
+		dsn, schema := pgtest.Schema(t)
+		pg, err := OpenSQLStore(context.Background(), "postgres", withSearchPath(dsn, schema))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pg.Close()
+		stores["postgres"] = pg
+	}
+	for name, s := range stores {
 		var wg sync.WaitGroup
 		for w := range 4 {
 			wg.Go(func() {

@@ -278,6 +278,9 @@ func (s *Server) submit(r *http.Request) (*liveRun, error) {
 		if err := s.checkThreadFree(ctx, threadID); err != nil {
 			return nil, err
 		}
+		if err := s.checkFleetFree(ctx, threadID); err != nil {
+			return nil, err
+		}
 	}
 	if missing {
 		t := now()
