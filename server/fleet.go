@@ -366,3 +366,13 @@ func (s *Server) adoptStopped() {
 		s.adopt(ctx, r)
 	}
 }
+
+// LastEvent returns a log's last event; ok is false when it has none.
+func (m *MemoryStore) LastEvent(ctx context.Context, runID string) (ev StoredEvent, ok bool, err error) {
+	return m.lastEvent(ctx, runID)
+}
+
+// LastEvent returns a log's last event; ok is false when it has none.
+func (s *SQLStore) LastEvent(ctx context.Context, runID string) (ev StoredEvent, ok bool, err error) {
+	return s.lastEvent(ctx, runID)
+}

@@ -49,6 +49,8 @@ type Event struct {
 	// (subagent.start).
 	Task   string `json:"task,omitempty"`
 	CallID string `json:"call_id,omitempty"`
+	// Interrupt is a call that waits for a decision (interrupt).
+	Interrupt *agent.Interrupt `json:"interrupt,omitempty"`
 }
 
 // appender is a server store that numbers a log's events itself, so that
@@ -188,7 +190,8 @@ func (g *Registry) generate(ctx context.Context, m llm.Model, req *llm.Request, 
 
 // publishRecord publishes what a saved step record shows of a served run:
 // the model's response of a step (or the last one, at the run's end), a
-// finished (or rejected) call's tool message.
+// finished (or rejected) call's tool message, a call that now waits for a
+// decision.
 func (g *Registry) publishRecord(ctx context.Context, rec *agent.StepRecord) {
 	p := g.publisher(ctx)
 	if p == nil {
@@ -201,6 +204,9 @@ func (g *Registry) publishRecord(ctx context.Context, rec *agent.StepRecord) {
 	case rec.Kind == agent.RecordCall && rec.Call != nil && (rec.Call.Outcome != nil || rec.Call.Rejected):
 		m := rec.Call.Message
 		p.publish(Event{Type: agent.ToolEnd, Agent: rec.Path, Message: &m, CallID: rec.Call.ID})
+	case rec.Kind == agent.RecordCall && rec.Call != nil && rec.Call.Waiting != nil:
+		in := *rec.Call.Waiting
+		p.publish(Event{Type: agent.InterruptEvent, Agent: rec.Path, CallID: rec.Call.ID, Interrupt: &in})
 	}
 }
 
@@ -224,6 +230,8 @@ func (e Event) agentEvent() agent.Event {
 		if e.Message != nil {
 			ev.Tool = &agent.ToolInfo{CallID: e.Message.ToolCallID, Name: e.Message.Name, Result: e.Message.Content, IsError: e.Message.IsError}
 		}
+	case agent.InterruptEvent:
+		ev.Interrupt = e.Interrupt
 	case agent.SubagentStart:
 		ev.Subagent = &agent.SubagentInfo{Name: e.Agent.Last().Name, CallID: e.CallID, Path: e.Agent, Task: e.Task}
 	}

@@ -77,7 +77,7 @@ func TestServedRunPublishesItsEvents(t *testing.T) {
 			root = append(root, kind)
 		}
 	}
-	want := []string{"model.request", "model.response task task", "tool.end", "tool.end", "model.request", "model.response write_file"}
+	want := []string{"model.request", "model.response task task", "tool.end", "tool.end", "model.request", "model.response write_file", "interrupt"}
 	if !slices.Equal(root, want) || starts != 2 {
 		t.Fatalf("the parent published %v and %d subagent starts, want %v and 2", root, starts, want)
 	}

@@ -89,6 +89,11 @@ func (x *Executor) Execute(ctx context.Context, run server.ExecRun) iter.Seq2[ag
 	}
 }
 
+// pendingEvery is how many reads of a run's events pass between two
+// queries of its workflow's waiting calls while none of its calls was seen
+// waiting.
+const pendingEvery = 20
+
 // attemptKey names one model call of a workflow's run.
 type attemptKey struct {
 	workflow, path string
@@ -141,6 +146,10 @@ func (x *Executor) execute(ctx context.Context, run server.ExecRun, yield func(a
 		done <- ended{&s, err}
 	}()
 	attempts := map[attemptKey]int{} // the latest attempt of each model call
+	// waits is set once a call of the run waits for a decision: the
+	// workflow's pending query is asked from then on (and once every
+	// pendingEvery ticks besides).
+	waits := run.Adopted || len(run.Decisions) > 0
 	// drain yields the events published since the last read.
 	drain := func() bool {
 		evs, err := x.store.Events(context.WithoutCancel(ctx), log, after)
@@ -158,6 +167,9 @@ func (x *Executor) execute(ctx context.Context, run server.ExecRun, yield func(a
 				}
 				attempts[k] = e.Attempt
 			}
+			if e.Type == agent.InterruptEvent {
+				waits = true
+			}
 			if !yield(e.agentEvent(), nil) {
 				return false
 			}
@@ -169,7 +181,7 @@ func (x *Executor) execute(ctx context.Context, run server.ExecRun, yield func(a
 	}
 	tick := time.NewTicker(x.poll)
 	defer tick.Stop()
-	cancelled := false
+	cancelled, ticks := false, 0
 	for {
 		select {
 		case end := <-done:
@@ -195,6 +207,10 @@ func (x *Executor) execute(ctx context.Context, run server.ExecRun, yield func(a
 		}
 		if !drain() {
 			return nil, nil
+		}
+		ticks++
+		if !waits && ticks%pendingEvery != 0 {
+			continue
 		}
 		if waiting := x.pending(ctx, id); len(waiting) > 0 && !sameCalls(waiting, before) {
 			// The run waits for decisions: its events are all published.
@@ -254,6 +270,15 @@ func (x *Executor) start(ctx context.Context, id string, in RunInput) error {
 
 // logEnd is the number of the thread log's last event.
 func (x *Executor) logEnd(ctx context.Context, log string) (int64, error) {
+	if l, ok := x.store.(interface {
+		LastEvent(context.Context, string) (server.StoredEvent, bool, error)
+	}); ok {
+		ev, _, err := l.LastEvent(ctx, log)
+		if err != nil {
+			return 0, fmt.Errorf("reading the thread's published events: %w", err)
+		}
+		return ev.Seq, nil
+	}
 	var after int64
 	for {
 		evs, err := x.store.Events(ctx, log, after)
