@@ -249,7 +249,15 @@ func (s *Server) holdRun(lr *liveRun) (release func()) {
 		return func() {}
 	}
 	key := runKey(lr.rec.RunID)
-	if _, err := l.Acquire(context.Background(), key, s.holder, time.Now(), runLeaseTTL); err != nil {
+	call := func(f func(ctx context.Context) error) error {
+		ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+		defer cancel()
+		return f(ctx)
+	}
+	if err := call(func(ctx context.Context) error {
+		_, err := l.Acquire(ctx, key, s.holder, time.Now(), runLeaseTTL)
+		return err
+	}); err != nil {
 		s.log.Error("taking a run's lease", "run", lr.rec.RunID, "err", err)
 	}
 	stop := make(chan struct{})
@@ -263,7 +271,10 @@ func (s *Server) holdRun(lr *liveRun) (release func()) {
 			case <-stop:
 				return
 			case <-t.C:
-				if _, err := l.Renew(context.Background(), key, s.holder, time.Now(), runLeaseTTL); err != nil {
+				if err := call(func(ctx context.Context) error {
+					_, err := l.Renew(ctx, key, s.holder, time.Now(), runLeaseTTL)
+					return err
+				}); err != nil {
 					s.log.Error("renewing a run's lease", "run", lr.rec.RunID, "err", err)
 				}
 			}
@@ -272,7 +283,7 @@ func (s *Server) holdRun(lr *liveRun) (release func()) {
 	return func() {
 		close(stop)
 		<-done
-		if err := l.Release(context.Background(), key, s.holder); err != nil {
+		if err := call(func(ctx context.Context) error { return l.Release(ctx, key, s.holder) }); err != nil {
 			s.log.Error("releasing a run's lease", "run", lr.rec.RunID, "err", err)
 		}
 	}
@@ -285,7 +296,9 @@ func (s *Server) saveRunInfo(lr *liveRun) {
 		info.Modes = append(info.Modes, m)
 	}
 	b, _ := json.Marshal(info)
-	if err := s.store.AppendEvents(context.Background(), runInfoLog(lr.rec.RunID), []StoredEvent{{Seq: 1, Event: "run", Data: b}}); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	if err := s.store.AppendEvents(ctx, runInfoLog(lr.rec.RunID), []StoredEvent{{Seq: 1, Event: "run", Data: b}}); err != nil {
 		s.log.Error("storing how a run is streamed", "run", lr.rec.RunID, "err", err)
 	}
 }
@@ -315,6 +328,8 @@ func (s *Server) adopt(ctx context.Context, rec RunRecord) *liveRun {
 	// The lease and the stored events are read without s.mu held (a
 	// database's time); another stream of this server may adopt the run
 	// meanwhile, under the same lease.
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
 	key := runKey(rec.RunID)
 	if _, err := runner.TakeLease(ctx, l, key, s.holder, time.Now(), runLeaseTTL); err != nil {
 		return nil // its server holds it (or the saver cannot say)
