@@ -77,6 +77,22 @@ func (s *Server) checkFleetFree(ctx context.Context, thread string) error {
 	return nil
 }
 
+// retireFleetRun cancels, in a fleet, the thread's latest run where it
+// still waits for decisions (its workflow stays open for them), as its
+// thread goes.
+func (s *Server) retireFleetRun(ctx context.Context, thread string) {
+	if s.cfg.Executor == nil {
+		return
+	}
+	runs, err := s.store.ListRuns(ctx, thread, 1, 0)
+	if err != nil || len(runs) == 0 || runs[0].Status != runInterrupted {
+		return
+	}
+	if err := s.cfg.Executor.Cancel(ctx, thread, runs[0].RunID); err != nil {
+		s.log.Warn("cancelling the run a deleted thread waited in", "thread", thread, "run", runs[0].RunID, "err", err)
+	}
+}
+
 // followStored streams a run another server of the fleet runs, reading its
 // events from the Store until the run's record says it ended and every
 // event is sent. When the run's server has stopped, this one adopts the

@@ -325,6 +325,9 @@ func TestServerFrontsAFleetOnADevServer(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	if code, b := r2.do("DELETE", "/threads/S", nil); code != 409 {
+		t.Fatalf("deleting a thread whose run goes on on another server: status %d, want 409: %s", code, b)
+	}
 	start := time.Now()
 	r2.json("POST", "/threads/S/runs/"+run.RunID+"/cancel?wait=1", nil, 202, nil)
 	r1.json("GET", "/threads/S/runs/"+run.RunID, nil, 200, &rec)
@@ -337,6 +340,29 @@ func TestServerFrontsAFleetOnADevServer(t *testing.T) {
 	}
 	if s := d.WorkflowExecutionInfo.GetStatus(); s != enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED {
 		t.Fatalf("the cancelled run's workflow is %v, want cancelled", s)
+	}
+
+	// A thread whose run waits for decisions, deleted through the second:
+	// the workflow that waits goes with it.
+	r1.json("POST", "/threads/D/runs/wait", map[string]any{"assistant_id": "researcher", "if_not_exists": "create", "input": input}, 200, nil)
+	var runs []server.Run
+	r1.json("GET", "/threads/D/runs", nil, 200, &runs)
+	if len(runs) != 1 || runs[0].Status != "interrupted" {
+		t.Fatalf("thread D's runs are %+v, want one interrupted", runs)
+	}
+	r2.json("DELETE", "/threads/D", nil, 204, nil)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		d, err = c.DescribeWorkflowExecution(t.Context(), temporal.WorkflowID("D", runs[0].RunID), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := d.WorkflowExecutionInfo.GetStatus()
+		if s == enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED {
+			break
+		}
+		if s != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING || time.Now().After(deadline) {
+			t.Fatalf("the deleted thread's waiting workflow is %v, want cancelled", s)
+		}
 	}
 }
 
