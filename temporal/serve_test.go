@@ -235,7 +235,7 @@ func (r *replica) finalState(thread string) string {
 
 var streamModes = []string{"values", "updates", "messages-tuple"}
 
-// Two servers in front of a fleet (one worker, in this test) share one
+// Two servers in front of a fleet (two workers, in this process) share one
 // database and one namespace: a run created on the first is streamed from
 // the second, rejoined there, gives the same events and state as the same
 // run in process, is approved through the second, and a run cancelled
@@ -253,12 +253,14 @@ func TestServerFrontsAFleetOnADevServer(t *testing.T) {
 	if err := reg.Agent("researcher", demoAgent(t, reg)); err != nil {
 		t.Fatal(err)
 	}
-	w := worker.New(c, "deepagents-serve-test", worker.Options{})
-	reg.Register(w)
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
+	for range 2 { // two workers of the fleet
+		w := worker.New(c, "deepagents-serve-test", worker.Options{})
+		reg.Register(w)
+		if err := w.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
 	}
-	defer w.Stop()
 
 	fleet := func() *replica {
 		x, err := temporal.NewExecutor(temporal.ExecutorOptions{Client: c, TaskQueue: "deepagents-serve-test", Store: st})
