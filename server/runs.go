@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"net/http"
 	"slices"
 	"strconv"
@@ -44,6 +45,7 @@ type liveRun struct {
 	subgraphs bool
 	cancel    context.CancelCauseFunc // set once started
 	cancelled bool                    // cancel was asked before it started
+	adopted   bool                    // started by a server of the fleet that stopped
 	// cancelOnDisconnect: on_disconnect "cancel" — the run stops when its
 	// creating stream's client goes away.
 	cancelOnDisconnect bool
@@ -274,6 +276,9 @@ func (s *Server) submit(r *http.Request) (*liveRun, error) {
 	if active == nil {
 		// Another process may run the thread (or a dead one hold it).
 		if err := s.checkThreadFree(ctx, threadID); err != nil {
+			return nil, err
+		}
+		if err := s.checkFleetFree(ctx, threadID); err != nil {
 			return nil, err
 		}
 	}
@@ -537,6 +542,13 @@ func (s *Server) appendEvents(runID string, batch []StoredEvent) error {
 // execute runs lr to its end, translating its events.
 func (s *Server) execute(ctx context.Context, lr *liveRun) {
 	defer s.finish(lr)
+	if s.cfg.Executor != nil {
+		// Held first: a run stored running is adopted when it is free.
+		defer s.holdRun(lr)()
+		if !lr.adopted {
+			s.saveRunInfo(lr)
+		}
+	}
 	bg := context.Background()
 	s.update(lr, func(r *RunRecord) { r.Status = runRunning })
 	s.mu.Lock()
@@ -546,7 +558,9 @@ func (s *Server) execute(ctx context.Context, lr *liveRun) {
 		_ = s.store.UpdateThread(bg, th)
 	}
 	s.mu.Unlock()
-	s.emit(lr, "metadata", map[string]any{"run_id": lr.rec.RunID, "thread_id": lr.rec.ThreadID, "attempt": 1})
+	if !lr.adopted {
+		s.emit(lr, "metadata", map[string]any{"run_id": lr.rec.RunID, "thread_id": lr.rec.ThreadID, "attempt": 1})
+	}
 	tr, err := s.newTranslator(bg, lr)
 	var res *agent.Result
 	var runErr error
@@ -555,7 +569,14 @@ func (s *Server) execute(ctx context.Context, lr *liveRun) {
 		if len(lr.decisions) > 0 {
 			opts = append(opts, agent.WithDecisions(lr.decisions...))
 		}
-		for ev, e := range s.cfg.Run(ctx, lr.rec.ThreadID, lr.asst.Spec.Agent, agent.Input{Messages: lr.input}, opts...) {
+		var events iter.Seq2[agent.Event, error]
+		if ex := s.cfg.Executor; ex != nil {
+			events = ex.Execute(ctx, ExecRun{Thread: lr.rec.ThreadID, RunID: lr.rec.RunID, Assistant: lr.asst.Spec.Name,
+				Agent: lr.asst.Spec.Agent, Input: lr.input, Decisions: lr.decisions, Adopted: lr.adopted})
+		} else {
+			events = s.cfg.Run(ctx, lr.rec.ThreadID, lr.asst.Spec.Agent, agent.Input{Messages: lr.input}, opts...)
+		}
+		for ev, e := range events {
 			if e != nil {
 				runErr = e
 			}
@@ -569,6 +590,11 @@ func (s *Server) execute(ctx context.Context, lr *liveRun) {
 		}
 	} else {
 		runErr = err
+	}
+	if s.cfg.Executor != nil && res == nil && s.ctx.Err() != nil && !errors.Is(context.Cause(ctx), errRunCancelled) {
+		// This server stops; the run goes on in the fleet, stored running,
+		// for another server to adopt once its lease is let go.
+		return
 	}
 	status, threadStatus, msg := runSuccess, threadIdle, ""
 	switch {
@@ -593,6 +619,10 @@ func (s *Server) execute(ctx context.Context, lr *liveRun) {
 	}
 	if status == runError {
 		s.emit(lr, "error", map[string]string{"error": "RunError", "message": msg})
+	}
+	if s.cfg.Executor != nil {
+		// Other servers stream the run until its record says it ended.
+		s.stored(lr)
 	}
 	s.update(lr, func(r *RunRecord) {
 		r.Status = status
@@ -819,8 +849,15 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, lr *liveRun, run
 		return rc.Flush()
 	}
 	if lr == nil {
-		s.sendStored(r.Context(), runID, after, send)
-		return
+		rec, err := s.store.GetRun(r.Context(), r.PathValue("thread"), runID)
+		if err != nil || !s.elsewhere(rec) {
+			s.sendStored(r.Context(), runID, after, send)
+			return
+		}
+		// Another server of the fleet runs it (until this one adopts it).
+		if lr = s.followStored(w, r, rec, &after, send); lr == nil {
+			return
+		}
 	}
 	// A comment line now and then keeps proxies from closing a quiet
 	// stream (a long model call) and tells clients it is alive.
@@ -951,6 +988,9 @@ func (s *Server) joinRun(w http.ResponseWriter, r *http.Request) {
 			s.fail(w, errf(http.StatusServiceUnavailable, "the server is shutting down"))
 			return
 		}
+	} else if rec, err = s.awaitStored(r.Context(), rec); err != nil {
+		s.fail(w, err)
+		return
 	}
 	s.writeResult(w, r, rec.ThreadID, rec.RunID)
 }
@@ -1006,6 +1046,9 @@ func (s *Server) current(rec RunRecord) RunRecord {
 	if lr := s.live[rec.RunID]; lr != nil {
 		return lr.rec
 	}
+	if s.elsewhere(rec) {
+		return rec
+	}
 	switch rec.Status {
 	case runPending:
 		rec.Status, rec.Error = runError, errNeverStarted
@@ -1041,10 +1084,22 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, errf(http.StatusUnprocessableEntity, "action %q is not one of interrupt, rollback", a))
 		return
 	}
-	lr, _, err := s.lookup(r)
+	lr, rec, err := s.lookup(r)
 	if err != nil {
 		s.fail(w, err)
 		return
+	}
+	if lr == nil && s.elsewhere(rec) {
+		// Run by another server of the fleet.
+		if err := s.cfg.Executor.Cancel(r.Context(), rec.ThreadID, rec.RunID); err != nil {
+			s.fail(w, err)
+			return
+		}
+		if w := r.URL.Query().Get("wait"); w == "1" || w == "true" {
+			if _, err := s.awaitStored(r.Context(), rec); err != nil {
+				return
+			}
+		}
 	}
 	if lr == nil {
 		// Finished, or cut off by a stop of the server: nothing to stop.

@@ -20,6 +20,7 @@ import (
 
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/runner"
 )
 
 // AgentSpec is one agent the server offers, as an assistant whose graph_id
@@ -82,6 +83,12 @@ type Config struct {
 	// Run starts one run of agent a on thread; nil means a.Run. Set it to
 	// wrap every run, e.g. to trace it (package otel's Run).
 	Run func(ctx context.Context, thread string, a *agent.Agent, in agent.Input, opts ...agent.RunOption) iter.Seq2[agent.Event, error]
+	// Executor, when set, runs the runs instead of this process (Run is
+	// then not used), and the server is one of a fleet that shares its
+	// Store and Saver: it follows, joins and cancels runs another one
+	// started, and does not take the runs it finds unfinished at start for
+	// a stopped server's.
+	Executor Executor
 }
 
 // Server is an http.Handler serving the API. Shutdown ends its open
@@ -98,6 +105,8 @@ type Server struct {
 	live   map[string]*liveRun   // runs accepted and not finished, by run id
 	active map[string]*liveRun   // the running run of each busy thread
 	queue  map[string][]*liveRun // runs waiting for their thread, in order
+	// holder names this server in the leases of the fleet's runs it runs.
+	holder string
 	// deleting marks the threads being deleted: no run starts on one
 	// until its records (and checkpoints) are gone.
 	deleting map[string]bool
@@ -158,11 +167,18 @@ func New(cfg Config) (*Server, error) {
 	// What a server stopped during left unfinished is marked failed in the
 	// store now, before any request. A failure is logged, not fatal: the
 	// records are still reported failed as they are read (see current).
-	rctx, rcancel := context.WithTimeout(s.ctx, recoverTimeout)
-	if err := s.recoverStopped(rctx); err != nil {
-		s.log.Error("recovering the runs a stopped server left", "err", err)
+	// In a fleet, those are other servers' runs: only those whose server
+	// stopped are adopted.
+	if cfg.Executor != nil {
+		s.holder = runner.LeaseHolder()
+		s.adoptStopped()
+	} else {
+		rctx, rcancel := context.WithTimeout(s.ctx, recoverTimeout)
+		if err := s.recoverStopped(rctx); err != nil {
+			s.log.Error("recovering the runs a stopped server left", "err", err)
+		}
+		rcancel()
 	}
-	rcancel()
 	s.routes()
 	return s, nil
 }

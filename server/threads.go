@@ -212,6 +212,11 @@ func (s *Server) deleteThread(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, errf(http.StatusConflict, "thread %q is already being deleted", id))
 		return
 	}
+	if err := s.checkFleetFree(r.Context(), id); err != nil {
+		s.mu.Unlock()
+		s.fail(w, err)
+		return
+	}
 	s.deleting[id] = true
 	s.mu.Unlock()
 	defer func() {
@@ -220,6 +225,7 @@ func (s *Server) deleteThread(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 	}()
 	s.cancelThreadRuns(id, "thread deleted")
+	s.retireFleetRun(r.Context(), id)
 	if err := s.store.DeleteThread(r.Context(), id); err != nil && !errors.Is(err, ErrNotFound) {
 		s.fail(w, err)
 		return

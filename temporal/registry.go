@@ -95,6 +95,10 @@ type Registry struct {
 	// Every worker of a task queue must have the same, or a replay may
 	// take another path.
 	MaxHistorySize, MaxHistoryLength int
+	// Events, when set, takes the agent events of the runs a server in
+	// front of the fleet started (see Executor): the model activity
+	// publishes its chunks, the record activity the steps it saves.
+	Events Events
 }
 
 type toolKey struct{ agent, name string }
@@ -300,7 +304,9 @@ func (g *Registry) CallModel(ctx context.Context, in ModelCall) (*ModelResult, e
 	}
 	ci := in.CallInfo
 	ctx = llm.WithCallInfo(ctx, llm.CallInfo{Agent: ci.Agent, Instance: ci.Instance, Path: ci.Path, Task: ci.Task, Round: ci.Round, Attempt: ci.Attempt})
-	resp, err := m.Generate(retry.ByCaller(ctx), req)
+	// The provider makes one attempt: Temporal retries the activity. A
+	// served run's chunks are published as they stream.
+	resp, err := g.generate(retry.ByCaller(ctx), m, req, ci)
 	if err != nil {
 		return nil, g.modelFailure(ctx, err)
 	}

@@ -273,7 +273,11 @@ func (g *Registry) recordStep(ctx context.Context, thread, holder string, rec *a
 			return crossStoreError(err)
 		}
 	}
-	return crossStoreError(th.Record(ctx, rec))
+	if err := th.Record(ctx, rec); err != nil {
+		return crossStoreError(err)
+	}
+	g.publishRecord(ctx, rec) // a served run's stream shows the step
+	return nil
 }
 
 // ThreadFiles is the activity that reads a run's files as of one of its

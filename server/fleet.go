@@ -1,0 +1,409 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"iter"
+	"net/http"
+	"time"
+
+	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/runner"
+)
+
+// Executor runs a server's runs somewhere other than this process (the
+// temporal module's executor runs each as a workflow on a worker fleet).
+// Several servers may then share one Store and one Saver: a run started by
+// one is followed, joined and cancelled through any of them, from the
+// Store.
+type Executor interface {
+	// Execute runs one run and returns its agent events, as Config.Run
+	// does; the server translates them into stream events and stores them.
+	// Cancelling ctx cancels the run. The last top-level run.end event
+	// carries the run's result.
+	Execute(ctx context.Context, run ExecRun) iter.Seq2[agent.Event, error]
+	// Cancel stops a run that another server started.
+	Cancel(ctx context.Context, thread, runID string) error
+}
+
+// ExecRun is one run an Executor runs.
+type ExecRun struct {
+	Thread string
+	RunID  string
+	// Assistant is the name of the agent (its graph id), Agent the agent.
+	Assistant string
+	Agent     *agent.Agent
+	// Input is the new turn's messages; empty with Decisions (a resume of
+	// the calls the thread waits on) or without (a run cut off continues).
+	Input     []llm.Message
+	Decisions []agent.Decision
+	// Adopted is set for a run another server started and stopped
+	// following: it goes on where it runs, and is followed from now on.
+	Adopted bool
+}
+
+// fleetPoll is how often a server that does not run a run itself reads
+// the Store for its new events and its end.
+var fleetPoll = 100 * time.Millisecond
+
+// elsewhere says whether rec, a stored run this server does not run, is
+// going on in another server of the fleet.
+func (s *Server) elsewhere(rec RunRecord) bool {
+	return s.cfg.Executor != nil && (rec.Status == runPending || rec.Status == runRunning)
+}
+
+// adoptEvery is how many polls of a run another server runs pass between
+// two checks that its server still runs it.
+const adoptEvery = 10
+
+// checkFleetFree refuses a run of a thread whose latest run another server
+// of the fleet runs (the thread's lease is taken by the run's workflow a
+// moment after the run is accepted; queues are each server's own). s.mu is
+// held, and no run of this server is on the thread.
+func (s *Server) checkFleetFree(ctx context.Context, thread string) error {
+	if s.cfg.Executor == nil {
+		return nil
+	}
+	runs, err := s.store.ListRuns(ctx, thread, 1, 0)
+	if err != nil {
+		return err
+	}
+	if len(runs) == 1 && s.live[runs[0].RunID] == nil && s.elsewhere(runs[0]) {
+		return errf(http.StatusConflict, "thread %q is busy with run %s on another server of the fleet; wait for it to end, or cancel it", thread, runs[0].RunID)
+	}
+	return nil
+}
+
+// retireFleetRun cancels, in a fleet, the thread's latest run where it
+// still waits for decisions (its workflow stays open for them), as its
+// thread goes.
+func (s *Server) retireFleetRun(ctx context.Context, thread string) {
+	if s.cfg.Executor == nil {
+		return
+	}
+	runs, err := s.store.ListRuns(ctx, thread, 1, 0)
+	if err != nil || len(runs) == 0 || runs[0].Status != runInterrupted {
+		return
+	}
+	if err := s.cfg.Executor.Cancel(ctx, thread, runs[0].RunID); err != nil {
+		s.log.Warn("cancelling the run a deleted thread waited in", "thread", thread, "run", runs[0].RunID, "err", err)
+	}
+}
+
+// followStored streams a run another server of the fleet runs, reading its
+// events from the Store until the run's record says it ended and every
+// event is sent. When the run's server has stopped, this one adopts the
+// run and returns it, to be followed live after *after.
+func (s *Server) followStored(w http.ResponseWriter, r *http.Request, rec RunRecord, after *int64, send func([]StoredEvent) error) *liveRun {
+	rc := http.NewResponseController(w)
+	tick := time.NewTicker(fleetPoll)
+	defer tick.Stop()
+	beat := time.NewTicker(s.heartbeat)
+	defer beat.Stop()
+	for polls := 0; ; polls++ {
+		// The record is read before the events: events stored before the
+		// run ended are all read after it says so.
+		cur, err := s.store.GetRun(r.Context(), rec.ThreadID, rec.RunID)
+		if err != nil {
+			s.log.Error("reading a run", "run", rec.RunID, "err", err)
+			return nil
+		}
+		ended := !s.elsewhere(cur)
+		failed := false
+		s.sendStored(r.Context(), rec.RunID, *after, func(evs []StoredEvent) error {
+			*after = evs[len(evs)-1].Seq
+			err := send(evs)
+			failed = err != nil
+			return err
+		})
+		if ended || failed || r.Context().Err() != nil {
+			return nil
+		}
+		if polls%adoptEvery == adoptEvery-1 {
+			if lr := s.adopt(r.Context(), cur); lr != nil {
+				return lr
+			}
+		}
+		select {
+		case <-tick.C:
+		case <-beat.C:
+			if _, err := io.WriteString(w, ": heartbeat\n\n"); err != nil || rc.Flush() != nil {
+				return nil
+			}
+		case <-r.Context().Done():
+			return nil
+		case <-s.ctx.Done():
+			return nil
+		}
+	}
+}
+
+// stored waits until every event lr has emitted is stored: another server
+// of the fleet streaming the run reads them all once its record says it
+// ended.
+func (s *Server) stored(lr *liveRun) {
+	for {
+		lr.mu.Lock()
+		all := lr.persisted >= int64(len(lr.events))
+		lr.mu.Unlock()
+		if all {
+			return
+		}
+		lr.poke()
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// awaitStored waits until a run another server of the fleet runs has
+// ended (adopting it if its server stopped), and returns its record.
+func (s *Server) awaitStored(ctx context.Context, rec RunRecord) (RunRecord, error) {
+	tick := time.NewTicker(fleetPoll)
+	defer tick.Stop()
+	for polls := 0; s.elsewhere(rec); polls++ {
+		if polls%adoptEvery == adoptEvery-1 {
+			if lr := s.adopt(ctx, rec); lr != nil {
+				select {
+				case <-lr.finished:
+				case <-ctx.Done():
+					return rec, ctx.Err()
+				}
+			}
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return rec, ctx.Err()
+		case <-s.ctx.Done():
+			return rec, errf(http.StatusServiceUnavailable, "the server is shutting down")
+		}
+		var err error
+		if rec, err = s.store.GetRun(ctx, rec.ThreadID, rec.RunID); err != nil {
+			return rec, err
+		}
+	}
+	return rec, nil
+}
+
+// AppendNext stores evs after the run's last event, numbering them itself
+// (their Seq is ignored): for several writers of one log, in several
+// processes, none of which knows the others' numbers.
+func (m *MemoryStore) AppendNext(_ context.Context, runID string, evs []StoredEvent) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, e := range evs {
+		e.Seq = int64(len(m.events[runID])) + 1
+		m.events[runID] = append(m.events[runID], e)
+	}
+	return nil
+}
+
+// AppendNext stores evs after the run's last event, numbering them itself
+// (their Seq is ignored): for several writers of one log, in several
+// processes, none of which knows the others' numbers. Each event is one
+// statement that takes the next number; a writer that lost a race for a
+// number (Postgres) tries again.
+func (s *SQLStore) AppendNext(ctx context.Context, runID string, evs []StoredEvent) error {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	q := `INSERT INTO server_events (run_id, seq, event, data)
+		SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ? FROM server_events WHERE run_id = ?`
+	if s.pg {
+		q = `INSERT INTO server_events (run_id, seq, event, data)
+		SELECT $1::text, COALESCE(MAX(seq), 0) + 1, $2::text, $3::bytea FROM server_events WHERE run_id = $4::text`
+	}
+	for _, e := range evs {
+		var err error
+		for try := 0; try < 20; try++ {
+			if _, err = s.db.ExecContext(ctx, q, runID, e.Event, e.Data, runID); err == nil || ctx.Err() != nil {
+				break
+			}
+			time.Sleep(time.Duration(try+1) * time.Millisecond)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ErrRunCancelled is the cause with which a run's context is cancelled
+// when a client cancels it (and not because the server shuts down): an
+// Executor cancels the run where it runs only then.
+var ErrRunCancelled = errRunCancelled
+
+// A fleet's server holds a lease (in the Saver, under runKey) on each run
+// it runs, renewed while it runs and released when it ends or the server
+// stops: another server of the fleet that finds a run going on whose lease
+// is free (its server stopped, or died and the lease expired) adopts it,
+// and streams the rest of it from where the stored events stop.
+
+// runLeaseTTL is how long a run's lease outlives a server that died.
+var runLeaseTTL = 30 * time.Second
+
+// runKey is the lease key of a fleet's run.
+func runKey(runID string) string { return "deepagents-serve-run:" + runID }
+
+// runInfoLog is the event log key under which a fleet's server stores how
+// a run is streamed, for the server that may adopt it.
+func runInfoLog(runID string) string { return "deepagents-serve-run-info:" + runID }
+
+// runInfo is how a run is streamed.
+type runInfo struct {
+	Modes     []string `json:"modes"`
+	Subgraphs bool     `json:"subgraphs,omitempty"`
+}
+
+// holdRun takes lr's lease for this server and renews it until the
+// returned func releases it; with no Leaser (or lease) there is nothing to
+// hold. A run adopted has its lease already.
+func (s *Server) holdRun(lr *liveRun) (release func()) {
+	l, ok := s.cfg.Saver.(checkpoint.Leaser)
+	if !ok {
+		return func() {}
+	}
+	key := runKey(lr.rec.RunID)
+	call := func(f func(ctx context.Context) error) error {
+		ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+		defer cancel()
+		return f(ctx)
+	}
+	if err := call(func(ctx context.Context) error {
+		_, err := l.Acquire(ctx, key, s.holder, time.Now(), runLeaseTTL)
+		return err
+	}); err != nil {
+		s.log.Error("taking a run's lease", "run", lr.rec.RunID, "err", err)
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(runLeaseTTL / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				if err := call(func(ctx context.Context) error {
+					_, err := l.Renew(ctx, key, s.holder, time.Now(), runLeaseTTL)
+					return err
+				}); err != nil {
+					s.log.Error("renewing a run's lease", "run", lr.rec.RunID, "err", err)
+				}
+			}
+		}
+	}()
+	return func() {
+		close(stop)
+		<-done
+		if err := call(func(ctx context.Context) error { return l.Release(ctx, key, s.holder) }); err != nil {
+			s.log.Error("releasing a run's lease", "run", lr.rec.RunID, "err", err)
+		}
+	}
+}
+
+// saveRunInfo stores how lr is streamed, for a server that adopts it.
+func (s *Server) saveRunInfo(lr *liveRun) {
+	info := runInfo{Subgraphs: lr.subgraphs}
+	for m := range lr.modes {
+		info.Modes = append(info.Modes, m)
+	}
+	b, _ := json.Marshal(info)
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	if err := s.store.AppendEvents(ctx, runInfoLog(lr.rec.RunID), []StoredEvent{{Seq: 1, Event: "run", Data: b}}); err != nil {
+		s.log.Error("storing how a run is streamed", "run", lr.rec.RunID, "err", err)
+	}
+}
+
+// adopt starts following here a run going on in the fleet whose server
+// stopped: it takes the run's lease (refused while its server holds it),
+// and runs it (the Executor follows the run where it is) after the events
+// stored so far. It returns nil when the run is not this server's to adopt.
+func (s *Server) adopt(ctx context.Context, rec RunRecord) *liveRun {
+	if s.cfg.Executor == nil || rec.Status != runRunning {
+		return nil
+	}
+	l, ok := s.cfg.Saver.(checkpoint.Leaser)
+	if !ok {
+		return nil
+	}
+	s.mu.Lock()
+	lr := s.live[rec.RunID]
+	s.mu.Unlock()
+	if lr != nil {
+		return lr
+	}
+	asst, err := s.assistant(rec.AssistantID)
+	if err != nil {
+		return nil
+	}
+	// The lease and the stored events are read without s.mu held (a
+	// database's time); another stream of this server may adopt the run
+	// meanwhile, under the same lease.
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	key := runKey(rec.RunID)
+	if _, err := runner.TakeLease(ctx, l, key, s.holder, time.Now(), runLeaseTTL); err != nil {
+		return nil // its server holds it (or the saver cannot say)
+	}
+	modes, subgraphs := map[string]bool{"values": true}, false
+	if evs, err := s.store.Events(ctx, runInfoLog(rec.RunID), 0); err == nil && len(evs) > 0 {
+		var info runInfo
+		if json.Unmarshal(evs[0].Data, &info) == nil && len(info.Modes) > 0 {
+			modes, subgraphs = map[string]bool{}, info.Subgraphs
+			for _, m := range info.Modes {
+				modes[m] = true
+			}
+		}
+	}
+	evs, err := s.store.Events(ctx, rec.RunID, 0)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if lr := s.live[rec.RunID]; lr != nil {
+		return lr
+	}
+	if err != nil || s.ctx.Err() != nil || s.active[rec.ThreadID] != nil {
+		_ = l.Release(context.WithoutCancel(ctx), key, s.holder)
+		return nil
+	}
+	s.log.Info("adopting a run whose server stopped", "run", rec.RunID, "thread", rec.ThreadID, "events", len(evs))
+	lr = &liveRun{rec: rec, asst: asst, modes: modes, subgraphs: subgraphs, adopted: true,
+		events: evs, persisted: int64(len(evs)),
+		finished: make(chan struct{}), wake: make(chan struct{}, 1), persister: make(chan struct{})}
+	s.live[rec.RunID] = lr
+	s.start(lr)
+	return lr
+}
+
+// adoptStopped adopts the runs going on in the fleet whose servers have
+// stopped: a server does so when it starts.
+func (s *Server) adoptStopped() {
+	l, ok := s.store.(unfinishedRunLister)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, recoverTimeout)
+	defer cancel()
+	runs, err := l.unfinishedRuns(ctx)
+	if err != nil {
+		s.log.Error("listing the fleet's runs going on", "err", err)
+		return
+	}
+	for _, r := range runs {
+		s.adopt(ctx, r)
+	}
+}
+
+// LastEvent returns a log's last event; ok is false when it has none.
+func (m *MemoryStore) LastEvent(ctx context.Context, runID string) (ev StoredEvent, ok bool, err error) {
+	return m.lastEvent(ctx, runID)
+}
+
+// LastEvent returns a log's last event; ok is false when it has none.
+func (s *SQLStore) LastEvent(ctx context.Context, runID string) (ev StoredEvent, ok bool, err error) {
+	return s.lastEvent(ctx, runID)
+}

@@ -1,0 +1,172 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sync"
+	"testing"
+
+	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/internal/pgtest"
+	"github.com/deepagents-go/deepagents/runner"
+)
+
+// localExecutor is an Executor that runs runs in this process, shared by
+// the servers of a test fleet: what one starts, another cancels.
+type localExecutor struct {
+	saver checkpoint.Saver
+	mu    sync.Mutex
+	runs  map[string]context.CancelCauseFunc
+}
+
+func (e *localExecutor) Execute(ctx context.Context, run ExecRun) iter.Seq2[agent.Event, error] {
+	ctx, cancel := context.WithCancelCause(ctx)
+	e.mu.Lock()
+	if e.runs[run.RunID] != nil {
+		cancel(fmt.Errorf("%w: through another server, before it started", errRunCancelled)) // see Cancel
+	}
+	e.runs[run.RunID] = cancel
+	e.mu.Unlock()
+	// Without the thread's lease, as a workflow that has not taken it yet:
+	// only the fleet's own check keeps a second run of the thread out.
+	opts := []agent.RunOption{runner.Checkpoints(struct{ checkpoint.RunStore }{e.saver}, run.Thread)}
+	if len(run.Decisions) > 0 {
+		opts = append(opts, agent.WithDecisions(run.Decisions...))
+	}
+	return func(yield func(agent.Event, error) bool) {
+		defer cancel(nil)
+		for ev, err := range run.Agent.Run(ctx, agent.Input{Messages: run.Input}, opts...) {
+			if !yield(ev, err) {
+				return
+			}
+		}
+	}
+}
+
+func (e *localExecutor) Cancel(_ context.Context, _, runID string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if c := e.runs[runID]; c != nil {
+		c(fmt.Errorf("%w: through another server", errRunCancelled))
+	} else {
+		// Not started yet: Execute cancels it at once.
+		e.runs[runID] = func(error) {}
+	}
+	return nil
+}
+
+// newFleet is two servers on one store, saver and executor.
+func newFleet(t *testing.T, stepDelayMS float64) (*harness, *harness) {
+	st, err := OpenSQLStore(context.Background(), "sqlite", filepath.Join(t.TempDir(), "fleet.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	saver := checkpoint.NewMemory(0)
+	ex := &localExecutor{saver: saver, runs: map[string]context.CancelCauseFunc{}}
+	a, err := DemoAgent("researcher", stepDelayMS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Agents: []AgentSpec{{Name: "researcher", Agent: a}}, Saver: saver, Store: st, Executor: ex}
+	return newHarness(t, cfg), newHarness(t, cfg)
+}
+
+// A run one server of a fleet started is streamed, rejoined, joined and
+// reported by another from the shared store, as the first streams it.
+func TestFleetFollowsARunAnotherServerRuns(t *testing.T) {
+	h1, h2 := newFleet(t, 150)
+	var run Run
+	h1.json("POST", "/threads/T/runs", map[string]any{"assistant_id": "researcher", "if_not_exists": "create",
+		"stream_mode": []string{"values", "updates", "messages-tuple"}, "input": map[string]any{"messages": []map[string]string{{"role": "user", "content": "hi"}}}}, 200, &run)
+	var got Run
+	h2.json("GET", "/threads/T/runs/"+run.RunID, nil, 200, &got)
+	if got.Status != runPending && got.Status != runRunning {
+		t.Fatalf("the other server reports the run %s while it runs", got.Status)
+	}
+	h2.json("POST", "/threads/T/runs", map[string]any{"assistant_id": "researcher", "multitask_strategy": "enqueue",
+		"input": map[string]any{"messages": []map[string]string{{"role": "user", "content": "more"}}}}, 409, nil)
+	_, other := h2.stream("GET", "/threads/T/runs/"+run.RunID+"/stream", nil)
+	_, own := h1.stream("GET", "/threads/T/runs/"+run.RunID+"/stream", nil)
+	if len(other) < 5 || !reflect.DeepEqual(other, own) {
+		t.Fatalf("the other server streamed %d events, the one that ran it %d; they differ", len(other), len(own))
+	}
+	_, tail := h2.stream("GET", "/threads/T/runs/"+run.RunID+"/stream", nil, "Last-Event-ID", "3")
+	if !reflect.DeepEqual(tail, own[3:]) {
+		t.Fatalf("a rejoin after event 3 got %d events, want the %d after it", len(tail), len(own)-3)
+	}
+	h2.json("GET", "/threads/T/runs/"+run.RunID, nil, 200, &got)
+	if got.Status != runInterrupted {
+		t.Fatalf("the run ended %s on the other server, want interrupted (the demo's write waits)", got.Status)
+	}
+}
+
+// A run cancelled through another server of the fleet stops.
+func TestFleetCancelsThroughAnotherServer(t *testing.T) {
+	h1, h2 := newFleet(t, 0)
+	var run Run
+	h1.json("POST", "/threads/T/runs", map[string]any{"assistant_id": "researcher", "if_not_exists": "create",
+		"input": map[string]any{"messages": []map[string]string{{"role": "user", "content": "slow"}}}}, 200, &run)
+	h2.json("POST", "/threads/T/runs/"+run.RunID+"/cancel?wait=1", nil, 202, nil)
+	var got Run
+	h1.json("GET", "/threads/T/runs/"+run.RunID, nil, 200, &got)
+	if got.Status != runInterrupted {
+		t.Fatalf("the run is %s after a cancel through the other server, want interrupted", got.Status)
+	}
+}
+
+// Writers that do not know each other's numbers append to one log without
+// losing or reordering an event of any of them.
+func TestAppendNextNumbersEvents(t *testing.T) {
+	st, err := OpenSQLStore(context.Background(), "sqlite", filepath.Join(t.TempDir(), "next.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	stores := map[string]interface {
+		Store
+		AppendNext(context.Context, string, []StoredEvent) error
+	}{"sqlite": st, "memory": NewMemoryStore()}
+	if os.Getenv(pgtest.EnvDSN) != "" {
+		// Writers race for each number in PostgreSQL: the loser tries again.
+		dsn, schema := pgtest.Schema(t)
+		pg, err := OpenSQLStore(context.Background(), "postgres", withSearchPath(dsn, schema))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pg.Close()
+		stores["postgres"] = pg
+	}
+	for name, s := range stores {
+		var wg sync.WaitGroup
+		for w := range 4 {
+			wg.Go(func() {
+				for i := range 10 {
+					if err := s.AppendNext(context.Background(), "log", []StoredEvent{{Event: fmt.Sprint(w), Data: []byte(fmt.Sprint(i))}}); err != nil {
+						t.Error(err)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		evs, err := s.Events(context.Background(), "log", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		next := map[string]int{}
+		for i, e := range evs {
+			if e.Seq != int64(i+1) || string(e.Data) != fmt.Sprint(next[e.Event]) {
+				t.Fatalf("%s: event %d is %d %s=%s", name, i, e.Seq, e.Event, e.Data)
+			}
+			next[e.Event]++
+		}
+		if len(evs) != 40 {
+			t.Fatalf("%s: %d events, want 40", name, len(evs))
+		}
+	}
+}
