@@ -126,6 +126,12 @@ func (g *Registry) Agent(name string, a *agent.Agent) error {
 	return nil
 }
 
+// Lookup returns the agent registered as name.
+func (g *Registry) Lookup(name string) (*agent.Agent, bool) {
+	a, ok := g.agents[name]
+	return a, ok
+}
+
 // delegator is a tool that runs subagents it names (subagent.Task).
 type delegator interface {
 	agent.Delegator

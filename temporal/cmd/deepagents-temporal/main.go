@@ -41,6 +41,7 @@ var commands = []command{
 	{"run", "start a run on a thread and follow it to its end", runCmd},
 	{"resume", "resume a thread's unfinished run and follow it", resumeCmd},
 	{"approve", "list a run's waiting calls and send decisions on them", approveCmd},
+	{"serve", "serve the HTTP API, running its runs as workflows on the workers", serveCmd},
 	{"bench", "measure concurrent runs on worker processes, or in process", benchCmd},
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -125,7 +126,7 @@ Read carefully.
 `)
 	reg := temporal.NewRegistry()
 	var stderr strings.Builder
-	if err := configAgent(t.Context(), reg, "main", project, "", &stderr); err != nil {
+	if err := configAgent(t.Context(), reg, "main", project, "", nil, &stderr); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{`tool "execute" is left out`, "its MCP servers are left out", "execute, skills and AGENTS.md memory are left out"} {
@@ -134,8 +135,56 @@ Read carefully.
 		}
 	}
 	var none strings.Builder
-	err := configAgent(t.Context(), reg, "other", t.TempDir(), "nosuch:model", &none)
+	err := configAgent(t.Context(), reg, "other", t.TempDir(), "nosuch:model", nil, &none)
 	if err == nil || !strings.Contains(err.Error(), "nosuch") {
 		t.Fatalf("an unknown provider: %v", err)
+	}
+}
+
+// With --root, the project's agent works on the directory: it has the
+// execute tool (commands unsandboxed here, with --no-sandbox), its files
+// are the directory's, and the registry accepts it. A relative --root, or
+// one with --demo, is a usage error.
+func TestWorkerRootGivesTheAgentTheDirectory(t *testing.T) {
+	project, root := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(project, "deepagents.toml"), []byte(`model = "local:m"
+[providers.local]
+type = "openai-compatible"
+base_url = "http://127.0.0.1:1/v1"
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reg := temporal.NewRegistry()
+	var stderr strings.Builder
+	dir, err := openWorkDir(t.Context(), reg, workerFlags{root: root, noSandbox: true}, &stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.close()
+	if !strings.Contains(stderr.String(), "UNSANDBOXED in "+root) {
+		t.Errorf("notices %q; want the unsandboxed warning", stderr.String())
+	}
+	if err := configAgent(t.Context(), reg, "main", project, "", dir, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	a, ok := reg.Lookup("main")
+	if !ok {
+		t.Fatal("no agent main")
+	}
+	var names []string
+	for _, tl := range a.Tools() {
+		names = append(names, tl.Spec().Name)
+	}
+	if !slices.Contains(names, "execute") || a.Config().Backend == nil {
+		t.Errorf("tools %v, backend %v; want execute on the directory", names, a.Config().Backend)
+	}
+	if strings.Contains(stderr.String(), "execute, skills") {
+		t.Errorf("notices %q: execute is not left out with --root", stderr.String())
+	}
+	for _, args := range [][]string{{"--root", "relative/dir", "--model", "x:y"}, {"--root", root, "--demo"}} {
+		var out, errOut strings.Builder
+		if st := dispatch(t.Context(), append([]string{"worker"}, args...), &out, &errOut); st != exitUsage {
+			t.Errorf("worker %v: status %d (%s); want a usage error", args, st, errOut.String())
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -29,11 +30,12 @@ import (
 	"github.com/deepagents-go/deepagents/subagent"
 	"github.com/deepagents-go/deepagents/temporal"
 	"github.com/deepagents-go/deepagents/tool"
+	"github.com/deepagents-go/deepagents/vfs"
 )
 
 const workerSynopsis = `
 worker [--address HOST:PORT] [--namespace NS] [--task-queue Q] [--db sqlite:PATH|PATH|postgres://...]
-       [--demo | --project DIR [--model PROVIDER:MODEL]]
+       [--demo | --project DIR [--model PROVIDER:MODEL] [--root DIR [--no-sandbox] [--allow-execute]]]
 
 Starts a worker that runs RunAgent workflows (one per agent run) on the task queue, and
 prints one line when it is ready. SIGINT or SIGTERM stops it: it finishes the workflow
@@ -53,8 +55,12 @@ Agents:
               approvals (interrupt_on), permissions, and the subagents of its agent files
               (.deepagents/agents/*.md) with the file tools they name. The agent's files are
               the run's own, kept in the thread; it has the file tools, write_todos and task.
-              Left out, with a notice: execute (it needs a shell on a real directory), MCP
-              servers, skills and AGENTS.md memory (their I/O would run in workflow code).
+              With --root DIR its files are that directory instead, and it has execute (in a
+              sandbox unless --no-sandbox; each command waits for an approval unless
+              --allow-execute): every file operation and command is an activity that runs on
+              a worker started with the same --root. Left out, with a notice: execute without
+              --root, MCP servers, skills and AGENTS.md memory (their I/O would run in
+              workflow code).
 `
 
 // workerFlags are the worker command's flags.
@@ -62,9 +68,13 @@ type workerFlags struct {
 	conn
 	db, project, model string
 	demo               bool
-	stopTimeout        time.Duration
-	approvalTimeout    time.Duration
-	verbose            bool
+	// root is the real directory the agent's files are on; the others
+	// say how its commands run.
+	root                             string
+	noSandbox, network, allowExecute bool
+	stopTimeout                      time.Duration
+	approvalTimeout                  time.Duration
+	verbose                          bool
 }
 
 func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -75,6 +85,10 @@ func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.BoolVar(&f.demo, "demo", false, "register the scripted demo agent \"demo\" (no API key) instead of the project's agent")
 	fs.StringVar(&f.project, "project", "", "project `directory` whose configuration builds the agent \"main\" (default: the current directory)")
 	fs.StringVar(&f.model, "model", "", "the agent's model as `provider:model` (default: the configuration's, else the first provider whose API key is set)")
+	fs.StringVar(&f.root, "root", "", "a real `directory` the agent's files are on, as with \"deepagents run --root\": its file operations and commands run on workers started with the same --root (an absolute path)")
+	fs.BoolVar(&f.noSandbox, "no-sandbox", false, "with --root, let execute run commands WITHOUT a sandbox (full access to the worker's files and network)")
+	fs.BoolVar(&f.network, "sandbox-network", false, "with --root, let execute's sandboxed commands use the network")
+	fs.BoolVar(&f.allowExecute, "allow-execute", false, "with --root, run commands without asking (by default each execute call waits for an approval)")
 	fs.DurationVar(&f.stopTimeout, "stop-timeout", 30*time.Second, "how long a stopping worker waits for the tasks it holds")
 	fs.DurationVar(&f.approvalTimeout, "approval-timeout", temporal.DefaultApprovalTimeout, "how long a run waiting for decisions keeps its workflow open; then it ends interrupted, to be resumed with resume")
 	fs.BoolVar(&f.verbose, "v", false, "print the Temporal SDK's informational log lines too")
@@ -97,23 +111,47 @@ func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	reg := temporal.NewRegistry()
 	reg.ApprovalTimeout = f.approvalTimeout
 	if f.db != "" {
-		store, closeStore, err := openStore(ctx, f.db)
+		d, err := databaseOf(f.db)
+		if err != nil {
+			return fail(stderr, "worker", exitUsage, err)
+		}
+		store, closeStore, err := openDatabase(ctx, d)
 		if err != nil {
 			return fail(stderr, "worker", exitFailed, err)
 		}
 		defer closeStore()
 		reg.Store = store
+		// The runs a "deepagents-temporal serve" starts publish their
+		// events into its store, in the same database.
+		events, closeEvents, err := serverEvents(ctx, d)
+		if err != nil {
+			return fail(stderr, "worker", exitFailed, err)
+		}
+		defer closeEvents()
+		reg.Events = events
 	} else {
 		fmt.Fprintln(stderr, "deepagents-temporal worker: no --db: each run's thread lives in its workflow's memory, and a thread cannot be continued by a new workflow (give the CLI's database with --db)")
 	}
 
 	names := []string{"main"}
 	var err error
+	var dir *workDir
+	if f.root != "" {
+		if f.demo {
+			return fail(stderr, "worker", exitUsage, errors.New("--demo keeps its files in each run's thread: it takes no --root"))
+		}
+		if dir, err = openWorkDir(ctx, reg, f, stderr); err != nil {
+			return fail(stderr, "worker", exitUsage, err)
+		}
+		defer dir.close()
+	} else if f.noSandbox || f.network || f.allowExecute {
+		fmt.Fprintln(stderr, "deepagents-temporal worker: note: there is no execute tool without --root, so --no-sandbox, --sandbox-network and --allow-execute do nothing")
+	}
 	if f.demo {
 		names[0] = "demo"
 		err = demoAgent(reg, "demo")
 	} else {
-		err = configAgent(ctx, reg, "main", f.project, f.model, stderr)
+		err = configAgent(ctx, reg, "main", f.project, f.model, dir, stderr)
 	}
 	if err == nil {
 		err = testAgents(reg, &names)
@@ -147,18 +185,33 @@ func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 // does: sqlite:PATH or a plain path (made with its directory when
 // missing), or a PostgreSQL URL. Its calls are bounded by timeouts.
 func openStore(ctx context.Context, spec string) (checkpoint.RunStore, func(), error) {
+	d, err := databaseOf(spec)
+	if err != nil {
+		return nil, nil, err
+	}
+	return openDatabase(ctx, d)
+}
+
+// databaseOf reads a --db value: sqlite:PATH or a plain path, or a
+// PostgreSQL URL.
+func databaseOf(spec string) (config.Database, error) {
 	low := strings.ToLower(spec)
 	if !strings.HasPrefix(low, "sqlite:") && !strings.HasPrefix(low, "postgres:") && !strings.HasPrefix(low, "postgresql:") {
 		if strings.Contains(spec, "://") {
-			return nil, nil, fmt.Errorf(`--db: %q is not a database deepagents uses: give sqlite:PATH, a file path, or postgres://USER@HOST/DB`, spec)
+			return config.Database{}, fmt.Errorf(`--db: %q is not a database deepagents uses: give sqlite:PATH, a file path, or postgres://USER@HOST/DB`, spec)
 		}
 		spec = "sqlite:" + spec
 	}
 	cwd, _ := os.Getwd()
 	d, err := config.ParseDatabase(spec, cwd)
 	if err != nil {
-		return nil, nil, fmt.Errorf("--db: %w", err)
+		return d, fmt.Errorf("--db: %w", err)
 	}
+	return d, nil
+}
+
+// openDatabase opens the thread store of d.
+func openDatabase(ctx context.Context, d config.Database) (checkpoint.RunStore, func(), error) {
 	switch d.Kind {
 	case config.SQLite:
 		if err := os.MkdirAll(filepath.Dir(d.Path), 0o700); err != nil {
@@ -200,7 +253,7 @@ func demoAgent(reg *temporal.Registry, name string) error {
 // configAgent registers under name the agent the project's configuration
 // describes, as far as a worker can run it (see the command's help), and
 // says on stderr what it leaves out.
-func configAgent(ctx context.Context, reg *temporal.Registry, name, project, modelRef string, stderr io.Writer) error {
+func configAgent(ctx context.Context, reg *temporal.Registry, name, project, modelRef string, dir *workDir, stderr io.Writer) error {
 	if project == "" {
 		project, _ = os.Getwd()
 	}
@@ -283,12 +336,31 @@ func configAgent(ctx context.Context, reg *temporal.Registry, name, project, mod
 	if servers, err := mcp.Load(mcp.Sources(home, project)); err == nil && len(servers) > 0 {
 		notice("%d MCP server(s) configured are left out: MCP calls do not run on a worker yet", len(servers))
 	}
-	notice("execute, skills and AGENTS.md memory are left out: a worker keeps each run's files in its thread, not on a directory")
+	if dir == nil {
+		notice("execute, skills and AGENTS.md memory are left out: a worker keeps each run's files in its thread, not on a directory (give --root for one)")
+	} else {
+		notice("skills and AGENTS.md memory are left out: their reads would run in workflow code")
+	}
 
+	gates := cfg.InterruptOn
+	var backend vfs.Backend
+	if dir != nil {
+		backend = dir.backend
+		if !dir.allowExecute {
+			gates = maps.Clone(gates)
+			if gates == nil {
+				gates = map[string]approve.Policy{}
+			}
+			if _, ok := gates[fstools.ExecuteName]; !ok {
+				gates[fstools.ExecuteName] = approve.Policy{}
+			}
+		}
+	}
 	dc := deepagents.Config{
+		Backend: backend, Execute: fstools.ExecuteOptions{Network: dir != nil && dir.network, Unsandboxed: dir != nil && dir.unsandboxed},
 		Name: name, Model: model, SystemPrompt: cfg.SystemPrompt, Subagents: specs,
 		MaxSteps: cfg.MaxSteps, MaxParallel: cfg.MaxParallel, Reasoning: cfg.Reasoning,
-		InterruptOn: cfg.InterruptOn, Permissions: cfg.Permissions, Todos: true,
+		InterruptOn: gates, Permissions: cfg.Permissions, Todos: true,
 		ResponseLimits: llm.ResponseLimits{MaxBytes: cfg.MaxResponseBytes, MaxToolCalls: cfg.MaxToolCalls},
 	}
 	a, err := deepagents.New(dc)
