@@ -175,10 +175,16 @@ func (r *Runtime) RunChild(ctx context.Context, c agent.ChildRun) (*agent.Result
 	}
 	w := &childWF{}
 	r.wait(func(wc workflow.Context) {
-		cctx, cancel := workflow.WithCancel(workflow.WithChildOptions(wc, workflow.ChildWorkflowOptions{
+		opts := workflow.ChildWorkflowOptions{
 			ParentClosePolicy:   enumspb.PARENT_CLOSE_POLICY_REQUEST_CANCEL,
 			WaitForCancellation: true,
-		}))
+		}
+		// A served run's children publish their events as its own do:
+		// their ids say which run they belong to.
+		if id := workflow.GetInfo(wc).WorkflowExecution.ID; isServed(id) {
+			opts.WorkflowID = servedChildID(id, path)
+		}
+		cctx, cancel := workflow.WithCancel(workflow.WithChildOptions(wc, opts))
 		w.sig = workflow.GetSignalChannel(wc, in.Signal)
 		w.f, w.cancel = workflow.ExecuteChildWorkflow(cctx, RunSubagentWorkflow, in), cancel
 	})

@@ -101,10 +101,37 @@ const servePrefix = "deepagents-serve/"
 // server: a server that restarts, or another one, finds it from the run.
 func WorkflowID(thread, runID string) string { return servePrefix + thread + "/" + runID }
 
-// servedThread is the thread of a workflow a server started, from its id;
-// ok is false for any other workflow.
+// childMark separates a served run's workflow id from the rest of the id
+// of a child workflow of its (a subagent's).
+const childMark = "~"
+
+// isServed reports whether workflowID is that of a workflow a server
+// started, or of a child of one.
+func isServed(workflowID string) bool { _, ok := servedThread(workflowID); return ok }
+
+// servedChildID is the id of the child workflow that runs the subagent at
+// path for the served workflow parent (itself a run's, or a child's).
+func servedChildID(parent string, path agent.Path) string {
+	last := path.Last()
+	return parent + childMark + strings.NewReplacer("/", "-", childMark, "-").Replace(last.Name+"#"+last.CallID)
+}
+
+// servedRun is the workflow id of the served run workflowID belongs to:
+// its own, or its parent run's when it is a child's.
+func servedRun(workflowID string) string {
+	// A thread's id may hold the mark; the run's id (after the last
+	// slash) and the children's parts (which hold no slash) do not.
+	i := strings.LastIndexByte(workflowID, '/') + 1
+	if j := strings.Index(workflowID[i:], childMark); j >= 0 {
+		return workflowID[:i+j]
+	}
+	return workflowID
+}
+
+// servedThread is the thread of a workflow a server started (or of a
+// child of one), from its id; ok is false for any other workflow.
 func servedThread(workflowID string) (thread string, ok bool) {
-	rest, ok := strings.CutPrefix(workflowID, servePrefix)
+	rest, ok := strings.CutPrefix(servedRun(workflowID), servePrefix)
 	i := strings.LastIndexByte(rest, '/')
 	if !ok || i <= 0 {
 		return "", false
@@ -131,7 +158,7 @@ func (g *Registry) publisher(ctx context.Context) *publisher {
 	if !ok {
 		return nil
 	}
-	return &publisher{ev: g.Events, ctx: ctx, thread: thread, workflow: info.WorkflowExecution.ID, attempt: int(info.Attempt)}
+	return &publisher{ev: g.Events, ctx: ctx, thread: thread, workflow: servedRun(info.WorkflowExecution.ID), attempt: int(info.Attempt)}
 }
 
 // publish sends evs; a failure is logged, not the activity's: the run goes

@@ -90,3 +90,21 @@ func TestServedRunPublishesItsEvents(t *testing.T) {
 		t.Fatalf("a workflow no server started published %d events", n)
 	}
 }
+
+// A served run's child workflows, and theirs, belong to the run and its
+// thread, whatever the thread's id holds.
+func TestServedChildIDsBelongToTheirRun(t *testing.T) {
+	for _, thread := range []string{"T", "a~b", "x/y~z"} {
+		run := temporal.WorkflowID(thread, "run-1")
+		child := temporal.ServedChildID(run, agent.RootPath("p").Child("helper", "call/1"))
+		grandchild := temporal.ServedChildID(child, agent.RootPath("p").Child("helper", "call/1").Child("sub", "c~2"))
+		for _, id := range []string{run, child, grandchild} {
+			if got := temporal.ServedRun(id); got != run {
+				t.Errorf("ServedRun(%q) = %q, want %q", id, got, run)
+			}
+		}
+	}
+	if got := temporal.ServedRun("deepagents-thread-T"); got != "deepagents-thread-T" {
+		t.Errorf("an unserved id became %q", got)
+	}
+}

@@ -356,10 +356,14 @@ func killAWorker(t *testing.T, db string, files func(thread string) map[string]s
 		t.Errorf("the run killed ran %v, the run left alone %v", ran, calmRan)
 	}
 
-	h := history(ctx, t, c, killed)
+	// The subagent's activities are in its child workflow's history.
+	var recs []*activityRecord
+	for _, h := range historyTree(ctx, t, c, killed.GetID(), killed.GetRunID()) {
+		recs = append(recs, activities(t, h)...)
+	}
 	byA, byB := fmt.Sprintf("%d@", a.cmd.Process.Pid), fmt.Sprintf("%d@", b.cmd.Process.Pid)
 	var onA, onB, lost []string
-	for _, r := range activities(t, h) {
+	for _, r := range recs {
 		switch {
 		case r.completed && ran[r.key] != 1:
 			t.Errorf("activity %s completed in the history but ran %d times", r.key, ran[r.key])
@@ -543,4 +547,26 @@ func TestLaptopThenBinaryOnADevServer(t *testing.T) {
 	if !strings.HasPrefix(res.State.Files["/report.md"].Content, "# Report") {
 		t.Fatalf("the laptop's second turn does not see the report the worker wrote: %q", res.State.Files)
 	}
+}
+
+// historyTree is the history of the workflow id/runID and those of its
+// child workflows, theirs included.
+func historyTree(ctx context.Context, t *testing.T, c client.Client, id, runID string) []*historypb.History {
+	t.Helper()
+	var h historypb.History
+	for it := c.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT); it.HasNext(); {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Events = append(h.Events, ev)
+	}
+	out := []*historypb.History{&h}
+	for _, ev := range h.Events {
+		if ev.GetEventType() == enumspb.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED {
+			we := ev.GetChildWorkflowExecutionStartedEventAttributes().GetWorkflowExecution()
+			out = append(out, historyTree(ctx, t, c, we.GetWorkflowId(), we.GetRunId())...)
+		}
+	}
+	return out
 }

@@ -300,20 +300,20 @@ func benchOnTemporal(ctx context.Context, f conn, runs, workers int, stderr io.W
 		res.RSSKB = append(res.RSSKB, peakRSS(p.Process.Pid))
 	}
 
-	// Step latency: each model activity from scheduled to completed.
+	// Step latency: each model activity from scheduled to completed, in
+	// the runs' workflows and in their subagents' child workflows.
 	var steps []time.Duration
-	for i := range runs {
-		if !okc[i] {
-			continue
-		}
+	var read func(id, runID string) error
+	read = func(id, runID string) error {
 		scheduled := map[int64]time.Time{}
 		hctx, cancel := context.WithTimeout(ctx, time.Minute)
-		it := c.GetWorkflowHistory(hctx, prefix+strconv.Itoa(i), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		defer cancel()
+		it := c.GetWorkflowHistory(hctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		var children [][2]string
 		for it.HasNext() {
 			ev, err := it.Next()
 			if err != nil {
-				cancel()
-				return res, fmt.Errorf("reading the history of run %d: %w", i, err)
+				return fmt.Errorf("reading the history of %s: %w", id, err)
 			}
 			switch ev.GetEventType() {
 			case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
@@ -324,9 +324,25 @@ func benchOnTemporal(ctx context.Context, f conn, runs, workers int, stderr io.W
 				if t0, ok := scheduled[ev.GetActivityTaskCompletedEventAttributes().GetScheduledEventId()]; ok {
 					steps = append(steps, ev.GetEventTime().AsTime().Sub(t0))
 				}
+			case enumspb.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED:
+				we := ev.GetChildWorkflowExecutionStartedEventAttributes().GetWorkflowExecution()
+				children = append(children, [2]string{we.GetWorkflowId(), we.GetRunId()})
 			}
 		}
-		cancel()
+		for _, ch := range children {
+			if err := read(ch[0], ch[1]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for i := range runs {
+		if !okc[i] {
+			continue
+		}
+		if err := read(prefix+strconv.Itoa(i), ""); err != nil {
+			return res, err
+		}
 	}
 	res.Steps = len(steps)
 	res.StepP50, res.StepP99 = percentile(steps, 50), percentile(steps, 99)

@@ -30,7 +30,10 @@ func TestUsageErrors(t *testing.T) {
 		want string
 	}{
 		{nil, "usage: deepagents-temporal COMMAND"},
-		{[]string{"serve"}, `unknown command "serve"`},
+		{[]string{"nosuch"}, `unknown command "nosuch"`},
+		{[]string{"serve"}, "--db is required"},
+		{[]string{"serve", "--db", "x.db", "--demo", "--root", "/r"}, "--demo serves the scripted demo agent: it takes no --root"},
+		{[]string{"worker", "--demo", "--db", "mysql://x"}, `--db: "mysql://x" is not a database deepagents uses`},
 		{[]string{"run", "hello"}, "--thread is required"},
 		{[]string{"run", "--thread", "T"}, "give the prompt as one argument"},
 		{[]string{"run", "--thread", "T", "  "}, "to resume a thread's unfinished run use resume"},
@@ -47,11 +50,15 @@ func TestUsageErrors(t *testing.T) {
 			t.Errorf("%q: status %d, stderr %q; want 2 and %q", tc.args, st, errOut, tc.want)
 		}
 	}
-	// A database the worker cannot use is refused before Temporal is
-	// dialled.
-	st, _, errOut := run(t, "worker", "--demo", "--db", "mysql://x")
-	if st != exitFailed || !strings.Contains(errOut, `--db: "mysql://x" is not a database deepagents uses`) {
-		t.Errorf("--db mysql://x: status %d, stderr %q", st, errOut)
+	// A database that cannot be opened is a failure, found before
+	// Temporal is dialled.
+	notDir := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(notDir, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st, _, errOut := run(t, "worker", "--demo", "--db", "sqlite:"+filepath.Join(notDir, "x.db"))
+	if st != exitFailed || !strings.Contains(errOut, "thread database") {
+		t.Errorf("--db on a missing directory: status %d, stderr %q", st, errOut)
 	}
 }
 

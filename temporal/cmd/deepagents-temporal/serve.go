@@ -63,6 +63,9 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if f.demo && (f.project != "" || f.model != "") {
 		return fail(stderr, "serve", exitUsage, errors.New("--demo serves the scripted demo agent: it takes neither --project nor --model"))
 	}
+	if f.demo && f.root != "" {
+		return fail(stderr, "serve", exitUsage, errors.New("--demo serves the scripted demo agent: it takes no --root"))
+	}
 	var token string
 	if f.tokenEnv != "" {
 		if token = os.Getenv(f.tokenEnv); token == "" {
