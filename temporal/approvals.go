@@ -56,8 +56,11 @@ type approvals struct {
 	// ends.
 	continues bool
 	until     time.Time
-	// rt is the run's runtime, which knows its waiting children.
-	rt *Runtime
+	// rt is the run's runtime, which knows its waiting children; started
+	// is set when this workflow run started at the wait, after a
+	// continue-as-new.
+	rt      *Runtime
+	started bool
 }
 
 // approvals puts the pending query and the decide update on the workflow
@@ -164,7 +167,7 @@ func (g *Registry) await(ctx workflow.Context, ap *approvals, res *agent.Result,
 		}
 		// A subagent whose child workflow waits too would be cancelled
 		// with this run: then the wait stays here.
-		if ap.continues && (ap.rt == nil || len(ap.rt.waiting) == 0) && g.continueNow(ctx) {
+		if ap.continues && !ap.started && (ap.rt == nil || len(ap.rt.waiting) == 0) && g.continueNow(ctx, 0) {
 			// The wait goes on in a new workflow run, with a short history.
 			return res, errContinue
 		}
@@ -176,7 +179,7 @@ func (g *Registry) await(ctx workflow.Context, ap *approvals, res *agent.Result,
 			return res, err
 		}
 		ds := ap.taken
-		ap.pending, ap.taken, ap.until = nil, nil, time.Time{}
+		ap.pending, ap.taken, ap.until, ap.started = nil, nil, time.Time{}, false
 		res, err = resume(ds)
 	}
 	return res, err

@@ -119,6 +119,13 @@ func (g *Registry) Files(ctx context.Context, in FilesOp) (*FilesOut, error) {
 	if err != nil {
 		return nil, crossFilesError(err)
 	}
+	// A result Temporal would refuse fails here, with a reason the tool
+	// passes on (a file or a listing too large for one activity).
+	if n, err := g.payloadSize(out); err != nil || n > MaxPayload {
+		return nil, sdktemporal.NewNonRetryableApplicationError(fmt.Sprintf(
+			"the %s of %s is %d bytes compressed, over the %d one activity may return: read a smaller file, or search a smaller directory", in.Op, in.Path, n, MaxPayload),
+			filesErrorType, nil, "")
+	}
 	return out, nil
 }
 

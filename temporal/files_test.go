@@ -255,3 +255,44 @@ func TestSubagentOnADirectoryWritesThroughIt(t *testing.T) {
 		t.Errorf("the parent's run changed %v, want the child's write counted", s.Changed)
 	}
 }
+
+// A file too large for one activity's result is refused in the activity,
+// and the read's error says so to the model.
+func TestAFileTooLargeForAnActivityIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "big.txt"), []byte(bigText("big", 4<<20)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reg := temporal.NewRegistry()
+	reg.Store = openStore(t)
+	m := reg.Model("scripted", scripted.New(scripted.Script{"coder": {Steps: []scripted.Step{
+		step("", tc("read_file", `{"file_path":"/big.txt","limit":5}`)),
+		step("read"),
+	}}}, scripted.Options{}))
+	fs, err := osfs.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := mustAgent(t, agent.Config{Name: "coder", Model: m, Tools: fstools.Tools(), Backend: reg.Directory(dir, fs)})
+	if err := reg.Agent("coder", a); err != nil {
+		t.Fatal(err)
+	}
+	env := newEnv(t, reg)
+	env.ExecuteWorkflow(temporal.RunAgentWorkflow, temporal.RunInput{Agent: "coder", Thread: "B", Input: "read it"})
+	if s := summary(t, env); s.Status != agent.StatusOK {
+		t.Fatalf("summary %+v", s)
+	}
+	cp, err := reg.Store.Get(context.Background(), checkpoint.Ref{ThreadID: "B"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var answer string
+	for _, m := range cp.State.Messages {
+		if m.Name == "read_file" {
+			answer = m.Content
+		}
+	}
+	if !strings.Contains(answer, "over the") || !strings.Contains(answer, "one activity may return") {
+		t.Errorf("the read answered %.300q", answer)
+	}
+}

@@ -81,9 +81,12 @@ type Registry struct {
 	SessionTimeout time.Duration
 	// ContinueAfter is the history length, in events, past which a run on
 	// a stored thread continues as new (after its next step is saved, or
-	// at an approval wait), or when the server suggests it; zero is
-	// DefaultContinueAfter, negative never.
+	// at an approval wait); zero is DefaultContinueAfter, negative never.
 	ContinueAfter int
+	// ContinueBytes is how much a run's history may grow past its size
+	// once its thread was opened before the run continues as new; zero is
+	// DefaultContinueBytes, negative no limit by size.
+	ContinueBytes int
 	// ModelRetry is the retry policy of model activities; nil is
 	// DefaultModelRetry. Which failures are retried does not depend on
 	// it (see DefaultModelRetry). Tool activities make one attempt.

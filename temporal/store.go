@@ -378,6 +378,11 @@ type wfThread struct {
 	// root is the directory of the workers the run's files are on
 	// (Registry.Directory), "" when they are the run's own.
 	root string
+	// openedSize is the history's size once the top-level run's thread
+	// was opened; continuing is set once the run stops to continue as
+	// new.
+	openedSize int
+	continuing bool
 }
 
 func newWFThread(g *Registry, rt *Runtime, id, holder string) *wfThread {
@@ -416,6 +421,9 @@ func (t *wfThread) Open(ctx context.Context, path agent.Path, o agent.Opening) (
 		}
 		rs.LegacyChildren = out.Legacy
 		t.known[path.String()] = &stored{ns: nsOf(path), id: rs.StepID, msgs: rs.Messages}
+	}
+	if !o.Nested {
+		t.openedSize = workflow.GetInfo(t.rt.cur).GetCurrentHistorySize()
 	}
 	// runner checks the decisions of a top-level run that resumes, and
 	// only then: the check is the agent's, so it runs here.
@@ -466,7 +474,10 @@ func (t *wfThread) Record(ctx context.Context, rec *agent.StepRecord) error {
 	// Right after a top-level step is saved, before any of its calls
 	// starts, nothing is in flight: a long history goes on in a new
 	// workflow run, which resumes the run from this record.
-	if rec.Kind == agent.RecordStep && !rec.Path.IsNested() && t.g.continueNow(t.rt.cur) {
+	if rec.Kind == agent.RecordStep && !rec.Path.IsNested() && t.g.continueNow(t.rt.cur, t.openedSize) {
+		// The next workflow run holds the thread as this one does (the
+		// same holder): the lease is kept for it.
+		t.continuing = true
 		return errContinue
 	}
 	key := rec.Path.String()
@@ -527,7 +538,9 @@ func (t *wfThread) Hold(ctx context.Context, now func() time.Time, lost func(err
 	})
 	return func() {
 		stop()
-		_ = t.rt.local(t.g.ReleaseLease, nil, in)
+		if !t.continuing {
+			_ = t.rt.local(t.g.ReleaseLease, nil, in)
+		}
 	}, nil
 }
 

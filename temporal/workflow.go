@@ -37,6 +37,10 @@ type RunInput struct {
 	Waiting   []agent.Interrupt `json:"waiting,omitempty"`
 	WaitUntil time.Time         `json:"wait_until,omitzero"`
 	Continued int               `json:"continued,omitempty"`
+	// Sessions is how many sessions (Registry.SessionTool) the runs
+	// before this one opened: a session does not outlive its workflow
+	// run, and the next call of a session tool says its state is gone.
+	Sessions int `json:"sessions,omitempty"`
 }
 
 // Summary is what a RunAgent workflow returns: how the run ended, not its
@@ -101,6 +105,7 @@ func (g *Registry) RunAgent(ctx workflow.Context, in RunInput) (*Summary, error)
 	}
 	rt := NewRuntime(ctx)
 	defer rt.Close()
+	rt.sess.opened = in.Sessions
 	rt.runsChildren(g, in.Agent, leaseHolder(workflow.GetInfo(ctx).WorkflowExecution.ID))
 	rctx, cancel := rt.Context()
 	defer cancel()
@@ -130,8 +135,9 @@ func (g *Registry) RunAgent(ctx workflow.Context, in RunInput) (*Summary, error)
 	}
 	var res *agent.Result
 	if len(in.Waiting) > 0 && ap.continues {
-		// Continued as new at the wait: the run waits on these calls.
-		res, ap.until = &agent.Result{Status: agent.StatusInterrupted, Interrupts: in.Waiting}, in.WaitUntil
+		// Continued as new at the wait: the run waits on these calls,
+		// here (continuing again at once would never end).
+		res, ap.until, ap.started = &agent.Result{Status: agent.StatusInterrupted, Interrupts: in.Waiting}, in.WaitUntil, true
 	} else {
 		res, err = a.Invoke(rctx, input, opts...)
 	}
@@ -143,7 +149,7 @@ func (g *Registry) RunAgent(ctx workflow.Context, in RunInput) (*Summary, error)
 		if ap.pending != nil {
 			waiting = res.Interrupts
 		}
-		return nil, continueAsNew(ctx, in, waiting, ap.until)
+		return nil, continueAsNew(ctx, in, rt, waiting, ap.until)
 	}
 	if res == nil {
 		return nil, err

@@ -30,13 +30,16 @@ database and Temporal, and a replica that stops leaves its runs going on, for an
 to follow. Use PostgreSQL when the replicas or workers are on more than one machine.
 
 Start the workers with the same --db (they publish the runs' events there) and the same
-agent (--demo, or the same project): the assistant served is the one the workers run.
+agent flags (--demo, or the same --project, --model, --root, --no-sandbox, --sandbox-network
+and --allow-execute): the assistant served describes the agent the workers run.
 `
 
 type serveFlags struct {
 	conn
 	db, project, model, listen, tokenEnv, root string
 	demo                                       bool
+	// As the workers' flags: they shape the agent the server describes.
+	network, noSandbox, allowExecute bool
 }
 
 func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -50,6 +53,9 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.StringVar(&f.project, "project", "", "project `directory` whose configuration describes the agent \"main\" (default: the current directory)")
 	fs.StringVar(&f.model, "model", "", "the agent's model as `provider:model`, as the workers were given")
 	fs.StringVar(&f.root, "root", "", "the `directory` the workers' agent works on (their --root): this process only describes that agent, with its execute tool, and never reads the directory")
+	fs.BoolVar(&f.noSandbox, "no-sandbox", false, "as the workers were given: their commands run unsandboxed")
+	fs.BoolVar(&f.network, "sandbox-network", false, "as the workers were given: their sandboxed commands use the network")
+	fs.BoolVar(&f.allowExecute, "allow-execute", false, "as the workers were given: their commands run without asking")
 	fs.StringVar(&f.tokenEnv, "token-env", "", "name of the environment `variable` holding the bearer token every request must carry (none: no token, loopback only)")
 	if st, ok := parse(fs, args); !ok {
 		return st
@@ -89,7 +95,8 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			if !filepath.IsAbs(f.root) {
 				return fail(stderr, "serve", exitUsage, fmt.Errorf("--root %s: give the absolute path the workers were given", f.root))
 			}
-			dir = &workDir{backend: reg.Directory(filepath.Clean(f.root), elsewhere{}), close: func() {}}
+			dir = &workDir{backend: reg.Directory(filepath.Clean(f.root), elsewhere{}), close: func() {},
+				network: f.network, unsandboxed: f.noSandbox, allowExecute: f.allowExecute}
 		}
 		err = configAgent(ctx, reg, name, f.project, f.model, dir, io.Discard)
 	}

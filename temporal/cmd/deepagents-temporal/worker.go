@@ -168,14 +168,28 @@ func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return fail(stderr, "worker", exitFailed, err)
 	}
 	defer c.Close()
-	w := worker.New(c, f.taskQueue, worker.Options{WorkerStopTimeout: f.stopTimeout})
+	// A worker the SDK stops for good (its namespace gone, its
+	// credentials refused) ends the process with a failure, so that a
+	// supervisor starts it again.
+	fatal := make(chan error, 1)
+	w := worker.New(c, f.taskQueue, worker.Options{WorkerStopTimeout: f.stopTimeout, OnFatalError: func(err error) {
+		select {
+		case fatal <- err:
+		default:
+		}
+	}})
 	reg.Register(w)
 	if err := w.Start(); err != nil {
 		return fail(stderr, "worker", exitFailed, fmt.Errorf("starting the worker on task queue %s: %w", f.taskQueue, err))
 	}
 	fmt.Fprintf(stdout, "deepagents-temporal worker: ready on %s, namespace %s, task queue %s, agents %s\n",
 		f.address, f.namespace, f.taskQueue, strings.Join(names, ", "))
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	case err := <-fatal:
+		w.Stop()
+		return fail(stderr, "worker", exitFailed, fmt.Errorf("the worker stopped: %w", err))
+	}
 	fmt.Fprintln(stderr, "deepagents-temporal worker: stopping")
 	w.Stop()
 	return 0
