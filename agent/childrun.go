@@ -18,13 +18,16 @@ type ChildRunner interface {
 	// process would have ended (a run that waits for a person ends
 	// StatusInterrupted and is resumed by a later RunChild of the same
 	// path, with the decisions in c.Host). ok false: the runtime does not
-	// run this one, and the caller runs it in process.
+	// run this one, and the caller runs it in process. A panic in RunChild
+	// is not recovered by the caller: an engine's own panics (a replay
+	// that does not match its history) must reach the engine.
 	RunChild(ctx context.Context, c ChildRun) (res *Result, ok bool)
 }
 
 // ChildRun is one subagent run as a nested tool would start it in process:
 // c.Agent.Run(ctx, c.Input, WithTimeout(c.Timeout), c.Host.Options...,
-// AsChild(c.Child)).
+// AsChild(c.Child)), with WithRuntime(c.Host.Runtime) first when
+// c.Host.Options is empty.
 type ChildRun struct {
 	// Agent is the subagent, Name the name the tool holds it under
 	// (Delegator.Agent), the Name of the last segment of Child.Path.
