@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -163,11 +164,11 @@ base_url = "http://127.0.0.1:1/v1"
 	}
 	reg := temporal.NewRegistry()
 	var stderr strings.Builder
-	dir, err := openWorkDir(t.Context(), reg, workerFlags{root: root, noSandbox: true}, &stderr)
-	if err != nil {
+	dir := &agentSetup{}
+	defer dir.close()
+	if err := openWorkDir(t.Context(), reg, workerFlags{root: root, noSandbox: true}, dir, &stderr); err != nil {
 		t.Fatal(err)
 	}
-	defer dir.close()
 	if !strings.Contains(stderr.String(), "UNSANDBOXED in "+root) {
 		t.Errorf("notices %q; want the unsandboxed warning", stderr.String())
 	}
@@ -192,6 +193,67 @@ base_url = "http://127.0.0.1:1/v1"
 		var out, errOut strings.Builder
 		if st := dispatch(t.Context(), append([]string{"worker"}, args...), &out, &errOut); st != exitUsage {
 			t.Errorf("worker %v: status %d (%s); want a usage error", args, st, errOut.String())
+		}
+	}
+}
+
+// The worker starts the user's MCP servers, and the project's only with
+// --trust-project-mcp; a stdio server's tools are the agent's, pinned to
+// one worker per run (session tools), and the servers stop with the
+// worker.
+func TestWorkerStartsMCPServers(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "mcpserver")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../../mcp/testdata/server").CombinedOutput(); err != nil {
+		t.Fatalf("building the test MCP server: %v\n%s", err, out)
+	}
+	home, project := t.TempDir(), t.TempDir()
+	t.Setenv("HOME", home)
+	write := func(path, text string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(project, "deepagents.toml"), `model = "local:m"
+[providers.local]
+type = "openai-compatible"
+base_url = "http://127.0.0.1:1/v1"
+`)
+	server := func(name string) string {
+		return `{"mcpServers":{"` + name + `":{"command":"` + bin + `"}}}`
+	}
+	write(filepath.Join(home, ".deepagents", ".mcp.json"), server("mine"))
+	write(filepath.Join(project, ".mcp.json"), server("theirs"))
+
+	for _, trust := range []bool{false, true} {
+		reg := temporal.NewRegistry()
+		setup := &agentSetup{}
+		setup.mcp = workerMCP(trust, &setup.closers)
+		var stderr strings.Builder
+		if err := configAgent(t.Context(), reg, "main", project, "", setup, &stderr); err != nil {
+			setup.close()
+			t.Fatal(err)
+		}
+		a, _ := reg.Lookup("main")
+		var mcpTools int
+		for _, tl := range a.Tools() {
+			if tl.Spec().Name == "pid" || strings.HasSuffix(tl.Spec().Name, "pid") {
+				mcpTools++
+			}
+		}
+		setup.close()
+		want := 1
+		if trust {
+			want = 2
+		}
+		if mcpTools != want {
+			t.Errorf("trust %v: %d pid tools, want %d (one per server started); notices:\n%s", trust, mcpTools, want, stderr.String())
+		}
+		if !trust && !strings.Contains(stderr.String(), "MCP server theirs") {
+			t.Errorf("no notice of the project's server left out: %s", stderr.String())
 		}
 	}
 }

@@ -90,12 +90,12 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if f.demo {
 		name, err = "demo", demoAgent(reg, "demo")
 	} else {
-		var dir *workDir
+		var dir *agentSetup
 		if f.root != "" {
 			if !filepath.IsAbs(f.root) {
 				return fail(stderr, "serve", exitUsage, fmt.Errorf("--root %s: give the absolute path the workers were given", f.root))
 			}
-			dir = &workDir{backend: reg.Directory(filepath.Clean(f.root), elsewhere{}), close: func() {},
+			dir = &agentSetup{backend: reg.Directory(filepath.Clean(f.root), elsewhere{}),
 				network: f.network, unsandboxed: f.noSandbox, allowExecute: f.allowExecute}
 		}
 		err = configAgent(ctx, reg, name, f.project, f.model, dir, io.Discard)

@@ -2,43 +2,56 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 
 	"github.com/deepagents-go/deepagents/sandbox"
 	"github.com/deepagents-go/deepagents/temporal"
+	"github.com/deepagents-go/deepagents/tool"
 	"github.com/deepagents-go/deepagents/vfs"
 	"github.com/deepagents-go/deepagents/vfs/osfs"
 )
 
-// workDir is the real directory a worker's agent works on (--root).
-type workDir struct {
-	// backend is what the agent is built with: each operation, in
-	// workflow code, an activity on a worker with the same directory.
+// agentSetup is what a worker gives the project's agent beyond its
+// configuration: a real directory (--root) and the MCP servers' tools.
+type agentSetup struct {
+	// backend is the directory the agent is built with (nil: none): each
+	// operation, in workflow code, an activity on a worker with the same
+	// directory; the others say how its commands run.
 	backend                            vfs.Backend
 	network, unsandboxed, allowExecute bool
-	close                              func()
+	// mcp starts the MCP servers and returns their tools, registered for
+	// the agent name (nil: no MCP servers here).
+	mcp func(ctx context.Context, reg *temporal.Registry, name, project, home string, notice func(string, ...any)) ([]tool.Tool, error)
+	// closers free what the setup holds (the directory, the servers).
+	closers []func()
+}
+
+func (s *agentSetup) close() {
+	for _, c := range slices.Backward(s.closers) {
+		c()
+	}
 }
 
 // openWorkDir opens --root for the worker, with a command runner (the
 // sandbox, or none with --no-sandbox), and registers it with reg.
-func openWorkDir(ctx context.Context, reg *temporal.Registry, f workerFlags, stderr io.Writer) (*workDir, error) {
+func openWorkDir(ctx context.Context, reg *temporal.Registry, f workerFlags, d *agentSetup, stderr io.Writer) error {
 	if !filepath.IsAbs(f.root) {
-		return nil, fmt.Errorf("--root %s: give an absolute path, the one \"deepagents run --root\" saved with the thread", f.root)
+		return fmt.Errorf("--root %s: give an absolute path, the one \"deepagents run --root\" saved with the thread", f.root)
 	}
 	root := filepath.Clean(f.root)
 	fs, err := osfs.New(root)
 	if err != nil {
-		return nil, fmt.Errorf("--root: %w", err)
+		return fmt.Errorf("--root: %w", err)
 	}
-	d := &workDir{network: f.network, allowExecute: f.allowExecute, close: func() { _ = fs.Close() }}
+	d.network, d.allowExecute = f.network, f.allowExecute
+	d.closers = append(d.closers, func() { _ = fs.Close() })
 	var runner *sandbox.Runner
 	if f.noSandbox {
 		if runner, err = sandbox.New(ctx, sandbox.Options{Unsandboxed: true}); err != nil {
-			d.close()
-			return nil, err
+			return err
 		}
 		d.unsandboxed = true
 		fmt.Fprintf(stderr, "deepagents-temporal worker: WARNING: --no-sandbox: execute runs commands UNSANDBOXED in %s, with the worker's full access to every file and to the network.\n", root)
@@ -56,9 +69,5 @@ func openWorkDir(ctx context.Context, reg *temporal.Registry, f workerFlags, std
 		fmt.Fprintf(stderr, "deepagents-temporal worker: execute: %s; %s.\n", runner.Describe(), asking)
 	}
 	d.backend = reg.Directory(root, b)
-	if d.backend == nil {
-		d.close()
-		return nil, errors.New("--root: the registry refused the directory")
-	}
-	return d, nil
+	return nil
 }

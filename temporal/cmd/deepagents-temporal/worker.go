@@ -58,9 +58,12 @@ Agents:
               With --root DIR its files are that directory instead, and it has execute (in a
               sandbox unless --no-sandbox; each command waits for an approval unless
               --allow-execute): every file operation and command is an activity that runs on
-              a worker started with the same --root. Left out, with a notice: execute without
-              --root, MCP servers, skills and AGENTS.md memory (their I/O would run in
-              workflow code).
+              a worker started with the same --root. The user's MCP servers are started
+              (the project's too with --trust-project-mcp; none with --no-mcp): each call of
+              their tools is an activity, and a stdio server's calls in one run go to one
+              worker (a Temporal session). Left out, with a notice: execute without --root,
+              the MCP servers of agent files, skills and AGENTS.md memory (their I/O would run
+              in workflow code).
 `
 
 // workerFlags are the worker command's flags.
@@ -72,9 +75,11 @@ type workerFlags struct {
 	// say how its commands run.
 	root                             string
 	noSandbox, network, allowExecute bool
-	stopTimeout                      time.Duration
-	approvalTimeout                  time.Duration
-	verbose                          bool
+	// noMCP: start no MCP server; trustMCP: start the project's too.
+	noMCP, trustMCP bool
+	stopTimeout     time.Duration
+	approvalTimeout time.Duration
+	verbose         bool
 }
 
 func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -89,6 +94,8 @@ func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.BoolVar(&f.noSandbox, "no-sandbox", false, "with --root, let execute run commands WITHOUT a sandbox (full access to the worker's files and network)")
 	fs.BoolVar(&f.network, "sandbox-network", false, "with --root, let execute's sandboxed commands use the network")
 	fs.BoolVar(&f.allowExecute, "allow-execute", false, "with --root, run commands without asking (by default each execute call waits for an approval)")
+	fs.BoolVar(&f.noMCP, "no-mcp", false, "start no MCP server")
+	fs.BoolVar(&f.trustMCP, "trust-project-mcp", false, "start the project's MCP servers too (its .mcp.json and deepagents.toml), not only the user's")
 	fs.DurationVar(&f.stopTimeout, "stop-timeout", 30*time.Second, "how long a stopping worker waits for the tasks it holds")
 	fs.DurationVar(&f.approvalTimeout, "approval-timeout", temporal.DefaultApprovalTimeout, "how long a run waiting for decisions keeps its workflow open; then it ends interrupted, to be resumed with resume")
 	fs.BoolVar(&f.verbose, "v", false, "print the Temporal SDK's informational log lines too")
@@ -135,15 +142,18 @@ func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 
 	names := []string{"main"}
 	var err error
-	var dir *workDir
+	dir := &agentSetup{}
+	defer dir.close()
+	if !f.noMCP {
+		dir.mcp = workerMCP(f.trustMCP, &dir.closers)
+	}
 	if f.root != "" {
 		if f.demo {
 			return fail(stderr, "worker", exitUsage, errors.New("--demo keeps its files in each run's thread: it takes no --root"))
 		}
-		if dir, err = openWorkDir(ctx, reg, f, stderr); err != nil {
+		if err = openWorkDir(ctx, reg, f, dir, stderr); err != nil {
 			return fail(stderr, "worker", exitUsage, err)
 		}
-		defer dir.close()
 	} else if f.noSandbox || f.network || f.allowExecute {
 		fmt.Fprintln(stderr, "deepagents-temporal worker: note: there is no execute tool without --root, so --no-sandbox, --sandbox-network and --allow-execute do nothing")
 	}
@@ -172,7 +182,9 @@ func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	// credentials refused) ends the process with a failure, so that a
 	// supervisor starts it again.
 	fatal := make(chan error, 1)
-	w := worker.New(c, f.taskQueue, worker.Options{WorkerStopTimeout: f.stopTimeout, OnFatalError: func(err error) {
+	// Sessions pin a run's calls of a stateful tool (a stdio MCP
+	// server's) to one worker.
+	w := worker.New(c, f.taskQueue, worker.Options{WorkerStopTimeout: f.stopTimeout, EnableSessionWorker: true, OnFatalError: func(err error) {
 		select {
 		case fatal <- err:
 		default:
@@ -267,7 +279,7 @@ func demoAgent(reg *temporal.Registry, name string) error {
 // configAgent registers under name the agent the project's configuration
 // describes, as far as a worker can run it (see the command's help), and
 // says on stderr what it leaves out.
-func configAgent(ctx context.Context, reg *temporal.Registry, name, project, modelRef string, dir *workDir, stderr io.Writer) error {
+func configAgent(ctx context.Context, reg *temporal.Registry, name, project, modelRef string, dir *agentSetup, stderr io.Writer) error {
 	if project == "" {
 		project, _ = os.Getwd()
 	}
@@ -347,10 +359,15 @@ func configAgent(ctx context.Context, reg *temporal.Registry, name, project, mod
 		}
 		specs = append(specs, sp)
 	}
-	if servers, err := mcp.Load(mcp.Sources(home, project)); err == nil && len(servers) > 0 {
-		notice("%d MCP server(s) configured are left out: MCP calls do not run on a worker yet", len(servers))
+	var mcpTools []tool.Tool
+	if dir != nil && dir.mcp != nil {
+		if mcpTools, err = dir.mcp(ctx, reg, name, project, home, notice); err != nil {
+			return err
+		}
+	} else if servers, err := mcp.Load(mcp.Sources(home, project)); err == nil && len(servers) > 0 {
+		notice("%d MCP server(s) configured are not started here: their tools are the workers'", len(servers))
 	}
-	if dir == nil {
+	if dir == nil || dir.backend == nil {
 		notice("execute, skills and AGENTS.md memory are left out: a worker keeps each run's files in its thread, not on a directory (give --root for one)")
 	} else {
 		notice("skills and AGENTS.md memory are left out: their reads would run in workflow code")
@@ -358,7 +375,7 @@ func configAgent(ctx context.Context, reg *temporal.Registry, name, project, mod
 
 	gates := cfg.InterruptOn
 	var backend vfs.Backend
-	if dir != nil {
+	if dir != nil && dir.backend != nil {
 		backend = dir.backend
 		if !dir.allowExecute {
 			gates = maps.Clone(gates)
@@ -371,7 +388,7 @@ func configAgent(ctx context.Context, reg *temporal.Registry, name, project, mod
 		}
 	}
 	dc := deepagents.Config{
-		Backend: backend, Execute: fstools.ExecuteOptions{Network: dir != nil && dir.network, Unsandboxed: dir != nil && dir.unsandboxed},
+		Tools: mcpTools, Backend: backend, Execute: fstools.ExecuteOptions{Network: dir != nil && dir.network, Unsandboxed: dir != nil && dir.unsandboxed},
 		Name: name, Model: model, SystemPrompt: cfg.SystemPrompt, Subagents: specs,
 		MaxSteps: cfg.MaxSteps, MaxParallel: cfg.MaxParallel, Reasoning: cfg.Reasoning,
 		InterruptOn: gates, Permissions: cfg.Permissions, Todos: true,
