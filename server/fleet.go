@@ -96,8 +96,10 @@ func (s *Server) retireFleetRun(ctx context.Context, thread string) {
 // followStored streams a run another server of the fleet runs, reading its
 // events from the Store until the run's record says it ended and every
 // event is sent. When the run's server has stopped, this one adopts the
-// run and returns it, to be followed live after *after.
-func (s *Server) followStored(w http.ResponseWriter, r *http.Request, rec RunRecord, after *int64, send func([]StoredEvent) error) *liveRun {
+// run and returns it, to be followed live after *after. due pushes the
+// stream's write deadline back, before each heartbeat as send does before
+// each write of events.
+func (s *Server) followStored(w http.ResponseWriter, r *http.Request, rec RunRecord, after *int64, due func(), send func([]StoredEvent) error) *liveRun {
 	rc := http.NewResponseController(w)
 	tick := time.NewTicker(fleetPoll)
 	defer tick.Stop()
@@ -130,6 +132,7 @@ func (s *Server) followStored(w http.ResponseWriter, r *http.Request, rec RunRec
 		select {
 		case <-tick.C:
 		case <-beat.C:
+			due()
 			if _, err := io.WriteString(w, ": heartbeat\n\n"); err != nil || rc.Flush() != nil {
 				return nil
 			}

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/checkpoint"
@@ -62,6 +63,11 @@ func (e *localExecutor) Cancel(_ context.Context, _, runID string) error {
 
 // newFleet is two servers on one store, saver and executor.
 func newFleet(t *testing.T, stepDelayMS float64) (*harness, *harness) {
+	return newFleetWith(t, stepDelayMS, nil)
+}
+
+// newFleetWith is newFleet with each server's Config changed by change.
+func newFleetWith(t *testing.T, stepDelayMS float64, change func(*Config)) (*harness, *harness) {
 	st, err := OpenSQLStore(context.Background(), "sqlite", filepath.Join(t.TempDir(), "fleet.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +80,27 @@ func newFleet(t *testing.T, stepDelayMS float64) (*harness, *harness) {
 		t.Fatal(err)
 	}
 	cfg := Config{Agents: []AgentSpec{{Name: "researcher", Agent: a}}, Saver: saver, Store: st, Executor: ex}
+	if change != nil {
+		change(&cfg)
+	}
 	return newHarness(t, cfg), newHarness(t, cfg)
+}
+
+// A stream of a run another server runs outlasts the write timeout while
+// the run is quiet: each heartbeat pushes the write deadline back.
+func TestFleetStreamOutlastsWriteTimeout(t *testing.T) {
+	h1, h2 := newFleetWith(t, 400, func(c *Config) {
+		c.StreamWriteTimeout = 200 * time.Millisecond
+		c.Heartbeat = 50 * time.Millisecond
+	})
+	var run Run
+	h1.json("POST", "/threads/T/runs", map[string]any{"assistant_id": "researcher", "if_not_exists": "create",
+		"stream_mode": []string{"values", "updates"}, "input": map[string]any{"messages": []map[string]string{{"role": "user", "content": "hi"}}}}, 200, &run)
+	_, other := h2.stream("GET", "/threads/T/runs/"+run.RunID+"/stream", nil)
+	_, own := h1.stream("GET", "/threads/T/runs/"+run.RunID+"/stream", nil)
+	if len(own) < 5 || !reflect.DeepEqual(other, own) {
+		t.Fatalf("the other server streamed %d events, the one that ran it %d", len(other), len(own))
+	}
 }
 
 // A run one server of a fleet started is streamed, rejoined, joined and

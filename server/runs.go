@@ -855,7 +855,7 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, lr *liveRun, run
 			return
 		}
 		// Another server of the fleet runs it (until this one adopts it).
-		if lr = s.followStored(w, r, rec, &after, send); lr == nil {
+		if lr = s.followStored(w, r, rec, &after, due, send); lr == nil {
 			return
 		}
 	}
