@@ -3,9 +3,11 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"iter"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/deepagents-go/deepagents/agent"
@@ -61,8 +63,9 @@ const adoptEvery = 10
 
 // checkFleetFree refuses a run of a thread whose latest run another server
 // of the fleet runs (the thread's lease is taken by the run's workflow a
-// moment after the run is accepted; queues are each server's own). s.mu is
-// held, and no run of this server is on the thread.
+// moment after the run is accepted; queues are each server's own). A
+// pending run no server is going to start is marked failed instead (see
+// retirePending). s.mu is held, and no run of this server is on the thread.
 func (s *Server) checkFleetFree(ctx context.Context, thread string) error {
 	if s.cfg.Executor == nil {
 		return nil
@@ -71,7 +74,7 @@ func (s *Server) checkFleetFree(ctx context.Context, thread string) error {
 	if err != nil {
 		return err
 	}
-	if len(runs) == 1 && s.live[runs[0].RunID] == nil && s.elsewhere(runs[0]) {
+	if len(runs) == 1 && s.live[runs[0].RunID] == nil && s.elsewhere(runs[0]) && !s.retirePending(ctx, runs[0]) {
 		return errf(http.StatusConflict, "thread %q is busy with run %s on another server of the fleet; wait for it to end, or cancel it", thread, runs[0].RunID)
 	}
 	return nil
@@ -260,13 +263,13 @@ type runInfo struct {
 }
 
 // holdRun takes lr's lease for this server and renews it until the
-// returned func releases it; with no Leaser (or lease) there is nothing to
-// hold. A run adopted has its lease already.
-func (s *Server) holdRun(lr *liveRun) (release func()) {
-	l, ok := s.cfg.Saver.(checkpoint.Leaser)
-	if !ok {
-		return func() {}
-	}
+// returned func stops renewing it and, with release, lets it go (without,
+// another hold of this server keeps it). A fleet's server takes it as it accepts the
+// run, before the run is stored: a pending run whose lease is free is not
+// going to start (see retirePending). A lease another holder has is
+// refused, and the run is not to start.
+func (s *Server) holdRun(lr *liveRun) (stop func(release bool), err error) {
+	l := checkpoint.Leaser(s.cfg.Saver)
 	key := runKey(lr.rec.RunID)
 	call := func(f func(ctx context.Context) error) error {
 		ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
@@ -274,12 +277,12 @@ func (s *Server) holdRun(lr *liveRun) (release func()) {
 		return f(ctx)
 	}
 	if err := call(func(ctx context.Context) error {
-		_, err := l.Acquire(ctx, key, s.holder, time.Now(), runLeaseTTL)
+		_, err := runner.TakeLease(ctx, l, key, s.holder, time.Now(), runLeaseTTL)
 		return err
 	}); err != nil {
-		s.log.Error("taking a run's lease", "run", lr.rec.RunID, "err", err)
+		return nil, fmt.Errorf("taking the lease of run %s: %w", lr.rec.RunID, err)
 	}
-	stop := make(chan struct{})
+	stopped := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -287,7 +290,7 @@ func (s *Server) holdRun(lr *liveRun) (release func()) {
 		defer t.Stop()
 		for {
 			select {
-			case <-stop:
+			case <-stopped:
 				return
 			case <-t.C:
 				if err := call(func(ctx context.Context) error {
@@ -299,13 +302,67 @@ func (s *Server) holdRun(lr *liveRun) (release func()) {
 			}
 		}
 	}()
-	return func() {
-		close(stop)
-		<-done
-		if err := call(func(ctx context.Context) error { return l.Release(ctx, key, s.holder) }); err != nil {
-			s.log.Error("releasing a run's lease", "run", lr.rec.RunID, "err", err)
+	var once sync.Once
+	return func(release bool) {
+		once.Do(func() {
+			close(stopped)
+			<-done
+			if !release {
+				return
+			}
+			if err := call(func(ctx context.Context) error { return l.Release(ctx, key, s.holder) }); err != nil {
+				s.log.Error("releasing a run's lease", "run", lr.rec.RunID, "err", err)
+			}
+		})
+	}, nil
+}
+
+// retirePending marks failed, as never started, a pending run of the fleet
+// that no server is going to start: its lease (taken before it was stored,
+// held until it ends) is free, and it was stored more than runLeaseTTL ago
+// (a server that predates the lease at acceptance had started it by then).
+// It says whether it did. rec does not run here.
+func (s *Server) retirePending(ctx context.Context, rec RunRecord) bool {
+	if s.cfg.Executor == nil || rec.Status != runPending || time.Since(rec.UpdatedAt) < runLeaseTTL {
+		return false
+	}
+	key := runKey(rec.RunID)
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	if _, err := runner.TakeLease(ctx, s.cfg.Saver, key, s.holder, time.Now(), runLeaseTTL); err != nil {
+		return false // its server holds it (or the saver cannot say)
+	}
+	defer func() {
+		rctx, rcancel := context.WithTimeout(context.Background(), callTimeout)
+		defer rcancel()
+		_ = s.cfg.Saver.Release(rctx, key, s.holder)
+	}()
+	// Read again under the lease: it may have started, or ended, since.
+	cur, err := s.store.GetRun(ctx, rec.ThreadID, rec.RunID)
+	if err != nil || cur.Status != runPending {
+		return false
+	}
+	w, _ := s.stoppedState(ctx, cur.ThreadID)
+	if err := s.failStopped(ctx, cur, w.waiting); err != nil {
+		s.log.Error("marking failed a run no server started", "run", cur.RunID, "err", err)
+		return false
+	}
+	s.log.Info("a run no server started is marked failed", "run", cur.RunID, "thread", cur.ThreadID)
+	// The thread is as the run before it left it, unless another run came
+	// since.
+	if runs, err := s.store.ListRuns(ctx, cur.ThreadID, 1, 0); err == nil && len(runs) == 1 && runs[0].RunID == cur.RunID {
+		if th, err := s.store.GetThread(ctx, cur.ThreadID); err == nil && th.Status == threadBusy {
+			th.Status, th.Error, th.UpdatedAt = threadError, errNeverStarted, now()
+			switch {
+			case w.waiting:
+				th.Status, th.Error = threadInterrupted, ""
+			case w.ended == agent.StatusOK:
+				th.Status, th.Error = threadIdle, ""
+			}
+			_ = s.store.UpdateThread(ctx, th)
 		}
 	}
+	return true
 }
 
 // saveRunInfo stores how lr is streamed, for a server that adopts it.
@@ -325,13 +382,11 @@ func (s *Server) saveRunInfo(lr *liveRun) {
 // adopt starts following here a run going on in the fleet whose server
 // stopped: it takes the run's lease (refused while its server holds it),
 // and runs it (the Executor follows the run where it is) after the events
-// stored so far. It returns nil when the run is not this server's to adopt.
+// stored so far. A pending run no server is going to start is marked
+// failed (see retirePending). It returns nil when the run is not this
+// server's to adopt.
 func (s *Server) adopt(ctx context.Context, rec RunRecord) *liveRun {
-	if s.cfg.Executor == nil || rec.Status != runRunning {
-		return nil
-	}
-	l, ok := s.cfg.Saver.(checkpoint.Leaser)
-	if !ok {
+	if s.cfg.Executor == nil || rec.Status != runRunning && rec.Status != runPending {
 		return nil
 	}
 	s.mu.Lock()
@@ -340,6 +395,10 @@ func (s *Server) adopt(ctx context.Context, rec RunRecord) *liveRun {
 	if lr != nil {
 		return lr
 	}
+	if rec.Status == runPending {
+		s.retirePending(ctx, rec)
+		return nil
+	}
 	asst, err := s.assistant(rec.AssistantID)
 	if err != nil {
 		return nil
@@ -347,38 +406,42 @@ func (s *Server) adopt(ctx context.Context, rec RunRecord) *liveRun {
 	// The lease and the stored events are read without s.mu held (a
 	// database's time); another stream of this server may adopt the run
 	// meanwhile, under the same lease.
-	ctx, cancel := context.WithTimeout(ctx, callTimeout)
-	defer cancel()
-	key := runKey(rec.RunID)
-	if _, err := runner.TakeLease(ctx, l, key, s.holder, time.Now(), runLeaseTTL); err != nil {
+	lr = &liveRun{rec: rec, asst: asst, modes: map[string]bool{"values": true}, adopted: true,
+		finished: make(chan struct{}), wake: make(chan struct{}, 1), persister: make(chan struct{})}
+	hold, err := s.holdRun(lr)
+	if err != nil {
 		return nil // its server holds it (or the saver cannot say)
 	}
-	modes, subgraphs := map[string]bool{"values": true}, false
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
 	if evs, err := s.store.Events(ctx, runInfoLog(rec.RunID), 0); err == nil && len(evs) > 0 {
 		var info runInfo
 		if json.Unmarshal(evs[0].Data, &info) == nil && len(info.Modes) > 0 {
-			modes, subgraphs = map[string]bool{}, info.Subgraphs
+			lr.modes, lr.subgraphs = map[string]bool{}, info.Subgraphs
 			for _, m := range info.Modes {
-				modes[m] = true
+				lr.modes[m] = true
 			}
 		}
 	}
 	evs, err := s.store.Events(ctx, rec.RunID, 0)
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if lr := s.live[rec.RunID]; lr != nil {
-		return lr
+	if cur := s.live[rec.RunID]; cur != nil {
+		s.mu.Unlock()
+		// Adopted by another stream of this server, under the same lease:
+		// this hold stops renewing, and leaves the lease to that one.
+		hold(false)
+		return cur
 	}
 	if err != nil || s.ctx.Err() != nil || s.active[rec.ThreadID] != nil {
-		_ = l.Release(context.WithoutCancel(ctx), key, s.holder)
+		s.mu.Unlock()
+		hold(true)
 		return nil
 	}
 	s.log.Info("adopting a run whose server stopped", "run", rec.RunID, "thread", rec.ThreadID, "events", len(evs))
-	lr = &liveRun{rec: rec, asst: asst, modes: modes, subgraphs: subgraphs, adopted: true,
-		events: evs, persisted: int64(len(evs)),
-		finished: make(chan struct{}), wake: make(chan struct{}, 1), persister: make(chan struct{})}
+	lr.events, lr.persisted, lr.hold = evs, int64(len(evs)), hold
 	s.live[rec.RunID] = lr
 	s.start(lr)
+	s.mu.Unlock()
 	return lr
 }
 

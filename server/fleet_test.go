@@ -196,3 +196,65 @@ func TestAppendNextNumbersEvents(t *testing.T) {
 		}
 	}
 }
+
+// shortRunLease sets runLeaseTTL to ttl for one test.
+func shortRunLease(t *testing.T, ttl time.Duration) {
+	old := runLeaseTTL
+	runLeaseTTL = ttl
+	t.Cleanup(func() { runLeaseTTL = old })
+}
+
+// A pending run that no server of the fleet is going to start (its server
+// died before it did: the run's lease is free, and it is old) is marked
+// failed: the thread takes a new run, a join of it ends, and the thread
+// can be deleted.
+func TestFleetRetiresARunNoServerStarted(t *testing.T) {
+	h1, h2 := newFleet(t, 0)
+	st, ctx := h1.srv.store, context.Background()
+	old := now().Add(-2 * runLeaseTTL)
+	asst := h1.srv.agents["researcher"].ID
+	for _, id := range []string{"T", "U"} {
+		if err := st.CreateThread(ctx, ThreadRecord{ID: id, CreatedAt: old, UpdatedAt: old, Metadata: map[string]any{}, Status: threadBusy}); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.PutRun(ctx, RunRecord{Run: Run{RunID: "left-" + id, ThreadID: id, AssistantID: asst, CreatedAt: old, UpdatedAt: old,
+			Status: runPending, Metadata: map[string]any{}, MultitaskStrategy: "reject"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h2.json("POST", "/threads/T/runs/wait", map[string]any{"assistant_id": "researcher",
+		"input": map[string]any{"messages": []map[string]string{{"role": "user", "content": "hi"}}}}, 200, nil)
+	var got Run
+	h1.json("GET", "/threads/T/runs/left-T", nil, 200, &got)
+	if got.Status != runError {
+		t.Fatalf("the run left pending is %s, want error", got.Status)
+	}
+	if rec, err := st.GetRun(ctx, "T", "left-T"); err != nil || rec.Error != errNeverStarted {
+		t.Fatalf("the run left pending is stored with error %q (%v), want that it never started", rec.Error, err)
+	}
+	h1.json("GET", "/threads/U/runs/left-U/join", nil, 200, nil)
+	h2.json("GET", "/threads/U/runs/left-U", nil, 200, &got)
+	if got.Status != runError {
+		t.Fatalf("the run left pending is %s after a join, want error", got.Status)
+	}
+	h2.json("DELETE", "/threads/U", nil, 204, nil)
+}
+
+// A run queued on a live server of the fleet stays pending past
+// runLeaseTTL, held by its lease: another server still refuses a run of
+// its thread.
+func TestFleetKeepsARunQueuedOnALiveServer(t *testing.T) {
+	shortRunLease(t, 300*time.Millisecond)
+	h1, h2 := newFleet(t, 400)
+	msg := map[string]any{"messages": []map[string]string{{"role": "user", "content": "hi"}}}
+	h1.json("POST", "/threads/T/runs", map[string]any{"assistant_id": "researcher", "if_not_exists": "create", "input": msg}, 200, nil)
+	var queued Run
+	h1.json("POST", "/threads/T/runs", map[string]any{"assistant_id": "researcher", "multitask_strategy": "enqueue", "input": msg}, 200, &queued)
+	time.Sleep(2 * runLeaseTTL)
+	h2.json("POST", "/threads/T/runs", map[string]any{"assistant_id": "researcher", "input": msg}, 409, nil)
+	var got Run
+	h2.json("GET", "/threads/T/runs/"+queued.RunID, nil, 200, &got)
+	if got.Status != runPending {
+		t.Fatalf("the queued run is %s, want pending still", got.Status)
+	}
+}
