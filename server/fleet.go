@@ -3,10 +3,12 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"iter"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -264,7 +266,8 @@ type runInfo struct {
 
 // holdRun takes lr's lease for this server and renews it until the
 // returned func stops renewing it and, with release, lets it go (without,
-// another hold of this server keeps it). A fleet's server takes it as it accepts the
+// another hold of this server keeps it). Should another server take it, the
+// run is let go here (see loseRun). A fleet's server takes it as it accepts the
 // run, before the run is stored: a pending run whose lease is free is not
 // going to start (see retirePending). A lease another holder has is
 // refused, and the run is not to start.
@@ -293,10 +296,18 @@ func (s *Server) holdRun(lr *liveRun) (stop func(release bool), err error) {
 			case <-stopped:
 				return
 			case <-t.C:
-				if err := call(func(ctx context.Context) error {
+				err := call(func(ctx context.Context) error {
 					_, err := l.Renew(ctx, key, s.holder, time.Now(), runLeaseTTL)
 					return err
-				}); err != nil {
+				})
+				switch {
+				case errors.Is(err, checkpoint.ErrNotHeld) || errors.Is(err, checkpoint.ErrLeased):
+					// Another server took it (this one could not renew
+					// it in time): the run is that one's now. Not waited
+					// for here: stop waits for this goroutine under s.mu.
+					go s.loseRun(lr, err)
+					return
+				case err != nil:
 					s.log.Error("renewing a run's lease", "run", lr.rec.RunID, "err", err)
 				}
 			}
@@ -315,6 +326,39 @@ func (s *Server) holdRun(lr *liveRun) (stop func(release bool), err error) {
 			}
 		})
 	}, nil
+}
+
+// errLeaseLost is the cause with which a fleet's run is cancelled here
+// when another server took its lease: this server stops following it, as
+// when it shuts down, and leaves its record to that one.
+var errLeaseLost = errors.New("another server of the fleet took the run's lease")
+
+// loseRun lets go of a run whose lease another server took: a running run
+// is cancelled with errLeaseLost (execute returns without finishing its
+// record), a queued one is dropped without a record.
+func (s *Server) loseRun(lr *liveRun, err error) {
+	s.log.Error("a run's lease was lost; this server stops following it", "run", lr.rec.RunID, "err", err)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if lr.cancel != nil {
+		lr.cancel(fmt.Errorf("%w: %v", errLeaseLost, err))
+		return
+	}
+	q := s.queue[lr.rec.ThreadID]
+	i := slices.Index(q, lr)
+	if i < 0 {
+		return // abandoned, or never accepted
+	}
+	s.queue[lr.rec.ThreadID] = slices.Delete(q, i, i+1)
+	if len(s.queue[lr.rec.ThreadID]) == 0 {
+		delete(s.queue, lr.rec.ThreadID)
+	}
+	delete(s.live, lr.rec.RunID)
+	lr.mu.Lock()
+	lr.done = true
+	lr.notifyLocked()
+	lr.mu.Unlock()
+	close(lr.finished)
 }
 
 // retirePending marks failed, as never started, a pending run of the fleet

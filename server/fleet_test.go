@@ -258,3 +258,50 @@ func TestFleetKeepsARunQueuedOnALiveServer(t *testing.T) {
 		t.Fatalf("the queued run is %s, want pending still", got.Status)
 	}
 }
+
+// A server whose run's lease another server took stops driving the run,
+// and leaves its record (running) to that one.
+func TestFleetLetsGoOfARunWhoseLeaseIsLost(t *testing.T) {
+	shortRunLease(t, 300*time.Millisecond)
+	h1, _ := newFleet(t, 300)
+	var run Run
+	h1.json("POST", "/threads/T/runs", map[string]any{"assistant_id": "researcher", "if_not_exists": "create",
+		"input": map[string]any{"messages": []map[string]string{{"role": "user", "content": "hi"}}}}, 200, &run)
+	ctx, saver, key := context.Background(), h1.srv.cfg.Saver, runKey(run.RunID)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		rec, err := h1.srv.store.GetRun(ctx, "T", run.RunID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Status == runRunning {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the run is %s, not running", rec.Status)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := saver.Release(ctx, key, h1.srv.holder); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := saver.Acquire(ctx, key, "another server", time.Now(), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		h1.srv.mu.Lock()
+		lr := h1.srv.live[run.RunID]
+		h1.srv.mu.Unlock()
+		if lr == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the server still runs a run whose lease it lost")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	rec, err := h1.srv.store.GetRun(ctx, "T", run.RunID)
+	if err != nil || rec.Status != runRunning {
+		t.Fatalf("the run whose lease was lost is stored %s (%v), want running still, for the server that holds it", rec.Status, err)
+	}
+}

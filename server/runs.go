@@ -616,9 +616,11 @@ func (s *Server) execute(ctx context.Context, lr *liveRun) {
 	} else {
 		runErr = err
 	}
-	if s.cfg.Executor != nil && res == nil && s.ctx.Err() != nil && !errors.Is(context.Cause(ctx), errRunCancelled) {
+	if s.cfg.Executor != nil && (res == nil && s.ctx.Err() != nil && !errors.Is(context.Cause(ctx), errRunCancelled) ||
+		errors.Is(context.Cause(ctx), errLeaseLost)) {
 		// This server stops; the run goes on in the fleet, stored running,
-		// for another server to adopt once its lease is let go.
+		// for another server to adopt once its lease is let go. Or another
+		// server took its lease: the run, and its record, are that one's.
 		return
 	}
 	status, threadStatus, msg := runSuccess, threadIdle, ""
