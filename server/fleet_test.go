@@ -2,11 +2,13 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -303,5 +305,84 @@ func TestFleetLetsGoOfARunWhoseLeaseIsLost(t *testing.T) {
 	rec, err := h1.srv.store.GetRun(ctx, "T", run.RunID)
 	if err != nil || rec.Status != runRunning {
 		t.Fatalf("the run whose lease was lost is stored %s (%v), want running still, for the server that holds it", rec.Status, err)
+	}
+}
+
+// followingExecutor is an Executor whose runs go on when the server that
+// follows one stops, as Execute's doc says: its events stop there, with no
+// result.
+type followingExecutor struct{ Executor }
+
+func (e followingExecutor) Execute(ctx context.Context, run ExecRun) iter.Seq2[agent.Event, error] {
+	return func(yield func(agent.Event, error) bool) {
+		for ev, err := range e.Executor.Execute(ctx, run) {
+			if ctx.Err() != nil && !errors.Is(context.Cause(ctx), ErrRunCancelled) {
+				return
+			}
+			if !yield(ev, err) {
+				return
+			}
+		}
+	}
+}
+
+// slowAppends is a Store whose event writes take a while.
+type slowAppends struct {
+	Store
+	pause time.Duration
+}
+
+func (s slowAppends) AppendEvents(ctx context.Context, runID string, evs []StoredEvent) error {
+	time.Sleep(s.pause)
+	return s.Store.AppendEvents(ctx, runID, evs)
+}
+
+// releaseWatch is a Saver that counts, as each run's lease is released,
+// the run's events stored by then.
+type releaseWatch struct {
+	checkpoint.Saver
+	store Store
+	mu    sync.Mutex
+	at    map[string]int // run id: events stored when its lease was let go
+}
+
+func (w *releaseWatch) Release(ctx context.Context, key, holder string) error {
+	if run, ok := strings.CutPrefix(key, runKey("")); ok {
+		evs, err := w.store.Events(ctx, run, 0)
+		if err != nil {
+			return err
+		}
+		w.mu.Lock()
+		w.at[run] = len(evs)
+		w.mu.Unlock()
+	}
+	return w.Saver.Release(ctx, key, holder)
+}
+
+// A fleet's server that stops lets a run's lease go only once the run's
+// events are stored: the server that adopts it then reads them all.
+func TestFleetReleasesARunOnceItsEventsAreStored(t *testing.T) {
+	var watch *releaseWatch
+	h1, _ := newFleetWith(t, 100, func(c *Config) {
+		watch = &releaseWatch{Saver: c.Saver, store: c.Store, at: map[string]int{}}
+		c.Saver, c.Store = watch, slowAppends{Store: c.Store, pause: 150 * time.Millisecond}
+		c.Executor = followingExecutor{c.Executor}
+	})
+	var run Run
+	h1.json("POST", "/threads/T/runs", map[string]any{"assistant_id": "researcher", "if_not_exists": "create",
+		"stream_mode": []string{"values", "updates", "messages-tuple"}, "input": map[string]any{"messages": []map[string]string{{"role": "user", "content": "hi"}}}}, 200, &run)
+	time.Sleep(400 * time.Millisecond)
+	if err := h1.srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := watch.store.Events(context.Background(), run.RunID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	watch.mu.Lock()
+	at, released := watch.at[run.RunID]
+	watch.mu.Unlock()
+	if !released || at != len(evs) {
+		t.Fatalf("the run's lease was let go (%v) with %d of its %d events stored", released, at, len(evs))
 	}
 }
