@@ -26,8 +26,15 @@ import (
 type Executor interface {
 	// Execute runs one run and returns its agent events, as Config.Run
 	// does; the server translates them into stream events and stores them.
-	// Cancelling ctx cancels the run. The last top-level run.end event
-	// carries the run's result.
+	// The last top-level run.end event carries the run's result.
+	//
+	// ctx is cancelled for two reasons, told apart by its cause
+	// (context.Cause): a cause that wraps ErrRunCancelled (a client
+	// cancelled the run) must cancel the run where it runs; any other (this
+	// server shuts down, or another server took the run's lease) must only
+	// stop following it: the run goes on, and the sequence ends without a
+	// result, for another server to adopt (Execute again, with
+	// ExecRun.Adopted).
 	Execute(ctx context.Context, run ExecRun) iter.Seq2[agent.Event, error]
 	// Cancel stops a run that another server started.
 	Cancel(ctx context.Context, thread, runID string) error
