@@ -386,3 +386,22 @@ func TestFleetReleasesARunOnceItsEventsAreStored(t *testing.T) {
 		t.Fatalf("the run's lease was let go (%v) with %d of its %d events stored", released, at, len(evs))
 	}
 }
+
+// deafExecutor is an Executor whose Cancel does nothing.
+type deafExecutor struct{ Executor }
+
+func (deafExecutor) Cancel(context.Context, string, string) error { return nil }
+
+// A cancel with wait=1 of a run another server runs answers an error when
+// it cannot wait for the run's end (this server stops), not an empty 200.
+func TestFleetCancelWaitFailsAloud(t *testing.T) {
+	h1, h2 := newFleetWith(t, 300, func(c *Config) { c.Executor = deafExecutor{c.Executor} })
+	var run Run
+	h1.json("POST", "/threads/T/runs", map[string]any{"assistant_id": "researcher", "if_not_exists": "create",
+		"input": map[string]any{"messages": []map[string]string{{"role": "user", "content": "hi"}}}}, 200, &run)
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		_ = h2.srv.Close()
+	}()
+	h2.json("POST", "/threads/T/runs/"+run.RunID+"/cancel?wait=1", nil, 503, nil)
+}

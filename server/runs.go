@@ -1122,8 +1122,11 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 			s.fail(w, err)
 			return
 		}
-		if w := r.URL.Query().Get("wait"); w == "1" || w == "true" {
+		if wait := r.URL.Query().Get("wait"); wait == "1" || wait == "true" {
 			if _, err := s.awaitStored(r.Context(), rec); err != nil {
+				if r.Context().Err() == nil {
+					s.fail(w, err) // a store error, or this server stops
+				}
 				return
 			}
 		}
