@@ -88,6 +88,14 @@ type Config struct {
 	// Store and Saver: it follows, joins and cancels runs another one
 	// started, and does not take the runs it finds unfinished at start for
 	// a stopped server's.
+	//
+	// Two servers may each accept a run of one thread at the same moment:
+	// each checks the Store, and each orders only its own runs. The
+	// Executor must run a thread's runs one at a time (the temporal one
+	// runs each as a workflow that holds the thread's checkpoint lease, and
+	// one workflow per thread run). Queues are each server's own: a run of
+	// a thread whose run another server runs is refused with 409 whatever
+	// its multitask_strategy (enqueue, interrupt and rollback included).
 	Executor Executor
 }
 
