@@ -477,8 +477,9 @@ func (s *Server) abandon(lr *liveRun) {
 	lr.rec.UpdatedAt = now()
 	lr.rec.CancelReason = "cancelled before it started"
 	_ = s.store.PutRun(context.Background(), lr.rec)
-	if lr.hold != nil {
-		lr.hold(true)
+	if hold := lr.hold; hold != nil {
+		// Not under s.mu: the saver's time.
+		s.wg.Go(func() { hold(true) })
 	}
 	delete(s.live, lr.rec.RunID)
 	lr.mu.Lock()
