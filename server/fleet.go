@@ -265,6 +265,13 @@ func runKey(runID string) string { return "deepagents-serve-run:" + runID }
 // a run is streamed, for the server that may adopt it.
 func runInfoLog(runID string) string { return "deepagents-serve-run-info:" + runID }
 
+// ThreadLog is the key of the event log an Executor keeps in the Store for
+// a thread's runs (the temporal module's workers publish their agent events
+// there). Deleting the thread deletes it, as it does the logs of the
+// thread's runs. (The name is the temporal module's, kept for the logs
+// already stored.)
+func ThreadLog(thread string) string { return "temporal-thread:" + thread }
+
 // runInfo is how a run is streamed.
 type runInfo struct {
 	Modes     []string `json:"modes"`
