@@ -217,10 +217,17 @@ func (m *MemoryStore) AppendNext(_ context.Context, runID string, evs []StoredEv
 
 // AppendNext stores evs after the run's last event, numbering them itself
 // (their Seq is ignored): for several writers of one log, in several
-// processes, none of which knows the others' numbers. Each event is one
-// statement that takes the next number; a writer that lost a race for a
-// number (Postgres) tries again.
+// processes, none of which knows the others' numbers. The batch is one
+// transaction, whose events each take the next number: a writer that lost
+// a race for a number (a unique-key conflict in PostgreSQL, a busy
+// database in SQLite) tries the whole batch again, a few times, as long as
+// ctx lasts. Any other error is returned at once. A failure stores none of
+// the batch, except when the commit itself fails to answer (a lost
+// connection): the batch may then be stored, and the caller cannot tell.
 func (s *SQLStore) AppendNext(ctx context.Context, runID string, evs []StoredEvent) error {
+	if len(evs) == 0 {
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	q := `INSERT INTO server_events (run_id, seq, event, data)
@@ -229,19 +236,55 @@ func (s *SQLStore) AppendNext(ctx context.Context, runID string, evs []StoredEve
 		q = `INSERT INTO server_events (run_id, seq, event, data)
 		SELECT $1::text, COALESCE(MAX(seq), 0) + 1, $2::text, $3::bytea FROM server_events WHERE run_id = $4::text`
 	}
-	for _, e := range evs {
-		var err error
-		for try := 0; try < 20; try++ {
-			if _, err = s.db.ExecContext(ctx, q, runID, e.Event, e.Data, runID); err == nil || ctx.Err() != nil {
-				break
-			}
-			time.Sleep(time.Duration(try+1) * time.Millisecond)
+	for try := 1; ; try++ {
+		err := s.appendNextOnce(ctx, q, runID, evs)
+		if err == nil || try == appendNextTries || !lostNumberRace(err) {
+			return err
 		}
-		if err != nil {
+		pause := time.NewTimer(time.Duration(try) * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			pause.Stop()
+			return fmt.Errorf("%w (after: %w)", ctx.Err(), err)
+		case <-pause.C:
+		}
+	}
+}
+
+// appendNextTries is how many times AppendNext tries a batch that lost the
+// race for its numbers.
+const appendNextTries = 20
+
+// appendNextOnce stores evs in one transaction, each with the next number.
+func (s *SQLStore) appendNextOnce(ctx context.Context, q, runID string, evs []StoredEvent) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	for _, e := range evs {
+		if _, err := tx.ExecContext(ctx, q, runID, e.Event, e.Data, runID); err != nil {
 			return err
 		}
 	}
-	return nil
+	return tx.Commit()
+}
+
+// lostNumberRace says whether err is a writer's loss of a race for an
+// event's number: PostgreSQL's unique violation (SQLSTATE 23505), or
+// SQLite's (SQLITE_CONSTRAINT_PRIMARYKEY, _UNIQUE) or its busy database
+// (SQLITE_BUSY, with any extended code).
+func lostNumberRace(err error) bool {
+	var pg interface{ SQLState() string }
+	if errors.As(err, &pg) {
+		return pg.SQLState() == "23505"
+	}
+	var lite interface{ Code() int }
+	if errors.As(err, &lite) {
+		c := lite.Code()
+		return c == 1555 || c == 2067 || c&0xff == 5
+	}
+	return false
 }
 
 // ErrRunCancelled is the cause with which a run's context is cancelled

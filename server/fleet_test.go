@@ -405,3 +405,50 @@ func TestFleetCancelWaitFailsAloud(t *testing.T) {
 	}()
 	h2.json("POST", "/threads/T/runs/"+run.RunID+"/cancel?wait=1", nil, 503, nil)
 }
+
+// A batch AppendNext cannot store (an event without data breaks a NOT NULL
+// column) is stored not at all, and is not tried again; nor is a batch
+// whose context has ended.
+func TestAppendNextStoresAWholeBatchOrNone(t *testing.T) {
+	st, err := OpenSQLStore(context.Background(), "sqlite", filepath.Join(t.TempDir(), "next.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	stores := map[string]*SQLStore{"sqlite": st}
+	if os.Getenv(pgtest.EnvDSN) != "" {
+		dsn, schema := pgtest.Schema(t)
+		pg, err := OpenSQLStore(context.Background(), "postgres", withSearchPath(dsn, schema))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pg.Close()
+		stores["postgres"] = pg
+	}
+	for name, s := range stores {
+		ctx := context.Background()
+		if err := s.AppendNext(ctx, "log", []StoredEvent{{Event: "a", Data: []byte("1")}}); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		err := s.AppendNext(ctx, "log", []StoredEvent{{Event: "b", Data: []byte("2")}, {Event: "c"}})
+		if err == nil {
+			t.Fatalf("%s: a batch with an event without data was stored", name)
+		}
+		if took := time.Since(start); took > 100*time.Millisecond {
+			t.Errorf("%s: a batch that cannot be stored took %s to fail: tried again", name, took)
+		}
+		done, cancel := context.WithCancel(ctx)
+		cancel()
+		if err := s.AppendNext(done, "log", []StoredEvent{{Event: "d", Data: []byte("3")}}); !errors.Is(err, context.Canceled) {
+			t.Errorf("%s: a batch with its context cancelled: %v", name, err)
+		}
+		evs, err := s.Events(ctx, "log", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(evs) != 1 || evs[0].Event != "a" {
+			t.Fatalf("%s: the log has %d events after the failed batches, want the 1 before", name, len(evs))
+		}
+	}
+}
