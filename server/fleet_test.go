@@ -452,3 +452,46 @@ func TestAppendNextStoresAWholeBatchOrNone(t *testing.T) {
 		}
 	}
 }
+
+// countedGetRun is a Store that counts its GetRun calls.
+type countedGetRun struct {
+	Store
+	mu sync.Mutex
+	n  int
+}
+
+func (c *countedGetRun) GetRun(ctx context.Context, thread, runID string) (RunRecord, error) {
+	c.mu.Lock()
+	c.n++
+	c.mu.Unlock()
+	return c.Store.GetRun(ctx, thread, runID)
+}
+
+func (c *countedGetRun) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
+// Without an Executor, a rejoin of a run that ended reads its record once,
+// as before fleets: the fleet's check for a run going on elsewhere is not
+// made.
+func TestRejoinReadsTheRunOnceWithoutAFleet(t *testing.T) {
+	st := &countedGetRun{Store: NewMemoryStore()}
+	h := newHarness(t, Config{Store: st})
+	h.json("POST", "/threads/T/runs/wait", map[string]any{"assistant_id": "researcher", "if_not_exists": "create",
+		"input": map[string]any{"messages": []map[string]string{{"role": "user", "content": "hi"}}}}, 200, nil)
+	var runs []Run
+	h.json("GET", "/threads/T/runs", nil, 200, &runs)
+	if len(runs) != 1 {
+		t.Fatalf("%d runs, want 1", len(runs))
+	}
+	run := runs[0]
+	before := st.count()
+	if _, evs := h.stream("GET", "/threads/T/runs/"+run.RunID+"/stream", nil); len(evs) == 0 {
+		t.Fatal("the rejoin sent no event")
+	}
+	if n := st.count() - before; n != 1 {
+		t.Fatalf("a rejoin read the run's record %d times, want once", n)
+	}
+}

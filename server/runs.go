@@ -876,6 +876,10 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, lr *liveRun, run
 		}
 		return rc.Flush()
 	}
+	if lr == nil && s.cfg.Executor == nil {
+		s.sendStored(r.Context(), runID, after, send)
+		return
+	}
 	if lr == nil {
 		rec, err := s.store.GetRun(r.Context(), r.PathValue("thread"), runID)
 		if err != nil || !s.elsewhere(rec) {
