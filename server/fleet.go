@@ -323,11 +323,11 @@ type runInfo struct {
 
 // holdRun takes lr's lease for this server and renews it until the
 // returned func stops renewing it and, with release, lets it go (without,
-// another hold of this server keeps it). Should another server take it, the
-// run is let go here (see loseRun). A fleet's server takes it as it accepts the
-// run, before the run is stored: a pending run whose lease is free is not
-// going to start (see retirePending). A lease another holder has is
-// refused, and the run is not to start.
+// another hold of this server keeps it). Should another server take it,
+// the run is let go here (see loseRun). A fleet's server takes it as it
+// accepts the run, before the run is stored: a pending run whose lease is
+// free is not going to start (see retirePending). A lease another holder
+// has is refused, and the run is not to start.
 func (s *Server) holdRun(lr *liveRun) (stop func(release bool), err error) {
 	l := checkpoint.Leaser(s.cfg.Saver)
 	key := runKey(lr.rec.RunID)
