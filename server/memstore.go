@@ -74,8 +74,10 @@ func (m *MemoryStore) DeleteThread(_ context.Context, id string) error {
 		if r.ThreadID == id {
 			delete(m.runs, rid)
 			delete(m.events, rid)
+			delete(m.events, runInfoLog(rid))
 		}
 	}
+	delete(m.events, ThreadLog(id))
 	return nil
 }
 

@@ -46,6 +46,9 @@ type liveRun struct {
 	cancel    context.CancelCauseFunc // set once started
 	cancelled bool                    // cancel was asked before it started
 	adopted   bool                    // started by a server of the fleet that stopped
+	// hold stops renewing the run's lease in a fleet, and releases it
+	// with true (see holdRun); nil without an Executor.
+	hold func(release bool)
 	// cancelOnDisconnect: on_disconnect "cancel" — the run stops when its
 	// creating stream's client goes away.
 	cancelOnDisconnect bool
@@ -301,17 +304,18 @@ func (s *Server) submit(r *http.Request) (*liveRun, error) {
 		finished: make(chan struct{}),
 		wake:     make(chan struct{}, 1), persister: make(chan struct{}),
 	}
-	if err := s.store.PutRun(ctx, lr.rec); err != nil {
-		return nil, err
+	if s.cfg.Executor != nil {
+		// Taken before the run is stored, held until it ends: while it
+		// is held, the fleet takes the run for this server's (see
+		// retirePending).
+		if lr.hold, err = s.holdRun(lr); err != nil {
+			return nil, err
+		}
 	}
-	th.Status = threadBusy
-	th.UpdatedAt = t
-	if th.Metadata == nil {
-		th.Metadata = map[string]any{}
-	}
-	th.Metadata["graph_id"] = asst.Spec.Name
-	th.Metadata["assistant_id"] = asst.ID
-	if err := s.store.UpdateThread(ctx, th); err != nil {
+	if err := s.putNewRun(ctx, lr, th); err != nil {
+		if lr.hold != nil {
+			lr.hold(true)
+		}
 		return nil, err
 	}
 	s.live[lr.rec.RunID] = lr
@@ -325,6 +329,23 @@ func (s *Server) submit(r *http.Request) (*liveRun, error) {
 		s.queue[threadID] = append(s.queue[threadID], lr)
 	}
 	return lr, nil
+}
+
+// putNewRun stores a run just accepted, and its thread as busy with it.
+func (s *Server) putNewRun(ctx context.Context, lr *liveRun, th ThreadRecord) error {
+	t := lr.rec.CreatedAt
+	asst := lr.asst
+	if err := s.store.PutRun(ctx, lr.rec); err != nil {
+		return err
+	}
+	th.Status = threadBusy
+	th.UpdatedAt = t
+	if th.Metadata == nil {
+		th.Metadata = map[string]any{}
+	}
+	th.Metadata["graph_id"] = asst.Spec.Name
+	th.Metadata["assistant_id"] = asst.ID
+	return s.store.UpdateThread(ctx, th)
 }
 
 // idleHere refuses a resume (or, continuing, a run without input) on a
@@ -412,6 +433,11 @@ func (s *Server) finish(lr *liveRun) {
 	lr.mu.Unlock()
 	lr.poke()
 	<-lr.persister
+	if lr.hold != nil {
+		// Let go once the run's events are stored (and its record, unless
+		// this server stops): a server that adopts it reads them all.
+		lr.hold(true)
+	}
 	// The thread is let go before anyone hears the run is over: a client
 	// that reads the run's last event and at once sends the next request
 	// (a resume, say) finds the thread free (or busy with the next queued
@@ -451,6 +477,10 @@ func (s *Server) abandon(lr *liveRun) {
 	lr.rec.UpdatedAt = now()
 	lr.rec.CancelReason = "cancelled before it started"
 	_ = s.store.PutRun(context.Background(), lr.rec)
+	if hold := lr.hold; hold != nil {
+		// Not under s.mu: the saver's time.
+		s.wg.Go(func() { hold(true) })
+	}
 	delete(s.live, lr.rec.RunID)
 	lr.mu.Lock()
 	lr.done = true
@@ -542,12 +572,8 @@ func (s *Server) appendEvents(runID string, batch []StoredEvent) error {
 // execute runs lr to its end, translating its events.
 func (s *Server) execute(ctx context.Context, lr *liveRun) {
 	defer s.finish(lr)
-	if s.cfg.Executor != nil {
-		// Held first: a run stored running is adopted when it is free.
-		defer s.holdRun(lr)()
-		if !lr.adopted {
-			s.saveRunInfo(lr)
-		}
+	if s.cfg.Executor != nil && !lr.adopted {
+		s.saveRunInfo(lr)
 	}
 	bg := context.Background()
 	s.update(lr, func(r *RunRecord) { r.Status = runRunning })
@@ -591,9 +617,11 @@ func (s *Server) execute(ctx context.Context, lr *liveRun) {
 	} else {
 		runErr = err
 	}
-	if s.cfg.Executor != nil && res == nil && s.ctx.Err() != nil && !errors.Is(context.Cause(ctx), errRunCancelled) {
+	if s.cfg.Executor != nil && (res == nil && s.ctx.Err() != nil && !errors.Is(context.Cause(ctx), errRunCancelled) ||
+		errors.Is(context.Cause(ctx), errLeaseLost)) {
 		// This server stops; the run goes on in the fleet, stored running,
-		// for another server to adopt once its lease is let go.
+		// for another server to adopt once its lease is let go. Or another
+		// server took its lease: the run, and its record, are that one's.
 		return
 	}
 	status, threadStatus, msg := runSuccess, threadIdle, ""
@@ -848,6 +876,10 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, lr *liveRun, run
 		}
 		return rc.Flush()
 	}
+	if lr == nil && s.cfg.Executor == nil {
+		s.sendStored(r.Context(), runID, after, send)
+		return
+	}
 	if lr == nil {
 		rec, err := s.store.GetRun(r.Context(), r.PathValue("thread"), runID)
 		if err != nil || !s.elsewhere(rec) {
@@ -855,7 +887,7 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, lr *liveRun, run
 			return
 		}
 		// Another server of the fleet runs it (until this one adopts it).
-		if lr = s.followStored(w, r, rec, &after, send); lr == nil {
+		if lr = s.followStored(w, r, rec, &after, due, send); lr == nil {
 			return
 		}
 	}
@@ -1095,8 +1127,11 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 			s.fail(w, err)
 			return
 		}
-		if w := r.URL.Query().Get("wait"); w == "1" || w == "true" {
+		if wait := r.URL.Query().Get("wait"); wait == "1" || wait == "true" {
 			if _, err := s.awaitStored(r.Context(), rec); err != nil {
+				if r.Context().Err() == nil {
+					s.fail(w, err) // a store error, or this server stops
+				}
 				return
 			}
 		}

@@ -88,6 +88,21 @@ type Config struct {
 	// Store and Saver: it follows, joins and cancels runs another one
 	// started, and does not take the runs it finds unfinished at start for
 	// a stopped server's.
+	//
+	// The fleet's servers tell who runs a run by the Saver's leases (its
+	// checkpoint.Leaser, under keys of their own, one per run): each holds
+	// the lease of each run it accepted until the run ends, and adopts a
+	// run going on whose lease is free. The Saver must therefore be one
+	// database every server of the fleet reaches (as the Store must), not a
+	// saver of its own process.
+	//
+	// Two servers may each accept a run of one thread at the same moment:
+	// each checks the Store, and each orders only its own runs. The
+	// Executor must run a thread's runs one at a time (the temporal one
+	// runs each as a workflow that holds the thread's checkpoint lease, and
+	// one workflow per thread run). Queues are each server's own: a run of
+	// a thread whose run another server runs is refused with 409 whatever
+	// its multitask_strategy (enqueue, interrupt and rollback included).
 	Executor Executor
 }
 
@@ -120,9 +135,13 @@ type Server struct {
 	wg     sync.WaitGroup
 }
 
-// New checks cfg and returns the server. It first marks failed, in the
-// store, the runs and threads a server stopped during left unfinished (see
-// recoverStopped): one server uses a store at a time.
+// New checks cfg and returns the server. Without an Executor, it first
+// marks failed, in the store, the runs and threads a server stopped during
+// left unfinished (see recoverStopped): one server uses a store at a time.
+// With one, the store is a fleet's, whose other servers may be running
+// the runs it finds unfinished: it adopts those going on whose server has
+// let their lease go (stopped, or died and the lease expired), and marks
+// failed those left pending that no server is going to start (see adopt).
 func New(cfg Config) (*Server, error) {
 	if len(cfg.Agents) == 0 {
 		return nil, errors.New("server: no agents configured")

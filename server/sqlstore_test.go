@@ -108,11 +108,23 @@ func storeSuite(t *testing.T, st Store) {
 	} else {
 		t.Errorf("%T pages no events", st)
 	}
+	// A fleet's logs of the thread's runs and of the thread go with it;
+	// another thread's stay.
+	for _, log := range []string{runInfoLog("r1"), ThreadLog("a"), ThreadLog("b")} {
+		if err := st.AppendEvents(ctx, log, []StoredEvent{{Seq: 1, Event: "run", Data: []byte(`{}`)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := st.DeleteThread(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
-	if out, _ := st.Events(ctx, "r1", 0); len(out) != 0 {
-		t.Fatalf("events of a deleted thread's run: %+v", out)
+	for _, log := range []string{"r1", runInfoLog("r1"), ThreadLog("a")} {
+		if out, _ := st.Events(ctx, log, 0); len(out) != 0 {
+			t.Fatalf("events of a deleted thread's log %s: %+v", log, out)
+		}
+	}
+	if out, _ := st.Events(ctx, ThreadLog("b"), 0); len(out) != 1 {
+		t.Fatalf("another thread's log has %d events after a delete, want 1", len(out))
 	}
 	if runs, _ := st.ListRuns(ctx, "a", 0, 0); len(runs) != 0 {
 		t.Fatalf("runs of a deleted thread: %+v", runs)

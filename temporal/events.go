@@ -91,8 +91,9 @@ func (s storeEvents) Publish(ctx context.Context, thread string, evs []Event) er
 const publishTimeout = 30 * time.Second
 
 // ThreadLog is the key, in a server store's event log, of the agent events
-// workers publish for a thread's served runs.
-func ThreadLog(thread string) string { return "temporal-thread:" + thread }
+// workers publish for a thread's served runs: server.ThreadLog, which the
+// server's stores delete with the thread.
+func ThreadLog(thread string) string { return server.ThreadLog(thread) }
 
 // servePrefix starts the id of every workflow a server started.
 const servePrefix = "deepagents-serve/"
