@@ -175,3 +175,28 @@ func TestWorkerAgentWithoutSkillsAndMemory(t *testing.T) {
 		t.Errorf("system %q, tail %q", req.System, req.SystemTail)
 	}
 }
+
+// The skills listing keeps to the budget of the model's context window
+// (from the configuration's model table), as in "deepagents run": a tiny
+// window leaves the description out.
+func TestWorkerSkillsListingFollowsTheWindow(t *testing.T) {
+	project, _ := skillsProject(t)
+	writeFile(t, filepath.Join(project, "deepagents.toml"), `model = "local:m"
+[providers.local]
+type = "openai-compatible"
+base_url = "http://127.0.0.1:1/v1"
+[models."local:m"]
+context_window = 1000
+`)
+	reg := temporal.NewRegistry()
+	var stderr strings.Builder
+	if err := configAgent(t.Context(), reg, "main", project, "", &agentSetup{}, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	m := scripted.New(scripted.Script{"main": {Steps: []scripted.Step{{Content: "done"}}}}, scripted.Options{})
+	runOnTestEnv(t, reg, m)
+	sys := m.Records()[0].Request.System
+	if !strings.Contains(sys, "pdf") || strings.Contains(sys, "Fill PDF forms.") {
+		t.Errorf("system %q: want pdf listed without its description", sys)
+	}
+}

@@ -397,6 +397,11 @@ func configAgent(ctx context.Context, reg *temporal.Registry, name, project, mod
 	if snap.skills != nil || snap.memory != nil {
 		notice("skills and AGENTS.md memory are read once, now (snapshot %s): restart the worker to pick up edits, and give every worker of the task queue the same files", snap.hash)
 	}
+	if snap.skills != nil {
+		// The listing's budget follows the model's context window, as in
+		// "deepagents run".
+		snap.skills.Window = cfg.Profile(spec.Provider, spec.Model).Window
+	}
 	var mws []agent.Middleware
 	if snap.memory != nil {
 		mws = append(mws, *snap.memory)
