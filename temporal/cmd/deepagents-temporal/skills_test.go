@@ -83,7 +83,7 @@ func stepCall(id, name, args string) scripted.StepCall {
 
 // The worker's agent lists the project's skills and sees its memory (with
 // the import), as "deepagents run" gives them, and so does a subagent
-// whose agent file names the skill. They are read when the worker starts:
+// whose agent file names the skill (isolated, it gets no memory). They are read when the worker starts:
 // the files are deleted before the run, which still sees them, so nothing
 // is read from disk in workflow code.
 func TestWorkerAgentHasSkillsAndMemory(t *testing.T) {
@@ -153,6 +153,9 @@ func TestWorkerAgentHasSkillsAndMemory(t *testing.T) {
 	}
 	if !strings.Contains(fillerReq.System, "- pdf: Fill PDF forms.") {
 		t.Errorf("the subagent naming the skill does not list it: %q", fillerReq.System)
+	}
+	if strings.Contains(fillerReq.SystemTail, "Project rule") {
+		t.Errorf("an isolated subagent got the memory block, which \"deepagents run\" does not give it: %q", fillerReq.SystemTail)
 	}
 }
 
