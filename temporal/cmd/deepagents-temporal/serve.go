@@ -55,7 +55,7 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.BoolVar(&f.demo, "demo", false, "serve the scripted demo agent \"demo\", as workers started with --demo run it")
 	fs.StringVar(&f.project, "project", "", "project `directory` whose configuration describes the agent \"main\" (default: the current directory)")
 	fs.StringVar(&f.model, "model", "", "the agent's model as `provider:model`, as the workers were given")
-	fs.StringVar(&f.root, "root", "", "the `directory` the workers' agent works on (their --root): this process only describes that agent, with its execute tool, and never reads the directory")
+	fs.StringVar(&f.root, "root", "", "the `directory` the workers' agent works on (their --root): this process only describes that agent, with its execute tool, and reads no file there but the project's AGENTS.md memory, as the workers do")
 	fs.BoolVar(&f.noSandbox, "no-sandbox", false, "as the workers were given: their commands run unsandboxed")
 	fs.BoolVar(&f.network, "sandbox-network", false, "as the workers were given: their sandboxed commands use the network")
 	fs.BoolVar(&f.allowExecute, "allow-execute", false, "as the workers were given: their commands run without asking")
