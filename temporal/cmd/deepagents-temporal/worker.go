@@ -70,8 +70,9 @@ the project's .deepagents/skills; the .claude/skills ones too with --claude-skil
 sees its AGENTS.md memory files, with the same imports and limits. They are read once,
 when the worker starts, into a read-only copy in memory (workflow code does no I/O and
 must see the same files on every replay): restart the worker to pick up an edit, and give
-every worker of a task queue the same files, or a run replayed on another worker may see
-other ones and fail. The notice at start prints a hash of the copy to compare workers by.
+every worker of a task queue the same files: a run replayed on another worker would see
+other ones than its history's, and nothing checks that. The notice at start prints a hash
+of the copy to compare workers by.
 The agent cannot edit memory files outside --root on a worker. --no-skills, --no-memory:
 leave them out.
 `
