@@ -17,7 +17,8 @@ import (
 // disk (confined to it, symbolic links included, as package osfs does).
 // Mount it at the loader's prefix (the middleware does so for every tool
 // call) so that the paths in the listing work with read_file, ls, glob and
-// grep. Writes and deletes fail with vfs.ErrPermission.
+// grep. Writes and deletes fail with vfs.ErrPermission. The backend of a
+// Snapshot serves the files it kept, and reads no folder.
 type FS struct {
 	l *Loader
 
@@ -77,6 +78,9 @@ func (f *FS) split(path string) (name string, root *osfs.FS, inner string, err e
 }
 
 func (f *FS) Stat(ctx context.Context, path string) (vfs.Entry, error) {
+	if m := f.l.mem; m != nil {
+		return m.Stat(ctx, path)
+	}
 	name, root, inner, err := f.split(path)
 	if err != nil {
 		return vfs.Entry{}, err
@@ -90,6 +94,9 @@ func (f *FS) Stat(ctx context.Context, path string) (vfs.Entry, error) {
 }
 
 func (f *FS) Read(ctx context.Context, path string) (string, error) {
+	if m := f.l.mem; m != nil {
+		return m.Read(ctx, path)
+	}
 	name, root, inner, err := f.split(path)
 	if err != nil {
 		return "", err
@@ -111,6 +118,9 @@ func (f *FS) Delete(_ context.Context, path string) (int, error) {
 }
 
 func (f *FS) List(ctx context.Context, dir string) ([]vfs.Entry, error) {
+	if m := f.l.mem; m != nil {
+		return m.List(ctx, dir)
+	}
 	name, root, inner, err := f.split(dir)
 	if err != nil {
 		return nil, err
@@ -131,6 +141,9 @@ func (f *FS) List(ctx context.Context, dir string) ([]vfs.Entry, error) {
 }
 
 func (f *FS) Walk(ctx context.Context, dir string) iter.Seq2[vfs.Entry, error] {
+	if m := f.l.mem; m != nil {
+		return m.Walk(ctx, dir)
+	}
 	return func(yield func(vfs.Entry, error) bool) {
 		name, root, inner, err := f.split(dir)
 		if err != nil {

@@ -137,7 +137,7 @@ Read carefully.
 	if err := configAgent(t.Context(), reg, "main", project, "", nil, &stderr); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`tool "execute" is left out`, "its MCP servers are left out", "execute, skills and AGENTS.md memory are left out"} {
+	for _, want := range []string{`tool "execute" is left out`, "its MCP servers are left out", "execute is left out"} {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("notices %q; want %q", stderr.String(), want)
 		}
@@ -186,7 +186,7 @@ base_url = "http://127.0.0.1:1/v1"
 	if !slices.Contains(names, "execute") || a.Config().Backend == nil {
 		t.Errorf("tools %v, backend %v; want execute on the directory", names, a.Config().Backend)
 	}
-	if strings.Contains(stderr.String(), "execute, skills") {
+	if strings.Contains(stderr.String(), "execute is left out") {
 		t.Errorf("notices %q: execute is not left out with --root", stderr.String())
 	}
 	for _, args := range [][]string{{"--root", "relative/dir", "--model", "x:y"}, {"--root", root, "--demo"}} {

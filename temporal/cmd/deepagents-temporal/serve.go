@@ -30,12 +30,15 @@ database and Temporal, and a replica that stops leaves its runs going on, for an
 to follow. Use PostgreSQL when the replicas or workers are on more than one machine.
 
 Start the workers with the same --db (they publish the runs' events there) and the same
-agent flags (--demo, or the same --project, --model, --root, --no-sandbox, --sandbox-network
-and --allow-execute): the assistant served describes the agent the workers run.
+agent flags (--demo, or the same --project, --model, --root, --no-sandbox, --sandbox-network,
+--allow-execute, --no-skills, --no-memory and --claude-skills): the assistant served describes
+the agent the workers run, with the skills and AGENTS.md memory it reads from the project at
+start as the workers do (give it the same files).
 `
 
 type serveFlags struct {
 	conn
+	knowledge
 	db, project, model, listen, tokenEnv, root string
 	demo                                       bool
 	// As the workers' flags: they shape the agent the server describes.
@@ -52,10 +55,11 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.BoolVar(&f.demo, "demo", false, "serve the scripted demo agent \"demo\", as workers started with --demo run it")
 	fs.StringVar(&f.project, "project", "", "project `directory` whose configuration describes the agent \"main\" (default: the current directory)")
 	fs.StringVar(&f.model, "model", "", "the agent's model as `provider:model`, as the workers were given")
-	fs.StringVar(&f.root, "root", "", "the `directory` the workers' agent works on (their --root): this process only describes that agent, with its execute tool, and never reads the directory")
+	fs.StringVar(&f.root, "root", "", "the `directory` the workers' agent works on (their --root): this process only describes that agent, with its execute tool, and reads no file there but the project's AGENTS.md memory, as the workers do")
 	fs.BoolVar(&f.noSandbox, "no-sandbox", false, "as the workers were given: their commands run unsandboxed")
 	fs.BoolVar(&f.network, "sandbox-network", false, "as the workers were given: their sandboxed commands use the network")
 	fs.BoolVar(&f.allowExecute, "allow-execute", false, "as the workers were given: their commands run without asking")
+	f.knowledge.flags(fs)
 	fs.StringVar(&f.tokenEnv, "token-env", "", "name of the environment `variable` holding the bearer token every request must carry (none: no token, loopback only)")
 	if st, ok := parse(fs, args); !ok {
 		return st
@@ -90,13 +94,13 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if f.demo {
 		name, err = "demo", demoAgent(reg, "demo")
 	} else {
-		var dir *agentSetup
+		dir := &agentSetup{knowledge: f.knowledge}
 		if f.root != "" {
 			if !filepath.IsAbs(f.root) {
 				return fail(stderr, "serve", exitUsage, fmt.Errorf("--root %s: give the absolute path the workers were given", f.root))
 			}
-			dir = &agentSetup{backend: reg.Directory(filepath.Clean(f.root), elsewhere{}),
-				network: f.network, unsandboxed: f.noSandbox, allowExecute: f.allowExecute}
+			dir = &agentSetup{backend: reg.Directory(filepath.Clean(f.root), elsewhere{}), root: filepath.Clean(f.root),
+				network: f.network, unsandboxed: f.noSandbox, allowExecute: f.allowExecute, knowledge: f.knowledge}
 		}
 		err = configAgent(ctx, reg, name, f.project, f.model, dir, io.Discard)
 	}

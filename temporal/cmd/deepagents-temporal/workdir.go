@@ -27,6 +27,10 @@ type agentSetup struct {
 	mcp func(ctx context.Context, reg *temporal.Registry, name, project, home string, notice func(string, ...any)) ([]tool.Tool, error)
 	// closers free what the setup holds (the directory, the servers).
 	closers []func()
+	// root is the --root directory ("" for none); knowledge says whether
+	// the agent gets skills and memory.
+	root      string
+	knowledge knowledge
 }
 
 func (s *agentSetup) close() {
@@ -68,6 +72,6 @@ func openWorkDir(ctx context.Context, reg *temporal.Registry, f workerFlags, d *
 		}
 		fmt.Fprintf(stderr, "deepagents-temporal worker: execute: %s; %s.\n", runner.Describe(), asking)
 	}
-	d.backend = reg.Directory(root, b)
+	d.backend, d.root = reg.Directory(root, b), root
 	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/deepagents-go/deepagents"
+	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/approve"
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/checkpoint/postgres"
@@ -53,22 +54,33 @@ Agents:
   otherwise   registers "main", built from the project's configuration (deepagents.toml,
               ~/.deepagents/config.toml): its model and providers, system prompt, limits,
               approvals (interrupt_on), permissions, and the subagents of its agent files
-              (.deepagents/agents/*.md) with the file tools they name. The agent's files are
-              the run's own, kept in the thread; it has the file tools, write_todos and task.
-              With --root DIR its files are that directory instead, and it has execute (in a
-              sandbox unless --no-sandbox; each command waits for an approval unless
-              --allow-execute): every file operation and command is an activity that runs on
-              a worker started with the same --root. The user's MCP servers are started
-              (the project's too with --trust-project-mcp; none with --no-mcp): each call of
-              their tools is an activity, and a stdio server's calls in one run go to one
-              worker (a Temporal session). Left out, with a notice: execute without --root,
-              the MCP servers of agent files, skills and AGENTS.md memory (their I/O would run
-              in workflow code).
+              (.deepagents/agents/*.md) with the file tools and skills they name. The agent's
+              files are the run's own, kept in the thread; it has the file tools, write_todos
+              and task. With --root DIR its files are that directory instead, and it has
+              execute (in a sandbox unless --no-sandbox; each command waits for an approval
+              unless --allow-execute): every file operation and command is an activity that
+              runs on a worker started with the same --root. The user's MCP servers are
+              started (the project's too with --trust-project-mcp; none with --no-mcp): each
+              call of their tools is an activity, and a stdio server's calls in one run go to
+              one worker (a Temporal session). Left out, with a notice: execute without
+              --root, and the MCP servers of agent files.
+
+Skills and memory: the agent lists the skills of "deepagents run" (~/.deepagents/skills,
+the project's .deepagents/skills; the .claude/skills ones too with --claude-skills) and
+sees its AGENTS.md memory files, with the same imports and limits. They are read once,
+when the worker starts, into a read-only copy in memory (workflow code does no I/O and
+must see the same files on every replay): restart the worker to pick up an edit, and give
+every worker of a task queue the same files: a run replayed on another worker would see
+other ones than its history's, and nothing checks that. The notice at start prints a hash
+of the copy to compare workers by.
+The agent cannot edit memory files outside --root on a worker. --no-skills, --no-memory:
+leave them out.
 `
 
 // workerFlags are the worker command's flags.
 type workerFlags struct {
 	conn
+	knowledge
 	db, project, model string
 	demo               bool
 	// root is the real directory the agent's files are on; the others
@@ -94,6 +106,7 @@ func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.BoolVar(&f.noSandbox, "no-sandbox", false, "with --root, let execute run commands WITHOUT a sandbox (full access to the worker's files and network)")
 	fs.BoolVar(&f.network, "sandbox-network", false, "with --root, let execute's sandboxed commands use the network")
 	fs.BoolVar(&f.allowExecute, "allow-execute", false, "with --root, run commands without asking (by default each execute call waits for an approval)")
+	f.knowledge.flags(fs)
 	fs.BoolVar(&f.noMCP, "no-mcp", false, "start no MCP server")
 	fs.BoolVar(&f.trustMCP, "trust-project-mcp", false, "start the project's MCP servers too (its .mcp.json and deepagents.toml), not only the user's")
 	fs.DurationVar(&f.stopTimeout, "stop-timeout", 30*time.Second, "how long a stopping worker waits for the tasks it holds")
@@ -142,7 +155,7 @@ func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 
 	names := []string{"main"}
 	var err error
-	dir := &agentSetup{}
+	dir := &agentSetup{knowledge: f.knowledge}
 	defer dir.close()
 	if !f.noMCP {
 		dir.mcp = workerMCP(f.trustMCP, &dir.closers)
@@ -321,6 +334,18 @@ func configAgent(ctx context.Context, reg *temporal.Registry, name, project, mod
 		return fmt.Errorf("model %s: %w", spec, err)
 	}
 
+	var k knowledge
+	root := ""
+	if dir != nil {
+		k, root = dir.knowledge, dir.root
+	}
+	if project, err = filepath.Abs(project); err != nil {
+		return err
+	}
+	snap, err := loadSnapshot(k, project, home, root)
+	if err != nil {
+		return err
+	}
 	files, err := config.LoadAgents(config.AgentDirs(project, home)...)
 	if err != nil {
 		return err
@@ -344,8 +369,8 @@ func configAgent(ctx context.Context, reg *temporal.Registry, name, project, mod
 			notice("agent %s (%s): its MCP servers are left out: MCP calls do not run on a worker yet", af.Name, af.Path)
 			sp.MCPServers = nil
 		}
-		if len(af.Skills) > 0 {
-			notice("agent %s (%s): its skills are left out: loading skills would read files in workflow code", af.Name, af.Path)
+		if len(af.Skills) > 0 && k.noSkills {
+			notice("agent %s (%s): its skills are left out (--no-skills)", af.Name, af.Path)
 			sp.Skills = nil
 		}
 		if af.Model != "" {
@@ -368,9 +393,19 @@ func configAgent(ctx context.Context, reg *temporal.Registry, name, project, mod
 		notice("%d MCP server(s) configured are not started here: their tools are the workers'", len(servers))
 	}
 	if dir == nil || dir.backend == nil {
-		notice("execute, skills and AGENTS.md memory are left out: a worker keeps each run's files in its thread, not on a directory (give --root for one)")
-	} else {
-		notice("skills and AGENTS.md memory are left out: their reads would run in workflow code")
+		notice("execute is left out: a worker keeps each run's files in its thread, not on a directory (give --root for one)")
+	}
+	if snap.skills != nil || snap.memory != nil {
+		notice("skills and AGENTS.md memory are read once, now (snapshot %s): restart the worker to pick up edits, and give every worker of the task queue the same files", snap.hash)
+	}
+	if snap.skills != nil {
+		// The listing's budget follows the model's context window, as in
+		// "deepagents run".
+		snap.skills.Window = cfg.Profile(spec.Provider, spec.Model).Window
+	}
+	var mws []agent.Middleware
+	if snap.memory != nil {
+		mws = append(mws, *snap.memory)
 	}
 
 	gates := cfg.InterruptOn
@@ -392,6 +427,7 @@ func configAgent(ctx context.Context, reg *temporal.Registry, name, project, mod
 		Name: name, Model: model, SystemPrompt: cfg.SystemPrompt, Subagents: specs,
 		MaxSteps: cfg.MaxSteps, MaxParallel: cfg.MaxParallel, Reasoning: cfg.Reasoning,
 		InterruptOn: gates, Permissions: cfg.Permissions, Todos: true,
+		Skills: snap.skills, Middleware: mws,
 		ResponseLimits: llm.ResponseLimits{MaxBytes: cfg.MaxResponseBytes, MaxToolCalls: cfg.MaxToolCalls},
 	}
 	a, err := deepagents.New(dc)
