@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -65,6 +67,11 @@ type SubagentInput struct {
 	// Signal is the parent's signal by which the child reports that its
 	// run waits for a person.
 	Signal string `json:"signal"`
+	// Continued is how many workflow runs of the child came before this
+	// one (it continues as new on a long history); Done, on a directory,
+	// the paths they changed there, which the parent learns at the end.
+	Continued int       `json:"continued,omitempty"`
+	Done      vfs.Delta `json:"done,omitempty"`
 }
 
 // SubagentOutcome is how a subagent run ended, as its parent's run needs
@@ -327,6 +334,7 @@ func (g *Registry) RunSubagent(ctx workflow.Context, in SubagentInput) (*Subagen
 	switch {
 	case n.Recorded && g.Store != nil && in.Holder != "":
 		th := newWFThread(g, rt, n.Thread, in.Holder)
+		th.own = in.Path
 		rctx = withThread(rctx, th)
 		opts = append(opts, agent.RecordNested(n, th))
 	case n.Recorded:
@@ -348,6 +356,7 @@ func (g *Registry) RunSubagent(ctx workflow.Context, in SubagentInput) (*Subagen
 	decisions := in.Nesting.Decisions
 	var layer *vfs.Layer
 	var res *agent.Result
+	var runErr error
 	for {
 		// A fresh view of the parent's files each time, as the parent's
 		// call would have: a resumed run restores its own changes.
@@ -356,7 +365,7 @@ func (g *Registry) RunSubagent(ctx workflow.Context, in SubagentInput) (*Subagen
 		if dir != nil {
 			view = dir
 		}
-		res, _ = a.Invoke(rctx, agent.Input{Messages: in.Messages, Backend: view}, append(opts[:len(opts):len(opts)], agent.WithDecisions(decisions...))...)
+		res, runErr = a.Invoke(rctx, agent.Input{Messages: in.Messages, Backend: view}, append(opts[:len(opts):len(opts)], agent.WithDecisions(decisions...))...)
 		if res == nil || res.Status != agent.StatusInterrupted || ctx.Err() != nil {
 			break
 		}
@@ -383,13 +392,39 @@ func (g *Registry) RunSubagent(ctx workflow.Context, in SubagentInput) (*Subagen
 	}
 	d := layer.Delta()
 	if dir != nil {
-		d = pathsOf(dir.Changes())
+		d = mergePaths(in.Done, pathsOf(dir.Changes()))
+	}
+	if errors.Is(runErr, errContinue) && ctx.Err() == nil {
+		// A long history: the next workflow run resumes the run from the
+		// step just saved. On a layer, the run's own records restore its
+		// file changes there.
+		return nil, continueSubagent(ctx, g, in, d)
 	}
 	out := outcome(res, d)
 	if ctx.Err() != nil {
 		return nil, sdktemporal.NewCanceledError(*out)
 	}
 	return out, nil
+}
+
+// mergePaths is the changed paths of earlier, then later, with a path
+// both name taken from later, sorted by path.
+func mergePaths(earlier, later vfs.Delta) vfs.Delta {
+	if len(earlier) == 0 {
+		return later
+	}
+	byPath := map[string]vfs.Change{}
+	for _, c := range earlier {
+		byPath[c.Path] = c
+	}
+	for _, c := range later {
+		byPath[c.Path] = c
+	}
+	out := make(vfs.Delta, 0, len(byPath))
+	for _, p := range slices.Sorted(maps.Keys(byPath)) {
+		out = append(out, byPath[p])
+	}
+	return out
 }
 
 // outcome is res as a parent needs it, and the file changes d.
