@@ -10,11 +10,17 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/checkpoint/sqlite"
 	"github.com/deepagents-go/deepagents/llm/scripted"
 	"github.com/deepagents-go/deepagents/runner"
@@ -210,5 +216,126 @@ func TestAChildContinuesAsNewAfterASavedStep(t *testing.T) {
 	}
 	if len(got.Files) != 2 || got.Files[0].Path != "/m.txt" || got.Files[1].Path != "/w.txt" || got.Files[1].File.Content != "second" {
 		t.Errorf("the child's file changes %s", mustJSON(t, got.Files))
+	}
+}
+
+// childContinueHistory is the first run of a subagent's child workflow
+// that continued as new.
+const childContinueHistory = "testdata/child-continue.history.json"
+
+// runsOf are the histories of every run of workflow id, from run first on
+// through its continuations, in order.
+func runsOf(ctx context.Context, t *testing.T, c client.Client, id, first string) []*historypb.History {
+	t.Helper()
+	var hs []*historypb.History
+	for run := first; run != ""; {
+		h := history(ctx, t, c, c.GetWorkflow(ctx, id, run))
+		hs = append(hs, h)
+		run = ""
+		if last := h.Events[len(h.Events)-1]; last.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW {
+			run = last.GetWorkflowExecutionContinuedAsNewEventAttributes().GetNewExecutionRunId()
+		}
+	}
+	return hs
+}
+
+// On a real server, a subagent of 12 rounds on a stored thread continues
+// as new several times; the parent's summary, the child's text and the
+// thread's files equal those of the same run on a worker that never
+// continues, every call ran once, and every run's history replays. With
+// DEEPAGENTS_TEMPORAL_RECORD=1 the child's first run is written to testdata
+// for TestChildContinueHistoryReplays.
+func TestChildContinuesAsNewOnADevServer(t *testing.T) {
+	c := devClient(t)
+	const rounds = 12
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	runOn := func(queue string, continueAfter int) (*childLongCase, client.WorkflowRun, *temporal.Summary) {
+		lc := newChildLongCase(t, rounds)
+		lc.reg.ContinueAfter = continueAfter
+		w := worker.New(c, queue, worker.Options{})
+		lc.reg.Register(w)
+		if err := w.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(w.Stop)
+		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: queue, TaskQueue: queue}, temporal.RunAgentWorkflow,
+			temporal.RunInput{Agent: "parent", Thread: "long", Input: "go"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := c.GetWorkflow(ctx, queue, run.GetRunID())
+		var s temporal.Summary
+		if err := run.Get(ctx, &s); err != nil {
+			t.Fatal(err)
+		}
+		lc.everyCallOnce(t, rounds)
+		return lc, first, &s
+	}
+	lc, run, got := runOn("deepagents-child-continue", 40)
+	plain, _, want := runOn("deepagents-child-plain", -1)
+	if got.Status != agent.StatusOK || got.Text != "parent done" || len(got.Children) != 1 || got.Children[0].Text != "worker counted" ||
+		got.Children[0].Rounds != rounds+1 {
+		t.Errorf("summary %+v", got)
+	}
+	got.Continued = 0 // the parent may continue too
+	if g, w := mustJSON(t, got), mustJSON(t, want); !bytes.Equal(g, w) {
+		t.Errorf("summary of the run whose child continued:\n%s\nof one that did not:\n%s", g, w)
+	}
+	filesOf := func(s *sqlite.Saver) []byte {
+		cp, err := s.Get(ctx, checkpoint.Ref{ThreadID: "long"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		files := map[string]string{}
+		for p, f := range cp.State.Files {
+			files[p] = f.Content
+		}
+		return mustJSON(t, files)
+	}
+	if g, w := filesOf(lc.store), filesOf(plain.store); !bytes.Equal(g, w) {
+		t.Errorf("the thread's files: %s, without continuing: %s", g, w)
+	}
+
+	// The parent's runs, then its child's: every one replays, and the
+	// child continued at least twice.
+	parents := runsOf(ctx, t, c, run.GetID(), run.GetRunID())
+	var childID, childRun string
+	for _, h := range parents {
+		for _, ev := range h.Events {
+			if a := ev.GetChildWorkflowExecutionStartedEventAttributes(); a != nil {
+				childID, childRun = a.GetWorkflowExecution().GetWorkflowId(), a.GetWorkflowExecution().GetRunId()
+			}
+		}
+	}
+	if childID == "" {
+		t.Fatal("the parent started no child workflow")
+	}
+	children := runsOf(ctx, t, c, childID, childRun)
+	t.Logf("the parent ran %d workflow runs, its child %d", len(parents), len(children))
+	if len(children) < 3 {
+		t.Errorf("the child ran %d workflow runs, want it to continue at least twice", len(children))
+	}
+	for i, h := range append(parents, children...) {
+		if err := replayerOf(t, lc.reg).ReplayWorkflowHistory(nil, h); err != nil {
+			t.Errorf("run %d does not replay: %v", i, err)
+		}
+	}
+	record(t, childContinueHistory, children[0])
+}
+
+// The committed history of a subagent's child workflow that continued as
+// new replays on a worker with the limit it ran with, and not on one that
+// would have gone on in the same run (a replay takes the path its limits
+// say).
+func TestChildContinueHistoryReplays(t *testing.T) {
+	lc := newChildLongCase(t, 12)
+	lc.reg.ContinueAfter = 40
+	if err := replayerOf(t, lc.reg).ReplayWorkflowHistoryFromJSONFile(nil, childContinueHistory); err != nil {
+		t.Errorf("%s does not replay: %v", childContinueHistory, err)
+	}
+	lc.reg.ContinueAfter = -1
+	if err := replayerOf(t, lc.reg).ReplayWorkflowHistoryFromJSONFile(nil, childContinueHistory); err == nil {
+		t.Errorf("%s replayed on a worker that does not continue, want a nondeterminism error", childContinueHistory)
 	}
 }
