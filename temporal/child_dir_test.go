@@ -2,6 +2,7 @@ package temporal_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,8 +14,10 @@ import (
 
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/checkpoint/sqlite"
 	"github.com/deepagents-go/deepagents/fstools"
 	"github.com/deepagents-go/deepagents/llm/scripted"
+	"github.com/deepagents-go/deepagents/runner"
 	"github.com/deepagents-go/deepagents/subagent"
 	"github.com/deepagents-go/deepagents/temporal"
 	"github.com/deepagents-go/deepagents/tool"
@@ -130,4 +133,99 @@ func mustComposite(t *testing.T, fallback vfs.Backend, routes ...vfs.Route) *vfs
 		t.Fatal(err)
 	}
 	return c
+}
+
+// A subagent on a directory of the workers that continues as new carries
+// the paths its earlier runs changed there: its last run, which only runs
+// a command, ends with an outcome that names the file an earlier run
+// wrote, as one that never continued would.
+func TestAChildOnADirectoryCarriesItsChangesAcrossContinuing(t *testing.T) {
+	newCase := func(t *testing.T, dir string) *temporal.Registry {
+		if err := os.WriteFile(filepath.Join(dir, "seed.txt"), []byte("seed"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		reg := temporal.NewRegistry()
+		reg.Store = openStore(t)
+		reg.ContinueAfter = 1000
+		m := reg.Model("scripted", scripted.New(scripted.Script{
+			"coder": {Steps: []scripted.Step{
+				step("", tc("task", `{"description":"copy the seed","subagent_type":"general-purpose"}`)),
+				step("delegated"),
+			}},
+			"general-purpose": {Steps: []scripted.Step{
+				step("", tc("write_file", `{"file_path":"/child.txt","content":"from the child"}`)),
+				step("", tc("execute", `{"command":"cp seed.txt copy.txt"}`)),
+				step("copied"),
+			}},
+		}, scripted.Options{}))
+		fs, err := osfs.New(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tools := append(fstools.Tools(), fstools.Execute(fstools.ExecuteOptions{}))
+		task, err := subagent.NewTask(subagent.Config{Model: m, BaseTools: tools, Subagents: []subagent.Spec{subagent.GeneralPurpose()}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := mustAgent(t, agent.Config{Name: "coder", Model: m, Tools: append(tools, task), Backend: reg.Directory(dir, fs.WithRunner(shellIn{dir}))})
+		if err := reg.Agent("coder", a); err != nil {
+			t.Fatal(err)
+		}
+		return reg
+	}
+	// The parent's run, to learn its child's input.
+	dir := t.TempDir()
+	env := newEnv(t, newCase(t, dir))
+	var starts childStarts
+	env.SetOnChildWorkflowStartedListener(func(info *workflow.Info, _ workflow.Context, args converter.EncodedValues) {
+		starts.listen(t, info, args)
+	})
+	env.ExecuteWorkflow(temporal.RunAgentWorkflow, temporal.RunInput{Agent: "coder", Thread: "S", Input: "delegate"})
+	if s := summary(t, env); s.Status != agent.StatusOK || len(starts.inputs) != 1 || starts.inputs[0].Root != dir {
+		t.Fatalf("summary %+v, child inputs %+v", s, starts.inputs)
+	}
+	in := starts.inputs[0]
+
+	// The child alone, on a fresh directory and store, its history long.
+	in.Root = t.TempDir()
+	reg := newCase(t, in.Root)
+	if _, err := reg.Store.(*sqlite.Saver).Acquire(t.Context(), "S", in.Holder, start, runner.DefaultLeaseTTL); err != nil {
+		t.Fatal(err)
+	}
+	cur, continued := in, 0
+	var out temporal.SubagentOutcome
+	for {
+		env := newEnv(t, reg)
+		env.SetCurrentHistoryLength(1000)
+		env.ExecuteWorkflow(temporal.RunSubagentWorkflow, cur)
+		var can *workflow.ContinueAsNewError
+		if err := env.GetWorkflowError(); errors.As(err, &can) {
+			if err := temporal.DataConverter().FromPayloads(can.Input, &cur); err != nil {
+				t.Fatal(err)
+			}
+			if continued++; continued > 5 {
+				t.Fatal("the child never ends")
+			}
+			if continued == 2 && (len(cur.Done) != 1 || cur.Done[0].Path != "/child.txt" || cur.Done[0].File == nil || cur.Done[0].File.Content != "") {
+				t.Errorf("after its write, the child continues with done %s, want the path alone", mustJSON(t, cur.Done))
+			}
+			continue
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if err := env.GetWorkflowResult(&out); err != nil {
+			t.Fatal(err)
+		}
+		break
+	}
+	var paths []string
+	for _, c := range out.Files {
+		paths = append(paths, c.Path)
+	}
+	if continued < 2 || out.Result.Status != agent.StatusOK || !slices.Equal(paths, []string{"/child.txt"}) {
+		t.Errorf("continued %d times; outcome %s", continued, mustJSON(t, out))
+	}
+	if b, err := os.ReadFile(filepath.Join(in.Root, "copy.txt")); err != nil || string(b) != "seed" {
+		t.Errorf("copy.txt on disk: %q %v", b, err)
+	}
 }
