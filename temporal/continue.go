@@ -113,7 +113,7 @@ func continueSubagent(ctx workflow.Context, g *Registry, in SubagentInput, done 
 	}
 	if size := proto.Size(p); size > MaxPayload {
 		return sdktemporal.NewNonRetryableApplicationError(fmt.Sprintf("subagent %s cannot continue as new: its next input is %d bytes compressed, over the %d a payload may have; "+
-			"the paths it changed on its directory are too many to carry, so its run stops here unfinished, to be resumed", in.Path, size, MaxPayload), "PayloadTooLarge", nil)
+			"the paths it changed on its directory are too many to carry, so its task call fails here; give it a task that changes fewer files", in.Path, size, MaxPayload), "PayloadTooLarge", nil)
 	}
 	return workflow.NewContinueAsNewError(ctx, RunSubagentWorkflow, next)
 }
