@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -65,6 +67,11 @@ type SubagentInput struct {
 	// Signal is the parent's signal by which the child reports that its
 	// run waits for a person.
 	Signal string `json:"signal"`
+	// Continued is how many workflow runs of the child came before this
+	// one (it continues as new on a long history); Done, on a directory,
+	// the paths they changed there, which the parent learns at the end.
+	Continued int       `json:"continued,omitempty"`
+	Done      vfs.Delta `json:"done,omitempty"`
 }
 
 // SubagentOutcome is how a subagent run ended, as its parent's run needs
@@ -148,8 +155,14 @@ func (r *Runtime) RunChild(ctx context.Context, c agent.ChildRun) (*agent.Result
 	if d := dirBehind(c.Input.Backend); d != nil {
 		// The child works on the same directory, through activities.
 		in.Root, in.Exec = d.root, d.exec
+	} else if root := r.hiddenDir(c); root != "" {
+		return failed(path, fmt.Errorf("subagent %s cannot run as a child workflow: the files it sees include the directory %s of the workers behind a view "+
+			"that mounts other files on it or holds changes of its own (a vfs.Composite with routes, a vfs.Layer), which a child workflow cannot share; "+
+			"build the agent on the directory alone (Registry.Directory's backend, or a vfs.Composite over it with no routes, made Unlayered)", key, root)), true
 	} else {
-		files, err := snapshot(c.Input.Backend)
+		// Read in the run's context: a directory this does not know of is
+		// still read through activities, never from workflow code.
+		files, err := snapshot(ctx, c.Input.Backend)
 		if err != nil {
 			return failed(path, fmt.Errorf("reading the files subagent %s sees: %w", key, err)), true
 		}
@@ -232,10 +245,12 @@ func (r *Runtime) awaitChild(ctx context.Context, w *childWF, key string, c agen
 	if out.StoreDown {
 		out.Result = out.Result.WithCause(&storeDown{msg: out.Result.Error})
 	}
-	if tr, ok := c.Input.Backend.(*vfs.Tracked); ok && dirBehind(tr) != nil {
+	if dirBehind(c.Input.Backend) != nil {
 		// The child wrote through the directory itself: the call's view
-		// only learns what changed.
-		tr.Note(out.Files)
+		// only learns what changed (out.Files has no contents).
+		if tr := trackedBehind(c.Input.Backend); tr != nil {
+			tr.Note(out.Files)
+		}
 	} else if len(out.Files) > 0 {
 		if err := applyDelta(c.Input.Backend, out.Files); err != nil {
 			return failed(c.Child.Path, fmt.Errorf("applying subagent %s's file changes: %w", key, err))
@@ -250,12 +265,83 @@ func failed(path agent.Path, err error) *agent.Result {
 	return &agent.Result{Agent: path, Status: agent.StatusError, Error: err.Error()}
 }
 
-// snapshot returns the files of b, nil for none.
-func snapshot(b vfs.Backend) (map[string]vfs.File, error) {
+// hiddenDir is the root of a registered directory that the files c sees
+// reach behind a view dirBehind does not see through, "" for none: the
+// call's view itself, or, when it is a layer (which does not say what it
+// is over), the files the agents it runs for were built with.
+func (r *Runtime) hiddenDir(c agent.ChildRun) string {
+	if root := dirInside(c.Input.Backend); root != "" {
+		return root
+	}
+	if _, ok := c.Input.Backend.(*vfs.Layer); !ok {
+		return ""
+	}
+	if a, ok := r.host.g.agents[r.host.agent]; ok {
+		if root := dirInside(a.Config().Backend); root != "" {
+			return root
+		}
+	}
+	if c.Agent != nil {
+		return dirInside(c.Agent.Config().Backend)
+	}
+	return ""
+}
+
+// trackedBehind is the tracked view b is or wraps (dirBehind's way), nil
+// for none.
+func trackedBehind(b vfs.Backend) *vfs.Tracked {
+	for range 8 {
+		switch d := b.(type) {
+		case *vfs.Tracked:
+			return d
+		case *vfs.Composite:
+			b = d.Fallback()
+		case interface{ Unwrap() vfs.Backend }:
+			b = d.Unwrap()
+		default:
+			return nil
+		}
+	}
+	return nil
+}
+
+// dirInside is the root of a registered directory b reaches through the
+// wrappers that say what they wrap (tracked views, composites' routes and
+// fallbacks, Unwrap), "" for none.
+func dirInside(b vfs.Backend) string {
+	return dirIn(b, 0)
+}
+
+func dirIn(b vfs.Backend, depth int) string {
+	if b == nil || depth > 8 {
+		return ""
+	}
+	switch d := b.(type) {
+	case *dirFiles:
+		return d.root
+	case *dirExec:
+		return d.root
+	case *vfs.Tracked:
+		return dirIn(d.Backend, depth+1)
+	case *vfs.Composite:
+		for _, rt := range d.Routes() {
+			if root := dirIn(rt.Backend, depth+1); root != "" {
+				return root
+			}
+		}
+		return dirIn(d.Fallback(), depth+1)
+	case interface{ Unwrap() vfs.Backend }:
+		return dirIn(d.Unwrap(), depth+1)
+	}
+	return ""
+}
+
+// snapshot returns the files of b, nil for none, read in ctx (the run's:
+// a registered directory reached through it is read through activities).
+func snapshot(ctx context.Context, b vfs.Backend) (map[string]vfs.File, error) {
 	if b == nil {
 		return nil, nil
 	}
-	ctx := context.Background()
 	var files map[string]vfs.File
 	for e, err := range b.Walk(ctx, "/") {
 		if err != nil {
@@ -327,6 +413,7 @@ func (g *Registry) RunSubagent(ctx workflow.Context, in SubagentInput) (*Subagen
 	switch {
 	case n.Recorded && g.Store != nil && in.Holder != "":
 		th := newWFThread(g, rt, n.Thread, in.Holder)
+		th.own = in.Path
 		rctx = withThread(rctx, th)
 		opts = append(opts, agent.RecordNested(n, th))
 	case n.Recorded:
@@ -348,6 +435,7 @@ func (g *Registry) RunSubagent(ctx workflow.Context, in SubagentInput) (*Subagen
 	decisions := in.Nesting.Decisions
 	var layer *vfs.Layer
 	var res *agent.Result
+	var runErr error
 	for {
 		// A fresh view of the parent's files each time, as the parent's
 		// call would have: a resumed run restores its own changes.
@@ -356,7 +444,7 @@ func (g *Registry) RunSubagent(ctx workflow.Context, in SubagentInput) (*Subagen
 		if dir != nil {
 			view = dir
 		}
-		res, _ = a.Invoke(rctx, agent.Input{Messages: in.Messages, Backend: view}, append(opts[:len(opts):len(opts)], agent.WithDecisions(decisions...))...)
+		res, runErr = a.Invoke(rctx, agent.Input{Messages: in.Messages, Backend: view}, append(opts[:len(opts):len(opts)], agent.WithDecisions(decisions...))...)
 		if res == nil || res.Status != agent.StatusInterrupted || ctx.Err() != nil {
 			break
 		}
@@ -383,13 +471,39 @@ func (g *Registry) RunSubagent(ctx workflow.Context, in SubagentInput) (*Subagen
 	}
 	d := layer.Delta()
 	if dir != nil {
-		d = pathsOf(dir.Changes())
+		d = mergePaths(in.Done, pathsOf(dir.Changes()))
+	}
+	if errors.Is(runErr, errContinue) && ctx.Err() == nil {
+		// A long history: the next workflow run resumes the run from the
+		// step just saved. On a layer, the run's own records restore its
+		// file changes there.
+		return nil, continueSubagent(ctx, g, in, d)
 	}
 	out := outcome(res, d)
 	if ctx.Err() != nil {
 		return nil, sdktemporal.NewCanceledError(*out)
 	}
 	return out, nil
+}
+
+// mergePaths is the changed paths of earlier, then later, with a path
+// both name taken from later, sorted by path.
+func mergePaths(earlier, later vfs.Delta) vfs.Delta {
+	if len(earlier) == 0 {
+		return later
+	}
+	byPath := map[string]vfs.Change{}
+	for _, c := range earlier {
+		byPath[c.Path] = c
+	}
+	for _, c := range later {
+		byPath[c.Path] = c
+	}
+	out := make(vfs.Delta, 0, len(byPath))
+	for _, p := range slices.Sorted(maps.Keys(byPath)) {
+		out = append(out, byPath[p])
+	}
+	return out
 }
 
 // outcome is res as a parent needs it, and the file changes d.

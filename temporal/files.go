@@ -301,7 +301,7 @@ type dirView struct {
 }
 
 // dirBehind returns the registered directory b is a view of (a call's
-// tracked view, say), or nil.
+// tracked view, say, or a composite with nothing mounted on it), or nil.
 func dirBehind(b vfs.Backend) *dirView {
 	for range 8 {
 		switch d := b.(type) {
@@ -311,6 +311,11 @@ func dirBehind(b vfs.Backend) *dirView {
 			return &dirView{root: d.root, exec: true}
 		case *vfs.Tracked:
 			b = d.Backend
+		case *vfs.Composite:
+			if len(d.Routes()) > 0 {
+				return nil
+			}
+			b = d.Fallback()
 		case interface{ Unwrap() vfs.Backend }:
 			b = d.Unwrap()
 		default:

@@ -383,6 +383,9 @@ type wfThread struct {
 	// new.
 	openedSize int
 	continuing bool
+	// own is the path of the run this workflow runs: nil for a top-level
+	// run, the subagent's for a RunSubagent workflow.
+	own agent.Path
 }
 
 func newWFThread(g *Registry, rt *Runtime, id, holder string) *wfThread {
@@ -422,7 +425,7 @@ func (t *wfThread) Open(ctx context.Context, path agent.Path, o agent.Opening) (
 		rs.LegacyChildren = out.Legacy
 		t.known[path.String()] = &stored{ns: nsOf(path), id: rs.StepID, msgs: rs.Messages}
 	}
-	if !o.Nested {
+	if t.owns(path) {
 		t.openedSize = workflow.GetInfo(t.rt.cur).GetCurrentHistorySize()
 	}
 	// runner checks the decisions of a top-level run that resumes, and
@@ -474,7 +477,7 @@ func (t *wfThread) Record(ctx context.Context, rec *agent.StepRecord) error {
 	// Right after a top-level step is saved, before any of its calls
 	// starts, nothing is in flight: a long history goes on in a new
 	// workflow run, which resumes the run from this record.
-	if rec.Kind == agent.RecordStep && !rec.Path.IsNested() && t.g.continueNow(t.rt.cur, t.openedSize) {
+	if rec.Kind == agent.RecordStep && t.owns(rec.Path) && t.continueNow() {
 		// The next workflow run holds the thread as this one does (the
 		// same holder): the lease is kept for it.
 		t.continuing = true
