@@ -8,9 +8,11 @@ import (
 	"time"
 
 	sdktemporal "go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/fstools"
 	"github.com/deepagents-go/deepagents/runner"
 	"github.com/deepagents-go/deepagents/vfs"
 )
@@ -56,15 +58,18 @@ type FilesOp struct {
 	Path    string           `json:"path,omitempty"`
 	Content string           `json:"content,omitempty"`
 	Exec    *vfs.ExecRequest `json:"exec,omitempty"`
+	// Search is the whole search of a grep or glob op.
+	Search *vfs.SearchRequest `json:"search,omitempty"`
 }
 
 // FilesOut is the output of the files activity.
 type FilesOut struct {
-	Entry   *vfs.Entry      `json:"entry,omitempty"`
-	Text    string          `json:"text,omitempty"`
-	N       int             `json:"n,omitempty"`
-	Entries []vfs.Entry     `json:"entries,omitempty"`
-	Exec    *vfs.ExecResult `json:"exec,omitempty"`
+	Entry   *vfs.Entry        `json:"entry,omitempty"`
+	Text    string            `json:"text,omitempty"`
+	N       int               `json:"n,omitempty"`
+	Entries []vfs.Entry       `json:"entries,omitempty"`
+	Exec    *vfs.ExecResult   `json:"exec,omitempty"`
+	Search  *vfs.SearchResult `json:"search,omitempty"`
 }
 
 // Files is the files activity.
@@ -113,6 +118,17 @@ func (g *Registry) Files(ctx context.Context, in FilesOp) (*FilesOut, error) {
 		if res, err = ex.Execute(ctx, *in.Exec); err == nil {
 			out.Exec = &res
 		}
+	case "grep", "glob":
+		// The tool's own search, run here: only its answer, within the
+		// tool's caps, goes back.
+		if in.Search == nil || in.Search.Op != in.Op {
+			return nil, sdktemporal.NewNonRetryableApplicationError(fmt.Sprintf("the files operation %s came without its search", in.Op), "deepagents.UnknownOp", nil)
+		}
+		var res vfs.SearchResult
+		if res, err = fstools.Search(ctx, b, *in.Search); err == nil {
+			out.Search = &res
+		}
+		in.Path = in.Search.Path
 	default:
 		return nil, sdktemporal.NewNonRetryableApplicationError(fmt.Sprintf("unknown files operation %q", in.Op), "deepagents.UnknownOp", nil)
 	}
@@ -258,6 +274,28 @@ func (d *dirFiles) Walk(ctx context.Context, dir string) iter.Seq2[vfs.Entry, er
 			}
 		}
 	}
+}
+
+// searchChange names the change that makes a search of a directory one
+// files activity; a workflow that started before it searches file by file
+// as it did.
+const searchChange = "deepagents.files-search"
+
+// Search implements vfs.Searcher: in workflow code a grep or glob is one
+// files activity, which runs the tool's search on the worker.
+func (d *dirFiles) Search(ctx context.Context, req vfs.SearchRequest) (vfs.SearchResult, bool, error) {
+	r, ok := runtimeFrom(ctx)
+	if !ok || workflow.GetVersion(r.cur, searchChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return vfs.SearchResult{}, false, nil
+	}
+	out, _, err := d.do(ctx, FilesOp{Op: req.Op, Path: req.Path, Search: &req}, filesTimeout)
+	switch {
+	case err != nil:
+		return vfs.SearchResult{}, true, err
+	case out.Search == nil:
+		return vfs.SearchResult{}, true, errors.New("the files activity answered a search with no result")
+	}
+	return *out.Search, true, nil
 }
 
 // dirExec is a registered directory that runs commands.
