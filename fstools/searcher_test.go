@@ -34,6 +34,16 @@ func (r *remoteFS) Search(ctx context.Context, req vfs.SearchRequest) (vfs.Searc
 	return out, true, err
 }
 
+func (r *remoteFS) ReadPage(ctx context.Context, req vfs.PageRequest) (vfs.PageResult, bool, error) {
+	r.searches.Add(1)
+	var wire vfs.PageRequest
+	roundTrip(&req, &wire)
+	res, err := ReadPage(ctx, r.inner, wire)
+	var out vfs.PageResult
+	roundTrip(&res, &out)
+	return out, true, err
+}
+
 func roundTrip(in, out any) {
 	b, err := json.Marshal(in)
 	if err != nil {
@@ -73,9 +83,9 @@ func (r *remoteFS) Walk(ctx context.Context, p string) iter.Seq2[vfs.Entry, erro
 	return r.inner.Walk(ctx, p)
 }
 
-// A search through a backend that searches in one call answers exactly as
-// the same search file by file, under the same rules, and makes no other
-// call of the backend.
+// A search or a paged read through a backend that does it in one call
+// answers exactly as the same done file by file, under the same rules, and
+// makes no other call of the backend.
 func TestSearcherAnswersAsFileByFile(t *testing.T) {
 	files := map[string]string{
 		"/README.md":          "needle in the readme\nno\nneedle again",
@@ -90,6 +100,9 @@ func TestSearcherAnswersAsFileByFile(t *testing.T) {
 		"/docs/private.md":    "needle private",
 		"/.env":               "NEEDLE=needle",
 		"/src/sub/deep/e.txt": "e needle",
+		"/empty.txt":          "",
+		"/long.txt":           strings.Repeat("a line of text\n", 3000) + strings.Repeat("w", 5000),
+		"/a.png":              "\x89PNG\r\n\x1a\n\x00\x00",
 	}
 	rules := []string{"allow read /secret/pub/**", "deny read /secret/**", "deny read /docs/private.md"}
 	denyAll := []string{"deny read /src/**"}
@@ -118,8 +131,22 @@ func TestSearcherAnswersAsFileByFile(t *testing.T) {
 		{"glob", `{"pattern":"*","path":"/nowhere"}`, nil},
 		{"glob", `{"pattern":"{.env,*.md}"}`, rules},
 		{"glob", `{"pattern":"src/*.go"}`, nil},
+		{"read_file", `{"file_path":"/README.md"}`, nil},
+		{"read_file", `{"file_path":"/long.txt","offset":10,"limit":5}`, nil},
+		{"read_file", `{"file_path":"/long.txt","offset":2990}`, nil},
+		{"read_file", `{"file_path":"/long.txt"}`, nil},
+		{"read_file", `{"file_path":"/long.txt","offset":9999}`, nil},
+		{"read_file", `{"file_path":"/long.txt","limit":0}`, nil},
+		{"read_file", `{"file_path":"/long.txt","offset":-3,"limit":2}`, nil},
+		{"read_file", `{"file_path":"/empty.txt"}`, nil},
+		{"read_file", `{"file_path":"/a.png"}`, nil},
+		{"read_file", `{"file_path":"/docs/bin.dat"}`, nil},
+		{"read_file", `{"file_path":"/nowhere.txt"}`, nil},
+		{"read_file", `{"file_path":"/src"}`, nil},
+		{"read_file", `{"file_path":"/secret/key.txt"}`, rules},
+		{"read_file", `{"file_path":"/secret/pub/ok.txt"}`, rules},
 	}
-	tools := byName(New(Options{GrepMaxFileBytes: 1024}))
+	tools := byName(New(Options{GrepMaxFileBytes: 1024, MaxOutputChars: 30000}))
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%s %s %v", c.tool, c.args, c.rules), func(t *testing.T) {
 			rs, err := perm.ParseRules(c.rules)
@@ -134,7 +161,7 @@ func TestSearcherAnswersAsFileByFile(t *testing.T) {
 				t.Errorf("in one call:\n%q (error %v)\nfile by file:\n%q (error %v)", got.Content, got.IsError, want.Content, want.IsError)
 			}
 			if n, m := remote.searches.Load(), remote.calls.Load(); n != 1 || m != 0 {
-				t.Errorf("%d searches and %d other calls, want 1 search and nothing else", n, m)
+				t.Errorf("%d searches and %d other calls, want 1 and nothing else", n, m)
 			}
 			for _, denied := range []string{"/secret/key.txt", "/docs/private.md", "hunter2"} {
 				if len(c.rules) > 0 && strings.Contains(got.Content, denied) && !strings.Contains(c.args, denied) {

@@ -27,3 +27,10 @@ func WrapSearch(b vfs.Backend, rules [][]string) (vfs.Backend, error) {
 	}
 	return b, nil
 }
+
+// ReadPage implements vfs.PageReader when the wrapped backend can read a
+// page itself; the rules travel with the request, as for Search.
+func (b *Backend) ReadPage(ctx context.Context, req vfs.PageRequest) (vfs.PageResult, bool, error) {
+	req.Rules = append(append([][]string(nil), req.Rules...), b.rules.Strings())
+	return vfs.ReadPage(ctx, b.inner, req)
+}
