@@ -60,6 +60,8 @@ type FilesOp struct {
 	Exec    *vfs.ExecRequest `json:"exec,omitempty"`
 	// Search is the whole search of a grep or glob op.
 	Search *vfs.SearchRequest `json:"search,omitempty"`
+	// Page is the page of a readrange op.
+	Page *vfs.PageRequest `json:"page,omitempty"`
 }
 
 // FilesOut is the output of the files activity.
@@ -70,6 +72,7 @@ type FilesOut struct {
 	Entries []vfs.Entry       `json:"entries,omitempty"`
 	Exec    *vfs.ExecResult   `json:"exec,omitempty"`
 	Search  *vfs.SearchResult `json:"search,omitempty"`
+	Page    *vfs.PageResult   `json:"page,omitempty"`
 }
 
 // Files is the files activity.
@@ -129,6 +132,17 @@ func (g *Registry) Files(ctx context.Context, in FilesOp) (*FilesOut, error) {
 			out.Search = &res
 		}
 		in.Path = in.Search.Path
+	case "readrange":
+		// read_file's own read of one page, run here: the page and the
+		// count of the lines after it go back, not the file.
+		if in.Page == nil {
+			return nil, sdktemporal.NewNonRetryableApplicationError("the files operation readrange came without its page", "deepagents.UnknownOp", nil)
+		}
+		var res vfs.PageResult
+		if res, err = fstools.ReadPage(ctx, b, *in.Page); err == nil {
+			out.Page = &res
+		}
+		in.Path = in.Page.Path
 	default:
 		return nil, sdktemporal.NewNonRetryableApplicationError(fmt.Sprintf("unknown files operation %q", in.Op), "deepagents.UnknownOp", nil)
 	}
@@ -296,6 +310,28 @@ func (d *dirFiles) Search(ctx context.Context, req vfs.SearchRequest) (vfs.Searc
 		return vfs.SearchResult{}, true, errors.New("the files activity answered a search with no result")
 	}
 	return *out.Search, true, nil
+}
+
+// pageChange names the change that makes read_file's read of a page of a
+// directory's file one readrange activity; a workflow that started before
+// it reads the whole file as it did.
+const pageChange = "deepagents.files-readrange"
+
+// ReadPage implements vfs.PageReader: in workflow code a page of read_file
+// is one files activity, which reads it on the worker.
+func (d *dirFiles) ReadPage(ctx context.Context, req vfs.PageRequest) (vfs.PageResult, bool, error) {
+	r, ok := runtimeFrom(ctx)
+	if !ok || workflow.GetVersion(r.cur, pageChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return vfs.PageResult{}, false, nil
+	}
+	out, _, err := d.do(ctx, FilesOp{Op: "readrange", Path: req.Path, Page: &req}, filesTimeout)
+	switch {
+	case err != nil:
+		return vfs.PageResult{}, true, err
+	case out.Page == nil:
+		return vfs.PageResult{}, true, errors.New("the files activity answered a read with no page")
+	}
+	return *out.Page, true, nil
 }
 
 // dirExec is a registered directory that runs commands.

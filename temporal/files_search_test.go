@@ -42,6 +42,9 @@ func searchTree(t *testing.T, dir string) {
 			t.Fatal(err)
 		}
 	}
+	if err := os.WriteFile(filepath.Join(dir, "big.txt"), []byte(strings.Repeat(bigText("line", 63)+"\n", 70000)), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.MkdirAll(filepath.Join(dir, "secret"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -51,8 +54,9 @@ func searchTree(t *testing.T, dir string) {
 }
 
 // A grep or glob over a directory of the workers is one files activity,
-// which searches on the worker and answers as the tool does in process;
-// a path the agent's rules deny never shows.
+// which searches on the worker and answers as the tool does in process,
+// and so is a page of read_file, even of a file too large for one
+// activity; a path the agent's rules deny never shows.
 func TestASearchOfADirectoryIsOneActivity(t *testing.T) {
 	dir := t.TempDir()
 	searchTree(t, dir)
@@ -67,6 +71,10 @@ func TestASearchOfADirectoryIsOneActivity(t *testing.T) {
 		{"g4", "grep", `{"pattern":"needle","path":"/secret"}`},
 		{"l1", "glob", `{"pattern":"**/f00*.go"}`},
 		{"l2", "glob", `{"pattern":"*.txt"}`},
+		{"r1", "read_file", `{"file_path":"/big.txt","offset":1000,"limit":5}`},
+		{"r2", "read_file", `{"file_path":"/big.txt"}`},
+		{"r3", "read_file", `{"file_path":"/secret/key.txt"}`},
+		{"r4", "read_file", `{"file_path":"/src/pkg00/f000.go"}`},
 	}
 	for _, c := range calls {
 		t.Run(c.id, func(t *testing.T) {
@@ -122,10 +130,10 @@ func TestASearchOfADirectoryIsOneActivity(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got != want.Content {
+			if got != want.Content || c.id == "r1" && !strings.Contains(got, "  1001\t") {
 				t.Errorf("on Temporal:\n%.600q\nin process:\n%.600q", got, want.Content)
 			}
-			if strings.Contains(got, "key.txt") || strings.Contains(got, "hunter2") {
+			if strings.Contains(got, "hunter2") || strings.Contains(got, "key.txt") && !strings.Contains(c.args, "key.txt") {
 				t.Errorf("a denied path shows: %.300q", got)
 			}
 		})
