@@ -162,12 +162,12 @@ func runRead(ctx context.Context, fs vfs.Backend, in readArgs, o Options, images
 	}
 	var b strings.Builder
 	b.WriteString(res.Text)
-	rest, counted, capped, cutBytes, entry := res.Rest, res.Counted, res.Capped, res.CutBytes, vfs.Entry{Size: res.Size}
+	rest, counted, capped, cutBytes := res.Rest, res.Counted, res.Capped, res.CutBytes
 	if rest > 0 || capped {
 		var shown string
 		switch {
 		case !counted:
-			shown = fmt.Sprintf("lines %d-%d shown; more lines remain (the file is %s).", offset+1, end, safefile.Size(entry.Size))
+			shown = fmt.Sprintf("lines %d-%d shown; more lines remain (the file is %s).", offset+1, end, safefile.Size(res.Size))
 		case rest == 0:
 			shown = fmt.Sprintf("lines %d-%d of %d shown; no more lines remain.", offset+1, end, end)
 		default:
@@ -330,7 +330,6 @@ func readPage(ctx context.Context, br *bufio.Reader, size int64, req vfs.PageReq
 
 	// Count what remains, within reason.
 	rest, counted := pending, true
-	defer func() { res.Rest, res.Counted = rest, counted }()
 	if !eof {
 		var scanned int64
 		for {
@@ -354,6 +353,7 @@ func readPage(ctx context.Context, br *bufio.Reader, size int64, req vfs.PageReq
 			}
 		}
 	}
+	res.Rest, res.Counted = rest, counted
 	return res, nil
 }
 

@@ -14,7 +14,7 @@ func (b *Backend) Search(ctx context.Context, req vfs.SearchRequest) (vfs.Search
 	return vfs.Search(ctx, b.inner, req)
 }
 
-// WrapSearch returns b under the rules of a search request (see
+// WrapSearch returns b under the rules of a search or page request (see
 // vfs.SearchRequest.Rules), each list wrapping the ones after it, as the
 // wrappers that added them did.
 func WrapSearch(b vfs.Backend, rules [][]string) (vfs.Backend, error) {
