@@ -15,6 +15,7 @@ import (
 
 	"github.com/deepagents-go/deepagents/tool"
 	"github.com/deepagents-go/deepagents/vfs"
+	"github.com/deepagents-go/deepagents/vfs/perm"
 )
 
 type lsArgs struct {
@@ -114,136 +115,59 @@ func runRead(ctx context.Context, fs vfs.Backend, in readArgs, o Options, images
 	if in.Limit != nil {
 		limit = *in.Limit
 	}
-	rc, entry, err := vfs.Open(ctx, fs, p)
+	req := vfs.PageRequest{Path: p, Offset: offset, Limit: limit, Budget: o.answerBudget(), MaxLineChars: o.MaxLineChars, Images: images}
+	res, ok, err := vfs.ReadPage(ctx, fs, req)
+	if err == nil && res.Denied != nil {
+		err = res.Denied
+	}
+	if ok && err == nil && res.Image != "" {
+		ok = false // an image is read whole, below
+	}
+	if !ok || err != nil {
+		var br *bufio.Reader
+		var rc io.Closer
+		if !ok {
+			res, br, rc, err = openPage(ctx, fs, req)
+			if rc != nil {
+				defer rc.Close()
+			}
+		}
+		switch {
+		case err == nil:
+		case errors.Is(err, vfs.ErrNotFound):
+			return tool.Errorf("Error: file %s does not exist. Use ls or glob to find the right path.", p), nil
+		case errors.Is(err, vfs.ErrIsDir):
+			return tool.Errorf("Error: %s is a directory, not a file. Use ls to list it.", p), nil
+		default:
+			return failed(ctx, "reading "+p, err)
+		}
+		if res.Image != "" {
+			return readImage(ctx, br, p, res.Image, res.Size, o)
+		}
+	}
 	switch {
-	case err == nil:
-	case errors.Is(err, vfs.ErrNotFound):
-		return tool.Errorf("Error: file %s does not exist. Use ls or glob to find the right path.", p), nil
-	case errors.Is(err, vfs.ErrIsDir):
-		return tool.Errorf("Error: %s is a directory, not a file. Use ls to list it.", p), nil
-	default:
-		return failed(ctx, "reading "+p, err)
-	}
-	defer rc.Close()
-	// A buffer no larger than the file: most files the agent reads are
-	// small, and a 64 KiB buffer per call was most of read_file's garbage.
-	// (Peek below then sees the whole of a file shorter than sniffLen.)
-	br := bufio.NewReaderSize(rc, int(min(entry.Size+1, 64<<10)))
-	head, err := br.Peek(sniffLen)
-	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
-		return failed(ctx, "reading "+p, err)
-	}
-	if len(head) == 0 {
+	case res.Empty:
 		return tool.Text(fmt.Sprintf("%s is empty (0 lines).", p)), nil
-	}
-	if mt := imageType(head); mt != "" && images {
-		return readImage(ctx, br, p, mt, entry.Size, o)
-	}
-	if kind := binaryKind(head); kind != "" {
+	case res.Binary != "":
 		return tool.Text(fmt.Sprintf("%s is a binary file (%s, %s), not text, so read_file does not show it.",
-			p, kind, safefile.Size(entry.Size))), nil
-	}
-	if limit <= 0 {
+			p, res.Binary, safefile.Size(res.Size))), nil
+	case limit <= 0:
 		return tool.Text(fmt.Sprintf("No lines were read from %s: limit is %d. Give a limit of 1 or more, or leave it out to read up to %d lines.",
 			p, limit, o.ReadLimit)), nil
 	}
-
-	// Skip to the first line asked for.
-	line := 0
-	for ; line < offset; line++ {
-		n, err := skipLine(br)
-		if err != nil && err != io.EOF {
-			return failed(ctx, "reading "+p, err)
-		}
-		if n == 0 {
-			break
-		}
-		if line%4096 == 0 && ctx.Err() != nil {
-			return tool.Result{}, context.Cause(ctx)
-		}
-		if err == io.EOF {
-			line++
-			break
-		}
-	}
-
-	budget := o.answerBudget()
-	var b strings.Builder
-	used, end := 0, offset // characters written; the line after the last shown
-	capped, cutBytes := false, int64(0)
-	pending := 0 // a line read but not shown
-	eof := false
-	for end-offset < limit {
-		text, n, whole, err := readLine(br, 4*(budget-used)+8)
-		if err != nil && err != io.EOF {
-			return failed(ctx, "reading "+p, err)
-		}
-		eof = err == io.EOF
-		if n == 0 {
-			break
-		}
-		sep := 0
-		if end > offset {
-			sep = 1
-		}
-		var one strings.Builder
-		w := writeNumbered(&one, end+1, text, o.MaxLineChars, -1)
-		if !whole || used+sep+w > budget {
-			capped = true
-			if end == offset { // one line alone is over the cap: show its start
-				writeNumbered(&b, end+1, text, o.MaxLineChars, budget)
-				cutBytes = n
-				end++
-			} else {
-				pending = 1
-			}
-			break
-		}
-		if sep == 1 {
-			b.WriteByte('\n')
-		}
-		b.WriteString(one.String())
-		used += sep + w
-		end++
-		if eof {
-			break
-		}
-	}
+	end, line := res.End, res.Lines
 	if end == offset {
 		return tool.Errorf("Error: offset %d is past the end of %s, which has %s (offsets 0 to %d).",
 			offset, p, plural(line, "line"), line-1), nil
 	}
-
-	// Count what remains, within reason.
-	rest, counted := pending, true
-	if !eof {
-		var scanned int64
-		for {
-			n, err := skipLine(br)
-			if err != nil && err != io.EOF {
-				return failed(ctx, "reading "+p, err)
-			}
-			if n > 0 {
-				rest++
-			}
-			scanned += n
-			if err == io.EOF {
-				break
-			}
-			if scanned > maxCountBytes {
-				counted = false
-				break
-			}
-			if rest%4096 == 0 && ctx.Err() != nil {
-				return tool.Result{}, context.Cause(ctx)
-			}
-		}
-	}
+	var b strings.Builder
+	b.WriteString(res.Text)
+	rest, counted, capped, cutBytes := res.Rest, res.Counted, res.Capped, res.CutBytes
 	if rest > 0 || capped {
 		var shown string
 		switch {
 		case !counted:
-			shown = fmt.Sprintf("lines %d-%d shown; more lines remain (the file is %s).", offset+1, end, safefile.Size(entry.Size))
+			shown = fmt.Sprintf("lines %d-%d shown; more lines remain (the file is %s).", offset+1, end, safefile.Size(res.Size))
 		case rest == 0:
 			shown = fmt.Sprintf("lines %d-%d of %d shown; no more lines remain.", offset+1, end, end)
 		default:
@@ -275,6 +199,162 @@ func runRead(ctx context.Context, fs vfs.Backend, in readArgs, o Options, images
 		b.WriteString(strings.Join(notes, "\n"))
 	}
 	return tool.Text(b.String()), nil
+}
+
+// openPage opens the file of req on fs and reads its page; br is left
+// just past the first bytes of an image (res.Image), for the caller to
+// read it, and rc is to be closed.
+func openPage(ctx context.Context, fs vfs.Backend, req vfs.PageRequest) (res vfs.PageResult, br *bufio.Reader, rc io.Closer, err error) {
+	r, entry, err := vfs.Open(ctx, fs, req.Path)
+	if err != nil {
+		return res, nil, nil, err
+	}
+	// A buffer no larger than the file: most files the agent reads are
+	// small, and a 64 KiB buffer per call was most of read_file's garbage.
+	// (Peek then sees the whole of a file shorter than sniffLen.)
+	br = bufio.NewReaderSize(r, int(min(entry.Size+1, 64<<10)))
+	res, err = readPage(ctx, br, entry.Size, req)
+	return res, br, r, err
+}
+
+// ReadPage reads a page of read_file from b, as the tool does: it is what
+// a backend that implements vfs.PageReader runs where its files are. The
+// request's rules apply as the wrappers that added them would; a read a
+// rule refuses is answered with Denied set.
+func ReadPage(ctx context.Context, b vfs.Backend, req vfs.PageRequest) (vfs.PageResult, error) {
+	b, err := perm.WrapSearch(b, req.Rules)
+	if err != nil {
+		return vfs.PageResult{}, err
+	}
+	res, _, rc, err := openPage(ctx, b, req)
+	if rc != nil {
+		rc.Close()
+	}
+	var denied *vfs.DeniedError
+	if errors.As(err, &denied) && ctx.Err() == nil {
+		return vfs.PageResult{Denied: denied}, nil
+	}
+	return res, err
+}
+
+// readPage reads the page of req from br, a file of size bytes.
+func readPage(ctx context.Context, br *bufio.Reader, size int64, req vfs.PageRequest) (res vfs.PageResult, err error) {
+	res.Size = size
+	offset, limit := req.Offset, req.Limit
+	head, err := br.Peek(sniffLen)
+	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
+		return res, err
+	}
+	if len(head) == 0 {
+		res.Empty = true
+		return res, nil
+	}
+	if mt := imageType(head); mt != "" && req.Images {
+		res.Image = mt
+		return res, nil
+	}
+	if kind := binaryKind(head); kind != "" {
+		res.Binary = kind
+		return res, nil
+	}
+	if limit <= 0 {
+		return res, nil
+	}
+
+	// Skip to the first line asked for.
+	line := 0
+	for ; line < offset; line++ {
+		n, err := skipLine(br)
+		if err != nil && err != io.EOF {
+			return res, err
+		}
+		if n == 0 {
+			break
+		}
+		if line%4096 == 0 && ctx.Err() != nil {
+			return res, context.Cause(ctx)
+		}
+		if err == io.EOF {
+			line++
+			break
+		}
+	}
+
+	budget := req.Budget
+	var b strings.Builder
+	used, end := 0, offset // characters written; the line after the last shown
+	capped, cutBytes := false, int64(0)
+	pending := 0 // a line read but not shown
+	eof := false
+	for end-offset < limit {
+		text, n, whole, err := readLine(br, 4*(budget-used)+8)
+		if err != nil && err != io.EOF {
+			return res, err
+		}
+		eof = err == io.EOF
+		if n == 0 {
+			break
+		}
+		sep := 0
+		if end > offset {
+			sep = 1
+		}
+		var one strings.Builder
+		w := writeNumbered(&one, end+1, text, req.MaxLineChars, -1)
+		if !whole || used+sep+w > budget {
+			capped = true
+			if end == offset { // one line alone is over the cap: show its start
+				writeNumbered(&b, end+1, text, req.MaxLineChars, budget)
+				cutBytes = n
+				end++
+			} else {
+				pending = 1
+			}
+			break
+		}
+		if sep == 1 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(one.String())
+		used += sep + w
+		end++
+		if eof {
+			break
+		}
+	}
+	res.Text, res.End, res.Capped, res.CutBytes = b.String(), end, capped, cutBytes
+	if end == offset {
+		res.Lines = line
+		return res, nil
+	}
+
+	// Count what remains, within reason.
+	rest, counted := pending, true
+	if !eof {
+		var scanned int64
+		for {
+			n, err := skipLine(br)
+			if err != nil && err != io.EOF {
+				return res, err
+			}
+			if n > 0 {
+				rest++
+			}
+			scanned += n
+			if err == io.EOF {
+				break
+			}
+			if scanned > maxCountBytes {
+				counted = false
+				break
+			}
+			if rest%4096 == 0 && ctx.Err() != nil {
+				return res, context.Cause(ctx)
+			}
+		}
+	}
+	res.Rest, res.Counted = rest, counted
+	return res, nil
 }
 
 // readImage answers read_file on an image for a model that reads images:

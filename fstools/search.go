@@ -14,6 +14,7 @@ import (
 	"github.com/deepagents-go/deepagents/internal/safefile"
 	"github.com/deepagents-go/deepagents/tool"
 	"github.com/deepagents-go/deepagents/vfs"
+	"github.com/deepagents-go/deepagents/vfs/perm"
 )
 
 // Bounds on glob patterns. doublestar tries brace alternatives one
@@ -326,28 +327,16 @@ func runGlob(ctx context.Context, fs vfs.Backend, in globArgs, o Options) (tool.
 	if err != nil {
 		return tool.Errorf("Error: invalid glob pattern %q: %v. Fix the pattern and try again.", in.Pattern, err), nil
 	}
-	if res, ok, err := searchDir(ctx, fs, dir); !ok {
-		return res, err
+	res, err := search(ctx, fs, vfs.SearchRequest{Op: "glob", Pattern: in.Pattern, Path: dir, Limit: o.GlobMaxResults, Budget: o.answerBudget()})
+	switch {
+	case err != nil:
+		return failed(ctx, "searching "+dir, err)
+	case res.IsFile:
+		return tool.Errorf("Error: %s is a file, but glob searches a directory. Give a directory as path, or use read_file to read the file.", dir), nil
+	case res.Missing:
+		return tool.Errorf("Error: directory %s does not exist. Use ls to find the right path.", dir), nil
 	}
-	var out []string
-	total, chars, full := 0, 0, false
-	budget := o.answerBudget()
-	for e, err := range fs.Walk(ctx, dir) {
-		if err != nil {
-			return failed(ctx, "searching "+dir, err)
-		}
-		if m.match(dir, e.Path) {
-			if total < o.GlobMaxResults && !full {
-				if chars+len(e.Path)+1 > budget && len(out) > 0 {
-					full = true
-				} else {
-					out = append(out, e.Path)
-					chars += len(e.Path) + 1
-				}
-			}
-			total++
-		}
-	}
+	out, total := res.Entries, res.Total
 	if total == 0 {
 		msg := fmt.Sprintf("No files match %q under %s.", in.Pattern, dir)
 		if m.kind == matchRelative && !strings.HasPrefix(m.pat, "**") {
@@ -362,23 +351,96 @@ func runGlob(ctx context.Context, fs vfs.Backend, in globArgs, o Options) (tool.
 	return tool.Text(text), nil
 }
 
-// searchDir checks that glob can search dir; when ok is false the result
-// (or the error) is the answer.
-func searchDir(ctx context.Context, fs vfs.Backend, dir string) (res tool.Result, ok bool, err error) {
+// search runs req in one call of fs when it can (vfs.Search), and file by
+// file otherwise.
+func search(ctx context.Context, fs vfs.Backend, req vfs.SearchRequest) (vfs.SearchResult, error) {
+	res, ok, err := vfs.Search(ctx, fs, req)
+	if !ok {
+		res, err = Search(ctx, fs, req)
+	}
+	if err == nil && res.Denied != nil {
+		err = res.Denied
+	}
+	return res, err
+}
+
+// Search runs a search of grep or glob on b file by file, as the tools do:
+// it is what a backend that implements vfs.Searcher runs where its files
+// are. The request's rules apply as the wrappers that added them would.
+// A search refused by a rule is answered with Denied set.
+func Search(ctx context.Context, b vfs.Backend, req vfs.SearchRequest) (vfs.SearchResult, error) {
+	b, err := perm.WrapSearch(b, req.Rules)
+	if err != nil {
+		return vfs.SearchResult{}, err
+	}
+	var res vfs.SearchResult
+	switch req.Op {
+	case "glob":
+		res, err = globFiles(ctx, b, req)
+	case "grep":
+		res, err = grepFiles(ctx, b, req)
+	default:
+		return vfs.SearchResult{}, fmt.Errorf("unknown search %q: give grep or glob", req.Op)
+	}
+	var denied *vfs.DeniedError
+	if errors.As(err, &denied) && ctx.Err() == nil {
+		return vfs.SearchResult{Denied: denied}, nil
+	}
+	return res, err
+}
+
+// entries keeps a search's matches within its caps.
+type entries struct {
+	res    *vfs.SearchResult
+	limit  int
+	budget int
+	chars  int
+	full   bool
+}
+
+func (e *entries) add(s string) {
+	if e.res.Total < e.limit && !e.full {
+		if e.chars+len(s)+1 > e.budget && len(e.res.Entries) > 0 {
+			e.full = true
+		} else {
+			e.res.Entries = append(e.res.Entries, s)
+			e.chars += len(s) + 1
+		}
+	}
+	e.res.Total++
+}
+
+func globFiles(ctx context.Context, fs vfs.Backend, req vfs.SearchRequest) (vfs.SearchResult, error) {
+	var res vfs.SearchResult
+	m, err := newMatcher(req.Pattern)
+	if err != nil {
+		return res, err
+	}
+	dir := req.Path
 	e, err := fs.Stat(ctx, dir)
 	switch {
 	case err == nil && e.IsDir:
-		return tool.Result{}, true, nil
 	case err == nil:
-		return tool.Errorf("Error: %s is a file, but glob searches a directory. Give a directory as path, or use read_file to read the file.", dir), false, nil
+		res.IsFile = true
+		return res, nil
 	case errors.Is(err, vfs.ErrNotFound):
-		if dir == "/" {
-			return tool.Result{}, true, nil
+		if dir != "/" {
+			res.Missing = true
+			return res, nil
 		}
-		return tool.Errorf("Error: directory %s does not exist. Use ls to find the right path.", dir), false, nil
+	default:
+		return res, err
 	}
-	res, err = failed(ctx, "searching "+dir, err)
-	return res, false, err
+	add := entries{res: &res, limit: req.Limit, budget: req.Budget}
+	for e, err := range fs.Walk(ctx, dir) {
+		if err != nil {
+			return vfs.SearchResult{}, err
+		}
+		if m.match(dir, e.Path) {
+			add.add(e.Path)
+		}
+	}
+	return res, nil
 }
 
 type grepArgs struct {
@@ -437,77 +499,25 @@ func runGrep(ctx context.Context, fs vfs.Backend, in grepArgs, o Options) (tool.
 		filter = &m
 	}
 
-	// The files to search: base itself if it is a file, else all below it.
-	dir := base
-	var paths []string
-	switch e, err := fs.Stat(ctx, base); {
-	case err == nil && !e.IsDir:
-		dir = vfs.Parent(base)
-		paths = []string{base}
-	case err == nil || errors.Is(err, vfs.ErrNotFound) && base == "/":
-		for e, err := range fs.Walk(ctx, base) {
-			if err != nil {
-				return failed(ctx, "searching "+base, err)
-			}
-			paths = append(paths, e.Path)
-		}
-	case errors.Is(err, vfs.ErrNotFound):
-		return tool.Errorf("Error: %s does not exist. Use ls or glob to find the right path.", base), nil
-	default:
-		return failed(ctx, "searching "+base, err)
+	req := vfs.SearchRequest{Op: "grep", Pattern: in.Pattern, Path: base, Mode: mode, Limit: limit, Budget: o.answerBudget(),
+		MaxLineChars: o.MaxLineChars, MaxFileBytes: o.GrepMaxFileBytes}
+	if filter != nil {
+		req.Glob = *in.Glob
 	}
-
-	var out []string
-	total, chars, full := 0, 0, false
-	budget := o.answerBudget()
-	var skipped []skip // files not searched, and why
-	add := func(s string) {
-		if total < limit && !full {
-			if chars+len(s)+1 > budget && len(out) > 0 {
-				full = true
-			} else {
-				out = append(out, s)
-				chars += len(s) + 1
-			}
-		}
-		total++
-	}
-	for _, p := range paths {
-		if filter != nil && !filter.match(dir, p) {
-			continue
-		}
-		if err := ctx.Err(); err != nil {
+	res, err := search(ctx, fs, req)
+	switch {
+	case err != nil:
+		if ctx.Err() != nil {
 			return tool.Result{}, context.Cause(ctx)
 		}
-		content, why, err := searchable(ctx, fs, p, o.GrepMaxFileBytes)
-		if err != nil {
-			if errors.Is(err, vfs.ErrNotFound) || errors.Is(err, vfs.ErrIsDir) {
-				continue
-			}
-			if ctx.Err() != nil {
-				return tool.Result{}, context.Cause(ctx)
-			}
-			why = unreadable(err)
-		}
-		if why != "" {
-			skipped = append(skipped, skip{p, why})
-			continue
-		}
-		switch mode {
-		case modeFiles:
-			if strings.Contains(content, in.Pattern) {
-				add(p)
-			}
-		case modeCount:
-			if n := len(matchingLines(content, in.Pattern)); n > 0 {
-				add(fmt.Sprintf("%s: %d", p, n))
-			}
-		default:
-			for _, l := range matchingLines(content, in.Pattern) {
-				line := truncateRunes(strings.TrimSuffix(l.text, "\r"), o.MaxLineChars)
-				add(fmt.Sprintf("%s:%d: %s", p, l.n, line))
-			}
-		}
+		return failed(ctx, "searching "+base, err)
+	case res.Missing:
+		return tool.Errorf("Error: %s does not exist. Use ls or glob to find the right path.", base), nil
+	}
+	out, total := res.Entries, res.Total
+	skipped := make([]skip, len(res.Skipped))
+	for i, s := range res.Skipped {
+		skipped[i] = skip{s.Path, s.Why}
 	}
 	skippedText := skipNotice(skipped)
 	if total == 0 {
@@ -529,6 +539,80 @@ func runGrep(ctx context.Context, fs vfs.Backend, in grepArgs, o Options) (tool.
 		text += "\n\n[" + skippedText + "]"
 	}
 	return tool.Text(text), nil
+}
+
+func grepFiles(ctx context.Context, fs vfs.Backend, req vfs.SearchRequest) (vfs.SearchResult, error) {
+	var res vfs.SearchResult
+	var filter *matcher
+	if req.Glob != "" {
+		m, err := newMatcher(req.Glob)
+		if err != nil {
+			return res, err
+		}
+		filter = &m
+	}
+	base := req.Path
+	// The files to search: base itself if it is a file, else all below it.
+	dir := base
+	var paths []string
+	switch e, err := fs.Stat(ctx, base); {
+	case err == nil && !e.IsDir:
+		dir = vfs.Parent(base)
+		paths = []string{base}
+	case err == nil || errors.Is(err, vfs.ErrNotFound) && base == "/":
+		for e, err := range fs.Walk(ctx, base) {
+			if err != nil {
+				return vfs.SearchResult{}, err
+			}
+			paths = append(paths, e.Path)
+		}
+	case errors.Is(err, vfs.ErrNotFound):
+		res.Missing = true
+		return res, nil
+	default:
+		return vfs.SearchResult{}, err
+	}
+
+	acc := entries{res: &res, limit: req.Limit, budget: req.Budget}
+	add := acc.add
+	for _, p := range paths {
+		if filter != nil && !filter.match(dir, p) {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return vfs.SearchResult{}, context.Cause(ctx)
+		}
+		content, why, err := searchable(ctx, fs, p, req.MaxFileBytes)
+		if err != nil {
+			if errors.Is(err, vfs.ErrNotFound) || errors.Is(err, vfs.ErrIsDir) {
+				continue
+			}
+			if ctx.Err() != nil {
+				return vfs.SearchResult{}, context.Cause(ctx)
+			}
+			why = unreadable(err)
+		}
+		if why != "" {
+			res.Skipped = append(res.Skipped, vfs.SearchSkip{Path: p, Why: why})
+			continue
+		}
+		switch req.Mode {
+		case modeFiles:
+			if strings.Contains(content, req.Pattern) {
+				add(p)
+			}
+		case modeCount:
+			if n := len(matchingLines(content, req.Pattern)); n > 0 {
+				add(fmt.Sprintf("%s: %d", p, n))
+			}
+		default:
+			for _, l := range matchingLines(content, req.Pattern) {
+				line := truncateRunes(strings.TrimSuffix(l.text, "\r"), req.MaxLineChars)
+				add(fmt.Sprintf("%s:%d: %s", p, l.n, line))
+			}
+		}
+	}
+	return res, nil
 }
 
 // skip is a file grep did not search, and why.

@@ -8,9 +8,11 @@ import (
 	"time"
 
 	sdktemporal "go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/checkpoint"
+	"github.com/deepagents-go/deepagents/fstools"
 	"github.com/deepagents-go/deepagents/runner"
 	"github.com/deepagents-go/deepagents/vfs"
 )
@@ -56,15 +58,21 @@ type FilesOp struct {
 	Path    string           `json:"path,omitempty"`
 	Content string           `json:"content,omitempty"`
 	Exec    *vfs.ExecRequest `json:"exec,omitempty"`
+	// Search is the whole search of a grep or glob op.
+	Search *vfs.SearchRequest `json:"search,omitempty"`
+	// Page is the page of a readrange op.
+	Page *vfs.PageRequest `json:"page,omitempty"`
 }
 
 // FilesOut is the output of the files activity.
 type FilesOut struct {
-	Entry   *vfs.Entry      `json:"entry,omitempty"`
-	Text    string          `json:"text,omitempty"`
-	N       int             `json:"n,omitempty"`
-	Entries []vfs.Entry     `json:"entries,omitempty"`
-	Exec    *vfs.ExecResult `json:"exec,omitempty"`
+	Entry   *vfs.Entry        `json:"entry,omitempty"`
+	Text    string            `json:"text,omitempty"`
+	N       int               `json:"n,omitempty"`
+	Entries []vfs.Entry       `json:"entries,omitempty"`
+	Exec    *vfs.ExecResult   `json:"exec,omitempty"`
+	Search  *vfs.SearchResult `json:"search,omitempty"`
+	Page    *vfs.PageResult   `json:"page,omitempty"`
 }
 
 // Files is the files activity.
@@ -113,6 +121,28 @@ func (g *Registry) Files(ctx context.Context, in FilesOp) (*FilesOut, error) {
 		if res, err = ex.Execute(ctx, *in.Exec); err == nil {
 			out.Exec = &res
 		}
+	case "grep", "glob":
+		// The tool's own search, run here: only its answer, within the
+		// tool's caps, goes back.
+		if in.Search == nil || in.Search.Op != in.Op {
+			return nil, sdktemporal.NewNonRetryableApplicationError(fmt.Sprintf("the files operation %s came without its search", in.Op), "deepagents.UnknownOp", nil)
+		}
+		var res vfs.SearchResult
+		if res, err = fstools.Search(ctx, b, *in.Search); err == nil {
+			out.Search = &res
+		}
+		in.Path = in.Search.Path
+	case "readrange":
+		// read_file's own read of one page, run here: the page and the
+		// count of the lines after it go back, not the file.
+		if in.Page == nil {
+			return nil, sdktemporal.NewNonRetryableApplicationError("the files operation readrange came without its page", "deepagents.UnknownOp", nil)
+		}
+		var res vfs.PageResult
+		if res, err = fstools.ReadPage(ctx, b, *in.Page); err == nil {
+			out.Page = &res
+		}
+		in.Path = in.Page.Path
 	default:
 		return nil, sdktemporal.NewNonRetryableApplicationError(fmt.Sprintf("unknown files operation %q", in.Op), "deepagents.UnknownOp", nil)
 	}
@@ -258,6 +288,50 @@ func (d *dirFiles) Walk(ctx context.Context, dir string) iter.Seq2[vfs.Entry, er
 			}
 		}
 	}
+}
+
+// searchChange names the change that makes a search of a directory one
+// files activity; a workflow that started before it searches file by file
+// as it did.
+const searchChange = "deepagents.files-search"
+
+// Search implements vfs.Searcher: in workflow code a grep or glob is one
+// files activity, which runs the tool's search on the worker.
+func (d *dirFiles) Search(ctx context.Context, req vfs.SearchRequest) (vfs.SearchResult, bool, error) {
+	r, ok := runtimeFrom(ctx)
+	if !ok || workflow.GetVersion(r.cur, searchChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return vfs.SearchResult{}, false, nil
+	}
+	out, _, err := d.do(ctx, FilesOp{Op: req.Op, Path: req.Path, Search: &req}, filesTimeout)
+	switch {
+	case err != nil:
+		return vfs.SearchResult{}, true, err
+	case out.Search == nil:
+		return vfs.SearchResult{}, true, errors.New("the files activity answered a search with no result")
+	}
+	return *out.Search, true, nil
+}
+
+// pageChange names the change that makes read_file's read of a page of a
+// directory's file one readrange activity; a workflow that started before
+// it reads the whole file as it did.
+const pageChange = "deepagents.files-readrange"
+
+// ReadPage implements vfs.PageReader: in workflow code a page of read_file
+// is one files activity, which reads it on the worker.
+func (d *dirFiles) ReadPage(ctx context.Context, req vfs.PageRequest) (vfs.PageResult, bool, error) {
+	r, ok := runtimeFrom(ctx)
+	if !ok || workflow.GetVersion(r.cur, pageChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return vfs.PageResult{}, false, nil
+	}
+	out, _, err := d.do(ctx, FilesOp{Op: "readrange", Path: req.Path, Page: &req}, filesTimeout)
+	switch {
+	case err != nil:
+		return vfs.PageResult{}, true, err
+	case out.Page == nil:
+		return vfs.PageResult{}, true, errors.New("the files activity answered a read with no page")
+	}
+	return *out.Page, true, nil
 }
 
 // dirExec is a registered directory that runs commands.

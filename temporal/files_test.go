@@ -257,7 +257,7 @@ func TestSubagentOnADirectoryWritesThroughIt(t *testing.T) {
 }
 
 // A file too large for one activity's result is refused in the activity,
-// and the read's error says so to the model.
+// and the error of the edit that reads it whole says so to the model.
 func TestAFileTooLargeForAnActivityIsRefused(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "big.txt"), []byte(bigText("big", 4<<20)), 0o644); err != nil {
@@ -266,7 +266,7 @@ func TestAFileTooLargeForAnActivityIsRefused(t *testing.T) {
 	reg := temporal.NewRegistry()
 	reg.Store = openStore(t)
 	m := reg.Model("scripted", scripted.New(scripted.Script{"coder": {Steps: []scripted.Step{
-		step("", tc("read_file", `{"file_path":"/big.txt","limit":5}`)),
+		step("", tc("edit_file", `{"file_path":"/big.txt","old_string":"big","new_string":"small"}`)),
 		step("read"),
 	}}}, scripted.Options{}))
 	fs, err := osfs.New(dir)
@@ -288,11 +288,11 @@ func TestAFileTooLargeForAnActivityIsRefused(t *testing.T) {
 	}
 	var answer string
 	for _, m := range cp.State.Messages {
-		if m.Name == "read_file" {
+		if m.Name == "edit_file" {
 			answer = m.Content
 		}
 	}
 	if !strings.Contains(answer, "over the") || !strings.Contains(answer, "one activity may return") {
-		t.Errorf("the read answered %.300q", answer)
+		t.Errorf("the edit answered %.300q", answer)
 	}
 }
