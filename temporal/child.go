@@ -72,6 +72,12 @@ type SubagentInput struct {
 	// the paths they changed there, which the parent learns at the end.
 	Continued int       `json:"continued,omitempty"`
 	Done      vfs.Delta `json:"done,omitempty"`
+	// Deadline is when the run's time budget (Timeout) ends, set by its
+	// first workflow run and carried on, so that continuing as new does
+	// not give the run a new budget; Sessions is how many sessions of
+	// stateful tools the runs before this one opened.
+	Deadline time.Time `json:"deadline,omitzero"`
+	Sessions int       `json:"sessions,omitempty"`
 }
 
 // SubagentOutcome is how a subagent run ended, as its parent's run needs
@@ -397,7 +403,15 @@ func (g *Registry) RunSubagent(ctx workflow.Context, in SubagentInput) (*Subagen
 	}
 	rt := NewRuntime(ctx)
 	defer rt.Close()
+	rt.sess.opened = in.Sessions
 	rt.runsChildren(g, in.Agent, in.Holder)
+	timeout := in.Timeout
+	if timeout > 0 {
+		if in.Deadline.IsZero() {
+			in.Deadline = workflow.Now(ctx).Add(timeout)
+		}
+		timeout = max(in.Deadline.Sub(workflow.Now(ctx)), time.Millisecond)
+	}
 	if in.Ref != nil {
 		msgs, err := rt.referred(g, in.Ref, in.Messages)
 		if err != nil {
@@ -408,7 +422,7 @@ func (g *Registry) RunSubagent(ctx workflow.Context, in SubagentInput) (*Subagen
 	rctx, cancel := rt.Context()
 	defer cancel()
 	rctx = context.WithValue(rctx, runtimeKey{}, rt) // as RunAgent's
-	opts := []agent.RunOption{agent.WithRuntime(rt), agent.WithTimeout(in.Timeout)}
+	opts := []agent.RunOption{agent.WithRuntime(rt), agent.WithTimeout(timeout)}
 	n := in.Nesting
 	switch {
 	case n.Recorded && g.Store != nil && in.Holder != "":
@@ -477,6 +491,7 @@ func (g *Registry) RunSubagent(ctx workflow.Context, in SubagentInput) (*Subagen
 		// A long history: the next workflow run resumes the run from the
 		// step just saved. On a layer, the run's own records restore its
 		// file changes there.
+		in.Sessions = rt.sess.opened
 		return nil, continueSubagent(ctx, g, in, d)
 	}
 	out := outcome(res, d)

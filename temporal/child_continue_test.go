@@ -172,6 +172,8 @@ func TestAChildContinuesAsNewAfterASavedStep(t *testing.T) {
 			length = 1000
 		}
 		cur, n := in, 0
+		cur.Timeout = time.Hour // its budget must not restart at each continue
+		var deadline time.Time
 		for {
 			out, next := lc.runSubagent(t, cur, length)
 			if out != nil {
@@ -187,6 +189,10 @@ func TestAChildContinuesAsNewAfterASavedStep(t *testing.T) {
 				next.Path.String() != in.Path.String() || next.Signal != in.Signal {
 				t.Fatalf("continued input %d: %+v", n, next)
 			}
+			if next.Deadline.IsZero() || (n > 1 && !next.Deadline.Equal(deadline)) {
+				t.Fatalf("continued input %d has deadline %v, the first had %v", n, next.Deadline, deadline)
+			}
+			deadline = next.Deadline
 			if n == 1 {
 				lc.mu.Lock()
 				ran := len(lc.calls)
