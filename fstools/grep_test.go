@@ -124,3 +124,25 @@ func TestGlobCapsCharacters(t *testing.T) {
 		t.Errorf("got %q\nwant %q", res.Content, exp)
 	}
 }
+
+// A search that skips many files carries only the ones its answer names
+// and their count: a tree of many binary files does not make the result
+// large, and the answer still says how many were skipped.
+func TestSearchCarriesOnlyTheSkipsItNames(t *testing.T) {
+	files := map[string]vfs.File{"/t.txt": {Content: "needle"}}
+	for i := range 40 {
+		files[fmt.Sprintf("/bin/%02d.o", i)] = vfs.File{Content: "\x00\x01needle"}
+	}
+	mem := vfs.NewMemory(files)
+	res, err := Search(context.Background(), mem, vfs.SearchRequest{Op: "grep", Pattern: "needle", Path: "/", Mode: "files_with_matches", Limit: 100, Budget: 10000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Skipped) != maxSkipsNamed || res.SkippedTotal != 40 {
+		t.Fatalf("%d skips carried, %d counted; want %d and 40", len(res.Skipped), res.SkippedTotal, maxSkipsNamed)
+	}
+	out := call(t, Tools()[5], mem, `{"pattern":"needle"}`)
+	if !strings.Contains(out.Content, "Skipped 40 files") || !strings.Contains(out.Content, "and 35 more") {
+		t.Errorf("the answer says %q", out.Content)
+	}
+}

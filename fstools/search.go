@@ -519,7 +519,7 @@ func runGrep(ctx context.Context, fs vfs.Backend, in grepArgs, o Options) (tool.
 	for i, s := range res.Skipped {
 		skipped[i] = skip{s.Path, s.Why}
 	}
-	skippedText := skipNotice(skipped)
+	skippedText := skipNotice(skipped, max(res.SkippedTotal, len(skipped)))
 	if total == 0 {
 		msg := fmt.Sprintf("No matches for %q in %s.", in.Pattern, base)
 		if skippedText != "" {
@@ -593,7 +593,11 @@ func grepFiles(ctx context.Context, fs vfs.Backend, req vfs.SearchRequest) (vfs.
 			why = unreadable(err)
 		}
 		if why != "" {
-			res.Skipped = append(res.Skipped, vfs.SearchSkip{Path: p, Why: why})
+			// Only those the answer names travel: a tree of many
+			// binary files would make the result too large to send.
+			if res.SkippedTotal++; len(res.Skipped) < maxSkipsNamed {
+				res.Skipped = append(res.Skipped, vfs.SearchSkip{Path: p, Why: why})
+			}
 			continue
 		}
 		switch req.Mode {
@@ -623,16 +627,16 @@ const maxSkipsNamed = 5
 
 // skipNotice says which files grep skipped and why: at most maxSkipsNamed
 // by name, then how many more.
-func skipNotice(skipped []skip) string {
-	if len(skipped) == 0 {
+func skipNotice(skipped []skip, total int) string {
+	if total == 0 {
 		return ""
 	}
 	named := make([]string, 0, maxSkipsNamed)
 	for _, s := range skipped[:min(len(skipped), maxSkipsNamed)] {
 		named = append(named, fmt.Sprintf("%s (%s)", s.path, s.why))
 	}
-	text := fmt.Sprintf("Skipped %s: %s", plural(len(skipped), "file"), strings.Join(named, ", "))
-	if more := len(skipped) - len(named); more > 0 {
+	text := fmt.Sprintf("Skipped %s: %s", plural(total, "file"), strings.Join(named, ", "))
+	if more := total - len(named); more > 0 {
 		text += fmt.Sprintf(", and %d more", more)
 	}
 	return text + "."

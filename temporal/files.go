@@ -224,8 +224,12 @@ func (d *dirFiles) do(ctx context.Context, op FilesOp, timeout time.Duration) (o
 	return out, true, nil
 }
 
-// filesTimeout bounds one file operation's attempt.
-const filesTimeout = 2 * time.Minute
+// filesTimeout bounds one file operation's attempt; searchTimeout a whole
+// search or page, which walks a tree (the activity beats meanwhile).
+const (
+	filesTimeout  = 2 * time.Minute
+	searchTimeout = 10 * time.Minute
+)
 
 func (d *dirFiles) Stat(ctx context.Context, path string) (vfs.Entry, error) {
 	out, ok, err := d.do(ctx, FilesOp{Op: "stat", Path: path}, filesTimeout)
@@ -302,7 +306,7 @@ func (d *dirFiles) Search(ctx context.Context, req vfs.SearchRequest) (vfs.Searc
 	if !ok || workflow.GetVersion(r.cur, searchChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		return vfs.SearchResult{}, false, nil
 	}
-	out, _, err := d.do(ctx, FilesOp{Op: req.Op, Path: req.Path, Search: &req}, filesTimeout)
+	out, _, err := d.do(ctx, FilesOp{Op: req.Op, Path: req.Path, Search: &req}, searchTimeout)
 	switch {
 	case err != nil:
 		return vfs.SearchResult{}, true, err
@@ -324,7 +328,7 @@ func (d *dirFiles) ReadPage(ctx context.Context, req vfs.PageRequest) (vfs.PageR
 	if !ok || workflow.GetVersion(r.cur, pageChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		return vfs.PageResult{}, false, nil
 	}
-	out, _, err := d.do(ctx, FilesOp{Op: "readrange", Path: req.Path, Page: &req}, filesTimeout)
+	out, _, err := d.do(ctx, FilesOp{Op: "readrange", Path: req.Path, Page: &req}, searchTimeout)
 	switch {
 	case err != nil:
 		return vfs.PageResult{}, true, err

@@ -40,8 +40,10 @@ type SearchResult struct {
 	// Entries are the matches kept, in order; Total counts all of them.
 	Entries []string `json:"entries,omitempty"`
 	Total   int      `json:"total,omitempty"`
-	// Skipped are the files grep did not search, and why.
-	Skipped []SearchSkip `json:"skipped,omitempty"`
+	// Skipped are the first files grep did not search, and why (as many
+	// as the tool names); SkippedTotal counts them all.
+	Skipped      []SearchSkip `json:"skipped,omitempty"`
+	SkippedTotal int          `json:"skipped_total,omitempty"`
 	// Denied is set when a rule refused the search itself, so that the
 	// tool names the rule as it does in process.
 	Denied *DeniedError `json:"denied,omitempty"`
