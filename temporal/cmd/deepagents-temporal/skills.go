@@ -4,16 +4,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"flag"
 	"fmt"
-	"io/fs"
 	"os"
 	"path"
-	"path/filepath"
 	"strings"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/internal/projectfiles"
 	"github.com/deepagents-go/deepagents/internal/safefile"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/memory"
@@ -43,111 +41,7 @@ func (k *knowledge) flags(fs *flag.FlagSet) {
 
 // memoryMount is where the agent's file tools find the memory files that
 // are not inside --root, as in "deepagents run".
-const memoryMount = "/memory/"
-
-// skillSources returns the skill sources of "deepagents run", lowest
-// precedence first: the user's (~/.deepagents/skills), then the project's
-// (.deepagents/skills); with claude, each level's .claude/skills too.
-func skillSources(cwd, home string, claude bool) []skills.Source {
-	var out []skills.Source
-	if home != "" {
-		if claude {
-			out = append(out, skills.Source{Label: "user (.claude)", Dir: filepath.Join(home, ".claude", "skills")})
-		}
-		out = append(out, skills.Source{Label: "user", Dir: filepath.Join(home, ".deepagents", "skills")})
-	}
-	if claude {
-		out = append(out, skills.Source{Label: "project (.claude)", Dir: filepath.Join(cwd, ".claude", "skills")})
-	}
-	return append(out, skills.Source{Label: "project", Dir: filepath.Join(cwd, ".deepagents", "skills")})
-}
-
-// projectRoot returns the project dir is in, as "deepagents run" finds it:
-// the nearest directory at or above dir holding .git (not searching up to
-// the home directory from below it), else dir.
-func projectRoot(dir, home string) string {
-	belowHome := home != "" && dir != home && isInside(home, dir)
-	for d := dir; ; {
-		if belowHome && d == home {
-			return dir
-		}
-		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
-			return d
-		}
-		up := filepath.Dir(d)
-		if up == d {
-			return dir
-		}
-		d = up
-	}
-}
-
-// isInside reports whether p is dir or below it (both absolute, clean).
-func isInside(dir, p string) bool {
-	rel, err := filepath.Rel(dir, p)
-	return err == nil && filepath.IsLocal(rel) || rel == "."
-}
-
-// memorySources returns the memory files of "deepagents run", farthest
-// first: the user's ~/.deepagents/AGENTS.md, each AGENTS.md from the
-// project's root down to cwd, and cwd's .deepagents/AGENTS.md; each with
-// the path the agent reads it at (inside root when root holds it, else
-// under /memory/) and the directories its imports may come from.
-func memorySources(cwd, home, root string) []memory.Source {
-	top := projectRoot(cwd, home)
-	var out []memory.Source
-	project := []string{top}
-	var notProject []string
-	if home != "" {
-		notProject = append(notProject, filepath.Join(home, ".deepagents"))
-		if isInside(top, home) && !isInside(home, cwd) {
-			notProject = append(notProject, home)
-		}
-	}
-	add := func(path, show string, within, exclude []string) {
-		s := memory.Source{Path: path, Show: show, Within: within, Exclude: exclude}
-		if root != "" {
-			if rel, err := filepath.Rel(root, path); err == nil && filepath.IsLocal(rel) {
-				s.Show, s.InBackend = "/"+filepath.ToSlash(rel), true
-			}
-		}
-		out = append(out, s)
-	}
-	userFile := ""
-	if home != "" {
-		userFile = filepath.Join(home, ".deepagents", "AGENTS.md")
-		add(userFile, memoryMount+"user/AGENTS.md", []string{filepath.Join(home, ".deepagents"), top}, nil)
-	}
-	var dirs []string
-	for d := cwd; ; d = filepath.Dir(d) {
-		dirs = append(dirs, d)
-		if d == top || filepath.Dir(d) == d {
-			break
-		}
-	}
-	shown := func(path string) string {
-		rel, err := filepath.Rel(top, path)
-		if err != nil {
-			return memoryMount + "project/" + filepath.Base(path)
-		}
-		return memoryMount + "project/" + filepath.ToSlash(rel)
-	}
-	for i := len(dirs) - 1; i >= 0; i-- {
-		p := filepath.Join(dirs[i], "AGENTS.md")
-		st, err := os.Stat(p)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			continue
-		case err == nil && st.IsDir():
-			continue
-		}
-		add(p, shown(p), project, notProject)
-	}
-	if own := filepath.Join(cwd, ".deepagents", "AGENTS.md"); own != userFile {
-		add(own, shown(own), project, notProject)
-	}
-	return out
-}
+const memoryMount = projectfiles.MemoryMount
 
 // snapshot is what a worker's agent knows of the project, read at worker
 // start: its skills (nil: none) and its memory middleware (nil: none).
@@ -165,7 +59,7 @@ func loadSnapshot(k knowledge, cwd, home, root string) (*snapshot, error) {
 	out := &snapshot{}
 	h := sha256.New()
 	if !k.noSkills {
-		l, err := skills.Snapshot("", skillSources(cwd, home, k.claudeSkills)...)
+		l, err := skills.Snapshot("", projectfiles.SkillSources(cwd, home, k.claudeSkills)...)
 		if err != nil {
 			return nil, err
 		}
@@ -181,7 +75,7 @@ func loadSnapshot(k knowledge, cwd, home, root string) (*snapshot, error) {
 		}
 	}
 	if !k.noMemory {
-		m, err := memorySnapshot(memorySources(cwd, home, root), 0)
+		m, err := memorySnapshot(projectfiles.MemorySources(cwd, home, root), 0)
 		if err != nil {
 			return nil, err
 		}
