@@ -354,7 +354,7 @@ func runGlob(ctx context.Context, fs vfs.Backend, in globArgs, o Options) (tool.
 // search runs req in one call of fs when it can (vfs.Search), and file by
 // file otherwise.
 func search(ctx context.Context, fs vfs.Backend, req vfs.SearchRequest) (vfs.SearchResult, error) {
-	res, ok, err := vfs.Search(ctx, fs, req)
+	res, ok, err := vfs.Search(vfs.WithFileSearch(ctx, Search), fs, req)
 	if !ok {
 		res, err = Search(ctx, fs, req)
 	}
@@ -396,6 +396,10 @@ type entries struct {
 	budget int
 	chars  int
 	full   bool
+	// part records each entry's file (see addOf); last is the file of the
+	// entry before.
+	part bool
+	last string
 }
 
 func (e *entries) add(s string) {
@@ -431,13 +435,13 @@ func globFiles(ctx context.Context, fs vfs.Backend, req vfs.SearchRequest) (vfs.
 	default:
 		return res, err
 	}
-	add := entries{res: &res, limit: req.Limit, budget: req.Budget}
-	for e, err := range fs.Walk(ctx, dir) {
+	add := entries{res: &res, limit: req.Limit, budget: req.Budget, part: req.Part}
+	for e, err := range walkFor(ctx, fs, dir, req) {
 		if err != nil {
 			return vfs.SearchResult{}, err
 		}
 		if m.match(dir, e.Path) {
-			add.add(e.Path)
+			add.addOf(e.Path, e.Path)
 		}
 	}
 	return res, nil
@@ -558,9 +562,11 @@ func grepFiles(ctx context.Context, fs vfs.Backend, req vfs.SearchRequest) (vfs.
 	switch e, err := fs.Stat(ctx, base); {
 	case err == nil && !e.IsDir:
 		dir = vfs.Parent(base)
-		paths = []string{base}
+		if !req.Part || !vfs.Excluded(base, req.Exclude) {
+			paths = []string{base}
+		}
 	case err == nil || errors.Is(err, vfs.ErrNotFound) && base == "/":
-		for e, err := range fs.Walk(ctx, base) {
+		for e, err := range walkFor(ctx, fs, base, req) {
 			if err != nil {
 				return vfs.SearchResult{}, err
 			}
@@ -573,9 +579,9 @@ func grepFiles(ctx context.Context, fs vfs.Backend, req vfs.SearchRequest) (vfs.
 		return vfs.SearchResult{}, err
 	}
 
-	acc := entries{res: &res, limit: req.Limit, budget: req.Budget}
-	add := acc.add
+	acc := entries{res: &res, limit: req.Limit, budget: req.Budget, part: req.Part}
 	for _, p := range paths {
+		add := func(s string) { acc.addOf(p, s) }
 		if filter != nil && !filter.match(dir, p) {
 			continue
 		}

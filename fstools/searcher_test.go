@@ -172,8 +172,8 @@ func TestSearcherAnswersAsFileByFile(t *testing.T) {
 	}
 }
 
-// A composite searches in one call only a path its fallback owns with no
-// route below it; elsewhere the tools search file by file.
+// A composite searches its fallback in one call, the routes below the path
+// in process, and a path inside a route file by file.
 func TestCompositeSearchesOnlyItsFallback(t *testing.T) {
 	remote := &remoteFS{inner: vfs.NewMemory(vfstest.Files(map[string]string{"/src/a.go": "needle", "/b.txt": "needle"}))}
 	c, err := vfs.NewComposite(remote, vfs.Route{Prefix: "/mem", Backend: vfs.NewMemory(vfstest.Files(map[string]string{"/m.txt": "needle"}))})
@@ -184,7 +184,10 @@ func TestCompositeSearchesOnlyItsFallback(t *testing.T) {
 	if res := call(t, grep, c, `{"pattern":"needle","path":"/src"}`); res.Content != "/src/a.go" || remote.searches.Load() != 1 {
 		t.Errorf("under the fallback: %q after %d searches", res.Content, remote.searches.Load())
 	}
-	if res := call(t, grep, c, `{"pattern":"needle"}`); res.Content != "/b.txt\n/mem/m.txt\n/src/a.go" || remote.searches.Load() != 1 {
-		t.Errorf("over a route: %q after %d searches", res.Content, remote.searches.Load())
+	if res := call(t, grep, c, `{"pattern":"needle"}`); res.Content != "/b.txt\n/mem/m.txt\n/src/a.go" || remote.searches.Load() != 2 || remote.calls.Load() != 0 {
+		t.Errorf("over a route: %q after %d searches and %d other calls", res.Content, remote.searches.Load(), remote.calls.Load())
+	}
+	if res := call(t, grep, c, `{"pattern":"needle","path":"/mem"}`); res.Content != "/mem/m.txt" || remote.searches.Load() != 2 || remote.calls.Load() != 0 {
+		t.Errorf("in a route: %q after %d searches and %d other calls", res.Content, remote.searches.Load(), remote.calls.Load())
 	}
 }

@@ -299,11 +299,20 @@ func (d *dirFiles) Walk(ctx context.Context, dir string) iter.Seq2[vfs.Entry, er
 // as it did.
 const searchChange = "deepagents.files-search"
 
+// mountsSearchChange names the change that makes a search of a directory
+// with mounts below the searched path (skills at /skills/) one files
+// activity too, the mounts searched in workflow code (vfs.Composite); a
+// workflow that started before it searches such a path file by file.
+const mountsSearchChange = "deepagents.files-search-mounts"
+
 // Search implements vfs.Searcher: in workflow code a grep or glob is one
 // files activity, which runs the tool's search on the worker.
 func (d *dirFiles) Search(ctx context.Context, req vfs.SearchRequest) (vfs.SearchResult, bool, error) {
 	r, ok := runtimeFrom(ctx)
-	if !ok || workflow.GetVersion(r.cur, searchChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if !ok || req.Part && workflow.GetVersion(r.cur, mountsSearchChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return vfs.SearchResult{}, false, nil
+	}
+	if workflow.GetVersion(r.cur, searchChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		return vfs.SearchResult{}, false, nil
 	}
 	out, _, err := d.do(ctx, FilesOp{Op: req.Op, Path: req.Path, Search: &req}, searchTimeout)

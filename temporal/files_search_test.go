@@ -139,3 +139,86 @@ func TestASearchOfADirectoryIsOneActivity(t *testing.T) {
 		})
 	}
 }
+
+// A grep over the root of a directory of the workers with skills and
+// memory mounted below it (as the worker's middleware mount them) is one
+// files activity, and answers as the same search in process.
+func TestASearchOverMountsIsOneActivity(t *testing.T) {
+	dir := t.TempDir()
+	searchTree(t, dir)
+	mounts := []vfs.Route{
+		{Prefix: "/skills/", Backend: vfs.NewMemory(map[string]vfs.File{"/web/SKILL.md": {Content: "---\nname: web\n---\nthe needle of a skill\n"}}), ReadOnly: true},
+		{Prefix: "/memory/", Backend: vfs.NewMemory(map[string]vfs.File{"/AGENTS.md": {Content: "a needle to remember\n"}}), ReadOnly: true},
+	}
+	mount := agent.Middleware{Name: "mounts", WrapTool: func(ctx context.Context, call *agent.ToolCall, next agent.ToolFunc) (tool.Result, error) {
+		return agent.RunMounted(ctx, call, next, mounts...)
+	}}
+	for _, c := range []struct{ id, name, args string }{
+		{"g1", "grep", `{"pattern":"needle"}`},
+		{"g2", "grep", `{"pattern":"needle","output_mode":"content","max_count":30}`},
+		{"l1", "glob", `{"pattern":"**/*.md"}`},
+	} {
+		t.Run(c.id, func(t *testing.T) {
+			reg := temporal.NewRegistry()
+			reg.Store = openStore(t)
+			m := reg.Model("scripted", scripted.New(scripted.Script{"coder": {Steps: []scripted.Step{
+				step("", scripted.StepCall{ID: c.id, Name: c.name, Args: json.RawMessage(c.args)}),
+				step("found"),
+			}}}, scripted.Options{}))
+			fs, err := osfs.New(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := mustAgent(t, agent.Config{Name: "coder", Model: m, Tools: fstools.Tools(), Backend: reg.Directory(dir, fs),
+				Middleware: []agent.Middleware{mount}})
+			if err := reg.Agent("coder", a); err != nil {
+				t.Fatal(err)
+			}
+			env := newEnv(t, reg)
+			var mu sync.Mutex
+			files := 0
+			env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+				if info.ActivityType.Name == temporal.FilesActivity {
+					mu.Lock()
+					files++
+					mu.Unlock()
+				}
+			})
+			env.ExecuteWorkflow(temporal.RunAgentWorkflow, temporal.RunInput{Agent: "coder", Thread: "S", Input: "search"})
+			s := summary(t, env)
+			if s.Status != agent.StatusOK || s.Text != "found" {
+				t.Fatalf("summary %+v", s)
+			}
+			if files != 1 {
+				t.Errorf("%d files activities, want 1", files)
+			}
+			cp, err := reg.Store.Get(context.Background(), checkpoint.Ref{ThreadID: "S"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got string
+			for _, msg := range cp.State.Messages {
+				if msg.ToolCallID == c.id {
+					got = msg.Content
+				}
+			}
+			var tl tool.Tool
+			for _, x := range fstools.Tools() {
+				if x.Spec().Name == c.name {
+					tl = x
+				}
+			}
+			local, err := vfs.NewComposite(fs, mounts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := tl.Run(context.Background(), &tool.Env{CallID: c.id, Files: vfs.Track(local)}, json.RawMessage(c.args))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != want.Content || !strings.Contains(got, "/skills/web/SKILL.md") || !strings.Contains(got, "/memory/AGENTS.md") {
+				t.Errorf("on Temporal:\n%.800q\nin process:\n%.800q", got, want.Content)
+			}
+		})
+	}
+}

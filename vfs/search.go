@@ -29,6 +29,14 @@ type SearchRequest struct {
 	// first, each rule as perm.Parse reads it): the search applies them as
 	// those wrappers would, so it never returns a path they hide.
 	Rules [][]string `json:"rules,omitempty"`
+	// Exclude names directories whose files the search leaves out, with
+	// any file at a parent of one: the mount points of a Composite, which
+	// searches them apart. Part says the answer is one of several the
+	// caller merges: the files are searched in path order, and the result
+	// says which file each entry is of (Paths) and where the budget
+	// stopped (CutAt).
+	Exclude []string `json:"exclude,omitempty"`
+	Part    bool     `json:"part,omitempty"`
 }
 
 // SearchResult is the answer to a SearchRequest, before the tool words it.
@@ -47,6 +55,11 @@ type SearchResult struct {
 	// Denied is set when a rule refused the search itself, so that the
 	// tool names the rule as it does in process.
 	Denied *DeniedError `json:"denied,omitempty"`
+	// Paths, for a Part request, is the file of each entry kept ("" for
+	// the file of the entry before); CutAt is the file of the first entry
+	// the budget left out ("" when none was, or the limit stopped it).
+	Paths []string `json:"paths,omitempty"`
+	CutAt string   `json:"cut_at,omitempty"`
 }
 
 // SearchSkip is a file a search did not read, and why.
@@ -85,17 +98,4 @@ func Search(ctx context.Context, b Backend, req SearchRequest) (SearchResult, bo
 		}
 	}
 	return SearchResult{}, false, nil
-}
-
-// Search implements Searcher for a path that the fallback owns with no
-// route mounted below it, when the fallback can search.
-func (c *Composite) Search(ctx context.Context, req SearchRequest) (SearchResult, bool, error) {
-	p, err := Clean(req.Path)
-	if err != nil {
-		return SearchResult{}, false, nil
-	}
-	if r, _ := c.find(p); r != nil || len(c.below(p)) > 0 || c.state {
-		return SearchResult{}, false, nil
-	}
-	return Search(ctx, c.fallback, req)
 }
