@@ -26,7 +26,7 @@ type SearchRequest struct {
 	MaxFileBytes int64 `json:"max_file_bytes,omitempty"`
 	// Rules are the read rules of the wrappers the search went through on
 	// its way (rules of package perm, one list per wrapper, outermost
-	// first, each rule as perm.Parse reads it): the search applies them as
+	// first, each rule as perm.Rules.Encode writes it): the search applies them as
 	// those wrappers would, so it never returns a path they hide.
 	Rules [][]string `json:"rules,omitempty"`
 	// Exclude names directories whose files the search leaves out, with
