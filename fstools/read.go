@@ -121,6 +121,11 @@ func runRead(ctx context.Context, fs vfs.Backend, in readArgs, o Options, images
 		err = res.Denied
 	}
 	if ok && err == nil && res.Image != "" {
+		if res.Size > o.MaxImageBytes {
+			// Refused by the size the page gave, before anything more
+			// of the file is read.
+			return readImage(ctx, nil, p, res.Image, res.Size, o)
+		}
 		ok = false // an image is read whole, below
 	}
 	if !ok || err != nil {
