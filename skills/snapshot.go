@@ -13,6 +13,11 @@ import (
 // all), so that a folder of large assets cannot exhaust a process.
 const MaxSnapshotBytes = 64 << 20
 
+// MaxSnapshotFiles caps how many files a snapshot keeps (10,000 in all),
+// so that a folder of many small files cannot make a worker's start, and
+// its memory, grow without bound.
+const MaxSnapshotFiles = 10000
+
 // Snapshot returns a loader that reads its sources once, now: the skills,
 // the warnings loading them gave, and every file of their folders are kept
 // in memory, and neither Current nor the backend of FS looks at the disk
@@ -21,7 +26,7 @@ const MaxSnapshotBytes = 64 << 20
 // are seen only by a new snapshot. A file of a skill folder that cannot be
 // read is left out, as it could not be read from the folder either. It
 // fails on an invalid prefix, or when the folders hold more than
-// MaxSnapshotBytes.
+// MaxSnapshotBytes or MaxSnapshotFiles.
 func Snapshot(prefix string, sources ...Source) (*Loader, error) {
 	l, err := NewLoader(prefix, sources...)
 	if err != nil {
@@ -39,6 +44,10 @@ func Snapshot(prefix string, sources ...Source) (*Loader, error) {
 		for e, err := range root.Walk(ctx, "/") {
 			if err != nil || e.IsDir {
 				continue
+			}
+			if len(files) == MaxSnapshotFiles {
+				_ = root.Close()
+				return nil, fmt.Errorf("skills: the skill folders hold more than %d files (skill %q at %s): move files that are not the skill's out of them", MaxSnapshotFiles, sk.Name, sk.Dir)
 			}
 			text, err := root.Read(ctx, e.Path)
 			if err != nil {

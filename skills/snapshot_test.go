@@ -1,6 +1,7 @@
 package skills_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -68,6 +69,39 @@ func TestSnapshotRefusesHugeFolders(t *testing.T) {
 		}
 	}
 	if _, err := skills.Snapshot("", skills.Source{Label: "user", Dir: dir}); err == nil || !strings.Contains(err.Error(), `"big"`) {
+		t.Fatalf("err %v", err)
+	}
+}
+
+// A snapshot of folders holding more files than the cap is refused, with
+// the cap and the skill's name; at the cap it is taken.
+func TestSnapshotRefusesTooManyFiles(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 10,000 files")
+	}
+	dir := t.TempDir()
+	writeSkill(t, dir, "many", "name: many\ndescription: Many small files.")
+	assets := filepath.Join(dir, "many", "assets")
+	if err := os.MkdirAll(assets, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := range skills.MaxSnapshotFiles - 1 {
+		if err := os.WriteFile(filepath.Join(assets, fmt.Sprintf("a%05d.txt", i)), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err := skills.Snapshot("", skills.Source{Label: "user", Dir: dir})
+	if err != nil {
+		t.Fatalf("at the cap: %v", err)
+	}
+	if _, err := l.FS().Read(t.Context(), "/many/assets/a00000.txt"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(assets, "one-more.txt"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = skills.Snapshot("", skills.Source{Label: "user", Dir: dir})
+	if err == nil || !strings.Contains(err.Error(), `"many"`) || !strings.Contains(err.Error(), "10000 files") {
 		t.Fatalf("err %v", err)
 	}
 }
