@@ -401,6 +401,7 @@ func (g *Registry) RunSubagent(ctx workflow.Context, in SubagentInput) (*Subagen
 	if err != nil {
 		return nil, sdktemporal.NewNonRetryableApplicationError(err.Error(), "UnknownAgent", nil)
 	}
+	g.checkSnapshot(ctx)
 	rt := NewRuntime(ctx)
 	defer rt.Close()
 	rt.sess.opened = in.Sessions

@@ -98,6 +98,13 @@ type Registry struct {
 	// Every worker of a task queue must have the same, or a replay may
 	// take another path.
 	MaxHistorySize, MaxHistoryLength int
+	// Snapshot identifies the files this worker's middleware read when it
+	// started (deepagents-temporal's hash of its skills and memory
+	// snapshot; "" when none). A workflow records the snapshot of the
+	// worker that starts it, and a worker whose Snapshot differs fails its
+	// workflow tasks with a SnapshotMismatch error, so every worker of a
+	// task queue must have the same.
+	Snapshot string
 	// Events, when set, takes the agent events of the runs a server in
 	// front of the fleet started (see Executor): the model activity
 	// publishes its chunks, the record activity the steps it saves.

@@ -99,6 +99,7 @@ func (g *Registry) RunAgent(ctx workflow.Context, in RunInput) (*Summary, error)
 	if !ok {
 		return nil, sdktemporal.NewNonRetryableApplicationError(fmt.Sprintf("no agent %q is registered on this worker", in.Agent), "UnknownAgent", nil)
 	}
+	g.checkSnapshot(ctx)
 	ap, err := g.approvals(ctx, a)
 	if err != nil {
 		return nil, err

@@ -96,6 +96,9 @@ func TestWorkerAgentHasSkillsAndMemory(t *testing.T) {
 	if strings.Contains(stderr.String(), "skills are left out") || !strings.Contains(stderr.String(), "read once, now (snapshot ") {
 		t.Errorf("notices %q", stderr.String())
 	}
+	if reg.Snapshot == "" || !strings.Contains(stderr.String(), "(snapshot "+reg.Snapshot+")") {
+		t.Errorf("the registry's snapshot %q is not the one the notice names: %q", reg.Snapshot, stderr.String())
+	}
 	for _, p := range []string{filepath.Join(project, ".deepagents"), filepath.Join(project, "AGENTS.md"), filepath.Join(project, "docs"), filepath.Join(home, ".deepagents")} {
 		if err := os.RemoveAll(p); err != nil {
 			t.Fatal(err)

@@ -346,6 +346,7 @@ func configAgent(ctx context.Context, reg *temporal.Registry, name, project, mod
 	if err != nil {
 		return err
 	}
+	reg.Snapshot = snap.hash
 	files, err := config.LoadAgents(config.AgentDirs(project, home)...)
 	if err != nil {
 		return err
@@ -396,7 +397,7 @@ func configAgent(ctx context.Context, reg *temporal.Registry, name, project, mod
 		notice("execute is left out: a worker keeps each run's files in its thread, not on a directory (give --root for one)")
 	}
 	if snap.skills != nil || snap.memory != nil {
-		notice("skills and AGENTS.md memory are read once, now (snapshot %s): restart the worker to pick up edits, and give every worker of the task queue the same files", snap.hash)
+		notice("skills and AGENTS.md memory are read once, now (snapshot %s): restart the worker to pick up edits, and give every worker of the task queue the same files (a worker with another snapshot refuses the runs this one starts)", snap.hash)
 	}
 	if snap.skills != nil {
 		// The listing's budget follows the model's context window, as in

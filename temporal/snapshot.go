@@ -1,0 +1,57 @@
+package temporal
+
+import (
+	"fmt"
+
+	sdktemporal "go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+)
+
+// A worker's middleware read the skills and memory files once, at start
+// (deepagents-temporal's snapshot): a run replayed on a worker that read
+// other files would build other prompts than its history's. So a workflow
+// records the snapshot of the worker that starts it, and a worker with
+// another refuses its workflow tasks.
+
+// snapshotChange is the GetVersion change that records the snapshot;
+// a workflow that started before it is not checked.
+const snapshotChange = "deepagents.snapshot-check"
+
+// SnapshotMismatch is the type of the error with which a worker refuses
+// a workflow task of a run that started on a worker with another snapshot
+// (Registry.Snapshot).
+const SnapshotMismatch = "deepagents.SnapshotMismatch"
+
+// checkSnapshot records g.Snapshot in the workflow's history when the
+// workflow starts, and when it replays on a worker whose snapshot differs
+// fails the workflow task, so that the run waits for a worker with the
+// same files rather than take another path than its history's. The
+// workflow itself is not failed: a worker with the same files takes the
+// task.
+func (g *Registry) checkSnapshot(ctx workflow.Context) {
+	if workflow.GetVersion(ctx, snapshotChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return
+	}
+	var recorded string
+	if err := workflow.SideEffect(ctx, func(workflow.Context) any { return g.Snapshot }).Get(&recorded); err != nil {
+		panic(err)
+	}
+	if recorded != g.Snapshot {
+		// A panic fails the workflow task (not the workflow): it is how
+		// workflow code refuses a task.
+		panic(snapshotError(recorded, g.Snapshot))
+	}
+}
+
+func snapshotError(recorded, here string) error {
+	name := func(s string) string {
+		if s == "" {
+			return "none (no skills or memory files)"
+		}
+		return s
+	}
+	return sdktemporal.NewNonRetryableApplicationError(fmt.Sprintf(
+		"this run started on a worker whose skills and memory snapshot is %s, and this worker's is %s: its prompts would differ from its history's, so this worker refuses it. "+
+			"Restart every worker of the task queue with the same skill folders and AGENTS.md files (deepagents-temporal worker prints its snapshot when it starts)",
+		name(recorded), name(here)), SnapshotMismatch, nil)
+}
