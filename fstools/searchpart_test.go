@@ -123,3 +123,63 @@ func TestSearchAcrossMountsAnswersAsFileByFile(t *testing.T) {
 		}
 	}
 }
+
+// FuzzSearchAcrossMounts spreads files, from the fuzzer's bytes, over a
+// directory and the mounts below its root (some of the directory's files
+// where a mount hides them), and checks a grep or glob of the root in one
+// search of the directory answers exactly as file by file, at any caps.
+func FuzzSearchAcrossMounts(f *testing.F) {
+	f.Add([]byte("\x00\x11\x22\x33\x44\x55\x66\x77\x88\x99\xaa\xbb\xcc\xdd\xee\xff"), uint8(3), uint16(300), uint8(1))
+	f.Add([]byte("skills and memory"), uint8(200), uint16(0), uint8(0))
+	f.Add([]byte{7, 14, 21, 28, 35, 42, 49, 56, 63, 70}, uint8(1), uint16(40), uint8(4))
+	dirs := []string{"/", "/skills/", "/skills/a/", "/memory/", "/a/", "/skills-x/", "/memoryz/", "/skills0/", "/m/"}
+	names := []string{"f", "g.md", ".h", "SKILL.md", "z.txt"}
+	f.Fuzz(func(t *testing.T, data []byte, limit uint8, budget uint16, mode uint8) {
+		if len(data) > 200 {
+			return
+		}
+		dir, skills, memory := map[string]string{}, map[string]string{}, map[string]string{}
+		for i, b := range data {
+			p := dirs[int(b)%len(dirs)] + names[int(b>>4)%len(names)]
+			body := strings.Repeat(fmt.Sprintf("line %d has the needle\n", i), int(b)%4) + "tail\n"
+			if b%7 == 0 {
+				body = "\x00" + body
+			}
+			switch {
+			case i%3 == 1 && strings.HasPrefix(p, "/skills/"):
+				skills[strings.TrimPrefix(p, "/skills")] = body
+			case i%3 == 2 && strings.HasPrefix(p, "/memory/"):
+				memory[strings.TrimPrefix(p, "/memory")] = body
+			default:
+				dir[p] = body
+			}
+		}
+		build := func(fallback vfs.Backend) vfs.Backend {
+			inner, err := vfs.NewComposite(fallback, vfs.Route{Prefix: "/skills/", Backend: vfs.NewMemory(vfstest.Files(skills))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			outer, err := vfs.NewComposite(inner, vfs.Route{Prefix: "/memory/", Backend: vfs.NewMemory(vfstest.Files(memory))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return vfs.Track(outer)
+		}
+		modes := []string{"files_with_matches", "content", "count"}
+		args := fmt.Sprintf(`{"pattern":"needle","output_mode":%q,"max_count":%d}`, modes[int(mode)%3], int(limit)+1)
+		name := "grep"
+		if mode%5 == 4 {
+			name, args = "glob", `{"pattern":"**/*"}`
+		}
+		tl := byName(New(Options{GrepMaxFileBytes: 1024, MaxOutputChars: int(budget)}))[name]
+		want := call(t, tl, build(&failFS{Memory: vfs.NewMemory(vfstest.Files(dir))}), args)
+		remote := &remoteFS{inner: vfs.NewMemory(vfstest.Files(dir))}
+		got := call(t, tl, build(remote), args)
+		if got.Content != want.Content || got.IsError != want.IsError {
+			t.Fatalf("%s %s in one call:\n%s\nfile by file:\n%s", name, args, got.Content, want.Content)
+		}
+		if remote.calls.Load() != 0 {
+			t.Fatalf("%d calls of the directory besides its search", remote.calls.Load())
+		}
+	})
+}
