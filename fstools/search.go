@@ -369,7 +369,11 @@ func search(ctx context.Context, fs vfs.Backend, req vfs.SearchRequest) (vfs.Sea
 // are. The request's rules apply as the wrappers that added them would.
 // A search refused by a rule is answered with Denied set.
 func Search(ctx context.Context, b vfs.Backend, req vfs.SearchRequest) (vfs.SearchResult, error) {
-	b, err := perm.WrapSearch(b, req.Rules)
+	b, err := mountFor(b, req)
+	if err != nil {
+		return vfs.SearchResult{}, err
+	}
+	b, err = perm.WrapSearch(b, req.Rules)
 	if err != nil {
 		return vfs.SearchResult{}, err
 	}
@@ -384,8 +388,9 @@ func Search(ctx context.Context, b vfs.Backend, req vfs.SearchRequest) (vfs.Sear
 	}
 	var denied *vfs.DeniedError
 	if errors.As(err, &denied) && ctx.Err() == nil {
-		return vfs.SearchResult{Denied: denied}, nil
+		res, err = vfs.SearchResult{Denied: denied}, nil
 	}
+	res.Part = req.Part
 	return res, err
 }
 

@@ -2,6 +2,7 @@ package fstools
 
 import (
 	"context"
+	"fmt"
 	"iter"
 	"slices"
 	"strings"
@@ -13,6 +14,20 @@ import (
 // (vfs.SearchRequest.Part): its files are then searched in path order,
 // without those the request excludes (the composite's mounts), and each
 // entry kept says which file it is of.
+
+// mountFor returns b as a part's request sees it: mounted at req.Mount
+// when it is set, so that the search's paths, rules and answer are the
+// caller's.
+func mountFor(b vfs.Backend, req vfs.SearchRequest) (vfs.Backend, error) {
+	if req.Mount == "" {
+		return b, nil
+	}
+	c, err := vfs.NewComposite(vfs.NewMemory(nil), vfs.Route{Prefix: req.Mount, Backend: b})
+	if err != nil {
+		return nil, fmt.Errorf("searching a backend mounted at %q: %w", req.Mount, err)
+	}
+	return c, nil
+}
 
 // walkFor walks dir for req: the backend's walk, or for a part, its files
 // in path order without those req excludes.

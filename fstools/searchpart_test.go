@@ -1,6 +1,7 @@
 package fstools
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -15,7 +16,14 @@ import (
 // the other, as the middleware mount them.
 func mounted(t *testing.T, fallback vfs.Backend) vfs.Backend {
 	t.Helper()
-	skills := vfs.NewMemory(vfstest.Files(map[string]string{
+	return mountedWith(t, fallback, nil)
+}
+
+// mountedWith is mounted with the skills' backend wrapped by wrap (nil:
+// as it is).
+func mountedWith(t *testing.T, fallback vfs.Backend, wrap func(vfs.Backend) vfs.Backend) vfs.Backend {
+	t.Helper()
+	var skills vfs.Backend = vfs.NewMemory(vfstest.Files(map[string]string{
 		"/web/SKILL.md":         "---\nname: web\n---\nneedle in a skill\n",
 		"/web/ref/notes.md":     strings.Repeat("needle note\n", 30),
 		"/web/bin.dat":          "needle\x00",
@@ -28,6 +36,9 @@ func mounted(t *testing.T, fallback vfs.Backend) vfs.Backend {
 		"/AGENTS.md": "needle memory\nneedle twice\n",
 		"/0.dat":     "\x00needle",
 	}))
+	if wrap != nil {
+		skills = wrap(skills)
+	}
 	inner, err := vfs.NewComposite(fallback, vfs.Route{Prefix: "/skills/", Backend: skills, ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
@@ -118,6 +129,21 @@ func TestSearchAcrossMountsAnswersAsFileByFile(t *testing.T) {
 					if n, m := remote.searches.Load(), remote.calls.Load(); n != 1 || m != 0 {
 						t.Errorf("%d searches and %d other calls of the directory, want 1 and nothing else", n, m)
 					}
+					// The skills on a backend that searches too: one
+					// search of it, and the same answer.
+					remote = &remoteFS{inner: &failFS{Memory: vfs.NewMemory(vfstest.Files(dirFiles()))}}
+					var skills *remoteFS
+					b := mountedWith(t, remote, func(b vfs.Backend) vfs.Backend {
+						skills = &remoteFS{inner: b}
+						return skills
+					})
+					got = call(t, tools[c.tool], vfs.Track(perm.Wrap(b, parsed)), c.args)
+					if got.Content != want.Content || got.IsError != want.IsError {
+						t.Errorf("with the skills searched in one call:\n%s (error %v)\nfile by file:\n%s (error %v)", got.Content, got.IsError, want.Content, want.IsError)
+					}
+					if n, m := remote.searches.Load()+skills.searches.Load(), remote.calls.Load()+skills.calls.Load(); n != 2 || m != 0 {
+						t.Errorf("%d searches and %d other calls of the directory and the skills, want 2 and nothing else", n, m)
+					}
 				})
 			}
 		}
@@ -127,10 +153,11 @@ func TestSearchAcrossMountsAnswersAsFileByFile(t *testing.T) {
 // FuzzSearchAcrossMounts spreads files, from the fuzzer's bytes, over a
 // directory and the mounts below its root (some of the directory's files
 // where a mount hides them), and checks a grep or glob of the root in one
-// search of the directory answers exactly as file by file, at any caps.
+// search of the directory (and one of the skills, when they can search)
+// answers exactly as file by file, at any caps.
 func FuzzSearchAcrossMounts(f *testing.F) {
 	f.Add([]byte("\x00\x11\x22\x33\x44\x55\x66\x77\x88\x99\xaa\xbb\xcc\xdd\xee\xff"), uint8(3), uint16(300), uint8(1))
-	f.Add([]byte("skills and memory"), uint8(200), uint16(0), uint8(0))
+	f.Add([]byte("skills and memory"), uint8(200), uint16(0), uint8(8))
 	f.Add([]byte{7, 14, 21, 28, 35, 42, 49, 56, 63, 70}, uint8(1), uint16(40), uint8(4))
 	dirs := []string{"/", "/skills/", "/skills/a/", "/memory/", "/a/", "/skills-x/", "/memoryz/", "/skills0/", "/m/"}
 	names := []string{"f", "g.md", ".h", "SKILL.md", "z.txt"}
@@ -154,8 +181,14 @@ func FuzzSearchAcrossMounts(f *testing.F) {
 				dir[p] = body
 			}
 		}
+		var skillsFS *remoteFS
 		build := func(fallback vfs.Backend) vfs.Backend {
-			inner, err := vfs.NewComposite(fallback, vfs.Route{Prefix: "/skills/", Backend: vfs.NewMemory(vfstest.Files(skills))})
+			var sk vfs.Backend = vfs.NewMemory(vfstest.Files(skills))
+			if _, remote := fallback.(*remoteFS); remote && mode&8 != 0 {
+				skillsFS = &remoteFS{inner: sk}
+				sk = skillsFS // the skills search in one call too
+			}
+			inner, err := vfs.NewComposite(fallback, vfs.Route{Prefix: "/skills/", Backend: sk})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -178,8 +211,36 @@ func FuzzSearchAcrossMounts(f *testing.F) {
 		if got.Content != want.Content || got.IsError != want.IsError {
 			t.Fatalf("%s %s in one call:\n%s\nfile by file:\n%s", name, args, got.Content, want.Content)
 		}
-		if remote.calls.Load() != 0 {
+		if remote.calls.Load() != 0 || skillsFS != nil && skillsFS.calls.Load() != 0 {
 			t.Fatalf("%d calls of the directory besides its search", remote.calls.Load())
 		}
 	})
+}
+
+// olderFS searches in one call as a worker from before parts did: it
+// knows nothing of Part, Exclude and Mount.
+type olderFS struct{ *remoteFS }
+
+func (o olderFS) Search(ctx context.Context, req vfs.SearchRequest) (vfs.SearchResult, bool, error) {
+	o.searches.Add(1)
+	req.Part, req.Exclude, req.Mount = false, nil, ""
+	res, err := Search(ctx, o.inner, req)
+	return res, true, err
+}
+
+// An answer to a part from a backend that does not search parts (an
+// older worker) is not used: the tool searches file by file, and answers
+// as in process.
+func TestAPartAnsweredByAnOlderSearcherIsNotUsed(t *testing.T) {
+	tools := byName(New(Options{GrepMaxFileBytes: 1024}))
+	args := `{"pattern":"needle","output_mode":"content"}`
+	want := call(t, tools["grep"], mounted(t, &failFS{Memory: vfs.NewMemory(vfstest.Files(dirFiles()))}), args)
+	older := olderFS{&remoteFS{inner: &failFS{Memory: vfs.NewMemory(vfstest.Files(dirFiles()))}}}
+	got := call(t, tools["grep"], mounted(t, older), args)
+	if got.Content != want.Content {
+		t.Errorf("with an older searcher:\n%s\nin process:\n%s", got.Content, want.Content)
+	}
+	if older.searches.Load() != 1 || older.calls.Load() == 0 {
+		t.Errorf("%d searches and %d other calls, want the one search and then file by file", older.searches.Load(), older.calls.Load())
+	}
 }

@@ -31,15 +31,16 @@ func fileSearchOf(ctx context.Context) FileSearch {
 // Search implements Searcher. A path the fallback owns with no route below
 // it is the fallback's search. A directory with mount points below it (the
 // root, with skills at /skills/) is searched in parts: the fallback in one
-// call with the mounts left out, and the mounts file by file with the
-// context's FileSearch; the answers are merged in path order within the
-// request's caps, so the answer is the one a search of the composite file
-// by file gives. Search declines (ok false) a path inside a route, and a
-// directory with mounts below when the fallback cannot search or the
-// context carries no FileSearch.
+// call with the mounts left out, each mount that can search (a Searcher)
+// in one call too, and the other mounts file by file with the context's
+// FileSearch; the answers are merged in path order within the request's
+// caps, so the answer is the one a search of the composite file by file
+// gives. Search declines (ok false) a path inside a route, and a directory
+// with mounts below when the fallback cannot search or the context carries
+// no FileSearch.
 func (c *Composite) Search(ctx context.Context, req SearchRequest) (SearchResult, bool, error) {
 	p, err := Clean(req.Path)
-	if err != nil {
+	if err != nil || req.Mount != "" {
 		return SearchResult{}, false, nil
 	}
 	if r, _ := c.find(p); r != nil || c.state {
@@ -53,23 +54,50 @@ func (c *Composite) Search(ctx context.Context, req SearchRequest) (SearchResult
 	if byFile == nil {
 		return SearchResult{}, false, nil
 	}
-	sub := req
-	sub.Path, sub.Part = p, true
-	sub.Exclude = slices.Clone(req.Exclude)
+	part := func(mount string, exclude []*route) SearchRequest {
+		sub := req
+		sub.Path, sub.Part, sub.Mount = p, true, mount
+		sub.Exclude = slices.Clone(req.Exclude)
+		for _, r := range exclude {
+			sub.Exclude = append(sub.Exclude, r.dir)
+		}
+		return sub
+	}
+	own, ok, err := Search(ctx, c.fallback, part("", below))
+	switch {
+	case !ok:
+		return SearchResult{}, false, nil
+	case err != nil || own.Denied != nil:
+		return own, true, err
+	case !own.Part:
+		// Answered by a backend that does not search parts (an older
+		// worker): the tool searches file by file.
+		return SearchResult{}, false, nil
+	}
+	parts := []SearchResult{own}
+	var rest []*route
 	for _, r := range below {
-		sub.Exclude = append(sub.Exclude, r.dir)
+		if Excluded(r.dir, req.Exclude) {
+			continue // hidden by a mount of the caller's
+		}
+		res, ok, err := Search(ctx, r.b, part(r.dir, c.below(r.dir)))
+		switch {
+		case !ok || err == nil && res.Denied == nil && !res.Part:
+			rest = append(rest, r)
+		case err != nil || res.Denied != nil:
+			return res, true, err
+		default:
+			parts = append(parts, res)
+		}
 	}
-	own, ok, err := Search(ctx, c.fallback, sub)
-	if !ok || err != nil || own.Denied != nil {
-		return own, ok, err
+	if len(rest) > 0 {
+		res, err := byFile(ctx, &mounts{c: c, dir: p, routes: rest, below: below}, part("", nil))
+		if err != nil || res.Denied != nil {
+			return res, true, err
+		}
+		parts = append(parts, res)
 	}
-	sub = req
-	sub.Path, sub.Part = p, true
-	mounted, err := byFile(ctx, &mounts{c: c, dir: p, routes: below}, sub)
-	if err != nil || mounted.Denied != nil {
-		return mounted, true, err
-	}
-	return mergeSearch(req, own, mounted), true, nil
+	return mergeSearch(req, parts...), true, nil
 }
 
 // Excluded reports whether a search with the directories exclude left out
@@ -86,12 +114,12 @@ func mergeSearch(req SearchRequest, parts ...SearchResult) SearchResult {
 	missing := true
 	for _, r := range parts {
 		if r.IsFile {
-			return SearchResult{IsFile: true}
+			return SearchResult{IsFile: true, Part: req.Part}
 		}
 		missing = missing && r.Missing
 	}
 	if missing {
-		return SearchResult{Missing: true}
+		return SearchResult{Missing: true, Part: req.Part}
 	}
 	var out SearchResult
 	// fileAt is the file of parts[k].Entries[i].
@@ -165,7 +193,7 @@ merge:
 			next[best] = i + 1
 		}
 	}
-	if !req.Part {
+	if out.Part = req.Part; !req.Part {
 		out.CutAt = ""
 	}
 	// The skipped files named: in path order, as far as every part named
@@ -190,7 +218,8 @@ merge:
 type mounts struct {
 	c      *Composite
 	dir    string
-	routes []*route
+	routes []*route // the routes shown
+	below  []*route // every route below dir, whose mount points hide files
 }
 
 // inside reports whether p is in one of the routes (the files of the
@@ -278,7 +307,7 @@ func (m *mounts) Walk(ctx context.Context, dir string) iter.Seq2[Entry, error] {
 					return
 				}
 				e = m.c.outerEntry(r, e)
-				if own, _ := m.c.find(e.Path); own == r && !m.c.hidden(e.Path, m.routes) && Under(e.Path, p) {
+				if own, _ := m.c.find(e.Path); own == r && !m.c.hidden(e.Path, m.below) && Under(e.Path, p) {
 					out = append(out, e)
 				}
 			}

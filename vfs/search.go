@@ -37,6 +37,11 @@ type SearchRequest struct {
 	// stopped (CutAt).
 	Exclude []string `json:"exclude,omitempty"`
 	Part    bool     `json:"part,omitempty"`
+	// Mount, for a part, is the directory at which the caller mounts the
+	// backend searched: the search runs over its files shown below
+	// Mount, and Path, Exclude, Rules and the answer are the caller's
+	// paths.
+	Mount string `json:"mount,omitempty"`
 }
 
 // SearchResult is the answer to a SearchRequest, before the tool words it.
@@ -60,6 +65,10 @@ type SearchResult struct {
 	// the budget left out ("" when none was, or the limit stopped it).
 	Paths []string `json:"paths,omitempty"`
 	CutAt string   `json:"cut_at,omitempty"`
+	// Part echoes the request's Part: a backend that answers a part
+	// without it (an older worker) did not search it as one, and the
+	// caller does not use its answer.
+	Part bool `json:"part,omitempty"`
 }
 
 // SearchSkip is a file a search did not read, and why.
