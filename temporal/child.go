@@ -67,6 +67,10 @@ type SubagentInput struct {
 	// Signal is the parent's signal by which the child reports that its
 	// run waits for a person.
 	Signal string `json:"signal"`
+	// Snapshot is the parent's skills and memory snapshot
+	// (Registry.Snapshot): a worker with another refuses the child's
+	// workflow tasks.
+	Snapshot string `json:"snapshot,omitempty"`
 	// Continued is how many workflow runs of the child came before this
 	// one (it continues as new on a long history); Done, on a directory,
 	// the paths they changed there, which the parent learns at the end.
@@ -106,6 +110,9 @@ type childHost struct {
 	g      *Registry
 	agent  string
 	holder string
+	// snapshot is the workflow's snapshot, which its children must have
+	// ("" when the workflow does not check it).
+	snapshot string
 }
 
 // childWF is a child workflow a parent's run started.
@@ -157,7 +164,7 @@ func (r *Runtime) RunChild(ctx context.Context, c agent.ChildRun) (*agent.Result
 	}
 	in := SubagentInput{Agent: r.host.agent, Path: path, Task: c.Child.Task, Messages: c.Input.Messages,
 		System: c.Child.System, SystemParts: c.Child.SystemParts, Timeout: c.Timeout,
-		Nesting: n, Signal: "deepagents.subagent:" + key}
+		Nesting: n, Signal: "deepagents.subagent:" + key, Snapshot: r.host.snapshot}
 	if d := dirBehind(c.Input.Backend); d != nil {
 		// The child works on the same directory, through activities.
 		in.Root, in.Exec = d.root, d.exec
@@ -401,11 +408,14 @@ func (g *Registry) RunSubagent(ctx workflow.Context, in SubagentInput) (*Subagen
 	if err != nil {
 		return nil, sdktemporal.NewNonRetryableApplicationError(err.Error(), "UnknownAgent", nil)
 	}
-	g.checkSnapshot(ctx)
+	if g.checkSnapshot(ctx, in.Snapshot) {
+		in.Snapshot = g.Snapshot // the next run, if it continues as new, keeps it
+	}
 	rt := NewRuntime(ctx)
 	defer rt.Close()
 	rt.sess.opened = in.Sessions
 	rt.runsChildren(g, in.Agent, in.Holder)
+	rt.host.snapshot = in.Snapshot
 	timeout := in.Timeout
 	if timeout > 0 {
 		if in.Deadline.IsZero() {

@@ -124,6 +124,6 @@ func continueSubagent(ctx workflow.Context, g *Registry, in SubagentInput, done 
 // until the same deadline.
 func continueAsNew(ctx workflow.Context, in RunInput, rt *Runtime, waiting []agent.Interrupt, until time.Time) error {
 	next := RunInput{Agent: in.Agent, Thread: in.Thread, Waiting: waiting, WaitUntil: until, Continued: in.Continued + 1,
-		Sessions: rt.sess.opened}
+		Sessions: rt.sess.opened, Snapshot: in.Snapshot}
 	return workflow.NewContinueAsNewError(ctx, RunAgentWorkflow, next)
 }

@@ -23,14 +23,20 @@ const snapshotChange = "deepagents.snapshot-check"
 const SnapshotMismatch = "deepagents.SnapshotMismatch"
 
 // checkSnapshot records g.Snapshot in the workflow's history when the
-// workflow starts, and when it replays on a worker whose snapshot differs
-// fails the workflow task, so that the run waits for a worker with the
-// same files rather than take another path than its history's. The
-// workflow itself is not failed: a worker with the same files takes the
-// task.
-func (g *Registry) checkSnapshot(ctx workflow.Context) {
+// workflow starts, and fails the workflow task when this worker's
+// snapshot is not the one recorded (a replay on a worker that read other
+// files) or not want (the parent's, or the run's before it continued as
+// new; "" asks for none), so that the run waits for a worker with the same
+// files rather than take another path than its history's. The workflow
+// itself is not failed: a worker with the same files takes the task. It
+// reports whether the workflow checks its snapshot (one started before
+// this change does not).
+func (g *Registry) checkSnapshot(ctx workflow.Context, want string) bool {
 	if workflow.GetVersion(ctx, snapshotChange, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		return
+		return false
+	}
+	if want != "" && want != g.Snapshot {
+		panic(snapshotError(want, g.Snapshot))
 	}
 	var recorded string
 	if err := workflow.SideEffect(ctx, func(workflow.Context) any { return g.Snapshot }).Get(&recorded); err != nil {
@@ -41,6 +47,7 @@ func (g *Registry) checkSnapshot(ctx workflow.Context) {
 		// workflow code refuses a task.
 		panic(snapshotError(recorded, g.Snapshot))
 	}
+	return true
 }
 
 func snapshotError(recorded, here string) error {

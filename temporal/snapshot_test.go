@@ -2,12 +2,16 @@ package temporal_test
 
 import (
 	"context"
+	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/llm/scripted"
@@ -105,5 +109,71 @@ func TestARunRecordsItsSnapshot(t *testing.T) {
 	env.ExecuteWorkflow(temporal.RunAgentWorkflow, temporal.RunInput{Agent: "helper", Input: "hi"})
 	if s := summary(t, env); s.Status != agent.StatusOK || s.Text != "hello" {
 		t.Fatalf("summary %+v", s)
+	}
+}
+
+// A run asked to have a snapshot this worker lacks (set by the run it
+// continues, or by the client) is refused here: its workflow task fails
+// with an error naming both.
+func TestARunPinnedToOtherFilesIsRefused(t *testing.T) {
+	env := newEnv(t, snapshotRegistry(t, "aaaa"))
+	env.ExecuteWorkflow(temporal.RunAgentWorkflow, temporal.RunInput{Agent: "helper", Input: "hi", Snapshot: "bbbb"})
+	err := env.GetWorkflowError()
+	if err == nil || !strings.Contains(err.Error(), temporal.SnapshotMismatch) || !strings.Contains(err.Error(), "aaaa") || !strings.Contains(err.Error(), "bbbb") {
+		t.Errorf("a run pinned to bbbb on a worker with aaaa ended with %v", err)
+	}
+}
+
+// A subagent's child workflow carries its parent's snapshot, and a worker
+// with another refuses it.
+func TestAChildHasItsParentsSnapshot(t *testing.T) {
+	reg, _ := delegation(t, 2)
+	reg.Snapshot = "aaaa"
+	env := newEnv(t, reg)
+	var mu sync.Mutex
+	var children []temporal.SubagentInput
+	env.SetOnChildWorkflowStartedListener(func(_ *workflow.Info, _ workflow.Context, args converter.EncodedValues) {
+		var in temporal.SubagentInput
+		if err := args.Get(&in); err != nil {
+			t.Error(err)
+		}
+		mu.Lock()
+		children = append(children, in)
+		mu.Unlock()
+	})
+	env.ExecuteWorkflow(temporal.RunAgentWorkflow, temporal.RunInput{Agent: "parent", Thread: "T", Input: "delegate"})
+	if s := summary(t, env); s.Status != agent.StatusOK {
+		t.Fatalf("summary %+v", s)
+	}
+	if len(children) != 2 || children[0].Snapshot != "aaaa" || children[1].Snapshot != "aaaa" {
+		t.Fatalf("children's inputs %+v, want two with snapshot aaaa", children)
+	}
+	other, _ := delegation(t, 2)
+	other.Snapshot = "bbbb"
+	env = newEnv(t, other)
+	env.ExecuteWorkflow(temporal.RunSubagentWorkflow, children[0])
+	if err := env.GetWorkflowError(); err == nil || !strings.Contains(err.Error(), temporal.SnapshotMismatch) || !strings.Contains(err.Error(), "aaaa") {
+		t.Errorf("a child of a parent with aaaa on a worker with bbbb ended with %v", err)
+	}
+}
+
+// A run that continues as new carries its snapshot to the next run.
+func TestAContinuedRunKeepsItsSnapshot(t *testing.T) {
+	lc := newLongCase(t, 3)
+	lc.reg.ContinueAfter = 1000
+	lc.reg.Snapshot = "aaaa"
+	env := newEnv(t, lc.reg)
+	env.SetCurrentHistoryLength(1000)
+	env.ExecuteWorkflow(temporal.RunAgentWorkflow, temporal.RunInput{Agent: "counter", Thread: "T", Input: "count"})
+	var can *workflow.ContinueAsNewError
+	if err := env.GetWorkflowError(); !errors.As(err, &can) {
+		t.Fatalf("the workflow ended with %v, want it to continue as new", err)
+	}
+	var next temporal.RunInput
+	if err := temporal.DataConverter().FromPayloads(can.Input, &next); err != nil {
+		t.Fatal(err)
+	}
+	if next.Snapshot != "aaaa" {
+		t.Errorf("the next run's input is %+v, want snapshot aaaa", next)
 	}
 }

@@ -41,6 +41,11 @@ type RunInput struct {
 	// before this one opened: a session does not outlive its workflow
 	// run, and the next call of a session tool says its state is gone.
 	Sessions int `json:"sessions,omitempty"`
+	// Snapshot, when set, is the skills and memory snapshot
+	// (Registry.Snapshot) the run must have: a worker with another refuses
+	// its workflow tasks. A workflow that continues as new sets it to its
+	// own; a client may set it to run only on workers with those files.
+	Snapshot string `json:"snapshot,omitempty"`
 }
 
 // Summary is what a RunAgent workflow returns: how the run ended, not its
@@ -99,7 +104,9 @@ func (g *Registry) RunAgent(ctx workflow.Context, in RunInput) (*Summary, error)
 	if !ok {
 		return nil, sdktemporal.NewNonRetryableApplicationError(fmt.Sprintf("no agent %q is registered on this worker", in.Agent), "UnknownAgent", nil)
 	}
-	g.checkSnapshot(ctx)
+	if g.checkSnapshot(ctx, in.Snapshot) {
+		in.Snapshot = g.Snapshot // the next run, if it continues as new, keeps it
+	}
 	ap, err := g.approvals(ctx, a)
 	if err != nil {
 		return nil, err
@@ -108,6 +115,7 @@ func (g *Registry) RunAgent(ctx workflow.Context, in RunInput) (*Summary, error)
 	defer rt.Close()
 	rt.sess.opened = in.Sessions
 	rt.runsChildren(g, in.Agent, leaseHolder(workflow.GetInfo(ctx).WorkflowExecution.ID))
+	rt.host.snapshot = in.Snapshot
 	rctx, cancel := rt.Context()
 	defer cancel()
 	// Anything of the run that reaches a registered directory outside a
