@@ -14,7 +14,6 @@ import (
 	"github.com/deepagents-go/deepagents/internal/safefile"
 	"github.com/deepagents-go/deepagents/tool"
 	"github.com/deepagents-go/deepagents/vfs"
-	"github.com/deepagents-go/deepagents/vfs/perm"
 )
 
 // Bounds on glob patterns. doublestar tries brace alternatives one
@@ -370,10 +369,6 @@ func search(ctx context.Context, fs vfs.Backend, req vfs.SearchRequest) (vfs.Sea
 // A search refused by a rule is answered with Denied set.
 func Search(ctx context.Context, b vfs.Backend, req vfs.SearchRequest) (vfs.SearchResult, error) {
 	b, err := mountFor(b, req)
-	if err != nil {
-		return vfs.SearchResult{}, err
-	}
-	b, err = perm.WrapSearch(b, req.Rules)
 	if err != nil {
 		return vfs.SearchResult{}, err
 	}

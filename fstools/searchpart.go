@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/deepagents-go/deepagents/vfs"
+	"github.com/deepagents-go/deepagents/vfs/perm"
 )
 
 // A search may be one part of a search that a vfs.Composite merges
@@ -15,18 +16,27 @@ import (
 // without those the request excludes (the composite's mounts), and each
 // entry kept says which file it is of.
 
-// mountFor returns b as a part's request sees it: mounted at req.Mount
-// when it is set, so that the search's paths, rules and answer are the
-// caller's.
+// mountFor returns b as a search's request sees it, under the request's
+// rules: for a part with a Mount, b under the rules of its own wrappers,
+// mounted there, under the caller's rules, so that the search's paths,
+// rules and answer are the caller's.
 func mountFor(b vfs.Backend, req vfs.SearchRequest) (vfs.Backend, error) {
 	if req.Mount == "" {
-		return b, nil
+		return perm.WrapSearch(b, req.Rules)
+	}
+	k := req.OuterRules
+	if k < 0 || k > len(req.Rules) {
+		return nil, fmt.Errorf("a search mounted at %q says %d of its %d rule lists are the caller's", req.Mount, k, len(req.Rules))
+	}
+	b, err := perm.WrapSearch(b, req.Rules[k:])
+	if err != nil {
+		return nil, err
 	}
 	c, err := vfs.NewComposite(vfs.NewMemory(nil), vfs.Route{Prefix: req.Mount, Backend: b})
 	if err != nil {
 		return nil, fmt.Errorf("searching a backend mounted at %q: %w", req.Mount, err)
 	}
-	return c, nil
+	return perm.WrapSearch(c, req.Rules[:k])
 }
 
 // walkFor walks dir for req: the backend's walk, or for a part, its files

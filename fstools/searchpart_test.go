@@ -244,3 +244,73 @@ func TestAPartAnsweredByAnOlderSearcherIsNotUsed(t *testing.T) {
 		t.Errorf("%d searches and %d other calls, want the one search and then file by file", older.searches.Load(), older.calls.Load())
 	}
 }
+
+// The rules of a wrapper inside a mount that searches in one call are on
+// the mount's own paths, and those outside the composite on its paths:
+// each applies where it would file by file.
+func TestRulesInsideASearchingMountApplyToItsPaths(t *testing.T) {
+	inner, err := perm.ParseRules([]string{"deny read /zed/**", "deny read /web/ref/**"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outer, err := perm.ParseRules([]string{"deny read /skills/a-first/**", "deny read /secret/**"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := byName(New(Options{GrepMaxFileBytes: 1024}))
+	for _, c := range []struct{ tool, args string }{
+		{"grep", `{"pattern":"needle"}`},
+		{"grep", `{"pattern":"needle","output_mode":"content","max_count":50}`},
+		{"glob", `{"pattern":"**/*.md"}`},
+		{"glob", `{"pattern":"skills/**"}`},
+	} {
+		local := mountedWith(t, &failFS{Memory: vfs.NewMemory(vfstest.Files(dirFiles()))}, func(b vfs.Backend) vfs.Backend { return perm.Wrap(b, inner) })
+		want := call(t, tools[c.tool], vfs.Track(perm.Wrap(local, outer)), c.args)
+		var skills *remoteFS
+		remote := mountedWith(t, &remoteFS{inner: &failFS{Memory: vfs.NewMemory(vfstest.Files(dirFiles()))}}, func(b vfs.Backend) vfs.Backend {
+			skills = &remoteFS{inner: b}
+			return perm.Wrap(skills, inner)
+		})
+		got := call(t, tools[c.tool], vfs.Track(perm.Wrap(remote, outer)), c.args)
+		if got.Content != want.Content {
+			t.Errorf("%s %s with the skills searched in one call:\n%s\nfile by file:\n%s", c.tool, c.args, got.Content, want.Content)
+		}
+		if skills.searches.Load() != 1 || skills.calls.Load() != 0 {
+			t.Errorf("%d searches and %d other calls of the skills", skills.searches.Load(), skills.calls.Load())
+		}
+		for _, hidden := range []string{"/skills/zed/", "/skills/web/ref/", "/skills/a-first/"} {
+			if strings.Contains(got.Content, hidden) {
+				t.Errorf("%s shows, which a rule denies: %s", hidden, got.Content)
+			}
+		}
+	}
+}
+
+// A mount inside another composite's mount hides only its own subtree of
+// the mount around it.
+func TestAMountInsideAMountHidesOnlyItsSubtree(t *testing.T) {
+	build := func(fallback vfs.Backend) vfs.Backend {
+		inner, err := vfs.NewComposite(fallback, vfs.Route{Prefix: "/skills/", Backend: vfs.NewMemory(vfstest.Files(map[string]string{
+			"/x/a.md": "needle hidden by the mount at /skills/x/", "/y/b.md": "needle b", "/x.md": "needle x.md",
+		}))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		outer, err := vfs.NewComposite(inner, vfs.Route{Prefix: "/skills/x/", Backend: vfs.NewMemory(vfstest.Files(map[string]string{"/c.md": "needle c"}))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return outer
+	}
+	files := map[string]string{"/a.md": "needle a", "/skills/z.md": "needle under a mount point"}
+	grep := byName(New(Options{}))["grep"]
+	want := call(t, grep, build(&failFS{Memory: vfs.NewMemory(vfstest.Files(files))}), `{"pattern":"needle"}`)
+	remote := &remoteFS{inner: vfs.NewMemory(vfstest.Files(files))}
+	got := call(t, grep, build(remote), `{"pattern":"needle"}`)
+	if got.Content != want.Content || want.Content != "/a.md\n/skills/x.md\n/skills/x/c.md\n/skills/y/b.md" {
+		t.Errorf("in one call:\n%s\nfile by file:\n%s", got.Content, want.Content)
+	}
+	if remote.searches.Load() != 1 || remote.calls.Load() != 0 {
+		t.Errorf("%d searches and %d other calls", remote.searches.Load(), remote.calls.Load())
+	}
+}

@@ -57,6 +57,11 @@ func (c *Composite) Search(ctx context.Context, req SearchRequest) (SearchResult
 	part := func(mount string, exclude []*route) SearchRequest {
 		sub := req
 		sub.Path, sub.Part, sub.Mount = p, true, mount
+		if mount != "" {
+			// The rules so far are on the composite's paths; those the
+			// mount's own wrappers add will be on the mount's.
+			sub.OuterRules = len(req.Rules)
+		}
 		sub.Exclude = slices.Clone(req.Exclude)
 		for _, r := range exclude {
 			sub.Exclude = append(sub.Exclude, r.dir)
@@ -77,8 +82,8 @@ func (c *Composite) Search(ctx context.Context, req SearchRequest) (SearchResult
 	parts := []SearchResult{own}
 	var rest []*route
 	for _, r := range below {
-		if Excluded(r.dir, req.Exclude) {
-			continue // hidden by a mount of the caller's
+		if slices.ContainsFunc(req.Exclude, func(d string) bool { return Under(r.dir, d) }) {
+			continue // hidden whole by a mount of the caller's
 		}
 		res, ok, err := Search(ctx, r.b, part(r.dir, c.below(r.dir)))
 		switch {

@@ -42,6 +42,10 @@ type SearchRequest struct {
 	// Mount, and Path, Exclude, Rules and the answer are the caller's
 	// paths.
 	Mount string `json:"mount,omitempty"`
+	// OuterRules, with Mount, is how many of Rules (the first) are the
+	// caller's, on its paths; the others are of wrappers of the mounted
+	// backend, on the backend's own paths.
+	OuterRules int `json:"outer_rules,omitempty"`
 }
 
 // SearchResult is the answer to a SearchRequest, before the tool words it.
