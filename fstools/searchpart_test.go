@@ -159,6 +159,7 @@ func FuzzSearchAcrossMounts(f *testing.F) {
 	f.Add([]byte("\x00\x11\x22\x33\x44\x55\x66\x77\x88\x99\xaa\xbb\xcc\xdd\xee\xff"), uint8(3), uint16(300), uint8(1))
 	f.Add([]byte("skills and memory"), uint8(200), uint16(0), uint8(8))
 	f.Add([]byte{7, 14, 21, 28, 35, 42, 49, 56, 63, 70}, uint8(1), uint16(40), uint8(4))
+	f.Add([]byte("\x01\x11\x21\x31\x41\x51\x02\x12\x22"), uint8(4), uint16(401), uint8(8|16|32))
 	dirs := []string{"/", "/skills/", "/skills/a/", "/memory/", "/a/", "/skills-x/", "/memoryz/", "/skills0/", "/m/"}
 	names := []string{"f", "g.md", ".h", "SKILL.md", "z.txt"}
 	f.Fuzz(func(t *testing.T, data []byte, limit uint8, budget uint16, mode uint8) {
@@ -182,11 +183,18 @@ func FuzzSearchAcrossMounts(f *testing.F) {
 			}
 		}
 		var skillsFS *remoteFS
+		// Rules, picked by mode: outside the composites on its paths, and
+		// inside the skills' mount on the mount's own.
+		outerRules := perm.Rules{{Ops: perm.Read, Glob: []string{"/skills/a/**", "/m/**", "/memory/*.md", "/**/.h"}[int(limit)%4]}}
+		innerRules := perm.Rules{{Ops: perm.Read, Glob: []string{"/a/**", "/SKILL.md", "/**/g.md", "/f"}[int(budget)%4]}}
 		build := func(fallback vfs.Backend) vfs.Backend {
 			var sk vfs.Backend = vfs.NewMemory(vfstest.Files(skills))
 			if _, remote := fallback.(*remoteFS); remote && mode&8 != 0 {
 				skillsFS = &remoteFS{inner: sk}
 				sk = skillsFS // the skills search in one call too
+			}
+			if mode&16 != 0 {
+				sk = perm.Wrap(sk, innerRules)
 			}
 			inner, err := vfs.NewComposite(fallback, vfs.Route{Prefix: "/skills/", Backend: sk})
 			if err != nil {
@@ -195,6 +203,9 @@ func FuzzSearchAcrossMounts(f *testing.F) {
 			outer, err := vfs.NewComposite(inner, vfs.Route{Prefix: "/memory/", Backend: vfs.NewMemory(vfstest.Files(memory))})
 			if err != nil {
 				t.Fatal(err)
+			}
+			if mode&32 != 0 {
+				return vfs.Track(perm.Wrap(outer, outerRules))
 			}
 			return vfs.Track(outer)
 		}
