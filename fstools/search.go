@@ -366,7 +366,9 @@ func search(ctx context.Context, fs vfs.Backend, req vfs.SearchRequest) (vfs.Sea
 // Search runs a search of grep or glob on b file by file, as the tools do:
 // it is what a backend that implements vfs.Searcher runs where its files
 // are. The request's rules apply as the wrappers that added them would.
-// A search refused by a rule is answered with Denied set.
+// A search refused by a rule is answered with Denied set. A part of a
+// search a vfs.Composite merges (Part) searches b as mounted at Mount,
+// in path order, without the files Exclude leaves out.
 func Search(ctx context.Context, b vfs.Backend, req vfs.SearchRequest) (vfs.SearchResult, error) {
 	b, err := mountFor(b, req)
 	if err != nil {
