@@ -26,7 +26,7 @@ const SnapshotMismatch = "deepagents.SnapshotMismatch"
 // workflow starts, and fails the workflow task when this worker's
 // snapshot is not the one recorded (a replay on a worker that read other
 // files) or not want (the parent's, or the run's before it continued as
-// new; "" asks for none), so that the run waits for a worker with the same
+// new; "" when nothing is asked), so that the run waits for a worker with the same
 // files rather than take another path than its history's. The workflow
 // itself is not failed: a worker with the same files takes the task. It
 // reports whether the workflow checks its snapshot (one started before
