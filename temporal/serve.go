@@ -107,16 +107,27 @@ type ended struct {
 }
 
 func (x *Executor) execute(ctx context.Context, run server.ExecRun, yield func(agent.Event, error) bool) (*agent.Result, error) {
+	var err error
 	log := ThreadLog(run.Thread)
-	after, err := x.logEnd(ctx, log)
-	if err != nil {
+	var after int64
+	if run.Resumed {
+		// Read again from where the first server began: the server
+		// rebuilds the stream's state from what it sent, and sends the
+		// rest, published while no server followed the run.
+		after = run.Start
+	} else if after, err = x.logEnd(ctx, log); err != nil {
 		return nil, err
 	}
+	mark := func(pos int64) {
+		if run.Mark != nil {
+			run.Mark(pos)
+		}
+	}
+	mark(after)
 	var id string
 	var before []agent.Interrupt // the calls waiting before the run
 	if run.Adopted {
-		// Its workflow goes on (or has ended); what it published while no
-		// server followed it is not sent, the state read at the end is.
+		// Its workflow goes on (or has ended).
 		if id = x.workflowOf(ctx, run.Thread, run.RunID); id == "" {
 			return nil, fmt.Errorf("no workflow of run %s of thread %q is found on task queue %s", run.RunID, run.Thread, x.queue)
 		}
@@ -163,6 +174,7 @@ func (x *Executor) execute(ctx context.Context, run server.ExecRun, yield func(a
 				// retried is dropped: the attempt after it streams anew.
 				k := attemptKey{e.Workflow, e.Agent.String(), e.Round}
 				if e.Attempt < attempts[k] {
+					mark(seq)
 					continue
 				}
 				attempts[k] = e.Attempt
@@ -173,9 +185,11 @@ func (x *Executor) execute(ctx context.Context, run server.ExecRun, yield func(a
 			if !yield(e.agentEvent(), nil) {
 				return false
 			}
+			mark(seq)
 		}
-		if len(evs) > 0 {
+		if len(evs) > 0 && after != evs[len(evs)-1].Seq {
 			after = evs[len(evs)-1].Seq
+			mark(after)
 		}
 		return true
 	}
