@@ -323,6 +323,12 @@ func runKey(runID string) string { return "deepagents-serve-run:" + runID }
 // a run is streamed, for the server that may adopt it.
 func runInfoLog(runID string) string { return "deepagents-serve-run-info:" + runID }
 
+// RunInputLog is the key of the event log in which an Executor may keep a
+// run's input messages, one event each, for the workers to read where the
+// run runs (so that no message has to travel in the run's start request).
+// Deleting the thread deletes it.
+func RunInputLog(runID string) string { return "deepagents-serve-run-input:" + runID }
+
 // ThreadLog is the key of the event log an Executor keeps in the Store for
 // a thread's runs (the temporal module's workers publish their agent events
 // there). Deleting the thread deletes it, as it does the logs of the

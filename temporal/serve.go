@@ -15,7 +15,6 @@ import (
 	sdktemporal "go.temporal.io/sdk/temporal"
 
 	"github.com/deepagents-go/deepagents/agent"
-	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/server"
 )
 
@@ -136,13 +135,17 @@ func (x *Executor) execute(ctx context.Context, run server.ExecRun, yield func(a
 			return nil, err
 		}
 	} else {
-		input, err := oneMessage(run.Input)
-		if err != nil {
-			return nil, err
+		in := RunInput{Agent: run.Assistant, Thread: run.Thread}
+		if len(run.Input) > 0 {
+			// The messages go through the store, not the start request.
+			if err := x.storeInput(ctx, run.RunID, run.Input); err != nil {
+				return nil, err
+			}
+			in.InputRef = run.RunID
 		}
 		x.retire(ctx, run)
 		id = WorkflowID(run.Thread, run.RunID)
-		if err := x.start(ctx, id, RunInput{Agent: run.Assistant, Thread: run.Thread, Input: input}); err != nil {
+		if err := x.start(ctx, id, in); err != nil {
 			return nil, err
 		}
 	}
@@ -257,18 +260,6 @@ func resultOf(end ended) (*agent.Result, error) {
 
 func summaryResult(s *Summary) *agent.Result {
 	return &agent.Result{Status: s.Status, Error: s.Error, Rounds: s.Rounds, Usage: s.Usage, Interrupts: s.Interrupts}
-}
-
-// oneMessage is the text of a run's input: a workflow takes one user
-// message, or none (the thread's unfinished run continues).
-func oneMessage(in []llm.Message) (string, error) {
-	switch {
-	case len(in) == 0:
-		return "", nil
-	case len(in) == 1 && in[0].Role == llm.RoleUser && in[0].Content != "" && len(in[0].Parts) == 0:
-		return in[0].Content, nil
-	}
-	return "", errors.New("a run on the Temporal fleet takes one user message of text as input: send the other messages as separate runs")
 }
 
 // start starts workflow id.

@@ -521,3 +521,78 @@ func customTypes(t *testing.T, evs []sse) []string {
 	slices.Sort(out)
 	return out
 }
+
+// A served run takes the input an in-process server takes (several
+// messages, text in content blocks): the executor stores it and starts the
+// workflow with a reference to it, which the workflow reads back; the
+// thread ends as the same run's in process, and the workflow's start
+// request holds no message.
+func TestServedRunTakesAnyInputOnADevServer(t *testing.T) {
+	c := devClient(t)
+	saver, st := fleetStores(t)
+	reg := temporal.NewRegistry()
+	reg.Store = saver
+	events, err := temporal.StoreEvents(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg.Events = events
+	if err := reg.Agent("researcher", demoAgent(t, reg)); err != nil {
+		t.Fatal(err)
+	}
+	w := worker.New(c, "deepagents-input-test", worker.Options{})
+	reg.Register(w)
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	x, err := temporal.NewExecutor(temporal.ExecutorOptions{Client: c, TaskQueue: "deepagents-input-test", Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fleet := newReplica(t, server.Config{Agents: []server.AgentSpec{{Name: "researcher", Agent: demoAgent(t, reg)}},
+		Saver: saver, Store: st, Executor: x})
+	local := newReplica(t, server.Config{Agents: []server.AgentSpec{{Name: "researcher", Agent: demoAgent(t, nil)}},
+		Saver: checkpoint.NewMemory(0)})
+
+	input := map[string]any{"messages": []any{
+		map[string]any{"role": "user", "content": "a question from before"},
+		map[string]any{"role": "assistant", "content": "an answer from before"},
+		map[string]any{"role": "user", "content": []map[string]string{{"type": "text", "text": "compare A "}, {"type": "text", "text": "and B"}}},
+	}}
+	body := map[string]any{"assistant_id": "researcher", "if_not_exists": "create", "stream_mode": streamModes, "input": input}
+	var run server.Run
+	fleet.json("POST", "/threads/I/runs", body, 200, &run)
+	got := fleet.stream("GET", "/threads/I/runs/"+run.RunID+"/stream", nil)
+	want := local.stream("POST", "/threads/I/runs/stream", body)
+	if !reflect.DeepEqual(kinds(got), kinds(want)) {
+		t.Fatalf("the fleet's run streamed\n%v\nthe same run in process\n%v", kinds(got), kinds(want))
+	}
+	f, l := fleet.finalState("I"), local.finalState("I")
+	if f != l {
+		t.Fatalf("the fleet's thread is\n%s\nin process\n%s", f, l)
+	}
+	if !strings.Contains(f, "human: a question from before\nai: an answer from before\nhuman: compare A and B\n") {
+		t.Fatalf("the thread does not start with the input:\n%s", f)
+	}
+	iter := c.GetWorkflowHistory(t.Context(), temporal.WorkflowID("I", run.RunID), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	first, err := iter.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in temporal.RunInput
+	if err := temporal.DataConverter().FromPayloads(first.GetWorkflowExecutionStartedEventAttributes().GetInput(), &in); err != nil {
+		t.Fatal(err)
+	}
+	if in.Input != "" || in.InputRef != run.RunID {
+		t.Fatalf("the workflow started with %+v; want a reference to the run's stored input, and no message", in)
+	}
+	// The stored input goes with its thread.
+	if stored, err := st.Events(t.Context(), server.RunInputLog(run.RunID), 0); err != nil || len(stored) != 3 {
+		t.Fatalf("the run's stored input is %d messages (%v), want 3", len(stored), err)
+	}
+	fleet.json("DELETE", "/threads/I", nil, 204, nil)
+	if stored, err := st.Events(t.Context(), server.RunInputLog(run.RunID), 0); err != nil || len(stored) != 0 {
+		t.Fatalf("after its thread is deleted, the run's stored input is %d messages (%v), want none", len(stored), err)
+	}
+}
