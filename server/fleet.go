@@ -54,6 +54,21 @@ type ExecRun struct {
 	// Adopted is set for a run another server started and stopped
 	// following: it goes on where it runs, and is followed from now on.
 	Adopted bool
+	// Resumed is set for an adopted run whose reading position was
+	// stored: Start is where the first server's reading of it began and
+	// Read where the events stored so far were made up to (positions in
+	// the Executor's own terms, as given to Mark). The Executor yields the
+	// run's events from Start on again: the server rebuilds its stream's
+	// state from those up to Read, sends none of them again, and numbers
+	// the ones after on from the events stored, so the stream has no hole.
+	Resumed     bool
+	Start, Read int64
+	// Mark, when set, is called by the Executor, in the goroutine that
+	// ranges over Execute's events, once it has yielded every event up to
+	// position pos (first where it starts reading, then increasing): the
+	// server stores, with the run, the last position whose events are
+	// stored, for a server that adopts the run.
+	Mark func(pos int64)
 }
 
 // fleetPoll is how often a server that does not run a run itself reads
@@ -308,6 +323,12 @@ func runKey(runID string) string { return "deepagents-serve-run:" + runID }
 // a run is streamed, for the server that may adopt it.
 func runInfoLog(runID string) string { return "deepagents-serve-run-info:" + runID }
 
+// RunInputLog is the key of the event log in which an Executor may keep a
+// run's input messages, one event each, for the workers to read where the
+// run runs (so that no message has to travel in the run's start request).
+// Deleting the thread deletes it.
+func RunInputLog(runID string) string { return "deepagents-serve-run-input:" + runID }
+
 // ThreadLog is the key of the event log an Executor keeps in the Store for
 // a thread's runs (the temporal module's workers publish their agent events
 // there). Deleting the thread deletes it, as it does the logs of the
@@ -524,7 +545,13 @@ func (s *Server) adopt(ctx context.Context, rec RunRecord) *liveRun {
 			}
 		}
 	}
+	lr.read = s.loadRead(ctx, rec.RunID)
 	evs, err := s.store.Events(ctx, rec.RunID, 0)
+	if lr.read != nil && lr.read.count < int64(len(evs)) {
+		// Events stored after the position were made from what is read
+		// again after it: made again, they are numbered as before.
+		evs = evs[:lr.read.count]
+	}
 	s.mu.Lock()
 	if cur := s.live[rec.RunID]; cur != nil {
 		s.mu.Unlock()

@@ -75,6 +75,7 @@ func (m *MemoryStore) DeleteThread(_ context.Context, id string) error {
 			delete(m.runs, rid)
 			delete(m.events, rid)
 			delete(m.events, runInfoLog(rid))
+			delete(m.events, RunInputLog(rid))
 		}
 	}
 	delete(m.events, ThreadLog(id))

@@ -52,6 +52,8 @@ type liveRun struct {
 	// cancelOnDisconnect: on_disconnect "cancel" — the run stops when its
 	// creating stream's client goes away.
 	cancelOnDisconnect bool
+	// read is how far a fleet's Executor has read the run (fleetread.go).
+	read *readProgress
 
 	mu     sync.Mutex
 	events []StoredEvent // events[i].Seq == i+1
@@ -530,6 +532,7 @@ func (s *Server) persist(lr *liveRun) {
 		closing := lr.closing
 		lr.mu.Unlock()
 		if len(batch) == 0 {
+			s.saveRead(lr)
 			if closing {
 				return
 			}
@@ -545,6 +548,7 @@ func (s *Server) persist(lr *liveRun) {
 		lr.persisted += int64(len(batch))
 		lr.notifyLocked()
 		lr.mu.Unlock()
+		s.saveRead(lr)
 	}
 }
 
@@ -597,8 +601,7 @@ func (s *Server) execute(ctx context.Context, lr *liveRun) {
 		}
 		var events iter.Seq2[agent.Event, error]
 		if ex := s.cfg.Executor; ex != nil {
-			events = ex.Execute(ctx, ExecRun{Thread: lr.rec.ThreadID, RunID: lr.rec.RunID, Assistant: lr.asst.Spec.Name,
-				Agent: lr.asst.Spec.Agent, Input: lr.input, Decisions: lr.decisions, Adopted: lr.adopted})
+			events = ex.Execute(ctx, s.execRun(lr, tr))
 		} else {
 			events = s.cfg.Run(ctx, lr.rec.ThreadID, lr.asst.Spec.Agent, agent.Input{Messages: lr.input}, opts...)
 		}

@@ -247,6 +247,9 @@ func (s *SQLStore) DeleteThread(ctx context.Context, id string) error {
 	if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM server_events WHERE run_id IN (SELECT '`+runInfoLog("")+`' || run_id FROM server_runs WHERE thread_id = ?)`), id); err != nil {
 		return err
 	}
+	if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM server_events WHERE run_id IN (SELECT '`+RunInputLog("")+`' || run_id FROM server_runs WHERE thread_id = ?)`), id); err != nil {
+		return err
+	}
 	if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM server_events WHERE run_id = ?`), ThreadLog(id)); err != nil {
 		return err
 	}

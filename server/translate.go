@@ -21,6 +21,9 @@ type translator struct {
 	extra  map[string]any         // the root's values other than messages
 	ns     map[string]string      // agent path -> "task:c1|task:c2"
 	rounds map[string]int
+	// quiet is set while an adopted run's events that another server
+	// sent already are read again: they rebuild the state, and send none.
+	quiet bool
 }
 
 func (s *Server) newTranslator(ctx context.Context, lr *liveRun) (*translator, error) {
@@ -66,7 +69,7 @@ func (t *translator) suffix(path string) string {
 // send emits one event of mode for the agent at path, if the client asked
 // for mode and, for a subagent, for subgraphs.
 func (t *translator) send(mode, path string, data any) {
-	if !t.lr.modes[mode] {
+	if t.quiet || !t.lr.modes[mode] {
 		return
 	}
 	if path != t.root && !t.lr.subgraphs {

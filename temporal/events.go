@@ -68,10 +68,13 @@ func StoreEvents(st server.Store) (Events, error) {
 	if !ok {
 		return nil, fmt.Errorf("the server store %T cannot take events from several writers (it has no AppendNext): use server.OpenSQLStore", st)
 	}
-	return storeEvents{a}, nil
+	return storeEvents{a, st}, nil
 }
 
-type storeEvents struct{ a appender }
+type storeEvents struct {
+	a  appender
+	st server.Store
+}
 
 func (s storeEvents) Publish(ctx context.Context, thread string, evs []Event) error {
 	out := make([]server.StoredEvent, len(evs))

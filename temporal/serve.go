@@ -15,7 +15,6 @@ import (
 	sdktemporal "go.temporal.io/sdk/temporal"
 
 	"github.com/deepagents-go/deepagents/agent"
-	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/server"
 )
 
@@ -107,16 +106,27 @@ type ended struct {
 }
 
 func (x *Executor) execute(ctx context.Context, run server.ExecRun, yield func(agent.Event, error) bool) (*agent.Result, error) {
+	var err error
 	log := ThreadLog(run.Thread)
-	after, err := x.logEnd(ctx, log)
-	if err != nil {
+	var after int64
+	if run.Resumed {
+		// Read again from where the first server began: the server
+		// rebuilds the stream's state from what it sent, and sends the
+		// rest, published while no server followed the run.
+		after = run.Start
+	} else if after, err = x.logEnd(ctx, log); err != nil {
 		return nil, err
 	}
+	mark := func(pos int64) {
+		if run.Mark != nil {
+			run.Mark(pos)
+		}
+	}
+	mark(after)
 	var id string
 	var before []agent.Interrupt // the calls waiting before the run
 	if run.Adopted {
-		// Its workflow goes on (or has ended); what it published while no
-		// server followed it is not sent, the state read at the end is.
+		// Its workflow goes on (or has ended).
 		if id = x.workflowOf(ctx, run.Thread, run.RunID); id == "" {
 			return nil, fmt.Errorf("no workflow of run %s of thread %q is found on task queue %s", run.RunID, run.Thread, x.queue)
 		}
@@ -125,13 +135,17 @@ func (x *Executor) execute(ctx context.Context, run server.ExecRun, yield func(a
 			return nil, err
 		}
 	} else {
-		input, err := oneMessage(run.Input)
-		if err != nil {
-			return nil, err
+		in := RunInput{Agent: run.Assistant, Thread: run.Thread}
+		if len(run.Input) > 0 {
+			// The messages go through the store, not the start request.
+			if err := x.storeInput(ctx, run.RunID, run.Input); err != nil {
+				return nil, err
+			}
+			in.InputRef = run.RunID
 		}
 		x.retire(ctx, run)
 		id = WorkflowID(run.Thread, run.RunID)
-		if err := x.start(ctx, id, RunInput{Agent: run.Assistant, Thread: run.Thread, Input: input}); err != nil {
+		if err := x.start(ctx, id, in); err != nil {
 			return nil, err
 		}
 	}
@@ -163,6 +177,7 @@ func (x *Executor) execute(ctx context.Context, run server.ExecRun, yield func(a
 				// retried is dropped: the attempt after it streams anew.
 				k := attemptKey{e.Workflow, e.Agent.String(), e.Round}
 				if e.Attempt < attempts[k] {
+					mark(seq)
 					continue
 				}
 				attempts[k] = e.Attempt
@@ -173,9 +188,11 @@ func (x *Executor) execute(ctx context.Context, run server.ExecRun, yield func(a
 			if !yield(e.agentEvent(), nil) {
 				return false
 			}
+			mark(seq)
 		}
-		if len(evs) > 0 {
+		if len(evs) > 0 && after != evs[len(evs)-1].Seq {
 			after = evs[len(evs)-1].Seq
+			mark(after)
 		}
 		return true
 	}
@@ -243,18 +260,6 @@ func resultOf(end ended) (*agent.Result, error) {
 
 func summaryResult(s *Summary) *agent.Result {
 	return &agent.Result{Status: s.Status, Error: s.Error, Rounds: s.Rounds, Usage: s.Usage, Interrupts: s.Interrupts}
-}
-
-// oneMessage is the text of a run's input: a workflow takes one user
-// message, or none (the thread's unfinished run continues).
-func oneMessage(in []llm.Message) (string, error) {
-	switch {
-	case len(in) == 0:
-		return "", nil
-	case len(in) == 1 && in[0].Role == llm.RoleUser && in[0].Content != "" && len(in[0].Parts) == 0:
-		return in[0].Content, nil
-	}
-	return "", errors.New("a run on the Temporal fleet takes one user message of text as input: send the other messages as separate runs")
 }
 
 // start starts workflow id.

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -403,15 +404,18 @@ func TestAServerAdoptsARunWhoseServerStoppedOnADevServer(t *testing.T) {
 		Saver: checkpoint.NewMemory(0)})
 
 	input := map[string]any{"messages": []map[string]string{{"role": "user", "content": "compare A and B"}}}
+	modes := append(slices.Clone(streamModes), "custom")
 	var run server.Run
 	r1.json("POST", "/threads/P/runs", map[string]any{"assistant_id": "patient", "if_not_exists": "create",
-		"stream_mode": streamModes, "input": input}, 200, &run)
+		"stream_mode": modes, "input": input}, 200, &run)
 	time.Sleep(1500 * time.Millisecond) // the parent's first call and the subagents' start
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	if err := r1.srv.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// The workers publish on while no server follows the run.
+	time.Sleep(1500 * time.Millisecond)
 	var rec server.Run
 	r2.json("GET", "/threads/P/runs/"+run.RunID, nil, 200, &rec)
 	if rec.Status != "running" {
@@ -435,9 +439,160 @@ func TestAServerAdoptsARunWhoseServerStoppedOnADevServer(t *testing.T) {
 	if rec.Status != "interrupted" {
 		t.Fatalf("the adopted run ended %s, want interrupted (the write waits)", rec.Status)
 	}
-	local.stream("POST", "/threads/P/runs/stream", map[string]any{"assistant_id": "patient", "if_not_exists": "create",
-		"stream_mode": streamModes, "input": input})
+	want := local.stream("POST", "/threads/P/runs/stream", map[string]any{"assistant_id": "patient", "if_not_exists": "create",
+		"stream_mode": modes, "input": input})
 	if f, l := r2.finalState("P"), local.finalState("P"); f != l {
 		t.Fatalf("the adopted run's thread is\n%s\nin process\n%s", f, l)
+	}
+	// Nothing published while no server followed the run is missing.
+	if g, w := kinds(without(got, "custom")), kinds(without(want, "custom")); !reflect.DeepEqual(g, w) {
+		t.Fatalf("the adopted run streamed\n%v\nthe same run in process\n%v", g, w)
+	}
+	chunks, texts := chunkTexts(t, got)
+	_, wantTexts := chunkTexts(t, want)
+	if !reflect.DeepEqual(texts, wantTexts) {
+		t.Fatalf("the adopted run's messages are %q, in process %q", texts, wantTexts)
+	}
+	for id, text := range texts {
+		if chunks[id] != text {
+			t.Fatalf("the chunks of message %s in the adopted run's stream make %q, its text is %q", id, chunks[id], text)
+		}
+	}
+	if g, w := customTypes(t, got), customTypes(t, want); !reflect.DeepEqual(g, w) {
+		t.Fatalf("the adopted run's custom events are %v, in process %v", g, w)
+	}
+}
+
+// without is evs but those named name.
+func without(evs []sse, name string) []sse {
+	return slices.DeleteFunc(slices.Clone(evs), func(e sse) bool { return e.Event == name })
+}
+
+// chunkTexts reads a stream's "messages" events: the text its chunks make
+// for each AI message, by id, and each complete AI message's text.
+func chunkTexts(t *testing.T, evs []sse) (chunks, texts map[string]string) {
+	t.Helper()
+	chunks, texts = map[string]string{}, map[string]string{}
+	for _, e := range evs {
+		if e.Event != "messages" {
+			continue
+		}
+		var tuple []json.RawMessage
+		var m struct {
+			Type    string `json:"type"`
+			ID      string `json:"id"`
+			Content any    `json:"content"`
+		}
+		if err := json.Unmarshal([]byte(e.Data), &tuple); err != nil || len(tuple) == 0 || json.Unmarshal(tuple[0], &m) != nil {
+			t.Fatalf("a messages event %s does not decode", e.Data)
+		}
+		text, _ := m.Content.(string)
+		switch m.Type {
+		case "AIMessageChunk":
+			chunks[m.ID] += text
+		case "ai":
+			if text != "" {
+				texts[m.ID] = text
+			}
+		}
+	}
+	return chunks, texts
+}
+
+// customTypes are the types of the top-level agent's model requests,
+// responses and tool ends in a stream's "custom" events, sorted (tool
+// calls end in any order): what the fleet's workers publish of them.
+func customTypes(t *testing.T, evs []sse) []string {
+	t.Helper()
+	var out []string
+	for _, e := range evs {
+		if e.Event != "custom" {
+			continue
+		}
+		var ev agent.Event
+		if err := json.Unmarshal([]byte(e.Data), &ev); err != nil {
+			t.Fatalf("a custom event %s does not decode: %v", e.Data, err)
+		}
+		switch ev.Type {
+		case agent.ModelRequest, agent.ModelResponse, agent.ToolEnd:
+			out = append(out, string(ev.Type))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// A served run takes the input an in-process server takes (several
+// messages, text in content blocks): the executor stores it and starts the
+// workflow with a reference to it, which the workflow reads back; the
+// thread ends as the same run's in process, and the workflow's start
+// request holds no message.
+func TestServedRunTakesAnyInputOnADevServer(t *testing.T) {
+	c := devClient(t)
+	saver, st := fleetStores(t)
+	reg := temporal.NewRegistry()
+	reg.Store = saver
+	events, err := temporal.StoreEvents(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg.Events = events
+	if err := reg.Agent("researcher", demoAgent(t, reg)); err != nil {
+		t.Fatal(err)
+	}
+	w := worker.New(c, "deepagents-input-test", worker.Options{})
+	reg.Register(w)
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	x, err := temporal.NewExecutor(temporal.ExecutorOptions{Client: c, TaskQueue: "deepagents-input-test", Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fleet := newReplica(t, server.Config{Agents: []server.AgentSpec{{Name: "researcher", Agent: demoAgent(t, reg)}},
+		Saver: saver, Store: st, Executor: x})
+	local := newReplica(t, server.Config{Agents: []server.AgentSpec{{Name: "researcher", Agent: demoAgent(t, nil)}},
+		Saver: checkpoint.NewMemory(0)})
+
+	input := map[string]any{"messages": []any{
+		map[string]any{"role": "user", "content": "a question from before"},
+		map[string]any{"role": "assistant", "content": "an answer from before"},
+		map[string]any{"role": "user", "content": []map[string]string{{"type": "text", "text": "compare A "}, {"type": "text", "text": "and B"}}},
+	}}
+	body := map[string]any{"assistant_id": "researcher", "if_not_exists": "create", "stream_mode": streamModes, "input": input}
+	var run server.Run
+	fleet.json("POST", "/threads/I/runs", body, 200, &run)
+	got := fleet.stream("GET", "/threads/I/runs/"+run.RunID+"/stream", nil)
+	want := local.stream("POST", "/threads/I/runs/stream", body)
+	if !reflect.DeepEqual(kinds(got), kinds(want)) {
+		t.Fatalf("the fleet's run streamed\n%v\nthe same run in process\n%v", kinds(got), kinds(want))
+	}
+	f, l := fleet.finalState("I"), local.finalState("I")
+	if f != l {
+		t.Fatalf("the fleet's thread is\n%s\nin process\n%s", f, l)
+	}
+	if !strings.Contains(f, "human: a question from before\nai: an answer from before\nhuman: compare A and B\n") {
+		t.Fatalf("the thread does not start with the input:\n%s", f)
+	}
+	iter := c.GetWorkflowHistory(t.Context(), temporal.WorkflowID("I", run.RunID), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	first, err := iter.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in temporal.RunInput
+	if err := temporal.DataConverter().FromPayloads(first.GetWorkflowExecutionStartedEventAttributes().GetInput(), &in); err != nil {
+		t.Fatal(err)
+	}
+	if in.Input != "" || in.InputRef != run.RunID {
+		t.Fatalf("the workflow started with %+v; want a reference to the run's stored input, and no message", in)
+	}
+	// The stored input goes with its thread.
+	if stored, err := st.Events(t.Context(), server.RunInputLog(run.RunID), 0); err != nil || len(stored) != 3 {
+		t.Fatalf("the run's stored input is %d messages (%v), want 3", len(stored), err)
+	}
+	fleet.json("DELETE", "/threads/I", nil, 204, nil)
+	if stored, err := st.Events(t.Context(), server.RunInputLog(run.RunID), 0); err != nil || len(stored) != 0 {
+		t.Fatalf("after its thread is deleted, the run's stored input is %d messages (%v), want none", len(stored), err)
 	}
 }

@@ -30,6 +30,11 @@ type RunInput struct {
 	// Input is the user's message; empty on a thread, the run resumes the
 	// thread's unfinished run.
 	Input string `json:"input"`
+	// InputRef, set instead of Input by a server's Executor, names the
+	// served run whose input messages (any number, with content parts)
+	// the Executor stored in the servers' store: the workflow reads them
+	// from there (Registry.Events), not from its start request.
+	InputRef string `json:"input_ref,omitempty"`
 	// Waiting, WaitUntil and Continued are set when a workflow continues
 	// as new on its thread: the calls its run waits on (the new workflow
 	// starts at the wait, which ends at WaitUntil) and how many workflow
@@ -123,6 +128,13 @@ func (g *Registry) RunAgent(ctx workflow.Context, in RunInput) (*Summary, error)
 	// activity too.
 	rctx = context.WithValue(rctx, runtimeKey{}, rt)
 	input, opts := agent.Prompt(in.Input), []agent.RunOption{agent.WithRuntime(rt)}
+	if in.InputRef != "" {
+		msgs, err := g.servedInput(ctx, in.InputRef)
+		if err != nil {
+			return nil, err
+		}
+		input = agent.Input{Messages: msgs}
+	}
 	if in.Thread != "" && g.Store != nil {
 		info := workflow.GetInfo(ctx)
 		th := newWFThread(g, rt, in.Thread, leaseHolder(info.WorkflowExecution.ID))
@@ -130,7 +142,7 @@ func (g *Registry) RunAgent(ctx workflow.Context, in RunInput) (*Summary, error)
 		th.root = dirOf(a.Config().Backend)
 		rctx = withThread(rctx, th)
 		opts = append(opts, agent.WithThread(in.Thread, th))
-		if in.Input == "" {
+		if in.Input == "" && in.InputRef == "" {
 			input = agent.Input{}
 		}
 	} else {

@@ -101,8 +101,8 @@ func TestDialTimeout(t *testing.T) {
 
 // The project's agent is built from its configuration as far as a worker
 // can run it, and the registry accepts it: its subagents keep the file
-// tools they name, and what a worker cannot run (execute, MCP servers) is
-// left out with a notice.
+// tools they name, and what a worker cannot run (execute without --root)
+// is left out with a notice.
 func TestConfigAgent(t *testing.T) {
 	project, home := t.TempDir(), t.TempDir()
 	t.Setenv("HOME", home)
@@ -137,7 +137,7 @@ Read carefully.
 	if err := configAgent(t.Context(), reg, "main", project, "", nil, &stderr); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`tool "execute" is left out`, "its MCP servers are left out", "execute is left out"} {
+	for _, want := range []string{`tool "execute" is left out`, "execute is left out"} {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("notices %q; want %q", stderr.String(), want)
 		}

@@ -2,21 +2,34 @@ package main
 
 import (
 	"context"
+	"slices"
 	"time"
 
+	"github.com/deepagents-go/deepagents"
+	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/mcp"
 	"github.com/deepagents-go/deepagents/temporal"
 	"github.com/deepagents-go/deepagents/tool"
 )
 
+// mcpFit gives an agent's configuration the MCP tools: its own, and its
+// subagents' (those an agent file's mcpServers names, or all), each bound
+// directly or behind mcp_search when their definitions take more than a
+// tenth of the context window (window tokens; 0: unknown), as the
+// deepagents CLI binds them.
+type mcpFit func(dc *deepagents.Config, window int)
+
 // workerMCP starts the MCP servers a worker's agent gets: the user's,
 // and the project's with trustProject (a worker asks nobody). Each
 // server's tools are activities of the agent; a stdio server keeps state
 // in this worker's process, so its calls in one run are pinned to the
-// worker that made the first (Registry.SessionTool). The servers are
-// stopped by the closers it appends to.
-func workerMCP(trustProject bool, closers *[]func()) func(ctx context.Context, reg *temporal.Registry, name, project, home string, notice func(string, ...any)) ([]tool.Tool, error) {
-	return func(ctx context.Context, reg *temporal.Registry, name, project, home string, notice func(string, ...any)) ([]tool.Tool, error) {
+// worker that made the first (Registry.SessionTool). The tool list is the
+// one the servers give at start, never re-listed: workflow code sees the
+// same tools on every replay (mcp_search searches that list, in the
+// workflow, without I/O). The servers are stopped by the closers it
+// appends to.
+func workerMCP(trustProject bool, closers *[]func()) func(ctx context.Context, reg *temporal.Registry, name, project, home string, notice func(string, ...any)) (mcpFit, error) {
+	return func(ctx context.Context, reg *temporal.Registry, name, project, home string, notice func(string, ...any)) (mcpFit, error) {
 		servers, err := mcp.Load(mcp.Sources(home, project))
 		if err != nil {
 			return nil, err
@@ -44,17 +57,81 @@ func workerMCP(trustProject bool, closers *[]func()) func(ctx context.Context, r
 				notice("MCP server %s (%s) is not available: %s", st.Name, st.Source, st.Error)
 			}
 		}
-		var tools []tool.Tool
-		for _, t := range m.Tools() {
+		tools := m.Tools()
+		if len(tools) == 0 {
+			return nil, nil
+		}
+		acts := map[*mcp.Tool]tool.Tool{}
+		for _, t := range tools {
 			if stdio[t.Server()] {
-				tools = append(tools, reg.SessionTool(name, t))
+				acts[t] = reg.SessionTool(name, t)
 			} else {
-				tools = append(tools, reg.Tool(name, t))
+				acts[t] = reg.Tool(name, t)
 			}
 		}
-		if len(tools) > 0 {
-			notice("%d MCP tool(s) from %d server(s): each call an activity, a stdio server's pinned to one worker per run", len(tools), len(start))
-		}
-		return tools, nil
+		notice("%d MCP tool(s) from %d server(s): each call an activity, a stdio server's pinned to one worker per run", len(tools), len(start))
+		return func(dc *deepagents.Config, window int) {
+			bindMCP(dc, tools, acts, window, notice)
+		}, nil
 	}
+}
+
+// bindMCP binds tools into dc as mcp.Bind and mcp.Subagents decide, each
+// MCP tool replaced by its activity in acts (wherever the binding puts it:
+// the agent's tools, a subagent's, or those mcp_search's finds bind).
+func bindMCP(dc *deepagents.Config, tools []*mcp.Tool, acts map[*mcp.Tool]tool.Tool, window int, notice func(string, ...any)) {
+	b := mcp.Bind(tools, window, nil)
+	if b.Deferred {
+		notice("the MCP tools' definitions take about %d tokens, over a tenth of the context window (%d): they are found through %s", b.Tokens, b.Limit, mcp.SearchToolName)
+	}
+	parent := dc.Tools
+	dc.Tools = append(dc.Tools, activities(b.Tools, acts)...)
+	if b.Middleware != nil {
+		dc.Middleware = append(dc.Middleware, activityMiddleware(*b.Middleware, acts))
+	}
+	specs := mcp.Subagents(deepagents.WithGeneralPurpose(dc.Subagents), append(parent, b.Tools...), tools, window, nil)
+	for i, s := range specs {
+		specs[i].Tools = activities(s.Tools, acts)
+		specs[i].Middleware = slices.Clone(s.Middleware)
+		for j, mw := range s.Middleware {
+			if mw.Name == "mcp" {
+				specs[i].Middleware[j] = activityMiddleware(mw, acts)
+			}
+		}
+	}
+	dc.Subagents = specs
+}
+
+// activities is list with each MCP tool replaced by its activity.
+func activities(list []tool.Tool, acts map[*mcp.Tool]tool.Tool) []tool.Tool {
+	if list == nil {
+		return nil
+	}
+	out := make([]tool.Tool, len(list))
+	for i, t := range list {
+		out[i] = t
+		if mt, ok := t.(*mcp.Tool); ok && acts[mt] != nil {
+			out[i] = acts[mt]
+		}
+	}
+	return out
+}
+
+// activityMiddleware is mw with the MCP tools it binds step by step (the
+// finds of mcp_search) replaced by their activities, and mcp_search marked
+// to run in workflow code: it searches the list fixed at start, and its
+// finds are in the run's state.
+func activityMiddleware(mw agent.Middleware, acts map[*mcp.Tool]tool.Tool) agent.Middleware {
+	mw.Tools = slices.Clone(mw.Tools)
+	for i, t := range mw.Tools {
+		if t.Spec().Name == mcp.SearchToolName {
+			mw.Tools[i] = temporal.InWorkflow(t)
+		}
+	}
+	if step := mw.StepTools; step != nil {
+		mw.StepTools = func(ctx context.Context, info agent.StepInfo) []tool.Tool {
+			return activities(step(ctx, info), acts)
+		}
+	}
+	return mw
 }

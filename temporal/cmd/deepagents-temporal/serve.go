@@ -31,9 +31,10 @@ to follow. Use PostgreSQL when the replicas or workers are on more than one mach
 
 Start the workers with the same --db (they publish the runs' events there) and the same
 agent flags (--demo, or the same --project, --model, --root, --no-sandbox, --sandbox-network,
---allow-execute, --no-skills, --no-memory and --claude-skills): the assistant served describes
-the agent the workers run, with the skills and AGENTS.md memory it reads from the project at
-start as the workers do (give it the same files).
+--allow-execute, --no-skills, --no-memory, --claude-skills, --no-mcp and --trust-project-mcp):
+the assistant served describes the agent the workers run, with the skills and AGENTS.md memory
+it reads from the project at start as the workers do (give it the same files), and the tools
+of its MCP servers, which it starts only to list them.
 `
 
 type serveFlags struct {
@@ -43,6 +44,7 @@ type serveFlags struct {
 	demo                                       bool
 	// As the workers' flags: they shape the agent the server describes.
 	network, noSandbox, allowExecute bool
+	noMCP, trustMCP                  bool
 }
 
 func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -59,6 +61,8 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.BoolVar(&f.noSandbox, "no-sandbox", false, "as the workers were given: their commands run unsandboxed")
 	fs.BoolVar(&f.network, "sandbox-network", false, "as the workers were given: their sandboxed commands use the network")
 	fs.BoolVar(&f.allowExecute, "allow-execute", false, "as the workers were given: their commands run without asking")
+	fs.BoolVar(&f.noMCP, "no-mcp", false, "as the workers were given: the agent has no MCP tools")
+	fs.BoolVar(&f.trustMCP, "trust-project-mcp", false, "as the workers were given: the project's MCP servers' tools are the agent's too")
 	f.knowledge.flags(fs)
 	fs.StringVar(&f.tokenEnv, "token-env", "", "name of the environment `variable` holding the bearer token every request must carry (none: no token, loopback only)")
 	if st, ok := parse(fs, args); !ok {
@@ -90,20 +94,7 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	// The agent is the workers': this process only describes it (its
 	// assistant, graph and checks of decisions), never runs it.
 	reg := temporal.NewRegistry()
-	name := "main"
-	if f.demo {
-		name, err = "demo", demoAgent(reg, "demo")
-	} else {
-		dir := &agentSetup{knowledge: f.knowledge}
-		if f.root != "" {
-			if !filepath.IsAbs(f.root) {
-				return fail(stderr, "serve", exitUsage, fmt.Errorf("--root %s: give the absolute path the workers were given", f.root))
-			}
-			dir = &agentSetup{backend: reg.Directory(filepath.Clean(f.root), elsewhere{}), root: filepath.Clean(f.root),
-				network: f.network, unsandboxed: f.noSandbox, allowExecute: f.allowExecute, knowledge: f.knowledge}
-		}
-		err = configAgent(ctx, reg, name, f.project, f.model, dir, io.Discard)
-	}
+	name, err := serveAgent(ctx, reg, f)
 	if err != nil {
 		return fail(stderr, "serve", exitUsage, err)
 	}
@@ -144,6 +135,30 @@ func serveCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return fail(stderr, "serve", exitFailed, err)
 	}
 	return 0
+}
+
+// serveAgent registers with reg the agent the workers run, as f describes
+// it, and returns its name. Its MCP servers are started as the workers
+// start them, only to list their tools (their schemas check a decision
+// that edits a call's arguments), and stopped at once: this process never
+// calls them.
+func serveAgent(ctx context.Context, reg *temporal.Registry, f serveFlags) (string, error) {
+	if f.demo {
+		return "demo", demoAgent(reg, "demo")
+	}
+	dir := &agentSetup{knowledge: f.knowledge}
+	if f.root != "" {
+		if !filepath.IsAbs(f.root) {
+			return "", fmt.Errorf("--root %s: give the absolute path the workers were given", f.root)
+		}
+		dir = &agentSetup{backend: reg.Directory(filepath.Clean(f.root), elsewhere{}), root: filepath.Clean(f.root),
+			network: f.network, unsandboxed: f.noSandbox, allowExecute: f.allowExecute, knowledge: f.knowledge}
+	}
+	if !f.noMCP {
+		dir.mcp = workerMCP(f.trustMCP, &dir.closers)
+	}
+	defer dir.close()
+	return "main", configAgent(ctx, reg, "main", f.project, f.model, dir, io.Discard)
 }
 
 // openServerStore opens the server's own store (threads' metadata, runs,

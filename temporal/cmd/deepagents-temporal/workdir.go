@@ -9,7 +9,6 @@ import (
 
 	"github.com/deepagents-go/deepagents/sandbox"
 	"github.com/deepagents-go/deepagents/temporal"
-	"github.com/deepagents-go/deepagents/tool"
 	"github.com/deepagents-go/deepagents/vfs"
 	"github.com/deepagents-go/deepagents/vfs/osfs"
 )
@@ -22,9 +21,10 @@ type agentSetup struct {
 	// directory; the others say how its commands run.
 	backend                            vfs.Backend
 	network, unsandboxed, allowExecute bool
-	// mcp starts the MCP servers and returns their tools, registered for
-	// the agent name (nil: no MCP servers here).
-	mcp func(ctx context.Context, reg *temporal.Registry, name, project, home string, notice func(string, ...any)) ([]tool.Tool, error)
+	// mcp starts the MCP servers and returns what binds their tools,
+	// registered for the agent name, into its configuration (nil: no MCP
+	// servers here, or none started).
+	mcp func(ctx context.Context, reg *temporal.Registry, name, project, home string, notice func(string, ...any)) (mcpFit, error)
 	// closers free what the setup holds (the directory, the servers).
 	closers []func()
 	// root is the --root directory ("" for none); knowledge says whether

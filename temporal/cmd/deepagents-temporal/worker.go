@@ -62,8 +62,10 @@ Agents:
               runs on a worker started with the same --root. The user's MCP servers are
               started (the project's too with --trust-project-mcp; none with --no-mcp): each
               call of their tools is an activity, and a stdio server's calls in one run go to
-              one worker (a Temporal session). Left out, with a notice: execute without
-              --root, and the MCP servers of agent files.
+              one worker (a Temporal session); the subagents of agent files get the servers
+              their mcpServers name, and tools too many for the window are found through
+              mcp_search, as in "deepagents run". Left out, with a notice: execute without
+              --root.
 
 Skills and memory: the agent lists the skills of "deepagents run" (~/.deepagents/skills,
 the project's .deepagents/skills; the .claude/skills ones too with --claude-skills) and
@@ -366,10 +368,6 @@ func configAgent(ctx context.Context, reg *temporal.Registry, name, project, mod
 				sp.Tools = append(sp.Tools, builtin[j])
 			}
 		}
-		if len(af.MCPServers) > 0 {
-			notice("agent %s (%s): its MCP servers are left out: MCP calls do not run on a worker yet", af.Name, af.Path)
-			sp.MCPServers = nil
-		}
 		if len(af.Skills) > 0 && k.noSkills {
 			notice("agent %s (%s): its skills are left out (--no-skills)", af.Name, af.Path)
 			sp.Skills = nil
@@ -385,9 +383,9 @@ func configAgent(ctx context.Context, reg *temporal.Registry, name, project, mod
 		}
 		specs = append(specs, sp)
 	}
-	var mcpTools []tool.Tool
+	var fitMCP mcpFit
 	if dir != nil && dir.mcp != nil {
-		if mcpTools, err = dir.mcp(ctx, reg, name, project, home, notice); err != nil {
+		if fitMCP, err = dir.mcp(ctx, reg, name, project, home, notice); err != nil {
 			return err
 		}
 	} else if servers, err := mcp.Load(mcp.Sources(home, project)); err == nil && len(servers) > 0 {
@@ -424,12 +422,15 @@ func configAgent(ctx context.Context, reg *temporal.Registry, name, project, mod
 		}
 	}
 	dc := deepagents.Config{
-		Tools: mcpTools, Backend: backend, Execute: fstools.ExecuteOptions{Network: dir != nil && dir.network, Unsandboxed: dir != nil && dir.unsandboxed},
+		Backend: backend, Execute: fstools.ExecuteOptions{Network: dir != nil && dir.network, Unsandboxed: dir != nil && dir.unsandboxed},
 		Name: name, Model: model, SystemPrompt: cfg.SystemPrompt, Subagents: specs,
 		MaxSteps: cfg.MaxSteps, MaxParallel: cfg.MaxParallel, Reasoning: cfg.Reasoning,
 		InterruptOn: gates, Permissions: cfg.Permissions, Todos: true,
 		Skills: snap.skills, Middleware: mws,
 		ResponseLimits: llm.ResponseLimits{MaxBytes: cfg.MaxResponseBytes, MaxToolCalls: cfg.MaxToolCalls},
+	}
+	if fitMCP != nil {
+		fitMCP(&dc, cfg.Profile(spec.Provider, spec.Model).Window)
 	}
 	a, err := deepagents.New(dc)
 	if err != nil {
