@@ -36,9 +36,9 @@ type Policy struct {
 	// of the tool wait.
 	Check Check `json:"-"`
 
-	// session is the approval mode that decides on the calls the policy
-	// makes wait (WithMode); nil: they wait.
-	session *Session
+	// Session, when set, is the approval mode that decides on the calls
+	// the policy makes wait (see WithMode); nil: they wait.
+	Session *Session `json:"-"`
 }
 
 // Allows reports whether d is one of the policy's decisions.
@@ -149,12 +149,12 @@ func admit(ctx context.Context, policies map[string]Policy, call *agent.ToolCall
 			}
 		})
 	}
-	if p.session != nil {
+	if p.Session != nil {
 		switch {
 		case decided:
-			p.session.personDecided(ctx, call, d)
+			p.Session.personDecided(ctx, call, d)
 		case v.Wait:
-			v = p.session.decide(ctx, call, v)
+			v = p.Session.decide(ctx, call, v)
 		}
 	}
 	if v.Wait {

@@ -398,7 +398,7 @@ func (s *Session) Middleware() agent.Middleware {
 func WithMode(policies map[string]Policy, s *Session) map[string]Policy {
 	out := maps.Clone(policies)
 	for name, p := range out {
-		p.session = s
+		p.Session = s
 		out[name] = p
 	}
 	return out
