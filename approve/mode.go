@@ -160,10 +160,11 @@ type SessionOptions struct {
 	// IsEdit says whether a call is a file edit that AcceptEdits lets
 	// pass (nil: every call of write_file, edit_file and delete).
 	IsEdit func(tool string, args json.RawMessage) bool
-	// FromThread makes the mode a thread recorded, when a run of it finds
-	// one, replace the session's: a resume that names no mode continues in
-	// the mode the thread was left in.
-	FromThread bool
+	// FromThread, when set, decides whether the mode a thread recorded
+	// replaces the session's when a run of it finds one (a resume that
+	// names no mode continuing in the mode the thread was left in). A
+	// thread's record is data: take only what your trust in it allows.
+	FromThread func(recorded Mode) bool
 	// OnChange, when set, is told each change of mode, the fallback of
 	// auto included, with the reason (from the goroutine that changed it).
 	OnChange func(from, to Mode, why string)
@@ -352,7 +353,7 @@ func (s *Session) load(values map[string]json.RawMessage) {
 	if len(s.log) > maxModeEntries {
 		s.log = slices.Delete(s.log, 0, len(s.log)-maxModeEntries)
 	}
-	if s.opts.FromThread && s.allowed(rec.Mode) == nil {
+	if s.opts.FromThread != nil && s.opts.FromThread(rec.Mode) && s.allowed(rec.Mode) == nil {
 		s.mode, s.denials = rec.Mode, rec.Denials
 	} else if rec.Mode == s.mode {
 		s.denials = rec.Denials

@@ -316,7 +316,7 @@ func TestModeIsRecordedAndSurvivesResume(t *testing.T) {
 
 	// A new process: its session was started in manual, from the thread.
 	m2 := scripted.New(script, scripted.Options{})
-	sess2, err := approve.NewSession(approve.Manual, approve.SessionOptions{Classifier: m2, Confined: true, FromThread: true})
+	sess2, err := approve.NewSession(approve.Manual, approve.SessionOptions{Classifier: m2, Confined: true, FromThread: func(approve.Mode) bool { return true }})
 	if err != nil {
 		t.Fatal(err)
 	}
