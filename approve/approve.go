@@ -149,12 +149,12 @@ func admit(ctx context.Context, policies map[string]Policy, call *agent.ToolCall
 			}
 		})
 	}
-	if p.Session != nil {
+	if sess := sessionFor(ctx, p); sess != nil {
 		switch {
 		case decided:
-			p.Session.personDecided(ctx, call, d)
+			sess.personDecided(ctx, call, d)
 		case v.Wait:
-			v = p.Session.decide(ctx, call, v)
+			v = sess.decide(ctx, call, v)
 		}
 	}
 	if v.Wait {

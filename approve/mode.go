@@ -374,20 +374,59 @@ func (s *Session) save(st agent.StepInfo) {
 	}
 }
 
+// sessionKey marks a run's context with the session that decides on its
+// gated calls.
+type sessionKey struct{}
+
+// WithSession returns ctx carrying s: the gates of a run started with ctx
+// (and of its subagents) decide by s's mode, in place of the session their
+// policies name or none, and Middleware's hooks record s. A server that
+// runs one agent for many threads gives each thread its own session so.
+func WithSession(ctx context.Context, s *Session) context.Context {
+	return context.WithValue(ctx, sessionKey{}, s)
+}
+
+// SessionFrom returns the session ctx carries (WithSession).
+func SessionFrom(ctx context.Context) (*Session, bool) {
+	s, ok := ctx.Value(sessionKey{}).(*Session)
+	return s, ok && s != nil
+}
+
+// sessionFor is the session that decides on the calls of policy p in a
+// run with ctx: the run's own, else the policy's (nil: none).
+func sessionFor(ctx context.Context, p Policy) *Session {
+	if s, ok := SessionFrom(ctx); ok {
+		return s
+	}
+	return p.Session
+}
+
 // Middleware returns the session's hooks for an agent and its subagents:
 // it reads what a resumed thread recorded before the first call is
 // decided, and records the session in each run when it ends, so that the
 // person's decisions (Decided) reach the thread. Add it to the agent's
 // middleware when a session's policies (WithMode) are in use.
+// A run whose context carries a session (WithSession) records that one;
+// s may be nil for an agent whose runs always carry one.
 func (s *Session) Middleware() agent.Middleware {
+	of := func(ctx context.Context) *Session {
+		if cs, ok := SessionFrom(ctx); ok {
+			return cs
+		}
+		return s
+	}
 	return agent.Middleware{Name: ModeValue,
-		BeforeModel: func(_ context.Context, st agent.StepInfo, _ *llm.Request) error {
-			if st.State != nil {
-				s.load(st.State.Values)
+		BeforeModel: func(ctx context.Context, st agent.StepInfo, _ *llm.Request) error {
+			if sess := of(ctx); sess != nil && st.State != nil {
+				sess.load(st.State.Values)
 			}
 			return nil
 		},
-		AfterRun: func(_ context.Context, st agent.StepInfo, _ agent.Status) { s.save(st) },
+		AfterRun: func(ctx context.Context, st agent.StepInfo, _ agent.Status) {
+			if sess := of(ctx); sess != nil {
+				sess.save(st)
+			}
+		},
 	}
 }
 

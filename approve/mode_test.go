@@ -450,3 +450,35 @@ func TestParseJudgement(t *testing.T) {
 		}
 	}
 }
+
+// A session in the run's context decides for that run, whatever session
+// the policies name: one agent serves threads in different modes.
+func TestSessionInTheRunsContext(t *testing.T) {
+	script := scripted.Script{"parent": steps(threeCalls, scripted.Step{Content: "done"})}
+	m := scripted.New(script, scripted.Options{})
+	manual, _ := approve.NewSession(approve.Manual, approve.SessionOptions{})
+	ran := &ranSet{}
+	a := modeAgent(t, m, ran, manual)
+	yolo, err := approve.NewSession(approve.Yolo, approve.SessionOptions{Confined: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.Invoke(approve.WithSession(t.Context(), yolo), agent.Prompt("go"), runner.Checkpoints(checkpoint.NewMemory(0), "Y"))
+	if !errors.Is(err, agent.ErrInterrupted) {
+		t.Fatalf("err %v", err)
+	}
+	if got := waitingIDs(res); !slices.Equal(got, []string{"agentfile"}) {
+		t.Errorf("yolo in the context: waiting %v, want only the protected call", got)
+	}
+	if rec, ok := approve.ModeRecordOf(res.State.Values); !ok || rec.Mode != approve.Yolo {
+		t.Errorf("the run recorded %+v, want the context's session", rec)
+	}
+	if n := len(manual.Record().Calls); n != 0 {
+		t.Errorf("the policies' session decided %d calls", n)
+	}
+	m2 := scripted.New(script, scripted.Options{})
+	res, err = modeAgent(t, m2, ran, manual).Invoke(t.Context(), agent.Prompt("go"))
+	if !errors.Is(err, agent.ErrInterrupted) || len(res.Interrupts) != 3 {
+		t.Errorf("without one: err %v, %d waiting, want 3", err, len(res.Interrupts))
+	}
+}
