@@ -197,6 +197,10 @@ func NewSession(m Mode, o SessionOptions) (*Session, error) {
 	return s, nil
 }
 
+// Fresh returns a new session in mode m with s's options, for another
+// thread of the same agent (a server makes one per thread).
+func (s *Session) Fresh(m Mode) (*Session, error) { return NewSession(m, s.opts) }
+
 func (s *Session) allowed(m Mode) error {
 	if _, err := ParseMode(string(m)); err != nil || m == "" {
 		return fmt.Errorf("approval mode %q is not one of manual, accept-edits, auto, yolo", m)
@@ -233,6 +237,15 @@ func (s *Session) SetMode(m Mode) error {
 		s.opts.OnChange(from, m, "switched")
 	}
 	return nil
+}
+
+// Records reports whether the session records itself in the threads it
+// runs: once it has been in a mode other than manual (or a thread it read
+// had a record).
+func (s *Session) Records() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.touched
 }
 
 // Denials returns the denials in a row so far.

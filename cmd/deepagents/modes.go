@@ -15,6 +15,7 @@ import (
 	"github.com/deepagents-go/deepagents/config"
 	"github.com/deepagents-go/deepagents/fstools"
 	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/server"
 	"github.com/deepagents-go/deepagents/subagent"
 	"github.com/deepagents-go/deepagents/vfs"
 )
@@ -187,4 +188,13 @@ func signedThread(saver checkpoint.Saver, thread string) bool {
 	defer cancel()
 	rec, ok, err := turnSettings(ctx, saver, thread)
 	return err == nil && ok && rec.signed
+}
+
+// demoModes are the approval modes of serve --demo: its files are in
+// memory, so yolo is allowed; its scripted model judges nothing, so auto
+// is not.
+func demoModes() *server.ApprovalModes {
+	return &server.ApprovalModes{New: func(m approve.Mode) (*approve.Session, error) {
+		return approve.NewSession(m, approve.SessionOptions{Confined: true})
+	}}
 }

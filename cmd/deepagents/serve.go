@@ -113,6 +113,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 
 	var a *agent.Agent
+	var modes *server.ApprovalModes // each thread's approval mode (modes.go)
 	var runWith func(context.Context, string, *agent.Agent, agent.Input, ...agent.RunOption) iter.Seq2[agent.Event, error]
 	var saver checkpoint.Saver
 	var db config.Database
@@ -139,6 +140,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			fmt.Fprintf(stderr, "deepagents serve: %v\n", err)
 			return exitFailed
 		}
+		modes = demoModes()
 	} else {
 		s, err := assemble(ctx, f.runFlags, stderr)
 		if err != nil {
@@ -151,6 +153,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		closers = append(closers, func() error { s.close(); return nil })
 		a, saver, db = s.agent, s.saver, s.db
+		modes = &server.ApprovalModes{New: s.mode.Fresh, Default: s.mode.Mode()}
 		if s.tracing != nil { // OTEL_* variables asked for traces
 			runWith = func(ctx context.Context, thread string, _ *agent.Agent, in agent.Input, opts ...agent.RunOption) iter.Seq2[agent.Event, error] {
 				return s.run(ctx, thread, in, opts...)
@@ -171,7 +174,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		Agents: []server.AgentSpec{{Name: f.name, Agent: a}},
 		Saver:  saver, Store: store, Token: token, CORS: cors, MaxStreams: f.maxStreams,
 		Logger: slog.New(slog.NewTextHandler(stderr, nil)), Run: runWith,
-		UI: serveUI,
+		UI: serveUI, ApprovalModes: modes,
 	}
 	srv, err := server.New(cfg)
 	if err != nil {
