@@ -185,3 +185,34 @@ func (s *Server) dropMode(thread string) {
 	delete(s.modes.m, thread)
 	s.modes.mu.Unlock()
 }
+
+// modeFlags tells clients (GET /info) whether threads' approval modes are
+// served (approval_modes) and the mode of a new thread (approval_mode).
+func (s *Server) modeFlags(flags map[string]any) {
+	am := s.cfg.ApprovalModes
+	if am == nil || am.New == nil || s.cfg.Executor != nil {
+		return
+	}
+	mode := am.Default
+	if mode == "" {
+		mode = approve.Manual
+	}
+	flags["approval_modes"], flags[ModeKey] = true, string(mode)
+}
+
+// modeAssistant tells clients, in an assistant's config as LangGraph
+// carries an assistant's settings, the mode of a new thread
+// (configurable.approval_mode) and the modes there are
+// (configurable.approval_modes), when modes are served.
+func (s *Server) modeAssistant(as *assistant) {
+	flags := map[string]any{}
+	s.modeFlags(flags)
+	if len(flags) == 0 {
+		return
+	}
+	var ids []string
+	for _, m := range approve.Modes() {
+		ids = append(ids, string(m.ID))
+	}
+	as.view.Config["configurable"] = map[string]any{ModeKey: flags[ModeKey], "approval_modes": ids}
+}

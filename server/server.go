@@ -180,6 +180,7 @@ func New(cfg Config) (*Server, error) {
 			return nil, errors.New("server: an agent has no name or no agent")
 		}
 		as := newAssistant(a)
+		s.modeAssistant(as)
 		if _, dup := s.agents[a.Name]; dup {
 			return nil, errors.New("server: two agents are named " + a.Name)
 		}

@@ -190,11 +190,20 @@ func signedThread(saver checkpoint.Saver, thread string) bool {
 	return err == nil && ok && rec.signed
 }
 
-// demoModes are the approval modes of serve --demo: its files are in
-// memory, so yolo is allowed; its scripted model judges nothing, so auto
-// is not.
-func demoModes() *server.ApprovalModes {
-	return &server.ApprovalModes{New: func(m approve.Mode) (*approve.Session, error) {
+// demoModes are the approval modes of serve --demo, new threads starting
+// in def (--approval-mode; "": manual): its files are in memory, so yolo
+// is allowed; its scripted model judges nothing, so auto is not.
+func demoModes(def approve.Mode, stderr io.Writer) (*server.ApprovalModes, error) {
+	am := &server.ApprovalModes{Default: def, New: func(m approve.Mode) (*approve.Session, error) {
 		return approve.NewSession(m, approve.SessionOptions{Confined: true})
 	}}
+	if def != "" {
+		if _, err := am.New(def); err != nil {
+			return nil, err
+		}
+		if def == approve.Yolo {
+			fmt.Fprintln(stderr, yoloWarning)
+		}
+	}
+	return am, nil
 }

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -191,5 +193,39 @@ func TestModeCommandSwitchesTheSession(t *testing.T) {
 	rec, ok := approve.ModeRecordOf(rs.Values)
 	if !ok || rec.Mode != approve.AcceptEdits || len(rec.Calls) != 1 || rec.Calls[0].Outcome != "passed" || rec.Calls[0].By != "mode" {
 		t.Errorf("record %+v", rec)
+	}
+}
+
+// serve gives each thread the mode of --approval-mode, and a run's
+// config.configurable.approval_mode overrides it for its thread.
+func TestServeApprovalModes(t *testing.T) {
+	srv := gatedServer(t)
+	runEnv(t, srv)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	base, _ := serveInProcess(t, ctx, "--model", "openai:gpt-test", "--interrupt-on", "write_file", "--addr", "127.0.0.1:0",
+		"--db", "sqlite:"+filepath.Join(t.TempDir(), "s.db"), "--approval-mode", "accept-edits")
+	wait := func(thread, extra string) string {
+		t.Helper()
+		resp := call(t, "POST", base+"/threads/"+thread+"/runs/wait",
+			`{"assistant_id":"agent","if_not_exists":"create","input":{"messages":[{"role":"user","content":"write it"}]}`+extra+`}`)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("thread %s: %d %s", thread, resp.StatusCode, b)
+		}
+		return string(b)
+	}
+	if out := wait("a", ""); strings.Contains(out, "__interrupt__") || !strings.Contains(out, `"/a.md"`) {
+		t.Errorf("the server's accept-edits: %s", out)
+	}
+	if out := wait("m", `,"config":{"configurable":{"approval_mode":"manual"}}`); !strings.Contains(out, "__interrupt__") {
+		t.Errorf("a run in manual did not stop at the write: %s", out)
+	}
+	resp := call(t, "GET", base+"/info", "")
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if !strings.Contains(string(b), `"approval_mode":"accept-edits"`) || !strings.Contains(string(b), `"approval_modes":true`) {
+		t.Errorf("/info: %s", b)
 	}
 }

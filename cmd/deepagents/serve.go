@@ -69,6 +69,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	// The agent flags of run, but for those about run's own output.
 	all := flag.NewFlagSet("agent", flag.ContinueOnError)
 	agentFlags(all, &f.runFlags)
+	modeFlag(all, &f.runFlags)
 	all.VisitAll(func(fl *flag.Flag) {
 		switch fl.Name {
 		case "output", "quiet", "thread-dir":
@@ -140,7 +141,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			fmt.Fprintf(stderr, "deepagents serve: %v\n", err)
 			return exitFailed
 		}
-		modes = demoModes()
+		if modes, err = demoModes(f.approvalMode, stderr); err != nil {
+			fmt.Fprintf(stderr, "deepagents serve: --approval-mode: %v\n", err)
+			return exitUsage
+		}
 	} else {
 		s, err := assemble(ctx, f.runFlags, stderr)
 		if err != nil {
