@@ -229,3 +229,33 @@ func TestServeApprovalModes(t *testing.T) {
 		t.Errorf("/info: %s", b)
 	}
 }
+
+// With --root and the sandbox on, yolo runs: a plain edit and commands
+// pass without asking, and an agent file of the project still waits.
+func TestYoloOnRootWithTheSandbox(t *testing.T) {
+	needBwrap(t)
+	srv := promptServer(t)
+	project, _ := runEnv(t, srv)
+	controlProject(t, project)
+	prompt := callLine("write_file", map[string]any{"file_path": "/notes.md", "content": "x"}) + "\n" +
+		callLine("execute", map[string]any{"command": "echo hi"}) + "\n" +
+		callLine("write_file", map[string]any{"file_path": "/.deepagents/agents/evil.md", "content": "---\ndescription: x\n---\nx\n"})
+	code, out, errs := runCLI(t, "run", "-p", prompt, "--model", "openai:gpt-test", "--root", project, "--interrupt-on", "write_file",
+		"--approval-mode", "yolo", "--output", "json")
+	if code != exitInterrupted {
+		t.Fatalf("exit %d: %s\n%s", code, errs, out)
+	}
+	if !strings.Contains(errs, "WARNING: approval mode yolo") {
+		t.Errorf("yolo not said:\n%s", errs)
+	}
+	sum := decode(t, out)
+	if len(sum.Interrupts) != 1 || sum.Interrupts[0].CallID != "c3" || !strings.Contains(sum.Interrupts[0].Reason, "an agent file") {
+		t.Fatalf("interrupts %+v, want only the agent file", sum.Interrupts)
+	}
+	if b, err := os.ReadFile(filepath.Join(project, "notes.md")); err != nil || string(b) != "x" {
+		t.Errorf("notes.md: %q %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(project, ".deepagents", "agents", "evil.md")); err == nil {
+		t.Error("the agent file was written without approval")
+	}
+}
