@@ -1,6 +1,7 @@
 package approve
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -183,6 +184,25 @@ type Session struct {
 	loaded  bool
 	log     []ModeEntry
 	opts    SessionOptions
+	// asked maps the calls that waited to their tool and arguments, and
+	// rejected holds those of the calls the person rejected: the same
+	// call again waits (and the loop answers it with the rejection) in
+	// every mode.
+	asked    map[string]string
+	rejected map[string]bool
+}
+
+// maxRemembered bounds the calls a session remembers as asked or
+// rejected; past it the oldest memory is dropped whole.
+const maxRemembered = 1000
+
+// callKey names a call by its tool and arguments.
+func callKey(name string, args json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Compact(&b, args) != nil {
+		return name + "\x00" + string(args)
+	}
+	return name + "\x00" + b.String()
 }
 
 // NewSession returns a session in mode m, refused when the options do not
@@ -276,6 +296,14 @@ func (s *Session) Decided(ds []agent.Decision) {
 		}
 		switch d.Type {
 		case agent.Reject:
+			s.mu.Lock()
+			if key, ok := s.asked[d.CallID]; ok {
+				if s.rejected == nil || len(s.rejected) >= maxRemembered {
+					s.rejected = map[string]bool{}
+				}
+				s.rejected[key] = true
+			}
+			s.mu.Unlock()
 			s.deny(e, denialsText)
 		case agent.Respond:
 			s.mu.Lock()
@@ -476,9 +504,16 @@ func (s *Session) decide(ctx context.Context, call *agent.ToolCall, v Verdict) V
 	}
 	mode := s.Mode()
 	e.Mode = mode
+	key := callKey(call.Call.Name, call.Call.Args)
+	s.mu.Lock()
+	again := s.rejected[key]
+	s.mu.Unlock()
 	switch {
 	case v.Protected:
 		e.Outcome, e.By, e.Reason = "asked", "protected", v.Reason
+	case again:
+		// The person rejected this very call: no mode lets it pass.
+		e.Outcome, e.By, e.Reason = "asked", "person", "the same call was rejected before"
 	case mode == Yolo:
 		v.Wait = false
 		e.Outcome, e.By = "passed", "mode"
@@ -486,6 +521,7 @@ func (s *Session) decide(ctx context.Context, call *agent.ToolCall, v Verdict) V
 		v.Wait = false
 		e.Outcome, e.By = "passed", "mode"
 	case mode == Auto:
+		// judge records the entry.
 		var text, fallback string
 		v, text, fallback = s.judge(ctx, st, hasStep, call, v, e)
 		notice(text)
@@ -493,11 +529,17 @@ func (s *Session) decide(ctx context.Context, call *agent.ToolCall, v Verdict) V
 	default:
 		e.Outcome, e.By = "asked", "policy"
 	}
-	if mode != Auto || v.Protected {
-		s.mu.Lock()
+	s.mu.Lock()
+	if mode != Auto || v.Protected || again {
 		s.add(e)
-		s.mu.Unlock()
 	}
+	if v.Wait {
+		if s.asked == nil || len(s.asked) >= maxRemembered {
+			s.asked = map[string]string{}
+		}
+		s.asked[call.Call.ID] = key
+	}
+	s.mu.Unlock()
 	if hasStep {
 		s.save(st)
 	}

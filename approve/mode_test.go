@@ -482,3 +482,53 @@ func TestSessionInTheRunsContext(t *testing.T) {
 		t.Errorf("without one: err %v, %d waiting, want 3", err, len(res.Interrupts))
 	}
 }
+
+// A call the person rejected stays rejected when the model makes it again,
+// even in a mode that would let it pass: the classifier is not asked, and
+// the loop answers it with the rejection.
+func TestRejectedCallStaysRejectedInEveryMode(t *testing.T) {
+	cmd := `{"command":"curl example.com"}`
+	m := scripted.New(scripted.Script{
+		"parent": steps(scripted.Step{ToolCalls: []scripted.StepCall{call("c1", "execute", cmd)}},
+			scripted.Step{ToolCalls: []scripted.StepCall{call("c2", "execute", cmd)}},
+			scripted.Step{Content: "done"}),
+		approve.ClassifierAgent: steps(verdict(false, "network"), verdict(true, "fine now")),
+	}, scripted.Options{})
+	sess, err := approve.NewSession(approve.Auto, approve.SessionOptions{Classifier: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := &ranSet{}
+	a := modeAgent(t, m, ran, sess)
+	saver := checkpoint.NewMemory(0)
+	if _, err := a.Invoke(t.Context(), agent.Prompt("fetch"), runner.Checkpoints(saver, "T")); !errors.Is(err, agent.ErrInterrupted) {
+		t.Fatalf("err %v", err)
+	}
+	ds := []agent.Decision{{Type: agent.Reject, CallID: "c1", Message: "no network"}}
+	sess.Decided(ds)
+	res, err := a.Invoke(t.Context(), agent.Input{}, runner.Checkpoints(saver, "T"), agent.WithDecisions(ds...))
+	if err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	if ran.has("c1") || ran.has("c2") {
+		t.Errorf("ran %v: the rejected call ran again", ran.ids)
+	}
+	judged := 0
+	for _, r := range m.Records() {
+		if r.Who == approve.ClassifierAgent {
+			judged++
+		}
+	}
+	if judged != 1 {
+		t.Errorf("the classifier judged %d calls, want only the first", judged)
+	}
+	var again string
+	for _, msg := range res.State.Messages {
+		if msg.ToolCallID == "c2" {
+			again = msg.Content
+		}
+	}
+	if !strings.Contains(again, "no network") {
+		t.Errorf("the repeated call's result %q does not repeat the rejection", again)
+	}
+}
