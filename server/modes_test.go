@@ -103,3 +103,24 @@ func TestApprovalModeNotServed(t *testing.T) {
 		t.Errorf("status %d %s", resp.StatusCode, b)
 	}
 }
+
+// A run's values carry the thread's record of its mode; a thread deleted
+// and made again under its id starts from the server's mode, not the old
+// thread's.
+func TestApprovalModeRecordAndDelete(t *testing.T) {
+	h := newHarness(t, Config{ApprovalModes: confinedModes()})
+	h.json("POST", "/threads/t/runs/wait", reportRun("yolo"), 200, nil)
+	var st struct {
+		Values map[string]json.RawMessage `json:"values"`
+	}
+	h.json("GET", "/threads/t/state", nil, 200, &st)
+	rec, ok := approve.ModeRecordOf(st.Values)
+	if !ok || rec.Mode != approve.Yolo || len(rec.Calls) == 0 || rec.Calls[len(rec.Calls)-1].Outcome != "passed" {
+		t.Fatalf("the thread's record: %+v (%v) from %s", rec, ok, st.Values[approve.ModeValue])
+	}
+	h.do("DELETE", "/threads/t", nil)
+	h.json("POST", "/threads/t/runs/wait", reportRun(""), 200, nil)
+	if th, _ := threadOf(t, h, "t"); th.Status != "interrupted" {
+		t.Errorf("the thread made again ran in the old thread's yolo: status %s", th.Status)
+	}
+}

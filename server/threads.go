@@ -238,6 +238,7 @@ func (s *Server) deleteThread(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
+	s.dropMode(id)
 	w.WriteHeader(http.StatusNoContent)
 }
 
