@@ -941,7 +941,7 @@ async function openThread(id) {
   render();
   try {
     const th = await api('GET', `/threads/${id}`);
-    if (epoch === S.epoch) { setTitle(th, id); showMode(th); $('approval-mode').dataset.was = $('approval-mode').value; }
+    if (epoch === S.epoch) { setTitle(th, id); showMode(th, true); $('approval-mode').dataset.was = $('approval-mode').value; }
     const runs = (await api('GET', `/threads/${id}/runs?limit=100`) || []).slice().reverse();
     for (const r of runs) {
       if (epoch !== S.epoch) return;
@@ -1032,6 +1032,9 @@ async function run(body) {
   try {
     const th = await api('GET', `/threads/${S.thread}`);
     setTitle(th, S.thread);
+    // The mode in force after the run (auto may have fallen back to manual).
+    showMode(th);
+    $('approval-mode').dataset.was = $('approval-mode').value;
     applyValues(th.values);
     setInterrupts(Object.values(th.interrupts || {}).flat());
     if (th.status === 'error' && th.error) showError('The run failed: ' + th.error);
@@ -1052,10 +1055,11 @@ function modeConfig() {
 }
 
 // showMode sets the header's selector to a thread's mode (its metadata's,
-// else the server's default) and says yolo loudly.
-function showMode(th) {
+// else, when orDefault, the server's default) and says yolo loudly.
+function showMode(th, orDefault) {
   if (!S.modes) return;
-  const m = (th && th.metadata && th.metadata.approval_mode) || S.defaultMode;
+  const m = (th && th.metadata && th.metadata.approval_mode) || (orDefault ? S.defaultMode : '');
+  if (!m) return;
   $('approval-mode').value = m;
   $('mode-warn').hidden = m !== 'yolo';
 }
