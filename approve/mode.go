@@ -173,7 +173,8 @@ type SessionOptions struct {
 
 // Session is the approval mode in force for one session (an interactive
 // session, a thread on a server), switchable while it runs and safe for
-// concurrent use. WithMode puts it in an agent's policies.
+// concurrent use. WithMode puts it in an agent's policies, WithSession in
+// one run's context; Middleware records it in the thread.
 type Session struct {
 	mu      sync.Mutex
 	mode    Mode
@@ -193,7 +194,7 @@ type Session struct {
 }
 
 // maxRemembered bounds the calls a session remembers as asked or
-// rejected; past it the oldest memory is dropped whole.
+// rejected; past it that memory starts afresh.
 const maxRemembered = 1000
 
 // callKey names a call by its tool and arguments.
