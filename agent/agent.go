@@ -163,7 +163,9 @@ type Middleware struct {
 	// several asks are put to the person as one. When the person approved
 	// or edited the call, it is admitted again with the model's arguments
 	// and the decision in ctx (DecisionOf); an edited call is then admitted
-	// with the person's arguments too, where only a refusal counts.
+	// with the person's arguments too, where only a refusal counts. Its
+	// context carries the step (StepFrom), for the hook to emit events and
+	// record state values about its decisions.
 	Admit func(ctx context.Context, call *ToolCall) error
 	// StepTools adds tools for one step only: they are sent with that
 	// step's request and its calls of them are run. Tools that come and go

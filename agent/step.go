@@ -212,9 +212,9 @@ func withStep(ctx context.Context, st StepInfo) context.Context {
 }
 
 // StepFrom returns the step a model call belongs to, from the context the
-// loop gives WrapModel hooks, so that a hook can read and set the run's
-// state values (StepInfo.SetValue) and emit events while the call is made
-// (on the loop's goroutine, like BeforeModel).
+// loop gives WrapModel and Admit hooks, so that a hook can read and set the
+// run's state values (StepInfo.SetValue) and emit events while the call is
+// made or admitted (on the loop's goroutine, like BeforeModel).
 func StepFrom(ctx context.Context) (StepInfo, bool) {
 	st, ok := ctx.Value(stepKey{}).(StepInfo)
 	return st, ok

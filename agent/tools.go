@@ -576,6 +576,9 @@ const nestedGrace = 5 * time.Second
 // asked once, with all their reasons and only the decisions every one of
 // them allows.
 func (r *run) admit(ctx context.Context, call *ToolCall) (ask *Question, refused error) {
+	// A hook may emit events and record state values (StepFrom) about the
+	// calls it decides on.
+	ctx = withStep(ctx, r.stepInfo())
 	for _, m := range r.a.cfg.Middleware {
 		if m.Admit == nil {
 			continue

@@ -5,8 +5,10 @@
 // call starts. A Check looks at a call's arguments, so that only some calls
 // of a tool wait (writes to a protected file, say) and the person is told
 // why; what it asks to hear about a call is reported once the call ran.
-// What a decision does (reject, respond, edit, approve) is the agent
-// loop's; see docs/APPROVALS.md.
+// A Session's approval mode (manual, accept-edits, auto, yolo; WithMode)
+// decides who answers for the calls that wait: the person, the mode
+// itself, or a classifier model. What a decision does (reject, respond,
+// edit, approve) is the agent loop's; see docs/APPROVALS.md.
 package approve
 
 import (
@@ -33,6 +35,10 @@ type Policy struct {
 	// says wait do, with its reason (see WithCheck). Nil makes every call
 	// of the tool wait.
 	Check Check `json:"-"`
+
+	// Session, when set, is the approval mode that decides on the calls
+	// the policy makes wait (see WithMode); nil: they wait.
+	Session *Session `json:"-"`
 }
 
 // Allows reports whether d is one of the policy's decisions.
@@ -76,6 +82,10 @@ type Verdict struct {
 	// files (Result.Changed) once the call has run without an error, for a
 	// file the run's own tracking does not see (one a middleware mounted).
 	Changes string
+	// Protected marks a wait that no approval mode lifts: a change of a
+	// place that needs a person's approval whatever the session's mode
+	// (the agent's own files, git's configuration).
+	Protected bool
 }
 
 // Name is the name of the middleware Gate returns, and the source of its
@@ -139,6 +149,14 @@ func admit(ctx context.Context, policies map[string]Policy, call *agent.ToolCall
 			}
 		})
 	}
+	if sess := sessionFor(ctx, p); sess != nil {
+		switch {
+		case decided:
+			sess.personDecided(ctx, call, d)
+		case v.Wait:
+			v = sess.decide(ctx, call, v)
+		}
+	}
 	if v.Wait {
 		return agent.Ask(agent.Question{Allowed: p.Allowed, Description: p.Description, Reason: v.Reason})
 	}
@@ -199,7 +217,8 @@ func bothChecks(own, more Check) Check {
 			changes = b.Changes
 		}
 		return Verdict{Wait: a.Wait || b.Wait, Reason: joinText(a.Reason, b.Reason),
-			Report: joinText(a.Report, b.Report), Changes: changes}
+			Report: joinText(a.Report, b.Report), Changes: changes,
+			Protected: a.Wait && a.Protected || b.Wait && b.Protected}
 	}
 }
 

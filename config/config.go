@@ -100,6 +100,12 @@ type Config struct {
 	// more tools, and leaves the user's entries as they are (false or {}
 	// in a project file lifts nothing).
 	InterruptOn map[string]approve.Policy
+	// ApprovalMode is who decides on the calls interrupt_on and the
+	// sandbox settings make wait (key approval_mode): "manual" (the
+	// person, the default), "accept-edits", "auto" or "yolo" (see
+	// approve.Mode). Empty when no file sets it. A project file may only
+	// set "manual": another mode would loosen the user's gates.
+	ApprovalMode approve.Mode
 	// Permissions are the rules of the [permissions] table (rules = [...],
 	// see package vfs/perm): nil when no file sets it. The user's rules
 	// come before the project's, so a project file cannot lift them.
@@ -205,7 +211,7 @@ var builtinKinds = map[string]string{
 }
 
 var (
-	topKeys       = []string{"model", "system_prompt", "max_steps", "max_parallel", "max_response_bytes", "max_tool_calls", "reasoning", "db", "interrupt_on", "permissions", "protect", "providers", "models"}
+	topKeys       = []string{"model", "system_prompt", "max_steps", "max_parallel", "max_response_bytes", "max_tool_calls", "reasoning", "db", "interrupt_on", "approval_mode", "permissions", "protect", "providers", "models"}
 	providerKeys  = []string{"type", "base_url", "api_key_env", "model", "headers", "stream_tool_calls", "parallel_tool_calls", "reasoning_back", "request_timeout", "stream_idle_timeout", "api"}
 	providerTypes = []string{"openai", "anthropic", "gemini", "openai-compatible"}
 	envNameRe     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -299,6 +305,11 @@ func load(files []file) (*Config, error) {
 				Msg: "[protect] can only be set in your own config file (~/.deepagents/config.toml): a project file cannot loosen what protects you from it"})
 			continue
 		}
+		if f.project && fc.ApprovalMode != "" && fc.ApprovalMode != approve.Manual {
+			errs = append(errs, &FileError{Path: f.path, Line: fc.at["approval_mode"].line,
+				Msg: fmt.Sprintf("approval_mode %q can only be set in your own config file (~/.deepagents/config.toml) or with --approval-mode: a project file may only set \"manual\"", fc.ApprovalMode)})
+			continue
+		}
 		if f.project {
 			// A project may lower the caps on one response but never
 			// raise them past the user's (or the defaults): a bigger cap
@@ -389,6 +400,16 @@ func Parse(path string, data []byte) (*Config, error) {
 			}
 		case "interrupt_on":
 			c.InterruptOn = tomlInterruptOn(p, v, l, at)
+		case "approval_mode":
+			if s, ok := tomlString(p, key, v, l); ok {
+				m, err := approve.ParseMode(s)
+				if err != nil {
+					p.add(l, "%v", err)
+					continue
+				}
+				c.ApprovalMode = m
+				c.mark("approval_mode", path, l)
+			}
 		case "permissions":
 			c.Permissions = tomlPermissions(p, v, l, at)
 		case "protect":
@@ -657,6 +678,9 @@ func (c *Config) Merge(other *Config) {
 			merged[name] = a
 		}
 		c.InterruptOn = merged
+	}
+	if other.ApprovalMode != "" {
+		c.ApprovalMode = other.ApprovalMode
 	}
 	if other.ProtectAllow != nil {
 		c.ProtectAllow = slices.Clone(other.ProtectAllow)

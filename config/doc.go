@@ -21,7 +21,8 @@
 //
 // A project file can only tighten what the user set: its permission rules
 // come after the user's, its interrupt_on adds gates without lifting the
-// user's, and it may not hold the [protect] table, with which the user
+// user's, its approval_mode may only be "manual", and it may not hold the
+// [protect] table, with which the user
 // alone lets some protected places change without approval. The user's own
 // rules and gates are kept apart (Config.UserPermissions, UserInterruptOn)
 // as the floor the CLI holds every agent file to.

@@ -115,7 +115,9 @@ func jsonEqual(a, b any) bool {
 }
 
 func (s *Server) info(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, 200, Info{Version: "deepagents-go", Flags: map[string]any{"assistants": true, "crons": false, "langsmith": false}})
+	flags := map[string]any{"assistants": true, "crons": false, "langsmith": false}
+	s.modeFlags(flags)
+	writeJSON(w, 200, Info{Version: "deepagents-go", Flags: flags})
 }
 
 func (s *Server) assistantList() []Assistant {

@@ -17,6 +17,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/approve"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/runner"
 )
@@ -54,6 +55,9 @@ type liveRun struct {
 	cancelOnDisconnect bool
 	// read is how far a fleet's Executor has read the run (fleetread.go).
 	read *readProgress
+	// approvalMode is the mode the run's config asks for ("": the
+	// thread's; modes.go).
+	approvalMode approve.Mode
 
 	mu     sync.Mutex
 	events []StoredEvent // events[i].Seq == i+1
@@ -176,6 +180,10 @@ func (s *Server) submit(r *http.Request) (*liveRun, error) {
 	modes, err := parseModes(req.StreamMode)
 	if err != nil {
 		return nil, errf(http.StatusUnprocessableEntity, "%v", err)
+	}
+	approvalMode, err := s.runMode(req.Config)
+	if err != nil {
+		return nil, err
 	}
 	input, err := parseInput(req.Input)
 	if err != nil {
@@ -302,7 +310,7 @@ func (s *Server) submit(r *http.Request) (*liveRun, error) {
 	lr := &liveRun{
 		rec: RunRecord{Run: Run{RunID: uuid.NewString(), ThreadID: threadID, AssistantID: asst.ID, CreatedAt: t, UpdatedAt: t,
 			Status: runPending, Metadata: meta, MultitaskStrategy: strategy}},
-		asst: asst, input: input, cancelOnDisconnect: req.OnDisconnect == "cancel", decisions: decisions, modes: modes, subgraphs: req.StreamSubgraphs,
+		asst: asst, input: input, cancelOnDisconnect: req.OnDisconnect == "cancel", decisions: decisions, modes: modes, subgraphs: req.StreamSubgraphs, approvalMode: approvalMode,
 		finished: make(chan struct{}),
 		wake:     make(chan struct{}, 1), persister: make(chan struct{}),
 	}
@@ -592,6 +600,9 @@ func (s *Server) execute(ctx context.Context, lr *liveRun) {
 		s.emit(lr, "metadata", map[string]any{"run_id": lr.rec.RunID, "thread_id": lr.rec.ThreadID, "attempt": 1})
 	}
 	tr, err := s.newTranslator(bg, lr)
+	if err == nil {
+		ctx, err = s.withMode(ctx, lr)
+	}
 	var res *agent.Result
 	var runErr error
 	if err == nil {
@@ -667,6 +678,7 @@ func (s *Server) execute(ctx context.Context, lr *liveRun) {
 	s.mu.Lock()
 	if th, err := s.store.GetThread(bg, lr.rec.ThreadID); err == nil {
 		th.Status = threadStatus
+		s.noteMode(lr.rec.ThreadID, th.Metadata)
 		th.Error = ""
 		if threadStatus == threadError {
 			th.Error = msg

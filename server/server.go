@@ -104,6 +104,9 @@ type Config struct {
 	// a thread whose run another server runs is refused with 409 whatever
 	// its multitask_strategy (enqueue, interrupt and rollback included).
 	Executor Executor
+	// ApprovalModes, when set, lets clients choose each thread's approval
+	// mode (modes.go); nil: a run that names one is refused.
+	ApprovalModes *ApprovalModes
 }
 
 // Server is an http.Handler serving the API. Shutdown ends its open
@@ -126,6 +129,7 @@ type Server struct {
 	// until its records (and checkpoints) are gone.
 	deleting map[string]bool
 
+	modes     threadModes // each thread's approval mode (modes.go)
 	heartbeat time.Duration
 	table     []route      // the API's routes, for 405's Allow
 	streams   atomic.Int64 // event streams open
@@ -176,6 +180,7 @@ func New(cfg Config) (*Server, error) {
 			return nil, errors.New("server: an agent has no name or no agent")
 		}
 		as := newAssistant(a)
+		s.modeAssistant(as)
 		if _, dup := s.agents[a.Name]; dup {
 			return nil, errors.New("server: two agents are named " + a.Name)
 		}

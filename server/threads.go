@@ -183,6 +183,10 @@ func (s *Server) patchThread(w http.ResponseWriter, r *http.Request) {
 	unlock := s.lockThread(r.PathValue("thread"))
 	rec, err := s.thread(r)
 	if err == nil {
+		// approval_mode switches the thread's session (modes.go).
+		err = s.patchMode(rec.ID, req.Metadata)
+	}
+	if err == nil {
 		for k, v := range req.Metadata {
 			rec.Metadata[k] = v
 		}
@@ -234,6 +238,7 @@ func (s *Server) deleteThread(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
+	s.dropMode(id)
 	w.WriteHeader(http.StatusNoContent)
 }
 

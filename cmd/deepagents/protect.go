@@ -357,7 +357,8 @@ func (cp *controlPlane) withPathGates(gates map[string]approve.Policy, has func(
 		target := func(args json.RawMessage) (string, bool, bool) { return fstools.ChangedPath(name, args) }
 		check := func(_ context.Context, args json.RawMessage) approve.Verdict {
 			v := cp.gate.CheckCall(target, args)
-			return approve.Verdict{Wait: v.Wait, Reason: v.Reason, Report: v.Report, Changes: v.Changes}
+			// No approval mode lifts these waits.
+			return approve.Verdict{Wait: v.Wait, Reason: v.Reason, Report: v.Report, Changes: v.Changes, Protected: v.Wait}
 		}
 		gates = approve.WithCheck(gates, check, name)
 	}

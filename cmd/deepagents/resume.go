@@ -135,6 +135,7 @@ func cmdResume(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	dflags.register(fs)
 	fs.StringVar(&decisionsFile, "decisions", "", `a file of decisions: a JSON list, or {"decisions": [...]}; "-" reads standard input`)
 	agentFlags(fs, &f)
+	modeFlag(fs, &f)
 	operands, code, ok := parseFlags(fs, args, resumeHelp, stdout, stderr)
 	if !ok {
 		return code

@@ -78,6 +78,8 @@ type runFlags struct {
 	newThread bool
 	// notices shows the endpoint and sandbox notices once per thread.
 	notices *noticeLog
+	// approvalMode is --approval-mode (modes.go).
+	approvalMode approve.Mode
 }
 
 // modelError is err, the error of the model reference ref, or, when ref
@@ -147,6 +149,7 @@ func parseRunFlags(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs.StringVar(&f.thread, "thread", "", "continue this thread: the prompt is a new turn of its conversation, with its files and the flags it was started with (default: a new thread)")
 	fs.BoolVar(&f.newThread, "new-thread", false, "with --thread ID: make a new thread with this id (without it, an id no thread has is an error)")
 	agentFlags(fs, &f)
+	modeFlag(fs, &f)
 	operands, code, ok := parseFlags(fs, args, runHelp, stdout, stderr)
 	if !ok {
 		return f, code, false
@@ -375,6 +378,9 @@ func (s *session) interactive(ctx context.Context, stdin io.Reader) int {
 			s.context.write(s.stderr)
 			continue
 		}
+		if s.modeCommand(line) {
+			continue
+		}
 		if focus, ok := compactCommand(line); ok {
 			// Ctrl-C stops the summary, not the session.
 			cctx, cancel := context.WithCancelCause(ctx)
@@ -469,6 +475,7 @@ func (s *session) drive(ctx context.Context, in agent.Input, decisions []agent.D
 		}
 		opts := []agent.RunOption{runner.Checkpoints(watch, s.thread, runner.WithSaveRetry(saveRetry(s.flags.saveRetry)), runner.WithMetadata(md))}
 		if len(decisions) > 0 {
+			s.setup.noteDecisions(decisions)
 			opts = append(opts, agent.WithDecisions(decisions...))
 		}
 		res, runErr := agent.Drain(s.setup.run(ctx, s.thread, in, opts...), func(ev agent.Event) {

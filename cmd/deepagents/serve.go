@@ -69,6 +69,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	// The agent flags of run, but for those about run's own output.
 	all := flag.NewFlagSet("agent", flag.ContinueOnError)
 	agentFlags(all, &f.runFlags)
+	modeFlag(all, &f.runFlags)
 	all.VisitAll(func(fl *flag.Flag) {
 		switch fl.Name {
 		case "output", "quiet", "thread-dir":
@@ -113,6 +114,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 
 	var a *agent.Agent
+	var modes *server.ApprovalModes // each thread's approval mode (modes.go)
 	var runWith func(context.Context, string, *agent.Agent, agent.Input, ...agent.RunOption) iter.Seq2[agent.Event, error]
 	var saver checkpoint.Saver
 	var db config.Database
@@ -139,6 +141,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			fmt.Fprintf(stderr, "deepagents serve: %v\n", err)
 			return exitFailed
 		}
+		if modes, err = demoModes(f.approvalMode, stderr); err != nil {
+			fmt.Fprintf(stderr, "deepagents serve: --approval-mode: %v\n", err)
+			return exitUsage
+		}
 	} else {
 		s, err := assemble(ctx, f.runFlags, stderr)
 		if err != nil {
@@ -151,6 +157,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		closers = append(closers, func() error { s.close(); return nil })
 		a, saver, db = s.agent, s.saver, s.db
+		modes = &server.ApprovalModes{New: s.mode.Fresh, Default: s.mode.Mode()}
 		if s.tracing != nil { // OTEL_* variables asked for traces
 			runWith = func(ctx context.Context, thread string, _ *agent.Agent, in agent.Input, opts ...agent.RunOption) iter.Seq2[agent.Event, error] {
 				return s.run(ctx, thread, in, opts...)
@@ -171,7 +178,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		Agents: []server.AgentSpec{{Name: f.name, Agent: a}},
 		Saver:  saver, Store: store, Token: token, CORS: cors, MaxStreams: f.maxStreams,
 		Logger: slog.New(slog.NewTextHandler(stderr, nil)), Run: runWith,
-		UI: serveUI,
+		UI: serveUI, ApprovalModes: modes,
 	}
 	srv, err := server.New(cfg)
 	if err != nil {

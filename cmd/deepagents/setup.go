@@ -49,6 +49,8 @@ type setup struct {
 	// projectFiles are the untrusted project's memory files and skills,
 	// listed when the agent was assembled (nil: trusted, or none).
 	projectFiles *projectFiles
+	// mode is the session's approval mode (modes.go).
+	mode *approve.Session
 }
 
 func (s *setup) close() {
@@ -239,6 +241,9 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 	}
 	gates = cp.withPathGates(gates, nil)
 	cp.gateSpecs(specs)
+	if s.mode, gates, err = modeSession(s, f, cfg, model, isConfined(f.root, backend, execOpts), gates, specs, stderr); err != nil {
+		return nil, err
+	}
 
 	saver, err := openDatabase(ctx, s.db)
 	if err != nil {
@@ -258,6 +263,7 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 		// against each model's window.
 		Todos: true, ContextWindow: s.contextWindow, Permissions: rules, Skills: sc, Memory: mc,
 	}
+	s.config.Middleware = append(s.config.Middleware, s.mode.Middleware())
 	if cp.mounts != nil {
 		// The memory files mounted from outside --root (the user's, say):
 		// guarded on the files every call of the agent and its forks gets.

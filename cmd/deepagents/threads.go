@@ -21,6 +21,7 @@ import (
 	"unicode"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/approve"
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/config"
 	"github.com/deepagents-go/deepagents/llm"
@@ -234,6 +235,10 @@ type shownRun struct {
 	// step in progress changed: an unfinished run merges them into its
 	// files only when the step completes.
 	UnfinishedStepFiles []string `json:"unfinished_step_files_changed,omitempty"`
+	// ApprovalMode is the run's record of its approval mode and the
+	// decisions taken under it (modes.go); nil for a run that stayed in
+	// manual.
+	ApprovalMode *approve.ModeRecord `json:"approval_mode,omitempty"`
 }
 
 type shownMessage struct {
@@ -455,6 +460,9 @@ func (t *threadTree) load(path agent.Path, depth int) (*shownRun, error) {
 	if run.FilesChanged == nil {
 		run.FilesChanged = []string{}
 	}
+	if rec, ok := approve.ModeRecordOf(rs.Values); ok {
+		run.ApprovalMode = &rec
+	}
 	return run, nil
 }
 
@@ -567,6 +575,11 @@ func printRun(w io.Writer, r *shownRun, indent string) {
 			}
 		}
 		fmt.Fprintf(w, "%sfiles changed: %s\n", indent, strings.Join(files, ", "))
+	}
+	if r.ApprovalMode != nil && r.Path == "" {
+		for _, l := range modeLines(*r.ApprovalMode) {
+			fmt.Fprintf(w, "%s%s\n", indent, termText(l))
+		}
 	}
 	if r.Path == "" {
 		for _, in := range r.Interrupts {

@@ -35,6 +35,8 @@ const S = {
   viewing: null, // {label, values} of a checkpoint shown instead of the latest
   notice: '', // a line under the chat, e.g. that the run was stopped
   epoch: 0, // bumped when another thread is opened: stale streams stop rendering
+  modes: false, // the server serves approval modes (GET /info)
+  defaultMode: 'manual', // the mode of a thread no one chose one for
 };
 
 // ---------- HTTP ----------
@@ -939,7 +941,7 @@ async function openThread(id) {
   render();
   try {
     const th = await api('GET', `/threads/${id}`);
-    if (epoch === S.epoch) setTitle(th, id);
+    if (epoch === S.epoch) { setTitle(th, id); showMode(th, true); $('approval-mode').dataset.was = $('approval-mode').value; }
     const runs = (await api('GET', `/threads/${id}/runs?limit=100`) || []).slice().reverse();
     for (const r of runs) {
       if (epoch !== S.epoch) return;
@@ -1005,7 +1007,7 @@ async function run(body) {
     const res = await api('POST', `/threads/${S.thread}/runs/stream`, Object.assign({
       assistant_id: S.assistant, stream_mode: MODES, stream_subgraphs: true, stream_resumable: true,
       on_disconnect: 'continue',
-    }, body), { raw: true, signal: ctl.signal });
+    }, modeConfig(), body), { raw: true, signal: ctl.signal });
     await readSSE(res, handle);
   } catch (e) {
     if (e.name !== 'AbortError' && !S.runId) showError(e.message);
@@ -1030,6 +1032,9 @@ async function run(body) {
   try {
     const th = await api('GET', `/threads/${S.thread}`);
     setTitle(th, S.thread);
+    // The mode in force after the run (auto may have fallen back to manual).
+    showMode(th);
+    $('approval-mode').dataset.was = $('approval-mode').value;
     applyValues(th.values);
     setInterrupts(Object.values(th.interrupts || {}).flat());
     if (th.status === 'error' && th.error) showError('The run failed: ' + th.error);
@@ -1039,6 +1044,55 @@ async function run(body) {
   refreshThreads();
   // Decisions made while the stream was still closing resume now.
   maybeResume();
+}
+
+// ---------- approval modes ----------
+
+// modeConfig is the part of a run's request that names the approval mode
+// chosen in the header (nothing when the server serves no modes).
+function modeConfig() {
+  return S.modes ? { config: { configurable: { approval_mode: $('approval-mode').value } } } : {};
+}
+
+// showMode sets the header's selector to a thread's mode (its metadata's,
+// else, when orDefault, the server's default) and says yolo loudly.
+function showMode(th, orDefault) {
+  if (!S.modes) return;
+  const m = (th && th.metadata && th.metadata.approval_mode) || (orDefault ? S.defaultMode : '');
+  if (!m) return;
+  $('approval-mode').value = m;
+  $('mode-warn').hidden = m !== 'yolo';
+}
+
+// switchMode asks the server to switch the open thread to the chosen mode
+// (a run going on included, from its next gated call); a mode the server
+// refuses puts the selector back.
+async function switchMode(ev) {
+  const sel = ev.target;
+  const was = sel.dataset.was || S.defaultMode;
+  $('mode-warn').hidden = sel.value !== 'yolo';
+  if (!S.thread) { sel.dataset.was = sel.value; return; }
+  try {
+    await api('PATCH', `/threads/${S.thread}`, { metadata: { approval_mode: sel.value } });
+    sel.dataset.was = sel.value;
+    showError('');
+  } catch (e) {
+    sel.value = was;
+    $('mode-warn').hidden = was !== 'yolo';
+    showError(e.message);
+  }
+}
+
+// loadModes reads from the assistant's config whether the server serves
+// approval modes and a new thread's mode (configurable.approval_mode).
+function loadModes(list) {
+  const a = (list || []).find((x) => x.assistant_id === S.assistant) || {};
+  const conf = (a.config && a.config.configurable) || {};
+  S.modes = typeof conf.approval_mode === 'string' && conf.approval_mode !== '';
+  if (S.modes) S.defaultMode = conf.approval_mode;
+  $('mode-label').hidden = !S.modes;
+  if (S.modes) { $('approval-mode').value = S.defaultMode; $('approval-mode').dataset.was = S.defaultMode; }
+  $('mode-warn').hidden = !S.modes || S.defaultMode !== 'yolo';
 }
 
 async function send(ev) {
@@ -1069,6 +1123,7 @@ async function loadAssistants() {
   const list = await api('POST', '/assistants/search', { limit: 100 }) || [];
   $('assistant').replaceChildren(...list.map((a) => el('option', { value: a.assistant_id }, a.name || a.graph_id)));
   if (list.length) S.assistant = list[0].assistant_id;
+  loadModes(list);
 }
 
 async function start() {
@@ -1084,6 +1139,7 @@ async function start() {
   });
   $('status-filter').addEventListener('change', refreshThreads);
   $('assistant').addEventListener('change', (e) => { S.assistant = e.target.value; });
+  $('approval-mode').addEventListener('change', switchMode);
   $('token-show').addEventListener('click', () => showToken(true));
   $('token').value = S.token;
   $('token-form').addEventListener('submit', (e) => {
