@@ -243,7 +243,7 @@ func StepFrom(ctx context.Context) (StepInfo, bool) {
 
 // stepInfo describes the run to middleware hooks.
 func (r *run) stepInfo() StepInfo {
-	info := StepInfo{Path: r.path, Round: r.rs.Loop.Rounds, State: &r.state, Files: r.backend, Emit: r.emit,
+	info := StepInfo{Path: r.path, Round: r.rs.Loop.Rounds, TurnStart: r.rs.Loop.TurnStart, State: &r.state, Files: r.backend, Emit: r.emit,
 		SetValue: r.setValue, AddUsage: r.addUsage, Keep: r.keep, Kept: r.keptValue, Now: r.rt.Now, Streaming: r.a.cfg.Stream, measure: r.measure}
 	if rp, ok := r.rt.(Replayer); ok {
 		info.Replaying = rp.Replaying

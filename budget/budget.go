@@ -82,11 +82,23 @@ func (a Amount) Add(b Amount) Amount {
 func (a Amount) CostKnown() bool { return a.Unpriced == 0 && !a.UnknownUsage }
 
 // Spent is what a run and the subagent runs below it spent: the total and
-// the share of each agent path (agent.Path.String()).
+// the share of each agent path (agent.Path.String()). A run is one turn of
+// its thread: a new turn starts from zero, a resumed run goes on from what
+// it had spent.
 type Spent struct {
 	Amount
 	ByAgent map[string]Amount `json:"by_agent,omitempty"`
+	// Turn is the run's turn, as the model calls made at its path before
+	// it began (agent.StepInfo.TurnStart).
+	Turn int `json:"turn,omitempty"`
+	// Earlier is what the thread's earlier turns at this path spent, so
+	// that Thread is the whole thread's.
+	Earlier Amount `json:"earlier,omitzero"`
 }
+
+// Thread is what the whole thread spent at this path: its earlier turns
+// and this run.
+func (s Spent) Thread() Amount { return s.Earlier.Add(s.Amount) }
 
 // add counts a in the total and in the share of path.
 func (s *Spent) add(path string, a Amount) {
@@ -216,11 +228,18 @@ func (m *Middleware) run(ctx context.Context, step agent.StepInfo) *node {
 	case !step.Path.IsNested():
 		n.limits = m.opts.Limits
 	}
+	n.spent.Turn = step.TurnStart
 	if step.Kept != nil {
 		if raw := step.Kept(ValueName); len(raw) > 0 {
 			var s Spent
 			if json.Unmarshal(raw, &s) == nil {
-				n.spent = s
+				if s.Turn == step.TurnStart {
+					n.spent = s // the same run, resumed
+				} else {
+					// A new turn: its budget is its own.
+					n.spent.Earlier = s.Thread()
+				}
+				n.dirty = s.Turn != step.TurnStart
 			}
 		}
 	}

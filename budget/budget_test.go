@@ -242,3 +242,26 @@ func TestFormatUSD(t *testing.T) {
 		}
 	}
 }
+
+// A new turn of a thread has a budget of its own; what the earlier turns
+// spent is kept beside it, for the thread's total.
+func TestNewTurnStartsFromZero(t *testing.T) {
+	const script = `{"parent": [
+	  {"content": "one", "usage": {"input_tokens": 90, "output_tokens": 10}},
+	  {"content": "two", "usage": {"input_tokens": 90, "output_tokens": 10}}]}`
+	saver := checkpoint.NewMemory(0)
+	for _, prompt := range []string{"first", "second"} {
+		a, _ := newAgent(t, script, budget.New(budget.Options{Limits: budget.Limits{Tokens: 100}}))
+		if _, err := a.Invoke(t.Context(), agent.Prompt(prompt), runner.Checkpoints(saver, "turns")); err != nil {
+			t.Fatalf("turn %q: %v", prompt, err)
+		}
+	}
+	rs, err := runner.LoadRunState(t.Context(), saver, "turns", agent.RootPath("parent"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spent, _ := budget.SpentOf(rs.Values)
+	if spent.Tokens != 100 || spent.Earlier.Tokens != 100 || spent.Thread().Tokens != 200 || spent.Thread().Calls != 2 {
+		t.Errorf("spending %+v", spent)
+	}
+}
