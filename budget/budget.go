@@ -429,14 +429,14 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return agent.ErrLimit }
 
 // FormatUSD writes a dollar amount with as many decimals as a small amount
-// needs to show: $12.35, $0.0123, $0.000045.
+// needs to show: $12.35, $0.0123, $0.0030, $0.000045.
 func FormatUSD(v float64) string {
 	switch {
 	case v == 0:
 		return "$0.00"
 	case math.Abs(v) >= 1:
 		return fmt.Sprintf("$%.2f", v)
-	case math.Abs(v) >= 0.01:
+	case math.Abs(v) >= 0.001:
 		return fmt.Sprintf("$%.4f", v)
 	}
 	return fmt.Sprintf("$%.6f", v)

@@ -236,7 +236,7 @@ func TestWithLimits(t *testing.T) {
 }
 
 func TestFormatUSD(t *testing.T) {
-	for v, want := range map[float64]string{0: "$0.00", 12.345: "$12.35", 0.0123: "$0.0123", 0.0000451: "$0.000045"} {
+	for v, want := range map[float64]string{0: "$0.00", 12.345: "$12.35", 0.0123: "$0.0123", 0.003: "$0.0030", 0.0000451: "$0.000045"} {
 		if got := budget.FormatUSD(v); got != want {
 			t.Errorf("FormatUSD(%v) = %q, want %q", v, got, want)
 		}

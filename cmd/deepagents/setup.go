@@ -15,6 +15,7 @@ import (
 	"github.com/deepagents-go/deepagents"
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/approve"
+	"github.com/deepagents-go/deepagents/budget"
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/config"
 	"github.com/deepagents-go/deepagents/fstools"
@@ -49,6 +50,10 @@ type setup struct {
 	// projectFiles are the untrusted project's memory files and skills,
 	// listed when the agent was assembled (nil: trusted, or none).
 	projectFiles *projectFiles
+	// cost is the running cost of the turn (cost.go), and maxCost each
+	// run's budget in dollars (0: none).
+	cost    *costMeter
+	maxCost float64
 }
 
 func (s *setup) close() {
@@ -130,6 +135,10 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 	}
 	if maxSteps < 0 || maxParallel < 0 {
 		return nil, fmt.Errorf("--max-steps and --max-parallel must not be negative")
+	}
+	s.maxCost = cfg.MaxCost
+	if f.set["max-cost"] {
+		s.maxCost = f.maxCost
 	}
 	limits := llm.ResponseLimits{MaxBytes: cfg.MaxResponseBytes, MaxToolCalls: cfg.MaxToolCalls}
 	if f.set["max-response-bytes"] {
@@ -258,6 +267,9 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 		// against each model's window.
 		Todos: true, ContextWindow: s.contextWindow, Permissions: rules, Skills: sc, Memory: mc,
 	}
+	// Every model call is priced, and a run stops at its budget (cost.go).
+	s.cost = &costMeter{}
+	s.config.Budget = budget.New(budget.Options{Limits: budget.Limits{Cost: s.maxCost}, Pricer: cfg.Pricing(), OnCharge: s.cost.charge})
 	if cp.mounts != nil {
 		// The memory files mounted from outside --root (the user's, say):
 		// guarded on the files every call of the agent and its forks gets.
