@@ -54,6 +54,7 @@ type setup struct {
 	// run's budget in dollars (0: none).
 	cost    *costMeter
 	maxCost float64
+	pricer  budget.Pricer
 }
 
 func (s *setup) close() {
@@ -268,8 +269,8 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 		Todos: true, ContextWindow: s.contextWindow, Permissions: rules, Skills: sc, Memory: mc,
 	}
 	// Every model call is priced, and a run stops at its budget (cost.go).
-	s.cost = &costMeter{}
-	s.config.Budget = budget.New(budget.Options{Limits: budget.Limits{Cost: s.maxCost}, Pricer: cfg.Pricing(), OnCharge: s.cost.charge})
+	s.cost, s.pricer = &costMeter{}, cfg.Pricing()
+	s.config.Budget = budget.New(budget.Options{Limits: budget.Limits{Cost: s.maxCost}, Pricer: s.pricer, OnCharge: s.cost.charge})
 	if cp.mounts != nil {
 		// The memory files mounted from outside --root (the user's, say):
 		// guarded on the files every call of the agent and its forks gets.
