@@ -4,9 +4,11 @@
 // The middleware (New) goes on an agent and on every subagent, so that a
 // run's spending is its own model calls and those of the subagents below
 // it: the run tree. What a run has spent is kept in its state with every
-// step record (a reserved value, so it survives a crash and a resume), and
-// before each model call the run checks its own budget and those of the
-// runs above it. A run past a budget ends with agent.StatusLimit and an
+// step record (a reserved value, so it survives a crash and a resume); a
+// subagent's spending goes to its parent with the result of the call that
+// started it (saved with that result, so a crash after it loses nothing),
+// and before each model call the run checks its own budget and those of
+// the runs above it, counting what their running subagents spent so far. A run past a budget ends with agent.StatusLimit and an
 // error that says which budget and how much was spent; resuming its thread
 // with a higher budget continues it where it stopped.
 //
@@ -23,6 +25,7 @@ import (
 	"iter"
 	"maps"
 	"math"
+	"strings"
 	"sync"
 
 	"github.com/deepagents-go/deepagents/agent"
@@ -114,6 +117,16 @@ func (s Spent) clone() Spent {
 	return s
 }
 
+// merge counts what o spent, by agent, in s.
+func (s *Spent) merge(o Spent) {
+	for p, a := range o.ByAgent {
+		s.add(p, a)
+	}
+	if len(o.ByAgent) == 0 {
+		s.Amount = s.Amount.Add(o.Amount)
+	}
+}
+
 // SpentOf reads the spending kept in a run's state values (a checkpoint's,
 // or agent.RunState.Values as runner.LoadRunState reads them). ok is false
 // when there is none, or it does not decode.
@@ -175,6 +188,12 @@ func WithLimits(ctx context.Context, l Limits) context.Context {
 
 type parentKey struct{}
 
+// callValue prefixes the state value by which a tool call that started
+// runs (a task call) hands what they spent to the run that made it: saved
+// with the call's result, so that a crash after the call loses nothing,
+// and folded into the run's spending before its next model call.
+const callValue = "budget.call/"
+
 // Middleware counts spending and stops runs at their budgets. Safe for
 // concurrent runs.
 type Middleware struct {
@@ -191,10 +210,16 @@ type node struct {
 	path   string
 	limits Limits
 
-	mu    sync.Mutex
+	mu sync.Mutex
+	// spent is what the run keeps in its state: its own calls and what
+	// the calls it folded started.
 	spent Spent
-	// dirty: spent changed since it was last kept.
-	dirty bool
+	// calls are the run's tool calls that started runs (task calls), not
+	// folded yet, by call id: what they spent so far counts in total.
+	calls map[string]*callAcc
+	// dirty: spent changed since it was last kept; loaded: spent was
+	// read from what the run was saved with.
+	dirty, loaded bool
 	// warned: the run said once that some cost is unknown.
 	warned bool
 }
@@ -210,25 +235,26 @@ func (m *Middleware) Middleware() agent.Middleware {
 	return agent.Middleware{Name: "budget", BeforeModel: m.beforeModel, WrapStream: m.wrapStream, WrapTool: m.wrapTool, AfterRun: m.afterRun}
 }
 
-// run returns the run's node, made on first use: with what a resumed run
-// was saved with, under the node of the run whose tool call started it.
+// run returns the run's node, made on first use, with what a resumed run
+// was saved with.
 func (m *Middleware) run(ctx context.Context, step agent.StepInfo) *node {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if n, ok := m.runs[step.State]; ok {
+	n := m.node(ctx, step.State, step.Path)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.loaded {
 		return n
 	}
-	n := &node{path: step.Path.String()}
-	if p, ok := ctx.Value(parentKey{}).(*node); ok && step.Path.IsNested() {
-		n.parent = p
-	}
-	switch own, _ := ctx.Value(limitsKey{}).(ownLimits); {
-	case own.set:
-		n.limits = own.limits
-	case !step.Path.IsNested():
-		n.limits = m.opts.Limits
-	}
-	n.spent.Turn = step.TurnStart
+	n.loaded = true
+	// Calls counted before (a summariser's, before the run's first step)
+	// are added to what it was saved with.
+	before := n.spent
+	defer func() {
+		if before.Calls > 0 {
+			n.spent.merge(before)
+			n.dirty = true
+		}
+	}()
+	n.spent = Spent{Turn: step.TurnStart}
 	if step.Kept != nil {
 		if raw := step.Kept(ValueName); len(raw) > 0 {
 			var s Spent
@@ -243,7 +269,33 @@ func (m *Middleware) run(ctx context.Context, step agent.StepInfo) *node {
 			}
 		}
 	}
-	m.runs[step.State] = n
+	return n
+}
+
+// node returns the node of the run whose state is state, made on first
+// use (by its first hook: a resumed run's first may be WrapTool, for the
+// calls of the step it resumes), under the run whose tool call started it.
+func (m *Middleware) node(ctx context.Context, state *agent.State, path agent.Path) *node {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if n, ok := m.runs[state]; ok {
+		return n
+	}
+	n := &node{path: path.String()}
+	acc, _ := ctx.Value(parentKey{}).(*callAcc)
+	if acc != nil && path.IsNested() {
+		n.parent = acc.owner
+		acc.mu.Lock()
+		acc.child = n
+		acc.mu.Unlock()
+	}
+	switch own, _ := ctx.Value(limitsKey{}).(ownLimits); {
+	case own.set:
+		n.limits = own.limits
+	case !path.IsNested():
+		n.limits = m.opts.Limits
+	}
+	m.runs[state] = n
 	return n
 }
 
@@ -258,6 +310,7 @@ func (m *Middleware) lookup(s *agent.State) *node {
 // stops the run when it, or a run above it, has used up a budget.
 func (m *Middleware) beforeModel(ctx context.Context, step agent.StepInfo, _ *llm.Request) error {
 	n := m.run(ctx, step)
+	n.fold(step)
 	n.keep(step)
 	for at, own := n, true; at != nil; at, own = at.parent, false {
 		if err := at.check(own); err != nil {
@@ -303,12 +356,10 @@ func (m *Middleware) charge(ctx context.Context, resp *llm.Response) {
 		c.CostUSD, c.Priced = 0, false
 		a.Unpriced = 1
 	}
-	for at := n; at != nil; at = at.parent {
-		at.mu.Lock()
-		at.spent.add(n.path, a)
-		at.dirty = true
-		at.mu.Unlock()
-	}
+	n.mu.Lock()
+	n.spent.add(n.path, a)
+	n.dirty = true
+	n.mu.Unlock()
 	if step, ok := agent.StepFrom(ctx); ok && step.State == state {
 		n.keep(step)
 		if !c.Priced && n.limits.Cost > 0 && step.Emit != nil && !n.warned {
@@ -322,17 +373,112 @@ func (m *Middleware) charge(ctx context.Context, resp *llm.Response) {
 	}
 }
 
-// wrapTool gives the calls of a run (a subagent's run above all) the run's
-// node as their parent, and no budgets of their own but those WithLimits
-// gives them.
+// wrapTool gives the runs a call starts (a subagent's run above all) the
+// calling run as their parent, and no budgets of their own but those
+// WithLimits gives them; what they spent goes with the call's result.
 func (m *Middleware) wrapTool(ctx context.Context, call *agent.ToolCall, next agent.ToolFunc) (tool.Result, error) {
-	if state, ok := agent.RunFrom(ctx); ok {
-		if n := m.lookup(state); n != nil {
-			ctx = context.WithValue(ctx, parentKey{}, n)
-			ctx = context.WithValue(ctx, limitsKey{}, ownLimits{})
+	state, ok := agent.RunFrom(ctx)
+	if !ok || call.Env == nil {
+		return next(ctx, call)
+	}
+	path, err := agent.ParsePath(call.Env.Agent)
+	if err != nil {
+		return next(ctx, call)
+	}
+	n := m.node(ctx, state, path)
+	acc := &callAcc{owner: n}
+	n.mu.Lock()
+	if n.calls == nil {
+		n.calls = map[string]*callAcc{}
+	}
+	n.calls[call.Call.ID] = acc
+	n.mu.Unlock()
+	ctx = context.WithValue(ctx, parentKey{}, acc)
+	ctx = context.WithValue(ctx, limitsKey{}, ownLimits{})
+	res, err := next(ctx, call)
+	s := acc.total()
+	acc.mu.Lock()
+	acc.done = &s
+	acc.mu.Unlock()
+	if s.Calls > 0 {
+		if raw, jerr := json.Marshal(s); jerr == nil {
+			res.State = maps.Clone(res.State)
+			if res.State == nil {
+				res.State = map[string]json.RawMessage{}
+			}
+			res.State[callValue+call.Call.ID] = raw
 		}
 	}
-	return next(ctx, call)
+	return res, err
+}
+
+// callAcc is one tool call of a run that started runs: what they spent,
+// read from the run the call started while it goes on, and kept once the
+// call returned.
+type callAcc struct {
+	owner *node
+
+	mu    sync.Mutex
+	child *node
+	done  *Spent
+}
+
+func (a *callAcc) total() Spent {
+	a.mu.Lock()
+	done, child := a.done, a.child
+	a.mu.Unlock()
+	switch {
+	case done != nil:
+		return *done
+	case child != nil:
+		return child.total()
+	}
+	return Spent{}
+}
+
+// fold adds to the run's spending what its finished calls' runs spent, as
+// their results handed it over in the run's state values, and removes
+// those values; a call whose result carried none (it failed) is folded
+// from what this process saw. On the run's goroutine only.
+func (n *node) fold(step agent.StepInfo) {
+	if step.State == nil {
+		return
+	}
+	var folded []string
+	for name, raw := range step.State.Values {
+		id, ok := strings.CutPrefix(name, callValue)
+		if !ok {
+			continue
+		}
+		var s Spent
+		if json.Unmarshal(raw, &s) == nil {
+			n.mu.Lock()
+			n.spent.merge(s)
+			n.dirty = true
+			delete(n.calls, id)
+			n.mu.Unlock()
+		}
+		folded = append(folded, name)
+	}
+	for _, name := range folded {
+		if step.SetValue != nil {
+			_ = step.SetValue(name, nil)
+		}
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for id, acc := range n.calls {
+		acc.mu.Lock()
+		done := acc.done
+		acc.mu.Unlock()
+		if done != nil {
+			if done.Calls > 0 {
+				n.spent.merge(*done)
+				n.dirty = true
+			}
+			delete(n.calls, id)
+		}
+	}
 }
 
 // afterRun keeps the run's last spending with its end and forgets the run.
@@ -342,6 +488,7 @@ func (m *Middleware) afterRun(_ context.Context, step agent.StepInfo, _ agent.St
 	delete(m.runs, step.State)
 	m.mu.Unlock()
 	if n != nil {
+		n.fold(step)
 		n.keep(step)
 	}
 }
@@ -364,11 +511,20 @@ func (n *node) keep(step agent.StepInfo) {
 	}
 }
 
-// Spent returns what the run and its subagents spent so far.
-func (n *node) Spent() Spent {
+// total returns what the run and its subagents spent so far: what it
+// keeps, and what the runs its calls started spent since.
+func (n *node) total() Spent {
 	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.spent.clone()
+	s := n.spent.clone()
+	accs := make([]*callAcc, 0, len(n.calls))
+	for _, a := range n.calls {
+		accs = append(accs, a)
+	}
+	n.mu.Unlock()
+	for _, a := range accs {
+		s.merge(a.total())
+	}
+	return s
 }
 
 // check returns the error of a used-up budget; own says whether it is the
@@ -377,7 +533,7 @@ func (n *node) check(own bool) error {
 	if n.limits.IsZero() {
 		return nil
 	}
-	s := n.Spent()
+	s := n.total()
 	whose := ""
 	if !own {
 		whose = n.path
