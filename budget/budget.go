@@ -321,7 +321,8 @@ func (m *Middleware) beforeModel(ctx context.Context, step agent.StepInfo, _ *ll
 }
 
 // wrapStream prices each model call of the run at the end of its stream
-// and counts it in the run and every run above it.
+// and counts it in the run's spending (the runs above it read it there
+// while it runs, and get it with the result of the call that started it).
 func (m *Middleware) wrapStream(ctx context.Context, req *llm.Request, next agent.StreamFunc) iter.Seq2[llm.StreamEvent, error] {
 	return func(yield func(llm.StreamEvent, error) bool) {
 		for ev, err := range next(ctx, req) {
