@@ -402,15 +402,27 @@ func (m *Middleware) wrapTool(ctx context.Context, call *agent.ToolCall, next ag
 	acc.done = &s
 	acc.mu.Unlock()
 	if s.Calls > 0 {
-		if raw, jerr := json.Marshal(s); jerr == nil {
-			res.State = maps.Clone(res.State)
-			if res.State == nil {
-				res.State = map[string]json.RawMessage{}
-			}
-			res.State[callValue+call.Call.ID] = raw
-		}
+		_ = HandOver(&res, call.Call.ID, s) // a Spent always encodes
 	}
 	return res, err
+}
+
+// HandOver adds to res what runs a tool started for call id spent, when
+// the tool did not wait for them (a background subagent whose receipt
+// comes later): the run that made the call adds it to its spending before
+// its next model call, and its checkpoint keeps it from then on. Runs a
+// call waited for are handed over without it.
+func HandOver(res *tool.Result, id string, s Spent) error {
+	raw, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	res.State = maps.Clone(res.State)
+	if res.State == nil {
+		res.State = map[string]json.RawMessage{}
+	}
+	res.State[callValue+id] = raw
+	return nil
 }
 
 // callAcc is one tool call of a run that started runs: what they spent,

@@ -15,6 +15,7 @@ import (
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
 	"github.com/deepagents-go/deepagents/runner"
+	"github.com/deepagents-go/deepagents/tool"
 )
 
 // flatPricer prices every model at a dollar per thousand tokens but
@@ -263,5 +264,40 @@ func TestNewTurnStartsFromZero(t *testing.T) {
 	spent, _ := budget.SpentOf(rs.Values)
 	if spent.Tokens != 100 || spent.Earlier.Tokens != 100 || spent.Thread().Tokens != 200 || spent.Thread().Calls != 2 {
 		t.Errorf("spending %+v", spent)
+	}
+}
+
+// HandOver hands a run what runs its tool started spent when the tool did
+// not wait for them: the run counts it before its next call, and keeps no
+// trace of the handover in its state.
+func TestHandOver(t *testing.T) {
+	later := tool.MustFunc("later", "Starts work that ends later.", func(context.Context, *tool.Env, struct{}) (tool.Result, error) {
+		res := tool.Result{Content: "started"}
+		err := budget.HandOver(&res, "bg1", budget.Spent{Amount: budget.Amount{Calls: 2, Tokens: 300}, ByAgent: map[string]budget.Amount{"parent / bg#1": {Calls: 2, Tokens: 300}}})
+		return res, err
+	})
+	const script = `{"parent": [
+	  {"tool_calls": [{"id": "l1", "name": "later", "args": {}}], "usage": {"input_tokens": 90, "output_tokens": 10}},
+	  {"content": "never", "usage": {"input_tokens": 90, "output_tokens": 10}}]}`
+	var s scripted.Script
+	if err := json.Unmarshal([]byte(script), &s); err != nil {
+		t.Fatal(err)
+	}
+	a, err := deepagents.New(deepagents.Config{Model: scripted.New(s, scripted.Options{}), Tools: []tool.Tool{later},
+		Budget: budget.New(budget.Options{Limits: budget.Limits{Tokens: 350}})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	saver := checkpoint.NewMemory(0)
+	res, err := a.Invoke(t.Context(), agent.Prompt("go"), runner.Checkpoints(saver, "h"))
+	if !errors.Is(err, agent.ErrLimit) || !strings.Contains(err.Error(), "400 tokens spent") {
+		t.Fatalf("%v: want a stop at 400 tokens, the handed-over 300 counted", err)
+	}
+	for name := range res.State.Values {
+		t.Errorf("value %s left in the state", name)
+	}
+	rs, _ := runner.LoadRunState(t.Context(), saver, "h", agent.RootPath("parent"), false)
+	if spent, _ := budget.SpentOf(rs.Values); spent.Tokens != 400 || spent.ByAgent["parent / bg#1"].Calls != 2 {
+		t.Errorf("saved spending %+v", spent)
 	}
 }
