@@ -407,11 +407,19 @@ func (m *Middleware) wrapTool(ctx context.Context, call *agent.ToolCall, next ag
 	return res, err
 }
 
-// HandOver adds to res what runs a tool started for call id spent, when
-// the tool did not wait for them (a background subagent whose receipt
-// comes later): the run that made the call adds it to its spending before
-// its next model call, and its checkpoint keeps it from then on. Runs a
-// call waited for are handed over without it.
+// Detach returns a context whose run counts towards no run above it: for
+// a run a tool starts and does not wait for (a background subagent),
+// whose spending is handed over with its receipt instead (HandOver). Give
+// it budgets of its own with WithLimits.
+func Detach(ctx context.Context) context.Context {
+	return context.WithValue(ctx, parentKey{}, (*callAcc)(nil))
+}
+
+// HandOver adds to res what a detached run (Detach) spent, for the tool
+// call id whose result res is (a background subagent's receipt, say): the
+// run that made the call adds it to its spending before its next model
+// call, and its checkpoint keeps it from then on. Runs a call waited for
+// are handed over without it.
 func HandOver(res *tool.Result, id string, s Spent) error {
 	raw, err := json.Marshal(s)
 	if err != nil {

@@ -267,11 +267,18 @@ func TestNewTurnStartsFromZero(t *testing.T) {
 	}
 }
 
-// HandOver hands a run what runs its tool started spent when the tool did
-// not wait for them: the run counts it before its next call, and keeps no
-// trace of the handover in its state.
+// HandOver hands a run what a detached run its tool started spent: the
+// run counts it before its next call (and not before: the detached run
+// counts towards nothing above it), and keeps no trace of the handover in
+// its state.
 func TestHandOver(t *testing.T) {
-	later := tool.MustFunc("later", "Starts work that ends later.", func(context.Context, *tool.Env, struct{}) (tool.Result, error) {
+	mw := budget.New(budget.Options{Limits: budget.Limits{Tokens: 350}})
+	var nested *agent.Agent
+	later := tool.MustFunc("later", "Starts work that ends later.", func(ctx context.Context, _ *tool.Env, _ struct{}) (tool.Result, error) {
+		if _, err := nested.Invoke(budget.Detach(ctx), agent.Prompt("in the background"),
+			agent.AsChild(agent.Child{Path: agent.RootPath("parent").Child("bg", "l1")})); err != nil {
+			return tool.Result{}, err
+		}
 		res := tool.Result{Content: "started"}
 		err := budget.HandOver(&res, "bg1", budget.Spent{Amount: budget.Amount{Calls: 2, Tokens: 300}, ByAgent: map[string]budget.Amount{"parent / bg#1": {Calls: 2, Tokens: 300}}})
 		return res, err
@@ -283,9 +290,19 @@ func TestHandOver(t *testing.T) {
 	if err := json.Unmarshal([]byte(script), &s); err != nil {
 		t.Fatal(err)
 	}
-	a, err := deepagents.New(deepagents.Config{Model: scripted.New(s, scripted.Options{}), Tools: []tool.Tool{later},
-		Budget: budget.New(budget.Options{Limits: budget.Limits{Tokens: 350}})})
+	a, err := deepagents.New(deepagents.Config{Model: scripted.New(s, scripted.Options{}), Tools: []tool.Tool{later}, Budget: mw})
 	if err != nil {
+		t.Fatal(err)
+	}
+	// A subagent run on the same middleware, detached as a background
+	// child is: its 1,000 tokens are past the parent's budget but count
+	// only as handed over (300 here).
+	bg := `{"bg": [{"content": "bg done", "usage": {"input_tokens": 900, "output_tokens": 100}}]}`
+	var bs scripted.Script
+	if err := json.Unmarshal([]byte(bg), &bs); err != nil {
+		t.Fatal(err)
+	}
+	if nested, err = deepagents.New(deepagents.Config{Name: "bg", Model: scripted.New(bs, scripted.Options{}), Budget: mw}); err != nil {
 		t.Fatal(err)
 	}
 	saver := checkpoint.NewMemory(0)
