@@ -206,9 +206,12 @@ func (c *ToolCall) OnRan(f func(emit func(Event), changed func(path string))) {
 // StepInfo tells BeforeModel where the run is.
 type StepInfo struct {
 	// Path is the run's agent path (Path.String is its text form).
-	Path  Path
-	Round int
-	State *State // read-only
+	Path Path
+	// Round counts the model calls made at this path in the thread so
+	// far; TurnStart is where this run (its turn) began, so that a
+	// middleware can tell a resumed run from a new turn.
+	Round, TurnStart int
+	State            *State // read-only
 	// Files is the run's filesystem. BeforeModel may write to it: nothing
 	// else runs during BeforeModel.
 	Files vfs.Backend

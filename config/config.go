@@ -21,6 +21,7 @@ import (
 	"github.com/deepagents-go/deepagents/internal/modelref"
 	"github.com/deepagents-go/deepagents/internal/safefile"
 	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/pricing"
 	"github.com/deepagents-go/deepagents/tokens"
 	"github.com/deepagents-go/deepagents/vfs/perm"
 )
@@ -37,6 +38,7 @@ import (
 //	max_parallel = 4
 //	max_response_bytes = 33_554_432   # one model response: 32 MiB (default 16 MiB)
 //	max_tool_calls = 200              # tool calls in one response (default 1,000)
+//	max_cost = 5.00                   # each run's budget in US dollars
 //	reasoning = "high"     # or a budget of thinking tokens: reasoning = 8000
 //	db = "sqlite:.deepagents/state.db"   # or "postgres://user@host/db"
 //	interrupt_on = { write_file = true, edit_file = ["approve", "reject"] }
@@ -59,6 +61,10 @@ import (
 //	context_window = 32768
 //	max_output = 8192
 //	caches = false
+//
+//	[prices."local:qwen3"]  # US dollars per million tokens
+//	input = 0.20
+//	output = 0.60
 //
 // Any other key is an error.
 type Config struct {
@@ -130,6 +136,18 @@ type Config struct {
 	// they do not know; use Profile to look one up. Tables merge by model,
 	// field by field.
 	Models map[string]tokens.Override
+	// MaxCost is each run's budget in US dollars (key max_cost, more than
+	// 0): a run stops cleanly once it and its subagents spent it, at the
+	// Prices. 0 when no file sets it. A project file may lower it, never
+	// raise it.
+	MaxCost float64
+	// Prices are the [prices."provider:model"] tables, by "provider:model"
+	// with the provider in lower case: dollars per million input, output,
+	// cache_read, cache_write and reasoning tokens, over the shipped list
+	// prices or for a model they do not know; use Pricing for the table.
+	// Tables merge by model, field by field; a project file may raise a
+	// price, never lower one.
+	Prices map[string]pricing.Override
 	// Files are the config files read, lowest precedence first.
 	Files []string
 	// ProjectFile is the project's deepagents.toml when Load read one (an
@@ -211,7 +229,7 @@ var builtinKinds = map[string]string{
 }
 
 var (
-	topKeys       = []string{"model", "system_prompt", "max_steps", "max_parallel", "max_response_bytes", "max_tool_calls", "reasoning", "db", "interrupt_on", "approval_mode", "permissions", "protect", "providers", "models"}
+	topKeys       = []string{"model", "system_prompt", "max_steps", "max_parallel", "max_response_bytes", "max_tool_calls", "reasoning", "db", "interrupt_on", "approval_mode", "permissions", "protect", "providers", "models", "max_cost", "prices"}
 	providerKeys  = []string{"type", "base_url", "api_key_env", "model", "headers", "stream_tool_calls", "parallel_tool_calls", "reasoning_back", "request_timeout", "stream_idle_timeout", "api"}
 	providerTypes = []string{"openai", "anthropic", "gemini", "openai-compatible"}
 	envNameRe     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -320,6 +338,7 @@ func load(files []file) (*Config, error) {
 			if fc.MaxToolCalls > cmp.Or(c.MaxToolCalls, llm.DefaultMaxToolCalls) {
 				fc.MaxToolCalls = 0
 			}
+			projectCost(c, fc)
 		}
 		if !f.project {
 			if fc.InterruptOn != nil {
@@ -419,6 +438,10 @@ func Parse(path string, data []byte) (*Config, error) {
 			c.Providers = parseProviders(p, v, l, at, path, c)
 		case "models":
 			c.Models = parseModels(p, v, l, at)
+		case "max_cost":
+			c.MaxCost = tomlMaxCost(p, v, l)
+		case "prices":
+			c.Prices = parsePrices(p, v, l, at)
 		default:
 			p.add(l, "%s", unknownKey(key, key, topKeys))
 		}
@@ -688,6 +711,10 @@ func (c *Config) Merge(other *Config) {
 	if other.Permissions != nil {
 		c.Permissions = append(slices.Clip(c.Permissions), other.Permissions...)
 	}
+	if other.MaxCost > 0 {
+		c.MaxCost = other.MaxCost
+	}
+	c.mergePrices(other)
 	for key, o := range other.Models {
 		if c.Models == nil {
 			c.Models = map[string]tokens.Override{}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/pricing"
 	"github.com/deepagents-go/deepagents/providers"
 	"github.com/deepagents-go/deepagents/tokens"
 	"github.com/google/go-cmp/cmp"
@@ -57,7 +58,9 @@ func TestExampleConfig(t *testing.T) {
 			"local:qwen3-coder":           {Window: 131_072, MaxOutput: 16_384, Caches: new(false)},
 			"anthropic:claude-sonnet-4-5": {Window: 1_000_000},
 		},
-		Files: []string{"example.toml"},
+		MaxCost: 5,
+		Prices:  map[string]pricing.Override{"local:qwen3-coder": {Input: new(0.20), Output: new(0.60)}},
+		Files:   []string{"example.toml"},
 	}
 	want.MaxResponseBytes, want.MaxToolCalls = 32<<20, 200
 	if diff := cmp.Diff(want, c, cmpConfig); diff != "" {
@@ -180,7 +183,7 @@ func TestParseErrors(t *testing.T) {
 		{"duplicate key", "model = \"a:b\"\n\nmodel = \"c:d\"\n", `:3: Key 'model' has already been defined.`},
 		{"unknown top-level key", "model = \"a:b\"\nmax_step = 3\n", `:2: unknown key "max_step" (did you mean "max_steps"?)`},
 		{"unknown key, no suggestion", "temperature = 0.2\n",
-			`:1: unknown key "temperature" (known keys: model, system_prompt, max_steps, max_parallel, max_response_bytes, max_tool_calls, reasoning, db, interrupt_on, approval_mode, permissions, protect, providers, models)`},
+			`:1: unknown key "temperature" (known keys: model, system_prompt, max_steps, max_parallel, max_response_bytes, max_tool_calls, reasoning, db, interrupt_on, approval_mode, permissions, protect, providers, models, max_cost, prices)`},
 		{"unknown provider key", "[providers.openai]\napi_key_env = \"K\"\n\nbase_ulr = \"http://x\"\n",
 			`:4: unknown key "providers.openai.base_ulr" (did you mean "base_url"?)`},
 		{"unknown key in a dotted table", "[providers]\nopenai.modle = \"x\"\n",

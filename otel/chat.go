@@ -1,6 +1,7 @@
 package daotel
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"iter"
@@ -216,6 +217,7 @@ func (r *Recorder) chatSpan(a *agentSpans, c *chatCall) {
 	span.SetAttributes(attrs...)
 	mattrs := r.opAttrs(c.path, resp.Model)
 	r.metrics.tokens(a.ctx, resp.Usage, mattrs)
+	r.cost(a.ctx, span, c.path, cmp.Or(resp.Model, model), resp.Usage, mattrs)
 	if resp.StopReason == llm.StopRefusal {
 		mattrs = append(mattrs, semconv.ErrorTypeKey.String("refusal"))
 		span.SetAttributes(semconv.ErrorTypeKey.String("refusal"))

@@ -23,6 +23,8 @@ type metrics struct {
 	usage     metric.Int64Histogram
 	opSeconds metric.Float64Histogram
 	ttfc      metric.Float64Histogram
+	// spend is our own cost counter (cost.go), not a GenAI convention.
+	spend metric.Float64Counter
 }
 
 func newMetrics(mp metric.MeterProvider) metrics {
@@ -37,6 +39,8 @@ func newMetrics(mp metric.MeterProvider) metrics {
 	out.ttfc, _ = m.Float64Histogram("gen_ai.client.operation.time_to_first_chunk", metric.WithUnit("s"),
 		metric.WithDescription("Time to receive the first chunk in a streaming operation."),
 		metric.WithExplicitBucketBoundaries(durationBuckets...))
+	out.spend, _ = m.Float64Counter(CostMetric, metric.WithUnit("USD"),
+		metric.WithDescription("What model calls cost, in US dollars, at the configured prices (calls of a model without a price are not counted)."))
 	return out
 }
 

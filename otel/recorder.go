@@ -98,6 +98,10 @@ type Config struct {
 	// operation duration, time to first chunk); nil means
 	// otel.GetMeterProvider(), which records nothing until one is set.
 	MeterProvider metric.MeterProvider
+	// Pricer prices each model call for the deepagents.client.cost metric
+	// and the span's deepagents.cost_usd attribute (a pricing.Table, say);
+	// nil records no cost.
+	Pricer Pricer
 }
 
 // Recorder builds the spans of one run (and of the runs of its subagents).

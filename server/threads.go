@@ -260,6 +260,9 @@ func valuesAt(rs *agent.RunState, task string) map[string]any {
 			v[k] = raw
 		}
 	}
+	if c, ok := costOf(rs); ok && task == "" {
+		v["cost"] = c // what the run's model calls cost (cost.go)
+	}
 	return v
 }
 

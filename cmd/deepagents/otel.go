@@ -36,7 +36,7 @@ func (s *setup) startTracing(ctx context.Context, stderr io.Writer) error {
 	if tr == nil {
 		return nil
 	}
-	cfg := daotel.Config{TracerProvider: tr.Provider, Model: s.modelName}
+	cfg := daotel.Config{TracerProvider: tr.Provider, Model: s.modelName, Pricer: s.pricer}
 	if spec, err := providers.Parse(s.modelName); err == nil {
 		cfg.Model, cfg.Provider = spec.Model, daotel.ProviderName(spec.Provider)
 	}

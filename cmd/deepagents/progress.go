@@ -18,6 +18,16 @@ type progressPrinter struct {
 	w     io.Writer
 	start time.Time
 	usage llm.Usage
+	// cost is the turn's running cost (nil: not shown).
+	cost *costMeter
+}
+
+// costSoFar is " · COST" for a progress line, or "".
+func (p *progressPrinter) costSoFar() string {
+	if p.cost == nil {
+		return ""
+	}
+	return " · " + p.cost.now()
 }
 
 func (p *progressPrinter) stamp() string {
@@ -41,7 +51,7 @@ func (p *progressPrinter) event(ev agent.Event) {
 		if r.Usage.ReasoningTokens > 0 || (r.Message != nil && r.Message.HasParts(llm.PartReasoning)) {
 			what = "thought, then " + what
 		}
-		fmt.Fprintf(p.w, "%s %s %s · %s so far\n", p.stamp(), ev.Agent, what, tokensText(p.usage))
+		fmt.Fprintf(p.w, "%s %s %s · %s so far%s\n", p.stamp(), ev.Agent, what, tokensText(p.usage), p.costSoFar())
 	case agent.ToolStart:
 		if ev.Tool.Name != "task" {
 			fmt.Fprintf(p.w, "%s %s → %s %s\n", p.stamp(), ev.Agent, ev.Tool.Name, clip(string(ev.Tool.Args), 80))
@@ -81,7 +91,7 @@ func (p *progressPrinter) notice(ev agent.Event, text string) {
 }
 
 func (p *progressPrinter) summary(res *agent.Result, transcript string) {
-	fmt.Fprintf(p.w, "%s done: %s · %s · %s", p.stamp(), res.Status, count(res.Rounds, "round"), tokensText(res.Usage))
+	fmt.Fprintf(p.w, "%s done: %s · %s · %s%s", p.stamp(), res.Status, count(res.Rounds, "round"), tokensText(res.Usage), p.costSoFar())
 	if len(res.Changed) > 0 {
 		fmt.Fprintf(p.w, " · changed %s", strings.Join(res.Changed, ", "))
 	}

@@ -38,6 +38,7 @@ type runFlags struct {
 	subagents    string
 	maxSteps     int
 	maxParallel  int
+	maxCost      float64
 	saveRetry    time.Duration
 	reasoning    string
 	threadDir    string
@@ -195,6 +196,7 @@ func agentFlags(fs *flag.FlagSet, f *runFlags) {
 	fs.StringVar(&f.system, "system", "", "the agent's system prompt (@FILE reads it from a file)")
 	fs.StringVar(&f.subagents, "subagents", "", "a directory of subagent files (NAME.md), read after the user's and the project's")
 	fs.IntVar(&f.maxSteps, "max-steps", 0, "model calls allowed per run (default from the config, else 500)")
+	fs.Float64Var(&f.maxCost, "max-cost", 0, "US dollars a run may spend, its subagents included, at the configured prices; the run stops cleanly at it (status limit) and 'resume --max-cost HIGHER' goes on (default from the config's max_cost, else none)")
 	fs.DurationVar(&f.saveRetry, "save-retry", runner.DefaultSaveRetry, "how long a save the thread database cannot take (restarting, unreachable, locked) is tried again before the run fails, unfinished (0: not at all)")
 	fs.IntVar(&f.maxParallel, "max-parallel", 0, "tool calls of one step that may run at once (default 16)")
 	fs.Int64Var(&f.maxResponseBytes, "max-response-bytes", 0, "bytes of text, reasoning and tool-call arguments one model response may hold; past them the run ends with an error (default from the config, else 16777216, 16 MiB)")
@@ -217,6 +219,9 @@ func (f *runFlags) check(fs *flag.FlagSet) error {
 	case "text", "json", "stream-json":
 	default:
 		return fmt.Errorf("--output must be text, json or stream-json, not %q", f.output)
+	}
+	if f.set["max-cost"] && !(f.maxCost > 0 && f.maxCost <= 1e6) {
+		return fmt.Errorf("--max-cost must be a number of US dollars more than 0 (e.g. 2.50), not %v", f.maxCost)
 	}
 	if f.saveRetry < 0 {
 		return fmt.Errorf("--save-retry must not be negative (0 tries a save once), not %s", f.saveRetry)
@@ -354,7 +359,7 @@ func (s *session) interactive(ctx context.Context, stdin io.Reader) int {
 	if s.askAtPrompt {
 		s.ask = askApprovals(lines, s.stderr, s.setup.agent.CheckDecisions)
 	}
-	fmt.Fprintf(s.stderr, "deepagents — %s. Type your message; an empty line does nothing, /resume continues a stopped turn, /context shows what the last model call was sent, /compact [focus] summarises the older messages, Ctrl-D ends the session, Ctrl-C stops the current turn.\n", model)
+	fmt.Fprintf(s.stderr, "deepagents — %s. Type your message; an empty line does nothing, /resume continues a stopped turn, /context shows what the last model call was sent, /cost what the thread's model calls cost, /compact [focus] summarises the older messages, Ctrl-D ends the session, Ctrl-C stops the current turn.\n", model)
 	code := 0
 	for {
 		fmt.Fprint(s.stderr, "> ")
@@ -379,6 +384,10 @@ func (s *session) interactive(ctx context.Context, stdin io.Reader) int {
 			continue
 		}
 		if s.modeCommand(line) {
+			continue
+		}
+		if line == "/cost" {
+			s.showCost(ctx)
 			continue
 		}
 		if focus, ok := compactCommand(line); ok {
@@ -450,9 +459,10 @@ func (s *session) drive(ctx context.Context, in agent.Input, decisions []agent.D
 		s.announceNew()
 	}
 	s.discarded = false
+	s.startCost(ctx, len(in.Messages) == 0)
 	var prog *progressPrinter
 	if s.progress {
-		prog = &progressPrinter{w: s.stderr, start: time.Now()}
+		prog = &progressPrinter{w: s.stderr, start: time.Now(), cost: s.setup.cost}
 	}
 	s.prompt = ""
 	if len(in.Messages) > 0 {
@@ -649,6 +659,7 @@ func (s *session) report(res *agent.Result, reason, path string, prog *progressP
 		if s.setup != nil {
 			out.UntrustedProject = s.setup.projectFiles
 		}
+		out.costFields = s.runCost()
 		if s.flags.output == "stream-json" {
 			out.Type = "result"
 		}
@@ -1024,6 +1035,9 @@ type runSummary struct {
 	Context        *tokens.Report           `json:"context,omitempty"`
 	ContextByAgent map[string]tokens.Ledger `json:"context_by_agent,omitempty"`
 	ContextTotal   *tokens.Ledger           `json:"context_total,omitempty"`
+	// The run's cost in US dollars (cost.go): cost_usd, cost_lower_bound
+	// and cost_by_agent.
+	costFields
 	// UntrustedProject lists the memory files and skills of a project the
 	// user has not trusted, which went to the model as written (see
 	// listProjectFiles); absent when trusted or there are none.

@@ -15,6 +15,7 @@ import (
 	"github.com/deepagents-go/deepagents"
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/approve"
+	"github.com/deepagents-go/deepagents/budget"
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/config"
 	"github.com/deepagents-go/deepagents/fstools"
@@ -51,6 +52,11 @@ type setup struct {
 	projectFiles *projectFiles
 	// mode is the session's approval mode (modes.go).
 	mode *approve.Session
+	// cost is the running cost of the turn (cost.go), and maxCost each
+	// run's budget in dollars (0: none).
+	cost    *costMeter
+	maxCost float64
+	pricer  budget.Pricer
 }
 
 func (s *setup) close() {
@@ -132,6 +138,10 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 	}
 	if maxSteps < 0 || maxParallel < 0 {
 		return nil, fmt.Errorf("--max-steps and --max-parallel must not be negative")
+	}
+	s.maxCost = cfg.MaxCost
+	if f.set["max-cost"] {
+		s.maxCost = f.maxCost
 	}
 	limits := llm.ResponseLimits{MaxBytes: cfg.MaxResponseBytes, MaxToolCalls: cfg.MaxToolCalls}
 	if f.set["max-response-bytes"] {
@@ -264,6 +274,9 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 		Todos: true, ContextWindow: s.contextWindow, Permissions: rules, Skills: sc, Memory: mc,
 	}
 	s.config.Middleware = append(s.config.Middleware, s.mode.Middleware())
+	// Every model call is priced, and a run stops at its budget (cost.go).
+	s.cost, s.pricer = &costMeter{}, cfg.Pricing()
+	s.config.Budget = budget.New(budget.Options{Limits: budget.Limits{Cost: s.maxCost}, Pricer: s.pricer, OnCharge: s.cost.charge})
 	if cp.mounts != nil {
 		// The memory files mounted from outside --root (the user's, say):
 		// guarded on the files every call of the agent and its forks gets.

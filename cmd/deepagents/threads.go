@@ -22,6 +22,7 @@ import (
 
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/approve"
+	"github.com/deepagents-go/deepagents/budget"
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/config"
 	"github.com/deepagents-go/deepagents/llm"
@@ -272,6 +273,10 @@ type shownThread struct {
 	// input and output tokens, as 'threads' lists them.
 	ThreadUsage llm.Usage `json:"thread_usage"`
 	Tokens      int       `json:"tokens"`
+	// The last top-level run's cost (cost.go), and ThreadCostUSD the
+	// whole thread's (null when unknown or not counted).
+	costFields
+	ThreadCostUSD *float64 `json:"thread_cost_usd"`
 	shownRun
 }
 
@@ -328,6 +333,13 @@ func threadsShow(ctx context.Context, saver checkpoint.Saver, db config.Database
 			}
 		}
 	}
+	spent, priced := savedSpent(ctx, saver, id)
+	if priced {
+		th.costFields = costFieldsOf(spent)
+		if whole := costFieldsOf(budget.Spent{Amount: spent.Thread()}); whole.CostUSD != nil {
+			th.ThreadCostUSD = whole.CostUSD
+		}
+	}
 	if asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -335,7 +347,11 @@ func threadsShow(ctx context.Context, saver checkpoint.Saver, db config.Database
 		return exitOK
 	}
 	fmt.Fprintf(stdout, "thread %s: %q\n", id, th.Title)
-	fmt.Fprintf(stdout, "status %s · %s · %s in the whole thread · updated %s\n\n", top.Status, count(steps, "step"), tokensText(usage), updated.Local().Format("2006-01-02 15:04:05"))
+	fmt.Fprintf(stdout, "status %s · %s · %s in the whole thread · updated %s\n", top.Status, count(steps, "step"), tokensText(usage), updated.Local().Format("2006-01-02 15:04:05"))
+	if priced {
+		writeCost(stdout, spent, 0)
+	}
+	fmt.Fprintln(stdout)
 	printRun(stdout, top, "")
 	return exitOK
 }

@@ -30,6 +30,7 @@ const S = {
   rootRounds: 0,
   files: {},
   todos: [],
+  cost: null, // the thread's "cost" value: what the last run's model calls cost, and the thread's
   history: [],
   openFile: null,
   viewing: null, // {label, values} of a checkpoint shown instead of the latest
@@ -215,6 +216,7 @@ function render() {
     renderFiles();
     renderLedger();
     renderUsage();
+    renderCost();
     $('stop').disabled = !S.abort;
     $('send').disabled = !!S.abort;
   });
@@ -628,6 +630,7 @@ function applyValues(v) {
   }
   if (v.files && typeof v.files === 'object') S.files = v.files;
   if (Array.isArray(v.todos)) S.todos = v.todos;
+  if (v.cost && typeof v.cost === 'object') S.cost = v.cost;
   if ('__interrupt__' in v) setInterrupts(v.__interrupt__);
 }
 
@@ -884,6 +887,34 @@ function renderUsage() {
       el('td', {}, num(total.input_tokens)), el('td', {}, num(total.output_tokens)), el('td', {}, num(total.cached_input_tokens))))));
 }
 
+// usd writes dollars as the CLI does: $12.35, $0.0123, $0.000045.
+function usd(v) {
+  if (!v) return '$0.00';
+  const a = Math.abs(v);
+  return '$' + v.toFixed(a >= 1 ? 2 : a >= 0.001 ? 4 : 6);
+}
+
+// costText is one cost for people: unknown when no call was priced (null),
+// a lower bound when some call had no price or no usage.
+function costText(v, lowerBound) {
+  if (v === null || v === undefined) return 'unknown (no price for the model)';
+  return usd(v) + (lowerBound ? ' or more (some calls have no price)' : '');
+}
+
+// renderCost shows the cost line under the thread's title: what the last
+// run's model calls cost, subagents included, and the whole thread's.
+function renderCost() {
+  const line = $('cost');
+  const c = S.cost;
+  line.hidden = !c;
+  if (!c) { line.textContent = ''; return; }
+  const calls = c.calls || 0;
+  let text = 'cost: ' + costText(c.cost_usd, c.cost_lower_bound) + ' for the last run (' + calls + (calls === 1 ? ' model call)' : ' model calls)');
+  if (c.thread_cost_usd !== c.cost_usd) text += ' · ' + costText(c.thread_cost_usd, c.cost_lower_bound) + ' for the thread';
+  line.textContent = text;
+  line.dataset.costUsd = c.cost_usd === null || c.cost_usd === undefined ? '' : String(c.cost_usd);
+}
+
 // ---------- threads ----------
 
 function threadTitle(t) {
@@ -919,7 +950,7 @@ async function refreshThreads() {
 
 function resetThread() {
   S.epoch++;
-  Object.assign(S, { runId: null, viewing: null, notice: '', msgs: [], actions: [], files: {}, todos: [], history: [], openFile: null, rootRounds: 0 });
+  Object.assign(S, { runId: null, viewing: null, notice: '', msgs: [], actions: [], files: {}, todos: [], cost: null, history: [], openFile: null, rootRounds: 0 });
   S.rootUsage = { input_tokens: 0, output_tokens: 0, cached_input_tokens: 0 };
   S.turns = [];
   S.streaming.clear(); S.agents.clear(); S.decisions.clear(); S.ledger.clear(); approvalNodes.clear(); cardOpen.clear(); toolOpen.clear();
