@@ -73,7 +73,9 @@ func Serve(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
 	if cfg.Open == nil || cfg.NewThread == nil {
 		return errors.New("acp: Config.Open and Config.NewThread are required")
 	}
-	s := &Server{cfg: cfg, sessions: map[string]*session{}}
+	s := &Server{cfg: cfg, sessions: map[string]*session{}, ready: make(chan struct{})}
+	// The connection reads from in as soon as it is made: its handlers
+	// wait for ready before they use s.conn.
 	conn := sdk.NewAgentSideConnection(s, out, in)
 	if cfg.Logger != nil {
 		conn.SetLogger(cfg.Logger)
@@ -81,6 +83,7 @@ func Serve(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
 		conn.SetLogger(slog.New(slog.DiscardHandler))
 	}
 	s.conn = conn
+	close(s.ready)
 	defer s.closeAll()
 	select {
 	case <-conn.Done():
@@ -94,6 +97,8 @@ func Serve(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
 type Server struct {
 	cfg  Config
 	conn *sdk.AgentSideConnection
+	// ready is closed once conn is set.
+	ready chan struct{}
 
 	mu       sync.Mutex
 	sessions map[string]*session
@@ -167,6 +172,7 @@ func (s *Server) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk
 	if id == "" {
 		return sdk.LoadSessionResponse{}, sdk.NewInvalidParams("sessionId is empty")
 	}
+	<-s.ready
 	ss, err := s.open(ctx, p.Cwd, id, true)
 	if err != nil {
 		return sdk.LoadSessionResponse{}, err
@@ -249,6 +255,7 @@ func checkCwd(cwd string) (string, error) {
 }
 
 func (s *Server) session(id sdk.SessionId) (*session, error) {
+	<-s.ready
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ss := s.sessions[string(id)]
