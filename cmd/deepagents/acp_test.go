@@ -1,17 +1,23 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	sdk "github.com/coder/acp-go-sdk"
+
 	"github.com/deepagents-go/deepagents/acp"
+	ot "github.com/deepagents-go/deepagents/providers/openai/openaitest"
 )
 
 // driveOut is what acp/testdata/client/drive.mjs prints.
@@ -313,5 +319,134 @@ func TestACPModels(t *testing.T) {
 	}
 	if _, err := acpModels("a b", ""); err == nil {
 		t.Error("a reference with a space is taken")
+	}
+}
+
+// acpEditor is a minimal editor for the in-process tests: it approves
+// every call and keeps the updates.
+type acpEditor struct {
+	mu      sync.Mutex
+	updates []sdk.SessionUpdate
+	asked   int
+}
+
+func (e *acpEditor) RequestPermission(ctx context.Context, p sdk.RequestPermissionRequest) (sdk.RequestPermissionResponse, error) {
+	e.mu.Lock()
+	e.asked++
+	e.mu.Unlock()
+	return sdk.RequestPermissionResponse{Outcome: sdk.NewRequestPermissionOutcomeSelected("allow_once")}, nil
+}
+
+func (e *acpEditor) SessionUpdate(ctx context.Context, n sdk.SessionNotification) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.updates = append(e.updates, n.Update)
+	return nil
+}
+
+func (*acpEditor) ReadTextFile(context.Context, sdk.ReadTextFileRequest) (sdk.ReadTextFileResponse, error) {
+	return sdk.ReadTextFileResponse{}, sdk.NewMethodNotFound("fs/read_text_file")
+}
+func (*acpEditor) WriteTextFile(context.Context, sdk.WriteTextFileRequest) (sdk.WriteTextFileResponse, error) {
+	return sdk.WriteTextFileResponse{}, sdk.NewMethodNotFound("fs/write_text_file")
+}
+func (*acpEditor) CreateTerminal(context.Context, sdk.CreateTerminalRequest) (sdk.CreateTerminalResponse, error) {
+	return sdk.CreateTerminalResponse{}, sdk.NewMethodNotFound("terminal/create")
+}
+func (*acpEditor) KillTerminal(context.Context, sdk.KillTerminalRequest) (sdk.KillTerminalResponse, error) {
+	return sdk.KillTerminalResponse{}, sdk.NewMethodNotFound("terminal/kill")
+}
+func (*acpEditor) TerminalOutput(context.Context, sdk.TerminalOutputRequest) (sdk.TerminalOutputResponse, error) {
+	return sdk.TerminalOutputResponse{}, sdk.NewMethodNotFound("terminal/output")
+}
+func (*acpEditor) ReleaseTerminal(context.Context, sdk.ReleaseTerminalRequest) (sdk.ReleaseTerminalResponse, error) {
+	return sdk.ReleaseTerminalResponse{}, sdk.NewMethodNotFound("terminal/release")
+}
+func (*acpEditor) WaitForTerminalExit(context.Context, sdk.WaitForTerminalExitRequest) (sdk.WaitForTerminalExitResponse, error) {
+	return sdk.WaitForTerminalExitResponse{}, sdk.NewMethodNotFound("terminal/wait_for_exit")
+}
+
+// The agent of 'deepagents acp' on a real provider (a fake OpenAI server):
+// the session's directory is its root, a write waits for the editor's
+// approval by default, stdout carries nothing but JSON-RPC, and the
+// session is a thread that 'threads show' reads.
+func TestACPRealAgentWritesInTheSessionDirectory(t *testing.T) {
+	srv := ot.NewServer(t, func(r *ot.Request) ot.Reply {
+		if r.Round() == 0 {
+			return ot.Tools(ot.Call{ID: "c1", Name: "write_file", Args: `{"file_path":"/a.md","content":"A\n"}`})
+		}
+		return ot.Text("wrote it")
+	})
+	project, home := runEnv(t, srv)
+	cwd := filepath.Join(project, "work")
+	if err := os.Mkdir(cwd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	db := "sqlite:" + filepath.Join(home, "acp.db")
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	var stderr bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		code := run(t.Context(), []string{"acp", "--model", "openai:gpt-test", "--db", db}, inR, outW, &stderr)
+		_ = outW.Close()
+		done <- code
+	}()
+	// Every line the agent writes is a JSON-RPC message.
+	pr, pw := io.Pipe()
+	var bad []string
+	var badMu sync.Mutex
+	go func() {
+		sc := bufio.NewScanner(outR)
+		sc.Buffer(make([]byte, 1<<20), 16<<20)
+		for sc.Scan() {
+			var m struct {
+				JSONRPC string `json:"jsonrpc"`
+			}
+			if json.Unmarshal(sc.Bytes(), &m) != nil || m.JSONRPC != "2.0" {
+				badMu.Lock()
+				bad = append(bad, sc.Text())
+				badMu.Unlock()
+			}
+			_, _ = pw.Write(append(sc.Bytes(), '\n'))
+		}
+		_ = pw.Close()
+	}()
+	ed := &acpEditor{}
+	conn := sdk.NewClientSideConnection(ed, inW, pr)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if _, err := conn.Initialize(ctx, sdk.InitializeRequest{ProtocolVersion: sdk.ProtocolVersionNumber}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := conn.NewSession(ctx, sdk.NewSessionRequest{Cwd: cwd, McpServers: []sdk.McpServer{}})
+	if err != nil {
+		t.Fatalf("session/new: %v\n%s", err, stderr.String())
+	}
+	r, err := conn.Prompt(ctx, sdk.PromptRequest{SessionId: s.SessionId, Prompt: []sdk.ContentBlock{sdk.TextBlock("write a.md")}})
+	if err != nil || r.StopReason != sdk.StopReasonEndTurn {
+		t.Fatalf("prompt: %+v %v\n%s", r, err, stderr.String())
+	}
+	_ = inW.Close()
+	if code := <-done; code != 0 {
+		t.Errorf("exit %d: %s", code, stderr.String())
+	}
+	badMu.Lock()
+	if len(bad) > 0 {
+		t.Errorf("stdout carried more than the protocol: %q", bad)
+	}
+	badMu.Unlock()
+	if ed.asked != 1 {
+		t.Errorf("the write asked the editor %d times", ed.asked)
+	}
+	if b, err := os.ReadFile(filepath.Join(cwd, "a.md")); err != nil || string(b) != "A\n" {
+		t.Errorf("a.md in the session's directory: %q, %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(project, "a.md")); err == nil {
+		t.Error("a.md was written in the process's directory, not the session's")
+	}
+	code, out, errs := runCLI(t, "threads", "show", string(s.SessionId), "--db", db)
+	if code != 0 || !strings.Contains(out, "wrote it") || !strings.Contains(out, "write a.md") {
+		t.Errorf("threads show %s: exit %d\n%s\n%s", s.SessionId, code, out, errs)
 	}
 }
