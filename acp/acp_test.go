@@ -21,6 +21,7 @@ import (
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
 	"github.com/deepagents-go/deepagents/runner"
+	"github.com/deepagents-go/deepagents/tool"
 	"github.com/deepagents-go/deepagents/vfs/osfs"
 )
 
@@ -305,5 +306,82 @@ func TestModesModelsAndBadRequests(t *testing.T) {
 	}
 	if got := ed.text(); got != "m2: written" {
 		t.Errorf("replayed %q", got)
+	}
+}
+
+// When the editor goes away in the middle of a turn, the turn is cancelled
+// and ends (saving what it did) before its runtime is closed.
+func TestEditorGoneMidTurnClosesAfterTheTurn(t *testing.T) {
+	saver := checkpoint.NewMemory(0)
+	var mu sync.Mutex
+	var events []string
+	note := func(s string) {
+		mu.Lock()
+		events = append(events, s)
+		mu.Unlock()
+	}
+	running := make(chan struct{})
+	slow, err := tool.Func("slow", "Waits until cancelled.", func(ctx context.Context, _ *tool.Env, _ struct{}) (string, error) {
+		close(running)
+		<-ctx.Done()
+		note("tool cancelled")
+		return "", ctx.Err()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := scripted.New(nil, scripted.Options{Func: func(ci llm.CallInfo, req *llm.Request) (scripted.Step, error) {
+		return scripted.Step{ToolCalls: []scripted.StepCall{{ID: "s1", Name: "slow", Args: json.RawMessage(`{}`)}}}, nil
+	}})
+	cfg := acp.Config{
+		NewThread: func() string { return "gone" },
+		Open: func(ctx context.Context, cwd, _, _ string, _ bool) (*acp.Runtime, error) {
+			a, err := deepagents.New(deepagents.Config{Name: "agent", Model: model, Tools: []tool.Tool{slow}})
+			if err != nil {
+				return nil, err
+			}
+			return &acp.Runtime{Agent: a, Saver: saver, Close: func() { note("closed") }}, nil
+		},
+	}
+	ar, aw := io.Pipe()
+	cr, cw := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- acp.Serve(t.Context(), cfg, ar, cw) }()
+	conn := sdk.NewClientSideConnection(&editor{}, aw, cr)
+	if _, err := conn.Initialize(t.Context(), sdk.InitializeRequest{ProtocolVersion: sdk.ProtocolVersionNumber}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := conn.NewSession(t.Context(), sdk.NewSessionRequest{Cwd: t.TempDir(), McpServers: []sdk.McpServer{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		_, _ = conn.Prompt(context.Background(), sdk.PromptRequest{SessionId: s.SessionId, Prompt: []sdk.ContentBlock{sdk.TextBlock("go")}})
+	}()
+	select {
+	case <-running:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the tool never ran")
+	}
+	_ = aw.Close() // the editor is gone
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	case <-time.After(40 * time.Second):
+		t.Fatal("Serve did not return after the editor left")
+	}
+	_ = cw.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Join(events, ",") != "tool cancelled,closed" {
+		t.Errorf("events %v: the runtime must close after the turn ended", events)
+	}
+	rs, err := runner.LoadRunState(context.Background(), saver, "gone", agent.RootPath("agent"), false)
+	// Saved up to the call in flight, left unfinished (resumable), as a
+	// turn stopped with Ctrl-C is.
+	if err != nil || len(rs.Messages) != 2 || len(rs.Messages[1].ToolCalls) != 1 || rs.Messages[1].ToolCalls[0].ID != "s1" || rs.Status != "" {
+		t.Errorf("the thread after the editor left: %v %+v", err, rs)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"time"
 
 	sdk "github.com/coder/acp-go-sdk"
 
@@ -83,13 +84,37 @@ func Serve(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
 		conn.SetLogger(slog.New(slog.DiscardHandler))
 	}
 	s.conn = conn
+	s.base = ctx
 	close(s.ready)
-	defer s.closeAll()
+	var err error
 	select {
 	case <-conn.Done():
-		return nil
 	case <-ctx.Done():
-		return ctx.Err()
+		err = ctx.Err()
+	}
+	// The turns in flight are cancelled (by the connection's end, or by
+	// ctx): let them save what they did before their runtimes close.
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
+	waitTimeout(&s.turns, shutdownWait)
+	s.closeAll()
+	return err
+}
+
+// shutdownWait bounds how long Serve waits for cancelled turns to end.
+const shutdownWait = 30 * time.Second
+
+// waitTimeout waits for wg, at most d.
+func waitTimeout(wg *sync.WaitGroup, d time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(d):
 	}
 }
 
@@ -99,6 +124,12 @@ type Server struct {
 	conn *sdk.AgentSideConnection
 	// ready is closed once conn is set.
 	ready chan struct{}
+	// base is Serve's context: its end cancels the turns.
+	base context.Context
+	// turns counts the prompts running; once closing is set (under mu)
+	// no more start.
+	turns   sync.WaitGroup
+	closing bool
 
 	mu       sync.Mutex
 	sessions map[string]*session
@@ -119,17 +150,15 @@ type session struct {
 var _ sdk.Agent = (*Server)(nil)
 var _ sdk.AgentLoader = (*Server)(nil)
 
+// closeAll closes every session. It takes the sessions' locks only after
+// the server's is released (Prompt takes them the other way round).
 func (s *Server) closeAll() {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	for id, ss := range s.sessions {
-		ss.mu.Lock()
-		if ss.rt != nil && ss.rt.Close != nil {
-			ss.rt.Close()
-		}
-		ss.rt = nil
-		ss.mu.Unlock()
-		delete(s.sessions, id)
+	all := s.sessions
+	s.sessions = map[string]*session{}
+	s.mu.Unlock()
+	for _, ss := range all {
+		ss.close()
 	}
 }
 

@@ -40,13 +40,25 @@ func (s *Server) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptRes
 		ss.mu.Unlock()
 		return sdk.PromptResponse{}, sdk.NewInvalidParams("the session is closed")
 	}
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		ss.mu.Unlock()
+		return sdk.PromptResponse{}, sdk.NewInternalError("the agent is shutting down")
+	}
+	s.turns.Add(1)
+	s.mu.Unlock()
 	ss.busy = true
 	ss.mu.Unlock()
 	defer func() {
 		ss.mu.Lock()
 		ss.busy = false
 		ss.mu.Unlock()
+		s.turns.Done()
 	}()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(s.base, cancel)()
 
 	send := func(u sdk.SessionUpdate) {
 		// A notification the editor cannot take (it went away) is lost;
