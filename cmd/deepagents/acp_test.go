@@ -450,3 +450,20 @@ func TestACPRealAgentWritesInTheSessionDirectory(t *testing.T) {
 		t.Errorf("threads show %s: exit %d\n%s\n%s", s.SessionId, code, out, errs)
 	}
 }
+
+func TestACPUsageErrors(t *testing.T) {
+	runEnv(t, nil)
+	if code, _, errs := runCLI(t, "acp", "extra"); code != 2 || !strings.Contains(errs, `takes no arguments, got "extra"`) {
+		t.Errorf("an operand: exit %d: %s", code, errs)
+	}
+	// The demo's files are on disk, unsandboxed: yolo is refused up front.
+	if code, _, errs := runCLI(t, "acp", "--demo", "--approval-mode", "yolo"); code != 2 || !strings.Contains(errs, "yolo needs a sandbox") {
+		t.Errorf("demo in yolo: exit %d: %s", code, errs)
+	}
+	if code, _, errs := runCLI(t, "acp", "--models", "a b"); code != 2 || !strings.Contains(errs, "--models") {
+		t.Errorf("a bad --models: exit %d: %s", code, errs)
+	}
+	if code, out, _ := runCLI(t, "help", "acp"); code != 0 || !strings.Contains(out, "Agent Client Protocol") || !strings.Contains(out, "-demo") {
+		t.Errorf("help acp: exit %d: %s", code, out)
+	}
+}
