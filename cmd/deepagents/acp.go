@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/deepagents-go/deepagents"
 	"github.com/deepagents-go/deepagents/acp"
@@ -168,13 +169,16 @@ func acpModels(list, model string) ([]acp.Model, error) {
 		if ref == "" || seen[ref] {
 			continue
 		}
-		if strings.ContainsAny(ref, " \t\r\n") {
+		if strings.ContainsFunc(ref, unicode.IsSpace) {
 			return nil, fmt.Errorf("%q: a model reference has no spaces", ref)
 		}
 		seen[ref] = true
 		out = append(out, acp.Model{ID: ref, Name: ref})
 	}
-	if len(out) == 0 && model != "" {
+	if model = strings.TrimSpace(model); len(out) == 0 && model != "" {
+		if strings.ContainsFunc(model, unicode.IsSpace) || strings.Contains(model, ",") {
+			return nil, fmt.Errorf("--model %q: a model reference has no spaces or commas (list several with --models)", model)
+		}
 		out = append(out, acp.Model{ID: model, Name: model})
 	}
 	return out, nil

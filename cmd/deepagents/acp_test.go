@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode"
 
 	sdk "github.com/coder/acp-go-sdk"
 
@@ -466,4 +467,29 @@ func TestACPUsageErrors(t *testing.T) {
 	if code, out, _ := runCLI(t, "help", "acp"); code != 0 || !strings.Contains(out, "Agent Client Protocol") || !strings.Contains(out, "-demo") {
 		t.Errorf("help acp: exit %d: %s", code, out)
 	}
+}
+
+// FuzzACPModels holds --models to its promise for any text: the models it
+// takes are non-empty references without spaces, each once.
+func FuzzACPModels(f *testing.F) {
+	f.Add("openai:gpt-4.1,anthropic:claude-sonnet-4-5", "")
+	f.Add(" , ,,", "ollama:qwen3")
+	f.Add("a,a,\tb", "")
+	f.Add("x:y\n,z", "m")
+	f.Fuzz(func(t *testing.T, list, model string) {
+		got, err := acpModels(list, model)
+		if err != nil {
+			return
+		}
+		seen := map[string]bool{}
+		for _, m := range got {
+			if m.ID == "" || strings.ContainsFunc(m.ID, unicode.IsSpace) || strings.Contains(m.ID, ",") || seen[m.ID] {
+				t.Fatalf("acpModels(%q, %q) = %v", list, model, got)
+			}
+			seen[m.ID] = true
+		}
+		if len(got) > strings.Count(list, ",")+1 {
+			t.Fatalf("acpModels(%q) made %d models", list, len(got))
+		}
+	})
 }
