@@ -10,6 +10,7 @@ import (
 	"iter"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -82,7 +83,7 @@ func cmdACP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return exitUsage
 	}
 	f.quiet = true // stderr is the editor's log, not a person's terminal
-	cfg := acp.Config{NewThread: newThreadID, Name: "deepagents", Version: "dev",
+	cfg := acp.Config{NewThread: newThreadID, Name: "deepagents", Version: buildVersion(),
 		Logger: slog.New(slog.NewTextHandler(stderr, nil))}
 	if f.demo {
 		cwd, _ := os.Getwd()
@@ -157,6 +158,15 @@ func cmdACP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return exitFailed
 	}
 	return exitOK
+}
+
+// buildVersion is the module version this binary was built from (go
+// install ...@vX), else "dev".
+func buildVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
 }
 
 // acpModels are the editor's choices of model: --models, else the one
