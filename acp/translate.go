@@ -58,7 +58,7 @@ func callID(p agent.Path, id string) sdk.ToolCallId {
 	if !p.IsNested() {
 		return sdk.ToolCallId(id)
 	}
-	return sdk.ToolCallId(p.String() + "/" + id)
+	return sdk.ToolCallId(strings.ReplaceAll(p.String(), " / ", "/") + "/" + id)
 }
 
 func (t *translator) event(ev agent.Event) {
