@@ -289,6 +289,15 @@ func TestModesModelsAndBadRequests(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(dir, "a.txt")); string(b) != "see\n\n<resource uri=\"file:///x\">\nbody\n</resource>" {
 		t.Errorf("the prompt the model got: %q", b)
 	}
+	// The thread records the mode with the decision it took, as /mode does.
+	rs, err := runner.LoadRunState(ctx, saver, string(s.SessionId), agent.RootPath("agent"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, ok := approve.ModeRecordOf(rs.Values)
+	if !ok || rec.Mode != approve.AcceptEdits || len(rec.Calls) != 1 || rec.Calls[0].Outcome != "passed" || rec.Calls[0].Mode != approve.AcceptEdits {
+		t.Errorf("the thread's mode record: %v %+v", ok, rec)
+	}
 	if _, err := prompt(t, conn, s.SessionId, sdk.ImageBlock("AAAA", "image/png")); err == nil {
 		t.Error("an image prompt is taken")
 	}
