@@ -108,6 +108,9 @@ func (s *Server) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptRes
 		}
 		switch res.Status {
 		case agent.StatusInterrupted:
+			if len(res.Interrupts) == 0 {
+				return sdk.PromptResponse{}, sdk.NewInternalError("the run stopped for approval but names no call to decide on")
+			}
 			ds, cancelled, err := s.ask(ctx, p.SessionId, tr, res.Interrupts)
 			if err != nil {
 				if ctx.Err() != nil || cancelled {
