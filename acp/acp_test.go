@@ -118,7 +118,7 @@ func start(t *testing.T, saver checkpoint.Saver) (*sdk.ClientSideConnection, *ed
 		NewThread: func() string { return "t-" + strings.ReplaceAll(t.Name(), "/", "-") },
 		Models:    []acp.Model{{ID: "m1"}, {ID: "m2"}},
 		Open: func(ctx context.Context, cwd, model, thread string, resumed bool) (*acp.Runtime, error) {
-			sess, err := approve.NewSession(approve.Manual, approve.SessionOptions{})
+			sess, err := approve.NewSession(approve.Manual, approve.SessionOptions{FromThread: func(approve.Mode) bool { return true }})
 			if err != nil {
 				return nil, err
 			}
@@ -310,8 +310,13 @@ func TestModesModelsAndBadRequests(t *testing.T) {
 	}
 	// The session loads again, on this connection too, with its history.
 	ed.reset()
-	if _, err := conn.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: s.SessionId, Cwd: dir, McpServers: []sdk.McpServer{}}); err != nil {
+	loaded, err := conn.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: s.SessionId, Cwd: dir, McpServers: []sdk.McpServer{}})
+	if err != nil {
 		t.Fatal(err)
+	}
+	// The mode the thread recorded, taken as the runtime's rules allow.
+	if loaded.Modes == nil || loaded.Modes.CurrentModeId != "accept-edits" {
+		t.Errorf("the loaded session's modes: %+v", loaded.Modes)
 	}
 	if got := ed.text(); got != "m2: written" {
 		t.Errorf("replayed %q", got)

@@ -214,6 +214,14 @@ func (s *Server) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk
 		}
 		return sdk.LoadSessionResponse{}, err
 	}
+	if rt := ss.rt; rt.Mode != nil {
+		// The session reads the mode the thread recorded now, by its own
+		// rules (SessionOptions.FromThread), not at the next turn's first
+		// model call: the editor's picker shows it from the start.
+		if mw := rt.Mode.Middleware(); mw.BeforeModel != nil {
+			_ = mw.BeforeModel(ctx, agent.StepInfo{State: &agent.State{Values: rs.Values}}, nil)
+		}
+	}
 	for _, u := range replay(rs.Messages, ss.cwd) {
 		if err := s.conn.SessionUpdate(ctx, sdk.SessionNotification{SessionId: p.SessionId, Update: u}); err != nil {
 			return sdk.LoadSessionResponse{}, err
