@@ -74,19 +74,17 @@ func describe(tool string, args json.RawMessage, cwd string) callInfo {
 		if in.Description != "" {
 			ci.Title += ": " + clip(in.Description)
 		}
-	default:
-		if strings.HasPrefix(tool, "mcp__") {
-			ci.Kind = sdk.ToolKindOther
-		}
+	default: // MCP tools (mcp__SERVER__TOOL) and the caller's own
 		ci.Title = clip(tool)
 	}
 	return ci
 }
 
 // onDisk maps a path as the agent names it ("/src/a.go", the session's
-// directory being "/") to the absolute path in cwd; false when it is not
-// one (empty, or a mount such as /memories/ that is not in the directory
-// is still mapped: the editor only shows it).
+// directory being "/") to the absolute path in cwd, never outside it
+// ("/../x" is "/x"); false for an empty path or one with a NUL byte. A
+// mount that is not in the directory (/memories/) is mapped too: the
+// editor only shows the path.
 func onDisk(p, cwd string) (string, bool) {
 	if p == "" || strings.ContainsRune(p, 0) {
 		return "", false
