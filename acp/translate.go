@@ -225,6 +225,11 @@ func (t *translator) diff(sc *shownCall) (sdk.ToolCallContent, bool) {
 	if !ok {
 		return sdk.ToolCallContent{}, false
 	}
+	// A file that is not in the directory before and after (an edit of a
+	// mount such as /memories/) has no diff to show here.
+	if (now == nil) != (sc.info.Kind == sdk.ToolKindDelete) || sc.info.Kind == sdk.ToolKindDelete && sc.old == nil {
+		return sdk.ToolCallContent{}, false
+	}
 	newText := ""
 	if now != nil {
 		newText = *now

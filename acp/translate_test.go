@@ -32,6 +32,9 @@ func TestTranslatorSubagentsDeletesAndCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	tool(agent.ToolEnd, root, "c1", "delete", `{"file_path":"/old.txt"}`, false)
+	// A write the directory does not show (a mount) has its result, no diff.
+	tool(agent.ToolStart, root, "m1", "write_file", `{"file_path":"/memories/x.md","content":"y"}`, false)
+	tool(agent.ToolEnd, root, "m1", "write_file", `{"file_path":"/memories/x.md","content":"y"}`, false)
 	tool(agent.ToolStart, root, "c2", "execute", `{"command":"sleep 9"}`, false)
 	tr.cancelAll()
 
@@ -62,15 +65,17 @@ func TestTranslatorSubagentsDeletesAndCancel(t *testing.T) {
 		"start agent/general-purpose#t1/c1 read in_progress",
 		"start c1 delete in_progress",
 		"update c1 completed diff old.txt bye->",
+		"start m1 edit in_progress",
+		"update m1 completed",
 		"start c2 execute in_progress",
 	}
-	if strings.Join(lines[:4], "\n") != strings.Join(want, "\n") {
+	if strings.Join(lines[:6], "\n") != strings.Join(want, "\n") {
 		t.Fatalf("updates:\n%s", strings.Join(lines, "\n"))
 	}
 	// Cancel marks both calls still running failed (in either order).
-	rest := strings.Join(lines[4:], ",")
-	if len(lines) != 6 || !strings.Contains(rest, "update c2 failed") || !strings.Contains(rest, "update agent/general-purpose#t1/c1 failed") {
-		t.Fatalf("after cancel: %v", lines[4:])
+	rest := strings.Join(lines[6:], ",")
+	if len(lines) != 8 || !strings.Contains(rest, "update c2 failed") || !strings.Contains(rest, "update agent/general-purpose#t1/c1 failed") {
+		t.Fatalf("after cancel: %v", lines[6:])
 	}
 }
 
