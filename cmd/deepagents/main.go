@@ -27,6 +27,7 @@ Usage:
   deepagents bench [flags]               measure framework overhead per model round
   deepagents mcp list [flags]            list the MCP servers, their status, tools and token cost
   deepagents serve [flags]               serve the agent over HTTP (LangGraph API, SSE streams)
+  deepagents acp [flags]                 serve the agent to an editor over the Agent Client Protocol (stdio)
 
 Run 'deepagents COMMAND -h' (or 'deepagents help COMMAND') for what a command does, its flags and
 its exit status. Flags may come before or after a command's file arguments.
@@ -112,6 +113,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdMCP(ctx, args[1:], stdout, stderr)
 	case "serve":
 		return cmdServe(ctx, args[1:], stdout, stderr)
+	case "acp":
+		return cmdACP(ctx, args[1:], stdin, stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		if len(args) > 1 && args[0] == "help" {
 			return run(ctx, []string{args[1], "-h"}, stdin, stdout, stderr)
