@@ -25,6 +25,13 @@ func (r *run) steps(ctx context.Context, pending *StepState) (Status, error) {
 	// Every model the run calls, its own and those hooks and tools call
 	// (a summariser, say), is bound by the agent's response limits.
 	ctx = llm.WithResponseLimits(ctx, a.cfg.ResponseLimits)
+	// Background subagent runs go on under the run's context; those saved
+	// before the run stopped start again.
+	r.bg = newBackground(r, ctx)
+	ctx = withBackground(ctx, r.bg)
+	for _, saved := range r.rs.Loop.Background {
+		r.restartBackground(ctx, saved)
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return StatusCancelled, context.Cause(ctx)
@@ -39,6 +46,9 @@ func (r *run) steps(ctx context.Context, pending *StepState) (Status, error) {
 				return status, err
 			}
 			continue
+		}
+		if status, err, done := r.backgroundTurn(ctx); done {
+			return status, err
 		}
 		if r.rs.Loop.Rounds-r.rs.Loop.TurnStart >= r.maxSteps {
 			calls := "model calls"
@@ -150,6 +160,18 @@ func (r *run) steps(ctx context.Context, pending *StepState) (Status, error) {
 		}
 
 		if len(msg.ToolCalls) == 0 {
+			if (a.respTool == nil || r.rs.Loop.Output != nil) && r.bg.active() > 0 {
+				// Background tasks go on: the run waits for them and calls
+				// the model again with their receipts (backgroundTurn).
+				if r.rec != nil {
+					if err := r.save(ctx, RecordStep, "", nil); err != nil {
+						r.emit(respEv)
+						return StatusError, err
+					}
+				}
+				r.emit(respEv)
+				continue
+			}
 			if a.respTool == nil || r.rs.Loop.Output != nil {
 				return r.endWith(ctx, respEv, StatusOK, nil)
 			}
@@ -295,6 +317,7 @@ func (r *run) addStepTools(ctx context.Context, req *llm.Request) {
 			req.Tools = append(req.Tools, spec)
 		}
 	}
+	r.addBackgroundTools(req)
 }
 
 func (r *run) toolNames(req *llm.Request) []string {
