@@ -614,7 +614,9 @@ func (r *run) backgroundTurn(ctx context.Context) (status Status, err error, don
 		if !ended {
 			return "", nil, false
 		}
-		n := r.bg.Running()
+		// Those that ended since the report above are reported next time
+		// round: only when none is left is the turn over.
+		n := r.bg.active()
 		if n == 0 {
 			// A turn that had ended with nothing left to report (a run
 			// resumed after its last background receipt was answered).
