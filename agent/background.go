@@ -198,8 +198,12 @@ func (b *Background) Start(ctx context.Context, c BackgroundRun) (TaskInfo, erro
 	}
 	if n := b.runningLocked(); !restarting && n >= limit {
 		b.mu.Unlock()
-		return TaskInfo{}, fmt.Errorf("%d background tasks are running already, the most this agent may run at once; "+
-			"wait for one to end (task_wait), cancel one (task_cancel), or run this task in the foreground", n)
+		what := fmt.Sprintf("%d background tasks are", n)
+		if n == 1 {
+			what = "1 background task is"
+		}
+		return TaskInfo{}, fmt.Errorf("%s running already, the most this agent may run at once; "+
+			"wait for one to end (task_wait), cancel one (task_cancel), or run this task in the foreground", what)
 	}
 	t := &bgTask{saved: saved, name: c.Name, mode: c.Mode, brief: c.Brief, path: slices.Clone(c.Path),
 		started: b.rt.Now(), receipt: c.Receipt}

@@ -59,6 +59,7 @@ func lineCount(data []byte) int { return strings.Count(string(data), "\n") + 1 }
 func FuzzParseAgentFile(f *testing.F) {
 	f.Add([]byte("---\ndescription: d\n---\nBody\n"))
 	f.Add([]byte("---\nname: x\ndescription: d\nmode: fork\nresponse_format: {type: object}\n---\n"))
+	f.Add([]byte("---\ndescription: d\nbackground: true\nbackground_max_steps: 5\nbackground_max_tokens: 1000\nbackground_timeout: 2m\n---\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		const path = "agents/fuzz.md"
 		a, err := ParseAgentFile(path, data)
@@ -76,6 +77,9 @@ func FuzzParseAgentFile(f *testing.F) {
 		}
 		if a.Mode == "fork" && a.Tools != nil {
 			t.Fatalf("fork with tools %q", a.Tools)
+		}
+		if l := a.BackgroundLimits; l.MaxSteps < 0 || l.MaxTokens < 0 || l.Timeout < 0 {
+			t.Fatalf("background limits %+v", l)
 		}
 		if a.ContextWindow < 0 || a.ContextWindow > maxWindow {
 			t.Fatalf("context_window %d", a.ContextWindow)

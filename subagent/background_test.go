@@ -292,3 +292,47 @@ func TestBackgroundCapAndSteering(t *testing.T) {
 		}
 	}
 }
+
+// deepagents.Config.Background caps every background run: here one at a
+// time and one model call each, so the second start is refused and the
+// first child's receipt says it hit its step limit.
+func TestBackgroundCapsFromConfig(t *testing.T) {
+	const script = `{
+  "parent": [
+    {"tool_calls": [{"id": "t1", "name": "task", "args": {"description": "one", "subagent_type": "general-purpose", "run_in_background": true}}]},
+    {"tool_calls": [{"id": "t2", "name": "task", "args": {"description": "two", "subagent_type": "general-purpose", "run_in_background": true}}]},
+    {"content": "waiting"},
+    {"content": "done"}],
+  "general-purpose": {"cases": [
+    {"match": "one", "steps": [{"tool_calls": [{"id": "g", "name": "gate", "args": {"name": "one"}}]}, {"content": "never"}]},
+    {"match": "two", "steps": [{"content": "never either"}]}]}
+}`
+	g := newGates()
+	a, _ := bgAgent(t, script, g, deepagents.Config{Background: subagent.BackgroundLimits{MaxRunning: 1, MaxSteps: 1}})
+	res, err := agent.Drain(a.Run(t.Context(), agent.Prompt("go")), func(ev agent.Event) {
+		if ev.Type == agent.Notice && ev.Notice.Source == "background" {
+			g.release("one")
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var t2, note string
+	for _, m := range res.State.Messages {
+		if m.Role == llm.RoleTool && m.ToolCallID == "t2" {
+			t2 = m.Content
+		}
+		if m.Role == llm.RoleUser && strings.HasPrefix(m.Content, "[Background task t1") {
+			note = m.Content
+		}
+	}
+	if !strings.Contains(t2, "1 background task is running already") {
+		t.Errorf("second start: %q", t2)
+	}
+	if !strings.Contains(note, "has ended: limit") || !strings.Contains(note, "Subagent general-purpose did not finish (status: limit; stopped after 1 model call (the step limit))") {
+		t.Errorf("notification %q", note)
+	}
+	if res.Children["t1"] == nil || res.Children["t1"].Status != agent.StatusLimit {
+		t.Errorf("children %v", res.Children)
+	}
+}
