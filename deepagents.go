@@ -19,6 +19,7 @@ import (
 
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/approve"
+	"github.com/deepagents-go/deepagents/budget"
 	"github.com/deepagents-go/deepagents/compact"
 	"github.com/deepagents-go/deepagents/fstools"
 	"github.com/deepagents-go/deepagents/ledger"
@@ -125,6 +126,10 @@ type Config struct {
 	// forks after the cached part of the prompt, and mounts them where the
 	// agent can edit them. Isolated subagents get none. Nil: no memory.
 	Memory *memory.Config
+	// Budget counts what every model call of the agent and its subagents
+	// costs, in tokens and dollars, and stops a run once its budget is used
+	// up (package budget). Nil: nothing is counted.
+	Budget *budget.Middleware
 }
 
 // ConfigError is an assembly-time rejection: New returns no other kind of
@@ -235,6 +240,11 @@ func New(cfg Config) (*agent.Agent, error) {
 	shared := []agent.Middleware{off}
 	if cfg.Todos {
 		shared = append(shared, todos.Middleware())
+	}
+	if cfg.Budget != nil {
+		// Every agent of the tree counts its calls, so that a run's
+		// spending is its subagents' too.
+		shared = append(shared, cfg.Budget.Middleware())
 	}
 	// Compaction is per agent: each measures against its own model's
 	// window. The top-level agent's also serves its forks (same model,

@@ -27,7 +27,10 @@ var (
 	ErrFailed = errors.New("the run failed")
 	// ErrLimit is wrapped by the error of a run that ended with StatusLimit:
 	// it used up its step budget, or its own time budget (WithTimeout; then
-	// the error also matches context.DeadlineExceeded).
+	// the error also matches context.DeadlineExceeded), or a budget a
+	// middleware keeps: a BeforeModel hook that returns an error wrapping
+	// ErrLimit stops the run before that model call with StatusLimit (not
+	// StatusError), its work kept, and the hook's error as the reason.
 	ErrLimit = errors.New("the run stopped at a limit")
 	// ErrCancelled is wrapped by the error of a run that ended with
 	// StatusCancelled because its context ended. The error also matches the

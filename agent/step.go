@@ -25,6 +25,9 @@ func (r *run) steps(ctx context.Context, pending *StepState) (Status, error) {
 	// Every model the run calls, its own and those hooks and tools call
 	// (a summariser, say), is bound by the agent's response limits.
 	ctx = llm.WithResponseLimits(ctx, a.cfg.ResponseLimits)
+	// Every hook of the run, WrapTool included, can tell which run it
+	// serves (RunFrom).
+	ctx = context.WithValue(ctx, runKey{}, &r.state)
 	// Background subagent runs go on under the run's context; those saved
 	// before the run stopped start again.
 	r.bg = newBackground(r, ctx)
@@ -65,6 +68,12 @@ func (r *run) steps(ctx context.Context, pending *StepState) (Status, error) {
 			if m.BeforeModel != nil {
 				sys, tail := req.System, req.SystemTail
 				if err := m.BeforeModel(ctx, r.stepInfo(), req); err != nil {
+					if errors.Is(err, ErrLimit) {
+						// A budget a middleware keeps is used up: the run
+						// stops cleanly, before the call, as at its step
+						// limit, and the error says which budget.
+						return StatusLimit, err
+					}
 					return StatusError, fmt.Errorf("middleware %s: %w", m.Name, err)
 				}
 				if m.SystemPart != "" {
@@ -228,6 +237,18 @@ func (r *run) toolPhase(ctx context.Context, req *llm.Request, calls []llm.ToolC
 }
 
 type stepKey struct{}
+
+type runKey struct{}
+
+// RunFrom returns the state of the run whose hook was given ctx (or whose
+// tool call ctx belongs to): the pointer every StepInfo of that run has in
+// State. Middleware that keep data per run, keyed by it, find the run with
+// it in hooks that get no StepInfo, such as WrapTool; a subagent's hooks get
+// the subagent's own run.
+func RunFrom(ctx context.Context) (*State, bool) {
+	s, ok := ctx.Value(runKey{}).(*State)
+	return s, ok && s != nil
+}
 
 func withStep(ctx context.Context, st StepInfo) context.Context {
 	return context.WithValue(ctx, stepKey{}, st)

@@ -61,6 +61,10 @@ func TestOpenDecidesHowARunStarts(t *testing.T) {
 	endedTaken.acceptEnded = true
 	unfinished := thread{saver: checkpoint.NewMemory(0), id: "T"}
 	putRun(t, unfinished.saver, "", agent.LoopState{})
+	limited := thread{saver: checkpoint.NewMemory(0), id: "T"}
+	putRun(t, limited.saver, "", agent.LoopState{Status: agent.StatusLimit})
+	limitedTaken := limited
+	limitedTaken.acceptEnded = true
 
 	for _, c := range []struct {
 		name string
@@ -74,6 +78,10 @@ func TestOpenDecidesHowARunStarts(t *testing.T) {
 		{"ended, no input", ended, root, agent.Opening{}, 0, true},
 		{"ended, no input, ended result taken", endedTaken, root, agent.Opening{}, agent.StartEnded, false},
 		{"ended, decisions", ended, root, agent.Opening{Decisions: approve}, 0, true},
+		{"stopped at a limit, no input", limited, root, agent.Opening{}, agent.StartResume, false},
+		{"stopped at a limit, input", limited, root, agent.Opening{Input: true}, agent.StartNewTurn, false},
+		{"stopped at a limit, decisions", limited, root, agent.Opening{Decisions: approve}, 0, true},
+		{"stopped at a limit, ended result taken", limitedTaken, root, agent.Opening{}, agent.StartEnded, false},
 		{"unfinished, input", unfinished, root, agent.Opening{Input: true}, agent.StartCloseStep, false},
 		{"unfinished, input and decisions", unfinished, root, agent.Opening{Input: true, Decisions: approve}, 0, true},
 		{"unfinished, no input", unfinished, root, agent.Opening{}, agent.StartResume, false},

@@ -58,7 +58,8 @@ type thread struct {
 // (resumed, or ended already), else another's under a call id used again;
 // on a top-level run, input on an unfinished run closes its step and starts
 // a new turn, no input resumes it with the decisions given (checked first),
-// and input on an ended run starts a new turn.
+// no input on a run that stopped at a limit continues its turn, and input
+// on an ended run starts a new turn.
 func (t thread) Open(ctx context.Context, path agent.Path, o agent.Opening) (agent.StartHow, *agent.RunState, error) {
 	rs, err := LoadRunState(ctx, t.saver, t.id, path, false)
 	if errors.Is(err, checkpoint.ErrNotFound) {
@@ -110,6 +111,11 @@ func (t thread) Open(ctx context.Context, path agent.Path, o agent.Opening) (age
 		return 0, nil, &agent.DecisionError{Msg: fmt.Sprintf("thread %q has no calls waiting for a decision (its last run ended %s)", t.id, rs.Status)}
 	case !o.Input && t.acceptEnded && rs.Status != "":
 		return agent.StartEnded, rs, nil
+	case !o.Input && rs.Status == agent.StatusLimit:
+		// A run stopped at a limit (its steps, its time, a budget) goes on
+		// where it stopped, in the same turn: with the limit raised it
+		// continues, else it stops again at once.
+		return agent.StartResume, rs, nil
 	case !o.Input:
 		return 0, nil, fmt.Errorf("thread %q has no unfinished run to resume (its last run ended %s); send a new message instead", t.id, rs.Status)
 	}

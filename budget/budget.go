@@ -1,0 +1,424 @@
+// Package budget counts what each model call of a run costs, in tokens and
+// in US dollars, and stops the run cleanly once a budget is used up.
+//
+// The middleware (New) goes on an agent and on every subagent, so that a
+// run's spending is its own model calls and those of the subagents below
+// it: the run tree. What a run has spent is kept in its state with every
+// step record (a reserved value, so it survives a crash and a resume), and
+// before each model call the run checks its own budget and those of the
+// runs above it. A run past a budget ends with agent.StatusLimit and an
+// error that says which budget and how much was spent; resuming its thread
+// with a higher budget continues it where it stopped.
+//
+// Money comes from a Pricer (package pricing has the shipped table). A call
+// of a model the pricer does not know costs "unknown": it is counted in
+// Amount.Unpriced, and the dollar sum is then a lower bound, never a
+// silent zero.
+package budget
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"iter"
+	"maps"
+	"math"
+	"sync"
+
+	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/llm"
+	"github.com/deepagents-go/deepagents/tool"
+)
+
+// ValueName is the reserved state value a run's spending is kept under
+// (agent.StepInfo.Keep): the checkpoints of a thread have it, as JSON of a
+// Spent.
+const ValueName = "agent.budget"
+
+// Limits are the budgets of one run, its subagents' spending included.
+// Zero means no limit.
+type Limits struct {
+	// Tokens bounds the input plus output tokens of the run's model calls.
+	Tokens int `json:"tokens,omitempty"`
+	// Cost bounds what the run's model calls cost, in US dollars, at the
+	// pricer's prices. Calls of a model without a price count nothing.
+	Cost float64 `json:"cost_usd,omitempty"`
+}
+
+// IsZero reports whether l sets no limit.
+func (l Limits) IsZero() bool { return l.Tokens <= 0 && l.Cost <= 0 }
+
+// Pricer prices one model call: the cost in US dollars of usage u by
+// model, a model name as the provider reports it (dated snapshots
+// included). ok is false when the model has no price.
+type Pricer interface {
+	Price(model string, u llm.Usage) (usd float64, ok bool)
+}
+
+// Amount is what some model calls spent.
+type Amount struct {
+	// Calls counts the model calls.
+	Calls int `json:"calls"`
+	// Tokens are their input plus output tokens.
+	Tokens int `json:"tokens"`
+	// CostUSD is what the priced calls cost, in US dollars.
+	CostUSD float64 `json:"cost_usd"`
+	// Unpriced counts the calls whose model had no price: when it is not 0,
+	// CostUSD is a lower bound.
+	Unpriced int `json:"unpriced,omitempty"`
+	// UnknownUsage is set when a provider reported no usage for some call:
+	// Tokens (and the cost) are then a lower bound too.
+	UnknownUsage bool `json:"unknown_usage,omitempty"`
+}
+
+// Add returns a + b.
+func (a Amount) Add(b Amount) Amount {
+	return Amount{Calls: a.Calls + b.Calls, Tokens: a.Tokens + b.Tokens, CostUSD: a.CostUSD + b.CostUSD,
+		Unpriced: a.Unpriced + b.Unpriced, UnknownUsage: a.UnknownUsage || b.UnknownUsage}
+}
+
+// CostKnown reports whether every call was priced and reported its usage,
+// so that CostUSD is the cost and not a lower bound.
+func (a Amount) CostKnown() bool { return a.Unpriced == 0 && !a.UnknownUsage }
+
+// Spent is what a run and the subagent runs below it spent: the total and
+// the share of each agent path (agent.Path.String()).
+type Spent struct {
+	Amount
+	ByAgent map[string]Amount `json:"by_agent,omitempty"`
+}
+
+// add counts a in the total and in the share of path.
+func (s *Spent) add(path string, a Amount) {
+	s.Amount = s.Amount.Add(a)
+	if s.ByAgent == nil {
+		s.ByAgent = map[string]Amount{}
+	}
+	s.ByAgent[path] = s.ByAgent[path].Add(a)
+}
+
+func (s Spent) clone() Spent {
+	s.ByAgent = maps.Clone(s.ByAgent)
+	return s
+}
+
+// SpentOf reads the spending kept in a run's state values (a checkpoint's,
+// or agent.RunState.Values as runner.LoadRunState reads them). ok is false
+// when there is none, or it does not decode.
+func SpentOf(values map[string]json.RawMessage) (Spent, bool) {
+	raw, found := values[ValueName]
+	if !found || len(raw) == 0 {
+		return Spent{}, false
+	}
+	var s Spent
+	if json.Unmarshal(raw, &s) != nil {
+		return Spent{}, false
+	}
+	return s, true
+}
+
+// Charge is one model call as the middleware counted it.
+type Charge struct {
+	// Agent is the path of the agent whose run made the call.
+	Agent string
+	// Model is the model the provider said answered.
+	Model string
+	Usage llm.Usage
+	// CostUSD is the call's cost; Priced is false when the model has no
+	// price (CostUSD is then 0, meaning unknown).
+	CostUSD float64
+	Priced  bool
+}
+
+// Options configure the middleware.
+type Options struct {
+	// Limits are the budgets of every top-level run of the agent (a
+	// subagent run counts towards its parent's). WithLimits gives a run
+	// budgets of its own instead, a subagent's too.
+	Limits Limits
+	// Pricer prices the calls; nil prices none (every cost is unknown).
+	Pricer Pricer
+	// OnCharge, when set, is called after each model call with what it
+	// cost, from the goroutine of the run that made it: a subagent's calls
+	// come from other goroutines, so it must be safe for concurrent use.
+	OnCharge func(Charge)
+}
+
+type limitsKey struct{}
+
+// ownLimits is a run's budgets as carried by its context: set marks that
+// the context says (none given means none, for a subagent).
+type ownLimits struct {
+	set    bool
+	limits Limits
+}
+
+// WithLimits returns a context whose run has budgets l of its own: the run
+// started with it (a top-level run, or a subagent run such as a background
+// child) stops once its tree spent l, whatever Options.Limits say. Runs
+// below it still count towards it.
+func WithLimits(ctx context.Context, l Limits) context.Context {
+	return context.WithValue(ctx, limitsKey{}, ownLimits{set: true, limits: l})
+}
+
+type parentKey struct{}
+
+// Middleware counts spending and stops runs at their budgets. Safe for
+// concurrent runs.
+type Middleware struct {
+	opts Options
+
+	mu   sync.Mutex
+	runs map[*agent.State]*node
+}
+
+// node is one run's spending in this process: its own calls and its
+// subagents', with the budgets it checks.
+type node struct {
+	parent *node
+	path   string
+	limits Limits
+
+	mu    sync.Mutex
+	spent Spent
+	// dirty: spent changed since it was last kept.
+	dirty bool
+	// warned: the run said once that some cost is unknown.
+	warned bool
+}
+
+// New returns the budget middleware. Put it on the agent and on every
+// subagent (deepagents.New does, with Config.Budget).
+func New(o Options) *Middleware {
+	return &Middleware{opts: o, runs: map[*agent.State]*node{}}
+}
+
+// Middleware returns m as an agent middleware.
+func (m *Middleware) Middleware() agent.Middleware {
+	return agent.Middleware{Name: "budget", BeforeModel: m.beforeModel, WrapStream: m.wrapStream, WrapTool: m.wrapTool, AfterRun: m.afterRun}
+}
+
+// run returns the run's node, made on first use: with what a resumed run
+// was saved with, under the node of the run whose tool call started it.
+func (m *Middleware) run(ctx context.Context, step agent.StepInfo) *node {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if n, ok := m.runs[step.State]; ok {
+		return n
+	}
+	n := &node{path: step.Path.String()}
+	if p, ok := ctx.Value(parentKey{}).(*node); ok && step.Path.IsNested() {
+		n.parent = p
+	}
+	switch own, _ := ctx.Value(limitsKey{}).(ownLimits); {
+	case own.set:
+		n.limits = own.limits
+	case !step.Path.IsNested():
+		n.limits = m.opts.Limits
+	}
+	if step.Kept != nil {
+		if raw := step.Kept(ValueName); len(raw) > 0 {
+			var s Spent
+			if json.Unmarshal(raw, &s) == nil {
+				n.spent = s
+			}
+		}
+	}
+	m.runs[step.State] = n
+	return n
+}
+
+// lookup returns the node of a run already seen.
+func (m *Middleware) lookup(s *agent.State) *node {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.runs[s]
+}
+
+// beforeModel saves what the run's subagents spent since its last call and
+// stops the run when it, or a run above it, has used up a budget.
+func (m *Middleware) beforeModel(ctx context.Context, step agent.StepInfo, _ *llm.Request) error {
+	n := m.run(ctx, step)
+	n.keep(step)
+	for at, own := n, true; at != nil; at, own = at.parent, false {
+		if err := at.check(own); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// wrapStream prices each model call of the run at the end of its stream
+// and counts it in the run and every run above it.
+func (m *Middleware) wrapStream(ctx context.Context, req *llm.Request, next agent.StreamFunc) iter.Seq2[llm.StreamEvent, error] {
+	return func(yield func(llm.StreamEvent, error) bool) {
+		for ev, err := range next(ctx, req) {
+			if err == nil && ev.Type == llm.EventDone && ev.Response != nil {
+				m.charge(ctx, ev.Response)
+			}
+			if !yield(ev, err) {
+				return
+			}
+		}
+	}
+}
+
+// charge counts one response.
+func (m *Middleware) charge(ctx context.Context, resp *llm.Response) {
+	state, ok := agent.RunFrom(ctx)
+	if !ok {
+		return
+	}
+	n := m.lookup(state)
+	if n == nil {
+		return
+	}
+	c := Charge{Agent: n.path, Model: resp.Model, Usage: resp.Usage}
+	a := Amount{Calls: 1, Tokens: resp.Usage.Total(), UnknownUsage: resp.Usage.Unknown}
+	if m.opts.Pricer != nil {
+		c.CostUSD, c.Priced = m.opts.Pricer.Price(resp.Model, resp.Usage)
+	}
+	if c.Priced && !math.IsNaN(c.CostUSD) && c.CostUSD >= 0 {
+		a.CostUSD = c.CostUSD
+	} else {
+		c.CostUSD, c.Priced = 0, false
+		a.Unpriced = 1
+	}
+	for at := n; at != nil; at = at.parent {
+		at.mu.Lock()
+		at.spent.add(n.path, a)
+		at.dirty = true
+		at.mu.Unlock()
+	}
+	if step, ok := agent.StepFrom(ctx); ok && step.State == state {
+		n.keep(step)
+		if !c.Priced && n.limits.Cost > 0 && step.Emit != nil && !n.warned {
+			n.warned = true
+			step.Emit(agent.Event{Type: agent.Warning, Warning: &agent.WarningInfo{Source: "budget",
+				Text: fmt.Sprintf("model %q has no price: its calls count nothing towards the cost budget, and the cost shown is a lower bound; add its price to the configuration ([prices])", resp.Model)}})
+		}
+	}
+	if m.opts.OnCharge != nil {
+		m.opts.OnCharge(c)
+	}
+}
+
+// wrapTool gives the calls of a run (a subagent's run above all) the run's
+// node as their parent, and no budgets of their own but those WithLimits
+// gives them.
+func (m *Middleware) wrapTool(ctx context.Context, call *agent.ToolCall, next agent.ToolFunc) (tool.Result, error) {
+	if state, ok := agent.RunFrom(ctx); ok {
+		if n := m.lookup(state); n != nil {
+			ctx = context.WithValue(ctx, parentKey{}, n)
+			ctx = context.WithValue(ctx, limitsKey{}, ownLimits{})
+		}
+	}
+	return next(ctx, call)
+}
+
+// afterRun keeps the run's last spending with its end and forgets the run.
+func (m *Middleware) afterRun(_ context.Context, step agent.StepInfo, _ agent.Status) {
+	m.mu.Lock()
+	n := m.runs[step.State]
+	delete(m.runs, step.State)
+	m.mu.Unlock()
+	if n != nil {
+		n.keep(step)
+	}
+}
+
+// keep saves the run's spending with its next step record, when it changed.
+// On the run's goroutine only.
+func (n *node) keep(step agent.StepInfo) {
+	n.mu.Lock()
+	if !n.dirty || step.Keep == nil {
+		n.mu.Unlock()
+		return
+	}
+	s := n.spent.clone()
+	n.dirty = false
+	n.mu.Unlock()
+	if step.Keep(ValueName, s) != nil {
+		n.mu.Lock()
+		n.dirty = true
+		n.mu.Unlock()
+	}
+}
+
+// Spent returns what the run and its subagents spent so far.
+func (n *node) Spent() Spent {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.spent.clone()
+}
+
+// check returns the error of a used-up budget; own says whether it is the
+// checking run's own or a run's above it.
+func (n *node) check(own bool) error {
+	if n.limits.IsZero() {
+		return nil
+	}
+	s := n.Spent()
+	whose := ""
+	if !own {
+		whose = n.path
+	}
+	switch {
+	case n.limits.Tokens > 0 && s.Tokens >= n.limits.Tokens:
+		return &Error{Kind: "tokens", Whose: whose, Limits: n.limits, Spent: s.Amount}
+	case n.limits.Cost > 0 && s.CostUSD >= n.limits.Cost:
+		return &Error{Kind: "cost", Whose: whose, Limits: n.limits, Spent: s.Amount}
+	}
+	return nil
+}
+
+// Error is why a run stopped at a budget. It matches agent.ErrLimit.
+type Error struct {
+	// Kind is "tokens" or "cost".
+	Kind string
+	// Whose is the path of the run above whose budget it is; empty for
+	// the stopped run's own.
+	Whose  string
+	Limits Limits
+	// Spent is what that run's tree had spent.
+	Spent Amount
+}
+
+func (e *Error) Error() string {
+	var budget, spent string
+	if e.Kind == "tokens" {
+		budget, spent = fmt.Sprintf("token budget of %d", e.Limits.Tokens), fmt.Sprintf("%d tokens", e.Spent.Tokens)
+	} else {
+		budget, spent = "cost budget of "+FormatUSD(e.Limits.Cost), FormatUSD(e.Spent.CostUSD)
+		if !e.Spent.CostKnown() {
+			spent += " or more (some calls have no price or usage)"
+		}
+	}
+	whose := "this run's " + budget
+	if e.Whose != "" {
+		whose = fmt.Sprintf("the %s of %s, which this run counts towards,", budget, e.Whose)
+	}
+	calls := "model calls"
+	if e.Spent.Calls == 1 {
+		calls = "model call"
+	}
+	return fmt.Sprintf("stopped before the next model call: %s is used up (%s spent by the run and its subagents in %d %s); "+
+		"resume the thread with a higher budget to go on", whose, spent, e.Spent.Calls, calls)
+}
+
+// Unwrap makes the error match agent.ErrLimit.
+func (e *Error) Unwrap() error { return agent.ErrLimit }
+
+// FormatUSD writes a dollar amount with as many decimals as a small amount
+// needs to show: $12.35, $0.0123, $0.000045.
+func FormatUSD(v float64) string {
+	switch {
+	case v == 0:
+		return "$0.00"
+	case math.Abs(v) >= 1:
+		return fmt.Sprintf("$%.2f", v)
+	case math.Abs(v) >= 0.01:
+		return fmt.Sprintf("$%.4f", v)
+	}
+	return fmt.Sprintf("$%.6f", v)
+}
