@@ -68,6 +68,9 @@ type BackgroundRun struct {
 	// Receipt turns the run's result into what the hosting run's model
 	// reads: the same receipt a run in the foreground gives.
 	Receipt func(*Result) tool.Result
+	// Context, when set, makes the run's context from the one it is given
+	// (a token budget of its own, say).
+	Context func(context.Context) context.Context
 	// Saved is what the hosting run saves to start it again after a crash
 	// (Tool, Args, ParentStep; ID and Name are filled in).
 	Saved BackgroundTask
@@ -218,6 +221,9 @@ func (b *Background) Start(ctx context.Context, c BackgroundRun) (TaskInfo, erro
 	t.files = in.Backend
 	var cctx context.Context
 	cctx, t.cancel = context.WithCancelCause(b.ctx)
+	if c.Context != nil {
+		cctx = c.Context(cctx)
+	}
 	if _, ok := b.tasks[saved.ID]; !ok {
 		b.order = append(b.order, saved.ID)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/budget"
 	"github.com/deepagents-go/deepagents/tool"
 )
 
@@ -109,6 +110,9 @@ func (t *Task) startBackground(ctx context.Context, env *tool.Env, raw json.RawM
 	}
 	info, err := bg.Start(ctx, agent.BackgroundRun{Agent: a, Name: c.name, Mode: string(c.mode), Brief: desc, Path: ch.Path,
 		Input: in, Options: opts, MaxRunning: t.maxRunning,
+		Context: func(ctx context.Context) context.Context {
+			return budget.WithLimits(ctx, budget.Limits{Tokens: lim.MaxTokens})
+		},
 		Receipt: func(res *agent.Result) tool.Result { r, _ := receiptOf(c.name, ch.Path, res); return r },
 		Saved:   agent.BackgroundTask{Tool: TaskToolName, Args: raw, ParentStep: host.Nesting().ParentStep}})
 	if err != nil {

@@ -336,3 +336,48 @@ func TestBackgroundCapsFromConfig(t *testing.T) {
 		t.Errorf("children %v", res.Children)
 	}
 }
+
+// A background run stops at its token cap with status limit, and its
+// receipt says which budget it used up.
+func TestBackgroundTokenCap(t *testing.T) {
+	const script = `{
+  "parent": [
+    {"tool_calls": [{"id": "t1", "name": "task", "args": {"description": "spend", "subagent_type": "spender", "run_in_background": true}}]},
+    {"content": "waiting"},
+    {"content": "done"}],
+  "spender": [
+    {"tool_calls": [{"id": "g", "name": "gate", "args": {"name": "open"}}]},
+    {"tool_calls": [{"id": "g2", "name": "gate", "args": {"name": "open"}}]},
+    {"content": "never"}]
+}`
+	g := newGates()
+	g.release("open")
+	a, model := bgAgent(t, script, g, deepagents.Config{Subagents: []subagent.Spec{{Name: "spender", Description: "spends",
+		BackgroundLimits: subagent.BackgroundLimits{MaxTokens: 50}}}})
+	res, err := a.Invoke(t.Context(), agent.Prompt("go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kid := res.Children["t1"]
+	if kid == nil || kid.Status != agent.StatusLimit || !strings.Contains(kid.Error, "token") {
+		t.Fatalf("child %+v", kid)
+	}
+	calls := 0
+	for _, r := range model.Records() {
+		if r.Who == "spender" {
+			calls++
+		}
+	}
+	if calls != 1 {
+		t.Errorf("the child made %d model calls; the cap should stop it after the first", calls)
+	}
+	var note string
+	for _, m := range res.State.Messages {
+		if m.Role == llm.RoleUser && strings.HasPrefix(m.Content, "[Background task t1") {
+			note = m.Content
+		}
+	}
+	if !strings.Contains(note, "has ended: limit") || !strings.Contains(note, "status: limit") {
+		t.Errorf("notification %q", note)
+	}
+}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/approve"
+	"github.com/deepagents-go/deepagents/budget"
 	"github.com/deepagents-go/deepagents/ledger"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/tool"
@@ -151,8 +152,10 @@ type Task struct {
 	schema   *tool.Schema
 	children map[string]*child
 	names    []string
-	// maxRunning bounds the background runs going at once per parent.
+	// maxRunning bounds the background runs going at once per parent;
+	// tokenCap stops a background run at its token cap.
 	maxRunning int
+	tokenCap   *budget.Middleware
 }
 
 var (
@@ -265,6 +268,7 @@ func NewTask(cfg Config) (*Task, error) {
 		children: map[string]*child{},
 
 		maxRunning: bgDefaults.MaxRunning,
+		tokenCap:   budget.New(budget.Options{}),
 	}
 	twin := &refusal{spec: t.spec}
 	for i, s := range specs {
@@ -340,6 +344,11 @@ func NewTask(cfg Config) (*Task, error) {
 			}
 			ac.Middleware = append([]agent.Middleware{approve.Gate(gates)}, ac.Middleware...)
 		}
+		// Its background runs have a token cap of their own: the same
+		// agent with a budget middleware (see startBackground).
+		bg := ac
+		bg.Middleware = append(slices.Clone(ac.Middleware), t.tokenCap.Middleware())
+		bg.Middleware = append(bg.Middleware, ledger.New(bg).Middleware())
 		// The context ledger, last: it measures the requests as sent.
 		ac.Middleware = append(ac.Middleware, ledger.New(ac).Middleware())
 		a, err := agent.New(ac)
@@ -347,6 +356,9 @@ func NewTask(cfg Config) (*Task, error) {
 			return nil, &ConfigError{Subagent: s.Name, Msg: fmt.Sprintf("SubAgent '%s': %v", s.Name, err), Err: err}
 		}
 		c.agent = a
+		if c.bgAgent, err = agent.New(bg); err != nil {
+			return nil, &ConfigError{Subagent: s.Name, Msg: fmt.Sprintf("SubAgent '%s': %v", s.Name, err), Err: err}
+		}
 		// A background run keeps the tighter of its spec's bounds and the
 		// background caps.
 		if ac.MaxSteps > 0 && ac.MaxSteps < c.background.MaxSteps {
