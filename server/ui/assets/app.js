@@ -432,9 +432,13 @@ function renderCard(a) {
       el('div', { class: 'lane-h' }, 'called by ', el('code', {}, a.name)), kids.map(renderCard)));
   }
   const u = a.usage;
-  const d = el('details', { class: 'card', 'data-ns': a.ns, 'data-status': actions.length ? 'waiting' : a.status, open },
+  // A background subagent's card says so while it runs, then done or
+  // cancelled.
+  const label = actions.length ? 'waiting' : a.background ? (BACKGROUND_TEXT[a.status] || a.status) : a.status;
+  const d = el('details', { class: 'card', 'data-ns': a.ns, 'data-status': actions.length ? 'waiting' : a.status,
+    'data-background': a.background ? 'true' : 'false', open },
     el('summary', {},
-      el('span', { class: 'badge ' + (actions.length ? 'waiting' : a.status) }, actions.length ? 'waiting' : a.status),
+      el('span', { class: 'badge ' + (actions.length ? 'waiting' : a.status) }, label),
       el('strong', {}, a.name), ' ', el('code', { class: 'muted' }, a.callId),
       el('span', { class: 'grow' }),
       u ? el('span', { class: 'muted usage' }, `${num(u.input_tokens)} in · ${num(u.output_tokens)} out · ${a.rounds} round(s)`) : null),
@@ -443,6 +447,7 @@ function renderCard(a) {
   return d;
 }
 const cardOpen = new Map();
+const BACKGROUND_TEXT = { running: 'running in background', ok: 'done', cancelled: 'cancelled' };
 
 // ---------- approvals ----------
 
@@ -671,7 +676,7 @@ function onCustom(ns, ev) {
     case 'subagent.start': {
       const s = ev.subagent;
       const a = card(childNs(ns, s.call_id));
-      Object.assign(a, { name: s.name, path: s.path, task: s.task || a.task, status: 'running', start: ev.time });
+      Object.assign(a, { name: s.name, path: s.path, task: s.task || a.task, status: 'running', start: ev.time, background: !!s.background || a.background });
       break;
     }
     case 'subagent.end': {
