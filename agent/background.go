@@ -273,6 +273,13 @@ func runBackground(ctx context.Context, a *Agent, in Input, opts []RunOption, em
 // buffer the loop empties, counting its usage and keeping its last text.
 func (b *Background) emitter(t *bgTask) func(Event) {
 	return func(ev Event) {
+		if ev.Type == InterruptEvent && ev.Interrupt != nil {
+			// Nobody can answer a background run's question: its run ends
+			// there (its receipt says so), and the stream is told, not
+			// asked.
+			ev = Event{Type: Notice, Agent: ev.Agent, TaskCall: ev.TaskCall, Time: ev.Time, Notice: &NoticeInfo{Source: "background", Count: 1,
+				Text: fmt.Sprintf("background task %s stopped: its %s call needs a person's approval, which a background subagent cannot ask for", t.saved.ID, ev.Interrupt.Tool)}}
+		}
 		b.mu.Lock()
 		if ev.Type == ModelResponse && ev.Response != nil && hasPrefix(ev.Agent, t.path) {
 			t.usage = t.usage.Add(ev.Response.Usage)

@@ -198,3 +198,61 @@ func TestBackgroundChildrenSurviveACrash(t *testing.T) {
 		})
 	}
 }
+
+// A parent that stops to wait for a person while a background child runs
+// stops the child too; resumed with the decision, it starts the child
+// again where it was, and the child's receipt reaches it: the child's
+// finished call does not run again.
+func TestBackgroundChildAcrossAnApproval(t *testing.T) {
+	const script = `{
+  "parent": [
+    {"tool_calls": [
+      {"id": "t1", "name": "task", "args": {"description": "first job", "subagent_type": "general-purpose", "run_in_background": true}},
+      {"id": "w1", "name": "write_file", "args": {"file_path": "/p.md", "content": "parent"}}]},
+    {"content": "waiting"},
+    {"content": "heard it"},
+    {"content": "heard it again"}],
+  "general-purpose": [
+    {"tool_calls": [{"id": "cb", "name": "bump", "args": {"n": 1}}]},
+    {"tool_calls": [{"id": "cg", "name": "gate", "args": {}}]},
+    {"content": "child report"}]
+}`
+	ctx := context.Background()
+	saver := checkpoint.NewMemory(0)
+	c := &counter{}
+	g := newBGGate()
+	a := durableAgent(t, script, deepagents.Config{Tools: []tool.Tool{c, g}, InterruptOn: gated()})
+	res, err := agent.Drain(a.Run(ctx, agent.Prompt("go"), runner.Checkpoints(saver, "ap")), func(ev agent.Event) {
+		if ev.Type == agent.InterruptEvent && ev.Agent.IsNested() {
+			t.Errorf("a background child's call asked: %+v", ev.Interrupt)
+		}
+	})
+	if res == nil || res.Status != agent.StatusInterrupted || len(res.Interrupts) != 1 || res.Interrupts[0].CallID != "w1" {
+		t.Fatalf("first stop: %v %+v", err, res)
+	}
+	if kid := res.Children["t1"]; kid == nil || kid.Status != agent.StatusCancelled {
+		t.Errorf("the child in the stopped run's result: %+v", kid)
+	}
+	rs, err := runner.LoadRunState(ctx, saver, "ap", agent.RootPath("parent"), false)
+	if err != nil || len(rs.Loop.Background) != 1 {
+		t.Fatalf("saved background tasks %+v (%v)", rs.Loop.Background, err)
+	}
+	close(g.open)
+	res, err = a.Invoke(ctx, agent.Input{}, runner.Checkpoints(saver, "ap"), agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "w1"}))
+	if err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	if n := c.snapshot(); len(n) != 1 || n["parent / general-purpose#t1 cb"] != 1 {
+		t.Errorf("bumps %v", n)
+	}
+	notes := 0
+	for _, m := range res.State.Messages {
+		if m.Role == llm.RoleUser && strings.HasPrefix(m.Content, "[Background task t1 (subagent general-purpose) has ended: ok") &&
+			strings.HasSuffix(m.Content, "child report") {
+			notes++
+		}
+	}
+	if notes != 1 || res.State.Files["/p.md"].Content != "parent" {
+		t.Errorf("notifications %d, files %v, messages %+v", notes, res.State.Files, res.State.Messages)
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/deepagents-go/deepagents"
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/approve"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
 	"github.com/deepagents-go/deepagents/subagent"
@@ -428,5 +429,46 @@ func TestBackgroundFilesConflictWithTheParent(t *testing.T) {
 	}
 	if !strings.Contains(note, "[Note: "+conflicts[0]+".]") {
 		t.Errorf("notification %q lacks the conflict %q", note, conflicts[0])
+	}
+}
+
+// A background child's call that needs a person's approval is not put to
+// anyone: the child ends there, the stream gets a notice instead of an
+// interrupt, its receipt says it did not finish, and the parent's run ends
+// ok.
+func TestBackgroundChildCannotAsk(t *testing.T) {
+	const script = `{
+  "parent": [
+    {"tool_calls": [{"id": "t1", "name": "task", "args": {"description": "write", "subagent_type": "general-purpose", "run_in_background": true}}]},
+    {"content": "waiting"},
+    {"content": "noted"},
+    {"content": "noted again"}],
+  "general-purpose": [
+    {"tool_calls": [{"id": "w", "name": "write_file", "args": {"file_path": "/x.md", "content": "x"}}]},
+    {"content": "never"}]
+}`
+	g := newGates()
+	a, _ := bgAgent(t, script, g, deepagents.Config{InterruptOn: map[string]approve.Policy{"write_file": {}}})
+	var notice string
+	res, err := agent.Drain(a.Run(t.Context(), agent.Prompt("go")), func(ev agent.Event) {
+		if ev.Type == agent.InterruptEvent {
+			t.Errorf("interrupt event %+v", ev.Interrupt)
+		}
+		if ev.Type == agent.Notice && strings.Contains(ev.Notice.Text, "approval") {
+			notice = ev.Notice.Text
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(notice, "background task t1 stopped: its write_file call needs a person's approval") {
+		t.Errorf("notice %q", notice)
+	}
+	kid := res.Children["t1"]
+	if kid == nil || kid.Status != agent.StatusInterrupted || len(res.Interrupts) != 0 {
+		t.Errorf("child %+v, parent's interrupts %v", kid, res.Interrupts)
+	}
+	if _, ok := res.State.Files["/x.md"]; ok {
+		t.Error("the call that waited ran")
 	}
 }
