@@ -1,6 +1,7 @@
 package subagent_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"strings"
@@ -470,5 +471,61 @@ func TestBackgroundChildCannotAsk(t *testing.T) {
 	}
 	if _, ok := res.State.Files["/x.md"]; ok {
 		t.Error("the call that waited ran")
+	}
+}
+
+// A background subagent runs on the cooperative runtime too: its run is a
+// task of the runtime, the parent's wait for it parks on the runtime's
+// queue, and its receipt reaches the parent, the same on every run.
+func TestCooperativeRuntimeRunsABackgroundSubagent(t *testing.T) {
+	run := func() ([]byte, *agent.Result) {
+		m := scripted.New(scripted.Script{
+			"parent": {Steps: []scripted.Step{
+				step("", scripted.StepCall{ID: "t1", Name: "task", Args: json.RawMessage(`{"description":"write a","subagent_type":"general-purpose","run_in_background":true}`)}),
+				step("waiting"),
+				step("heard"),
+				step("heard again"),
+			}},
+			"general-purpose": {Steps: []scripted.Step{
+				step("", tc("write", `{"path":"/a.txt","content":"a"}`)),
+				step("wrote a"),
+			}},
+		}, scripted.Options{})
+		task := newTask(t, subagent.Config{Model: m, Subagents: []subagent.Spec{subagent.GeneralPurpose()}, BaseTools: []tool.Tool{writeTool}})
+		a, err := agent.New(agent.Config{Model: m, Tools: []tool.Tool{writeTool, task}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := newCoop(t)
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		var res *agent.Result
+		c.run(func() {
+			res, err = agent.Drain(a.Run(t.Context(), agent.Prompt("delegate"), agent.WithRuntime(c)), func(ev agent.Event) {
+				if err := enc.Encode(ev); err != nil {
+					t.Error(err)
+				}
+			})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes(), res
+	}
+	first, res := run()
+	if kid := res.Children["t1"]; kid == nil || kid.FinalText() != "wrote a" || res.State.Files["/a.txt"].Content != "a" {
+		t.Fatalf("child %+v, files %v", res.Children["t1"], res.State.Files)
+	}
+	notes := 0
+	for _, m := range res.State.Messages {
+		if m.Role == llm.RoleUser && strings.HasPrefix(m.Content, "[Background task t1") {
+			notes++
+		}
+	}
+	if notes != 1 {
+		t.Errorf("%d notifications", notes)
+	}
+	if again, _ := run(); !bytes.Equal(first, again) {
+		t.Errorf("two runs on the cooperative runtime streamed differently")
 	}
 }
