@@ -30,11 +30,9 @@ const bgScript = `{
     {"match": "endless", "steps": [{"content": "Never.", "delay_ms": 60000}]}]}
 }`
 
-// TestBrowserBackgroundSubagentCards: a background subagent's card says
-// "running in background" while it runs, then "done"; a cancelled one's
-// says "cancelled"; the agent's answer after their reports shows in the
-// chat.
-func TestBrowserBackgroundSubagentCards(t *testing.T) {
+// bgServer serves an agent running bgScript with the UI.
+func bgServer(t *testing.T) string {
+	t.Helper()
 	var s scripted.Script
 	if err := json.Unmarshal([]byte(bgScript), &s); err != nil {
 		t.Fatal(err)
@@ -49,12 +47,44 @@ func TestBrowserBackgroundSubagentCards(t *testing.T) {
 	}
 	hs := httptest.NewServer(srv)
 	t.Cleanup(func() { hs.Close(); _ = srv.Close() })
+	return hs.URL
+}
+
+// A thread run by another client (no agent events to build the cards from)
+// still shows its background subagents' cards as done and cancelled, from
+// the task calls and the messages that brought their reports.
+func TestBrowserBackgroundCardsFromCalls(t *testing.T) {
+	url := bgServer(t)
+	var th struct {
+		ThreadID string `json:"thread_id"`
+	}
+	postJSON(t, url+"/threads", map[string]any{}, &th)
+	postJSON(t, url+"/threads/"+th.ThreadID+"/runs/wait", map[string]any{"assistant_id": "agent",
+		"input": map[string]any{"messages": []any{map[string]any{"role": "user", "content": "search in the background"}}}}, nil)
+	p := page{t, browser(t)}
+	const fast = `#lanes details.card[data-ns="task:fast"]`
+	const slow = `#lanes details.card[data-ns="task:slow"]`
+	p.do(
+		chromedp.Navigate(url+"/#"+th.ThreadID),
+		waitJS(`document.querySelectorAll('#lanes details.card').length === 2`),
+		waitJS(`document.querySelector('`+fast+` summary .badge').textContent === 'done' && document.querySelector('`+fast+`').textContent.includes('Quick finding.')`),
+		waitJS(`document.querySelector('`+slow+` summary .badge').textContent === 'cancelled'`),
+		screenshot(t, artifacts(t), "cards-from-calls"),
+	)
+}
+
+// TestBrowserBackgroundSubagentCards: a background subagent's card says
+// "running in background" while it runs, then "done"; a cancelled one's
+// says "cancelled"; the agent's answer after their reports shows in the
+// chat.
+func TestBrowserBackgroundSubagentCards(t *testing.T) {
+	url := bgServer(t)
 	p := page{t, browser(t)}
 	dir := artifacts(t)
 	const fast = `#lanes details.card[data-ns="task:fast"]`
 	const slow = `#lanes details.card[data-ns="task:slow"]`
 	p.do(
-		chromedp.Navigate(hs.URL+"/"),
+		chromedp.Navigate(url+"/"),
 		waitJS(`document.querySelectorAll('#assistant option').length === 1`),
 		chromedp.SendKeys(chromedp.ID("input"), "search in the background"),
 		chromedp.Click(chromedp.ID("send")),

@@ -367,13 +367,36 @@ function cardsFromCalls() {
       // Without a result the parent has not got its answer yet (a call of
       // the same step may be waiting for approval).
       a.status = r ? (r.status === 'error' ? 'error' : 'ok') : 'pending';
-      if (r && a.items.length === 0) a.items.push({ text: textOf(r.content) });
+      const note = r && r.status !== 'error' && textOf(r.content).includes(' in the background as task ' + tc.id + '.') ? backgroundNote(tc.id) : undefined;
+      if (note !== undefined) {
+        // A background subagent: running until its report's message is in
+        // the conversation, then as that message says.
+        a.background = true;
+        a.status = note ? note.status : 'running';
+        if (note && a.items.length === 0) a.items.push({ text: note.text });
+      } else if (r && a.items.length === 0) a.items.push({ text: textOf(r.content) });
       a.fromCall = true;
       // Its path, for its waiting calls: "<main> / <name>#<call id>".
       const waiting = S.actions.find((x) => isSubagentPath(x.path) && x.path.split(' / ').length === 2 && x.path.endsWith('#' + tc.id));
       if (waiting) { a.path = waiting.path; a.status = 'waiting'; }
     }
   }
+}
+
+// backgroundNote finds the message that brought background task id's
+// report to the main agent: its status and the report; null while there
+// is none.
+function backgroundNote(id) {
+  const head = '[Background task ' + id + ' (subagent ';
+  for (const m of S.msgs) {
+    const text = m.type === 'human' ? textOf(m.content) : '';
+    if (!text.startsWith(head)) continue;
+    const st = /has ended: ([a-z ]+)\. Its report follows\.\]/.exec(text);
+    const status = !st ? 'ok' : st[1].startsWith('cancelled') ? 'cancelled' : st[1];
+    const at = text.indexOf(']\n\n');
+    return { status, text: at >= 0 ? text.slice(at + 3) : text };
+  }
+  return null;
 }
 
 // loadTranscript reads a subagent's messages from the thread's
