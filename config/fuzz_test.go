@@ -121,6 +121,7 @@ func FuzzLoadConfig(f *testing.F) {
 	f.Add([]byte("model = \"openai:gpt-4.1\"\n"), []byte("[providers.local]\ntype = \"openai-compatible\"\nbase_url = \"http://x/v1\"\n"))
 	f.Add([]byte("max_steps = 0\n"), []byte("[providers.x]\n"))
 	f.Add([]byte("[models.\"local:q\"]\ncontext_window = 32768\n"), []byte("[models.\"LOCAL:q\"]\nmax_output = 8192\ncaches = true\n"))
+	f.Add([]byte("[background]\nmax_running = 2\ntimeout = \"10m\"\n"), []byte("[background]\nmax_running = 8\nmax_tokens = 1000\n"))
 	f.Fuzz(func(t *testing.T, user, project []byte) {
 		const up, pp = "home/.deepagents/config.toml", "project/deepagents.toml"
 		c, err := load([]file{{up, user, false}, {pp, project, true}})
@@ -130,6 +131,9 @@ func FuzzLoadConfig(f *testing.F) {
 		}
 		if c.MaxSteps < 0 || c.MaxParallel < 0 {
 			t.Fatalf("bad limits %+v", c)
+		}
+		if b := c.Background; b.MaxRunning < 0 || b.MaxSteps < 0 || b.MaxTokens < 0 || b.Timeout < 0 {
+			t.Fatalf("bad background limits %+v", b)
 		}
 		checkReasoning(t, c.Reasoning)
 		for name, a := range c.InterruptOn {

@@ -3,8 +3,10 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/llm"
@@ -99,5 +101,41 @@ func TestProgressBackgroundLines(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("progress lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// The [background] table of the user's config file reaches the agent: with
+// max_running = 1, the second of two background starts is refused.
+func TestConfigBackgroundTable(t *testing.T) {
+	srv := ot.NewServer(t, func(r *ot.Request) ot.Reply {
+		if r.HasTool("task") {
+			if r.Round() == 0 {
+				return ot.Tools(
+					ot.Call{ID: "call_a", Name: "task", Args: `{"description":"job a","subagent_type":"general-purpose","run_in_background":true}`},
+					ot.Call{ID: "call_b", Name: "task", Args: `{"description":"job b","subagent_type":"general-purpose","run_in_background":true}`})
+			}
+			return ot.Text("Done.")
+		}
+		time.Sleep(300 * time.Millisecond) // still running when the second start comes
+		return ot.Text("Report.")
+	})
+	_, home := runEnv(t, srv)
+	writeFileAt(t, filepath.Join(home, ".deepagents", "config.toml"), "[background]\nmax_running = 1\n")
+	code, out, errs := runCLI(t, "run", "-p", "go", "--model", "openai:gpt-test", "--output", "stream-json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	refused := 0
+	sc := bufio.NewScanner(strings.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var ev agent.Event
+		if json.Unmarshal(sc.Bytes(), &ev) == nil && ev.Type == agent.ToolEnd && ev.Tool.Name == "task" &&
+			ev.Tool.IsError && strings.Contains(ev.Tool.Result, "1 background task is running already") {
+			refused++
+		}
+	}
+	if refused != 1 {
+		t.Errorf("%d starts refused, want 1:\n%s", refused, out)
 	}
 }

@@ -257,6 +257,7 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 		// The CLI plans with write_todos and compacts long conversations
 		// against each model's window.
 		Todos: true, ContextWindow: s.contextWindow, Permissions: rules, Skills: sc, Memory: mc,
+		Background: cfg.Background,
 	}
 	if cp.mounts != nil {
 		// The memory files mounted from outside --root (the user's, say):
