@@ -73,6 +73,11 @@ type Config struct {
 	// MaxParallel bounds concurrent tool calls of one step (task calls
 	// included), for the agent and each subagent.
 	MaxParallel int
+	// Background caps the subagents' background runs (task with
+	// run_in_background) and how many run at once; zero fields take the
+	// defaults: 50 model calls, 200,000 tokens and 30 minutes each, 4 at
+	// once. A spec's BackgroundLimits override them for its runs.
+	Background subagent.BackgroundLimits
 	// ResponseFormat makes the agent end with a structured response; the same
 	// kinds as subagent.Spec.ResponseFormat.
 	ResponseFormat any
@@ -302,6 +307,7 @@ func New(cfg Config) (*agent.Agent, error) {
 		Middleware:     shared,
 		MaxSteps:       cfg.MaxSteps,
 		MaxParallel:    cfg.MaxParallel,
+		Background:     cfg.Background,
 		Stream:         cfg.Stream,
 		Reasoning:      cfg.Reasoning,
 		InterruptOn:    cfg.InterruptOn,

@@ -29,6 +29,10 @@ const (
 	FileConflict  EventType = "file.conflict"
 	SubagentStart EventType = "subagent.start"
 	SubagentEnd   EventType = "subagent.end"
+	// SubagentNotify: a background subagent's receipt was appended to its
+	// parent's messages, as a notification the parent's model reads at its
+	// next call (SubagentInfo.Notification is the message's text).
+	SubagentNotify EventType = "subagent.notification"
 	// Notice is something a middleware wants the user to know that is not a
 	// failure of the run, e.g. a large text that could not be saved to a file.
 	Notice EventType = "notice"
@@ -142,7 +146,7 @@ var eventFields = map[string]bool{"type": true, "agent": true, "task_call": true
 func (t EventType) own() bool {
 	switch t {
 	case RunStart, RunEnd, ModelRequest, ModelDelta, ModelResponse, ModelRetry, ToolStart, ToolProgress, ToolEnd,
-		FileWrite, FileDelete, FileConflict, SubagentStart, SubagentEnd, Notice, Warning, InterruptEvent:
+		FileWrite, FileDelete, FileConflict, SubagentStart, SubagentEnd, SubagentNotify, Notice, Warning, InterruptEvent:
 		return true
 	}
 	return false
@@ -267,6 +271,12 @@ type SubagentInfo struct {
 	Error  string    `json:"error,omitempty"`
 	Rounds int       `json:"rounds,omitempty"`
 	Usage  llm.Usage `json:"usage,omitzero"`
+	// Background: the run goes on after its task call returned (start,
+	// end and notification of a background subagent).
+	Background bool `json:"background,omitempty"`
+	// Notification is the text appended to the parent's messages when a
+	// background subagent's receipt reaches it (subagent.notification).
+	Notification string `json:"notification,omitempty"`
 	// Run is the child's finished run, transcript included (end only), for
 	// observers of the stream; the parent loop gets it from the task tool
 	// itself (Nested), not from this event.

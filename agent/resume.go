@@ -225,6 +225,9 @@ func (r *run) newTurn(ctx context.Context, input []llm.Message) (*StepState, boo
 	r.dropChildren()
 	r.rs.Loop.Usage, r.rs.Loop.Tree, r.rs.Finished, r.changed, r.rs.Loop.Output = llm.Usage{}, nil, nil, nil, nil
 	r.rs.Loop.RespFailures, r.rs.Loop.RespRepaired, r.rs.Loop.LastRespError = 0, false, ""
+	// Background runs of an ended turn that never reported are not started
+	// again: the turn they belonged to is over.
+	r.rs.Loop.Background = nil
 	r.state.Messages = append(r.state.Messages, input...)
 	r.closeDangling()
 	if err := r.saveInput(ctx); err != nil {
@@ -381,6 +384,16 @@ func (r *run) resumed(rs *RunState) {
 // nestedOptions are the options a nested run is started with: this run's
 // runtime, its recorder and the decisions not meant for this run.
 func (r *run) nestedOptions() []RunOption {
+	step := ""
+	if r.rec != nil {
+		step = r.rec.ns + "@" + r.rs.Loop.StepInProgress
+	}
+	return r.nestedOptionsAt(step)
+}
+
+// nestedOptionsAt are nestedOptions for a nested run started by the step
+// parentStep (namespace@step id).
+func (r *run) nestedOptionsAt(parentStep string) []RunOption {
 	var opts []RunOption
 	if r.custom != nil {
 		opts = append(opts, WithRuntime(r.custom))
@@ -388,7 +401,7 @@ func (r *run) nestedOptions() []RunOption {
 	if r.rec != nil {
 		nc := r.rec.recordConfig
 		nc.nested = true
-		nc.parentStep = r.rec.ns + "@" + r.rs.Loop.StepInProgress
+		nc.parentStep = parentStep
 		opts = append(opts, func(c *runConfig) { c.record = &nc })
 	}
 	if len(r.decisions) > 0 {

@@ -182,6 +182,8 @@ type run struct {
 	claims *claims
 	// inherited are the tagged parts of a prompt given by Child.System.
 	inherited map[string]int
+	// bg are the run's background subagent runs (set when its steps start).
+	bg *Background
 }
 
 func (a *Agent) newRun(in Input, rc runConfig) *run {
@@ -324,6 +326,7 @@ func (r *run) loop(parent context.Context) {
 		r.closeDangling()
 	}
 	status, err := r.steps(ctx, pending)
+	r.stopBackground(ctx, status)
 	status, err = settle(parent, cancelledBy(ctx, status, err), err)
 	for _, m := range r.a.cfg.Middleware {
 		if m.AfterRun != nil {

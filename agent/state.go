@@ -88,6 +88,9 @@ type LoopState struct {
 	// Interrupts are the calls waiting for a decision, this run's and its
 	// subagents'.
 	Interrupts []Interrupt `json:"interrupts,omitempty"`
+	// Background are the background subagent runs whose receipts have not
+	// reached the run's messages yet: started again when the run resumes.
+	Background []BackgroundTask `json:"background,omitempty"`
 }
 
 // StepState is a step whose calls are not all answered yet.
@@ -115,5 +118,9 @@ type CallOutcome struct {
 	State      map[string]json.RawMessage `json:"state,omitempty"`
 	DurationMS float64                    `json:"duration_ms,omitempty"`
 	Child      *Result                    `json:"child,omitempty"`
-	Files      vfs.Delta                  `json:"-"`
+	// Background is the background subagent run the call started, saved
+	// with the call so that a crash before the step's next record does
+	// not lose it.
+	Background *BackgroundTask `json:"background,omitempty"`
+	Files      vfs.Delta       `json:"-"`
 }

@@ -28,6 +28,13 @@ func (r *run) steps(ctx context.Context, pending *StepState) (Status, error) {
 	// Every hook of the run, WrapTool included, can tell which run it
 	// serves (RunFrom).
 	ctx = context.WithValue(ctx, runKey{}, &r.state)
+	// Background subagent runs go on under the run's context; those saved
+	// before the run stopped start again.
+	r.bg = newBackground(r, ctx)
+	ctx = withBackground(ctx, r.bg)
+	for _, saved := range r.rs.Loop.Background {
+		r.restartBackground(ctx, saved)
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return StatusCancelled, context.Cause(ctx)
@@ -42,6 +49,9 @@ func (r *run) steps(ctx context.Context, pending *StepState) (Status, error) {
 				return status, err
 			}
 			continue
+		}
+		if status, err, done := r.backgroundTurn(ctx); done {
+			return status, err
 		}
 		if r.rs.Loop.Rounds-r.rs.Loop.TurnStart >= r.maxSteps {
 			calls := "model calls"
@@ -159,6 +169,18 @@ func (r *run) steps(ctx context.Context, pending *StepState) (Status, error) {
 		}
 
 		if len(msg.ToolCalls) == 0 {
+			if (a.respTool == nil || r.rs.Loop.Output != nil) && r.bg.active() > 0 {
+				// Background tasks go on: the run waits for them and calls
+				// the model again with their receipts (backgroundTurn).
+				if r.rec != nil {
+					if err := r.save(ctx, RecordStep, "", nil); err != nil {
+						r.emit(respEv)
+						return StatusError, err
+					}
+				}
+				r.emit(respEv)
+				continue
+			}
 			if a.respTool == nil || r.rs.Loop.Output != nil {
 				return r.endWith(ctx, respEv, StatusOK, nil)
 			}
@@ -316,6 +338,7 @@ func (r *run) addStepTools(ctx context.Context, req *llm.Request) {
 			req.Tools = append(req.Tools, spec)
 		}
 	}
+	r.addBackgroundTools(req)
 }
 
 func (r *run) toolNames(req *llm.Request) []string {

@@ -67,6 +67,10 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 	var fatal error
 	b := &batch{q: r.rt.Queue()}
 	defer b.q.Close()
+	// News of background runs wakes the loop while the calls run, so that
+	// their events are shown as they come.
+	bgw := r.bg.watch(b.q)
+	defer r.bg.unwatch(bgw)
 
 	limit := r.a.cfg.MaxParallel
 	if limit == 0 {
@@ -100,6 +104,9 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 			deltas[i] = oc.Files
 			if oc.Child != nil {
 				r.addChild(c.ID, oc.Child)
+			}
+			if oc.Background != nil {
+				r.restartBackground(ctx, *oc.Background)
 			}
 			if dc, ok := pending.decided(c.ID); ok && dc.Type == Reject {
 				// Saved before the step's checkpoint that would have
@@ -230,6 +237,14 @@ func (r *run) runTools(ctx context.Context, req *llm.Request, calls []llm.ToolCa
 	// take handles one thing the batch's queue carried: an event, or a
 	// call's end.
 	take := func(v any) {
+		if _, ok := v.(bgWake); ok {
+			r.bg.woke(bgw)
+			events, _ := r.bg.take(false)
+			for _, ev := range events {
+				r.emit(ev)
+			}
+			return
+		}
 		d, end := v.(*callDone)
 		if !end {
 			r.emit(*v.(*Event))
@@ -433,7 +448,7 @@ func (r *run) saveOutcome(ctx context.Context, c llm.ToolCall, res tool.Result, 
 	}
 	return r.recordCall(ctx, &CallRecord{ID: c.ID, Message: res.Message(c), Rejected: rejected,
 		Outcome: &CallOutcome{Content: res.Content, IsError: res.IsError, Structured: res.Structured, Stop: res.Stop, Parts: res.Parts,
-			State: res.State, DurationMS: ms(dur), Child: child, Files: files}})
+			State: res.State, DurationMS: ms(dur), Child: child, Files: files, Background: r.bg.takeFresh(c.ID)}})
 }
 
 func (s *StepState) done(id string) (CallOutcome, bool) {
@@ -505,6 +520,7 @@ func (r *run) fileEvents(d vfs.Delta) {
 			r.changed = map[string]bool{}
 		}
 		r.changed[c.Path] = true
+		r.bg.touch(c.Path, c.By)
 		if c.File == nil {
 			r.emit(Event{Type: FileDelete, File: &FileInfo{Path: c.Path, CallID: c.By}})
 		} else {

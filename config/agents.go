@@ -75,6 +75,12 @@ import (
 //	skills           the names of the skills the subagent may use: a list
 //	                 or a comma-separated string. Not for forks (they have
 //	                 their parent's).
+//	background       true: a task call runs the subagent in the background
+//	                 (it returns at once with a task id) unless the call
+//	                 passes run_in_background: false
+//	background_max_steps, background_max_tokens, background_timeout
+//	                 caps on each background run of the subagent (defaults:
+//	                 50 model calls, 200000 tokens, 30m)
 //
 // Any other key is an error.
 type AgentFile struct {
@@ -118,6 +124,10 @@ type AgentFile struct {
 	MCPServers []string
 	// Skills are the skill names of the skills key, nil when it is absent.
 	Skills []string
+	// Background makes the subagent run in the background by default;
+	// BackgroundLimits cap its background runs (zero fields: defaults).
+	Background       bool
+	BackgroundLimits subagent.BackgroundLimits
 	// Prompt is the body after the front matter, without the blank lines
 	// around it; it may be empty.
 	Prompt string
@@ -137,6 +147,9 @@ func (a AgentFile) Spec() subagent.Spec {
 		Mode:         subagent.Mode(a.Mode),
 		MaxSteps:     a.MaxSteps,
 		Timeout:      a.Timeout,
+
+		Background:       a.Background,
+		BackgroundLimits: a.BackgroundLimits,
 	}
 	if len(a.ResponseFormat) > 0 {
 		s.ResponseFormat = slices.Clone(a.ResponseFormat)
@@ -249,7 +262,8 @@ func pathErrText(err error) string {
 	return err.Error()
 }
 
-var agentKeys = []string{"name", "description", "mode", "tools", "model", "response_format", "max_steps", "timeout", "reasoning", "interrupt_on", "permissions", "context_window", "mcpServers", "skills"}
+var agentKeys = []string{"name", "description", "mode", "tools", "model", "response_format", "max_steps", "timeout", "reasoning", "interrupt_on", "permissions", "context_window", "mcpServers", "skills",
+	"background", "background_max_steps", "background_max_tokens", "background_timeout"}
 
 var agentModes = []string{string(subagent.Isolated), string(subagent.Fork), string(subagent.Handoff)}
 
@@ -417,6 +431,14 @@ func parseAgent(p *problems, path string, data []byte) (a AgentFile, nameLine in
 			case "skills":
 				a.Skills = yamlSkills(p, v, vl, at)
 				skillsLine = kl
+			case "background":
+				a.Background = yamlBool(p, key, v, vl)
+			case "background_max_steps":
+				a.BackgroundLimits.MaxSteps = yamlPositiveInt(p, key, v, vl)
+			case "background_max_tokens":
+				a.BackgroundLimits.MaxTokens = yamlPositiveInt(p, key, v, vl)
+			case "background_timeout":
+				a.BackgroundLimits.Timeout = yamlDuration(p, key, v, vl)
 			default:
 				p.add(kl, "%s", unknownKey(key, key, agentKeys))
 			}
@@ -565,6 +587,15 @@ func yamlString(p *problems, key string, v *yaml.Node, line int) (string, bool) 
 	}
 	p.add(line, "%s must be a string, got %s%s", key, describe(v), hint)
 	return "", false
+}
+
+func yamlBool(p *problems, key string, v *yaml.Node, line int) bool {
+	var b bool
+	if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!bool" || v.Decode(&b) != nil {
+		p.add(line, "%s must be true or false, got %s", key, describe(v))
+		return false
+	}
+	return b
 }
 
 func yamlPositiveInt(p *problems, key string, v *yaml.Node, line int) int {

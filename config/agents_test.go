@@ -201,7 +201,7 @@ func TestParseAgentFileErrors(t *testing.T) {
 				`:7: unknown key "descripton" (did you mean "description"?)`},
 		{"unknown key by case", "---\ndescription: d\nMax_Steps: 3\n---\n", `:3: unknown key "Max_Steps" (did you mean "max_steps"?)`},
 		{"unknown key without suggestion", "---\ndescription: d\nplugins: [x]\n---\n",
-			`:3: unknown key "plugins" (known keys: name, description, mode, tools, model, response_format, max_steps, timeout, reasoning, interrupt_on, permissions, context_window, mcpServers, skills)`},
+			`:3: unknown key "plugins" (known keys: name, description, mode, tools, model, response_format, max_steps, timeout, reasoning, interrupt_on, permissions, context_window, mcpServers, skills, background, background_max_steps, background_max_tokens, background_timeout)`},
 		{"skills on a fork", "---\ndescription: d\nmode: fork\nskills: [pdf]\n---\n", `:4: skills cannot be set for mode "fork": a fork has its parent's skills`},
 		{"skills: bad name", "---\ndescription: d\nskills: [pdf, \"a b\"]\n---\n", `:3: skill name "a b" must be letters, digits, "_" and "-" only`},
 		{"skills: twice", "---\ndescription: d\nskills: pdf, pdf\n---\n", `:3: skill "pdf" is listed twice`},
@@ -268,7 +268,7 @@ func TestParseAgentFileErrors(t *testing.T) {
 				":2: name must be letters, digits, \"_\" and \"-\" only, got \"a b\"\n" +
 				":3: mode must be \"isolated\", \"fork\" or \"handoff\", got \"shared\"\n" +
 				":4: timeout must be a duration like \"90s\" or \"5m\", got the integer 1; add a unit\n" +
-				":5: unknown key \"colour\" (known keys: name, description, mode, tools, model, response_format, max_steps, timeout, reasoning, interrupt_on, permissions, context_window, mcpServers, skills)"},
+				":5: unknown key \"colour\" (known keys: name, description, mode, tools, model, response_format, max_steps, timeout, reasoning, interrupt_on, permissions, context_window, mcpServers, skills, background, background_max_steps, background_max_tokens, background_timeout)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

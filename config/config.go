@@ -22,6 +22,7 @@ import (
 	"github.com/deepagents-go/deepagents/internal/safefile"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/pricing"
+	"github.com/deepagents-go/deepagents/subagent"
 	"github.com/deepagents-go/deepagents/tokens"
 	"github.com/deepagents-go/deepagents/vfs/perm"
 )
@@ -126,6 +127,11 @@ type Config struct {
 	// changes by the agent need no approval: the [protect] table's allow
 	// list, which only the user's own file may set. Nil when it is not set.
 	ProtectAllow []string
+	// Background are the caps of background subagent runs and how many run
+	// at once (the [background] table: max_running, max_steps, max_tokens,
+	// timeout); zero fields keep the defaults. A project file may lower
+	// them, never raise them.
+	Background subagent.BackgroundLimits
 	// Providers are the [providers.NAME] tables by lower-case name; use
 	// ProviderFor to look one up.
 	Providers map[string]ProviderConfig
@@ -229,7 +235,7 @@ var builtinKinds = map[string]string{
 }
 
 var (
-	topKeys       = []string{"model", "system_prompt", "max_steps", "max_parallel", "max_response_bytes", "max_tool_calls", "reasoning", "db", "interrupt_on", "approval_mode", "permissions", "protect", "providers", "models", "max_cost", "prices"}
+	topKeys       = []string{"model", "system_prompt", "max_steps", "max_parallel", "max_response_bytes", "max_tool_calls", "reasoning", "db", "interrupt_on", "approval_mode", "permissions", "protect", "providers", "models", "max_cost", "prices", "background"}
 	providerKeys  = []string{"type", "base_url", "api_key_env", "model", "headers", "stream_tool_calls", "parallel_tool_calls", "reasoning_back", "request_timeout", "stream_idle_timeout", "api"}
 	providerTypes = []string{"openai", "anthropic", "gemini", "openai-compatible"}
 	envNameRe     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -339,6 +345,7 @@ func load(files []file) (*Config, error) {
 				fc.MaxToolCalls = 0
 			}
 			projectCost(c, fc)
+			fc.Background = lowerBackground(c.Background, fc.Background)
 		}
 		if !f.project {
 			if fc.InterruptOn != nil {
@@ -442,6 +449,8 @@ func Parse(path string, data []byte) (*Config, error) {
 			c.MaxCost = tomlMaxCost(p, v, l)
 		case "prices":
 			c.Prices = parsePrices(p, v, l, at)
+		case "background":
+			c.Background = tomlBackground(p, v, l, at)
 		default:
 			p.add(l, "%s", unknownKey(key, key, topKeys))
 		}
@@ -687,6 +696,7 @@ func (c *Config) Merge(other *Config) {
 	if other.MaxToolCalls != 0 {
 		c.MaxToolCalls = other.MaxToolCalls
 	}
+	c.Background = mergeBackground(c.Background, other.Background)
 	if other.Reasoning != nil {
 		r := *other.Reasoning
 		c.Reasoning = &r

@@ -183,7 +183,7 @@ func TestParseErrors(t *testing.T) {
 		{"duplicate key", "model = \"a:b\"\n\nmodel = \"c:d\"\n", `:3: Key 'model' has already been defined.`},
 		{"unknown top-level key", "model = \"a:b\"\nmax_step = 3\n", `:2: unknown key "max_step" (did you mean "max_steps"?)`},
 		{"unknown key, no suggestion", "temperature = 0.2\n",
-			`:1: unknown key "temperature" (known keys: model, system_prompt, max_steps, max_parallel, max_response_bytes, max_tool_calls, reasoning, db, interrupt_on, approval_mode, permissions, protect, providers, models, max_cost, prices)`},
+			`:1: unknown key "temperature" (known keys: model, system_prompt, max_steps, max_parallel, max_response_bytes, max_tool_calls, reasoning, db, interrupt_on, approval_mode, permissions, protect, providers, models, max_cost, prices, background)`},
 		{"unknown provider key", "[providers.openai]\napi_key_env = \"K\"\n\nbase_ulr = \"http://x\"\n",
 			`:4: unknown key "providers.openai.base_ulr" (did you mean "base_url"?)`},
 		{"unknown key in a dotted table", "[providers]\nopenai.modle = \"x\"\n",

@@ -59,6 +59,7 @@ func lineCount(data []byte) int { return strings.Count(string(data), "\n") + 1 }
 func FuzzParseAgentFile(f *testing.F) {
 	f.Add([]byte("---\ndescription: d\n---\nBody\n"))
 	f.Add([]byte("---\nname: x\ndescription: d\nmode: fork\nresponse_format: {type: object}\n---\n"))
+	f.Add([]byte("---\ndescription: d\nbackground: true\nbackground_max_steps: 5\nbackground_max_tokens: 1000\nbackground_timeout: 2m\n---\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		const path = "agents/fuzz.md"
 		a, err := ParseAgentFile(path, data)
@@ -76,6 +77,9 @@ func FuzzParseAgentFile(f *testing.F) {
 		}
 		if a.Mode == "fork" && a.Tools != nil {
 			t.Fatalf("fork with tools %q", a.Tools)
+		}
+		if l := a.BackgroundLimits; l.MaxSteps < 0 || l.MaxTokens < 0 || l.Timeout < 0 {
+			t.Fatalf("background limits %+v", l)
 		}
 		if a.ContextWindow < 0 || a.ContextWindow > maxWindow {
 			t.Fatalf("context_window %d", a.ContextWindow)
@@ -117,6 +121,7 @@ func FuzzLoadConfig(f *testing.F) {
 	f.Add([]byte("model = \"openai:gpt-4.1\"\n"), []byte("[providers.local]\ntype = \"openai-compatible\"\nbase_url = \"http://x/v1\"\n"))
 	f.Add([]byte("max_steps = 0\n"), []byte("[providers.x]\n"))
 	f.Add([]byte("[models.\"local:q\"]\ncontext_window = 32768\n"), []byte("[models.\"LOCAL:q\"]\nmax_output = 8192\ncaches = true\n"))
+	f.Add([]byte("[background]\nmax_running = 2\ntimeout = \"10m\"\n"), []byte("[background]\nmax_running = 8\nmax_tokens = 1000\n"))
 	f.Fuzz(func(t *testing.T, user, project []byte) {
 		const up, pp = "home/.deepagents/config.toml", "project/deepagents.toml"
 		c, err := load([]file{{up, user, false}, {pp, project, true}})
@@ -126,6 +131,9 @@ func FuzzLoadConfig(f *testing.F) {
 		}
 		if c.MaxSteps < 0 || c.MaxParallel < 0 {
 			t.Fatalf("bad limits %+v", c)
+		}
+		if b := c.Background; b.MaxRunning < 0 || b.MaxSteps < 0 || b.MaxTokens < 0 || b.Timeout < 0 {
+			t.Fatalf("bad background limits %+v", b)
 		}
 		checkReasoning(t, c.Reasoning)
 		for name, a := range c.InterruptOn {

@@ -73,4 +73,77 @@
 // parent's tool-call id; subagent.start and subagent.end (status, rounds,
 // usage) are emitted on the parent's path. None of it enters the parent's
 // messages.
+//
+// # Background subagents
+//
+// A task call with run_in_background true (or any call of a subagent whose
+// Spec.Background is set, unless it passes false) starts the child and
+// returns at once: its result says the subagent started in the background
+// and gives the task id, which is the call's id. The child runs on through
+// the parent's agent.Runtime (Fanout, Queue, Timeout: never a goroutine of
+// its own) under the parent run's context, sees what a foreground child
+// sees, and is recorded in its own thread namespace, as a foreground child
+// is.
+//
+// What comes back: when it ends, its receipt — the same text, error
+// receipts included, as the foreground tool result would have been — is
+// appended to the parent's messages as a user message that opens
+// "[Background task ID (subagent NAME) has ended: STATUS. Its report
+// follows.]", before the parent's next model call, and saved in the thread
+// like every message; a subagent.notification event reports it. Its
+// Result joins the parent's Result.Children under the task id and its
+// usage the parent's roll-up; while it runs, its events (subagent.start
+// and subagent.end marked background, and every event of the child) reach
+// the parent's stream as the loop runs: between steps, while the calls of
+// a step run and while the run waits.
+//
+// When the model ends its turn while background children still run, the
+// run does not end: a notice event (source "background") says how many it
+// waits for, the run waits for the next to end (its context still ends
+// it), appends its receipt and calls the model again, a follow-up step of
+// the same run. One Run covers the turn and its follow-ups; each counts
+// against the step limit.
+//
+// Steering: once a run has started a background task, its steps offer
+// task_status (all tasks, or one: running or ended, model calls and tokens
+// so far, the last text it wrote or its report), task_wait (one task, or
+// any running one, for at most timeout_seconds, 60 by default, 1800 at
+// most; the report still arrives as the notification) and task_cancel
+// (stops it; its receipt, status cancelled, arrives like any other). An
+// agent that never starts one sees no change in its tools.
+//
+// Caps (BackgroundLimits; deepagents.Config.Background for all, a spec's
+// or an agent file's for its own): each background run stops at 50 model
+// calls (or its spec's tighter step limit), 200,000 tokens of its tree (a
+// budget middleware of its own), and 30 minutes (or its spec's shorter
+// timeout), ending with status limit; at most 4 run at once per parent, and
+// a fifth call is answered with an error result saying so.
+//
+// Files: the child works on a copy-on-write layer of the parent's files as
+// they are when it starts (and, where it did not write, as they become).
+// Its changes merge into the parent's when its receipt is appended, at the
+// parent's step boundary; a path the parent or another background child
+// changed since it started, and that it changed too, is a conflict: its
+// version is kept, the other saved beside it, a file.conflict event is
+// emitted and its receipt ends with a note saying so. A parent on a real
+// directory sees the child's writes as they happen, as with a foreground
+// child.
+//
+// Durability: a background child's start is saved with its task call's
+// result, and from the next step on in the parent's loop value
+// (agent.LoopState.Background) until its receipt is in the messages. A
+// resumed parent starts each such child again through its tool, under the
+// step that started it, so the child's namespace resumes it (no finished
+// call repeated) or gives its saved result; conflicts with the parent's
+// changes made before the crash are then not detected. A parent that ends
+// otherwise than by the model's answer (an error, a limit, an approval it
+// waits for, a cancellation) cancels its background children and waits a
+// few seconds for them; they stay saved, so resuming the run starts them
+// again, and a new turn drops them. A child that stops to wait for a
+// person's approval ends there: its receipt says it did not finish
+// (status interrupted).
+//
+// On a runtime that runs children elsewhere (agent.ChildRunner: the
+// Temporal module), a background call is answered with an error result
+// (TemporalText) and nothing starts.
 package subagent

@@ -100,6 +100,13 @@ type Spec struct {
 	// Timeout bounds one run of the subagent (0: none). A timed-out run ends
 	// with status limit and keeps what it wrote.
 	Timeout time.Duration
+	// Background makes the subagent run in the background by default: a
+	// task call returns at once with a task id unless it passes
+	// run_in_background false.
+	Background bool
+	// BackgroundLimits cap the subagent's background runs; zero fields
+	// take Config.Background's (MaxRunning is Config's only).
+	BackgroundLimits BackgroundLimits
 }
 
 // As returns the response format for Go type T, for Spec.ResponseFormat.

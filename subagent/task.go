@@ -14,6 +14,7 @@ import (
 
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/approve"
+	"github.com/deepagents-go/deepagents/budget"
 	"github.com/deepagents-go/deepagents/ledger"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/tool"
@@ -88,7 +89,8 @@ func Description(specs []Spec) string {
 
 const taskParams = `{"type":"object","properties":{` +
 	`"description":{"type":"string","description":"The complete brief for the subagent: what to do, the context it needs and what to report."},` +
-	`"subagent_type":{"type":"string","description":"Name of a subagent from the list."}},` +
+	`"subagent_type":{"type":"string","description":"Name of a subagent from the list."},` +
+	`"run_in_background":{"type":"boolean","description":"Return at once with a task id; the report comes later as a message."}},` +
 	`"required":["description","subagent_type"],"additionalProperties":false}`
 
 // Config assembles the task tool. Subagents must not be empty (a task tool
@@ -131,6 +133,10 @@ type Config struct {
 	// ResponseLimits cap each model response of every child (see
 	// agent.Config.ResponseLimits).
 	ResponseLimits llm.ResponseLimits
+	// Background caps every background run of a subagent whose spec sets
+	// none (zero fields: the defaults, see BackgroundLimits), and bounds
+	// how many run at once.
+	Background BackgroundLimits
 	// Skills builds the skills middleware of an isolated child whose spec
 	// names skills (Spec.Skills), given the names and the child's context
 	// window. Nil: the parent has no skills, and a spec that names some is
@@ -146,6 +152,10 @@ type Task struct {
 	schema   *tool.Schema
 	children map[string]*child
 	names    []string
+	// maxRunning bounds the background runs going at once per parent;
+	// tokenCap stops a background run at its token cap.
+	maxRunning int
+	tokenCap   *budget.Middleware
 }
 
 var (
@@ -158,6 +168,12 @@ type child struct {
 	mode    Mode
 	agent   *agent.Agent
 	timeout time.Duration
+	// background: the subagent runs in the background unless a call says
+	// otherwise; bgAgent is the subagent with its background token cap
+	// (nil: agent), background its caps.
+	background   BackgroundLimits
+	inBackground bool
+	bgAgent      *agent.Agent
 }
 
 // forkPrompt puts a fork spec's own prompt at the start of every request's
@@ -190,6 +206,10 @@ func NewTask(cfg Config) (*Task, error) {
 	if cfg.MaxParallel < 0 {
 		return nil, &ConfigError{Msg: fmt.Sprintf("the subagents' parallelism bound is %d; it must be 0 (the default, %d) or more", cfg.MaxParallel, agent.DefaultMaxParallel)}
 	}
+	if err := cfg.Background.check("subagents"); err != nil {
+		return nil, &ConfigError{Msg: err.Error()}
+	}
+	bgDefaults := cfg.Background.or(DefaultBackgroundLimits())
 	specs := make([]Spec, len(cfg.Subagents))
 	formats := make([]*agent.ResponseFormat, len(specs))
 	seen := map[string]bool{}
@@ -221,6 +241,9 @@ func NewTask(cfg Config) (*Task, error) {
 		if s.Timeout < 0 {
 			return nil, configErr(s.Name, "SubAgent '%s' has a negative timeout (%s); use 0 for none", s.Name, s.Timeout)
 		}
+		if err := s.BackgroundLimits.check("SubAgent '" + s.Name + "'"); err != nil {
+			return nil, configErr(s.Name, "%s", err.Error())
+		}
 		rf, err := ResolveFormat(s.ResponseFormat)
 		if err != nil {
 			var ce *ConfigError
@@ -243,6 +266,9 @@ func NewTask(cfg Config) (*Task, error) {
 		spec:     llm.ToolSpec{Name: TaskToolName, Description: Description(specs), Parameters: schema.Raw()},
 		schema:   schema,
 		children: map[string]*child{},
+
+		maxRunning: bgDefaults.MaxRunning,
+		tokenCap:   budget.New(budget.Options{}),
 	}
 	twin := &refusal{spec: t.spec}
 	for i, s := range specs {
@@ -268,7 +294,8 @@ func NewTask(cfg Config) (*Task, error) {
 		if ac.ContextWindow == 0 && s.Model == nil {
 			ac.ContextWindow = cfg.ContextWindow
 		}
-		c := &child{name: s.Name, mode: s.Mode, timeout: s.Timeout}
+		c := &child{name: s.Name, mode: s.Mode, timeout: s.Timeout, inBackground: s.Background,
+			background: s.BackgroundLimits.or(bgDefaults)}
 		if s.Mode == Fork {
 			ac.Tools = append(append(append([]tool.Tool{}, cfg.ForkBefore...), twin), cfg.ForkAfter...)
 			ac.Middleware = append(append(append([]agent.Middleware{}, cfg.ForkMiddleware...), s.Middleware...), cfg.Middleware...)
@@ -317,6 +344,11 @@ func NewTask(cfg Config) (*Task, error) {
 			}
 			ac.Middleware = append([]agent.Middleware{approve.Gate(gates)}, ac.Middleware...)
 		}
+		// Its background runs have a token cap of their own: the same
+		// agent with a budget middleware (see startBackground).
+		bg := ac
+		bg.Middleware = append(slices.Clone(ac.Middleware), t.tokenCap.Middleware())
+		bg.Middleware = append(bg.Middleware, ledger.New(bg).Middleware())
 		// The context ledger, last: it measures the requests as sent.
 		ac.Middleware = append(ac.Middleware, ledger.New(ac).Middleware())
 		a, err := agent.New(ac)
@@ -324,6 +356,17 @@ func NewTask(cfg Config) (*Task, error) {
 			return nil, &ConfigError{Subagent: s.Name, Msg: fmt.Sprintf("SubAgent '%s': %v", s.Name, err), Err: err}
 		}
 		c.agent = a
+		if c.bgAgent, err = agent.New(bg); err != nil {
+			return nil, &ConfigError{Subagent: s.Name, Msg: fmt.Sprintf("SubAgent '%s': %v", s.Name, err), Err: err}
+		}
+		// A background run keeps the tighter of its spec's bounds and the
+		// background caps.
+		if ac.MaxSteps > 0 && ac.MaxSteps < c.background.MaxSteps {
+			c.background.MaxSteps = ac.MaxSteps
+		}
+		if s.Timeout > 0 && s.Timeout < c.background.Timeout {
+			c.background.Timeout = s.Timeout
+		}
 		t.children[s.Name] = c
 		t.names = append(t.names, s.Name)
 	}
@@ -396,8 +439,9 @@ func (t *Task) Run(ctx context.Context, env *tool.Env, args json.RawMessage) (to
 }
 
 type taskArgs struct {
-	Description  string `json:"description"`
-	SubagentType string `json:"subagent_type"`
+	Description     string `json:"description"`
+	SubagentType    string `json:"subagent_type"`
+	RunInBackground *bool  `json:"run_in_background"`
 }
 
 // RunNested implements agent.Nested: it runs one child to the end and
@@ -442,8 +486,16 @@ func (t *Task) RunNested(ctx context.Context, env *tool.Env, raw json.RawMessage
 			args.SubagentType, strings.Join(t.names, ", ")), nil, nil
 	}
 	path := parent.Child(c.name, callID)
+	background := c.inBackground
+	if args.RunInBackground != nil {
+		background = *args.RunInBackground
+	}
 
 	in := agent.Input{Backend: env.Files}
+	if background {
+		// The loop gives it a layer of its own, which outlives the call.
+		in.Backend = nil
+	}
 	child := agent.Child{Path: path, Task: args.Description}
 	opts := []agent.RunOption{agent.WithTimeout(c.timeout)}
 	if len(host.Options) > 0 {
@@ -462,6 +514,9 @@ func (t *Task) RunNested(ctx context.Context, env *tool.Env, raw json.RawMessage
 		child.System, child.SystemParts = &system, env.SystemParts
 	} else {
 		in.Messages = []llm.Message{llm.User(args.Description)}
+	}
+	if background {
+		return t.startBackground(ctx, env, raw, host, c, in, child, args.Description), nil, nil
 	}
 	opts = append(opts, agent.AsChild(child))
 
@@ -485,24 +540,31 @@ func (t *Task) RunNested(ctx context.Context, env *tool.Env, raw json.RawMessage
 		Name: c.name, Mode: string(c.mode), CallID: callID, Path: path, Status: status, Error: reason,
 		Rounds: res.Rounds, Usage: res.Usage, Run: res}})
 
-	if status == agent.StatusOK {
+	receipt, err := receiptOf(c.name, path, res)
+	return receipt, res, err
+}
+
+// receiptOf is the receipt of a child's run: its report, or an error
+// receipt. A run its recorder failed stops the parent too (a fatal error).
+func receiptOf(name string, path agent.Path, res *agent.Result) (tool.Result, error) {
+	if res.Status == agent.StatusOK {
 		if res.Output != nil {
-			return tool.Result{Content: string(res.Output), Structured: res.Output}, res, nil
+			return tool.Result{Content: string(res.Output), Structured: res.Output}, nil
 		}
 		if text := res.FinalText(); text != "" {
-			return tool.Text(text), res, nil
+			return tool.Text(text), nil
 		}
-		return tool.Text(NoReportText), res, nil
+		return tool.Text(NoReportText), nil
 	}
-	receipt := tool.Result{Content: failureReceipt(c.name, status, reason, res), IsError: true}
+	receipt := tool.Result{Content: failureReceipt(name, res.Status, res.Error, res), IsError: true}
 	if err := res.Err(); errors.Is(err, agent.ErrRecorderUnavailable) {
 		// The child's recorder (its checkpoint store) failed it, not its
 		// work: the whole run stops unfinished, to be resumed once the
 		// store is back, rather than the parent's model being told its
 		// subagent failed.
-		return receipt, res, tool.Fatal(fmt.Errorf("subagent %s: %w", path, err))
+		return receipt, tool.Fatal(fmt.Errorf("subagent %s: %w", path, err))
 	}
-	return receipt, res, nil
+	return receipt, nil
 }
 
 // parentPath is the path of the run the task call belongs to: the host's,
@@ -615,7 +677,7 @@ func KnownArgs(raw json.RawMessage) (json.RawMessage, []string) {
 	}
 	var ignored []string
 	for k := range obj {
-		if k != "description" && k != "subagent_type" {
+		if k != "description" && k != "subagent_type" && k != "run_in_background" {
 			ignored = append(ignored, k)
 		}
 	}

@@ -69,16 +69,39 @@ func (p *progressPrinter) event(ev agent.Event) {
 	case agent.FileConflict:
 		fmt.Fprintf(p.w, "%s %s ! %s\n", p.stamp(), ev.Agent, ev.Conflict.String())
 	case agent.SubagentStart:
-		fmt.Fprintf(p.w, "%s %s ⇢ subagent %s (%s) started: %s\n", p.stamp(), ev.Agent, ev.Subagent.Name, ev.Subagent.CallID, clip(ev.Subagent.Task, 70))
+		fmt.Fprintf(p.w, "%s %s ⇢ subagent %s (%s) started%s: %s\n", p.stamp(), ev.Agent, ev.Subagent.Name, ev.Subagent.CallID,
+			backgroundMark(ev.Subagent, " in the background"), clip(ev.Subagent.Task, 70))
+	case agent.SubagentNotify:
+		fmt.Fprintf(p.w, "%s %s ⇠ background task %s (%s) reported to the model\n", p.stamp(), ev.Agent, ev.Subagent.CallID, ev.Subagent.Name)
 	case agent.SubagentEnd:
 		u := ev.Subagent.Usage
 		unknown := ""
 		if u.Unknown {
 			unknown = " or more: a model reported no usage"
 		}
-		fmt.Fprintf(p.w, "%s %s ⇠ subagent %s (%s) %s after %s, %s tokens%s\n", p.stamp(), ev.Agent, ev.Subagent.Name,
-			ev.Subagent.CallID, ev.Subagent.Status, count(ev.Subagent.Rounds, "round"), short(u.Total()), unknown)
+		fmt.Fprintf(p.w, "%s %s ⇠ %ssubagent %s (%s) %s after %s, %s tokens%s\n", p.stamp(), ev.Agent, backgroundMark(ev.Subagent, "background "),
+			ev.Subagent.Name, ev.Subagent.CallID, endWord(ev.Subagent), count(ev.Subagent.Rounds, "round"), short(u.Total()), unknown)
 	}
+}
+
+// backgroundMark is mark for a background subagent's events, else "".
+func backgroundMark(s *agent.SubagentInfo, mark string) string {
+	if s.Background {
+		return mark
+	}
+	return ""
+}
+
+// endWord says how a subagent ended: its status, or for a background one
+// "done" and "cancelled" in words.
+func endWord(s *agent.SubagentInfo) string {
+	switch {
+	case !s.Background:
+		return string(s.Status)
+	case s.Status == agent.StatusOK:
+		return "done"
+	}
+	return string(s.Status)
 }
 
 // notice shows a warning or notice event (text is its payload's text).

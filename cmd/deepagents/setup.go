@@ -272,6 +272,7 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 		// The CLI plans with write_todos and compacts long conversations
 		// against each model's window.
 		Todos: true, ContextWindow: s.contextWindow, Permissions: rules, Skills: sc, Memory: mc,
+		Background: cfg.Background,
 	}
 	s.config.Middleware = append(s.config.Middleware, s.mode.Middleware())
 	// Every model call is priced, and a run stops at its budget (cost.go).

@@ -27,6 +27,7 @@ import (
 	"github.com/deepagents-go/deepagents/config"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/runner"
+	"github.com/deepagents-go/deepagents/subagent"
 )
 
 const threadsHelp = `usage: deepagents threads [--limit N] [--json]
@@ -253,14 +254,19 @@ type shownMessage struct {
 	// still in progress of an unfinished or interrupted run: saved, but
 	// not yet part of the conversation the model reads.
 	UnfinishedStep bool `json:"unfinished_step,omitempty"`
+	// Notification marks the message that brought a background subagent's
+	// report to the model.
+	Notification bool `json:"notification,omitempty"`
 }
 
 type shownCall struct {
 	ID   string          `json:"id"`
 	Name string          `json:"name"`
 	Args json.RawMessage `json:"args"`
-	// Subagent is the run the call started, when it started one.
-	Subagent *shownRun `json:"subagent,omitempty"`
+	// Subagent is the run the call started, when it started one;
+	// Background says it ran in the background.
+	Subagent   *shownRun `json:"subagent,omitempty"`
+	Background bool      `json:"background,omitempty"`
 }
 
 type shownThread struct {
@@ -436,10 +442,12 @@ func (t *threadTree) load(path agent.Path, depth int) (*shownRun, error) {
 			return nil, fmt.Errorf("reading %s of thread %q: %w", runName(path), t.id, err)
 		}
 	}
+	started := backgroundStarts(rs.Messages)
 	for _, m := range rs.Messages {
-		sm := shownMessage{Role: string(m.Role), Content: m.Content, ToolCallID: m.ToolCallID, Name: m.Name, IsError: m.IsError}
+		sm := shownMessage{Role: string(m.Role), Content: m.Content, ToolCallID: m.ToolCallID, Name: m.Name, IsError: m.IsError,
+			Notification: m.Role == llm.RoleUser && strings.HasPrefix(m.Content, "[Background task ")}
 		for _, c := range m.ToolCalls {
-			sc := shownCall{ID: c.ID, Name: c.Name, Args: c.Args}
+			sc := shownCall{ID: c.ID, Name: c.Name, Args: c.Args, Background: started[c.ID]}
 			if child := t.child(path, c.ID); child != nil && depth < maxDepth {
 				if sc.Subagent, err = t.load(child, depth+1); err != nil {
 					return nil, err
@@ -533,6 +541,19 @@ func (t *threadTree) child(parent agent.Path, callID string) agent.Path {
 	return nil
 }
 
+// backgroundStarts are the task calls of msgs that started a background
+// subagent, by call id: those whose result says so.
+func backgroundStarts(msgs []llm.Message) map[string]bool {
+	out := map[string]bool{}
+	for _, m := range msgs {
+		if m.Role == llm.RoleTool && m.Name == subagent.TaskToolName && !m.IsError &&
+			strings.HasPrefix(m.Content, "Started subagent ") && strings.Contains(m.Content, " in the background as task "+m.ToolCallID+".") {
+			out[m.ToolCallID] = true
+		}
+	}
+	return out
+}
+
 func runName(p agent.Path) string {
 	if p == nil {
 		return "the top-level run"
@@ -566,6 +587,10 @@ func printRun(w io.Writer, r *shownRun, indent string) {
 			}
 			line(fmt.Sprintf("tool %s [%s]%s: ", m.Name, m.ToolCallID, mark), m.Content)
 		default:
+			if m.Notification {
+				line("notification: ", m.Content)
+				continue
+			}
 			if m.Content != "" || len(m.ToolCalls) == 0 {
 				line(m.Role+": ", m.Content)
 			}
@@ -576,7 +601,11 @@ func printRun(w io.Writer, r *shownRun, indent string) {
 					if p, err := agent.ParsePath(sa.Path); err == nil {
 						name = p.Last().Name
 					}
-					fmt.Fprintf(w, "%s  ┃ subagent %s (%s) · %s · %s\n", indent, name, c.ID, sa.Status, count(sa.Rounds, "round"))
+					bg := ""
+					if c.Background {
+						bg = " · in the background"
+					}
+					fmt.Fprintf(w, "%s  ┃ subagent %s (%s)%s · %s · %s\n", indent, name, c.ID, bg, sa.Status, count(sa.Rounds, "round"))
 					printRun(w, sa, indent+"  ┃ ")
 				}
 			}

@@ -371,13 +371,36 @@ function cardsFromCalls() {
       // Without a result the parent has not got its answer yet (a call of
       // the same step may be waiting for approval).
       a.status = r ? (r.status === 'error' ? 'error' : 'ok') : 'pending';
-      if (r && a.items.length === 0) a.items.push({ text: textOf(r.content) });
+      const note = r && r.status !== 'error' && textOf(r.content).includes(' in the background as task ' + tc.id + '.') ? backgroundNote(tc.id) : undefined;
+      if (note !== undefined) {
+        // A background subagent: running until its report's message is in
+        // the conversation, then as that message says.
+        a.background = true;
+        a.status = note ? note.status : 'running';
+        if (note && a.items.length === 0) a.items.push({ text: note.text });
+      } else if (r && a.items.length === 0) a.items.push({ text: textOf(r.content) });
       a.fromCall = true;
       // Its path, for its waiting calls: "<main> / <name>#<call id>".
       const waiting = S.actions.find((x) => isSubagentPath(x.path) && x.path.split(' / ').length === 2 && x.path.endsWith('#' + tc.id));
       if (waiting) { a.path = waiting.path; a.status = 'waiting'; }
     }
   }
+}
+
+// backgroundNote finds the message that brought background task id's
+// report to the main agent: its status and the report; null while there
+// is none.
+function backgroundNote(id) {
+  const head = '[Background task ' + id + ' (subagent ';
+  for (const m of S.msgs) {
+    const text = m.type === 'human' ? textOf(m.content) : '';
+    if (!text.startsWith(head)) continue;
+    const st = /has ended: ([a-z ]+)\. Its report follows\.\]/.exec(text);
+    const status = !st ? 'ok' : st[1].startsWith('cancelled') ? 'cancelled' : st[1];
+    const at = text.indexOf(']\n\n');
+    return { status, text: at >= 0 ? text.slice(at + 3) : text };
+  }
+  return null;
 }
 
 // loadTranscript reads a subagent's messages from the thread's
@@ -436,9 +459,13 @@ function renderCard(a) {
       el('div', { class: 'lane-h' }, 'called by ', el('code', {}, a.name)), kids.map(renderCard)));
   }
   const u = a.usage;
-  const d = el('details', { class: 'card', 'data-ns': a.ns, 'data-status': actions.length ? 'waiting' : a.status, open },
+  // A background subagent's card says so while it runs, then done or
+  // cancelled.
+  const label = actions.length ? 'waiting' : a.background ? (BACKGROUND_TEXT[a.status] || a.status) : a.status;
+  const d = el('details', { class: 'card', 'data-ns': a.ns, 'data-status': actions.length ? 'waiting' : a.status,
+    'data-background': a.background ? 'true' : 'false', open },
     el('summary', {},
-      el('span', { class: 'badge ' + (actions.length ? 'waiting' : a.status) }, actions.length ? 'waiting' : a.status),
+      el('span', { class: 'badge ' + (actions.length ? 'waiting' : a.status) }, label),
       el('strong', {}, a.name), ' ', el('code', { class: 'muted' }, a.callId),
       el('span', { class: 'grow' }),
       u ? el('span', { class: 'muted usage' }, `${num(u.input_tokens)} in · ${num(u.output_tokens)} out · ${a.rounds} round(s)`) : null),
@@ -447,6 +474,7 @@ function renderCard(a) {
   return d;
 }
 const cardOpen = new Map();
+const BACKGROUND_TEXT = { running: 'running in background', ok: 'done', cancelled: 'cancelled' };
 
 // ---------- approvals ----------
 
@@ -676,7 +704,7 @@ function onCustom(ns, ev) {
     case 'subagent.start': {
       const s = ev.subagent;
       const a = card(childNs(ns, s.call_id));
-      Object.assign(a, { name: s.name, path: s.path, task: s.task || a.task, status: 'running', start: ev.time });
+      Object.assign(a, { name: s.name, path: s.path, task: s.task || a.task, status: 'running', start: ev.time, background: !!s.background || a.background });
       break;
     }
     case 'subagent.end': {
