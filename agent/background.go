@@ -69,7 +69,10 @@ type BackgroundRun struct {
 	// reads: the same receipt a run in the foreground gives.
 	Receipt func(*Result) tool.Result
 	// Context, when set, makes the run's context from the one it is given
-	// (a token budget of its own, say).
+	// (a token budget of its own, say, and a tally that counts its spending
+	// towards the hosting run's). It is called once, before the run starts.
+	// The state values of its receipt (Receipt) apply to the hosting run
+	// when the receipt reaches its messages, as a tool result's do.
 	Context func(context.Context) context.Context
 	// Saved is what the hosting run saves to start it again after a crash
 	// (Tool, Args, ParentStep; ID and Name are filled in).
@@ -699,8 +702,11 @@ func (r *run) reportBackground(ctx context.Context) {
 		for _, t := range ended {
 			r.addChild(t.saved.ID, t.res)
 			r.bg.mu.Lock()
-			info := t.info()
+			info, receipt := t.info(), t.result
 			r.bg.mu.Unlock()
+			// The receipt's state values apply as a tool result's do (what
+			// the child spent, for a budget).
+			r.applyState([]tool.Result{receipt})
 			text := NotificationText(info)
 			r.state.Messages = append(r.state.Messages, llm.User(text))
 			r.emit(Event{Type: SubagentNotify, Subagent: &SubagentInfo{Name: t.name, Mode: t.mode, CallID: t.saved.ID, Path: t.path,

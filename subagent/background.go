@@ -108,13 +108,21 @@ func (t *Task) startBackground(ctx context.Context, env *tool.Env, raw json.RawM
 	if c.bgAgent != nil {
 		a = c.bgAgent
 	}
+	var tally *budget.Tally
 	info, err := bg.Start(ctx, agent.BackgroundRun{Agent: a, Name: c.name, Mode: string(c.mode), Brief: desc, Path: ch.Path,
 		Input: in, Options: opts, MaxRunning: t.maxRunning,
-		Context: func(ctx context.Context) context.Context {
-			return budget.WithLimits(ctx, budget.Limits{Tokens: lim.MaxTokens})
+		// The child counts towards its parent's budgets through a tally
+		// its receipt closes, besides its own cap.
+		Context: func(cctx context.Context) context.Context {
+			cctx, tally = budget.Background(ctx, cctx, ch.Path.Last().CallID)
+			return budget.WithLimits(cctx, budget.Limits{Tokens: lim.MaxTokens})
 		},
-		Receipt: func(res *agent.Result) tool.Result { r, _ := receiptOf(c.name, ch.Path, res); return r },
-		Saved:   agent.BackgroundTask{Tool: TaskToolName, Args: raw, ParentStep: host.Nesting().ParentStep}})
+		Receipt: func(res *agent.Result) tool.Result {
+			r, _ := receiptOf(c.name, ch.Path, res)
+			_ = tally.HandOver(&r) // a Spent always encodes
+			return r
+		},
+		Saved: agent.BackgroundTask{Tool: TaskToolName, Args: raw, ParentStep: host.Nesting().ParentStep}})
 	if err != nil {
 		return tool.Errorf("Error: %v.", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/deepagents-go/deepagents"
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/approve"
+	"github.com/deepagents-go/deepagents/budget"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
 	"github.com/deepagents-go/deepagents/subagent"
@@ -527,5 +529,33 @@ func TestCooperativeRuntimeRunsABackgroundSubagent(t *testing.T) {
 	}
 	if again, _ := run(); !bytes.Equal(first, again) {
 		t.Errorf("two runs on the cooperative runtime streamed differently")
+	}
+}
+
+// What a background child spends counts against its parent's budget: the
+// parent stops at its token budget (before its next model call), and
+// the budget's error counts the child's tokens (live, or from its receipt).
+func TestBackgroundChildCountsTowardsTheParentsBudget(t *testing.T) {
+	const script = `{
+  "parent": [
+    {"tool_calls": [{"id": "t1", "name": "task", "args": {"description": "spend", "subagent_type": "general-purpose", "run_in_background": true}}],
+     "usage": {"input_tokens": 10, "output_tokens": 10}},
+    {"content": "waiting", "usage": {"input_tokens": 10, "output_tokens": 10}},
+    {"content": "done", "usage": {"input_tokens": 10, "output_tokens": 10}}],
+  "general-purpose": [
+    {"content": "spent a lot", "usage": {"input_tokens": 1500, "output_tokens": 500}}]
+}`
+	g := newGates()
+	a, _ := bgAgent(t, script, g, deepagents.Config{Budget: budget.New(budget.Options{Limits: budget.Limits{Tokens: 500}})})
+	res, err := a.Invoke(t.Context(), agent.Prompt("go"))
+	if res == nil || res.Status != agent.StatusLimit {
+		t.Fatalf("the parent ended %v (%v); its budget should stop it", res, err)
+	}
+	if res.FinalText() == "done" {
+		t.Errorf("the parent made its third model call past its budget")
+	}
+	var be *budget.Error
+	if !errors.As(err, &be) || be.Spent.Tokens < 2020 {
+		t.Errorf("error %v, want the parent's tree with the child's 2000 tokens", err)
 	}
 }
