@@ -559,3 +559,33 @@ func TestBackgroundChildCountsTowardsTheParentsBudget(t *testing.T) {
 		t.Errorf("error %v, want the parent's tree with the child's 2000 tokens", err)
 	}
 }
+
+// flatPrice prices every model call at one dollar.
+type flatPrice struct{}
+
+func (flatPrice) Price(string, llm.Usage) (float64, bool) { return 1, true }
+
+// A background run stops at its cost cap, priced by the budget middleware.
+func TestBackgroundCostCap(t *testing.T) {
+	const script = `{
+  "parent": [
+    {"tool_calls": [{"id": "t1", "name": "task", "args": {"description": "spend", "subagent_type": "spender", "run_in_background": true}}]},
+    {"content": "waiting"},
+    {"content": "done"}],
+  "spender": [
+    {"tool_calls": [{"id": "g", "name": "gate", "args": {"name": "open"}}]},
+    {"content": "never"}]
+}`
+	g := newGates()
+	g.release("open")
+	a, _ := bgAgent(t, script, g, deepagents.Config{Budget: budget.New(budget.Options{Pricer: flatPrice{}}),
+		Subagents: []subagent.Spec{{Name: "spender", Description: "spends", BackgroundLimits: subagent.BackgroundLimits{MaxCost: 0.5}}}})
+	res, err := a.Invoke(t.Context(), agent.Prompt("go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kid := res.Children["t1"]
+	if kid == nil || kid.Status != agent.StatusLimit || !strings.Contains(kid.Error, "cost budget") {
+		t.Fatalf("child %+v", kid)
+	}
+}

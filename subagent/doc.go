@@ -114,9 +114,12 @@
 //
 // Caps (BackgroundLimits; deepagents.Config.Background for all, a spec's
 // or an agent file's for its own): each background run stops at 50 model
-// calls (or its spec's tighter step limit), 200,000 tokens of its tree (a
-// budget middleware of its own), and 30 minutes (or its spec's shorter
-// timeout), ending with status limit; at most 4 run at once per parent, and
+// calls (or its spec's tighter step limit), 200,000 tokens of its tree,
+// the cost cap set (MaxCost; none by default; priced by
+// deepagents.Config.Budget), and 30 minutes (or its spec's shorter
+// timeout), ending with status limit; with Config.Budget its spending
+// counts towards its parent's budgets too, live while it runs and from its
+// receipt on, so a parent's budget stops both; at most 4 run at once per parent, and
 // a fifth call is answered with an error result saying so.
 //
 // Files: the child works on a copy-on-write layer of the parent's files as
