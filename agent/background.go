@@ -719,14 +719,14 @@ func (r *run) reportBackground(ctx context.Context) {
 // mergeBackground merges the files of the background runs that ended into
 // the run's, in the order they ended; a path the run (or another
 // background run) changed since one of them started, which it changed too,
-// is a conflict: its version is kept, the other saved beside it, and its
-// receipt says so.
+// is a conflict: its version is kept, the other (read through the run's
+// backend, whatever it is) saved beside it, and its receipt says so.
 func (r *run) mergeBackground(ctx context.Context, ended []*bgTask) {
 	ap, ok := r.backend.(vfs.Applier)
 	var deltas []vfs.Delta
 	var owners []string
 	kids := map[string]*bgTask{}
-	if ok && r.mem != nil {
+	if ok {
 		var cur map[string]vfs.File
 		byOwner := map[string]vfs.Delta{}
 		seen := map[string]bool{}
@@ -741,12 +741,17 @@ func (r *run) mergeBackground(ctx context.Context, ended []*bgTask) {
 					continue
 				}
 				seen[c.Path] = true
-				if cur == nil {
+				if cur == nil && r.mem != nil {
 					cur = r.mem.Files()
 				}
 				ch := vfs.Change{Path: c.Path}
 				if f, has := cur[c.Path]; has {
 					ch.File = &f
+				} else if f, err := readFile(ctx, r.backend, c.Path); err == nil {
+					ch.File = f
+				} else if !errors.Is(err, vfs.ErrNotFound) {
+					// Its version cannot be read: no conflict is claimed.
+					continue
 				}
 				byOwner[who] = append(byOwner[who], ch)
 			}
@@ -787,6 +792,21 @@ func (r *run) mergeBackground(ctx context.Context, ended []*bgTask) {
 		c := cf
 		r.emit(Event{Type: FileConflict, Conflict: &c})
 	}
+}
+
+// readFile reads a file as the run's backend has it now: any backend (a
+// directory, a store, a mount such as /memories/), not only the run's
+// state files.
+func readFile(ctx context.Context, b vfs.Backend, p string) (*vfs.File, error) {
+	content, err := b.Read(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	f := &vfs.File{Content: content}
+	if e, err := b.Stat(ctx, p); err == nil {
+		f.ModifiedAt = e.ModifiedAt
+	}
+	return f, nil
 }
 
 // restartBackground starts again, through the tool that started it, a

@@ -18,6 +18,7 @@ import (
 	"github.com/deepagents-go/deepagents/llm/scripted"
 	"github.com/deepagents-go/deepagents/subagent"
 	"github.com/deepagents-go/deepagents/tool"
+	"github.com/deepagents-go/deepagents/vfs"
 )
 
 // gates is a tool whose calls wait until the test opens their gate (by the
@@ -418,6 +419,54 @@ func TestBackgroundFilesConflictWithTheParent(t *testing.T) {
 		t.Fatal(err)
 	}
 	files := res.State.Files
+	if files["/shared.md"].Content != "child" || files["/shared.md.conflict-pw"].Content != "parent" || files["/own.md"].Content != "mine" {
+		t.Errorf("files %v", files)
+	}
+	if len(conflicts) != 1 {
+		t.Fatalf("conflicts %v", conflicts)
+	}
+	var note string
+	for _, m := range res.State.Messages {
+		if m.Role == llm.RoleUser && strings.HasPrefix(m.Content, "[Background task t1") {
+			note = m.Content
+		}
+	}
+	if !strings.Contains(note, "[Note: "+conflicts[0]+".]") {
+		t.Errorf("notification %q lacks the conflict %q", note, conflicts[0])
+	}
+}
+
+// The same conflict is found when the files are a backend of the
+// configuration's (here a memory one), not the run's state.
+func TestBackgroundFilesConflictOnABackend(t *testing.T) {
+	const script = `{
+  "parent": [
+    {"tool_calls": [{"id": "t1", "name": "task", "args": {"description": "edit", "subagent_type": "general-purpose", "run_in_background": true}}]},
+    {"tool_calls": [{"id": "pw", "name": "write_file", "args": {"file_path": "/shared.md", "content": "parent"}}]},
+    {"content": "waiting"},
+    {"content": "done"}],
+  "general-purpose": [
+    {"tool_calls": [{"id": "g", "name": "gate", "args": {"name": "go"}}]},
+    {"tool_calls": [{"id": "cw", "name": "write_file", "args": {"file_path": "/shared.md", "content": "child"}}]},
+    {"tool_calls": [{"id": "cx", "name": "write_file", "args": {"file_path": "/own.md", "content": "mine"}}]},
+    {"content": "edited"}]
+}`
+	g := newGates()
+	mem := vfs.NewMemory(nil)
+	a, _ := bgAgent(t, script, g, deepagents.Config{Backend: mem})
+	var conflicts []string
+	res, err := agent.Drain(a.Run(t.Context(), agent.Prompt("go")), func(ev agent.Event) {
+		if ev.Type == agent.Notice && ev.Notice.Source == "background" {
+			g.release("go")
+		}
+		if ev.Type == agent.FileConflict {
+			conflicts = append(conflicts, ev.Conflict.String())
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := mem.Files()
 	if files["/shared.md"].Content != "child" || files["/shared.md.conflict-pw"].Content != "parent" || files["/own.md"].Content != "mine" {
 		t.Errorf("files %v", files)
 	}
