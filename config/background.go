@@ -68,6 +68,14 @@ func lowerBackground(cur, project subagent.BackgroundLimits) subagent.Background
 	return project
 }
 
+// LowerBackground keeps of the caps a project's file sets (an agent
+// file's background_* keys) only those that lower user's, the caps in force
+// (or the defaults): a project may tighten what a background run may spend,
+// never loosen it. A cap it may not raise is left zero, so user's holds.
+func LowerBackground(user, project subagent.BackgroundLimits) subagent.BackgroundLimits {
+	return lowerBackground(user, project)
+}
+
 // mergeBackground sets the caps other sets over c's.
 func mergeBackground(c, other subagent.BackgroundLimits) subagent.BackgroundLimits {
 	if other.MaxRunning != 0 {
