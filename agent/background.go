@@ -36,7 +36,9 @@ type BackgroundTask struct {
 	// ID is the task's id: the id of the tool call that started it, the
 	// call id of its path's last segment.
 	ID string `json:"id"`
-	// Tool is the nested tool that started it, Args the call's arguments.
+	// Tool is the nested tool that started it, Args the call's arguments
+	// (started again with run_in_background set to true, so that it runs
+	// in the background whatever its subagent's default has become).
 	Tool string          `json:"tool"`
 	Args json.RawMessage `json:"args"`
 	// Name is the subagent's name.
@@ -838,13 +840,30 @@ func (r *run) restartBackground(ctx context.Context, saved BackgroundTask) {
 		r.bg.mu.Unlock()
 	}}
 	rctx := context.WithValue(withBackground(ctx, r.bg), restartKey{}, saved)
-	res, _, err := n.RunNested(rctx, env, saved.Args, host)
+	res, _, err := n.RunNested(rctx, env, inBackground(saved.Args), host)
 	switch {
 	case err != nil:
 		r.bg.failed(saved, err.Error())
 	case res.IsError:
 		r.bg.failed(saved, res.Content)
 	}
+}
+
+// inBackground returns a task call's arguments with run_in_background
+// true: a run saved as a background one starts again in the background,
+// whatever its subagent's default has become since. Arguments that are not
+// an object are returned as they are.
+func inBackground(args json.RawMessage) json.RawMessage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(args, &m) != nil || m == nil {
+		return args
+	}
+	m["run_in_background"] = json.RawMessage("true")
+	out, err := json.Marshal(m)
+	if err != nil {
+		return args
+	}
+	return out
 }
 
 // stopBackground ends the background runs still going when the run ends:
