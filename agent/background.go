@@ -46,6 +46,9 @@ type BackgroundTask struct {
 	// ParentStep names the parent's step that started it (namespace@step
 	// id), which its thread namespace is recorded under.
 	ParentStep string `json:"parent_step,omitempty"`
+	// Cancelled: its parent cancelled it (task_cancel). A resumed run
+	// does not start it again but gives it a cancelled receipt.
+	Cancelled bool `json:"cancelled,omitempty"`
 }
 
 // BackgroundRun is a subagent run a nested tool starts in the background
@@ -449,7 +452,7 @@ func (b *Background) Cancel(id string) (TaskInfo, error) {
 		return TaskInfo{}, fmt.Errorf("there is no background task %q", id)
 	}
 	if !t.done {
-		t.cancelled = true
+		t.cancelled, t.saved.Cancelled = true, true
 		t.cancel(errTaskCancelled)
 	}
 	info := t.info()
@@ -596,10 +599,24 @@ func (b *Background) cancelAll(cause error) {
 // failed records a saved task that could not be started again as ended
 // with an error receipt, so that its parent still hears of it.
 func (b *Background) failed(saved BackgroundTask, text string) {
+	b.endedBefore(saved, StatusError, text,
+		tool.Errorf("Background task %s (subagent %s) could not be started again after the run resumed: %s", saved.ID, saved.Name, text))
+}
+
+// cancelledBefore records a saved task that its parent had cancelled
+// before the run stopped as ended, cancelled, without starting it again.
+func (b *Background) cancelledBefore(saved BackgroundTask) {
+	b.endedBefore(saved, StatusCancelled, errTaskCancelled.Error(),
+		tool.Errorf("Background task %s (subagent %s) was cancelled (task_cancel) before the run stopped; it was not started again.", saved.ID, saved.Name))
+}
+
+// endedBefore records a saved task as ended with status and receipt,
+// without running it.
+func (b *Background) endedBefore(saved BackgroundTask, status Status, text string, receipt tool.Result) {
 	now := b.rt.Now()
-	res := &Result{Agent: b.parent.Child(saved.Name, saved.ID), Status: StatusError, Error: text}
+	res := &Result{Agent: b.parent.Child(saved.Name, saved.ID), Status: status, Error: text}
 	t := &bgTask{saved: saved, name: saved.Name, path: res.Agent, started: now, ended: now, done: true, res: res,
-		result: tool.Errorf("Background task %s (subagent %s) could not be started again after the run resumed: %s", saved.ID, saved.Name, text)}
+		cancelled: saved.Cancelled, result: receipt}
 	b.mu.Lock()
 	if _, ok := b.tasks[saved.ID]; !ok {
 		b.order = append(b.order, saved.ID)
@@ -816,6 +833,10 @@ func readFile(ctx context.Context, b vfs.Backend, p string) (*vfs.File, error) {
 // it, or gives its result if it had ended.
 func (r *run) restartBackground(ctx context.Context, saved BackgroundTask) {
 	if r.bg.has(saved.ID) {
+		return
+	}
+	if saved.Cancelled {
+		r.bg.cancelledBefore(saved)
 		return
 	}
 	t := r.a.byName[saved.Tool]

@@ -136,8 +136,10 @@
 // result, and from the next step on in the parent's loop value
 // (agent.LoopState.Background) until its receipt is in the messages. A
 // resumed parent starts each such child again through its tool, under the
-// step that started it, so the child's namespace resumes it (no finished
-// call repeated) or gives its saved result; conflicts with the parent's
+// step that started it, in the background whatever its spec's default, so
+// the child's namespace resumes it (no finished call repeated) or gives its
+// saved result (one it had cancelled with task_cancel gets a cancelled
+// receipt instead, and does not start again); conflicts with the parent's
 // changes made before the crash are then not detected. A parent that ends
 // otherwise than by the model's answer (an error, a limit, an approval it
 // waits for, a cancellation) cancels its background children and waits a
