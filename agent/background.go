@@ -675,6 +675,35 @@ func (r *run) backgroundTurn(ctx context.Context) (status Status, err error, don
 	}
 }
 
+// finishBackground waits, when a call's result ends the run (Stop) while
+// background runs are going, until every one has ended, and brings their
+// receipts into the messages (after the result; the model does not read
+// them in this run) and their files into the run's.
+func (r *run) finishBackground(ctx context.Context) error {
+	if r.bg == nil {
+		return nil
+	}
+	said := false
+	for {
+		r.reportBackground(ctx)
+		n := r.bg.active()
+		if n == 0 {
+			return nil
+		}
+		if !said {
+			said = true
+			text := "the run's answer is given; waiting for 1 background task to end before the run ends"
+			if n > 1 {
+				text = fmt.Sprintf("the run's answer is given; waiting for %d background tasks to end before the run ends", n)
+			}
+			r.emit(Event{Type: Notice, Notice: &NoticeInfo{Source: "background", Count: n, Text: text}})
+		}
+		if err := r.waitBackground(ctx); err != nil {
+			return err
+		}
+	}
+}
+
 // waitBackground waits until a background run ends, reporting the events
 // of those going on meanwhile.
 func (r *run) waitBackground(ctx context.Context) error {

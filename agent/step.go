@@ -228,6 +228,12 @@ func (r *run) toolPhase(ctx context.Context, req *llm.Request, calls []llm.ToolC
 		r.rs.Loop.StepInProgress = ""
 	}
 	if stop {
+		// A response that ends the run (a structured response, a tool's
+		// Stop) waits for the background runs still going, so that their
+		// receipts and files are not lost.
+		if err := r.finishBackground(ctx); err != nil {
+			return StatusCancelled, err, true
+		}
 		return StatusOK, nil, true
 	}
 	if r.rs.Loop.RespFailures >= 2 {

@@ -638,3 +638,49 @@ func TestBackgroundCostCap(t *testing.T) {
 		t.Fatalf("child %+v", kid)
 	}
 }
+
+// stopTool ends its run (tool.Result.Stop), as a structured response does.
+type stopTool struct{}
+
+func (stopTool) Spec() llm.ToolSpec {
+	return llm.ToolSpec{Name: "finish", Description: "End.", Parameters: json.RawMessage(`{"type":"object","properties":{}}`)}
+}
+
+func (stopTool) Run(context.Context, *tool.Env, json.RawMessage) (tool.Result, error) {
+	return tool.Result{Content: "final", Stop: true}, nil
+}
+
+// A result that ends the run while a background child still runs waits
+// for the child: its receipt and files are not lost.
+func TestStopWaitsForBackgroundChildren(t *testing.T) {
+	const script = `{
+  "parent": [
+    {"tool_calls": [{"id": "t1", "name": "task", "args": {"description": "dig", "subagent_type": "general-purpose", "run_in_background": true}}]},
+    {"tool_calls": [{"id": "f", "name": "finish", "args": {}}]},
+    {"content": "never"}],
+  "general-purpose": [
+    {"tool_calls": [{"id": "g", "name": "gate", "args": {"name": "dig"}}]},
+    {"tool_calls": [{"id": "w", "name": "write_file", "args": {"file_path": "/dug.md", "content": "deep"}}]},
+    {"content": "found gold"}]
+}`
+	g := newGates()
+	a, _ := bgAgent(t, script, g, deepagents.Config{Tools: []tool.Tool{stopTool{}}})
+	res, err := agent.Drain(a.Run(t.Context(), agent.Prompt("go")), func(ev agent.Event) {
+		if ev.Type == agent.Notice && ev.Notice.Source == "background" {
+			g.release("dig")
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != agent.StatusOK || res.Children["t1"] == nil || res.Children["t1"].Status != agent.StatusOK {
+		t.Fatalf("status %s, children %v", res.Status, res.Children)
+	}
+	if res.State.Files["/dug.md"].Content != "deep" {
+		t.Errorf("the child's file was lost: %v", res.State.Files)
+	}
+	last := res.State.Messages[len(res.State.Messages)-1]
+	if last.Role != llm.RoleUser || !strings.Contains(last.Content, "Background task t1 (subagent general-purpose) has ended: ok") {
+		t.Errorf("last message %+v", last)
+	}
+}

@@ -102,7 +102,12 @@
 // waits for, the run waits for the next to end (its context still ends
 // it), appends its receipt and calls the model again, a follow-up step of
 // the same run. One Run covers the turn and its follow-ups; each counts
-// against the step limit.
+// against the step limit. A call whose result ends the run (the structured
+// response tool, a tool's Stop) ends it only once the background children
+// have ended: the run waits for them (a notice says so), merges their
+// files and appends their receipts after the answer, which stands; the
+// model does not read them in that run. To drop them, the model cancels
+// them (task_cancel) before it answers.
 //
 // Steering: once a run has started a background task, its steps offer
 // task_status (all tasks, or one: running or ended, model calls and tokens
