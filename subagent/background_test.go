@@ -684,3 +684,37 @@ func TestStopWaitsForBackgroundChildren(t *testing.T) {
 		t.Errorf("last message %+v", last)
 	}
 }
+
+// A model that gives a second task call the id of an earlier one still
+// starts a second background task: the repeated id is replaced.
+func TestRepeatedTaskCallIDStartsASecondTask(t *testing.T) {
+	const script = `{
+  "parent": [
+    {"tool_calls": [{"id": "t1", "name": "task", "args": {"description": "first job", "subagent_type": "general-purpose", "run_in_background": true}}]},
+    {"tool_calls": [{"id": "t1", "name": "task", "args": {"description": "second job", "subagent_type": "general-purpose", "run_in_background": true}}]},
+    {"content": "waiting"},
+    {"content": "heard one"},
+    {"content": "heard both"}],
+  "general-purpose": {"cases": [
+    {"match": "first", "steps": [{"content": "first report"}]},
+    {"match": "second", "steps": [{"content": "second report"}]}]}
+}`
+	g := newGates()
+	a, _ := bgAgent(t, script, g, deepagents.Config{})
+	res, err := a.Invoke(t.Context(), agent.Prompt("go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reports []string
+	for _, m := range res.State.Messages {
+		if m.Role == llm.RoleTool && strings.HasPrefix(m.Content, "Error") {
+			t.Errorf("a task call was refused: %q", m.Content)
+		}
+		if m.Role == llm.RoleUser && strings.HasPrefix(m.Content, "[Background task ") {
+			reports = append(reports, m.Content[strings.LastIndex(m.Content, "\n")+1:])
+		}
+	}
+	if len(reports) != 2 || len(res.Children) != 2 {
+		t.Errorf("reports %q, children %v", reports, res.Children)
+	}
+}
