@@ -484,6 +484,57 @@ func TestBackgroundFilesConflictOnABackend(t *testing.T) {
 	}
 }
 
+// And under a mount of a composite (/memories/), where the parent's write
+// is not in the run's state files.
+func TestBackgroundFilesConflictUnderAMount(t *testing.T) {
+	const script = `{
+  "parent": [
+    {"tool_calls": [{"id": "t1", "name": "task", "args": {"description": "edit", "subagent_type": "general-purpose", "run_in_background": true}}]},
+    {"tool_calls": [{"id": "pw", "name": "write_file", "args": {"file_path": "/memories/shared.md", "content": "parent"}}]},
+    {"content": "waiting"},
+    {"content": "done"}],
+  "general-purpose": [
+    {"tool_calls": [{"id": "g", "name": "gate", "args": {"name": "go"}}]},
+    {"tool_calls": [{"id": "cw", "name": "write_file", "args": {"file_path": "/memories/shared.md", "content": "child"}}]},
+    {"tool_calls": [{"id": "cx", "name": "write_file", "args": {"file_path": "/own.md", "content": "mine"}}]},
+    {"content": "edited"}]
+}`
+	g := newGates()
+	mem := vfs.NewMemory(nil)
+	files, err := vfs.NewComposite(nil, vfs.Route{Prefix: "/memories/", Backend: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := bgAgent(t, script, g, deepagents.Config{Backend: files})
+	var conflicts []string
+	res, err := agent.Drain(a.Run(t.Context(), agent.Prompt("go")), func(ev agent.Event) {
+		if ev.Type == agent.Notice && ev.Notice.Source == "background" {
+			g.release("go")
+		}
+		if ev.Type == agent.FileConflict {
+			conflicts = append(conflicts, ev.Conflict.String())
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := mem.Files(); got["/shared.md"].Content != "child" || got["/shared.md.conflict-pw"].Content != "parent" {
+		t.Errorf("files under the mount %v", got)
+	}
+	if len(conflicts) != 1 {
+		t.Fatalf("conflicts %v", conflicts)
+	}
+	var note string
+	for _, m := range res.State.Messages {
+		if m.Role == llm.RoleUser && strings.HasPrefix(m.Content, "[Background task t1") {
+			note = m.Content
+		}
+	}
+	if !strings.Contains(note, "[Note: "+conflicts[0]+".]") {
+		t.Errorf("notification %q lacks the conflict %q", note, conflicts[0])
+	}
+}
+
 // A background child's call that needs a person's approval is not put to
 // anyone: the child ends there, the stream gets a notice instead of an
 // interrupt, its receipt says it did not finish, and the parent's run ends
