@@ -36,7 +36,9 @@ type BackgroundTask struct {
 	// ID is the task's id: the id of the tool call that started it, the
 	// call id of its path's last segment.
 	ID string `json:"id"`
-	// Tool is the nested tool that started it, Args the call's arguments.
+	// Tool is the nested tool that started it, Args the call's arguments
+	// (started again with run_in_background set to true, so that it runs
+	// in the background whatever its subagent's default has become).
 	Tool string          `json:"tool"`
 	Args json.RawMessage `json:"args"`
 	// Name is the subagent's name.
@@ -44,6 +46,9 @@ type BackgroundTask struct {
 	// ParentStep names the parent's step that started it (namespace@step
 	// id), which its thread namespace is recorded under.
 	ParentStep string `json:"parent_step,omitempty"`
+	// Cancelled: its parent cancelled it (task_cancel). A resumed run
+	// does not start it again but gives it a cancelled receipt.
+	Cancelled bool `json:"cancelled,omitempty"`
 }
 
 // BackgroundRun is a subagent run a nested tool starts in the background
@@ -69,7 +74,10 @@ type BackgroundRun struct {
 	// reads: the same receipt a run in the foreground gives.
 	Receipt func(*Result) tool.Result
 	// Context, when set, makes the run's context from the one it is given
-	// (a token budget of its own, say).
+	// (a token budget of its own, say, and a tally that counts its spending
+	// towards the hosting run's). It is called once, before the run starts.
+	// The state values of its receipt (Receipt) apply to the hosting run
+	// when the receipt reaches its messages, as a tool result's do.
 	Context func(context.Context) context.Context
 	// Saved is what the hosting run saves to start it again after a crash
 	// (Tool, Args, ParentStep; ID and Name are filled in).
@@ -444,7 +452,7 @@ func (b *Background) Cancel(id string) (TaskInfo, error) {
 		return TaskInfo{}, fmt.Errorf("there is no background task %q", id)
 	}
 	if !t.done {
-		t.cancelled = true
+		t.cancelled, t.saved.Cancelled = true, true
 		t.cancel(errTaskCancelled)
 	}
 	info := t.info()
@@ -591,10 +599,24 @@ func (b *Background) cancelAll(cause error) {
 // failed records a saved task that could not be started again as ended
 // with an error receipt, so that its parent still hears of it.
 func (b *Background) failed(saved BackgroundTask, text string) {
+	b.endedBefore(saved, StatusError, text,
+		tool.Errorf("Background task %s (subagent %s) could not be started again after the run resumed: %s", saved.ID, saved.Name, text))
+}
+
+// cancelledBefore records a saved task that its parent had cancelled
+// before the run stopped as ended, cancelled, without starting it again.
+func (b *Background) cancelledBefore(saved BackgroundTask) {
+	b.endedBefore(saved, StatusCancelled, errTaskCancelled.Error(),
+		tool.Errorf("Background task %s (subagent %s) was cancelled (task_cancel) before the run stopped; it was not started again.", saved.ID, saved.Name))
+}
+
+// endedBefore records a saved task as ended with status and receipt,
+// without running it.
+func (b *Background) endedBefore(saved BackgroundTask, status Status, text string, receipt tool.Result) {
 	now := b.rt.Now()
-	res := &Result{Agent: b.parent.Child(saved.Name, saved.ID), Status: StatusError, Error: text}
+	res := &Result{Agent: b.parent.Child(saved.Name, saved.ID), Status: status, Error: text}
 	t := &bgTask{saved: saved, name: saved.Name, path: res.Agent, started: now, ended: now, done: true, res: res,
-		result: tool.Errorf("Background task %s (subagent %s) could not be started again after the run resumed: %s", saved.ID, saved.Name, text)}
+		cancelled: saved.Cancelled, result: receipt}
 	b.mu.Lock()
 	if _, ok := b.tasks[saved.ID]; !ok {
 		b.order = append(b.order, saved.ID)
@@ -653,6 +675,35 @@ func (r *run) backgroundTurn(ctx context.Context) (status Status, err error, don
 	}
 }
 
+// finishBackground waits, when a call's result ends the run (Stop) while
+// background runs are going, until every one has ended, and brings their
+// receipts into the messages (after the result; the model does not read
+// them in this run) and their files into the run's.
+func (r *run) finishBackground(ctx context.Context) error {
+	if r.bg == nil {
+		return nil
+	}
+	said := false
+	for {
+		r.reportBackground(ctx)
+		n := r.bg.active()
+		if n == 0 {
+			return nil
+		}
+		if !said {
+			said = true
+			text := "the run's answer is given; waiting for 1 background task to end before the run ends"
+			if n > 1 {
+				text = fmt.Sprintf("the run's answer is given; waiting for %d background tasks to end before the run ends", n)
+			}
+			r.emit(Event{Type: Notice, Notice: &NoticeInfo{Source: "background", Count: n, Text: text}})
+		}
+		if err := r.waitBackground(ctx); err != nil {
+			return err
+		}
+	}
+}
+
 // waitBackground waits until a background run ends, reporting the events
 // of those going on meanwhile.
 func (r *run) waitBackground(ctx context.Context) error {
@@ -699,8 +750,11 @@ func (r *run) reportBackground(ctx context.Context) {
 		for _, t := range ended {
 			r.addChild(t.saved.ID, t.res)
 			r.bg.mu.Lock()
-			info := t.info()
+			info, receipt := t.info(), t.result
 			r.bg.mu.Unlock()
+			// The receipt's state values apply as a tool result's do (what
+			// the child spent, for a budget).
+			r.applyState([]tool.Result{receipt})
 			text := NotificationText(info)
 			r.state.Messages = append(r.state.Messages, llm.User(text))
 			r.emit(Event{Type: SubagentNotify, Subagent: &SubagentInfo{Name: t.name, Mode: t.mode, CallID: t.saved.ID, Path: t.path,
@@ -713,14 +767,14 @@ func (r *run) reportBackground(ctx context.Context) {
 // mergeBackground merges the files of the background runs that ended into
 // the run's, in the order they ended; a path the run (or another
 // background run) changed since one of them started, which it changed too,
-// is a conflict: its version is kept, the other saved beside it, and its
-// receipt says so.
+// is a conflict: its version is kept, the other (read through the run's
+// backend, whatever it is) saved beside it, and its receipt says so.
 func (r *run) mergeBackground(ctx context.Context, ended []*bgTask) {
 	ap, ok := r.backend.(vfs.Applier)
 	var deltas []vfs.Delta
 	var owners []string
 	kids := map[string]*bgTask{}
-	if ok && r.mem != nil {
+	if ok {
 		var cur map[string]vfs.File
 		byOwner := map[string]vfs.Delta{}
 		seen := map[string]bool{}
@@ -735,12 +789,17 @@ func (r *run) mergeBackground(ctx context.Context, ended []*bgTask) {
 					continue
 				}
 				seen[c.Path] = true
-				if cur == nil {
+				if cur == nil && r.mem != nil {
 					cur = r.mem.Files()
 				}
 				ch := vfs.Change{Path: c.Path}
 				if f, has := cur[c.Path]; has {
 					ch.File = &f
+				} else if f, err := readFile(ctx, r.backend, c.Path); err == nil {
+					ch.File = f
+				} else if !errors.Is(err, vfs.ErrNotFound) {
+					// Its version cannot be read: no conflict is claimed.
+					continue
 				}
 				byOwner[who] = append(byOwner[who], ch)
 			}
@@ -783,11 +842,30 @@ func (r *run) mergeBackground(ctx context.Context, ended []*bgTask) {
 	}
 }
 
+// readFile reads a file as the run's backend has it now: any backend (a
+// directory, a store, a mount such as /memories/), not only the run's
+// state files.
+func readFile(ctx context.Context, b vfs.Backend, p string) (*vfs.File, error) {
+	content, err := b.Read(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	f := &vfs.File{Content: content}
+	if e, err := b.Stat(ctx, p); err == nil {
+		f.ModifiedAt = e.ModifiedAt
+	}
+	return f, nil
+}
+
 // restartBackground starts again, through the tool that started it, a
 // background run saved before the run stopped: its own namespace resumes
 // it, or gives its result if it had ended.
 func (r *run) restartBackground(ctx context.Context, saved BackgroundTask) {
 	if r.bg.has(saved.ID) {
+		return
+	}
+	if saved.Cancelled {
+		r.bg.cancelledBefore(saved)
 		return
 	}
 	t := r.a.byName[saved.Tool]
@@ -812,13 +890,30 @@ func (r *run) restartBackground(ctx context.Context, saved BackgroundTask) {
 		r.bg.mu.Unlock()
 	}}
 	rctx := context.WithValue(withBackground(ctx, r.bg), restartKey{}, saved)
-	res, _, err := n.RunNested(rctx, env, saved.Args, host)
+	res, _, err := n.RunNested(rctx, env, inBackground(saved.Args), host)
 	switch {
 	case err != nil:
 		r.bg.failed(saved, err.Error())
 	case res.IsError:
 		r.bg.failed(saved, res.Content)
 	}
+}
+
+// inBackground returns a task call's arguments with run_in_background
+// true: a run saved as a background one starts again in the background,
+// whatever its subagent's default has become since. Arguments that are not
+// an object are returned as they are.
+func inBackground(args json.RawMessage) json.RawMessage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(args, &m) != nil || m == nil {
+		return args
+	}
+	m["run_in_background"] = json.RawMessage("true")
+	out, err := json.Marshal(m)
+	if err != nil {
+		return args
+	}
+	return out
 }
 
 // stopBackground ends the background runs still going when the run ends:

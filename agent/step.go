@@ -132,7 +132,7 @@ func (r *run) steps(ctx context.Context, pending *StepState) (Status, error) {
 		if len(msg.ToolCalls) > 0 {
 			msg.ToolCalls = slices.Clone(msg.ToolCalls)
 			for i := range msg.ToolCalls {
-				if msg.ToolCalls[i].ID == "" {
+				if msg.ToolCalls[i].ID == "" || r.reusedNestedID(msg.ToolCalls, i) {
 					msg.ToolCalls[i].ID = r.rt.CallID(r.rs.Loop.Rounds-1, i)
 				}
 				if len(msg.ToolCalls[i].Args) == 0 {
@@ -228,12 +228,42 @@ func (r *run) toolPhase(ctx context.Context, req *llm.Request, calls []llm.ToolC
 		r.rs.Loop.StepInProgress = ""
 	}
 	if stop {
+		// A response that ends the run (a structured response, a tool's
+		// Stop) waits for the background runs still going, so that their
+		// receipts and files are not lost.
+		if err := r.finishBackground(ctx); err != nil {
+			return StatusCancelled, err, true
+		}
 		return StatusOK, nil, true
 	}
 	if r.rs.Loop.RespFailures >= 2 {
 		return StatusError, fmt.Errorf("%w: %s", ErrNoStructuredResponse, r.rs.Loop.LastRespError), true
 	}
 	return "", nil, false
+}
+
+// reusedNestedID says whether calls[i] is a call of a nested tool (the
+// task tool) whose id an earlier call of the run, or of this response, has:
+// a nested tool's run is named by its call's id (its thread namespace, its
+// background task), so the model's reuse of one would have the second run
+// refused, or resume the first's; such an id is replaced as an empty one
+// is. Done before the message is saved, so a resumed run sees the same.
+func (r *run) reusedNestedID(calls []llm.ToolCall, i int) bool {
+	if _, nested := r.a.byName[calls[i].Name].(Nested); !nested {
+		return false
+	}
+	id := calls[i].ID
+	for _, c := range calls[:i] {
+		if c.ID == id {
+			return true
+		}
+	}
+	for _, m := range r.state.Messages {
+		if m.Role == llm.RoleAssistant && slices.ContainsFunc(m.ToolCalls, func(c llm.ToolCall) bool { return c.ID == id }) {
+			return true
+		}
+	}
+	return false
 }
 
 type stepKey struct{}

@@ -6,7 +6,9 @@
 // it: the run tree. What a run has spent is kept in its state with every
 // step record (a reserved value, so it survives a crash and a resume); a
 // subagent's spending goes to its parent with the result of the call that
-// started it (saved with that result, so a crash after it loses nothing),
+// started it (saved with that result, so a crash after it loses nothing;
+// a background subagent's with its receipt, through a Tally that counts it
+// towards its parent while it runs),
 // and before each model call the run checks its own budget and those of
 // the runs above it, counting what their running subagents spent so far. A run past a budget ends with agent.StatusLimit and an
 // error that says which budget and how much was spent; resuming its thread
@@ -407,19 +409,69 @@ func (m *Middleware) wrapTool(ctx context.Context, call *agent.ToolCall, next ag
 	return res, err
 }
 
-// Detach returns a context whose run counts towards no run above it: for
-// a run a tool starts and does not wait for (a background subagent),
-// whose spending is handed over with its receipt instead (HandOver). Give
-// it budgets of its own with WithLimits.
+// Detach returns a context whose run counts towards no run above it, with
+// budgets of its own only (WithLimits). A background subagent is not
+// detached but tallied (Background), so that its parent's budget counts it.
 func Detach(ctx context.Context) context.Context {
 	return context.WithValue(ctx, parentKey{}, (*callAcc)(nil))
 }
 
-// HandOver adds to res what a detached run (Detach) spent, for the tool
-// call id whose result res is (a background subagent's receipt, say): the
-// run that made the call adds it to its spending before its next model
-// call, and its checkpoint keeps it from then on. Runs a call waited for
-// are handed over without it.
+// Tally is what a run that a tool call starts and does not wait for (a
+// background subagent) spends, counted towards the run that made the call
+// until its receipt hands it over (Tally.HandOver).
+type Tally struct {
+	acc *callAcc
+	key string
+}
+
+// Background gives the run started with the returned context, made from
+// child, the run whose tool call ctx call is (the task call that starts a
+// background subagent) as its parent, although the call returns at once:
+// the parent's budgets stop it, and what it spends counts in the parent's
+// tree while it runs, under a tally of its own (named by id, the call's id)
+// that stays open until the parent folds its receipt. Without a calling run
+// (a run started again after a crash) the run is detached, and the tally
+// counts nothing.
+func Background(call, child context.Context, id string) (context.Context, *Tally) {
+	acc, _ := call.Value(parentKey{}).(*callAcc)
+	if acc == nil || acc.owner == nil {
+		return Detach(child), &Tally{}
+	}
+	t := &Tally{acc: &callAcc{owner: acc.owner}, key: id + "@background"}
+	n := acc.owner
+	n.mu.Lock()
+	if n.calls == nil {
+		n.calls = map[string]*callAcc{}
+	}
+	n.calls[t.key] = t.acc
+	n.mu.Unlock()
+	return context.WithValue(child, parentKey{}, t.acc), t
+}
+
+// Spent is what the tallied run and its subagents spent so far.
+func (t *Tally) Spent() Spent {
+	if t == nil || t.acc == nil {
+		return Spent{}
+	}
+	return t.acc.total()
+}
+
+// HandOver adds to res, the tallied run's receipt, what it spent: the
+// parent folds it into its own spending when it applies res's state, before
+// its next model call, and closes the tally then.
+func (t *Tally) HandOver(res *tool.Result) error {
+	s := t.Spent()
+	if t == nil || t.acc == nil || s.Calls == 0 {
+		return nil
+	}
+	return HandOver(res, t.key, s)
+}
+
+// HandOver adds to res what runs a tool call started spent, for the call
+// (or tally, Tally.HandOver) id whose result res is: the run that made the
+// call adds it to its spending before its next model call, and its
+// checkpoint keeps it from then on. The middleware does it for the calls a
+// run waits for.
 func HandOver(res *tool.Result, id string, s Spent) error {
 	raw, err := json.Marshal(s)
 	if err != nil {

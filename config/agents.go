@@ -80,7 +80,8 @@ import (
 //	                 passes run_in_background: false
 //	background_max_steps, background_max_tokens, background_timeout
 //	                 caps on each background run of the subagent (defaults:
-//	                 50 model calls, 200000 tokens, 30m)
+//	                 50 model calls, 200000 tokens, 30m); a project's agent
+//	                 file may lower the caps in force, never raise them
 //
 // Any other key is an error.
 type AgentFile struct {

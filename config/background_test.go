@@ -34,3 +34,29 @@ func TestBackgroundTable(t *testing.T) {
 		}
 	}
 }
+
+// [background] max_cost caps each background run's cost; a project file
+// may lower the user's cap, or set one where the user set none, but not
+// raise it.
+func TestBackgroundMaxCost(t *testing.T) {
+	const up, pp = "home/.deepagents/config.toml", "project/deepagents.toml"
+	for _, tc := range []struct {
+		user, project string
+		want          float64
+	}{
+		{"max_cost = 1.0\n", "max_cost = 5\n", 1},
+		{"max_cost = 1.0\n", "max_cost = 0.25\n", 0.25},
+		{"max_steps = 3\n", "max_cost = 2\n", 2},
+	} {
+		c, err := load([]file{{up, []byte("[background]\n" + tc.user), false}, {pp, []byte("[background]\n" + tc.project), true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Background.MaxCost != tc.want {
+			t.Errorf("user %q, project %q: max_cost %v, want %v", tc.user, tc.project, c.Background.MaxCost, tc.want)
+		}
+	}
+	if _, err := Parse("deepagents.toml", []byte("[background]\nmax_cost = -1\n")); err == nil || !strings.Contains(err.Error(), "max_cost must be more than 0") {
+		t.Errorf("error %v", err)
+	}
+}

@@ -129,7 +129,7 @@ type Config struct {
 	ProtectAllow []string
 	// Background are the caps of background subagent runs and how many run
 	// at once (the [background] table: max_running, max_steps, max_tokens,
-	// timeout); zero fields keep the defaults. A project file may lower
+	// max_cost, timeout); zero fields keep the defaults. A project file may lower
 	// them, never raise them.
 	Background subagent.BackgroundLimits
 	// Providers are the [providers.NAME] tables by lower-case name; use

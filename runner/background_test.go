@@ -14,6 +14,7 @@ import (
 	"github.com/deepagents-go/deepagents/checkpoint"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/runner"
+	"github.com/deepagents-go/deepagents/subagent"
 	"github.com/deepagents-go/deepagents/tool"
 )
 
@@ -254,5 +255,98 @@ func TestBackgroundChildAcrossAnApproval(t *testing.T) {
 	}
 	if notes != 1 || res.State.Files["/p.md"].Content != "parent" {
 		t.Errorf("notifications %d, files %v, messages %+v", notes, res.State.Files, res.State.Messages)
+	}
+}
+
+// A background child saved by a stopped run starts again in the
+// background, even when its call did not ask for it (its subagent ran in
+// the background by default) and the subagent's default has changed since.
+func TestBackgroundChildRestartsInTheBackground(t *testing.T) {
+	const script = `{
+  "parent": [
+    {"tool_calls": [
+      {"id": "t1", "name": "task", "args": {"description": "first job", "subagent_type": "digger"}},
+      {"id": "w1", "name": "write_file", "args": {"file_path": "/p.md", "content": "parent"}}]},
+    {"content": "waiting"},
+    {"content": "heard it"},
+    {"content": "heard it again"}],
+  "digger": [
+    {"tool_calls": [{"id": "cg", "name": "gate", "args": {}}]},
+    {"content": "child report"}]
+}`
+	ctx := context.Background()
+	saver := checkpoint.NewMemory(0)
+	g := newBGGate()
+	spec := subagent.Spec{Name: "digger", Description: "digs", Background: true}
+	a := durableAgent(t, script, deepagents.Config{Tools: []tool.Tool{g}, InterruptOn: gated(), Subagents: []subagent.Spec{spec}})
+	res, err := a.Invoke(ctx, agent.Prompt("go"), runner.Checkpoints(saver, "rb"))
+	if res == nil || res.Status != agent.StatusInterrupted {
+		t.Fatalf("first stop: %v %+v", err, res)
+	}
+	close(g.open)
+	spec.Background = false
+	a2 := durableAgent(t, script, deepagents.Config{Tools: []tool.Tool{g}, InterruptOn: gated(), Subagents: []subagent.Spec{spec}})
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	res, err = a2.Invoke(rctx, agent.Input{}, runner.Checkpoints(saver, "rb"), agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "w1"}))
+	if err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	notes := 0
+	for _, m := range res.State.Messages {
+		if m.Role == llm.RoleUser && strings.HasPrefix(m.Content, "[Background task t1 (subagent digger) has ended: ok") &&
+			strings.HasSuffix(m.Content, "child report") {
+			notes++
+		}
+	}
+	if notes != 1 {
+		t.Errorf("notifications %d, messages %+v", notes, res.State.Messages)
+	}
+}
+
+// A background child that its parent cancelled (task_cancel) before the
+// run stopped is not started again when the run resumes: its receipt says
+// it was cancelled.
+func TestCancelledBackgroundChildStaysCancelled(t *testing.T) {
+	const script = `{
+  "parent": [
+    {"tool_calls": [{"id": "t1", "name": "task", "args": {"description": "first job", "subagent_type": "general-purpose", "run_in_background": true}}]},
+    {"tool_calls": [
+      {"id": "c1", "name": "task_cancel", "args": {"task_id": "t1"}},
+      {"id": "w1", "name": "write_file", "args": {"file_path": "/p.md", "content": "parent"}}]},
+    {"content": "waiting"},
+    {"content": "heard it"},
+    {"content": "heard it again"}],
+  "general-purpose": [
+    {"tool_calls": [{"id": "cg", "name": "gate", "args": {}}]},
+    {"content": "child report"}]
+}`
+	ctx := context.Background()
+	saver := checkpoint.NewMemory(0)
+	g := newBGGate()
+	a := durableAgent(t, script, deepagents.Config{Tools: []tool.Tool{g}, InterruptOn: gated()})
+	res, err := a.Invoke(ctx, agent.Prompt("go"), runner.Checkpoints(saver, "cc"))
+	if res == nil || res.Status != agent.StatusInterrupted {
+		t.Fatalf("first stop: %v %+v", err, res)
+	}
+	arrived := g.count()
+	close(g.open)
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	res, err = a.Invoke(rctx, agent.Input{}, runner.Checkpoints(saver, "cc"), agent.WithDecisions(agent.Decision{Type: agent.Approve, CallID: "w1"}))
+	if err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	if g.count() != arrived {
+		t.Errorf("the cancelled child ran again: %d gate calls, %d before", g.count(), arrived)
+	}
+	notes := 0
+	for _, m := range res.State.Messages {
+		if m.Role == llm.RoleUser && strings.HasPrefix(m.Content, "[Background task t1 (subagent general-purpose) has ended: cancelled by you") {
+			notes++
+		}
+	}
+	if notes != 1 {
+		t.Errorf("notifications %d, messages %+v", notes, res.State.Messages)
 	}
 }

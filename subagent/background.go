@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/deepagents-go/deepagents/agent"
@@ -29,6 +30,10 @@ type BackgroundLimits struct {
 	// MaxTokens bounds each run's tokens, input and output, its own
 	// subagents' included (default 200,000).
 	MaxTokens int
+	// MaxCost bounds each run's cost in US dollars, its own subagents'
+	// included, at the budget middleware's prices (deepagents.Config.Budget;
+	// without one nothing is priced and it stops nothing). 0: no cap.
+	MaxCost float64
 	// Timeout bounds each run's wall time (default 30 minutes).
 	Timeout time.Duration
 	// MaxRunning bounds how many run at once per parent (default 4); a
@@ -43,6 +48,9 @@ func (l BackgroundLimits) or(def BackgroundLimits) BackgroundLimits {
 	}
 	if l.MaxTokens == 0 {
 		l.MaxTokens = def.MaxTokens
+	}
+	if l.MaxCost == 0 {
+		l.MaxCost = def.MaxCost
 	}
 	if l.Timeout == 0 {
 		l.Timeout = def.Timeout
@@ -65,6 +73,8 @@ func (l BackgroundLimits) check(who string) error {
 		return fmt.Errorf("%s: the background step limit is %d; it must be 0 (the default, %d) or more", who, l.MaxSteps, DefaultBackgroundSteps)
 	case l.MaxTokens < 0:
 		return fmt.Errorf("%s: the background token limit is %d; it must be 0 (the default, %d) or more", who, l.MaxTokens, DefaultBackgroundTokens)
+	case l.MaxCost < 0 || math.IsNaN(l.MaxCost):
+		return fmt.Errorf("%s: the background cost limit is %v; it must be 0 (none) or more", who, l.MaxCost)
 	case l.Timeout < 0:
 		return fmt.Errorf("%s: the background timeout is %s; it must be 0 (the default, %s) or more", who, l.Timeout, DefaultBackgroundTimeout)
 	case l.MaxRunning < 0:
@@ -108,13 +118,21 @@ func (t *Task) startBackground(ctx context.Context, env *tool.Env, raw json.RawM
 	if c.bgAgent != nil {
 		a = c.bgAgent
 	}
+	var tally *budget.Tally
 	info, err := bg.Start(ctx, agent.BackgroundRun{Agent: a, Name: c.name, Mode: string(c.mode), Brief: desc, Path: ch.Path,
 		Input: in, Options: opts, MaxRunning: t.maxRunning,
-		Context: func(ctx context.Context) context.Context {
-			return budget.WithLimits(ctx, budget.Limits{Tokens: lim.MaxTokens})
+		// The child counts towards its parent's budgets through a tally
+		// its receipt closes, besides its own cap.
+		Context: func(cctx context.Context) context.Context {
+			cctx, tally = budget.Background(ctx, cctx, ch.Path.Last().CallID)
+			return budget.WithLimits(cctx, budget.Limits{Tokens: lim.MaxTokens, Cost: lim.MaxCost})
 		},
-		Receipt: func(res *agent.Result) tool.Result { r, _ := receiptOf(c.name, ch.Path, res); return r },
-		Saved:   agent.BackgroundTask{Tool: TaskToolName, Args: raw, ParentStep: host.Nesting().ParentStep}})
+		Receipt: func(res *agent.Result) tool.Result {
+			r, _ := receiptOf(c.name, ch.Path, res)
+			_ = tally.HandOver(&r) // a Spent always encodes
+			return r
+		},
+		Saved: agent.BackgroundTask{Tool: TaskToolName, Args: raw, ParentStep: host.Nesting().ParentStep}})
 	if err != nil {
 		return tool.Errorf("Error: %v.", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -12,10 +13,12 @@ import (
 	"github.com/deepagents-go/deepagents"
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/approve"
+	"github.com/deepagents-go/deepagents/budget"
 	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/llm/scripted"
 	"github.com/deepagents-go/deepagents/subagent"
 	"github.com/deepagents-go/deepagents/tool"
+	"github.com/deepagents-go/deepagents/vfs"
 )
 
 // gates is a tool whose calls wait until the test opens their gate (by the
@@ -433,6 +436,105 @@ func TestBackgroundFilesConflictWithTheParent(t *testing.T) {
 	}
 }
 
+// The same conflict is found when the files are a backend of the
+// configuration's (here a memory one), not the run's state.
+func TestBackgroundFilesConflictOnABackend(t *testing.T) {
+	const script = `{
+  "parent": [
+    {"tool_calls": [{"id": "t1", "name": "task", "args": {"description": "edit", "subagent_type": "general-purpose", "run_in_background": true}}]},
+    {"tool_calls": [{"id": "pw", "name": "write_file", "args": {"file_path": "/shared.md", "content": "parent"}}]},
+    {"content": "waiting"},
+    {"content": "done"}],
+  "general-purpose": [
+    {"tool_calls": [{"id": "g", "name": "gate", "args": {"name": "go"}}]},
+    {"tool_calls": [{"id": "cw", "name": "write_file", "args": {"file_path": "/shared.md", "content": "child"}}]},
+    {"tool_calls": [{"id": "cx", "name": "write_file", "args": {"file_path": "/own.md", "content": "mine"}}]},
+    {"content": "edited"}]
+}`
+	g := newGates()
+	mem := vfs.NewMemory(nil)
+	a, _ := bgAgent(t, script, g, deepagents.Config{Backend: mem})
+	var conflicts []string
+	res, err := agent.Drain(a.Run(t.Context(), agent.Prompt("go")), func(ev agent.Event) {
+		if ev.Type == agent.Notice && ev.Notice.Source == "background" {
+			g.release("go")
+		}
+		if ev.Type == agent.FileConflict {
+			conflicts = append(conflicts, ev.Conflict.String())
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := mem.Files()
+	if files["/shared.md"].Content != "child" || files["/shared.md.conflict-pw"].Content != "parent" || files["/own.md"].Content != "mine" {
+		t.Errorf("files %v", files)
+	}
+	if len(conflicts) != 1 {
+		t.Fatalf("conflicts %v", conflicts)
+	}
+	var note string
+	for _, m := range res.State.Messages {
+		if m.Role == llm.RoleUser && strings.HasPrefix(m.Content, "[Background task t1") {
+			note = m.Content
+		}
+	}
+	if !strings.Contains(note, "[Note: "+conflicts[0]+".]") {
+		t.Errorf("notification %q lacks the conflict %q", note, conflicts[0])
+	}
+}
+
+// And under a mount of a composite (/memories/), where the parent's write
+// is not in the run's state files.
+func TestBackgroundFilesConflictUnderAMount(t *testing.T) {
+	const script = `{
+  "parent": [
+    {"tool_calls": [{"id": "t1", "name": "task", "args": {"description": "edit", "subagent_type": "general-purpose", "run_in_background": true}}]},
+    {"tool_calls": [{"id": "pw", "name": "write_file", "args": {"file_path": "/memories/shared.md", "content": "parent"}}]},
+    {"content": "waiting"},
+    {"content": "done"}],
+  "general-purpose": [
+    {"tool_calls": [{"id": "g", "name": "gate", "args": {"name": "go"}}]},
+    {"tool_calls": [{"id": "cw", "name": "write_file", "args": {"file_path": "/memories/shared.md", "content": "child"}}]},
+    {"tool_calls": [{"id": "cx", "name": "write_file", "args": {"file_path": "/own.md", "content": "mine"}}]},
+    {"content": "edited"}]
+}`
+	g := newGates()
+	mem := vfs.NewMemory(nil)
+	files, err := vfs.NewComposite(nil, vfs.Route{Prefix: "/memories/", Backend: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := bgAgent(t, script, g, deepagents.Config{Backend: files})
+	var conflicts []string
+	res, err := agent.Drain(a.Run(t.Context(), agent.Prompt("go")), func(ev agent.Event) {
+		if ev.Type == agent.Notice && ev.Notice.Source == "background" {
+			g.release("go")
+		}
+		if ev.Type == agent.FileConflict {
+			conflicts = append(conflicts, ev.Conflict.String())
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := mem.Files(); got["/shared.md"].Content != "child" || got["/shared.md.conflict-pw"].Content != "parent" {
+		t.Errorf("files under the mount %v", got)
+	}
+	if len(conflicts) != 1 {
+		t.Fatalf("conflicts %v", conflicts)
+	}
+	var note string
+	for _, m := range res.State.Messages {
+		if m.Role == llm.RoleUser && strings.HasPrefix(m.Content, "[Background task t1") {
+			note = m.Content
+		}
+	}
+	if !strings.Contains(note, "[Note: "+conflicts[0]+".]") {
+		t.Errorf("notification %q lacks the conflict %q", note, conflicts[0])
+	}
+}
+
 // A background child's call that needs a person's approval is not put to
 // anyone: the child ends there, the stream gets a notice instead of an
 // interrupt, its receipt says it did not finish, and the parent's run ends
@@ -527,5 +629,143 @@ func TestCooperativeRuntimeRunsABackgroundSubagent(t *testing.T) {
 	}
 	if again, _ := run(); !bytes.Equal(first, again) {
 		t.Errorf("two runs on the cooperative runtime streamed differently")
+	}
+}
+
+// What a background child spends counts against its parent's budget: the
+// parent stops at its token budget (before its next model call), and
+// the budget's error counts the child's tokens (live, or from its receipt).
+func TestBackgroundChildCountsTowardsTheParentsBudget(t *testing.T) {
+	const script = `{
+  "parent": [
+    {"tool_calls": [{"id": "t1", "name": "task", "args": {"description": "spend", "subagent_type": "general-purpose", "run_in_background": true}}],
+     "usage": {"input_tokens": 10, "output_tokens": 10}},
+    {"content": "waiting", "usage": {"input_tokens": 10, "output_tokens": 10}},
+    {"content": "done", "usage": {"input_tokens": 10, "output_tokens": 10}}],
+  "general-purpose": [
+    {"content": "spent a lot", "usage": {"input_tokens": 1500, "output_tokens": 500}}]
+}`
+	g := newGates()
+	a, _ := bgAgent(t, script, g, deepagents.Config{Budget: budget.New(budget.Options{Limits: budget.Limits{Tokens: 500}})})
+	res, err := a.Invoke(t.Context(), agent.Prompt("go"))
+	if res == nil || res.Status != agent.StatusLimit {
+		t.Fatalf("the parent ended %v (%v); its budget should stop it", res, err)
+	}
+	if res.FinalText() == "done" {
+		t.Errorf("the parent made its third model call past its budget")
+	}
+	var be *budget.Error
+	if !errors.As(err, &be) || be.Spent.Tokens < 2020 {
+		t.Errorf("error %v, want the parent's tree with the child's 2000 tokens", err)
+	}
+}
+
+// flatPrice prices every model call at one dollar.
+type flatPrice struct{}
+
+func (flatPrice) Price(string, llm.Usage) (float64, bool) { return 1, true }
+
+// A background run stops at its cost cap, priced by the budget middleware.
+func TestBackgroundCostCap(t *testing.T) {
+	const script = `{
+  "parent": [
+    {"tool_calls": [{"id": "t1", "name": "task", "args": {"description": "spend", "subagent_type": "spender", "run_in_background": true}}]},
+    {"content": "waiting"},
+    {"content": "done"}],
+  "spender": [
+    {"tool_calls": [{"id": "g", "name": "gate", "args": {"name": "open"}}]},
+    {"content": "never"}]
+}`
+	g := newGates()
+	g.release("open")
+	a, _ := bgAgent(t, script, g, deepagents.Config{Budget: budget.New(budget.Options{Pricer: flatPrice{}}),
+		Subagents: []subagent.Spec{{Name: "spender", Description: "spends", BackgroundLimits: subagent.BackgroundLimits{MaxCost: 0.5}}}})
+	res, err := a.Invoke(t.Context(), agent.Prompt("go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kid := res.Children["t1"]
+	if kid == nil || kid.Status != agent.StatusLimit || !strings.Contains(kid.Error, "cost budget") {
+		t.Fatalf("child %+v", kid)
+	}
+}
+
+// stopTool ends its run (tool.Result.Stop), as a structured response does.
+type stopTool struct{}
+
+func (stopTool) Spec() llm.ToolSpec {
+	return llm.ToolSpec{Name: "finish", Description: "End.", Parameters: json.RawMessage(`{"type":"object","properties":{}}`)}
+}
+
+func (stopTool) Run(context.Context, *tool.Env, json.RawMessage) (tool.Result, error) {
+	return tool.Result{Content: "final", Stop: true}, nil
+}
+
+// A result that ends the run while a background child still runs waits
+// for the child: its receipt and files are not lost.
+func TestStopWaitsForBackgroundChildren(t *testing.T) {
+	const script = `{
+  "parent": [
+    {"tool_calls": [{"id": "t1", "name": "task", "args": {"description": "dig", "subagent_type": "general-purpose", "run_in_background": true}}]},
+    {"tool_calls": [{"id": "f", "name": "finish", "args": {}}]},
+    {"content": "never"}],
+  "general-purpose": [
+    {"tool_calls": [{"id": "g", "name": "gate", "args": {"name": "dig"}}]},
+    {"tool_calls": [{"id": "w", "name": "write_file", "args": {"file_path": "/dug.md", "content": "deep"}}]},
+    {"content": "found gold"}]
+}`
+	g := newGates()
+	a, _ := bgAgent(t, script, g, deepagents.Config{Tools: []tool.Tool{stopTool{}}})
+	res, err := agent.Drain(a.Run(t.Context(), agent.Prompt("go")), func(ev agent.Event) {
+		if ev.Type == agent.Notice && ev.Notice.Source == "background" {
+			g.release("dig")
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != agent.StatusOK || res.Children["t1"] == nil || res.Children["t1"].Status != agent.StatusOK {
+		t.Fatalf("status %s, children %v", res.Status, res.Children)
+	}
+	if res.State.Files["/dug.md"].Content != "deep" {
+		t.Errorf("the child's file was lost: %v", res.State.Files)
+	}
+	last := res.State.Messages[len(res.State.Messages)-1]
+	if last.Role != llm.RoleUser || !strings.Contains(last.Content, "Background task t1 (subagent general-purpose) has ended: ok") {
+		t.Errorf("last message %+v", last)
+	}
+}
+
+// A model that gives a second task call the id of an earlier one still
+// starts a second background task: the repeated id is replaced.
+func TestRepeatedTaskCallIDStartsASecondTask(t *testing.T) {
+	const script = `{
+  "parent": [
+    {"tool_calls": [{"id": "t1", "name": "task", "args": {"description": "first job", "subagent_type": "general-purpose", "run_in_background": true}}]},
+    {"tool_calls": [{"id": "t1", "name": "task", "args": {"description": "second job", "subagent_type": "general-purpose", "run_in_background": true}}]},
+    {"content": "waiting"},
+    {"content": "heard one"},
+    {"content": "heard both"}],
+  "general-purpose": {"cases": [
+    {"match": "first", "steps": [{"content": "first report"}]},
+    {"match": "second", "steps": [{"content": "second report"}]}]}
+}`
+	g := newGates()
+	a, _ := bgAgent(t, script, g, deepagents.Config{})
+	res, err := a.Invoke(t.Context(), agent.Prompt("go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reports []string
+	for _, m := range res.State.Messages {
+		if m.Role == llm.RoleTool && strings.HasPrefix(m.Content, "Error") {
+			t.Errorf("a task call was refused: %q", m.Content)
+		}
+		if m.Role == llm.RoleUser && strings.HasPrefix(m.Content, "[Background task ") {
+			reports = append(reports, m.Content[strings.LastIndex(m.Content, "\n")+1:])
+		}
+	}
+	if len(reports) != 2 || len(res.Children) != 2 {
+		t.Errorf("reports %q, children %v", reports, res.Children)
 	}
 }

@@ -102,7 +102,12 @@
 // waits for, the run waits for the next to end (its context still ends
 // it), appends its receipt and calls the model again, a follow-up step of
 // the same run. One Run covers the turn and its follow-ups; each counts
-// against the step limit.
+// against the step limit. A call whose result ends the run (the structured
+// response tool, a tool's Stop) ends it only once the background children
+// have ended: the run waits for them (a notice says so), merges their
+// files and appends their receipts after the answer, which stands; the
+// model does not read them in that run. To drop them, the model cancels
+// them (task_cancel) before it answers.
 //
 // Steering: once a run has started a background task, its steps offer
 // task_status (all tasks, or one: running or ended, model calls and tokens
@@ -114,9 +119,12 @@
 //
 // Caps (BackgroundLimits; deepagents.Config.Background for all, a spec's
 // or an agent file's for its own): each background run stops at 50 model
-// calls (or its spec's tighter step limit), 200,000 tokens of its tree (a
-// budget middleware of its own), and 30 minutes (or its spec's shorter
-// timeout), ending with status limit; at most 4 run at once per parent, and
+// calls (or its spec's tighter step limit), 200,000 tokens of its tree,
+// the cost cap set (MaxCost; none by default; priced by
+// deepagents.Config.Budget), and 30 minutes (or its spec's shorter
+// timeout), ending with status limit; with Config.Budget its spending
+// counts towards its parent's budgets too, live while it runs and from its
+// receipt on, so a parent's budget stops both; at most 4 run at once per parent, and
 // a fifth call is answered with an error result saying so.
 //
 // Files: the child works on a copy-on-write layer of the parent's files as
@@ -133,8 +141,10 @@
 // result, and from the next step on in the parent's loop value
 // (agent.LoopState.Background) until its receipt is in the messages. A
 // resumed parent starts each such child again through its tool, under the
-// step that started it, so the child's namespace resumes it (no finished
-// call repeated) or gives its saved result; conflicts with the parent's
+// step that started it, in the background whatever its spec's default, so
+// the child's namespace resumes it (no finished call repeated) or gives its
+// saved result (one it had cancelled with task_cancel gets a cancelled
+// receipt instead, and does not start again); conflicts with the parent's
 // changes made before the crash are then not detected. A parent that ends
 // otherwise than by the model's answer (an error, a limit, an approval it
 // waits for, a cancellation) cancels its background children and waits a

@@ -206,6 +206,7 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 		return nil, errors.Join(errs...)
 	}
 	holdToFloor(specs, files, home, floor{rules: flagRules, gates: f.gates}, floor{rules: cfg.UserPermissions, gates: cfg.UserInterruptOn})
+	holdBackground(specs, files, home, cfg.Background)
 	s.contextWindow, s.subagentWindows = contextWindows(cfg, spec, files)
 	for i := range specs {
 		if w, ok := s.subagentWindows[specs[i].Name]; ok {
@@ -377,6 +378,23 @@ func holdToFloor(specs []subagent.Spec, files []config.AgentFile, home string, f
 				}
 				sp.InterruptOn[name] = a
 			}
+		}
+	}
+}
+
+// holdBackground keeps every agent file but the user's own
+// (~/.deepagents/agents) from raising the background caps in force (caps,
+// the configuration's, or the defaults): a project's agent file may lower
+// them, as a project's config file may, never raise them (files[i] made
+// specs[i]).
+func holdBackground(specs []subagent.Spec, files []config.AgentFile, home string, caps subagent.BackgroundLimits) {
+	userDir := ""
+	if home != "" {
+		userDir = filepath.Join(home, ".deepagents", "agents")
+	}
+	for i, af := range files {
+		if filepath.Dir(af.Path) != userDir {
+			specs[i].BackgroundLimits = config.LowerBackground(caps, specs[i].BackgroundLimits)
 		}
 	}
 }
