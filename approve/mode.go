@@ -164,7 +164,9 @@ type SessionOptions struct {
 	// FromThread, when set, decides whether the mode a thread recorded
 	// replaces the session's when a run of it finds one (a resume that
 	// names no mode continuing in the mode the thread was left in). A
-	// thread's record is data: take only what your trust in it allows.
+	// mode switched to (SetMode) before the thread is read stays: the
+	// person's choice wins over the record. A thread's record is data:
+	// take only what your trust in it allows.
 	FromThread func(recorded Mode) bool
 	// OnChange, when set, is told each change of mode, the fallback of
 	// auto included, with the reason (from the goroutine that changed it).
@@ -183,8 +185,11 @@ type Session struct {
 	// records (a session that stayed manual changes no thread).
 	touched bool
 	loaded  bool
-	log     []ModeEntry
-	opts    SessionOptions
+	// chosen: the mode was switched (SetMode) since the session began, so
+	// a thread's recorded mode no longer replaces it.
+	chosen bool
+	log    []ModeEntry
+	opts   SessionOptions
 	// asked maps the calls that waited to their tool and arguments, and
 	// rejected holds those of the calls the person rejected: the same
 	// call again waits (and the loop answers it with the rejection) in
@@ -253,6 +258,7 @@ func (s *Session) SetMode(m Mode) error {
 	from := s.mode
 	s.mode, s.denials = m, 0
 	s.touched = s.touched || m != Manual
+	s.chosen = true
 	s.mu.Unlock()
 	if from != m && s.opts.OnChange != nil {
 		s.opts.OnChange(from, m, "switched")
@@ -378,7 +384,9 @@ func (s *Session) deny(e ModeEntry, why string) string {
 }
 
 // load merges what a thread recorded into the session, once: the earlier
-// decisions, the denials in a row and, with FromThread, the mode.
+// decisions, the denials in a row and, with FromThread, the mode, unless
+// the person switched the mode (SetMode) before the thread was read: the
+// mode they chose stays.
 func (s *Session) load(values map[string]json.RawMessage) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -395,7 +403,7 @@ func (s *Session) load(values map[string]json.RawMessage) {
 	if len(s.log) > maxModeEntries {
 		s.log = slices.Delete(s.log, 0, len(s.log)-maxModeEntries)
 	}
-	if s.opts.FromThread != nil && s.opts.FromThread(rec.Mode) && s.allowed(rec.Mode) == nil {
+	if !s.chosen && s.opts.FromThread != nil && s.opts.FromThread(rec.Mode) && s.allowed(rec.Mode) == nil {
 		s.mode, s.denials = rec.Mode, rec.Denials
 	} else if rec.Mode == s.mode {
 		s.denials = rec.Denials
