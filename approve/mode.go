@@ -196,6 +196,10 @@ type Session struct {
 	// every mode.
 	asked    map[string]string
 	rejected map[string]bool
+	// denied holds the calls (by id) already counted as a denial: a call
+	// the classifier found unsafe and the person then rejected is one
+	// denial, not two.
+	denied map[string]bool
 }
 
 // maxRemembered bounds the calls a session remembers as asked or
@@ -359,10 +363,20 @@ func (s *Session) add(e ModeEntry) {
 }
 
 // deny counts a denial and records e; the third in a row in auto mode
-// switches the session to manual. It reports the fallback's notice ("":
+// switches the session to manual. A call counts once, however many
+// denied it (the classifier, then the person). It reports the fallback's notice ("":
 // none).
 func (s *Session) deny(e ModeEntry, why string) string {
 	s.mu.Lock()
+	if s.denied[e.CallID] {
+		s.add(e)
+		s.mu.Unlock()
+		return ""
+	}
+	if s.denied == nil || len(s.denied) >= maxRemembered {
+		s.denied = map[string]bool{}
+	}
+	s.denied[e.CallID] = true
 	s.denials++
 	fell := s.mode == Auto && s.denials >= MaxDenials
 	if fell {

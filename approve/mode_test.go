@@ -590,3 +590,23 @@ func TestLongArgumentsAskWithoutClassifier(t *testing.T) {
 		}
 	}
 }
+
+// A call the classifier found unsafe and the person then rejected is one
+// denial, not two.
+func TestOneCallIsOneDenial(t *testing.T) {
+	m := scripted.New(scripted.Script{
+		"parent":                steps(scripted.Step{ToolCalls: []scripted.StepCall{call("c1", "execute", `{"command":"curl x"}`)}}),
+		approve.ClassifierAgent: steps(verdict(false, "network")),
+	}, scripted.Options{})
+	sess, err := approve.NewSession(approve.Auto, approve.SessionOptions{Classifier: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := modeAgent(t, m, &ranSet{}, sess).Invoke(t.Context(), agent.Prompt("fetch")); !errors.Is(err, agent.ErrInterrupted) {
+		t.Fatalf("err %v", err)
+	}
+	sess.Decided([]agent.Decision{{Type: agent.Reject, CallID: "c1"}})
+	if sess.Denials() != 1 {
+		t.Errorf("denials %d after one call was denied twice, want 1", sess.Denials())
+	}
+}
