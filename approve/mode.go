@@ -190,10 +190,11 @@ type Session struct {
 	chosen bool
 	log    []ModeEntry
 	opts   SessionOptions
-	// asked maps the calls that waited to their tool and arguments, and
-	// rejected holds those of the calls the person rejected: the same
-	// call again waits (and the loop answers it with the rejection) in
-	// every mode.
+	// asked maps the calls that waited (by path and id) to their tool and
+	// arguments, and rejected holds those of the calls the person
+	// rejected: the same call again waits (and the loop answers it with
+	// the rejection) in every mode. The thread's own memory of rejections
+	// (StepInfo.RejectedCall) covers those of earlier sessions.
 	asked    map[string]string
 	rejected map[string]bool
 	// denied holds the calls (by id) already counted as a denial: a call
@@ -213,6 +214,29 @@ func callKey(name string, args json.RawMessage) string {
 		return name + "\x00" + string(args)
 	}
 	return name + "\x00" + b.String()
+}
+
+// askedKey names a call that waited by its agent's path and its id: ids
+// are the model's, and two agents of a thread may use the same one.
+func askedKey(path, id string) string { return path + "\x00" + id }
+
+// askedAs returns the tool and arguments of the waiting calls a decision
+// on call id at path names: the call at that path, or, for a decision
+// that names no path, every waiting call with that id. s.mu is held.
+func (s *Session) askedAs(path, id string) []string {
+	if path != "" {
+		if key, ok := s.asked[askedKey(path, id)]; ok {
+			return []string{key}
+		}
+		return nil
+	}
+	var keys []string
+	for k, key := range s.asked {
+		if strings.HasSuffix(k, "\x00"+id) {
+			keys = append(keys, key)
+		}
+	}
+	return keys
 }
 
 // NewSession returns a session in mode m, refused when the options do not
@@ -308,7 +332,7 @@ func (s *Session) Decided(ds []agent.Decision) {
 		switch d.Type {
 		case agent.Reject:
 			s.mu.Lock()
-			if key, ok := s.asked[d.CallID]; ok {
+			for _, key := range s.askedAs(e.Path, d.CallID) {
 				if s.rejected == nil || len(s.rejected) >= maxRemembered {
 					s.rejected = map[string]bool{}
 				}
@@ -531,6 +555,10 @@ func (s *Session) decide(ctx context.Context, call *agent.ToolCall, v Verdict) V
 	s.mu.Lock()
 	again := s.rejected[key]
 	s.mu.Unlock()
+	// The thread remembers the person's rejections across sessions and
+	// processes: a fresh session after a resume that rejected the call
+	// keeps it asking too.
+	again = again || hasStep && st.RejectedCall != nil && st.RejectedCall(call.Call.Name, call.Call.Args)
 	switch {
 	case v.Protected:
 		e.Outcome, e.By, e.Reason = "asked", "protected", v.Reason
@@ -560,7 +588,7 @@ func (s *Session) decide(ctx context.Context, call *agent.ToolCall, v Verdict) V
 		if s.asked == nil || len(s.asked) >= maxRemembered {
 			s.asked = map[string]string{}
 		}
-		s.asked[call.Call.ID] = key
+		s.asked[askedKey(e.Path, call.Call.ID)] = key
 	}
 	s.mu.Unlock()
 	if hasStep {

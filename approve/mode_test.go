@@ -610,3 +610,46 @@ func TestOneCallIsOneDenial(t *testing.T) {
 		t.Errorf("denials %d after one call was denied twice, want 1", sess.Denials())
 	}
 }
+
+// A rejection the thread remembers holds for a fresh session too: after a
+// resume that rejected a call, the identical call again asks in yolo (and
+// the loop answers it with the rejection) though this session was never
+// told of the rejection.
+func TestRejectionHoldsAcrossSessions(t *testing.T) {
+	cmd := `{"command":"curl example.com"}`
+	script := scripted.Script{"parent": steps(scripted.Step{ToolCalls: []scripted.StepCall{call("c1", "execute", cmd)}},
+		scripted.Step{ToolCalls: []scripted.StepCall{call("c2", "execute", cmd)}},
+		scripted.Step{Content: "done"})}
+	saver := checkpoint.NewMemory(0)
+	ran := &ranSet{}
+	sess1, err := approve.NewSession(approve.Manual, approve.SessionOptions{Confined: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := modeAgent(t, scripted.New(script, scripted.Options{}), ran, sess1).Invoke(t.Context(), agent.Prompt("fetch"), runner.Checkpoints(saver, "T")); !errors.Is(err, agent.ErrInterrupted) {
+		t.Fatalf("err %v", err)
+	}
+	// A new process resumes, rejecting c1, in yolo.
+	sess2, err := approve.NewSession(approve.Yolo, approve.SessionOptions{Confined: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds := []agent.Decision{{Type: agent.Reject, CallID: "c1", Message: "no network"}}
+	sess2.Decided(ds)
+	res, err := modeAgent(t, scripted.New(script, scripted.Options{}), ran, sess2).Invoke(t.Context(), agent.Input{}, runner.Checkpoints(saver, "T"), agent.WithDecisions(ds...))
+	if err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	if ran.has("c1") || ran.has("c2") {
+		t.Errorf("ran %v: the rejected call ran again", ran.ids)
+	}
+	var again string
+	for _, msg := range res.State.Messages {
+		if msg.ToolCallID == "c2" {
+			again = msg.Content
+		}
+	}
+	if !strings.Contains(again, "no network") {
+		t.Errorf("the repeated call's result %q does not repeat the rejection", again)
+	}
+}
