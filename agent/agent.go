@@ -250,6 +250,10 @@ type StepInfo struct {
 	// would let calls pass without asking keeps such a call asking, and
 	// the loop answers it with the rejection.
 	RejectedCall func(name string, args json.RawMessage) bool
+	// Request is what the person (or, for a subagent, its task) asked for
+	// in this turn: the text of the last user message of the turn's input
+	// (LoopState.Request); "" for a thread saved before it was kept.
+	Request string
 
 	measure func(*llm.Request) tokens.Report
 }

@@ -603,7 +603,11 @@ func (s *Session) decide(ctx context.Context, call *agent.ToolCall, v Verdict) V
 // fallback's when this denial was the third.
 func (s *Session) judge(ctx context.Context, st agent.StepInfo, hasStep bool, call *agent.ToolCall, v Verdict, e ModeEntry) (Verdict, string, string) {
 	var request string
-	if hasStep && st.State != nil {
+	switch {
+	case hasStep && st.Request != "":
+		request = st.Request
+	case hasStep && st.State != nil:
+		// A thread saved before the loop kept its turn's request.
 		request = latestRequest(st.State.Messages)
 	}
 	jv, usage, err := Classify(ctx, s.opts.Classifier, s.timeout(), call.Call.Name, call.Call.Args, request)
@@ -650,8 +654,8 @@ func (s *Session) isEdit(name string, args json.RawMessage) bool {
 // default.
 var editTools = []string{"write_file", "edit_file", "delete"}
 
-// latestRequest is the text of the last user message of a run: what the
-// person (or, for a subagent, its task) asked for.
+// latestRequest is the text of the last user message of a run, for a
+// thread whose loop did not keep its turn's request (StepInfo.Request).
 func latestRequest(msgs []llm.Message) string {
 	for i := len(msgs) - 1; i >= 0; i-- {
 		if msgs[i].Role == llm.RoleUser && msgs[i].HasText() {

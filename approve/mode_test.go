@@ -653,3 +653,33 @@ func TestRejectionHoldsAcrossSessions(t *testing.T) {
 		t.Errorf("the repeated call's result %q does not repeat the rejection", again)
 	}
 }
+
+// The classifier is shown the turn's own request, not a later user-role
+// message of the loop's (here the nudge to answer in the structured form).
+func TestClassifierSeesTheTurnsRequest(t *testing.T) {
+	m := scripted.New(scripted.Script{
+		"parent": steps(scripted.Step{Content: "sure"},
+			scripted.Step{ToolCalls: []scripted.StepCall{call("c1", "execute", `{"command":"ls"}`)}}),
+		approve.ClassifierAgent: steps(verdict(false, "unsure")),
+	}, scripted.Options{})
+	sess, err := approve.NewSession(approve.Auto, approve.SessionOptions{Classifier: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gates := approve.WithMode(map[string]approve.Policy{"execute": {}}, sess)
+	a := newAgent(t, agent.Config{Model: m, Tools: modeTools(&ranSet{}),
+		Response:   &agent.ResponseFormat{Name: "answer", Schema: json.RawMessage(`{"type":"object"}`)},
+		Middleware: []agent.Middleware{approve.Gate(gates), sess.Middleware()}})
+	if _, err := a.Invoke(t.Context(), agent.Prompt("list the files please")); !errors.Is(err, agent.ErrInterrupted) {
+		t.Fatalf("err %v", err)
+	}
+	var shown string
+	for _, r := range m.Records() {
+		if r.Who == approve.ClassifierAgent {
+			shown = r.Request.Messages[0].Content
+		}
+	}
+	if !strings.Contains(shown, "list the files please") || strings.Contains(shown, "final answer") {
+		t.Errorf("the classifier was shown:\n%s", shown)
+	}
+}
