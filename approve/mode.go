@@ -55,7 +55,7 @@ func Modes() []ModeInfo {
 		{Manual, "Manual", "Ask before every call that interrupt_on or the sandbox settings gate."},
 		{AcceptEdits, "Accept edits", "File edits pass without asking; commands, network and MCP tools still ask."},
 		{Auto, "Auto", "A second model call judges each gated call; the ones it finds unsafe ask."},
-		{Yolo, "Yolo", "Nothing asks except changes of protected places; only inside a sandbox."},
+		{Yolo, "Yolo", "Nothing asks except changes of protected places; only inside a sandbox without network or MCP tools."},
 	}
 }
 
@@ -79,7 +79,7 @@ func ParseMode(s string) (Mode, error) {
 }
 
 // ErrYoloUnconfined refuses yolo for a session whose agent is not confined.
-var ErrYoloUnconfined = errors.New("approval mode yolo needs a sandbox: use the in-memory files (no --root), or --root with the bubblewrap sandbox on (not --no-sandbox); or choose accept-edits or auto")
+var ErrYoloUnconfined = errors.New("approval mode yolo needs a sandbox: use the in-memory files (no --root), or --root with the bubblewrap sandbox on (not --no-sandbox, not --sandbox-network), and no MCP servers; or choose accept-edits or auto")
 
 // ErrNoClassifier refuses auto for a session that has no model to judge
 // calls with.
