@@ -143,8 +143,11 @@ type session struct {
 	mu    sync.Mutex
 	rt    *Runtime
 	model string
-	// busy is set while a prompt runs: a second one is refused.
+	// busy is set while a prompt runs; idle is closed when it ends. A
+	// second prompt waits for it (the editor's connection cancels the
+	// first when it sends the second).
 	busy bool
+	idle chan struct{}
 }
 
 var _ sdk.Agent = (*Server)(nil)
