@@ -446,3 +446,41 @@ func TestSecondPromptRunsAfterTheCancelledFirst(t *testing.T) {
 		t.Errorf("a.txt = %q, %v", b, err)
 	}
 }
+
+// session/load of a session whose turn runs is refused: it would close
+// the runtime under the turn.
+func TestLoadIsRefusedDuringATurn(t *testing.T) {
+	saver := checkpoint.NewMemory(0)
+	conn, ed := start(t, saver)
+	dir := t.TempDir()
+	s, err := conn.NewSession(t.Context(), sdk.NewSessionRequest{Cwd: dir, McpServers: []sdk.McpServer{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	asked, release := make(chan struct{}), make(chan struct{})
+	ed.setAnswer(func(p sdk.RequestPermissionRequest) sdk.RequestPermissionOutcome {
+		close(asked)
+		select {
+		case <-release:
+		case <-time.After(10 * time.Second):
+		}
+		return sdk.NewRequestPermissionOutcomeSelected("allow_once")
+	})
+	done := make(chan sdk.StopReason, 1)
+	go func() {
+		r, _ := prompt(t, conn, s.SessionId, sdk.TextBlock("one"))
+		done <- r
+	}()
+	<-asked
+	_, err = conn.LoadSession(t.Context(), sdk.LoadSessionRequest{SessionId: s.SessionId, Cwd: dir, McpServers: []sdk.McpServer{}})
+	close(release)
+	if err == nil || !strings.Contains(err.Error(), "turn of this session is running") {
+		t.Errorf("session/load during a turn: %v", err)
+	}
+	if r := <-done; r != sdk.StopReasonEndTurn {
+		t.Errorf("the turn ended %v", r)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "a.txt")); err != nil || string(b) != "one" {
+		t.Errorf("a.txt = %q, %v", b, err)
+	}
+}

@@ -61,8 +61,13 @@ func (s *Server) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptRes
 	defer func() {
 		ss.mu.Lock()
 		ss.busy = false
+		closeRT := ss.closeLater
+		ss.closeLater = nil
 		close(ss.idle)
 		ss.mu.Unlock()
+		if closeRT != nil {
+			closeRT()
+		}
 		s.turns.Done()
 	}()
 	ctx, cancel := context.WithCancel(ctx)
