@@ -399,3 +399,88 @@ func TestEditorGoneMidTurnClosesAfterTheTurn(t *testing.T) {
 		t.Errorf("the thread after the editor left: %v %+v", err, rs)
 	}
 }
+
+// A prompt sent while a turn runs cancels that turn (as the editor's
+// connection does) and runs once it has ended.
+func TestSecondPromptRunsAfterTheCancelledFirst(t *testing.T) {
+	saver := checkpoint.NewMemory(0)
+	conn, ed := start(t, saver)
+	dir := t.TempDir()
+	s, err := conn.NewSession(t.Context(), sdk.NewSessionRequest{Cwd: dir, McpServers: []sdk.McpServer{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	asked, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	ed.setAnswer(func(p sdk.RequestPermissionRequest) sdk.RequestPermissionOutcome {
+		first := false
+		once.Do(func() { first = true })
+		if !first {
+			return sdk.NewRequestPermissionOutcomeSelected("allow_once")
+		}
+		close(asked)
+		select {
+		case <-release:
+		case <-time.After(10 * time.Second):
+		}
+		return sdk.NewRequestPermissionOutcomeCancelled()
+	})
+	defer close(release)
+	type result struct {
+		r   sdk.StopReason
+		err error
+	}
+	firstDone := make(chan result, 1)
+	go func() {
+		r, err := prompt(t, conn, s.SessionId, sdk.TextBlock("one"))
+		firstDone <- result{r, err}
+	}()
+	<-asked
+	if r, err := prompt(t, conn, s.SessionId, sdk.TextBlock("two")); err != nil || r != sdk.StopReasonEndTurn {
+		t.Fatalf("second prompt: %v %v", r, err)
+	}
+	if got := <-firstDone; got.err != nil || got.r != sdk.StopReasonCancelled {
+		t.Errorf("first prompt: %v %v", got.r, got.err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "a.txt")); err != nil || string(b) != "two" {
+		t.Errorf("a.txt = %q, %v", b, err)
+	}
+}
+
+// session/load of a session whose turn runs is refused: it would close
+// the runtime under the turn.
+func TestLoadIsRefusedDuringATurn(t *testing.T) {
+	saver := checkpoint.NewMemory(0)
+	conn, ed := start(t, saver)
+	dir := t.TempDir()
+	s, err := conn.NewSession(t.Context(), sdk.NewSessionRequest{Cwd: dir, McpServers: []sdk.McpServer{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	asked, release := make(chan struct{}), make(chan struct{})
+	ed.setAnswer(func(p sdk.RequestPermissionRequest) sdk.RequestPermissionOutcome {
+		close(asked)
+		select {
+		case <-release:
+		case <-time.After(10 * time.Second):
+		}
+		return sdk.NewRequestPermissionOutcomeSelected("allow_once")
+	})
+	done := make(chan sdk.StopReason, 1)
+	go func() {
+		r, _ := prompt(t, conn, s.SessionId, sdk.TextBlock("one"))
+		done <- r
+	}()
+	<-asked
+	_, err = conn.LoadSession(t.Context(), sdk.LoadSessionRequest{SessionId: s.SessionId, Cwd: dir, McpServers: []sdk.McpServer{}})
+	close(release)
+	if err == nil || !strings.Contains(err.Error(), "turn of this session is running") {
+		t.Errorf("session/load during a turn: %v", err)
+	}
+	if r := <-done; r != sdk.StopReasonEndTurn {
+		t.Errorf("the turn ended %v", r)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "a.txt")); err != nil || string(b) != "one" {
+		t.Errorf("a.txt = %q, %v", b, err)
+	}
+}

@@ -143,8 +143,14 @@ type session struct {
 	mu    sync.Mutex
 	rt    *Runtime
 	model string
-	// busy is set while a prompt runs: a second one is refused.
+	// busy is set while a prompt runs; idle is closed when it ends. A
+	// second prompt waits for it (the editor's connection cancels the
+	// first when it sends the second).
 	busy bool
+	idle chan struct{}
+	// closeLater is set when the session was closed during a turn: its
+	// runtime is closed when the turn ends, not under it.
+	closeLater func()
 }
 
 var _ sdk.Agent = (*Server)(nil)
@@ -202,6 +208,10 @@ func (s *Server) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk
 		return sdk.LoadSessionResponse{}, sdk.NewInvalidParams("sessionId is empty")
 	}
 	<-s.ready
+	if s.running(id) {
+		// Loading replaces the session's runtime: not under a turn.
+		return sdk.LoadSessionResponse{}, sdk.NewInvalidParams("a turn of this session is running: cancel it or wait for its end, then load it")
+	}
 	ss, err := s.open(ctx, p.Cwd, id, true)
 	if err != nil {
 		return sdk.LoadSessionResponse{}, err
@@ -265,13 +275,32 @@ func (s *Server) drop(id string) {
 	}
 }
 
+// close closes the session's runtime, or, while a turn runs on it, has the
+// turn close it when it ends; no turn starts on the session after.
 func (ss *session) close() {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	if ss.rt != nil && ss.rt.Close != nil {
-		ss.rt.Close()
+		if ss.busy {
+			ss.closeLater = ss.rt.Close
+		} else {
+			ss.rt.Close()
+		}
 	}
 	ss.rt = nil
+}
+
+// running reports whether a turn of thread id's open session is running.
+func (s *Server) running(id string) bool {
+	s.mu.Lock()
+	ss := s.sessions[id]
+	s.mu.Unlock()
+	if ss == nil {
+		return false
+	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.busy
 }
 
 // checkCwd says whether cwd is an absolute path to a directory, and

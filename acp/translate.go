@@ -149,23 +149,51 @@ func (t *translator) waiting(in agent.Interrupt) sdk.ToolCallUpdate {
 	if json.Valid(in.Args) {
 		u.RawInput = json.RawMessage(in.Args)
 	}
+	// What is approved is shown whole: the diff of an edit, the full
+	// command (the title keeps only its first line), and why the call
+	// waits when a gate said so.
+	if in.Reason != "" {
+		u.Content = append(u.Content, sdk.ToolContent(sdk.TextBlock("Why it asks: "+in.Reason)))
+	}
 	if d, ok := t.proposed(in.Tool, in.Args, sc); ok {
-		u.Content = []sdk.ToolCallContent{d}
-	} else if in.Description != "" {
-		u.Content = []sdk.ToolCallContent{sdk.ToolContent(sdk.TextBlock(in.Description))}
+		u.Content = append(u.Content, d)
+	} else if cmd, ok := commandOf(in.Tool, in.Args); ok {
+		u.Content = append(u.Content, sdk.ToolContent(sdk.TextBlock("Command:\n"+cmd)))
+	} else if in.Description != "" && in.Description != in.Reason {
+		u.Content = append(u.Content, sdk.ToolContent(sdk.TextBlock(in.Description)))
 	}
 	return u
 }
 
-// proposed is the diff a waiting write_file would make, for the person to
-// judge before it runs; edits and deletes show theirs when they ran.
+// commandOf is the whole command of an execute call.
+func commandOf(tool string, args json.RawMessage) (string, bool) {
+	if tool != "execute" {
+		return "", false
+	}
+	var in struct {
+		Command string `json:"command"`
+	}
+	if json.Unmarshal(args, &in) != nil {
+		return "", false
+	}
+	return strings.ToValidUTF8(in.Command, "\uFFFD"), true
+}
+
+// proposed is the diff a waiting write_file or edit_file would make, for
+// the person to judge before it runs: the file's whole text before and
+// after, or, for an edit whose file cannot be read or does not hold the
+// old text, the old text and its replacement. Deletes show theirs when
+// they ran.
 func (t *translator) proposed(tool string, args json.RawMessage, sc *shownCall) (sdk.ToolCallContent, bool) {
-	if tool != "write_file" {
+	if tool != "write_file" && tool != "edit_file" {
 		return sdk.ToolCallContent{}, false
 	}
 	var in struct {
-		FilePath string `json:"file_path"`
-		Content  string `json:"content"`
+		FilePath   string `json:"file_path"`
+		Content    string `json:"content"`
+		OldString  string `json:"old_string"`
+		NewString  string `json:"new_string"`
+		ReplaceAll bool   `json:"replace_all"`
 	}
 	if json.Unmarshal(args, &in) != nil {
 		return sdk.ToolCallContent{}, false
@@ -173,6 +201,16 @@ func (t *translator) proposed(tool string, args json.RawMessage, sc *shownCall) 
 	abs, ok := onDisk(in.FilePath, t.cwd)
 	if !ok {
 		return sdk.ToolCallContent{}, false
+	}
+	if tool == "edit_file" {
+		if sc.old != nil && in.OldString != "" && strings.Contains(*sc.old, in.OldString) {
+			n := 1
+			if in.ReplaceAll {
+				n = -1
+			}
+			return sdk.ToolDiffContent(abs, strings.Replace(*sc.old, in.OldString, in.NewString, n), *sc.old), true
+		}
+		return sdk.ToolDiffContent(abs, in.NewString, in.OldString), true
 	}
 	if sc.old != nil {
 		return sdk.ToolDiffContent(abs, in.Content, *sc.old), true

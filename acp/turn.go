@@ -31,9 +31,17 @@ func (s *Server) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptRes
 		return sdk.PromptResponse{}, sdk.NewInvalidParams(err.Error())
 	}
 	ss.mu.Lock()
-	if ss.busy {
+	for ss.busy {
+		// The connection cancelled the turn running when it took this
+		// prompt: this one runs once that one has ended (and saved).
+		idle := ss.idle
 		ss.mu.Unlock()
-		return sdk.PromptResponse{}, sdk.NewInvalidParams("a turn of this session is running: cancel it or wait for its end")
+		select {
+		case <-idle:
+		case <-ctx.Done():
+			return sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, nil
+		}
+		ss.mu.Lock()
 	}
 	rt := ss.rt
 	if rt == nil {
@@ -48,12 +56,18 @@ func (s *Server) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptRes
 	}
 	s.turns.Add(1)
 	s.mu.Unlock()
-	ss.busy = true
+	ss.busy, ss.idle = true, make(chan struct{})
 	ss.mu.Unlock()
 	defer func() {
 		ss.mu.Lock()
 		ss.busy = false
+		closeRT := ss.closeLater
+		ss.closeLater = nil
+		close(ss.idle)
 		ss.mu.Unlock()
+		if closeRT != nil {
+			closeRT()
+		}
 		s.turns.Done()
 	}()
 	ctx, cancel := context.WithCancel(ctx)

@@ -244,6 +244,16 @@ type StepInfo struct {
 	// replaying the run's code (see Replayer); nil for a runtime that
 	// never does.
 	Replaying func() bool
+	// RejectedCall, when not nil, reports whether a person rejected a call
+	// of tool name with these arguments at this path of the thread, in
+	// this run or an earlier one (LoopState.RejectedCall): a hook that
+	// would let calls pass without asking keeps such a call asking, and
+	// the loop answers it with the rejection.
+	RejectedCall func(name string, args json.RawMessage) bool
+	// Request is what the person (or, for a subagent, its task) asked for
+	// in this turn: the text of the last user message of the turn's input
+	// (LoopState.Request); "" for a thread saved before it was kept.
+	Request string
 
 	measure func(*llm.Request) tokens.Report
 }

@@ -229,6 +229,7 @@ func (r *run) newTurn(ctx context.Context, input []llm.Message) (*StepState, boo
 	// again: the turn they belonged to is over.
 	r.rs.Loop.Background = nil
 	r.state.Messages = append(r.state.Messages, input...)
+	r.rs.Loop.Request = turnRequest(input)
 	r.closeDangling()
 	if err := r.saveInput(ctx); err != nil {
 		return nil, true, StatusError, err

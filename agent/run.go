@@ -210,6 +210,7 @@ func (a *Agent) newRun(in Input, rc runConfig) *run {
 		r.maxSteps = DefaultMaxSteps
 	}
 	r.state.Messages = slices.Clip(slices.Clone(in.Messages))
+	r.rs.Loop.Request = turnRequest(in.Messages)
 	switch {
 	case in.Backend != nil:
 		r.backend = in.Backend

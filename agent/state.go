@@ -58,9 +58,15 @@ type LoopState struct {
 	Refusal string `json:"refusal,omitempty"`
 	// Rounds counts the model calls of the thread's runs at this path;
 	// TurnStart is where the current run (turn) began.
-	Rounds    int       `json:"rounds"`
-	TurnStart int       `json:"turn_start,omitempty"`
-	Usage     llm.Usage `json:"usage"`
+	Rounds    int `json:"rounds"`
+	TurnStart int `json:"turn_start,omitempty"`
+	// Request is the text of the last user message of the current turn's
+	// input, cut to 16 KiB: what the person (or, for a subagent, its
+	// task) asked for in this turn, kept apart from later user-role
+	// messages such as a background task's report or a compaction's
+	// summary.
+	Request string    `json:"request,omitempty"`
+	Usage   llm.Usage `json:"usage"`
 	// Tree is the usage of the run's finished subagents by agent path, as
 	// databases written before kept it; it is now rebuilt from
 	// RunState.Finished and no longer saved.

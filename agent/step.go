@@ -300,6 +300,8 @@ func (r *run) stepInfo() StepInfo {
 	if rp, ok := r.rt.(Replayer); ok {
 		info.Replaying = rp.Replaying
 	}
+	info.Request = r.rs.Loop.Request
+	info.RejectedCall = func(name string, args json.RawMessage) bool { return r.rs.Loop.RejectedCall(name, args) }
 	return info
 }
 

@@ -33,17 +33,22 @@ Answer with one JSON object and nothing else: {"safe": true or false, "reason": 
 // judgementSchema asks providers that support it for the verdict's shape.
 var judgementSchema = json.RawMessage(`{"type":"object","properties":{"safe":{"type":"boolean"},"reason":{"type":"string"}},"required":["safe","reason"],"additionalProperties":false}`)
 
-// maxShownToClassifier caps the arguments and the request the classifier
-// is shown.
+// maxShownToClassifier caps the request the classifier is shown, and the
+// arguments it judges: longer arguments are not judged at all (a cut
+// would hide their tail from it), the call asks.
 const maxShownToClassifier = 16 << 10
 
 // Classify asks model whether a call of tool with args is safe to run
 // without asking, given the person's latest request, within timeout. An
 // error (the call failed, timed out, or gave no readable verdict) leaves
-// the call to the person. usage is what the call used.
+// the call to the person, as do arguments longer than 16 KiB, which are
+// not put to the model. usage is what the call used.
 func Classify(ctx context.Context, model llm.Model, timeout time.Duration, tool string, args json.RawMessage, request string) (Judgement, llm.Usage, error) {
 	if model == nil {
 		return Judgement{}, llm.Usage{}, ErrNoClassifier
+	}
+	if len(args) > maxShownToClassifier {
+		return Judgement{}, llm.Usage{}, fmt.Errorf("the arguments (%d bytes) are longer than the classifier judges (%d bytes)", len(args), maxShownToClassifier)
 	}
 	if timeout <= 0 {
 		timeout = DefaultClassifierTimeout
@@ -57,7 +62,7 @@ func Classify(ctx context.Context, model llm.Model, timeout time.Duration, tool 
 	b.WriteString("\n</request>\n\nThe call:\n<tool>")
 	b.WriteString(tool)
 	b.WriteString("</tool>\n<arguments>\n")
-	b.WriteString(clipBytes(string(args), maxShownToClassifier))
+	b.Write(args)
 	b.WriteString("\n</arguments>")
 	req := &llm.Request{System: classifierPrompt, Messages: []llm.Message{llm.User(b.String())},
 		Response: &llm.ResponseSchema{Name: "verdict", Description: "whether the call is safe to run without asking", Schema: judgementSchema}}

@@ -55,7 +55,7 @@ func Modes() []ModeInfo {
 		{Manual, "Manual", "Ask before every call that interrupt_on or the sandbox settings gate."},
 		{AcceptEdits, "Accept edits", "File edits pass without asking; commands, network and MCP tools still ask."},
 		{Auto, "Auto", "A second model call judges each gated call; the ones it finds unsafe ask."},
-		{Yolo, "Yolo", "Nothing asks except changes of protected places; only inside a sandbox."},
+		{Yolo, "Yolo", "Nothing asks except changes of protected places; only inside a sandbox without network or MCP tools."},
 	}
 }
 
@@ -79,7 +79,7 @@ func ParseMode(s string) (Mode, error) {
 }
 
 // ErrYoloUnconfined refuses yolo for a session whose agent is not confined.
-var ErrYoloUnconfined = errors.New("approval mode yolo needs a sandbox: use the in-memory files (no --root), or --root with the bubblewrap sandbox on (not --no-sandbox); or choose accept-edits or auto")
+var ErrYoloUnconfined = errors.New("approval mode yolo needs a sandbox: use the in-memory files (no --root), or --root with the bubblewrap sandbox on (not --no-sandbox, not --sandbox-network), and no MCP servers; or choose accept-edits or auto")
 
 // ErrNoClassifier refuses auto for a session that has no model to judge
 // calls with.
@@ -164,7 +164,9 @@ type SessionOptions struct {
 	// FromThread, when set, decides whether the mode a thread recorded
 	// replaces the session's when a run of it finds one (a resume that
 	// names no mode continuing in the mode the thread was left in). A
-	// thread's record is data: take only what your trust in it allows.
+	// mode switched to (SetMode) before the thread is read stays: the
+	// person's choice wins over the record. A thread's record is data:
+	// take only what your trust in it allows.
 	FromThread func(recorded Mode) bool
 	// OnChange, when set, is told each change of mode, the fallback of
 	// auto included, with the reason (from the goroutine that changed it).
@@ -183,14 +185,22 @@ type Session struct {
 	// records (a session that stayed manual changes no thread).
 	touched bool
 	loaded  bool
-	log     []ModeEntry
-	opts    SessionOptions
-	// asked maps the calls that waited to their tool and arguments, and
-	// rejected holds those of the calls the person rejected: the same
-	// call again waits (and the loop answers it with the rejection) in
-	// every mode.
+	// chosen: the mode was switched (SetMode) since the session began, so
+	// a thread's recorded mode no longer replaces it.
+	chosen bool
+	log    []ModeEntry
+	opts   SessionOptions
+	// asked maps the calls that waited (by path and id) to their tool and
+	// arguments, and rejected holds those of the calls the person
+	// rejected: the same call again waits (and the loop answers it with
+	// the rejection) in every mode. The thread's own memory of rejections
+	// (StepInfo.RejectedCall) covers those of earlier sessions.
 	asked    map[string]string
 	rejected map[string]bool
+	// denied holds the calls (by id) already counted as a denial: a call
+	// the classifier found unsafe and the person then rejected is one
+	// denial, not two.
+	denied map[string]bool
 }
 
 // maxRemembered bounds the calls a session remembers as asked or
@@ -204,6 +214,29 @@ func callKey(name string, args json.RawMessage) string {
 		return name + "\x00" + string(args)
 	}
 	return name + "\x00" + b.String()
+}
+
+// askedKey names a call that waited by its agent's path and its id: ids
+// are the model's, and two agents of a thread may use the same one.
+func askedKey(path, id string) string { return path + "\x00" + id }
+
+// askedAs returns the tool and arguments of the waiting calls a decision
+// on call id at path names: the call at that path, or, for a decision
+// that names no path, every waiting call with that id. s.mu is held.
+func (s *Session) askedAs(path, id string) []string {
+	if path != "" {
+		if key, ok := s.asked[askedKey(path, id)]; ok {
+			return []string{key}
+		}
+		return nil
+	}
+	var keys []string
+	for k, key := range s.asked {
+		if strings.HasSuffix(k, "\x00"+id) {
+			keys = append(keys, key)
+		}
+	}
+	return keys
 }
 
 // NewSession returns a session in mode m, refused when the options do not
@@ -253,6 +286,7 @@ func (s *Session) SetMode(m Mode) error {
 	from := s.mode
 	s.mode, s.denials = m, 0
 	s.touched = s.touched || m != Manual
+	s.chosen = true
 	s.mu.Unlock()
 	if from != m && s.opts.OnChange != nil {
 		s.opts.OnChange(from, m, "switched")
@@ -298,7 +332,7 @@ func (s *Session) Decided(ds []agent.Decision) {
 		switch d.Type {
 		case agent.Reject:
 			s.mu.Lock()
-			if key, ok := s.asked[d.CallID]; ok {
+			for _, key := range s.askedAs(e.Path, d.CallID) {
 				if s.rejected == nil || len(s.rejected) >= maxRemembered {
 					s.rejected = map[string]bool{}
 				}
@@ -353,10 +387,20 @@ func (s *Session) add(e ModeEntry) {
 }
 
 // deny counts a denial and records e; the third in a row in auto mode
-// switches the session to manual. It reports the fallback's notice ("":
+// switches the session to manual. A call counts once, however many
+// denied it (the classifier, then the person). It reports the fallback's notice ("":
 // none).
 func (s *Session) deny(e ModeEntry, why string) string {
 	s.mu.Lock()
+	if s.denied[e.CallID] {
+		s.add(e)
+		s.mu.Unlock()
+		return ""
+	}
+	if s.denied == nil || len(s.denied) >= maxRemembered {
+		s.denied = map[string]bool{}
+	}
+	s.denied[e.CallID] = true
 	s.denials++
 	fell := s.mode == Auto && s.denials >= MaxDenials
 	if fell {
@@ -378,7 +422,9 @@ func (s *Session) deny(e ModeEntry, why string) string {
 }
 
 // load merges what a thread recorded into the session, once: the earlier
-// decisions, the denials in a row and, with FromThread, the mode.
+// decisions, the denials in a row and, with FromThread, the mode, unless
+// the person switched the mode (SetMode) before the thread was read: the
+// mode they chose stays.
 func (s *Session) load(values map[string]json.RawMessage) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -395,7 +441,7 @@ func (s *Session) load(values map[string]json.RawMessage) {
 	if len(s.log) > maxModeEntries {
 		s.log = slices.Delete(s.log, 0, len(s.log)-maxModeEntries)
 	}
-	if s.opts.FromThread != nil && s.opts.FromThread(rec.Mode) && s.allowed(rec.Mode) == nil {
+	if !s.chosen && s.opts.FromThread != nil && s.opts.FromThread(rec.Mode) && s.allowed(rec.Mode) == nil {
 		s.mode, s.denials = rec.Mode, rec.Denials
 	} else if rec.Mode == s.mode {
 		s.denials = rec.Denials
@@ -509,6 +555,10 @@ func (s *Session) decide(ctx context.Context, call *agent.ToolCall, v Verdict) V
 	s.mu.Lock()
 	again := s.rejected[key]
 	s.mu.Unlock()
+	// The thread remembers the person's rejections across sessions and
+	// processes: a fresh session after a resume that rejected the call
+	// keeps it asking too.
+	again = again || hasStep && st.RejectedCall != nil && st.RejectedCall(call.Call.Name, call.Call.Args)
 	switch {
 	case v.Protected:
 		e.Outcome, e.By, e.Reason = "asked", "protected", v.Reason
@@ -538,7 +588,7 @@ func (s *Session) decide(ctx context.Context, call *agent.ToolCall, v Verdict) V
 		if s.asked == nil || len(s.asked) >= maxRemembered {
 			s.asked = map[string]string{}
 		}
-		s.asked[call.Call.ID] = key
+		s.asked[askedKey(e.Path, call.Call.ID)] = key
 	}
 	s.mu.Unlock()
 	if hasStep {
@@ -553,7 +603,11 @@ func (s *Session) decide(ctx context.Context, call *agent.ToolCall, v Verdict) V
 // fallback's when this denial was the third.
 func (s *Session) judge(ctx context.Context, st agent.StepInfo, hasStep bool, call *agent.ToolCall, v Verdict, e ModeEntry) (Verdict, string, string) {
 	var request string
-	if hasStep && st.State != nil {
+	switch {
+	case hasStep && st.Request != "":
+		request = st.Request
+	case hasStep && st.State != nil:
+		// A thread saved before the loop kept its turn's request.
 		request = latestRequest(st.State.Messages)
 	}
 	jv, usage, err := Classify(ctx, s.opts.Classifier, s.timeout(), call.Call.Name, call.Call.Args, request)
@@ -600,8 +654,8 @@ func (s *Session) isEdit(name string, args json.RawMessage) bool {
 // default.
 var editTools = []string{"write_file", "edit_file", "delete"}
 
-// latestRequest is the text of the last user message of a run: what the
-// person (or, for a subagent, its task) asked for.
+// latestRequest is the text of the last user message of a run, for a
+// thread whose loop did not keep its turn's request (StepInfo.Request).
 func latestRequest(msgs []llm.Message) string {
 	for i := len(msgs) - 1; i >= 0; i-- {
 		if msgs[i].Role == llm.RoleUser && msgs[i].HasText() {

@@ -42,14 +42,20 @@ func modeFlag(fs *flag.FlagSet, f *runFlags) {
 }
 
 // isConfined reports whether the agent cannot reach past a sandbox: its
-// files are in memory (no --root), or its commands run under bubblewrap.
-// backend and opts are what wireShell made of --root.
-func isConfined(root string, backend vfs.Backend, opts fstools.ExecuteOptions) bool {
+// files are in memory (no --root) or its commands run under bubblewrap
+// without the network (not --sandbox-network), and no MCP server is
+// configured (its tools run as processes of the host, outside any
+// sandbox, so yolo would lift the gates the user put on them). backend
+// and opts are what wireShell made of --root.
+func isConfined(root string, backend vfs.Backend, opts fstools.ExecuteOptions, mcp bool) bool {
+	if mcp {
+		return false
+	}
 	if root == "" {
 		return true
 	}
 	_, runs := vfs.AsExecutor(backend)
-	return runs && !opts.Unsandboxed
+	return runs && !opts.Unsandboxed && !opts.Network
 }
 
 // modeSession makes the session's approval mode and puts it in the gates of

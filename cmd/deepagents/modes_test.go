@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/deepagents-go/deepagents/fstools"
+	"github.com/deepagents-go/deepagents/vfs"
 	"io"
 	"os"
 	"path/filepath"
@@ -258,4 +260,29 @@ func TestYoloOnRootWithTheSandbox(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(project, ".deepagents", "agents", "evil.md")); err == nil {
 		t.Error("the agent file was written without approval")
 	}
+}
+
+// MCP tools run on the host and a sandbox with the network reaches past
+// itself: neither is confined, so yolo is refused with them.
+func TestConfinedOnlyWithoutMCPOrNetwork(t *testing.T) {
+	if !isConfined("", nil, fstools.ExecuteOptions{}, false) {
+		t.Errorf("files in memory, no MCP: not confined")
+	}
+	if isConfined("", nil, fstools.ExecuteOptions{}, true) {
+		t.Errorf("MCP servers configured: confined")
+	}
+	sandboxed := execBackend{vfs.NewMemory(nil)}
+	if !isConfined("/p", sandboxed, fstools.ExecuteOptions{}, false) {
+		t.Errorf("--root under the sandbox: not confined")
+	}
+	if isConfined("/p", sandboxed, fstools.ExecuteOptions{Network: true}, false) {
+		t.Errorf("--root under the sandbox with the network: confined")
+	}
+}
+
+// execBackend is files that can run commands, as a sandboxed --root is.
+type execBackend struct{ vfs.Backend }
+
+func (execBackend) Execute(context.Context, vfs.ExecRequest) (vfs.ExecResult, error) {
+	return vfs.ExecResult{}, nil
 }

@@ -252,7 +252,7 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 	}
 	gates = cp.withPathGates(gates, nil)
 	cp.gateSpecs(specs)
-	if s.mode, gates, err = modeSession(s, f, cfg, model, isConfined(f.root, backend, execOpts), gates, specs, stderr); err != nil {
+	if s.mode, gates, err = modeSession(s, f, cfg, model, isConfined(f.root, backend, execOpts, mcps != nil), gates, specs, stderr); err != nil {
 		return nil, err
 	}
 
