@@ -27,6 +27,12 @@ func TestShippedTable(t *testing.T) {
 		"models/gemini-2.5-flash":    "google:gemini-2.5-flash",
 		"gemini-2.5-flash-lite":      "google:gemini-2.5-flash-lite",
 		"O3-2025-04-16":              "openai:o3",
+		"claude-3-5-haiku-latest":    "anthropic:claude-3-5-haiku",
+		"gemini-2.0-flash-001":       "google:gemini-2.0-flash",
+		"gpt-5-mini-2025-08-07":      "openai:gpt-5-mini",
+		"gpt-4o-2024-05-13":          "openai:gpt-4o-2024-05-13",
+		"gpt-5.1-2025-11-13":         "openai:gpt-5.1",
+		"o3-deep-research":           "openai:o3-deep-research",
 	} {
 		if _, key, ok := tab.Lookup(model); !ok || key != want {
 			t.Errorf("Lookup(%q) = %q, %v; want %q", model, key, ok, want)
@@ -34,7 +40,10 @@ func TestShippedTable(t *testing.T) {
 	}
 	// A prefix must end at a word boundary, and a model nobody priced has
 	// no price (not zero).
-	for _, model := range []string{"o30", "gpt-4", "scripted", "", "llama3", "gpt-4omni"} {
+	// A known name followed by anything but a snapshot suffix is another
+	// model, which may cost more than the known one.
+	for _, model := range []string{"o30", "gpt-4", "scripted", "", "llama3", "gpt-4omni",
+		"gpt-5.2", "claude-opus-4-6", "gemini-2.5-flash-image", "gpt-4o-audio-preview", "o3-mini-high"} {
 		if _, key, ok := tab.Lookup(model); ok {
 			t.Errorf("Lookup(%q) matched %q", model, key)
 		}
