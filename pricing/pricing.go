@@ -246,14 +246,16 @@ var snapshot = regexp.MustCompile(`^(-\d{4}-\d{2}-\d{2}|-\d{8}|@\d{8}|-latest|-\
 
 // Lookup returns the price of model and the table's key it was matched
 // by: the longest known name that is the whole name or is followed only
-// by a snapshot suffix.
+// by a snapshot suffix. The name may come with a provider ("openai:gpt-4o",
+// "ollama:qwen3:8b") or without one ("qwen3:8b", as a response names its
+// model): both readings are tried, and the longer match wins.
 func (t *Table) Lookup(model string) (Price, string, bool) {
 	if t == nil {
 		return Price{}, "", false
 	}
 	best := -1
 	var found entry
-	for _, name := range []string{normalise(model)} {
+	for _, name := range []string{normalise(model), bare(model)} {
 		for _, e := range t.entries {
 			if len(e.prefix) <= best || !strings.HasPrefix(name, e.prefix) {
 				continue

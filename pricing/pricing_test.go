@@ -100,6 +100,20 @@ func TestOverrides(t *testing.T) {
 	if _, key, _ := tab.Lookup("gpt-5.2-2025-12-11"); key != "openai:gpt-5.2" {
 		t.Errorf("gpt-5.2 matched %q", key)
 	}
+	// An Ollama model's own colon is part of its name, with or without the
+	// provider in front.
+	tab, err = pricing.Default().With(map[string]pricing.Override{"ollama:qwen3:8b": {Input: ptr(0.1), Output: ptr(0.2)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"qwen3:8b", "ollama:qwen3:8b"} {
+		if _, key, ok := tab.Lookup(name); !ok || key != "ollama:qwen3:8b" {
+			t.Errorf("Lookup(%q) = %q, %v", name, key, ok)
+		}
+	}
+	if _, key, ok := tab.Lookup("qwen3:32b"); ok {
+		t.Errorf("qwen3:32b matched %q", key)
+	}
 	if orig, _, _ := pricing.Default().Lookup("gpt-4o"); orig.Input != 2.5 {
 		t.Error("With changed the shipped table")
 	}
