@@ -30,7 +30,9 @@ type RunInput struct {
 	// Input is the user's message; empty on a thread, the run resumes the
 	// thread's unfinished run.
 	Input string `json:"input"`
-	// InputRef, set instead of Input by a server's Executor, names the
+	// InputRef, set instead of Input by a server's Executor for any input
+	// but one user message of text (which goes in Input, so that a worker
+	// that predates InputRef still runs it), names the
 	// served run whose input messages (any number, with content parts)
 	// the Executor stored in the servers' store: the workflow reads them
 	// from there (Registry.Events), not from its start request.
