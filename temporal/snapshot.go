@@ -53,12 +53,12 @@ func (g *Registry) checkSnapshot(ctx workflow.Context, want string) bool {
 func snapshotError(recorded, here string) error {
 	name := func(s string) string {
 		if s == "" {
-			return "none (no skills or memory files)"
+			return "none (no skills, memory files or MCP tools)"
 		}
 		return s
 	}
 	return sdktemporal.NewNonRetryableApplicationError(fmt.Sprintf(
-		"this run started on a worker whose skills and memory snapshot is %s, and this worker's is %s: its prompts would differ from its history's, so this worker refuses it. "+
-			"Restart every worker of the task queue with the same skill folders and AGENTS.md files (deepagents-temporal worker prints its snapshot when it starts)",
+		"this run started on a worker whose snapshot (skills, memory and MCP tools) is %s, and this worker's is %s: its prompts would differ from its history's, so this worker refuses it. "+
+			"Restart every worker of the task queue with the same skill folders, AGENTS.md files and MCP servers (deepagents-temporal worker prints its snapshot when it starts)",
 		name(recorded), name(here)), SnapshotMismatch, nil)
 }

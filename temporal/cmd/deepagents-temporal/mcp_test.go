@@ -175,3 +175,31 @@ func TestServeDescribesTheAgentsMCPTools(t *testing.T) {
 		}
 	}
 }
+
+// A worker's snapshot covers its MCP tools and whether mcp_search finds
+// them: workflow code sees both, so a worker that binds them otherwise
+// has another snapshot (and refuses the runs of this one).
+func TestWorkerSnapshotCoversMCPTools(t *testing.T) {
+	bin := buildTestMCPServer(t)
+	snapshot := func(window int, withMCP bool) string {
+		project := mcpProject(t, bin, window)
+		reg := temporal.NewRegistry()
+		setup := &agentSetup{}
+		defer setup.close()
+		if withMCP {
+			setup.mcp = workerMCP(false, &setup.closers)
+		}
+		var stderr strings.Builder
+		if err := configAgent(t.Context(), reg, "main", project, "", setup, &stderr); err != nil {
+			t.Fatal(err)
+		}
+		return reg.Snapshot
+	}
+	deferred, direct, none := snapshot(2000, true), snapshot(1_000_000, true), snapshot(2000, false)
+	if deferred == direct || deferred == none || direct == none {
+		t.Errorf("snapshots: behind mcp_search %q, bound directly %q, without MCP %q; want three different", deferred, direct, none)
+	}
+	if again := snapshot(2000, true); again != deferred {
+		t.Errorf("the same MCP tools give snapshots %q and %q", deferred, again)
+	}
+}
