@@ -1,6 +1,7 @@
 package temporal
 
 import (
+	"context"
 	"fmt"
 
 	sdktemporal "go.temporal.io/sdk/temporal"
@@ -48,6 +49,16 @@ func (g *Registry) checkSnapshot(ctx workflow.Context, want string) bool {
 		panic(snapshotError(recorded, g.Snapshot))
 	}
 	return true
+}
+
+// StartedBeforeSnapshot reports whether ctx is workflow code of a run
+// whose workflow started before workflows checked their snapshot: its
+// history may come from a worker that bound what the snapshot now covers
+// (its MCP tools) otherwise, so a worker keeps such a run's calls working
+// (every MCP tool callable by name). False outside workflow code.
+func StartedBeforeSnapshot(ctx context.Context) bool {
+	rt, ok := runtimeFrom(ctx)
+	return ok && rt.host != nil && rt.host.unchecked
 }
 
 func snapshotError(recorded, here string) error {

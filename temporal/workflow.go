@@ -111,7 +111,8 @@ func (g *Registry) RunAgent(ctx workflow.Context, in RunInput) (*Summary, error)
 	if !ok {
 		return nil, sdktemporal.NewNonRetryableApplicationError(fmt.Sprintf("no agent %q is registered on this worker", in.Agent), "UnknownAgent", nil)
 	}
-	if g.checkSnapshot(ctx, in.Snapshot) {
+	checked := g.checkSnapshot(ctx, in.Snapshot)
+	if checked {
 		in.Snapshot = g.Snapshot // the next run, if it continues as new, keeps it
 	}
 	ap, err := g.approvals(ctx, a)
@@ -122,7 +123,7 @@ func (g *Registry) RunAgent(ctx workflow.Context, in RunInput) (*Summary, error)
 	defer rt.Close()
 	rt.sess.opened = in.Sessions
 	rt.runsChildren(g, in.Agent, leaseHolder(workflow.GetInfo(ctx).WorkflowExecution.ID))
-	rt.host.snapshot = in.Snapshot
+	rt.host.snapshot, rt.host.unchecked = in.Snapshot, !checked
 	rctx, cancel := rt.Context()
 	defer cancel()
 	// Anything of the run that reaches a registered directory outside a

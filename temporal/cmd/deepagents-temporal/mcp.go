@@ -93,15 +93,23 @@ func bindMCP(dc *deepagents.Config, tools []*mcp.Tool, acts map[*mcp.Tool]tool.T
 	parent := dc.Tools
 	dc.Tools = append(dc.Tools, activities(b.Tools, acts)...)
 	if b.Middleware != nil {
-		dc.Middleware = append(dc.Middleware, activityMiddleware(*b.Middleware, acts))
+		dc.Middleware = append(dc.Middleware, activityMiddleware(*b.Middleware, acts, tools))
 	}
 	specs := mcp.Subagents(deepagents.WithGeneralPurpose(dc.Subagents), append(parent, b.Tools...), tools, window, nil)
 	for i, s := range specs {
 		specs[i].Tools = activities(s.Tools, acts)
 		specs[i].Middleware = slices.Clone(s.Middleware)
+		// The MCP tools the subagent may use: its servers' (all when its
+		// file names none), as mcp.Subagents chose them.
+		var usable []*mcp.Tool
+		for _, t := range tools {
+			if s.MCPServers == nil || slices.Contains(s.MCPServers, t.Server()) {
+				usable = append(usable, t)
+			}
+		}
 		for j, mw := range s.Middleware {
 			if mw.Name == "mcp" {
-				specs[i].Middleware[j] = activityMiddleware(mw, acts)
+				specs[i].Middleware[j] = activityMiddleware(mw, acts, usable)
 			}
 		}
 	}
@@ -157,18 +165,32 @@ func activities(list []tool.Tool, acts map[*mcp.Tool]tool.Tool) []tool.Tool {
 // activityMiddleware is mw with the MCP tools it binds step by step (the
 // finds of mcp_search) replaced by their activities, and mcp_search marked
 // to run in workflow code: it searches the list fixed at start, and its
-// finds are in the run's state.
-func activityMiddleware(mw agent.Middleware, acts map[*mcp.Tool]tool.Tool) agent.Middleware {
+// finds are in the run's state. A run whose workflow started before
+// workflows checked their snapshot may have been recorded by a worker that
+// bound every MCP tool directly: it gets every one of all (the tools the
+// agent may use) on every step, so that its calls by name still work.
+func activityMiddleware(mw agent.Middleware, acts map[*mcp.Tool]tool.Tool, all []*mcp.Tool) agent.Middleware {
 	mw.Tools = slices.Clone(mw.Tools)
 	for i, t := range mw.Tools {
 		if t.Spec().Name == mcp.SearchToolName {
 			mw.Tools[i] = temporal.InWorkflow(t)
 		}
 	}
-	if step := mw.StepTools; step != nil {
-		mw.StepTools = func(ctx context.Context, info agent.StepInfo) []tool.Tool {
-			return activities(step(ctx, info), acts)
+	step := mw.StepTools
+	mw.StepTools = func(ctx context.Context, info agent.StepInfo) []tool.Tool {
+		var out []tool.Tool
+		if step != nil {
+			out = activities(step(ctx, info), acts)
 		}
+		if temporal.StartedBeforeSnapshot(ctx) {
+			// The agent loop skips the ones already bound.
+			for _, t := range all {
+				if a := acts[t]; a != nil {
+					out = append(out, a)
+				}
+			}
+		}
+		return out
 	}
 	return mw
 }
