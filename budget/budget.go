@@ -21,6 +21,7 @@
 package budget
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -148,7 +149,8 @@ func SpentOf(values map[string]json.RawMessage) (Spent, bool) {
 type Charge struct {
 	// Agent is the path of the agent whose run made the call.
 	Agent string
-	// Model is the model the provider said answered.
+	// Model is the model the provider said answered, or the one asked for
+	// (Options.Model) when the response names none.
 	Model string
 	Usage llm.Usage
 	// CostUSD is the call's cost; Priced is false when the model has no
@@ -165,6 +167,12 @@ type Options struct {
 	Limits Limits
 	// Pricer prices the calls; nil prices none (every cost is unknown).
 	Pricer Pricer
+	// Model is the model the agent asked for, "provider:model": a call
+	// whose response names no model is priced as it (as the telemetry
+	// does), rather than counted as unpriced. AgentModels overrides it by
+	// agent name, for a subagent on a model of its own.
+	Model       string
+	AgentModels map[string]string
 	// OnCharge, when set, is called after each model call with what it
 	// cost, from the goroutine of the run that made it: a subagent's calls
 	// come from other goroutines, so it must be safe for concurrent use.
@@ -348,10 +356,10 @@ func (m *Middleware) charge(ctx context.Context, resp *llm.Response) {
 	if n == nil {
 		return
 	}
-	c := Charge{Agent: n.path, Model: resp.Model, Usage: resp.Usage}
+	c := Charge{Agent: n.path, Model: cmp.Or(resp.Model, m.requested(n.path)), Usage: resp.Usage}
 	a := Amount{Calls: 1, Tokens: resp.Usage.Total(), UnknownUsage: resp.Usage.Unknown}
-	if m.opts.Pricer != nil {
-		c.CostUSD, c.Priced = m.opts.Pricer.Price(resp.Model, resp.Usage)
+	if m.opts.Pricer != nil && c.Model != "" {
+		c.CostUSD, c.Priced = m.opts.Pricer.Price(c.Model, resp.Usage)
 	}
 	if c.Priced && !math.IsNaN(c.CostUSD) && c.CostUSD >= 0 {
 		a.CostUSD = c.CostUSD
@@ -368,12 +376,23 @@ func (m *Middleware) charge(ctx context.Context, resp *llm.Response) {
 		if !c.Priced && n.limits.Cost > 0 && step.Emit != nil && !n.warned {
 			n.warned = true
 			step.Emit(agent.Event{Type: agent.Warning, Warning: &agent.WarningInfo{Source: "budget",
-				Text: fmt.Sprintf("model %q has no price: its calls count nothing towards the cost budget, and the cost shown is a lower bound; add its price to the configuration ([prices])", resp.Model)}})
+				Text: fmt.Sprintf("model %q has no price: its calls count nothing towards the cost budget, and the cost shown is a lower bound; add its price to the configuration ([prices])", c.Model)}})
 		}
 	}
 	if m.opts.OnCharge != nil {
 		m.opts.OnCharge(c)
 	}
+}
+
+// requested is the model the agent at path asked for: its own from
+// AgentModels, else Options.Model.
+func (m *Middleware) requested(path string) string {
+	if p, err := agent.ParsePath(path); err == nil && len(p) > 0 {
+		if model := m.opts.AgentModels[p.Last().Name]; model != "" {
+			return model
+		}
+	}
+	return m.opts.Model
 }
 
 // wrapTool gives the runs a call starts (a subagent's run above all) the

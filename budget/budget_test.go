@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"iter"
 	"strings"
 	"sync"
 	"testing"
@@ -316,5 +317,57 @@ func TestHandOver(t *testing.T) {
 	rs, _ := runner.LoadRunState(t.Context(), saver, "h", agent.RootPath("parent"), false)
 	if spent, _ := budget.SpentOf(rs.Values); spent.Tokens != 400 || spent.ByAgent["parent / bg#1"].Calls != 2 {
 		t.Errorf("saved spending %+v", spent)
+	}
+}
+
+// anonymous answers as the scripted model does, but its responses name no
+// model (some providers leave the field out).
+type anonymous struct{ *scripted.Model }
+
+func (m anonymous) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.StreamEvent, error] {
+	return func(yield func(llm.StreamEvent, error) bool) {
+		for ev, err := range m.Model.Stream(ctx, req) {
+			if ev.Response != nil {
+				r := *ev.Response
+				r.Model = ""
+				ev.Response = &r
+			}
+			if !yield(ev, err) {
+				return
+			}
+		}
+	}
+}
+
+func (m anonymous) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	r, err := m.Model.Generate(ctx, req)
+	if r != nil {
+		c := *r
+		c.Model = ""
+		r = &c
+	}
+	return r, err
+}
+
+// A response that names no model is priced as the model the agent asked
+// for, so its cost counts towards the budget.
+func TestPricesTheRequestedModel(t *testing.T) {
+	var s scripted.Script
+	if err := json.Unmarshal([]byte(fourSteps), &s); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var charges []budget.Charge
+	b := budget.New(budget.Options{Limits: budget.Limits{Cost: 0.25}, Pricer: flatPricer{}, Model: "openai:gpt-4o",
+		OnCharge: func(c budget.Charge) { mu.Lock(); charges = append(charges, c); mu.Unlock() }})
+	a, err := deepagents.New(deepagents.Config{Model: anonymous{scripted.New(s, scripted.Options{})}, Budget: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Invoke(t.Context(), agent.Prompt("write")); !errors.Is(err, agent.ErrLimit) {
+		t.Fatalf("err %v; want the cost budget to stop the run", err)
+	}
+	if len(charges) == 0 || !charges[0].Priced || charges[0].Model != "openai:gpt-4o" {
+		t.Errorf("charges %+v", charges)
 	}
 }

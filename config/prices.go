@@ -127,14 +127,19 @@ func (c *Config) mergePrices(other *Config) {
 }
 
 // Pricing returns the price table the run uses: the shipped list prices
-// with the [prices] tables over them.
+// with the [prices] tables over them, each applied on its own so that one
+// table the shipped prices cannot take (Parse checks each against them,
+// but a merge of files may leave, say, a new model with only an output
+// price) costs that table alone, never every other override.
 func (c *Config) Pricing() *pricing.Table {
-	if c == nil || len(c.Prices) == 0 {
-		return pricing.Default()
+	t := pricing.Default()
+	if c == nil {
+		return t
 	}
-	t, err := pricing.Default().With(c.Prices)
-	if err != nil { // Parse checked every table
-		return pricing.Default()
+	for _, key := range slices.Sorted(maps.Keys(c.Prices)) {
+		if next, err := t.With(map[string]pricing.Override{key: c.Prices[key]}); err == nil {
+			t = next
+		}
 	}
 	return t
 }
@@ -142,7 +147,10 @@ func (c *Config) Pricing() *pricing.Table {
 // projectCost keeps a project file from loosening the user's cost
 // settings: its max_cost may lower the budget, never raise it, and its
 // prices may raise a price, never lower one (a cheaper price is room
-// to spend more). What it may not do is dropped.
+// to spend more). A project price for a model the user's table does not
+// price is dropped too: it would turn a cost the budget counts as unknown
+// into a number the project chose. What it may not do is dropped, and so
+// is a table whose remainder the user's table would not take.
 func projectCost(user, project *Config) {
 	if project.MaxCost > 0 && user.MaxCost > 0 && project.MaxCost > user.MaxCost {
 		project.MaxCost = 0
@@ -151,9 +159,11 @@ func projectCost(user, project *Config) {
 		return
 	}
 	before := user.Pricing()
-	for key, o := range project.Prices {
+	for _, key := range slices.Sorted(maps.Keys(project.Prices)) {
+		o := project.Prices[key]
 		cur, _, known := before.Lookup(key)
 		if !known {
+			delete(project.Prices, key)
 			continue
 		}
 		for _, f := range []struct {
@@ -163,6 +173,14 @@ func projectCost(user, project *Config) {
 			if *f.v != nil && **f.v < f.was {
 				*f.v = nil
 			}
+		}
+		if o == (pricing.Override{}) {
+			delete(project.Prices, key)
+			continue
+		}
+		if _, err := before.With(map[string]pricing.Override{key: o}); err != nil {
+			delete(project.Prices, key)
+			continue
 		}
 		project.Prices[key] = o
 	}

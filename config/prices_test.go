@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/deepagents-go/deepagents/pricing"
 )
 
 func TestCostSettings(t *testing.T) {
@@ -111,4 +113,51 @@ func FuzzParsePrices(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A project price table the user's table cannot take is dropped on its
+// own: it never costs the user's other prices, and a project cannot price
+// a model the user's table leaves unpriced.
+func TestProjectPricesKeepUserPrices(t *testing.T) {
+	home, proj := t.TempDir(), t.TempDir()
+	write := func(path, s string) {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(home, ".deepagents", "config.toml"),
+		"max_cost = 1.0\n[prices.\"local:qwen3\"]\ninput = 0.2\noutput = 0.6\n")
+	write(filepath.Join(proj, "deepagents.toml"),
+		"[prices.\"openai:gpt-5-mini-2025-08-07\"]\ninput = 0\noutput = 100\n"+
+			"[prices.\"local:unpriced\"]\ninput = 1\noutput = 2\n")
+	c, err := Load(proj, home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab := c.Pricing()
+	if p, _, ok := tab.Lookup("local:qwen3"); !ok || p.Input != 0.2 || p.Output != 0.6 {
+		t.Errorf("local:qwen3 = %+v %v, want the user's 0.2/0.6", p, ok)
+	}
+	if _, _, ok := tab.Lookup("local:unpriced"); ok {
+		t.Error("a project priced a model the user's table does not price")
+	}
+	if p, _, ok := tab.Lookup("openai:gpt-5-mini-2025-08-07"); !ok || p.Input != 0.25 {
+		t.Errorf("gpt-5-mini snapshot = %+v %v, want the list input price 0.25", p, ok)
+	}
+}
+
+// Pricing applies each table on its own: one the shipped table cannot
+// take leaves the others in force.
+func TestPricingSkipsOnlyBadTable(t *testing.T) {
+	in, out := 0.2, 0.6
+	c := &Config{Prices: map[string]pricing.Override{
+		"local:qwen3":      {Input: &in, Output: &out},
+		"local:onlyoutput": {Output: &out},
+	}}
+	if p, _, ok := c.Pricing().Lookup("local:qwen3"); !ok || p.Input != 0.2 {
+		t.Errorf("local:qwen3 = %+v %v", p, ok)
+	}
 }

@@ -5,10 +5,14 @@
 // The shipped table (prices.json, embedded) holds the providers' public
 // list prices as of its date (Default().AsOf); configuration overrides it
 // per model ([prices."provider:model"] tables, package config). A model
-// name is matched by the longest known prefix that ends at a word
-// boundary, so a dated snapshot ("claude-sonnet-4-5-20250929",
-// "gpt-4o-2024-08-06") is priced as its family. A model the table does not
-// know has no price: its cost is unknown, never zero.
+// name is matched exactly, or as a known name followed by a snapshot
+// suffix only ("claude-sonnet-4-5-20250929", "gpt-4o-2024-08-06",
+// "claude-sonnet-4@20250514", "claude-3-5-haiku-latest",
+// "gemini-2.0-flash-001"), so a snapshot is priced as its family but a
+// different model whose name merely starts with a known one ("gpt-5.1",
+// "o3-deep-research") is not priced as it. A model the table does not
+// know has no price: its cost is unknown, never zero. Long-context
+// surcharges (a higher price past some prompt length) are not modelled.
 package pricing
 
 import (
@@ -18,6 +22,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -214,13 +219,18 @@ func (t *Table) set(key string, o Override) error {
 	return nil
 }
 
-// normalise is a model name as matched: a provider prefix ("openai:", but
-// not the ":0" of Bedrock's "anthropic.claude-…-v1:0"), a resource path
-// ("models/", "anthropic/") and case dropped.
-func normalise(model string) string {
-	if provider, m, ok := strings.Cut(model, ":"); ok && !strings.ContainsAny(provider, "./") {
-		model = m
+// normalise is a table key's model part as matched: the provider
+// ("openai:", but not the ":0" of Bedrock's "anthropic.claude-…-v1:0"), a
+// resource path ("models/", "anthropic/") and case dropped.
+func normalise(key string) string {
+	if provider, m, ok := strings.Cut(key, ":"); ok && !strings.ContainsAny(provider, "./") {
+		key = m
 	}
+	return bare(key)
+}
+
+// bare is a model name without its resource path and case.
+func bare(model string) string {
 	model = strings.ToLower(strings.TrimSpace(model))
 	if i := strings.LastIndexByte(model, '/'); i >= 0 {
 		model = model[i+1:]
@@ -228,30 +238,35 @@ func normalise(model string) string {
 	return model
 }
 
+// snapshot is what may follow a known model name in a name priced as it:
+// a date (-2025-08-07, -20250929, Vertex's @20250514), an alias
+// (-latest) or Gemini's version number (-001). Anything else names
+// another model, which may cost more.
+var snapshot = regexp.MustCompile(`^(-\d{4}-\d{2}-\d{2}|-\d{8}|@\d{8}|-latest|-\d{3})$`)
+
 // Lookup returns the price of model and the table's key it was matched
-// by: the longest prefix of the name that ends where the name does or at
-// a character that is not a letter or digit.
+// by: the longest known name that is the whole name or is followed only
+// by a snapshot suffix. The name may come with a provider ("openai:gpt-4o",
+// "ollama:qwen3:8b") or without one ("qwen3:8b", as a response names its
+// model): both readings are tried, and the longer match wins.
 func (t *Table) Lookup(model string) (Price, string, bool) {
 	if t == nil {
 		return Price{}, "", false
 	}
-	name := normalise(model)
 	best := -1
 	var found entry
-	for _, e := range t.entries {
-		if len(e.prefix) <= best || !strings.HasPrefix(name, e.prefix) {
-			continue
+	for _, name := range []string{normalise(model), bare(model)} {
+		for _, e := range t.entries {
+			if len(e.prefix) <= best || !strings.HasPrefix(name, e.prefix) {
+				continue
+			}
+			if rest := name[len(e.prefix):]; rest != "" && !snapshot.MatchString(rest) {
+				continue
+			}
+			best, found = len(e.prefix), e
 		}
-		if rest := name[len(e.prefix):]; rest != "" && isWordChar(rest[0]) {
-			continue
-		}
-		best, found = len(e.prefix), e
 	}
 	return found.price, found.key, best >= 0
-}
-
-func isWordChar(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= '0' && c <= '9'
 }
 
 // Price is the cost of one call of model with usage u; ok is false when

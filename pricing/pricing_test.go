@@ -27,6 +27,12 @@ func TestShippedTable(t *testing.T) {
 		"models/gemini-2.5-flash":    "google:gemini-2.5-flash",
 		"gemini-2.5-flash-lite":      "google:gemini-2.5-flash-lite",
 		"O3-2025-04-16":              "openai:o3",
+		"claude-3-5-haiku-latest":    "anthropic:claude-3-5-haiku",
+		"gemini-2.0-flash-001":       "google:gemini-2.0-flash",
+		"gpt-5-mini-2025-08-07":      "openai:gpt-5-mini",
+		"gpt-4o-2024-05-13":          "openai:gpt-4o-2024-05-13",
+		"gpt-5.1-2025-11-13":         "openai:gpt-5.1",
+		"o3-deep-research":           "openai:o3-deep-research",
 	} {
 		if _, key, ok := tab.Lookup(model); !ok || key != want {
 			t.Errorf("Lookup(%q) = %q, %v; want %q", model, key, ok, want)
@@ -34,7 +40,10 @@ func TestShippedTable(t *testing.T) {
 	}
 	// A prefix must end at a word boundary, and a model nobody priced has
 	// no price (not zero).
-	for _, model := range []string{"o30", "gpt-4", "scripted", "", "llama3", "gpt-4omni"} {
+	// A known name followed by anything but a snapshot suffix is another
+	// model, which may cost more than the known one.
+	for _, model := range []string{"o30", "gpt-4", "scripted", "", "llama3", "gpt-4omni",
+		"gpt-5.2", "claude-opus-4-6", "gemini-2.5-flash-image", "gpt-4o-audio-preview", "o3-mini-high"} {
 		if _, key, ok := tab.Lookup(model); ok {
 			t.Errorf("Lookup(%q) matched %q", model, key)
 		}
@@ -90,6 +99,20 @@ func TestOverrides(t *testing.T) {
 	}
 	if _, key, _ := tab.Lookup("gpt-5.2-2025-12-11"); key != "openai:gpt-5.2" {
 		t.Errorf("gpt-5.2 matched %q", key)
+	}
+	// An Ollama model's own colon is part of its name, with or without the
+	// provider in front.
+	tab, err = pricing.Default().With(map[string]pricing.Override{"ollama:qwen3:8b": {Input: ptr(0.1), Output: ptr(0.2)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"qwen3:8b", "ollama:qwen3:8b"} {
+		if _, key, ok := tab.Lookup(name); !ok || key != "ollama:qwen3:8b" {
+			t.Errorf("Lookup(%q) = %q, %v", name, key, ok)
+		}
+	}
+	if _, key, ok := tab.Lookup("qwen3:32b"); ok {
+		t.Errorf("qwen3:32b matched %q", key)
 	}
 	if orig, _, _ := pricing.Default().Lookup("gpt-4o"); orig.Input != 2.5 {
 		t.Error("With changed the shipped table")

@@ -113,6 +113,9 @@ type childHost struct {
 	// snapshot is the workflow's snapshot, which its children must have
 	// ("" when the workflow does not check it).
 	snapshot string
+	// unchecked is true when the workflow started before the snapshot
+	// check (see StartedBeforeSnapshot).
+	unchecked bool
 }
 
 // childWF is a child workflow a parent's run started.
@@ -408,14 +411,15 @@ func (g *Registry) RunSubagent(ctx workflow.Context, in SubagentInput) (*Subagen
 	if err != nil {
 		return nil, sdktemporal.NewNonRetryableApplicationError(err.Error(), "UnknownAgent", nil)
 	}
-	if g.checkSnapshot(ctx, in.Snapshot) {
+	checked := g.checkSnapshot(ctx, in.Snapshot)
+	if checked {
 		in.Snapshot = g.Snapshot // the next run, if it continues as new, keeps it
 	}
 	rt := NewRuntime(ctx)
 	defer rt.Close()
 	rt.sess.opened = in.Sessions
 	rt.runsChildren(g, in.Agent, in.Holder)
-	rt.host.snapshot = in.Snapshot
+	rt.host.snapshot, rt.host.unchecked = in.Snapshot, !checked
 	timeout := in.Timeout
 	if timeout > 0 {
 		if in.Deadline.IsZero() {

@@ -4,4 +4,5 @@ package temporal
 var (
 	ServedChildID = servedChildID
 	ServedRun     = servedRun
+	OneText       = oneText
 )

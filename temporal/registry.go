@@ -99,8 +99,9 @@ type Registry struct {
 	// take another path.
 	MaxHistorySize, MaxHistoryLength int
 	// Snapshot identifies the files this worker's middleware read when it
-	// started (deepagents-temporal's hash of its skills and memory
-	// snapshot; "" when none). A workflow records the snapshot of the
+	// started, and anything else workflow code sees that the worker fixed
+	// at start (deepagents-temporal's hash of its skills and memory
+	// snapshot and of its MCP tools; "" when none). A workflow records the snapshot of the
 	// worker that starts it, and a worker whose Snapshot differs fails its
 	// workflow tasks with a SnapshotMismatch error, so every worker of a
 	// task queue must have the same.

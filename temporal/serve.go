@@ -7,6 +7,7 @@ import (
 	"iter"
 	"net"
 	"net/http"
+	"reflect"
 	"slices"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	sdktemporal "go.temporal.io/sdk/temporal"
 
 	"github.com/deepagents-go/deepagents/agent"
+	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/server"
 )
 
@@ -136,8 +138,12 @@ func (x *Executor) execute(ctx context.Context, run server.ExecRun, yield func(a
 		}
 	} else {
 		in := RunInput{Agent: run.Assistant, Thread: run.Thread}
-		if len(run.Input) > 0 {
-			// The messages go through the store, not the start request.
+		if text, ok := oneText(run.Input); ok {
+			// One user message of text goes in the start request, as it
+			// always did: a worker older than InputRef runs it too.
+			in.Input = text
+		} else if len(run.Input) > 0 {
+			// Other messages go through the store, not the start request.
 			if err := x.storeInput(ctx, run.RunID, run.Input); err != nil {
 				return nil, err
 			}
@@ -260,6 +266,16 @@ func resultOf(end ended) (*agent.Result, error) {
 
 func summaryResult(s *Summary) *agent.Result {
 	return &agent.Result{Status: s.Status, Error: s.Error, Rounds: s.Rounds, Usage: s.Usage, Interrupts: s.Interrupts}
+}
+
+// oneText is the text of an input that is one plain user message of text,
+// the only input RunInput.Input carries (and the only one a worker from
+// before RunInput.InputRef reads); ok is false for any other.
+func oneText(in []llm.Message) (string, bool) {
+	if len(in) == 1 && in[0].Content != "" && reflect.DeepEqual(in[0], llm.Message{Role: llm.RoleUser, Content: in[0].Content}) {
+		return in[0].Content, true
+	}
+	return "", false
 }
 
 // start starts workflow id.

@@ -29,6 +29,7 @@ import (
 	"github.com/deepagents-go/deepagents/checkpoint/sqlite"
 	"github.com/deepagents-go/deepagents/internal/demoagent"
 	"github.com/deepagents-go/deepagents/internal/pgtest"
+	"github.com/deepagents-go/deepagents/llm"
 	"github.com/deepagents-go/deepagents/server"
 	"github.com/deepagents-go/deepagents/temporal"
 )
@@ -594,5 +595,26 @@ func TestServedRunTakesAnyInputOnADevServer(t *testing.T) {
 	fleet.json("DELETE", "/threads/I", nil, 204, nil)
 	if stored, err := st.Events(t.Context(), server.RunInputLog(run.RunID), 0); err != nil || len(stored) != 0 {
 		t.Fatalf("after its thread is deleted, the run's stored input is %d messages (%v), want none", len(stored), err)
+	}
+}
+
+// Only one plain user message of text goes in the workflow's start
+// request, where a worker that predates InputRef reads it; any other
+// input goes through the store.
+func TestOneTextInput(t *testing.T) {
+	if text, ok := temporal.OneText([]llm.Message{{Role: llm.RoleUser, Content: "hi"}}); !ok || text != "hi" {
+		t.Errorf("one user message of text: %q %v", text, ok)
+	}
+	for name, in := range map[string][]llm.Message{
+		"none":      nil,
+		"empty":     {{Role: llm.RoleUser}},
+		"assistant": {{Role: llm.RoleAssistant, Content: "hi"}},
+		"two":       {{Role: llm.RoleUser, Content: "a"}, {Role: llm.RoleUser, Content: "b"}},
+		"parts":     {{Role: llm.RoleUser, Content: "a", Parts: []llm.Part{{Type: "text", Text: "a"}}}},
+		"named":     {{Role: llm.RoleUser, Content: "a", Name: "bob"}},
+	} {
+		if text, ok := temporal.OneText(in); ok {
+			t.Errorf("%s: went in the start request as %q", name, text)
+		}
 	}
 }

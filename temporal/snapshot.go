@@ -1,6 +1,7 @@
 package temporal
 
 import (
+	"context"
 	"fmt"
 
 	sdktemporal "go.temporal.io/sdk/temporal"
@@ -50,15 +51,25 @@ func (g *Registry) checkSnapshot(ctx workflow.Context, want string) bool {
 	return true
 }
 
+// StartedBeforeSnapshot reports whether ctx is workflow code of a run
+// whose workflow started before workflows checked their snapshot: its
+// history may come from a worker that bound what the snapshot now covers
+// (its MCP tools) otherwise, so a worker keeps such a run's calls working
+// (every MCP tool callable by name). False outside workflow code.
+func StartedBeforeSnapshot(ctx context.Context) bool {
+	rt, ok := runtimeFrom(ctx)
+	return ok && rt.host != nil && rt.host.unchecked
+}
+
 func snapshotError(recorded, here string) error {
 	name := func(s string) string {
 		if s == "" {
-			return "none (no skills or memory files)"
+			return "none (no skills, memory files or MCP tools)"
 		}
 		return s
 	}
 	return sdktemporal.NewNonRetryableApplicationError(fmt.Sprintf(
-		"this run started on a worker whose skills and memory snapshot is %s, and this worker's is %s: its prompts would differ from its history's, so this worker refuses it. "+
-			"Restart every worker of the task queue with the same skill folders and AGENTS.md files (deepagents-temporal worker prints its snapshot when it starts)",
+		"this run started on a worker whose snapshot (skills, memory and MCP tools) is %s, and this worker's is %s: its prompts would differ from its history's, so this worker refuses it. "+
+			"Restart every worker of the task queue with the same skill folders, AGENTS.md files and MCP servers (deepagents-temporal worker prints its snapshot when it starts)",
 		name(recorded), name(here)), SnapshotMismatch, nil)
 }

@@ -30,7 +30,9 @@ type RunInput struct {
 	// Input is the user's message; empty on a thread, the run resumes the
 	// thread's unfinished run.
 	Input string `json:"input"`
-	// InputRef, set instead of Input by a server's Executor, names the
+	// InputRef, set instead of Input by a server's Executor for any input
+	// but one user message of text (which goes in Input, so that a worker
+	// that predates InputRef still runs it), names the
 	// served run whose input messages (any number, with content parts)
 	// the Executor stored in the servers' store: the workflow reads them
 	// from there (Registry.Events), not from its start request.
@@ -109,7 +111,8 @@ func (g *Registry) RunAgent(ctx workflow.Context, in RunInput) (*Summary, error)
 	if !ok {
 		return nil, sdktemporal.NewNonRetryableApplicationError(fmt.Sprintf("no agent %q is registered on this worker", in.Agent), "UnknownAgent", nil)
 	}
-	if g.checkSnapshot(ctx, in.Snapshot) {
+	checked := g.checkSnapshot(ctx, in.Snapshot)
+	if checked {
 		in.Snapshot = g.Snapshot // the next run, if it continues as new, keeps it
 	}
 	ap, err := g.approvals(ctx, a)
@@ -120,7 +123,7 @@ func (g *Registry) RunAgent(ctx workflow.Context, in RunInput) (*Summary, error)
 	defer rt.Close()
 	rt.sess.opened = in.Sessions
 	rt.runsChildren(g, in.Agent, leaseHolder(workflow.GetInfo(ctx).WorkflowExecution.ID))
-	rt.host.snapshot = in.Snapshot
+	rt.host.snapshot, rt.host.unchecked = in.Snapshot, !checked
 	rctx, cancel := rt.Context()
 	defer cancel()
 	// Anything of the run that reaches a registered directory outside a

@@ -194,6 +194,9 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 	}
 	var specs []subagent.Spec
 	var errs []error
+	// agentModels is the model each subagent on its own model asked for:
+	// the budget prices a response that names no model as it.
+	agentModels := map[string]string{}
 	for _, af := range files {
 		sp, err := agentSpec(ctx, cfg, af, notices)
 		if err != nil {
@@ -201,6 +204,11 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 			continue
 		}
 		specs = append(specs, sp)
+		if af.Model != "" {
+			if full, err := cfg.ExpandModel(af.Model); err == nil {
+				agentModels[af.Name] = full
+			}
+		}
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -278,7 +286,8 @@ func assemble(ctx context.Context, f runFlags, stderr io.Writer) (*setup, error)
 	s.config.Middleware = append(s.config.Middleware, s.mode.Middleware())
 	// Every model call is priced, and a run stops at its budget (cost.go).
 	s.cost, s.pricer = &costMeter{}, cfg.Pricing()
-	s.config.Budget = budget.New(budget.Options{Limits: budget.Limits{Cost: s.maxCost}, Pricer: s.pricer, OnCharge: s.cost.charge})
+	s.config.Budget = budget.New(budget.Options{Limits: budget.Limits{Cost: s.maxCost}, Pricer: s.pricer, OnCharge: s.cost.charge,
+		Model: s.modelName, AgentModels: agentModels})
 	if cp.mounts != nil {
 		// The memory files mounted from outside --root (the user's, say):
 		// guarded on the files every call of the agent and its forks gets.

@@ -280,9 +280,12 @@ type shownThread struct {
 	ThreadUsage llm.Usage `json:"thread_usage"`
 	Tokens      int       `json:"tokens"`
 	// The last top-level run's cost (cost.go), and ThreadCostUSD the
-	// whole thread's (null when unknown or not counted).
+	// whole thread's (null when unknown or not counted), a lower bound when
+	// ThreadCostLowerBound says so (an earlier turn may have had unpriced
+	// calls when the last had none).
 	costFields
-	ThreadCostUSD *float64 `json:"thread_cost_usd"`
+	ThreadCostUSD        *float64 `json:"thread_cost_usd"`
+	ThreadCostLowerBound bool     `json:"thread_cost_lower_bound,omitempty"`
 	shownRun
 }
 
@@ -343,7 +346,7 @@ func threadsShow(ctx context.Context, saver checkpoint.Saver, db config.Database
 	if priced {
 		th.costFields = costFieldsOf(spent)
 		if whole := costFieldsOf(budget.Spent{Amount: spent.Thread()}); whole.CostUSD != nil {
-			th.ThreadCostUSD = whole.CostUSD
+			th.ThreadCostUSD, th.ThreadCostLowerBound = whole.CostUSD, whole.CostLowerBound
 		}
 	}
 	if asJSON {

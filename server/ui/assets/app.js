@@ -938,7 +938,9 @@ function renderCost() {
   if (!c) { line.textContent = ''; return; }
   const calls = c.calls || 0;
   let text = 'cost: ' + costText(c.cost_usd, c.cost_lower_bound) + ' for the last run (' + calls + (calls === 1 ? ' model call)' : ' model calls)');
-  if (c.thread_cost_usd !== c.cost_usd) text += ' · ' + costText(c.thread_cost_usd, c.cost_lower_bound) + ' for the thread';
+  if (c.thread_cost_usd !== c.cost_usd || !!c.thread_cost_lower_bound !== !!c.cost_lower_bound) {
+    text += ' · ' + costText(c.thread_cost_usd, c.thread_cost_lower_bound) + ' for the thread';
+  }
   line.textContent = text;
   line.dataset.costUsd = c.cost_usd === null || c.cost_usd === undefined ? '' : String(c.cost_usd);
 }

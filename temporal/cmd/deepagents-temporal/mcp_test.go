@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/deepagents-go/deepagents/agent"
 	"github.com/deepagents-go/deepagents/llm"
@@ -173,5 +174,81 @@ func TestServeDescribesTheAgentsMCPTools(t *testing.T) {
 		if strings.HasPrefix(tl.Spec().Name, "mcp__") {
 			t.Errorf("with --no-mcp the agent has %s", tl.Spec().Name)
 		}
+	}
+}
+
+// A worker's snapshot covers its MCP tools and whether mcp_search finds
+// them: workflow code sees both, so a worker that binds them otherwise
+// has another snapshot (and refuses the runs of this one).
+func TestWorkerSnapshotCoversMCPTools(t *testing.T) {
+	bin := buildTestMCPServer(t)
+	snapshot := func(window int, withMCP bool) string {
+		project := mcpProject(t, bin, window)
+		reg := temporal.NewRegistry()
+		setup := &agentSetup{}
+		defer setup.close()
+		if withMCP {
+			setup.mcp = workerMCP(false, &setup.closers)
+		}
+		var stderr strings.Builder
+		if err := configAgent(t.Context(), reg, "main", project, "", setup, &stderr); err != nil {
+			t.Fatal(err)
+		}
+		return reg.Snapshot
+	}
+	deferred, direct, none := snapshot(2000, true), snapshot(1_000_000, true), snapshot(2000, false)
+	if deferred == direct || deferred == none || direct == none {
+		t.Errorf("snapshots: behind mcp_search %q, bound directly %q, without MCP %q; want three different", deferred, direct, none)
+	}
+	if again := snapshot(2000, true); again != deferred {
+		t.Errorf("the same MCP tools give snapshots %q and %q", deferred, again)
+	}
+}
+
+// A run whose workflow started before workflows checked their snapshot
+// may have been recorded by a worker that bound every MCP tool directly:
+// its calls of an MCP tool by name still work though the tools are now
+// behind mcp_search. A new run must find the tool first.
+func TestUncheckedRunCallsMCPToolsByName(t *testing.T) {
+	project := mcpProject(t, buildTestMCPServer(t), 2000)
+	echo := mcp.ToolName("mine", "echo")
+	for _, unchecked := range []bool{true, false} {
+		reg := temporal.NewRegistry()
+		setup := &agentSetup{}
+		setup.mcp = workerMCP(false, &setup.closers)
+		var stderr strings.Builder
+		if err := configAgent(t.Context(), reg, "main", project, "", setup, &stderr); err != nil {
+			t.Fatal(err)
+		}
+		m := scripted.New(scripted.Script{"main": {Steps: []scripted.Step{
+			{ToolCalls: []scripted.StepCall{stepCall("e1", echo, `{"text":"called by name"}`)}},
+			{Content: "done"},
+		}}}, scripted.Options{})
+		reg.Model("local:m", m)
+		var s testsuite.WorkflowTestSuite
+		s.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))))
+		env := s.NewTestWorkflowEnvironment()
+		env.SetDataConverter(temporal.DataConverter())
+		env.SetWorkerOptions(worker.Options{EnableSessionWorker: true})
+		reg.Register(env)
+		if unchecked {
+			env.OnGetVersion("deepagents.snapshot-check", workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+		}
+		env.ExecuteWorkflow(temporal.RunAgentWorkflow, temporal.RunInput{Agent: "main", Input: "echo"})
+		if err := env.GetWorkflowError(); !env.IsWorkflowCompleted() || err != nil {
+			t.Fatalf("unchecked %v: the workflow: %v", unchecked, err)
+		}
+		var result string
+		for _, r := range m.Records() {
+			for _, msg := range r.Request.Messages {
+				if msg.Role == llm.RoleTool && msg.ToolCallID == "e1" {
+					result = msg.Content
+				}
+			}
+		}
+		if got := result == "called by name"; got != unchecked {
+			t.Errorf("unchecked %v: the call by name answered %q", unchecked, result)
+		}
+		setup.close()
 	}
 }

@@ -394,9 +394,6 @@ func configAgent(ctx context.Context, reg *temporal.Registry, name, project, mod
 	if dir == nil || dir.backend == nil {
 		notice("execute is left out: a worker keeps each run's files in its thread, not on a directory (give --root for one)")
 	}
-	if snap.skills != nil || snap.memory != nil {
-		notice("skills and AGENTS.md memory are read once, now (snapshot %s): restart the worker to pick up edits, and give every worker of the task queue the same files (a worker with another snapshot refuses the runs this one starts)", snap.hash)
-	}
 	if snap.skills != nil {
 		// The listing's budget follows the model's context window, as in
 		// "deepagents run".
@@ -430,7 +427,12 @@ func configAgent(ctx context.Context, reg *temporal.Registry, name, project, mod
 		ResponseLimits: llm.ResponseLimits{MaxBytes: cfg.MaxResponseBytes, MaxToolCalls: cfg.MaxToolCalls},
 	}
 	if fitMCP != nil {
-		fitMCP(&dc, cfg.Profile(spec.Provider, spec.Model).Window)
+		// The MCP tools and whether mcp_search finds them shape workflow
+		// code as the files do: a worker with others refuses the run.
+		reg.Snapshot = withMCP(snap.hash, fitMCP(&dc, cfg.Profile(spec.Provider, spec.Model).Window))
+	}
+	if snap.skills != nil || snap.memory != nil || reg.Snapshot != snap.hash {
+		notice("skills, AGENTS.md memory and the MCP tool list are read once, now (snapshot %s): restart the worker to pick up edits, and give every worker of the task queue the same files and MCP servers (a worker with another snapshot refuses the runs this one starts)", reg.Snapshot)
 	}
 	a, err := deepagents.New(dc)
 	if err != nil {
