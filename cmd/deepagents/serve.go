@@ -44,6 +44,11 @@ request bodies must be JSON (Content-Type: application/json), so a page
 you visit cannot drive the agent. Ctrl-C or SIGTERM ends open streams and
 stops.
 
+With --temporal HOST:PORT, runs are workflows on a Temporal worker fleet
+instead of running in this process: serve hands over to the
+deepagents-temporal program (beside deepagents or on PATH), which takes the
+same flags (see docs/TEMPORAL.md).
+
 Exit status: 0 after a clean stop, 1 when serving failed, 2 bad usage.
 `
 
@@ -58,6 +63,9 @@ type serveFlags struct {
 }
 
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if temporalServeArg(args) {
+		return serveOnTemporal(ctx, args, stdout, stderr)
+	}
 	var f serveFlags
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.StringVar(&f.addr, "addr", "127.0.0.1:2024", "the address to listen on, HOST:PORT")
