@@ -197,7 +197,7 @@ type Session struct {
 	// (StepInfo.RejectedCall) covers those of earlier sessions.
 	asked    map[string]string
 	rejected map[string]bool
-	// denied holds the calls (by id) already counted as a denial: a call
+	// denied holds the calls (by path and id) already counted as a denial: a call
 	// the classifier found unsafe and the person then rejected is one
 	// denial, not two.
 	denied map[string]bool
@@ -219,6 +219,22 @@ func callKey(name string, args json.RawMessage) string {
 // askedKey names a call that waited by its agent's path and its id: ids
 // are the model's, and two agents of a thread may use the same one.
 func askedKey(path, id string) string { return path + "\x00" + id }
+
+// deniedBefore reports whether the call id at path was counted as a
+// denial already: call ids are unique only within an agent, so the key is
+// the path and the id; a person's decision that names no path matches the
+// id at any path. s.mu is held.
+func (s *Session) deniedBefore(path, id string) bool {
+	if path != "" {
+		return s.denied[askedKey(path, id)]
+	}
+	for k := range s.denied {
+		if strings.HasSuffix(k, "\x00"+id) {
+			return true
+		}
+	}
+	return false
+}
 
 // askedAs returns the tool and arguments of the waiting calls a decision
 // on call id at path names: the call at that path, or, for a decision
@@ -392,7 +408,7 @@ func (s *Session) add(e ModeEntry) {
 // none).
 func (s *Session) deny(e ModeEntry, why string) string {
 	s.mu.Lock()
-	if s.denied[e.CallID] {
+	if s.deniedBefore(e.Path, e.CallID) {
 		s.add(e)
 		s.mu.Unlock()
 		return ""
@@ -400,7 +416,7 @@ func (s *Session) deny(e ModeEntry, why string) string {
 	if s.denied == nil || len(s.denied) >= maxRemembered {
 		s.denied = map[string]bool{}
 	}
-	s.denied[e.CallID] = true
+	s.denied[askedKey(e.Path, e.CallID)] = true
 	s.denials++
 	fell := s.mode == Auto && s.denials >= MaxDenials
 	if fell {
