@@ -46,8 +46,10 @@ stops.
 
 With --temporal HOST:PORT, runs are workflows on a Temporal worker fleet
 instead of running in this process: serve hands over to the
-deepagents-temporal program (beside deepagents or on PATH), which takes the
-same flags (see docs/TEMPORAL.md).
+deepagents-temporal program (beside deepagents or on PATH) with these
+arguments (--addr becomes its --listen); it takes --db (required), the
+agent flags the workers were given and --token-env, and refuses the others
+(see 'deepagents-temporal serve -h' and docs/TEMPORAL.md).
 
 Exit status: 0 after a clean stop, 1 when serving failed, 2 bad usage.
 `

@@ -45,9 +45,30 @@ func findTemporalBinary() (string, error) {
 	return exec.LookPath(temporalBinary)
 }
 
-// serveOnTemporal runs `deepagents-temporal serve ARGS`, which takes the
-// same flags as serve plus --temporal, with this process's input and
-// output, and returns its exit status. Ctrl-C or SIGTERM reaching this
+// temporalServeArgs are serve's arguments as deepagents-temporal serve
+// reads them: serve's --addr is its --listen; the other flags are passed
+// as given, and a flag it does not have is its usage error.
+func temporalServeArgs(args []string) []string {
+	out := make([]string, 0, len(args))
+	for i, a := range args {
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		if name, value, ok := strings.Cut(strings.TrimLeft(a, "-"), "="); strings.HasPrefix(a, "-") && name == "addr" {
+			if ok {
+				a = "--listen=" + value
+			} else {
+				a = "--listen"
+			}
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// serveOnTemporal runs `deepagents-temporal serve ARGS` (its flags are
+// those of serve's agent and of the workers; see temporalServeArgs) with
+// this process's input and output, and returns its exit status. Ctrl-C or SIGTERM reaching this
 // process (ctx) is passed on as an interrupt, and the program is given ten
 // seconds to stop.
 func serveOnTemporal(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -56,7 +77,7 @@ func serveOnTemporal(ctx context.Context, args []string, stdout, stderr io.Write
 		fmt.Fprintf(stderr, "deepagents serve: --temporal serves runs on a Temporal fleet through the %s program, which was found neither beside deepagents nor on PATH; install it with\n  go install github.com/deepagents-go/deepagents/temporal/cmd/deepagents-temporal@latest\n(see docs/TEMPORAL.md, \"The server in front of a fleet\")\n", temporalBinary)
 		return exitUsage
 	}
-	cmd := exec.CommandContext(ctx, bin, append([]string{"serve"}, args...)...)
+	cmd := exec.CommandContext(ctx, bin, append([]string{"serve"}, temporalServeArgs(args)...)...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, stdout, stderr
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = 10 * time.Second
@@ -67,7 +88,7 @@ func serveOnTemporal(ctx context.Context, args []string, stdout, stderr io.Write
 		return 0
 	case errors.As(err, &exit) && exit.ExitCode() >= 0:
 		return exit.ExitCode()
-	case ctx.Err() != nil && errors.As(err, &exit):
+	case ctx.Err() != nil && (errors.As(err, &exit) || errors.Is(err, context.Canceled)):
 		return 0 // stopped by the interrupt it was passed
 	default:
 		fmt.Fprintf(stderr, "deepagents serve: running %s: %v\n", bin, err)

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestTemporalServeArg(t *testing.T) {
@@ -79,6 +80,9 @@ func FuzzTemporalServeArg(f *testing.F) {
 	f.Add("-temporal=x")
 	f.Fuzz(func(t *testing.T, joined string) {
 		args := strings.Split(joined, "\x00")
+		if out := temporalServeArgs(args); len(out) != len(args) {
+			t.Fatalf("temporalServeArgs(%q) = %q: not one argument for each", args, out)
+		}
 		if !temporalServeArg(args) {
 			return
 		}
@@ -93,4 +97,46 @@ func FuzzTemporalServeArg(f *testing.F) {
 		}
 		t.Fatalf("temporalServeArg(%q) is true without a --temporal flag before --", args)
 	})
+}
+
+// serve's --addr is the program's --listen; what follows "--" is passed
+// as it is.
+func TestTemporalServeArgs(t *testing.T) {
+	got := temporalServeArgs([]string{"--addr", "0.0.0.0:2024", "-addr=h:1", "--db", "x", "--", "--addr"})
+	want := []string{"--listen", "0.0.0.0:2024", "--listen=h:1", "--db", "x", "--", "--addr"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("temporalServeArgs = %q, want %q", got, want)
+	}
+}
+
+// A Ctrl-C that the program answers with a clean stop is a clean stop of
+// serve too: exit status 0.
+func TestServeTemporalStopsCleanly(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the stand-in program is a shell script")
+	}
+	dir := t.TempDir()
+	ready := filepath.Join(dir, "ready")
+	script := "#!/bin/sh\ntrap 'exit 0' INT\ntouch '" + ready + "'\nwhile :; do sleep 0.05; done\n"
+	if err := os.WriteFile(filepath.Join(dir, temporalBinary), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir+":/usr/bin:/bin")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	var stdout, stderr bytes.Buffer
+	go func() { done <- cmdServe(ctx, []string{"--temporal", "h:1", "--db", "x"}, &stdout, &stderr) }()
+	for i := 0; ; i++ {
+		if _, err := os.Stat(ready); err == nil {
+			break
+		}
+		if i > 400 {
+			t.Fatal("the program did not start")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if code := <-done; code != 0 {
+		t.Fatalf("exit %d after a clean stop, want 0; stderr: %s", code, stderr.String())
+	}
 }
