@@ -456,9 +456,16 @@ func Background(call, child context.Context, id string) (context.Context, *Tally
 	if acc == nil || acc.owner == nil {
 		return Detach(child), &Tally{}
 	}
-	t := &Tally{acc: &callAcc{owner: acc.owner}, key: id + "@background"}
 	n := acc.owner
 	n.mu.Lock()
+	if n.calls[id] != acc {
+		// Not the tally of this very call (a run started again after a
+		// crash sees the call that started its own run, one level up):
+		// tallying there would count the run for an agent above its parent.
+		n.mu.Unlock()
+		return Detach(child), &Tally{}
+	}
+	t := &Tally{acc: &callAcc{owner: n}, key: id + "@background"}
 	if n.calls == nil {
 		n.calls = map[string]*callAcc{}
 	}
