@@ -257,12 +257,39 @@ func (s *Server) open(ctx context.Context, cwd, id string, resumed bool) (*sessi
 	ss := &session{id: id, cwd: dir, rt: rt, model: model}
 	s.mu.Lock()
 	old := s.sessions[id]
+	s.mu.Unlock()
+	if old != nil && !old.closeIdle() {
+		// A turn started on the session meanwhile: two runtimes must never
+		// run one thread, so the new one goes.
+		if rt.Close != nil {
+			rt.Close()
+		}
+		return nil, sdk.NewInvalidParams("a turn of this session is running: cancel it or wait for its end, then load it")
+	}
+	s.mu.Lock()
+	prev := s.sessions[id]
 	s.sessions[id] = ss
 	s.mu.Unlock()
-	if old != nil {
-		old.close()
+	if prev != nil && prev != old {
+		prev.close()
 	}
 	return ss, nil
+}
+
+// closeIdle closes the session's runtime unless a turn runs on it, and
+// reports whether it did (or it was closed already); no turn starts on it
+// after.
+func (ss *session) closeIdle() bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.busy {
+		return false
+	}
+	if ss.rt != nil && ss.rt.Close != nil {
+		ss.rt.Close()
+	}
+	ss.rt = nil
+	return true
 }
 
 func (s *Server) drop(id string) {
