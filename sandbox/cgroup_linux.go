@@ -80,13 +80,23 @@ func (c *cgroup) kill() {
 	}
 }
 
-// remove kills what is left and removes the cgroup; it waits a little for
-// the killed processes to be reaped, as a cgroup with members cannot go.
+// removeWait bounds how long remove waits for killed processes to leave
+// their cgroup: a fork bomb's last processes can take more than a second
+// to be reaped on a loaded machine.
+const removeWait = 10 * time.Second
+
+// remove kills what is left and removes the cgroup; it waits, up to
+// removeWait, for the killed processes to be reaped, as a cgroup with
+// members cannot go, killing again any that remain.
 func (c *cgroup) remove() {
 	c.kill()
-	for range 200 {
-		if err := syscall.Rmdir(c.dir); err == nil || os.IsNotExist(err) {
+	deadline := time.Now().Add(removeWait)
+	for i := 0; ; i++ {
+		if err := syscall.Rmdir(c.dir); err == nil || os.IsNotExist(err) || time.Now().After(deadline) {
 			return
+		}
+		if i%20 == 19 {
+			c.kill()
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
